@@ -1,0 +1,127 @@
+#pragma once
+// The kernel interface. Every kernel is declared once, here, as a pure virtual method of
+// Backend, and implemented once per backend:
+//   kernels/reference/  plain loops, double accumulation: the oracle tests compare against
+//   kernels/cpu/        OpenMP + SIMD + OpenBLAS: the fast CPU path
+//   kernels/cuda/       cuSPARSE / cuBLAS / CUDA kernels (built when nvcc is present)
+// Model and training code only ever talk to a Backend&, so they never know which one runs.
+//
+// Memory: a Backend owns allocation on its device and counts live and peak bytes, which is
+// how tests check that each rank holds only its shards.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plexus/rng.hpp"
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+enum class Trans { No, Yes };
+
+// Softmax statistics and loss inputs are split so that the class axis can be sharded over
+// ranks: row maxima and exp-sums are partial per shard and combined by collectives between
+// the calls (max all-reduce, then sum all-reduce) before the loss/grad kernel runs.
+struct LossTerms {
+  double loss_sum = 0.0;  // sum over selected rows of weight * (-log p[label])
+};
+
+struct AdamParams {
+  float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = false;  // false: L2 added to the gradient (Adam); true: AdamW
+  std::int64_t step = 1;   // 1-based step count, for bias correction
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+
+  // ---- memory ---------------------------------------------------------------------------
+  virtual void* allocate(std::size_t bytes) = 0;       // zero-filled
+  virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+  virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void synchronize() {}
+  std::size_t live_bytes() const { return live_bytes_; }
+  std::size_t peak_bytes() const { return peak_bytes_; }
+  void reset_peak() { peak_bytes_ = live_bytes_; }
+
+  // ---- sparse ---------------------------------------------------------------------------
+  // C = A·B + beta·C. A: m×k CSR, B: k×n, C: m×n. Deterministic (no atomics).
+  // The transposed product Aᵀ·B is done by SpMM with an explicitly transposed CSR
+  // (csr_transpose in sparse.hpp, built once): a scatter kernel would need atomics.
+  virtual void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) = 0;
+
+  // ---- dense ----------------------------------------------------------------------------
+  // C = alpha·op(A)·op(B) + beta·C.
+  virtual void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                    MatrixView c) = 0;
+  // y[i] = alpha·x[i] + beta·y[i] over n contiguous floats.
+  virtual void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) = 0;
+  virtual void fill(MatrixView m, float value) = 0;
+  // Copies src into dst (same shape, any leading dimensions).
+  virtual void copy(ConstMatrixView src, MatrixView dst) = 0;
+
+  // ---- elementwise / activation ---------------------------------------------------------
+  // m[i][j] += bias[j]
+  virtual void add_bias(MatrixView m, const float* bias) = 0;
+  // out[j] = beta·out[j] + sum_i m[i][j]   (bias gradient)
+  virtual void column_sum(ConstMatrixView m, float beta, float* out) = 0;
+  // m = max(m, 0), in place.
+  virtual void relu(MatrixView m) = 0;
+  // grad[i][j] = 0 where activated[i][j] <= 0 (activated = output of relu), in place.
+  virtual void relu_backward(ConstMatrixView activated, MatrixView grad) = 0;
+  // out = x ⊙ keep / (1-p), keep from counter_uniform(key, row0 + i, col0 + j) >= p.
+  // Dropout is linear in x for a fixed key, so the backward pass is the same call on the
+  // gradient. `x` and `out` may alias.
+  virtual void dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0,
+                       index_t col0) = 0;
+
+  // ---- masked log-softmax + NLL (class axis may be sharded; see LossTerms) -------------
+  // row_max[i] = max(row_max[i], max_j x[i][j])   (initialise row_max to -inf)
+  virtual void row_max(ConstMatrixView x, float* row_max) = 0;
+  // row_sumexp[i] += sum_j exp(x[i][j] - row_max[i])
+  virtual void row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) = 0;
+  // For every row i with weight[i] != 0 and label[i] >= 0:
+  //   loss += weight[i] * (log(row_sumexp[i]) + row_max[i] - x[i][label[i] - col0])
+  //     (the log-sum-exp term only when col0 == 0, the label term only when
+  //      col0 <= label < col0 + cols: each term is counted by exactly one class shard)
+  //   grad[i][j] = weight[i] * (softmax[i][j] - [j + col0 == label[i]])
+  // and grad[i][:] = 0 for other rows. Returns the loss sum (double, deterministic).
+  virtual LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                 const std::int32_t* labels, const float* weights, index_t col0,
+                                 MatrixView grad) = 0;
+  // Per row: the largest value and its global column (col0 + j, first of ties), merged into
+  // best_val / best_col (initialise best_val to -inf, best_col to -1); ties keep the lower
+  // column so the result does not depend on how classes are sharded.
+  virtual void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) = 0;
+
+  // ---- optimizer ------------------------------------------------------------------------
+  // One Adam/AdamW step over n parameters.
+  virtual void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
+                         const AdamParams& hp) = 0;
+
+ protected:
+  void count_alloc(std::size_t bytes) {
+    live_bytes_ += bytes;
+    if (live_bytes_ > peak_bytes_) peak_bytes_ = live_bytes_;
+  }
+  void count_free(std::size_t bytes) { live_bytes_ -= bytes; }
+
+ private:
+  std::size_t live_bytes_ = 0, peak_bytes_ = 0;
+};
+
+// Factories. `threads` <= 0 means the OpenMP default.
+std::unique_ptr<Backend> make_reference_backend();
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+// Throws std::runtime_error when Plexus was built without CUDA or no GPU is present.
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+bool cuda_available();  // built with CUDA and a device is visible
+
+}  // namespace plexus

@@ -1,0 +1,109 @@
+#pragma once
+// Owning containers whose memory lives on a Backend's device. Move-only.
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "plexus/backend.hpp"
+
+namespace plexus {
+
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend& be, std::size_t n) : be_(&be), n_(n) {
+    if (n_ > 0) ptr_ = static_cast<T*>(be.allocate(n_ * sizeof(T)));
+  }
+  Buffer(Backend& be, const std::vector<T>& host) : Buffer(be, host.size()) { upload(host.data()); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  ~Buffer() {
+    if (ptr_) be_->deallocate(ptr_, n_ * sizeof(T));
+  }
+  void swap(Buffer& o) noexcept {
+    std::swap(be_, o.be_);
+    std::swap(ptr_, o.ptr_);
+    std::swap(n_, o.n_);
+  }
+  T* data() { return ptr_; }
+  const T* data() const { return ptr_; }
+  std::size_t size() const { return n_; }
+  Backend* backend() const { return be_; }
+  void upload(const T* host) {
+    if (n_) be_->copy_from_host(ptr_, host, n_ * sizeof(T));
+  }
+  std::vector<T> to_host() const {
+    std::vector<T> h(n_);
+    if (n_) be_->copy_to_host(h.data(), ptr_, n_ * sizeof(T));
+    return h;
+  }
+
+ private:
+  Backend* be_ = nullptr;
+  T* ptr_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+// Dense row-major float32 matrix, contiguous (ld == cols).
+class Matrix {
+ public:
+  Matrix() = default;
+  Matrix(Backend& be, index_t rows, index_t cols)
+      : buf_(be, static_cast<std::size_t>(rows * cols)), rows_(rows), cols_(cols) {}
+  index_t rows() const { return rows_; }
+  index_t cols() const { return cols_; }
+  std::size_t size() const { return buf_.size(); }
+  float* data() { return buf_.data(); }
+  const float* data() const { return buf_.data(); }
+  Backend* backend() const { return buf_.backend(); }
+  MatrixView view() { return {buf_.data(), rows_, cols_, cols_}; }
+  ConstMatrixView view() const { return {buf_.data(), rows_, cols_, cols_}; }
+  ConstMatrixView cview() const { return view(); }
+  void upload(const std::vector<float>& host) { buf_.upload(host.data()); }
+  std::vector<float> to_host() const { return buf_.to_host(); }
+
+ private:
+  Buffer<float> buf_;
+  index_t rows_ = 0, cols_ = 0;
+};
+
+// Host-side CSR with 64-bit row pointers and 32-bit block-local column indices.
+struct HostCsr {
+  index_t rows = 0, cols = 0;
+  std::vector<index_t> indptr{0};
+  std::vector<col_t> indices;
+  std::vector<float> values;  // empty = all ones
+  index_t nnz() const { return static_cast<index_t>(indices.size()); }
+  CsrView view() const {
+    return {rows, cols, nnz(), indptr.data(), indices.data(), values.empty() ? nullptr : values.data()};
+  }
+};
+
+// CSR matrix on a backend's device.
+class CsrMatrix {
+ public:
+  CsrMatrix() = default;
+  CsrMatrix(Backend& be, const HostCsr& h)
+      : rows_(h.rows), cols_(h.cols), indptr_(be, h.indptr), indices_(be, h.indices), values_(be, h.values) {}
+  index_t rows() const { return rows_; }
+  index_t cols() const { return cols_; }
+  index_t nnz() const { return static_cast<index_t>(indices_.size()); }
+  CsrView view() const {
+    return {rows_, cols_, nnz(), indptr_.data(), indices_.data(), values_.size() ? values_.data() : nullptr};
+  }
+
+ private:
+  index_t rows_ = 0, cols_ = 0;
+  Buffer<index_t> indptr_;
+  Buffer<col_t> indices_;
+  Buffer<float> values_;
+};
+
+}  // namespace plexus

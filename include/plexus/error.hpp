@@ -1,0 +1,23 @@
+#pragma once
+// Errors the engine reports to users. Anything caused by bad input (a file, an option)
+// is an InputError: the CLI prints it as one line `plexus: error: <where>: <what>` and
+// exits with code 2. Everything else is a bug or a system failure (exit 1).
+#include <stdexcept>
+#include <string>
+
+namespace plexus {
+
+class InputError : public std::runtime_error {
+ public:
+  // `where` names the file (or option, e.g. "--lr") the problem is in.
+  InputError(std::string where, const std::string& what)
+      : std::runtime_error(what), where_(std::move(where)) {}
+  const std::string& where() const noexcept { return where_; }
+  // The one-line message the CLI prints after "plexus: error: ".
+  std::string message() const { return where_ + ": " + what(); }
+
+ private:
+  std::string where_;
+};
+
+}  // namespace plexus

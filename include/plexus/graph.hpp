@@ -1,0 +1,33 @@
+#pragma once
+// An in-memory node-classification dataset (format v1, docs/format-v1.md): what library users
+// build from their own data and what the loaders return.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+struct GraphData {
+  index_t num_nodes = 0;
+  index_t num_features = 0;
+  std::int32_t num_classes = 0;
+  bool directed = false;
+  // Adjacency in CSR with global (64-bit) node ids. values empty = unweighted.
+  std::vector<index_t> indptr;   // num_nodes + 1
+  std::vector<index_t> indices;  // nnz
+  std::vector<float> values;     // nnz or empty
+  std::vector<float> features;   // num_nodes * num_features, row-major
+  std::vector<std::int32_t> labels;  // num_nodes; -1 = unlabelled
+  std::vector<std::uint8_t> train_mask, val_mask, test_mask;  // num_nodes each, 0/1
+
+  index_t num_edges() const { return static_cast<index_t>(indices.size()); }
+};
+
+// Checks every invariant of format v1 (shapes, monotone indptr ending at nnz, column range,
+// finite features, label range, mask lengths, non-empty). Throws InputError(where, ...)
+// naming the first violation.
+void validate(const GraphData& g, const std::string& where);
+
+}  // namespace plexus

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Plexus builds against, only those that are missing.
+# Usage: scripts/install-deps.sh [--with-peer]   (--with-peer adds PyTorch/h5py for benchmarks)
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config
+      openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
+      libmetis-dev libopenblas-dev libgtest-dev
+      libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
+      python3-numpy python3-h5py)
+if [[ "${1:-}" == "--with-peer" ]]; then
+  pkgs+=(python3-torch python3-scipy)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

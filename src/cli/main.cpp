@@ -1,0 +1,2 @@
+// Placeholder: the real CLI lands with the trainer.
+int main() { return 0; }
