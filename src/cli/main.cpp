@@ -1,2 +1,69 @@
-// Placeholder: the real CLI lands with the trainer.
-int main() { return 0; }
+// `plexus`: train GCNs on large graphs, generate and convert datasets.
+//
+// Errors caused by input (files, options) print one line `plexus: error: <where>: <what>`
+// and exit with code 2; under MPI the failing rank aborts every rank so none hangs.
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "plexus/error.hpp"
+#include "plexus/version.hpp"
+#include "src/cli/commands.hpp"
+
+namespace {
+
+[[noreturn]] void fail(int code, const std::string& message) {
+  std::fprintf(stderr, "plexus: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  int size = 1;
+  if (initialized && !finalized) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // end every rank promptly, never a hang
+  if (initialized && !finalized) MPI_Finalize();
+  std::exit(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+
+  CLI::App app{"Plexus: 3D-parallel full-graph GNN training", "plexus"};
+  app.set_version_flag("--version", std::string("plexus ") + plexus::version() + " (backends: " +
+                                        plexus::compiled_backends() + ")");
+  app.require_subcommand(1);
+  app.fallthrough();
+  plexus::cli::add_train_command(app);
+  plexus::cli::add_generate_command(app);
+  plexus::cli::add_convert_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    const int code = app.exit(e);
+    MPI_Finalize();
+    return code;
+  } catch (const CLI::CallForAllHelp& e) {
+    const int code = app.exit(e);
+    MPI_Finalize();
+    return code;
+  } catch (const CLI::CallForVersion& e) {
+    const int code = app.exit(e);
+    MPI_Finalize();
+    return code;
+  } catch (const CLI::ParseError& e) {
+    fail(2, std::string("command line: ") + e.what() + " (see plexus --help)");
+  } catch (const plexus::InputError& e) {
+    fail(2, e.message());
+  } catch (const std::bad_alloc&) {
+    fail(1, "out of memory");
+  } catch (const std::exception& e) {
+    fail(1, std::string("internal: ") + e.what());
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,53 @@
+#pragma once
+// The communicator interface: every collective the engine uses goes through it, so the same
+// model code runs on one process (SelfCommunicator), MPI (CPU buffers) and, later, NCCL.
+// Each communicator is one axis of the ProcessGrid and counts the bytes it moves.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plexus {
+
+enum class ReduceOp { Sum, Max };
+
+// Traffic counters of one communicator. `bytes` is the data volume a rank sends under the
+// ring algorithm's accounting (docs/communication.md): all-reduce 2(p-1)/p·n, all-gather and
+// reduce-scatter (p-1)/p·n, so measured bytes can be checked against the analytic model.
+struct CommStats {
+  std::uint64_t calls = 0;
+  double bytes = 0.0;
+  double seconds = 0.0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int size() const = 0;
+  virtual int rank() const = 0;
+  // In place over `n` floats / doubles.
+  virtual void all_reduce(float* buf, std::size_t n, ReduceOp op) = 0;
+  virtual void all_reduce(double* buf, std::size_t n, ReduceOp op) = 0;
+  // recv = concatenation of every rank's `send` in rank order; counts[r] = floats from rank r.
+  virtual void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) = 0;
+  // recv = this rank's part (counts[rank] floats) of the element-wise sum of every rank's send.
+  virtual void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) = 0;
+  // Non-blocking all-reduce (sum) for overlapping communication with compute; wait() completes it.
+  struct Request {
+    virtual ~Request() = default;
+    virtual void wait() = 0;
+  };
+  virtual std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) = 0;
+
+  const CommStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ protected:
+  CommStats stats_;
+};
+
+// A communicator of one rank: every collective is a copy or nothing, and counts no bytes.
+std::unique_ptr<Communicator> make_self_communicator();
+
+}  // namespace plexus

@@ -1,0 +1,60 @@
+#pragma once
+// Shard layout of a GCN over the 3D grid: which block of Â, of the features and of the
+// labels each rank holds. Sizes need not divide by the grid: block_range gives the first
+// n % parts blocks one extra element, so blocks are uneven by at most one.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "plexus/buffer.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+
+struct Range {
+  index_t begin = 0, end = 0;
+  index_t size() const { return end - begin; }
+};
+// Block `idx` of `parts` near-equal blocks of [0, n).
+Range block_range(index_t n, int parts, int idx);
+// Block `idx` of `parts` near-equal blocks of `r`.
+Range sub_range(Range r, int parts, int idx);
+// The sizes of all `parts` blocks of [0, n), times `scale` (counts for all-gather/reduce-scatter).
+std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale);
+
+// Where one layer's tensors live on this rank (global index ranges).
+struct LayerGeometry {
+  int layer = 0;
+  LayerRoles roles{};
+  index_t in_dim = 0, out_dim = 0;  // D_l, D_{l+1}
+  Range in_rows, in_cols;    // H_l block:   rows of N over o, cols of D_l over i
+  Range out_rows, out_cols;  // output block: rows of N over d, cols of D_{l+1} over o
+  Range w_rows;              // this rank's rows of W_l: the i-block of D_l, further split over d
+};
+LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim, index_t out_dim);
+
+// Everything one rank holds of the dataset. Â blocks exist per role rotation (l % 3).
+struct GcnShards {
+  index_t num_nodes = 0;
+  std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
+  int layers() const { return static_cast<int>(dims.size()) - 1; }
+  std::array<HostCsr, 3> adj;    // Â[out_rows, in_rows] of a layer with rotation r
+  std::array<HostCsr, 3> adj_t;  // its transpose, for the backward SpMM
+  Range feat_rows, feat_cols;    // this rank's stored feature block (rows also split over d)
+  std::vector<float> features;   // feat_rows × feat_cols, row-major
+  Range label_rows;              // rows of the last layer's output
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint8_t> train, val, test;
+  std::array<index_t, 3> split_sizes{};  // global train / val / test counts
+};
+
+// Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
+// (global CSR, int32 columns). `dims` as in GcnShards.
+GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
+                       const std::vector<index_t>& dims);
+
+// Rows [rows) and columns [cols) of a CSR with sorted column indices, re-indexed locally.
+HostCsr extract_block(const HostCsr& a, Range rows, Range cols);
+
+}  // namespace plexus

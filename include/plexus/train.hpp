@@ -1,0 +1,49 @@
+#pragma once
+// Full-graph GCN training: the library entry point (the CLI's `plexus train` calls this).
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+
+struct TrainConfig {
+  int layers = 2;
+  index_t hidden = 16;
+  int epochs = 200;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;  // L2 on the first layer's weights (Kipf & Welling)
+  bool adamw = false;          // decoupled weight decay instead of L2
+  float dropout = 0.5f;
+  std::uint64_t seed = 42;
+};
+
+struct EpochMetrics {
+  int epoch = 0;
+  double loss = 0;  // training loss of this epoch's (dropout) forward pass
+  double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
+  double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
+  std::array<double, 3> comm_bytes{};  // per axis x, y, z, bytes sent by this rank
+};
+
+struct TrainResult {
+  std::vector<EpochMetrics> epochs;
+  int best_epoch = -1;
+  double best_val_acc = 0, test_acc = 0;  // test accuracy at the best-validation epoch
+  double total_seconds = 0;
+  std::size_t peak_tensor_bytes = 0;  // this rank's peak backend allocation
+};
+
+// Trains on `graph` (validated; Â is built from its adjacency). Every rank of `grid` calls
+// this with the same graph and config. `on_epoch` is called after each epoch on every rank.
+TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                      const std::function<void(const EpochMetrics&)>& on_epoch = {});
+
+// Checks option values; throws InputError("--name", ...) for the first bad one.
+void validate(const TrainConfig& cfg);
+
+}  // namespace plexus

@@ -1,0 +1,99 @@
+// Cutting a graph into the per-rank blocks of the 3D layout (include/plexus/shard.hpp).
+#include <algorithm>
+#include <stdexcept>
+
+#include "plexus/shard.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+
+Range block_range(index_t n, int parts, int idx) {
+  const index_t base = n / parts, extra = n % parts;
+  const index_t begin = idx * base + std::min<index_t>(idx, extra);
+  return {begin, begin + base + (idx < extra ? 1 : 0)};
+}
+
+Range sub_range(Range r, int parts, int idx) {
+  const Range b = block_range(r.size(), parts, idx);
+  return {r.begin + b.begin, r.begin + b.end};
+}
+
+std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale) {
+  std::vector<std::size_t> counts(parts);
+  for (int p = 0; p < parts; ++p) counts[p] = static_cast<std::size_t>(block_range(n, parts, p).size() * scale);
+  return counts;
+}
+
+LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim,
+                             index_t out_dim) {
+  LayerGeometry g;
+  g.layer = layer;
+  g.roles = roles_for_layer(layer);
+  g.in_dim = in_dim;
+  g.out_dim = out_dim;
+  const auto [o, i, d] = g.roles;
+  g.in_rows = block_range(num_nodes, grid.dim(o), grid.coord(o));
+  g.in_cols = block_range(in_dim, grid.dim(i), grid.coord(i));
+  g.out_rows = block_range(num_nodes, grid.dim(d), grid.coord(d));
+  g.out_cols = block_range(out_dim, grid.dim(o), grid.coord(o));
+  g.w_rows = sub_range(g.in_cols, grid.dim(d), grid.coord(d));
+  return g;
+}
+
+HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
+  // `a` has 32-bit columns, so every column range of it fits in col_t.
+  if (cols.end > a.cols || rows.end > a.rows) throw std::invalid_argument("extract_block: range outside the matrix");
+  HostCsr b;
+  b.rows = rows.size();
+  b.cols = cols.size();
+  b.indptr.assign(static_cast<std::size_t>(b.rows) + 1, 0);
+  const bool weighted = !a.values.empty();
+  for (index_t r = rows.begin; r < rows.end; ++r) {
+    const col_t* first = a.indices.data() + a.indptr[r];
+    const col_t* last = a.indices.data() + a.indptr[r + 1];
+    const col_t* lo = std::lower_bound(first, last, static_cast<col_t>(cols.begin));
+    const col_t* hi = std::lower_bound(lo, last, static_cast<col_t>(cols.end));
+    for (const col_t* p = lo; p != hi; ++p) {
+      b.indices.push_back(static_cast<col_t>(*p - cols.begin));
+      if (weighted) b.values.push_back(a.values[p - a.indices.data()]);
+    }
+    b.indptr[r - rows.begin + 1] = static_cast<index_t>(b.indices.size());
+  }
+  return b;
+}
+
+GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
+                       const std::vector<index_t>& dims) {
+  GcnShards s;
+  s.num_nodes = g.num_nodes;
+  s.dims = dims;
+  const int layers = s.layers();
+  // One Â block per role rotation that some layer uses.
+  for (int r = 0; r < std::min(layers, 3); ++r) {
+    const LayerGeometry geo = layer_geometry(grid, r, g.num_nodes, dims[r], dims[r + 1]);
+    s.adj[r] = extract_block(a_hat, geo.out_rows, geo.in_rows);
+    s.adj_t[r] = csr_transpose(s.adj[r]);
+  }
+  // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
+  // all-gathered over d in the forward pass.
+  const LayerGeometry g0 = layer_geometry(grid, 0, g.num_nodes, dims[0], dims[1]);
+  s.feat_rows = sub_range(g0.in_rows, grid.dim(g0.roles.d), grid.coord(g0.roles.d));
+  s.feat_cols = g0.in_cols;
+  s.features.resize(static_cast<std::size_t>(s.feat_rows.size() * s.feat_cols.size()));
+  for (index_t r = s.feat_rows.begin; r < s.feat_rows.end; ++r)
+    std::copy_n(g.features.data() + r * g.num_features + s.feat_cols.begin, s.feat_cols.size(),
+                s.features.data() + (r - s.feat_rows.begin) * s.feat_cols.size());
+  // Labels and masks of the rows of the last layer's output.
+  const LayerGeometry gl = layer_geometry(grid, layers - 1, g.num_nodes, dims[layers - 1], dims[layers]);
+  s.label_rows = gl.out_rows;
+  const auto slice = [&](const auto& v) { return std::vector(v.begin() + s.label_rows.begin, v.begin() + s.label_rows.end); };
+  s.labels = slice(g.labels);
+  s.train = slice(g.train_mask);
+  s.val = slice(g.val_mask);
+  s.test = slice(g.test_mask);
+  const auto count = [](const std::vector<std::uint8_t>& m) { return static_cast<index_t>(std::count(m.begin(), m.end(), 1)); };
+  s.split_sizes = {count(g.train_mask), count(g.val_mask), count(g.test_mask)};
+  return s;
+}
+
+}  // namespace plexus

@@ -1,0 +1,18 @@
+#pragma once
+// Subcommands of the `plexus` tool. Each registers its options and a callback on the app.
+#include <CLI/CLI.hpp>
+
+namespace plexus::cli {
+
+void add_train_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
+
+// Where the bundled Cora lives: $PLEXUS_DATA_DIR, the source tree, the install prefix, or
+// ../share/plexus next to the executable.
+std::string default_dataset();
+
+// Writes `text` to `path` atomically (temporary file + rename).
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace plexus::cli

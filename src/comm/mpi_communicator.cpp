@@ -1,0 +1,129 @@
+// Communicator over an MPI communicator (host buffers), with traffic accounting.
+//
+// Bytes are counted as the data a rank must receive under bandwidth-optimal (ring)
+// algorithms, so that measurement and the analytic model (docs/communication.md) agree:
+//   all-reduce      2·(p-1)/p · n·sizeof(T)
+//   all-gather      (total - own) · 4
+//   reduce-scatter  (total - own) · 4
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <numeric>
+#include <stdexcept>
+
+#include "plexus/comm.hpp"
+#include "plexus/error.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+namespace {
+
+int to_int_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw std::runtime_error("collective of more than 2^31 elements: use a finer grid");
+  return static_cast<int>(n);
+}
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_rank(comm_, &rank_);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+  }
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+
+  void all_reduce(float* buf, std::size_t n, ReduceOp op) override {
+    Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(float)));
+    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_FLOAT, mpi_op(op), comm_), "all-reduce");
+  }
+  void all_reduce(double* buf, std::size_t n, ReduceOp op) override {
+    Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(double)));
+    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_DOUBLE, mpi_op(op), comm_), "all-reduce");
+  }
+  void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
+    std::vector<int> cnt(size_), displ(size_);
+    for (int r = 0, off = 0; r < size_; ++r) {
+      cnt[r] = to_int_count(counts[r]);
+      displ[r] = off;
+      off += cnt[r];
+    }
+    check(MPI_Allgatherv(send, cnt[rank_], MPI_FLOAT, recv, cnt.data(), displ.data(), MPI_FLOAT, comm_), "all-gather");
+  }
+  void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
+    std::vector<int> cnt(size_);
+    for (int r = 0; r < size_; ++r) cnt[r] = to_int_count(counts[r]);
+    check(MPI_Reduce_scatter(send, recv, cnt.data(), MPI_FLOAT, MPI_SUM, comm_), "reduce-scatter");
+  }
+  std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override {
+    struct MpiRequest final : Request {
+      MPI_Request req = MPI_REQUEST_NULL;
+      CommStats* stats = nullptr;
+      void wait() override {
+        const auto t0 = std::chrono::steady_clock::now();
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    };
+    auto r = std::make_unique<MpiRequest>();
+    r->stats = &stats_;
+    Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(float)));
+    check(MPI_Iallreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_FLOAT, MPI_SUM, comm_, &r->req), "all-reduce");
+    return r;
+  }
+
+ private:
+  // Counts one call: its bytes now, its time when the scope ends.
+  struct Timer {
+    CommStats& s;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    Timer(CommStats& stats, double bytes) : s(stats) {
+      ++s.calls;
+      s.bytes += bytes;
+    }
+    ~Timer() { s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  };
+  static MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+
+  MPI_Comm comm_;
+  int size_ = 1, rank_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape) {
+  int world_size = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (shape.size() != world_size)
+    throw InputError("--grid", shape.str() + " has " + std::to_string(shape.size()) + " ranks but " +
+                                   std::to_string(world_size) + " were started");
+  const int x = (rank / shape.y) % shape.x, y = rank % shape.y, z = rank / (shape.x * shape.y);
+  // Each axis communicator joins the ranks that share the other two coordinates.
+  MPI_Comm cx, cy, cz;
+  MPI_Comm_split(MPI_COMM_WORLD, z * shape.y + y, x, &cx);
+  MPI_Comm_split(MPI_COMM_WORLD, z * shape.x + x, y, &cy);
+  MPI_Comm_split(MPI_COMM_WORLD, x * shape.y + y, z, &cz);
+  return std::make_unique<ProcessGrid>(
+      shape, rank,
+      std::array<std::unique_ptr<Communicator>, 3>{std::make_unique<MpiCommunicator>(cx),
+                                                   std::make_unique<MpiCommunicator>(cy),
+                                                   std::make_unique<MpiCommunicator>(cz)},
+      std::make_unique<MpiCommunicator>(MPI_COMM_WORLD));
+}
+
+}  // namespace plexus

@@ -1,0 +1,50 @@
+#include "models/gcn.hpp"
+
+namespace plexus {
+
+GcnModel::GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, const GcnConfig& cfg)
+    : be_(be), grid_(grid), cfg_(cfg) {
+  const int n_layers = shards.layers();
+  for (int l = 0; l < n_layers; ++l) {
+    const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
+    layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, shards.adj[l % 3], shards.adj_t[l % 3],
+                                                   /*relu=*/l + 1 < n_layers, cfg.seed));
+  }
+  features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
+  features_.upload(shards.features);
+  const LayerGeometry& g0 = layers_.front()->geometry();
+  features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
+}
+
+DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
+  if (!training || cfg_.dropout <= 0.0f) return {};
+  return {cfg_.dropout, DropoutKey{cfg_.seed, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(layer)}};
+}
+
+const Matrix& GcnModel::forward(int epoch, bool training) {
+  // Layer 0's input: the feature rows are stored split over d; all-gather them over d.
+  const LayerGeometry& g0 = layers_.front()->geometry();
+  grid_.comm(g0.roles.d).all_gather(features_.data(), features_full_.data(),
+                                    block_counts(g0.in_rows.size(), grid_.dim(g0.roles.d), g0.in_cols.size()));
+  const Matrix* h = &features_full_;
+  for (int l = 0; l < num_layers(); ++l) h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+  return *h;
+}
+
+void GcnModel::backward(Matrix& d_logits, int epoch) {
+  Matrix grad = std::move(d_logits);
+  for (int l = num_layers() - 1; l >= 0; --l) grad = layers_[l]->backward(grad, dropout_for(epoch, l, true), l > 0);
+}
+
+std::vector<ParamRef> GcnModel::parameters() {
+  std::vector<ParamRef> p;
+  for (int l = 0; l < num_layers(); ++l) {
+    GcnLayer3D& layer = *layers_[l];
+    // Kipf & Welling decay only the first layer's weights.
+    p.push_back({layer.weight().data(), layer.weight_grad().data(), layer.weight().size(), l == 0});
+    p.push_back({layer.bias().data(), layer.bias_grad().data(), layer.bias().size(), false});
+  }
+  return p;
+}
+
+}  // namespace plexus

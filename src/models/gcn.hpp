@@ -1,0 +1,45 @@
+#pragma once
+// GCN (Kipf & Welling, ICLR'17): L layers of H_{l+1} = act(Â · dropout(H_l) · W_l + b_l),
+// ReLU between layers, logits out. Each layer is a GcnLayer3D over the process grid.
+#include <memory>
+#include <vector>
+
+#include "pmm/gcn_layer_3d.hpp"
+
+namespace plexus {
+
+struct GcnConfig {
+  float dropout = 0.5f;
+  std::uint64_t seed = 42;
+};
+
+// A parameter tensor of this rank: value, gradient, and whether weight decay applies.
+struct ParamRef {
+  float* value;
+  float* grad;
+  std::size_t size;
+  bool decay;
+};
+
+class GcnModel {
+ public:
+  GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, const GcnConfig& cfg);
+  // Logits block of this rank: [rows of N over d_L × classes over o_L] of the last layer.
+  const Matrix& forward(int epoch, bool training);
+  void backward(Matrix& d_logits, int epoch);
+  std::vector<ParamRef> parameters();
+  const LayerGeometry& output_geometry() const { return layers_.back()->geometry(); }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+
+ private:
+  DropoutSpec dropout_for(int epoch, int layer, bool training) const;
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  GcnConfig cfg_;
+  Matrix features_;       // stored block, rows split over d
+  Matrix features_full_;  // all-gathered over d: layer 0's input
+  std::vector<std::unique_ptr<GcnLayer3D>> layers_;
+};
+
+}  // namespace plexus

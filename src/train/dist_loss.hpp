@@ -1,0 +1,49 @@
+#pragma once
+// Masked log-softmax + NLL loss and accuracy over logits sharded on the grid: classes over
+// the last layer's o axis, rows over its d axis, replicated over i.
+//
+// Collectives (the only ones of the loss):
+//   row max            all-reduce(max)  over o     (class axis)
+//   row exp-sum        all-reduce(sum)  over o
+//   loss sum           all-reduce(sum)  over o, then d (rows)
+//   argmax value/col   all-reduce(max)  over o     (twice: value, then lowest column)
+//   correct counts     all-reduce(sum)  over d
+#include <array>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+struct EvalMetrics {
+  double train_acc = 0, val_acc = 0, test_acc = 0;
+  double train_loss = 0, val_loss = 0;
+};
+
+class DistLoss {
+ public:
+  DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards);
+  // Mean NLL over the training rows; writes dLoss/dlogits into `grad` (same shape as logits).
+  double train_loss_and_grad(const Matrix& logits, Matrix& grad);
+  // Accuracies on the three splits and the mean train / val losses (no gradient).
+  EvalMetrics evaluate(const Matrix& logits);
+
+ private:
+  double masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad);
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  LayerGeometry geo_;
+  std::vector<std::int32_t> labels_host_;
+  std::array<std::vector<std::uint8_t>, 3> masks_;
+  std::array<index_t, 3> split_sizes_;
+  Buffer<std::int32_t> labels_;
+  Buffer<float> train_w_, val_w_;
+  Buffer<float> row_max_, row_sum_;
+  Buffer<std::int64_t> best_col_;
+  Matrix scratch_grad_;
+};
+
+}  // namespace plexus
