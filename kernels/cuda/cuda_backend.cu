@@ -1,0 +1,199 @@
+// CudaBackend: construction, error reporting, memory, factories.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/cuda/cuda_backend.cuh"
+
+namespace plexus::cuda {
+
+namespace {
+std::string where(const char* file, int line) { return std::string(file) + ":" + std::to_string(line) + ": "; }
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+}  // namespace
+
+void throw_cuda_error(cudaError_t e, const char* expr, const char* file, int line) {
+  throw std::runtime_error(where(file, line) + expr + " failed: " + cudaGetErrorName(e) + ": " +
+                           cudaGetErrorString(e));
+}
+void throw_cublas_error(cublasStatus_t s, const char* expr, const char* file, int line) {
+  throw std::runtime_error(where(file, line) + expr + " failed: " + cublasGetStatusName(s) + ": " +
+                           cublasGetStatusString(s));
+}
+void throw_cusparse_error(cusparseStatus_t s, const char* expr, const char* file, int line) {
+  throw std::runtime_error(where(file, line) + expr + " failed: " + cusparseGetErrorName(s) + ": " +
+                           cusparseGetErrorString(s));
+}
+
+void check_launch(const char* kernel, const char* file, int line) {
+  static const bool sync_check = env_flag("PLEXUS_CUDA_SYNC_CHECK");
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && sync_check) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) throw_cuda_error(e, kernel, file, line);
+}
+
+// ---- construction ----------------------------------------------------------------------------
+CudaBackend::CudaBackend(int device) : device_(device), tf32_(env_flag("PLEXUS_CUDA_TF32")) {
+  PLEXUS_CUDA_CHECK(cudaSetDevice(device_));
+  // Blocking stream: ordered with the legacy default stream, so cudaMemcpy & co. issued by
+  // other code on the default stream cannot race with our kernels.
+  PLEXUS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
+  try {
+    PLEXUS_CUBLAS_CHECK(cublasCreate(&cublas_));
+    PLEXUS_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    PLEXUS_CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
+    // Full fp32 unless TF32 was asked for explicitly (numerical parity with the CPU backends).
+    PLEXUS_CUBLAS_CHECK(cublasSetMathMode(
+        cublas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  } catch (...) {
+    if (cublas_) cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  // Destructors must not throw: errors here are reported and otherwise ignored.
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(stream_);
+  if (scratch_) cudaFree(scratch_);
+  if (cusparse_) cusparseDestroy(cusparse_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+std::string CudaBackend::name() const {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) {
+    cudaGetLastError();
+    return "cuda:" + std::to_string(device_);
+  }
+  return "cuda:" + std::to_string(device_) + " (" + prop.name + ", sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ")";
+}
+
+void CudaBackend::activate() const {
+  int cur = -1;
+  PLEXUS_CUDA_CHECK(cudaGetDevice(&cur));
+  if (cur != device_) PLEXUS_CUDA_CHECK(cudaSetDevice(device_));
+}
+
+cusparseHandle_t CudaBackend::cusparse() {
+  if (!cusparse_) {
+    activate();
+    PLEXUS_CUSPARSE_CHECK(cusparseCreate(&cusparse_));
+    PLEXUS_CUSPARSE_CHECK(cusparseSetStream(cusparse_, stream_));
+  }
+  return cusparse_;
+}
+
+void* CudaBackend::scratch(std::size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    activate();
+    if (scratch_) {
+      PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // earlier kernels may still read it
+      PLEXUS_CUDA_CHECK(cudaFree(scratch_));
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+    }
+    const std::size_t want = bytes < 4096 ? 4096 : bytes + bytes / 2;
+    PLEXUS_CUDA_CHECK(cudaMalloc(&scratch_, want));
+    scratch_bytes_ = want;
+  }
+  return scratch_;
+}
+
+// ---- memory ----------------------------------------------------------------------------------
+void* CudaBackend::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  activate();
+  void* p = nullptr;
+  PLEXUS_CUDA_CHECK(cudaMalloc(&p, bytes));
+  const cudaError_t e = cudaMemsetAsync(p, 0, bytes, stream_);
+  if (e != cudaSuccess) {
+    cudaFree(p);
+    throw_cuda_error(e, "cudaMemsetAsync(p, 0, bytes, stream_)", __FILE__, __LINE__);
+  }
+  count_alloc(bytes);
+  return p;
+}
+
+void CudaBackend::deallocate(void* p, std::size_t bytes) noexcept {
+  if (!p) return;
+  int cur = -1;
+  if (cudaGetDevice(&cur) == cudaSuccess && cur != device_) cudaSetDevice(device_);
+  // cudaFree waits for the device to finish, so in-flight kernels using p are safe.
+  const cudaError_t e = cudaFree(p);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "plexus: cudaFree failed: %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
+    cudaGetLastError();
+  }
+  count_free(bytes);
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::synchronize() {
+  activate();
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+}  // namespace plexus::cuda
+
+// ---- factories -------------------------------------------------------------------------------
+namespace plexus {
+
+bool cuda_available() {
+  try {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // clear, so that later calls do not see it
+      return false;
+    }
+    return n > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error(std::string("CUDA backend unavailable: ") + cudaGetErrorName(e) + ": " +
+                             cudaGetErrorString(e));
+  }
+  if (n <= 0) throw std::runtime_error("CUDA backend unavailable: no CUDA device is visible");
+  if (device < 0 || device >= n)
+    throw std::runtime_error("CUDA device " + std::to_string(device) + " does not exist (" +
+                             std::to_string(n) + " visible)");
+  return std::make_unique<cuda::CudaBackend>(device);
+}
+
+}  // namespace plexus

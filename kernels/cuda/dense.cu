@@ -1,0 +1,60 @@
+// GEMM: C = alpha·op(A)·op(B) + beta·C on row-major matrices, with cuBLAS (column-major).
+//
+// A row-major matrix X (r×c, leading dimension ld) is, read column-major, Xᵀ (c×r, same ld).
+// So the row-major product C = op(A)·op(B) is computed as the column-major product
+//   Cᵀ = op(B)ᵀ·op(A)ᵀ
+// i.e. cublasSgemm(opB, opA, N, M, K, alpha, B, ldb, A, lda, beta, C, ldc), where opX is the
+// same flag as the caller's (Trans::Yes -> CUBLAS_OP_T): the stored column-major buffer of B
+// is Bᵀ, so op(B)ᵀ needs a transpose exactly when op(B) is not one.
+// The 64-bit-size entry point (cublasSgemm_64) is used so that no dimension is truncated.
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/launch.cuh"
+
+namespace plexus::cuda {
+namespace {
+
+struct ScaleOp {  // m[i][j] *= beta
+  float* data;
+  index_t ld;
+  float beta;
+  __device__ void operator()(index_t i, index_t j) const { data[i * ld + j] *= beta; }
+};
+struct ZeroOp {
+  float* data;
+  index_t ld;
+  __device__ void operator()(index_t i, index_t j) const { data[i * ld + j] = 0.0f; }
+};
+
+std::string shape(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+
+}  // namespace
+
+void CudaBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                       MatrixView c) {
+  const bool at = ta == Trans::Yes, bt = tb == Trans::Yes;
+  const index_t m = at ? a.cols : a.rows;
+  const index_t k = at ? a.rows : a.cols;
+  const index_t kb = bt ? b.cols : b.rows;
+  const index_t n = bt ? b.rows : b.cols;
+  if (k != kb || c.rows != m || c.cols != n)
+    throw std::invalid_argument("gemm: shape mismatch (op(A) " + shape(m, k) + ", op(B) " + shape(kb, n) + ", C " +
+                                shape(c.rows, c.cols) + ")");
+  if (m == 0 || n == 0) return;
+  activate();
+  if (k == 0 || alpha == 0.0f) {  // C = beta·C; beta == 0 does not read C
+    if (beta == 0.0f)
+      map2d(m, n, stream_, "gemm_zero", ZeroOp{c.data, c.ld});
+    else if (beta != 1.0f)
+      map2d(m, n, stream_, "gemm_scale", ScaleOp{c.data, c.ld, beta});
+    return;
+  }
+  // Leading dimensions must be >= the column-major row count of each stored buffer.
+  const auto ld_of = [](ConstMatrixView x) -> std::int64_t { return x.ld > 0 ? x.ld : 1; };
+  PLEXUS_CUBLAS_CHECK(cublasSgemm_64(cublas_, bt ? CUBLAS_OP_T : CUBLAS_OP_N, at ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                                     &alpha, b.data, ld_of(b), a.data, ld_of(a), &beta, c.data,
+                                     c.ld > 0 ? c.ld : 1));
+}
+
+}  // namespace plexus::cuda

@@ -1,0 +1,225 @@
+// Masked log-softmax + NLL pieces: row_max, row_sumexp, softmax_xent, row_argmax, and the
+// deterministic device sum used for the loss.
+//
+// One warp per row (8 rows per 256-thread block, rows grid-strided): lane l visits columns
+// l, l+32, ... in order, then the warp combines with a fixed xor-butterfly, so every result
+// is bitwise reproducible run to run. The class axis is short (tens to a few thousand
+// columns), so a warp per row keeps all lanes busy without shared memory.
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/cuda/launch.cuh"
+
+namespace plexus::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = kBlock / 32;
+
+inline unsigned row_grid(index_t rows) {
+  return clamp_grid((static_cast<std::size_t>(rows) + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxGrid1D);
+}
+
+#define PLEXUS_FOR_EACH_WARP_ROW(row, rows)                                                             \
+  for (index_t row = static_cast<index_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; row < (rows); \
+       row += static_cast<index_t>(gridDim.x) * kWarpsPerBlock)
+
+__global__ void row_max_kernel(const float* __restrict__ x, index_t rows, index_t cols, index_t ld,
+                               float* __restrict__ row_max) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  PLEXUS_FOR_EACH_WARP_ROW(i, rows) {
+    const float* xr = x + i * ld;
+    float m = -INFINITY;
+    for (index_t j = lane; j < cols; j += 32) m = fmaxf(m, xr[j]);
+    m = warp_max(m);
+    if (lane == 0) row_max[i] = fmaxf(row_max[i], m);
+  }
+}
+
+__global__ void row_sumexp_kernel(const float* __restrict__ x, index_t rows, index_t cols, index_t ld,
+                                  const float* __restrict__ row_max, float* __restrict__ row_sumexp) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  PLEXUS_FOR_EACH_WARP_ROW(i, rows) {
+    const float* xr = x + i * ld;
+    const float m = row_max[i];
+    float s = 0.0f;
+    for (index_t j = lane; j < cols; j += 32) s += expf(xr[j] - m);
+    s = warp_sum(s);
+    if (lane == 0) row_sumexp[i] += s;
+  }
+}
+
+__global__ void softmax_xent_kernel(const float* __restrict__ x, index_t rows, index_t cols, index_t ld,
+                                    const float* __restrict__ row_max, const float* __restrict__ row_sumexp,
+                                    const std::int32_t* __restrict__ labels, const float* __restrict__ weights,
+                                    index_t col0, float* __restrict__ grad, index_t gld,
+                                    double* __restrict__ row_loss) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  PLEXUS_FOR_EACH_WARP_ROW(i, rows) {
+    float* gr = grad + i * gld;
+    const float w = weights ? weights[i] : 1.0f;
+    const index_t label = labels[i];
+    if (w == 0.0f || label < 0) {
+      for (index_t j = lane; j < cols; j += 32) gr[j] = 0.0f;
+      if (lane == 0) row_loss[i] = 0.0;
+      continue;
+    }
+    const float* xr = x + i * ld;
+    const float m = row_max[i], s = row_sumexp[i];
+    for (index_t j = lane; j < cols; j += 32) {
+      const float p = expf(xr[j] - m) / s;
+      gr[j] = w * (p - (j + col0 == label ? 1.0f : 0.0f));
+    }
+    if (lane == 0) {
+      double li = 0.0;
+      if (col0 == 0) li += static_cast<double>(w) * (log(static_cast<double>(s)) + static_cast<double>(m));
+      if (label >= col0 && label < col0 + cols) li -= static_cast<double>(w) * static_cast<double>(xr[label - col0]);
+      row_loss[i] = li;
+    }
+  }
+}
+
+// Is (v, c) a better argmax candidate than (bv, bc)? Larger value wins; ties go to the lower
+// column; c < 0 means "no candidate".
+__device__ __forceinline__ bool better(float v, std::int64_t c, float bv, std::int64_t bc) {
+  if (c < 0) return false;
+  if (bc < 0) return true;
+  return v > bv || (v == bv && c < bc);
+}
+
+__global__ void row_argmax_kernel(const float* __restrict__ x, index_t rows, index_t cols, index_t ld, index_t col0,
+                                  float* __restrict__ best_val, std::int64_t* __restrict__ best_col) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  PLEXUS_FOR_EACH_WARP_ROW(i, rows) {
+    const float* xr = x + i * ld;
+    float bv = -INFINITY;
+    std::int64_t bc = -1;
+    for (index_t j = lane; j < cols; j += 32) {  // ascending: strict > keeps the first of ties
+      const float v = xr[j];
+      if (v > bv) {
+        bv = v;
+        bc = col0 + j;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const std::int64_t oc = __shfl_xor_sync(0xffffffffu, bc, o);
+      if (better(ov, oc, bv, bc)) {
+        bv = ov;
+        bc = oc;
+      }
+    }
+    if (lane == 0 && bc >= 0) {
+      const float cur_v = best_val[i];
+      const std::int64_t cur_c = best_col[i];
+      if (cur_c < 0 ? bv > cur_v : (bv > cur_v || (bv == cur_v && bc < cur_c))) {
+        best_val[i] = bv;
+        best_col[i] = bc;
+      }
+    }
+  }
+}
+
+// ---- deterministic sum --------------------------------------------------------------------
+// One pass: block b reduces in[b*kChunk, (b+1)*kChunk): thread t adds elements t, t+256, ...
+// of the chunk in order, then a fixed shared-memory tree. Passes repeat until one value is
+// left. The order of additions depends on n only.
+constexpr int kSumThreads = 256, kSumPerThread = 8;
+constexpr std::size_t kSumChunk = static_cast<std::size_t>(kSumThreads) * kSumPerThread;
+
+__global__ void __launch_bounds__(kSumThreads) det_sum_kernel(const double* __restrict__ in, std::size_t n,
+                                                              double* __restrict__ out) {
+  __shared__ double sh[kSumThreads];
+  const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kSumChunk;
+  double acc = 0.0;
+#pragma unroll
+  for (int k = 0; k < kSumPerThread; ++k) {
+    const std::size_t e = base + static_cast<std::size_t>(k) * kSumThreads + threadIdx.x;
+    if (e < n) acc += in[e];
+  }
+  sh[threadIdx.x] = acc;
+  __syncthreads();
+#pragma unroll
+  for (int s = kSumThreads / 2; s > 0; s >>= 1) {
+    if (static_cast<int>(threadIdx.x) < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::size_t det_sum_workspace(std::size_t n) {
+  std::size_t total = 0;
+  for (std::size_t len = n; len > 1;) {
+    len = ceil_div(len, kSumChunk);
+    if (len > 1) total += len;
+  }
+  return total + 1;
+}
+
+void det_sum(const double* in, std::size_t n, double* out, double* ws, cudaStream_t stream) {
+  if (n == 0) {
+    PLEXUS_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), stream));
+    return;
+  }
+  const double* cur = in;
+  std::size_t len = n;
+  for (;;) {
+    const std::size_t blocks = ceil_div(len, kSumChunk);
+    double* dst = blocks == 1 ? out : ws;
+    det_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(cur, len, dst);
+    PLEXUS_CUDA_CHECK_LAUNCH("det_sum_kernel");
+    if (blocks == 1) return;
+    cur = dst;
+    ws += blocks;
+    len = blocks;
+  }
+}
+
+void CudaBackend::row_max(ConstMatrixView x, float* row_max) {
+  if (x.rows <= 0 || x.cols <= 0) return;
+  activate();
+  row_max_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max);
+  PLEXUS_CUDA_CHECK_LAUNCH("row_max_kernel");
+}
+
+void CudaBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
+  if (x.rows <= 0 || x.cols <= 0) return;
+  activate();
+  row_sumexp_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max, row_sumexp);
+  PLEXUS_CUDA_CHECK_LAUNCH("row_sumexp_kernel");
+}
+
+LossTerms CudaBackend::softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                    const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
+  if (x.rows != grad.rows || x.cols != grad.cols) throw std::invalid_argument("softmax_xent: shape mismatch");
+  LossTerms out;
+  if (x.rows <= 0) return out;
+  activate();
+  // Scratch layout: [row losses: rows][det_sum workspace][result: 1], all doubles.
+  const std::size_t rows = static_cast<std::size_t>(x.rows);
+  const std::size_t ws_n = det_sum_workspace(rows);
+  auto* row_loss = static_cast<double*>(scratch((rows + ws_n + 1) * sizeof(double)));
+  double* ws = row_loss + rows;
+  double* result = ws + ws_n;
+  softmax_xent_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max, row_sumexp,
+                                                                 labels, weights, col0, grad.data, grad.ld, row_loss);
+  PLEXUS_CUDA_CHECK_LAUNCH("softmax_xent_kernel");
+  det_sum(row_loss, rows, result, ws, stream_);
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(&out.loss_sum, result, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return out;
+}
+
+void CudaBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
+  if (x.rows <= 0 || x.cols <= 0) return;
+  activate();
+  row_argmax_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, col0, best_val,
+                                                               best_col);
+  PLEXUS_CUDA_CHECK_LAUNCH("row_argmax_kernel");
+}
+
+}  // namespace plexus::cuda
