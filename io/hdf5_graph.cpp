@@ -1,0 +1,519 @@
+// Format v1 HDF5 graphs (docs/format-v1.md): read_graph_h5 and write_graph_h5, with the
+// HDF5 C API and the default (serial, sec2) file driver.
+//
+// Reading checks existence, dtype class and shape of every attribute and dataset against the
+// root attributes *before* allocating anything, then reads and hands the result to
+// plexus::validate for the semantic invariants. Every problem is an InputError(path,
+// "<object>: <problem>") where <object> is a dataset path ("/graph/indptr") or
+// "attribute <name>".
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "io/hdf5_util.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+
+namespace plexus {
+namespace {
+
+using h5::Hid;
+
+constexpr const char* kFormatName = "plexus-graph";
+
+// Dataset names (format v1).
+constexpr const char* kIndptr = "/graph/indptr";
+constexpr const char* kIndices = "/graph/indices";
+constexpr const char* kValues = "/graph/values";
+constexpr const char* kFeatures = "/features";
+constexpr const char* kLabels = "/labels";
+constexpr const char* kTrain = "/masks/train";
+constexpr const char* kVal = "/masks/val";
+constexpr const char* kTest = "/masks/test";
+
+std::string shape_str(const std::vector<hsize_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+template <class T>
+hid_t native_type() {
+  if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
+  else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+  else static_assert(sizeof(T) == 0, "unsupported element type");
+}
+
+template <class T>
+const char* canonical_name() {
+  if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
+  else return "float32";
+}
+
+// =============================================================================================
+// Reading
+// =============================================================================================
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& object, const std::string& what) const {
+    throw InputError(path_, object + ": " + what);
+  }
+  [[noreturn]] void fail_file(const std::string& what) const { throw InputError(path_, what); }
+
+  void open() {
+    std::error_code ec;
+    const auto st = std::filesystem::status(path_, ec);
+    if (st.type() == std::filesystem::file_type::not_found) fail_file("no such file");
+    if (ec) fail_file("cannot access: " + ec.message());
+    if (std::filesystem::is_directory(st)) fail_file("is a directory, not an HDF5 file");
+    {
+      errno = 0;
+      std::FILE* fp = std::fopen(path_.c_str(), "rb");
+      if (fp == nullptr) fail_file(std::string("cannot open: ") + std::strerror(errno));
+      std::fclose(fp);
+    }
+    if (H5Fis_hdf5(path_.c_str()) <= 0) fail_file("not an HDF5 file");
+    file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!file_) fail_file("cannot open as HDF5 (corrupt or truncated file?)");
+  }
+
+  // ---- attributes ----------------------------------------------------------------------
+  Hid open_attr(const std::string& name) const {
+    const std::string obj = "attribute " + name;
+    if (H5Aexists(file_.get(), name.c_str()) <= 0) fail(obj, "missing (is this a Plexus graph file?)");
+    Hid a = h5::attribute(H5Aopen(file_.get(), name.c_str(), H5P_DEFAULT));
+    if (!a) fail(obj, "cannot open");
+    Hid space = h5::dataspace(H5Aget_space(a.get()));
+    if (!space) fail(obj, "cannot read dataspace");
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    const H5S_class_t cls = H5Sget_simple_extent_type(space.get());
+    hsize_t n = 0;
+    if (rank == 1) H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+    const bool scalar = (cls == H5S_SCALAR) || (cls == H5S_SIMPLE && rank == 1 && n == 1);
+    if (!scalar) fail(obj, "expected a scalar");
+    return a;
+  }
+
+  std::string string_attr(const std::string& name) const {
+    const std::string obj = "attribute " + name;
+    Hid a = open_attr(name);
+    Hid type = h5::datatype(H5Aget_type(a.get()));
+    if (!type) fail(obj, "cannot read datatype");
+    if (H5Tget_class(type.get()) != H5T_STRING) fail(obj, "expected a string, got " + h5::type_name(type.get()));
+    const htri_t vlen = H5Tis_variable_str(type.get());
+    if (vlen < 0) fail(obj, "cannot read datatype");
+    if (vlen > 0) {
+      Hid mem = h5::datatype(H5Tcopy(H5T_C_S1));
+      if (!mem || H5Tset_size(mem.get(), H5T_VARIABLE) < 0 || H5Tset_cset(mem.get(), H5Tget_cset(type.get())) < 0)
+        fail(obj, "cannot read");
+      char* s = nullptr;
+      if (H5Aread(a.get(), mem.get(), &s) < 0) fail(obj, "cannot read");
+      std::string out = s != nullptr ? std::string(s) : std::string();
+      H5free_memory(s);
+      return out;
+    }
+    const std::size_t size = H5Tget_size(type.get());
+    if (size == 0 || size > 4096) fail(obj, "implausible string length " + std::to_string(size));
+    Hid mem = h5::datatype(H5Tcopy(H5T_C_S1));
+    if (!mem || H5Tset_size(mem.get(), size + 1) < 0 || H5Tset_strpad(mem.get(), H5T_STR_NULLTERM) < 0 ||
+        H5Tset_cset(mem.get(), H5Tget_cset(type.get())) < 0)
+      fail(obj, "cannot read");
+    std::vector<char> buf(size + 1, '\0');
+    if (H5Aread(a.get(), mem.get(), buf.data()) < 0) fail(obj, "cannot read");
+    return std::string(buf.data());
+  }
+
+  std::int64_t int_attr(const std::string& name, const char* expected) const {
+    const std::string obj = "attribute " + name;
+    Hid a = open_attr(name);
+    Hid type = h5::datatype(H5Aget_type(a.get()));
+    if (!type) fail(obj, "cannot read datatype");
+    if (!is_integer_like(type.get()))
+      fail(obj, std::string("expected ") + expected + ", got " + h5::type_name(type.get()));
+    std::int64_t v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) fail(obj, "cannot read");
+    return v;
+  }
+
+  // ---- datasets ------------------------------------------------------------------------
+  struct Dataset {
+    Hid ds;
+    Hid type;
+    std::vector<hsize_t> dims;
+    std::string name;
+  };
+
+  bool exists(const std::string& name) const { return h5::link_exists(file_.get(), name); }
+
+  // Opens `name`, checks its dtype class and that its shape is `expected`.
+  Dataset open_dataset(const std::string& name, bool want_float, const char* expected_type,
+                       const std::vector<hsize_t>& expected_shape, const std::string& shape_desc) const {
+    if (!exists(name)) fail(name, "missing dataset");
+    {
+      Hid obj(H5Oopen(file_.get(), name.c_str(), H5P_DEFAULT), H5Oclose);
+      if (!obj) fail(name, "cannot open");
+      if (H5Iget_type(obj.get()) != H5I_DATASET) fail(name, "is not a dataset");
+    }
+    Dataset d;
+    d.name = name;
+    d.ds = h5::dataset(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT));
+    if (!d.ds) fail(name, "cannot open dataset");
+    d.type = h5::datatype(H5Dget_type(d.ds.get()));
+    if (!d.type) fail(name, "cannot read datatype");
+    const bool ok = want_float ? H5Tget_class(d.type.get()) == H5T_FLOAT : is_integer_like(d.type.get());
+    if (!ok) fail(name, std::string("expected ") + expected_type + ", got " + h5::type_name(d.type.get()));
+    Hid space = h5::dataspace(H5Dget_space(d.ds.get()));
+    if (!space) fail(name, "cannot read dataspace");
+    const int rank = H5Sget_simple_extent_type(space.get()) == H5S_SIMPLE ? H5Sget_simple_extent_ndims(space.get()) : 0;
+    const int want_rank = static_cast<int>(expected_shape.size());
+    if (rank != want_rank)
+      fail(name, "expected a " + std::to_string(want_rank) + "-D dataset, got " +
+                     (rank == 0 ? std::string("a scalar/null dataspace") : std::to_string(rank) + "-D"));
+    d.dims.assign(static_cast<std::size_t>(rank), 0);
+    if (H5Sget_simple_extent_dims(space.get(), d.dims.data(), nullptr) < 0) fail(name, "cannot read dataspace");
+    for (std::size_t i = 0; i < expected_shape.size(); ++i)
+      if (expected_shape[i] != kAny && expected_shape[i] != d.dims[i])
+        fail(name, "expected shape " + shape_desc + " = " + shape_str(expected_shape) + ", got " + shape_str(d.dims));
+    // A dataset whose storage was never written reads back as fill values; treat it as
+    // missing data rather than silently loading zeros.
+    hsize_t logical = 1;
+    for (hsize_t x : d.dims) logical *= x;
+    if (logical > 0 && H5Dget_storage_size(d.ds.get()) == 0) fail(name, "no data stored (storage never written)");
+    return d;
+  }
+
+  static constexpr hsize_t kAny = std::numeric_limits<hsize_t>::max();
+
+  // Reads a whole integer dataset (any integer width/sign, or an integer-based enum) as T.
+  // Conversions that could lose information go through int64 with explicit range checks,
+  // since HDF5 would silently clamp.
+  template <class T>
+  std::vector<T> read_ints(const Dataset& d, std::size_t count) const {
+    std::vector<T> out = allocate<T>(d.name, count);
+    if (count == 0) return out;
+    if (lossless_into<T>(d.type.get())) {
+      read_raw(d, native_type<T>(), out.data());
+      return out;
+    }
+    std::vector<std::int64_t> tmp = allocate<std::int64_t>(d.name, count);
+    read_raw(d, H5T_NATIVE_INT64, tmp.data());
+    if constexpr (std::is_same_v<T, std::int64_t>) {
+      return tmp;
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::int64_t v = tmp[i];
+        if (v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+            v > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+          fail(d.name, "value " + std::to_string(v) + " at index " + std::to_string(i) + " does not fit in " +
+                           canonical_name<T>());
+        out[i] = static_cast<T>(v);
+      }
+      return out;
+    }
+  }
+
+  std::vector<float> read_floats(const Dataset& d, std::size_t count) const {
+    std::vector<float> out = allocate<float>(d.name, count);
+    if (count > 0) read_raw(d, H5T_NATIVE_FLOAT, out.data());
+    return out;
+  }
+
+ private:
+  static bool is_integer_like(hid_t type) {
+    const H5T_class_t cls = H5Tget_class(type);
+    if (cls == H5T_INTEGER) return true;
+    if (cls == H5T_ENUM) {  // e.g. h5py's numpy bool
+      Hid super = h5::datatype(H5Tget_super(type));
+      return super && H5Tget_class(super.get()) == H5T_INTEGER;
+    }
+    return false;
+  }
+
+  template <class T>
+  static bool lossless_into(hid_t type) {
+    Hid base;
+    hid_t t = type;
+    if (H5Tget_class(type) == H5T_ENUM) {
+      base = h5::datatype(H5Tget_super(type));
+      if (!base) return false;
+      t = base.get();
+    }
+    const std::size_t size = H5Tget_size(t);
+    const bool is_signed = H5Tget_sign(t) == H5T_SGN_2;
+    if (std::is_signed_v<T>) return is_signed ? size <= sizeof(T) : size < sizeof(T);
+    return !is_signed && size <= sizeof(T);
+  }
+
+  template <class T>
+  std::vector<T> allocate(const std::string& name, std::size_t count) const {
+    try {
+      return std::vector<T>(count);
+    } catch (const std::bad_alloc&) {
+      fail(name, "cannot allocate " + std::to_string(count) + " elements (file too large or corrupt)");
+    } catch (const std::length_error&) {
+      fail(name, "cannot allocate " + std::to_string(count) + " elements (file too large or corrupt)");
+    }
+  }
+
+  void read_raw(const Dataset& d, hid_t memtype, void* buf) const {
+    if (H5Dread(d.ds.get(), memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+      fail(d.name, "cannot read data (corrupt file, or a compression filter this build lacks)");
+  }
+
+  std::string path_;
+  Hid file_;
+};
+
+// =============================================================================================
+// Writing
+// =============================================================================================
+
+// Removes the temporary file unless committed; declared before any HDF5 handle on it so the
+// handle is closed first.
+class TempFile {
+ public:
+  explicit TempFile(std::string p) : path_(std::move(p)) {}
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (!committed_) std::remove(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  void commit() { committed_ = true; }
+
+ private:
+  std::string path_;
+  bool committed_ = false;
+};
+
+class Writer {
+ public:
+  explicit Writer(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(path_, "cannot write: " + what); }
+
+  void create(const std::string& tmp) {
+    file_ = h5::file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    if (!file_) fail("cannot create HDF5 file " + tmp);
+  }
+
+  void close() {
+    if (!file_.reset()) fail("closing (flushing) the file failed (disk full?)");
+  }
+
+  void string_attr(const char* name, const std::string& value) {
+    Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
+    if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
+      fail(std::string("attribute ") + name);
+    Hid space = h5::dataspace(H5Screate(H5S_SCALAR));
+    Hid a = h5::attribute(H5Acreate2(file_.get(), name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    const char* p = value.c_str();
+    if (!space || !a || H5Awrite(a.get(), type.get(), &p) < 0) fail(std::string("attribute ") + name);
+  }
+
+  template <class T>
+  void scalar_attr(const char* name, hid_t file_type, T value) {
+    Hid space = h5::dataspace(H5Screate(H5S_SCALAR));
+    Hid a = h5::attribute(H5Acreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
+    if (!space || !a || H5Awrite(a.get(), native_type<T>(), &value) < 0) fail(std::string("attribute ") + name);
+  }
+
+  void group(const char* name) {
+    Hid g = h5::group(H5Gcreate2(file_.get(), name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (!g) fail(std::string("group ") + name);
+  }
+
+  // Writes `data` (dims.product() elements) as dataset `name` with file type `file_type`,
+  // chunked by `chunk` and shuffle+gzip compressed; a dataset with a zero extent is stored
+  // contiguous (HDF5 cannot chunk it).
+  template <class T>
+  void dataset(const char* name, hid_t file_type, const T* data, const std::vector<hsize_t>& dims,
+               const std::vector<hsize_t>& chunk) {
+    const int rank = static_cast<int>(dims.size());
+    Hid space = h5::dataspace(H5Screate_simple(rank, dims.data(), nullptr));
+    Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
+    if (!space || !dcpl) fail(std::string("dataset ") + name);
+    // No timestamps: the same graph always produces the same bytes.
+    H5Pset_obj_track_times(dcpl.get(), false);
+    const bool empty = std::any_of(dims.begin(), dims.end(), [](hsize_t x) { return x == 0; });
+    if (!empty) {
+      if (H5Pset_chunk(dcpl.get(), rank, chunk.data()) < 0) fail(std::string("dataset ") + name + ": chunking");
+      if (H5Pset_shuffle(dcpl.get()) < 0 || H5Pset_deflate(dcpl.get(), kGzipLevel) < 0)
+        fail(std::string("dataset ") + name + ": compression filters unavailable");
+    }
+    Hid ds = h5::dataset(H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    if (!ds) fail(std::string("dataset ") + name);
+    if (!empty && H5Dwrite(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+      fail(std::string("dataset ") + name + ": write failed (disk full?)");
+  }
+
+  static constexpr unsigned kGzipLevel = 4;
+
+ private:
+  std::string path_;
+  Hid file_;
+};
+
+constexpr hsize_t kChunkBytes = hsize_t{1} << 20;  // ~1 MiB of uncompressed data per chunk
+constexpr hsize_t kMaxChunkCols = 256;             // feature column-chunk width bound
+
+std::vector<hsize_t> chunk_1d(hsize_t n, hsize_t elem_bytes) {
+  return {std::max<hsize_t>(1, std::min(n, kChunkBytes / elem_bytes))};
+}
+
+// Features [N, F]: column chunks of at most 256 columns splitting F evenly, and as many rows
+// as make ~1 MiB. Ranks that later read a (row block x column block) hyperslab then touch few
+// chunks that are mostly outside their block.
+std::vector<hsize_t> chunk_features(hsize_t n, hsize_t f) {
+  const hsize_t col_chunks = (f + kMaxChunkCols - 1) / kMaxChunkCols;
+  const hsize_t cols = col_chunks == 0 ? 1 : (f + col_chunks - 1) / col_chunks;
+  const hsize_t rows = std::max<hsize_t>(1, std::min(n, kChunkBytes / (cols * sizeof(float))));
+  return {rows, std::max<hsize_t>(1, cols)};
+}
+
+void fsync_path(const std::string& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    (void)::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+// =============================================================================================
+
+GraphData read_graph_h5(const std::string& path) {
+  h5::silence_errors();
+  Reader r(path);
+  r.open();
+
+  // ---- root attributes ----
+  const std::string format = r.string_attr("format");
+  if (format != kFormatName)
+    r.fail("attribute format", "expected \"" + std::string(kFormatName) + "\", got \"" + format + "\"");
+  const std::int64_t version = r.int_attr("format_version", "int32");
+  if (version != kFormatVersion)
+    r.fail("attribute format_version",
+           "unsupported version " + std::to_string(version) + " (this build reads version " +
+               std::to_string(kFormatVersion) + ")");
+  GraphData g;
+  g.num_nodes = r.int_attr("num_nodes", "int64");
+  g.num_features = r.int_attr("num_features", "int64");
+  const std::int64_t classes = r.int_attr("num_classes", "int32");
+  const std::int64_t directed = r.int_attr("directed", "uint8");
+  if (g.num_nodes == 0) r.fail("num_nodes", "empty graph (0 nodes)");
+  if (g.num_nodes < 0) r.fail("attribute num_nodes", "negative (" + std::to_string(g.num_nodes) + ")");
+  if (g.num_nodes == std::numeric_limits<index_t>::max())
+    r.fail("attribute num_nodes", "too large (" + std::to_string(g.num_nodes) + ")");
+  if (g.num_features <= 0) r.fail("attribute num_features", "must be >= 1, got " + std::to_string(g.num_features));
+  if (classes <= 0 || classes > std::numeric_limits<std::int32_t>::max())
+    r.fail("attribute num_classes", "must be in [1, 2^31), got " + std::to_string(classes));
+  if (directed != 0 && directed != 1) r.fail("attribute directed", "must be 0 or 1, got " + std::to_string(directed));
+  g.num_classes = static_cast<std::int32_t>(classes);
+  g.directed = directed == 1;
+
+  // ---- dataset metadata: everything checked against the attributes before allocating ----
+  const auto n = static_cast<hsize_t>(g.num_nodes);
+  const auto f = static_cast<hsize_t>(g.num_features);
+  constexpr hsize_t any = Reader::kAny;
+  const Reader::Dataset indptr = r.open_dataset(kIndptr, false, "int64", {n + 1}, "[num_nodes + 1]");
+  const Reader::Dataset indices = r.open_dataset(kIndices, false, "int64", {any}, "[nnz]");
+  const hsize_t nnz = indices.dims[0];
+  const bool has_values = r.exists(kValues);
+  Reader::Dataset values;
+  if (has_values) values = r.open_dataset(kValues, true, "float32", {nnz}, "[nnz] (length of /graph/indices)");
+  const Reader::Dataset features = r.open_dataset(kFeatures, true, "float32", {n, f}, "[num_nodes, num_features]");
+  const Reader::Dataset labels = r.open_dataset(kLabels, false, "int32", {n}, "[num_nodes]");
+  const Reader::Dataset train = r.open_dataset(kTrain, false, "uint8", {n}, "[num_nodes]");
+  const Reader::Dataset val = r.open_dataset(kVal, false, "uint8", {n}, "[num_nodes]");
+  const Reader::Dataset test = r.open_dataset(kTest, false, "uint8", {n}, "[num_nodes]");
+
+  if (f > std::numeric_limits<std::size_t>::max() / n / sizeof(float))
+    r.fail(kFeatures, "num_nodes x num_features too large");
+  if (nnz > std::numeric_limits<std::size_t>::max() / sizeof(index_t)) r.fail(kIndices, "too large");
+
+  // ---- data ----
+  g.indptr = r.read_ints<index_t>(indptr, n + 1);
+  g.indices = r.read_ints<index_t>(indices, nnz);
+  if (has_values) g.values = r.read_floats(values, nnz);
+  g.features = r.read_floats(features, n * f);
+  g.labels = r.read_ints<std::int32_t>(labels, n);
+  g.train_mask = r.read_ints<std::uint8_t>(train, n);
+  g.val_mask = r.read_ints<std::uint8_t>(val, n);
+  g.test_mask = r.read_ints<std::uint8_t>(test, n);
+
+  validate(g, path);
+  return g;
+}
+
+void write_graph_h5(const GraphData& g, const std::string& path) {
+  h5::silence_errors();
+  validate(g, path);
+
+  TempFile tmp(path + ".tmp." + std::to_string(::getpid()));
+  {
+    // Create the file ourselves first, only to get errno for a readable message
+    // (missing directory, permission denied); HDF5 then truncates it.
+    errno = 0;
+    const int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+      const int err = errno;
+      throw InputError(path, std::string("cannot write: cannot create ") + tmp.path() + ": " + std::strerror(err));
+    }
+    ::close(fd);
+  }
+
+  Writer w(path);
+  w.create(tmp.path());
+  w.string_attr("format", kFormatName);
+  w.scalar_attr<std::int32_t>("format_version", H5T_STD_I32LE, kFormatVersion);
+  w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, g.num_nodes);
+  w.scalar_attr<std::int64_t>("num_features", H5T_STD_I64LE, g.num_features);
+  w.scalar_attr<std::int32_t>("num_classes", H5T_STD_I32LE, g.num_classes);
+  w.scalar_attr<std::uint8_t>("directed", H5T_STD_U8LE, g.directed ? 1 : 0);
+
+  const auto n = static_cast<hsize_t>(g.num_nodes);
+  const auto f = static_cast<hsize_t>(g.num_features);
+  const auto nnz = static_cast<hsize_t>(g.indices.size());
+  w.group("/graph");
+  w.dataset(kIndptr, H5T_STD_I64LE, g.indptr.data(), {n + 1}, chunk_1d(n + 1, 8));
+  w.dataset(kIndices, H5T_STD_I64LE, g.indices.data(), {nnz}, chunk_1d(nnz, 8));
+  if (!g.values.empty()) w.dataset(kValues, H5T_IEEE_F32LE, g.values.data(), {nnz}, chunk_1d(nnz, 4));
+  w.dataset(kFeatures, H5T_IEEE_F32LE, g.features.data(), {n, f}, chunk_features(n, f));
+  w.dataset(kLabels, H5T_STD_I32LE, g.labels.data(), {n}, chunk_1d(n, 4));
+  w.group("/masks");
+  w.dataset(kTrain, H5T_STD_U8LE, g.train_mask.data(), {n}, chunk_1d(n, 1));
+  w.dataset(kVal, H5T_STD_U8LE, g.val_mask.data(), {n}, chunk_1d(n, 1));
+  w.dataset(kTest, H5T_STD_U8LE, g.test_mask.data(), {n}, chunk_1d(n, 1));
+  w.close();
+
+  fsync_path(tmp.path());
+  if (std::rename(tmp.path().c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    throw InputError(path, std::string("cannot write: renaming ") + tmp.path() + " failed: " + std::strerror(err));
+  }
+  tmp.commit();
+}
+
+}  // namespace plexus

@@ -1,0 +1,66 @@
+#pragma once
+// Small RAII helpers over the HDF5 C API, private to io/ (not installed, not a public header).
+// Each Hid owns one identifier and closes it with the matching H5?close on destruction.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace plexus::h5 {
+
+// Turns off HDF5's automatic printing of its error stack (once per process), so that a
+// failure surfaces only as our own one-line InputError.
+void silence_errors();
+
+class Hid {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Hid() = default;
+  Hid(hid_t id, Closer close) : id_(id), close_(close) {}
+  Hid(const Hid&) = delete;
+  Hid& operator=(const Hid&) = delete;
+  Hid(Hid&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)), close_(o.close_) {}
+  Hid& operator=(Hid&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, H5I_INVALID_HID);
+      close_ = o.close_;
+    }
+    return *this;
+  }
+  ~Hid() { reset(); }
+
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  explicit operator bool() const { return valid(); }
+  // Closes now; returns false if the close itself failed (e.g. a failed flush on a file).
+  bool reset() {
+    bool ok = true;
+    if (id_ >= 0 && close_ != nullptr) ok = close_(id_) >= 0;
+    id_ = H5I_INVALID_HID;
+    return ok;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer close_ = nullptr;
+};
+
+inline Hid file(hid_t id) { return Hid(id, H5Fclose); }
+inline Hid group(hid_t id) { return Hid(id, H5Gclose); }
+inline Hid dataset(hid_t id) { return Hid(id, H5Dclose); }
+inline Hid attribute(hid_t id) { return Hid(id, H5Aclose); }
+inline Hid dataspace(hid_t id) { return Hid(id, H5Sclose); }
+inline Hid datatype(hid_t id) { return Hid(id, H5Tclose); }
+inline Hid plist(hid_t id) { return Hid(id, H5Pclose); }
+
+// "int64", "uint8", "float32", "string", "enum(int8)", ... for messages.
+std::string type_name(hid_t type);
+
+// True when `name` (an absolute path like "/graph/indptr") exists as a link in `file`,
+// checking each intermediate group; never prints or throws.
+bool link_exists(hid_t file, const std::string& name);
+
+}  // namespace plexus::h5

@@ -1,0 +1,102 @@
+// plexus::validate: the shape and semantic invariants of format v1 (docs/format-v1.md),
+// checked on an in-memory GraphData. Messages name the format-v1 dataset that a field maps to
+// ("/graph/indptr", "/features", ...), so they read the same for files and in-memory graphs.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "plexus/error.hpp"
+#include "plexus/graph.hpp"
+
+namespace plexus {
+namespace {
+
+[[noreturn]] void fail(const std::string& where, const std::string& object, const std::string& what) {
+  throw InputError(where, object + ": " + what);
+}
+
+std::string str(index_t v) { return std::to_string(v); }
+std::string str(std::size_t v) { return std::to_string(v); }
+
+void check_length(const std::string& where, const std::string& object, std::size_t got, index_t expected,
+                  const char* expected_desc) {
+  if (expected < 0 || got != static_cast<std::size_t>(expected))
+    fail(where, object, "expected " + str(expected) + " entries (" + expected_desc + "), got " + str(got));
+}
+
+void check_mask(const std::string& where, const std::string& object, const std::vector<std::uint8_t>& m,
+                index_t n) {
+  check_length(where, object, m.size(), n, "num_nodes");
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i] > 1)
+      fail(where, object, "value " + std::to_string(static_cast<unsigned>(m[i])) + " at node " + str(i) +
+                              ", expected 0 or 1");
+}
+
+}  // namespace
+
+void validate(const GraphData& g, const std::string& where) {
+  // ---- scalars ----
+  if (g.num_nodes <= 0)
+    fail(where, "num_nodes", g.num_nodes == 0 ? "empty graph (0 nodes)" : "negative (" + str(g.num_nodes) + ")");
+  if (g.num_features <= 0) fail(where, "num_features", "must be >= 1, got " + str(g.num_features));
+  if (g.num_classes <= 0) fail(where, "num_classes", "must be >= 1, got " + std::to_string(g.num_classes));
+  const index_t n = g.num_nodes;
+
+  // ---- CSR ----
+  if (n == std::numeric_limits<index_t>::max()) fail(where, "num_nodes", "too large (" + str(n) + ")");
+  check_length(where, "/graph/indptr", g.indptr.size(), n + 1, "num_nodes + 1");
+  const index_t nnz = g.num_edges();
+  if (g.indptr[0] != 0) fail(where, "/graph/indptr", "must start at 0, got " + str(g.indptr[0]));
+  for (index_t i = 0; i < n; ++i)
+    if (g.indptr[i + 1] < g.indptr[i])
+      fail(where, "/graph/indptr", "not monotone: indptr[" + str(i + 1) + "] = " + str(g.indptr[i + 1]) +
+                                       " < indptr[" + str(i) + "] = " + str(g.indptr[i]));
+  if (g.indptr[n] != nnz)
+    fail(where, "/graph/indptr",
+         "last entry " + str(g.indptr[n]) + " != number of edges (length of /graph/indices) " + str(nnz));
+  for (index_t row = 0; row < n; ++row)
+    for (index_t e = g.indptr[row]; e < g.indptr[row + 1]; ++e) {
+      const index_t c = g.indices[e];
+      if (c < 0 || c >= n)
+        fail(where, "/graph/indices",
+             "column index " + str(c) + " out of range [0, " + str(n) + ") at position " + str(e) + " (row " +
+                 str(row) + ")");
+    }
+  if (!g.values.empty()) {
+    check_length(where, "/graph/values", g.values.size(), nnz, "number of edges, or empty if unweighted");
+    for (std::size_t e = 0; e < g.values.size(); ++e)
+      if (!std::isfinite(g.values[e])) fail(where, "/graph/values", "non-finite value at position " + str(e));
+  }
+
+  // ---- features ----
+  if (g.num_features > std::numeric_limits<index_t>::max() / n)
+    fail(where, "/features", "num_nodes x num_features overflows");
+  const index_t nf = n * g.num_features;
+  if (g.features.size() != static_cast<std::size_t>(nf))
+    fail(where, "/features",
+         "expected " + str(n) + " x " + str(g.num_features) + " = " + str(nf) + " values, got " +
+             str(g.features.size()));
+  for (std::size_t k = 0; k < g.features.size(); ++k)
+    if (!std::isfinite(g.features[k])) {
+      const auto f = static_cast<std::size_t>(g.num_features);
+      fail(where, "/features",
+           std::string(std::isnan(g.features[k]) ? "NaN" : "Inf") + " at [" + str(k / f) + ", " + str(k % f) + "]");
+    }
+
+  // ---- labels, masks ----
+  check_length(where, "/labels", g.labels.size(), n, "num_nodes");
+  for (std::size_t i = 0; i < g.labels.size(); ++i) {
+    const std::int32_t y = g.labels[i];
+    if (y < -1 || y >= g.num_classes)
+      fail(where, "/labels",
+           "label " + std::to_string(y) + " at node " + str(i) + " out of range [-1, num_classes = " +
+               std::to_string(g.num_classes) + ")");
+  }
+  check_mask(where, "/masks/train", g.train_mask, n);
+  check_mask(where, "/masks/val", g.val_mask, n);
+  check_mask(where, "/masks/test", g.test_mask, n);
+}
+
+}  // namespace plexus
