@@ -246,12 +246,8 @@ GraphData read_planetoid(const std::string& dir, const std::string& name, bool n
   }
   g.indices.shrink_to_fit();
 
-  // TODO(merge): replace the checks below with plexus::validate(g, dir) once the graph
-  // validator (another worktree) is merged; everything above is constructed to satisfy it.
-  for (std::int32_t l : g.labels) {
-    if (l >= g.num_classes) throw InputError(dir, "label out of range");
-  }
   if (g.num_edges() == 0) throw InputError(pgraph, "graph has no edges");
+  validate(g, dir);
   return g;
 }
 

@@ -345,7 +345,7 @@ GraphData generate_rmat(const RmatOptions& opt) {
     const auto cls = static_cast<index_t>(g.labels[static_cast<std::size_t>(i)]);
     for (index_t t = 0; t < per_class; ++t) row[(cls * per_class + t) % F] += kClassShift;
   }
-  // TODO(merge): plexus::validate(g, "rmat") once the graph validator is merged.
+  validate(g, "rmat");
   return g;
 }
 
