@@ -1,0 +1,54 @@
+#pragma once
+// Shape checks shared by all backends, so that a mismatched call fails the same way (with
+// std::invalid_argument) whichever backend runs it, instead of reading out of bounds.
+#include <stdexcept>
+#include <string>
+
+#include "plexus/backend.hpp"
+
+namespace plexus::detail {
+
+inline void require(bool ok, const char* kernel, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string(kernel) + ": " + what);
+}
+
+inline bool valid_view(index_t rows, index_t cols, index_t ld) {
+  return rows >= 0 && cols >= 0 && ld >= cols;
+}
+inline bool valid_view(ConstMatrixView m) { return valid_view(m.rows, m.cols, m.ld); }
+inline bool valid_view(MatrixView m) { return valid_view(m.rows, m.cols, m.ld); }
+
+inline void check_spmm(const CsrView& a, ConstMatrixView b, MatrixView c) {
+  require(valid_view(b) && valid_view(c), "spmm", "invalid matrix view (ld < cols)");
+  require(a.rows >= 0 && a.cols >= 0 && a.nnz >= 0, "spmm", "invalid CSR shape");
+  require(a.cols == b.rows, "spmm", "A.cols != B.rows");
+  require(a.rows == c.rows && b.cols == c.cols, "spmm", "C shape != A.rows x B.cols");
+}
+
+// The (m, n, k) of C = op(A)·op(B).
+struct GemmDims {
+  index_t m, n, k;
+};
+inline GemmDims check_gemm(Trans ta, Trans tb, ConstMatrixView a, ConstMatrixView b, MatrixView c) {
+  require(valid_view(a) && valid_view(b) && valid_view(c), "gemm", "invalid matrix view (ld < cols)");
+  const index_t am = ta == Trans::No ? a.rows : a.cols, ak = ta == Trans::No ? a.cols : a.rows;
+  const index_t bk = tb == Trans::No ? b.rows : b.cols, bn = tb == Trans::No ? b.cols : b.rows;
+  require(ak == bk, "gemm", "inner dimensions of op(A) and op(B) differ");
+  require(am == c.rows && bn == c.cols, "gemm", "C shape != op(A).rows x op(B).cols");
+  return {c.rows, c.cols, ak};
+}
+
+inline void check_same_shape(ConstMatrixView x, MatrixView y, const char* kernel) {
+  require(valid_view(x) && valid_view(y), kernel, "invalid matrix view (ld < cols)");
+  require(x.rows == y.rows && x.cols == y.cols, kernel, "shapes differ");
+}
+
+inline void check_dropout_p(float p) {
+  require(p >= 0.0f && p <= 1.0f, "dropout", "p must be in [0, 1]");  // also rejects NaN
+}
+
+inline void check_adam(const AdamParams& hp) {
+  require(hp.step >= 1, "adam_step", "step is 1-based and must be >= 1");
+}
+
+}  // namespace plexus::detail

@@ -1,0 +1,87 @@
+// Dense kernels: GEMM through OpenBLAS, and the simple streaming ops.
+#include <cblas.h>
+
+#include <climits>
+
+#include "kernels/common/shape_checks.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace plexus::cpu {
+namespace {
+
+// C = beta·C without BLAS (used when k == 0: op(A)·op(B) is an empty sum). beta == 0 writes
+// zeros without reading C, which may hold garbage.
+void scale_matrix(MatrixView c, float beta, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (index_t i = 0; i < c.rows; ++i) {
+    float* __restrict r = c.row(i);
+    if (beta == 0.0f) {
+#pragma omp simd
+      for (index_t j = 0; j < c.cols; ++j) r[j] = 0.0f;
+    } else {
+#pragma omp simd
+      for (index_t j = 0; j < c.cols; ++j) r[j] *= beta;
+    }
+  }
+}
+
+bool fits_blas_int(index_t v) { return v >= 0 && v <= INT_MAX; }
+
+}  // namespace
+
+void CpuBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                      MatrixView c) {
+  const auto d = detail::check_gemm(ta, tb, a, b, c);
+  if (d.m == 0 || d.n == 0) return;
+  if (d.k == 0) {
+    if (beta != 1.0f) scale_matrix(c, beta, threads_for(d.m * d.n));
+    return;
+  }
+  // BLAS takes int dimensions; a block that large is not something this engine produces.
+  detail::require(fits_blas_int(d.m) && fits_blas_int(d.n) && fits_blas_int(d.k) && fits_blas_int(a.ld) &&
+                      fits_blas_int(b.ld) && fits_blas_int(c.ld),
+                  "gemm", "dimension exceeds the BLAS int range");
+  // Our views are row-major with a leading dimension, which is exactly CblasRowMajor: the
+  // stored matrix of op(A) is m×k (No) or k×m (Yes), and its ld is the view's ld. m, n, k > 0
+  // here, so every ld is >= max(1, stored cols) as BLAS requires. OpenBLAS treats beta == 0
+  // as "overwrite" and never reads C then.
+  cblas_sgemm(CblasRowMajor, ta == Trans::No ? CblasNoTrans : CblasTrans, tb == Trans::No ? CblasNoTrans : CblasTrans,
+              static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k), alpha, a.data, static_cast<int>(a.ld),
+              b.data, static_cast<int>(b.ld), beta, c.data, static_cast<int>(c.ld));
+}
+
+void CpuBackend::axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
+  const auto len = static_cast<index_t>(n);
+  const int threads = threads_for(len);
+  if (beta == 0.0f) {  // y may be uninitialised
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (index_t i = 0; i < len; ++i) y[i] = alpha * x[i];
+  } else {
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (index_t i = 0; i < len; ++i) y[i] = alpha * x[i] + beta * y[i];
+  }
+}
+
+void CpuBackend::fill(MatrixView m, float value) {
+  detail::require(detail::valid_view(m), "fill", "invalid matrix view");
+#pragma omp parallel for schedule(static) num_threads(threads_for(m.rows * m.cols))
+  for (index_t i = 0; i < m.rows; ++i) {
+    float* __restrict r = m.row(i);
+#pragma omp simd
+    for (index_t j = 0; j < m.cols; ++j) r[j] = value;
+  }
+}
+
+void CpuBackend::copy(ConstMatrixView src, MatrixView dst) {
+  detail::check_same_shape(src, dst, "copy");
+  if (src.data == dst.data && src.ld == dst.ld) return;
+#pragma omp parallel for schedule(static) num_threads(threads_for(src.rows * src.cols))
+  for (index_t i = 0; i < src.rows; ++i) {
+    const float* __restrict s = src.row(i);
+    float* __restrict d = dst.row(i);
+#pragma omp simd
+    for (index_t j = 0; j < src.cols; ++j) d[j] = s[j];
+  }
+}
+
+}  // namespace plexus::cpu

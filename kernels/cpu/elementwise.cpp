@@ -1,0 +1,115 @@
+// Elementwise kernels and the bias gradient (column_sum).
+#include <algorithm>
+#include <vector>
+
+#include "kernels/common/shape_checks.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace plexus::cpu {
+namespace {
+
+// column_sum partition. Row chunks are at least kSumMinChunkRows long and there are at most
+// about kSumMaxRowChunks of them (bounding the scratch memory); columns go in blocks of
+// kSumColBlock. All three depend only on the shape, never on the thread count, which is what
+// makes the result identical for any number of threads.
+constexpr index_t kSumMinChunkRows = 512;
+constexpr index_t kSumMaxRowChunks = 256;
+constexpr index_t kSumColBlock = 1024;
+
+index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+void CpuBackend::add_bias(MatrixView m, const float* bias) {
+  detail::require(detail::valid_view(m), "add_bias", "invalid matrix view");
+#pragma omp parallel for schedule(static) num_threads(threads_for(m.rows * m.cols))
+  for (index_t i = 0; i < m.rows; ++i) {
+    float* __restrict r = m.row(i);
+#pragma omp simd
+    for (index_t j = 0; j < m.cols; ++j) r[j] += bias[j];
+  }
+}
+
+void CpuBackend::column_sum(ConstMatrixView m, float beta, float* out) {
+  detail::require(detail::valid_view(m), "column_sum", "invalid matrix view");
+  const index_t rows = m.rows, cols = m.cols;
+  if (cols == 0) return;
+  const index_t chunk_rows = std::max(kSumMinChunkRows, ceil_div(rows, kSumMaxRowChunks));
+  const index_t row_chunks = ceil_div(rows, chunk_rows), col_blocks = ceil_div(cols, kSumColBlock);
+  const int threads = threads_for(rows * cols);
+
+  // Pass 1: partial[rc][j] = sum of column j over row chunk rc, in row order (double, so the
+  // float inputs add without rounding drift over long chunks).
+  std::vector<double> partial(static_cast<std::size_t>(row_chunks * cols));
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (index_t rc = 0; rc < row_chunks; ++rc) {
+    for (index_t cb = 0; cb < col_blocks; ++cb) {
+      const index_t j0 = cb * kSumColBlock, j1 = std::min(cols, j0 + kSumColBlock);
+      double* __restrict acc = partial.data() + rc * cols;
+      for (index_t i = rc * chunk_rows, i1 = std::min(rows, i + chunk_rows); i < i1; ++i) {
+        const float* __restrict r = m.row(i);
+#pragma omp simd
+        for (index_t j = j0; j < j1; ++j) acc[j] += r[j];
+      }
+    }
+  }
+  // Pass 2: combine the chunks in chunk order.
+#pragma omp parallel for schedule(static) num_threads(threads_for(row_chunks * cols))
+  for (index_t j = 0; j < cols; ++j) {
+    double total = 0.0;
+    for (index_t rc = 0; rc < row_chunks; ++rc) total += partial[static_cast<std::size_t>(rc * cols + j)];
+    // beta == 0 overwrites without reading `out`.
+    out[j] = static_cast<float>(beta == 0.0f ? total : total + static_cast<double>(beta) * out[j]);
+  }
+}
+
+void CpuBackend::relu(MatrixView m) {
+  detail::require(detail::valid_view(m), "relu", "invalid matrix view");
+#pragma omp parallel for schedule(static) num_threads(threads_for(m.rows * m.cols))
+  for (index_t i = 0; i < m.rows; ++i) {
+    float* __restrict r = m.row(i);
+#pragma omp simd
+    for (index_t j = 0; j < m.cols; ++j) r[j] = r[j] > 0.0f ? r[j] : 0.0f;  // NaN -> 0, like max(x, 0)
+  }
+}
+
+void CpuBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
+  detail::check_same_shape(activated, grad, "relu_backward");
+#pragma omp parallel for schedule(static) num_threads(threads_for(grad.rows * grad.cols))
+  for (index_t i = 0; i < grad.rows; ++i) {
+    const float* a = activated.row(i);
+    float* g = grad.row(i);
+#pragma omp simd
+    for (index_t j = 0; j < grad.cols; ++j) g[j] = a[j] <= 0.0f ? 0.0f : g[j];
+  }
+}
+
+void CpuBackend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
+  detail::check_same_shape(x, out, "dropout");
+  detail::check_dropout_p(p);
+  if (p == 0.0f) {  // identity
+    copy(x, out);
+    return;
+  }
+  if (p == 1.0f) {  // everything dropped; avoids computing x·inf for masked-out lanes
+    fill(out, 0.0f);
+    return;
+  }
+  const float scale = 1.0f / (1.0f - p);
+  // Philox is ~20 integer ops per element, so this is compute-bound: parallel over rows,
+  // vectorised over columns. The mask depends only on (key, global row, global column).
+  // x and out may alias, hence no __restrict: each element is read before it is written.
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 8))
+  for (index_t i = 0; i < x.rows; ++i) {
+    const float* xr = x.row(i);
+    float* o = out.row(i);
+    const auto grow = static_cast<std::uint64_t>(row0 + i);
+#pragma omp simd
+    for (index_t j = 0; j < x.cols; ++j) {
+      const bool keep = dropout_keep(key, grow, static_cast<std::uint32_t>(col0 + j), p);
+      o[j] = keep ? xr[j] * scale : 0.0f;
+    }
+  }
+}
+
+}  // namespace plexus::cpu

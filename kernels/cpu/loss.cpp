@@ -1,0 +1,106 @@
+// Masked log-softmax + NLL, with the class axis possibly sharded (see backend.hpp).
+// Rows are independent, so every per-row result is computed by one thread; the only
+// reduction across rows, the loss sum, uses fixed row chunks combined in chunk order.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/common/shape_checks.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace plexus::cpu {
+namespace {
+// Rows per partial loss sum. Fixed (not derived from the thread count) for determinism.
+constexpr index_t kLossChunkRows = 1024;
+}  // namespace
+
+void CpuBackend::row_max(ConstMatrixView x, float* row_max) {
+  detail::require(detail::valid_view(x), "row_max", "invalid matrix view");
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
+  for (index_t i = 0; i < x.rows; ++i) {
+    const float* __restrict r = x.row(i);
+    float mx = row_max[i];
+#pragma omp simd reduction(max : mx)
+    for (index_t j = 0; j < x.cols; ++j) mx = r[j] > mx ? r[j] : mx;
+    row_max[i] = mx;
+  }
+}
+
+void CpuBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
+  detail::require(detail::valid_view(x), "row_sumexp", "invalid matrix view");
+  // exp is the cost here, hence the 16x work weight for the parallel threshold.
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 16))
+  for (index_t i = 0; i < x.rows; ++i) {
+    const float* __restrict r = x.row(i);
+    const float mx = row_max[i];
+    double acc = 0.0;  // a row may have many classes; keep the sum exact-ish
+    for (index_t j = 0; j < x.cols; ++j) acc += std::exp(r[j] - mx);
+    row_sumexp[i] = static_cast<float>(row_sumexp[i] + acc);
+  }
+}
+
+LossTerms CpuBackend::softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                   const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
+  detail::check_same_shape(x, grad, "softmax_xent");
+  const index_t rows = x.rows, cols = x.cols;
+  const index_t chunks = (rows + kLossChunkRows - 1) / kLossChunkRows;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+
+#pragma omp parallel for schedule(static) num_threads(threads_for(rows * cols * 16))
+  for (index_t ch = 0; ch < chunks; ++ch) {
+    double loss = 0.0;
+    for (index_t i = ch * kLossChunkRows, i1 = std::min(rows, i + kLossChunkRows); i < i1; ++i) {
+      // x and grad may alias (gradient written over the logits): read what the loss needs
+      // first; the grad loop below reads each element before writing it.
+      const float* xr = x.row(i);
+      float* g = grad.row(i);
+      const float w = weights ? weights[i] : 1.0f;
+      const index_t label = labels[i];
+      if (w == 0.0f || label < 0) {  // not a selected row: no loss, zero gradient
+#pragma omp simd
+        for (index_t j = 0; j < cols; ++j) g[j] = 0.0f;
+        continue;
+      }
+      const float mx = row_max[i], se = row_sumexp[i];
+      const index_t local = label - col0;  // the label's column in this shard, if it is here
+      if (col0 == 0) loss += static_cast<double>(w) * (std::log(static_cast<double>(se)) + mx);
+      if (local >= 0 && local < cols) loss -= static_cast<double>(w) * xr[local];
+      const float inv_se = 1.0f / se;
+      for (index_t j = 0; j < cols; ++j) {
+        const float softmax = std::exp(xr[j] - mx) * inv_se;
+        g[j] = w * (softmax - (j == local ? 1.0f : 0.0f));
+      }
+    }
+    partial[static_cast<std::size_t>(ch)] = loss;
+  }
+  LossTerms out;
+  for (const double l : partial) out.loss_sum += l;  // chunk order: thread-count independent
+  return out;
+}
+
+void CpuBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
+  detail::require(detail::valid_view(x), "row_argmax", "invalid matrix view");
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
+  for (index_t i = 0; i < x.rows; ++i) {
+    const float* r = x.row(i);
+    // Best in this shard: strict > keeps the first of ties; NaN never compares greater.
+    float v = -std::numeric_limits<float>::infinity();
+    index_t c = -1;
+    for (index_t j = 0; j < x.cols; ++j) {
+      if (r[j] > v || (c < 0 && r[j] == v)) {
+        v = r[j];
+        c = j;
+      }
+    }
+    if (c < 0) continue;
+    c += col0;
+    // Merge with earlier shards: on a tie the lower global column wins, so the result does
+    // not depend on the order in which shards are merged.
+    if (v > best_val[i] || (v == best_val[i] && (best_col[i] < 0 || c < best_col[i]))) {
+      best_val[i] = v;
+      best_col[i] = c;
+    }
+  }
+}
+
+}  // namespace plexus::cpu

@@ -1,0 +1,220 @@
+// The reference backend: the oracle every other backend is tested against.
+//
+// Plain loops, one thread, sums accumulated in double. Nothing here is tuned; it is written
+// to be obviously correct, so keep it that way (no SIMD, no blocking, no OpenMP).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/common/host_alloc.hpp"
+#include "kernels/common/shape_checks.hpp"
+#include "plexus/backend.hpp"
+
+namespace plexus {
+namespace {
+
+using detail::check_same_shape;
+using detail::require;
+
+class ReferenceBackend final : public Backend {
+ public:
+  Device device() const override { return Device::CPU; }
+  std::string name() const override { return "reference"; }
+
+  // ---- memory -----------------------------------------------------------------------------
+  void* allocate(std::size_t bytes) override {
+    void* p = detail::host_aligned_alloc(bytes);
+    std::memset(p, 0, bytes);
+    count_alloc(bytes);
+    return p;
+  }
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    if (!p) return;
+    detail::host_free(p);
+    count_free(bytes);
+  }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override { copy_bytes(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { copy_bytes(dst, src, bytes); }
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override { copy_bytes(dst, src, bytes); }
+
+  // ---- sparse -----------------------------------------------------------------------------
+  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override {
+    detail::check_spmm(a, b, c);
+    for (index_t i = 0; i < a.rows; ++i) {
+      for (index_t j = 0; j < b.cols; ++j) {
+        double acc = 0.0;
+        for (index_t p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+          const double v = a.values ? a.values[p] : 1.0;
+          acc += v * b.row(a.indices[p])[j];
+        }
+        // beta == 0 overwrites: C may hold garbage (NaN) that must not leak through 0·NaN.
+        if (beta != 0.0f) acc += static_cast<double>(beta) * c.row(i)[j];
+        c.row(i)[j] = static_cast<float>(acc);
+      }
+    }
+  }
+
+  // ---- dense ------------------------------------------------------------------------------
+  void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+            MatrixView c) override {
+    const auto d = detail::check_gemm(ta, tb, a, b, c);
+    auto at = [&](index_t i, index_t l) -> double { return ta == Trans::No ? a.row(i)[l] : a.row(l)[i]; };
+    auto bt = [&](index_t l, index_t j) -> double { return tb == Trans::No ? b.row(l)[j] : b.row(j)[l]; };
+    for (index_t i = 0; i < d.m; ++i) {
+      for (index_t j = 0; j < d.n; ++j) {
+        double acc = 0.0;
+        for (index_t l = 0; l < d.k; ++l) acc += at(i, l) * bt(l, j);
+        acc *= alpha;
+        if (beta != 0.0f) acc += static_cast<double>(beta) * c.row(i)[j];
+        c.row(i)[j] = static_cast<float>(acc);
+      }
+    }
+  }
+
+  void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) override {
+    for (std::size_t i = 0; i < n; ++i) {
+      double r = static_cast<double>(alpha) * x[i];
+      if (beta != 0.0f) r += static_cast<double>(beta) * y[i];
+      y[i] = static_cast<float>(r);
+    }
+  }
+
+  void fill(MatrixView m, float value) override {
+    require(detail::valid_view(m), "fill", "invalid matrix view");
+    for (index_t i = 0; i < m.rows; ++i)
+      for (index_t j = 0; j < m.cols; ++j) m.row(i)[j] = value;
+  }
+
+  void copy(ConstMatrixView src, MatrixView dst) override {
+    check_same_shape(src, dst, "copy");
+    for (index_t i = 0; i < src.rows; ++i)
+      for (index_t j = 0; j < src.cols; ++j) dst.row(i)[j] = src.row(i)[j];
+  }
+
+  // ---- elementwise / activation -----------------------------------------------------------
+  void add_bias(MatrixView m, const float* bias) override {
+    require(detail::valid_view(m), "add_bias", "invalid matrix view");
+    for (index_t i = 0; i < m.rows; ++i)
+      for (index_t j = 0; j < m.cols; ++j) m.row(i)[j] += bias[j];
+  }
+
+  void column_sum(ConstMatrixView m, float beta, float* out) override {
+    require(detail::valid_view(m), "column_sum", "invalid matrix view");
+    for (index_t j = 0; j < m.cols; ++j) {
+      double acc = 0.0;
+      for (index_t i = 0; i < m.rows; ++i) acc += m.row(i)[j];
+      if (beta != 0.0f) acc += static_cast<double>(beta) * out[j];
+      out[j] = static_cast<float>(acc);
+    }
+  }
+
+  void relu(MatrixView m) override {
+    require(detail::valid_view(m), "relu", "invalid matrix view");
+    for (index_t i = 0; i < m.rows; ++i)
+      for (index_t j = 0; j < m.cols; ++j)
+        if (!(m.row(i)[j] > 0.0f)) m.row(i)[j] = 0.0f;
+  }
+
+  void relu_backward(ConstMatrixView activated, MatrixView grad) override {
+    check_same_shape(activated, grad, "relu_backward");
+    for (index_t i = 0; i < grad.rows; ++i)
+      for (index_t j = 0; j < grad.cols; ++j)
+        if (activated.row(i)[j] <= 0.0f) grad.row(i)[j] = 0.0f;
+  }
+
+  void dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) override {
+    check_same_shape(x, out, "dropout");
+    detail::check_dropout_p(p);
+    for (index_t i = 0; i < x.rows; ++i) {
+      for (index_t j = 0; j < x.cols; ++j) {
+        const bool keep = dropout_keep(key, static_cast<std::uint64_t>(row0 + i), static_cast<std::uint32_t>(col0 + j), p);
+        out.row(i)[j] = keep ? static_cast<float>(x.row(i)[j] / (1.0 - p)) : 0.0f;
+      }
+    }
+  }
+
+  // ---- loss -------------------------------------------------------------------------------
+  void row_max(ConstMatrixView x, float* row_max) override {
+    require(detail::valid_view(x), "row_max", "invalid matrix view");
+    for (index_t i = 0; i < x.rows; ++i)
+      for (index_t j = 0; j < x.cols; ++j) row_max[i] = std::max(row_max[i], x.row(i)[j]);
+  }
+
+  void row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) override {
+    require(detail::valid_view(x), "row_sumexp", "invalid matrix view");
+    for (index_t i = 0; i < x.rows; ++i) {
+      double acc = row_sumexp[i];
+      for (index_t j = 0; j < x.cols; ++j) acc += std::exp(static_cast<double>(x.row(i)[j]) - row_max[i]);
+      row_sumexp[i] = static_cast<float>(acc);
+    }
+  }
+
+  LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                         const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) override {
+    check_same_shape(x, grad, "softmax_xent");
+    LossTerms out;
+    for (index_t i = 0; i < x.rows; ++i) {
+      const double w = weights ? weights[i] : 1.0;
+      const index_t label = labels[i];
+      if (w == 0.0 || label < 0) {
+        for (index_t j = 0; j < x.cols; ++j) grad.row(i)[j] = 0.0f;
+        continue;
+      }
+      const double mx = row_max[i], se = row_sumexp[i];
+      if (col0 == 0) out.loss_sum += w * (std::log(se) + mx);
+      if (label >= col0 && label < col0 + x.cols) out.loss_sum -= w * x.row(i)[label - col0];
+      for (index_t j = 0; j < x.cols; ++j) {
+        const double softmax = std::exp(static_cast<double>(x.row(i)[j]) - mx) / se;
+        grad.row(i)[j] = static_cast<float>(w * (softmax - (j + col0 == label ? 1.0 : 0.0)));
+      }
+    }
+    return out;
+  }
+
+  void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override {
+    require(detail::valid_view(x), "row_argmax", "invalid matrix view");
+    for (index_t i = 0; i < x.rows; ++i) {
+      for (index_t j = 0; j < x.cols; ++j) {
+        const float v = x.row(i)[j];
+        const index_t col = col0 + j;
+        if (v > best_val[i] || (v == best_val[i] && (best_col[i] < 0 || col < best_col[i]))) {
+          best_val[i] = v;
+          best_col[i] = col;
+        }
+      }
+    }
+  }
+
+  // ---- optimizer --------------------------------------------------------------------------
+  void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override {
+    detail::check_adam(hp);
+    const double b1 = hp.beta1, b2 = hp.beta2, lr = hp.lr, wd = hp.weight_decay;
+    const double bc1 = 1.0 - std::pow(b1, static_cast<double>(hp.step));
+    const double bc2 = 1.0 - std::pow(b2, static_cast<double>(hp.step));
+    for (std::size_t i = 0; i < n; ++i) {
+      double p = param[i], g = grad[i];
+      if (hp.decoupled)
+        p -= lr * wd * p;  // AdamW: decay the weight directly, outside the moments
+      else
+        g += wd * p;  // L2 regularisation: the decay goes through the moments
+      const double mi = b1 * m[i] + (1.0 - b1) * g;
+      const double vi = b2 * v[i] + (1.0 - b2) * g * g;
+      p -= lr * (mi / bc1) / (std::sqrt(vi / bc2) + hp.eps);
+      m[i] = static_cast<float>(mi);
+      v[i] = static_cast<float>(vi);
+      param[i] = static_cast<float>(p);
+    }
+  }
+
+ private:
+  static void copy_bytes(void* dst, const void* src, std::size_t bytes) {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
+
+}  // namespace plexus

@@ -1,0 +1,582 @@
+// Unified kernel tests: every backend under test (cpu, plus cuda when a GPU is visible) is
+// compared against the reference backend on random inputs, including awkward shapes (one
+// row, zero columns, odd sizes, leading dimension > cols, empty CSR rows).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernel_test_util.hpp"
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+
+namespace plexus::test {
+namespace {
+
+constexpr double kTol = 1e-5;  // float32 kernels vs double-accumulated reference, norm-wise
+const float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<std::string> backends_under_test() {
+  std::vector<std::string> names{"cpu"};
+  if (cuda_available()) names.push_back("cuda");
+  return names;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  if (name == "cpu") return make_cpu_backend();
+  if (name == "cuda") return make_cuda_backend();
+  if (name == "reference") return make_reference_backend();
+  throw std::invalid_argument("unknown backend " + name);
+}
+
+class Kernels : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    be = make_backend(GetParam());
+    ref = make_reference_backend();
+  }
+  // Runs f on the backend under test and on the reference; f returns what to compare.
+  template <class F>
+  auto both(F&& f) {
+    return std::make_pair(f(*be), f(*ref));
+  }
+  std::unique_ptr<Backend> be, ref;
+  std::mt19937_64 rng{20240601};
+};
+
+// ---- memory -------------------------------------------------------------------------------
+
+TEST_P(Kernels, AllocateIsZeroFilledAlignedAndCounted) {
+  const std::size_t live0 = be->live_bytes();
+  {
+    Buffer<float> a(*be, 1000), b(*be, 3);
+    EXPECT_EQ(be->live_bytes(), live0 + 1003 * sizeof(float));
+    EXPECT_GE(be->peak_bytes(), be->live_bytes());
+    const auto h = a.to_host();
+    for (float x : h) ASSERT_EQ(x, 0.0f);
+    if (be->device() == Device::CPU) {
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % 64, 0u);
+    }
+  }
+  EXPECT_EQ(be->live_bytes(), live0);
+  // Large enough for the parallel zeroing path of the cpu backend.
+  Buffer<float> big(*be, std::size_t{3} << 20);
+  const auto h = big.to_host();
+  for (float x : h) ASSERT_EQ(x, 0.0f);
+}
+
+// ---- spmm ---------------------------------------------------------------------------------
+
+struct SpmmCase {
+  index_t m, k, n, avg, pad_b, pad_c;
+  bool hubs;
+};
+
+TEST_P(Kernels, SpmmMatchesReference) {
+  const SpmmCase cases[] = {
+      {1, 1, 1, 1, 0, 0, false},     {1, 40, 8, 5, 2, 1, false},   {17, 33, 5, 4, 0, 3, false},
+      {17, 33, 0, 4, 0, 2, false},   {0, 10, 8, 3, 0, 0, false},   {20, 0, 8, 3, 0, 1, false},
+      {64, 64, 17, 6, 3, 0, false},  {200, 300, 33, 8, 1, 5, true}, {300, 20, 1, 2, 0, 0, false},
+      {500, 1000, 128, 10, 0, 0, true}, {150, 150, 67, 12, 4, 4, true},
+  };
+  for (const auto& cs : cases) {
+    for (const bool with_values : {true, false}) {
+      for (const float beta : {0.0f, 1.0f, -0.5f}) {
+        const std::string what = "spmm m=" + std::to_string(cs.m) + " k=" + std::to_string(cs.k) +
+                                 " n=" + std::to_string(cs.n) + " values=" + std::to_string(with_values) +
+                                 " beta=" + std::to_string(beta);
+        const HostCsr a = random_csr(rng, cs.m, cs.k, cs.avg, with_values, cs.hubs);
+        const HostMat b = random_mat(rng, cs.k, cs.n, cs.pad_b);
+        HostMat c = random_mat(rng, cs.m, cs.n, cs.pad_c);
+        if (beta == 0.0f)  // beta == 0 must not read C
+          for (index_t i = 0; i < c.rows; ++i)
+            for (index_t j = 0; j < c.cols; ++j) c.at(i, j) = kNaN;
+        auto [got, want] = both([&](Backend& x) {
+          CsrMatrix da(x, a);
+          DevMat db(x, b), dc(x, c);
+          x.spmm(da.view(), db.cview(), dc.view(), beta);
+          return dc.download();
+        });
+        expect_close(got, want, kTol, what);
+      }
+    }
+  }
+}
+
+TEST_P(Kernels, SpmmLargePowerLaw) {  // big enough for the parallel, nnz-balanced path
+  const HostCsr a = random_csr(rng, 6000, 3000, 12, true, true);
+  const HostMat b = random_mat(rng, 3000, 40, 0);
+  const HostMat c = random_mat(rng, 6000, 40, 0);
+  auto [got, want] = both([&](Backend& x) {
+    CsrMatrix da(x, a);
+    DevMat db(x, b), dc(x, c);
+    x.spmm(da.view(), db.cview(), dc.view(), 1.0f);
+    return dc.download();
+  });
+  expect_close(got, want, kTol, "spmm large");
+}
+
+// ---- dense --------------------------------------------------------------------------------
+
+TEST_P(Kernels, GemmAllTransposes) {
+  struct Case {
+    index_t m, n, k, pad;
+  };
+  const Case cases[] = {{1, 1, 1, 0},  {17, 33, 5, 2}, {64, 65, 130, 0}, {3, 0, 4, 1},
+                        {0, 3, 4, 0},  {5, 4, 0, 1},   {31, 7, 300, 3},  {1, 50, 9, 0}};
+  for (const auto& cs : cases) {
+    for (const Trans ta : {Trans::No, Trans::Yes}) {
+      for (const Trans tb : {Trans::No, Trans::Yes}) {
+        for (const float beta : {0.0f, 1.0f, -0.5f}) {
+          const std::string what = "gemm m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
+                                   " k=" + std::to_string(cs.k) + " ta=" + std::to_string(ta == Trans::Yes) +
+                                   " tb=" + std::to_string(tb == Trans::Yes) + " beta=" + std::to_string(beta);
+          const HostMat a = ta == Trans::No ? random_mat(rng, cs.m, cs.k, cs.pad) : random_mat(rng, cs.k, cs.m, cs.pad);
+          const HostMat b = tb == Trans::No ? random_mat(rng, cs.k, cs.n, cs.pad) : random_mat(rng, cs.n, cs.k, cs.pad);
+          HostMat c = random_mat(rng, cs.m, cs.n, cs.pad + 1);
+          if (beta == 0.0f)
+            for (index_t i = 0; i < c.rows; ++i)
+              for (index_t j = 0; j < c.cols; ++j) c.at(i, j) = kNaN;
+          auto [got, want] = both([&](Backend& x) {
+            DevMat da(x, a), db(x, b), dc(x, c);
+            x.gemm(ta, tb, 1.5f, da.cview(), db.cview(), beta, dc.view());
+            return dc.download();
+          });
+          expect_close(got, want, kTol, what);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Kernels, Axpby) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{100003}}) {
+    for (const float beta : {0.0f, 0.7f}) {
+      const auto x = random_vec(rng, n);
+      auto y = random_vec(rng, n);
+      if (beta == 0.0f) std::fill(y.begin(), y.end(), kNaN);
+      auto [got, want] = both([&](Backend& be2) {
+        Buffer<float> dx(be2, x), dy(be2, y);
+        be2.axpby(n, -2.0f, dx.data(), beta, dy.data());
+        return dy.to_host();
+      });
+      expect_close(got, want, kTol, "axpby n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST_P(Kernels, FillAndCopy) {
+  for (const index_t pad : {0, 3}) {
+    HostMat m = random_mat(rng, 19, 23, pad);
+    auto [got, want] = both([&](Backend& x) {
+      DevMat d(x, m);
+      x.fill(d.view(), 2.5f);
+      return d.download();
+    });
+    expect_close(got, want, 0.0, "fill");
+    EXPECT_EQ(got.at(18, 22), 2.5f);
+
+    const HostMat src = random_mat(rng, 300, 129, pad);
+    const HostMat dst = random_mat(rng, 300, 129, pad + 2);
+    auto [got2, want2] = both([&](Backend& x) {
+      DevMat s(x, src), d(x, dst);
+      x.copy(s.cview(), d.view());
+      return d.download();
+    });
+    expect_close(got2, want2, 0.0, "copy");
+  }
+}
+
+// ---- elementwise --------------------------------------------------------------------------
+
+TEST_P(Kernels, AddBiasReluReluBackward) {
+  for (const index_t rows : {1, 17, 700}) {
+    for (const index_t cols : {0, 1, 33, 130}) {
+      const HostMat m = random_mat(rng, rows, cols, 3);
+      const auto bias = random_vec(rng, static_cast<std::size_t>(cols) + 1);
+      auto [got, want] = both([&](Backend& x) {
+        DevMat d(x, m);
+        Buffer<float> db(x, bias);
+        x.add_bias(d.view(), db.data());
+        x.relu(d.view());
+        return d.download();
+      });
+      expect_close(got, want, kTol, "add_bias+relu");
+      for (index_t i = 0; i < rows; ++i)
+        for (index_t j = 0; j < cols; ++j) ASSERT_GE(got.at(i, j), 0.0f);
+
+      const HostMat activated = want;  // relu output: has exact zeros
+      const HostMat g = random_mat(rng, rows, cols, 1);
+      auto [got2, want2] = both([&](Backend& x) {
+        DevMat a(x, activated), dg(x, g);
+        x.relu_backward(a.cview(), dg.view());
+        return dg.download();
+      });
+      expect_close(got2, want2, 0.0, "relu_backward");
+    }
+  }
+}
+
+TEST_P(Kernels, ColumnSum) {
+  struct Case {
+    index_t rows, cols, pad;
+  };
+  for (const Case cs : {Case{1, 1, 0}, Case{17, 33, 2}, Case{0, 5, 0}, Case{5, 0, 1}, Case{3000, 70, 3},
+                        Case{2, 3000, 0}, Case{70000, 3, 1}}) {
+    for (const float beta : {0.0f, 1.0f}) {
+      const HostMat m = random_mat(rng, cs.rows, cs.cols, cs.pad);
+      auto out = random_vec(rng, static_cast<std::size_t>(cs.cols));
+      if (beta == 0.0f) std::fill(out.begin(), out.end(), kNaN);
+      auto [got, want] = both([&](Backend& x) {
+        DevMat d(x, m);
+        Buffer<float> o(x, out);
+        x.column_sum(d.cview(), beta, o.data());
+        return o.to_host();
+      });
+      expect_close(got, want, kTol, "column_sum rows=" + std::to_string(cs.rows) + " cols=" + std::to_string(cs.cols));
+    }
+  }
+}
+
+// ---- dropout ------------------------------------------------------------------------------
+
+HostMat run_dropout(Backend& x, const HostMat& in, float p, DropoutKey key, index_t row0, index_t col0) {
+  DevMat d(x, in);
+  HostMat zero(in.rows, in.cols, in.ld);
+  DevMat o(x, zero);
+  x.dropout(d.cview(), o.view(), p, key, row0, col0);
+  return o.download();
+}
+
+TEST_P(Kernels, DropoutMaskMatchesReference) {
+  const DropoutKey key{77, 3, 1};
+  const HostMat m = random_mat(rng, 97, 45, 3, 0.5f, 1.5f);  // no zeros: zero output <=> dropped
+  for (const float p : {0.1f, 0.5f, 0.9f}) {
+    const HostMat got = run_dropout(*be, m, p, key, 1000, 64);
+    const HostMat want = run_dropout(*ref, m, p, key, 1000, 64);
+    for (index_t i = 0; i < m.rows; ++i)
+      for (index_t j = 0; j < m.cols; ++j) ASSERT_EQ(got.at(i, j) == 0.0f, want.at(i, j) == 0.0f) << i << "," << j;
+    expect_close(got, want, kTol, "dropout");
+  }
+}
+
+TEST_P(Kernels, DropoutIndependentOfSplit) {
+  const DropoutKey key{123456789, 7, 2};
+  const HostMat m = random_mat(rng, 40, 30, 0, 0.5f, 1.5f);
+  const HostMat whole = run_dropout(*be, m, 0.3f, key, 500, 10);
+  // Two row halves with row offsets, and two column halves with column offsets.
+  for (index_t split : {1, 17, 39}) {
+    HostMat top(split, 30, 30), bottom(40 - split, 30, 30);
+    for (index_t i = 0; i < 40; ++i)
+      for (index_t j = 0; j < 30; ++j) (i < split ? top.at(i, j) : bottom.at(i - split, j)) = m.at(i, j);
+    const HostMat t = run_dropout(*be, top, 0.3f, key, 500, 10);
+    const HostMat b = run_dropout(*be, bottom, 0.3f, key, 500 + split, 10);
+    for (index_t i = 0; i < 40; ++i)
+      for (index_t j = 0; j < 30; ++j)
+        ASSERT_EQ(i < split ? t.at(i, j) : b.at(i - split, j), whole.at(i, j)) << "row split " << split;
+  }
+  HostMat left(40, 13, 13), right(40, 17, 17);
+  for (index_t i = 0; i < 40; ++i)
+    for (index_t j = 0; j < 30; ++j) (j < 13 ? left.at(i, j) : right.at(i, j - 13)) = m.at(i, j);
+  const HostMat l = run_dropout(*be, left, 0.3f, key, 500, 10);
+  const HostMat r = run_dropout(*be, right, 0.3f, key, 500, 23);
+  for (index_t i = 0; i < 40; ++i)
+    for (index_t j = 0; j < 30; ++j) ASSERT_EQ(j < 13 ? l.at(i, j) : r.at(i, j - 13), whole.at(i, j));
+}
+
+TEST_P(Kernels, DropoutKeepRateScaleAndEdgeCases) {
+  const DropoutKey key{1, 2, 3};
+  const HostMat ones(1000, 100, 100, 1.0f);
+  for (const float p : {0.1f, 0.3f, 0.75f}) {
+    const HostMat out = run_dropout(*be, ones, p, key, 0, 0);
+    double kept = 0;
+    for (float v : out.data) {
+      if (v != 0.0f) {
+        ++kept;
+        ASSERT_NEAR(v, 1.0 / (1.0 - p), 1e-6);
+      }
+    }
+    const double n = 1e5, rate = kept / n, sigma = std::sqrt(p * (1.0 - p) / n);
+    EXPECT_NEAR(rate, 1.0 - p, 5 * sigma) << "p=" << p;
+  }
+  // A different key gives a different mask.
+  EXPECT_NE(run_dropout(*be, ones, 0.5f, key, 0, 0).data, run_dropout(*be, ones, 0.5f, DropoutKey{1, 3, 3}, 0, 0).data);
+  // p = 0 is a copy; p = 1 drops everything.
+  const HostMat m = random_mat(rng, 9, 11, 2);
+  EXPECT_EQ(run_dropout(*be, m, 0.0f, key, 5, 5).data, m.data);
+  const HostMat all = run_dropout(*be, m, 1.0f, key, 5, 5);
+  for (index_t i = 0; i < 9; ++i)
+    for (index_t j = 0; j < 11; ++j) ASSERT_EQ(all.at(i, j), 0.0f);
+  // In place (x and out alias) equals out of place.
+  DevMat d(*be, m);
+  be->dropout(d.cview(), d.view(), 0.4f, key, 5, 5);
+  EXPECT_EQ(d.download().data, run_dropout(*be, m, 0.4f, key, 5, 5).data);
+  EXPECT_THROW(be->dropout(d.cview(), d.view(), 1.5f, key, 0, 0), std::invalid_argument);
+}
+
+// ---- softmax / cross-entropy --------------------------------------------------------------
+
+struct LossInputs {
+  HostMat x;
+  std::vector<std::int32_t> labels;
+  std::vector<float> weights;
+};
+
+LossInputs random_loss_inputs(std::mt19937_64& rng, index_t rows, index_t classes, index_t pad) {
+  LossInputs in{random_mat(rng, rows, classes, pad, -4.0f, 4.0f), {}, {}};
+  std::uniform_int_distribution<std::int32_t> lab(0, static_cast<std::int32_t>(classes - 1));
+  for (index_t i = 0; i < rows; ++i) {
+    in.labels.push_back(i % 5 == 2 ? -1 : lab(rng));        // unlabelled rows
+    in.weights.push_back(i % 7 == 4 ? 0.0f : 0.5f + i % 3);  // masked-out rows
+  }
+  return in;
+}
+
+struct LossOutputs {
+  std::vector<float> row_max, row_sumexp;
+  HostMat grad;
+  double loss = 0.0;
+};
+
+// The full pipeline on one shard [col0, col0 + x.cols) given the global statistics, or
+// computing them from this (unsharded) x when `stats` is null.
+LossOutputs run_loss(Backend& be, const LossInputs& in, index_t col0 = 0, const LossOutputs* stats = nullptr) {
+  const auto rows = static_cast<std::size_t>(in.x.rows);
+  DevMat x(be, in.x);
+  DevMat g(be, HostMat(in.x.rows, in.x.cols, in.x.ld, kNaN));
+  Buffer<float> mx(be, stats ? stats->row_max : std::vector<float>(rows, -kInf));
+  Buffer<float> se(be, stats ? stats->row_sumexp : std::vector<float>(rows, 0.0f));
+  Buffer<std::int32_t> lab(be, in.labels);
+  Buffer<float> w(be, in.weights);
+  if (!stats) {
+    be.row_max(x.cview(), mx.data());
+    be.row_sumexp(x.cview(), mx.data(), se.data());
+  }
+  LossOutputs out;
+  out.loss = be.softmax_xent(x.cview(), mx.data(), se.data(), lab.data(), w.data(), col0, g.view()).loss_sum;
+  out.row_max = mx.to_host();
+  out.row_sumexp = se.to_host();
+  out.grad = g.download();
+  return out;
+}
+
+TEST_P(Kernels, SoftmaxXentMatchesReference) {
+  for (const auto& [rows, classes, pad] : std::vector<std::tuple<index_t, index_t, index_t>>{
+           {1, 1, 0}, {37, 11, 2}, {1, 40, 0}, {3000, 7, 1}, {0, 5, 0}}) {
+    const LossInputs in = random_loss_inputs(rng, rows, classes, pad);
+    const LossOutputs got = run_loss(*be, in), want = run_loss(*ref, in);
+    EXPECT_EQ(got.row_max, want.row_max);  // max is exact
+    expect_close(got.row_sumexp, want.row_sumexp, kTol, "row_sumexp");
+    expect_close(got.grad, want.grad, kTol, "softmax_xent grad");
+    EXPECT_NEAR(got.loss, want.loss, 1e-6 * std::max(1.0, std::abs(want.loss)));
+    for (index_t i = 0; i < rows; ++i)
+      if (in.weights[i] == 0.0f || in.labels[i] < 0) {
+        for (index_t j = 0; j < classes; ++j) ASSERT_EQ(got.grad.at(i, j), 0.0f);
+      }
+  }
+}
+
+TEST_P(Kernels, SoftmaxXentGradientMatchesFiniteDifferences) {
+  LossInputs in = random_loss_inputs(rng, 6, 7, 0);
+  const LossOutputs base = run_loss(*be, in);
+  for (index_t i = 0; i < 6; ++i) {
+    for (index_t j = 0; j < 7; ++j) {
+      const float x0 = in.x.at(i, j);
+      in.x.at(i, j) = x0 + 1e-2f;
+      const double up = run_loss(*be, in).loss;
+      const float xu = in.x.at(i, j);
+      in.x.at(i, j) = x0 - 1e-2f;
+      const double down = run_loss(*be, in).loss;
+      const float xd = in.x.at(i, j);
+      in.x.at(i, j) = x0;
+      const double fd = (up - down) / (static_cast<double>(xu) - xd);
+      EXPECT_NEAR(base.grad.at(i, j), fd, 1e-3) << i << "," << j;
+    }
+  }
+}
+
+TEST_P(Kernels, SoftmaxXentSplitOverClassShards) {
+  const index_t rows = 50, classes = 23, split = 9;
+  const LossInputs in = random_loss_inputs(rng, rows, classes, 0);
+  const LossOutputs whole = run_loss(*be, in);
+  LossInputs left = in, right = in;
+  left.x = HostMat(rows, split, split);
+  right.x = HostMat(rows, classes - split, classes - split);
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < classes; ++j) (j < split ? left.x.at(i, j) : right.x.at(i, j - split)) = in.x.at(i, j);
+
+  // Statistics per shard, combined as the collectives would: max of maxima, then (with the
+  // global max) the exp-sums simply add.
+  LossOutputs stats;
+  {
+    Buffer<float> mx(*be, std::vector<float>(rows, -kInf)), se(*be, std::vector<float>(rows, 0.0f));
+    DevMat l(*be, left.x), r(*be, right.x);
+    be->row_max(r.cview(), mx.data());
+    be->row_max(l.cview(), mx.data());
+    be->row_sumexp(l.cview(), mx.data(), se.data());
+    be->row_sumexp(r.cview(), mx.data(), se.data());
+    stats.row_max = mx.to_host();
+    stats.row_sumexp = se.to_host();
+  }
+  EXPECT_EQ(stats.row_max, whole.row_max);
+  expect_close(stats.row_sumexp, whole.row_sumexp, 1e-6, "sharded sumexp");
+
+  // With identical statistics the gradients are identical bit for bit; loss terms add up.
+  stats.row_sumexp = whole.row_sumexp;
+  const LossOutputs l = run_loss(*be, left, 0, &stats), r = run_loss(*be, right, split, &stats);
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < classes; ++j)
+      ASSERT_EQ(j < split ? l.grad.at(i, j) : r.grad.at(i, j - split), whole.grad.at(i, j)) << i << "," << j;
+  EXPECT_NEAR(l.loss + r.loss, whole.loss, 1e-9 * std::abs(whole.loss));
+}
+
+// ---- argmax -------------------------------------------------------------------------------
+
+std::pair<std::vector<float>, std::vector<std::int64_t>> run_argmax(Backend& be, const std::vector<HostMat>& shards,
+                                                                    const std::vector<index_t>& col0s) {
+  const auto rows = static_cast<std::size_t>(shards[0].rows);
+  Buffer<float> bv(be, std::vector<float>(rows, -kInf));
+  Buffer<std::int64_t> bc(be, std::vector<std::int64_t>(rows, -1));
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    DevMat d(be, shards[s]);
+    be.row_argmax(d.cview(), col0s[s], bv.data(), bc.data());
+  }
+  return {bv.to_host(), bc.to_host()};
+}
+
+TEST_P(Kernels, RowArgmaxTiesKeepLowerColumn) {
+  HostMat m(3, 4, 5);
+  const float vals[3][4] = {{1, 5, 5, 2}, {7, 7, 7, 7}, {-kInf, -kInf, -kInf, -kInf}};
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 4; ++j) m.at(i, j) = vals[i][j];
+  HostMat left(3, 2, 2), right(3, 2, 2);
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 4; ++j) (j < 2 ? left.at(i, j) : right.at(i, j - 2)) = m.at(i, j);
+  const std::vector<std::int64_t> expect{1, 0, 0};
+  EXPECT_EQ(run_argmax(*be, {m}, {0}).second, expect);
+  EXPECT_EQ(run_argmax(*be, {left, right}, {0, 2}).second, expect);
+  EXPECT_EQ(run_argmax(*be, {right, left}, {2, 0}).second, expect);  // merge order irrelevant
+
+  const HostMat r = random_mat(rng, 333, 41, 2);
+  EXPECT_EQ(run_argmax(*be, {r}, {10}), run_argmax(*ref, {r}, {10}));
+}
+
+// ---- adam ---------------------------------------------------------------------------------
+
+// Two steps with a constant gradient 0.5 from param 1 (lr 0.1): bias-corrected Adam then
+// moves by lr per step. Values worked out by hand (see the comments).
+TEST_P(Kernels, AdamTwoStepsHandComputed) {
+  struct Case {
+    float wd;
+    bool decoupled;
+    float after1, after2;
+  };
+  const Case cases[] = {
+      // no decay: 1 - 0.1 = 0.9, 0.9 - 0.1 = 0.8
+      {0.0f, false, 0.9f, 0.8f},
+      // L2: step 1 g = 0.6, unit step -> 0.9. Step 2 g = 0.59: m = 0.113, v = 7.0774e-4,
+      // m^ = 0.594737, v^ = 0.354047, step = 0.1 * 0.594737 / 0.595018 = 0.099953 -> 0.800047
+      {0.1f, false, 0.9f, 0.800047f},
+      // AdamW: 1 * (1 - 0.01) - 0.1 = 0.89; 0.89 * 0.99 - 0.1 = 0.7811
+      {0.1f, true, 0.89f, 0.7811f},
+  };
+  for (const auto& cs : cases) {
+    for (Backend* x : {be.get(), ref.get()}) {
+      Buffer<float> p(*x, std::vector<float>{1.0f}), g(*x, std::vector<float>{0.5f}), m(*x, 1), v(*x, 1);
+      AdamParams hp;
+      hp.lr = 0.1f;
+      hp.weight_decay = cs.wd;
+      hp.decoupled = cs.decoupled;
+      hp.step = 1;
+      x->adam_step(1, p.data(), g.data(), m.data(), v.data(), hp);
+      EXPECT_NEAR(p.to_host()[0], cs.after1, 2e-6) << x->name();
+      hp.step = 2;
+      x->adam_step(1, p.data(), g.data(), m.data(), v.data(), hp);
+      EXPECT_NEAR(p.to_host()[0], cs.after2, 2e-6) << x->name();
+      EXPECT_NEAR(m.to_host()[0], 0.095f + (cs.decoupled ? 0.0f : cs.wd * 0.18f), 1e-6);
+    }
+  }
+}
+
+TEST_P(Kernels, AdamMatchesReference) {
+  const std::size_t n = 50001;
+  const auto p0 = random_vec(rng, n), g1 = random_vec(rng, n), g2 = random_vec(rng, n);
+  for (const bool decoupled : {false, true}) {
+    auto [got, want] = both([&](Backend& x) {
+      Buffer<float> p(x, p0), m(x, n), v(x, n), g(x, g1);
+      AdamParams hp;
+      hp.weight_decay = 5e-4f;
+      hp.decoupled = decoupled;
+      x.adam_step(n, p.data(), g.data(), m.data(), v.data(), hp);
+      g.upload(g2.data());
+      hp.step = 2;
+      x.adam_step(n, p.data(), g.data(), m.data(), v.data(), hp);
+      return p.to_host();
+    });
+    expect_close(got, want, 1e-6, "adam");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Kernels, ::testing::ValuesIn(backends_under_test()),
+                         [](const auto& info) { return info.param; });
+
+// ---- cpu only -----------------------------------------------------------------------------
+
+// Same inputs, 1 vs 2 OpenMP threads: results must be identical bit for bit.
+TEST(CpuDeterminism, ResultsIndependentOfThreadCount) {
+  auto one = make_cpu_backend(1), two = make_cpu_backend(2);
+  std::mt19937_64 rng(99);
+  const HostCsr a = random_csr(rng, 20000, 5000, 10, true, true);
+  const HostMat b = random_mat(rng, 5000, 24, 0);
+  const HostMat tall = random_mat(rng, 200000, 5, 1);
+  const LossInputs in = random_loss_inputs(rng, 20000, 9, 0);
+  auto run = [&](Backend& x) {
+    CsrMatrix da(x, a);
+    DevMat db(x, b), dc(x, HostMat(20000, 24, 24, kNaN));
+    x.spmm(da.view(), db.cview(), dc.view(), 0.0f);
+    DevMat dt(x, tall);
+    Buffer<float> sums(x, 5);
+    x.column_sum(dt.cview(), 0.0f, sums.data());
+    const LossOutputs loss = run_loss(x, in);
+    return std::make_tuple(dc.download().data, sums.to_host(), loss.grad.data, loss.loss, loss.row_sumexp);
+  };
+  const auto r1 = run(*one), r2 = run(*two);
+  EXPECT_TRUE(bitwise_equal(std::get<0>(r1), std::get<0>(r2))) << "spmm";
+  EXPECT_TRUE(bitwise_equal(std::get<1>(r1), std::get<1>(r2))) << "column_sum";
+  EXPECT_TRUE(bitwise_equal(std::get<2>(r1), std::get<2>(r2))) << "softmax_xent grad";
+  EXPECT_EQ(std::get<3>(r1), std::get<3>(r2)) << "softmax_xent loss";
+  EXPECT_TRUE(bitwise_equal(std::get<4>(r1), std::get<4>(r2))) << "row_sumexp";
+}
+
+TEST(KernelShapes, MismatchedShapesThrow) {
+  for (auto& x : {make_cpu_backend(), make_reference_backend()}) {
+    std::vector<float> buf(100);
+    HostCsr a;
+    a.rows = 2;
+    a.cols = 3;
+    a.indptr = {0, 0, 0};
+    EXPECT_THROW(x->spmm(a.view(), ConstMatrixView(buf.data(), 4, 2, 2), MatrixView{buf.data(), 2, 2, 2}, 0.0f),
+                 std::invalid_argument);
+    EXPECT_THROW(x->gemm(Trans::No, Trans::No, 1.0f, ConstMatrixView(buf.data(), 2, 3, 3),
+                         ConstMatrixView(buf.data(), 2, 3, 3), 0.0f, MatrixView{buf.data(), 2, 3, 3}),
+                 std::invalid_argument);
+    EXPECT_THROW(x->fill(MatrixView{buf.data(), 2, 5, 4}, 0.0f), std::invalid_argument);  // ld < cols
+    AdamParams hp;
+    hp.step = 0;
+    EXPECT_THROW(x->adam_step(1, buf.data(), buf.data(), buf.data(), buf.data(), hp), std::invalid_argument);
+  }
+}
+
+TEST(CudaStub, FactoryThrowsWithoutCuda) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_THROW(make_cuda_backend(), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace plexus::test
