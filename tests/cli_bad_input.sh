@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Every kind of bad input must end `plexus` with exit code 2 and exactly one line
+# `plexus: error: <where>: <what>` naming the file (or option), and leave no output file.
+# Usage: cli_bad_input.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1
+py=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0 passed=0
+
+"$plexus" generate rmat --scale 6 --edge-factor 4 --features 8 --classes 3 -o "$work/good.h5" >/dev/null || {
+  echo "FAIL: could not generate the base graph"; exit 1; }
+
+# expect_error NAME EXPECTED_SUBSTRING -- ARGS...
+expect_error() {
+  local name=$1 want=$2; shift 3
+  "$plexus" "$@" >"$work/out" 2>"$work/err"
+  local rc=$? lines
+  lines=$(wc -l <"$work/err")
+  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
+    echo "FAIL [$name]: rc=$rc, $lines stderr lines, wanted '$want':"; cat "$work/err"; failures=$((failures + 1))
+  elif [[ -e "$work/metrics.jsonl" ]]; then
+    echo "FAIL [$name]: a metrics file was left behind"; failures=$((failures + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+# mutate NAME PYTHON_CODE: copy good.h5 to NAME.h5 and run the code with `f` open for writing.
+mutate() {
+  cp "$work/good.h5" "$work/$1.h5"
+  $py -c "import h5py, numpy as np
+f = h5py.File('$work/$1.h5', 'r+')
+$2
+f.close()"
+}
+
+train() { expect_error "$1" "$2" -- train --epochs 2 --quiet --metrics "$work/metrics.jsonl" --data "${@:3}"; }
+
+train missing-file "$work/nope.h5: no such file" "$work/nope.h5"
+echo "hello" >"$work/text.h5"
+train not-hdf5 "$work/text.h5: not an HDF5 file" "$work/text.h5"
+mutate no-labels "del f['labels']"
+train missing-dataset "no-labels.h5: /labels" "$work/no-labels.h5"
+mutate float-indptr "d = f['graph/indptr'][...]; del f['graph/indptr']; f['graph/indptr'] = d.astype(np.float32)"
+train wrong-dtype "/graph/indptr: expected int64, got float32" "$work/float-indptr.h5"
+mutate short-features "d = f['features'][...]; del f['features']; f['features'] = d[:, :5]"
+train wrong-shape "/features: expected shape" "$work/short-features.h5"
+mutate nonmonotone "d = f['graph/indptr'][...]; d[3], d[4] = d[4] + 1, d[3]; f['graph/indptr'][...] = d"
+train indptr-not-monotone "/graph/indptr" "$work/nonmonotone.h5"
+mutate bad-end "d = f['graph/indptr'][...]; d[-1] -= 1; f['graph/indptr'][...] = d"
+train indptr-end "/graph/indptr: last entry" "$work/bad-end.h5"
+mutate bad-col "d = f['graph/indices'][...]; d[0] = 1 << 20; f['graph/indices'][...] = d"
+train column-out-of-range "/graph/indices: column index" "$work/bad-col.h5"
+mutate nan-feature "d = f['features'][...]; d[1, 2] = np.nan; f['features'][...] = d"
+train nan-features "/features: NaN" "$work/nan-feature.h5"
+mutate inf-feature "d = f['features'][...]; d[0, 0] = np.inf; f['features'][...] = d"
+train inf-features "/features: " "$work/inf-feature.h5"
+mutate big-label "d = f['labels'][...]; d[0] = 3; f['labels'][...] = d"
+train label-range "/labels: label 3" "$work/big-label.h5"
+mutate short-mask "d = f['masks/train'][...]; del f['masks/train']; f['masks/train'] = d[:-1]"
+train mask-length "/masks/train" "$work/short-mask.h5"
+$py -c "import h5py, numpy as np
+f = h5py.File('$work/empty.h5', 'w'); f.attrs['format'] = 'plexus-graph'; f.attrs['format_version'] = np.int32(1)
+f.attrs['num_nodes'] = np.int64(0); f.attrs['num_features'] = np.int64(1); f.attrs['num_classes'] = np.int32(2)
+f.attrs['directed'] = np.int8(0); f['graph/indptr'] = np.zeros(1, np.int64); f['graph/indices'] = np.zeros(0, np.int64)
+f['features'] = np.zeros((0, 1), np.float32); f['labels'] = np.zeros(0, np.int32)
+for m in ('train', 'val', 'test'): f['masks/' + m] = np.zeros(0, np.uint8)
+f.close()"
+train empty-graph "empty graph" "$work/empty.h5"
+
+opt() { expect_error "$1" "$2" -- train --epochs 2 --quiet --metrics "$work/metrics.jsonl" --data "$work/good.h5" "${@:3}"; }
+opt negative-lr "--lr: " --lr -1
+opt zero-epochs "--epochs: " --epochs 0
+opt dropout-one "--dropout: " --dropout 1
+opt zero-layers "--layers: " --layers 0
+opt zero-hidden "--hidden: " --hidden 0
+opt not-a-number "command line: " --hidden abc
+opt unknown-option "command line: " --frobnicate 3
+opt bad-grid "--grid: " --grid 2x0x1
+opt grid-size "--grid: " --grid 2x1x1
+opt bad-backend "command line: " --backend tpu
+printf 'hidden = 8\nnot_an_option = 3\n' >"$work/bad-key.toml"
+opt toml-unknown-key "bad-key.toml: unknown key 'not_an_option'" --config "$work/bad-key.toml"
+printf 'hidden = [\n' >"$work/broken.toml"
+opt toml-syntax "broken.toml: line " --config "$work/broken.toml"
+printf 'lr = -3.0\n' >"$work/neg-lr.toml"
+opt toml-bad-value "--lr: " --config "$work/neg-lr.toml"
+expect_error gen-bad-scale "--scale" -- generate rmat --scale 0 -o "$work/x.h5"
+expect_error convert-missing-dir "ind.cora" -- convert planetoid --dir "$work/none" -o "$work/x.h5"
+[[ -e "$work/x.h5" ]] && { echo "FAIL: x.h5 written despite errors"; failures=$((failures + 1)); }
+
+echo "$passed passed, $failures failed"
+[[ $failures -eq 0 ]]
