@@ -37,6 +37,8 @@ class ProcessGrid {
   static std::unique_ptr<ProcessGrid> single();
   // The grid over MPI_COMM_WORLD (MPI must be initialised; its size must equal shape.size()).
   static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape);
+  // from_mpi when MPI is initialised, else single() (which then requires a 1x1x1 shape).
+  static std::unique_ptr<ProcessGrid> create(GridShape shape);
   // Builds the grid over an existing set of per-axis communicators (used by the MPI factory).
   ProcessGrid(GridShape shape, int rank, std::array<std::unique_ptr<Communicator>, 3> axes,
               std::unique_ptr<Communicator> world);

@@ -46,13 +46,21 @@ struct DropoutKey {
   std::uint32_t layer = 0;
 };
 
+// The four 32-bit random words of column group `col4` (columns 4·col4 .. 4·col4+3) of `row`:
+// one Philox call serves four consecutive columns.
+PLEXUS_HD Philox4x32 counter_block(const DropoutKey& key, std::uint64_t row, std::uint32_t col4) {
+  return philox4x32_10(static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(row >> 32), col4, key.epoch,
+                       static_cast<std::uint32_t>(key.seed),
+                       static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u));
+}
+
+// Uniform float in [0, 1) from one random word (its top 24 bits).
+PLEXUS_HD float word_to_uniform(std::uint32_t w) { return static_cast<float>(w >> 8) * (1.0f / 16777216.0f); }
+
 // Uniform float in [0, 1) for element (row, col) under `key`. Rows and columns are global
-// indices (< 2^32 columns, < 2^64 rows).
+// indices (< 2^64 rows, < 2^32 columns).
 PLEXUS_HD float counter_uniform(const DropoutKey& key, std::uint64_t row, std::uint32_t col) {
-  const Philox4x32 r = philox4x32_10(static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(row >> 32), col, key.epoch,
-                                     static_cast<std::uint32_t>(key.seed),
-                                     static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u));
-  return static_cast<float>(r.v[0] >> 8) * (1.0f / 16777216.0f);  // 24 random bits
+  return word_to_uniform(counter_block(key, row, col >> 2).v[col & 3u]);
 }
 
 // True when element (row, col) is kept by dropout with drop probability p.

@@ -84,6 +84,46 @@ void CpuBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
   }
 }
 
+namespace {
+// Philox4x32-10 (rng.hpp) for kLanes consecutive column groups at once, written as loops
+// over lanes so that they vectorize (32x32->64-bit multiplies map to vpmuludq). Produces
+// exactly philox4x32_10(c0, c1, group0 + lane, c3, k0, k1) in words[*][lane].
+constexpr std::uint32_t kLanes = 16;
+void philox_lanes(std::uint32_t c0, std::uint32_t c1, std::uint32_t group0, std::uint32_t c3, std::uint32_t k0,
+                  std::uint32_t k1, std::uint32_t (&words)[4][kLanes]) {
+  constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+  std::uint32_t a[kLanes], b[kLanes], c[kLanes], d[kLanes];
+#pragma omp simd
+  for (std::uint32_t l = 0; l < kLanes; ++l) {
+    a[l] = c0;
+    b[l] = c1;
+    c[l] = group0 + l;
+    d[l] = c3;
+  }
+  for (int r = 0; r < 10; ++r) {
+#pragma omp simd
+    for (std::uint32_t l = 0; l < kLanes; ++l) {
+      const std::uint64_t p0 = static_cast<std::uint64_t>(M0) * a[l];
+      const std::uint64_t p1 = static_cast<std::uint64_t>(M1) * c[l];
+      const std::uint32_t na = static_cast<std::uint32_t>(p1 >> 32) ^ b[l] ^ k0;
+      const std::uint32_t nc = static_cast<std::uint32_t>(p0 >> 32) ^ d[l] ^ k1;
+      b[l] = static_cast<std::uint32_t>(p1);
+      d[l] = static_cast<std::uint32_t>(p0);
+      a[l] = na;
+      c[l] = nc;
+    }
+    k0 += W0;
+    k1 += W1;
+  }
+  for (std::uint32_t l = 0; l < kLanes; ++l) {
+    words[0][l] = a[l];
+    words[1][l] = b[l];
+    words[2][l] = c[l];
+    words[3][l] = d[l];
+  }
+}
+}  // namespace
+
 void CpuBackend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
   detail::check_same_shape(x, out, "dropout");
   detail::check_dropout_p(p);
@@ -96,18 +136,32 @@ void CpuBackend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey 
     return;
   }
   const float scale = 1.0f / (1.0f - p);
-  // Philox is ~20 integer ops per element, so this is compute-bound: parallel over rows,
-  // vectorised over columns. The mask depends only on (key, global row, global column).
-  // x and out may alias, hence no __restrict: each element is read before it is written.
-#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 8))
+  // The mask depends only on (key, global row, global column): one Philox call gives the
+  // words of four consecutive global columns (rng.hpp). Philox is ~30 integer ops a call, so
+  // this kernel is compute-bound: the groups of a row are generated kLanes at a time by
+  // philox_lanes, whose loops the compiler vectorizes. x and out may alias: each element is
+  // read before it is written.
+  const std::uint32_t k0 = static_cast<std::uint32_t>(key.seed);
+  const std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u);
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 2))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* xr = x.row(i);
     float* o = out.row(i);
     const auto grow = static_cast<std::uint64_t>(row0 + i);
+    const auto first_group = static_cast<std::uint32_t>(col0 >> 2);
+    const auto last_group = static_cast<std::uint32_t>((col0 + x.cols - 1) >> 2);
+    alignas(64) std::uint32_t words[4][kLanes];
+    alignas(64) float keep_scale[4 * kLanes];
+    for (std::uint32_t g0 = first_group; g0 <= last_group; g0 += kLanes) {
+      philox_lanes(static_cast<std::uint32_t>(grow), static_cast<std::uint32_t>(grow >> 32), g0, key.epoch, k0, k1, words);
+      // Column 4·(g0+l)+w of the row takes word w of lane l.
 #pragma omp simd
-    for (index_t j = 0; j < x.cols; ++j) {
-      const bool keep = dropout_keep(key, grow, static_cast<std::uint32_t>(col0 + j), p);
-      o[j] = keep ? xr[j] * scale : 0.0f;
+      for (std::uint32_t l = 0; l < kLanes; ++l)
+        for (std::uint32_t w = 0; w < 4; ++w) keep_scale[4 * l + w] = word_to_uniform(words[w][l]) >= p ? scale : 0.0f;
+      const index_t base = static_cast<index_t>(4) * g0 - col0;  // local column of keep_scale[0]
+      const index_t j0 = std::max<index_t>(base, 0), j1 = std::min<index_t>(base + 4 * kLanes, x.cols);
+#pragma omp simd
+      for (index_t j = j0; j < j1; ++j) o[j] = xr[j] * keep_scale[j - base];
     }
   }
 }

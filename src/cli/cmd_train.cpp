@@ -93,7 +93,7 @@ void run_train(TrainOptions& o) {
   const GraphData graph = read_graph_h5(o.data);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto backend = make_backend(o.backend, o.threads);
-  auto grid = ProcessGrid::from_mpi(parse_grid(o.grid));
+  auto grid = ProcessGrid::create(parse_grid(o.grid));
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
   if (!o.quiet)

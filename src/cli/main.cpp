@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "plexus/error.hpp"
@@ -12,6 +13,21 @@
 #include "src/cli/commands.hpp"
 
 namespace {
+
+// True when a launcher (mpirun/mpiexec of Open MPI or MPICH, srun) started this process.
+// A plain `plexus` run then skips MPI_Init, whose singleton start-up costs ~0.3 s.
+bool launched_by_mpi() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID", "MPI_LOCALRANKID"})
+    if (std::getenv(var)) return true;
+  return false;
+}
+
+void finalize_mpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
 
 [[noreturn]] void fail(int code, const std::string& message) {
   std::fprintf(stderr, "plexus: error: %s\n", message.c_str());
@@ -22,15 +38,17 @@ namespace {
   int size = 1;
   if (initialized && !finalized) MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // end every rank promptly, never a hang
-  if (initialized && !finalized) MPI_Finalize();
+  finalize_mpi();
   std::exit(code);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  if (launched_by_mpi()) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  }
 
   CLI::App app{"Plexus: 3D-parallel full-graph GNN training", "plexus"};
   app.set_version_flag("--version", std::string("plexus ") + plexus::version() + " (backends: " +
@@ -45,15 +63,15 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     const int code = app.exit(e);
-    MPI_Finalize();
+    finalize_mpi();
     return code;
   } catch (const CLI::CallForAllHelp& e) {
     const int code = app.exit(e);
-    MPI_Finalize();
+    finalize_mpi();
     return code;
   } catch (const CLI::CallForVersion& e) {
     const int code = app.exit(e);
-    MPI_Finalize();
+    finalize_mpi();
     return code;
   } catch (const CLI::ParseError& e) {
     fail(2, std::string("command line: ") + e.what() + " (see plexus --help)");
@@ -64,6 +82,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fail(1, std::string("internal: ") + e.what());
   }
-  MPI_Finalize();
+  finalize_mpi();
   return 0;
 }

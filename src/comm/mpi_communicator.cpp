@@ -127,3 +127,17 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape) {
 }
 
 }  // namespace plexus
+
+namespace plexus {
+
+std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return from_mpi(shape);
+  if (shape.size() != 1)
+    throw InputError("--grid", shape.str() + " needs " + std::to_string(shape.size()) +
+                                   " ranks: start plexus with mpirun -np " + std::to_string(shape.size()));
+  return single();
+}
+
+}  // namespace plexus

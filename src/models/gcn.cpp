@@ -8,12 +8,12 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, cons
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
     layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, shards.adj[l % 3], shards.adj_t[l % 3],
-                                                   /*relu=*/l + 1 < n_layers, cfg.seed));
+                                                   /*relu=*/l + 1 < n_layers, cfg.seed, /*constant_input=*/l == 0));
   }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
   features_.upload(shards.features);
   const LayerGeometry& g0 = layers_.front()->geometry();
-  features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
+  if (grid.dim(g0.roles.d) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }
 
 DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
@@ -23,10 +23,14 @@ DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
 
 const Matrix& GcnModel::forward(int epoch, bool training) {
   // Layer 0's input: the feature rows are stored split over d; all-gather them over d.
+  // (With one rank on d the stored block is already the whole input.)
   const LayerGeometry& g0 = layers_.front()->geometry();
-  grid_.comm(g0.roles.d).all_gather(features_.data(), features_full_.data(),
-                                    block_counts(g0.in_rows.size(), grid_.dim(g0.roles.d), g0.in_cols.size()));
-  const Matrix* h = &features_full_;
+  const Matrix* h = &features_;
+  if (grid_.dim(g0.roles.d) > 1) {
+    grid_.comm(g0.roles.d).all_gather(features_.data(), features_full_.data(),
+                                      block_counts(g0.in_rows.size(), grid_.dim(g0.roles.d), g0.in_cols.size()));
+    h = &features_full_;
+  }
   for (int l = 0; l < num_layers(); ++l) h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
   return *h;
 }

@@ -15,8 +15,10 @@ struct DropoutSpec {
 
 class GcnLayer3D {
  public:
+  // `constant_input`: the input never changes (layer 0: the features), so the aggregation
+  // without dropout, Â·H, is computed once and reused by every evaluation pass.
   GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const HostCsr& a, const HostCsr& a_t, bool relu,
-             std::uint64_t seed);
+             std::uint64_t seed, bool constant_input = false);
 
   // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output
   // block [out_rows × out_cols], replicated over the i axis.
@@ -32,7 +34,8 @@ class GcnLayer3D {
   Buffer<float>& bias_grad() { return db_; }
 
  private:
-  void gather_weight();  // w_full_ = all-gather over d of w_
+  // All-gather over d of w_ into w_full_; returns the whole block (w_ itself when d has one rank).
+  const Matrix& gather_weight();
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -42,6 +45,10 @@ class GcnLayer3D {
   Matrix w_, dw_, w_full_, dw_full_;
   Buffer<float> b_, db_;
   Matrix h_drop_, agg_, out_;
+  bool constant_input_ = false;
+  Matrix agg_clean_;                 // cached Â·H without dropout (constant_input only)
+  bool agg_clean_valid_ = false;
+  const Matrix* last_agg_ = nullptr;  // the aggregation the last forward used (for backward)
 };
 
 }  // namespace plexus
