@@ -37,6 +37,9 @@ class ProcessGrid {
   static std::unique_ptr<ProcessGrid> single();
   // The grid over MPI_COMM_WORLD (MPI must be initialised; its size must equal shape.size()).
   static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape);
+  // Ranks of this job on this node (1 without MPI): the default thread count divides the
+  // node's cores among them.
+  static int ranks_on_this_node();
   // from_mpi when MPI is initialised, else single() (which then requires a 1x1x1 shape).
   static std::unique_ptr<ProcessGrid> create(GridShape shape);
   // Builds the grid over an existing set of per-axis communicators (used by the MPI factory).

@@ -27,7 +27,11 @@ struct EpochMetrics {
   double loss = 0;  // training loss of this epoch's (dropout) forward pass
   double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
-  std::array<double, 3> comm_bytes{};  // per axis x, y, z, bytes sent by this rank
+  // Bytes moved by the collectives of each axis (x, y, z) in this epoch, summed over all
+  // ranks (each rank counts what it receives; docs/communication.md). The same on every rank.
+  std::array<double, 3> comm_bytes{};
+  // This rank's bytes (the per-rank view of the same traffic).
+  std::array<double, 3> rank_comm_bytes{};
 };
 
 struct TrainResult {
@@ -35,7 +39,8 @@ struct TrainResult {
   int best_epoch = -1;
   double best_val_acc = 0, test_acc = 0;  // test accuracy at the best-validation epoch
   double total_seconds = 0;
-  std::size_t peak_tensor_bytes = 0;  // this rank's peak backend allocation
+  std::size_t peak_tensor_bytes = 0;      // this rank's peak backend allocation
+  std::size_t max_peak_tensor_bytes = 0;  // the largest peak over all ranks
 };
 
 // Trains on `graph` (validated; Â is built from its adjacency). Every rank of `grid` calls

@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -82,7 +84,8 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
            {{"total", m.comm_bytes[0] + m.comm_bytes[1] + m.comm_bytes[2]},
             {"x", m.comm_bytes[0]},
             {"y", m.comm_bytes[1]},
-            {"z", m.comm_bytes[2]}}}};
+            {"z", m.comm_bytes[2]}}},
+          {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}};
 }
 
 void run_train(TrainOptions& o) {
@@ -92,8 +95,13 @@ void run_train(TrainOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const GraphData graph = read_graph_h5(o.data);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.threads == 0)  // share the node's cores among its ranks
+    o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ProcessGrid::ranks_on_this_node());
   auto backend = make_backend(o.backend, o.threads);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
+  if (backend->device() == Device::CUDA && grid->size() > 1)
+    throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
+                                  "use --backend cpu with --grid");
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
   if (!o.quiet)
@@ -119,7 +127,8 @@ void run_train(TrainOptions& o) {
                                    {"test_acc", r.test_acc},
                                    {"total_seconds", r.total_seconds},
                                    {"load_seconds", load_s},
-                                   {"peak_tensor_bytes", r.peak_tensor_bytes},
+                                   {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                                   {"ranks", grid->size()},
                                    {"grid", grid->shape().str()},
                                    {"backend", backend->name()}}
                         .dump() +
@@ -146,7 +155,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--dropout", c.dropout, "Dropout probability on every layer's input")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Seed of weights and dropout masks")->capture_default_str();
   cmd->add_option("--grid", opts->grid, "Process grid XxYxZ (product = number of MPI ranks)")->capture_default_str();
-  cmd->add_option("--threads", opts->threads, "CPU threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--threads", opts->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")->capture_default_str();
   cmd->add_option("--backend", opts->backend, "Kernel backend")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
       ->capture_default_str();

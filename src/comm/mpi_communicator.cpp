@@ -130,6 +130,18 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape) {
 
 namespace plexus {
 
+int ProcessGrid::ranks_on_this_node() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return 1;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
+}
+
 std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape) {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -86,7 +86,9 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
     m.val_loss = e.val_loss;
     m.epoch_seconds = seconds_since(t_epoch);
     const CommTotals c = comm_totals(grid);
+    m.rank_comm_bytes = c.bytes;
     m.comm_bytes = c.bytes;
+    grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
     m.comm_seconds = c.seconds;
     m.compute_seconds = m.epoch_seconds - c.seconds;
 
@@ -103,6 +105,9 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
   }
   result.total_seconds = seconds_since(t_start);
   result.peak_tensor_bytes = backend.peak_bytes();
+  double peak = static_cast<double>(result.peak_tensor_bytes);
+  grid.world().all_reduce(&peak, 1, ReduceOp::Max);
+  result.max_peak_tensor_bytes = static_cast<std::size_t>(peak);
   return result;
 }
 
