@@ -68,11 +68,20 @@ GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGr
   s.num_nodes = g.num_nodes;
   s.dims = dims;
   const int layers = s.layers();
-  // One Â block per role rotation that some layer uses.
+  // One Â block per role rotation that some layer uses, shared where the ranges coincide.
+  std::vector<std::pair<Range, Range>> cut;
   for (int r = 0; r < std::min(layers, 3); ++r) {
     const LayerGeometry geo = layer_geometry(grid, r, g.num_nodes, dims[r], dims[r + 1]);
-    s.adj[r] = extract_block(a_hat, geo.out_rows, geo.in_rows);
-    s.adj_t[r] = csr_transpose(s.adj[r]);
+    std::size_t k = 0;
+    while (k < cut.size() && !(cut[k].first.begin == geo.out_rows.begin && cut[k].first.end == geo.out_rows.end &&
+                               cut[k].second.begin == geo.in_rows.begin && cut[k].second.end == geo.in_rows.end))
+      ++k;
+    if (k == cut.size()) {
+      cut.emplace_back(geo.out_rows, geo.in_rows);
+      s.adj.push_back(extract_block(a_hat, geo.out_rows, geo.in_rows));
+      s.adj_t.push_back(csr_transpose(s.adj.back()));
+    }
+    s.adj_of_rotation[r] = static_cast<int>(k);
   }
   // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
   // all-gathered over d in the forward pass.

@@ -39,8 +39,12 @@ struct GcnShards {
   index_t num_nodes = 0;
   std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
   int layers() const { return static_cast<int>(dims.size()) - 1; }
-  std::array<HostCsr, 3> adj;    // Â[out_rows, in_rows] of a layer with rotation r
-  std::array<HostCsr, 3> adj_t;  // its transpose, for the backward SpMM
+  // Distinct Â blocks Â[out_rows, in_rows] and their transposes (for the backward SpMM).
+  // Rotations whose blocks coincide (always on a 1-rank grid) share one.
+  std::vector<HostCsr> adj, adj_t;
+  std::array<int, 3> adj_of_rotation{};  // index into adj for a layer with rotation l % 3
+  const HostCsr& adj_for_layer(int l) const { return adj[adj_of_rotation[l % 3]]; }
+  const HostCsr& adj_t_for_layer(int l) const { return adj_t[adj_of_rotation[l % 3]]; }
   Range feat_rows, feat_cols;    // this rank's stored feature block (rows also split over d)
   std::vector<float> features;   // feat_rows × feat_cols, row-major
   Range label_rows;              // rows of the last layer's output

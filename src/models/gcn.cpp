@@ -7,7 +7,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, cons
   const int n_layers = shards.layers();
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
-    layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, shards.adj[l % 3], shards.adj_t[l % 3],
+    layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, shards.adj_for_layer(l), shards.adj_t_for_layer(l),
                                                    /*relu=*/l + 1 < n_layers, cfg.seed, /*constant_input=*/l == 0));
   }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());

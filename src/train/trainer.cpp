@@ -47,11 +47,11 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
   const auto t_start = Clock::now();
 
   // file → shards: Â = D^-1/2 (A+I) D^-1/2, then this rank's blocks of Â, F, labels.
-  const HostCsr a_hat = gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values);
   std::vector<index_t> dims{graph.num_features};
   for (int l = 0; l + 1 < cfg.layers; ++l) dims.push_back(cfg.hidden);
   dims.push_back(graph.num_classes);
-  const GcnShards shards = build_shards(graph, a_hat, grid, dims);
+  GcnShards shards = build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
+                                  grid, dims);
 
   // shards → layers → loss.
   backend.reset_peak();
@@ -62,6 +62,7 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
   hp.weight_decay = cfg.weight_decay;
   hp.decoupled = cfg.adamw;
   Adam adam(backend, model.parameters(), hp);
+  shards = GcnShards{};  // the blocks now live on the backend; drop the host copies
   const LayerGeometry& out = model.output_geometry();
   Matrix d_logits;
 
