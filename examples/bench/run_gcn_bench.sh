@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # One command: Plexus vs PyTorch (CPU) on the same R-MAT graph, in the same run.
-#   examples/bench/run_gcn_bench.sh [--scale S] [--epochs E] [--threads T] [--reps R]
+#   examples/bench/run_gcn_bench.sh [--scale S] [--edge-factor K] [--epochs E] [--threads T] [--reps R]
+# Default: scale 20, edge factor 17 -> 1,048,576 nodes and > 16M undirected edges.
 # Env: BUILD (default build), PYTHON (default /usr/bin/python3: needs torch, h5py, scipy).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
-SCALE=20 EPOCHS=4 THREADS=2 REPS=3
+SCALE=20 EDGE_FACTOR=17 EPOCHS=3 THREADS=2 REPS=2
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --scale) SCALE="$2"; shift 2 ;;
+    --edge-factor) EDGE_FACTOR="$2"; shift 2 ;;
     --epochs) EPOCHS="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --reps) REPS="$2"; shift 2 ;;
@@ -19,10 +21,10 @@ done
 [[ -x "$BUILD/plexus" && -x "$BUILD/examples/bench_gcn" ]] || {
   echo "build first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2" >&2; exit 1; }
 DIR="$BUILD/bench"; mkdir -p "$DIR"
-GRAPH="$DIR/rmat${SCALE}.h5"
+GRAPH="$DIR/rmat${SCALE}_ef${EDGE_FACTOR}.h5"
 if [[ ! -f "$GRAPH" ]]; then
   echo "== generating $GRAPH"
-  "$BUILD/plexus" generate rmat --scale "$SCALE" --edge-factor 16 --features 128 --classes 16 -o "$GRAPH"
+  "$BUILD/plexus" generate rmat --scale "$SCALE" --edge-factor "$EDGE_FACTOR" --features 128 --classes 16 -o "$GRAPH"
 fi
 LOG="$DIR/run_$(date +%Y%m%d_%H%M%S)"
 echo "== plexus (bench_gcn), threads=$THREADS"
