@@ -40,18 +40,32 @@ void validate(const TrainConfig& c) {
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
 }
 
+std::vector<index_t> layer_dims(const TrainConfig& cfg, index_t num_features, index_t num_classes) {
+  std::vector<index_t> dims{num_features};
+  for (int l = 0; l + 1 < cfg.layers; ++l) dims.push_back(cfg.hidden);
+  dims.push_back(num_classes);
+  return dims;
+}
+
 TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch) {
   validate(cfg);
   validate(graph, "graph");
   const auto t_start = Clock::now();
+  // graph → shards: Â = D^-1/2 (A+I) D^-1/2, then this rank's blocks of Â, F, labels.
+  GcnShards shards =
+      build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid,
+                   layer_dims(cfg, graph.num_features, graph.num_classes));
+  TrainResult r = train_gcn(std::move(shards), cfg, backend, grid, on_epoch);
+  r.total_seconds = seconds_since(t_start);
+  return r;
+}
 
-  // file → shards: Â = D^-1/2 (A+I) D^-1/2, then this rank's blocks of Â, F, labels.
-  std::vector<index_t> dims{graph.num_features};
-  for (int l = 0; l + 1 < cfg.layers; ++l) dims.push_back(cfg.hidden);
-  dims.push_back(graph.num_classes);
-  GcnShards shards = build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
-                                  grid, dims);
+TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                      const std::function<void(const EpochMetrics&)>& on_epoch) {
+  validate(cfg);
+  if (shards.layers() != cfg.layers) throw std::invalid_argument("train_gcn: shards were cut for another depth");
+  const auto t_start = Clock::now();
 
   // shards → layers → loss.
   backend.reset_peak();
