@@ -43,6 +43,112 @@ HostCsr csr_transpose(const HostCsr& a) {
   return t;
 }
 
+MergedRows merge_rows(index_t num_nodes, index_t row0, index_t rows, const index_t* indptr, const index_t* indices,
+                      const float* values) {
+  MergedRows m;
+  m.row0 = row0;
+  m.indptr.assign(static_cast<std::size_t>(rows + 1), 0);
+  const index_t base = rows > 0 ? indptr[0] : 0;
+  for (index_t i = 0; i < rows; ++i)
+    if (indptr[i + 1] < indptr[i]) throw std::invalid_argument("indptr is not non-decreasing");
+  const index_t nnz = rows > 0 ? indptr[rows] - base : 0;
+  m.entries.resize(static_cast<std::size_t>(nnz));
+  std::vector<index_t> kept(static_cast<std::size_t>(rows), 0);
+  bool bad_index = false;
+  // Per row: sort the off-diagonal entries by column and merge duplicates (summing their
+  // weights) in place; self-loops are dropped here and re-added with weight 1 later.
+#pragma omp parallel for schedule(dynamic, 1024) reduction(|| : bad_index)
+  for (index_t i = 0; i < rows; ++i) {
+    const index_t b = indptr[i] - base, e = indptr[i + 1] - base;
+    index_t k = b;
+    for (index_t p = b; p < e; ++p) {
+      const index_t c = indices[p];
+      if (c < 0 || c >= num_nodes) bad_index = true;
+      if (c == row0 + i) continue;
+      m.entries[k++] = {c, values ? values[p] : 1.0f};
+    }
+    std::sort(m.entries.begin() + b, m.entries.begin() + k,
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    index_t out = b;
+    for (index_t p = b; p < k; ++p) {
+      if (out > b && m.entries[out - 1].first == m.entries[p].first)
+        m.entries[out - 1].second += m.entries[p].second;
+      else
+        m.entries[out++] = m.entries[p];
+    }
+    kept[i] = out - b;
+  }
+  if (bad_index) throw std::invalid_argument("column index out of range [0, num_nodes)");
+  // Compact the merged rows.
+  index_t q = 0;
+  for (index_t i = 0; i < rows; ++i) {
+    const index_t b = indptr[i] - base;
+    std::copy(m.entries.begin() + b, m.entries.begin() + b + kept[i], m.entries.begin() + q);
+    q += kept[i];
+    m.indptr[i + 1] = q;
+  }
+  m.entries.resize(static_cast<std::size_t>(q));
+  m.entries.shrink_to_fit();
+  return m;
+}
+
+std::vector<double> inv_sqrt_degrees(const MergedRows& m) {
+  const index_t rows = m.rows();
+  std::vector<double> out(static_cast<std::size_t>(rows));
+  bool bad_degree = false;
+#pragma omp parallel for schedule(static) reduction(|| : bad_degree)
+  for (index_t i = 0; i < rows; ++i) {
+    double d = 1.0;  // the self-loop
+    for (index_t p = m.indptr[i]; p < m.indptr[i + 1]; ++p) d += m.entries[p].second;
+    if (!(d > 0.0)) bad_degree = true;
+    out[i] = 1.0 / std::sqrt(d);
+  }
+  if (bad_degree) throw std::invalid_argument("a row of A + I has a non-positive weight sum");
+  return out;
+}
+
+HostCsr normalized_block(const MergedRows& m, const std::vector<double>& inv_sqrt_deg, index_t col_begin,
+                         index_t col_end) {
+  if (col_end - col_begin > std::numeric_limits<col_t>::max())
+    throw std::invalid_argument("normalized_block: 2^31 or more columns do not fit col_t");
+  const index_t rows = m.rows();
+  HostCsr out;
+  out.rows = rows;
+  out.cols = col_end - col_begin;
+  out.indptr.assign(static_cast<std::size_t>(rows + 1), 0);
+  // Count, then fill: each row's entries in [col_begin, col_end), with the self-loop at its
+  // sorted position when the diagonal falls in the block.
+  const auto in_block = [&](index_t c) { return c >= col_begin && c < col_end; };
+  for (index_t i = 0; i < rows; ++i) {
+    index_t k = in_block(m.row0 + i) ? 1 : 0;
+    for (index_t p = m.indptr[i]; p < m.indptr[i + 1]; ++p) k += in_block(m.entries[p].first);
+    out.indptr[i + 1] = out.indptr[i] + k;
+  }
+  out.indices.resize(static_cast<std::size_t>(out.indptr[rows]));
+  out.values.resize(out.indices.size());
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (index_t i = 0; i < rows; ++i) {
+    const index_t gi = m.row0 + i;
+    index_t q = out.indptr[i];
+    bool loop_done = !in_block(gi);
+    auto emit = [&](index_t c, double w) {
+      out.indices[q] = static_cast<col_t>(c - col_begin);
+      out.values[q] = static_cast<float>(w * inv_sqrt_deg[gi] * inv_sqrt_deg[c]);
+      ++q;
+    };
+    for (index_t p = m.indptr[i]; p < m.indptr[i + 1]; ++p) {
+      const index_t c = m.entries[p].first;
+      if (!loop_done && c > gi) {
+        emit(gi, 1.0);
+        loop_done = true;
+      }
+      if (in_block(c)) emit(c, m.entries[p].second);
+    }
+    if (!loop_done) emit(gi, 1.0);
+  }
+  return out;
+}
+
 HostCsr gcn_normalize(index_t num_nodes, const std::vector<index_t>& indptr, const std::vector<index_t>& indices,
                       const std::vector<float>& values) {
   const index_t n = num_nodes;
@@ -55,77 +161,12 @@ HostCsr gcn_normalize(index_t num_nodes, const std::vector<index_t>& indptr, con
   if (static_cast<index_t>(indptr.size()) != n + 1 || indptr.front() != 0 || indptr.back() != nnz ||
       (!values.empty() && static_cast<index_t>(values.size()) != nnz))
     throw std::invalid_argument("gcn_normalize: inconsistent CSR arrays");
-  for (index_t i = 0; i < n; ++i)
-    if (indptr[i + 1] < indptr[i]) throw std::invalid_argument("gcn_normalize: indptr is not non-decreasing");
-
-  // Pass 1: per row, sort the off-diagonal entries by column and merge duplicates (summing
-  // their weights) in place; self-loops are dropped here and re-added with weight 1 below.
-  std::vector<std::pair<index_t, float>> entries(static_cast<std::size_t>(nnz));
-  std::vector<index_t> kept(static_cast<std::size_t>(n), 0);  // merged off-diagonal count per row
-  bool bad_index = false;
-#pragma omp parallel for schedule(dynamic, 1024) reduction(|| : bad_index)
-  for (index_t i = 0; i < n; ++i) {
-    const index_t b = indptr[i], e = indptr[i + 1];
-    index_t k = b;
-    for (index_t p = b; p < e; ++p) {
-      const index_t c = indices[p];
-      if (c < 0 || c >= n) bad_index = true;
-      if (c == i) continue;
-      entries[k++] = {c, values.empty() ? 1.0f : values[p]};
-    }
-    std::sort(entries.begin() + b, entries.begin() + k,
-              [](const auto& x, const auto& y) { return x.first < y.first; });
-    index_t out = b;
-    for (index_t p = b; p < k; ++p) {
-      if (out > b && entries[out - 1].first == entries[p].first)
-        entries[out - 1].second += entries[p].second;
-      else
-        entries[out++] = entries[p];
-    }
-    kept[i] = out - b;
+  try {
+    const MergedRows m = merge_rows(n, 0, n, indptr.data(), indices.data(), values.empty() ? nullptr : values.data());
+    return normalized_block(m, inv_sqrt_degrees(m), 0, n);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("gcn_normalize: ") + e.what());
   }
-  if (bad_index) throw std::invalid_argument("gcn_normalize: column index out of range [0, num_nodes)");
-
-  // Degrees of A + I, in double.
-  std::vector<double> inv_sqrt_deg(static_cast<std::size_t>(n));
-  bool bad_degree = false;
-#pragma omp parallel for schedule(static) reduction(|| : bad_degree)
-  for (index_t i = 0; i < n; ++i) {
-    double d = 1.0;  // the self-loop
-    for (index_t p = indptr[i]; p < indptr[i] + kept[i]; ++p) d += entries[p].second;
-    if (!(d > 0.0)) bad_degree = true;
-    inv_sqrt_deg[i] = 1.0 / std::sqrt(d);
-  }
-  if (bad_degree) throw std::invalid_argument("gcn_normalize: a row of A + I has a non-positive weight sum");
-
-  HostCsr out;
-  out.rows = out.cols = n;
-  out.indptr.assign(static_cast<std::size_t>(n + 1), 0);
-  for (index_t i = 0; i < n; ++i) out.indptr[i + 1] = out.indptr[i] + kept[i] + 1;
-  const index_t out_nnz = out.indptr[n];
-  out.indices.resize(static_cast<std::size_t>(out_nnz));
-  out.values.resize(static_cast<std::size_t>(out_nnz));
-
-  // Pass 2: write each row with its self-loop inserted at its sorted position.
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (index_t i = 0; i < n; ++i) {
-    index_t q = out.indptr[i];
-    bool loop_done = false;
-    auto emit = [&](index_t c, double w) {
-      out.indices[q] = static_cast<col_t>(c);
-      out.values[q] = static_cast<float>(w * inv_sqrt_deg[i] * inv_sqrt_deg[c]);
-      ++q;
-    };
-    for (index_t p = indptr[i]; p < indptr[i] + kept[i]; ++p) {
-      if (!loop_done && entries[p].first > i) {
-        emit(i, 1.0);
-        loop_done = true;
-      }
-      emit(entries[p].first, entries[p].second);
-    }
-    if (!loop_done) emit(i, 1.0);
-  }
-  return out;
 }
 
 }  // namespace plexus
