@@ -12,6 +12,13 @@ inline constexpr std::int32_t kFormatVersion = 1;
 
 // Format v1 HDF5 (docs/format-v1.md).
 GraphData read_graph_h5(const std::string& path);
+// Only the sizes of a format v1 file (root attributes and the length of /graph/indices),
+// without reading the data: what `plexus plan` needs. Bad files throw InputError(path, ...).
+struct GraphInfo {
+  index_t num_nodes = 0, num_features = 0, nnz = 0;
+  std::int32_t num_classes = 0;
+};
+GraphInfo read_graph_info_h5(const std::string& path);
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.
 void write_graph_h5(const GraphData& g, const std::string& path);

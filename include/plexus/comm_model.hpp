@@ -1,0 +1,76 @@
+#pragma once
+// Analytic model of one training epoch on an X×Y×Z grid (docs/communication.md):
+// communication bytes per axis (exact: mirrors every collective the engine issues, with the
+// byte accounting of MpiCommunicator), tensor memory per rank and compute per rank, and a
+// cost model that ranks the grids of P ranks (`plexus plan`).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/process_grid.hpp"
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+struct ProblemSize {
+  index_t num_nodes = 0;
+  index_t nnz = 0;             // edges of the input graph (Â has about nnz + num_nodes entries)
+  std::vector<index_t> dims;   // D_0 = features, hidden..., D_L = classes
+  bool dropout = true;         // dropout > 0 (train default): layer 0's train aggregation is not cached
+  int layers() const { return static_cast<int>(dims.size()) - 1; }
+};
+
+// Bytes of one epoch per axis (X, Y, Z), summed over all ranks: what `plexus train` reports
+// as comm_bytes {x, y, z}.
+struct AxisBytes {
+  std::array<double, 3> bytes{};
+  double total() const { return bytes[0] + bytes[1] + bytes[2]; }
+  double operator[](Axis a) const { return bytes[static_cast<int>(a)]; }
+};
+
+// Everything the model says about one rank in one epoch.
+struct RankCost {
+  std::array<int, 3> coords{};        // (x, y, z)
+  std::array<double, 3> bytes{};      // bytes this rank receives per axis (MpiCommunicator accounting)
+  std::array<int, 3> calls{};         // collectives with more than one rank, per axis
+  double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
+  double gemm_flops = 0;              // 2·m·k·n per GEMM
+  double memory_bytes = 0;            // resident tensor bytes (estimate of the peak)
+};
+
+// Per-rank costs of one epoch (epoch 0 when `first_epoch`: layer 0's clean aggregation is
+// computed and all-reduced then, and cached for every later evaluation pass).
+std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape grid, bool first_epoch);
+// Exact per-axis bytes summed over all ranks.
+AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch);
+// The closed form of docs/communication.md (exact when every size divides by the grid).
+AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape grid, bool first_epoch);
+
+// Machine parameters of the cost model. Rates are per rank.
+struct MachineModel {
+  int ranks_per_node = 1;
+  double bw_intra_gbs = 100.0, bw_inter_gbs = 12.5;    // GB/s per rank
+  double lat_intra_us = 2.0, lat_inter_us = 10.0;      // per ring step of a collective
+  double spmm_gbs = 15.0;                              // SpMM memory-traffic rate, GB/s
+  double gemm_gflops = 60.0;                          // SGEMM rate, GFLOP/s
+};
+
+struct GridPlan {
+  GridShape grid;
+  AxisBytes first, steady;        // all ranks, per axis
+  double comm_seconds = 0;        // steady epoch: max over ranks
+  double compute_seconds = 0;     // steady epoch: max over ranks
+  double total_seconds = 0;       // steady epoch: max over ranks of comm + compute
+  double first_epoch_seconds = 0;
+  double memory_bytes = 0;        // max over ranks
+  std::array<bool, 3> intra_node{};  // every group of that axis lies within one node
+};
+
+// Every ordered X×Y×Z = P.
+std::vector<GridShape> all_grids(int ranks);
+GridPlan plan_grid(const ProblemSize& p, GridShape grid, const MachineModel& m);
+// All grids of P, sorted by predicted steady epoch time (ties: fewer bytes, then grid string).
+std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m);
+
+}  // namespace plexus

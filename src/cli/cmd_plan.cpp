@@ -1,0 +1,158 @@
+// `plexus plan`: rank every X×Y×Z grid of P ranks by the predicted epoch time of the
+// analytic model (include/plexus/comm_model.hpp, docs/communication.md). Reads only the
+// sizes of the dataset.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "plexus/comm_model.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "src/cli/commands.hpp"
+
+namespace plexus::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string data, ranks, ranks_per_node, bandwidth, latency, layers = "2", hidden = "16", dropout = "0.5";
+  std::string spmm_gbs, gemm_gflops;
+  bool json = false;
+};
+
+long parse_int(const std::string& opt, const std::string& text, long lo, long hi) {
+  long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw InputError(opt, "expected an integer, got '" + text + "'");
+  if (v < lo || v > hi) throw InputError(opt, fmt::format("must be between {} and {}, got {}", lo, hi, v));
+  return v;
+}
+
+double parse_positive(const std::string& opt, const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v <= 0)
+    throw InputError(opt, "expected a positive number, got '" + text + "'");
+  return v;
+}
+
+// "INTRA,INTER" or one value for both.
+std::pair<double, double> parse_pair(const std::string& opt, const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) {
+    const double v = parse_positive(opt, text);
+    return {v, v};
+  }
+  return {parse_positive(opt, text.substr(0, comma)), parse_positive(opt, text.substr(comma + 1))};
+}
+
+nlohmann::json bytes_json(const AxisBytes& b) {
+  return {{"total", b.total()}, {"x", b.bytes[0]}, {"y", b.bytes[1]}, {"z", b.bytes[2]}};
+}
+
+void run_plan(const PlanOptions& o) {
+  // Options first (cheap, one line each), then the file.
+  const int ranks = static_cast<int>(parse_int("--ranks", o.ranks, 1, 65536));
+  MachineModel m;
+  m.ranks_per_node = o.ranks_per_node.empty() ? ranks : static_cast<int>(parse_int("--ranks-per-node", o.ranks_per_node, 1, 65536));
+  if (!o.bandwidth.empty()) std::tie(m.bw_intra_gbs, m.bw_inter_gbs) = parse_pair("--bandwidth", o.bandwidth);
+  if (!o.latency.empty()) std::tie(m.lat_intra_us, m.lat_inter_us) = parse_pair("--latency", o.latency);
+  if (!o.spmm_gbs.empty()) m.spmm_gbs = parse_positive("--spmm-gbs", o.spmm_gbs);
+  if (!o.gemm_gflops.empty()) m.gemm_gflops = parse_positive("--gemm-gflops", o.gemm_gflops);
+  const int layers = static_cast<int>(parse_int("--layers", o.layers, 1, 64));
+  const index_t hidden = parse_int("--hidden", o.hidden, 1, 1L << 30);
+  double dropout = 0;
+  {
+    const auto [end, ec] = std::from_chars(o.dropout.data(), o.dropout.data() + o.dropout.size(), dropout);
+    if (o.dropout.empty() || ec != std::errc() || end != o.dropout.data() + o.dropout.size() ||
+        !(dropout >= 0 && dropout < 1))
+      throw InputError("--dropout", "must be in [0, 1), got '" + o.dropout + "'");
+  }
+
+  const std::string path = o.data.empty() ? default_dataset() : o.data;
+  const GraphInfo info = read_graph_info_h5(path);
+  ProblemSize p;
+  p.num_nodes = info.num_nodes;
+  p.nnz = info.nnz;
+  p.dims = {info.num_features};
+  for (int l = 0; l + 1 < layers; ++l) p.dims.push_back(hidden);
+  p.dims.push_back(info.num_classes);
+  p.dropout = dropout > 0;
+
+  const std::vector<GridPlan> plans = plan_all(p, ranks, m);
+  if (o.json) {
+    nlohmann::json grids = nlohmann::json::array();
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      const GridPlan& g = plans[k];
+      grids.push_back({{"rank", k + 1},
+                       {"grid", g.grid.str()},
+                       {"bytes_first", bytes_json(g.first)},
+                       {"bytes_steady", bytes_json(g.steady)},
+                       {"comm_seconds", g.comm_seconds},
+                       {"compute_seconds", g.compute_seconds},
+                       {"total_seconds", g.total_seconds},
+                       {"first_epoch_seconds", g.first_epoch_seconds},
+                       {"memory_bytes_per_rank", g.memory_bytes},
+                       {"intra_node", {{"x", g.intra_node[0]}, {"y", g.intra_node[1]}, {"z", g.intra_node[2]}}}});
+    }
+    const nlohmann::json doc = {
+        {"data", path},
+        {"num_nodes", p.num_nodes},
+        {"nnz", p.nnz},
+        {"dims", p.dims},
+        {"ranks", ranks},
+        {"ranks_per_node", m.ranks_per_node},
+        {"model",
+         {{"bandwidth_gbs", {m.bw_intra_gbs, m.bw_inter_gbs}},
+          {"latency_us", {m.lat_intra_us, m.lat_inter_us}},
+          {"spmm_gbs", m.spmm_gbs},
+          {"gemm_gflops", m.gemm_gflops},
+          {"dropout", p.dropout}}},
+        {"grids", grids}};
+    fmt::print("{}\n", doc.dump(2));
+    return;
+  }
+  fmt::print("{}: {} nodes, {} edges, dims", path, p.num_nodes, p.nnz);
+  for (index_t d : p.dims) fmt::print(" {}", d);
+  fmt::print("\n{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us (intra/inter node); "
+             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
+             ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
+             m.gemm_gflops);
+  fmt::print("{:>4}  {:<10} {:>10} {:>10} {:>10} {:>10}  {:>10} {:>10} {:>10} {:>10}  {:>10}  {}\n", "rank", "grid",
+             "epoch ms", "comm ms", "compute ms", "first ms", "MB/epoch", "x MB", "y MB", "z MB", "MB/rank",
+             "intra(xyz)");
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    const GridPlan& g = plans[k];
+    fmt::print("{:>4}  {:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.2f}  {}{}{}\n",
+               k + 1, g.grid.str(), 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
+               1e3 * g.first_epoch_seconds, g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6,
+               g.steady.bytes[2] / 1e6, g.memory_bytes / 1e6, g.intra_node[0] ? 'i' : 'o', g.intra_node[1] ? 'i' : 'o',
+               g.intra_node[2] ? 'i' : 'o');
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "Rank the process grids of P ranks by predicted epoch time");
+  cmd->add_option("--data", o->data, "Dataset in Plexus format v1 (only its sizes are read); default: the bundled Cora");
+  cmd->add_option("--ranks", o->ranks, "Number of ranks P")->required();
+  cmd->add_option("--ranks-per-node", o->ranks_per_node, "Ranks per node K (consecutive ranks share a node; default P)");
+  cmd->add_option("--bandwidth", o->bandwidth, "Per-rank bandwidth INTRA,INTER in GB/s (default 100,12.5)");
+  cmd->add_option("--latency", o->latency, "Per ring step latency INTRA,INTER in microseconds (default 2,10)");
+  cmd->add_option("--spmm-gbs", o->spmm_gbs, "SpMM memory-traffic rate per rank, GB/s (default 15)");
+  cmd->add_option("--gemm-gflops", o->gemm_gflops, "SGEMM rate per rank, GFLOP/s (default 60)");
+  cmd->add_option("--layers", o->layers, "Number of GCN layers (as train)")->capture_default_str();
+  cmd->add_option("--hidden", o->hidden, "Hidden feature width (as train)")->capture_default_str();
+  cmd->add_option("--dropout", o->dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print every grid as JSON");
+  cmd->callback([o] { run_plan(*o); });
+}
+
+}  // namespace plexus::cli

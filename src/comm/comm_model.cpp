@@ -1,0 +1,284 @@
+// Analytic epoch model (include/plexus/comm_model.hpp, docs/communication.md).
+//
+// predict_ranks walks one epoch exactly as src/train/trainer.cpp runs it and adds, for every
+// rank, each collective that src/models/gcn.cpp, src/pmm/gcn_layer_3d.cpp and
+// src/train/dist_loss.cpp issue, with the byte accounting of src/comm/mpi_communicator.cpp:
+//   all-reduce      2·(p-1)/p · n·sizeof(T)      (0 on a 1-rank axis)
+//   all-gather      (total - own) · 4            (skipped by the engine on a 1-rank axis)
+//   reduce-scatter  (total - own) · 4            (skipped by the engine on a 1-rank axis)
+// Block sizes come from block_range on the rank's coordinates, as layer_geometry does, so
+// uneven sizes are predicted exactly. Keep this file in step with those four files.
+#include "plexus/comm_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+namespace {
+
+constexpr double kF = sizeof(float), kD = sizeof(double);
+
+int coord_of(const std::array<int, 3>& c, Axis a) { return c[static_cast<int>(a)]; }
+
+// layer_geometry on explicit coordinates (no ProcessGrid needed).
+LayerGeometry geometry_at(GridShape g, const std::array<int, 3>& c, int layer, index_t n, index_t in_dim,
+                          index_t out_dim) {
+  LayerGeometry geo;
+  geo.layer = layer;
+  geo.roles = roles_for_layer(layer);
+  geo.in_dim = in_dim;
+  geo.out_dim = out_dim;
+  const auto [o, i, d] = geo.roles;
+  geo.in_rows = block_range(n, g.dim(o), coord_of(c, o));
+  geo.in_cols = block_range(in_dim, g.dim(i), coord_of(c, i));
+  geo.out_rows = block_range(n, g.dim(d), coord_of(c, d));
+  geo.out_cols = block_range(out_dim, g.dim(o), coord_of(c, o));
+  geo.w_rows = sub_range(geo.in_cols, g.dim(d), coord_of(c, d));
+  return geo;
+}
+
+// Adds one rank's collectives with MpiCommunicator's formulas.
+struct Counter {
+  GridShape g;
+  RankCost& rc;
+  void all_reduce(Axis a, double n, double elem) {
+    const int p = g.dim(a);
+    rc.bytes[static_cast<int>(a)] += 2.0 * (p - 1) / p * (n * elem);
+    if (p > 1) rc.calls[static_cast<int>(a)] += 2 * (p - 1);  // ring steps
+  }
+  // all-gather / reduce-scatter of blocks block_counts(rows, p, scale); `own` = this rank's block.
+  void gather(Axis a, index_t rows, index_t scale) {
+    const int p = g.dim(a);
+    if (p == 1) return;  // the engine skips the call
+    const auto counts = block_counts(rows, p, scale);
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    rc.bytes[static_cast<int>(a)] += static_cast<double>((total - counts.at(coord_of(rc.coords, a))) * sizeof(float));
+    rc.calls[static_cast<int>(a)] += p - 1;
+  }
+  void spmm(double nnz, double m, double dcols) {
+    rc.spmm_flops += 2.0 * nnz * dcols;
+    // index + value per entry, one D-wide row of the dense operand per entry, the output rows.
+    rc.spmm_bytes += nnz * 8.0 + nnz * dcols * kF + m * dcols * kF + (m + 1) * 8.0;
+  }
+  void gemm(double m, double k, double n) { rc.gemm_flops += 2.0 * m * k * n; }
+};
+
+double sz(const Range& r) { return static_cast<double>(r.size()); }
+
+}  // namespace
+
+std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool first_epoch) {
+  const int L = p.layers();
+  const index_t N = p.num_nodes;
+  const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);  // Â = A + I (self-loops re-added)
+  std::vector<RankCost> out;
+  out.reserve(static_cast<std::size_t>(g.size()));
+  for (int r = 0; r < g.size(); ++r) {
+    RankCost rc;
+    rc.coords = {(r / g.y) % g.x, r % g.y, r / (g.x * g.y)};
+    Counter c{g, rc};
+    std::vector<LayerGeometry> geo;
+    for (int l = 0; l < L; ++l) geo.push_back(geometry_at(g, rc.coords, l, N, p.dims[l], p.dims[l + 1]));
+    // Average nnz of a block [out_rows × in_rows] of Â.
+    const auto block_nnz = [&](const LayerGeometry& ge) {
+      return N > 0 ? nnz_hat * (sz(ge.out_rows) / static_cast<double>(N)) * (sz(ge.in_rows) / static_cast<double>(N))
+                   : 0.0;
+    };
+    const LayerGeometry& g0 = geo.front();
+    const LayerGeometry& gl = geo.back();
+
+    // ---- GcnModel::forward: layer-0 features all-gathered over d (skipped on one rank) ----
+    const auto model_forward = [&](bool training) {
+      c.gather(g0.roles.d, g0.in_rows.size(), g0.in_cols.size());
+      for (int l = 0; l < L; ++l) {
+        const LayerGeometry& ge = geo[l];
+        const auto [o, i, d] = ge.roles;
+        // Layer 0 takes the cached clean aggregation whenever it runs without dropout; the
+        // cache is filled by the first such pass (epoch 0).
+        const bool dropout_pass = training && p.dropout;
+        const bool aggregate = !(l == 0 && !dropout_pass) || (first_epoch && (training || p.dropout));
+        if (aggregate) {
+          c.spmm(block_nnz(ge), sz(ge.out_rows), sz(ge.in_cols));
+          c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);
+        }
+        c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // W
+        c.gemm(sz(ge.out_rows), sz(ge.in_cols), sz(ge.out_cols));
+        c.all_reduce(i, sz(ge.out_rows) * sz(ge.out_cols), kF);
+      }
+    };
+    // ---- DistLoss::masked_loss over the last layer's block ----
+    const double n_rows = sz(gl.out_rows);
+    const auto masked_loss = [&]() {
+      c.all_reduce(gl.roles.o, n_rows, kF);  // row max
+      c.all_reduce(gl.roles.o, n_rows, kF);  // row exp-sum
+      c.all_reduce(gl.roles.o, 1, kD);       // loss over classes
+      c.all_reduce(gl.roles.d, 1, kD);       // loss over rows
+    };
+
+    // Training forward, loss, backward.
+    model_forward(true);
+    masked_loss();
+    for (int l = L - 1; l >= 0; --l) {
+      const LayerGeometry& ge = geo[l];
+      const auto [o, i, d] = ge.roles;
+      (void)i;
+      c.all_reduce(d, sz(ge.out_cols), kF);               // db
+      c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // W
+      c.gemm(sz(ge.in_cols), sz(ge.out_rows), sz(ge.out_cols));
+      c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // dW reduce-scatter (same counts)
+      if (l > 0) {
+        c.gemm(sz(ge.out_rows), sz(ge.out_cols), sz(ge.in_cols));
+        c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);  // dAGG
+        c.spmm(block_nnz(ge), sz(ge.in_rows), sz(ge.in_cols));
+        c.all_reduce(d, sz(ge.in_rows) * sz(ge.in_cols), kF);  // dH
+      }
+    }
+    // Adam: local. Evaluation forward and DistLoss::evaluate.
+    model_forward(false);
+    masked_loss();
+    masked_loss();
+    c.all_reduce(gl.roles.o, n_rows, kF);  // argmax value
+    c.all_reduce(gl.roles.o, n_rows, kF);  // lowest column among the maxima
+    c.all_reduce(gl.roles.d, 3, kD);       // correct counts
+
+    // ---- resident tensors (what the backend allocates), an estimate of the peak ----
+    double mem = 0;
+    for (int r3 = 0; r3 < std::min(L, 3); ++r3) {
+      const LayerGeometry& ge = geo[r3];
+      const double nb = block_nnz(ge);
+      mem += (sz(ge.out_rows) + 1) * 8 + nb * 8;  // Â block: indptr, col_t indices, values
+      mem += (sz(ge.in_rows) + 1) * 8 + nb * 8;   // Âᵀ
+    }
+    const int d0 = g.dim(g0.roles.d);
+    mem += sz(sub_range(g0.in_rows, d0, coord_of(rc.coords, g0.roles.d))) * sz(g0.in_cols) * kF;  // features
+    if (d0 > 1) mem += sz(g0.in_rows) * sz(g0.in_cols) * kF;                                       // gathered
+    double transient = 0;
+    for (int l = 0; l < L; ++l) {
+      const LayerGeometry& ge = geo[l];
+      const double w = sz(ge.w_rows) * sz(ge.out_cols), b = sz(ge.out_cols);
+      mem += 4 * (w + b) * kF;  // value, gradient, Adam m and v
+      if (g.dim(ge.roles.d) > 1) mem += 2 * sz(ge.in_cols) * sz(ge.out_cols) * kF;  // W, dW gathered
+      mem += sz(ge.in_rows) * sz(ge.in_cols) * kF;                                   // dropout copy
+      mem += sz(ge.out_rows) * sz(ge.in_cols) * kF * (l == 0 ? 2 : 1);               // AGG (+ cached)
+      mem += sz(ge.out_rows) * sz(ge.out_cols) * kF;                                 // OUT
+      if (l > 0) transient = std::max(transient, (sz(ge.out_rows) + sz(ge.in_rows)) * sz(ge.in_cols) * kF);
+    }
+    mem += n_rows * (4 + 4 + 4 + 4 + 4 + 8);            // labels, 2 mask weights, row max/sum, argmax col
+    mem += 2 * n_rows * sz(gl.out_cols) * kF;           // loss scratch gradient, dlogits
+    mem += transient;                                   // dAGG + dH of one backward layer
+    rc.memory_bytes = mem;
+    out.push_back(rc);
+  }
+  return out;
+}
+
+AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch) {
+  AxisBytes b;
+  for (const RankCost& rc : predict_ranks(p, grid, first_epoch))
+    for (int a = 0; a < 3; ++a) b.bytes[a] += rc.bytes[a];
+  return b;
+}
+
+AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bool first_epoch) {
+  AxisBytes b;
+  const auto add = [&](Axis a, double v) { b.bytes[static_cast<int>(a)] += v; };
+  const double N = static_cast<double>(p.num_nodes);
+  const int L = p.layers();
+  const auto G = [&](Axis a) { return static_cast<double>(g.dim(a)); };
+  // Features: all-gathered over layer 0's d in both forward passes.
+  const LayerRoles r0 = roles_for_layer(0);
+  add(r0.d, 2 * 4 * (G(r0.d) - 1) * N * static_cast<double>(p.dims[0]));
+  for (int l = 0; l < L; ++l) {
+    const auto [o, i, d] = roles_for_layer(l);
+    const double D = static_cast<double>(p.dims[l]), Dn = static_cast<double>(p.dims[l + 1]);
+    // AGG all-reduces: 2 per epoch (train + eval); layer 0 only where not cached.
+    double agg = 2;
+    if (l == 0) agg = (p.dropout ? 1 : 0) + (first_epoch ? 1 : 0);
+    add(o, agg * 8 * (G(o) - 1) * N * D);
+    add(i, 2 * 8 * (G(i) - 1) * N * Dn);                 // OUT, train + eval
+    add(d, 4 * 4 * (G(d) - 1) * D * Dn);                 // W gathers ×3, dW reduce-scatter
+    add(d, 8 * (G(d) - 1) * G(i) * Dn);                  // db
+    if (l > 0) add(o, 8 * (G(o) - 1) * N * D), add(d, 8 * (G(d) - 1) * N * D);  // dAGG, dH
+  }
+  const auto [o, i, d] = roles_for_layer(L - 1);
+  add(o, 8 * 8 * (G(o) - 1) * G(i) * N);                 // 8 row vectors (3 masked losses, argmax ×2)
+  add(o, 3 * 16 * (G(o) - 1) * G(i) * G(d));             // 3 loss scalars (double)
+  add(d, 3 * 16 * (G(d) - 1) * G(i) * G(o));             // 3 loss scalars over rows
+  add(d, 3 * 16 * (G(d) - 1) * G(i) * G(o));             // 3 correct counts
+  return b;
+}
+
+std::vector<GridShape> all_grids(int ranks) {
+  std::vector<GridShape> grids;
+  for (int x = 1; x <= ranks; ++x)
+    if (ranks % x == 0)
+      for (int y = 1; y <= ranks / x; ++y)
+        if ((ranks / x) % y == 0) grids.push_back({x, y, ranks / x / y});
+  return grids;
+}
+
+GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
+  GridPlan plan;
+  plan.grid = g;
+  const int K = std::max(1, m.ranks_per_node);
+  // Whether the axis group of rank r lies within one node (rank = z·X·Y + x·Y + y).
+  const auto intra = [&](const std::array<int, 3>& c, int a) {
+    std::array<int, 3> q = c;
+    q[a] = 0;
+    const auto rank_of = [&](const std::array<int, 3>& k) { return k[2] * g.x * g.y + k[0] * g.y + k[1]; };
+    const int node = rank_of(q) / K;
+    for (int k = 1; k < g.dim(static_cast<Axis>(a)); ++k) {
+      q[a] = k;
+      if (rank_of(q) / K != node) return false;
+    }
+    return true;
+  };
+  plan.intra_node = {true, true, true};
+  const auto time = [&](const std::vector<RankCost>& ranks, double* comm, double* compute) {
+    double worst = 0;
+    *comm = *compute = 0;
+    for (const RankCost& rc : ranks) {
+      double tc = 0;
+      for (int a = 0; a < 3; ++a) {
+        const bool in = intra(rc.coords, a);
+        if (!in) plan.intra_node[a] = false;
+        tc += rc.bytes[a] / ((in ? m.bw_intra_gbs : m.bw_inter_gbs) * 1e9) +
+              rc.calls[a] * (in ? m.lat_intra_us : m.lat_inter_us) * 1e-6;
+      }
+      const double tx = rc.spmm_bytes / (m.spmm_gbs * 1e9) + rc.gemm_flops / (m.gemm_gflops * 1e9);
+      *comm = std::max(*comm, tc);
+      *compute = std::max(*compute, tx);
+      worst = std::max(worst, tc + tx);
+    }
+    return worst;
+  };
+  const std::vector<RankCost> first = predict_ranks(p, g, true), steady = predict_ranks(p, g, false);
+  for (const RankCost& rc : first)
+    for (int a = 0; a < 3; ++a) plan.first.bytes[a] += rc.bytes[a];
+  for (const RankCost& rc : steady) {
+    for (int a = 0; a < 3; ++a) plan.steady.bytes[a] += rc.bytes[a];
+    plan.memory_bytes = std::max(plan.memory_bytes, rc.memory_bytes);
+  }
+  double c1 = 0, x1 = 0;
+  plan.first_epoch_seconds = time(first, &c1, &x1);
+  plan.total_seconds = time(steady, &plan.comm_seconds, &plan.compute_seconds);
+  return plan;
+}
+
+std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m) {
+  std::vector<GridPlan> plans;
+  for (GridShape g : all_grids(ranks)) plans.push_back(plan_grid(p, g, m));
+  std::stable_sort(plans.begin(), plans.end(), [](const GridPlan& a, const GridPlan& b) {
+    if (a.total_seconds != b.total_seconds) return a.total_seconds < b.total_seconds;
+    if (a.steady.total() != b.steady.total()) return a.steady.total() < b.steady.total();
+    return a.grid.str() < b.grid.str();
+  });
+  return plans;
+}
+
+}  // namespace plexus

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The analytic model (plexus plan, docs/communication.md) against measured traffic: for grids
+# of 2..8 ranks on the bundled Cora (N=2708, F=1433, C=7: most sizes do not divide), the
+# per-axis comm_bytes of epochs 1 and 3 of `mpirun plexus train` must equal the prediction
+# of `plexus plan --json` (first and steady epoch) to 1e-9 relative.
+# Usage: cli_mpi_comm_model.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1
+src=${2:-.}
+py=/usr/bin/python3
+data="$src/data/cora.h5"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+if ! command -v mpirun >/dev/null; then
+  echo "mpirun not found: skipped"
+  echo "0 passed, 0 failed"
+  exit 0
+fi
+
+passed=0
+failed=0
+# grid  layers  hidden  dropout
+cases=(
+  "2x1x1 2 16 0.5" "1x2x1 2 16 0.5" "1x1x2 3 16 0.5"
+  "3x1x1 2 16 0.5" "1x1x3 3 16 0.5"
+  "2x2x1 2 16 0.5" "1x2x2 3 16 0.5"
+  "3x2x1 2 16 0.5" "1x2x3 2 16 0.5" "2x1x3 3 16 0.5" "2x1x3 2 16 0"
+  "2x2x2 2 16 0.5" "8x1x1 2 16 0.5" "1x1x8 2 16 0.5" "2x2x2 3 16 0.5"
+)
+for c in "${cases[@]}"; do
+  read -r grid layers hidden dropout <<<"$c"
+  IFS=x read -r gx gy gz <<<"$grid"
+  np=$((gx * gy * gz))
+  tag="$grid-L$layers-H$hidden-p$dropout"
+  plan="$work/plan-$np-$layers-$hidden-$dropout.json"
+  if [ ! -s "$plan" ] &&
+    ! "$plexus" plan --json --data "$data" --ranks "$np" --layers "$layers" --hidden "$hidden" \
+      --dropout "$dropout" >"$plan" 2>"$work/plan.err"; then
+    echo "FAIL $tag: plexus plan: $(cat "$work/plan.err")"
+    failed=$((failed + 1))
+    continue
+  fi
+  if ! mpirun -np "$np" "$plexus" train --data "$data" --grid "$grid" --epochs 3 --layers "$layers" \
+    --hidden "$hidden" --dropout "$dropout" --threads 1 --quiet --metrics "$work/m.jsonl" >/dev/null 2>"$work/train.err"; then
+    echo "FAIL $tag: mpirun plexus train: $(tail -n 3 "$work/train.err")"
+    failed=$((failed + 1))
+    continue
+  fi
+  if msg=$($py - "$plan" "$work/m.jsonl" "$grid" <<'PY'
+import json, sys
+plan, metrics, grid = sys.argv[1:]
+g = next(x for x in json.load(open(plan))["grids"] if x["grid"] == grid)
+rows = [json.loads(l) for l in open(metrics) if '"summary"' not in l]
+assert len(rows) == 3, f"{len(rows)} epochs in the metrics"
+bad = []
+for epoch, key in ((1, "bytes_first"), (2, "bytes_steady"), (3, "bytes_steady")):
+    got, want = rows[epoch - 1]["comm_bytes"], g[key]
+    for ax in ("x", "y", "z", "total"):
+        if abs(got[ax] - want[ax]) > 1e-9 * max(1.0, abs(want[ax])):
+            bad.append(f"epoch {epoch} {ax}: measured {got[ax]!r}, predicted {want[ax]!r}")
+if bad:
+    print("; ".join(bad))
+    sys.exit(1)
+print(f"x {g['bytes_steady']['x']:.0f} y {g['bytes_steady']['y']:.0f} z {g['bytes_steady']['z']:.0f}")
+PY
+  ); then
+    echo "ok   $tag: $msg"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $tag: $msg"
+    failed=$((failed + 1))
+  fi
+done
+
+# Bad options: one line, exit 2.
+for args in "--ranks 0" "--ranks abc" "--ranks 8 --bandwidth 1,x" "--ranks 8 --ranks-per-node -1" "--ranks 4 --data $work/none.h5"; do
+  # shellcheck disable=SC2086
+  "$plexus" plan $args >/dev/null 2>"$work/err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q '^plexus: error: ' "$work/err"; then
+    passed=$((passed + 1))
+  else
+    echo "FAIL plan $args: exit $rc, stderr: $(cat "$work/err")"
+    failed=$((failed + 1))
+  fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
