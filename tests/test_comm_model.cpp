@@ -142,8 +142,12 @@ TEST(CommModel, PlanRanksByPredictedTime) {
     EXPECT_GT(g.memory_bytes, 0);
     EXPECT_GT(g.compute_seconds, 0);
     // Y is contiguous: with 4 ranks per node a Y axis of <= 4 ranks stays on the node.
-    if (g.grid.y <= 4) EXPECT_TRUE(g.intra_node[1]) << g.grid.str();
-    if (g.grid.z > 1) EXPECT_FALSE(g.intra_node[2]) << g.grid.str();
+    if (g.grid.y <= 4) {
+      EXPECT_TRUE(g.intra_node[1]) << g.grid.str();
+    }
+    if (g.grid.z > 1) {
+      EXPECT_FALSE(g.intra_node[2]) << g.grid.str();
+    }
   }
   // Slower links between nodes can only make a plan slower.
   MachineModel slow = m;
