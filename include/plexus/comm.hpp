@@ -37,6 +37,9 @@ class Communicator {
   struct Request {
     virtual ~Request() = default;
     virtual void wait() = 0;
+    // Drives progress (MPI_Test) without blocking; true once complete. Open MPI progresses
+    // non-blocking collectives only inside MPI calls, so callers poll between compute steps.
+    virtual bool test() = 0;
   };
   virtual std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) = 0;
 

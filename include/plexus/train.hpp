@@ -12,6 +12,17 @@
 
 namespace plexus {
 
+// How a layer's collectives are arranged (docs/communication-variants.md). Every variant
+// computes the same numbers; they differ in the bytes moved.
+enum class CommVariant {
+  Baseline,   // the Plexus collectives as listed in src/pmm/gcn_layer_3d.cpp
+  RsAg,       // last layer: OUT reduce-scatter over i, loss on row slices, dlogits all-gather deferred to backward
+  RsAgReuse,  // RsAg + gather W once per weight update and the constant features once per run
+};
+const char* comm_variant_name(CommVariant v);
+// Parses "baseline" | "rs-ag" | "rs-ag-reuse"; throws InputError("--comm-variant", ...).
+CommVariant parse_comm_variant(const std::string& text);
+
 struct TrainConfig {
   int layers = 2;
   index_t hidden = 16;
@@ -21,6 +32,11 @@ struct TrainConfig {
   bool adamw = false;          // decoupled weight decay instead of L2
   float dropout = 0.5f;
   std::uint64_t seed = 42;
+  CommVariant comm_variant = CommVariant::Baseline;
+  // Blocked aggregation: the SpMMs followed by an all-reduce (forward Â·H over o, backward
+  // Âᵀ·dAGG over d) run in this many row chunks, chunk k's non-blocking all-reduce
+  // overlapping chunk k+1's SpMM. 1 = one blocking all-reduce (off).
+  int agg_chunks = 1;
 };
 
 struct EpochMetrics {

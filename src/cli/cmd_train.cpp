@@ -20,7 +20,7 @@ namespace plexus::cli {
 namespace {
 
 struct TrainOptions {
-  std::string data, metrics, config, backend = "auto", grid = "1x1x1";
+  std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline";
   int threads = 0;
   bool quiet = false;
   TrainConfig cfg;
@@ -89,6 +89,7 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
 }
 
 void run_train(TrainOptions& o) {
+  o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.cfg);
   if (o.threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
   if (o.data.empty()) o.data = default_dataset();
@@ -130,6 +131,8 @@ void run_train(TrainOptions& o) {
                                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
                                    {"ranks", grid->size()},
                                    {"grid", grid->shape().str()},
+                                   {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
+                                   {"agg_chunks", o.cfg.agg_chunks},
                                    {"backend", backend->name()}}
                         .dump() +
                     "\n";
@@ -158,6 +161,14 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--threads", opts->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")->capture_default_str();
   cmd->add_option("--backend", opts->backend, "Kernel backend")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
+      ->capture_default_str();
+  cmd->add_option("--comm-variant", opts->comm_variant,
+                  "Collective arrangement: baseline | rs-ag (last layer reduce-scatter + deferred all-gather) | "
+                  "rs-ag-reuse (rs-ag + gather W once per update, features once); docs/communication-variants.md")
+      ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
+      ->capture_default_str();
+  cmd->add_option("--agg-chunks", c.agg_chunks,
+                  "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")
       ->capture_default_str();
   cmd->add_option("--metrics", opts->metrics, "Write per-epoch metrics as JSON Lines to FILE");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");

@@ -78,6 +78,13 @@ class MpiCommunicator final : public Communicator {
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
+      bool test() override {
+        const auto t0 = std::chrono::steady_clock::now();
+        int done = 0;
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return done != 0;
+      }
     };
     auto r = std::make_unique<MpiRequest>();
     r->stats = &stats_;

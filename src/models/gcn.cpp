@@ -7,8 +7,13 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, cons
   const int n_layers = shards.layers();
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
+    LayerCommOptions comm;
+    comm.scatter_output = cfg.scatter_logits && l + 1 == n_layers;
+    comm.reuse_weight = cfg.reuse_gathers;
+    comm.agg_chunks = cfg.agg_chunks;
     layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, shards.adj_for_layer(l), shards.adj_t_for_layer(l),
-                                                   /*relu=*/l + 1 < n_layers, cfg.seed, /*constant_input=*/l == 0));
+                                                   /*relu=*/l + 1 < n_layers, cfg.seed, /*constant_input=*/l == 0,
+                                                   comm));
   }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
   features_.upload(shards.features);
@@ -27,8 +32,11 @@ const Matrix& GcnModel::forward(int epoch, bool training) {
   const LayerGeometry& g0 = layers_.front()->geometry();
   const Matrix* h = &features_;
   if (grid_.dim(g0.roles.d) > 1) {
-    grid_.comm(g0.roles.d).all_gather(features_.data(), features_full_.data(),
+    // The features never change: with reuse_gathers they are gathered on the first pass only.
+    if (!cfg_.reuse_gathers || !features_gathered_)
+      grid_.comm(g0.roles.d).all_gather(features_.data(), features_full_.data(),
                                       block_counts(g0.in_rows.size(), grid_.dim(g0.roles.d), g0.in_cols.size()));
+    features_gathered_ = true;
     h = &features_full_;
   }
   for (int l = 0; l < num_layers(); ++l) h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
@@ -38,6 +46,16 @@ const Matrix& GcnModel::forward(int epoch, bool training) {
 void GcnModel::backward(Matrix& d_logits, int epoch) {
   Matrix grad = std::move(d_logits);
   for (int l = num_layers() - 1; l >= 0; --l) grad = layers_[l]->backward(grad, dropout_for(epoch, l, true), l > 0);
+}
+
+LayerGeometry GcnModel::loss_geometry() const {
+  LayerGeometry g = layers_.back()->geometry();
+  g.out_rows = layers_.back()->out_slice_rows();
+  return g;
+}
+
+void GcnModel::weights_updated() {
+  for (auto& layer : layers_) layer->weight_updated();
 }
 
 std::vector<ParamRef> GcnModel::parameters() {

@@ -11,6 +11,9 @@ namespace plexus {
 struct GcnConfig {
   float dropout = 0.5f;
   std::uint64_t seed = 42;
+  bool scatter_logits = false;  // last layer reduce-scatters its output over i (comm variant rs-ag)
+  bool reuse_gathers = false;   // gather W once per update, the features once (rs-ag-reuse)
+  int agg_chunks = 1;           // blocked aggregation (TrainConfig::agg_chunks)
 };
 
 // A parameter tensor of this rank: value, gradient, and whether weight decay applies.
@@ -24,11 +27,16 @@ struct ParamRef {
 class GcnModel {
  public:
   GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, const GcnConfig& cfg);
-  // Logits block of this rank: [rows of N over d_L × classes over o_L] of the last layer.
+  // Logits block of this rank: [rows of N over d_L × classes over o_L] of the last layer
+  // (with scatter_logits: only the slice of those rows over i_L, loss_geometry().out_rows).
   const Matrix& forward(int epoch, bool training);
   void backward(Matrix& d_logits, int epoch);
   std::vector<ParamRef> parameters();
   const LayerGeometry& output_geometry() const { return layers_.back()->geometry(); }
+  // The last layer's geometry with out_rows narrowed to the rows forward() returns.
+  LayerGeometry loss_geometry() const;
+  // Call after the optimizer step (lets reuse_gathers gather W again).
+  void weights_updated();
   int num_layers() const { return static_cast<int>(layers_.size()); }
 
  private:
@@ -39,6 +47,7 @@ class GcnModel {
   GcnConfig cfg_;
   Matrix features_;       // stored block, rows split over d
   Matrix features_full_;  // all-gathered over d: layer 0's input
+  bool features_gathered_ = false;
   std::vector<std::unique_ptr<GcnLayer3D>> layers_;
 };
 

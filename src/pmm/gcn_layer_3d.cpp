@@ -6,19 +6,31 @@
 //   OUT [N/G_d × D'/G_o]   = layer l+1's input layout, replicated over i
 //
 // Collectives, in order (the only place a layer communicates):
-//   forward   AGG = Â·H            all-reduce(sum)    over o
-//             W   = gather(W_d)    all-gather         over d
-//             OUT = AGG·W          all-reduce(sum)    over i
+//   forward   AGG = Â·H            all-reduce(sum)    over o     [1]
+//             W   = gather(W_d)    all-gather         over d     [2]
+//             OUT = AGG·W          all-reduce(sum)    over i     [3]
 //   backward  db  = colsum(dOUT)   all-reduce(sum)    over d
-//             W   = gather(W_d)    all-gather         over d
+//             W   = gather(W_d)    all-gather         over d     [2]
 //             dW  = AGGᵀ·dOUT      reduce-scatter     over d
 //             dAGG = dOUT·Wᵀ       all-reduce(sum)    over o
-//             dH  = Âᵀ·dAGG        all-reduce(sum)    over d
+//             dH  = Âᵀ·dAGG        all-reduce(sum)    over d     [1]
 //   (layer 0 needs no dH: the input features take no gradient. Its aggregation without
 //    dropout is constant, so evaluation passes compute it once and reuse it.)
+//
+// Variants (LayerCommOptions; docs/communication-variants.md gives the byte counts):
+//   [1] agg_chunks = K > 1: the SpMM runs in K row chunks and the all-reduce becomes K
+//       non-blocking all-reduces (iall_reduce) of the chunks' contiguous rows, chunk k's
+//       overlapping chunk k+1's SpMM. Same bytes, same sums.
+//   [2] reuse_weight: W is all-gathered only after weight_updated() (once per Adam step),
+//       not in every forward and backward.
+//   [3] scatter_output (last layer, comm variant rs-ag): OUT = AGG·W  reduce-scatter over i,
+//       rows of OUT split over i; bias (and ReLU) on the slice; the loss works on the slice.
+//       The all-gather is deferred to backward and applied to the gradient:
+//             dOUT = gather(dOUT_slice)   all-gather   over i   (training passes only)
 #include "pmm/gcn_layer_3d.hpp"
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 namespace plexus {
@@ -38,13 +50,12 @@ std::vector<float> glorot_shard(const LayerGeometry& g, std::uint64_t seed) {
 }  // namespace
 
 GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const HostCsr& a, const HostCsr& a_t,
-                       bool relu, std::uint64_t seed, bool constant_input)
+                       bool relu, std::uint64_t seed, bool constant_input, LayerCommOptions comm)
     : be_(be),
       grid_(grid),
       geo_(geo),
       relu_(relu),
-      a_(be, a),
-      a_t_(be, a_t),
+      comm_(comm),
       w_(be, geo.w_rows.size(), geo.out_cols.size()),
       dw_(be, geo.w_rows.size(), geo.out_cols.size()),
       w_full_(grid.dim(geo.roles.d) > 1 ? Matrix(be, geo.in_cols.size(), geo.out_cols.size()) : Matrix()),
@@ -56,12 +67,61 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const 
       out_(be, geo.out_rows.size(), geo.out_cols.size()),
       constant_input_(constant_input) {
   w_.upload(glorot_shard(geo, seed));
+  if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
+  if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
+  if (comm_.agg_chunks == 1) {
+    a_ = CsrMatrix(be, a);
+    a_t_ = CsrMatrix(be, a_t);
+  } else {
+    // Row blocks of Â and Âᵀ, one CSR each (a block keeps every column).
+    for (int k = 0; k < comm_.agg_chunks; ++k) {
+      a_chunks_.emplace_back(be, extract_block(a, block_range(a.rows, comm_.agg_chunks, k), Range{0, a.cols}));
+      a_t_chunks_.emplace_back(be, extract_block(a_t, block_range(a_t.rows, comm_.agg_chunks, k), Range{0, a_t.cols}));
+    }
+  }
+  if (comm_.scatter_output) {
+    out_slice_ = Matrix(be, out_slice_rows().size(), geo.out_cols.size());
+    if (grid.dim(geo.roles.i) > 1) d_out_full_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
+  }
+}
+
+Range GcnLayer3D::out_slice_rows() const {
+  if (!comm_.scatter_output) return geo_.out_rows;
+  return sub_range(geo_.out_rows, grid_.dim(geo_.roles.i), grid_.coord(geo_.roles.i));
+}
+
+void GcnLayer3D::spmm_all_reduce(const CsrMatrix& a, const std::vector<CsrMatrix>& chunks, ConstMatrixView b,
+                                 Matrix& c, Axis axis) {
+  Communicator& comm = grid_.comm(axis);
+  if (chunks.empty()) {
+    be_.spmm(a.view(), b, c.view(), 0.0f);
+    comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
+    return;
+  }
+  // Chunk k's rows of c are contiguous (row-major, ld == cols): its all-reduce starts as soon
+  // as its SpMM is done. Between chunks every outstanding request is tested, because Open MPI
+  // advances a non-blocking collective only inside MPI calls.
+  std::vector<std::unique_ptr<Communicator::Request>> pending;
+  index_t row = 0;
+  for (const CsrMatrix& chunk : chunks) {
+    MatrixView rows = rows_of(c.view(), row, row + chunk.rows());
+    be_.spmm(chunk.view(), b, rows, 0.0f);
+    if (comm.size() > 1) {
+      be_.synchronize();
+      for (auto& r : pending) r->test();
+      pending.push_back(comm.iall_reduce(rows.data, static_cast<std::size_t>(rows.rows * rows.cols)));
+    }
+    row += chunk.rows();
+  }
+  for (auto& r : pending) r->wait();
 }
 
 const Matrix& GcnLayer3D::gather_weight() {
   if (grid_.dim(geo_.roles.d) == 1) return w_;
+  if (comm_.reuse_weight && w_full_valid_) return w_full_;
   const auto counts = block_counts(geo_.in_cols.size(), grid_.dim(geo_.roles.d), geo_.out_cols.size());
   grid_.comm(geo_.roles.d).all_gather(w_.data(), w_full_.data(), counts);
+  w_full_valid_ = true;
   return w_full_;
 }
 
@@ -70,36 +130,51 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   (void)d;
   if (dropout.p > 0.0f) {
     be_.dropout(h_in.view(), h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    be_.spmm(a_.view(), h_drop_.view(), agg_.view(), 0.0f);
-    grid_.comm(o).all_reduce(agg_.data(), agg_.size(), ReduceOp::Sum);
+    spmm_all_reduce(a_, a_chunks_, h_drop_.view(), agg_, o);
     last_agg_ = &agg_;
   } else if (constant_input_) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
-      be_.spmm(a_.view(), h_in.view(), agg_clean_.view(), 0.0f);
-      grid_.comm(o).all_reduce(agg_clean_.data(), agg_clean_.size(), ReduceOp::Sum);
+      spmm_all_reduce(a_, a_chunks_, h_in.view(), agg_clean_, o);
       agg_clean_valid_ = true;
     }
     last_agg_ = &agg_clean_;
   } else {
-    be_.spmm(a_.view(), h_in.view(), agg_.view(), 0.0f);
-    grid_.comm(o).all_reduce(agg_.data(), agg_.size(), ReduceOp::Sum);
+    spmm_all_reduce(a_, a_chunks_, h_in.view(), agg_, o);
     last_agg_ = &agg_;
   }
 
   const Matrix& w = gather_weight();
   be_.gemm(Trans::No, Trans::No, 1.0f, last_agg_->view(), w.view(), 0.0f, out_.view());
-  grid_.comm(i).all_reduce(out_.data(), out_.size(), ReduceOp::Sum);
+  Matrix& out = comm_.scatter_output ? out_slice_ : out_;
+  if (comm_.scatter_output) {
+    const auto counts = block_counts(geo_.out_rows.size(), grid_.dim(i), geo_.out_cols.size());
+    grid_.comm(i).reduce_scatter(out_.data(), out_slice_.data(), counts);
+  } else {
+    grid_.comm(i).all_reduce(out_.data(), out_.size(), ReduceOp::Sum);
+  }
 
-  be_.add_bias(out_.view(), b_.data());
-  if (relu_) be_.relu(out_.view());
-  return out_;
+  be_.add_bias(out.view(), b_.data());
+  if (relu_) be_.relu(out.view());
+  return out;
 }
 
-Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+Matrix GcnLayer3D::backward(Matrix& d_out_arg, const DropoutSpec& dropout, bool need_input_grad) {
   const auto [o, i, d] = geo_.roles;
-  (void)i;
-  if (relu_) be_.relu_backward(out_.view(), d_out.view());
+  Matrix* d_out_ptr = &d_out_arg;
+  if (comm_.scatter_output) {
+    // d_out_arg is the gradient of this rank's row slice: ReLU backward on the slice, then
+    // the deferred all-gather over i gives the whole block that dW and dAGG need.
+    if (relu_) be_.relu_backward(out_slice_.view(), d_out_arg.view());
+    if (grid_.dim(i) > 1) {
+      const auto counts = block_counts(geo_.out_rows.size(), grid_.dim(i), geo_.out_cols.size());
+      grid_.comm(i).all_gather(d_out_arg.data(), d_out_full_.data(), counts);
+      d_out_ptr = &d_out_full_;
+    }
+  } else if (relu_) {
+    be_.relu_backward(out_.view(), d_out_arg.view());
+  }
+  Matrix& d_out = *d_out_ptr;
 
   be_.column_sum(d_out.view(), 0.0f, db_.data());
   grid_.comm(d).all_reduce(db_.data(), db_.size(), ReduceOp::Sum);
@@ -119,8 +194,7 @@ Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   grid_.comm(o).all_reduce(d_agg.data(), d_agg.size(), ReduceOp::Sum);
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  be_.spmm(a_t_.view(), d_agg.view(), d_h.view(), 0.0f);
-  grid_.comm(d).all_reduce(d_h.data(), d_h.size(), ReduceOp::Sum);
+  spmm_all_reduce(a_t_, a_t_chunks_, d_agg.view(), d_h, d);
   if (dropout.p > 0.0f)
     be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
   return d_h;

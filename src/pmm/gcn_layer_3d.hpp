@@ -1,6 +1,8 @@
 #pragma once
 // One GCN layer as a 3D parallel matrix multiply (Plexus, SC'25): OUT = act(Â·H·W + b).
 // All of a layer's collectives are issued in gcn_layer_3d.cpp, each named with its axis.
+#include <vector>
+
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -13,19 +15,36 @@ struct DropoutSpec {
   DropoutKey key{};
 };
 
+// Communication options of one layer (docs/communication-variants.md).
+struct LayerCommOptions {
+  // Reduce-scatter OUT over i instead of all-reducing it: forward returns only this rank's
+  // row slice (out_slice_rows()); backward takes the gradient of that slice and all-gathers
+  // it over i. Used for the last layer, whose consumer (the loss) works on row slices.
+  bool scatter_output = false;
+  // Gather W over d only after weight_updated(), not in every forward and backward.
+  bool reuse_weight = false;
+  // Row chunks of the aggregation SpMMs, each chunk's all-reduce non-blocking (1 = off).
+  int agg_chunks = 1;
+};
+
 class GcnLayer3D {
  public:
   // `constant_input`: the input never changes (layer 0: the features), so the aggregation
   // without dropout, Â·H, is computed once and reused by every evaluation pass.
   GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const HostCsr& a, const HostCsr& a_t, bool relu,
-             std::uint64_t seed, bool constant_input = false);
+             std::uint64_t seed, bool constant_input = false, LayerCommOptions comm = {});
 
   // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output
-  // block [out_rows × out_cols], replicated over the i axis.
+  // block [out_rows × out_cols], replicated over the i axis — or, with scatter_output, its
+  // row slice [out_slice_rows() × out_cols], this rank's block of out_rows split over i.
   const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout);
-  // d_out: gradient of the output block (modified in place). Accumulates dW and db; returns
+  // d_out: gradient of forward's result (modified in place). Accumulates dW and db; returns
   // dH_in [in_rows × in_cols] unless `need_input_grad` is false (layer 0).
   Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
+  // The optimizer changed this rank's W shard: the next use gathers it again (reuse_weight).
+  void weight_updated() { w_full_valid_ = false; }
+  // Global rows of forward's result (out_rows, or its slice over i with scatter_output).
+  Range out_slice_rows() const;
 
   const LayerGeometry& geometry() const { return geo_; }
   Matrix& weight() { return w_; }         // this rank's shard [w_rows × out_cols]
@@ -36,12 +55,20 @@ class GcnLayer3D {
  private:
   // All-gather over d of w_ into w_full_; returns the whole block (w_ itself when d has one rank).
   const Matrix& gather_weight();
+  // c = a·b summed over `axis` (all-reduce), in comm_.agg_chunks row chunks whose
+  // all-reduces overlap the next chunk's SpMM. `chunks` are the row blocks of `a`.
+  void spmm_all_reduce(const CsrMatrix& a, const std::vector<CsrMatrix>& chunks, ConstMatrixView b, Matrix& c,
+                       Axis axis);
 
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
   bool relu_;
+  LayerCommOptions comm_;
   CsrMatrix a_, a_t_;
+  std::vector<CsrMatrix> a_chunks_, a_t_chunks_;  // row blocks of a_, a_t_ (agg_chunks > 1)
+  bool w_full_valid_ = false;
+  Matrix out_slice_, d_out_full_;  // scatter_output: this rank's OUT rows; the gathered gradient
   Matrix w_, dw_, w_full_, dw_full_;
   Buffer<float> b_, db_;
   Matrix h_drop_, agg_, out_;

@@ -12,21 +12,31 @@ std::vector<float> mask_weights(const std::vector<std::uint8_t>& mask, index_t g
     if (mask[r]) w[r] = 1.0f / static_cast<float>(global_count);
   return w;
 }
+// Elements [rows.begin - base, rows.end - base) of a per-row vector.
+template <class T>
+std::vector<T> slice_rows(const std::vector<T>& v, index_t base, Range rows) {
+  return std::vector<T>(v.begin() + (rows.begin - base), v.begin() + (rows.end - base));
+}
 }  // namespace
 
-DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards)
+DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards,
+                   const Axis* row_split)
     : be_(be),
       grid_(grid),
       geo_(last),
-      labels_host_(shards.labels),
-      masks_{shards.train, shards.val, shards.test},
+      row_split_(row_split != nullptr),
+      row_split_axis_(row_split ? *row_split : Axis::X),
+      labels_host_(slice_rows(shards.labels, shards.label_rows.begin, last.out_rows)),
+      masks_{slice_rows(shards.train, shards.label_rows.begin, last.out_rows),
+             slice_rows(shards.val, shards.label_rows.begin, last.out_rows),
+             slice_rows(shards.test, shards.label_rows.begin, last.out_rows)},
       split_sizes_(shards.split_sizes),
-      labels_(be, shards.labels),
-      train_w_(be, mask_weights(shards.train, shards.split_sizes[0])),
-      val_w_(be, mask_weights(shards.val, shards.split_sizes[1])),
-      row_max_(be, shards.labels.size()),
-      row_sum_(be, shards.labels.size()),
-      best_col_(be, shards.labels.size()),
+      labels_(be, labels_host_),
+      train_w_(be, mask_weights(masks_[0], shards.split_sizes[0])),
+      val_w_(be, mask_weights(masks_[1], shards.split_sizes[1])),
+      row_max_(be, labels_host_.size()),
+      row_sum_(be, labels_host_.size()),
+      best_col_(be, labels_host_.size()),
       scratch_grad_(be, last.out_rows.size(), last.out_cols.size()) {}
 
 double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad) {
@@ -45,6 +55,7 @@ double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights,
                     .loss_sum;
   grid_.comm(classes).all_reduce(&loss, 1, ReduceOp::Sum);
   grid_.comm(rows).all_reduce(&loss, 1, ReduceOp::Sum);
+  if (row_split_) grid_.comm(row_split_axis_).all_reduce(&loss, 1, ReduceOp::Sum);
   return loss;
 }
 
@@ -82,6 +93,7 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
       if (masks_[s][r] && hit) correct[s] += 1.0;
   }
   grid_.comm(rows).all_reduce(correct, 3, ReduceOp::Sum);
+  if (row_split_) grid_.comm(row_split_axis_).all_reduce(correct, 3, ReduceOp::Sum);
   const auto frac = [&](int s) { return split_sizes_[s] ? correct[s] / static_cast<double>(split_sizes_[s]) : 0.0; };
   m.train_acc = frac(0);
   m.val_acc = frac(1);

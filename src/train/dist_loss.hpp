@@ -8,6 +8,9 @@
 //   loss sum           all-reduce(sum)  over o, then d (rows)
 //   argmax value/col   all-reduce(max)  over o     (twice: value, then lowest column)
 //   correct counts     all-reduce(sum)  over d
+// With the comm variant rs-ag the logits are a row slice over i as well (`row_split`): the
+// o-axis all-reduces above cover only the slice's rows, and the loss sum and the correct
+// counts are also summed over i (two scalars / three doubles more).
 #include <array>
 
 #include "plexus/backend.hpp"
@@ -24,7 +27,10 @@ struct EvalMetrics {
 
 class DistLoss {
  public:
-  DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards);
+  // `last`: the geometry of the logits this rank holds; its out_rows may be a sub-range of
+  // shards.label_rows, the rows being further split over `row_split` (or nullptr).
+  DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards,
+           const Axis* row_split = nullptr);
   // Mean NLL over the training rows; writes dLoss/dlogits into `grad` (same shape as logits).
   double train_loss_and_grad(const Matrix& logits, Matrix& grad);
   // Accuracies on the three splits and the mean train / val losses (no gradient).
@@ -36,6 +42,8 @@ class DistLoss {
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
+  bool row_split_ = false;
+  Axis row_split_axis_ = Axis::X;
   std::vector<std::int32_t> labels_host_;
   std::array<std::vector<std::uint8_t>, 3> masks_;
   std::array<index_t, 3> split_sizes_;

@@ -30,6 +30,21 @@ CommTotals comm_totals(ProcessGrid& grid) {
 }
 }  // namespace
 
+const char* comm_variant_name(CommVariant v) {
+  switch (v) {
+    case CommVariant::Baseline: return "baseline";
+    case CommVariant::RsAg: return "rs-ag";
+    case CommVariant::RsAgReuse: return "rs-ag-reuse";
+  }
+  return "?";
+}
+
+CommVariant parse_comm_variant(const std::string& text) {
+  for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg, CommVariant::RsAgReuse})
+    if (text == comm_variant_name(v)) return v;
+  throw InputError("--comm-variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
+}
+
 void validate(const TrainConfig& c) {
   if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
   if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
@@ -38,6 +53,7 @@ void validate(const TrainConfig& c) {
   if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
     throw InputError("--weight-decay", "must be a non-negative number");
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
+  if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
 }
 
 std::vector<index_t> layer_dims(const TrainConfig& cfg, index_t num_features, index_t num_classes) {
@@ -69,15 +85,22 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
 
   // shards → layers → loss.
   backend.reset_peak();
-  GcnModel model(backend, grid, shards, GcnConfig{cfg.dropout, cfg.seed});
-  DistLoss loss(backend, grid, model.output_geometry(), shards);
+  GcnConfig mc;
+  mc.dropout = cfg.dropout;
+  mc.seed = cfg.seed;
+  mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline;
+  mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
+  mc.agg_chunks = cfg.agg_chunks;
+  GcnModel model(backend, grid, shards, mc);
+  const LayerGeometry out = model.loss_geometry();  // the rows of the logits this rank holds
+  const Axis split_axis = out.roles.i;
+  DistLoss loss(backend, grid, out, shards, mc.scatter_logits ? &split_axis : nullptr);
   AdamParams hp;
   hp.lr = cfg.lr;
   hp.weight_decay = cfg.weight_decay;
   hp.decoupled = cfg.adamw;
   Adam adam(backend, model.parameters(), hp);
   shards = GcnShards{};  // the blocks now live on the backend; drop the host copies
-  const LayerGeometry& out = model.output_geometry();
   Matrix d_logits;
 
   TrainResult result;
@@ -92,6 +115,7 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
     m.loss = loss.train_loss_and_grad(logits, d_logits);
     model.backward(d_logits, epoch);
     adam.step();
+    model.weights_updated();
 
     const EvalMetrics e = loss.evaluate(model.forward(epoch, /*training=*/false));
     backend.synchronize();
