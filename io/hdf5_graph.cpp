@@ -158,60 +158,22 @@ GraphData read_graph_h5(const std::string& path) {
   Reader r(path);
   r.open();
 
-  // ---- root attributes ----
-  const std::string format = r.string_attr("format");
-  if (format != kFormatName)
-    r.fail("attribute format", "expected \"" + std::string(kFormatName) + "\", got \"" + format + "\"");
-  const std::int64_t version = r.int_attr("format_version", "int32");
-  if (version != kFormatVersion)
-    r.fail("attribute format_version",
-           "unsupported version " + std::to_string(version) + " (this build reads version " +
-               std::to_string(kFormatVersion) + ")");
+  const Header h = read_header(r);
   GraphData g;
-  g.num_nodes = r.int_attr("num_nodes", "int64");
-  g.num_features = r.int_attr("num_features", "int64");
-  const std::int64_t classes = r.int_attr("num_classes", "int32");
-  const std::int64_t directed = r.int_attr("directed", "uint8");
-  if (g.num_nodes == 0) r.fail("num_nodes", "empty graph (0 nodes)");
-  if (g.num_nodes < 0) r.fail("attribute num_nodes", "negative (" + std::to_string(g.num_nodes) + ")");
-  if (g.num_nodes == std::numeric_limits<index_t>::max())
-    r.fail("attribute num_nodes", "too large (" + std::to_string(g.num_nodes) + ")");
-  if (g.num_features <= 0) r.fail("attribute num_features", "must be >= 1, got " + std::to_string(g.num_features));
-  if (classes <= 0 || classes > std::numeric_limits<std::int32_t>::max())
-    r.fail("attribute num_classes", "must be in [1, 2^31), got " + std::to_string(classes));
-  if (directed != 0 && directed != 1) r.fail("attribute directed", "must be 0 or 1, got " + std::to_string(directed));
-  g.num_classes = static_cast<std::int32_t>(classes);
-  g.directed = directed == 1;
-
-  // ---- dataset metadata: everything checked against the attributes before allocating ----
-  const auto n = static_cast<hsize_t>(g.num_nodes);
-  const auto f = static_cast<hsize_t>(g.num_features);
-  constexpr hsize_t any = Reader::kAny;
-  const Reader::Dataset indptr = r.open_dataset(kIndptr, false, "int64", {n + 1}, "[num_nodes + 1]");
-  const Reader::Dataset indices = r.open_dataset(kIndices, false, "int64", {any}, "[nnz]");
-  const hsize_t nnz = indices.dims[0];
-  const bool has_values = r.exists(kValues);
-  Reader::Dataset values;
-  if (has_values) values = r.open_dataset(kValues, true, "float32", {nnz}, "[nnz] (length of /graph/indices)");
-  const Reader::Dataset features = r.open_dataset(kFeatures, true, "float32", {n, f}, "[num_nodes, num_features]");
-  const Reader::Dataset labels = r.open_dataset(kLabels, false, "int32", {n}, "[num_nodes]");
-  const Reader::Dataset train = r.open_dataset(kTrain, false, "uint8", {n}, "[num_nodes]");
-  const Reader::Dataset val = r.open_dataset(kVal, false, "uint8", {n}, "[num_nodes]");
-  const Reader::Dataset test = r.open_dataset(kTest, false, "uint8", {n}, "[num_nodes]");
-
-  if (f > std::numeric_limits<std::size_t>::max() / n / sizeof(float))
-    r.fail(kFeatures, "num_nodes x num_features too large");
-  if (nnz > std::numeric_limits<std::size_t>::max() / sizeof(index_t)) r.fail(kIndices, "too large");
-
-  // ---- data ----
-  g.indptr = r.read_ints<index_t>(indptr, n + 1);
-  g.indices = r.read_ints<index_t>(indices, nnz);
-  if (has_values) g.values = r.read_floats(values, nnz);
-  g.features = r.read_floats(features, n * f);
-  g.labels = r.read_ints<std::int32_t>(labels, n);
-  g.train_mask = r.read_ints<std::uint8_t>(train, n);
-  g.val_mask = r.read_ints<std::uint8_t>(val, n);
-  g.test_mask = r.read_ints<std::uint8_t>(test, n);
+  g.num_nodes = h.num_nodes;
+  g.num_features = h.num_features;
+  g.num_classes = h.num_classes;
+  g.directed = h.directed;
+  const auto n = static_cast<hsize_t>(h.num_nodes);
+  const auto nnz = static_cast<hsize_t>(h.nnz);
+  g.indptr = r.read_ints<index_t>(h.indptr, n + 1);
+  g.indices = r.read_ints<index_t>(h.indices, nnz);
+  if (h.has_values) g.values = r.read_floats(h.values, nnz);
+  g.features = r.read_floats(h.features, n * static_cast<hsize_t>(h.num_features));
+  g.labels = r.read_ints<std::int32_t>(h.labels, n);
+  g.train_mask = r.read_ints<std::uint8_t>(h.train, n);
+  g.val_mask = r.read_ints<std::uint8_t>(h.val, n);
+  g.test_mask = r.read_ints<std::uint8_t>(h.test, n);
 
   validate(g, path);
   return g;

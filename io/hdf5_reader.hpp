@@ -74,7 +74,9 @@ class Reader {
   }
   [[noreturn]] void fail_file(const std::string& what) const { throw InputError(path_, what); }
 
-  void open() {
+  // Opens the file; with a communicator other than MPI_COMM_NULL through MPI-IO, and every
+  // later read is a collective call of all its ranks.
+  void open(MPI_Comm comm = MPI_COMM_NULL) {
     std::error_code ec;
     const auto st = std::filesystem::status(path_, ec);
     if (st.type() == std::filesystem::file_type::not_found) fail_file("no such file");
@@ -87,7 +89,13 @@ class Reader {
       std::fclose(fp);
     }
     if (H5Fis_hdf5(path_.c_str()) <= 0) fail_file("not an HDF5 file");
-    file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    Hid fapl = h5::plist(H5Pcreate(H5P_FILE_ACCESS));
+    if (comm != MPI_COMM_NULL) {
+      if (H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL) < 0) fail_file("cannot set up MPI-IO");
+      dxpl_ = h5::plist(H5Pcreate(H5P_DATASET_XFER));
+      if (H5Pset_dxpl_mpio(dxpl_.get(), H5FD_MPIO_COLLECTIVE) < 0) fail_file("cannot set up collective reads");
+    }
+    file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.get()));
     if (!file_) fail_file("cannot open as HDF5 (corrupt or truncated file?)");
   }
 
@@ -201,16 +209,21 @@ class Reader {
   // Reads a whole integer dataset (any integer width/sign, or an integer-based enum) as T.
   // Conversions that could lose information go through int64 with explicit range checks,
   // since HDF5 would silently clamp.
+  // A hyperslab: `count` elements from `offset` along each dimension. Empty = everything.
+  struct Slab {
+    std::vector<hsize_t> offset, count;
+  };
+
   template <class T>
-  std::vector<T> read_ints(const Dataset& d, std::size_t count) const {
+  std::vector<T> read_ints(const Dataset& d, std::size_t count, const Slab& slab = {}) const {
     std::vector<T> out = allocate<T>(d.name, count);
-    if (count == 0) return out;
+    if (count == 0 && !collective()) return out;
     if (lossless_into<T>(d.type.get())) {
-      read_raw(d, native_type<T>(), out.data());
+      read_raw(d, native_type<T>(), out.data(), slab);
       return out;
     }
     std::vector<std::int64_t> tmp = allocate<std::int64_t>(d.name, count);
-    read_raw(d, H5T_NATIVE_INT64, tmp.data());
+    read_raw(d, H5T_NATIVE_INT64, tmp.data(), slab);
     if constexpr (std::is_same_v<T, std::int64_t>) {
       return tmp;
     } else {
@@ -226,11 +239,14 @@ class Reader {
     }
   }
 
-  std::vector<float> read_floats(const Dataset& d, std::size_t count) const {
+  std::vector<float> read_floats(const Dataset& d, std::size_t count, const Slab& slab = {}) const {
     std::vector<float> out = allocate<float>(d.name, count);
-    if (count > 0) read_raw(d, H5T_NATIVE_FLOAT, out.data());
+    if (count > 0 || collective()) read_raw(d, H5T_NATIVE_FLOAT, out.data(), slab);
     return out;
   }
+
+  // True when reads are collective (MPI-IO): every rank must call each read, empty or not.
+  bool collective() const { return dxpl_.valid(); }
 
  private:
   static bool is_integer_like(hid_t type) {
@@ -269,13 +285,88 @@ class Reader {
     }
   }
 
-  void read_raw(const Dataset& d, hid_t memtype, void* buf) const {
-    if (H5Dread(d.ds.get(), memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
-      fail(d.name, "cannot read data (corrupt file, or a compression filter this build lacks)");
+  void read_raw(const Dataset& d, hid_t memtype, void* buf, const Slab& slab) const {
+    const hid_t dxpl = dxpl_.valid() ? dxpl_.get() : H5P_DEFAULT;
+    herr_t rc = 0;
+    if (slab.count.empty()) {
+      rc = H5Dread(d.ds.get(), memtype, H5S_ALL, H5S_ALL, dxpl, buf);
+    } else {
+      Hid file_space = h5::dataspace(H5Dget_space(d.ds.get()));
+      hsize_t total = 1;
+      for (hsize_t c : slab.count) total *= c;
+      const hsize_t mem_n = std::max<hsize_t>(total, 1);
+      Hid mem_space = h5::dataspace(H5Screate_simple(1, &mem_n, nullptr));
+      if (!file_space || !mem_space) fail(d.name, "cannot create dataspaces");
+      if (total == 0) {  // a rank with nothing to read still joins a collective read
+        H5Sselect_none(file_space.get());
+        H5Sselect_none(mem_space.get());
+      } else if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, slab.offset.data(), nullptr,
+                                     slab.count.data(), nullptr) < 0) {
+        fail(d.name, "hyperslab outside the dataset");
+      }
+      rc = H5Dread(d.ds.get(), memtype, mem_space.get(), file_space.get(), dxpl, buf);
+    }
+    if (rc < 0) fail(d.name, "cannot read data (corrupt file, or a compression filter this build lacks)");
   }
 
   std::string path_;
   Hid file_;
+  Hid dxpl_;  // collective transfer properties under MPI-IO
 };
+
+// The root attributes and the opened datasets of a format v1 file, every shape checked
+// against the attributes (nothing read yet but the attributes).
+struct Header {
+  std::int64_t num_nodes = 0, num_features = 0, nnz = 0;
+  std::int32_t num_classes = 0;
+  bool directed = false;
+  bool has_values = false;
+  Reader::Dataset indptr, indices, values, features, labels, train, val, test;
+};
+
+inline Header read_header(const Reader& r) {
+  const std::string format = r.string_attr("format");
+  if (format != kFormatName)
+    r.fail("attribute format", "expected \"" + std::string(kFormatName) + "\", got \"" + format + "\"");
+  const std::int64_t version = r.int_attr("format_version", "int32");
+  if (version != kFormatVersion)
+    r.fail("attribute format_version",
+           "unsupported version " + std::to_string(version) + " (this build reads version " +
+               std::to_string(kFormatVersion) + ")");
+  Header h;
+  h.num_nodes = r.int_attr("num_nodes", "int64");
+  h.num_features = r.int_attr("num_features", "int64");
+  const std::int64_t classes = r.int_attr("num_classes", "int32");
+  const std::int64_t directed = r.int_attr("directed", "uint8");
+  if (h.num_nodes == 0) r.fail("num_nodes", "empty graph (0 nodes)");
+  if (h.num_nodes < 0) r.fail("attribute num_nodes", "negative (" + std::to_string(h.num_nodes) + ")");
+  if (h.num_nodes == std::numeric_limits<index_t>::max())
+    r.fail("attribute num_nodes", "too large (" + std::to_string(h.num_nodes) + ")");
+  if (h.num_features <= 0) r.fail("attribute num_features", "must be >= 1, got " + std::to_string(h.num_features));
+  if (classes <= 0 || classes > std::numeric_limits<std::int32_t>::max())
+    r.fail("attribute num_classes", "must be in [1, 2^31), got " + std::to_string(classes));
+  if (directed != 0 && directed != 1) r.fail("attribute directed", "must be 0 or 1, got " + std::to_string(directed));
+  h.num_classes = static_cast<std::int32_t>(classes);
+  h.directed = directed == 1;
+
+  const auto n = static_cast<hsize_t>(h.num_nodes);
+  const auto f = static_cast<hsize_t>(h.num_features);
+  constexpr hsize_t any = Reader::kAny;
+  h.indptr = r.open_dataset(kIndptr, false, "int64", {n + 1}, "[num_nodes + 1]");
+  h.indices = r.open_dataset(kIndices, false, "int64", {any}, "[nnz]");
+  h.nnz = static_cast<std::int64_t>(h.indices.dims[0]);
+  const auto nnz = static_cast<hsize_t>(h.nnz);
+  h.has_values = r.exists(kValues);
+  if (h.has_values) h.values = r.open_dataset(kValues, true, "float32", {nnz}, "[nnz] (length of /graph/indices)");
+  h.features = r.open_dataset(kFeatures, true, "float32", {n, f}, "[num_nodes, num_features]");
+  h.labels = r.open_dataset(kLabels, false, "int32", {n}, "[num_nodes]");
+  h.train = r.open_dataset(kTrain, false, "uint8", {n}, "[num_nodes]");
+  h.val = r.open_dataset(kVal, false, "uint8", {n}, "[num_nodes]");
+  h.test = r.open_dataset(kTest, false, "uint8", {n}, "[num_nodes]");
+  if (f > std::numeric_limits<std::size_t>::max() / n / sizeof(float))
+    r.fail(kFeatures, "num_nodes x num_features too large");
+  if (nnz > std::numeric_limits<std::size_t>::max() / sizeof(index_t)) r.fail(kIndices, "too large");
+  return h;
+}
 
 }  // namespace plexus::h5
