@@ -62,39 +62,47 @@ HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
   return b;
 }
 
+ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims) {
+  ShardRanges sr;
+  const int layers = static_cast<int>(dims.size()) - 1;
+  const auto same = [](Range a, Range b) { return a.begin == b.begin && a.end == b.end; };
+  // One Â block per role rotation that some layer uses, shared where the ranges coincide.
+  for (int r = 0; r < std::min(layers, 3); ++r) {
+    const LayerGeometry geo = layer_geometry(grid, r, num_nodes, dims[r], dims[r + 1]);
+    std::size_t k = 0;
+    while (k < sr.adj.size() && !(same(sr.adj[k].first, geo.out_rows) && same(sr.adj[k].second, geo.in_rows))) ++k;
+    if (k == sr.adj.size()) sr.adj.emplace_back(geo.out_rows, geo.in_rows);
+    sr.adj_of_rotation[r] = static_cast<int>(k);
+  }
+  // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
+  // all-gathered over d in the forward pass.
+  const LayerGeometry g0 = layer_geometry(grid, 0, num_nodes, dims[0], dims[1]);
+  sr.feat_rows = sub_range(g0.in_rows, grid.dim(g0.roles.d), grid.coord(g0.roles.d));
+  sr.feat_cols = g0.in_cols;
+  // Labels and masks: the rows of the last layer's output.
+  sr.label_rows = layer_geometry(grid, layers - 1, num_nodes, dims[layers - 1], dims[layers]).out_rows;
+  return sr;
+}
+
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
                        const std::vector<index_t>& dims) {
   GcnShards s;
   s.num_nodes = g.num_nodes;
+  s.num_edges = g.num_edges();
   s.dims = dims;
-  const int layers = s.layers();
-  // One Â block per role rotation that some layer uses, shared where the ranges coincide.
-  std::vector<std::pair<Range, Range>> cut;
-  for (int r = 0; r < std::min(layers, 3); ++r) {
-    const LayerGeometry geo = layer_geometry(grid, r, g.num_nodes, dims[r], dims[r + 1]);
-    std::size_t k = 0;
-    while (k < cut.size() && !(cut[k].first.begin == geo.out_rows.begin && cut[k].first.end == geo.out_rows.end &&
-                               cut[k].second.begin == geo.in_rows.begin && cut[k].second.end == geo.in_rows.end))
-      ++k;
-    if (k == cut.size()) {
-      cut.emplace_back(geo.out_rows, geo.in_rows);
-      s.adj.push_back(extract_block(a_hat, geo.out_rows, geo.in_rows));
-      s.adj_t.push_back(csr_transpose(s.adj.back()));
-    }
-    s.adj_of_rotation[r] = static_cast<int>(k);
+  const ShardRanges sr = shard_ranges(grid, g.num_nodes, dims);
+  for (const auto& [rows, cols] : sr.adj) {
+    s.adj.push_back(extract_block(a_hat, rows, cols));
+    s.adj_t.push_back(csr_transpose(s.adj.back()));
   }
-  // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
-  // all-gathered over d in the forward pass.
-  const LayerGeometry g0 = layer_geometry(grid, 0, g.num_nodes, dims[0], dims[1]);
-  s.feat_rows = sub_range(g0.in_rows, grid.dim(g0.roles.d), grid.coord(g0.roles.d));
-  s.feat_cols = g0.in_cols;
+  s.adj_of_rotation = sr.adj_of_rotation;
+  s.feat_rows = sr.feat_rows;
+  s.feat_cols = sr.feat_cols;
   s.features.resize(static_cast<std::size_t>(s.feat_rows.size() * s.feat_cols.size()));
   for (index_t r = s.feat_rows.begin; r < s.feat_rows.end; ++r)
     std::copy_n(g.features.data() + r * g.num_features + s.feat_cols.begin, s.feat_cols.size(),
                 s.features.data() + (r - s.feat_rows.begin) * s.feat_cols.size());
-  // Labels and masks of the rows of the last layer's output.
-  const LayerGeometry gl = layer_geometry(grid, layers - 1, g.num_nodes, dims[layers - 1], dims[layers]);
-  s.label_rows = gl.out_rows;
+  s.label_rows = sr.label_rows;
   const auto slice = [&](const auto& v) { return std::vector(v.begin() + s.label_rows.begin, v.begin() + s.label_rows.end); };
   s.labels = slice(g.labels);
   s.train = slice(g.train_mask);

@@ -91,5 +91,25 @@ expect_error gen-bad-scale "--scale" -- generate rmat --scale 0 -o "$work/x.h5"
 expect_error convert-missing-dir "ind.cora" -- convert planetoid --dir "$work/none" -o "$work/x.h5"
 [[ -e "$work/x.h5" ]] && { echo "FAIL: x.h5 written despite errors"; failures=$((failures + 1)); }
 
+# Under MPI: a bad file must end every rank promptly with one plexus line and exit code 2,
+# whether every rank meets the error or only the rank that reads the bad rows.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_error() {
+  local name=$1 want=$2; shift 2
+  timeout 60 mpirun -np 4 "$plexus" train --grid 2x2x1 --epochs 2 --quiet "$@" >"$work/out" 2>"$work/err"
+  local rc=$? lines
+  lines=$(grep -c "^plexus: error: " "$work/err")
+  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
+    echo "FAIL [mpi $name]: rc=$rc (124 = hang), $lines error lines:"; cat "$work/err"; failures=$((failures + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+mpi_error missing-file "nope.h5: no such file" --data "$work/nope.h5"
+mpi_error one-rank-bad-column "/graph/indices: column index" --data "$work/bad-col.h5"
+mutate last-row-bad "d = f['graph/indices'][...]; d[-1] = 1 << 20; f['graph/indices'][...] = d"
+mpi_error last-rank-bad-column "/graph/indices: column index" --data "$work/last-row-bad.h5"
+mpi_error nan-feature "/features: NaN" --data "$work/nan-feature.h5"
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

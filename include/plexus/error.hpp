@@ -20,4 +20,10 @@ class InputError : public std::runtime_error {
   std::string where_;
 };
 
+// Prints `plexus: error: <message>` and ends every rank of the MPI job with `code` (or this
+// process when MPI is not running). For errors met inside collective operations (e.g.
+// MPI-IO reads), where unwinding would block in a collective close and hang the job. Ranks
+// other than 0 wait briefly first, so an error every rank meets is printed once.
+[[noreturn]] void abort_job(const std::string& message, int code);
+
 }  // namespace plexus

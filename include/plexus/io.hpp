@@ -5,6 +5,8 @@
 #include <string>
 
 #include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
 
 namespace plexus {
 
@@ -19,6 +21,11 @@ struct GraphInfo {
   std::int32_t num_classes = 0;
 };
 GraphInfo read_graph_info_h5(const std::string& path);
+// This rank's shards of a `layers`-layer GCN (hidden width `hidden`) over `grid`, reading
+// only the hyperslabs they need, with MPI-IO collective reads when the grid has several
+// ranks (every rank of the grid must call it). Validates everything it reads; the ranks
+// together read, and so validate, the whole file.
+GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden);
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.
 void write_graph_h5(const GraphData& g, const std::string& path);

@@ -37,6 +37,7 @@ LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nod
 // Everything one rank holds of the dataset. Â blocks exist per role rotation (l % 3).
 struct GcnShards {
   index_t num_nodes = 0;
+  index_t num_edges = 0;      // of the whole graph (as stored, before normalisation)
   std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
   int layers() const { return static_cast<int>(dims.size()) - 1; }
   // Distinct Â blocks Â[out_rows, in_rows] and their transposes (for the backward SpMM).
@@ -52,6 +53,15 @@ struct GcnShards {
   std::vector<std::uint8_t> train, val, test;
   std::array<index_t, 3> split_sizes{};  // global train / val / test counts
 };
+
+// The global index ranges of every shard this rank holds (what build_shards and
+// load_shards_h5 cut or read).
+struct ShardRanges {
+  std::vector<std::pair<Range, Range>> adj;  // distinct Â blocks: (rows, cols)
+  std::array<int, 3> adj_of_rotation{};
+  Range feat_rows, feat_cols, label_rows;
+};
+ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims);
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
 // (global CSR, int32 columns). `dims` as in GcnShards.

@@ -93,9 +93,6 @@ void run_train(TrainOptions& o) {
   validate(o.cfg);
   if (o.threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
   if (o.data.empty()) o.data = default_dataset();
-  const auto t0 = std::chrono::steady_clock::now();
-  const GraphData graph = read_graph_h5(o.data);
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.threads == 0)  // share the node's cores among its ranks
     o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ProcessGrid::ranks_on_this_node());
   auto backend = make_backend(o.backend, o.threads);
@@ -105,9 +102,14 @@ void run_train(TrainOptions& o) {
                                   "use --backend cpu with --grid");
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
+
+  // file → shards: each rank reads only the blocks it holds.
+  const auto t0 = std::chrono::steady_clock::now();
+  GcnShards shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.quiet)
     spdlog::info("{}: {} nodes, {} edges, {} features, {} classes (loaded in {:.2f} s); backend {}, grid {}", o.data,
-                 graph.num_nodes, graph.num_edges(), graph.num_features, graph.num_classes, load_s, backend->name(),
+                 shards.num_nodes, shards.num_edges, shards.dims.front(), shards.dims.back(), load_s, backend->name(),
                  grid->shape().str());
 
   std::string metrics_text;
@@ -117,7 +119,7 @@ void run_train(TrainOptions& o) {
       fmt::print("epoch {:4d}  loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}  {:7.2f} ms\n", m.epoch + 1, m.loss,
                  m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
   };
-  const TrainResult r = train_gcn(graph, o.cfg, *backend, *grid, on_epoch);
+  const TrainResult r = train_gcn(std::move(shards), o.cfg, *backend, *grid, on_epoch);
   if (!root) return;
   fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
              r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);

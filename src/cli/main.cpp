@@ -4,9 +4,7 @@
 // and exit with code 2; under MPI the failing rank aborts every rank so none hangs.
 #include <mpi.h>
 
-#include <chrono>
 #include <cstdio>
-#include <thread>
 #include <cstdlib>
 #include <exception>
 
@@ -31,25 +29,7 @@ void finalize_mpi() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
-[[noreturn]] void fail(int code, const std::string& message) {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  int size = 1, rank = 0;
-  if (initialized && !finalized) {
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  }
-  // Input errors usually hit every rank at once. Rank 0 reports at once; the others give it
-  // a moment to abort the job first, so the user reads one line rather than one per rank,
-  // and report themselves only when the error is theirs alone.
-  if (rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::fprintf(stderr, "plexus: error: %s\n", message.c_str());
-  std::fflush(stderr);
-  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);  // end every rank promptly, never a hang
-  finalize_mpi();
-  std::exit(code);
-}
+[[noreturn]] void fail(int code, const std::string& message) { plexus::abort_job(message, code); }
 
 }  // namespace
 

@@ -1,0 +1,258 @@
+// load_shards_h5: each rank reads only the hyperslabs its shards need, so no rank ever holds
+// the whole graph (docs/format-v1.md, "Sharded reads").
+//
+// What a rank reads, with P ranks and its 3D blocks (shard_ranges):
+//   1. rows [W) of the CSR, W = its 1/P of the rows: their degrees in A + I, all-gathered into
+//      one vector of 1/sqrt(degree) (8 bytes per node: the one array every rank holds whole),
+//      and its rows of the three masks, to count the split sizes;
+//   2. for each Â block, the CSR rows of its row range, streamed in chunks of at most
+//      kEdgeChunk edges and normalised with the same arithmetic as gcn_normalize;
+//   3. its feature block (a 2-D hyperslab), and the labels and masks of its output rows.
+// Under MPI every read is collective (MPI-IO): ranks issue the same sequence of reads, the
+// ones with nothing to read joining with an empty selection. Together the ranks read every
+// element of the file, so every element is validated by some rank.
+#include <mpi.h>
+
+#include <cmath>
+
+#include "io/hdf5_reader.hpp"
+#include "plexus/shard.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+namespace {
+
+using h5::Reader;
+using Slab = Reader::Slab;
+
+constexpr index_t kEdgeChunk = index_t{1} << 22;  // edges per read: bounds a stripe's memory
+
+class ShardReader {
+ public:
+  ShardReader(const Reader& r, const h5::Header& h, MPI_Comm comm) : r_(r), h_(h), comm_(comm) {
+    if (comm_ != MPI_COMM_NULL) {
+      MPI_Comm_rank(comm_, &rank_);
+      MPI_Comm_size(comm_, &size_);
+    }
+  }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // indptr[rows.begin ..= rows.end], checked: within [0, nnz], non-decreasing, starting at 0
+  // and ending at nnz where the slice touches the ends.
+  std::vector<index_t> indptr(Range rows) const {
+    const auto n = static_cast<hsize_t>(rows.size() + 1);
+    std::vector<index_t> p = r_.read_ints<index_t>(h_.indptr, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    for (index_t k = 0; k <= rows.size(); ++k) {
+      const index_t at = rows.begin + k;
+      if (p[k] < 0 || p[k] > h_.nnz)
+        r_.fail(h5::kIndptr, "entry indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) +
+                                 " outside [0, nnz = " + std::to_string(h_.nnz) + "]");
+      if (k > 0 && p[k] < p[k - 1])
+        r_.fail(h5::kIndptr, "not monotone: indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) +
+                                 " < indptr[" + std::to_string(at - 1) + "] = " + std::to_string(p[k - 1]));
+    }
+    if (rows.begin == 0 && p.front() != 0) r_.fail(h5::kIndptr, "must start at 0, got " + std::to_string(p.front()));
+    if (rows.end == h_.num_nodes && p.back() != h_.nnz)
+      r_.fail(h5::kIndptr, "last entry " + std::to_string(p.back()) +
+                               " != number of edges (length of /graph/indices) " + std::to_string(h_.nnz));
+    return p;
+  }
+
+  // Streams rows [rows) in chunks of at most kEdgeChunk edges (a row is never split) and calls
+  // visit(merged rows of the chunk). Every rank makes the same number of read calls.
+  template <class Visit>
+  void stream_rows(Range rows, const std::vector<index_t>& ip, Visit&& visit) const {
+    std::vector<Range> chunks;
+    for (index_t a = rows.begin; a < rows.end;) {
+      index_t b = a + 1;
+      while (b < rows.end && ip[b + 1 - rows.begin] - ip[a - rows.begin] <= kEdgeChunk) ++b;
+      chunks.push_back({a, b});
+      a = b;
+    }
+    const std::int64_t calls = max_over_ranks(static_cast<std::int64_t>(chunks.size()));
+    for (std::int64_t c = 0; c < calls; ++c) {
+      const Range ch = c < static_cast<std::int64_t>(chunks.size()) ? chunks[c] : Range{rows.end, rows.end};
+      const index_t e0 = ip[ch.begin - rows.begin], e1 = ip[ch.end - rows.begin];
+      const Slab slab{{static_cast<hsize_t>(e0)}, {static_cast<hsize_t>(e1 - e0)}};
+      const auto m = static_cast<std::size_t>(e1 - e0);
+      std::vector<index_t> idx = r_.read_ints<index_t>(h_.indices, m, slab);
+      std::vector<float> val;
+      if (h_.has_values) {
+        val = r_.read_floats(h_.values, m, slab);
+        for (std::size_t k = 0; k < m; ++k)
+          if (!std::isfinite(val[k])) r_.fail(h5::kValues, "non-finite value at position " + std::to_string(e0 + static_cast<index_t>(k)));
+      }
+      if (ch.size() == 0) continue;
+      std::vector<index_t> local_ip(ip.begin() + (ch.begin - rows.begin), ip.begin() + (ch.end - rows.begin) + 1);
+      for (index_t& x : local_ip) x -= e0;
+      try {
+        visit(merge_rows(h_.num_nodes, ch.begin, ch.size(), local_ip.data(), idx.data(),
+                         h_.has_values ? val.data() : nullptr));
+      } catch (const std::invalid_argument& e) {
+        r_.fail(h5::kIndices, std::string(e.what()) + " in rows [" + std::to_string(ch.begin) + ", " +
+                                  std::to_string(ch.end) + ")");
+      }
+    }
+  }
+
+  std::int64_t max_over_ranks(std::int64_t v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm_);
+    return v;
+  }
+  void sum_over_ranks(std::array<index_t, 3>& v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), 3, MPI_INT64_T, MPI_SUM, comm_);
+  }
+  // The concatenation of every rank's `part` (rank order), `total` values in all.
+  std::vector<double> all_gather(const std::vector<double>& part, index_t total) const {
+    if (comm_ == MPI_COMM_NULL) return part;
+    std::vector<int> counts(size_), displs(size_);
+    for (int p = 0; p < size_; ++p) {
+      counts[p] = static_cast<int>(block_range(total, size_, p).size());
+      displs[p] = static_cast<int>(block_range(total, size_, p).begin);
+    }
+    std::vector<double> all(static_cast<std::size_t>(total));
+    MPI_Allgatherv(part.data(), counts[rank_], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_);
+    return all;
+  }
+
+  std::vector<std::uint8_t> mask(const Reader::Dataset& d, Range rows) const {
+    const auto n = static_cast<hsize_t>(rows.size());
+    std::vector<std::uint8_t> m = r_.read_ints<std::uint8_t>(d, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    for (std::size_t k = 0; k < m.size(); ++k)
+      if (m[k] > 1)
+        r_.fail(d.name, "value " + std::to_string(m[k]) + " at node " + std::to_string(rows.begin + static_cast<index_t>(k)) +
+                            ", expected 0 or 1");
+    return m;
+  }
+
+ private:
+  const Reader& r_;
+  const h5::Header& h_;
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+// Appends the rows of `part` below those of `block`.
+void append_rows(HostCsr& block, const HostCsr& part) {
+  const index_t base = block.nnz();
+  for (index_t i = 1; i <= part.rows; ++i) block.indptr.push_back(base + part.indptr[i]);
+  block.indices.insert(block.indices.end(), part.indices.begin(), part.indices.end());
+  block.values.insert(block.values.end(), part.values.begin(), part.values.end());
+  block.rows += part.rows;
+}
+
+}  // namespace
+
+namespace {
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden);
+}
+
+GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden) {
+  h5::silence_errors();
+  int mpi_on = 0;
+  MPI_Initialized(&mpi_on);
+  const MPI_Comm comm = (mpi_on && grid.size() > 1) ? MPI_COMM_WORLD : MPI_COMM_NULL;
+  Reader r(path);
+  try {
+    r.open(comm);
+    return load(r, comm, grid, layers, hidden);
+  } catch (const InputError& e) {
+    // Under MPI-IO, closing the file is collective: unwinding from here would wait for ranks
+    // that are blocked in another collective, so end the job now.
+    if (comm != MPI_COMM_NULL) abort_job(e.message(), 2);
+    throw;
+  }
+}
+
+namespace {
+
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden) {
+  const h5::Header h = h5::read_header(r);
+  if (h.num_nodes > std::numeric_limits<col_t>::max())
+    r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
+  const ShardReader in(r, h, comm);
+
+  GcnShards s;
+  s.num_nodes = h.num_nodes;
+  s.num_edges = h.nnz;
+  s.dims = {h.num_features};
+  for (int l = 0; l + 1 < layers; ++l) s.dims.push_back(hidden);
+  s.dims.push_back(h.num_classes);
+  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims);
+
+  // 1. Degrees of this rank's 1/P of the rows, then everyone's; split sizes.
+  const Range own = block_range(h.num_nodes, in.size(), in.rank());
+  std::vector<double> inv_sqrt_deg;
+  {
+    const std::vector<index_t> ip = in.indptr(own);
+    std::vector<double> part;
+    part.reserve(static_cast<std::size_t>(own.size()));
+    in.stream_rows(own, ip, [&](const MergedRows& m) {
+      try {
+        const std::vector<double> d = inv_sqrt_degrees(m);
+        part.insert(part.end(), d.begin(), d.end());
+      } catch (const std::invalid_argument& e) {
+        r.fail(h5::kValues, e.what());
+      }
+    });
+    inv_sqrt_deg = in.all_gather(part, h.num_nodes);
+  }
+  s.split_sizes = {0, 0, 0};
+  {
+    const Reader::Dataset* masks[3] = {&h.train, &h.val, &h.test};
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<std::uint8_t> m = in.mask(*masks[k], own);
+      s.split_sizes[k] = static_cast<index_t>(std::count(m.begin(), m.end(), 1));
+    }
+    in.sum_over_ranks(s.split_sizes);
+  }
+
+  // 2. The Â blocks: stream each block's rows and keep the columns of the block. (Ranks read
+  // in the same sequence even where blocks coincide; coincidence depends on coordinates.)
+  s.adj.resize(sr.adj.size());
+  s.adj_of_rotation = sr.adj_of_rotation;
+  for (int rot = 0; rot < std::min(layers, 3); ++rot) {
+    const auto [rows, cols] = sr.adj[sr.adj_of_rotation[rot]];
+    HostCsr block;
+    block.cols = cols.size();
+    const std::vector<index_t> ip = in.indptr(rows);
+    in.stream_rows(rows, ip, [&](const MergedRows& m) {
+      append_rows(block, normalized_block(m, inv_sqrt_deg, cols.begin, cols.end));
+    });
+    HostCsr& slot = s.adj[sr.adj_of_rotation[rot]];
+    if (slot.rows == 0 && slot.nnz() == 0) slot = std::move(block);
+  }
+  inv_sqrt_deg = {};
+  for (const HostCsr& a : s.adj) s.adj_t.push_back(csr_transpose(a));
+
+  // 3. Features, labels, masks.
+  s.feat_rows = sr.feat_rows;
+  s.feat_cols = sr.feat_cols;
+  s.features = r.read_floats(
+      h.features, static_cast<std::size_t>(s.feat_rows.size() * s.feat_cols.size()),
+      Slab{{static_cast<hsize_t>(s.feat_rows.begin), static_cast<hsize_t>(s.feat_cols.begin)},
+           {static_cast<hsize_t>(s.feat_rows.size()), static_cast<hsize_t>(s.feat_cols.size())}});
+  for (std::size_t k = 0; k < s.features.size(); ++k)
+    if (!std::isfinite(s.features[k])) {
+      const auto w = static_cast<std::size_t>(s.feat_cols.size());
+      r.fail(h5::kFeatures, std::string(std::isnan(s.features[k]) ? "NaN" : "Inf") + " at [" +
+                                std::to_string(s.feat_rows.begin + static_cast<index_t>(k / w)) + ", " +
+                                std::to_string(s.feat_cols.begin + static_cast<index_t>(k % w)) + "]");
+    }
+  s.label_rows = sr.label_rows;
+  const auto n = static_cast<hsize_t>(s.label_rows.size());
+  s.labels = r.read_ints<std::int32_t>(h.labels, n, Slab{{static_cast<hsize_t>(s.label_rows.begin)}, {n}});
+  for (std::size_t k = 0; k < s.labels.size(); ++k)
+    if (s.labels[k] < -1 || s.labels[k] >= h.num_classes)
+      r.fail(h5::kLabels, "label " + std::to_string(s.labels[k]) + " at node " +
+                              std::to_string(s.label_rows.begin + static_cast<index_t>(k)) +
+                              " out of range [-1, num_classes = " + std::to_string(h.num_classes) + ")");
+  s.train = in.mask(h.train, s.label_rows);
+  s.val = in.mask(h.val, s.label_rows);
+  s.test = in.mask(h.test, s.label_rows);
+  return s;
+}
+
+}  // namespace
+}  // namespace plexus
