@@ -18,6 +18,7 @@ void expect_clean(F&& f) {
   try {
     f();
   } catch (const plexus::InputError& e) {
+    if (std::getenv("PLEXUS_FUZZ_VERBOSE") != nullptr) std::fprintf(stderr, "InputError: %s\n", e.message().c_str());
     if (e.message().find('\n') != std::string::npos) {
       std::fprintf(stderr, "multi-line error message: %s\n", e.message().c_str());
       std::abort();

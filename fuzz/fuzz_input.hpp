@@ -1,6 +1,9 @@
 #pragma once
-// The fuzz input as a file: readers take paths, so each input is written to a memfd and read
-// back through /proc/self/fd/N (no disk traffic, nothing left behind).
+// The fuzz input as a file: readers take paths. By default the bytes go to a memfd read back
+// through /proc/self/fd/N (no disk traffic, nothing left behind); libhdf5 cannot open such a
+// path (it fails H5Fopen), so the HDF5 target uses a regular temporary file instead
+// (MemFile(data, size, /*regular=*/true): one per process under $TMPDIR, rewritten each run).
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,8 +15,14 @@ namespace plexus::fuzz {
 
 class MemFile {
  public:
-  MemFile(const std::uint8_t* data, std::size_t size) {
-    fd_ = memfd_create("plexus-fuzz", 0);
+  MemFile(const std::uint8_t* data, std::size_t size, bool regular = false) {
+    if (regular) {
+      const char* tmp = std::getenv("TMPDIR");
+      path_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/plexus-fuzz-" + std::to_string(::getpid()) + ".h5";
+      fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    } else {
+      fd_ = memfd_create("plexus-fuzz", 0);
+    }
     if (fd_ < 0) std::abort();
     std::size_t done = 0;
     while (done < size) {
@@ -21,13 +30,18 @@ class MemFile {
       if (n <= 0) std::abort();
       done += static_cast<std::size_t>(n);
     }
-    path_ = "/proc/self/fd/" + std::to_string(fd_);
+    if (!regular) path_ = "/proc/self/fd/" + std::to_string(fd_);
+    regular_ = regular;
   }
-  ~MemFile() { ::close(fd_); }
+  ~MemFile() {
+    ::close(fd_);
+    if (regular_) ::unlink(path_.c_str());
+  }
   const std::string& path() const { return path_; }
 
  private:
   int fd_ = -1;
+  bool regular_ = false;
   std::string path_;
 };
 
