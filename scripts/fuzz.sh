@@ -30,7 +30,7 @@ classify() {
   # A timeout artifact gets libFuzzer's stack of the hung thread after 20 s.
   frame=$(OMP_NUM_THREADS=1 timeout 60 "$bin" -detect_leaks=0 -malloc_limit_mb=2048 -timeout=20 "$artifact" 2>&1 |
           grep -E '^ +#[0-9]+ ' |
-          grep -vE '__interceptor_|__asan_|__sanitizer|libclang_rt|libc\.so|libpthread|sysdeps/|fuzzer::|in (malloc|calloc|realloc|free|operator new)' |
+          grep -vE '__interceptor_|__asan_|__sanitizer|libclang_rt|libc\.so|libpthread|sysdeps/|fuzzer::| in main |__libc_start|in (malloc|calloc|realloc|free|operator new)' |
           head -1)
   if [[ $frame == *libhdf5* ]]; then echo libhdf5; else echo ours; fi
 }
