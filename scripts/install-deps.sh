@@ -6,8 +6,9 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config
       openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
       libmetis-dev libopenblas-openmp-dev libgtest-dev
-      libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev
-      python3-numpy python3-h5py)
+      libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev zlib1g-dev
+      python3-numpy python3-h5py
+      clang libclang-rt-14-dev)  # scripts/fuzz.sh (libFuzzer)
 if [[ "${1:-}" == "--with-peer" ]]; then
   pkgs+=(python3-torch python3-scipy)
 fi

@@ -1,4 +1,4 @@
-// `plexus generate rmat`: synthetic graphs for benchmarks.
+// `plexus generate rmat|sbm`: synthetic graphs for benchmarks (R-MAT) and accuracy tests (SBM).
 #include <fmt/format.h>
 
 #include <memory>
@@ -26,6 +26,30 @@ void add_generate_command(CLI::App& app) {
     write_graph_h5(g, *out);
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *out, g.num_nodes, g.num_edges(), g.num_features,
                g.num_classes);
+  });
+
+  auto sbm = std::make_shared<SbmOptions>();
+  auto sbm_out = std::make_shared<std::string>();
+  CLI::App* sc = gen->add_subcommand(
+      "sbm", "Stochastic block model: planted classes, homophilous edges, features = class centroid + noise");
+  sc->add_option("--nodes", sbm->nodes, "Number of nodes")->capture_default_str();
+  sc->add_option("--classes", sbm->classes, "Number of planted classes")->capture_default_str();
+  sc->add_option("--avg-degree", sbm->avg_degree, "Mean degree (after symmetrizing)")->capture_default_str();
+  sc->add_option("--homophily", sbm->homophily, "Probability that an edge stays within its class")->capture_default_str();
+  sc->add_option("--features", sbm->features, "Feature width")->capture_default_str();
+  sc->add_option("--feature-signal", sbm->feature_signal,
+                 "Centroid scale relative to unit noise (0 = features carry no class signal)")
+      ->capture_default_str();
+  sc->add_option("--train-fraction", sbm->train_fraction, "Fraction of nodes in the train mask")->capture_default_str();
+  sc->add_option("--val-fraction", sbm->val_fraction, "Fraction of nodes in the val mask (the rest: test)")
+      ->capture_default_str();
+  sc->add_option("--seed", sbm->seed, "Random seed")->capture_default_str();
+  sc->add_option("--out,-o", *sbm_out, "Output file (format v1 HDF5)")->required();
+  sc->callback([sbm, sbm_out] {
+    const GraphData g = generate_sbm(*sbm);
+    write_graph_h5(g, *sbm_out);
+    fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *sbm_out, g.num_nodes, g.num_edges(),
+               g.num_features, g.num_classes);
   });
 }
 

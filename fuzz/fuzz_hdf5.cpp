@@ -1,0 +1,30 @@
+// libFuzzer target for read_graph_h5 (format v1 HDF5). InputError is the expected outcome of
+// bad input; any other exception, a crash or a sanitizer report in our code is a bug. (A crash
+// inside libhdf5 itself on a malicious file is libhdf5's; scripts/fuzz.sh runs this target
+// with -detect_leaks=0 because libhdf5 keeps global state that LeakSanitizer reports.)
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+
+#include "fuzz/fuzz_input.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const plexus::fuzz::MemFile file(data, size, /*regular=*/true);
+  try {
+    plexus::read_graph_h5(file.path());
+  } catch (const plexus::InputError& e) {
+    if (std::getenv("PLEXUS_FUZZ_VERBOSE") != nullptr) std::fprintf(stderr, "InputError: %s\n", e.message().c_str());
+    if (e.message().find('\n') != std::string::npos) {
+      std::fprintf(stderr, "multi-line error message: %s\n", e.message().c_str());
+      std::abort();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
+    std::abort();
+  }
+  return 0;
+}

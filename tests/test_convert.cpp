@@ -1,0 +1,338 @@
+// Converters: edge lists, MatrixMarket, OGB raw layout (fixtures in tests/fixtures/), and their
+// error reporting on bad input ("<file>:<line>: <what>").
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+
+using plexus::EdgeListOptions;
+using plexus::GraphData;
+using plexus::index_t;
+using plexus::InputError;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(PLEXUS_TEST_DIR) + "/fixtures/" + name; }
+
+// A scratch directory removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("plexus_convert_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const fs::path p = path / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Runs f, expects an InputError whose where() is `where` and whose message contains `what`.
+void expect_error(const std::function<void()>& f, const std::string& where, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << "no InputError; wanted " << where << ": " << what;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), where) << e.message();
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.message();
+    EXPECT_EQ(e.message().find('\n'), std::string::npos) << "multi-line message: " << e.message();
+  }
+}
+
+std::vector<index_t> row(const GraphData& g, index_t i) {
+  return {g.indices.begin() + g.indptr[i], g.indices.begin() + g.indptr[i + 1]};
+}
+std::vector<float> row_values(const GraphData& g, index_t i) {
+  return {g.values.begin() + g.indptr[i], g.values.begin() + g.indptr[i + 1]};
+}
+
+void expect_unlabelled(const GraphData& g) {
+  EXPECT_EQ(g.num_classes, 1);
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    EXPECT_EQ(g.labels[i], -1);
+    EXPECT_EQ(g.train_mask[i] + g.val_mask[i] + g.test_mask[i], 0);
+  }
+}
+
+}  // namespace
+
+// ---- edge lists ------------------------------------------------------------------------------
+
+TEST(EdgeList, SnapCommentsRelabelSymmetrize) {
+  const GraphData g = plexus::read_edge_list(fixture("edges_snap.txt"));
+  // ids 10, 20, 30, 40, 50 -> 0..4; the self-loop 40-40 and the duplicate 20-10 are dropped.
+  ASSERT_EQ(g.num_nodes, 5);
+  EXPECT_FALSE(g.directed);
+  EXPECT_EQ(g.indptr, (std::vector<index_t>{0, 3, 5, 8, 9, 10}));
+  EXPECT_EQ(row(g, 0), (std::vector<index_t>{1, 2, 3}));
+  EXPECT_EQ(row(g, 1), (std::vector<index_t>{0, 2}));
+  EXPECT_EQ(row(g, 2), (std::vector<index_t>{0, 1, 4}));
+  EXPECT_EQ(row(g, 3), (std::vector<index_t>{0}));
+  EXPECT_EQ(row(g, 4), (std::vector<index_t>{2}));
+  EXPECT_TRUE(g.values.empty());
+  // Default features: one column, log(1 + degree).
+  ASSERT_EQ(g.num_features, 1);
+  EXPECT_FLOAT_EQ(g.features[0], std::log1p(3.0f));
+  EXPECT_FLOAT_EQ(g.features[4], std::log1p(1.0f));
+  expect_unlabelled(g);
+}
+
+TEST(EdgeList, GzipIsDetectedByMagicNotName) {
+  const GraphData plain = plexus::read_edge_list(fixture("edges_snap.txt"));
+  for (const char* name : {"edges_snap.txt.gz", "edges_gzip_named.txt"}) {
+    const GraphData g = plexus::read_edge_list(fixture(name));
+    EXPECT_EQ(g.indptr, plain.indptr) << name;
+    EXPECT_EQ(g.indices, plain.indices) << name;
+  }
+}
+
+TEST(EdgeList, Directed) {
+  EdgeListOptions o;
+  o.symmetrize = false;
+  const GraphData g = plexus::read_edge_list(fixture("edges_snap.txt"), o);
+  EXPECT_TRUE(g.directed);
+  EXPECT_EQ(row(g, 0), (std::vector<index_t>{1, 3}));
+  EXPECT_EQ(row(g, 1), (std::vector<index_t>{0, 2}));
+  EXPECT_EQ(row(g, 2), (std::vector<index_t>{0}));
+  EXPECT_EQ(row(g, 3), (std::vector<index_t>{}));
+  EXPECT_EQ(row(g, 4), (std::vector<index_t>{2}));
+}
+
+TEST(EdgeList, WeightsCommaSeparatedFirstDuplicateWins) {
+  const GraphData g = plexus::read_edge_list(fixture("edges_weighted.csv"));
+  ASSERT_EQ(g.num_nodes, 3);
+  EXPECT_EQ(row(g, 0), (std::vector<index_t>{1, 2}));
+  EXPECT_EQ(row_values(g, 0), (std::vector<float>{0.5f, 1.5f}));
+  EXPECT_EQ(row_values(g, 1), (std::vector<float>{0.5f, 2.0f}));
+  EXPECT_EQ(row_values(g, 2), (std::vector<float>{1.5f, 2.0f}));
+}
+
+TEST(EdgeList, DenseIdsKeepIsolatedNodes) {
+  EdgeListOptions o;
+  o.num_nodes = 5;
+  o.base = 1;
+  const GraphData g = plexus::read_edge_list(fixture("edges_onebased.txt"), o);
+  ASSERT_EQ(g.num_nodes, 5);
+  EXPECT_EQ(g.indptr, (std::vector<index_t>{0, 1, 3, 4, 4, 4}));
+}
+
+TEST(EdgeList, RandomFeaturesAreDeterministic) {
+  EdgeListOptions o;
+  o.features = plexus::SyntheticFeatures::kRandom;
+  o.feature_width = 6;
+  o.seed = 3;
+  const GraphData a = plexus::read_edge_list(fixture("edges_snap.txt"), o);
+  const GraphData b = plexus::read_edge_list(fixture("edges_snap.txt.gz"), o);
+  ASSERT_EQ(a.num_features, 6);
+  EXPECT_EQ(a.features, b.features);
+  for (const float x : a.features) {
+    EXPECT_GE(x, 0.0f);
+    EXPECT_LT(x, 1.0f);
+  }
+}
+
+TEST(EdgeList, BadInput) {
+  TempDir t;
+  const std::string bad = fixture("bad_token.txt");
+  expect_error([&] { plexus::read_edge_list(bad); }, bad + ":3", "expected an integer node id, got 'x2'");
+  const std::string neg = t.write("neg.txt", "0 1\n# c\n-4 2\n");
+  expect_error([&] { plexus::read_edge_list(neg); }, neg + ":3", "negative node id -4");
+  const std::string few = t.write("few.txt", "0 1\n1\n");
+  expect_error([&] { plexus::read_edge_list(few); }, few + ":2", "expected 2 or 3 columns");
+  const std::string many = t.write("many.txt", "0 1 1 1\n");
+  expect_error([&] { plexus::read_edge_list(many); }, many + ":1", "expected 2 or 3 columns");
+  const std::string mixed = t.write("mixed.txt", "0 1 0.5\n1 2\n");
+  expect_error([&] { plexus::read_edge_list(mixed); }, mixed + ":2", "expected 3 columns like the first edge line");
+  const std::string nanw = t.write("nanw.txt", "0 1 nan\n");
+  expect_error([&] { plexus::read_edge_list(nanw); }, nanw + ":1", "non-finite edge weight");
+  const std::string big = t.write("big.txt", "0 1\n1 99999999999999999999999\n");
+  expect_error([&] { plexus::read_edge_list(big); }, big + ":2", "node id out of range");
+  EdgeListOptions o;
+  o.num_nodes = 3;
+  const std::string range = t.write("range.txt", "0 1\r\n1 2\r\n2 3\r\n");
+  expect_error([&] { plexus::read_edge_list(range, o); }, range + ":3", "node id 3 out of range: --num-nodes 3");
+  const std::string empty = t.write("empty.txt", "# nothing\n\n");
+  expect_error([&] { plexus::read_edge_list(empty); }, empty, "no edges");
+  expect_error([&] { plexus::read_edge_list(t.path.string() + "/nope.txt"); }, t.path.string() + "/nope.txt",
+               "no such file");
+  o.base = 1;
+  const std::string zero = t.write("zero.txt", "1 2\n0 2\n");
+  expect_error([&] { plexus::read_edge_list(zero, o); }, zero + ":2", "below the first id 1");
+}
+
+TEST(EdgeList, TruncatedAndCorruptGzip) {
+  TempDir t;
+  const std::string gz = slurp(fixture("edges_snap.txt.gz"));
+  ASSERT_GT(gz.size(), 40u);
+  const std::string cut = t.write("cut.txt.gz", gz.substr(0, gz.size() - 12));  // no trailer
+  try {
+    plexus::read_edge_list(cut);
+    ADD_FAILURE() << "truncated gzip accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().rfind(cut + ":", 0), 0u) << e.message();
+    EXPECT_NE(std::string(e.what()).find("truncated gzip"), std::string::npos) << e.message();
+  }
+  std::string flipped = gz;
+  flipped[gz.size() - 6] ^= 0x55;  // CRC/length trailer mismatch
+  const std::string bad = t.write("crc.txt.gz", flipped);
+  try {
+    plexus::read_edge_list(bad);
+    ADD_FAILURE() << "corrupt gzip accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().rfind(bad + ":", 0), 0u) << e.message();
+    EXPECT_NE(std::string(e.what()).find("gzip"), std::string::npos) << e.message();
+  }
+}
+
+// ---- MatrixMarket ----------------------------------------------------------------------------
+
+TEST(MatrixMarket, SymmetricRealExpands) {
+  const GraphData g = plexus::read_matrix_market(fixture("graph_symmetric.mtx"));
+  ASSERT_EQ(g.num_nodes, 4);
+  EXPECT_FALSE(g.directed);
+  EXPECT_EQ(row(g, 0), (std::vector<index_t>{1, 3}));
+  EXPECT_EQ(row_values(g, 0), (std::vector<float>{1.5f, -0.5f}));
+  EXPECT_EQ(row(g, 1), (std::vector<index_t>{0, 2}));
+  EXPECT_EQ(row_values(g, 1), (std::vector<float>{1.5f, 2.0f}));
+  EXPECT_EQ(row(g, 2), (std::vector<index_t>{1}));  // the diagonal entry (self-loop) is dropped
+  EXPECT_EQ(row(g, 3), (std::vector<index_t>{0}));
+  expect_unlabelled(g);
+}
+
+TEST(MatrixMarket, GeneralPatternDirectedOrSymmetrized) {
+  EdgeListOptions o;
+  o.symmetrize = false;
+  const GraphData d = plexus::read_matrix_market(fixture("graph_general_pattern.mtx"), o);
+  EXPECT_TRUE(d.directed);
+  EXPECT_EQ(d.indptr, (std::vector<index_t>{0, 1, 2, 3}));
+  EXPECT_EQ(d.indices, (std::vector<index_t>{1, 2, 0}));
+  EXPECT_TRUE(d.values.empty());
+  const GraphData s = plexus::read_matrix_market(fixture("graph_general_pattern.mtx"));
+  EXPECT_FALSE(s.directed);
+  EXPECT_EQ(s.num_edges(), 6);
+}
+
+TEST(MatrixMarket, BadInput) {
+  TempDir t;
+  const std::string hdr = fixture("bad_header.mtx");
+  expect_error([&] { plexus::read_matrix_market(hdr); }, hdr + ":1", "unsupported format 'array'");
+  const std::string cnt = fixture("bad_count.mtx");
+  expect_error([&] { plexus::read_matrix_market(cnt); }, cnt + ":5", "expected 4 entries, found 3");
+  const std::string nohdr = t.write("nohdr.mtx", "3 3 1\n1 2\n");
+  expect_error([&] { plexus::read_matrix_market(nohdr); }, nohdr + ":1", "expected the header");
+  const std::string extra = t.write("extra.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n");
+  expect_error([&] { plexus::read_matrix_market(extra); }, extra + ":4", "more entries than the 1 announced");
+  const std::string rect = t.write("rect.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 2\n");
+  expect_error([&] { plexus::read_matrix_market(rect); }, rect + ":2", "expected a square adjacency matrix");
+  const std::string oob = t.write("oob.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 1\n0 3 1\n");
+  expect_error([&] { plexus::read_matrix_market(oob); }, oob + ":4", "row index 0 out of range [1, 3]");
+  const std::string cols = t.write("cols.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2\n");
+  expect_error([&] { plexus::read_matrix_market(cols); }, cols + ":3", "expected 3 columns");
+  const std::string cplx = t.write("cplx.mtx", "%%MatrixMarket matrix coordinate complex general\n");
+  expect_error([&] { plexus::read_matrix_market(cplx); }, cplx + ":1", "unsupported field 'complex'");
+  const std::string nosize = t.write("nosize.mtx", "%%MatrixMarket matrix coordinate real general\n% only comments\n");
+  expect_error([&] { plexus::read_matrix_market(nosize); }, nosize, "missing the size line");
+}
+
+// ---- OGB -------------------------------------------------------------------------------------
+
+namespace {
+// A copy of tests/fixtures/ogb_tiny in a scratch directory, with `file` (relative) replaced.
+std::string ogb_copy(const TempDir& t, const std::string& file, const std::string& content) {
+  const fs::path dst = t.path / "ogb";
+  fs::copy(fixture("ogb_tiny"), dst, fs::copy_options::recursive);
+  if (!file.empty()) {
+    fs::remove(dst / file);
+    t.write("ogb/" + file, content);  // plain text is accepted under a .gz name too
+  }
+  return dst.string();
+}
+}  // namespace
+
+TEST(Ogb, TinyDataset) {
+  const GraphData g = plexus::read_ogb(fixture("ogb_tiny"));
+  ASSERT_EQ(g.num_nodes, 5);
+  EXPECT_FALSE(g.directed);
+  EXPECT_EQ(row(g, 0), (std::vector<index_t>{1, 3, 4}));
+  EXPECT_EQ(row(g, 4), (std::vector<index_t>{0}));
+  ASSERT_EQ(g.num_features, 3);
+  EXPECT_FLOAT_EQ(g.features[3], -1.0f);
+  EXPECT_FLOAT_EQ(g.features[5], 0.2f);
+  EXPECT_EQ(g.labels, (std::vector<std::int32_t>{0, 2, 1, -1, 2}));
+  EXPECT_EQ(g.num_classes, 3);
+  EXPECT_EQ(g.train_mask, (std::vector<std::uint8_t>{1, 1, 0, 0, 0}));
+  EXPECT_EQ(g.val_mask, (std::vector<std::uint8_t>{0, 0, 1, 0, 0}));
+  EXPECT_EQ(g.test_mask, (std::vector<std::uint8_t>{0, 0, 0, 0, 1}));
+
+  plexus::OgbOptions o;
+  o.symmetrize = false;
+  o.split = "time";
+  const GraphData d = plexus::read_ogb(fixture("ogb_tiny"), o);
+  EXPECT_TRUE(d.directed);
+  EXPECT_EQ(d.num_edges(), 5);
+}
+
+TEST(Ogb, BadInput) {
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "raw/node-feat.csv.gz", "1,2,3\n4,5\n1,1,1\n1,1,1\n1,1,1\n");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/raw/node-feat.csv.gz:2", "expected 3 feature columns");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "raw/node-label.csv.gz", "0\n1\n2\n");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/raw/node-label.csv.gz", "has 3 rows, expected 5");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "raw/node-label.csv.gz", "0\n1\n2\n1\n1\n0\n");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/raw/node-label.csv.gz:6", "more than 5 rows");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "split/time/valid.csv.gz", "2\n5\n");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/split/time/valid.csv.gz:2", "node id 5 out of range [0, 5)");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "raw/edge.csv.gz", "0,1\n1,7\n");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/raw/edge.csv.gz:2", "node id 7 out of range");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "raw/node-feat.csv.gz", "1,2,3\n4,5,inf\n1,1,1\n1,1,1\n1,1,1\n");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/raw/node-feat.csv.gz:2", "non-finite feature");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "", "");
+    fs::remove(fs::path(dir) / "raw/edge.csv.gz");
+    expect_error([&] { plexus::read_ogb(dir); }, dir + "/raw/edge.csv.gz", "no such file");
+  }
+  {
+    TempDir t;
+    const std::string dir = ogb_copy(t, "split/other/train.csv.gz", "0\n");
+    expect_error([&] { plexus::read_ogb(dir); }, "--split", "several splits");
+  }
+}

@@ -1,0 +1,136 @@
+// Stochastic block model generator (generate_sbm): invariants, determinism, and the accuracy a
+// 2-layer GCN reaches on it (the point of the generator: accuracy tests that mean something).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdint>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/train.hpp"
+
+using plexus::GraphData;
+using plexus::index_t;
+using plexus::SbmOptions;
+
+namespace {
+
+SbmOptions small(std::uint64_t seed = 5) {
+  SbmOptions o;
+  o.nodes = 3000;
+  o.classes = 5;
+  o.avg_degree = 10;
+  o.homophily = 0.7;
+  o.features = 16;
+  o.feature_signal = 0.2;
+  o.seed = seed;
+  return o;
+}
+
+struct ThreadCount {
+  int saved = omp_get_max_threads();
+  ~ThreadCount() { omp_set_num_threads(saved); }
+};
+
+double train_test_accuracy(const GraphData& g) {
+  auto be = plexus::make_cpu_backend();
+  auto grid = plexus::ProcessGrid::single();
+  plexus::TrainConfig cfg;
+  cfg.epochs = 100;
+  cfg.seed = 1;
+  return plexus::train_gcn(g, cfg, *be, *grid).test_acc;
+}
+
+}  // namespace
+
+TEST(Sbm, Invariants) {
+  const SbmOptions o = small();
+  const GraphData g = plexus::generate_sbm(o);
+  ASSERT_EQ(g.num_nodes, o.nodes);
+  EXPECT_EQ(g.num_features, o.features);
+  EXPECT_EQ(g.num_classes, o.classes);
+  EXPECT_FALSE(g.directed);
+  index_t same = 0;
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    for (index_t e = g.indptr[i]; e < g.indptr[i + 1]; ++e) {
+      const index_t j = g.indices[e];
+      EXPECT_NE(j, i) << "self-loop";
+      if (e > g.indptr[i]) {
+        EXPECT_LT(g.indices[e - 1], j) << "row " << i << " not sorted/deduplicated";
+      }
+      const auto b = g.indices.begin() + g.indptr[j], end = g.indices.begin() + g.indptr[j + 1];
+      EXPECT_TRUE(std::binary_search(b, end, i)) << "missing reverse of " << i << "->" << j;
+      same += g.labels[i] == g.labels[j];
+    }
+  }
+  const double mean_degree = static_cast<double>(g.num_edges()) / static_cast<double>(g.num_nodes);
+  EXPECT_GT(mean_degree, 0.9 * o.avg_degree);
+  EXPECT_LT(mean_degree, 1.05 * o.avg_degree);
+  const double h = static_cast<double>(same) / static_cast<double>(g.num_edges());
+  EXPECT_NEAR(h, o.homophily, 0.03);
+  // Splits partition the nodes, ~60/20/20; every class occurs.
+  index_t tr = 0, va = 0, te = 0;
+  std::vector<index_t> per_class(static_cast<std::size_t>(o.classes), 0);
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    EXPECT_EQ(g.train_mask[i] + g.val_mask[i] + g.test_mask[i], 1);
+    tr += g.train_mask[i];
+    va += g.val_mask[i];
+    te += g.test_mask[i];
+    ++per_class[static_cast<std::size_t>(g.labels[i])];
+  }
+  EXPECT_NEAR(static_cast<double>(tr) / g.num_nodes, 0.6, 0.04);
+  EXPECT_NEAR(static_cast<double>(va) / g.num_nodes, 0.2, 0.04);
+  for (const index_t c : per_class) EXPECT_GT(c, g.num_nodes / o.classes / 2);
+}
+
+TEST(Sbm, DeterministicAcrossThreadCounts) {
+  ThreadCount restore;
+  omp_set_num_threads(1);
+  const GraphData a = plexus::generate_sbm(small(9));
+  omp_set_num_threads(3);
+  const GraphData b = plexus::generate_sbm(small(9));
+  EXPECT_EQ(a.indptr, b.indptr);
+  EXPECT_EQ(a.indices, b.indices);
+  EXPECT_EQ(a.features, b.features);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.train_mask, b.train_mask);
+  EXPECT_EQ(a.test_mask, b.test_mask);
+  const GraphData c = plexus::generate_sbm(small(10));
+  EXPECT_NE(a.indices, c.indices);
+}
+
+TEST(Sbm, BadOptions) {
+  SbmOptions o = small();
+  o.homophily = 1.5;
+  EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
+  o = small();
+  o.nodes = 0;
+  EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
+  o = small();
+  o.train_fraction = 0.9;
+  o.val_fraction = 0.2;
+  EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
+}
+
+// A 2-layer GCN (hidden 16, 100 epochs, Adam lr 0.01, dropout 0.5) on 3000 nodes, 5 classes,
+// mean degree 10, 16 features with signal 0.2. Measured test accuracy with homophily 0.7:
+// 0.880 (graph seed 5, training seed 1; the CLI with training seed 42: 0.893, and 0.892 on
+// graph seed 6); the threshold 0.84 leaves 4 points of margin. With homophily
+// 0.2 (= 1/classes: edges carry no class information) the same model reaches only 0.33-0.45,
+// so the accuracy above comes from aggregating neighbours, not from the features alone.
+TEST(Sbm, GcnLearnsToKnownAccuracy) {
+  const double acc = train_test_accuracy(plexus::generate_sbm(small()));
+  RecordProperty("test_acc", std::to_string(acc));
+  std::printf("SBM GCN test accuracy (homophily 0.7): %.4f\n", acc);
+  EXPECT_GE(acc, 0.84);
+  SbmOptions random_edges = small();
+  random_edges.homophily = 0.2;
+  const double base = train_test_accuracy(plexus::generate_sbm(random_edges));
+  std::printf("SBM GCN test accuracy (homophily 0.2): %.4f\n", base);
+  EXPECT_LT(base, 0.6);
+}
