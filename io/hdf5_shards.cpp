@@ -176,9 +176,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   GcnShards s;
   s.num_nodes = h.num_nodes;
   s.num_edges = h.nnz;
-  s.dims = {h.num_features};
-  for (int l = 0; l + 1 < layers; ++l) s.dims.push_back(hidden);
-  s.dims.push_back(h.num_classes);
+  s.dims = gcn_dims(h.num_features, layers, hidden, h.num_classes);
   const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims);
 
   // 1. Degrees of this rank's 1/P of the rows, then everyone's; split sizes.

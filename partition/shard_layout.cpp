@@ -24,20 +24,34 @@ std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale) {
   return counts;
 }
 
-LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim,
-                             index_t out_dim) {
+LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coords, int layer, index_t num_nodes,
+                                index_t in_dim, index_t out_dim) {
   LayerGeometry g;
   g.layer = layer;
   g.roles = roles_for_layer(layer);
   g.in_dim = in_dim;
   g.out_dim = out_dim;
   const auto [o, i, d] = g.roles;
-  g.in_rows = block_range(num_nodes, grid.dim(o), grid.coord(o));
-  g.in_cols = block_range(in_dim, grid.dim(i), grid.coord(i));
-  g.out_rows = block_range(num_nodes, grid.dim(d), grid.coord(d));
-  g.out_cols = block_range(out_dim, grid.dim(o), grid.coord(o));
-  g.w_rows = sub_range(g.in_cols, grid.dim(d), grid.coord(d));
+  const auto at = [&](Axis a) { return coords[static_cast<int>(a)]; };
+  g.in_rows = block_range(num_nodes, shape.dim(o), at(o));
+  g.in_cols = block_range(in_dim, shape.dim(i), at(i));
+  g.out_rows = block_range(num_nodes, shape.dim(d), at(d));
+  g.out_cols = block_range(out_dim, shape.dim(o), at(o));
+  g.w_rows = sub_range(g.in_cols, shape.dim(d), at(d));
   return g;
+}
+
+LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim,
+                             index_t out_dim) {
+  return layer_geometry_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, layer,
+                           num_nodes, in_dim, out_dim);
+}
+
+std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes) {
+  std::vector<index_t> dims{num_features};
+  for (int l = 0; l + 1 < layers; ++l) dims.push_back(hidden);
+  dims.push_back(num_classes);
+  return dims;
 }
 
 HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {

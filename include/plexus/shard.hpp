@@ -33,6 +33,11 @@ struct LayerGeometry {
   Range w_rows;              // this rank's rows of W_l: the i-block of D_l, further split over d
 };
 LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim, index_t out_dim);
+// The same for the rank at `coords` (x, y, z) of a grid of `shape` (no communicators needed).
+LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coords, int layer, index_t num_nodes,
+                                index_t in_dim, index_t out_dim);
+// Feature widths D_0..D_L of an L-layer GCN: features, hidden × (L-1), classes.
+std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes);
 
 // Everything one rank holds of the dataset. Â blocks exist per role rotation (l % 3).
 struct GcnShards {

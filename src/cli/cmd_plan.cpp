@@ -78,9 +78,7 @@ void run_plan(const PlanOptions& o) {
   ProblemSize p;
   p.num_nodes = info.num_nodes;
   p.nnz = info.nnz;
-  p.dims = {info.num_features};
-  for (int l = 0; l + 1 < layers; ++l) p.dims.push_back(hidden);
-  p.dims.push_back(info.num_classes);
+  p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
   p.dropout = dropout > 0;
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m);

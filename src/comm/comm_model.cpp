@@ -25,23 +25,6 @@ constexpr double kF = sizeof(float), kD = sizeof(double);
 
 int coord_of(const std::array<int, 3>& c, Axis a) { return c[static_cast<int>(a)]; }
 
-// layer_geometry on explicit coordinates (no ProcessGrid needed).
-LayerGeometry geometry_at(GridShape g, const std::array<int, 3>& c, int layer, index_t n, index_t in_dim,
-                          index_t out_dim) {
-  LayerGeometry geo;
-  geo.layer = layer;
-  geo.roles = roles_for_layer(layer);
-  geo.in_dim = in_dim;
-  geo.out_dim = out_dim;
-  const auto [o, i, d] = geo.roles;
-  geo.in_rows = block_range(n, g.dim(o), coord_of(c, o));
-  geo.in_cols = block_range(in_dim, g.dim(i), coord_of(c, i));
-  geo.out_rows = block_range(n, g.dim(d), coord_of(c, d));
-  geo.out_cols = block_range(out_dim, g.dim(o), coord_of(c, o));
-  geo.w_rows = sub_range(geo.in_cols, g.dim(d), coord_of(c, d));
-  return geo;
-}
-
 // Adds one rank's collectives with MpiCommunicator's formulas.
 struct Counter {
   GridShape g;
@@ -83,7 +66,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     rc.coords = {(r / g.y) % g.x, r % g.y, r / (g.x * g.y)};
     Counter c{g, rc};
     std::vector<LayerGeometry> geo;
-    for (int l = 0; l < L; ++l) geo.push_back(geometry_at(g, rc.coords, l, N, p.dims[l], p.dims[l + 1]));
+    for (int l = 0; l < L; ++l) geo.push_back(layer_geometry_at(g, rc.coords, l, N, p.dims[l], p.dims[l + 1]));
     // Average nnz of a block [out_rows × in_rows] of Â.
     const auto block_nnz = [&](const LayerGeometry& ge) {
       return N > 0 ? nnz_hat * (sz(ge.out_rows) / static_cast<double>(N)) * (sz(ge.in_rows) / static_cast<double>(N))

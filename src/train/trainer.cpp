@@ -57,10 +57,7 @@ void validate(const TrainConfig& c) {
 }
 
 std::vector<index_t> layer_dims(const TrainConfig& cfg, index_t num_features, index_t num_classes) {
-  std::vector<index_t> dims{num_features};
-  for (int l = 0; l + 1 < cfg.layers; ++l) dims.push_back(cfg.hidden);
-  dims.push_back(num_classes);
-  return dims;
+  return gcn_dims(num_features, cfg.layers, cfg.hidden, num_classes);
 }
 
 TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
