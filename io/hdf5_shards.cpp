@@ -211,7 +211,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   s.adj.resize(sr.adj.size());
   s.adj_of_rotation = sr.adj_of_rotation;
   for (int rot = 0; rot < std::min(layers, 3); ++rot) {
-    const auto [rows, cols] = sr.adj[sr.adj_of_rotation[rot]];
+    const Range rows = sr.adj[sr.adj_of_rotation[rot]].first, cols = sr.adj[sr.adj_of_rotation[rot]].second;
     HostCsr block;
     block.cols = cols.size();
     const std::vector<index_t> ip = in.indptr(rows);
