@@ -1,0 +1,71 @@
+#pragma once
+// Load balance of the 3D layout: node orderings that even out the nnz of the Â blocks, and
+// the measure of how even they are (docs/balancing.md).
+//
+// The layout of layer l cuts Â into G_d × G_o blocks by index (rows over the d axis, columns
+// over the o axis, block_range sizes). On a power-law graph whose ids carry structure (R-MAT,
+// crawls, ids sorted by degree) the blocks then hold very different nnz, and the slowest rank
+// sets the pace of every SpMM. A node order renumbers the graph before it is cut.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+
+enum class Balance { kNone, kPermute, kMetis };
+// "none" | "permute" | "metis"; anything else throws InputError("--balance", ...).
+Balance parse_balance(const std::string& text);
+const char* balance_name(Balance b);
+
+// New ids of every node: node v becomes row[v] of the row order and col[v] of the column order
+// (both bijections of [0, n)). Even layers use Â1 = P·Â·P2ᵀ (rows renumbered by `row` = P,
+// columns by `col` = P2); odd layers use Â2 = P2·Â·Pᵀ (the two swapped), so that layer l's
+// output order is layer l+1's input order. none and metis use one order for both (row == col).
+struct NodeOrder {
+  Balance kind = Balance::kNone;
+  std::vector<index_t> row, col;
+  // The orders used for the rows / columns of Â in layer l.
+  const std::vector<index_t>& rows_for_layer(int l) const { return l % 2 == 0 ? row : col; }
+  const std::vector<index_t>& cols_for_layer(int l) const { return l % 2 == 0 ? col : row; }
+};
+
+// A uniformly random permutation of [0, n) (Fisher–Yates driven by Philox on (seed, stream)):
+// the same for the same arguments on every machine.
+std::vector<index_t> random_permutation(index_t n, std::uint64_t seed, std::uint32_t stream);
+
+// none: identity. permute: P and P2 independent random permutations keyed by `seed`.
+// metis: METIS_PartGraphKway into `parts` parts of the symmetrized graph, balancing two
+// vertex weights, 1 and degree + 1 (= the row's nnz in Â), so parts hold equal node counts
+// and equal nnz; nodes numbered part by part (stable inside a part);
+// parts <= 1 gives the identity. Throws InputError("--balance", ...) when METIS fails.
+NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts);
+
+// nnz of the Â blocks of one layer's layout.
+struct LayerBlockNnz {
+  int layer = 0;
+  int row_parts = 1, col_parts = 1;  // G_d, G_o
+  index_t total = 0;                 // nnz of Â (off-diagonal stored entries + n self-loops)
+  index_t max = 0, min = 0;
+  double mean = 0;                   // total / (G_d·G_o)
+  double imbalance() const { return mean > 0 ? static_cast<double>(max) / mean : 1.0; }
+  std::vector<index_t> counts;       // row-major G_d × G_o
+};
+
+// For layers 0..layers-1: Â = A + I (stored self-loops replaced by one per node, stored
+// entries otherwise counted as they are) renumbered by `order`, cut as layer_geometry_at cuts
+// it (rows over G_d, columns over G_o). One pass over the edges per distinct layout;
+// O(n + nnz / threads) time, O(n) extra memory.
+std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrder& order, GridShape grid,
+                                               int layers);
+
+// The block (of `parts` near-equal blocks of [0, n), as block_range) holding index i: O(1).
+inline int block_of(index_t n, int parts, index_t i) {
+  const index_t base = n / parts, extra = n % parts;
+  const index_t big = extra * (base + 1);  // indices in the first `extra` blocks of size base + 1
+  return static_cast<int>(i < big ? i / (base + 1) : extra + (i - big) / base);
+}
+
+}  // namespace plexus

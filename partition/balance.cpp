@@ -1,0 +1,211 @@
+// Node orderings that balance the nnz of the 3D layout's Â blocks (include/plexus/balance.hpp,
+// docs/balancing.md).
+#include "plexus/balance.hpp"
+
+#include <metis.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "plexus/error.hpp"
+#include "plexus/rng.hpp"
+
+namespace plexus {
+
+namespace {
+__extension__ typedef unsigned __int128 u128;
+}  // namespace
+
+Balance parse_balance(const std::string& text) {
+  if (text == "none") return Balance::kNone;
+  if (text == "permute") return Balance::kPermute;
+  if (text == "metis") return Balance::kMetis;
+  throw InputError("--balance", "expected none, permute or metis, got '" + text + "'");
+}
+
+const char* balance_name(Balance b) {
+  switch (b) {
+    case Balance::kNone: return "none";
+    case Balance::kPermute: return "permute";
+    case Balance::kMetis: return "metis";
+  }
+  return "?";
+}
+
+std::vector<index_t> random_permutation(index_t n, std::uint64_t seed, std::uint32_t stream) {
+  std::vector<index_t> p(static_cast<std::size_t>(n));
+  std::iota(p.begin(), p.end(), index_t{0});
+  const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+  for (index_t i = n - 1; i > 0; --i) {
+    // 64 random bits for step i; j uniform in [0, i] by a 128-bit multiply (bias < 2^-40).
+    const Philox4x32 r = philox4x32_10(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i >> 32), stream,
+                                       0x62616c61u /* "bala" */, k0, k1);
+    const std::uint64_t x = (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
+    const auto j = static_cast<index_t>((static_cast<u128>(x) * static_cast<std::uint64_t>(i + 1)) >> 64);
+    std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(j)]);
+  }
+  return p;
+}
+
+namespace {
+
+std::vector<index_t> identity(index_t n) {
+  std::vector<index_t> p(static_cast<std::size_t>(n));
+  std::iota(p.begin(), p.end(), index_t{0});
+  return p;
+}
+
+// The symmetrized graph without self-loops or duplicate edges, in METIS's 32-bit CSR.
+void metis_graph(const GraphData& g, std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy) {
+  const index_t n = g.num_nodes;
+  if (g.num_edges() * 2 > static_cast<index_t>(std::numeric_limits<idx_t>::max()))
+    throw InputError("--balance", "metis: too many edges for METIS's 32-bit indices");
+  std::vector<index_t> deg(static_cast<std::size_t>(n) + 1, 0);
+  for (index_t u = 0; u < n; ++u)
+    for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
+      const index_t v = g.indices[k];
+      if (v == u) continue;
+      ++deg[u + 1];
+      if (g.directed) ++deg[v + 1];
+    }
+  for (index_t u = 0; u < n; ++u) deg[u + 1] += deg[u];
+  std::vector<idx_t> adj(static_cast<std::size_t>(deg[n]));
+  std::vector<index_t> fill(deg.begin(), deg.end() - 1);
+  for (index_t u = 0; u < n; ++u)
+    for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
+      const index_t v = g.indices[k];
+      if (v == u) continue;
+      adj[fill[u]++] = static_cast<idx_t>(v);
+      if (g.directed) adj[fill[v]++] = static_cast<idx_t>(u);
+    }
+  // Sort and deduplicate each row (a stored undirected graph has both directions already;
+  // a directed one may have both u->v and v->u).
+  xadj.assign(static_cast<std::size_t>(n) + 1, 0);
+  adjncy.clear();
+  adjncy.reserve(adj.size());
+  for (index_t u = 0; u < n; ++u) {
+    auto first = adj.begin() + deg[u], last = adj.begin() + deg[u + 1];
+    std::sort(first, last);
+    last = std::unique(first, last);
+    adjncy.insert(adjncy.end(), first, last);
+    xadj[u + 1] = static_cast<idx_t>(adjncy.size());
+  }
+}
+
+std::vector<index_t> metis_order(const GraphData& g, int parts) {
+  const index_t n = g.num_nodes;
+  if (parts <= 1 || n <= parts) return identity(n);
+  if (n > static_cast<index_t>(std::numeric_limits<idx_t>::max()))
+    throw InputError("--balance", "metis: too many nodes for METIS's 32-bit indices");
+  std::vector<idx_t> xadj, adjncy;
+  metis_graph(g, xadj, adjncy);
+  // Two balance constraints per vertex: 1 (parts of equal node counts, so that numbering
+  // part by part lines parts up with the equal-count blocks of block_range) and the row's
+  // nnz in Â, degree + the self-loop (so that the row blocks hold equal nnz). With the nnz
+  // weight alone, hub-heavy parts have few nodes and the equal-count blocks straddle parts.
+  std::vector<idx_t> vwgt(2 * static_cast<std::size_t>(n));
+  for (index_t u = 0; u < n; ++u) {
+    vwgt[2 * u] = 1;
+    vwgt[2 * u + 1] = xadj[u + 1] - xadj[u] + 1;
+  }
+  idx_t nvtxs = static_cast<idx_t>(n), ncon = 2, nparts = parts, objval = 0;
+  std::vector<idx_t> part(static_cast<std::size_t>(n), 0);
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_SEED] = 1;  // reproducible
+  const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, nullptr,
+                                     &nparts, nullptr, nullptr, options, &objval, part.data());
+  if (rc != METIS_OK) throw InputError("--balance", "metis: METIS_PartGraphKway failed (code " + std::to_string(rc) + ")");
+  // Number the nodes part by part, keeping their relative order inside a part.
+  std::vector<index_t> start(static_cast<std::size_t>(parts) + 1, 0);
+  for (index_t u = 0; u < n; ++u) ++start[part[u] + 1];
+  for (int p = 0; p < parts; ++p) start[p + 1] += start[p];
+  std::vector<index_t> order(static_cast<std::size_t>(n));
+  for (index_t u = 0; u < n; ++u) order[u] = start[part[u]]++;
+  return order;
+}
+
+}  // namespace
+
+NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts) {
+  NodeOrder o;
+  o.kind = kind;
+  switch (kind) {
+    case Balance::kNone:
+      o.row = identity(g.num_nodes);
+      o.col = o.row;
+      break;
+    case Balance::kPermute:
+      o.row = random_permutation(g.num_nodes, seed, 0);
+      o.col = random_permutation(g.num_nodes, seed, 1);
+      break;
+    case Balance::kMetis:
+      o.row = metis_order(g, parts);
+      o.col = o.row;
+      break;
+  }
+  return o;
+}
+
+std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrder& order, GridShape grid,
+                                               int layers) {
+  const index_t n = g.num_nodes;
+  if (static_cast<index_t>(order.row.size()) != n || static_cast<index_t>(order.col.size()) != n)
+    throw std::invalid_argument("block_nnz_imbalance: order does not match the graph");
+  std::vector<LayerBlockNnz> out;
+  for (int l = 0; l < layers; ++l) {
+    const LayerRoles roles = roles_for_layer(l);
+    const int gd = grid.dim(roles.d), go = grid.dim(roles.o);
+    // The layout repeats when the axis sizes and the parity of the order repeat.
+    bool reused = false;
+    for (const LayerBlockNnz& prev : out)
+      if (prev.row_parts == gd && prev.col_parts == go && (order.row == order.col || prev.layer % 2 == l % 2)) {
+        out.push_back(prev);
+        out.back().layer = l;
+        reused = true;
+        break;
+      }
+    if (reused) continue;
+    const std::vector<index_t>& rnew = order.rows_for_layer(l);
+    const std::vector<index_t>& cnew = order.cols_for_layer(l);
+    // Block of each node as a row and as a column, then one pass over the edges.
+    std::vector<std::int32_t> rb(static_cast<std::size_t>(n)), cb(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+    for (index_t v = 0; v < n; ++v) {
+      rb[v] = block_of(n, gd, rnew[v]);
+      cb[v] = block_of(n, go, cnew[v]);
+    }
+    const std::size_t nb = static_cast<std::size_t>(gd) * go;
+    std::vector<index_t> counts(nb, 0);
+#pragma omp parallel
+    {
+      std::vector<index_t> local(nb, 0);
+#pragma omp for schedule(dynamic, 4096) nowait
+      for (index_t u = 0; u < n; ++u) {
+        const std::size_t row = static_cast<std::size_t>(rb[u]) * go;
+        ++local[row + cb[u]];  // the self-loop of Â
+        for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
+          const index_t v = g.indices[k];
+          if (v != u) ++local[row + cb[v]];
+        }
+      }
+#pragma omp critical
+      for (std::size_t b = 0; b < nb; ++b) counts[b] += local[b];
+    }
+    LayerBlockNnz r;
+    r.layer = l;
+    r.row_parts = gd;
+    r.col_parts = go;
+    r.total = std::accumulate(counts.begin(), counts.end(), index_t{0});
+    r.max = *std::max_element(counts.begin(), counts.end());
+    r.min = *std::min_element(counts.begin(), counts.end());
+    r.mean = static_cast<double>(r.total) / static_cast<double>(nb);
+    r.counts = std::move(counts);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace plexus

@@ -1,0 +1,185 @@
+// `plexus inspect`: statistics of a dataset and, for a grid, how evenly the 3D layout spreads
+// the nnz of Â over the blocks of every layer under a node ordering (docs/balancing.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "plexus/balance.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "src/cli/commands.hpp"
+
+namespace plexus::cli {
+
+namespace {
+
+struct InspectOptions {
+  std::string data, grid, balance = "none", layers = "2", seed = "1";
+  bool json = false;
+};
+
+template <typename T>
+T parse_number(const std::string& opt, const std::string& text, T lo, T hi) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw InputError(opt, "expected an integer, got '" + text + "'");
+  if (v < lo || v > hi) throw InputError(opt, fmt::format("must be between {} and {}, got {}", lo, hi, v));
+  return v;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Degree bucket: 0 for degree 0, k >= 1 for degrees in [2^(k-1), 2^k).
+int log2_bucket(index_t d) {
+  int k = 0;
+  while (d > 0) {
+    d >>= 1;
+    ++k;
+  }
+  return k;
+}
+std::string bucket_label(int k) {
+  if (k == 0) return "0";
+  if (k == 1) return "1";
+  return fmt::format("{}-{}", index_t{1} << (k - 1), (index_t{1} << k) - 1);
+}
+
+void run_inspect(const InspectOptions& o) {
+  // Options first (cheap, one line each), then the file.
+  const Balance balance = parse_balance(o.balance);
+  const int layers = parse_number<int>("--layers", o.layers, 1, 64);
+  const auto seed = parse_number<std::uint64_t>("--seed", o.seed, 0, std::numeric_limits<std::uint64_t>::max());
+  GridShape shape;
+  const bool have_grid = !o.grid.empty();
+  if (have_grid) shape = parse_grid(o.grid);
+
+  const auto t_read = std::chrono::steady_clock::now();
+  const GraphData g = read_graph_h5(o.data);
+  const double read_s = seconds_since(t_read);
+  const index_t n = g.num_nodes;
+
+  // ---- statistics ----
+  std::vector<index_t> deg(static_cast<std::size_t>(n));
+  std::vector<std::uint8_t> has_in(static_cast<std::size_t>(n), 0);
+  index_t self_loops = 0;
+  for (index_t u = 0; u < n; ++u) {
+    deg[u] = g.indptr[u + 1] - g.indptr[u];
+    for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
+      has_in[g.indices[k]] = 1;
+      if (g.indices[k] == u) ++self_loops;
+    }
+  }
+  index_t isolated = 0;
+  for (index_t u = 0; u < n; ++u) isolated += (deg[u] == 0 && !has_in[u]) ? 1 : 0;
+  std::vector<index_t> sorted = deg;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = n % 2 ? static_cast<double>(sorted[n / 2])
+                              : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
+  const double mean = static_cast<double>(g.num_edges()) / static_cast<double>(n);
+  std::vector<index_t> hist(static_cast<std::size_t>(log2_bucket(sorted.back())) + 1, 0);
+  for (index_t d : deg) ++hist[log2_bucket(d)];
+  std::map<std::int32_t, index_t> label_counts;
+  for (std::int32_t y : g.labels) ++label_counts[y];
+  const auto count = [](const std::vector<std::uint8_t>& m) { return static_cast<index_t>(std::count(m.begin(), m.end(), 1)); };
+  const index_t n_train = count(g.train_mask), n_val = count(g.val_mask), n_test = count(g.test_mask);
+
+  // ---- balance ----
+  std::vector<LayerBlockNnz> imb;
+  double order_s = 0, imb_s = 0;
+  int parts = 1;
+  if (have_grid) {
+    parts = std::lcm(std::lcm(shape.x, shape.y), shape.z);
+    const auto t0 = std::chrono::steady_clock::now();
+    const NodeOrder order = make_order(g, balance, seed, parts);
+    order_s = seconds_since(t0);
+    const auto t1 = std::chrono::steady_clock::now();
+    imb = block_nnz_imbalance(g, order, shape, layers);
+    imb_s = seconds_since(t1);
+  }
+
+  if (o.json) {
+    nlohmann::json h = nlohmann::json::array();
+    for (std::size_t k = 0; k < hist.size(); ++k)
+      h.push_back({{"bucket", bucket_label(static_cast<int>(k))}, {"nodes", hist[k]}});
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [y, c] : label_counts) labels[std::to_string(y)] = c;
+    nlohmann::json doc = {
+        {"data", o.data},
+        {"num_nodes", n},
+        {"stored_edges", g.num_edges()},
+        {"directed", g.directed},
+        {"weighted", !g.values.empty()},
+        {"degree", {{"min", sorted.front()}, {"mean", mean}, {"median", median}, {"max", sorted.back()}, {"log2_histogram", h}}},
+        {"isolated_nodes", isolated},
+        {"self_loops", self_loops},
+        {"num_features", g.num_features},
+        {"num_classes", g.num_classes},
+        {"label_counts", labels},
+        {"split", {{"train", n_train}, {"val", n_val}, {"test", n_test}}},
+        {"read_seconds", read_s}};
+    if (have_grid) {
+      nlohmann::json ls = nlohmann::json::array();
+      for (const LayerBlockNnz& r : imb)
+        ls.push_back({{"layer", r.layer},
+                      {"row_blocks", r.row_parts},
+                      {"col_blocks", r.col_parts},
+                      {"nnz", r.total},
+                      {"max", r.max},
+                      {"min", r.min},
+                      {"mean", r.mean},
+                      {"max_over_mean", r.imbalance()}});
+      doc["balance"] = {{"grid", shape.str()},       {"method", balance_name(balance)}, {"seed", seed},
+                        {"metis_parts", balance == Balance::kMetis ? parts : 0},
+                        {"order_seconds", order_s},  {"imbalance_seconds", imb_s},     {"layers", ls}};
+    }
+    fmt::print("{}\n", doc.dump(2));
+    return;
+  }
+  fmt::print("{}\n", o.data);
+  fmt::print("  nodes          {}\n", n);
+  fmt::print("  stored edges   {} ({}{})\n", g.num_edges(), g.directed ? "directed" : "undirected, both directions",
+             g.values.empty() ? "" : ", weighted");
+  fmt::print("  degree         min {}  mean {:.2f}  median {:g}  max {}\n", sorted.front(), mean, median, sorted.back());
+  fmt::print("  isolated nodes {}\n  self-loops     {}\n", isolated, self_loops);
+  fmt::print("  features       {}\n  classes        {}\n", g.num_features, g.num_classes);
+  fmt::print("  split          train {}  val {}  test {}\n", n_train, n_val, n_test);
+  fmt::print("  degree histogram (log2 buckets):\n");
+  for (std::size_t k = 0; k < hist.size(); ++k)
+    if (hist[k]) fmt::print("    {:>15} {:>10}\n", bucket_label(static_cast<int>(k)), hist[k]);
+  fmt::print("  labels:\n");
+  for (const auto& [y, c] : label_counts) fmt::print("    {:>15} {:>10}\n", y < 0 ? std::string("unlabelled") : std::to_string(y), c);
+  if (!have_grid) return;
+  fmt::print("balance {} on grid {}{} (order {:.3f} s, block counts {:.3f} s)\n", balance_name(balance), shape.str(),
+             balance == Balance::kMetis ? fmt::format(", {} METIS parts", parts) : std::string(), order_s, imb_s);
+  fmt::print("  {:>5} {:>9} {:>14} {:>14} {:>14} {:>9}\n", "layer", "blocks", "nnz(Â)", "max", "mean", "max/mean");
+  for (const LayerBlockNnz& r : imb)
+    fmt::print("  {:>5} {:>9} {:>14} {:>14} {:>14.1f} {:>9.4f}\n", r.layer, fmt::format("{}x{}", r.row_parts, r.col_parts),
+               r.total, r.max, r.mean, r.imbalance());
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print graph statistics and the nnz balance of the 3D layout");
+  cmd->add_option("file", o->data, "Dataset in Plexus format v1")->required();
+  cmd->add_option("--grid", o->grid, "Process grid XxYxZ: report the max/mean nnz over the Â blocks of every layer");
+  cmd->add_option("--balance", o->balance, "Node ordering: none, permute (double random permutation) or metis")
+      ->capture_default_str();
+  cmd->add_option("--layers", o->layers, "Number of GCN layers")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the permutations")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print everything as JSON");
+  cmd->callback([o] { run_inspect(*o); });
+}
+
+}  // namespace plexus::cli

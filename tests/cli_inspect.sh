@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `plexus inspect`: statistics of the bundled Cora, JSON output, the balance report, bad input.
+# Usage: cli_inspect.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1
+src=$2
+py=/usr/bin/python3
+cora=$src/data/cora.h5
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0 passed=0
+ok() { passed=$((passed + 1)); }
+fail() { echo "FAIL [$1]"; failures=$((failures + 1)); }
+
+# Plain text: node count, edges, classes, split.
+if "$plexus" inspect "$cora" >"$work/out" 2>&1 && grep -Eq "nodes +2708$" "$work/out" &&
+   grep -Eq "stored edges +10556 " "$work/out" && grep -Eq "classes +7$" "$work/out" &&
+   grep -q "train 140  val 500  test 1000" "$work/out"; then ok; else fail text; cat "$work/out"; fi
+
+# JSON parses and carries the statistics and one balance entry per layer.
+if "$plexus" inspect "$cora" --grid 2x2x2 --balance permute --layers 3 --json >"$work/j" 2>&1 &&
+   $py -c "
+import json, sys
+d = json.load(open('$work/j'))
+assert d['num_nodes'] == 2708 and d['stored_edges'] == 10556 and d['num_classes'] == 7, d
+assert sum(d['label_counts'].values()) == 2708
+assert sum(b['nodes'] for b in d['degree']['log2_histogram']) == 2708
+b = d['balance']
+assert b['grid'] == '2x2x2' and b['method'] == 'permute' and len(b['layers']) == 3, b
+for l in b['layers']:
+    assert l['nnz'] == 10556 + 2708 and 1.0 <= l['max_over_mean'] < 1.2, l
+"; then ok; else fail json; cat "$work/j"; fi
+
+# The balance table for every method.
+for m in none permute metis; do
+  if "$plexus" inspect "$cora" --grid 2x1x2 --balance $m >"$work/out" 2>&1 &&
+     grep -q "balance $m on grid 2x1x2" "$work/out" && grep -q "max/mean" "$work/out"; then ok; else fail "balance-$m"; cat "$work/out"; fi
+done
+
+# Bad input: exit 2, one line `plexus: error: ...`.
+expect_error() {
+  local name=$1 want=$2; shift 2
+  "$plexus" "$@" >"$work/out" 2>"$work/err"
+  local rc=$? lines
+  lines=$(wc -l <"$work/err")
+  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
+    fail "$name"; echo "  rc=$rc, $lines stderr lines, wanted '$want':"; cat "$work/err"
+  else ok; fi
+}
+expect_error bad-grid "--grid" inspect "$cora" --grid 2x2
+expect_error zero-grid "--grid" inspect "$cora" --grid 0x2x2
+expect_error bad-balance "--balance: expected none, permute or metis" inspect "$cora" --grid 2x2x2 --balance random
+expect_error bad-layers "--layers" inspect "$cora" --layers 0
+expect_error missing "$work/nope.h5: no such file" inspect "$work/nope.h5"
+echo "hello" >"$work/text.h5"
+expect_error not-hdf5 "$work/text.h5: not an HDF5 file" inspect "$work/text.h5"
+
+echo "cli_inspect: $passed passed, $failures failed"
+((failures == 0))
