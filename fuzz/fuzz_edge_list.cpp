@@ -11,25 +11,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 
-namespace {
-
-template <class F>
-void expect_clean(F&& f) {
-  try {
-    f();
-  } catch (const plexus::InputError& e) {
-    if (std::getenv("PLEXUS_FUZZ_VERBOSE") != nullptr) std::fprintf(stderr, "InputError: %s\n", e.message().c_str());
-    if (e.message().find('\n') != std::string::npos) {
-      std::fprintf(stderr, "multi-line error message: %s\n", e.message().c_str());
-      std::abort();
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
-    std::abort();
-  }
-}
-
-}  // namespace
+using plexus::fuzz::expect_clean;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const plexus::fuzz::MemFile file(data, size);

@@ -14,17 +14,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const plexus::fuzz::MemFile file(data, size, /*regular=*/true);
-  try {
-    plexus::read_graph_h5(file.path());
-  } catch (const plexus::InputError& e) {
-    if (std::getenv("PLEXUS_FUZZ_VERBOSE") != nullptr) std::fprintf(stderr, "InputError: %s\n", e.message().c_str());
-    if (e.message().find('\n') != std::string::npos) {
-      std::fprintf(stderr, "multi-line error message: %s\n", e.message().c_str());
-      std::abort();
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
-    std::abort();
-  }
+  plexus::fuzz::expect_clean([&] { plexus::read_graph_h5(file.path()); });
   return 0;
 }

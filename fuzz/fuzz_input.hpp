@@ -8,8 +8,12 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
+
+#include "plexus/error.hpp"
 
 namespace plexus::fuzz {
 
@@ -44,5 +48,23 @@ class MemFile {
   bool regular_ = false;
   std::string path_;
 };
+
+// Runs a reader on fuzz input: an InputError with a one-line message is the expected outcome
+// of bad input; any other exception (or a multi-line message) aborts, so the fuzzer reports it.
+template <class F>
+void expect_clean(F&& f) {
+  try {
+    f();
+  } catch (const plexus::InputError& e) {
+    if (std::getenv("PLEXUS_FUZZ_VERBOSE") != nullptr) std::fprintf(stderr, "InputError: %s\n", e.message().c_str());
+    if (e.message().find('\n') != std::string::npos) {
+      std::fprintf(stderr, "multi-line error message: %s\n", e.message().c_str());
+      std::abort();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
+    std::abort();
+  }
+}
 
 }  // namespace plexus::fuzz
