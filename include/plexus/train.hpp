@@ -66,11 +66,9 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
                       const std::function<void(const EpochMetrics&)>& on_epoch = {});
 
 // The same, on shards this rank already holds (e.g. read by load_shards_h5): no rank needs
-// the whole graph. `shards` must have been cut with layer_dims(cfg, ...).
+// the whole graph. `shards` must have been cut for gcn_dims(features, cfg.layers, cfg.hidden, classes).
 TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch = {});
-// Feature widths D_0..D_L of a GCN: features, hidden × (layers-1), classes.
-std::vector<index_t> layer_dims(const TrainConfig& cfg, index_t num_features, index_t num_classes);
 
 // Checks option values; throws InputError("--name", ...) for the first bad one.
 void validate(const TrainConfig& cfg);

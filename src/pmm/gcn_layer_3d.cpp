@@ -128,11 +128,7 @@ const Matrix& GcnLayer3D::gather_weight() {
 const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
   const auto [o, i, d] = geo_.roles;
   (void)d;
-  if (dropout.p > 0.0f) {
-    be_.dropout(h_in.view(), h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    spmm_all_reduce(a_, a_chunks_, h_drop_.view(), agg_, o);
-    last_agg_ = &agg_;
-  } else if (constant_input_) {
+  if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
       spmm_all_reduce(a_, a_chunks_, h_in.view(), agg_clean_, o);
@@ -140,7 +136,12 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
     }
     last_agg_ = &agg_clean_;
   } else {
-    spmm_all_reduce(a_, a_chunks_, h_in.view(), agg_, o);
+    ConstMatrixView h = h_in.view();
+    if (dropout.p > 0.0f) {
+      be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+      h = h_drop_.view();
+    }
+    spmm_all_reduce(a_, a_chunks_, h, agg_, o);
     last_agg_ = &agg_;
   }
 

@@ -56,10 +56,6 @@ void validate(const TrainConfig& c) {
   if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
 }
 
-std::vector<index_t> layer_dims(const TrainConfig& cfg, index_t num_features, index_t num_classes) {
-  return gcn_dims(num_features, cfg.layers, cfg.hidden, num_classes);
-}
-
 TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch) {
   validate(cfg);
@@ -68,7 +64,7 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
   // graph → shards: Â = D^-1/2 (A+I) D^-1/2, then this rank's blocks of Â, F, labels.
   GcnShards shards =
       build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid,
-                   layer_dims(cfg, graph.num_features, graph.num_classes));
+                   gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes));
   TrainResult r = train_gcn(std::move(shards), cfg, backend, grid, on_epoch);
   r.total_seconds = seconds_since(t_start);
   return r;
