@@ -25,6 +25,7 @@
 
 #include "io/hdf5_reader.hpp"
 #include "io/hdf5_util.hpp"
+#include "io/hdf5_writer.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 
@@ -33,121 +34,6 @@ namespace {
 
 using h5::Hid;
 using namespace h5;  // the format constants and Reader (io/hdf5_reader.hpp)
-
-// =============================================================================================
-// Writing
-// =============================================================================================
-
-// Removes the temporary file unless committed; declared before any HDF5 handle on it so the
-// handle is closed first.
-class TempFile {
- public:
-  explicit TempFile(std::string p) : path_(std::move(p)) {}
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (!committed_) std::remove(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  void commit() { committed_ = true; }
-
- private:
-  std::string path_;
-  bool committed_ = false;
-};
-
-class Writer {
- public:
-  explicit Writer(std::string path) : path_(std::move(path)) {}
-
-  [[noreturn]] void fail(const std::string& what) const { throw InputError(path_, "cannot write: " + what); }
-
-  void create(const std::string& tmp) {
-    file_ = h5::file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-    if (!file_) fail("cannot create HDF5 file " + tmp);
-  }
-
-  void close() {
-    if (!file_.reset()) fail("closing (flushing) the file failed (disk full?)");
-  }
-
-  void string_attr(const char* name, const std::string& value) {
-    Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
-    if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
-      fail(std::string("attribute ") + name);
-    Hid space = h5::dataspace(H5Screate(H5S_SCALAR));
-    Hid a = h5::attribute(H5Acreate2(file_.get(), name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
-    const char* p = value.c_str();
-    if (!space || !a || H5Awrite(a.get(), type.get(), &p) < 0) fail(std::string("attribute ") + name);
-  }
-
-  template <class T>
-  void scalar_attr(const char* name, hid_t file_type, T value) {
-    Hid space = h5::dataspace(H5Screate(H5S_SCALAR));
-    Hid a = h5::attribute(H5Acreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
-    if (!space || !a || H5Awrite(a.get(), native_type<T>(), &value) < 0) fail(std::string("attribute ") + name);
-  }
-
-  void group(const char* name) {
-    Hid g = h5::group(H5Gcreate2(file_.get(), name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    if (!g) fail(std::string("group ") + name);
-  }
-
-  // Writes `data` (dims.product() elements) as dataset `name` with file type `file_type`,
-  // chunked by `chunk` and shuffle+gzip compressed; a dataset with a zero extent is stored
-  // contiguous (HDF5 cannot chunk it).
-  template <class T>
-  void dataset(const char* name, hid_t file_type, const T* data, const std::vector<hsize_t>& dims,
-               const std::vector<hsize_t>& chunk) {
-    const int rank = static_cast<int>(dims.size());
-    Hid space = h5::dataspace(H5Screate_simple(rank, dims.data(), nullptr));
-    Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
-    if (!space || !dcpl) fail(std::string("dataset ") + name);
-    // No timestamps: the same graph always produces the same bytes.
-    H5Pset_obj_track_times(dcpl.get(), false);
-    const bool empty = std::any_of(dims.begin(), dims.end(), [](hsize_t x) { return x == 0; });
-    if (!empty) {
-      if (H5Pset_chunk(dcpl.get(), rank, chunk.data()) < 0) fail(std::string("dataset ") + name + ": chunking");
-      if (H5Pset_shuffle(dcpl.get()) < 0 || H5Pset_deflate(dcpl.get(), kGzipLevel) < 0)
-        fail(std::string("dataset ") + name + ": compression filters unavailable");
-    }
-    Hid ds = h5::dataset(H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-    if (!ds) fail(std::string("dataset ") + name);
-    if (!empty && H5Dwrite(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
-      fail(std::string("dataset ") + name + ": write failed (disk full?)");
-  }
-
-  static constexpr unsigned kGzipLevel = 4;
-
- private:
-  std::string path_;
-  Hid file_;
-};
-
-constexpr hsize_t kChunkBytes = hsize_t{1} << 20;  // ~1 MiB of uncompressed data per chunk
-constexpr hsize_t kMaxChunkCols = 256;             // feature column-chunk width bound
-
-std::vector<hsize_t> chunk_1d(hsize_t n, hsize_t elem_bytes) {
-  return {std::max<hsize_t>(1, std::min(n, kChunkBytes / elem_bytes))};
-}
-
-// Features [N, F]: column chunks of at most 256 columns splitting F evenly, and as many rows
-// as make ~1 MiB. Ranks that later read a (row block x column block) hyperslab then touch few
-// chunks that are mostly outside their block.
-std::vector<hsize_t> chunk_features(hsize_t n, hsize_t f) {
-  const hsize_t col_chunks = (f + kMaxChunkCols - 1) / kMaxChunkCols;
-  const hsize_t cols = col_chunks == 0 ? 1 : (f + col_chunks - 1) / col_chunks;
-  const hsize_t rows = std::max<hsize_t>(1, std::min(n, kChunkBytes / (cols * sizeof(float))));
-  return {rows, std::max<hsize_t>(1, cols)};
-}
-
-void fsync_path(const std::string& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-}
 
 }  // namespace
 
@@ -180,52 +66,7 @@ GraphData read_graph_h5(const std::string& path) {
 }
 
 void write_graph_h5(const GraphData& g, const std::string& path) {
-  h5::silence_errors();
-  validate(g, path);
-
-  TempFile tmp(path + ".tmp." + std::to_string(::getpid()));
-  {
-    // Create the file ourselves first, only to get errno for a readable message
-    // (missing directory, permission denied); HDF5 then truncates it.
-    errno = 0;
-    const int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-      const int err = errno;
-      throw InputError(path, std::string("cannot write: cannot create ") + tmp.path() + ": " + std::strerror(err));
-    }
-    ::close(fd);
-  }
-
-  Writer w(path);
-  w.create(tmp.path());
-  w.string_attr("format", kFormatName);
-  w.scalar_attr<std::int32_t>("format_version", H5T_STD_I32LE, kFormatVersion);
-  w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, g.num_nodes);
-  w.scalar_attr<std::int64_t>("num_features", H5T_STD_I64LE, g.num_features);
-  w.scalar_attr<std::int32_t>("num_classes", H5T_STD_I32LE, g.num_classes);
-  w.scalar_attr<std::uint8_t>("directed", H5T_STD_U8LE, g.directed ? 1 : 0);
-
-  const auto n = static_cast<hsize_t>(g.num_nodes);
-  const auto f = static_cast<hsize_t>(g.num_features);
-  const auto nnz = static_cast<hsize_t>(g.indices.size());
-  w.group("/graph");
-  w.dataset(kIndptr, H5T_STD_I64LE, g.indptr.data(), {n + 1}, chunk_1d(n + 1, 8));
-  w.dataset(kIndices, H5T_STD_I64LE, g.indices.data(), {nnz}, chunk_1d(nnz, 8));
-  if (!g.values.empty()) w.dataset(kValues, H5T_IEEE_F32LE, g.values.data(), {nnz}, chunk_1d(nnz, 4));
-  w.dataset(kFeatures, H5T_IEEE_F32LE, g.features.data(), {n, f}, chunk_features(n, f));
-  w.dataset(kLabels, H5T_STD_I32LE, g.labels.data(), {n}, chunk_1d(n, 4));
-  w.group("/masks");
-  w.dataset(kTrain, H5T_STD_U8LE, g.train_mask.data(), {n}, chunk_1d(n, 1));
-  w.dataset(kVal, H5T_STD_U8LE, g.val_mask.data(), {n}, chunk_1d(n, 1));
-  w.dataset(kTest, H5T_STD_U8LE, g.test_mask.data(), {n}, chunk_1d(n, 1));
-  w.close();
-
-  fsync_path(tmp.path());
-  if (std::rename(tmp.path().c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    throw InputError(path, std::string("cannot write: renaming ") + tmp.path() + " failed: " + std::strerror(err));
-  }
-  tmp.commit();
+  write_atomically(g, path, [](Writer&) {});
 }
 
 }  // namespace plexus

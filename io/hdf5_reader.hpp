@@ -47,6 +47,7 @@ inline std::string shape_str(const std::vector<hsize_t>& d) {
 template <class T>
 inline hid_t native_type() {
   if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_NATIVE_UINT64;
   else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
   else if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
   else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
@@ -100,10 +101,15 @@ class Reader {
   }
 
   // ---- attributes ----------------------------------------------------------------------
-  Hid open_attr(const std::string& name) const {
-    const std::string obj = "attribute " + name;
-    if (H5Aexists(file_.get(), name.c_str()) <= 0) fail(obj, "missing (is this a Plexus graph file?)");
-    Hid a = h5::attribute(H5Aopen(file_.get(), name.c_str(), H5P_DEFAULT));
+  // Attributes of the root group, or of the object at `on` (an absolute path).
+  static std::string attr_label(const std::string& name, const std::string& on) {
+    return (on == "/" ? std::string() : on + ": ") + "attribute " + name;
+  }
+  Hid open_attr(const std::string& name, const std::string& on = "/") const {
+    const std::string obj = attr_label(name, on);
+    if (H5Aexists_by_name(file_.get(), on.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
+      fail(obj, on == "/" ? "missing (is this a Plexus graph file?)" : "missing");
+    Hid a = h5::attribute(H5Aopen_by_name(file_.get(), on.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
     if (!a) fail(obj, "cannot open");
     Hid space = h5::dataspace(H5Aget_space(a.get()));
     if (!space) fail(obj, "cannot read dataspace");
@@ -116,9 +122,9 @@ class Reader {
     return a;
   }
 
-  std::string string_attr(const std::string& name) const {
-    const std::string obj = "attribute " + name;
-    Hid a = open_attr(name);
+  std::string string_attr(const std::string& name, const std::string& on = "/") const {
+    const std::string obj = attr_label(name, on);
+    Hid a = open_attr(name, on);
     Hid type = h5::datatype(H5Aget_type(a.get()));
     if (!type) fail(obj, "cannot read datatype");
     if (H5Tget_class(type.get()) != H5T_STRING) fail(obj, "expected a string, got " + h5::type_name(type.get()));
@@ -145,9 +151,9 @@ class Reader {
     return std::string(buf.data());
   }
 
-  std::int64_t int_attr(const std::string& name, const char* expected) const {
-    const std::string obj = "attribute " + name;
-    Hid a = open_attr(name);
+  std::int64_t int_attr(const std::string& name, const char* expected, const std::string& on = "/") const {
+    const std::string obj = attr_label(name, on);
+    Hid a = open_attr(name, on);
     Hid type = h5::datatype(H5Aget_type(a.get()));
     if (!type) fail(obj, "cannot read datatype");
     if (!is_integer_like(type.get()))

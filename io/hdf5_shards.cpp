@@ -15,6 +15,7 @@
 
 #include <cmath>
 
+#include "io/hdf5_prepared.hpp"
 #include "io/hdf5_reader.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
@@ -22,6 +23,7 @@
 namespace plexus {
 namespace {
 
+using h5::CsrDatasets;
 using h5::Reader;
 using Slab = Reader::Slab;
 
@@ -40,29 +42,31 @@ class ShardReader {
 
   // indptr[rows.begin ..= rows.end], checked: within [0, nnz], non-decreasing, starting at 0
   // and ending at nnz where the slice touches the ends.
-  std::vector<index_t> indptr(Range rows) const {
+  std::vector<index_t> indptr(const CsrDatasets& c, Range rows) const {
     const auto n = static_cast<hsize_t>(rows.size() + 1);
-    std::vector<index_t> p = r_.read_ints<index_t>(h_.indptr, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    const std::string& name = c.indptr.name;
+    std::vector<index_t> p = r_.read_ints<index_t>(c.indptr, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
     for (index_t k = 0; k <= rows.size(); ++k) {
       const index_t at = rows.begin + k;
-      if (p[k] < 0 || p[k] > h_.nnz)
-        r_.fail(h5::kIndptr, "entry indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) +
-                                 " outside [0, nnz = " + std::to_string(h_.nnz) + "]");
+      if (p[k] < 0 || p[k] > c.nnz)
+        r_.fail(name, "entry indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) + " outside [0, nnz = " +
+                          std::to_string(c.nnz) + "]");
       if (k > 0 && p[k] < p[k - 1])
-        r_.fail(h5::kIndptr, "not monotone: indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) +
-                                 " < indptr[" + std::to_string(at - 1) + "] = " + std::to_string(p[k - 1]));
+        r_.fail(name, "not monotone: indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) + " < indptr[" +
+                          std::to_string(at - 1) + "] = " + std::to_string(p[k - 1]));
     }
-    if (rows.begin == 0 && p.front() != 0) r_.fail(h5::kIndptr, "must start at 0, got " + std::to_string(p.front()));
-    if (rows.end == h_.num_nodes && p.back() != h_.nnz)
-      r_.fail(h5::kIndptr, "last entry " + std::to_string(p.back()) +
-                               " != number of edges (length of /graph/indices) " + std::to_string(h_.nnz));
+    if (rows.begin == 0 && p.front() != 0) r_.fail(name, "must start at 0, got " + std::to_string(p.front()));
+    if (rows.end == h_.num_nodes && p.back() != c.nnz)
+      r_.fail(name, "last entry " + std::to_string(p.back()) + " != number of edges (length of " + c.indices.name +
+                        ") " + std::to_string(c.nnz));
     return p;
   }
 
-  // Streams rows [rows) in chunks of at most kEdgeChunk edges (a row is never split) and calls
-  // visit(merged rows of the chunk). Every rank makes the same number of read calls.
+  // Streams rows [rows) of `c` in chunks of at most kEdgeChunk edges (a row is never split)
+  // and calls visit(first row, row count, indptr from 0, column ids, values or nullptr).
+  // Every rank makes the same number of read calls.
   template <class Visit>
-  void stream_rows(Range rows, const std::vector<index_t>& ip, Visit&& visit) const {
+  void stream_rows(const CsrDatasets& c, Range rows, const std::vector<index_t>& ip, Visit&& visit) const {
     std::vector<Range> chunks;
     for (index_t a = rows.begin; a < rows.end;) {
       index_t b = a + 1;
@@ -71,27 +75,26 @@ class ShardReader {
       a = b;
     }
     const std::int64_t calls = max_over_ranks(static_cast<std::int64_t>(chunks.size()));
-    for (std::int64_t c = 0; c < calls; ++c) {
-      const Range ch = c < static_cast<std::int64_t>(chunks.size()) ? chunks[c] : Range{rows.end, rows.end};
+    for (std::int64_t call = 0; call < calls; ++call) {
+      const Range ch = call < static_cast<std::int64_t>(chunks.size()) ? chunks[call] : Range{rows.end, rows.end};
       const index_t e0 = ip[ch.begin - rows.begin], e1 = ip[ch.end - rows.begin];
       const Slab slab{{static_cast<hsize_t>(e0)}, {static_cast<hsize_t>(e1 - e0)}};
       const auto m = static_cast<std::size_t>(e1 - e0);
-      std::vector<index_t> idx = r_.read_ints<index_t>(h_.indices, m, slab);
+      std::vector<index_t> idx = r_.read_ints<index_t>(c.indices, m, slab);
       std::vector<float> val;
-      if (h_.has_values) {
-        val = r_.read_floats(h_.values, m, slab);
+      if (c.has_values) {
+        val = r_.read_floats(c.values, m, slab);
         for (std::size_t k = 0; k < m; ++k)
-          if (!std::isfinite(val[k])) r_.fail(h5::kValues, "non-finite value at position " + std::to_string(e0 + static_cast<index_t>(k)));
+          if (!std::isfinite(val[k])) r_.fail(c.values.name, "non-finite value at position " + std::to_string(e0 + static_cast<index_t>(k)));
       }
       if (ch.size() == 0) continue;
       std::vector<index_t> local_ip(ip.begin() + (ch.begin - rows.begin), ip.begin() + (ch.end - rows.begin) + 1);
       for (index_t& x : local_ip) x -= e0;
       try {
-        visit(merge_rows(h_.num_nodes, ch.begin, ch.size(), local_ip.data(), idx.data(),
-                         h_.has_values ? val.data() : nullptr));
+        visit(ch.begin, ch.size(), local_ip, idx, c.has_values ? val.data() : nullptr);
       } catch (const std::invalid_argument& e) {
-        r_.fail(h5::kIndices, std::string(e.what()) + " in rows [" + std::to_string(ch.begin) + ", " +
-                                  std::to_string(ch.end) + ")");
+        r_.fail(c.indices.name, std::string(e.what()) + " in rows [" + std::to_string(ch.begin) + ", " +
+                                    std::to_string(ch.end) + ")");
       }
     }
   }
@@ -117,6 +120,7 @@ class ShardReader {
   }
 
   std::vector<std::uint8_t> mask(const Reader::Dataset& d, Range rows) const {
+    // (Masks and labels are read by row ranges, in whichever order's dataset is asked for.)
     const auto n = static_cast<hsize_t>(rows.size());
     std::vector<std::uint8_t> m = r_.read_ints<std::uint8_t>(d, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
     for (std::size_t k = 0; k < m.size(); ++k)
@@ -132,6 +136,29 @@ class ShardReader {
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
 };
+
+// Rows of a prepared Â (sorted, in-range columns, stored values) cut to columns [cols),
+// re-indexed from cols.begin. Throws std::invalid_argument on unsorted or out-of-range ids.
+HostCsr cut_prepared_rows(index_t num_nodes, index_t rows, const std::vector<index_t>& ip,
+                          const std::vector<index_t>& idx, const float* val, Range cols) {
+  HostCsr b;
+  b.rows = rows;
+  b.cols = cols.size();
+  b.indptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  for (index_t i = 0; i < rows; ++i) {
+    for (index_t k = ip[i]; k < ip[i + 1]; ++k) {
+      const index_t c = idx[k];
+      if (c < 0 || c >= num_nodes) throw std::invalid_argument("column index " + std::to_string(c) + " out of range");
+      if (k > ip[i] && c <= idx[k - 1]) throw std::invalid_argument("columns not strictly increasing within a row");
+      if (c >= cols.begin && c < cols.end) {
+        b.indices.push_back(static_cast<col_t>(c - cols.begin));
+        b.values.push_back(val[k]);
+      }
+    }
+    b.indptr[i + 1] = static_cast<index_t>(b.indices.size());
+  }
+  return b;
+}
 
 // Appends the rows of `part` below those of `block`.
 void append_rows(HostCsr& block, const HostCsr& part) {
@@ -168,30 +195,39 @@ GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int l
 namespace {
 
 GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden) {
-  const h5::Header h = h5::read_header(r);
+  h5::Header h = h5::read_header(r);
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
+  const h5::PreparedHeader ph = h5::read_prepared_header(r, h);
   const ShardReader in(r, h, comm);
+  CsrDatasets graph;
+  graph.indptr = std::move(h.indptr);
+  graph.indices = std::move(h.indices);
+  graph.values = std::move(h.values);
+  graph.has_values = h.has_values;
+  graph.nnz = h.nnz;
 
   GcnShards s;
   s.num_nodes = h.num_nodes;
   s.num_edges = h.nnz;
   s.dims = gcn_dims(h.num_features, layers, hidden, h.num_classes);
-  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims);
+  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders);
 
-  // 1. Degrees of this rank's 1/P of the rows, then everyone's; split sizes.
+  // 1. Split sizes from this rank's 1/P of the masks; for a raw graph also the degrees of
+  // its 1/P of the rows, then everyone's (a prepared graph stores Â normalised).
   const Range own = block_range(h.num_nodes, in.size(), in.rank());
   std::vector<double> inv_sqrt_deg;
-  {
-    const std::vector<index_t> ip = in.indptr(own);
+  if (!ph.prepared) {
+    const std::vector<index_t> ip = in.indptr(graph, own);
     std::vector<double> part;
     part.reserve(static_cast<std::size_t>(own.size()));
-    in.stream_rows(own, ip, [&](const MergedRows& m) {
+    in.stream_rows(graph, own, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
       try {
-        const std::vector<double> d = inv_sqrt_degrees(m);
+        const std::vector<double> d = inv_sqrt_degrees(merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val));
         part.insert(part.end(), d.begin(), d.end());
       } catch (const std::invalid_argument& e) {
-        r.fail(h5::kValues, e.what());
+        if (std::string(e.what()).find("weight sum") != std::string::npos) r.fail(h5::kValues, e.what());
+        throw;
       }
     });
     inv_sqrt_deg = in.all_gather(part, h.num_nodes);
@@ -206,20 +242,30 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     in.sum_over_ranks(s.split_sizes);
   }
 
-  // 2. The Â blocks: stream each block's rows and keep the columns of the block. (Ranks read
-  // in the same sequence even where blocks coincide; coincidence depends on coordinates.)
+  // 2. The Â blocks: stream each block's rows and keep the columns of the block; a raw graph
+  // is normalised on the way. Collective reads need the same sequence on every rank, so each
+  // rank reads once per layout period (3 rotations, × 2 parities with two orders) even where
+  // its blocks coincide (coincidence depends on the coordinates); the first read fills a slot.
   s.adj.resize(sr.adj.size());
-  s.adj_of_rotation = sr.adj_of_rotation;
-  for (int rot = 0; rot < std::min(layers, 3); ++rot) {
-    const Range rows = sr.adj[sr.adj_of_rotation[rot]].first, cols = sr.adj[sr.adj_of_rotation[rot]].second;
+  s.adj_of_layout = sr.adj_of_layout;
+  std::vector<bool> filled(sr.adj.size(), false);
+  const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
+  for (int l = 0; l < period; ++l) {
+    const int slot = sr.adj_of_layout[l];
+    const AdjBlockRange& b = sr.adj[slot];
+    const CsrDatasets& c = ph.prepared ? ph.adj[b.which] : graph;
     HostCsr block;
-    block.cols = cols.size();
-    const std::vector<index_t> ip = in.indptr(rows);
-    in.stream_rows(rows, ip, [&](const MergedRows& m) {
-      append_rows(block, normalized_block(m, inv_sqrt_deg, cols.begin, cols.end));
+    block.cols = b.cols.size();
+    const std::vector<index_t> ip = in.indptr(c, b.rows);
+    in.stream_rows(c, b.rows, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
+      if (ph.prepared)
+        append_rows(block, cut_prepared_rows(h.num_nodes, rows, lip, idx, val, b.cols));
+      else
+        append_rows(block, normalized_block(merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val),
+                                            inv_sqrt_deg, b.cols.begin, b.cols.end));
     });
-    HostCsr& slot = s.adj[sr.adj_of_rotation[rot]];
-    if (slot.rows == 0 && slot.nnz() == 0) slot = std::move(block);
+    if (!filled[slot]) s.adj[slot] = std::move(block);
+    filled[slot] = true;
   }
   inv_sqrt_deg = {};
   for (const HostCsr& a : s.adj) s.adj_t.push_back(csr_transpose(a));
@@ -239,16 +285,18 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
                                 std::to_string(s.feat_cols.begin + static_cast<index_t>(k % w)) + "]");
     }
   s.label_rows = sr.label_rows;
+  const bool p_order = sr.label_order == 1;
+  const Reader::Dataset& labels = p_order ? ph.labels_p : h.labels;
   const auto n = static_cast<hsize_t>(s.label_rows.size());
-  s.labels = r.read_ints<std::int32_t>(h.labels, n, Slab{{static_cast<hsize_t>(s.label_rows.begin)}, {n}});
+  s.labels = r.read_ints<std::int32_t>(labels, n, Slab{{static_cast<hsize_t>(s.label_rows.begin)}, {n}});
   for (std::size_t k = 0; k < s.labels.size(); ++k)
     if (s.labels[k] < -1 || s.labels[k] >= h.num_classes)
-      r.fail(h5::kLabels, "label " + std::to_string(s.labels[k]) + " at node " +
+      r.fail(labels.name, "label " + std::to_string(s.labels[k]) + " at node " +
                               std::to_string(s.label_rows.begin + static_cast<index_t>(k)) +
                               " out of range [-1, num_classes = " + std::to_string(h.num_classes) + ")");
-  s.train = in.mask(h.train, s.label_rows);
-  s.val = in.mask(h.val, s.label_rows);
-  s.test = in.mask(h.test, s.label_rows);
+  s.train = in.mask(p_order ? ph.train_p : h.train, s.label_rows);
+  s.val = in.mask(p_order ? ph.val_p : h.val, s.label_rows);
+  s.test = in.mask(p_order ? ph.test_p : h.test, s.label_rows);
   return s;
 }
 

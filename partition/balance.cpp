@@ -49,6 +49,39 @@ std::vector<index_t> random_permutation(index_t n, std::uint64_t seed, std::uint
   return p;
 }
 
+std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, std::uint64_t seed,
+                                           std::uint32_t stream) {
+  const auto n = static_cast<index_t>(weight.size());
+  const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+  const auto bits = [&](index_t i, std::uint32_t what) {
+    const Philox4x32 r = philox4x32_10(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i >> 32), stream, what,
+                                       k0, k1);
+    return (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1];
+  };
+  // Nodes by weight, heaviest first, ties in random order.
+  std::vector<std::pair<std::uint64_t, index_t>> by_weight(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (index_t v = 0; v < n; ++v) by_weight[v] = {bits(v, 0x74696521u /* "tie!" */), v};
+  std::sort(by_weight.begin(), by_weight.end(), [&](const auto& a, const auto& b) {
+    const index_t wa = weight[a.second], wb = weight[b.second];
+    return wa != wb ? wa > wb : a < b;
+  });
+  // The i-th heaviest node goes to the rank of frac(offset + i·φ) among all n such points
+  // (64-bit fixed point; φ·2^64 is odd, so the points are distinct). The Kronecker sequence
+  // has discrepancy O(log n / n): any run of positions holds its share of every prefix of the
+  // weight order, so contiguous blocks of any size get even weight sums.
+  constexpr std::uint64_t kPhi64 = 0x9E3779B97F4A7C15ull;
+  const std::uint64_t offset = bits(n, 0x6f666673u /* "offs" */);
+  std::vector<std::pair<std::uint64_t, index_t>> points(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < n; ++i) points[i] = {offset + static_cast<std::uint64_t>(i) * kPhi64, i};
+  std::sort(points.begin(), points.end());
+  std::vector<index_t> new_id(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (index_t pos = 0; pos < n; ++pos) new_id[by_weight[points[pos].second].second] = pos;
+  return new_id;
+}
+
 namespace {
 
 std::vector<index_t> identity(index_t n) {
@@ -137,10 +170,14 @@ NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int p
       o.row = identity(g.num_nodes);
       o.col = o.row;
       break;
-    case Balance::kPermute:
-      o.row = random_permutation(g.num_nodes, seed, 0);
-      o.col = random_permutation(g.num_nodes, seed, 1);
+    case Balance::kPermute: {
+      // The nnz of a node's row and column in Â: its stored degree + the self-loop.
+      std::vector<index_t> w(static_cast<std::size_t>(g.num_nodes));
+      for (index_t u = 0; u < g.num_nodes; ++u) w[u] = g.indptr[u + 1] - g.indptr[u] + 1;
+      o.row = stratified_permutation(w, seed, 0);
+      o.col = stratified_permutation(w, seed, 1);
       break;
+    }
     case Balance::kMetis:
       o.row = metis_order(g, parts);
       o.col = o.row;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "plexus/prepare.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
 
@@ -76,40 +77,60 @@ HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
   return b;
 }
 
-ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims) {
+ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
+                         bool two_orders) {
   ShardRanges sr;
   const int layers = static_cast<int>(dims.size()) - 1;
   const auto same = [](Range a, Range b) { return a.begin == b.begin && a.end == b.end; };
-  // One Â block per role rotation that some layer uses, shared where the ranges coincide.
-  for (int r = 0; r < std::min(layers, 3); ++r) {
-    const LayerGeometry geo = layer_geometry(grid, r, num_nodes, dims[r], dims[r + 1]);
+  // One Â block per layout (rotation l % 3, and with two orders parity l % 2) that some
+  // layer uses, shared where the ranges and the matrix coincide.
+  for (int l = 0; l < std::min(layers, 6); ++l) {
+    const LayerGeometry geo = layer_geometry(grid, l, num_nodes, dims[l], dims[l + 1]);
+    const int which = adj_of_layer(l, two_orders);
     std::size_t k = 0;
-    while (k < sr.adj.size() && !(same(sr.adj[k].first, geo.out_rows) && same(sr.adj[k].second, geo.in_rows))) ++k;
-    if (k == sr.adj.size()) sr.adj.emplace_back(geo.out_rows, geo.in_rows);
-    sr.adj_of_rotation[r] = static_cast<int>(k);
+    while (k < sr.adj.size() &&
+           !(same(sr.adj[k].rows, geo.out_rows) && same(sr.adj[k].cols, geo.in_rows) && sr.adj[k].which == which))
+      ++k;
+    if (k == sr.adj.size()) sr.adj.push_back({geo.out_rows, geo.in_rows, which});
+    sr.adj_of_layout[l] = static_cast<int>(k);
   }
+  for (int l = layers; l < 6; ++l) sr.adj_of_layout[l] = sr.adj_of_layout[l % layers];  // unused layouts
   // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
   // all-gathered over d in the forward pass.
   const LayerGeometry g0 = layer_geometry(grid, 0, num_nodes, dims[0], dims[1]);
   sr.feat_rows = sub_range(g0.in_rows, grid.dim(g0.roles.d), grid.coord(g0.roles.d));
   sr.feat_cols = g0.in_cols;
-  // Labels and masks: the rows of the last layer's output.
+  // Labels and masks: the rows of the last layer's output, in that layer's output order (an
+  // even layer multiplies by Â1 = P·Â·P2ᵀ, whose rows are in P order).
   sr.label_rows = layer_geometry(grid, layers - 1, num_nodes, dims[layers - 1], dims[layers]).out_rows;
+  sr.label_order = two_orders && (layers - 1) % 2 == 0 ? 1 : 0;
   return sr;
 }
 
-GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
-                       const std::vector<index_t>& dims) {
+namespace {
+
+// Cuts the shards of `sr` from whole matrices: Â1/Â2, the features (in the input order of
+// layer 0) and labels/masks in the order sr.label_order asks for.
+struct WholeData {
+  const HostCsr* adj[2];
+  const GraphData* g;  // features (and, for label order 0, labels and masks)
+  const std::vector<std::int32_t>* labels[2];
+  const std::vector<std::uint8_t>* train[2];
+  const std::vector<std::uint8_t>* val[2];
+  const std::vector<std::uint8_t>* test[2];
+};
+
+GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vector<index_t>& dims) {
+  const GraphData& g = *w.g;
   GcnShards s;
   s.num_nodes = g.num_nodes;
   s.num_edges = g.num_edges();
   s.dims = dims;
-  const ShardRanges sr = shard_ranges(grid, g.num_nodes, dims);
-  for (const auto& [rows, cols] : sr.adj) {
-    s.adj.push_back(extract_block(a_hat, rows, cols));
+  for (const AdjBlockRange& b : sr.adj) {
+    s.adj.push_back(extract_block(*w.adj[b.which], b.rows, b.cols));
     s.adj_t.push_back(csr_transpose(s.adj.back()));
   }
-  s.adj_of_rotation = sr.adj_of_rotation;
+  s.adj_of_layout = sr.adj_of_layout;
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.features.resize(static_cast<std::size_t>(s.feat_rows.size() * s.feat_cols.size()));
@@ -117,14 +138,36 @@ GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGr
     std::copy_n(g.features.data() + r * g.num_features + s.feat_cols.begin, s.feat_cols.size(),
                 s.features.data() + (r - s.feat_rows.begin) * s.feat_cols.size());
   s.label_rows = sr.label_rows;
+  const int o = sr.label_order;
   const auto slice = [&](const auto& v) { return std::vector(v.begin() + s.label_rows.begin, v.begin() + s.label_rows.end); };
-  s.labels = slice(g.labels);
-  s.train = slice(g.train_mask);
-  s.val = slice(g.val_mask);
-  s.test = slice(g.test_mask);
+  s.labels = slice(*w.labels[o]);
+  s.train = slice(*w.train[o]);
+  s.val = slice(*w.val[o]);
+  s.test = slice(*w.test[o]);
   const auto count = [](const std::vector<std::uint8_t>& m) { return static_cast<index_t>(std::count(m.begin(), m.end(), 1)); };
   s.split_sizes = {count(g.train_mask), count(g.val_mask), count(g.test_mask)};
   return s;
+}
+
+}  // namespace
+
+GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
+                       const std::vector<index_t>& dims) {
+  const WholeData w{{&a_hat, &a_hat}, &g, {&g.labels, &g.labels}, {&g.train_mask, &g.train_mask},
+                    {&g.val_mask, &g.val_mask}, {&g.test_mask, &g.test_mask}};
+  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims), dims);
+}
+
+GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims) {
+  const GraphData& g = p.graph;
+  const bool two = p.two_orders();
+  const WholeData w{{&p.a1, two ? &p.a2 : &p.a1},
+                    &g,
+                    {&g.labels, two ? &p.labels_p : &g.labels},
+                    {&g.train_mask, two ? &p.train_p : &g.train_mask},
+                    {&g.val_mask, two ? &p.val_p : &g.val_mask},
+                    {&g.test_mask, two ? &p.test_p : &g.test_mask}};
+  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, two), dims);
 }
 
 }  // namespace plexus

@@ -36,7 +36,15 @@ struct NodeOrder {
 // the same for the same arguments on every machine.
 std::vector<index_t> random_permutation(index_t n, std::uint64_t seed, std::uint32_t stream);
 
-// none: identity. permute: P and P2 independent random permutations keyed by `seed`.
+// A random permutation stratified by `weight` (new id of every node): nodes sorted by weight
+// (random tie-breaks) are dealt to positions along a Kronecker (golden-ratio) sequence with a
+// random offset, so every run of consecutive positions -- whatever the block count -- holds
+// an even share of the heavy nodes. Keyed by (seed, stream) like random_permutation.
+std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, std::uint64_t seed,
+                                           std::uint32_t stream);
+
+// none: identity. permute: P and P2 independent weight-stratified random permutations keyed
+// by `seed` (streams 0 and 1), weighted by the row's nnz in Â.
 // metis: METIS_PartGraphKway into `parts` parts of the symmetrized graph, balancing two
 // vertex weights, 1 and degree + 1 (= the row's nnz in Â), so parts hold equal node counts
 // and equal nnz; nodes numbered part by part (stable inside a part);

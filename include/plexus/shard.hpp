@@ -39,18 +39,23 @@ LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coord
 // Feature widths D_0..D_L of an L-layer GCN: features, hidden × (L-1), classes.
 std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes);
 
-// Everything one rank holds of the dataset. Â blocks exist per role rotation (l % 3).
+// Which Â a layer multiplies by: with two node orders (a prepared, balanced graph) even
+// layers use Â1 and odd layers Â2 (include/plexus/prepare.hpp); otherwise always Â1 = Â.
+inline int adj_of_layer(int layer, bool two_orders) { return two_orders ? layer % 2 : 0; }
+
+// Everything one rank holds of the dataset. A layer's Â block depends on its role rotation
+// (l % 3) and, with two orders, on its parity (l % 2): on layout l % 6.
 struct GcnShards {
   index_t num_nodes = 0;
   index_t num_edges = 0;      // of the whole graph (as stored, before normalisation)
   std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
   int layers() const { return static_cast<int>(dims.size()) - 1; }
-  // Distinct Â blocks Â[out_rows, in_rows] and their transposes (for the backward SpMM).
-  // Rotations whose blocks coincide (always on a 1-rank grid) share one.
+  // Distinct Â blocks and their transposes (for the backward SpMM). Layouts whose blocks
+  // coincide (always on a 1-rank grid with one order) share one.
   std::vector<HostCsr> adj, adj_t;
-  std::array<int, 3> adj_of_rotation{};  // index into adj for a layer with rotation l % 3
-  const HostCsr& adj_for_layer(int l) const { return adj[adj_of_rotation[l % 3]]; }
-  const HostCsr& adj_t_for_layer(int l) const { return adj_t[adj_of_rotation[l % 3]]; }
+  std::array<int, 6> adj_of_layout{};  // index into adj for a layer with layout l % 6
+  const HostCsr& adj_for_layer(int l) const { return adj[adj_of_layout[l % 6]]; }
+  const HostCsr& adj_t_for_layer(int l) const { return adj_t[adj_of_layout[l % 6]]; }
   Range feat_rows, feat_cols;    // this rank's stored feature block (rows also split over d)
   std::vector<float> features;   // feat_rows × feat_cols, row-major
   Range label_rows;              // rows of the last layer's output
@@ -61,17 +66,26 @@ struct GcnShards {
 
 // The global index ranges of every shard this rank holds (what build_shards and
 // load_shards_h5 cut or read).
-struct ShardRanges {
-  std::vector<std::pair<Range, Range>> adj;  // distinct Â blocks: (rows, cols)
-  std::array<int, 3> adj_of_rotation{};
-  Range feat_rows, feat_cols, label_rows;
+struct AdjBlockRange {
+  Range rows, cols;
+  int which = 0;  // 0: Â1 (= Â with one order), 1: Â2
 };
-ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims);
+struct ShardRanges {
+  std::vector<AdjBlockRange> adj;  // distinct Â blocks
+  std::array<int, 6> adj_of_layout{};
+  Range feat_rows, feat_cols, label_rows;
+  int label_order = 0;  // the labels' order: that of the last layer's output (0: P2, 1: P)
+};
+ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
+                         bool two_orders = false);
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
 // (global CSR, int32 columns). `dims` as in GcnShards.
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
                        const std::vector<index_t>& dims);
+// The same from a prepared graph (Â1/Â2, features in P2 order, labels in both orders).
+struct PreparedGraph;
+GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims);
 
 // Rows [rows) and columns [cols) of a CSR with sorted column indices, re-indexed locally.
 HostCsr extract_block(const HostCsr& a, Range rows, Range cols);

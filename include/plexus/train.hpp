@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
+#include "plexus/balance.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
@@ -37,6 +38,12 @@ struct TrainConfig {
   // Âᵀ·dAGG over d) run in this many row chunks, chunk k's non-blocking all-reduce
   // overlapping chunk k+1's SpMM. 1 = one blocking all-reduce (off).
   int agg_chunks = 1;
+  // Node ordering of the in-memory entry point train_gcn(GraphData): permute or metis
+  // renumber Â into Â1/Â2 before it is cut (as `plexus prepare` does ahead of time; METIS
+  // parts = lcm of the grid's axis sizes). Shards already cut (train_gcn(GcnShards)) carry
+  // their order.
+  Balance balance = Balance::kNone;
+  std::uint64_t balance_seed = 1;
 };
 
 struct EpochMetrics {

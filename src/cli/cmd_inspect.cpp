@@ -14,6 +14,7 @@
 #include "plexus/balance.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -21,7 +22,7 @@ namespace plexus::cli {
 namespace {
 
 struct InspectOptions {
-  std::string data, grid, balance = "none", layers = "2", seed = "1";
+  std::string data, grid, balance, layers = "2", seed = "1";  // balance empty: the file's order
   bool json = false;
 };
 
@@ -56,7 +57,7 @@ std::string bucket_label(int k) {
 
 void run_inspect(const InspectOptions& o) {
   // Options first (cheap, one line each), then the file.
-  const Balance balance = parse_balance(o.balance);
+  Balance balance = o.balance.empty() ? Balance::kNone : parse_balance(o.balance);
   const int layers = parse_number<int>("--layers", o.layers, 1, 64);
   const auto seed = parse_number<std::uint64_t>("--seed", o.seed, 0, std::numeric_limits<std::uint64_t>::max());
   GridShape shape;
@@ -65,6 +66,11 @@ void run_inspect(const InspectOptions& o) {
 
   const auto t_read = std::chrono::steady_clock::now();
   const GraphData g = read_graph_h5(o.data);
+  // A prepared file: its graph is stored in P2 order; without --balance, report the layout
+  // its Â1/Â2 were stored in.
+  const PreparedInfo prep = read_prepared_info_h5(o.data, have_grid && o.balance.empty());
+  const bool stored_order = prep.prepared && o.balance.empty();
+  if (stored_order) balance = prep.balance;
   const double read_s = seconds_since(t_read);
   const index_t n = g.num_nodes;
 
@@ -98,9 +104,24 @@ void run_inspect(const InspectOptions& o) {
   double order_s = 0, imb_s = 0;
   int parts = 1;
   if (have_grid) {
-    parts = std::lcm(std::lcm(shape.x, shape.y), shape.z);
+    parts = stored_order ? prep.metis_parts : std::lcm(std::lcm(shape.x, shape.y), shape.z);
     const auto t0 = std::chrono::steady_clock::now();
-    const NodeOrder order = make_order(g, balance, seed, parts);
+    NodeOrder order;
+    if (stored_order) {
+      // Node i of the stored graph is original node node_id_p2[i]; its row in Â1 is that
+      // node's position in P.
+      order.kind = balance;
+      std::vector<index_t> pos_p(static_cast<std::size_t>(n));
+      for (index_t k = 0; k < n; ++k) pos_p[prep.node_id_p[k]] = k;
+      order.row.resize(static_cast<std::size_t>(n));
+      order.col.resize(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i) {
+        order.row[i] = pos_p[prep.node_id_p2[i]];
+        order.col[i] = i;
+      }
+    } else {
+      order = make_order(g, balance, seed, parts);
+    }
     order_s = seconds_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
     imb = block_nnz_imbalance(g, order, shape, layers);
@@ -138,7 +159,8 @@ void run_inspect(const InspectOptions& o) {
                       {"min", r.min},
                       {"mean", r.mean},
                       {"max_over_mean", r.imbalance()}});
-      doc["balance"] = {{"grid", shape.str()},       {"method", balance_name(balance)}, {"seed", seed},
+      doc["balance"] = {{"grid", shape.str()},       {"method", balance_name(balance)},
+                        {"seed", stored_order ? prep.seed : seed}, {"stored_in_file", stored_order},
                         {"metis_parts", balance == Balance::kMetis ? parts : 0},
                         {"order_seconds", order_s},  {"imbalance_seconds", imb_s},     {"layers", ls}};
     }
@@ -159,7 +181,8 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("  labels:\n");
   for (const auto& [y, c] : label_counts) fmt::print("    {:>15} {:>10}\n", y < 0 ? std::string("unlabelled") : std::to_string(y), c);
   if (!have_grid) return;
-  fmt::print("balance {} on grid {}{} (order {:.3f} s, block counts {:.3f} s)\n", balance_name(balance), shape.str(),
+  fmt::print("balance {}{} on grid {}{} (order {:.3f} s, block counts {:.3f} s)\n", balance_name(balance),
+             stored_order ? " (as prepared in the file)" : "", shape.str(),
              balance == Balance::kMetis ? fmt::format(", {} METIS parts", parts) : std::string(), order_s, imb_s);
   fmt::print("  {:>5} {:>9} {:>14} {:>14} {:>14} {:>9}\n", "layer", "blocks", "nnz(Â)", "max", "mean", "max/mean");
   for (const LayerBlockNnz& r : imb)
@@ -174,8 +197,9 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("inspect", "Print graph statistics and the nnz balance of the 3D layout");
   cmd->add_option("file", o->data, "Dataset in Plexus format v1")->required();
   cmd->add_option("--grid", o->grid, "Process grid XxYxZ: report the max/mean nnz over the Â blocks of every layer");
-  cmd->add_option("--balance", o->balance, "Node ordering: none, permute (double random permutation) or metis")
-      ->capture_default_str();
+  cmd->add_option("--balance", o->balance,
+                  "Node ordering: none, permute (double permutation) or metis; default: the file's own (none "
+                  "unless prepared)");
   cmd->add_option("--layers", o->layers, "Number of GCN layers")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the permutations")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print everything as JSON");

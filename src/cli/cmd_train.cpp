@@ -12,6 +12,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
 
@@ -21,6 +22,7 @@ namespace {
 
 struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline";
+  std::string balance;  // empty: the file's own order (none for a file not prepared)
   int threads = 0;
   bool quiet = false;
   TrainConfig cfg;
@@ -103,14 +105,42 @@ void run_train(TrainOptions& o) {
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
 
-  // file → shards: each rank reads only the blocks it holds.
+  // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
+  const PreparedInfo prep = read_prepared_info_h5(o.data);
+  Balance balance = prep.balance;
+  if (!o.balance.empty()) {
+    balance = parse_balance(o.balance);
+    if (prep.prepared && balance != prep.balance)
+      throw InputError(o.data, fmt::format("prepared with --balance {}; drop --balance or run plexus prepare again "
+                                           "with --balance {}",
+                                           balance_name(prep.balance), balance_name(balance)));
+  }
+  const bool in_memory = !prep.prepared && balance != Balance::kNone;
+
+  // file → shards: each rank reads only the blocks it holds (for a plain file with --balance,
+  // every rank reads the whole graph and orders it in memory).
   const auto t0 = std::chrono::steady_clock::now();
-  GcnShards shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden);
+  GcnShards shards;
+  GraphData whole;
+  if (in_memory) {
+    whole = read_graph_h5(o.data);
+    o.cfg.balance = balance;
+  } else {
+    shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden);
+  }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!o.quiet)
-    spdlog::info("{}: {} nodes, {} edges, {} features, {} classes (loaded in {:.2f} s); backend {}, grid {}", o.data,
-                 shards.num_nodes, shards.num_edges, shards.dims.front(), shards.dims.back(), load_s, backend->name(),
-                 grid->shape().str());
+  if (!o.quiet) {
+    const index_t nodes = in_memory ? whole.num_nodes : shards.num_nodes;
+    const index_t edges = in_memory ? whole.num_edges() : shards.num_edges;
+    const index_t feats = in_memory ? whole.num_features : shards.dims.front();
+    const index_t classes = in_memory ? whole.num_classes : shards.dims.back();
+    spdlog::info("{}: {} nodes, {} edges, {} features, {} classes (loaded in {:.2f} s); backend {}, grid {}, balance {}{}",
+                 o.data, nodes, edges, feats, classes, load_s, backend->name(), grid->shape().str(),
+                 balance_name(balance),
+                 in_memory ? " (ordered in memory on every rank; plexus prepare does it once, ahead of time)"
+                 : prep.prepared ? " (prepared)"
+                                 : "");
+  }
 
   std::string metrics_text;
   const auto on_epoch = [&](const EpochMetrics& m) {
@@ -119,7 +149,8 @@ void run_train(TrainOptions& o) {
       fmt::print("epoch {:4d}  loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}  {:7.2f} ms\n", m.epoch + 1, m.loss,
                  m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
   };
-  const TrainResult r = train_gcn(std::move(shards), o.cfg, *backend, *grid, on_epoch);
+  const TrainResult r = in_memory ? train_gcn(whole, o.cfg, *backend, *grid, on_epoch)
+                                  : train_gcn(std::move(shards), o.cfg, *backend, *grid, on_epoch);
   if (!root) return;
   fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
              r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);
@@ -134,6 +165,7 @@ void run_train(TrainOptions& o) {
                                    {"ranks", grid->size()},
                                    {"grid", grid->shape().str()},
                                    {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
+                                   {"balance", balance_name(balance)},
                                    {"agg_chunks", o.cfg.agg_chunks},
                                    {"backend", backend->name()}}
                         .dump() +
@@ -172,6 +204,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")
       ->capture_default_str();
+  cmd->add_option("--balance", opts->balance,
+                  "Node order: none | permute | metis (docs/balancing.md). A prepared file (plexus prepare) "
+                  "brings its own; a plain file is ordered in memory on every rank")
+      ->check(CLI::IsMember({"none", "permute", "metis"}));
+  cmd->add_option("--balance-seed", c.balance_seed, "Seed of --balance permute on a plain file")->capture_default_str();
   cmd->add_option("--metrics", opts->metrics, "Write per-epoch metrics as JSON Lines to FILE");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");
   cmd->callback([opts, cmd] {

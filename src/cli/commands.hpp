@@ -9,6 +9,7 @@ void add_generate_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
+void add_prepare_command(CLI::App& app);
 
 // Where the bundled Cora lives: $PLEXUS_DATA_DIR, the source tree, the install prefix, or
 // ../share/plexus next to the executable.

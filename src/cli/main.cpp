@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   plexus::cli::add_train_command(app);
   plexus::cli::add_generate_command(app);
   plexus::cli::add_convert_command(app);
+  plexus::cli::add_prepare_command(app);
   plexus::cli::add_plan_command(app);
   plexus::cli::add_inspect_command(app);
 

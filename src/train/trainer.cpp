@@ -2,10 +2,12 @@
 // forward (dropout) → loss → backward → Adam step → evaluation forward.
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "models/gcn.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
+#include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/train.hpp"
 #include "train/dist_loss.hpp"
@@ -61,10 +63,21 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
   validate(cfg);
   validate(graph, "graph");
   const auto t_start = Clock::now();
-  // graph → shards: Â = D^-1/2 (A+I) D^-1/2, then this rank's blocks of Â, F, labels.
-  GcnShards shards =
-      build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid,
-                   gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes));
+  // graph → shards: Â = D^-1/2 (A+I) D^-1/2 (in the balanced orders), then this rank's
+  // blocks of Â, F, labels.
+  const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
+  GcnShards shards;
+  if (cfg.balance == Balance::kNone) {
+    shards = build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims);
+  } else {
+    PrepareOptions po;
+    po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
+    po.balance = cfg.balance;
+    po.seed = cfg.balance_seed;
+    const GridShape g = grid.shape();
+    po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
+    shards = build_shards(prepare_graph(graph, po), grid, dims);
+  }
   TrainResult r = train_gcn(std::move(shards), cfg, backend, grid, on_epoch);
   r.total_seconds = seconds_since(t_start);
   return r;

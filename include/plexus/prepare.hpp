@@ -1,0 +1,81 @@
+#pragma once
+// Preparing a graph for training, once, ahead of time (`plexus prepare`, docs/balancing.md):
+// clean the adjacency, normalise it for the GCN and store it in the balanced orders that the
+// layers use, so that training only reads blocks.
+//
+// With node orders P (rows) and P2 (columns) -- new ids of every node, see NodeOrder -- the
+// prepared graph holds
+//   Â1 = P·Â·P2ᵀ  used by even layers: input rows in P2 order, output rows in P order,
+//   Â2 = P2·Â·Pᵀ  used by odd layers:  input rows in P order, output rows in P2 order,
+// so layer l's output order is layer l+1's input order. The features (layer 0's input) are
+// in P2 order, and the labels in the order of the last layer's output: P2 after an even
+// number of layers, P after an odd one; both are kept. With one order (none, metis) Â1 == Â2.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/balance.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/graph.hpp"
+
+namespace plexus {
+
+struct PrepareOptions {
+  // Drop self-loops and duplicate edges (the first occurrence in row order keeps its weight).
+  bool clean = true;
+  // Store every edge in both directions (after cleaning; an edge stored both ways keeps each
+  // direction's own weight). The result is undirected.
+  bool symmetrize = true;
+  Balance balance = Balance::kNone;
+  std::uint64_t seed = 1;  // of the permutations
+  int metis_parts = 1;     // METIS parts: lcm of the grid's axis sizes (`--grid`)
+};
+
+struct PreparedGraph {
+  // The cleaned graph renumbered by P2 (format v1: adjacency, features, labels and masks all
+  // in P2 order), i.e. a plain graph any v1 reader can use.
+  GraphData graph;
+  Balance balance = Balance::kNone;
+  std::uint64_t seed = 1;
+  int metis_parts = 1;
+  HostCsr a1;  // Â1 = P·Â·P2ᵀ
+  HostCsr a2;  // Â2 = P2·Â·Pᵀ; empty (0 rows) when P == P2
+  bool two_orders() const { return a2.rows > 0; }
+  const HostCsr& adj(int which) const { return which == 1 && two_orders() ? a2 : a1; }
+  // The original id of the node at each position of P and of P2.
+  std::vector<index_t> node_id_p, node_id_p2;
+  // Labels and masks in P order (empty when P == P2: graph.labels etc. serve both).
+  std::vector<std::int32_t> labels_p;
+  std::vector<std::uint8_t> train_p, val_p, test_p;
+};
+
+// Self-loops and duplicates dropped (and, with `symmetrize`, every edge stored both ways),
+// rows sorted by column. Validates `g` first.
+GraphData clean_graph(GraphData g, bool symmetrize);
+
+// Cleans `g` (opt.clean / opt.symmetrize), computes Â = D^-1/2 (A+I) D^-1/2 exactly as
+// gcn_normalize does, the orders of opt.balance, and everything PreparedGraph holds. Memory:
+// docs/balancing.md ("Memory of prepare"). Throws InputError on an invalid graph or option.
+PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt);
+
+// Rows and columns of a CSR renumbered: row r of `a` becomes row row_new[r], column c becomes
+// col_new[c]; every output row sorted by column. Values move with their entries unchanged.
+HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const std::vector<index_t>& col_new);
+
+// Atomic, like write_graph_h5: the v1 datasets from `p.graph` plus the /prepared group
+// (docs/format-v1.md, "Prepared graphs").
+void write_prepared_h5(const PreparedGraph& p, const std::string& path);
+
+// What a file says about its preparation (read_prepared_info_h5): prepared == false for a
+// plain v1 file. The node ids are read only when asked (`with_ids`).
+struct PreparedInfo {
+  bool prepared = false;
+  Balance balance = Balance::kNone;
+  std::uint64_t seed = 0;
+  int metis_parts = 1;
+  bool two_orders = false;
+  std::vector<index_t> node_id_p, node_id_p2;
+};
+PreparedInfo read_prepared_info_h5(const std::string& path, bool with_ids = false);
+
+}  // namespace plexus

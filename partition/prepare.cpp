@@ -1,0 +1,243 @@
+// prepare_graph: clean → normalise → order → renumber (include/plexus/prepare.hpp).
+#include "plexus/prepare.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+#include "plexus/error.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+
+namespace {
+
+// Renumbers a CSR given by arrays (any index type): out row row_new[r] holds the entries of
+// row r with columns col_new[c], sorted by column. One implementation for HostCsr (int32
+// columns) and GraphData (int64 columns).
+template <class Idx>
+void permute_arrays(index_t rows, const std::vector<index_t>& indptr, const std::vector<Idx>& indices,
+                    const std::vector<float>& values, const std::vector<index_t>& row_new,
+                    const std::vector<index_t>& col_new, std::vector<index_t>& out_indptr, std::vector<Idx>& out_indices,
+                    std::vector<float>& out_values) {
+  const bool weighted = !values.empty();
+  std::vector<index_t> old_of(static_cast<std::size_t>(rows));
+  for (index_t r = 0; r < rows; ++r) old_of[row_new[r]] = r;
+  out_indptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  for (index_t q = 0; q < rows; ++q) out_indptr[q + 1] = out_indptr[q] + (indptr[old_of[q] + 1] - indptr[old_of[q]]);
+  out_indices.resize(indices.size());
+  out_values.resize(weighted ? values.size() : 0);
+#pragma omp parallel
+  {
+    std::vector<std::pair<Idx, float>> row;
+#pragma omp for schedule(dynamic, 512)
+    for (index_t q = 0; q < rows; ++q) {
+      const index_t r = old_of[q];
+      row.clear();
+      for (index_t k = indptr[r]; k < indptr[r + 1]; ++k)
+        row.emplace_back(static_cast<Idx>(col_new[indices[k]]), weighted ? values[k] : 1.0f);
+      std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      index_t o = out_indptr[q];
+      for (const auto& [c, w] : row) {
+        out_indices[o] = c;
+        if (weighted) out_values[o] = w;
+        ++o;
+      }
+    }
+  }
+}
+
+template <class T>
+std::vector<T> permute_rows(const std::vector<T>& v, const std::vector<index_t>& new_id, index_t width = 1) {
+  std::vector<T> out(v.size());
+  const auto n = static_cast<index_t>(new_id.size());
+#pragma omp parallel for schedule(static)
+  for (index_t u = 0; u < n; ++u)
+    std::copy_n(v.begin() + u * width, width, out.begin() + new_id[u] * width);
+  return out;
+}
+
+std::vector<index_t> inverse(const std::vector<index_t>& new_id) {
+  std::vector<index_t> old(new_id.size());
+  for (std::size_t u = 0; u < new_id.size(); ++u) old[static_cast<std::size_t>(new_id[u])] = static_cast<index_t>(u);
+  return old;
+}
+
+// Per row: self-loops dropped, sorted by column, duplicates dropped (the first in row order
+// kept). In place on the row's slice; returns the kept length of every row.
+std::vector<index_t> dedupe_rows(GraphData& g) {
+  const index_t n = g.num_nodes;
+  const bool weighted = !g.values.empty();
+  std::vector<index_t> kept(static_cast<std::size_t>(n), 0);
+#pragma omp parallel
+  {
+    std::vector<std::pair<index_t, float>> row;
+#pragma omp for schedule(dynamic, 512)
+    for (index_t u = 0; u < n; ++u) {
+      row.clear();
+      for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k)
+        if (g.indices[k] != u) row.emplace_back(g.indices[k], weighted ? g.values[k] : 1.0f);
+      std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      index_t o = g.indptr[u];
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        if (i > 0 && row[i].first == row[i - 1].first) continue;
+        g.indices[o] = row[i].first;
+        if (weighted) g.values[o] = row[i].second;
+        ++o;
+      }
+      kept[u] = o - g.indptr[u];
+    }
+  }
+  return kept;
+}
+
+// A's rows (sorted, unique) merged with Aᵀ's: the union, A's own weight where both exist.
+void symmetrize_sorted(GraphData& g) {
+  const index_t n = g.num_nodes;
+  const bool weighted = !g.values.empty();
+  // Aᵀ by a counting sort; scanning rows in order leaves each row of Aᵀ sorted.
+  std::vector<index_t> t_ptr(static_cast<std::size_t>(n) + 1, 0);
+  for (index_t v : g.indices) ++t_ptr[v + 1];
+  for (index_t u = 0; u < n; ++u) t_ptr[u + 1] += t_ptr[u];
+  std::vector<index_t> t_idx(g.indices.size()), cursor(t_ptr.begin(), t_ptr.end() - 1);
+  std::vector<float> t_val(weighted ? g.values.size() : 0);
+  for (index_t u = 0; u < n; ++u)
+    for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
+      const index_t q = cursor[g.indices[k]]++;
+      t_idx[q] = u;
+      if (weighted) t_val[q] = g.values[k];
+    }
+  cursor = {};
+  // Row lengths of the union, then the merge.
+  std::vector<index_t> ptr(static_cast<std::size_t>(n) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 512)
+  for (index_t u = 0; u < n; ++u) {
+    index_t a = g.indptr[u], b = t_ptr[u], c = 0;
+    while (a < g.indptr[u + 1] || b < t_ptr[u + 1]) {
+      if (b == t_ptr[u + 1] || (a < g.indptr[u + 1] && g.indices[a] < t_idx[b])) ++a;
+      else if (a == g.indptr[u + 1] || t_idx[b] < g.indices[a]) ++b;
+      else ++a, ++b;
+      ++c;
+    }
+    ptr[u + 1] = c;
+  }
+  for (index_t u = 0; u < n; ++u) ptr[u + 1] += ptr[u];
+  std::vector<index_t> idx(static_cast<std::size_t>(ptr[n]));
+  std::vector<float> val(weighted ? idx.size() : 0);
+#pragma omp parallel for schedule(dynamic, 512)
+  for (index_t u = 0; u < n; ++u) {
+    index_t a = g.indptr[u], b = t_ptr[u], o = ptr[u];
+    while (a < g.indptr[u + 1] || b < t_ptr[u + 1]) {
+      const bool take_a = b == t_ptr[u + 1] || (a < g.indptr[u + 1] && g.indices[a] <= t_idx[b]);
+      const bool both = take_a && b < t_ptr[u + 1] && g.indices[a] == t_idx[b];
+      idx[o] = take_a ? g.indices[a] : t_idx[b];
+      if (weighted) val[o] = take_a ? g.values[a] : t_val[b];
+      ++o;
+      if (take_a) ++a;
+      if (!take_a || both) ++b;
+    }
+  }
+  g.indptr = std::move(ptr);
+  g.indices = std::move(idx);
+  g.values = std::move(val);
+  g.directed = false;
+}
+
+}  // namespace
+
+GraphData clean_graph(GraphData g, bool symmetrize) {
+  validate(g, "graph");
+  const index_t n = g.num_nodes;
+  const std::vector<index_t> kept = dedupe_rows(g);
+  // Compact the kept entries.
+  index_t q = 0;
+  for (index_t u = 0; u < n; ++u) {
+    const index_t b = g.indptr[u];
+    std::copy_n(g.indices.begin() + b, kept[u], g.indices.begin() + q);
+    if (!g.values.empty()) std::copy_n(g.values.begin() + b, kept[u], g.values.begin() + q);
+    g.indptr[u] = q;
+    q += kept[u];
+  }
+  g.indptr[n] = q;
+  g.indices.resize(static_cast<std::size_t>(q));
+  g.indices.shrink_to_fit();
+  if (!g.values.empty()) {
+    g.values.resize(static_cast<std::size_t>(q));
+    g.values.shrink_to_fit();
+  }
+  if (symmetrize) symmetrize_sorted(g);
+  return g;
+}
+
+HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const std::vector<index_t>& col_new) {
+  if (static_cast<index_t>(row_new.size()) != a.rows || static_cast<index_t>(col_new.size()) != a.cols)
+    throw std::invalid_argument("permute_csr: orders do not match the matrix");
+  HostCsr out;
+  out.rows = a.rows;
+  out.cols = a.cols;
+  permute_arrays(a.rows, a.indptr, a.indices, a.values, row_new, col_new, out.indptr, out.indices, out.values);
+  return out;
+}
+
+PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
+  validate(g, "graph");
+  if (g.num_nodes > std::numeric_limits<col_t>::max())
+    throw InputError("graph", "num_nodes: more than 2^31-1 nodes are not supported yet");
+  if (opt.clean || opt.symmetrize) g = clean_graph(std::move(g), opt.symmetrize);
+  PreparedGraph p;
+  p.balance = opt.balance;
+  p.seed = opt.seed;
+  p.metis_parts = opt.metis_parts;
+
+  // Â in the original order, then in the orders of the layers (values untouched, so a layer
+  // computes the same products in another order).
+  const NodeOrder order = make_order(g, opt.balance, opt.seed, opt.metis_parts);
+  {
+    HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+    const bool two = order.row != order.col;
+    if (opt.balance == Balance::kNone) {
+      p.a1 = std::move(a_hat);
+    } else {
+      p.a1 = permute_csr(a_hat, order.row, order.col);
+      if (two) p.a2 = permute_csr(a_hat, order.col, order.row);
+    }
+  }
+  p.node_id_p = inverse(order.row);
+  p.node_id_p2 = inverse(order.col);
+
+  // The v1 part: the cleaned graph renumbered by P2.
+  const std::vector<index_t>& p2 = order.col;
+  GraphData& out = p.graph;
+  out.num_nodes = g.num_nodes;
+  out.num_features = g.num_features;
+  out.num_classes = g.num_classes;
+  out.directed = g.directed;
+  if (opt.balance == Balance::kNone) {
+    out.indptr = std::move(g.indptr);
+    out.indices = std::move(g.indices);
+    out.values = std::move(g.values);
+  } else {
+    permute_arrays(g.num_nodes, g.indptr, g.indices, g.values, p2, p2, out.indptr, out.indices, out.values);
+    g.indptr = {};
+    g.indices = {};
+    g.values = {};
+  }
+  out.features = permute_rows(g.features, p2, g.num_features);
+  g.features = {};
+  out.labels = permute_rows(g.labels, p2);
+  out.train_mask = permute_rows(g.train_mask, p2);
+  out.val_mask = permute_rows(g.val_mask, p2);
+  out.test_mask = permute_rows(g.test_mask, p2);
+  if (p.two_orders()) {
+    p.labels_p = permute_rows(g.labels, order.row);
+    p.train_p = permute_rows(g.train_mask, order.row);
+    p.val_p = permute_rows(g.val_mask, order.row);
+    p.test_p = permute_rows(g.test_mask, order.row);
+  }
+  return p;
+}
+
+}  // namespace plexus
