@@ -1,0 +1,257 @@
+// plexus prepare's pieces (plexus/prepare.hpp): cleaning, permuted normalised adjacency,
+// the stratified permutation, shards from a prepared graph, and the /prepared HDF5 group.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numeric>
+
+#include "plexus/balance.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
+#include "plexus/sparse.hpp"
+#include "plexus/train.hpp"
+
+namespace plexus {
+namespace {
+
+// (row, col) -> value of a CSR, as a map (small matrices only).
+std::map<std::pair<index_t, index_t>, float> entries(const HostCsr& a) {
+  std::map<std::pair<index_t, index_t>, float> m;
+  for (index_t r = 0; r < a.rows; ++r)
+    for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k) m[{r, a.indices[k]}] = a.values[k];
+  return m;
+}
+
+bool rows_sorted(const HostCsr& a) {
+  for (index_t r = 0; r < a.rows; ++r)
+    for (index_t k = a.indptr[r] + 1; k < a.indptr[r + 1]; ++k)
+      if (a.indices[k] <= a.indices[k - 1]) return false;
+  return true;
+}
+
+GraphData small_graph(index_t n, index_t features, std::uint64_t seed) {
+  SbmOptions o;
+  o.nodes = n;
+  o.classes = 3;
+  o.avg_degree = 6;
+  o.features = features;
+  o.seed = seed;
+  return generate_sbm(o);
+}
+
+TEST(Prepare, CleanDropsLoopsAndDuplicatesAndSymmetrizes) {
+  // Directed, weighted: 0->1 (w 2), 0->1 again (w 5, dropped), 0->0 (loop), 1->2 (w 3),
+  // 2->1 (w 4), 2->0 (w 7).
+  GraphData g;
+  g.num_nodes = 3;
+  g.num_features = 1;
+  g.num_classes = 1;
+  g.directed = true;
+  g.indptr = {0, 3, 4, 6};
+  g.indices = {1, 0, 1, 2, 1, 0};
+  g.values = {2, 9, 5, 3, 4, 7};
+  g.features = {1, 1, 1};
+  g.labels = {0, 0, 0};
+  g.train_mask = g.val_mask = g.test_mask = {0, 0, 0};
+  const GraphData d = clean_graph(g, false);
+  EXPECT_TRUE(d.directed);
+  EXPECT_EQ(d.indptr, (std::vector<index_t>{0, 1, 2, 4}));
+  EXPECT_EQ(d.indices, (std::vector<index_t>{1, 2, 0, 1}));
+  EXPECT_EQ(d.values, (std::vector<float>{2, 3, 7, 4}));
+  const GraphData s = clean_graph(g, true);
+  EXPECT_FALSE(s.directed);
+  // Row 0: 1 (own, 2), 2 (mirror of 2->0, 7); row 1: 0 (mirror, 2), 2 (own, 3);
+  // row 2: 0 (own, 7), 1 (own, 4).
+  EXPECT_EQ(s.indptr, (std::vector<index_t>{0, 2, 4, 6}));
+  EXPECT_EQ(s.indices, (std::vector<index_t>{1, 2, 0, 2, 0, 1}));
+  EXPECT_EQ(s.values, (std::vector<float>{2, 7, 2, 3, 7, 4}));
+}
+
+TEST(Prepare, PermuteCsrMovesEntries) {
+  HostCsr a;
+  a.rows = a.cols = 3;
+  a.indptr = {0, 2, 3, 4};
+  a.indices = {0, 2, 1, 0};
+  a.values = {1, 2, 3, 4};
+  const std::vector<index_t> rp{2, 0, 1}, cp{1, 2, 0};
+  const HostCsr b = permute_csr(a, rp, cp);
+  EXPECT_TRUE(rows_sorted(b));
+  const auto ea = entries(a), eb = entries(b);
+  ASSERT_EQ(ea.size(), eb.size());
+  for (const auto& [rc, v] : ea) EXPECT_EQ(eb.at({rp[rc.first], cp[rc.second]}), v);
+}
+
+// Â1 = P·Â·P2ᵀ and Â2 = P2·Â·Pᵀ entry by entry, the graph, labels and masks in the right
+// orders, node ids the inverses of the orders.
+TEST(Prepare, PermutedAdjacencyMatchesDefinition) {
+  const GraphData g = small_graph(300, 4, 5);
+  const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+  PrepareOptions o;
+  o.balance = Balance::kPermute;
+  o.seed = 11;
+  const PreparedGraph p = prepare_graph(g, o);
+  ASSERT_TRUE(p.two_orders());
+  const NodeOrder ord = make_order(clean_graph(g, true), Balance::kPermute, 11, 1);
+  const auto e = entries(a_hat), e1 = entries(p.a1), e2 = entries(p.a2);
+  ASSERT_EQ(e1.size(), e.size());
+  ASSERT_EQ(e2.size(), e.size());
+  EXPECT_TRUE(rows_sorted(p.a1));
+  EXPECT_TRUE(rows_sorted(p.a2));
+  for (const auto& [rc, v] : e) {
+    const auto [u, w] = rc;
+    EXPECT_EQ(e1.at({ord.row[u], ord.col[w]}), v);  // bit-identical values
+    EXPECT_EQ(e2.at({ord.col[u], ord.row[w]}), v);
+  }
+  for (index_t v = 0; v < g.num_nodes; ++v) {
+    EXPECT_EQ(p.node_id_p[ord.row[v]], v);
+    EXPECT_EQ(p.node_id_p2[ord.col[v]], v);
+    const index_t q2 = ord.col[v], q = ord.row[v];
+    EXPECT_EQ(p.graph.labels[q2], g.labels[v]);
+    EXPECT_EQ(p.graph.train_mask[q2], g.train_mask[v]);
+    EXPECT_EQ(p.labels_p[q], g.labels[v]);
+    EXPECT_EQ(p.test_p[q], g.test_mask[v]);
+    for (index_t f = 0; f < g.num_features; ++f)
+      EXPECT_EQ(p.graph.features[q2 * g.num_features + f], g.features[v * g.num_features + f]);
+    // The v1 graph is the input renumbered by P2.
+    std::vector<index_t> want, got;
+    for (index_t k = g.indptr[v]; k < g.indptr[v + 1]; ++k) want.push_back(ord.col[g.indices[k]]);
+    for (index_t k = p.graph.indptr[q2]; k < p.graph.indptr[q2 + 1]; ++k) got.push_back(p.graph.indices[k]);
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want);
+  }
+  // One order: no Â2, no P-order labels.
+  o.balance = Balance::kNone;
+  const PreparedGraph n = prepare_graph(g, o);
+  EXPECT_FALSE(n.two_orders());
+  EXPECT_EQ(entries(n.a1), e);
+  EXPECT_EQ(&n.adj(1), &n.a1);
+}
+
+TEST(Prepare, StratifiedPermutationSpreadsHeavyNodesOverAnyBlockCount) {
+  // 20 heavy nodes (weight 1000) among 10000 light ones: every contiguous block, for every
+  // block count, must get its share of the heavy weight within one heavy node.
+  const index_t n = 10020;
+  std::vector<index_t> w(static_cast<std::size_t>(n), 1);
+  for (index_t v = 0; v < 20; ++v) w[v * 501] = 1000;
+  const auto p = stratified_permutation(w, 3, 0);
+  std::vector<std::uint8_t> seen(static_cast<std::size_t>(n), 0);
+  for (index_t v : p) {
+    ASSERT_TRUE(v >= 0 && v < n && !seen[v]);
+    seen[v] = 1;
+  }
+  EXPECT_EQ(p, stratified_permutation(w, 3, 0));
+  EXPECT_NE(p, stratified_permutation(w, 3, 1));
+  EXPECT_NE(p, stratified_permutation(w, 4, 0));
+  for (int parts : {2, 3, 4, 5, 7, 8, 10}) {
+    std::vector<double> heavy(static_cast<std::size_t>(parts), 0);
+    for (index_t v = 0; v < n; ++v)
+      if (w[v] > 1) heavy[block_of(n, parts, p[v])] += 1;
+    for (double h : heavy) EXPECT_LE(std::abs(h - 20.0 / parts), 1.0 + 1e-9) << parts << " blocks";
+  }
+}
+
+TEST(Prepare, StratifiedPermuteBeatsPlainRandomOnRmat) {
+  RmatOptions ro;
+  ro.scale = 15;
+  ro.features = 1;
+  ro.classes = 2;
+  const GraphData g = generate_rmat(ro);
+  for (GridShape grid : {GridShape{2, 2, 2}, GridShape{4, 4, 4}, GridShape{3, 2, 5}}) {
+    const auto strat = block_nnz_imbalance(g, make_order(g, Balance::kPermute, 1, 1), grid, 3);
+    NodeOrder plain;
+    plain.kind = Balance::kPermute;
+    plain.row = random_permutation(g.num_nodes, 1, 0);
+    plain.col = random_permutation(g.num_nodes, 1, 1);
+    const auto rand = block_nnz_imbalance(g, plain, grid, 3);
+    double ws = 0, wr = 0;
+    for (int l = 0; l < 3; ++l) {
+      ws = std::max(ws, strat[l].imbalance());
+      wr = std::max(wr, rand[l].imbalance());
+    }
+    EXPECT_LT(ws, wr) << grid.str();
+    RecordProperty("imbalance_" + grid.str(), std::to_string(ws) + " vs plain " + std::to_string(wr));
+    EXPECT_LE(ws, 1.06) << grid.str() << " (plain random: " << wr << ")";
+  }
+}
+
+// Training on the balanced orders computes the same model: without dropout the losses match
+// the unbalanced run to float rounding (only the summation order changes), and so do the
+// accuracies.
+TEST(Prepare, BalancingDoesNotChangeTraining) {
+  const GraphData g = small_graph(500, 8, 2);
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  TrainConfig c;
+  c.layers = 3;
+  c.hidden = 8;
+  c.epochs = 15;
+  c.dropout = 0;
+  const TrainResult base = train_gcn(g, c, *be, *grid);
+  for (Balance b : {Balance::kPermute, Balance::kMetis}) {
+    c.balance = b;
+    const TrainResult r = train_gcn(g, c, *be, *grid);
+    ASSERT_EQ(r.epochs.size(), base.epochs.size());
+    for (std::size_t e = 0; e < r.epochs.size(); ++e) {
+      EXPECT_NEAR(r.epochs[e].loss, base.epochs[e].loss, 1e-5 * base.epochs[e].loss) << balance_name(b) << " " << e;
+      EXPECT_NEAR(r.epochs[e].val_acc, base.epochs[e].val_acc, 1e-12);
+      EXPECT_NEAR(r.epochs[e].test_acc, base.epochs[e].test_acc, 1e-12);
+    }
+  }
+}
+
+std::string temp_path(const char* name) {
+  return (std::filesystem::temp_directory_path() / (std::string("plexus-test-") + std::to_string(::getpid()) + name))
+      .string();
+}
+
+// The file round trip: the shards a rank loads from a prepared file are those cut from the
+// prepared graph in memory, for 1 to 4 layers (both parities and the label order).
+TEST(Prepare, PreparedFileLoadsTheSameShards) {
+  const GraphData g = small_graph(257, 5, 9);
+  for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis}) {
+    PrepareOptions o;
+    o.balance = b;
+    o.metis_parts = 4;
+    const PreparedGraph p = prepare_graph(g, o);
+    const std::string path = temp_path("-prepared.h5");
+    write_prepared_h5(p, path);
+    const PreparedInfo info = read_prepared_info_h5(path, true);
+    EXPECT_TRUE(info.prepared);
+    EXPECT_EQ(info.balance, b);
+    EXPECT_EQ(info.two_orders, p.two_orders());
+    EXPECT_EQ(info.node_id_p, p.node_id_p);
+    EXPECT_EQ(info.node_id_p2, p.node_id_p2);
+    // The v1 part alone is a valid graph: the P2-renumbered one.
+    const GraphData v1 = read_graph_h5(path);
+    EXPECT_EQ(v1.indices, p.graph.indices);
+    EXPECT_EQ(v1.features, p.graph.features);
+    auto grid = ProcessGrid::single();
+    for (int layers = 1; layers <= 4; ++layers) {
+      const auto dims = gcn_dims(g.num_features, layers, 6, g.num_classes);
+      const GcnShards mem = build_shards(p, *grid, dims);
+      const GcnShards file = load_shards_h5(path, *grid, layers, 6);
+      ASSERT_EQ(file.adj.size(), mem.adj.size());
+      for (int l = 0; l < layers; ++l) {
+        EXPECT_EQ(file.adj_for_layer(l).indptr, mem.adj_for_layer(l).indptr);
+        EXPECT_EQ(file.adj_for_layer(l).indices, mem.adj_for_layer(l).indices);
+        EXPECT_EQ(file.adj_for_layer(l).values, mem.adj_for_layer(l).values);
+      }
+      EXPECT_EQ(file.features, mem.features);
+      EXPECT_EQ(file.labels, mem.labels);
+      EXPECT_EQ(file.train, mem.train);
+      EXPECT_EQ(file.test, mem.test);
+      EXPECT_EQ(file.split_sizes, mem.split_sizes);
+    }
+    std::filesystem::remove(path);
+  }
+  // A plain file is not prepared.
+  EXPECT_FALSE(read_prepared_info_h5(std::string(PLEXUS_DATA_DIR) + "/cora.h5").prepared);
+}
+
+}  // namespace
+}  // namespace plexus
