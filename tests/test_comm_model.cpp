@@ -2,6 +2,8 @@
 // measured bytes under MPI is tests/cli_mpi_comm_model.sh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -115,10 +117,14 @@ TEST(CommModel, PerRankSymmetry) {
   const ProblemSize even = problem(960, {24, 24, 24, 24});
   for (GridShape g : all_grids(8)) {
     const std::vector<RankCost> ranks = predict_ranks(even, g, false);
+    double lo = ranks.front().memory_bytes, hi = lo;
     for (const RankCost& rc : ranks) {
       EXPECT_EQ(rc.bytes, ranks.front().bytes) << g.str();
-      EXPECT_EQ(rc.memory_bytes, ranks.front().memory_bytes) << g.str();
+      lo = std::min(lo, rc.memory_bytes);
+      hi = std::max(hi, rc.memory_bytes);
     }
+    // Memory differs only where a rank's Â blocks of two rotations coincide (held once).
+    EXPECT_LE(hi, 1.5 * lo) << g.str();
   }
   const std::vector<RankCost> uneven = predict_ranks(problem(2708, {1433, 16, 7}), GridShape{1, 1, 3}, false);
   EXPECT_NE(uneven[0].bytes, uneven[2].bytes);

@@ -1,6 +1,7 @@
 // `plexus train`: full-graph GCN training with per-epoch progress and JSON Lines metrics.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -72,6 +73,13 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
   return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(threads);
 }
 
+// The process's peak resident set size so far (getrusage; Linux reports KiB).
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;
+}
+
 nlohmann::json epoch_json(const EpochMetrics& m) {
   return {{"epoch", m.epoch + 1},
           {"loss", m.loss},
@@ -129,6 +137,9 @@ void run_train(TrainOptions& o) {
     shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden);
   }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Peak resident memory of the load (the process's high-water mark so far), largest rank.
+  double load_rss = peak_rss_bytes();
+  grid->world().all_reduce(&load_rss, 1, ReduceOp::Max);
   if (!o.quiet) {
     const index_t nodes = in_memory ? whole.num_nodes : shards.num_nodes;
     const index_t edges = in_memory ? whole.num_edges() : shards.num_edges;
@@ -149,8 +160,11 @@ void run_train(TrainOptions& o) {
       fmt::print("epoch {:4d}  loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}  {:7.2f} ms\n", m.epoch + 1, m.loss,
                  m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
   };
+  // (Below: the same high-water mark at the end, i.e. over load and training.)
   const TrainResult r = in_memory ? train_gcn(whole, o.cfg, *backend, *grid, on_epoch)
                                   : train_gcn(std::move(shards), o.cfg, *backend, *grid, on_epoch);
+  double peak_rss = peak_rss_bytes();
+  grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
   if (!root) return;
   fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
              r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);
@@ -161,6 +175,8 @@ void run_train(TrainOptions& o) {
                                    {"test_acc", r.test_acc},
                                    {"total_seconds", r.total_seconds},
                                    {"load_seconds", load_s},
+                                   {"load_peak_rss_bytes", load_rss},
+                                   {"peak_rss_bytes", peak_rss},
                                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
                                    {"ranks", grid->size()},
                                    {"grid", grid->shape().str()},

@@ -2,16 +2,21 @@
 
 namespace plexus {
 
-GcnModel::GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, const GcnConfig& cfg)
+GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg)
     : be_(be), grid_(grid), cfg_(cfg) {
   const int n_layers = shards.layers();
+  // Each distinct Â block once on the backend (layers of the same layout share it); the host
+  // copy goes as soon as it is up.
+  for (std::size_t k = 0; k < shards.adj.size(); ++k) {
+    adj_.push_back(std::make_unique<DeviceAdj>(be, std::move(shards.adj[k]), std::move(shards.adj_t[k]), cfg.agg_chunks));
+  }
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
     LayerCommOptions comm;
     comm.scatter_output = cfg.scatter_logits && l + 1 == n_layers;
     comm.reuse_weight = cfg.reuse_gathers;
     comm.agg_chunks = cfg.agg_chunks;
-    layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, shards.adj_for_layer(l), shards.adj_t_for_layer(l),
+    layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, *adj_[shards.adj_of_layout[l % 6]],
                                                    /*relu=*/l + 1 < n_layers, cfg.seed, /*constant_input=*/l == 0,
                                                    comm));
   }

@@ -26,7 +26,9 @@ struct ParamRef {
 
 class GcnModel {
  public:
-  GcnModel(Backend& be, ProcessGrid& grid, const GcnShards& shards, const GcnConfig& cfg);
+  // Uploads the shards to the backend, releasing each host block of `shards` as soon as it is
+  // uploaded (so host and backend copies of Â never coexist whole).
+  GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg);
   // Logits block of this rank: [rows of N over d_L × classes over o_L] of the last layer
   // (with scatter_logits: only the slice of those rows over i_L, loss_geometry().out_rows).
   const Matrix& forward(int epoch, bool training);
@@ -48,6 +50,7 @@ class GcnModel {
   Matrix features_;       // stored block, rows split over d
   Matrix features_full_;  // all-gathered over d: layer 0's input
   bool features_gathered_ = false;
+  std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them
   std::vector<std::unique_ptr<GcnLayer3D>> layers_;
 };
 

@@ -49,13 +49,32 @@ std::vector<float> glorot_shard(const LayerGeometry& g, std::uint64_t seed) {
 }
 }  // namespace
 
-GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const HostCsr& a, const HostCsr& a_t,
-                       bool relu, std::uint64_t seed, bool constant_input, LayerCommOptions comm)
+DeviceAdj::DeviceAdj(Backend& be, HostCsr&& host_a, HostCsr&& host_a_t, int agg_chunks) {
+  if (agg_chunks <= 1) {
+    a = CsrMatrix(be, host_a);
+    host_a = HostCsr{};
+    a_t = CsrMatrix(be, host_a_t);
+    host_a_t = HostCsr{};
+    return;
+  }
+  // Row blocks of Â and Âᵀ, one CSR each (a block keeps every column).
+  for (int k = 0; k < agg_chunks; ++k)
+    a_chunks.emplace_back(be, extract_block(host_a, block_range(host_a.rows, agg_chunks, k), Range{0, host_a.cols}));
+  host_a = HostCsr{};
+  for (int k = 0; k < agg_chunks; ++k)
+    a_t_chunks.emplace_back(
+        be, extract_block(host_a_t, block_range(host_a_t.rows, agg_chunks, k), Range{0, host_a_t.cols}));
+  host_a_t = HostCsr{};
+}
+
+GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const DeviceAdj& adj, bool relu,
+                       std::uint64_t seed, bool constant_input, LayerCommOptions comm)
     : be_(be),
       grid_(grid),
       geo_(geo),
       relu_(relu),
       comm_(comm),
+      adj_(adj),
       w_(be, geo.w_rows.size(), geo.out_cols.size()),
       dw_(be, geo.w_rows.size(), geo.out_cols.size()),
       w_full_(grid.dim(geo.roles.d) > 1 ? Matrix(be, geo.in_cols.size(), geo.out_cols.size()) : Matrix()),
@@ -69,16 +88,8 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const 
   w_.upload(glorot_shard(geo, seed));
   if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
   if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
-  if (comm_.agg_chunks == 1) {
-    a_ = CsrMatrix(be, a);
-    a_t_ = CsrMatrix(be, a_t);
-  } else {
-    // Row blocks of Â and Âᵀ, one CSR each (a block keeps every column).
-    for (int k = 0; k < comm_.agg_chunks; ++k) {
-      a_chunks_.emplace_back(be, extract_block(a, block_range(a.rows, comm_.agg_chunks, k), Range{0, a.cols}));
-      a_t_chunks_.emplace_back(be, extract_block(a_t, block_range(a_t.rows, comm_.agg_chunks, k), Range{0, a_t.cols}));
-    }
-  }
+  if (static_cast<int>(adj.a_chunks.size()) != (comm_.agg_chunks > 1 ? comm_.agg_chunks : 0))
+    throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
   if (comm_.scatter_output) {
     out_slice_ = Matrix(be, out_slice_rows().size(), geo.out_cols.size());
     if (grid.dim(geo.roles.i) > 1) d_out_full_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
@@ -131,7 +142,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
-      spmm_all_reduce(a_, a_chunks_, h_in.view(), agg_clean_, o);
+      spmm_all_reduce(adj_.a, adj_.a_chunks, h_in.view(), agg_clean_, o);
       agg_clean_valid_ = true;
     }
     last_agg_ = &agg_clean_;
@@ -141,7 +152,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
       be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
       h = h_drop_.view();
     }
-    spmm_all_reduce(a_, a_chunks_, h, agg_, o);
+    spmm_all_reduce(adj_.a, adj_.a_chunks, h, agg_, o);
     last_agg_ = &agg_;
   }
 
@@ -195,7 +206,7 @@ Matrix GcnLayer3D::backward(Matrix& d_out_arg, const DropoutSpec& dropout, bool 
   grid_.comm(o).all_reduce(d_agg.data(), d_agg.size(), ReduceOp::Sum);
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_all_reduce(a_t_, a_t_chunks_, d_agg.view(), d_h, d);
+  spmm_all_reduce(adj_.a_t, adj_.a_t_chunks, d_agg.view(), d_h, d);
   if (dropout.p > 0.0f)
     be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
   return d_h;

@@ -27,12 +27,22 @@ struct LayerCommOptions {
   int agg_chunks = 1;
 };
 
+// One Â block on the backend, with its transpose (backward) and, with agg_chunks > 1, the
+// row blocks of both. Built once per distinct block and shared by the layers that use it.
+struct DeviceAdj {
+  // Takes the host copies and frees each once it is uploaded.
+  DeviceAdj(Backend& be, HostCsr&& a, HostCsr&& a_t, int agg_chunks);
+  CsrMatrix a, a_t;
+  std::vector<CsrMatrix> a_chunks, a_t_chunks;  // empty unless agg_chunks > 1
+};
+
 class GcnLayer3D {
  public:
   // `constant_input`: the input never changes (layer 0: the features), so the aggregation
   // without dropout, Â·H, is computed once and reused by every evaluation pass.
-  GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const HostCsr& a, const HostCsr& a_t, bool relu,
-             std::uint64_t seed, bool constant_input = false, LayerCommOptions comm = {});
+  // `adj` (this layer's Â block) must outlive the layer; its chunking must match comm.agg_chunks.
+  GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const DeviceAdj& adj, bool relu, std::uint64_t seed,
+             bool constant_input = false, LayerCommOptions comm = {});
 
   // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output
   // block [out_rows × out_cols], replicated over the i axis — or, with scatter_output, its
@@ -65,8 +75,7 @@ class GcnLayer3D {
   LayerGeometry geo_;
   bool relu_;
   LayerCommOptions comm_;
-  CsrMatrix a_, a_t_;
-  std::vector<CsrMatrix> a_chunks_, a_t_chunks_;  // row blocks of a_, a_t_ (agg_chunks > 1)
+  const DeviceAdj& adj_;
   bool w_full_valid_ = false;
   Matrix out_slice_, d_out_full_;  // scatter_output: this rank's OUT rows; the gathered gradient
   Matrix w_, dw_, w_full_, dw_full_;
