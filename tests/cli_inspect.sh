@@ -4,13 +4,7 @@
 set -u
 plexus=$1
 src=$2
-py=/usr/bin/python3
-cora=$src/data/cora.h5
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0 passed=0
-ok() { passed=$((passed + 1)); }
-fail() { echo "FAIL [$1]"; failures=$((failures + 1)); }
+source "$src/tests/lib_cli.sh"
 
 # Plain text: node count, edges, classes, split.
 if "$plexus" inspect "$cora" >"$work/out" 2>&1 && grep -Eq "nodes +2708$" "$work/out" &&
@@ -38,15 +32,6 @@ for m in none permute metis; do
 done
 
 # Bad input: exit 2, one line `plexus: error: ...`.
-expect_error() {
-  local name=$1 want=$2; shift 2
-  "$plexus" "$@" >"$work/out" 2>"$work/err"
-  local rc=$? lines
-  lines=$(wc -l <"$work/err")
-  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
-    fail "$name"; echo "  rc=$rc, $lines stderr lines, wanted '$want':"; cat "$work/err"
-  else ok; fi
-}
 expect_error bad-grid "--grid" inspect "$cora" --grid 2x2
 expect_error zero-grid "--grid" inspect "$cora" --grid 0x2x2
 expect_error bad-balance "--balance: expected none, permute or metis" inspect "$cora" --grid 2x2x2 --balance random

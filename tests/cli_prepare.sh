@@ -9,13 +9,7 @@
 set -u
 plexus=$1
 src=$2
-py=/usr/bin/python3
-cora=$src/data/cora.h5
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0 passed=0
-ok() { passed=$((passed + 1)); }
-fail() { echo "FAIL [$1]"; failures=$((failures + 1)); }
+source "$src/tests/lib_cli.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
 # losses FILE: the per-epoch losses of a metrics file, one per line, as printed by Python.
@@ -112,15 +106,6 @@ if "$plexus" inspect "$work/cora_permute.h5" --grid 2x2x2 --layers 2 >"$work/out
    grep -q "balance permute (as prepared in the file) on grid 2x2x2" "$work/out"; then ok; else fail inspect; cat "$work/out"; fi
 
 # Bad input: exit 2, one line `plexus: error: ...`, no output file.
-expect_error() {
-  local name=$1 want=$2; shift 2
-  "$plexus" "$@" >"$work/out" 2>"$work/err"
-  local rc=$? lines
-  lines=$(wc -l <"$work/err")
-  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
-    fail "$name"; echo "  rc=$rc, $lines stderr lines, wanted '$want':"; cat "$work/err"
-  else ok; fi
-}
 expect_error metis-no-grid "--grid: --balance metis needs" prepare "$cora" -o "$work/x.h5" --balance metis
 expect_error missing-input "$work/nope.h5: no such file" prepare "$work/nope.h5" -o "$work/x.h5"
 expect_error no-dir "cannot write" prepare "$cora" -o "$work/no/such/dir/x.h5"
