@@ -120,7 +120,6 @@ class ShardReader {
   }
 
   std::vector<std::uint8_t> mask(const Reader::Dataset& d, Range rows) const {
-    // (Masks and labels are read by row ranges, in whichever order's dataset is asked for.)
     const auto n = static_cast<hsize_t>(rows.size());
     std::vector<std::uint8_t> m = r_.read_ints<std::uint8_t>(d, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
     for (std::size_t k = 0; k < m.size(); ++k)
