@@ -292,6 +292,11 @@ class Reader {
   }
 
   void read_raw(const Dataset& d, hid_t memtype, void* buf, const Slab& slab) const {
+    // A dataset with a zero extent has nothing to read. Every rank sees the same extent, so
+    // skipping is consistent across a collective read (and MPI-IO fails on such a read).
+    hsize_t extent = 1;
+    for (hsize_t x : d.dims) extent *= x;
+    if (extent == 0) return;
     const hid_t dxpl = dxpl_.valid() ? dxpl_.get() : H5P_DEFAULT;
     herr_t rc = 0;
     if (slab.count.empty()) {
