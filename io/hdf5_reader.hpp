@@ -206,7 +206,15 @@ class Reader {
     // missing data rather than silently loading zeros.
     hsize_t logical = 1;
     for (hsize_t x : d.dims) logical *= x;
-    if (logical > 0 && H5Dget_storage_size(d.ds.get()) == 0) fail(name, "no data stored (storage never written)");
+    const hsize_t stored = H5Dget_storage_size(d.ds.get());
+    if (logical > 0 && stored == 0) fail(name, "no data stored (storage never written)");
+    // A corrupt header can declare far more elements than the file holds; refuse before
+    // allocating. Deflate compresses at most 1032:1, so more than 1100 bytes per stored byte
+    // cannot be real data (unwritten chunks would read back as fill values anyway).
+    const double logical_bytes = static_cast<double>(logical) * static_cast<double>(H5Tget_size(d.type.get()));
+    if (logical_bytes > 1100.0 * static_cast<double>(stored))
+      fail(name, "declares " + std::to_string(logical) + " elements but stores only " + std::to_string(stored) +
+                     " bytes (truncated or corrupt file)");
     return d;
   }
 

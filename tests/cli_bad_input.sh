@@ -53,6 +53,10 @@ mutate bad-end "d = f['graph/indptr'][...]; d[-1] -= 1; f['graph/indptr'][...] =
 train indptr-end "/graph/indptr: last entry" "$work/bad-end.h5"
 mutate bad-col "d = f['graph/indices'][...]; d[0] = 1 << 20; f['graph/indices'][...] = d"
 train column-out-of-range "/graph/indices: column index" "$work/bad-col.h5"
+# A header declaring far more edges than the file stores (one chunk of 2^40 written): refused
+# before allocating, not an attempt at 8 TB.
+mutate huge-indices "d = f['graph/indices'][...]; del f['graph/indices']; x = f.create_dataset('graph/indices', shape=(1 << 40,), dtype=np.int64, chunks=(len(d),)); x[:len(d)] = d"
+train huge-declared "/graph/indices: declares 1099511627776 elements but stores only" "$work/huge-indices.h5"
 mutate nan-feature "d = f['features'][...]; d[1, 2] = np.nan; f['features'][...] = d"
 train nan-features "/features: NaN" "$work/nan-feature.h5"
 mutate inf-feature "d = f['features'][...]; d[0, 0] = np.inf; f['features'][...] = d"
