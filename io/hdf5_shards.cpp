@@ -221,13 +221,16 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     std::vector<double> part;
     part.reserve(static_cast<std::size_t>(own.size()));
     in.stream_rows(graph, own, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
+      // Bad column ids throw from merge_rows (reported by stream_rows against the indices);
+      // a non-positive degree is a problem of the values.
+      const MergedRows m = merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val);
+      std::vector<double> d;
       try {
-        const std::vector<double> d = inv_sqrt_degrees(merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val));
-        part.insert(part.end(), d.begin(), d.end());
+        d = inv_sqrt_degrees(m);
       } catch (const std::invalid_argument& e) {
-        if (std::string(e.what()).find("weight sum") != std::string::npos) r.fail(h5::kValues, e.what());
-        throw;
+        r.fail(h5::kValues, e.what());
       }
+      part.insert(part.end(), d.begin(), d.end());
     });
     inv_sqrt_deg = in.all_gather(part, h.num_nodes);
   }

@@ -49,6 +49,12 @@ std::vector<index_t> random_permutation(index_t n, std::uint64_t seed, std::uint
   return p;
 }
 
+std::vector<index_t> inverse_permutation(const std::vector<index_t>& new_id) {
+  std::vector<index_t> old(new_id.size());
+  for (std::size_t v = 0; v < new_id.size(); ++v) old[static_cast<std::size_t>(new_id[v])] = static_cast<index_t>(v);
+  return old;
+}
+
 std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, std::uint64_t seed,
                                            std::uint32_t stream) {
   const auto n = static_cast<index_t>(weight.size());

@@ -24,8 +24,7 @@ void permute_arrays(index_t rows, const std::vector<index_t>& indptr, const std:
                     const std::vector<index_t>& col_new, std::vector<index_t>& out_indptr, std::vector<Idx>& out_indices,
                     std::vector<float>& out_values) {
   const bool weighted = !values.empty();
-  std::vector<index_t> old_of(static_cast<std::size_t>(rows));
-  for (index_t r = 0; r < rows; ++r) old_of[row_new[r]] = r;
+  const std::vector<index_t> old_of = inverse_permutation(row_new);
   out_indptr.assign(static_cast<std::size_t>(rows) + 1, 0);
   for (index_t q = 0; q < rows; ++q) out_indptr[q + 1] = out_indptr[q] + (indptr[old_of[q] + 1] - indptr[old_of[q]]);
   out_indices.resize(indices.size());
@@ -58,12 +57,6 @@ std::vector<T> permute_rows(const std::vector<T>& v, const std::vector<index_t>&
   for (index_t u = 0; u < n; ++u)
     std::copy_n(v.begin() + u * width, width, out.begin() + new_id[u] * width);
   return out;
-}
-
-std::vector<index_t> inverse(const std::vector<index_t>& new_id) {
-  std::vector<index_t> old(new_id.size());
-  for (std::size_t u = 0; u < new_id.size(); ++u) old[static_cast<std::size_t>(new_id[u])] = static_cast<index_t>(u);
-  return old;
 }
 
 // Per row: self-loops dropped, sorted by column, duplicates dropped (the first in row order
@@ -205,8 +198,8 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
       if (two) p.a2 = permute_csr(a_hat, order.col, order.row);
     }
   }
-  p.node_id_p = inverse(order.row);
-  p.node_id_p2 = inverse(order.col);
+  p.node_id_p = inverse_permutation(order.row);
+  p.node_id_p2 = inverse_permutation(order.col);
 
   // The v1 part: the cleaned graph renumbered by P2.
   const std::vector<index_t>& p2 = order.col;

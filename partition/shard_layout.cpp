@@ -81,7 +81,6 @@ ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::
                          bool two_orders) {
   ShardRanges sr;
   const int layers = static_cast<int>(dims.size()) - 1;
-  const auto same = [](Range a, Range b) { return a.begin == b.begin && a.end == b.end; };
   // One Â block per layout (rotation l % 3, and with two orders parity l % 2) that some
   // layer uses, shared where the ranges and the matrix coincide.
   for (int l = 0; l < std::min(layers, 6); ++l) {
@@ -89,12 +88,11 @@ ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::
     const int which = adj_of_layer(l, two_orders);
     std::size_t k = 0;
     while (k < sr.adj.size() &&
-           !(same(sr.adj[k].rows, geo.out_rows) && same(sr.adj[k].cols, geo.in_rows) && sr.adj[k].which == which))
+           !(sr.adj[k].rows == geo.out_rows && sr.adj[k].cols == geo.in_rows && sr.adj[k].which == which))
       ++k;
     if (k == sr.adj.size()) sr.adj.push_back({geo.out_rows, geo.in_rows, which});
     sr.adj_of_layout[l] = static_cast<int>(k);
   }
-  for (int l = layers; l < 6; ++l) sr.adj_of_layout[l] = sr.adj_of_layout[l % layers];  // unused layouts
   // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
   // all-gathered over d in the forward pass.
   const LayerGeometry g0 = layer_geometry(grid, 0, num_nodes, dims[0], dims[1]);

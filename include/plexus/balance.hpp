@@ -36,6 +36,9 @@ struct NodeOrder {
 // the same for the same arguments on every machine.
 std::vector<index_t> random_permutation(index_t n, std::uint64_t seed, std::uint32_t stream);
 
+// The inverse of a bijection of [0, n): out[new_id[v]] = v (e.g. the node at each position).
+std::vector<index_t> inverse_permutation(const std::vector<index_t>& new_id);
+
 // A random permutation stratified by `weight` (new id of every node): nodes sorted by weight
 // (random tie-breaks) are dealt to positions along a Kronecker (golden-ratio) sequence with a
 // random offset, so every run of consecutive positions -- whatever the block count -- holds

@@ -15,6 +15,7 @@ namespace plexus {
 struct Range {
   index_t begin = 0, end = 0;
   index_t size() const { return end - begin; }
+  bool operator==(const Range&) const = default;
 };
 // Block `idx` of `parts` near-equal blocks of [0, n).
 Range block_range(index_t n, int parts, int idx);

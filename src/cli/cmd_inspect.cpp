@@ -111,8 +111,7 @@ void run_inspect(const InspectOptions& o) {
       // Node i of the stored graph is original node node_id_p2[i]; its row in Â1 is that
       // node's position in P.
       order.kind = balance;
-      std::vector<index_t> pos_p(static_cast<std::size_t>(n));
-      for (index_t k = 0; k < n; ++k) pos_p[prep.node_id_p[k]] = k;
+      const std::vector<index_t> pos_p = inverse_permutation(prep.node_id_p);
       order.row.resize(static_cast<std::size_t>(n));
       order.col.resize(static_cast<std::size_t>(n));
       for (index_t i = 0; i < n; ++i) {

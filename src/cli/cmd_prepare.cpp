@@ -1,7 +1,6 @@
 // `plexus prepare`: clean, normalise and balance a graph once, ahead of training
 // (include/plexus/prepare.hpp, docs/balancing.md).
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <memory>
@@ -21,12 +20,6 @@ struct PrepareCliOptions {
   std::uint64_t seed = 1;
   bool no_symmetrize = false, quiet = false;
 };
-
-double peak_rss_gib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
-}
 
 void run_prepare(const PrepareCliOptions& o) {
   using Clock = std::chrono::steady_clock;
@@ -61,7 +54,7 @@ void run_prepare(const PrepareCliOptions& o) {
              p.two_orders() ? " (Â1 and Â2)" : "", balance_name(p.balance),
              p.balance == Balance::kMetis ? fmt::format(" ({} parts)", p.metis_parts) : std::string());
   fmt::print("time: read {:.2f} s, prepare {:.2f} s, write {:.2f} s; peak RSS {:.2f} GiB\n", read_s, prep_s, write_s,
-             peak_rss_gib());
+             peak_rss_bytes() / (1024.0 * 1024.0 * 1024.0));
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // `plexus train`: full-graph GCN training with per-epoch progress and JSON Lines metrics.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -71,13 +70,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
     return make_cuda_backend(0);
   }
   return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(threads);
-}
-
-// The process's peak resident set size so far (getrusage; Linux reports KiB).
-double peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) * 1024.0;
 }
 
 nlohmann::json epoch_json(const EpochMetrics& m) {

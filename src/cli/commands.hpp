@@ -15,6 +15,9 @@ void add_prepare_command(CLI::App& app);
 // ../share/plexus next to the executable.
 std::string default_dataset();
 
+// This process's peak resident set size so far, in bytes (getrusage).
+double peak_rss_bytes();
+
 // Writes `text` to `path` atomically (temporary file + rename).
 void write_file_atomic(const std::string& path, const std::string& text);
 

@@ -1,3 +1,4 @@
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +23,12 @@ std::string default_dataset() {
   for (const auto& p : candidates)
     if (fs::exists(p, ec)) return p.string();
   throw InputError("cora.h5", "bundled dataset not found (set PLEXUS_DATA_DIR or pass --data)");
+}
+
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {

@@ -135,11 +135,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     std::vector<std::pair<Range, Range>> blocks;
     for (int r3 = 0; r3 < std::min(L, 3); ++r3) {
       const LayerGeometry& ge = geo[r3];
-      const bool seen = std::any_of(blocks.begin(), blocks.end(), [&](const auto& b) {
-        return b.first.begin == ge.out_rows.begin && b.first.end == ge.out_rows.end &&
-               b.second.begin == ge.in_rows.begin && b.second.end == ge.in_rows.end;
-      });
-      if (seen) continue;
+      if (std::find(blocks.begin(), blocks.end(), std::pair{ge.out_rows, ge.in_rows}) != blocks.end()) continue;
       blocks.emplace_back(ge.out_rows, ge.in_rows);
       const double nb = block_nnz(ge);
       mem += (sz(ge.out_rows) + 1) * 8 + nb * 8;  // Â block: indptr, col_t indices, values
