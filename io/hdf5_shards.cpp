@@ -6,7 +6,8 @@
 //      one vector of 1/sqrt(degree) (8 bytes per node: the one array every rank holds whole),
 //      and its rows of the three masks, to count the split sizes;
 //   2. for each Â block, the CSR rows of its row range, streamed in chunks of at most
-//      kEdgeChunk edges and normalised with the same arithmetic as gcn_normalize;
+//      kEdgeChunk edges and normalised with the same arithmetic as gcn_normalize; a sharded
+//      block keeps only its rows part_rows, and the columns part_cols for its transpose;
 //   3. its feature block (a 2-D hyperslab), and the labels and masks of its output rows.
 // Under MPI every read is collective (MPI-IO): ranks issue the same sequence of reads, the
 // ones with nothing to read joining with an empty selection. Together the ranks read every
@@ -27,7 +28,7 @@ using h5::CsrDatasets;
 using h5::Reader;
 using Slab = Reader::Slab;
 
-constexpr index_t kEdgeChunk = index_t{1} << 22;  // edges per read: bounds a stripe's memory
+constexpr index_t kEdgeChunk = index_t{1} << 20;  // edges per read: bounds a stripe's memory (~16 MB)
 
 class ShardReader {
  public:
@@ -171,10 +172,11 @@ void append_rows(HostCsr& block, const HostCsr& part) {
 }  // namespace
 
 namespace {
-GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden);
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj);
 }
 
-GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden) {
+GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
+                         bool shard_adj) {
   h5::silence_errors();
   int mpi_on = 0;
   MPI_Initialized(&mpi_on);
@@ -182,7 +184,7 @@ GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int l
   Reader r(path);
   try {
     r.open(comm);
-    return load(r, comm, grid, layers, hidden);
+    return load(r, comm, grid, layers, hidden, shard_adj);
   } catch (const InputError& e) {
     // Under MPI-IO, closing the file is collective: unwinding from here would wait for ranks
     // that are blocked in another collective, so end the job now.
@@ -193,7 +195,7 @@ GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int l
 
 namespace {
 
-GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden) {
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj) {
   h5::Header h = h5::read_header(r);
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
@@ -210,7 +212,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   s.num_nodes = h.num_nodes;
   s.num_edges = h.nnz;
   s.dims = gcn_dims(h.num_features, layers, hidden, h.num_classes);
-  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders);
+  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders, shard_adj);
 
   // 1. Split sizes from this rank's 1/P of the masks; for a raw graph also the degrees of
   // its 1/P of the rows, then everyone's (a prepared graph stores Â normalised).
@@ -249,6 +251,8 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   // rank reads once per layout period (3 rotations, × 2 parities with two orders) even where
   // its blocks coincide (coincidence depends on the coordinates); the first read fills a slot.
   s.adj.resize(sr.adj.size());
+  s.adj_t.resize(sr.adj.size());
+  s.adj_blocks = sr.adj;
   s.adj_of_layout = sr.adj_of_layout;
   std::vector<bool> filled(sr.adj.size(), false);
   const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
@@ -256,21 +260,33 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     const int slot = sr.adj_of_layout[l];
     const AdjBlockRange& b = sr.adj[slot];
     const CsrDatasets& c = ph.prepared ? ph.adj[b.which] : graph;
-    HostCsr block;
-    block.cols = b.cols.size();
+    // rows part_rows of the block; and, sharded, columns part_cols of all its rows (the
+    // transpose of this rank's rows of Âᵀ).
+    HostCsr part, col_part;
+    part.cols = b.cols.size();
+    col_part.cols = b.part_cols.size();
     const std::vector<index_t> ip = in.indptr(c, b.rows);
     in.stream_rows(c, b.rows, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
-      if (ph.prepared)
-        append_rows(block, cut_prepared_rows(h.num_nodes, rows, lip, idx, val, b.cols));
-      else
-        append_rows(block, normalized_block(merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val),
-                                            inv_sqrt_deg, b.cols.begin, b.cols.end));
+      const HostCsr cut =
+          ph.prepared ? cut_prepared_rows(h.num_nodes, rows, lip, idx, val, b.cols)
+                      : normalized_block(merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val),
+                                         inv_sqrt_deg, b.cols.begin, b.cols.end);
+      const Range mine{std::max(row0, b.part_rows.begin) - row0, std::min(row0 + rows, b.part_rows.end) - row0};
+      if (mine.begin == 0 && mine.end == rows)
+        append_rows(part, cut);
+      else if (mine.size() > 0)
+        append_rows(part, extract_block(cut, mine, Range{0, cut.cols}));
+      if (b.sharded)
+        append_rows(col_part, extract_block(cut, Range{0, rows}, Range{b.part_cols.begin - b.cols.begin,
+                                                                       b.part_cols.end - b.cols.begin}));
     });
-    if (!filled[slot]) s.adj[slot] = std::move(block);
+    if (!filled[slot]) {
+      s.adj_t[slot] = csr_transpose(b.sharded ? col_part : part);
+      s.adj[slot] = std::move(part);
+    }
     filled[slot] = true;
   }
   inv_sqrt_deg = {};
-  for (const HostCsr& a : s.adj) s.adj_t.push_back(csr_transpose(a));
 
   // 3. Features, labels, masks.
   s.feat_rows = sr.feat_rows;

@@ -77,32 +77,68 @@ HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
   return b;
 }
 
-ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
-                         bool two_orders) {
+std::size_t GcnShards::host_bytes() const {
+  const auto vec = [](const auto& v) { return v.size() * sizeof(v[0]); };
+  const auto csr = [&](const HostCsr& a) { return vec(a.indptr) + vec(a.indices) + vec(a.values); };
+  std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test);
+  for (const HostCsr& a : adj) b += csr(a);
+  for (const HostCsr& a : adj_t) b += csr(a);
+  return b;
+}
+
+ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
+                            const std::vector<index_t>& dims, bool two_orders, bool shard_adj) {
   ShardRanges sr;
   const int layers = static_cast<int>(dims.size()) - 1;
+  const auto geometry = [&](int l) { return layer_geometry_at(shape, coords, l, num_nodes, dims[l], dims[l + 1]); };
   // One Â block per layout (rotation l % 3, and with two orders parity l % 2) that some
-  // layer uses, shared where the ranges and the matrix coincide.
+  // layer uses, shared where the ranges, the matrix and the sharding coincide.
   for (int l = 0; l < std::min(layers, 6); ++l) {
-    const LayerGeometry geo = layer_geometry(grid, l, num_nodes, dims[l], dims[l + 1]);
-    const int which = adj_of_layer(l, two_orders);
-    std::size_t k = 0;
-    while (k < sr.adj.size() &&
-           !(sr.adj[k].rows == geo.out_rows && sr.adj[k].cols == geo.in_rows && sr.adj[k].which == which))
-      ++k;
-    if (k == sr.adj.size()) sr.adj.push_back({geo.out_rows, geo.in_rows, which});
+    const LayerGeometry geo = geometry(l);
+    AdjBlockRange b;
+    b.rows = geo.out_rows;
+    b.cols = geo.in_rows;
+    b.which = adj_of_layer(l, two_orders);
+    b.part_rows = b.rows;
+    b.part_cols = b.cols;
+    const int parts = shape.dim(geo.roles.i);
+    if (shard_adj && parts > 1) {
+      const int at = coords[static_cast<int>(geo.roles.i)];
+      b.sharded = true;
+      b.axis = geo.roles.i;
+      b.part_rows = sub_range(b.rows, parts, at);
+      b.part_cols = sub_range(b.cols, parts, at);
+    }
+    const auto k = std::find(sr.adj.begin(), sr.adj.end(), b) - sr.adj.begin();
+    if (k == static_cast<std::ptrdiff_t>(sr.adj.size())) sr.adj.push_back(b);
     sr.adj_of_layout[l] = static_cast<int>(k);
   }
   // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
   // all-gathered over d in the forward pass.
-  const LayerGeometry g0 = layer_geometry(grid, 0, num_nodes, dims[0], dims[1]);
-  sr.feat_rows = sub_range(g0.in_rows, grid.dim(g0.roles.d), grid.coord(g0.roles.d));
+  const LayerGeometry g0 = geometry(0);
+  sr.feat_rows = sub_range(g0.in_rows, shape.dim(g0.roles.d), coords[static_cast<int>(g0.roles.d)]);
   sr.feat_cols = g0.in_cols;
   // Labels and masks: the rows of the last layer's output, in that layer's output order (an
   // even layer multiplies by Â1 = P·Â·P2ᵀ, whose rows are in P order).
-  sr.label_rows = layer_geometry(grid, layers - 1, num_nodes, dims[layers - 1], dims[layers]).out_rows;
+  sr.label_rows = geometry(layers - 1).out_rows;
   sr.label_order = two_orders && (layers - 1) % 2 == 0 ? 1 : 0;
   return sr;
+}
+
+ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
+                         bool two_orders, bool shard_adj) {
+  return shard_ranges_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, num_nodes,
+                         dims, two_orders, shard_adj);
+}
+
+std::pair<HostCsr, HostCsr> cut_adj_block(const HostCsr& a, const AdjBlockRange& b) {
+  HostCsr part = extract_block(a, b.part_rows, b.cols);
+  if (!b.sharded) {
+    HostCsr t = csr_transpose(part);
+    return {std::move(part), std::move(t)};
+  }
+  // Rows part_cols of the block's transpose = the transpose of the block's columns part_cols.
+  return {std::move(part), csr_transpose(extract_block(a, b.rows, b.part_cols))};
 }
 
 namespace {
@@ -125,9 +161,11 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
   s.num_edges = g.num_edges();
   s.dims = dims;
   for (const AdjBlockRange& b : sr.adj) {
-    s.adj.push_back(extract_block(*w.adj[b.which], b.rows, b.cols));
-    s.adj_t.push_back(csr_transpose(s.adj.back()));
+    auto [part, part_t] = cut_adj_block(*w.adj[b.which], b);
+    s.adj.push_back(std::move(part));
+    s.adj_t.push_back(std::move(part_t));
   }
+  s.adj_blocks = sr.adj;
   s.adj_of_layout = sr.adj_of_layout;
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
@@ -150,13 +188,14 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
 }  // namespace
 
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
-                       const std::vector<index_t>& dims) {
+                       const std::vector<index_t>& dims, bool shard_adj) {
   const WholeData w{{&a_hat, &a_hat}, &g, {&g.labels, &g.labels}, {&g.train_mask, &g.train_mask},
                     {&g.val_mask, &g.val_mask}, {&g.test_mask, &g.test_mask}};
-  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims), dims);
+  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, false, shard_adj), dims);
 }
 
-GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims) {
+GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
+                       bool shard_adj) {
   const GraphData& g = p.graph;
   const bool two = p.two_orders();
   const WholeData w{{&p.a1, two ? &p.a2 : &p.a1},
@@ -165,7 +204,7 @@ GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const st
                     {&g.train_mask, two ? &p.train_p : &g.train_mask},
                     {&g.val_mask, two ? &p.val_p : &g.val_mask},
                     {&g.test_mask, two ? &p.test_p : &g.test_mask}};
-  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, two), dims);
+  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, two, shard_adj), dims);
 }
 
 }  // namespace plexus

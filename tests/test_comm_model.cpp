@@ -103,11 +103,39 @@ TEST(CommModel, ClosedFormExactForUnevenSizes) {
     std::vector<index_t> dims{1433};
     for (int l = 0; l + 1 < layers; ++l) dims.push_back(16);
     dims.push_back(7);
-    const ProblemSize p = problem(2708, dims);
-    for (int P : {2, 3, 5, 6, 7, 8})
-      for (GridShape g : all_grids(P))
-        for (bool first : {true, false})
-          expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first), g.str());
+    ProblemSize p = problem(2708, dims);
+    for (bool shard : {false, true}) {
+      p.shard_adj = shard;
+      for (int P : {2, 3, 5, 6, 7, 8})
+        for (GridShape g : all_grids(P))
+          for (bool first : {true, false})
+            expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
+                            g.str() + (shard ? " sharded" : ""));
+    }
+  }
+}
+
+// Sharding Â adds, per axis, 8 (G_i - 1) nnz(Â) bytes for every use of a block whose layer
+// has that axis as i, and cuts the memory of Â's blocks by G_i, for the price of one gathered
+// block (the workspace) and the row pointers of the whole blocks.
+TEST(CommModel, ShardedAdjacencyTradesBytesForMemory) {
+  ProblemSize p = problem(960, {24, 24, 24, 24});  // 3 layers: every axis is some layer's i
+  p.nnz = 200 * 960;                                // Â dominates the memory
+  const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);
+  for (GridShape g : all_grids(8)) {
+    ProblemSize s = p;
+    s.shard_adj = true;
+    const AxisBytes plain = predict_epoch(p, g, false), sharded = predict_epoch(s, g, false);
+    // Steady epoch with dropout: layer 0 (i = Y) aggregates once and has no backward SpMM;
+    // layers 1 (i = X) and 2 (i = Z) aggregate twice and run one backward SpMM.
+    const double want[3] = {3 * 8.0 * (g.x - 1) * nnz_hat, 1 * 8.0 * (g.y - 1) * nnz_hat,
+                            3 * 8.0 * (g.z - 1) * nnz_hat};
+    for (int a = 0; a < 3; ++a)
+      EXPECT_NEAR(sharded.bytes[a] - plain.bytes[a], want[a], 1e-6 * want[a] + 1e-6) << g.str() << " axis " << a;
+    double mem_plain = 0, mem_sharded = 0;
+    for (const RankCost& rc : predict_ranks(p, g, false)) mem_plain = std::max(mem_plain, rc.memory_bytes);
+    for (const RankCost& rc : predict_ranks(s, g, false)) mem_sharded = std::max(mem_sharded, rc.memory_bytes);
+    EXPECT_LT(mem_sharded, mem_plain) << g.str();
   }
 }
 

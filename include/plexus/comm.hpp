@@ -31,6 +31,8 @@ class Communicator {
   virtual void all_reduce(double* buf, std::size_t n, ReduceOp op) = 0;
   // recv = concatenation of every rank's `send` in rank order; counts[r] = floats from rank r.
   virtual void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) = 0;
+  // The same for 32-bit integers (the column ids of a sharded sparse block).
+  virtual void all_gather(const std::int32_t* send, std::int32_t* recv, const std::vector<std::size_t>& counts) = 0;
   // recv = this rank's part (counts[rank] floats) of the element-wise sum of every rank's send.
   virtual void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) = 0;
   // Non-blocking all-reduce (sum) for overlapping communication with compute; wait() completes it.

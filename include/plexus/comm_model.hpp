@@ -18,6 +18,7 @@ struct ProblemSize {
   index_t nnz = 0;             // edges of the input graph (Â has about nnz + num_nodes entries)
   std::vector<index_t> dims;   // D_0 = features, hidden..., D_L = classes
   bool dropout = true;         // dropout > 0 (train default): layer 0's train aggregation is not cached
+  bool shard_adj = false;      // Â sharded over each layer's i axis (TrainConfig::shard_adj)
   int layers() const { return static_cast<int>(dims.size()) - 1; }
 };
 

@@ -24,8 +24,10 @@ GraphInfo read_graph_info_h5(const std::string& path);
 // This rank's shards of a `layers`-layer GCN (hidden width `hidden`) over `grid`, reading
 // only the hyperslabs they need, with MPI-IO collective reads when the grid has several
 // ranks (every rank of the grid must call it). Validates everything it reads; the ranks
-// together read, and so validate, the whole file.
-GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden);
+// together read, and so validate, the whole file. `shard_adj`: store Â sharded over each
+// layer's i axis (TrainConfig::shard_adj), so that no rank holds more than its 1/P of it.
+GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
+                         bool shard_adj = false);
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.
 void write_graph_h5(const GraphData& g, const std::string& path);

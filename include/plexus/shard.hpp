@@ -4,6 +4,7 @@
 // n % parts blocks one extra element, so blocks are uneven by at most one.
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "plexus/buffer.hpp"
@@ -44,6 +45,21 @@ std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, 
 // layers use Â1 and odd layers Â2 (include/plexus/prepare.hpp); otherwise always Â1 = Â.
 inline int adj_of_layer(int layer, bool two_orders) { return two_orders ? layer % 2 : 0; }
 
+// The global index ranges of every shard this rank holds (what build_shards and
+// load_shards_h5 cut or read).
+struct AdjBlockRange {
+  Range rows, cols;
+  int which = 0;  // 0: Â1 (= Â with one order), 1: Â2
+  // Sharded Â (shard_adj): the block is replicated over the layer's i axis in the Plexus
+  // layout; sharded, each rank of that axis stores only its part of it — rows `part_rows` of
+  // the block and rows `part_cols` of its transpose (its block of the rows, resp. columns,
+  // over i) — and the layer all-gathers the whole block over `axis` before each SpMM.
+  // Unsharded (or i has one rank): part_rows == rows, part_cols == cols.
+  bool sharded = false;
+  Axis axis = Axis::X;
+  Range part_rows, part_cols;
+  bool operator==(const AdjBlockRange&) const = default;
+};
 // Everything one rank holds of the dataset. A layer's Â block depends on its role rotation
 // (l % 3) and, with two orders, on its parity (l % 2): on layout l % 6.
 struct GcnShards {
@@ -52,8 +68,11 @@ struct GcnShards {
   std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
   int layers() const { return static_cast<int>(dims.size()) - 1; }
   // Distinct Â blocks and their transposes (for the backward SpMM). Layouts whose blocks
-  // coincide (always on a 1-rank grid with one order) share one.
+  // coincide (always on a 1-rank grid with one order) share one. adj[k] holds rows
+  // adj_blocks[k].part_rows of the block, adj_t[k] rows adj_blocks[k].part_cols of its
+  // transpose: the whole block and transpose unless the block is sharded.
   std::vector<HostCsr> adj, adj_t;
+  std::vector<AdjBlockRange> adj_blocks;
   std::array<int, 6> adj_of_layout{};  // index into adj for a layer with layout l % 6
   const HostCsr& adj_for_layer(int l) const { return adj[adj_of_layout[l % 6]]; }
   const HostCsr& adj_t_for_layer(int l) const { return adj_t[adj_of_layout[l % 6]]; }
@@ -63,30 +82,35 @@ struct GcnShards {
   std::vector<std::int32_t> labels;
   std::vector<std::uint8_t> train, val, test;
   std::array<index_t, 3> split_sizes{};  // global train / val / test counts
+  // Bytes of the arrays held (what a rank's memory for the dataset is, after loading).
+  std::size_t host_bytes() const;
 };
 
-// The global index ranges of every shard this rank holds (what build_shards and
-// load_shards_h5 cut or read).
-struct AdjBlockRange {
-  Range rows, cols;
-  int which = 0;  // 0: Â1 (= Â with one order), 1: Â2
-};
 struct ShardRanges {
   std::vector<AdjBlockRange> adj;  // distinct Â blocks
   std::array<int, 6> adj_of_layout{};
   Range feat_rows, feat_cols, label_rows;
   int label_order = 0;  // the labels' order: that of the last layer's output (0: P2, 1: P)
 };
+// `shard_adj`: store each Â block split over its layer's i axis (AdjBlockRange), so that Â
+// memory per rank falls as 1/P; TrainConfig::shard_adj.
 ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
-                         bool two_orders = false);
+                         bool two_orders = false, bool shard_adj = false);
+// The same for the rank at `coords` (x, y, z) of a grid of `shape`.
+ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
+                            const std::vector<index_t>& dims, bool two_orders = false, bool shard_adj = false);
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
 // (global CSR, int32 columns). `dims` as in GcnShards.
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
-                       const std::vector<index_t>& dims);
+                       const std::vector<index_t>& dims, bool shard_adj = false);
 // The same from a prepared graph (Â1/Â2, features in P2 order, labels in both orders).
 struct PreparedGraph;
-GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims);
+GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
+                       bool shard_adj = false);
+// The Â part of a rank's shards cut from a whole matrix: rows b.part_rows of its block of `a`
+// and rows b.part_cols of the block's transpose.
+std::pair<HostCsr, HostCsr> cut_adj_block(const HostCsr& a, const AdjBlockRange& b);
 
 // Rows [rows) and columns [cols) of a CSR with sorted column indices, re-indexed locally.
 HostCsr extract_block(const HostCsr& a, Range rows, Range cols);

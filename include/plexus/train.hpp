@@ -44,6 +44,11 @@ struct TrainConfig {
   // their order.
   Balance balance = Balance::kNone;
   std::uint64_t balance_seed = 1;
+  // Sharded Â: each Â block, replicated over its layer's i axis in the Plexus layout, is
+  // stored split over i and all-gathered there before each SpMM (8 bytes a nonzero per use),
+  // so that Â memory per rank falls as 1/P instead of 1/(G_o·G_d). Used where shards are cut
+  // (train_gcn(GraphData); load_shards_h5 takes it as an argument). Same numbers either way.
+  bool shard_adj = false;
 };
 
 struct EpochMetrics {

@@ -21,6 +21,7 @@ struct PlanOptions {
   std::string data, ranks, ranks_per_node, bandwidth, latency, layers = "2", hidden = "16", dropout = "0.5";
   std::string spmm_gbs, gemm_gflops;
   bool json = false;
+  bool shard_adj = false;
 };
 
 long parse_int(const std::string& opt, const std::string& text, long lo, long hi) {
@@ -80,6 +81,7 @@ void run_plan(const PlanOptions& o) {
   p.nnz = info.nnz;
   p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
   p.dropout = dropout > 0;
+  p.shard_adj = o.shard_adj;
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m);
   if (o.json) {
@@ -109,7 +111,8 @@ void run_plan(const PlanOptions& o) {
           {"latency_us", {m.lat_intra_us, m.lat_inter_us}},
           {"spmm_gbs", m.spmm_gbs},
           {"gemm_gflops", m.gemm_gflops},
-          {"dropout", p.dropout}}},
+          {"dropout", p.dropout},
+          {"shard_adj", p.shard_adj}}},
         {"grids", grids}};
     fmt::print("{}\n", doc.dump(2));
     return;
@@ -149,6 +152,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--hidden", o->hidden, "Hidden feature width (as train)")->capture_default_str();
   cmd->add_option("--dropout", o->dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();
+  cmd->add_flag("--shard-adj", o->shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
   cmd->add_flag("--json", o->json, "Print every grid as JSON");
   cmd->callback([o] { run_plan(*o); });
 }

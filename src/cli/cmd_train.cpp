@@ -119,6 +119,8 @@ void run_train(TrainOptions& o) {
 
   // file → shards: each rank reads only the blocks it holds (for a plain file with --balance,
   // every rank reads the whole graph and orders it in memory).
+  double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime
+  grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
   const auto t0 = std::chrono::steady_clock::now();
   GcnShards shards;
   GraphData whole;
@@ -126,12 +128,16 @@ void run_train(TrainOptions& o) {
     whole = read_graph_h5(o.data);
     o.cfg.balance = balance;
   } else {
-    shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden);
+    shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj);
   }
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Peak resident memory of the load (the process's high-water mark so far), largest rank.
   double load_rss = peak_rss_bytes();
   grid->world().all_reduce(&load_rss, 1, ReduceOp::Max);
+  // The dataset arrays a rank holds after the load (null in the metrics for a plain file with
+  // --balance, where every rank holds the whole graph).
+  double shard_bytes = static_cast<double>(in_memory ? 0 : shards.host_bytes());
+  grid->world().all_reduce(&shard_bytes, 1, ReduceOp::Max);
   if (!o.quiet) {
     const index_t nodes = in_memory ? whole.num_nodes : shards.num_nodes;
     const index_t edges = in_memory ? whole.num_edges() : shards.num_edges;
@@ -167,7 +173,9 @@ void run_train(TrainOptions& o) {
                                    {"test_acc", r.test_acc},
                                    {"total_seconds", r.total_seconds},
                                    {"load_seconds", load_s},
+                                   {"base_rss_bytes", base_rss},
                                    {"load_peak_rss_bytes", load_rss},
+                                   {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
                                    {"peak_rss_bytes", peak_rss},
                                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
                                    {"ranks", grid->size()},
@@ -175,6 +183,7 @@ void run_train(TrainOptions& o) {
                                    {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
                                    {"balance", balance_name(balance)},
                                    {"agg_chunks", o.cfg.agg_chunks},
+                                   {"shard_adj", o.cfg.shard_adj},
                                    {"backend", backend->name()}}
                         .dump() +
                     "\n";
@@ -212,6 +221,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")
       ->capture_default_str();
+  cmd->add_flag("--shard-adj", c.shard_adj,
+                "Store each Â block split over its layer's third grid axis and all-gather it per SpMM: Â memory "
+                "per rank falls as 1/P, for 8 bytes a nonzero per use (docs/communication.md)");
   cmd->add_option("--balance", opts->balance,
                   "Node order: none | permute | metis (docs/balancing.md). A prepared file (plexus prepare) "
                   "brings its own; a plain file is ordered in memory on every rank")

@@ -17,6 +17,8 @@ std::string default_dataset();
 
 // This process's peak resident set size so far, in bytes (getrusage).
 double peak_rss_bytes();
+// Its resident set size now, in bytes (/proc/self/statm; 0 where that is unavailable).
+double current_rss_bytes();
 
 // Writes `text` to `path` atomically (temporary file + rename).
 void write_file_atomic(const std::string& path, const std::string& text);

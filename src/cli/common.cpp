@@ -31,6 +31,13 @@ double peak_rss_bytes() {
   return static_cast<double>(u.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
+double current_rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  double pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0.0;
+  return pages_resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {

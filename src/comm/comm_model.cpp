@@ -43,6 +43,14 @@ struct Counter {
     rc.bytes[static_cast<int>(a)] += static_cast<double>((total - counts.at(coord_of(rc.coords, a))) * sizeof(float));
     rc.calls[static_cast<int>(a)] += p - 1;
   }
+  // The all-gathers (column ids, values) of a sharded Â block over `a`: every entry but this
+  // rank's part, 8 bytes each (the per-rank split is the average; the sum over ranks is exact).
+  void gather_adj(Axis a, double block_nnz, double own_fraction) {
+    const int p = g.dim(a);
+    if (p == 1) return;
+    rc.bytes[static_cast<int>(a)] += block_nnz * (1.0 - own_fraction) * 8.0;
+    rc.calls[static_cast<int>(a)] += 2 * (p - 1);
+  }
   void spmm(double nnz, double m, double dcols) {
     rc.spmm_flops += 2.0 * nnz * dcols;
     // index + value per entry, one D-wide row of the dense operand per entry, the output rows.
@@ -74,6 +82,11 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     };
     const LayerGeometry& g0 = geo.front();
     const LayerGeometry& gl = geo.back();
+    // The share of a block's rows (or columns) `r` that this rank's part holds when Â is
+    // sharded over `a` (shard_ranges_at: sub_range of r over a).
+    const auto part_share = [&](const Range& r, Axis a) {
+      return r.size() > 0 ? sz(sub_range(r, g.dim(a), coord_of(rc.coords, a))) / sz(r) : 0.0;
+    };
 
     // ---- GcnModel::forward: layer-0 features all-gathered over d (skipped on one rank) ----
     const auto model_forward = [&](bool training) {
@@ -86,6 +99,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
         const bool dropout_pass = training && p.dropout;
         const bool aggregate = !(l == 0 && !dropout_pass) || (first_epoch && (training || p.dropout));
         if (aggregate) {
+          if (p.shard_adj) c.gather_adj(i, block_nnz(ge), part_share(ge.out_rows, i));
           c.spmm(block_nnz(ge), sz(ge.out_rows), sz(ge.in_cols));
           c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);
         }
@@ -117,6 +131,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
       if (l > 0) {
         c.gemm(sz(ge.out_rows), sz(ge.out_cols), sz(ge.in_cols));
         c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);  // dAGG
+        if (p.shard_adj) c.gather_adj(ge.roles.i, block_nnz(ge), part_share(ge.in_rows, ge.roles.i));  // Âᵀ
         c.spmm(block_nnz(ge), sz(ge.in_rows), sz(ge.in_cols));
         c.all_reduce(d, sz(ge.in_rows) * sz(ge.in_cols), kF);  // dH
       }
@@ -131,16 +146,26 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
 
     // ---- resident tensors (what the backend allocates), an estimate of the peak ----
     double mem = 0;
-    // One Â block per distinct layout (as shard_ranges dedupes them), with its transpose.
+    // One Â block per distinct layout (as shard_ranges dedupes them), with its transpose;
+    // sharded: this rank's parts, the whole blocks' row pointers, and one gather workspace.
     std::vector<std::pair<Range, Range>> blocks;
+    double workspace = 0;
     for (int r3 = 0; r3 < std::min(L, 3); ++r3) {
       const LayerGeometry& ge = geo[r3];
       if (std::find(blocks.begin(), blocks.end(), std::pair{ge.out_rows, ge.in_rows}) != blocks.end()) continue;
       blocks.emplace_back(ge.out_rows, ge.in_rows);
       const double nb = block_nnz(ge);
-      mem += (sz(ge.out_rows) + 1) * 8 + nb * 8;  // Â block: indptr, col_t indices, values
-      mem += (sz(ge.in_rows) + 1) * 8 + nb * 8;   // Âᵀ
+      if (p.shard_adj && g.dim(ge.roles.i) > 1) {
+        const double fr = part_share(ge.out_rows, ge.roles.i), fc = part_share(ge.in_rows, ge.roles.i);
+        mem += (sz(ge.out_rows) * fr + 1) * 8 + nb * fr * 8 + (sz(ge.out_rows) + 1) * 8;
+        mem += (sz(ge.in_rows) * fc + 1) * 8 + nb * fc * 8 + (sz(ge.in_rows) + 1) * 8;
+        workspace = std::max(workspace, nb * 8);
+      } else {
+        mem += (sz(ge.out_rows) + 1) * 8 + nb * 8;  // Â block: indptr, col_t indices, values
+        mem += (sz(ge.in_rows) + 1) * 8 + nb * 8;   // Âᵀ
+      }
     }
+    mem += workspace;
     const int d0 = g.dim(g0.roles.d);
     mem += sz(sub_range(g0.in_rows, d0, coord_of(rc.coords, g0.roles.d))) * sz(g0.in_cols) * kF;  // features
     if (d0 > 1) mem += sz(g0.in_rows) * sz(g0.in_cols) * kF;                                       // gathered
@@ -175,6 +200,7 @@ AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bool firs
   AxisBytes b;
   const auto add = [&](Axis a, double v) { b.bytes[static_cast<int>(a)] += v; };
   const double N = static_cast<double>(p.num_nodes);
+  const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);
   const int L = p.layers();
   const auto G = [&](Axis a) { return static_cast<double>(g.dim(a)); };
   // Features: all-gathered over layer 0's d in both forward passes.
@@ -191,6 +217,9 @@ AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bool firs
     add(d, 4 * 4 * (G(d) - 1) * D * Dn);                 // W gathers ×3, dW reduce-scatter
     add(d, 8 * (G(d) - 1) * G(i) * Dn);                  // db
     if (l > 0) add(o, 8 * (G(o) - 1) * N * D), add(d, 8 * (G(d) - 1) * N * D);  // dAGG, dH
+    // Sharded Â: each use all-gathers every block over i, 8 bytes an entry from each of the
+    // G_i − 1 other ranks; used by each aggregation and (l > 0) the backward SpMM.
+    if (p.shard_adj) add(i, (agg + (l > 0 ? 1 : 0)) * 8 * (G(i) - 1) * nnz_hat);
   }
   const auto [o, i, d] = roles_for_layer(L - 1);
   add(o, 8 * 8 * (G(o) - 1) * G(i) * N);                 // 8 row vectors (3 masked losses, argmax ×2)

@@ -52,15 +52,10 @@ class MpiCommunicator final : public Communicator {
     if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_DOUBLE, mpi_op(op), comm_), "all-reduce");
   }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
-    std::vector<int> cnt(size_), displ(size_);
-    for (int r = 0, off = 0; r < size_; ++r) {
-      cnt[r] = to_int_count(counts[r]);
-      displ[r] = off;
-      off += cnt[r];
-    }
-    check(MPI_Allgatherv(send, cnt[rank_], MPI_FLOAT, recv, cnt.data(), displ.data(), MPI_FLOAT, comm_), "all-gather");
+    gather(send, recv, counts, MPI_FLOAT);
+  }
+  void all_gather(const std::int32_t* send, std::int32_t* recv, const std::vector<std::size_t>& counts) override {
+    gather(send, recv, counts, MPI_INT32_T);
   }
   void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
@@ -104,6 +99,21 @@ class MpiCommunicator final : public Communicator {
     }
     ~Timer() { s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   };
+  // All-gather of 4-byte elements, counts[r] from rank r (displacements: the running sum).
+  template <class T>
+  void gather(const T* send, T* recv, const std::vector<std::size_t>& counts, MPI_Datatype type) {
+    static_assert(sizeof(T) == 4, "counted as 4-byte elements");
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(T)));
+    to_int_count(total);  // the displacements are ints too
+    std::vector<int> cnt(size_), displ(size_);
+    for (int r = 0, off = 0; r < size_; ++r) {
+      cnt[r] = to_int_count(counts[r]);
+      displ[r] = off;
+      off += cnt[r];
+    }
+    check(MPI_Allgatherv(send, cnt[rank_], type, recv, cnt.data(), displ.data(), type, comm_), "all-gather");
+  }
   static MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
 
   MPI_Comm comm_;

@@ -13,11 +13,13 @@ class SelfCommunicator final : public Communicator {
   void all_reduce(float*, std::size_t, ReduceOp) override { ++stats_.calls; }
   void all_reduce(double*, std::size_t, ReduceOp) override { ++stats_.calls; }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    ++stats_.calls;
-    if (send != recv && counts.at(0) > 0) std::memmove(recv, send, counts[0] * sizeof(float));
+    copy(send, recv, counts);
+  }
+  void all_gather(const std::int32_t* send, std::int32_t* recv, const std::vector<std::size_t>& counts) override {
+    copy(send, recv, counts);
   }
   void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    all_gather(send, recv, counts);
+    copy(send, recv, counts);
   }
   std::unique_ptr<Request> iall_reduce(float*, std::size_t) override {
     ++stats_.calls;
@@ -26,6 +28,13 @@ class SelfCommunicator final : public Communicator {
       bool test() override { return true; }
     };
     return std::make_unique<Done>();
+  }
+
+ private:
+  template <class T>
+  void copy(const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    ++stats_.calls;
+    if (send != recv && counts.at(0) > 0) std::memmove(recv, send, counts[0] * sizeof(T));
   }
 };
 

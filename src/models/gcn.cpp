@@ -3,12 +3,15 @@
 namespace plexus {
 
 GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg)
-    : be_(be), grid_(grid), cfg_(cfg) {
+    : be_(be), grid_(grid), cfg_(cfg), adj_ws_(be) {
   const int n_layers = shards.layers();
   // Each distinct Â block once on the backend (layers of the same layout share it); the host
-  // copy goes as soon as it is up.
+  // copy goes as soon as it is up. A sharded block keeps its part and is gathered per use.
   for (std::size_t k = 0; k < shards.adj.size(); ++k) {
-    adj_.push_back(std::make_unique<DeviceAdj>(be, std::move(shards.adj[k]), std::move(shards.adj_t[k]), cfg.agg_chunks));
+    // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
+    const AdjBlockRange b = k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
+    adj_.push_back(std::make_unique<DeviceAdj>(be, b, std::move(shards.adj[k]), std::move(shards.adj_t[k]),
+                                               cfg.agg_chunks, b.sharded ? &grid.comm(b.axis) : nullptr, &adj_ws_));
   }
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);

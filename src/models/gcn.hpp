@@ -50,6 +50,7 @@ class GcnModel {
   Matrix features_;       // stored block, rows split over d
   Matrix features_full_;  // all-gathered over d: layer 0's input
   bool features_gathered_ = false;
+  AdjWorkspace adj_ws_;                          // gathered sharded Â (one block at a time)
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them
   std::vector<std::unique_ptr<GcnLayer3D>> layers_;
 };

@@ -16,6 +16,8 @@
 //             dH  = Âᵀ·dAGG        all-reduce(sum)    over d     [1]
 //   (layer 0 needs no dH: the input features take no gradient. Its aggregation without
 //    dropout is constant, so evaluation passes compute it once and reuse it.)
+//   Sharded Â (TrainConfig::shard_adj): before each SpMM, Â (forward) or Âᵀ (backward) is
+//   all-gathered over i from its parts (DeviceAdj::operand, src/pmm/device_adj.hpp).
 //
 // Variants (LayerCommOptions; docs/communication-variants.md gives the byte counts):
 //   [1] agg_chunks = K > 1: the SpMM runs in K row chunks and the all-reduce becomes K
@@ -49,25 +51,7 @@ std::vector<float> glorot_shard(const LayerGeometry& g, std::uint64_t seed) {
 }
 }  // namespace
 
-DeviceAdj::DeviceAdj(Backend& be, HostCsr&& host_a, HostCsr&& host_a_t, int agg_chunks) {
-  if (agg_chunks <= 1) {
-    a = CsrMatrix(be, host_a);
-    host_a = HostCsr{};
-    a_t = CsrMatrix(be, host_a_t);
-    host_a_t = HostCsr{};
-    return;
-  }
-  // Row blocks of Â and Âᵀ, one CSR each (a block keeps every column).
-  for (int k = 0; k < agg_chunks; ++k)
-    a_chunks.emplace_back(be, extract_block(host_a, block_range(host_a.rows, agg_chunks, k), Range{0, host_a.cols}));
-  host_a = HostCsr{};
-  for (int k = 0; k < agg_chunks; ++k)
-    a_t_chunks.emplace_back(
-        be, extract_block(host_a_t, block_range(host_a_t.rows, agg_chunks, k), Range{0, host_a_t.cols}));
-  host_a_t = HostCsr{};
-}
-
-GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const DeviceAdj& adj, bool relu,
+GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, bool relu,
                        std::uint64_t seed, bool constant_input, LayerCommOptions comm)
     : be_(be),
       grid_(grid),
@@ -88,7 +72,7 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const 
   w_.upload(glorot_shard(geo, seed));
   if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
   if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
-  if (static_cast<int>(adj.a_chunks.size()) != (comm_.agg_chunks > 1 ? comm_.agg_chunks : 0))
+  if (adj.chunks() != comm_.agg_chunks)
     throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
   if (comm_.scatter_output) {
     out_slice_ = Matrix(be, out_slice_rows().size(), geo.out_cols.size());
@@ -101,11 +85,10 @@ Range GcnLayer3D::out_slice_rows() const {
   return sub_range(geo_.out_rows, grid_.dim(geo_.roles.i), grid_.coord(geo_.roles.i));
 }
 
-void GcnLayer3D::spmm_all_reduce(const CsrMatrix& a, const std::vector<CsrMatrix>& chunks, ConstMatrixView b,
-                                 Matrix& c, Axis axis) {
+void GcnLayer3D::spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis) {
   Communicator& comm = grid_.comm(axis);
-  if (chunks.empty()) {
-    be_.spmm(a.view(), b, c.view(), 0.0f);
+  if (a.chunks.empty()) {
+    be_.spmm(a.whole, b, c.view(), 0.0f);
     comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
     return;
   }
@@ -114,15 +97,15 @@ void GcnLayer3D::spmm_all_reduce(const CsrMatrix& a, const std::vector<CsrMatrix
   // advances a non-blocking collective only inside MPI calls.
   std::vector<std::unique_ptr<Communicator::Request>> pending;
   index_t row = 0;
-  for (const CsrMatrix& chunk : chunks) {
-    MatrixView rows = rows_of(c.view(), row, row + chunk.rows());
-    be_.spmm(chunk.view(), b, rows, 0.0f);
+  for (const CsrView& chunk : a.chunks) {
+    MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
+    be_.spmm(chunk, b, rows, 0.0f);
     if (comm.size() > 1) {
       be_.synchronize();
       for (auto& r : pending) r->test();
       pending.push_back(comm.iall_reduce(rows.data, static_cast<std::size_t>(rows.rows * rows.cols)));
     }
-    row += chunk.rows();
+    row += chunk.rows;
   }
   for (auto& r : pending) r->wait();
 }
@@ -142,7 +125,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
-      spmm_all_reduce(adj_.a, adj_.a_chunks, h_in.view(), agg_clean_, o);
+      spmm_all_reduce(adj_.operand(false), h_in.view(), agg_clean_, o);
       agg_clean_valid_ = true;
     }
     last_agg_ = &agg_clean_;
@@ -152,7 +135,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
       be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
       h = h_drop_.view();
     }
-    spmm_all_reduce(adj_.a, adj_.a_chunks, h, agg_, o);
+    spmm_all_reduce(adj_.operand(false), h, agg_, o);
     last_agg_ = &agg_;
   }
 
@@ -206,7 +189,7 @@ Matrix GcnLayer3D::backward(Matrix& d_out_arg, const DropoutSpec& dropout, bool 
   grid_.comm(o).all_reduce(d_agg.data(), d_agg.size(), ReduceOp::Sum);
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_all_reduce(adj_.a_t, adj_.a_t_chunks, d_agg.view(), d_h, d);
+  spmm_all_reduce(adj_.operand(true), d_agg.view(), d_h, d);
   if (dropout.p > 0.0f)
     be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
   return d_h;

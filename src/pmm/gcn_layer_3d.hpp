@@ -7,6 +7,7 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "pmm/device_adj.hpp"
 
 namespace plexus {
 
@@ -27,21 +28,12 @@ struct LayerCommOptions {
   int agg_chunks = 1;
 };
 
-// One Â block on the backend, with its transpose (backward) and, with agg_chunks > 1, the
-// row blocks of both. Built once per distinct block and shared by the layers that use it.
-struct DeviceAdj {
-  // Takes the host copies and frees each once it is uploaded.
-  DeviceAdj(Backend& be, HostCsr&& a, HostCsr&& a_t, int agg_chunks);
-  CsrMatrix a, a_t;
-  std::vector<CsrMatrix> a_chunks, a_t_chunks;  // empty unless agg_chunks > 1
-};
-
 class GcnLayer3D {
  public:
   // `constant_input`: the input never changes (layer 0: the features), so the aggregation
   // without dropout, Â·H, is computed once and reused by every evaluation pass.
   // `adj` (this layer's Â block) must outlive the layer; its chunking must match comm.agg_chunks.
-  GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, const DeviceAdj& adj, bool relu, std::uint64_t seed,
+  GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, bool relu, std::uint64_t seed,
              bool constant_input = false, LayerCommOptions comm = {});
 
   // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output
@@ -66,16 +58,15 @@ class GcnLayer3D {
   // All-gather over d of w_ into w_full_; returns the whole block (w_ itself when d has one rank).
   const Matrix& gather_weight();
   // c = a·b summed over `axis` (all-reduce), in comm_.agg_chunks row chunks whose
-  // all-reduces overlap the next chunk's SpMM. `chunks` are the row blocks of `a`.
-  void spmm_all_reduce(const CsrMatrix& a, const std::vector<CsrMatrix>& chunks, ConstMatrixView b, Matrix& c,
-                       Axis axis);
+  // all-reduces overlap the next chunk's SpMM (a.chunks: the row blocks of a.whole).
+  void spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis);
 
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
   bool relu_;
   LayerCommOptions comm_;
-  const DeviceAdj& adj_;
+  DeviceAdj& adj_;
   bool w_full_valid_ = false;
   Matrix out_slice_, d_out_full_;  // scatter_output: this rank's OUT rows; the gathered gradient
   Matrix w_, dw_, w_full_, dw_full_;

@@ -68,7 +68,8 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
   const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   GcnShards shards;
   if (cfg.balance == Balance::kNone) {
-    shards = build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims);
+    shards = build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
+                          cfg.shard_adj);
   } else {
     PrepareOptions po;
     po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
@@ -76,7 +77,7 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
     po.seed = cfg.balance_seed;
     const GridShape g = grid.shape();
     po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
-    shards = build_shards(prepare_graph(graph, po), grid, dims);
+    shards = build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj);
   }
   TrainResult r = train_gcn(std::move(shards), cfg, backend, grid, on_epoch);
   r.total_seconds = seconds_since(t_start);

@@ -1,0 +1,107 @@
+// Â blocks on the backend, whole or sharded over the layer's i axis (src/pmm/device_adj.hpp).
+#include "pmm/device_adj.hpp"
+
+#include <stdexcept>
+
+namespace plexus {
+
+void AdjWorkspace::reserve(index_t nnz) {
+  const auto n = static_cast<std::size_t>(nnz);
+  if (n <= indices_.size()) return;
+  indices_ = Buffer<col_t>();  // free before allocating the larger one
+  values_ = Buffer<float>();
+  indices_ = Buffer<col_t>(*be_, n);
+  values_ = Buffer<float>(*be_, n);
+}
+
+DeviceAdj::DeviceAdj(Backend& be, const AdjBlockRange& block, HostCsr&& a, HostCsr&& a_t, int agg_chunks,
+                     Communicator* axis, AdjWorkspace* ws)
+    : sharded_(block.sharded), agg_chunks_(std::max(agg_chunks, 1)), axis_(axis), ws_(ws) {
+  if (!sharded_) {
+    setup_replicated(be, a_, std::move(a));
+    setup_replicated(be, a_t_, std::move(a_t));
+    return;
+  }
+  if (axis_ == nullptr || ws_ == nullptr) throw std::logic_error("DeviceAdj: a sharded block needs its axis and a workspace");
+  setup_sharded(be, a_, std::move(a), block.rows.size());
+  setup_sharded(be, a_t_, std::move(a_t), block.cols.size());
+}
+
+void DeviceAdj::setup_replicated(Backend& be, Side& s, HostCsr&& h) {
+  s.rows = h.rows;
+  s.cols = h.cols;
+  s.nnz = h.nnz();
+  if (agg_chunks_ == 1) {
+    s.stored = CsrMatrix(be, h);
+  } else {
+    // Row blocks, one CSR each (a block keeps every column).
+    for (int k = 0; k < agg_chunks_; ++k)
+      s.chunk_mats.emplace_back(be, extract_block(h, block_range(h.rows, agg_chunks_, k), Range{0, h.cols}));
+  }
+  h = HostCsr{};
+}
+
+void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whole_rows) {
+  Communicator& comm = *axis_;
+  const int parts = comm.size();
+  if (part.rows != block_range(whole_rows, parts, comm.rank()).size())
+    throw std::logic_error("DeviceAdj: this rank's part does not have its share of the rows");
+  s.rows = whole_rows;
+  s.cols = part.cols;
+  // Every part's row lengths, then the whole block's row pointers (the parts are its row
+  // blocks in axis order).
+  std::vector<std::int32_t> len(static_cast<std::size_t>(part.rows)), all(static_cast<std::size_t>(whole_rows));
+  for (index_t r = 0; r < part.rows; ++r) len[r] = static_cast<std::int32_t>(part.indptr[r + 1] - part.indptr[r]);
+  comm.all_gather(len.data(), all.data(), block_counts(whole_rows, parts, 1));
+  std::vector<index_t> indptr(static_cast<std::size_t>(whole_rows) + 1, 0);
+  for (index_t r = 0; r < whole_rows; ++r) indptr[r + 1] = indptr[r] + all[r];
+  all = {};
+  s.nnz = indptr.back();
+  for (int m = 0; m < parts; ++m) {
+    const Range rows = block_range(whole_rows, parts, m);
+    s.counts.push_back(static_cast<std::size_t>(indptr[rows.end] - indptr[rows.begin]));
+  }
+  if (agg_chunks_ > 1) {
+    for (int k = 0; k < agg_chunks_; ++k) {
+      const Range rows = block_range(whole_rows, agg_chunks_, k);
+      std::vector<index_t> ip(indptr.begin() + rows.begin, indptr.begin() + rows.end + 1);
+      const index_t first = ip.front();
+      for (index_t& x : ip) x -= first;
+      s.chunk_rows.push_back(rows);
+      s.chunk_first.push_back(first);
+      s.chunk_indptr.emplace_back(be, ip);
+    }
+  }
+  s.indptr = Buffer<index_t>(be, indptr);
+  // Values are always gathered, so every part carries them (a pattern block: all ones).
+  if (part.values.empty()) part.values.assign(static_cast<std::size_t>(part.nnz()), 1.0f);
+  s.stored = CsrMatrix(be, part);
+  part = HostCsr{};
+  ws_->reserve(s.nnz);
+}
+
+AdjOperand DeviceAdj::gather(Side& s) {
+  const CsrView mine = s.stored.view();
+  axis_->all_gather(mine.indices, ws_->indices(), s.counts);
+  axis_->all_gather(mine.values, ws_->values(), s.counts);
+  AdjOperand op;
+  op.whole = {s.rows, s.cols, s.nnz, s.indptr.data(), ws_->indices(), ws_->values()};
+  for (std::size_t k = 0; k < s.chunk_rows.size(); ++k) {
+    const index_t first = s.chunk_first[k];
+    const index_t end = k + 1 < s.chunk_first.size() ? s.chunk_first[k + 1] : s.nnz;
+    op.chunks.push_back({s.chunk_rows[k].size(), s.cols, end - first, s.chunk_indptr[k].data(),
+                         ws_->indices() + first, ws_->values() + first});
+  }
+  return op;
+}
+
+AdjOperand DeviceAdj::operand(bool transpose) {
+  Side& s = transpose ? a_t_ : a_;
+  if (sharded_) return gather(s);
+  AdjOperand op;
+  op.whole = s.stored.view();
+  for (const CsrMatrix& m : s.chunk_mats) op.chunks.push_back(m.view());
+  return op;
+}
+
+}  // namespace plexus

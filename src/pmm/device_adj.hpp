@@ -1,0 +1,81 @@
+#pragma once
+// One Â block of a layer layout on the backend, with its transpose for the backward SpMM —
+// held whole (the Plexus layout: replicated over the layer's i axis) or sharded over i and
+// all-gathered into a shared workspace just before each SpMM (TrainConfig::shard_adj).
+//
+// Collectives (the only ones of a sharded block; docs/communication.md, "Sharded Â"):
+//   setup     row lengths of every part         all-gather (int32)   over i
+//   operand   column ids and values of a block  all-gather (int32, float) over i
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/comm.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+// Scratch for the column ids and values of one gathered block. A model has one, shared by
+// all its sharded blocks: a gathered block is used by one SpMM phase and then dropped, so
+// the workspace holds the largest block, not all of them.
+class AdjWorkspace {
+ public:
+  explicit AdjWorkspace(Backend& be) : be_(&be) {}
+  // Room for `nnz` entries (grows, never shrinks).
+  void reserve(index_t nnz);
+  col_t* indices() { return indices_.data(); }
+  float* values() { return values_.data(); }
+
+ private:
+  Backend* be_;
+  Buffer<col_t> indices_;
+  Buffer<float> values_;
+};
+
+// A block ready to multiply: whole, and its row chunks (empty unless agg_chunks > 1).
+struct AdjOperand {
+  CsrView whole;
+  std::vector<CsrView> chunks;
+};
+
+class DeviceAdj {
+ public:
+  // Takes the host copies and frees each once it is uploaded. For an unsharded block `a` and
+  // `a_t` are the whole block and its transpose; for a sharded one (block.sharded) rows
+  // block.part_rows of the block and rows block.part_cols of its transpose, and `axis` is the
+  // communicator of block.axis (used here to learn the other parts' row lengths).
+  DeviceAdj(Backend& be, const AdjBlockRange& block, HostCsr&& a, HostCsr&& a_t, int agg_chunks, Communicator* axis,
+            AdjWorkspace* ws);
+
+  // The block (transpose = false) or its transpose, whole. A sharded block is all-gathered
+  // over its axis into the workspace: the operand is valid until the next operand() call of
+  // any sharded block of the model.
+  AdjOperand operand(bool transpose);
+  int chunks() const { return agg_chunks_; }
+
+ private:
+  // Â or Âᵀ. Unsharded: `stored` is the matrix (or `chunk_mats` its row chunks). Sharded:
+  // `stored` is this rank's rows; indptr and chunk row pointers of the whole are kept (8 bytes
+  // a row), its column ids and values are gathered per use.
+  struct Side {
+    index_t rows = 0, cols = 0, nnz = 0;  // of the whole
+    CsrMatrix stored;
+    std::vector<CsrMatrix> chunk_mats;
+    std::vector<std::size_t> counts;     // sharded: entries of each part, in axis order
+    Buffer<index_t> indptr;              // sharded: of the whole block
+    std::vector<Buffer<index_t>> chunk_indptr;  // sharded, agg_chunks > 1: each chunk's, from 0
+    std::vector<Range> chunk_rows;
+    std::vector<index_t> chunk_first;    // sharded: first entry of each chunk
+  };
+  void setup_replicated(Backend& be, Side& s, HostCsr&& h);
+  void setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whole_rows);
+  AdjOperand gather(Side& s);
+
+  bool sharded_ = false;
+  int agg_chunks_ = 1;
+  Communicator* axis_ = nullptr;
+  AdjWorkspace* ws_ = nullptr;
+  Side a_, a_t_;
+};
+
+}  // namespace plexus
