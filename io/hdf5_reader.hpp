@@ -259,6 +259,23 @@ class Reader {
     return out;
   }
 
+  // Reads `slab` of a float dataset into `out` (room for its elements), as read_floats.
+  void read_floats_into(const Dataset& d, float* out, const Slab& slab) const {
+    read_raw(d, H5T_NATIVE_FLOAT, out, slab);
+  }
+
+  // A vector of `count` elements, or fail(name, ...) where that cannot be allocated.
+  template <class T>
+  std::vector<T> allocate(const std::string& name, std::size_t count) const {
+    try {
+      return std::vector<T>(count);
+    } catch (const std::bad_alloc&) {
+      fail(name, "cannot allocate " + std::to_string(count) + " elements (file too large or corrupt)");
+    } catch (const std::length_error&) {
+      fail(name, "cannot allocate " + std::to_string(count) + " elements (file too large or corrupt)");
+    }
+  }
+
   // True when reads are collective (MPI-IO): every rank must call each read, empty or not.
   bool collective() const { return dxpl_.valid(); }
 
@@ -286,17 +303,6 @@ class Reader {
     const bool is_signed = H5Tget_sign(t) == H5T_SGN_2;
     if (std::is_signed_v<T>) return is_signed ? size <= sizeof(T) : size < sizeof(T);
     return !is_signed && size <= sizeof(T);
-  }
-
-  template <class T>
-  std::vector<T> allocate(const std::string& name, std::size_t count) const {
-    try {
-      return std::vector<T>(count);
-    } catch (const std::bad_alloc&) {
-      fail(name, "cannot allocate " + std::to_string(count) + " elements (file too large or corrupt)");
-    } catch (const std::length_error&) {
-      fail(name, "cannot allocate " + std::to_string(count) + " elements (file too large or corrupt)");
-    }
   }
 
   void read_raw(const Dataset& d, hid_t memtype, void* buf, const Slab& slab) const {

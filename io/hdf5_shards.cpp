@@ -29,6 +29,10 @@ using h5::Reader;
 using Slab = Reader::Slab;
 
 constexpr index_t kEdgeChunk = index_t{1} << 20;  // edges per read: bounds a stripe's memory (~16 MB)
+// Feature values per read, counted over the full width: HDF5 decompresses whole chunks, and
+// under MPI-IO collective filtered reads it holds every chunk of a read at once, so a rank
+// reading a column block would otherwise hold all its rows at full width (~16 MB a stripe).
+constexpr index_t kFeatureStripe = index_t{1} << 22;
 
 class ShardReader {
  public:
@@ -100,6 +104,22 @@ class ShardReader {
     }
   }
 
+  // Rows [rows) × columns [cols) of the 2-D float dataset `d` (`width` columns), read in row
+  // stripes of about kFeatureStripe full-width values; every rank makes the same calls.
+  std::vector<float> float_block(const Reader::Dataset& d, index_t width, Range rows, Range cols) const {
+    std::vector<float> out = r_.allocate<float>(d.name, static_cast<std::size_t>(rows.size() * cols.size()));
+    const index_t stripe = std::max<index_t>(1, kFeatureStripe / std::max<index_t>(width, 1));
+    const std::int64_t calls = max_over_ranks((rows.size() + stripe - 1) / stripe);
+    for (std::int64_t call = 0; call < calls; ++call) {
+      const index_t r0 = std::min(rows.end, rows.begin + call * stripe), r1 = std::min(rows.end, r0 + stripe);
+      const index_t n = cols.size() > 0 ? r1 - r0 : 0;
+      r_.read_floats_into(d, out.data() + (r0 - rows.begin) * cols.size(),
+                          Slab{{static_cast<hsize_t>(r0), static_cast<hsize_t>(cols.begin)},
+                               {static_cast<hsize_t>(n), static_cast<hsize_t>(cols.size())}});
+    }
+    return out;
+  }
+
   std::int64_t max_over_ranks(std::int64_t v) const {
     if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm_);
     return v;
@@ -158,6 +178,12 @@ HostCsr cut_prepared_rows(index_t num_nodes, index_t rows, const std::vector<ind
     b.indptr[i + 1] = static_cast<index_t>(b.indices.size());
   }
   return b;
+}
+
+void reserve(HostCsr& a, index_t rows, std::size_t entries) {
+  a.indptr.reserve(static_cast<std::size_t>(rows) + 1);
+  a.indices.reserve(entries);
+  a.values.reserve(entries);
 }
 
 // Appends the rows of `part` below those of `block`.
@@ -266,6 +292,14 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     part.cols = b.cols.size();
     col_part.cols = b.part_cols.size();
     const std::vector<index_t> ip = in.indptr(c, b.rows);
+    // Room for every entry the rows could bring (their stored edges and a self-loop each), so
+    // the arrays never grow by copying, which would hold old and new at once; pages never
+    // written are never resident.
+    const auto entries = [&](Range r) {
+      return static_cast<std::size_t>(ip[r.end - b.rows.begin] - ip[r.begin - b.rows.begin] + r.size());
+    };
+    reserve(part, b.part_rows.size(), entries(b.part_rows));
+    if (b.sharded) reserve(col_part, b.rows.size(), entries(b.rows));
     in.stream_rows(c, b.rows, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
       const HostCsr cut =
           ph.prepared ? cut_prepared_rows(h.num_nodes, rows, lip, idx, val, b.cols)
@@ -291,10 +325,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   // 3. Features, labels, masks.
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
-  s.features = r.read_floats(
-      h.features, static_cast<std::size_t>(s.feat_rows.size() * s.feat_cols.size()),
-      Slab{{static_cast<hsize_t>(s.feat_rows.begin), static_cast<hsize_t>(s.feat_cols.begin)},
-           {static_cast<hsize_t>(s.feat_rows.size()), static_cast<hsize_t>(s.feat_cols.size())}});
+  s.features = in.float_block(h.features, h.num_features, s.feat_rows, s.feat_cols);
   for (std::size_t k = 0; k < s.features.size(); ++k)
     if (!std::isfinite(s.features[k])) {
       const auto w = static_cast<std::size_t>(s.feat_cols.size());

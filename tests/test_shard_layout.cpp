@@ -32,16 +32,22 @@ void expect_same(const HostCsr& a, const HostCsr& b, const std::string& what) {
   EXPECT_EQ(a.values, b.values) << what;
 }
 
-std::array<int, 3> coords_of(GridShape g, int rank) { return {(rank / g.y) % g.x, rank % g.y, rank / (g.x * g.y)}; }
-
-TEST(ShardLayout, ShardedPartsReassembleTheReplicatedBlocks) {
+// A stochastic block model graph with `nodes` nodes and its Â.
+std::pair<GraphData, HostCsr> graph_and_a_hat(index_t nodes) {
   SbmOptions o;
-  o.nodes = 103;  // prime: every block is uneven
+  o.nodes = nodes;
   o.classes = 3;
   o.features = 4;
   o.avg_degree = 9;
-  const GraphData g = generate_sbm(o);
-  const HostCsr a = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+  GraphData g = generate_sbm(o);
+  HostCsr a = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+  return {std::move(g), std::move(a)};
+}
+
+std::array<int, 3> coords_of(GridShape g, int rank) { return {(rank / g.y) % g.x, rank % g.y, rank / (g.x * g.y)}; }
+
+TEST(ShardLayout, ShardedPartsReassembleTheReplicatedBlocks) {
+  const auto [g, a] = graph_and_a_hat(103);  // prime: every block is uneven
   for (int P : {2, 3, 4, 6, 8}) {
     for (int x = 1; x <= P; ++x) {
       for (int y = 1; x * y <= P; ++y) {
@@ -89,15 +95,10 @@ TEST(ShardLayout, ShardedPartsReassembleTheReplicatedBlocks) {
   }
 }
 
-// Every rank's host bytes: with sharded Â the blocks of one layout, summed over all ranks,
-// hold each entry of Â once (the replicated layout: G_i times).
+// With sharded Â the blocks of one layout, summed over all ranks, hold each entry of Â (and
+// of Âᵀ) once; the replicated layout holds it G_i times.
 TEST(ShardLayout, ShardedLayoutHoldsEachEntryOnce) {
-  SbmOptions o;
-  o.nodes = 97;
-  o.classes = 3;
-  o.features = 4;
-  const GraphData g = generate_sbm(o);
-  const HostCsr a = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+  const auto [g, a] = graph_and_a_hat(97);
   for (GridShape shape : {GridShape{2, 3, 1}, GridShape{1, 4, 2}, GridShape{3, 1, 3}}) {
     for (bool shard : {false, true}) {
       index_t total = 0, total_t = 0;

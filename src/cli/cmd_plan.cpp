@@ -120,9 +120,9 @@ void run_plan(const PlanOptions& o) {
   fmt::print("{}: {} nodes, {} edges, dims", path, p.num_nodes, p.nnz);
   for (index_t d : p.dims) fmt::print(" {}", d);
   fmt::print("\n{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us (intra/inter node); "
-             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
+             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank{}\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
-             m.gemm_gflops);
+             m.gemm_gflops, p.shard_adj ? "; Â sharded over each layer's third axis" : "");
   fmt::print("{:>4}  {:<10} {:>10} {:>10} {:>10} {:>10}  {:>10} {:>10} {:>10} {:>10}  {:>10}  {}\n", "rank", "grid",
              "epoch ms", "comm ms", "compute ms", "first ms", "MB/epoch", "x MB", "y MB", "z MB", "MB/rank",
              "intra(xyz)");
