@@ -298,8 +298,13 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     const auto entries = [&](Range r) {
       return static_cast<std::size_t>(ip[r.end - b.rows.begin] - ip[r.begin - b.rows.begin] + r.size());
     };
-    reserve(part, b.part_rows.size(), entries(b.part_rows));
-    if (b.sharded) reserve(col_part, b.rows.size(), entries(b.rows));
+    try {
+      reserve(part, b.part_rows.size(), entries(b.part_rows));
+      if (b.sharded) reserve(col_part, b.rows.size(), entries(b.rows));
+    } catch (const std::exception&) {  // bad_alloc, length_error
+      r.fail(c.indices.name, "cannot allocate " + std::to_string(entries(b.rows)) +
+                                 " entries for this rank's block (file too large or corrupt)");
+    }
     in.stream_rows(c, b.rows, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
       const HostCsr cut =
           ph.prepared ? cut_prepared_rows(h.num_nodes, rows, lip, idx, val, b.cols)
