@@ -43,13 +43,17 @@ struct Counter {
     rc.bytes[static_cast<int>(a)] += static_cast<double>((total - counts.at(coord_of(rc.coords, a))) * sizeof(float));
     rc.calls[static_cast<int>(a)] += p - 1;
   }
-  // The all-gathers (column ids, values) of a sharded Â block over `a`: every entry but this
-  // rank's part, 8 bytes each (the per-rank split is the average; the sum over ranks is exact).
-  void gather_adj(Axis a, double block_nnz, double own_fraction) {
-    const int p = g.dim(a);
-    if (p == 1) return;
-    rc.bytes[static_cast<int>(a)] += block_nnz * (1.0 - own_fraction) * 8.0;
-    rc.calls[static_cast<int>(a)] += 2 * (p - 1);
+  // The all-gathers (column ids, values) of sharded block `b` (`transpose`: of its Âᵀ) with
+  // `nnz` entries: every entry but this rank's part, 8 bytes each (the per-rank split is the
+  // average; the sum over ranks is exact).
+  void gather_adj(const AdjBlockRange& b, double nnz, bool transpose) {
+    if (!b.sharded) return;
+    const double own = transpose ? part_fraction(b.part_cols, b.cols) : part_fraction(b.part_rows, b.rows);
+    rc.bytes[static_cast<int>(b.axis)] += nnz * (1.0 - own) * 8.0;
+    rc.calls[static_cast<int>(b.axis)] += 2 * (g.dim(b.axis) - 1);
+  }
+  static double part_fraction(const Range& part, const Range& whole) {
+    return whole.size() > 0 ? static_cast<double>(part.size()) / static_cast<double>(whole.size()) : 0.0;
   }
   void spmm(double nnz, double m, double dcols) {
     rc.spmm_flops += 2.0 * nnz * dcols;
@@ -75,18 +79,16 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     Counter c{g, rc};
     std::vector<LayerGeometry> geo;
     for (int l = 0; l < L; ++l) geo.push_back(layer_geometry_at(g, rc.coords, l, N, p.dims[l], p.dims[l + 1]));
-    // Average nnz of a block [out_rows × in_rows] of Â.
-    const auto block_nnz = [&](const LayerGeometry& ge) {
-      return N > 0 ? nnz_hat * (sz(ge.out_rows) / static_cast<double>(N)) * (sz(ge.in_rows) / static_cast<double>(N))
-                   : 0.0;
+    // This rank's Â blocks as the engine cuts them (one node order), and the average nnz of
+    // a block [rows × cols] of Â.
+    const ShardRanges sr = shard_ranges_at(g, rc.coords, N, p.dims, false, p.shard_adj);
+    const auto adj_block = [&](int l) -> const AdjBlockRange& { return sr.adj[sr.adj_of_layout[l % 6]]; };
+    const auto avg_nnz = [&](const Range& rows, const Range& cols) {
+      return N > 0 ? nnz_hat * (sz(rows) / static_cast<double>(N)) * (sz(cols) / static_cast<double>(N)) : 0.0;
     };
+    const auto block_nnz = [&](const LayerGeometry& ge) { return avg_nnz(ge.out_rows, ge.in_rows); };
     const LayerGeometry& g0 = geo.front();
     const LayerGeometry& gl = geo.back();
-    // The share of a block's rows (or columns) `r` that this rank's part holds when Â is
-    // sharded over `a` (shard_ranges_at: sub_range of r over a).
-    const auto part_share = [&](const Range& r, Axis a) {
-      return r.size() > 0 ? sz(sub_range(r, g.dim(a), coord_of(rc.coords, a))) / sz(r) : 0.0;
-    };
 
     // ---- GcnModel::forward: layer-0 features all-gathered over d (skipped on one rank) ----
     const auto model_forward = [&](bool training) {
@@ -99,7 +101,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
         const bool dropout_pass = training && p.dropout;
         const bool aggregate = !(l == 0 && !dropout_pass) || (first_epoch && (training || p.dropout));
         if (aggregate) {
-          if (p.shard_adj) c.gather_adj(i, block_nnz(ge), part_share(ge.out_rows, i));
+          c.gather_adj(adj_block(l), block_nnz(ge), false);
           c.spmm(block_nnz(ge), sz(ge.out_rows), sz(ge.in_cols));
           c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);
         }
@@ -131,7 +133,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
       if (l > 0) {
         c.gemm(sz(ge.out_rows), sz(ge.out_cols), sz(ge.in_cols));
         c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);  // dAGG
-        if (p.shard_adj) c.gather_adj(ge.roles.i, block_nnz(ge), part_share(ge.in_rows, ge.roles.i));  // Âᵀ
+        c.gather_adj(adj_block(l), block_nnz(ge), true);  // Âᵀ
         c.spmm(block_nnz(ge), sz(ge.in_rows), sz(ge.in_cols));
         c.all_reduce(d, sz(ge.in_rows) * sz(ge.in_cols), kF);  // dH
       }
@@ -146,24 +148,15 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
 
     // ---- resident tensors (what the backend allocates), an estimate of the peak ----
     double mem = 0;
-    // One Â block per distinct layout (as shard_ranges dedupes them), with its transpose;
-    // sharded: this rank's parts, the whole blocks' row pointers, and one gather workspace.
-    std::vector<std::pair<Range, Range>> blocks;
+    // Each distinct Â block (shard_ranges_at), with its transpose: row pointers of the whole
+    // (8 bytes a row), and 4-byte column ids and values of this rank's entries — all of them,
+    // or, sharded, its part's, plus one gather workspace for the largest block.
     double workspace = 0;
-    for (int r3 = 0; r3 < std::min(L, 3); ++r3) {
-      const LayerGeometry& ge = geo[r3];
-      if (std::find(blocks.begin(), blocks.end(), std::pair{ge.out_rows, ge.in_rows}) != blocks.end()) continue;
-      blocks.emplace_back(ge.out_rows, ge.in_rows);
-      const double nb = block_nnz(ge);
-      if (p.shard_adj && g.dim(ge.roles.i) > 1) {
-        const double fr = part_share(ge.out_rows, ge.roles.i), fc = part_share(ge.in_rows, ge.roles.i);
-        mem += (sz(ge.out_rows) * fr + 1) * 8 + nb * fr * 8 + (sz(ge.out_rows) + 1) * 8;
-        mem += (sz(ge.in_rows) * fc + 1) * 8 + nb * fc * 8 + (sz(ge.in_rows) + 1) * 8;
-        workspace = std::max(workspace, nb * 8);
-      } else {
-        mem += (sz(ge.out_rows) + 1) * 8 + nb * 8;  // Â block: indptr, col_t indices, values
-        mem += (sz(ge.in_rows) + 1) * 8 + nb * 8;   // Âᵀ
-      }
+    for (const AdjBlockRange& b : sr.adj) {
+      const double nb = avg_nnz(b.rows, b.cols);
+      mem += (sz(b.rows) + 1) * 8 + nb * Counter::part_fraction(b.part_rows, b.rows) * 8;  // Â
+      mem += (sz(b.cols) + 1) * 8 + nb * Counter::part_fraction(b.part_cols, b.cols) * 8;  // Âᵀ
+      if (b.sharded) workspace = std::max(workspace, nb * 8);
     }
     mem += workspace;
     const int d0 = g.dim(g0.roles.d);

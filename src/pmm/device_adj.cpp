@@ -61,7 +61,9 @@ void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whol
     const Range rows = block_range(whole_rows, parts, m);
     s.counts.push_back(static_cast<std::size_t>(indptr[rows.end] - indptr[rows.begin]));
   }
-  if (agg_chunks_ > 1) {
+  if (agg_chunks_ == 1) {
+    s.indptr = Buffer<index_t>(be, indptr);
+  } else {  // only the chunks' row pointers are used, as an unsharded block keeps only its chunks
     for (int k = 0; k < agg_chunks_; ++k) {
       const Range rows = block_range(whole_rows, agg_chunks_, k);
       std::vector<index_t> ip(indptr.begin() + rows.begin, indptr.begin() + rows.end + 1);
@@ -72,18 +74,17 @@ void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whol
       s.chunk_indptr.emplace_back(be, ip);
     }
   }
-  s.indptr = Buffer<index_t>(be, indptr);
   // Values are always gathered, so every part carries them (a pattern block: all ones).
   if (part.values.empty()) part.values.assign(static_cast<std::size_t>(part.nnz()), 1.0f);
-  s.stored = CsrMatrix(be, part);
+  s.own_indices = Buffer<col_t>(be, part.indices);
+  s.own_values = Buffer<float>(be, part.values);
   part = HostCsr{};
   ws_->reserve(s.nnz);
 }
 
 AdjOperand DeviceAdj::gather(Side& s) {
-  const CsrView mine = s.stored.view();
-  axis_->all_gather(mine.indices, ws_->indices(), s.counts);
-  axis_->all_gather(mine.values, ws_->values(), s.counts);
+  axis_->all_gather(s.own_indices.data(), ws_->indices(), s.counts);
+  axis_->all_gather(s.own_values.data(), ws_->values(), s.counts);
   AdjOperand op;
   op.whole = {s.rows, s.cols, s.nnz, s.indptr.data(), ws_->indices(), ws_->values()};
   for (std::size_t k = 0; k < s.chunk_rows.size(); ++k) {

@@ -55,14 +55,16 @@ class DeviceAdj {
 
  private:
   // Â or Âᵀ. Unsharded: `stored` is the matrix (or `chunk_mats` its row chunks). Sharded:
-  // `stored` is this rank's rows; indptr and chunk row pointers of the whole are kept (8 bytes
-  // a row), its column ids and values are gathered per use.
+  // `own_indices`/`own_values` are the entries of this rank's rows; the row pointers of the
+  // whole (and of its chunks) are kept, 8 bytes a row, and its entries gathered per use.
   struct Side {
     index_t rows = 0, cols = 0, nnz = 0;  // of the whole
     CsrMatrix stored;
     std::vector<CsrMatrix> chunk_mats;
+    Buffer<col_t> own_indices;           // sharded
+    Buffer<float> own_values;
     std::vector<std::size_t> counts;     // sharded: entries of each part, in axis order
-    Buffer<index_t> indptr;              // sharded: of the whole block
+    Buffer<index_t> indptr;              // sharded, agg_chunks == 1: of the whole block
     std::vector<Buffer<index_t>> chunk_indptr;  // sharded, agg_chunks > 1: each chunk's, from 0
     std::vector<Range> chunk_rows;
     std::vector<index_t> chunk_first;    // sharded: first entry of each chunk
