@@ -21,8 +21,9 @@ def load(name):
     return rows[:-1], rows[-1]
 a, sa = load("a"); b, sb = load("b"); c, sc = load("c"); d, sd = load("d")
 assert len(a) == 30 and [r["epoch"] for r in a] == list(range(1, 31)), "one object per epoch"
-for key in ("epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_seconds", "comm_bytes"):
+for key in ("epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_seconds", "train_seconds", "comm_bytes"):
     assert key in a[0], f"missing {key}"
+assert all(0 < r["train_seconds"] <= r["epoch_seconds"] for r in a), "the training step is part of the epoch"
 assert sa["summary"] is True and {"best_val_acc", "test_acc", "total_seconds"} <= sa.keys()
 assert [r["loss"] for r in a] == [r["loss"] for r in b], "same seed must give the same losses bit for bit"
 assert [r["loss"] for r in a] == [r["loss"] for r in c], "the TOML config must act like the options"

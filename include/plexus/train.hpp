@@ -56,6 +56,9 @@ struct EpochMetrics {
   double loss = 0;  // training loss of this epoch's (dropout) forward pass
   double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
+  // The training step alone: forward, loss, backward and the Adam step, up to the backend
+  // having finished them (epoch_seconds adds the evaluation forward and the accuracies).
+  double train_seconds = 0;
   // Bytes moved by the collectives of each axis (x, y, z) in this epoch, summed over all
   // ranks (each rank counts what it receives; docs/communication.md). The same on every rank.
   std::array<double, 3> comm_bytes{};

@@ -80,6 +80,7 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
           {"test_acc", m.test_acc},
           {"val_loss", m.val_loss},
           {"epoch_seconds", m.epoch_seconds},
+          {"train_seconds", m.train_seconds},
           {"compute_seconds", m.compute_seconds},
           {"comm_seconds", m.comm_seconds},
           {"comm_bytes",

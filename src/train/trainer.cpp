@@ -123,6 +123,8 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
     model.backward(d_logits, epoch);
     adam.step();
     model.weights_updated();
+    backend.synchronize();
+    m.train_seconds = seconds_since(t_epoch);
 
     const EvalMetrics e = loss.evaluate(model.forward(epoch, /*training=*/false));
     backend.synchronize();

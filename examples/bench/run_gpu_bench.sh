@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One command on a GPU machine: Plexus (CUDA backend) against PyTorch Geometric's GCNConv on the
+# same GPU, the same file and the same math, in the same run.
+#   examples/bench/run_gpu_bench.sh [--nodes N] [--avg-degree D] [--features F] [--classes C]
+#                                   [--epochs E] [--layers L] [--hidden H]
+# Default: a graph shaped like ogbn-products (2,449,029 nodes, ~62M undirected edges, 100
+# features, 47 classes, 8 % train), 3 layers, hidden 128. Env: BUILD (default build), PYTHON.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${BUILD:-$ROOT/build}"
+PYTHON="${PYTHON:-python3}"
+NODES=2449029 DEG=50.6 FEATURES=100 CLASSES=47 EPOCHS=10 LAYERS=3 HIDDEN=128
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --nodes) NODES="$2"; shift 2 ;;
+    --avg-degree) DEG="$2"; shift 2 ;;
+    --features) FEATURES="$2"; shift 2 ;;
+    --classes) CLASSES="$2"; shift 2 ;;
+    --epochs) EPOCHS="$2"; shift 2 ;;
+    --layers) LAYERS="$2"; shift 2 ;;
+    --hidden) HIDDEN="$2"; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$BUILD/plexus" ]] || { echo "build first: cmake -S . -B build && cmake --build build -j" >&2; exit 1; }
+DIR="$BUILD/bench"; mkdir -p "$DIR"
+GRAPH="$DIR/sbm_n${NODES}_d${DEG}_f${FEATURES}_c${CLASSES}.h5"
+if [[ ! -f "$GRAPH" ]]; then
+  echo "== generating $GRAPH"
+  "$BUILD/plexus" generate sbm --nodes "$NODES" --avg-degree "$DEG" --features "$FEATURES" --classes "$CLASSES" \
+    --train-fraction 0.08 --val-fraction 0.016 -o "$GRAPH"
+fi
+LOG="$DIR/gpu_$(date +%Y%m%d_%H%M%S)"
+echo "== plexus train --backend cuda"
+"$BUILD/plexus" train --backend cuda --data "$GRAPH" --layers "$LAYERS" --hidden "$HIDDEN" --epochs "$EPOCHS" \
+  --metrics "$LOG.plexus.jsonl" | tail -3
+echo "== PyG peer"
+PYTHONUNBUFFERED=1 "$PYTHON" -W ignore "$ROOT/examples/bench/pyg_gcn_peer.py" "$GRAPH" --epochs "$EPOCHS" \
+  --layers "$LAYERS" --hidden "$HIDDEN" | tee "$LOG.pyg.txt"
+"$PYTHON" - "$LOG.plexus.jsonl" "$LOG.pyg.txt" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ep = [r for r in rows if "epoch" in r and "summary" not in r]
+timed = ep[1:] if len(ep) > 1 else ep
+px = {k: statistics.median(r[k] for r in timed) for k in ("train_seconds", "epoch_seconds")}
+tc = next(json.loads(l[len("BENCH_JSON "):]) for l in open(sys.argv[2]) if l.startswith("BENCH_JSON "))
+print(f"\n== side by side: {tc['device']}, N={tc['num_nodes']}, nnz(A_hat)={tc['nnz_a_hat']}, layers={tc['layers']}, "
+      f"hidden={tc['hidden']}; PyG {tc['pyg_version']} (adj={tc['best_adj']}), torch {tc['torch_version']}")
+print(f"{'median over epochs 2..E':40s} {'plexus':>10s} {'pyg':>10s} {'plexus/pyg':>11s}")
+for k, name in (("train_seconds", "train step (fwd+loss+bwd+Adam), ms"), ("epoch_seconds", "epoch (+ eval forward), ms")):
+    a, b = px[k], tc[k + "_median"]
+    print(f"{name:40s} {a * 1e3:10.1f} {b * 1e3:10.1f} {a / b:11.3f}")
+print(f"final training loss: plexus {ep[-1]['loss']:.4f}, pyg {[r for r in tc['runs'] if r['adj'] == tc['best_adj']][0]['losses'][-1]:.4f}")
+ratio = px["train_seconds"] / tc["train_seconds_median"]
+print(f"train-step ratio plexus/pyg = {ratio:.3f} (goal <= 0.5: {'MET' if ratio <= 0.5 else 'NOT MET'})")
+print("BENCH_JSON " + json.dumps({"impl": "gpu_side_by_side", "ratio_train": ratio, "plexus": px, "pyg": tc}))
+PY

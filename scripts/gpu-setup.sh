@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Run THERE, on a lent GPU machine, from the repository root, with `.dev` carried (see
+# scripts/gpu-fetch-debs.sh). Unpacks the Debian packages into / WITHOUT overwriting any file the
+# machine already has (its own libraries win), recreates the alternatives links, the link-time
+# names HDF5's wrapper asks for, and makes /usr/bin/python3 one that has h5py and numpy (the CLI
+# tests call /usr/bin/python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage=$(mktemp -d)
+for f in .dev/debs/*.deb; do dpkg-deb -x "$f" "$stage"; done
+# Merged /usr: the machine's /lib, /bin, /sbin are links into /usr.
+for d in lib lib64 bin sbin; do
+  if [[ -d "$stage/$d" && ! -L "$stage/$d" ]]; then
+    mkdir -p "$stage/usr/$d" && cp -an "$stage/$d/." "$stage/usr/$d/" && rm -rf "${stage:?}/$d"
+  fi
+done
+cp -an "$stage/." /
+rm -rf "$stage"
+while read -r link target; do
+  [[ -e "$link" || -L "$link" ]] || { mkdir -p "$(dirname "$link")"; ln -s "$target" "$link"; }
+done < .dev/alternatives.txt
+libdir=/usr/lib/x86_64-linux-gnu
+for l in crypto curl sz z; do
+  if [[ ! -e "$libdir/lib$l.so" ]]; then
+    real=$(ls "$libdir"/lib$l.so.* 2>/dev/null | head -1 || true)
+    [[ -n "$real" ]] && ln -s "$real" "$libdir/lib$l.so"
+  fi
+done
+ldconfig
+if ! /usr/bin/python3 -c 'import h5py, numpy' 2>/dev/null; then
+  py=$(command -v python3)
+  if [[ "$py" != /usr/bin/python3 ]] && "$py" -c 'import h5py, numpy'; then
+    mv /usr/bin/python3 /usr/bin/python3.system 2>/dev/null || true
+    ln -sf "$py" /usr/bin/python3
+  fi
+fi
+echo "gpu-setup: done ($(mpirun --version 2>&1 | head -1); $(h5pcc -showconfig 2>/dev/null | grep -m1 'HDF5 Version' | xargs))"
