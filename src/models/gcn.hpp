@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "optim/adam.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 
 namespace plexus {
@@ -17,12 +18,6 @@ struct GcnConfig {
 };
 
 // A parameter tensor of this rank: value, gradient, and whether weight decay applies.
-struct ParamRef {
-  float* value;
-  float* grad;
-  std::size_t size;
-  bool decay;
-};
 
 class GcnModel {
  public:

@@ -3,15 +3,26 @@
 // its shards independently and the result equals the single-rank update.
 #include <vector>
 
-#include "models/gcn.hpp"
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
 
 namespace plexus {
+
+// One parameter shard and its gradient on the backend; `decay`: weight decay applies to it.
+struct ParamRef {
+  float* value;
+  float* grad;
+  std::size_t size;
+  bool decay;
+};
 
 class Adam {
  public:
   Adam(Backend& be, std::vector<ParamRef> params, AdamParams hp);
   void step();
   std::int64_t steps() const { return hp_.step - 1; }
+  // The learning rate of the next steps (a schedule sets it before each step).
+  void set_lr(float lr) { hp_.lr = lr; }
 
  private:
   Backend& be_;

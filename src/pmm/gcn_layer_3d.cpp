@@ -5,14 +5,15 @@
 //   W   [D/G_i × D'/G_o], stored split over d along rows
 //   OUT [N/G_d × D'/G_o]   = layer l+1's input layout, replicated over i
 //
-// Collectives, in order (the only place a layer communicates):
+// Collectives, in order (the aggregation's here; the ones marked L are the Linear3D's, with
+// row = d, in = i, out = o: pmm/linear_3d.cpp):
 //   forward   AGG = Â·H            all-reduce(sum)    over o     [1]
-//             W   = gather(W_d)    all-gather         over d     [2]
-//             OUT = AGG·W          all-reduce(sum)    over i     [3]
-//   backward  db  = colsum(dOUT)   all-reduce(sum)    over d
-//             W   = gather(W_d)    all-gather         over d     [2]
-//             dW  = AGGᵀ·dOUT      reduce-scatter     over d
-//             dAGG = dOUT·Wᵀ       all-reduce(sum)    over o
+//             W   = gather(W_d)    all-gather         over d     [2]  L
+//             OUT = AGG·W          all-reduce(sum)    over i     [3]  L
+//   backward  db  = colsum(dOUT)   all-reduce(sum)    over d          L
+//             W   = gather(W_d)    all-gather         over d     [2]  L
+//             dW  = AGGᵀ·dOUT      reduce-scatter     over d          L
+//             dAGG = dOUT·Wᵀ       all-reduce(sum)    over o          L
 //             dH  = Âᵀ·dAGG        all-reduce(sum)    over d     [1]
 //   (layer 0 needs no dH: the input features take no gradient. Its aggregation without
 //    dropout is constant, so evaluation passes compute it once and reuse it.)
@@ -51,6 +52,12 @@ std::vector<float> glorot_shard(const LayerGeometry& g, std::uint64_t seed) {
 }
 }  // namespace
 
+namespace {
+Linear3DLayout linear_layout(const LayerGeometry& g) {
+  return {g.roles.d, g.roles.i, g.roles.o, g.out_rows.size(), g.in_cols, g.out_cols};
+}
+}  // namespace
+
 GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, bool relu,
                        std::uint64_t seed, bool constant_input, LayerCommOptions comm)
     : be_(be),
@@ -59,30 +66,21 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       relu_(relu),
       comm_(comm),
       adj_(adj),
-      w_(be, geo.w_rows.size(), geo.out_cols.size()),
-      dw_(be, geo.w_rows.size(), geo.out_cols.size()),
-      w_full_(grid.dim(geo.roles.d) > 1 ? Matrix(be, geo.in_cols.size(), geo.out_cols.size()) : Matrix()),
-      dw_full_(grid.dim(geo.roles.d) > 1 ? Matrix(be, geo.in_cols.size(), geo.out_cols.size()) : Matrix()),
-      b_(be, static_cast<std::size_t>(geo.out_cols.size())),
-      db_(be, static_cast<std::size_t>(geo.out_cols.size())),
+      linear_(be, grid, linear_layout(geo),
+              Linear3DOptions{.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight}),
       h_drop_(be, geo.in_rows.size(), geo.in_cols.size()),
       agg_(be, geo.out_rows.size(), geo.in_cols.size()),
-      out_(be, geo.out_rows.size(), geo.out_cols.size()),
       constant_input_(constant_input) {
-  w_.upload(glorot_shard(geo, seed));
+  linear_.weight().upload(glorot_shard(geo, seed));
   if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
   if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
   if (adj.chunks() != comm_.agg_chunks)
     throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
-  if (comm_.scatter_output) {
-    out_slice_ = Matrix(be, out_slice_rows().size(), geo.out_cols.size());
-    if (grid.dim(geo.roles.i) > 1) d_out_full_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
-  }
 }
 
 Range GcnLayer3D::out_slice_rows() const {
-  if (!comm_.scatter_output) return geo_.out_rows;
-  return sub_range(geo_.out_rows, grid_.dim(geo_.roles.i), grid_.coord(geo_.roles.i));
+  const Range local = linear_.output_rows();
+  return {geo_.out_rows.begin + local.begin, geo_.out_rows.begin + local.end};
 }
 
 void GcnLayer3D::spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis) {
@@ -110,18 +108,8 @@ void GcnLayer3D::spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix&
   for (auto& r : pending) r->wait();
 }
 
-const Matrix& GcnLayer3D::gather_weight() {
-  if (grid_.dim(geo_.roles.d) == 1) return w_;
-  if (comm_.reuse_weight && w_full_valid_) return w_full_;
-  const auto counts = block_counts(geo_.in_cols.size(), grid_.dim(geo_.roles.d), geo_.out_cols.size());
-  grid_.comm(geo_.roles.d).all_gather(w_.data(), w_full_.data(), counts);
-  w_full_valid_ = true;
-  return w_full_;
-}
-
 const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
-  const auto [o, i, d] = geo_.roles;
-  (void)d;
+  const Axis o = geo_.roles.o;
   if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
@@ -139,54 +127,18 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
     last_agg_ = &agg_;
   }
 
-  const Matrix& w = gather_weight();
-  be_.gemm(Trans::No, Trans::No, 1.0f, last_agg_->view(), w.view(), 0.0f, out_.view());
-  Matrix& out = comm_.scatter_output ? out_slice_ : out_;
-  if (comm_.scatter_output) {
-    const auto counts = block_counts(geo_.out_rows.size(), grid_.dim(i), geo_.out_cols.size());
-    grid_.comm(i).reduce_scatter(out_.data(), out_slice_.data(), counts);
-  } else {
-    grid_.comm(i).all_reduce(out_.data(), out_.size(), ReduceOp::Sum);
-  }
-
-  be_.add_bias(out.view(), b_.data());
+  Matrix& out = linear_.forward(last_agg_->view());
   if (relu_) be_.relu(out.view());
   return out;
 }
 
-Matrix GcnLayer3D::backward(Matrix& d_out_arg, const DropoutSpec& dropout, bool need_input_grad) {
-  const auto [o, i, d] = geo_.roles;
-  Matrix* d_out_ptr = &d_out_arg;
-  if (comm_.scatter_output) {
-    // d_out_arg is the gradient of this rank's row slice: ReLU backward on the slice, then
-    // the deferred all-gather over i gives the whole block that dW and dAGG need.
-    if (relu_) be_.relu_backward(out_slice_.view(), d_out_arg.view());
-    if (grid_.dim(i) > 1) {
-      const auto counts = block_counts(geo_.out_rows.size(), grid_.dim(i), geo_.out_cols.size());
-      grid_.comm(i).all_gather(d_out_arg.data(), d_out_full_.data(), counts);
-      d_out_ptr = &d_out_full_;
-    }
-  } else if (relu_) {
-    be_.relu_backward(out_.view(), d_out_arg.view());
-  }
-  Matrix& d_out = *d_out_ptr;
-
-  be_.column_sum(d_out.view(), 0.0f, db_.data());
-  grid_.comm(d).all_reduce(db_.data(), db_.size(), ReduceOp::Sum);
-
-  const Matrix& w = gather_weight();
-  if (grid_.dim(d) == 1) {
-    be_.gemm(Trans::Yes, Trans::No, 1.0f, last_agg_->view(), d_out.view(), 0.0f, dw_.view());
-  } else {
-    be_.gemm(Trans::Yes, Trans::No, 1.0f, last_agg_->view(), d_out.view(), 0.0f, dw_full_.view());
-    const auto counts = block_counts(geo_.in_cols.size(), grid_.dim(d), geo_.out_cols.size());
-    grid_.comm(d).reduce_scatter(dw_full_.data(), dw_.data(), counts);
-  }
-
+Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  const Axis d = geo_.roles.d;
+  // ReLU backward on what forward returned (with scatter_output: this rank's row slice; the
+  // linear all-gathers the gradient over i afterwards).
+  if (relu_) be_.relu_backward(linear_.output().view(), d_out.view());
+  Matrix d_agg = linear_.backward(last_agg_->view(), d_out, need_input_grad);
   if (!need_input_grad) return {};
-  Matrix d_agg(be_, geo_.out_rows.size(), geo_.in_cols.size());
-  be_.gemm(Trans::No, Trans::Yes, 1.0f, d_out.view(), w.view(), 0.0f, d_agg.view());
-  grid_.comm(o).all_reduce(d_agg.data(), d_agg.size(), ReduceOp::Sum);
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
   spmm_all_reduce(adj_.operand(true), d_agg.view(), d_h, d);

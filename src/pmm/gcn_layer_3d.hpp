@@ -1,6 +1,7 @@
 #pragma once
-// One GCN layer as a 3D parallel matrix multiply (Plexus, SC'25): OUT = act(Â·H·W + b).
-// All of a layer's collectives are issued in gcn_layer_3d.cpp, each named with its axis.
+// One GCN layer as a 3D parallel matrix multiply (Plexus, SC'25): OUT = act(Â·H·W + b), the
+// sparse aggregation Â·H followed by a Linear3D (pmm/linear_3d.hpp). The aggregation's
+// collectives are issued in gcn_layer_3d.cpp, the linear's in linear_3d.cpp.
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -8,6 +9,7 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "pmm/device_adj.hpp"
+#include "pmm/linear_3d.hpp"
 
 namespace plexus {
 
@@ -44,19 +46,17 @@ class GcnLayer3D {
   // dH_in [in_rows × in_cols] unless `need_input_grad` is false (layer 0).
   Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
   // The optimizer changed this rank's W shard: the next use gathers it again (reuse_weight).
-  void weight_updated() { w_full_valid_ = false; }
+  void weight_updated() { linear_.weight_updated(); }
   // Global rows of forward's result (out_rows, or its slice over i with scatter_output).
   Range out_slice_rows() const;
 
   const LayerGeometry& geometry() const { return geo_; }
-  Matrix& weight() { return w_; }         // this rank's shard [w_rows × out_cols]
-  Matrix& weight_grad() { return dw_; }
-  Buffer<float>& bias() { return b_; }    // [out_cols], replicated over i and d
-  Buffer<float>& bias_grad() { return db_; }
+  Matrix& weight() { return linear_.weight(); }  // this rank's shard [w_rows × out_cols]
+  Matrix& weight_grad() { return linear_.weight_grad(); }
+  Buffer<float>& bias() { return linear_.bias(); }  // [out_cols], replicated over i and d
+  Buffer<float>& bias_grad() { return linear_.bias_grad(); }
 
  private:
-  // All-gather over d of w_ into w_full_; returns the whole block (w_ itself when d has one rank).
-  const Matrix& gather_weight();
   // c = a·b summed over `axis` (all-reduce), in comm_.agg_chunks row chunks whose
   // all-reduces overlap the next chunk's SpMM (a.chunks: the row blocks of a.whole).
   void spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis);
@@ -67,11 +67,9 @@ class GcnLayer3D {
   bool relu_;
   LayerCommOptions comm_;
   DeviceAdj& adj_;
-  bool w_full_valid_ = false;
-  Matrix out_slice_, d_out_full_;  // scatter_output: this rank's OUT rows; the gathered gradient
-  Matrix w_, dw_, w_full_, dw_full_;
-  Buffer<float> b_, db_;
-  Matrix h_drop_, agg_, out_;
+  // OUT = AGG·W + b: rows over d, input features over i, output features over o.
+  Linear3D linear_;
+  Matrix h_drop_, agg_;
   bool constant_input_ = false;
   Matrix agg_clean_;                 // cached Â·H without dropout (constant_input only)
   bool agg_clean_valid_ = false;

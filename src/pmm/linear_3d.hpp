@@ -1,0 +1,106 @@
+#pragma once
+// Linear3D: Y = X·W (+ b) as a 3D parallel matrix multiply (AxoNN's 3D tensor parallelism),
+// model-agnostic: the GCN layer (gcn_layer_3d) and every linear of the GPT (models/gpt) are one.
+//
+// Three axes of the grid take three roles:
+//   row  splits the rows of X and Y (nodes of a graph, tokens of a batch)
+//   in   splits the input features:   X [rows/G_row × in/G_in], replicated over `out`
+//   out  splits the output features:  Y [rows/G_row × out/G_out], replicated over `in`
+// W [in/G_in × out/G_out] is the block of this (in, out) pair, stored split over `row` along
+// its rows (this rank keeps `w_rows` of them); so W's memory falls as 1/P.
+//
+// The collectives, as forward ↔ backward pairs (the only ones a Linear3D issues):
+//   W  = all-gather(W shard)      over row   ↔  dW shard = reduce-scatter(Xᵀ·dY)   over row
+//   Y  = all-reduce(X·W)          over in    ↔  dX = all-reduce(dY·Wᵀ)             over out
+//   Y += b                                   ↔  db = all-reduce(column sums of dY) over row
+// Options: `scatter_output` makes the forward all-reduce a reduce-scatter over `in` (Y comes
+// back as this rank's slice of the rows) and the backward first all-gathers dY over `in`;
+// `reuse_weight` gathers W once per weight update instead of in every pass.
+// `store_transposed` keeps Wᵀ [out/G_out × in/G_in] instead (PyTorch's nn.Linear layout), split
+// over `row` along its rows: an embedding table tied to an LM head is then that head's weight
+// (models/gpt/embedding_3d), and the gathers and reduce-scatters run along the out rows.
+//
+// Chaining: a second linear whose `in` is the first one's `out` and whose `out` is the first
+// one's `in` (Linear3DLayout::transposed) takes the first one's Y as its X with no
+// redistribution in between (MLP fc → proj, attention qkv → out projection).
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+// Where a Linear3D's tensors live on this rank.
+struct Linear3DLayout {
+  Axis row = Axis::Z, in = Axis::Y, out = Axis::X;
+  index_t rows = 0;   // local rows of X and Y
+  Range in_cols;      // this rank's input features (global indices)
+  Range out_cols;     // this rank's output features
+  // The layout of the next linear of a chain: `in` and `out` swap, its inputs are our outputs.
+  Linear3DLayout transposed(Range next_out_cols) const {
+    return {row, out, in, rows, out_cols, next_out_cols};
+  }
+};
+
+struct Linear3DOptions {
+  bool bias = true;
+  bool scatter_output = false;  // reduce-scatter Y over `in` (see above)
+  bool reuse_weight = false;    // gather W over `row` once per weight_updated()
+  // Backward adds into dW and db instead of overwriting them (gradient accumulation over
+  // micro-batches); the collectives then reduce only the new contribution.
+  bool accumulate_grads = false;
+  bool store_transposed = false;  // W kept as Wᵀ [out_cols × in_cols]
+};
+
+class Linear3D {
+ public:
+  Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear3DOptions opt = {});
+
+  // Y = X·W (+ b) for x [rows × in_cols]. Returns Y [rows × out_cols] replicated over `in`,
+  // or with scatter_output its row slice [output_rows() × out_cols].
+  Matrix& forward(ConstMatrixView x);
+  // Given X of the forward pass and dY (the gradient of what forward returned; with
+  // scatter_output it is all-gathered over `in` first), computes dW and db and, when
+  // `need_input_grad`, returns dX [rows × in_cols] (else an empty matrix).
+  Matrix backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad);
+  // The optimizer changed this rank's W shard (reuse_weight: gather it again on next use).
+  void weight_updated() { w_full_valid_ = false; }
+
+  // What the last forward returned (a caller's in-place activation changes it; backward
+  // does not read it).
+  Matrix& output() { return opt_.scatter_output ? y_slice_ : y_; }
+  // This rank's rows of what forward returns: all `rows`, or the slice over `in`.
+  Range output_rows() const;
+  const Linear3DLayout& layout() const { return layout_; }
+  // Global rows of the stored matrix kept here: of W (in_cols split over `row`), or with
+  // store_transposed of Wᵀ (out_cols split over `row`).
+  Range w_rows() const { return w_rows_; }
+  Matrix& weight() { return w_; }  // [w_rows × out_cols], or Wᵀ's [w_rows × in_cols]
+  Matrix& weight_grad() { return dw_; }
+  // Adds a gradient of the whole stored block (e.g. an embedding's, for a tied weight) to
+  // this rank's shard: reduce-scatter over `row`, then add.
+  void add_weight_grad(ConstMatrixView full_grad);
+  Buffer<float>& bias() { return b_; }            // [out_cols], replicated over row and in
+  Buffer<float>& bias_grad() { return db_; }
+  // The whole stored block, W [in_cols × out_cols] or Wᵀ (gathered over `row` when split).
+  const Matrix& full_weight();
+
+ private:
+  // Reduce-scatters dw_full_ over `row` into this rank's shard (added to it, or replacing it).
+  void scatter_weight_grad(bool accumulate);
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  Linear3DLayout layout_;
+  Linear3DOptions opt_;
+  Range w_rows_;
+  index_t stored_rows_ = 0, stored_cols_ = 0;  // the whole stored block: W's or Wᵀ's shape
+  Matrix w_, dw_, w_full_, dw_full_;
+  bool w_full_valid_ = false;
+  Buffer<float> b_, db_, db_new_;
+  Matrix y_, y_slice_, d_y_full_;
+};
+
+}  // namespace plexus
