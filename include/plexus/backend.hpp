@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "plexus/kernels/transformer.hpp"
 #include "plexus/rng.hpp"
 #include "plexus/tensor.hpp"
 
@@ -105,6 +106,11 @@ class Backend {
   // One Adam/AdamW step over n parameters.
   virtual void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                          const AdamParams& hp) = 0;
+
+  // ---- transformer kernel families (plexus/kernels/*.hpp) -------------------------------
+  // LayerNorm, GELU, fused causal attention, squared norm: one object per backend, valid as
+  // long as the backend. Pointers it takes are this backend's memory, like every method here.
+  virtual TransformerKernels& transformer() = 0;
 
  protected:
   void count_alloc(std::size_t bytes) {

@@ -4,12 +4,14 @@
 //   cpu_backend.cpp  memory, factory        spmm.cpp      sparse × dense
 //   dense.cpp        gemm, axpby, fill, copy  elementwise.cpp  bias, relu, dropout, column_sum
 //   loss.cpp         softmax / NLL / argmax  adam.cpp      optimizer
+//   transformer.hpp  LayerNorm, GELU, attention, squared norm (layernorm.cpp, activation.cpp, attention.cpp, reduction.cpp)
 //
 // Determinism rule: every result is bit-for-bit independent of the number of threads. Work is
 // split into pieces whose boundaries depend only on the problem shape, each piece is computed
 // by one thread in a fixed order, and partial results are combined in a fixed order.
 #include <omp.h>
 
+#include "kernels/cpu/transformer.hpp"
 #include "plexus/backend.hpp"
 
 namespace plexus::cpu {
@@ -20,7 +22,7 @@ inline constexpr index_t kParallelMinElements = 1 << 15;
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : threads_(threads) {}
+  explicit CpuBackend(int threads) : threads_(threads), transformer_(*this) {}
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
 
@@ -52,6 +54,8 @@ class CpuBackend final : public Backend {
 
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override;
 
+  TransformerKernels& transformer() override { return transformer_; }
+
   // Team size for a parallel region over `work` elements: 1 for small work, otherwise the
   // backend's own thread count (passed as num_threads so that two backends with different
   // counts can live in one process, e.g. in the determinism tests).
@@ -62,6 +66,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;  // <= 0: the OpenMP default
+  CpuTransformerKernels transformer_;
 };
 
 }  // namespace plexus::cpu

@@ -7,7 +7,8 @@
 // The stream is created as a *blocking* stream, so it is also ordered with work other code
 // puts on the legacy default stream.
 //
-// Kernel families live in one file each: spmm.cu, dense.cu, elementwise.cu, loss.cu, adam.cu.
+// Kernel families live in one file each: spmm.cu, dense.cu, elementwise.cu, loss.cu, adam.cu;
+// the transformer families (transformer.cuh): layernorm.cu, activation.cu, attention.cu, reduction.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -17,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/transformer.cuh"
 #include "plexus/backend.hpp"
 
 namespace plexus::cuda {
@@ -111,6 +113,8 @@ class CudaBackend final : public Backend {
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                  const AdamParams& hp) override;
 
+  TransformerKernels& transformer() override { return transformer_; }
+
   // ---- internals shared by the kernel files ----
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
@@ -131,6 +135,7 @@ class CudaBackend final : public Backend {
   cusparseHandle_t cusparse_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+  CudaTransformerKernels transformer_{*this};
 };
 
 // Deterministic sum of n doubles on the device (fixed-order tree; the order depends on n only).

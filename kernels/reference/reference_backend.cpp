@@ -9,6 +9,7 @@
 
 #include "kernels/common/host_alloc.hpp"
 #include "kernels/common/shape_checks.hpp"
+#include "kernels/reference/transformer.hpp"
 #include "plexus/backend.hpp"
 
 namespace plexus {
@@ -207,10 +208,13 @@ class ReferenceBackend final : public Backend {
     }
   }
 
+ TransformerKernels& transformer() override { return transformer_; }
+
  private:
   static void copy_bytes(void* dst, const void* src, std::size_t bytes) {
     if (bytes) std::memmove(dst, src, bytes);
   }
+  reference::ReferenceTransformerKernels transformer_;
 };
 
 }  // namespace

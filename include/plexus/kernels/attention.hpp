@@ -1,0 +1,39 @@
+#pragma once
+// Kernel family: fused causal multi-head self-attention (flash-attention style: the forward
+// pass keeps one log-sum-exp per query row instead of the T×T probabilities, and the backward
+// pass recomputes them). No implementation materialises the T×T scores of every head at once.
+//
+// Layout. A rank holds `batch` whole sequences of length `seq` and `heads` heads of width
+// `head_dim`. Row r = b·seq + t of a matrix is token t of sequence b.
+//   qkv [batch·seq × ≥ 3·heads·head_dim]: head h's query at columns [3·hd·h, 3·hd·h + hd), its
+//       key at the next hd columns, its value at the next hd (heads stay whole on one rank).
+//   y   [batch·seq × ≥ heads·head_dim]:   head h's output at columns [hd·h, hd·(h+1)).
+//   lse [batch·heads·seq] floats:         (b·heads + h)·seq + t, log Σ_{s≤t} exp(q_t·k_s·scale).
+// scale = 1/√head_dim. Query t attends to keys s ≤ t of its own sequence.
+//
+// Dropout on the attention probabilities (p > 0): P[t][s] is kept with probability 1 − p and
+// scaled by 1/(1 − p); keep = dropout_keep(key, ((batch0 + b)·total_heads + head0 + h)·seq + t, s, p)
+// (plexus/rng.hpp): global sequence and head indices, so every grid draws the same masks.
+#include "plexus/rng.hpp"
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+struct AttentionShape {
+  index_t batch = 0, seq = 0, heads = 0, head_dim = 0;
+  index_t batch0 = 0, head0 = 0, total_heads = 0;  // global indices, for the dropout keys
+};
+
+class AttentionKernels {
+ public:
+  virtual ~AttentionKernels() = default;
+  // Writes y and lse.
+  virtual void attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key,
+                                 MatrixView y, float* lse) = 0;
+  // Given y and lse of the forward pass and dy, writes dqkv (same layout as qkv; every
+  // element of the 3·heads·head_dim columns is written). Deterministic: no atomics.
+  virtual void attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                                  const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
+};
+
+}  // namespace plexus

@@ -1,0 +1,456 @@
+// Fused causal multi-head attention on the CPU (plexus/kernels/attention.hpp).
+//
+// Work split: OpenMP over (sequence, head) pairs. A pair is computed start to finish by one
+// thread, in an order that depends on the shape alone, so every output element has the same
+// bits for any thread count.
+//
+// Within a pair, the head's q, k, v (and dy) are first copied into contiguous, zero-padded
+// per-thread scratch (the head's columns are strided by qkv's leading dimension and
+// interleaved with the other heads'), transposed where a product wants its right operand
+// row-contiguous. Every product is then the same register-tiled loop (tile_nn), whose inner
+// loop runs over kW contiguous floats. Queries go in blocks of kBq rows: a block's kBq × T
+// scores are the only quadratic scratch, so memory stays linear in T per thread.
+//
+// Padding invariants the tiles rely on (so that no tile needs an edge case):
+//   - q, k, v, dy copies are Tp × dp (Tp = T rounded up to kW, dp = head_dim rounded up to kW),
+//     zero outside the head's T × d values; kt, vt are their dp × Tp transposes;
+//   - after the softmax step, row r (query t) of a probability / score-gradient block is zero
+//     from column t+1 to the block's padded width: causal masking by stored zeros, so the
+//     products may run over whole tiles past the diagonal.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "kernels/common/host_alloc.hpp"
+#include "kernels/common/shape_checks.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace plexus::cpu {
+namespace {
+
+using detail::require;
+
+// A micro-tile holds kR × kW accumulators: 8 vector registers, enough independent FMA chains
+// to cover the FMA latency, few enough to leave registers for the operands. GCC vectorizes
+// with 128-bit registers when tuning for Zen 1 (its 256-bit operations are split in two), so
+// the tile is narrower there: measured 30% faster than kW = 16 on such a machine.
+constexpr index_t kR = 4;  // rows of a micro-tile
+#if defined(__znver1__)
+constexpr index_t kW = 8;
+#else
+constexpr index_t kW = 16;  // two 256-bit registers per row (one 512-bit)
+#endif
+constexpr index_t kBq = 64;  // query rows per block; a multiple of kR and kW
+
+index_t round_up(index_t a, index_t m) { return (a + m - 1) / m * m; }
+
+// c[r][w] = (accumulate ? c[r][w] : 0) + Σ_{k0 <= k < k1} a[r][k] · b[k][w], for the kR × kW
+// tile at c. The kR × kW accumulators stay in registers; each step of k is kR broadcasts and
+// one kW-wide row of b, i.e. an outer-product update, which is what makes it compute-bound.
+inline void tile_nn(const float* __restrict a, index_t lda, const float* __restrict b, index_t ldb, index_t k0,
+                    index_t k1, float* __restrict c, index_t ldc, bool accumulate) {
+  float acc[kR][kW];
+  for (index_t r = 0; r < kR; ++r) {
+#pragma omp simd
+    for (index_t w = 0; w < kW; ++w) acc[r][w] = accumulate ? c[r * ldc + w] : 0.0f;
+  }
+  for (index_t k = k0; k < k1; ++k) {
+    const float* __restrict bk = b + k * ldb;
+    for (index_t r = 0; r < kR; ++r) {
+      const float ar = a[r * lda + k];
+#pragma omp simd
+      for (index_t w = 0; w < kW; ++w) acc[r][w] += ar * bk[w];
+    }
+  }
+  for (index_t r = 0; r < kR; ++r) {
+#pragma omp simd
+    for (index_t w = 0; w < kW; ++w) c[r * ldc + w] = acc[r][w];
+  }
+}
+
+// exp(x), branch-free so that the softmax loops vectorize (a libm call would not):
+// x = n·ln2 + r with |r| <= ln2/2, exp(r) by Cephes' degree-6 polynomial (about 1 ulp), 2^n
+// through the exponent bits. x is clamped to [-87, 88], where 2^n is a normal float; softmax
+// arguments are <= 0 (up to rounding), and exp(-87) ≈ 1.6e-38 is as good as 0 next to the
+// row's largest term, which is 1. The clamp is an integer blend because GCC (with the
+// default -ftrapping-math) does not vectorize a loop holding a float select.
+inline float exp_clamped(float x) {
+  {
+    const std::uint32_t below = 0u - static_cast<std::uint32_t>(x < -87.0f);
+    const std::uint32_t above = 0u - static_cast<std::uint32_t>(x > 88.0f);
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits = (bits & ~below) | (0xC2AE0000u & below);  // -87.0f
+    bits = (bits & ~above) | (0x42B00000u & above);  // 88.0f
+    std::memcpy(&x, &bits, sizeof x);
+  }
+  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5·2^23: adding and subtracting it rounds to an integer
+  const float n = (x * kLog2e + kRound) - kRound;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const auto bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  return p * two_n;
+}
+
+// Philox4x32-10 (rng.hpp) for kLanes consecutive column groups at once, written as loops over
+// lanes so that they vectorize; words[w][l] = philox4x32_10(c0, c1, group0 + l, c3, k0, k1).v[w].
+// (The same generator as the dropout kernel's in elementwise.cpp; a dropout row here is up to
+// T columns, so it is worth the same treatment.)
+constexpr std::uint32_t kLanes = 16;
+void philox_lanes(std::uint32_t c0, std::uint32_t c1, std::uint32_t group0, std::uint32_t c3, std::uint32_t k0,
+                  std::uint32_t k1, std::uint32_t (&words)[4][kLanes]) {
+  constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+  std::uint32_t a[kLanes], b[kLanes], c[kLanes], d[kLanes];
+#pragma omp simd
+  for (std::uint32_t l = 0; l < kLanes; ++l) {
+    a[l] = c0;
+    b[l] = c1;
+    c[l] = group0 + l;
+    d[l] = c3;
+  }
+  for (int r = 0; r < 10; ++r) {
+#pragma omp simd
+    for (std::uint32_t l = 0; l < kLanes; ++l) {
+      const std::uint64_t p0 = static_cast<std::uint64_t>(M0) * a[l];
+      const std::uint64_t p1 = static_cast<std::uint64_t>(M1) * c[l];
+      const std::uint32_t na = static_cast<std::uint32_t>(p1 >> 32) ^ b[l] ^ k0;
+      const std::uint32_t nc = static_cast<std::uint32_t>(p0 >> 32) ^ d[l] ^ k1;
+      b[l] = static_cast<std::uint32_t>(p1);
+      d[l] = static_cast<std::uint32_t>(p0);
+      a[l] = na;
+      c[l] = nc;
+    }
+    k0 += W0;
+    k1 += W1;
+  }
+  for (std::uint32_t l = 0; l < kLanes; ++l) {
+    words[0][l] = a[l];
+    words[1][l] = b[l];
+    words[2][l] = c[l];
+    words[3][l] = d[l];
+  }
+}
+
+// keep[j] = (dropout_keep(key, row, j, p) ? inv : 0) for j < n, the factor a probability is
+// multiplied by; writes up to n rounded up to 4·kLanes.
+void keep_row(const DropoutKey& key, std::uint64_t row, index_t n, float p, float inv, float* keep) {
+  const std::uint32_t k0 = static_cast<std::uint32_t>(key.seed);
+  const std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u);
+  alignas(64) std::uint32_t words[4][kLanes];
+  for (std::uint32_t g0 = 0; static_cast<index_t>(4 * g0) < n; g0 += kLanes) {
+    philox_lanes(static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(row >> 32), g0, key.epoch, k0, k1, words);
+    float* out = keep + 4 * g0;
+#pragma omp simd
+    for (std::uint32_t l = 0; l < kLanes; ++l)
+      for (std::uint32_t w = 0; w < 4; ++w) out[4 * l + w] = word_to_uniform(words[w][l]) >= p ? inv : 0.0f;
+  }
+}
+
+void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
+  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, seq, heads must be >= 0 and head_dim >= 1");
+  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
+          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
+  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
+  require(detail::valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
+          "qkv must be batch·seq × >= 3·heads·head_dim");
+  detail::check_dropout_p(p);
+}
+void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel, const char* what) {
+  require(detail::valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
+}
+
+// One thread's scratch for one pair, carved from a single aligned block. Every size is a
+// multiple of kW floats, so every buffer starts on a micro-tile row boundary.
+struct Scratch {
+  index_t T = 0, d = 0, Tp = 0, dp = 0;
+  float *q = nullptr, *k = nullptr, *kt = nullptr, *v = nullptr, *vt = nullptr, *dy = nullptr;
+  float *dk = nullptr, *dv = nullptr;
+  float *s = nullptr, *g = nullptr;    // kBq × Tp: scores → probabilities; dP_drop → dS
+  float *st = nullptr, *gt = nullptr;  // Tp × kBq: their transposes
+  float *o = nullptr;                  // kBq × dp: an output block (y or dq)
+  float *keep = nullptr, *dd = nullptr;
+
+  static index_t floats(index_t T, index_t d, bool backward) {
+    const index_t Tp = round_up(T, kW), dp = round_up(d, kW), sq = Tp * dp, keep = round_up(Tp, 4 * kLanes);
+    if (!backward) return 3 * sq + kBq * Tp + kBq * dp + keep;                // q, kt, v, s, o, keep
+    return 7 * sq + 2 * kBq * Tp + 2 * Tp * kBq + kBq * dp + keep + Tp;        // + k, vt, dy, dk, dv, g, st, gt, dd
+  }
+  Scratch(float* base, index_t T_, index_t d_, bool backward) : T(T_), d(d_), Tp(round_up(T_, kW)), dp(round_up(d_, kW)) {
+    const index_t sq = Tp * dp;
+    auto take = [&base](index_t n) {
+      float* p = base;
+      base += n;
+      return p;
+    };
+    q = take(sq);
+    kt = take(sq);
+    if (!backward) v = take(sq);
+    s = take(kBq * Tp);
+    o = take(kBq * dp);
+    keep = take(round_up(Tp, 4 * kLanes));
+    if (backward) {
+      k = take(sq);
+      vt = take(sq);
+      dy = take(sq);
+      dk = take(sq);
+      dv = take(sq);
+      g = take(kBq * Tp);
+      st = take(Tp * kBq);
+      gt = take(Tp * kBq);
+      dd = take(Tp);
+    }
+  }
+};
+
+// Zero-filled, 64-byte aligned scratch for `threads` threads.
+struct ScratchBlock {
+  std::unique_ptr<float, void (*)(void*)> mem{nullptr, detail::host_free};
+  index_t per_thread = 0;
+  ScratchBlock(int threads, index_t floats) : per_thread(floats) {
+    const auto bytes = static_cast<std::size_t>(threads) * static_cast<std::size_t>(floats) * sizeof(float);
+    mem.reset(static_cast<float*>(detail::host_aligned_alloc(bytes)));
+    std::memset(mem.get(), 0, bytes);
+  }
+  float* slot(int t) const { return mem.get() + static_cast<index_t>(t) * per_thread; }
+};
+
+// dst[j][i] = src[i][j] for i < rows, j < cols, in 16 × 16 blocks: a row-by-row transpose
+// strides its stores a whole row apart, one cache line each, and was a visible share of the
+// pass at T = 256.
+void transpose(const float* __restrict src, index_t src_ld, index_t rows, index_t cols, float* __restrict dst,
+               index_t dst_ld) {
+  constexpr index_t kB = 16;
+  for (index_t i0 = 0; i0 < rows; i0 += kB) {
+    const index_t i1 = std::min(rows, i0 + kB);
+    for (index_t j0 = 0; j0 < cols; j0 += kB) {
+      const index_t j1 = std::min(cols, j0 + kB);
+      for (index_t j = j0; j < j1; ++j)
+        for (index_t i = i0; i < i1; ++i) dst[j * dst_ld + i] = src[i * src_ld + j];
+    }
+  }
+}
+
+// Global dropout row of (sequence b, head h, query 0): see attention.hpp.
+std::uint64_t dropout_row0(const AttentionShape& s, index_t b, index_t h) {
+  return static_cast<std::uint64_t>(((s.batch0 + b) * s.total_heads + s.head0 + h) * s.seq);
+}
+
+// The scores of query block [t0, t0 + nb) against keys [0, t0 + nb): s[r][j] = q_scaled[t0 + r]·k[j],
+// computed for whole kW-tiles up to each row tile's last key (entries past the diagonal are
+// overwritten by the softmax step).
+void block_scores(const Scratch& w, const float* a, const float* bt, float* out, index_t t0, index_t nb) {
+  for (index_t r0 = 0; r0 < nb; r0 += kR) {
+    const index_t kend = std::min(t0 + r0 + kR, w.T);
+    for (index_t c0 = 0; c0 < kend; c0 += kW)
+      tile_nn(a + (t0 + r0) * w.dp, w.dp, bt + c0, w.Tp, 0, w.d, out + r0 * w.Tp + c0, w.Tp, false);
+  }
+}
+
+// o[r] = Σ_{j <= t0 + r} m[r][j] · b[j] over whole tiles (m is zero past the diagonal).
+void block_times(const Scratch& w, const float* m, const float* b, float* o, index_t t0, index_t nb) {
+  for (index_t r0 = 0; r0 < nb; r0 += kR) {
+    const index_t kend = std::min(t0 + r0 + kR, w.T);
+    for (index_t c0 = 0; c0 < w.dp; c0 += kW) tile_nn(m + r0 * w.Tp, w.Tp, b + c0, w.dp, 0, kend, o + r0 * w.dp + c0, w.dp, false);
+  }
+}
+
+void forward_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& sh, index_t b, index_t h, float scale,
+                  float p, float inv_keep, const DropoutKey& key, MatrixView y, float* lse) {
+  const index_t T = w.T, d = w.d, Tp = w.Tp, dp = w.dp, row0 = b * T, qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d;
+  for (index_t t = 0; t < T; ++t) {
+    const float* in = qkv.row(row0 + t);
+#pragma omp simd
+    for (index_t c = 0; c < d; ++c) {
+      w.q[t * dp + c] = in[qc + c] * scale;  // scaling q once scales every score
+      w.v[t * dp + c] = in[vc + c];
+    }
+  }
+  transpose(qkv.row(row0) + kc, qkv.ld, T, d, w.kt, Tp);
+  float* lse_pair = lse + (b * sh.heads + h) * T;
+  const std::uint64_t drow0 = dropout_row0(sh, b, h);
+  for (index_t t0 = 0; t0 < T; t0 += kBq) {
+    const index_t t1 = std::min(T, t0 + kBq), nb = t1 - t0, width = round_up(t1, kW);
+    block_scores(w, w.q, w.kt, w.s, t0, nb);
+    for (index_t r = 0; r < nb; ++r) {
+      const index_t t = t0 + r, n = t + 1;
+      float* __restrict row = w.s + r * Tp;
+      float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+      for (index_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (index_t j = 0; j < n; ++j) {
+        const float e = exp_clamped(row[j] - mx);
+        row[j] = e;
+        sum += e;
+      }
+      lse_pair[t] = mx + std::log(sum);
+      const float inv_sum = 1.0f / sum;
+      if (p > 0.0f) {
+        keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
+        const float* __restrict keep = w.keep;
+#pragma omp simd
+        for (index_t j = 0; j < n; ++j) row[j] = row[j] * inv_sum * keep[j];
+      } else {
+#pragma omp simd
+        for (index_t j = 0; j < n; ++j) row[j] *= inv_sum;
+      }
+      std::fill(row + n, row + width, 0.0f);
+    }
+    block_times(w, w.s, w.v, w.o, t0, nb);
+    for (index_t r = 0; r < nb; ++r) {
+      float* out = y.row(row0 + t0 + r) + d * h;
+#pragma omp simd
+      for (index_t c = 0; c < d; ++c) out[c] = w.o[r * dp + c];
+    }
+  }
+}
+
+void backward_pair(const Scratch& w, ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                   const AttentionShape& sh, index_t b, index_t h, float scale, float p, float inv_keep,
+                   const DropoutKey& key, MatrixView dqkv) {
+  const index_t T = w.T, d = w.d, Tp = w.Tp, dp = w.dp, row0 = b * T, qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d,
+                yc = d * h;
+  // With q and k both pre-scaled, dS·k_scaled = dQ and dSᵀ·q_scaled = dK: no scale pass left.
+  for (index_t t = 0; t < T; ++t) {
+    const float* in = qkv.row(row0 + t);
+    const float* dyr = dy.row(row0 + t) + yc;
+    const float* yr = y.row(row0 + t) + yc;
+#pragma omp simd
+    for (index_t c = 0; c < d; ++c) {
+      w.q[t * dp + c] = in[qc + c] * scale;
+      w.k[t * dp + c] = in[kc + c] * scale;
+      w.dy[t * dp + c] = dyr[c];
+    }
+    double dd = 0.0;
+    for (index_t c = 0; c < d; ++c) dd += static_cast<double>(dyr[c]) * yr[c];
+    w.dd[t] = static_cast<float>(dd);
+  }
+  transpose(qkv.row(row0) + kc, qkv.ld, T, d, w.kt, Tp);
+  transpose(qkv.row(row0) + vc, qkv.ld, T, d, w.vt, Tp);
+  std::fill(w.dk, w.dk + Tp * dp, 0.0f);
+  std::fill(w.dv, w.dv + Tp * dp, 0.0f);
+  const float* lse_pair = lse + (b * sh.heads + h) * T;
+  const std::uint64_t drow0 = dropout_row0(sh, b, h);
+  for (index_t t0 = 0; t0 < T; t0 += kBq) {
+    const index_t t1 = std::min(T, t0 + kBq), nb = t1 - t0, width = round_up(t1, kW);
+    block_scores(w, w.q, w.kt, w.s, t0, nb);
+    block_scores(w, w.dy, w.vt, w.g, t0, nb);  // dP_drop = dY·Vᵀ, same triangle of tiles
+    for (index_t r = 0; r < nb; ++r) {
+      const index_t t = t0 + r, n = t + 1;
+      float* __restrict ps = w.s + r * Tp;  // score → P_drop
+      float* __restrict gs = w.g + r * Tp;  // dP_drop → dS
+      const float l = lse_pair[t], dt = w.dd[t];
+      if (p > 0.0f) {
+        keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
+        const float* __restrict keep = w.keep;
+#pragma omp simd
+        for (index_t j = 0; j < n; ++j) {
+          const float pr = exp_clamped(ps[j] - l);
+          ps[j] = pr * keep[j];
+          gs[j] = pr * (gs[j] * keep[j] - dt);
+        }
+      } else {
+#pragma omp simd
+        for (index_t j = 0; j < n; ++j) {
+          const float pr = exp_clamped(ps[j] - l);
+          ps[j] = pr;
+          gs[j] = pr * (gs[j] - dt);
+        }
+      }
+      std::fill(ps + n, ps + width, 0.0f);
+      std::fill(gs + n, gs + width, 0.0f);
+    }
+    block_times(w, w.g, w.k, w.o, t0, nb);  // dQ rows of the block: complete here
+    for (index_t r = 0; r < nb; ++r) {
+      float* out = dqkv.row(row0 + t0 + r) + qc;
+#pragma omp simd
+      for (index_t c = 0; c < d; ++c) out[c] = w.o[r * dp + c];
+    }
+    // dK, dV get this block's share: rows j < t1 of P_dropᵀ·dY_block and dSᵀ·q_block. The
+    // transposes make the block's query axis the contiguous one of the left operand.
+    const index_t keys = round_up(t1, kR);
+    transpose(w.s, Tp, nb, keys, w.st, kBq);
+    transpose(w.g, Tp, nb, keys, w.gt, kBq);
+    for (index_t j0 = 0; j0 < keys; j0 += kR) {
+      const index_t r_first = std::max<index_t>(0, j0 - t0);  // earlier queries do not see these keys
+      for (index_t c0 = 0; c0 < dp; c0 += kW) {
+        tile_nn(w.st + j0 * kBq, kBq, w.dy + t0 * dp + c0, dp, r_first, nb, w.dv + j0 * dp + c0, dp, true);
+        tile_nn(w.gt + j0 * kBq, kBq, w.q + t0 * dp + c0, dp, r_first, nb, w.dk + j0 * dp + c0, dp, true);
+      }
+    }
+  }
+  for (index_t t = 0; t < T; ++t) {
+    float* out = dqkv.row(row0 + t);
+#pragma omp simd
+    for (index_t c = 0; c < d; ++c) {
+      out[kc + c] = w.dk[t * dp + c];
+      out[vc + c] = w.dv[t * dp + c];
+    }
+  }
+}
+
+// Team size: the work is about T²·d multiply-adds per pair.
+int team_size(const CpuBackend& be, const AttentionShape& s) {
+  return be.threads_for(s.batch * s.heads * s.seq * s.seq * s.head_dim);
+}
+
+}  // namespace
+
+void CpuTransformerKernels::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
+                                              DropoutKey key, MatrixView y, float* lse) {
+  check_attention(qkv, s, dropout_p, "attention_forward");
+  check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+  const index_t pairs = s.batch * s.heads;
+  if (pairs == 0 || s.seq == 0) return;
+  const int threads = static_cast<int>(std::min<index_t>(team_size(be_, s), pairs));
+  const ScratchBlock scratch(threads, Scratch::floats(s.seq, s.head_dim, false));
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  const float inv_keep = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;
+#pragma omp parallel num_threads(threads)
+  {
+    const Scratch w(scratch.slot(omp_get_thread_num()), s.seq, s.head_dim, false);
+    // Dynamic: which thread takes a pair changes no bit of it, and a thread that the OS
+    // preempts then delays one pair rather than its whole static share.
+#pragma omp for schedule(dynamic, 1)
+    for (index_t pair = 0; pair < pairs; ++pair)
+      forward_pair(w, qkv, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, y, lse);
+  }
+}
+
+void CpuTransformerKernels::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
+                                               const float* lse, const AttentionShape& s, float dropout_p,
+                                               DropoutKey key, MatrixView dqkv) {
+  check_attention(qkv, s, dropout_p, "attention_backward");
+  check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
+  check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
+  check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+  const index_t pairs = s.batch * s.heads;
+  if (pairs == 0 || s.seq == 0) return;
+  const int threads = static_cast<int>(std::min<index_t>(team_size(be_, s), pairs));
+  const ScratchBlock scratch(threads, Scratch::floats(s.seq, s.head_dim, true));
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  const float inv_keep = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;
+#pragma omp parallel num_threads(threads)
+  {
+    const Scratch w(scratch.slot(omp_get_thread_num()), s.seq, s.head_dim, true);
+#pragma omp for schedule(dynamic, 1)
+    for (index_t pair = 0; pair < pairs; ++pair)
+      backward_pair(w, qkv, y, dy, lse, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, dqkv);
+  }
+}
+
+}  // namespace plexus::cpu

@@ -1,0 +1,141 @@
+// Fused causal multi-head attention, the oracle (plexus/kernels/attention.hpp).
+//
+// Plain loops in double, one (sequence, head) at a time. The backward pass materialises that
+// pair's T×T probabilities and their gradient: the point here is to be obviously the
+// derivative of the forward pass, not to be fast or frugal.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/common/shape_checks.hpp"
+#include "kernels/reference/transformer.hpp"
+
+namespace plexus::reference {
+namespace {
+
+using detail::require;
+
+// The checks every backend makes (the same messages, so callers see one behaviour).
+void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
+  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, seq, heads must be >= 0 and head_dim >= 1");
+  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
+          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
+  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
+  require(detail::valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
+          "qkv must be batch·seq × >= 3·heads·head_dim");
+  detail::check_dropout_p(p);
+}
+void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel, const char* what) {
+  require(detail::valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
+}
+
+// Global dropout row of (sequence b, head h, query t): see attention.hpp.
+std::uint64_t dropout_row(const AttentionShape& s, index_t b, index_t h, index_t t) {
+  return static_cast<std::uint64_t>(((s.batch0 + b) * s.total_heads + s.head0 + h) * s.seq + t);
+}
+
+// Factor applied to a kept / dropped probability: 1/(1-p) or 0 (1 everywhere when p == 0).
+double keep_factor(const AttentionShape& s, float p, DropoutKey key, index_t b, index_t h, index_t t, index_t j) {
+  if (p == 0.0f) return 1.0;
+  return dropout_keep(key, dropout_row(s, b, h, t), static_cast<std::uint32_t>(j), p) ? 1.0 / (1.0 - p) : 0.0;
+}
+
+}  // namespace
+
+void ReferenceTransformerKernels::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
+                                                    DropoutKey key, MatrixView y, float* lse) {
+  check_attention(qkv, s, dropout_p, "attention_forward");
+  check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+  const index_t T = s.seq, d = s.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> score(static_cast<std::size_t>(T)), prob(static_cast<std::size_t>(T));  // of one query row
+  for (index_t b = 0; b < s.batch; ++b) {
+    for (index_t h = 0; h < s.heads; ++h) {
+      const index_t qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d;
+      for (index_t t = 0; t < T; ++t) {
+        const float* q = qkv.row(b * T + t) + qc;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (index_t j = 0; j <= t; ++j) {
+          const float* k = qkv.row(b * T + j) + kc;
+          double dot = 0.0;
+          for (index_t c = 0; c < d; ++c) dot += static_cast<double>(q[c]) * k[c];
+          score[j] = dot * scale;
+          mx = std::max(mx, score[j]);
+        }
+        double sum = 0.0;
+        for (index_t j = 0; j <= t; ++j) sum += std::exp(score[j] - mx);
+        const double l = mx + std::log(sum);
+        for (index_t j = 0; j <= t; ++j) prob[j] = std::exp(score[j] - l) * keep_factor(s, dropout_p, key, b, h, t, j);
+        for (index_t c = 0; c < d; ++c) {
+          double acc = 0.0;
+          for (index_t j = 0; j <= t; ++j) acc += prob[j] * qkv.row(b * T + j)[vc + c];
+          y.row(b * T + t)[d * h + c] = static_cast<float>(acc);
+        }
+        lse[(b * s.heads + h) * T + t] = static_cast<float>(l);
+      }
+    }
+  }
+}
+
+void ReferenceTransformerKernels::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
+                                                     const float* lse, const AttentionShape& s, float dropout_p,
+                                                     DropoutKey key, MatrixView dqkv) {
+  check_attention(qkv, s, dropout_p, "attention_backward");
+  check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
+  check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
+  check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+  const index_t T = s.seq, d = s.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto TT = static_cast<std::size_t>(T * T);
+  // P: undropped probabilities; M: keep factors; dS: gradient of the scores. Entries s > t
+  // stay 0, so the sums below may run over the whole square.
+  std::vector<double> P(TT), M(TT), dS(TT), D(static_cast<std::size_t>(T));
+  auto at = [T](index_t t, index_t j) { return static_cast<std::size_t>(t * T + j); };
+  for (index_t b = 0; b < s.batch; ++b) {
+    for (index_t h = 0; h < s.heads; ++h) {
+      const index_t qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d, yc = d * h;
+      auto Q = [&](index_t t, index_t c) -> double { return qkv.row(b * T + t)[qc + c]; };
+      auto K = [&](index_t t, index_t c) -> double { return qkv.row(b * T + t)[kc + c]; };
+      auto V = [&](index_t t, index_t c) -> double { return qkv.row(b * T + t)[vc + c]; };
+      auto dY = [&](index_t t, index_t c) -> double { return dy.row(b * T + t)[yc + c]; };
+      for (index_t t = 0; t < T; ++t) {
+        double dd = 0.0;
+        for (index_t c = 0; c < d; ++c) dd += dY(t, c) * static_cast<double>(y.row(b * T + t)[yc + c]);
+        D[t] = dd;
+        const double l = lse[(b * s.heads + h) * T + t];
+        for (index_t j = 0; j < T; ++j) {
+          if (j > t) {
+            P[at(t, j)] = M[at(t, j)] = dS[at(t, j)] = 0.0;
+            continue;
+          }
+          double dot = 0.0;
+          for (index_t c = 0; c < d; ++c) dot += Q(t, c) * K(j, c);
+          P[at(t, j)] = std::exp(dot * scale - l);
+          M[at(t, j)] = keep_factor(s, dropout_p, key, b, h, t, j);
+          double dpd = 0.0;  // ∂L/∂P_drop[t][j]
+          for (index_t c = 0; c < d; ++c) dpd += dY(t, c) * V(j, c);
+          dS[at(t, j)] = P[at(t, j)] * (dpd * M[at(t, j)] - D[t]);
+        }
+      }
+      for (index_t t = 0; t < T; ++t) {
+        float* out = dqkv.row(b * T + t);
+        for (index_t c = 0; c < d; ++c) {
+          double dq = 0.0, dk = 0.0, dv = 0.0;
+          for (index_t j = 0; j < T; ++j) {
+            dq += dS[at(t, j)] * K(j, c);                    // row t of dS·K
+            dk += dS[at(j, t)] * Q(j, c);                    // row t of dSᵀ·Q
+            dv += P[at(j, t)] * M[at(j, t)] * dY(j, c);      // row t of P_dropᵀ·dY
+          }
+          out[qc + c] = static_cast<float>(dq * scale);
+          out[kc + c] = static_cast<float>(dk * scale);
+          out[vc + c] = static_cast<float>(dv);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace plexus::reference

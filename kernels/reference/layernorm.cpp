@@ -1,0 +1,108 @@
+// LayerNorm over a possibly column-split feature axis (plexus/kernels/layernorm.hpp): the
+// oracle. Each per-row sum is divided by the global `width`, so the partials of the column
+// shards add up to the statistics of the whole row.
+#include <cmath>
+
+#include "kernels/common/shape_checks.hpp"
+#include "kernels/reference/transformer.hpp"
+
+namespace plexus::reference {
+namespace {
+
+void check_width(ConstMatrixView x, index_t width, const char* kernel) {
+  detail::require(detail::valid_view(x), kernel, "invalid matrix view (ld < cols)");
+  detail::require(width > 0 && width >= x.cols, kernel, "width must be positive and >= cols");
+}
+
+void check_pair(ConstMatrixView x, ConstMatrixView dy, const char* kernel) {
+  detail::require(detail::valid_view(x) && detail::valid_view(dy), kernel, "invalid matrix view (ld < cols)");
+  detail::require(x.rows == dy.rows && x.cols == dy.cols, kernel, "shapes differ");
+}
+
+}  // namespace
+
+void ReferenceTransformerKernels::layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
+  check_width(x, width, "layernorm_mean");
+  for (index_t i = 0; i < x.rows; ++i) {
+    double acc = 0.0;
+    for (index_t j = 0; j < x.cols; ++j) acc += x.row(i)[j];
+    mean[i] = static_cast<float>(acc / static_cast<double>(width));
+  }
+}
+
+void ReferenceTransformerKernels::layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
+  check_width(x, width, "layernorm_var");
+  for (index_t i = 0; i < x.rows; ++i) {
+    double acc = 0.0;
+    for (index_t j = 0; j < x.cols; ++j) {
+      const double d = static_cast<double>(x.row(i)[j]) - mean[i];
+      acc += d * d;
+    }
+    var[i] = static_cast<float>(acc / static_cast<double>(width));
+  }
+}
+
+void ReferenceTransformerKernels::layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
+                                                  const float* gamma, const float* beta, MatrixView y, float* rstd) {
+  detail::check_same_shape(x, y, "layernorm_apply");
+  for (index_t i = 0; i < x.rows; ++i) {
+    const double r = 1.0 / std::sqrt(static_cast<double>(var[i]) + eps);
+    rstd[i] = static_cast<float>(r);
+    for (index_t j = 0; j < x.cols; ++j) {
+      const double xhat = (static_cast<double>(x.row(i)[j]) - mean[i]) * r;
+      y.row(i)[j] = static_cast<float>(xhat * gamma[j] + beta[j]);  // y may alias x: read first
+    }
+  }
+}
+
+void ReferenceTransformerKernels::layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                                          const float* rstd, const float* gamma, index_t width,
+                                                          float* a, float* b) {
+  check_pair(x, dy, "layernorm_backward_sums");
+  check_width(x, width, "layernorm_backward_sums");
+  for (index_t i = 0; i < x.rows; ++i) {
+    double sa = 0.0, sb = 0.0;
+    for (index_t j = 0; j < x.cols; ++j) {
+      const double xhat = (static_cast<double>(x.row(i)[j]) - mean[i]) * rstd[i];
+      const double g = static_cast<double>(dy.row(i)[j]) * gamma[j];
+      sa += g;
+      sb += g * xhat;
+    }
+    a[i] = static_cast<float>(sa / static_cast<double>(width));
+    b[i] = static_cast<float>(sb / static_cast<double>(width));
+  }
+}
+
+void ReferenceTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                                     const float* rstd, const float* gamma, const float* a,
+                                                     const float* b, float beta, MatrixView dx, float grad_beta,
+                                                     float* dgamma, float* dbeta) {
+  check_pair(x, dy, "layernorm_backward");
+  detail::check_same_shape(x, dx, "layernorm_backward");
+  auto xhat = [&](index_t i, index_t j) { return (static_cast<double>(x.row(i)[j]) - mean[i]) * rstd[i]; };
+  // Parameter gradients before dx, so that they see dy even if a caller writes dx over it.
+  for (index_t j = 0; j < x.cols; ++j) {
+    double sg = 0.0, sb = 0.0;
+    for (index_t i = 0; i < x.rows; ++i) {
+      sg += static_cast<double>(dy.row(i)[j]) * xhat(i, j);
+      sb += dy.row(i)[j];
+    }
+    // grad_beta == 0 overwrites: the outputs may hold garbage (NaN) that 0·NaN would keep.
+    if (grad_beta != 0.0f) {
+      sg += static_cast<double>(grad_beta) * dgamma[j];
+      sb += static_cast<double>(grad_beta) * dbeta[j];
+    }
+    dgamma[j] = static_cast<float>(sg);
+    dbeta[j] = static_cast<float>(sb);
+  }
+  for (index_t i = 0; i < x.rows; ++i) {
+    for (index_t j = 0; j < x.cols; ++j) {
+      const double g = static_cast<double>(dy.row(i)[j]) * gamma[j];
+      double v = rstd[i] * (g - a[i] - xhat(i, j) * b[i]);
+      if (beta != 0.0f) v += static_cast<double>(beta) * dx.row(i)[j];
+      dx.row(i)[j] = static_cast<float>(v);
+    }
+  }
+}
+
+}  // namespace plexus::reference
