@@ -68,6 +68,13 @@ struct GridPlan {
   std::array<bool, 3> intra_node{};  // every group of that axis lies within one node
 };
 
+// The plan of a grid from per-rank costs of its first and steady epochs (or steps): the time
+// of the slowest rank under `m`, bytes summed over ranks, the largest memory. Any model's
+// costs (the GCN's predict_ranks, the GPT's in plexus/gpt.hpp) are timed the same way.
+GridPlan plan_from_costs(GridShape grid, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
+                         const MachineModel& m);
+// Sorted by predicted steady time (ties: fewer bytes, then grid string).
+void sort_plans(std::vector<GridPlan>& plans);
 // Every ordered X×Y×Z = P.
 std::vector<GridShape> all_grids(int ranks);
 GridPlan plan_grid(const ProblemSize& p, GridShape grid, const MachineModel& m);

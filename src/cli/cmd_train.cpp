@@ -28,50 +28,6 @@ struct TrainOptions {
   TrainConfig cfg;
 };
 
-// Values from a TOML file (`--config`) fill every option not given on the command line.
-// Keys are the long option names without dashes, e.g. `hidden = 64`, `weight-decay = 5e-4`.
-void apply_config_file(const std::string& path, CLI::App& cmd) {
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    throw InputError(path, fmt::format("line {}: {}", where.line, e.description()));
-  }
-  for (const auto& [key, node] : table) {
-    const std::string name(key.str());
-    CLI::Option* opt = nullptr;
-    try {
-      opt = cmd.get_option("--" + name);
-    } catch (const CLI::OptionNotFound&) {
-    }
-    if (!opt || name == "config" || name == "help") throw InputError(path, "unknown key '" + name + "'");
-    if (opt->count() > 0) continue;  // the command line wins
-    std::string value;
-    if (auto s = node.value<std::string>()) value = *s;
-    else if (auto i = node.value<std::int64_t>()) value = std::to_string(*i);
-    else if (auto f = node.value<double>()) value = fmt::format("{}", *f);
-    else if (auto b = node.value<bool>()) value = *b ? "true" : "false";
-    else throw InputError(path, "key '" + name + "' must be a string, number or boolean");
-    try {
-      opt->add_result(value);
-      opt->run_callback();
-    } catch (const CLI::Error& e) {
-      throw InputError(path, "key '" + name + "': " + e.what());
-    }
-  }
-}
-
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
-  if (name == "cpu") return make_cpu_backend(threads);
-  if (name == "reference") return make_reference_backend();
-  if (name == "cuda") {
-    if (!cuda_available()) throw InputError("--backend", "cuda requested but no CUDA device is available");
-    return make_cuda_backend(0);
-  }
-  return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(threads);
-}
-
 nlohmann::json epoch_json(const EpochMetrics& m) {
   return {{"epoch", m.epoch + 1},
           {"loss", m.loss},
@@ -94,10 +50,8 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
 void run_train(TrainOptions& o) {
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.cfg);
-  if (o.threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
+  o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
-  if (o.threads == 0)  // share the node's cores among its ranks
-    o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ProcessGrid::ranks_on_this_node());
   auto backend = make_backend(o.backend, o.threads);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
   if (backend->device() == Device::CUDA && grid->size() > 1)

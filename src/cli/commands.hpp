@@ -2,6 +2,11 @@
 // Subcommands of the `plexus` tool. Each registers its options and a callback on the app.
 #include <CLI/CLI.hpp>
 
+#include <memory>
+#include <string>
+
+#include "plexus/backend.hpp"
+
 namespace plexus::cli {
 
 void add_train_command(CLI::App& app);
@@ -10,10 +15,19 @@ void add_convert_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_prepare_command(CLI::App& app);
+void add_gpt_command(CLI::App& app);
 
-// Where the bundled Cora lives: $PLEXUS_DATA_DIR, the source tree, the install prefix, or
-// ../share/plexus next to the executable.
-std::string default_dataset();
+// Where a bundled dataset (data/NAME: cora.h5, tinyshakespeare.txt) lives: $PLEXUS_DATA_DIR,
+// the source tree, the install prefix, or ../share/plexus next to the executable.
+std::string default_dataset(const std::string& name = "cora.h5");
+
+// Values from a TOML file (`--config`) fill every option of `cmd` not given on the command
+// line. Keys are the long option names without dashes, e.g. `hidden = 64`.
+void apply_config_file(const std::string& path, CLI::App& cmd);
+// The backend named by --backend (auto: CUDA when a GPU is visible, else the CPU).
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads);
+// --threads: 0 means the node's cores divided among its ranks.
+int threads_per_rank(int threads);
 
 // This process's peak resident set size so far, in bytes (getrusage).
 double peak_rss_bytes();

@@ -6,23 +6,80 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <thread>
+
 #include "plexus/error.hpp"
+#include "plexus/process_grid.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
 
-std::string default_dataset() {
+// Values from a TOML file (`--config`) fill every option not given on the command line.
+// Keys are the long option names without dashes, e.g. `hidden = 64`, `weight-decay = 5e-4`.
+void apply_config_file(const std::string& path, CLI::App& cmd) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw InputError(path, fmt::format("line {}: {}", where.line, e.description()));
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    CLI::Option* opt = nullptr;
+    try {
+      opt = cmd.get_option("--" + name);
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (!opt || name == "config" || name == "help") throw InputError(path, "unknown key '" + name + "'");
+    if (opt->count() > 0) continue;  // the command line wins
+    std::string value;
+    if (auto s = node.value<std::string>()) value = *s;
+    else if (auto i = node.value<std::int64_t>()) value = std::to_string(*i);
+    else if (auto f = node.value<double>()) value = fmt::format("{}", *f);
+    else if (auto b = node.value<bool>()) value = *b ? "true" : "false";
+    else throw InputError(path, "key '" + name + "' must be a string, number or boolean");
+    try {
+      opt->add_result(value);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      throw InputError(path, "key '" + name + "': " + e.what());
+    }
+  }
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
+  if (name == "cpu") return make_cpu_backend(threads);
+  if (name == "reference") return make_reference_backend();
+  if (name == "cuda") {
+    if (!cuda_available()) throw InputError("--backend", "cuda requested but no CUDA device is available");
+    return make_cuda_backend(0);
+  }
+  return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(threads);
+}
+
+int threads_per_rank(int threads) {
+  if (threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
+  if (threads > 0) return threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ProcessGrid::ranks_on_this_node());
+}
+
+std::string default_dataset(const std::string& name) {
   namespace fs = std::filesystem;
   std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("PLEXUS_DATA_DIR")) candidates.emplace_back(fs::path(env) / "cora.h5");
-  candidates.emplace_back(fs::path(PLEXUS_DATA_DIR) / "cora.h5");
-  candidates.emplace_back(fs::path(PLEXUS_INSTALL_DATA_DIR) / "cora.h5");
+  if (const char* env = std::getenv("PLEXUS_DATA_DIR")) candidates.emplace_back(fs::path(env) / name);
+  candidates.emplace_back(fs::path(PLEXUS_DATA_DIR) / name);
+  candidates.emplace_back(fs::path(PLEXUS_INSTALL_DATA_DIR) / name);
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.emplace_back(exe.parent_path().parent_path() / "share" / "plexus" / "cora.h5");
+  if (!ec) candidates.emplace_back(exe.parent_path().parent_path() / "share" / "plexus" / name);
   for (const auto& p : candidates)
     if (fs::exists(p, ec)) return p.string();
-  throw InputError("cora.h5", "bundled dataset not found (set PLEXUS_DATA_DIR or pass --data)");
+  throw InputError(name, "bundled dataset not found (set PLEXUS_DATA_DIR or pass --data)");
 }
 
 double peak_rss_bytes() {

@@ -232,6 +232,11 @@ std::vector<GridShape> all_grids(int ranks) {
 }
 
 GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
+  return plan_from_costs(g, predict_ranks(p, g, true), predict_ranks(p, g, false), m);
+}
+
+GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
+                         const MachineModel& m) {
   GridPlan plan;
   plan.grid = g;
   const int K = std::max(1, m.ranks_per_node);
@@ -266,7 +271,6 @@ GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
     }
     return worst;
   };
-  const std::vector<RankCost> first = predict_ranks(p, g, true), steady = predict_ranks(p, g, false);
   for (const RankCost& rc : first)
     for (int a = 0; a < 3; ++a) plan.first.bytes[a] += rc.bytes[a];
   for (const RankCost& rc : steady) {
@@ -282,12 +286,16 @@ GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
 std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m) {
   std::vector<GridPlan> plans;
   for (GridShape g : all_grids(ranks)) plans.push_back(plan_grid(p, g, m));
+  sort_plans(plans);
+  return plans;
+}
+
+void sort_plans(std::vector<GridPlan>& plans) {
   std::stable_sort(plans.begin(), plans.end(), [](const GridPlan& a, const GridPlan& b) {
     if (a.total_seconds != b.total_seconds) return a.total_seconds < b.total_seconds;
     if (a.steady.total() != b.steady.total()) return a.steady.total() < b.steady.total();
     return a.grid.str() < b.grid.str();
   });
-  return plans;
 }
 
 }  // namespace plexus
