@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Plexus builds against, only those that are missing.
-# Usage: scripts/install-deps.sh [--with-peer]   (--with-peer adds PyTorch/h5py for benchmarks)
+# Usage: scripts/install-deps.sh [--with-peer]   (--with-peer adds SciPy for the GCN benchmark peer)
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config
       openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
       libmetis-dev libopenblas-openmp-dev libgtest-dev
       libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev zlib1g-dev
-      python3-numpy python3-h5py
+      python3-numpy python3-h5py python3-torch  # python3-torch: the GPT's PyTorch parity test
       clang libclang-rt-14-dev)  # scripts/fuzz.sh (libFuzzer)
 if [[ "${1:-}" == "--with-peer" ]]; then
-  pkgs+=(python3-torch python3-scipy)
+  pkgs+=(python3-scipy)
 fi
 
 missing=()

@@ -10,6 +10,7 @@
 
 #include "plexus/comm_model.hpp"
 #include "plexus/error.hpp"
+#include "plexus/gpt.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
 
@@ -55,15 +56,21 @@ nlohmann::json bytes_json(const AxisBytes& b) {
   return {{"total", b.total()}, {"x", b.bytes[0]}, {"y", b.bytes[1]}, {"z", b.bytes[2]}};
 }
 
-void run_plan(const PlanOptions& o) {
-  // Options first (cheap, one line each), then the file.
-  const int ranks = static_cast<int>(parse_int("--ranks", o.ranks, 1, 65536));
+MachineModel machine_model(const PlanOptions& o, int ranks) {
   MachineModel m;
   m.ranks_per_node = o.ranks_per_node.empty() ? ranks : static_cast<int>(parse_int("--ranks-per-node", o.ranks_per_node, 1, 65536));
   if (!o.bandwidth.empty()) std::tie(m.bw_intra_gbs, m.bw_inter_gbs) = parse_pair("--bandwidth", o.bandwidth);
   if (!o.latency.empty()) std::tie(m.lat_intra_us, m.lat_inter_us) = parse_pair("--latency", o.latency);
   if (!o.spmm_gbs.empty()) m.spmm_gbs = parse_positive("--spmm-gbs", o.spmm_gbs);
   if (!o.gemm_gflops.empty()) m.gemm_gflops = parse_positive("--gemm-gflops", o.gemm_gflops);
+  return m;
+}
+
+void run_plan(const PlanOptions& o) {
+  // Options first (cheap, one line each), then the file.
+  if (o.ranks.empty()) throw InputError("--ranks", "is required");
+  const int ranks = static_cast<int>(parse_int("--ranks", o.ranks, 1, 65536));
+  const MachineModel m = machine_model(o, ranks);
   const int layers = static_cast<int>(parse_int("--layers", o.layers, 1, 64));
   const index_t hidden = parse_int("--hidden", o.hidden, 1, 1L << 30);
   double dropout = 0;
@@ -136,25 +143,96 @@ void run_plan(const PlanOptions& o) {
   }
 }
 
+struct GptPlanOptions {
+  PlanOptions machine;
+  GptConfig model;
+  index_t batch = 12;
+  int grad_accum = 1;
+  bool untie = false;
+};
+
+void run_plan_gpt(GptPlanOptions& o) {
+  if (o.machine.ranks.empty()) throw InputError("--ranks", "is required");
+  const int ranks = static_cast<int>(parse_int("--ranks", o.machine.ranks, 1, 65536));
+  const MachineModel m = machine_model(o.machine, ranks);
+  o.model.tied = !o.untie;
+  GptTrainConfig check;
+  check.model = o.model;
+  check.batch = o.batch;
+  check.grad_accum = o.grad_accum;
+  validate(check);
+  const std::vector<GridPlan> plans = plan_gpt(o.model, o.batch, o.grad_accum, ranks, m);
+  if (o.machine.json) {
+    nlohmann::json grids = nlohmann::json::array();
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      const GridPlan& g = plans[k];
+      grids.push_back({{"rank", k + 1},
+                       {"grid", g.grid.str()},
+                       {"bytes_step", bytes_json(g.steady)},
+                       {"bytes_step_weights_gathered",
+                        bytes_json(predict_gpt_step(o.model, o.batch, o.grad_accum, g.grid, false))},
+                       {"comm_seconds", g.comm_seconds},
+                       {"compute_seconds", g.compute_seconds},
+                       {"total_seconds", g.total_seconds},
+                       {"memory_bytes_per_rank", g.memory_bytes}});
+    }
+    fmt::print("{}\n", nlohmann::json{{"ranks", ranks}, {"ranks_per_node", m.ranks_per_node}, {"grids", grids}}.dump(2));
+    return;
+  }
+  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches; {} ranks, {} "
+             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank\n",
+             o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum, ranks,
+             m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops);
+  fmt::print("{:>4}  {:<10} {:>10} {:>10} {:>10}  {:>10} {:>10} {:>10} {:>10}  {:>10}\n", "rank", "grid", "step ms",
+             "comm ms", "compute ms", "MB/step", "x MB", "y MB", "z MB", "MB/rank");
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    const GridPlan& g = plans[k];
+    fmt::print("{:>4}  {:<10} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.2f}\n", k + 1,
+               g.grid.str(), 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
+               g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6, g.steady.bytes[2] / 1e6,
+               g.memory_bytes / 1e6);
+  }
+}
+
+void add_machine_options(CLI::App* cmd, PlanOptions& o) {
+  cmd->add_option("--ranks", o.ranks, "Number of ranks P (required)");
+  cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node K (consecutive ranks share a node; default P)");
+  cmd->add_option("--bandwidth", o.bandwidth, "Per-rank bandwidth INTRA,INTER in GB/s (default 100,12.5)");
+  cmd->add_option("--latency", o.latency, "Per ring step latency INTRA,INTER in microseconds (default 2,10)");
+  cmd->add_option("--gemm-gflops", o.gemm_gflops, "SGEMM rate per rank, GFLOP/s (default 60)");
+  cmd->add_flag("--json", o.json, "Print every grid as JSON");
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand("plan", "Rank the process grids of P ranks by predicted epoch time");
   cmd->add_option("--data", o->data, "Dataset in Plexus format v1 (only its sizes are read); default: the bundled Cora");
-  cmd->add_option("--ranks", o->ranks, "Number of ranks P")->required();
-  cmd->add_option("--ranks-per-node", o->ranks_per_node, "Ranks per node K (consecutive ranks share a node; default P)");
-  cmd->add_option("--bandwidth", o->bandwidth, "Per-rank bandwidth INTRA,INTER in GB/s (default 100,12.5)");
-  cmd->add_option("--latency", o->latency, "Per ring step latency INTRA,INTER in microseconds (default 2,10)");
+  add_machine_options(cmd, *o);
   cmd->add_option("--spmm-gbs", o->spmm_gbs, "SpMM memory-traffic rate per rank, GB/s (default 15)");
-  cmd->add_option("--gemm-gflops", o->gemm_gflops, "SGEMM rate per rank, GFLOP/s (default 60)");
   cmd->add_option("--layers", o->layers, "Number of GCN layers (as train)")->capture_default_str();
   cmd->add_option("--hidden", o->hidden, "Hidden feature width (as train)")->capture_default_str();
   cmd->add_option("--dropout", o->dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();
   cmd->add_flag("--shard-adj", o->shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
-  cmd->add_flag("--json", o->json, "Print every grid as JSON");
-  cmd->callback([o] { run_plan(*o); });
+
+  // `plexus plan gpt`: the same ranking for a GPT (include/plexus/gpt.hpp, predict_gpt_ranks).
+  auto g = std::make_shared<GptPlanOptions>();
+  CLI::App* gpt = cmd->add_subcommand("gpt", "Rank the grids of P ranks for a GPT by predicted step time");
+  add_machine_options(gpt, g->machine);
+  gpt->add_option("--layers", g->model.layers, "Transformer blocks")->capture_default_str();
+  gpt->add_option("--heads", g->model.heads, "Attention heads")->capture_default_str();
+  gpt->add_option("--embed", g->model.embed, "Embedding width")->capture_default_str();
+  gpt->add_option("--block", g->model.block, "Context length")->capture_default_str();
+  gpt->add_option("--vocab", g->model.vocab, "Vocabulary size")->capture_default_str();
+  gpt->add_option("--batch", g->batch, "Sequences per micro-batch")->capture_default_str();
+  gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
+  gpt->add_flag("--untie", g->untie, "An LM head of its own");
+  gpt->callback([g] { run_plan_gpt(*g); });
+  cmd->callback([o, gpt] {
+    if (!gpt->parsed()) run_plan(*o);
+  });
 }
 
 }  // namespace plexus::cli

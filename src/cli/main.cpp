@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   plexus::cli::add_prepare_command(app);
   plexus::cli::add_plan_command(app);
   plexus::cli::add_inspect_command(app);
+  plexus::cli::add_gpt_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,139 @@
+#pragma once
+// GPT training: a GPT-2-style decoder on the same 3D parallel matrix multiply as the GCN
+// (every linear layer is a Linear3D), tensor-parallel over any X×Y×Z grid. The CLI's
+// `plexus gpt train` and `plexus gpt sample` call this.
+//
+// Layout on the grid (docs/gpt.md): whole sequences of the batch over Z, the hidden (embedding)
+// features over Y, attention heads — and the MLP's 4·embed features and the vocabulary — over X.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/comm_model.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+
+struct GptConfig {
+  int layers = 4;
+  int heads = 4;
+  index_t embed = 128;
+  index_t block = 64;  // context length
+  index_t vocab = 65;
+  bool tied = true;    // LM head = token embedding (GPT-2); false: its own weight
+};
+// Throws InputError naming the option for the first bad value.
+void validate(const GptConfig& c);
+
+// A token stream split into training and validation parts, with what decodes it.
+struct TokenCorpus {
+  std::vector<std::int32_t> train, val;
+  index_t vocab = 0;
+  std::vector<std::string> chars;  // character-level: the UTF-8 text of each token id (else empty)
+};
+// Character-level corpus of a UTF-8 text file: vocabulary = its distinct characters in code-point
+// order (nanoGPT's prepare.py), first 90 % train, last 10 % validation.
+TokenCorpus read_text_corpus(const std::string& path);
+// llm.c's token file (256 int32 header: magic 20240520, version 1, token count; then uint16
+// tokens). Checks every token < vocab.
+std::vector<std::int32_t> read_token_file(const std::string& path, index_t vocab);
+// Encodes text with a character vocabulary; throws InputError(where, ...) for unknown characters.
+std::vector<std::int32_t> encode_chars(const std::vector<std::string>& chars, const std::string& text,
+                                       const std::string& where);
+
+struct GptTrainConfig {
+  GptConfig model;
+  index_t batch = 12;
+  int iters = 2000;
+  float lr = 1e-3f, min_lr = 1e-4f;
+  int warmup = 100;
+  float weight_decay = 0.1f;  // AdamW, on matrices and embeddings only
+  float beta1 = 0.9f, beta2 = 0.99f;
+  float dropout = 0.0f;
+  float grad_clip = 1.0f;     // by the global norm over all shards; 0 = off
+  int grad_accum = 1;
+  int eval_every = 250;       // 0 = never
+  int eval_iters = 20;
+  std::uint64_t seed = 1337;
+};
+void validate(const GptTrainConfig& c);
+// nanoGPT's schedule: linear warmup over `warmup` steps, cosine decay to min_lr at `iters`.
+float gpt_learning_rate(const GptTrainConfig& c, int iter);
+
+struct GptStepMetrics {
+  int iter = 0;            // 1-based: the number of optimizer steps taken
+  double loss = 0;         // mean training loss of the step's micro-batches
+  double lr = 0, grad_norm = 0;
+  double step_seconds = 0, tokens_per_second = 0;
+  std::array<double, 3> comm_bytes{};  // this step's collectives per axis (x, y, z), summed over ranks
+  bool evaluated = false;
+  double val_loss = 0;     // when evaluated (after this step)
+};
+
+// Parameters in GPT-2's layout and names (wte [vocab × embed], wpe, h.<l>.attn.c_attn.weight
+// [embed × 3·embed] with columns q | k | v, ...), whole, row-major.
+struct GptTensor {
+  index_t rows = 0, cols = 0;
+  std::vector<float> data;
+  bool operator==(const GptTensor&) const = default;
+};
+using GptWeights = std::map<std::string, GptTensor>;
+
+// A saved model (`plexus gpt train --save`): HDF5, one dataset per tensor under its GPT-2 name
+// (docs/gpt.md, "Model files"), the configuration as attributes and the character vocabulary.
+struct GptModelFile {
+  GptConfig config;
+  std::vector<std::string> chars;  // character-level vocabulary (empty for token-file models)
+  GptWeights weights;
+};
+// Written atomically (a temporary file renamed into place): never half-written.
+void write_gpt_model_h5(const std::string& path, const GptModelFile& model);
+// Throws InputError(path, ...) for a missing, malformed or inconsistent file.
+GptModelFile read_gpt_model_h5(const std::string& path);
+
+struct GptTrainResult {
+  std::vector<GptStepMetrics> steps;
+  double initial_val_loss = 0, best_val_loss = 0;  // 0 when never evaluated
+  double total_seconds = 0;
+  std::size_t params = 0;                  // parameters of the whole model
+  std::size_t weight_bytes = 0;            // this rank's parameter shards (float32)
+  std::size_t max_weight_bytes = 0;        // the largest over ranks
+  std::size_t total_weight_bytes = 0;      // summed over ranks
+  std::size_t peak_tensor_bytes = 0, max_peak_tensor_bytes = 0;
+  GptWeights weights;                      // the trained weights (when asked for)
+};
+
+struct GptTrainHooks {
+  std::function<void(const GptStepMetrics&)> on_step;
+  const GptWeights* init = nullptr;  // start from these weights instead of the seeded init
+  bool keep_weights = false;         // fill GptTrainResult::weights (every rank)
+};
+
+// Trains on `corpus` (every rank passes the same). iters == 0 only initialises (and evaluates).
+GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                         const GptTrainHooks& hooks = {});
+
+// ---- the analytic model of one optimizer step (docs/gpt.md, "Communication") -----------------
+// Per-rank costs of one step of grad_accum micro-batches: bytes per axis exactly as the
+// communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs,
+// and an estimate of resident tensor bytes. Every weight is all-gathered over Z once per step
+// (`gather_weights`); the first step after an evaluation finds them gathered already.
+std::vector<RankCost> predict_gpt_ranks(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
+                                        bool gather_weights = true);
+// Bytes per axis of one step, summed over ranks.
+AxisBytes predict_gpt_step(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
+                           bool gather_weights = true);
+// Every grid of `ranks`, fastest predicted step first (`plexus plan gpt`).
+std::vector<GridPlan> plan_gpt(const GptConfig& model, index_t batch, int grad_accum, int ranks,
+                               const MachineModel& machine);
+
+// Generates `tokens` tokens after `prompt` (token ids) on one rank: temperature, top-k (0 = all).
+std::vector<std::int32_t> sample_gpt(const GptConfig& model, const GptWeights& weights,
+                                     const std::vector<std::int32_t>& prompt, int tokens, float temperature,
+                                     int top_k, std::uint64_t seed, Backend& backend);
+
+}  // namespace plexus

@@ -1,0 +1,207 @@
+// `plexus gpt train` and `plexus gpt sample`: a GPT on the 3D-PMM core (include/plexus/gpt.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "plexus/error.hpp"
+#include "plexus/gpt.hpp"
+#include "src/cli/commands.hpp"
+
+namespace plexus::cli {
+
+namespace {
+
+struct GptTrainOptions {
+  std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1";
+  index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
+  int threads = 0;
+  bool untie = false, quiet = false;
+  GptTrainConfig cfg;
+};
+
+bool is_token_file(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".bin") == 0;
+}
+
+// The corpus of --data (and --val-data): a text file is character-level, a .bin file holds
+// llm.c tokens of a --vocab vocabulary.
+TokenCorpus load_corpus(const GptTrainOptions& o) {
+  if (!is_token_file(o.data)) {
+    if (o.vocab != 0) throw InputError("--vocab", "is for token files (.bin); a text file's vocabulary is its characters");
+    if (!o.val_data.empty()) throw InputError("--val-data", "is for token files (.bin); a text file is split 90/10");
+    return read_text_corpus(o.data);
+  }
+  if (o.vocab < 1) throw InputError("--vocab", "a token file (.bin) needs the vocabulary size, e.g. --vocab 50257");
+  TokenCorpus c;
+  c.vocab = o.vocab;
+  c.train = read_token_file(o.data, o.vocab);
+  if (!o.val_data.empty()) {
+    c.val = read_token_file(o.val_data, o.vocab);
+  } else {  // nanoGPT's split: the last 10 % validates
+    const auto n = c.train.size(), cut = n * 9 / 10;
+    c.val.assign(c.train.begin() + static_cast<std::ptrdiff_t>(cut), c.train.end());
+    c.train.resize(cut);
+  }
+  return c;
+}
+
+nlohmann::json step_json(const GptStepMetrics& m) {
+  nlohmann::json j{{"iter", m.iter},
+                   {"loss", m.loss},
+                   {"lr", m.lr},
+                   {"grad_norm", m.grad_norm},
+                   {"step_seconds", m.step_seconds},
+                   {"tokens_per_second", m.tokens_per_second},
+                   {"comm_bytes",
+                    {{"total", m.comm_bytes[0] + m.comm_bytes[1] + m.comm_bytes[2]},
+                     {"x", m.comm_bytes[0]},
+                     {"y", m.comm_bytes[1]},
+                     {"z", m.comm_bytes[2]}}}};
+  if (m.evaluated) j["val_loss"] = m.val_loss;
+  return j;
+}
+
+void run_gpt_train(GptTrainOptions& o) {
+  o.cfg.model.tied = !o.untie;
+  o.threads = threads_per_rank(o.threads);
+  if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
+  validate(o.cfg);
+  auto backend = make_backend(o.backend, o.threads);
+  auto grid = ProcessGrid::create(parse_grid(o.grid));
+  if (backend->device() == Device::CUDA && grid->size() > 1)
+    throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
+                                  "use --backend cpu with --grid");
+  const bool root = grid->rank() == 0;
+  if (!root) o.quiet = true;
+
+  const TokenCorpus corpus = load_corpus(o);
+  o.cfg.model.vocab = corpus.vocab;
+  const double base_rss = current_rss_bytes();
+  if (!o.quiet)
+    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}\n", o.data,
+               corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str());
+
+  std::string metrics_text;
+  const int print_every = std::max(1, o.cfg.iters / 100);
+  GptTrainHooks hooks;
+  hooks.keep_weights = !o.save.empty();
+  hooks.on_step = [&](const GptStepMetrics& m) {
+    if (!o.metrics.empty()) metrics_text += step_json(m).dump() + "\n";
+    if (o.quiet) return;
+    if (m.iter % print_every == 0 || m.iter == 1 || m.evaluated)
+      fmt::print("iter {:5d}  loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:7.1f} ms  {:8.0f} tok/s{}\n", m.iter, m.loss, m.lr,
+                 m.grad_norm, 1e3 * m.step_seconds, m.tokens_per_second,
+                 m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : "");
+  };
+  const GptTrainResult r = train_gpt(corpus, o.cfg, *backend, *grid, hooks);
+  double peak_rss = peak_rss_bytes();
+  grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
+  if (!root) return;
+  if (!o.save.empty()) write_gpt_model_h5(o.save, GptModelFile{o.cfg.model, corpus.chars, r.weights});
+  fmt::print("{} parameters; best validation loss {:.4f} ({:.1f} s)\n", r.params, r.best_val_loss, r.total_seconds);
+  if (!o.metrics.empty()) {
+    metrics_text += nlohmann::json{{"summary", true},
+                                   {"initial_val_loss", r.initial_val_loss},
+                                   {"best_val_loss", r.best_val_loss},
+                                   {"total_seconds", r.total_seconds},
+                                   {"params", r.params},
+                                   {"weight_bytes", r.max_weight_bytes},
+                                   {"weight_bytes_total", r.total_weight_bytes},
+                                   {"base_rss_bytes", base_rss},
+                                   {"peak_rss_bytes", peak_rss},
+                                   {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                                   {"ranks", grid->size()},
+                                   {"grid", grid->shape().str()},
+                                   {"backend", backend->name()}}
+                        .dump() +
+                    "\n";
+    write_file_atomic(o.metrics, metrics_text);
+  }
+}
+
+struct GptSampleOptions {
+  std::string model, prompt = "\n", backend = "auto";
+  int tokens = 500, top_k = 0, threads = 0;
+  float temperature = 1.0f;
+  std::uint64_t seed = 1337;
+};
+
+void run_gpt_sample(GptSampleOptions& o) {
+  const GptModelFile m = read_gpt_model_h5(o.model);
+  if (m.chars.empty()) throw InputError(o.model, "has no character vocabulary: sampling text needs a character-level model");
+  auto backend = make_backend(o.backend, threads_per_rank(o.threads));
+  const std::vector<std::int32_t> prompt = encode_chars(m.chars, o.prompt, "--prompt");
+  const std::vector<std::int32_t> out =
+      sample_gpt(m.config, m.weights, prompt, o.tokens, o.temperature, o.top_k, o.seed, *backend);
+  std::string text = o.prompt;
+  for (const std::int32_t t : out) text += m.chars[static_cast<std::size_t>(t)];
+  fmt::print("{}\n", text);
+}
+
+}  // namespace
+
+void add_gpt_command(CLI::App& app) {
+  CLI::App* gpt = app.add_subcommand("gpt", "GPT-2-style transformers on the 3D-PMM core (train, sample)");
+  gpt->require_subcommand(1);
+
+  auto t = std::make_shared<GptTrainOptions>();
+  CLI::App* train = gpt->add_subcommand("train", "Train a GPT (default: a character-level baby GPT on tiny Shakespeare)");
+  GptTrainConfig& c = t->cfg;
+  train->add_option("--data", t->data, "UTF-8 text (character-level) or llm.c token file (.bin); default: tiny Shakespeare");
+  train->add_option("--val-data", t->val_data, "Validation token file (.bin; default: the last 10 % of --data)");
+  train->add_option("--vocab", t->vocab, "Vocabulary size of a token file");
+  train->add_option("--config", t->config, "TOML file of option values (keys = long option names)");
+  train->add_option("--layers", c.model.layers, "Transformer blocks")->capture_default_str();
+  train->add_option("--heads", c.model.heads, "Attention heads")->capture_default_str();
+  train->add_option("--embed", c.model.embed, "Embedding width (divisible by --heads)")->capture_default_str();
+  train->add_option("--block", c.model.block, "Context length")->capture_default_str();
+  train->add_flag("--untie", t->untie, "Give the LM head its own weight instead of the token embedding");
+  train->add_option("--batch", c.batch, "Sequences per micro-batch")->capture_default_str();
+  train->add_option("--iters", c.iters, "Optimizer steps (0: initialise, evaluate and save only)")->capture_default_str();
+  train->add_option("--lr", c.lr, "Peak learning rate (AdamW)")->capture_default_str();
+  train->add_option("--min-lr", c.min_lr, "Learning rate at the end of the cosine decay")->capture_default_str();
+  train->add_option("--warmup", c.warmup, "Linear warmup steps")->capture_default_str();
+  train->add_option("--weight-decay", c.weight_decay, "Decoupled weight decay on matrices and embeddings")
+      ->capture_default_str();
+  train->add_option("--beta2", c.beta2, "AdamW beta2")->capture_default_str();
+  train->add_option("--dropout", c.dropout, "Dropout on embeddings, attention probabilities and residual branches")
+      ->capture_default_str();
+  train->add_option("--grad-clip", c.grad_clip, "Clip gradients to this global norm (0 = off)")->capture_default_str();
+  train->add_option("--grad-accum", c.grad_accum, "Micro-batches per optimizer step")->capture_default_str();
+  train->add_option("--eval-every", c.eval_every, "Evaluate on the validation split every N steps (0 = never)")
+      ->capture_default_str();
+  train->add_option("--eval-iters", c.eval_iters, "Validation batches per evaluation")->capture_default_str();
+  train->add_option("--seed", c.seed, "Seed of weights, batches and dropout")->capture_default_str();
+  train->add_option("--grid", t->grid, "Process grid XxYxZ (product = number of MPI ranks)")->capture_default_str();
+  train->add_option("--threads", t->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")
+      ->capture_default_str();
+  train->add_option("--backend", t->backend, "Kernel backend")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
+      ->capture_default_str();
+  train->add_option("--metrics", t->metrics, "Write per-step metrics as JSON Lines to FILE");
+  train->add_option("--save", t->save, "Write the trained model (HDF5, GPT-2 tensor names) to FILE");
+  train->add_flag("--quiet,-q", t->quiet, "Print only the final result");
+  train->callback([t, train] {
+    if (!t->config.empty()) apply_config_file(t->config, *train);
+    run_gpt_train(*t);
+  });
+
+  auto s = std::make_shared<GptSampleOptions>();
+  CLI::App* sample = gpt->add_subcommand("sample", "Generate text with a model saved by `plexus gpt train --save`");
+  sample->add_option("--model", s->model, "Model file (HDF5)")->required();
+  sample->add_option("--prompt", s->prompt, "Text to continue")->capture_default_str();
+  sample->add_option("--tokens", s->tokens, "Characters to generate")->capture_default_str();
+  sample->add_option("--temperature", s->temperature, "Softmax temperature")->capture_default_str();
+  sample->add_option("--top-k", s->top_k, "Sample among the k most likely (0 = all)")->capture_default_str();
+  sample->add_option("--seed", s->seed, "Sampling seed")->capture_default_str();
+  sample->add_option("--threads", s->threads, "CPU threads")->capture_default_str();
+  sample->add_option("--backend", s->backend, "Kernel backend")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
+      ->capture_default_str();
+  sample->callback([s] { run_gpt_sample(*s); });
+}
+
+}  // namespace plexus::cli

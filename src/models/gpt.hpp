@@ -1,0 +1,89 @@
+#pragma once
+// The GPT model on the 3D grid: token + position embeddings (Embedding3D), blocks (GptBlock),
+// final LayerNorm, LM head (a Linear3D Y → X over the vocabulary; tied: the token table is its
+// weight) and the cross-entropy over the vocabulary sharded over X (the GCN's sharded softmax
+// kernels). Every parameter shard is listed once in a registry that says where it sits in
+// GPT-2's tensors, which drives initialisation, saving, loading and the gradient norm.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/gpt_block.hpp"
+#include "models/gpt_layout.hpp"
+#include "optim/adam.hpp"
+#include "plexus/gpt.hpp"
+#include "pmm/embedding_3d.hpp"
+
+namespace plexus {
+
+// One parameter shard held by this rank and where its elements sit in the GPT-2 tensor.
+struct GptParam {
+  std::string name;
+  index_t rows = 0, cols = 0;  // the whole tensor (vectors: 1 × n)
+  float* value = nullptr;
+  float* grad = nullptr;
+  Range local_rows;            // global rows held here (contiguous)
+  Range local_cols;            // local columns map to global ones through `column`
+  index_t (*column)(index_t local_col, const GptParam& p) = nullptr;
+  index_t head_dim = 0, embed = 0;  // for the qkv column map
+  bool owner = true;           // replicated shards: only one replica counts (norm, saving)
+  bool decay = false;          // weight decay: matrices and embeddings
+  enum class Init { Normal, Residual, Zero, One } init = Init::Normal;
+  std::size_t size() const { return static_cast<std::size_t>(local_rows.size() * local_cols.size()); }
+};
+
+class GptModel {
+ public:
+  GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch);
+  // GPT-2 initialisation drawn by global index (every grid starts from the same weights).
+  void init_weights(std::uint64_t seed);
+  void load_weights(const GptWeights& w);
+  // The whole tensors, on every rank (owners' shards summed over the world).
+  GptWeights gather_weights();
+
+  // One micro-batch of this rank's rows (ids, targets: layout().rows each): forward and the
+  // mean cross-entropy scaled by `loss_scale` per token; with `train`, backward accumulating
+  // the gradients. Returns the loss sum over the whole batch (every rank gets it).
+  double step(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& targets, float loss_scale,
+              const GptDropout& drop, bool train);
+  // Logits of the last step [rows × vocab shard], replicated over Y.
+  Matrix& logits() { return lm_head_->output(); }
+
+  std::vector<ParamRef> parameters();
+  void zero_grads();
+  // Σ g² over the whole model (each element counted once), on every rank.
+  double grad_squared_norm();
+  void scale_grads(float s);
+  void weights_updated();
+  std::size_t num_params() const;    // whole model
+  std::size_t weight_bytes() const;  // this rank's shards
+  const GptLayout& layout() const { return layout_; }
+  const std::vector<GptParam>& params() const { return params_; }
+
+ private:
+  void register_params();
+  void add_linear(const std::string& name, Linear3D& lin, index_t in_dim, index_t out_dim, bool residual,
+                  bool qkv_columns);
+  void add_vector(const std::string& name, float* value, float* grad, index_t n, Range cols, bool owner,
+                  GptParam::Init init, bool qkv_columns = false);
+  void add_table(const std::string& name, Linear3D& table, index_t rows);
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  GptConfig cfg_;
+  GptLayout layout_;
+  std::unique_ptr<Linear3D> lm_head_, wte_untied_, wpe_;
+  std::unique_ptr<Embedding3D> tok_emb_, pos_emb_;
+  std::vector<std::unique_ptr<GptBlock>> blocks_;
+  std::unique_ptr<LayerNorm3D> ln_f_;
+  Matrix x0_, d_x_;
+  Buffer<float> row_max_, row_sumexp_, token_weights_;
+  Buffer<std::int32_t> labels_;
+  Matrix d_logits_;
+  std::vector<std::int32_t> positions_;
+  Buffer<float> grad_copy_;  // scale_grads' source (axpby's x and y must not alias)
+  std::vector<GptParam> params_;
+};
+
+}  // namespace plexus

@@ -1,0 +1,75 @@
+#include "models/gpt_block.hpp"
+
+namespace plexus {
+
+GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& l, int index)
+    : ln1(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed),
+      ln2(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed),
+      qkv(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols}, gpt_linear_options()),
+      // proj's input is the attention output: the same heads as qkv, head_dim columns each.
+      proj(be, grid, Linear3DLayout{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed}, gpt_linear_options()),
+      fc(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.ff}, gpt_linear_options()),
+      fc2(be, grid, fc.layout().transposed(l.embed), gpt_linear_options()),
+      be_(be),
+      layout_(l),
+      index_(index),
+      att_(be, l.rows, l.att_cols.size()),
+      mid_(be, l.rows, l.embed.size()),
+      gelu_(be, l.rows, l.ff.size()),
+      out_(be, l.rows, l.embed.size()),
+      lse_(be, static_cast<std::size_t>(l.rows * l.heads.size())) {
+  shape_.batch = l.seqs.size();
+  shape_.seq = cfg.block;
+  shape_.heads = l.heads.size();
+  shape_.head_dim = l.head_dim;
+  shape_.batch0 = l.seqs.begin;
+  shape_.head0 = l.heads.begin;
+  shape_.total_heads = cfg.heads;
+}
+
+void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
+  if (drop.p > 0.0f)
+    be_.dropout(m, m, drop.p, drop.key(s), layout_.seqs.begin * shape_.seq, layout_.embed.begin);
+}
+
+const Matrix& GptBlock::forward(const Matrix& x, const GptDropout& drop) {
+  const Matrix& h1 = ln1.forward(x.view());
+  Matrix& q = qkv.forward(h1.view());
+  be_.transformer().attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
+  Matrix& a = proj.forward(att_.view());
+  drop_residual(a.view(), drop, site(1));
+  be_.copy(x.view(), mid_.view());
+  be_.axpby(mid_.size(), 1.0f, a.data(), 1.0f, mid_.data());
+
+  const Matrix& h2 = ln2.forward(mid_.view());
+  Matrix& f = fc.forward(h2.view());
+  be_.transformer().gelu_forward(f.view(), gelu_.view());
+  Matrix& m = fc2.forward(gelu_.view());
+  drop_residual(m.view(), drop, site(2));
+  be_.copy(mid_.view(), out_.view());
+  be_.axpby(out_.size(), 1.0f, m.data(), 1.0f, out_.data());
+  return out_;
+}
+
+void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
+  Matrix branch(be_, d.rows(), d.cols());
+  // MLP branch: d is ∂L/∂out = ∂L/∂mid through the residual, plus what the branch adds.
+  be_.copy(d.view(), branch.view());
+  drop_residual(branch.view(), drop, site(2));
+  Matrix d_gelu = fc2.backward(gelu_.view(), branch, true);
+  be_.transformer().gelu_backward(fc.output().view(), d_gelu.view(), d_gelu.view());
+  Matrix d_h2 = fc.backward(ln2.forward_output().view(), d_gelu, true);
+  ln2.backward(mid_.view(), d_h2.view(), d.view());
+
+  // Attention branch.
+  be_.copy(d.view(), branch.view());
+  drop_residual(branch.view(), drop, site(1));
+  Matrix d_att = proj.backward(att_.view(), branch, true);
+  Matrix d_qkv(be_, d.rows(), layout_.qkv_cols.size());
+  be_.transformer().attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
+                                       drop.key(site(0)), d_qkv.view());
+  Matrix d_h1 = qkv.backward(ln1.forward_output().view(), d_qkv, true);
+  ln1.backward(x.view(), d_h1.view(), d.view());
+}
+
+}  // namespace plexus

@@ -1,0 +1,51 @@
+#pragma once
+// One pre-LayerNorm GPT-2 block on the 3D grid (models/gpt_layout.hpp):
+//   mid = x   + drop(proj(attention(qkv(ln1(x)))))
+//   out = mid + drop(fc2(gelu(fc(ln2(mid)))))
+// qkv and fc are Linear3Ds Y → X, proj and fc2 X → Y; attention runs on this rank's whole
+// sequences (Z) and whole heads (X), replicated over Y.
+#include <cstdint>
+
+#include "models/gpt_layout.hpp"
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "pmm/layernorm_3d.hpp"
+#include "pmm/linear_3d.hpp"
+
+namespace plexus {
+
+// The dropout of one micro-batch: every site's mask is keyed by (seed, micro-batch, site) and
+// global element indices, so every grid draws the same masks.
+struct GptDropout {
+  float p = 0.0f;  // 0: off (evaluation)
+  std::uint64_t seed = 0;
+  std::uint32_t micro_batch = 0;
+  DropoutKey key(std::uint32_t site) const { return DropoutKey{seed, micro_batch, site}; }
+};
+
+class GptBlock {
+ public:
+  GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& layout, int index);
+  // x [rows × embed]: returns out (owned by the block, valid until the next forward).
+  const Matrix& forward(const Matrix& x, const GptDropout& drop);
+  // d holds ∂L/∂out on entry and ∂L/∂x on return; parameter gradients are accumulated.
+  void backward(const Matrix& x, Matrix& d, const GptDropout& drop);
+  const Matrix& output() const { return out_; }
+
+  LayerNorm3D ln1, ln2;
+  Linear3D qkv, proj, fc, fc2;
+
+ private:
+  // The residual-branch dropout of `site` on m (in place), rows of this rank's sequences.
+  void drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t site);
+  std::uint32_t site(int k) const { return static_cast<std::uint32_t>(1 + 3 * index_ + k); }
+
+  Backend& be_;
+  const GptLayout& layout_;
+  int index_;
+  AttentionShape shape_;
+  Matrix att_, mid_, gelu_, out_;
+  Buffer<float> lse_;
+};
+
+}  // namespace plexus

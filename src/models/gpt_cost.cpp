@@ -1,0 +1,181 @@
+// The analytic model of a GPT step (include/plexus/gpt.hpp): every collective that
+// GptModel::step, GptBlock, Linear3D, LayerNorm3D and Embedding3D issue, in the same order,
+// with MpiCommunicator's byte accounting — so the prediction equals the measured comm_bytes.
+#include <algorithm>
+
+#include "models/gpt_layout.hpp"
+#include "plexus/gpt.hpp"
+
+namespace plexus {
+
+namespace {
+
+class StepCost {
+ public:
+  StepCost(GridShape shape, const std::array<int, 3>& coords) : shape_(shape), coords_(coords) {
+    cost.coords = coords;
+  }
+  RankCost cost;
+
+  // MpiCommunicator's accounting: all-reduce 2(p−1)/p of the buffer, all-gather and
+  // reduce-scatter everything but this rank's own part.
+  void all_reduce(Axis a, double elements, double bytes_each = 4) {
+    const int p = shape_.dim(a);
+    if (p == 1) return;
+    add(a, 2.0 * (p - 1) / p * elements * bytes_each);
+  }
+  void gather(Axis a, index_t rows, index_t cols) {  // all-gather or reduce-scatter of a row-split block
+    const int p = shape_.dim(a);
+    if (p == 1) return;
+    const auto counts = block_counts(rows, p, cols);
+    double total = 0;
+    for (const std::size_t c : counts) total += static_cast<double>(c);
+    add(a, 4.0 * (total - static_cast<double>(counts[static_cast<std::size_t>(coords_[static_cast<int>(a)])])));
+  }
+  void gemm(index_t m, index_t k, index_t n) { cost.gemm_flops += 2.0 * m * k * n; }
+  void tensor(double elements) { cost.memory_bytes += 4.0 * elements; }
+
+ private:
+  void add(Axis a, double bytes) {
+    cost.bytes[static_cast<int>(a)] += bytes;
+    cost.calls[static_cast<int>(a)] += 1;
+  }
+  GridShape shape_;
+  std::array<int, 3> coords_;
+};
+
+struct LinearShape {
+  Axis row, in, out;
+  index_t rows;
+  Range in_cols, out_cols;
+  bool bias = true, transposed = false;
+  index_t stored_rows() const { return transposed ? out_cols.size() : in_cols.size(); }
+  index_t stored_cols() const { return transposed ? in_cols.size() : out_cols.size(); }
+};
+
+void linear_gather(StepCost& s, const LinearShape& l) { s.gather(l.row, l.stored_rows(), l.stored_cols()); }
+void linear_forward(StepCost& s, const LinearShape& l) {
+  s.gemm(l.rows, l.in_cols.size(), l.out_cols.size());
+  s.all_reduce(l.in, static_cast<double>(l.rows * l.out_cols.size()));
+}
+void linear_backward(StepCost& s, const LinearShape& l) {
+  if (l.bias) s.all_reduce(l.row, static_cast<double>(l.out_cols.size()));
+  s.gather(l.row, l.stored_rows(), l.stored_cols());  // dW: reduce-scatter
+  s.gemm(l.rows, l.in_cols.size(), l.out_cols.size());
+  s.all_reduce(l.out, static_cast<double>(l.rows * l.in_cols.size()));
+  s.gemm(l.rows, l.in_cols.size(), l.out_cols.size());
+}
+// Weights, gradients, Adam's two moments; the gathered block and its gradient when split.
+void linear_memory(StepCost& s, const LinearShape& l, GridShape g) {
+  const double stored = static_cast<double>(l.stored_rows() * l.stored_cols());
+  const int p = g.dim(l.row);
+  s.tensor(4.0 * stored / p + (p > 1 ? 2.0 * stored : 0.0) + (l.bias ? 4.0 * l.out_cols.size() : 0.0) +
+           static_cast<double>(l.rows * l.out_cols.size()));
+}
+
+void layernorm_forward(StepCost& s, const GptLayout& l) {
+  s.all_reduce(l.hid, static_cast<double>(l.rows));  // mean
+  s.all_reduce(l.hid, static_cast<double>(l.rows));  // variance
+}
+void layernorm_backward(StepCost& s, const GptLayout& l) {
+  s.all_reduce(l.hid, 2.0 * static_cast<double>(l.rows));      // a, b
+  s.all_reduce(l.seq, 2.0 * static_cast<double>(l.embed.size()));  // dγ, dβ
+}
+
+}  // namespace
+
+std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
+                                        bool gather_weights) {
+  validate(c);
+  std::vector<RankCost> out;
+  for (int z = 0; z < g.z; ++z)
+    for (int x = 0; x < g.x; ++x)
+      for (int y = 0; y < g.y; ++y) {
+        const std::array<int, 3> coords{x, y, z};
+        const GptLayout l = gpt_layout_at(g, coords, c, batch);
+        StepCost s(g, coords);
+        const LinearShape head{l.seq, l.hid, l.head, l.rows, l.embed, l.vocab, false, true};
+        const LinearShape wte{l.seq, l.hid, l.head, 0, l.embed, l.vocab, false, true};  // untied table
+        const LinearShape wpe{l.seq, l.hid, l.head, 0, l.embed, l.pos, false, true};
+        const LinearShape qkv{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols};
+        const LinearShape proj{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed};
+        const LinearShape fc{l.seq, l.hid, l.head, l.rows, l.embed, l.ff};
+        const LinearShape fc2{l.seq, l.head, l.hid, l.rows, l.ff, l.embed};
+        const LinearShape* block[] = {&qkv, &proj, &fc, &fc2};
+
+        if (gather_weights) {  // in the order of first use: tables, then the blocks, then the head
+          if (!c.tied) linear_gather(s, wte);
+          else linear_gather(s, head);
+          linear_gather(s, wpe);
+          for (int b = 0; b < c.layers; ++b)
+            for (const LinearShape* lin : block) linear_gather(s, *lin);
+          if (!c.tied) linear_gather(s, head);
+        }
+        const double attention = 2.0 * l.seqs.size() * l.heads.size() * c.block * c.block * l.head_dim;
+        for (int micro = 0; micro < grad_accum; ++micro) {
+          s.all_reduce(l.head, static_cast<double>(l.rows * l.embed.size()));  // embeddings
+          for (int b = 0; b < c.layers; ++b) {
+            layernorm_forward(s, l);
+            linear_forward(s, qkv);
+            s.cost.gemm_flops += attention;  // causal: half of QKᵀ and PV
+            linear_forward(s, proj);
+            layernorm_forward(s, l);
+            linear_forward(s, fc);
+            linear_forward(s, fc2);
+          }
+          layernorm_forward(s, l);
+          linear_forward(s, head);
+          s.all_reduce(l.head, static_cast<double>(l.rows));  // row maxima
+          s.all_reduce(l.head, static_cast<double>(l.rows));  // exp-sums
+          s.all_reduce(l.head, 1, 8);                         // the loss (double)
+          s.all_reduce(l.seq, 1, 8);
+          linear_backward(s, head);
+          layernorm_backward(s, l);
+          for (int b = c.layers; b-- > 0;) {
+            linear_backward(s, fc2);
+            linear_backward(s, fc);
+            layernorm_backward(s, l);
+            linear_backward(s, proj);
+            s.cost.gemm_flops += 2.0 * attention;
+            linear_backward(s, qkv);
+            layernorm_backward(s, l);
+          }
+          s.gather(l.seq, l.vocab.size(), l.embed.size());  // token table gradient: reduce-scatter
+          s.gather(l.seq, l.pos.size(), l.embed.size());    // position table
+        }
+
+        linear_memory(s, head, g);
+        if (!c.tied) linear_memory(s, wte, g);
+        linear_memory(s, wpe, g);
+        for (int b = 0; b < c.layers; ++b) {
+          for (const LinearShape* lin : block) linear_memory(s, *lin, g);
+          // LayerNorms (8 vectors each), their outputs, attention output and LSE, residuals, GELU.
+          s.tensor(2.0 * (8.0 * l.embed.size() + l.rows * l.embed.size()) +
+                   static_cast<double>(l.rows * (l.att_cols.size() + l.heads.size() + 2 * l.embed.size() +
+                                                 l.ff.size())));
+        }
+        s.tensor(static_cast<double>(l.rows * (2 * l.embed.size() + l.vocab.size())));  // x0, dx, dlogits
+        out.push_back(s.cost);
+      }
+  return out;
+}
+
+AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights) {
+  AxisBytes b;
+  for (const RankCost& r : predict_gpt_ranks(c, batch, grad_accum, g, gather_weights))
+    for (int a = 0; a < 3; ++a) b.bytes[a] += r.bytes[a];
+  return b;
+}
+
+std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
+                               const MachineModel& machine) {
+  std::vector<GridPlan> plans;
+  for (GridShape g : all_grids(ranks)) {
+    const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g);
+    plans.push_back(plan_from_costs(g, step, step, machine));
+  }
+  sort_plans(plans);
+  return plans;
+}
+
+}  // namespace plexus

@@ -1,0 +1,25 @@
+#include "models/gpt_layout.hpp"
+
+namespace plexus {
+
+GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch) {
+  return gpt_layout_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, c, batch);
+}
+
+GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch) {
+  GptLayout l;
+  const auto part = [&](index_t n, Axis a) { return block_range(n, shape.dim(a), coords[static_cast<int>(a)]); };
+  l.head_dim = c.embed / c.heads;
+  l.seqs = part(batch, l.seq);
+  l.rows = l.seqs.size() * c.block;
+  l.embed = part(c.embed, l.hid);
+  l.heads = part(c.heads, l.head);
+  l.qkv_cols = {3 * l.head_dim * l.heads.begin, 3 * l.head_dim * l.heads.end};
+  l.att_cols = {l.head_dim * l.heads.begin, l.head_dim * l.heads.end};
+  l.ff = part(4 * c.embed, l.head);
+  l.vocab = part(c.vocab, l.head);
+  l.pos = part(c.block, l.head);
+  return l;
+}
+
+}  // namespace plexus

@@ -1,0 +1,50 @@
+#pragma once
+// Where a GPT's pieces live on a rank of the grid (docs/gpt.md):
+//   Z  sequences of the batch           (rows of every activation; attention needs whole sequences)
+//   Y  embedding features               (the residual stream [rows × embed/G_y], replicated over X)
+//   X  attention heads, MLP features,   (qkv/fc/LM-head outputs; proj/fc2 inputs)
+//      vocabulary and positions
+// Every linear is a Linear3D with row axis Z: qkv, fc and the LM head take Y → X, the two
+// output projections X → Y, so a block needs no redistribution between its linears.
+#include "plexus/gpt.hpp"
+#include "pmm/linear_3d.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+struct GptLayout {
+  Axis seq = Axis::Z, hid = Axis::Y, head = Axis::X;
+  index_t head_dim = 0;
+  Range seqs;      // global sequences of the batch held here
+  index_t rows = 0;  // seqs.size() · block
+  Range embed;     // embedding features (over Y)
+  Range heads;     // attention heads (over X)
+  Range qkv_cols;  // [3·hd·heads.begin, 3·hd·heads.end): per head q | k | v (internal order)
+  Range att_cols;  // [hd·heads.begin, hd·heads.end): attention output, GPT-2's own column order
+  Range ff;        // MLP features of 4·embed (over X)
+  Range vocab;     // vocabulary rows (over X)
+  Range pos;       // position rows of wpe (over X)
+};
+
+GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch);
+// The same for the rank at `coords` (x, y, z) of a grid of `shape` (no communicators needed).
+GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch);
+
+// Every GPT linear: W gathered once per optimizer step, gradients accumulated over micro-batches.
+inline Linear3DOptions gpt_linear_options() {
+  Linear3DOptions o;
+  o.reuse_weight = true;
+  o.accumulate_grads = true;
+  return o;
+}
+
+// GPT-2 orders c_attn's 3·embed columns q | k | v, each by head; internally a head's q, k and v
+// are adjacent (heads stay whole on a rank). Internal column → GPT-2 column.
+inline index_t qkv_gpt2_column(index_t internal, index_t embed, index_t head_dim) {
+  const index_t h = internal / (3 * head_dim), rem = internal % (3 * head_dim);
+  const index_t part = rem / head_dim, e = rem % head_dim;
+  return part * embed + h * head_dim + e;
+}
+
+}  // namespace plexus

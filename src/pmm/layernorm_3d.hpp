@@ -1,0 +1,46 @@
+#pragma once
+// LayerNorm3D: LayerNorm of activations whose rows are split over `row` and whose features
+// are split over `hidden` (the layout of a Linear3D's input), with γ, β [hidden/G] replicated
+// over the other two axes.
+//
+// Collectives, forward ↔ backward:
+//   mean = all-reduce(Σ x / C)             over hidden  ↔  (a, b) = all-reduce(Σ g/C, Σ g·x̂/C)  over hidden
+//   var  = all-reduce(Σ (x − mean)² / C)   over hidden  ↔  (dγ, dβ) = all-reduce(Σ_rows)          over row
+// (the kernels: plexus/kernels/layernorm.hpp).
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+class LayerNorm3D {
+ public:
+  // rows: local rows; cols: this rank's features (global indices) of `width` in all.
+  LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, index_t rows, Range cols, index_t width,
+              float eps = 1e-5f);
+  // y = LN(x), kept until the next forward; statistics kept for backward.
+  const Matrix& forward(ConstMatrixView x);
+  // Adds the input gradient to `dx` (dx += ∂L/∂x) and dγ, dβ to the parameter gradients.
+  void backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx);
+
+  const Matrix& forward_output() const { return y_; }
+  Buffer<float>& gamma() { return gamma_; }
+  Buffer<float>& beta() { return beta_; }
+  Buffer<float>& gamma_grad() { return dgamma_; }
+  Buffer<float>& beta_grad() { return dbeta_; }
+  Range cols() const { return cols_; }
+
+ private:
+  Backend& be_;
+  ProcessGrid& grid_;
+  Axis row_, hidden_;
+  Range cols_;
+  index_t width_;
+  float eps_;
+  Buffer<float> gamma_, beta_, dgamma_, dbeta_;
+  Buffer<float> mean_, var_, rstd_, sums_, param_sums_;  // sums_: a and b; param_sums_: dγ and dβ of one pass
+  Matrix y_;
+};
+
+}  // namespace plexus

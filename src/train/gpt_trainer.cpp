@@ -1,0 +1,170 @@
+// GPT training, top to bottom: build the model on the grid, then per step draw the batch, run
+// the micro-batches (forward, loss, backward), clip by the global gradient norm, take an
+// AdamW step at the scheduled learning rate, and evaluate on the held-out split now and then.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numbers>
+
+#include "models/gpt.hpp"
+#include "optim/adam.hpp"
+#include "plexus/error.hpp"
+#include "plexus/gpt.hpp"
+#include "plexus/rng.hpp"
+#include "train/gpt_batches.hpp"
+
+namespace plexus {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::array<double, 3> comm_bytes(ProcessGrid& grid) {
+  std::array<double, 3> b{};
+  for (Axis a : {Axis::X, Axis::Y, Axis::Z}) b[static_cast<int>(a)] = grid.comm(a).stats().bytes;
+  grid.world().all_reduce(b.data(), 3, ReduceOp::Sum);  // world traffic is not counted
+  return b;
+}
+
+// Mean loss over `eval_iters` batches of the validation split, without dropout. The same
+// batches every time, so evaluations compare.
+double evaluate(GptModel& model, const std::vector<std::int32_t>& val, const GptTrainConfig& cfg) {
+  const index_t tokens = cfg.batch * cfg.model.block;
+  double sum = 0.0;
+  for (int k = 0; k < cfg.eval_iters; ++k) {
+    const LocalBatch b = local_batch(val, cfg, kValStream, static_cast<std::uint64_t>(k), model.layout());
+    sum += model.step(b.ids, b.targets, 1.0f / static_cast<float>(tokens), GptDropout{}, false);
+  }
+  return sum / cfg.eval_iters;
+}
+}  // namespace
+
+void validate(const GptConfig& c) {
+  if (c.layers < 1 || c.layers > 1024) throw InputError("--layers", "must be between 1 and 1024");
+  if (c.heads < 1) throw InputError("--heads", "must be at least 1");
+  if (c.embed < 1) throw InputError("--embed", "must be at least 1");
+  if (c.embed % c.heads != 0)
+    throw InputError("--embed", std::to_string(c.embed) + " is not divisible by --heads " + std::to_string(c.heads));
+  if (c.block < 1) throw InputError("--block", "must be at least 1");
+  if (c.vocab < 1 || c.vocab > (index_t{1} << 31) - 1) throw InputError("--vocab", "must be between 1 and 2^31-1");
+}
+
+void validate(const GptTrainConfig& c) {
+  validate(c.model);
+  const auto positive = [](float v) { return v > 0.0f && std::isfinite(v); };
+  if (c.batch < 1) throw InputError("--batch", "must be at least 1");
+  if (c.iters < 0) throw InputError("--iters", "must be at least 0");
+  if (!positive(c.lr)) throw InputError("--lr", "must be a positive number");
+  if (!(c.min_lr >= 0.0f && c.min_lr <= c.lr)) throw InputError("--min-lr", "must be in [0, --lr]");
+  if (c.warmup < 0) throw InputError("--warmup", "must be at least 0");
+  if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
+    throw InputError("--weight-decay", "must be a non-negative number");
+  if (!(c.beta2 > 0.0f && c.beta2 < 1.0f)) throw InputError("--beta2", "must be in (0, 1)");
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
+  if (!(c.grad_clip >= 0.0f) || !std::isfinite(c.grad_clip)) throw InputError("--grad-clip", "must be >= 0");
+  if (c.grad_accum < 1) throw InputError("--grad-accum", "must be at least 1");
+  if (c.eval_every < 0) throw InputError("--eval-every", "must be at least 0");
+  if (c.eval_iters < 1) throw InputError("--eval-iters", "must be at least 1");
+}
+
+float gpt_learning_rate(const GptTrainConfig& c, int iter) {
+  if (iter < c.warmup) return c.lr * static_cast<float>(iter + 1) / static_cast<float>(c.warmup + 1);
+  if (iter >= c.iters || c.iters <= c.warmup) return c.min_lr;
+  const double ratio = static_cast<double>(iter - c.warmup) / static_cast<double>(c.iters - c.warmup);
+  const double coeff = 0.5 * (1.0 + std::cos(std::numbers::pi * ratio));
+  return static_cast<float>(c.min_lr + coeff * (c.lr - c.min_lr));
+}
+
+GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                         const GptTrainHooks& hooks) {
+  validate(cfg);
+  if (corpus.vocab != cfg.model.vocab)
+    throw InputError("--vocab", "the data has " + std::to_string(corpus.vocab) + " tokens, the model " +
+                                    std::to_string(cfg.model.vocab));
+  const auto too_short = [&](const std::vector<std::int32_t>& s) {
+    return static_cast<index_t>(s.size()) < cfg.model.block + 1;
+  };
+  if (too_short(corpus.train))
+    throw InputError("--data", "the training split has " + std::to_string(corpus.train.size()) +
+                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
+  if (too_short(corpus.val))
+    throw InputError("--data", "the validation split has " + std::to_string(corpus.val.size()) +
+                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
+  const auto t_start = Clock::now();
+
+  backend.reset_peak();
+  GptModel model(backend, grid, cfg.model, cfg.batch);
+  if (hooks.init)
+    model.load_weights(*hooks.init);
+  else
+    model.init_weights(cfg.seed);
+  AdamParams hp;
+  hp.lr = cfg.lr;
+  hp.beta1 = cfg.beta1;
+  hp.beta2 = cfg.beta2;
+  hp.weight_decay = cfg.weight_decay;
+  hp.decoupled = true;  // AdamW
+  Adam adam(backend, model.parameters(), hp);
+
+  GptTrainResult result;
+  result.params = model.num_params();
+  const bool eval_on = cfg.eval_every > 0;
+  if (eval_on) result.initial_val_loss = result.best_val_loss = evaluate(model, corpus.val, cfg);
+
+  const index_t tokens_per_step = cfg.batch * cfg.model.block * cfg.grad_accum;
+  const float loss_scale = 1.0f / static_cast<float>(tokens_per_step);
+  for (int it = 0; it < cfg.iters; ++it) {
+    grid.reset_stats();
+    const auto t_step = Clock::now();
+    GptStepMetrics m;
+    m.iter = it + 1;
+    m.lr = gpt_learning_rate(cfg, it);
+
+    model.zero_grads();
+    double loss = 0.0;
+    for (int micro = 0; micro < cfg.grad_accum; ++micro) {
+      const std::uint64_t counter = static_cast<std::uint64_t>(it) * cfg.grad_accum + micro;
+      const LocalBatch b = local_batch(corpus.train, cfg, kTrainStream, counter, model.layout());
+      const GptDropout drop{cfg.dropout, cfg.seed, static_cast<std::uint32_t>(counter)};
+      loss += model.step(b.ids, b.targets, loss_scale, drop, true);
+    }
+    m.loss = loss;  // the scale makes the sum over micro-batches their mean
+
+    // Clipping by the global norm, as torch.nn.utils.clip_grad_norm_ does.
+    m.grad_norm = std::sqrt(model.grad_squared_norm());
+    if (cfg.grad_clip > 0.0f) {
+      const double coef = cfg.grad_clip / (m.grad_norm + 1e-6);
+      if (coef < 1.0) model.scale_grads(static_cast<float>(coef));
+    }
+    adam.set_lr(static_cast<float>(m.lr));
+    adam.step();
+    model.weights_updated();
+    backend.synchronize();
+    m.step_seconds = seconds_since(t_step);
+    m.tokens_per_second = static_cast<double>(tokens_per_step) / m.step_seconds;
+    m.comm_bytes = comm_bytes(grid);
+
+    if (eval_on && ((it + 1) % cfg.eval_every == 0 || it + 1 == cfg.iters)) {
+      m.evaluated = true;
+      m.val_loss = evaluate(model, corpus.val, cfg);
+      result.best_val_loss = std::min(result.best_val_loss, m.val_loss);
+    }
+    result.steps.push_back(m);
+    if (hooks.on_step) hooks.on_step(m);
+  }
+
+  result.total_seconds = seconds_since(t_start);
+  result.weight_bytes = model.weight_bytes();
+  result.peak_tensor_bytes = backend.peak_bytes();
+  double maxes[2] = {static_cast<double>(result.weight_bytes), static_cast<double>(result.peak_tensor_bytes)};
+  grid.world().all_reduce(maxes, 2, ReduceOp::Max);
+  result.max_weight_bytes = static_cast<std::size_t>(maxes[0]);
+  double total = static_cast<double>(result.weight_bytes);
+  grid.world().all_reduce(&total, 1, ReduceOp::Sum);
+  result.total_weight_bytes = static_cast<std::size_t>(total);
+  result.max_peak_tensor_bytes = static_cast<std::size_t>(maxes[1]);
+  if (hooks.keep_weights) result.weights = model.gather_weights();
+  return result;
+}
+
+}  // namespace plexus

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# plexus gpt: every grid of P ∈ {2, 3, 4, 6, 8} ranks trains like 1x1x1 (per-step losses and
+# validation losses within 1e-5 relative over 10 steps, dropout on) on a model whose sizes
+# divide unevenly (3 layers, 6 heads, embed 90, vocabulary 65, batch 5, block 16), and moves
+# exactly the bytes per axis `plexus plan gpt` predicts for every step; weight
+# bytes per rank fall as 1/P; --save writes GPT-2-named tensors that `gpt sample` reads; bad
+# input exits 2 with one line and leaves nothing behind.
+# Usage: cli_gpt.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1 src=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$src/tests/lib_cli.sh"
+text=$src/data/tinyshakespeare.txt
+model=(--layers 3 --heads 6 --embed 90 --block 16 --batch 5 --warmup 3 --lr 3e-3 --dropout 0.1
+       --eval-every 5 --eval-iters 2 --threads 1 --quiet)
+
+"$plexus" gpt train --data "$text" "${model[@]}" --iters 10 --metrics "$work/g1x1x1.jsonl" --save "$work/m.h5" >/dev/null ||
+  fail "1x1x1 run"
+
+# ---- grids ---------------------------------------------------------------------------------------
+for g in 2x1x1 1x2x1 1x1x2 3x1x1 1x3x1 1x1x3 2x2x1 4x1x1 1x4x1 1x2x2 2x1x2 3x2x1 1x2x3 6x1x1 2x2x2 4x2x1 8x1x1 1x1x8; do
+  IFS=x read -r a b c <<<"$g"
+  if ! mpirun -np $((a * b * c)) "$plexus" gpt train --data "$text" "${model[@]}" --iters 10 --grid "$g" \
+      --metrics "$work/g$g.jsonl" >"$work/out" 2>&1; then
+    fail "grid $g ran"; cat "$work/out"; continue
+  fi
+  "$plexus" plan gpt --ranks $((a * b * c)) --layers 3 --heads 6 --embed 90 --block 16 --batch 5 --json \
+    >"$work/plan$g.json" || fail "plan gpt $g"
+  if $py - "$work/g$g.jsonl" "$work/plan$g.json" "$g" <<'PY'; then ok; else fail "grid $g bytes = model"; fi
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[1])][:-1]
+plan = next(p for p in json.load(open(sys.argv[2]))["grids"] if p["grid"] == sys.argv[3])
+for s in steps:
+    # An evaluation (before step 1, after step 5) gathers the weights the next step then reuses.
+    want = plan["bytes_step_weights_gathered" if s["iter"] in (1, 6) else "bytes_step"]
+    for axis in ("x", "y", "z"):
+        assert abs(s["comm_bytes"][axis] - want[axis]) <= 1e-9 * max(1.0, want[axis]), \
+            f"step {s['iter']} axis {axis}: measured {s['comm_bytes'][axis]}, model {want[axis]}"
+assert sys.argv[3] == "1x1x1" or sum(steps[1]["comm_bytes"][a] for a in "xyz") > 0
+PY
+  if $py - "$work/g1x1x1.jsonl" "$work/g$g.jsonl" <<'PY'; then ok; else fail "grid $g equals 1x1x1"; fi
+import json, sys
+ref, got = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+steps = [(a, b) for a, b in zip(ref, got) if "iter" in a]
+assert len(steps) == 10 and all("iter" in b for _, b in steps), "10 steps each"
+for a, b in steps:  # the losses to 1e-5; the gradient norm (a sum of squares of float sums) to 1e-4
+    for key, tol in (("loss", 1e-5), ("val_loss", 1e-5), ("grad_norm", 1e-4)):
+        if key in a or key in b:
+            rel = abs(a[key] - b[key]) / abs(a[key])
+            assert rel <= tol, f"step {a['iter']} {key}: {a[key]} vs {b[key]} (relative {rel:.2e})"
+assert ref[-1]["params"] == got[-1]["params"]
+PY
+done
+
+# ---- memory: weight shards fall as 1/P ---------------------------------------------------------------
+if $py - "$work/m.h5" "$work"/g{1x1x1,2x2x2,4x2x1,8x1x1,1x1x8}.jsonl <<'PY'; then ok; else fail "weight bytes ~1/P"; fi
+import json, sys, h5py
+with h5py.File(sys.argv[1], "r") as f:  # vectors (LayerNorm parameters, biases) are replicated
+    vectors = sum(f[k].size for k in f if k != "vocab_chars" and f[k].ndim == 1)
+    params = sum(f[k].size for k in f if k != "vocab_chars")
+one, *eight = (json.loads(open(p).readlines()[-1]) for p in sys.argv[2:])
+assert one["weight_bytes"] == 4 * one["params"] == 4 * params, "P=1 holds every parameter once"
+bound = 1 / 8 + vectors / params  # every matrix cut over all 3 axes, at worst every vector everywhere
+for s in eight:
+    mean = s["weight_bytes_total"] / 8 / one["weight_bytes"]
+    top = s["weight_bytes"] / one["weight_bytes"]  # 6 heads split over X can be uneven
+    print(f"{s['grid']}: weight bytes per rank {mean:.4f} (mean), {top:.4f} (largest) of P=1; bound {bound:.4f}")
+    assert 1 / 8 < mean <= bound, f"{s['grid']}: mean {mean:.4f}"
+    if s["grid"] == "2x2x2":
+        assert top <= 1.1 / 8, f"2x2x2: largest {top:.4f}"
+PY
+
+# ---- save and sample -------------------------------------------------------------------------------
+if $py - "$work/m.h5" <<'PY'; then ok; else fail "model file layout"; fi
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["format"] in ("plexus-gpt", b"plexus-gpt")
+    assert f["wte"].shape == (65, 90) and f["wpe"].shape == (16, 90)
+    assert f["h.2.attn.c_attn.weight"].shape == (90, 270) and f["h.0.mlp.c_proj.weight"].shape == (360, 90)
+    assert f["ln_f.bias"].shape == (90,) and "lm_head.weight" not in f
+    assert len(f["vocab_chars"]) == 65
+PY
+out=$("$plexus" gpt sample --model "$work/m.h5" --prompt "ROMEO:" --tokens 40 --seed 3 --threads 1)
+again=$("$plexus" gpt sample --model "$work/m.h5" --prompt "ROMEO:" --tokens 40 --seed 3 --threads 1)
+if [[ "$out" == ROMEO:* && ${#out} -ge 46 && "$out" == "$again" ]]; then ok; else fail "sample"; echo "$out"; fi
+# --iters 0 saves the initial weights; training from the same seed starts from them.
+"$plexus" gpt train --data "$text" "${model[@]}" --iters 0 --save "$work/init.h5" >/dev/null && ok || fail "iters 0"
+[[ -s "$work/init.h5" ]] && ok || fail "init saved"
+
+# ---- bad input ---------------------------------------------------------------------------------------
+printf '' >"$work/empty.txt"
+printf 'short text' >"$work/short.txt"
+printf 'ok \xff\xfe broken' >"$work/bad_utf8.txt"
+$py - "$work" <<'PY'
+import sys, numpy as np
+w = sys.argv[1]
+hdr = np.zeros(256, np.int32); hdr[:3] = [20240520, 1, 100]
+open(f"{w}/tok.bin", "wb").write(hdr.tobytes() + np.arange(100, dtype=np.uint16).tobytes())
+hdr[0] = 123
+open(f"{w}/magic.bin", "wb").write(hdr.tobytes() + np.arange(100, dtype=np.uint16).tobytes())
+PY
+expect_error missing-text "nope.txt" gpt train --data "$work/nope.txt" --metrics "$work/bad.jsonl"
+expect_error empty-text "empty.txt" gpt train --data "$work/empty.txt" --metrics "$work/bad.jsonl"
+expect_error short-text "fewer than --block + 1" gpt train --data "$work/short.txt" --block 64 --metrics "$work/bad.jsonl"
+expect_error bad-utf8 "bad_utf8.txt" gpt train --data "$work/bad_utf8.txt"
+expect_error magic "magic.bin" gpt train --data "$work/magic.bin" --vocab 100
+expect_error token-range "tok.bin" gpt train --data "$work/tok.bin" --vocab 50
+expect_error token-vocab "--vocab" gpt train --data "$work/tok.bin"
+expect_error heads "--embed" gpt train --data "$text" --embed 100 --heads 6
+expect_error grid "--grid" gpt train --data "$text" --grid 2x1x1 --iters 1
+expect_error no-model "none.h5" gpt sample --model "$work/none.h5"
+expect_error prompt "--prompt" gpt sample --model "$work/m.h5" --prompt "ΩΩ"
+[[ ! -e "$work/bad.jsonl" ]] && ok || fail "no metrics file after an error"
+
+echo "$passed passed, $failures failed"
+((failures == 0))
