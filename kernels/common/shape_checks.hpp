@@ -1,10 +1,13 @@
 #pragma once
 // Shape checks shared by all backends, so that a mismatched call fails the same way (with
 // std::invalid_argument) whichever backend runs it, instead of reading out of bounds.
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "plexus/backend.hpp"
+#include "plexus/kernels/attention.hpp"
 
 namespace plexus::detail {
 
@@ -49,6 +52,33 @@ inline void check_dropout_p(float p) {
 
 inline void check_adam(const AdamParams& hp) {
   require(hp.step >= 1, "adam_step", "step is 1-based and must be >= 1");
+}
+
+// ---- the transformer families (plexus/kernels/*.hpp) ----------------------------------------
+// LayerNorm: a view and the global width it is normalised over.
+inline void check_width(ConstMatrixView x, index_t width, const char* kernel) {
+  require(valid_view(x), kernel, "invalid matrix view (ld < cols)");
+  require(width > 0 && width >= x.cols, kernel, "width must be positive and >= cols");
+}
+// Two views of one shape (x and its gradient).
+inline void check_pair(ConstMatrixView x, ConstMatrixView dy, const char* kernel) {
+  require(valid_view(x) && valid_view(dy), kernel, "invalid matrix view (ld < cols)");
+  require(x.rows == dy.rows && x.cols == dy.cols, kernel, "shapes differ");
+}
+inline void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
+  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, seq, heads must be >= 0 and head_dim >= 1");
+  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
+          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
+  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
+  require(valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
+          "qkv must be batch·seq × >= 3·heads·head_dim");
+  check_dropout_p(p);
+}
+// An attention output or gradient: batch·seq rows, at least min_cols columns.
+inline void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel,
+                       const char* what) {
+  require(valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
 }
 
 }  // namespace plexus::detail

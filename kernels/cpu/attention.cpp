@@ -27,8 +27,11 @@
 #include "kernels/common/host_alloc.hpp"
 #include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/philox_lanes.hpp"
 
 namespace plexus::cpu {
+using detail::check_attention;
+using detail::check_rows;
 namespace {
 
 using detail::require;
@@ -104,47 +107,9 @@ inline float exp_clamped(float x) {
   return p * two_n;
 }
 
-// Philox4x32-10 (rng.hpp) for kLanes consecutive column groups at once, written as loops over
-// lanes so that they vectorize; words[w][l] = philox4x32_10(c0, c1, group0 + l, c3, k0, k1).v[w].
-// (The same generator as the dropout kernel's in elementwise.cpp; a dropout row here is up to
-// T columns, so it is worth the same treatment.)
-constexpr std::uint32_t kLanes = 16;
-void philox_lanes(std::uint32_t c0, std::uint32_t c1, std::uint32_t group0, std::uint32_t c3, std::uint32_t k0,
-                  std::uint32_t k1, std::uint32_t (&words)[4][kLanes]) {
-  constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
-  std::uint32_t a[kLanes], b[kLanes], c[kLanes], d[kLanes];
-#pragma omp simd
-  for (std::uint32_t l = 0; l < kLanes; ++l) {
-    a[l] = c0;
-    b[l] = c1;
-    c[l] = group0 + l;
-    d[l] = c3;
-  }
-  for (int r = 0; r < 10; ++r) {
-#pragma omp simd
-    for (std::uint32_t l = 0; l < kLanes; ++l) {
-      const std::uint64_t p0 = static_cast<std::uint64_t>(M0) * a[l];
-      const std::uint64_t p1 = static_cast<std::uint64_t>(M1) * c[l];
-      const std::uint32_t na = static_cast<std::uint32_t>(p1 >> 32) ^ b[l] ^ k0;
-      const std::uint32_t nc = static_cast<std::uint32_t>(p0 >> 32) ^ d[l] ^ k1;
-      b[l] = static_cast<std::uint32_t>(p1);
-      d[l] = static_cast<std::uint32_t>(p0);
-      a[l] = na;
-      c[l] = nc;
-    }
-    k0 += W0;
-    k1 += W1;
-  }
-  for (std::uint32_t l = 0; l < kLanes; ++l) {
-    words[0][l] = a[l];
-    words[1][l] = b[l];
-    words[2][l] = c[l];
-    words[3][l] = d[l];
-  }
-}
-
 // keep[j] = (dropout_keep(key, row, j, p) ? inv : 0) for j < n, the factor a probability is
-// multiplied by; writes up to n rounded up to 4·kLanes.
+// multiplied by; writes up to n rounded up to 4·kLanes. The groups of a row are drawn kLanes at a
+// time by philox_lanes (the dropout kernel's vectorised generator): a row here is up to T columns.
 void keep_row(const DropoutKey& key, std::uint64_t row, index_t n, float p, float inv, float* keep) {
   const std::uint32_t k0 = static_cast<std::uint32_t>(key.seed);
   const std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u);
@@ -158,19 +123,6 @@ void keep_row(const DropoutKey& key, std::uint64_t row, index_t n, float p, floa
   }
 }
 
-void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
-  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
-          "batch, seq, heads must be >= 0 and head_dim >= 1");
-  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
-          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
-  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
-  require(detail::valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
-          "qkv must be batch·seq × >= 3·heads·head_dim");
-  detail::check_dropout_p(p);
-}
-void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel, const char* what) {
-  require(detail::valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
-}
 
 // One thread's scratch for one pair, carved from a single aligned block. Every size is a
 // multiple of kW floats, so every buffer starts on a micro-tile row boundary.

@@ -14,6 +14,8 @@
 #include "kernels/cpu/cpu_backend.hpp"
 
 namespace plexus::cpu {
+using detail::check_width;
+using detail::check_pair;
 namespace {
 
 // Backward partition, a function of the shape only. Smaller chunks than column_sum's: a
@@ -25,15 +27,6 @@ constexpr index_t kColBlock = 1024;
 
 index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 
-void check_width(ConstMatrixView x, index_t width, const char* kernel) {
-  detail::require(detail::valid_view(x), kernel, "invalid matrix view (ld < cols)");
-  detail::require(width > 0 && width >= x.cols, kernel, "width must be positive and >= cols");
-}
-
-void check_pair(ConstMatrixView x, ConstMatrixView dy, const char* kernel) {
-  detail::require(detail::valid_view(x) && detail::valid_view(dy), kernel, "invalid matrix view (ld < cols)");
-  detail::require(x.rows == dy.rows && x.cols == dy.cols, kernel, "shapes differ");
-}
 
 }  // namespace
 

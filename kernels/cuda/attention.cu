@@ -26,6 +26,7 @@
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
+using detail::check_rows;
 namespace {
 
 using detail::require;
@@ -337,19 +338,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- host side ------------------------------------------------------------------------------
 
-void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
-  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
-          "batch, seq, heads must be >= 0 and head_dim >= 1");
-  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
-          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
-  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
-  require(detail::valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
-          "qkv must be batch·seq × >= 3·heads·head_dim");
-  detail::check_dropout_p(p);
+void check_attention_cuda(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
+  detail::check_attention(qkv, s, p, kernel);
   require(s.head_dim <= kMaxHeadDim, kernel, "the CUDA kernels support head_dim <= 128");
-}
-void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel, const char* what) {
-  require(detail::valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
 }
 
 AttnArgs make_args(ConstMatrixView qkv, const AttentionShape& s, float p, DropoutKey key) {
@@ -419,7 +410,7 @@ int columns_per_lane(index_t head_dim) { return static_cast<int>((head_dim + 31)
 
 void CudaTransformerKernels::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
                                                DropoutKey key, MatrixView y, float* lse) {
-  check_attention(qkv, s, dropout_p, "attention_forward");
+  check_attention_cuda(qkv, s, dropout_p, "attention_forward");
   check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
   if (s.batch * s.heads == 0 || s.seq == 0) return;
   be_.activate();
@@ -436,7 +427,7 @@ void CudaTransformerKernels::attention_forward(ConstMatrixView qkv, const Attent
 void CudaTransformerKernels::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
                                                 const float* lse, const AttentionShape& s, float dropout_p,
                                                 DropoutKey key, MatrixView dqkv) {
-  check_attention(qkv, s, dropout_p, "attention_backward");
+  check_attention_cuda(qkv, s, dropout_p, "attention_backward");
   check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
   check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
   check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");

@@ -13,6 +13,8 @@
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
+using detail::check_width;
+using detail::check_pair;
 namespace {
 
 constexpr int kWarpsPerBlock = kBlock / 32;
@@ -184,15 +186,6 @@ __global__ void ln_backward_final_kernel(const double* __restrict__ part_g, cons
   }
 }
 
-void check_width(ConstMatrixView x, index_t width, const char* kernel) {
-  detail::require(detail::valid_view(x), kernel, "invalid matrix view (ld < cols)");
-  detail::require(width > 0 && width >= x.cols, kernel, "width must be positive and >= cols");
-}
-
-void check_pair(ConstMatrixView x, ConstMatrixView dy, const char* kernel) {
-  detail::require(detail::valid_view(x) && detail::valid_view(dy), kernel, "invalid matrix view (ld < cols)");
-  detail::require(x.rows == dy.rows && x.cols == dy.cols, kernel, "shapes differ");
-}
 
 }  // namespace
 

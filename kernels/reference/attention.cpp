@@ -13,24 +13,12 @@
 #include "kernels/reference/transformer.hpp"
 
 namespace plexus::reference {
+using detail::check_attention;
+using detail::check_rows;
 namespace {
 
 using detail::require;
 
-// The checks every backend makes (the same messages, so callers see one behaviour).
-void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
-  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
-          "batch, seq, heads must be >= 0 and head_dim >= 1");
-  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
-          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
-  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
-  require(detail::valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
-          "qkv must be batch·seq × >= 3·heads·head_dim");
-  detail::check_dropout_p(p);
-}
-void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel, const char* what) {
-  require(detail::valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
-}
 
 // Global dropout row of (sequence b, head h, query t): see attention.hpp.
 std::uint64_t dropout_row(const AttentionShape& s, index_t b, index_t h, index_t t) {

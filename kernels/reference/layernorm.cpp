@@ -7,17 +7,10 @@
 #include "kernels/reference/transformer.hpp"
 
 namespace plexus::reference {
+using detail::check_width;
+using detail::check_pair;
 namespace {
 
-void check_width(ConstMatrixView x, index_t width, const char* kernel) {
-  detail::require(detail::valid_view(x), kernel, "invalid matrix view (ld < cols)");
-  detail::require(width > 0 && width >= x.cols, kernel, "width must be positive and >= cols");
-}
-
-void check_pair(ConstMatrixView x, ConstMatrixView dy, const char* kernel) {
-  detail::require(detail::valid_view(x) && detail::valid_view(dy), kernel, "invalid matrix view (ld < cols)");
-  detail::require(x.rows == dy.rows && x.cols == dy.cols, kernel, "shapes differ");
-}
 
 }  // namespace
 
