@@ -32,8 +32,20 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes) {
 }
 }  // namespace
 
+CpuBackend::~CpuBackend() {
+  for (auto& [bytes, blocks] : cached_)
+    for (void* p : blocks) detail::host_free(p);
+}
+
 void* CpuBackend::allocate(std::size_t bytes) {
-  void* p = detail::host_aligned_alloc(bytes);
+  void* p = nullptr;
+  if (auto it = cached_.find(bytes); it != cached_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= bytes;
+  } else {
+    p = detail::host_aligned_alloc(bytes);
+  }
   if (bytes >= kParallelZeroBytes)
     parallel_memset_zero(p, bytes, threads_for(static_cast<index_t>(bytes)));
   else
@@ -44,8 +56,16 @@ void* CpuBackend::allocate(std::size_t bytes) {
 
 void CpuBackend::deallocate(void* p, std::size_t bytes) noexcept {
   if (!p) return;
-  detail::host_free(p);
   count_free(bytes);
+  if (bytes <= kCachedBlockMax && cached_bytes_ + bytes <= kCachedTotalMax) {
+    try {
+      cached_[bytes].push_back(p);
+      cached_bytes_ += bytes;
+      return;
+    } catch (...) {  // no memory for the bookkeeping: just free it
+    }
+  }
+  detail::host_free(p);
 }
 
 // Host and "device" are the same memory here; memmove also tolerates overlapping ranges.

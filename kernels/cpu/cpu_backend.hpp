@@ -11,6 +11,9 @@
 // by one thread in a fixed order, and partial results are combined in a fixed order.
 #include <omp.h>
 
+#include <unordered_map>
+#include <vector>
+
 #include "kernels/cpu/transformer.hpp"
 #include "plexus/backend.hpp"
 
@@ -23,6 +26,9 @@ inline constexpr index_t kParallelMinElements = 1 << 15;
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) : threads_(threads), transformer_(*this) {}
+  ~CpuBackend() override;
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
 
@@ -67,6 +73,14 @@ class CpuBackend final : public Backend {
  private:
   int threads_;  // <= 0: the OpenMP default
   CpuTransformerKernels transformer_;
+  // Freed buffers kept for the next request of the same size: a training step allocates the
+  // same temporaries every time, and fresh pages from the kernel would be faulted in again on
+  // every step. Only buffers up to kCachedBlockMax bytes, kCachedTotalMax in all; larger ones
+  // (a graph's feature blocks) go straight back to the system.
+  static constexpr std::size_t kCachedBlockMax = std::size_t{64} << 20;
+  static constexpr std::size_t kCachedTotalMax = std::size_t{256} << 20;
+  std::unordered_map<std::size_t, std::vector<void*>> cached_;
+  std::size_t cached_bytes_ = 0;
 };
 
 }  // namespace plexus::cpu
