@@ -150,6 +150,41 @@ TEST(Gpt, CpuBackendMatchesReference) {
   }
 }
 
+// On a GPU: one step's loss and gradients as on the CPU backend (skipped without a device).
+TEST(Gpt, CudaBackendMatchesCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible";
+  GptConfig cfg = tiny(true);
+  cfg.layers = 3;
+  cfg.heads = 4;
+  cfg.embed = 64;
+  cfg.block = 32;
+  cfg.vocab = 65;
+  auto cpu = make_cpu_backend(2);
+  auto gpu = make_cuda_backend(0);
+  auto g1 = ProcessGrid::single(), g2 = ProcessGrid::single();
+  GptModel a(*cpu, *g1, cfg, 4), b(*gpu, *g2, cfg, 4);
+  a.init_weights(9);
+  b.init_weights(9);
+  std::mt19937_64 rng(4);
+  const Batch batch = random_batch(rng, a.layout().rows, cfg.vocab);
+  const GptDropout drop{0.1f, 7, 2};
+  a.zero_grads();
+  b.zero_grads();
+  const double la = a.step(batch.ids, batch.targets, 1.0f / 128, drop, true);
+  const double lb = b.step(batch.ids, batch.targets, 1.0f / 128, drop, true);
+  EXPECT_NEAR(la, lb, 1e-5 * std::fabs(la));
+  for (std::size_t k = 0; k < a.params().size(); ++k) {
+    const auto ga = host(*cpu, a.params()[k].grad, a.params()[k].size());
+    const auto gb = host(*gpu, b.params()[k].grad, b.params()[k].size());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < ga.size(); ++i) {
+      num += (ga[i] - gb[i]) * double(ga[i] - gb[i]);
+      den += ga[i] * double(ga[i]);
+    }
+    EXPECT_LE(std::sqrt(num), 1e-4 * std::sqrt(den) + 1e-9) << a.params()[k].name;
+  }
+}
+
 // Weights survive gather → load; init is a function of the seed only.
 TEST(Gpt, GatherLoadRoundTripAndSeededInit) {
   auto be = make_cpu_backend(1);

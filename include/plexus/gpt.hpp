@@ -70,6 +70,7 @@ struct GptStepMetrics {
   double lr = 0, grad_norm = 0;
   double step_seconds = 0, tokens_per_second = 0;
   std::array<double, 3> comm_bytes{};  // this step's collectives per axis (x, y, z), summed over ranks
+  double comm_seconds = 0;             // this rank's time inside collectives
   bool evaluated = false;
   double val_loss = 0;     // when evaluated (after this step)
 };

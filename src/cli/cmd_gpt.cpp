@@ -18,7 +18,7 @@ struct GptTrainOptions {
   std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1";
   index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
   int threads = 0;
-  bool untie = false, quiet = false;
+  bool untie = false, quiet = false, profile = false;
   GptTrainConfig cfg;
 };
 
@@ -55,11 +55,7 @@ nlohmann::json step_json(const GptStepMetrics& m) {
                    {"grad_norm", m.grad_norm},
                    {"step_seconds", m.step_seconds},
                    {"tokens_per_second", m.tokens_per_second},
-                   {"comm_bytes",
-                    {{"total", m.comm_bytes[0] + m.comm_bytes[1] + m.comm_bytes[2]},
-                     {"x", m.comm_bytes[0]},
-                     {"y", m.comm_bytes[1]},
-                     {"z", m.comm_bytes[2]}}}};
+                   {"comm_bytes", axis_bytes_json(m.comm_bytes)}};
   if (m.evaluated) j["val_loss"] = m.val_loss;
   return j;
 }
@@ -69,11 +65,10 @@ void run_gpt_train(GptTrainOptions& o) {
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
   validate(o.cfg);
-  auto backend = make_backend(o.backend, o.threads);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
-  if (backend->device() == Device::CUDA && grid->size() > 1)
-    throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
-                                  "use --backend cpu with --grid");
+  RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
+  Backend* backend = &run.get();
+  ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
 
@@ -102,6 +97,9 @@ void run_gpt_train(GptTrainOptions& o) {
   if (!root) return;
   if (!o.save.empty()) write_gpt_model_h5(o.save, GptModelFile{o.cfg.model, corpus.chars, r.weights});
   fmt::print("{} parameters; best validation loss {:.4f} ({:.1f} s)\n", r.params, r.best_val_loss, r.total_seconds);
+  double comm_seconds = 0;
+  for (const GptStepMetrics& m : r.steps) comm_seconds += m.comm_seconds;
+  if (profiler) print_profile(*profiler, r.total_seconds, comm_seconds);
   if (!o.metrics.empty()) {
     metrics_text += nlohmann::json{{"summary", true},
                                    {"initial_val_loss", r.initial_val_loss},
@@ -115,7 +113,8 @@ void run_gpt_train(GptTrainOptions& o) {
                                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
                                    {"ranks", grid->size()},
                                    {"grid", grid->shape().str()},
-                                   {"backend", backend->name()}}
+                                   {"backend", backend->name()},
+                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
                         .dump() +
                     "\n";
     write_file_atomic(o.metrics, metrics_text);
@@ -184,6 +183,8 @@ void add_gpt_command(CLI::App& app) {
   train->add_option("--metrics", t->metrics, "Write per-step metrics as JSON Lines to FILE");
   train->add_option("--save", t->save, "Write the trained model (HDF5, GPT-2 tensor names) to FILE");
   train->add_flag("--quiet,-q", t->quiet, "Print only the final result");
+  train->add_flag("--profile", t->profile,
+                  "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");
   train->callback([t, train] {
     if (!t->config.empty()) apply_config_file(t->config, *train);
     run_gpt_train(*t);

@@ -24,7 +24,7 @@ struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline";
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   int threads = 0;
-  bool quiet = false;
+  bool quiet = false, profile = false;
   TrainConfig cfg;
 };
 
@@ -39,11 +39,7 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
           {"train_seconds", m.train_seconds},
           {"compute_seconds", m.compute_seconds},
           {"comm_seconds", m.comm_seconds},
-          {"comm_bytes",
-           {{"total", m.comm_bytes[0] + m.comm_bytes[1] + m.comm_bytes[2]},
-            {"x", m.comm_bytes[0]},
-            {"y", m.comm_bytes[1]},
-            {"z", m.comm_bytes[2]}}},
+          {"comm_bytes", axis_bytes_json(m.comm_bytes)},
           {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}};
 }
 
@@ -52,11 +48,10 @@ void run_train(TrainOptions& o) {
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
-  auto backend = make_backend(o.backend, o.threads);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
-  if (backend->device() == Device::CUDA && grid->size() > 1)
-    throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
-                                  "use --backend cpu with --grid");
+  RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
+  Backend* backend = &run.get();
+  ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
 
@@ -121,6 +116,11 @@ void run_train(TrainOptions& o) {
   if (!root) return;
   fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
              r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);
+  if (profiler) {
+    double comm_seconds = 0;
+    for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
+    print_profile(*profiler, r.total_seconds, comm_seconds);
+  }
   if (!o.metrics.empty()) {
     metrics_text += nlohmann::json{{"summary", true},
                                    {"best_epoch", r.best_epoch + 1},
@@ -139,7 +139,8 @@ void run_train(TrainOptions& o) {
                                    {"balance", balance_name(balance)},
                                    {"agg_chunks", o.cfg.agg_chunks},
                                    {"shard_adj", o.cfg.shard_adj},
-                                   {"backend", backend->name()}}
+                                   {"backend", backend->name()},
+                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
                         .dump() +
                     "\n";
     write_file_atomic(o.metrics, metrics_text);
@@ -186,6 +187,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--balance-seed", c.balance_seed, "Seed of --balance permute on a plain file")->capture_default_str();
   cmd->add_option("--metrics", opts->metrics, "Write per-epoch metrics as JSON Lines to FILE");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");
+  cmd->add_flag("--profile", opts->profile,
+                "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");
   cmd->callback([opts, cmd] {
     if (!opts->config.empty()) apply_config_file(opts->config, *cmd);
     run_train(*opts);

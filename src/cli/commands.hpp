@@ -2,10 +2,14 @@
 // Subcommands of the `plexus` tool. Each registers its options and a callback on the app.
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "plexus/backend.hpp"
+#include "plexus/profiling.hpp"
 
 namespace plexus::cli {
 
@@ -26,6 +30,14 @@ std::string default_dataset(const std::string& name = "cora.h5");
 void apply_config_file(const std::string& path, CLI::App& cmd);
 // The backend named by --backend (auto: CUDA when a GPU is visible, else the CPU).
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads);
+// The backend a run computes on: --backend's, wrapped in a ProfilingBackend with --profile.
+// Refuses the CUDA backend on a grid of more than one rank (no NCCL collectives yet).
+struct RunBackend {
+  std::unique_ptr<Backend> device;
+  std::unique_ptr<ProfilingBackend> profiler;
+  Backend& get() { return profiler ? *profiler : *device; }
+};
+RunBackend make_run_backend(const std::string& name, int threads, bool profile, int ranks);
 // --threads: 0 means the node's cores divided among its ranks.
 int threads_per_rank(int threads);
 
@@ -33,6 +45,15 @@ int threads_per_rank(int threads);
 double peak_rss_bytes();
 // Its resident set size now, in bytes (/proc/self/statm; 0 where that is unavailable).
 double current_rss_bytes();
+
+// The kernel table of a run on a ProfilingBackend (`--profile`): per kernel and per family
+// (matrix products, attention, ...) its seconds, calls and share of `wall_seconds`, then the
+// collectives and what remains outside both (host code, launches).
+void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_seconds);
+// {"total", "x", "y", "z"} of per-axis bytes.
+nlohmann::json axis_bytes_json(const std::array<double, 3>& bytes);
+// {"kernel": {"seconds": s, "calls": n}, ...}
+nlohmann::json profile_json(const ProfilingBackend& p);
 
 // Writes `text` to `path` atomically (temporary file + rename).
 void write_file_atomic(const std::string& path, const std::string& text);

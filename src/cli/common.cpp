@@ -62,10 +62,66 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
   return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(threads);
 }
 
+RunBackend make_run_backend(const std::string& name, int threads, bool profile, int ranks) {
+  RunBackend r;
+  r.device = make_backend(name, threads);
+  if (r.device->device() == Device::CUDA && ranks > 1)
+    throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
+                                  "use --backend cpu with --grid");
+  if (profile) r.profiler = std::make_unique<ProfilingBackend>(*r.device);
+  return r;
+}
+
 int threads_per_rank(int threads) {
   if (threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
   if (threads > 0) return threads;
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ProcessGrid::ranks_on_this_node());
+}
+
+void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_seconds) {
+  // Families, in print order; a kernel belongs to the first whose prefix it starts with.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> families = {
+      {"matrix products (gemm)", {"gemm"}},
+      {"sparse products (spmm)", {"spmm"}},
+      {"attention", {"attention_"}},
+      {"layernorm", {"layernorm_"}},
+      {"gelu", {"gelu_"}},
+      {"optimizer (adam, norm)", {"adam_step", "squared_norm"}},
+      {"memory (allocate, copies)", {"allocate", "copy_"}},
+      {"other kernels", {""}}};
+  std::vector<double> family_seconds(families.size(), 0.0);
+  std::vector<std::pair<std::string, ProfilingBackend::Entry>> rows(p.entries().begin(), p.entries().end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  double kernels = 0;
+  fmt::print("{:<26} {:>10} {:>10} {:>8}\n", "kernel", "seconds", "calls", "share");
+  for (const auto& [name, e] : rows) {
+    kernels += e.seconds;
+    fmt::print("{:<26} {:>10.4f} {:>10} {:>7.1f}%\n", name, e.seconds, e.calls, 100.0 * e.seconds / wall_seconds);
+    for (std::size_t f = 0; f < families.size(); ++f) {
+      const auto& prefixes = families[f].second;
+      if (std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& x) { return name.starts_with(x); })) {
+        family_seconds[f] += e.seconds;
+        break;
+      }
+    }
+  }
+  fmt::print("{:<32} {:>10} {:>8}\n", "family", "seconds", "share");
+  for (std::size_t f = 0; f < families.size(); ++f)
+    fmt::print("{:<32} {:>10.4f} {:>7.1f}%\n", families[f].first, family_seconds[f],
+               100.0 * family_seconds[f] / wall_seconds);
+  fmt::print("{:<32} {:>10.4f} {:>7.1f}%\n", "collectives", comm_seconds, 100.0 * comm_seconds / wall_seconds);
+  const double rest = wall_seconds - kernels - comm_seconds;
+  fmt::print("{:<32} {:>10.4f} {:>7.1f}%\n", "outside kernels and collectives", rest, 100.0 * rest / wall_seconds);
+}
+
+nlohmann::json axis_bytes_json(const std::array<double, 3>& b) {
+  return {{"total", b[0] + b[1] + b[2]}, {"x", b[0]}, {"y", b[1]}, {"z", b[2]}};
+}
+
+nlohmann::json profile_json(const ProfilingBackend& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, e] : p.entries()) j[name] = {{"seconds", e.seconds}, {"calls", e.calls}};
+  return j;
 }
 
 std::string default_dataset(const std::string& name) {

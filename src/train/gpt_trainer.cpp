@@ -143,6 +143,7 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
     m.step_seconds = seconds_since(t_step);
     m.tokens_per_second = static_cast<double>(tokens_per_step) / m.step_seconds;
     m.comm_bytes = comm_bytes(grid);
+    for (Axis a : {Axis::X, Axis::Y, Axis::Z}) m.comm_seconds += grid.comm(a).stats().seconds;
 
     if (eval_on && ((it + 1) % cfg.eval_every == 0 || it + 1 == cfg.iters)) {
       m.evaluated = true;

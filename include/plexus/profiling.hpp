@@ -1,0 +1,64 @@
+#pragma once
+// ProfilingBackend: a Backend that runs every kernel on another backend and times it, waiting
+// for the device after each call so that each time is that kernel's own (on a GPU this
+// serialises the stream: totals are a breakdown, not the unprofiled run time).
+// `plexus train --profile` and `plexus gpt train --profile` print its table.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "plexus/backend.hpp"
+
+namespace plexus {
+
+class ProfilingBackend final : public Backend {
+ public:
+  struct Entry {
+    double seconds = 0;
+    std::uint64_t calls = 0;
+  };
+  explicit ProfilingBackend(Backend& inner);
+  ~ProfilingBackend() override;
+  // Seconds and calls per kernel (method name, e.g. "gemm", "attention_backward").
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  void clear() { entries_.clear(); }
+
+  Device device() const override { return inner_.device(); }
+  std::string name() const override { return inner_.name(); }
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* p, std::size_t bytes) noexcept override;
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
+  void synchronize() override { inner_.synchronize(); }
+  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;
+  void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta, MatrixView c) override;
+  void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) override;
+  void fill(MatrixView m, float value) override;
+  void copy(ConstMatrixView src, MatrixView dst) override;
+  void add_bias(MatrixView m, const float* bias) override;
+  void column_sum(ConstMatrixView m, float beta, float* out) override;
+  void relu(MatrixView m) override;
+  void relu_backward(ConstMatrixView activated, MatrixView grad) override;
+  void dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) override;
+  void row_max(ConstMatrixView x, float* row_max) override;
+  void row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) override;
+  LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp, const std::int32_t* labels,
+                         const float* weights, index_t col0, MatrixView grad) override;
+  void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
+  void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override;
+  TransformerKernels& transformer() override;
+
+ private:
+  // Runs f on the inner backend, waits for it, and adds the time to `kernel`.
+  template <class F>
+  auto timed(const char* kernel, F&& f) -> decltype(f());
+
+  class Transformer;
+  Backend& inner_;
+  std::map<std::string, Entry> entries_;
+  std::unique_ptr<Transformer> transformer_;
+};
+
+}  // namespace plexus
