@@ -449,7 +449,9 @@ TEST_F(CudaBackendTest, CoraTrainingMatchesCpuBackend) {
     EXPECT_NEAR(g.test_acc, h.test_acc, 0.015);
     EXPECT_NEAR(g.best_val_acc, h.best_val_acc, 0.015);
     EXPECT_NEAR(g.epochs.back().train_acc, h.epochs.back().train_acc, 0.015);
-    if (c.layers == 2) EXPECT_GE(g.test_acc, 0.78);  // Kipf & Welling report 81.5 %
+    if (c.layers == 2) {
+      EXPECT_GE(g.test_acc, 0.78);  // Kipf & Welling report 81.5 %
+    }
   }
 }
 
