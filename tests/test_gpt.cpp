@@ -115,6 +115,35 @@ INSTANTIATE_TEST_SUITE_P(TiedAndDropout, GptGradients,
                          ::testing::Values(std::make_tuple(true, 0.0f), std::make_tuple(false, 0.0f),
                                            std::make_tuple(true, 0.2f)));
 
+// One training step of the same model on two backends: the same loss to 1e-5 and every
+// parameter's gradient to 1e-4 (relative, norm-wise).
+void expect_same_step(Backend& a_be, Backend& b_be, const GptConfig& cfg, index_t batch, std::uint64_t seed) {
+  auto g1 = ProcessGrid::single(), g2 = ProcessGrid::single();
+  GptModel a(a_be, *g1, cfg, batch), b(b_be, *g2, cfg, batch);
+  a.init_weights(seed);
+  b.init_weights(seed);
+  std::mt19937_64 rng(seed);
+  const Batch data = random_batch(rng, a.layout().rows, cfg.vocab);
+  const GptDropout drop{0.1f, 7, 1};
+  const float scale = 1.0f / static_cast<float>(a.layout().rows);
+  a.zero_grads();
+  b.zero_grads();
+  const double la = a.step(data.ids, data.targets, scale, drop, true);
+  const double lb = b.step(data.ids, data.targets, scale, drop, true);
+  EXPECT_NEAR(la, lb, 1e-5 * std::fabs(la));
+  for (std::size_t k = 0; k < a.params().size(); ++k) {
+    const GptParam& pa = a.params()[k];
+    const GptParam& pb = b.params()[k];
+    const auto ga = host(a_be, pa.grad, pa.size()), gb = host(b_be, pb.grad, pb.size());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < ga.size(); ++i) {
+      num += (ga[i] - gb[i]) * double(ga[i] - gb[i]);
+      den += ga[i] * double(ga[i]);
+    }
+    EXPECT_LE(std::sqrt(num), 1e-4 * std::sqrt(den) + 1e-9) << pa.name;
+  }
+}
+
 // The CPU backend computes the same loss and gradients as the reference backend.
 TEST(Gpt, CpuBackendMatchesReference) {
   GptConfig cfg = tiny(true);
@@ -125,29 +154,7 @@ TEST(Gpt, CpuBackendMatchesReference) {
   cfg.vocab = 29;
   auto ref = make_reference_backend();
   auto cpu = make_cpu_backend(2);
-  auto g1 = ProcessGrid::single(), g2 = ProcessGrid::single();
-  GptModel a(*ref, *g1, cfg, 3), b(*cpu, *g2, cfg, 3);
-  a.init_weights(5);
-  b.init_weights(5);
-  std::mt19937_64 rng(3);
-  const Batch batch = random_batch(rng, a.layout().rows, cfg.vocab);
-  const GptDropout drop{0.1f, 7, 1};
-  a.zero_grads();
-  b.zero_grads();
-  const double la = a.step(batch.ids, batch.targets, 0.02f, drop, true);
-  const double lb = b.step(batch.ids, batch.targets, 0.02f, drop, true);
-  EXPECT_NEAR(la, lb, 1e-5 * std::fabs(la));
-  for (std::size_t k = 0; k < a.params().size(); ++k) {
-    const GptParam& pa = a.params()[k];
-    const GptParam& pb = b.params()[k];
-    const auto ga = host(*ref, pa.grad, pa.size()), gb = host(*cpu, pb.grad, pb.size());
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < ga.size(); ++i) {
-      num += (ga[i] - gb[i]) * double(ga[i] - gb[i]);
-      den += ga[i] * double(ga[i]);
-    }
-    EXPECT_LE(std::sqrt(num), 1e-4 * std::sqrt(den) + 1e-9) << pa.name;
-  }
+  expect_same_step(*ref, *cpu, cfg, 3, 5);
 }
 
 // On a GPU: one step's loss and gradients as on the CPU backend (skipped without a device).
@@ -161,28 +168,7 @@ TEST(Gpt, CudaBackendMatchesCpu) {
   cfg.vocab = 65;
   auto cpu = make_cpu_backend(2);
   auto gpu = make_cuda_backend(0);
-  auto g1 = ProcessGrid::single(), g2 = ProcessGrid::single();
-  GptModel a(*cpu, *g1, cfg, 4), b(*gpu, *g2, cfg, 4);
-  a.init_weights(9);
-  b.init_weights(9);
-  std::mt19937_64 rng(4);
-  const Batch batch = random_batch(rng, a.layout().rows, cfg.vocab);
-  const GptDropout drop{0.1f, 7, 2};
-  a.zero_grads();
-  b.zero_grads();
-  const double la = a.step(batch.ids, batch.targets, 1.0f / 128, drop, true);
-  const double lb = b.step(batch.ids, batch.targets, 1.0f / 128, drop, true);
-  EXPECT_NEAR(la, lb, 1e-5 * std::fabs(la));
-  for (std::size_t k = 0; k < a.params().size(); ++k) {
-    const auto ga = host(*cpu, a.params()[k].grad, a.params()[k].size());
-    const auto gb = host(*gpu, b.params()[k].grad, b.params()[k].size());
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < ga.size(); ++i) {
-      num += (ga[i] - gb[i]) * double(ga[i] - gb[i]);
-      den += ga[i] * double(ga[i]);
-    }
-    EXPECT_LE(std::sqrt(num), 1e-4 * std::sqrt(den) + 1e-9) << a.params()[k].name;
-  }
+  expect_same_step(*cpu, *gpu, cfg, 4, 9);
 }
 
 // Weights survive gather → load; init is a function of the seed only.

@@ -168,6 +168,15 @@ TEST_P(Kernels, Axpby) {
       });
       expect_close(got, want, kTol, "axpby n=" + std::to_string(n));
     }
+    // x may be y: scaling in place (gradient clipping).
+    const auto x = random_vec(rng, n);
+    auto [got, want] = both([&](Backend& be2) {
+      Buffer<float> dx(be2, x);
+      be2.axpby(n, 0.25f, dx.data(), 0.0f, dx.data());
+      return dx.to_host();
+    });
+    expect_close(got, want, kTol, "axpby in place n=" + std::to_string(n));
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 0.25f * x[i]);
   }
 }
 

@@ -62,7 +62,7 @@ class Backend {
   // C = alpha·op(A)·op(B) + beta·C.
   virtual void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
                     MatrixView c) = 0;
-  // y[i] = alpha·x[i] + beta·y[i] over n contiguous floats.
+  // y[i] = alpha·x[i] + beta·y[i] over n contiguous floats. x may be y (y = alpha·y scales).
   virtual void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) = 0;
   virtual void fill(MatrixView m, float value) = 0;
   // Copies src into dst (same shape, any leading dimensions).

@@ -8,7 +8,7 @@
 //   u >= 0:  s = 1/(1 + q),  c = q/(1 + q);      u < 0:  s = q/(1 + q),  c = 1/(1 + q)
 //   gelu(x) = x·s,   gelu'(x) = s + 2·x·u'·s·c,   u' = √(2/π)·(1 + 3·0.044715·x²)
 // glibc has SIMD variants of expf/tanhf only under -ffast-math, so calling either would keep
-// these loops scalar: exp_neg is a vectorizable expf for the range needed. Clamps and the
+// these loops scalar: exp_neg is simd_exp.hpp's vectorizable expf. Clamps and the
 // choice by sign work on integer bits, because under the default -ftrapping-math GCC does not
 // turn float comparisons or conditional divisions into selects, and a branch stops
 // vectorization.
@@ -19,6 +19,7 @@
 
 #include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/simd_exp.hpp"
 
 namespace plexus::cpu {
 namespace {
@@ -38,27 +39,8 @@ std::uint32_t bits(float v) { return std::bit_cast<std::uint32_t>(v); }
 // floats' bits is their order.
 float min_nonneg(float a, float b) { return std::bit_cast<float>(std::min(bits(a), bits(b))); }
 
-// e^(−a) for 0 <= a <= kExpMax: Cody–Waite reduction −a = n·ln2 + r (|r| <= ln2/2), Cephes'
-// expf polynomial for e^r (about 2 ulp), and 2^n assembled in the exponent bits. Adding
-// 1.5·2^23 rounds −a·log2(e) to the integer n, which then sits in the low mantissa bits of t.
-inline float exp_neg(float a) {
-  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;
-  const float v = -a;
-  const float t = v * kLog2e + kRound;
-  const float n = t - kRound;
-  const float r = (v - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  // Unsigned arithmetic: n < 0 gives the bits of n + 127 without a signed shift.
-  const std::uint32_t scale = (bits(t) - 0x4B400000u + 127u) << 23;
-  return p * std::bit_cast<float>(scale);
-}
+// e^(−a) for 0 <= a <= kExpMax.
+inline float exp_neg(float a) { return exp_in_range(-a); }
 
 // s = 0.5·(1 + tanh(u)) and c = 1 − s for the GELU argument u of x. A NaN x gives s, c of 0
 // and 1, but x itself then makes gelu = x·s and the gelu' term 2·x·s·c NaN.

@@ -27,6 +27,7 @@
 #include "kernels/common/host_alloc.hpp"
 #include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/simd_exp.hpp"
 #include "kernels/cpu/philox_lanes.hpp"
 
 namespace plexus::cpu {
@@ -74,9 +75,8 @@ inline void tile_nn(const float* __restrict a, index_t lda, const float* __restr
   }
 }
 
-// exp(x), branch-free so that the softmax loops vectorize (a libm call would not):
-// x = n·ln2 + r with |r| <= ln2/2, exp(r) by Cephes' degree-6 polynomial (about 1 ulp), 2^n
-// through the exponent bits. x is clamped to [-87, 88], where 2^n is a normal float; softmax
+// exp(x), branch-free so that the softmax loops vectorize (simd_exp.hpp). x is clamped to
+// [-87, 88], where 2^n is a normal float; softmax
 // arguments are <= 0 (up to rounding), and exp(-87) ≈ 1.6e-38 is as good as 0 next to the
 // row's largest term, which is 1. The clamp is an integer blend because GCC (with the
 // default -ftrapping-math) does not vectorize a loop holding a float select.
@@ -90,21 +90,7 @@ inline float exp_clamped(float x) {
     bits = (bits & ~above) | (0x42B00000u & above);  // 88.0f
     std::memcpy(&x, &bits, sizeof x);
   }
-  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;  // 1.5·2^23: adding and subtracting it rounds to an integer
-  const float n = (x * kLog2e + kRound) - kRound;
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const auto bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
-  float two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  return p * two_n;
+  return exp_in_range(x);
 }
 
 // keep[j] = (dropout_keep(key, row, j, p) ? inv : 0) for j < n, the factor a probability is

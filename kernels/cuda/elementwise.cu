@@ -12,8 +12,8 @@ namespace plexus::cuda {
 namespace {
 
 // ---- 1D ----------------------------------------------------------------------------------
-__global__ void axpby_kernel(std::size_t n, float alpha, const float* __restrict__ x, float beta,
-                             float* __restrict__ y) {
+// No __restrict__: x may be y (each element is read and written by one thread).
+__global__ void axpby_kernel(std::size_t n, float alpha, const float* x, float beta, float* y) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     y[i] = (beta == 0.0f) ? alpha * x[i] : fmaf(alpha, x[i], beta * y[i]);

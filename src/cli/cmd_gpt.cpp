@@ -72,9 +72,10 @@ void run_gpt_train(GptTrainOptions& o) {
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
 
+  double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime (as plexus train)
+  grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
-  const double base_rss = current_rss_bytes();
   if (!o.quiet)
     fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}\n", o.data,
                corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str());

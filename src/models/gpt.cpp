@@ -296,12 +296,8 @@ double GptModel::grad_squared_norm() {
 }
 
 void GptModel::scale_grads(float s) {
-  for (const GptParam& p : params_) {
-    if (!p.size()) continue;
-    if (grad_copy_.size() < p.size()) grad_copy_ = Buffer<float>(be_, p.size());
-    be_.copy_on_device(grad_copy_.data(), p.grad, p.size() * sizeof(float));
-    be_.axpby(p.size(), s, grad_copy_.data(), 0.0f, p.grad);
-  }
+  for (const GptParam& p : params_)
+    if (p.size()) be_.axpby(p.size(), s, p.grad, 0.0f, p.grad);
 }
 
 void GptModel::weights_updated() {

@@ -82,7 +82,6 @@ class GptModel {
   Buffer<std::int32_t> labels_;
   Matrix d_logits_;
   std::vector<std::int32_t> positions_;
-  Buffer<float> grad_copy_;  // scale_grads' source (axpby's x and y must not alias)
   std::vector<GptParam> params_;
 };
 

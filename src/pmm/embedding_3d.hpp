@@ -31,6 +31,8 @@ class Embedding3D {
  private:
   Backend& be_;
   Linear3D& table_;
+  std::vector<std::int32_t> ids_;  // of the last forward
+  HostCsr gather_host_;
   CsrMatrix gather_, scatter_;
 };
 

@@ -1,0 +1,27 @@
+#pragma once
+// A vectorisable expf for the CPU kernels (GELU, attention's softmax). glibc has SIMD expf
+// only under -ffast-math, so a call to std::exp keeps a loop scalar.
+#include <bit>
+#include <cstdint>
+
+namespace plexus::cpu {
+
+// e^x for −87 <= x <= 88 (callers clamp): Cody–Waite reduction x = n·ln2 + r (|r| <= ln2/2),
+// Cephes' expf polynomial for e^r (about 2 ulp), and 2^n assembled in the exponent bits.
+inline float exp_in_range(float x) {
+  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5·2^23: adding and subtracting it rounds to an integer
+  const float n = (x * kLog2e + kRound) - kRound;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const auto scale = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
+  return p * std::bit_cast<float>(scale);
+}
+
+}  // namespace plexus::cpu
