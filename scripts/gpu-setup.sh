@@ -14,7 +14,9 @@ for d in lib lib64 bin sbin; do
     mkdir -p "$stage/usr/$d" && cp -an "$stage/$d/." "$stage/usr/$d/" && rm -rf "${stage:?}/$d"
   fi
 done
-cp -an "$stage/." /
+rm -rf "$stage/usr/share/doc" "$stage/usr/share/man"
+# Links the machine already resolves elsewhere stay as they are; cp reports them and goes on.
+cp -an "$stage/." / 2>/dev/null || true
 rm -rf "$stage"
 while read -r link target; do
   [[ -e "$link" || -L "$link" ]] || { mkdir -p "$(dirname "$link")"; ln -s "$target" "$link"; }
@@ -27,11 +29,15 @@ for l in crypto curl sz z; do
   fi
 done
 ldconfig
+# A venv's python finds its packages only when started by its own path (a symlink to it starts the
+# bare base interpreter), so /usr/bin/python3 becomes a wrapper script that execs it.
 if ! /usr/bin/python3 -c 'import h5py, numpy' 2>/dev/null; then
   py=$(command -v python3)
   if [[ "$py" != /usr/bin/python3 ]] && "$py" -c 'import h5py, numpy'; then
-    mv /usr/bin/python3 /usr/bin/python3.system 2>/dev/null || true
-    ln -sf "$py" /usr/bin/python3
+    [[ -e /usr/bin/python3 && ! -e /usr/bin/python3.system ]] && mv /usr/bin/python3 /usr/bin/python3.system
+    rm -f /usr/bin/python3
+    printf '#!/bin/sh\nexec %s "$@"\n' "$py" > /usr/bin/python3 && chmod +x /usr/bin/python3
   fi
 fi
+/usr/bin/python3 -c 'import h5py, numpy, torch' || echo "gpu-setup: /usr/bin/python3 lacks h5py, numpy or torch"
 echo "gpu-setup: done ($(mpirun --version 2>&1 | head -1); $(h5pcc -showconfig 2>/dev/null | grep -m1 'HDF5 Version' | xargs))"

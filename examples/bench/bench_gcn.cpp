@@ -18,27 +18,20 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
-#include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
-#include "plexus/sparse.hpp"
 #include "plexus/train.hpp"
 
 using namespace plexus;
+using bench::median;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Runs `f` once untimed (warm-up) and then `reps` times; returns the median seconds.
 double time_median(int reps, const std::function<void()>& f, Backend* be = nullptr) {
@@ -120,17 +113,13 @@ int main(int argc, char** argv) {
   auto be = make_cpu_backend(threads);
   const int nthreads = threads > 0 ? threads : omp_get_max_threads();
 
-  double t0 = now_s();
-  const GraphData g = read_graph_h5(path);
-  const double load_s = now_s() - t0;
-  t0 = now_s();
-  const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
-  const double norm_s = now_s() - t0;
+  const bench::LoadedGraph loaded = bench::load_graph(path, "bench_gcn");
+  const GraphData& g = loaded.graph;
+  const HostCsr& a_hat = loaded.a_hat;
   const index_t n = g.num_nodes, nnz = a_hat.nnz(), f = 128;
-  std::printf("graph %s: N=%lld, stored edges=%lld, nnz(A_hat incl. self-loops)=%lld, F=%lld, C=%d\n",
-              path.c_str(), static_cast<long long>(n), static_cast<long long>(g.indices.size()),
-              static_cast<long long>(nnz), static_cast<long long>(g.num_features), g.num_classes);
-  std::printf("threads=%d  load %.2f s  gcn_normalize %.2f s  reps=%d (median)\n", nthreads, load_s, norm_s, reps);
+  bench::print_graph_line(path, loaded);
+  std::printf("threads=%d  load %.2f s  gcn_normalize %.2f s  reps=%d (median)\n", nthreads, loaded.load_seconds,
+              loaded.normalize_seconds, reps);
   std::fflush(stdout);
 
   // ---- (a) SpMM C = Â·X, X: N×128 -------------------------------------------------------
@@ -183,7 +172,7 @@ int main(int argc, char** argv) {
   cfg.lr = 0.01f;
   cfg.weight_decay = 5e-4f;
   auto grid = ProcessGrid::single();
-  t0 = now_s();
+  const double t0 = now_s();
   const TrainResult r = train_gcn(g, cfg, *be, *grid);
   const double train_total = now_s() - t0;
   std::vector<double> ep;

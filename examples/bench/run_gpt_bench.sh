@@ -28,13 +28,16 @@ DIR="$BUILD/bench"; mkdir -p "$DIR"
 LOG="$DIR/gpt_$(date +%Y%m%d_%H%M%S)"
 [[ -x "$BUILD/plexus" && -x "$BUILD/examples/bench_sgemm" ]] || { echo "build first: cmake --build build -j" >&2; exit 1; }
 
+# The peer's attention: F.scaled_dot_product_attention where this torch has it (--flash), else explicit.
+FLASH=$("$PYTHON" -c 'import torch.nn.functional as F; print("--flash" * hasattr(F, "scaled_dot_product_attention"))')
+
 "$BUILD/examples/bench_sgemm" --threads "$THREADS" | tee "$LOG.sgemm.txt"
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r"
   "$BUILD/plexus" gpt train --data "$DATA" "${MODEL[@]}" --iters "$STEPS" --eval-every 0 --threads "$THREADS" -q \
     --metrics "$LOG.plexus.$r.jsonl" >/dev/null
   "$PYTHON" "$ROOT/examples/bench/gpt_torch_peer.py" --data "$DATA" "${MODEL[@]}" --iters "$STEPS" \
-    --threads "$THREADS" >"$LOG.torch.$r.txt"
+    --threads "$THREADS" $FLASH >"$LOG.torch.$r.txt"
 done
 "$BUILD/plexus" gpt train --data "$DATA" "${MODEL[@]}" --iters "$STEPS" --eval-every 0 --threads "$THREADS" -q \
   --profile >"$LOG.profile.txt"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command on a GPU machine: Plexus (CUDA backend) against PyTorch Geometric's GCNConv on the
-# same GPU, the same file and the same math, in the same run.
+# same GPU, the same file and the same math, in the same run; then the SpMM/GEMM kernels alone
+# against cuSPARSE/cuBLAS and the GPU's copy bandwidth (examples/bench/bench_spmm_cuda.cpp).
 #   examples/bench/run_gpu_bench.sh [--nodes N] [--avg-degree D] [--features F] [--classes C]
 #                                   [--epochs E] [--layers L] [--hidden H]
 # Default: a graph shaped like ogbn-products (2,449,029 nodes, ~62M undirected edges, 100
@@ -55,3 +56,6 @@ ratio = px["train_seconds"] / tc["train_seconds_median"]
 print(f"train-step ratio plexus/pyg = {ratio:.3f} (goal <= 0.5: {'MET' if ratio <= 0.5 else 'NOT MET'})")
 print("BENCH_JSON " + json.dumps({"impl": "gpu_side_by_side", "ratio_train": ratio, "plexus": px, "pyg": tc}))
 PY
+echo "== SpMM / GEMM kernels: plexus CUDA backend vs cuSPARSE / cuBLAS"
+[[ -x "$BUILD/examples/bench_spmm_cuda" ]] || { echo "build it first: cmake --build $BUILD --target bench_spmm_cuda" >&2; exit 1; }
+"$BUILD/examples/bench_spmm_cuda" "$GRAPH" --features "$FEATURES" --hidden "$HIDDEN" --classes "$CLASSES" | tee "$LOG.spmm_cuda.txt"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -198,7 +199,8 @@ void CudaBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
 }
 
 void CudaBackend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
-  if (x.rows != out.rows || x.cols != out.cols) throw std::invalid_argument("dropout: shape mismatch");
+  detail::check_same_shape(x, out, "dropout");
+  detail::check_dropout_p(p);
   activate();
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   map2d(out.rows, out.cols, stream_, "dropout", DropoutOp{x.data, x.ld, out.data, out.ld, p, scale, key, row0, col0});

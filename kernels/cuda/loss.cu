@@ -95,7 +95,7 @@ __global__ void row_argmax_kernel(const float* __restrict__ x, index_t rows, ind
     std::int64_t bc = -1;
     for (index_t j = lane; j < cols; j += 32) {  // ascending: strict > keeps the first of ties
       const float v = xr[j];
-      if (v > bv) {
+      if (v > bv || (bc < 0 && v == bv)) {  // an all -inf row still has a candidate; NaN never wins
         bv = v;
         bc = col0 + j;
       }
@@ -112,7 +112,7 @@ __global__ void row_argmax_kernel(const float* __restrict__ x, index_t rows, ind
     if (lane == 0 && bc >= 0) {
       const float cur_v = best_val[i];
       const std::int64_t cur_c = best_col[i];
-      if (cur_c < 0 ? bv > cur_v : (bv > cur_v || (bv == cur_v && bc < cur_c))) {
+      if (bv > cur_v || (bv == cur_v && (cur_c < 0 || bc < cur_c))) {  // as the CPU backend merges
         best_val[i] = bv;
         best_col[i] = bc;
       }

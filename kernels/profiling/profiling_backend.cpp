@@ -102,7 +102,10 @@ void ProfilingBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, f
 }
 void ProfilingBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
                             MatrixView c) {
-  timed("gemm", [&] { inner_.gemm(ta, tb, alpha, a, b, beta, c); });
+  // By transposition: forward products (nn), weight gradients (tn) and input gradients (nt)
+  // have very different shapes, so each gets its own row.
+  static constexpr const char* kNames[2][2] = {{"gemm_nn", "gemm_nt"}, {"gemm_tn", "gemm_tt"}};
+  timed(kNames[ta == Trans::Yes][tb == Trans::Yes], [&] { inner_.gemm(ta, tb, alpha, a, b, beta, c); });
 }
 void ProfilingBackend::axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
   timed("axpby", [&] { inner_.axpby(n, alpha, x, beta, y); });

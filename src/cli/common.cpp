@@ -64,7 +64,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
 
 RunBackend make_run_backend(const std::string& name, int threads, bool profile, int ranks) {
   RunBackend r;
-  r.device = make_backend(name, threads);
+  // auto picks CUDA only where it can run: one rank, until the CUDA backend has NCCL collectives.
+  r.device = make_backend(name == "auto" && ranks > 1 ? "cpu" : name, threads);
   if (r.device->device() == Device::CUDA && ranks > 1)
     throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
                                   "use --backend cpu with --grid");
