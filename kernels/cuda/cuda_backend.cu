@@ -1,4 +1,5 @@
 // CudaBackend: construction, error reporting, memory, factories.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,13 @@ CudaBackend::CudaBackend(int device) : device_(device), tf32_(env_flag("PLEXUS_C
   // Blocking stream: ordered with the legacy default stream, so cudaMemcpy & co. issued by
   // other code on the default stream cannot race with our kernels.
   PLEXUS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
+  int pools = 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) == cudaSuccess && pools &&
+      cudaDeviceGetDefaultMemPool(&pool_, device_) == cudaSuccess) {
+    std::uint64_t keep_all = UINT64_MAX;  // never hand freed memory back to the driver on its own
+    if (cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep_all) != cudaSuccess) pool_ = nullptr;
+  }
+  cudaGetLastError();  // a device without pools just uses cudaMalloc/cudaFree
   try {
     PLEXUS_CUBLAS_CHECK(cublasCreate(&cublas_));
     PLEXUS_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
@@ -61,6 +69,7 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: errors here are reported and otherwise ignored.
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
+  if (pool_) cudaMemPoolTrimTo(pool_, 0);  // what this backend freed into the pool goes back
   if (scratch_) cudaFree(scratch_);
   if (cusparse_) cusparseDestroy(cusparse_);
   if (cublas_) cublasDestroy(cublas_);
@@ -114,10 +123,22 @@ void* CudaBackend::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   activate();
   void* p = nullptr;
-  PLEXUS_CUDA_CHECK(cudaMalloc(&p, bytes));
-  const cudaError_t e = cudaMemsetAsync(p, 0, bytes, stream_);
+  cudaError_t e = pool_ ? cudaMallocAsync(&p, bytes, stream_) : cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation && pool_) {
+    // The pool may hold enough free memory in pieces that do not fit this request: return it
+    // all to the driver (once the queued work that may still use it is done) and try again.
+    cudaGetLastError();
+    PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    PLEXUS_CUDA_CHECK(cudaMemPoolTrimTo(pool_, 0));
+    e = cudaMallocAsync(&p, bytes, stream_);
+  }
   if (e != cudaSuccess) {
-    cudaFree(p);
+    cudaGetLastError();
+    throw_cuda_error(e, pool_ ? "cudaMallocAsync(&p, bytes, stream_)" : "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
+  }
+  e = cudaMemsetAsync(p, 0, bytes, stream_);
+  if (e != cudaSuccess) {
+    (void)(pool_ ? cudaFreeAsync(p, stream_) : cudaFree(p));
     throw_cuda_error(e, "cudaMemsetAsync(p, 0, bytes, stream_)", __FILE__, __LINE__);
   }
   count_alloc(bytes);
@@ -128,8 +149,10 @@ void CudaBackend::deallocate(void* p, std::size_t bytes) noexcept {
   if (!p) return;
   int cur = -1;
   if (cudaGetDevice(&cur) == cudaSuccess && cur != device_) cudaSetDevice(device_);
-  // cudaFree waits for the device to finish, so in-flight kernels using p are safe.
-  const cudaError_t e = cudaFree(p);
+  // Both are safe for kernels still using p: cudaFreeAsync is ordered after the work queued on
+  // stream_ (all of this backend's kernels and library calls; the legacy default stream, which
+  // host copies use, is synchronous with it), and cudaFree waits for the whole device.
+  const cudaError_t e = pool_ ? cudaFreeAsync(p, stream_) : cudaFree(p);
   if (e != cudaSuccess) {
     std::fprintf(stderr, "plexus: cudaFree failed: %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
     cudaGetLastError();

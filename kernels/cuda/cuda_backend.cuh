@@ -131,6 +131,10 @@ class CudaBackend final : public Backend {
   int device_ = 0;
   bool tf32_ = false;
   cudaStream_t stream_ = nullptr;
+  // The device's default memory pool, when it has one: allocate/deallocate are then
+  // stream-ordered (cudaMallocAsync/cudaFreeAsync on stream_) and freed memory stays in the pool
+  // for the next request, instead of cudaFree synchronising the device in every training step.
+  cudaMemPool_t pool_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
   void* scratch_ = nullptr;
