@@ -422,6 +422,17 @@ TEST_P(TransformerKernels, SquaredNorm) {
     EXPECT_EQ(squared_norm_on(*be, v), got) << what;
     EXPECT_EQ(squared_norm_on(*cpu1, v), got) << what;
   }
+  // Many at once: each result is the single call's, bit for bit (empty pieces included).
+  std::vector<Buffer<float>> bufs;
+  std::vector<NormPiece> pieces;
+  for (const std::size_t n : {std::size_t{5}, std::size_t{0}, std::size_t{100000}, std::size_t{2048}, std::size_t{3}}) {
+    bufs.emplace_back(*be, random_vec(rng, n, -2.0f, 2.0f));
+    pieces.push_back({n, bufs.back().data()});
+  }
+  std::vector<double> norms(pieces.size(), -1.0);
+  be->transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    EXPECT_EQ(norms[i], be->transformer().squared_norm(pieces[i].n, pieces[i].x)) << "piece " << i;
   // Squares beyond float's range are summed in double.
   const std::vector<float> big{3e19f, -4e19f};
   const double want = static_cast<double>(big[0]) * big[0] + static_cast<double>(big[1]) * big[1];

@@ -5,6 +5,8 @@
 // t+7·256 of it in order, then a fixed shared-memory tree; det_sum reduces the chunk sums the
 // same way. The order depends on n only, and the CPU backend (kernels/cpu/reduction.cpp)
 // follows it too, so both return the same bits. No atomics.
+#include <algorithm>
+
 #include "kernels/cuda/cuda_backend.cuh"
 
 namespace plexus::cuda {
@@ -37,25 +39,43 @@ __global__ void __launch_bounds__(kSumThreads) squares_sum_kernel(const float* _
   if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
 }
 
+// Chunk sums of x (squares_sum_kernel), then det_sum into *result; `sums` and `ws` are
+// scratch of at least scratch_doubles(n) doubles. Everything stays on the stream.
+std::size_t sum_blocks(std::size_t n) { return (n + kSumChunk - 1) / kSumChunk; }
+std::size_t scratch_doubles(std::size_t n) { return sum_blocks(n) + det_sum_workspace(sum_blocks(n)); }
+
+void enqueue_squared_norm(std::size_t n, const float* x, double* scratch, double* result, cudaStream_t stream) {
+  const std::size_t blocks = sum_blocks(n);
+  squares_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(x, n, scratch);
+  PLEXUS_CUDA_CHECK_LAUNCH("squares_sum_kernel");
+  det_sum(scratch, blocks, result, scratch + blocks, stream);
+}
+
 }  // namespace
 
 double CudaTransformerKernels::squared_norm(std::size_t n, const float* x) {
-  if (n == 0) return 0.0;
-  be_.activate();
-  // Scratch layout: [chunk sums: blocks][det_sum workspace][result: 1], all doubles.
-  const std::size_t blocks = (n + kSumChunk - 1) / kSumChunk;
-  const std::size_t ws_n = det_sum_workspace(blocks);
-  auto* sums = static_cast<double*>(be_.scratch((blocks + ws_n + 1) * sizeof(double)));
-  double* ws = sums + blocks;
-  double* result = ws + ws_n;
-  cudaStream_t stream = be_.stream();
-  squares_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(x, n, sums);
-  PLEXUS_CUDA_CHECK_LAUNCH("squares_sum_kernel");
-  det_sum(sums, blocks, result, ws, stream);
   double out = 0.0;
-  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(&out, result, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const NormPiece piece{n, x};
+  squared_norms(&piece, 1, &out);
   return out;
+}
+
+void CudaTransformerKernels::squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
+  if (count == 0) return;
+  be_.activate();
+  // Scratch layout: [results: one per piece][chunk sums + det_sum workspace of the largest
+  // piece], all doubles. The pieces run one after another on the stream, so they share the
+  // second part; one copy and one wait at the end.
+  std::size_t work = 1;
+  for (std::size_t i = 0; i < count; ++i) work = std::max(work, scratch_doubles(pieces[i].n));
+  auto* results = static_cast<double*>(be_.scratch((count + work) * sizeof(double)));
+  double* scratch = results + count;
+  cudaStream_t stream = be_.stream();
+  PLEXUS_CUDA_CHECK(cudaMemsetAsync(results, 0, count * sizeof(double), stream));  // n == 0 pieces
+  for (std::size_t i = 0; i < count; ++i)
+    if (pieces[i].n) enqueue_squared_norm(pieces[i].n, pieces[i].x, scratch, results + i, stream);
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(out, results, count * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 }  // namespace plexus::cuda

@@ -32,6 +32,7 @@ class CudaTransformerKernels final : public TransformerKernels {
                           const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) override;
 
   double squared_norm(std::size_t n, const float* x) override;
+  void squared_norms(const NormPiece* pieces, std::size_t count, double* out) override;
 
  private:
   CudaBackend& be_;  // stream, scratch, activate()

@@ -67,6 +67,9 @@ class ProfilingBackend::Transformer final : public TransformerKernels {
   double squared_norm(std::size_t n, const float* x) override {
     return p_.timed("squared_norm", [&] { return k_.squared_norm(n, x); });
   }
+  void squared_norms(const NormPiece* pieces, std::size_t count, double* out) override {
+    p_.timed("squared_norm", [&] { k_.squared_norms(pieces, count, out); });
+  }
 
  private:
   ProfilingBackend& p_;

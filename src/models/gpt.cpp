@@ -288,9 +288,14 @@ void GptModel::zero_grads() {
 }
 
 double GptModel::grad_squared_norm() {
-  double sum = 0.0;
+  // All norms in one call (one wait for a device), summed in parameter order as before.
+  std::vector<NormPiece> pieces;
   for (const GptParam& p : params_)
-    if (p.owner) sum += be_.transformer().squared_norm(p.size(), p.grad);
+    if (p.owner) pieces.push_back({static_cast<std::size_t>(p.size()), p.grad});
+  std::vector<double> norms(pieces.size());
+  be_.transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
+  double sum = 0.0;
+  for (const double v : norms) sum += v;
   grid_.world().all_reduce(&sum, 1, ReduceOp::Sum);
   return sum;
 }
