@@ -17,16 +17,18 @@
 namespace plexus {
 namespace {
 
-GptConfig tiny(bool tied) {
+GptConfig shaped(int layers, int heads, index_t embed, index_t block, index_t vocab, bool tied) {
   GptConfig c;
-  c.layers = 2;
-  c.heads = 2;
-  c.embed = 8;
-  c.block = 5;
-  c.vocab = 7;
+  c.layers = layers;
+  c.heads = heads;
+  c.embed = embed;
+  c.block = block;
+  c.vocab = vocab;
   c.tied = tied;
   return c;
 }
+
+GptConfig tiny(bool tied) { return shaped(2, 2, 8, 5, 7, tied); }
 
 // Weights large enough that every gradient is well above float round-off (GPT-2's 0.02 init
 // makes most of them tiny), LayerNorm scales near 1.
@@ -146,12 +148,7 @@ void expect_same_step(Backend& a_be, Backend& b_be, const GptConfig& cfg, index_
 
 // The CPU backend computes the same loss and gradients as the reference backend.
 TEST(Gpt, CpuBackendMatchesReference) {
-  GptConfig cfg = tiny(true);
-  cfg.layers = 3;
-  cfg.heads = 3;
-  cfg.embed = 24;
-  cfg.block = 16;
-  cfg.vocab = 29;
+  const GptConfig cfg = shaped(3, 3, 24, 16, 29, true);
   auto ref = make_reference_backend();
   auto cpu = make_cpu_backend(2);
   expect_same_step(*ref, *cpu, cfg, 3, 5);
@@ -160,12 +157,7 @@ TEST(Gpt, CpuBackendMatchesReference) {
 // On a GPU: one step's loss and gradients as on the CPU backend (skipped without a device).
 TEST(Gpt, CudaBackendMatchesCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible";
-  GptConfig cfg = tiny(true);
-  cfg.layers = 3;
-  cfg.heads = 4;
-  cfg.embed = 64;
-  cfg.block = 32;
-  cfg.vocab = 65;
+  const GptConfig cfg = shaped(3, 4, 64, 32, 65, true);
   auto cpu = make_cpu_backend(2);
   auto gpu = make_cuda_backend(0);
   expect_same_step(*cpu, *gpu, cfg, 4, 9);

@@ -192,13 +192,14 @@ bool backend_uses_tf32() {
 
 // Row-major C (m×n) = op(A)·op(B) with cuBLAS (column-major), alpha = 1, beta = 0: the
 // column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ, as kernels/cuda/dense.cu does it. cublasSgemm when
-// every size fits in int, else its 64-bit-size form.
+// every size fits in int, else (or with force_64, the backend's choice) its 64-bit-size form.
 void sgemm_row_major(cublasHandle_t h, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                     const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc) {
+                     const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                     bool force_64 = false) {
   const float alpha = 1.0f, beta = 0.0f;
   const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
-  if (m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax && ldc <= kIntMax)
+  if (!force_64 && m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax && ldc <= kIntMax)
     CK_CUBLAS(cublasSgemm(h, opb, opa, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
                           static_cast<int>(ldb), a, static_cast<int>(lda), &beta, c, static_cast<int>(ldc)));
   else
@@ -561,37 +562,32 @@ int main(int argc, char** argv) {
       w.upload(random_floats(static_cast<std::size_t>(fi * fo), 20 + static_cast<std::uint64_t>(fo)));
       struct Case {
         std::string name;
-        bool ta;
         index_t m, nn, k;
-        std::function<void()> plexus, direct;
+        std::function<void()> plexus;
+        std::function<void(bool force_64)> direct;
         const Matrix *c_px, *c_bl;
       };
       const std::string tag = std::to_string(fi) + "->" + std::to_string(fo);
       // Forward Y = X·W; weight gradient dW = Xᵀ·dY (dY: the forward output, any N x fo data).
       const Case cases[2] = {
-          {"fwd " + tag + " X*W", false, n, fo, fi,
+          {"fwd " + tag + " X*W", n, fo, fi,
            [&] { be->gemm(Trans::No, Trans::No, 1.0f, xin.cview(), w.cview(), 0.0f, y_px.view()); },
-           [&] { sgemm_row_major(bl, false, false, n, fo, fi, xin.data(), fi, w.data(), fo, y_bl.data(), fo); },
+           [&](bool f64) {
+             sgemm_row_major(bl, false, false, n, fo, fi, xin.data(), fi, w.data(), fo, y_bl.data(), fo, f64);
+           },
            &y_px, &y_bl},
-          {"wgrad " + tag + " X^T*dY", true, fi, fo, n,
+          {"wgrad " + tag + " X^T*dY", fi, fo, n,
            [&] { be->gemm(Trans::Yes, Trans::No, 1.0f, xin.cview(), y_px.cview(), 0.0f, dw_px.view()); },
-           [&] { sgemm_row_major(bl, true, false, fi, fo, n, xin.data(), fi, y_px.data(), fo, dw_bl.data(), fo); },
+           [&](bool f64) {
+             sgemm_row_major(bl, true, false, fi, fo, n, xin.data(), fi, y_px.data(), fo, dw_bl.data(), fo, f64);
+           },
            &dw_px, &dw_bl}};
       for (const Case& cs : cases) {
         const double flops = 2.0 * static_cast<double>(cs.m) * static_cast<double>(cs.nn) * static_cast<double>(cs.k);
         const double px_ms = timer.median_ms(reps, cs.plexus);
-        const double bl_ms = timer.median_ms(reps, cs.direct);
+        const double bl_ms = timer.median_ms(reps, [&] { cs.direct(false); });
         // The same product through the 64-bit-size entry point (kernel choice can differ).
-        const double bl64_ms = timer.median_ms(reps, [&] {
-          const float one = 1.0f, zero = 0.0f;
-          const std::int64_t ldo = fo;
-          if (cs.ta)
-            CK_CUBLAS(cublasSgemm_64(bl, CUBLAS_OP_N, CUBLAS_OP_T, fo, fi, n, &one, y_px.data(), ldo, xin.data(), fi,
-                                     &zero, dw_bl.data(), ldo));
-          else
-            CK_CUBLAS(cublasSgemm_64(bl, CUBLAS_OP_N, CUBLAS_OP_N, fo, n, fi, &one, w.data(), ldo, xin.data(), fi,
-                                     &zero, y_bl.data(), ldo));
-        });
+        const double bl64_ms = timer.median_ms(reps, [&] { cs.direct(true); });
         std::printf("    (cublasSgemm_64, same product: %.3f ms, %.2f TFLOP/s)\n", bl64_ms,
                     flops / (bl64_ms * 1e-3) / 1e12);
         const double diff = max_rel_diff(cs.c_px->to_host(), cs.c_bl->to_host());

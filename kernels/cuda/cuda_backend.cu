@@ -154,7 +154,8 @@ void CudaBackend::deallocate(void* p, std::size_t bytes) noexcept {
   // host copies use, is synchronous with it), and cudaFree waits for the whole device.
   const cudaError_t e = pool_ ? cudaFreeAsync(p, stream_) : cudaFree(p);
   if (e != cudaSuccess) {
-    std::fprintf(stderr, "plexus: cudaFree failed: %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
+    std::fprintf(stderr, "plexus: %s failed: %s: %s\n", pool_ ? "cudaFreeAsync" : "cudaFree", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
     cudaGetLastError();
   }
   count_free(bytes);

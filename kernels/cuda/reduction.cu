@@ -39,8 +39,8 @@ __global__ void __launch_bounds__(kSumThreads) squares_sum_kernel(const float* _
   if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
 }
 
-// Chunk sums of x (squares_sum_kernel), then det_sum into *result; `sums` and `ws` are
-// scratch of at least scratch_doubles(n) doubles. Everything stays on the stream.
+// Chunk sums of x (squares_sum_kernel), then det_sum into *result; `scratch` holds at least
+// scratch_doubles(n) doubles (the chunk sums, then det_sum's workspace). All on `stream`.
 std::size_t sum_blocks(std::size_t n) { return (n + kSumChunk - 1) / kSumChunk; }
 std::size_t scratch_doubles(std::size_t n) { return sum_blocks(n) + det_sum_workspace(sum_blocks(n)); }
 
@@ -54,6 +54,7 @@ void enqueue_squared_norm(std::size_t n, const float* x, double* scratch, double
 }  // namespace
 
 double CudaTransformerKernels::squared_norm(std::size_t n, const float* x) {
+  if (n == 0) return 0.0;  // no device round trip
   double out = 0.0;
   const NormPiece piece{n, x};
   squared_norms(&piece, 1, &out);

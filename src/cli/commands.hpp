@@ -31,7 +31,7 @@ void apply_config_file(const std::string& path, CLI::App& cmd);
 // The backend named by --backend (auto: CUDA when a GPU is visible, else the CPU).
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads);
 // The backend a run computes on: --backend's, wrapped in a ProfilingBackend with --profile.
-// Refuses the CUDA backend on a grid of more than one rank (no NCCL collectives yet).
+// On a grid of more than one rank, auto means the CPU and cuda is refused (no NCCL collectives yet).
 struct RunBackend {
   std::unique_ptr<Backend> device;
   std::unique_ptr<ProfilingBackend> profiler;
