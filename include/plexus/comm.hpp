@@ -44,6 +44,14 @@ class Communicator {
     virtual bool test() = 0;
   };
   virtual std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) = 0;
+  // Non-blocking reduce-scatter (sum) and all-gather, as above (the data-parallel buckets of
+  // ZeRO overlap them with the backward pass and the next layer's forward). `send` and the
+  // buffers must stay untouched until wait(). An all-gather whose `send` already sits at this
+  // rank's place in `recv` runs in place.
+  virtual std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
+                                                   const std::vector<std::size_t>& counts) = 0;
+  virtual std::unique_ptr<Request> iall_gather(const float* send, float* recv,
+                                               const std::vector<std::size_t>& counts) = 0;
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }

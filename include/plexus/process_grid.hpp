@@ -1,9 +1,11 @@
 #pragma once
-// The X×Y×Z grid of ranks and the communicators of its axes (AxoNN style: this one object
+// The D×X×Y×Z grid of ranks and the communicators of its axes (AxoNN style: this one object
 // builds and owns every process group; the rest of the engine asks it for an axis).
 //
-// rank = z·(X·Y) + x·Y + y, so the Y axis is contiguous (intra-node when ranks are placed by
-// node). Layer l of a GCN gives the axes roles (o, i, d) that rotate with period 3:
+// X, Y and Z are the tensor-parallel axes of one model replica; D (data parallelism) joins the
+// D replicas' ranks that hold the same shards. rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y, so a
+// replica's ranks are contiguous (one node when they fit: tensor parallelism moves the most
+// bytes) and within a replica the Y axis is contiguous. Layer l of a GCN gives the axes roles (o, i, d) that rotate with period 3:
 //   l % 3 == 0 → (X, Y, Z);   1 → (Z, X, Y);   2 → (Y, Z, X)
 // so that layer l's output layout is exactly layer l+1's input layout.
 #include <array>
@@ -14,8 +16,9 @@
 
 namespace plexus {
 
-enum class Axis { X = 0, Y = 1, Z = 2 };
-const char* axis_name(Axis a);
+enum class Axis { X = 0, Y = 1, Z = 2, D = 3 };
+const char* axis_name(Axis a);  // "x", "y", "z", "d"
+inline constexpr Axis kAllAxes[] = {Axis::X, Axis::Y, Axis::Z, Axis::D};
 
 struct GridShape {
   int x = 1, y = 1, z = 1;
@@ -35,31 +38,38 @@ class ProcessGrid {
  public:
   // A 1×1×1 grid on this process alone.
   static std::unique_ptr<ProcessGrid> single();
-  // The grid over MPI_COMM_WORLD (MPI must be initialised; its size must equal shape.size()).
-  static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape);
+  // The grid over MPI_COMM_WORLD (MPI must be initialised; its size must equal dp·shape.size()).
+  static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape, int dp = 1);
   // Ranks of this job on this node (1 without MPI): the default thread count divides the
   // node's cores among them.
   static int ranks_on_this_node();
   // from_mpi when MPI is initialised, else single() (which then requires a 1x1x1 shape).
-  static std::unique_ptr<ProcessGrid> create(GridShape shape);
-  // Builds the grid over an existing set of per-axis communicators (used by the MPI factory).
-  ProcessGrid(GridShape shape, int rank, std::array<std::unique_ptr<Communicator>, 3> axes,
-              std::unique_ptr<Communicator> world);
+  static std::unique_ptr<ProcessGrid> create(GridShape shape, int dp = 1);
+  // Builds the grid over existing communicators (used by the MPI factory): one per axis
+  // (X, Y, Z, D), the replica's ranks, all ranks.
+  ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,
+              std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world);
 
+  // The tensor-parallel grid of one replica.
   const GridShape& shape() const { return shape_; }
   int rank() const { return rank_; }
-  int size() const { return shape_.size(); }
+  int size() const { return dp_ * shape_.size(); }
+  int dp() const { return dp_; }
   int coord(Axis a) const { return coords_[static_cast<int>(a)]; }
-  int dim(Axis a) const { return shape_.dim(a); }
+  int dim(Axis a) const { return a == Axis::D ? dp_ : shape_.dim(a); }
   Communicator& comm(Axis a) { return *axes_[static_cast<int>(a)]; }
+  // The X·Y·Z ranks of this rank's replica (reductions over the whole model: norms, gathers).
+  Communicator& replica() { return *replica_; }
   Communicator& world() { return *world_; }
   void reset_stats();
 
  private:
   GridShape shape_;
+  int dp_ = 1;
   int rank_ = 0;
-  std::array<int, 3> coords_{};
-  std::array<std::unique_ptr<Communicator>, 3> axes_;
+  std::array<int, 4> coords_{};
+  std::array<std::unique_ptr<Communicator>, 4> axes_;
+  std::unique_ptr<Communicator> replica_;
   std::unique_ptr<Communicator> world_;
 };
 

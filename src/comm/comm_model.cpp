@@ -236,30 +236,34 @@ GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
 }
 
 GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
-                         const MachineModel& m) {
+                         const MachineModel& m, int dp) {
   GridPlan plan;
   plan.grid = g;
+  plan.dp = dp;
   const int K = std::max(1, m.ranks_per_node);
-  // Whether the axis group of rank r lies within one node (rank = z·X·Y + x·Y + y).
-  const auto intra = [&](const std::array<int, 3>& c, int a) {
-    std::array<int, 3> q = c;
+  // Whether the axis group of a rank lies within one node (rank = d·X·Y·Z + z·X·Y + x·Y + y).
+  const auto intra = [&](const RankCost& rc, int a) {
+    std::array<int, 4> q{rc.coords[0], rc.coords[1], rc.coords[2], rc.d};
     q[a] = 0;
-    const auto rank_of = [&](const std::array<int, 3>& k) { return k[2] * g.x * g.y + k[0] * g.y + k[1]; };
+    const auto rank_of = [&](const std::array<int, 4>& k) {
+      return k[3] * g.size() + k[2] * g.x * g.y + k[0] * g.y + k[1];
+    };
     const int node = rank_of(q) / K;
-    for (int k = 1; k < g.dim(static_cast<Axis>(a)); ++k) {
+    const int n = a == 3 ? dp : g.dim(static_cast<Axis>(a));
+    for (int k = 1; k < n; ++k) {
       q[a] = k;
       if (rank_of(q) / K != node) return false;
     }
     return true;
   };
-  plan.intra_node = {true, true, true};
+  plan.intra_node = {true, true, true, true};
   const auto time = [&](const std::vector<RankCost>& ranks, double* comm, double* compute) {
     double worst = 0;
     *comm = *compute = 0;
     for (const RankCost& rc : ranks) {
       double tc = 0;
-      for (int a = 0; a < 3; ++a) {
-        const bool in = intra(rc.coords, a);
+      for (int a = 0; a < 4; ++a) {
+        const bool in = intra(rc, a);
         if (!in) plan.intra_node[a] = false;
         tc += rc.bytes[a] / ((in ? m.bw_intra_gbs : m.bw_inter_gbs) * 1e9) +
               rc.calls[a] * (in ? m.lat_intra_us : m.lat_inter_us) * 1e-6;
@@ -272,9 +276,9 @@ GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const 
     return worst;
   };
   for (const RankCost& rc : first)
-    for (int a = 0; a < 3; ++a) plan.first.bytes[a] += rc.bytes[a];
+    for (int a = 0; a < 4; ++a) plan.first.bytes[a] += rc.bytes[a];
   for (const RankCost& rc : steady) {
-    for (int a = 0; a < 3; ++a) plan.steady.bytes[a] += rc.bytes[a];
+    for (int a = 0; a < 4; ++a) plan.steady.bytes[a] += rc.bytes[a];
     plan.memory_bytes = std::max(plan.memory_bytes, rc.memory_bytes);
   }
   double c1 = 0, x1 = 0;

@@ -65,30 +65,63 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Reduce_scatter(send, recv, cnt.data(), MPI_FLOAT, MPI_SUM, comm_), "reduce-scatter");
   }
   std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override {
-    struct MpiRequest final : Request {
-      MPI_Request req = MPI_REQUEST_NULL;
-      CommStats* stats = nullptr;
-      void wait() override {
-        const auto t0 = std::chrono::steady_clock::now();
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
-        stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
-      bool test() override {
-        const auto t0 = std::chrono::steady_clock::now();
-        int done = 0;
-        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return done != 0;
-      }
-    };
-    auto r = std::make_unique<MpiRequest>();
-    r->stats = &stats_;
+    auto r = std::make_unique<MpiRequest>(stats_);
     Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(float)));
     check(MPI_Iallreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_FLOAT, MPI_SUM, comm_, &r->req), "all-reduce");
     return r;
   }
+  std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
+                                           const std::vector<std::size_t>& counts) override {
+    auto r = std::make_unique<MpiRequest>(stats_);
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
+    r->counts.resize(size_);
+    for (int q = 0; q < size_; ++q) r->counts[q] = to_int_count(counts[q]);
+    check(MPI_Ireduce_scatter(send, recv, r->counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r->req), "reduce-scatter");
+    return r;
+  }
+  std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
+    auto r = std::make_unique<MpiRequest>(stats_);
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
+    to_int_count(total);
+    r->counts.resize(size_);
+    r->displs.resize(size_);
+    for (int q = 0, off = 0; q < size_; ++q) {
+      r->counts[q] = to_int_count(counts[q]);
+      r->displs[q] = off;
+      off += r->counts[q];
+    }
+    const void* in = send == recv + r->displs[rank_] ? MPI_IN_PLACE : send;
+    check(MPI_Iallgatherv(in, r->counts[rank_], MPI_FLOAT, recv, r->counts.data(), r->displs.data(), MPI_FLOAT,
+                          comm_, &r->req),
+          "all-gather");
+    return r;
+  }
 
  private:
+  // A pending non-blocking collective; its time inside wait()/test() counts as the axis's time.
+  struct MpiRequest final : Request {
+    explicit MpiRequest(CommStats& s) : stats(&s) {}
+    ~MpiRequest() override {
+      if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);  // never leave one in flight
+    }
+    MPI_Request req = MPI_REQUEST_NULL;
+    CommStats* stats;
+    std::vector<int> counts, displs;  // must outlive the call
+    void wait() override {
+      const auto t0 = std::chrono::steady_clock::now();
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+      stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    bool test() override {
+      const auto t0 = std::chrono::steady_clock::now();
+      int done = 0;
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return done != 0;
+    }
+  };
   // Counts one call: its bytes now, its time when the scope ends.
   struct Timer {
     CommStats& s;
@@ -122,25 +155,32 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape) {
+std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp) {
   int world_size = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (shape.size() != world_size)
-    throw InputError("--grid", shape.str() + " has " + std::to_string(shape.size()) + " ranks but " +
+  if (dp < 1) throw InputError("--dp", "must be at least 1");
+  if (dp * shape.size() != world_size)
+    throw InputError("--grid", (dp > 1 ? std::to_string(dp) + " replicas of " : std::string()) + shape.str() +
+                                   " have " + std::to_string(dp * shape.size()) + " ranks but " +
                                    std::to_string(world_size) + " were started");
-  const int x = (rank / shape.y) % shape.x, y = rank % shape.y, z = rank / (shape.x * shape.y);
-  // Each axis communicator joins the ranks that share the other two coordinates.
-  MPI_Comm cx, cy, cz;
-  MPI_Comm_split(MPI_COMM_WORLD, z * shape.y + y, x, &cx);
-  MPI_Comm_split(MPI_COMM_WORLD, z * shape.x + x, y, &cy);
-  MPI_Comm_split(MPI_COMM_WORLD, x * shape.y + y, z, &cz);
+  const int t = rank % shape.size(), d = rank / shape.size();
+  const int x = (t / shape.y) % shape.x, y = t % shape.y, z = t / (shape.x * shape.y);
+  // Each axis communicator joins the ranks that share the other three coordinates; the
+  // replica's, those that share d; the data-parallel axis's, those that share (x, y, z).
+  MPI_Comm cx, cy, cz, cd, replica;
+  const int P = shape.size();
+  MPI_Comm_split(MPI_COMM_WORLD, d * P + z * shape.y + y, x, &cx);
+  MPI_Comm_split(MPI_COMM_WORLD, d * P + z * shape.x + x, y, &cy);
+  MPI_Comm_split(MPI_COMM_WORLD, d * P + x * shape.y + y, z, &cz);
+  MPI_Comm_split(MPI_COMM_WORLD, t, d, &cd);
+  MPI_Comm_split(MPI_COMM_WORLD, d, t, &replica);
   return std::make_unique<ProcessGrid>(
-      shape, rank,
-      std::array<std::unique_ptr<Communicator>, 3>{std::make_unique<MpiCommunicator>(cx),
-                                                   std::make_unique<MpiCommunicator>(cy),
-                                                   std::make_unique<MpiCommunicator>(cz)},
-      std::make_unique<MpiCommunicator>(MPI_COMM_WORLD));
+      shape, dp, rank,
+      std::array<std::unique_ptr<Communicator>, 4>{
+          std::make_unique<MpiCommunicator>(cx), std::make_unique<MpiCommunicator>(cy),
+          std::make_unique<MpiCommunicator>(cz), std::make_unique<MpiCommunicator>(cd)},
+      std::make_unique<MpiCommunicator>(replica), std::make_unique<MpiCommunicator>(MPI_COMM_WORLD));
 }
 
 }  // namespace plexus
@@ -159,13 +199,14 @@ int ProcessGrid::ranks_on_this_node() {
   return n;
 }
 
-std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape) {
+std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape, int dp) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (initialized) return from_mpi(shape);
-  if (shape.size() != 1)
-    throw InputError("--grid", shape.str() + " needs " + std::to_string(shape.size()) +
-                                   " ranks: start plexus with mpirun -np " + std::to_string(shape.size()));
+  if (initialized) return from_mpi(shape, dp);
+  if (dp * shape.size() != 1)
+    throw InputError("--grid", shape.str() + (dp > 1 ? " times --dp " + std::to_string(dp) : std::string()) +
+                                   " needs " + std::to_string(dp * shape.size()) +
+                                   " ranks: start plexus with mpirun -np " + std::to_string(dp * shape.size()));
   return single();
 }
 

@@ -6,7 +6,7 @@
 
 namespace plexus {
 
-const char* axis_name(Axis a) { return a == Axis::X ? "x" : a == Axis::Y ? "y" : "z"; }
+const char* axis_name(Axis a) { return a == Axis::X ? "x" : a == Axis::Y ? "y" : a == Axis::Z ? "z" : "d"; }
 
 std::string GridShape::str() const {
   return std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
@@ -34,25 +34,29 @@ LayerRoles roles_for_layer(int layer) {
   }
 }
 
-ProcessGrid::ProcessGrid(GridShape shape, int rank, std::array<std::unique_ptr<Communicator>, 3> axes,
-                         std::unique_ptr<Communicator> world)
-    : shape_(shape), rank_(rank), axes_(std::move(axes)), world_(std::move(world)) {
-  // rank = z·(X·Y) + x·Y + y
-  coords_[static_cast<int>(Axis::Z)] = rank / (shape.x * shape.y);
-  coords_[static_cast<int>(Axis::X)] = (rank / shape.y) % shape.x;
-  coords_[static_cast<int>(Axis::Y)] = rank % shape.y;
+ProcessGrid::ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,
+                         std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world)
+    : shape_(shape), dp_(dp), rank_(rank), axes_(std::move(axes)), replica_(std::move(replica)),
+      world_(std::move(world)) {
+  // rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y
+  const int t = rank % shape.size();
+  coords_[static_cast<int>(Axis::D)] = rank / shape.size();
+  coords_[static_cast<int>(Axis::Z)] = t / (shape.x * shape.y);
+  coords_[static_cast<int>(Axis::X)] = (t / shape.y) % shape.x;
+  coords_[static_cast<int>(Axis::Y)] = t % shape.y;
 }
 
 std::unique_ptr<ProcessGrid> ProcessGrid::single() {
   return std::make_unique<ProcessGrid>(
-      GridShape{}, 0,
-      std::array<std::unique_ptr<Communicator>, 3>{make_self_communicator(), make_self_communicator(),
-                                                   make_self_communicator()},
-      make_self_communicator());
+      GridShape{}, 1, 0,
+      std::array<std::unique_ptr<Communicator>, 4>{make_self_communicator(), make_self_communicator(),
+                                                   make_self_communicator(), make_self_communicator()},
+      make_self_communicator(), make_self_communicator());
 }
 
 void ProcessGrid::reset_stats() {
   for (auto& c : axes_) c->reset_stats();
+  replica_->reset_stats();
   world_->reset_stats();
 }
 
