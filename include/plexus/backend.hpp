@@ -8,6 +8,7 @@
 //
 // Memory: a Backend owns allocation on its device and counts live and peak bytes, which is
 // how tests check that each rank holds only its shards.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,13 @@
 namespace plexus {
 
 enum class Trans { No, Yes };
+
+// What a buffer holds, for the memory report of a training run (parameters, gradients,
+// optimizer state, activations, workspace: ZeRO's categories). Buffers take the backend's
+// current kind when they are allocated (MemoryScope sets it); the default is Activations.
+enum class MemoryKind { Parameters = 0, Gradients, Optimizer, Activations, Workspace };
+inline constexpr int kMemoryKinds = 5;
+const char* memory_kind_name(MemoryKind k);  // "param", "grad", "optimizer", "activation", "workspace"
 
 // Softmax statistics and loss inputs are split so that the class axis can be sharded over
 // ranks: row maxima and exp-sums are partial per shard and combined by collectives between
@@ -50,7 +58,27 @@ class Backend {
   virtual void synchronize() {}
   std::size_t live_bytes() const { return live_bytes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
-  void reset_peak() { peak_bytes_ = live_bytes_; }
+  void reset_peak() {
+    peak_bytes_ = live_bytes_;
+    kind_peak_ = kind_live_;
+  }
+  // Bytes of Buffers by kind: live now, and the peak of each kind since reset_peak().
+  std::size_t live_bytes(MemoryKind k) const { return kind_live_[static_cast<int>(k)]; }
+  std::size_t peak_bytes(MemoryKind k) const { return kind_peak_[static_cast<int>(k)]; }
+  // A budget for this backend's memory (0: none). A Buffer that would take the live bytes
+  // past it is refused with InputError("--memory-per-rank", ...) naming what did not fit.
+  void set_memory_limit(std::size_t bytes) { limit_bytes_ = bytes; }
+  std::size_t memory_limit() const { return limit_bytes_; }
+  // The kind (and a label for errors) new Buffers take; MemoryScope sets and restores them.
+  MemoryKind memory_kind() const { return kind_; }
+  const char* memory_label() const { return label_; }
+  void set_memory_kind(MemoryKind k, const char* label) {
+    kind_ = k;
+    label_ = label;
+  }
+  // Called by Buffer around allocate/deallocate (throws when over the budget).
+  void account_buffer(MemoryKind k, std::size_t bytes);
+  void release_buffer(MemoryKind k, std::size_t bytes) noexcept { kind_live_[static_cast<int>(k)] -= bytes; }
 
   // ---- sparse ---------------------------------------------------------------------------
   // C = A·B + beta·C. A: m×k CSR, B: k×n, C: m×n. Deterministic (no atomics).
@@ -120,7 +148,27 @@ class Backend {
   void count_free(std::size_t bytes) { live_bytes_ -= bytes; }
 
  private:
-  std::size_t live_bytes_ = 0, peak_bytes_ = 0;
+  std::size_t live_bytes_ = 0, peak_bytes_ = 0, limit_bytes_ = 0;
+  std::array<std::size_t, kMemoryKinds> kind_live_{}, kind_peak_{};
+  MemoryKind kind_ = MemoryKind::Activations;
+  const char* label_ = "activations";
+};
+
+// Buffers allocated in this scope are of kind `k` (`label` names them in a budget error).
+class MemoryScope {
+ public:
+  MemoryScope(Backend& be, MemoryKind k, const char* label)
+      : be_(be), kind_(be.memory_kind()), label_(be.memory_label()) {
+    be.set_memory_kind(k, label);
+  }
+  ~MemoryScope() { be_.set_memory_kind(kind_, label_); }
+  MemoryScope(const MemoryScope&) = delete;
+  MemoryScope& operator=(const MemoryScope&) = delete;
+
+ private:
+  Backend& be_;
+  MemoryKind kind_;
+  const char* label_;
 };
 
 // Factories. `threads` <= 0 means the OpenMP default.

@@ -12,8 +12,15 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(Backend& be, std::size_t n) : be_(&be), n_(n) {
-    if (n_ > 0) ptr_ = static_cast<T*>(be.allocate(n_ * sizeof(T)));
+  Buffer(Backend& be, std::size_t n) : be_(&be), n_(n), kind_(be.memory_kind()) {
+    if (n_ == 0) return;
+    be.account_buffer(kind_, n_ * sizeof(T));  // throws when over the memory budget
+    try {
+      ptr_ = static_cast<T*>(be.allocate(n_ * sizeof(T)));
+    } catch (...) {
+      be.release_buffer(kind_, n_ * sizeof(T));
+      throw;
+    }
   }
   Buffer(Backend& be, const std::vector<T>& host) : Buffer(be, host.size()) { upload(host.data()); }
   Buffer(const Buffer&) = delete;
@@ -25,12 +32,16 @@ class Buffer {
     return *this;
   }
   ~Buffer() {
-    if (ptr_) be_->deallocate(ptr_, n_ * sizeof(T));
+    if (ptr_) {
+      be_->deallocate(ptr_, n_ * sizeof(T));
+      be_->release_buffer(kind_, n_ * sizeof(T));
+    }
   }
   void swap(Buffer& o) noexcept {
     std::swap(be_, o.be_);
     std::swap(ptr_, o.ptr_);
     std::swap(n_, o.n_);
+    std::swap(kind_, o.kind_);
   }
   T* data() { return ptr_; }
   const T* data() const { return ptr_; }
@@ -49,6 +60,7 @@ class Buffer {
   Backend* be_ = nullptr;
   T* ptr_ = nullptr;
   std::size_t n_ = 0;
+  MemoryKind kind_ = MemoryKind::Activations;
 };
 
 // Dense row-major float32 matrix, contiguous (ld == cols).

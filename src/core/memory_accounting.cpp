@@ -1,0 +1,41 @@
+// Per-kind memory accounting of a Backend's Buffers, and the memory budget (--memory-per-rank).
+#include <cstdio>
+#include <string>
+
+#include "plexus/backend.hpp"
+#include "plexus/error.hpp"
+
+namespace plexus {
+
+const char* memory_kind_name(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::Parameters: return "param";
+    case MemoryKind::Gradients: return "grad";
+    case MemoryKind::Optimizer: return "optimizer";
+    case MemoryKind::Activations: return "activation";
+    case MemoryKind::Workspace: return "workspace";
+  }
+  return "?";
+}
+
+namespace {
+std::string mib(std::size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return s;
+}
+}  // namespace
+
+void Backend::account_buffer(MemoryKind k, std::size_t bytes) {
+  // live_bytes_ counts every allocation of the backend (Buffers and its own workspaces).
+  if (limit_bytes_ && live_bytes_ + bytes > limit_bytes_)
+    throw InputError("--memory-per-rank", mib(bytes) + " of " + label_ + " (" + memory_kind_name(k) +
+                                              ") does not fit: " + mib(live_bytes_) + " of " + mib(limit_bytes_) +
+                                              " are in use");
+  auto& live = kind_live_[static_cast<int>(k)];
+  live += bytes;
+  auto& peak = kind_peak_[static_cast<int>(k)];
+  if (live > peak) peak = live;
+}
+
+}  // namespace plexus
