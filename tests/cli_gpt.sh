@@ -29,7 +29,7 @@ for g in 2x1x1 1x2x1 1x1x2 3x1x1 1x3x1 1x1x3 2x2x1 4x1x1 1x4x1 1x2x2 2x1x2 3x2x1
   if $py - "$work/g$g.jsonl" "$work/plan$g.json" "$g" <<'PY'; then ok; else fail "grid $g bytes = model"; fi
 import json, sys
 steps = [json.loads(l) for l in open(sys.argv[1])][:-1]
-plan = next(p for p in json.load(open(sys.argv[2]))["grids"] if p["grid"] == sys.argv[3])
+plan = next(p for p in json.load(open(sys.argv[2]))["grids"] if p["grid"] == sys.argv[3] and p["dp"] == 1)
 for s in steps:
     # An evaluation (before step 1, after step 5) gathers the weights the next step then reuses.
     want = plan["bytes_step_weights_gathered" if s["iter"] in (1, 6) else "bytes_step"]

@@ -22,19 +22,20 @@ struct ProblemSize {
   int layers() const { return static_cast<int>(dims.size()) - 1; }
 };
 
-// Bytes of one epoch per axis (X, Y, Z), summed over all ranks: what `plexus train` reports
-// as comm_bytes {x, y, z}.
+// Bytes of one epoch (or GPT step) per axis, summed over all ranks: what `plexus train` reports
+// as comm_bytes {x, y, z} (and `plexus gpt train` as {x, y, z, d}).
 struct AxisBytes {
-  std::array<double, 3> bytes{};
-  double total() const { return bytes[0] + bytes[1] + bytes[2]; }
+  std::array<double, 4> bytes{};  // x, y, z and d (the data-parallel axis; 0 for the GCN)
+  double total() const { return bytes[0] + bytes[1] + bytes[2] + bytes[3]; }
   double operator[](Axis a) const { return bytes[static_cast<int>(a)]; }
 };
 
 // Everything the model says about one rank in one epoch.
 struct RankCost {
   std::array<int, 3> coords{};        // (x, y, z)
-  std::array<double, 3> bytes{};      // bytes this rank receives per axis (MpiCommunicator accounting)
-  std::array<int, 3> calls{};         // collectives with more than one rank, per axis
+  int d = 0;                          // data-parallel replica
+  std::array<double, 4> bytes{};      // bytes this rank receives per axis x, y, z, d (MpiCommunicator accounting)
+  std::array<int, 4> calls{};         // collectives with more than one rank, per axis
   double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
   double gemm_flops = 0;              // 2·m·k·n per GEMM
   double memory_bytes = 0;            // resident tensor bytes (estimate of the peak)
@@ -59,20 +60,22 @@ struct MachineModel {
 
 struct GridPlan {
   GridShape grid;
+  int dp = 1, zero = 0;           // data-parallel replicas of the grid and the ZeRO stage (GPT)
   AxisBytes first, steady;        // all ranks, per axis
   double comm_seconds = 0;        // steady epoch: max over ranks
   double compute_seconds = 0;     // steady epoch: max over ranks
   double total_seconds = 0;       // steady epoch: max over ranks of comm + compute
   double first_epoch_seconds = 0;
   double memory_bytes = 0;        // max over ranks
-  std::array<bool, 3> intra_node{};  // every group of that axis lies within one node
+  std::array<bool, 4> intra_node{};  // every group of that axis (x, y, z, d) lies within one node
 };
 
 // The plan of a grid from per-rank costs of its first and steady epochs (or steps): the time
 // of the slowest rank under `m`, bytes summed over ranks, the largest memory. Any model's
 // costs (the GCN's predict_ranks, the GPT's in plexus/gpt.hpp) are timed the same way.
+// With dp > 1 the costs are of dp replicas of the grid (rank = d·X·Y·Z + z·X·Y + x·Y + y).
 GridPlan plan_from_costs(GridShape grid, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
-                         const MachineModel& m);
+                         const MachineModel& m, int dp = 1);
 // Sorted by predicted steady time (ties: fewer bytes, then grid string).
 void sort_plans(std::vector<GridPlan>& plans);
 // Every ordered X×Y×Z = P.

@@ -5,6 +5,8 @@
 //
 // Layout on the grid (docs/gpt.md): whole sequences of the batch over Z, the hidden (embedding)
 // features over Y, attention heads — and the MLP's 4·embed features and the vocabulary — over X.
+// A fourth axis, D, holds data-parallel replicas of that grid (the global batch split between
+// them), with ZeRO's stages of sharding over it (docs/data-parallel.md).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -59,6 +61,8 @@ struct GptTrainConfig {
   int eval_every = 250;       // 0 = never
   int eval_iters = 20;
   std::uint64_t seed = 1337;
+  int zero_stage = 0;         // ZeRO over the data-parallel axis: 0..3
+  double bucket_mb = 25.0;    // largest gradient-reduction bucket, MiB
 };
 void validate(const GptTrainConfig& c);
 // nanoGPT's schedule: linear warmup over `warmup` steps, cosine decay to min_lr at `iters`.
@@ -69,8 +73,11 @@ struct GptStepMetrics {
   double loss = 0;         // mean training loss of the step's micro-batches
   double lr = 0, grad_norm = 0;
   double step_seconds = 0, tokens_per_second = 0;
-  std::array<double, 3> comm_bytes{};  // this step's collectives per axis (x, y, z), summed over ranks
+  std::array<double, 4> comm_bytes{};  // this step's collectives per axis (x, y, z, d), summed over ranks
   double comm_seconds = 0;             // this rank's time inside collectives
+  // Data-parallel gradient reduction (rank 0): from its first bucket's start to its last one's
+  // end, and of that the time the backward pass's end waited (the rest overlapped compute).
+  double dp_reduce_seconds = 0, dp_exposed_seconds = 0;
   bool evaluated = false;
   double val_loss = 0;     // when evaluated (after this step)
 };
@@ -105,6 +112,11 @@ struct GptTrainResult {
   std::size_t max_weight_bytes = 0;        // the largest over ranks
   std::size_t total_weight_bytes = 0;      // summed over ranks
   std::size_t peak_tensor_bytes = 0, max_peak_tensor_bytes = 0;
+  // Peak bytes per MemoryKind (parameters, gradients, optimizer, activations, workspace), the
+  // largest over ranks; and Ψ, the parameters of the largest replica shard of a rank, and the
+  // largest ZeRO block of it (Ψ/D rounded up).
+  std::array<std::size_t, kMemoryKinds> max_kind_bytes{};
+  std::size_t max_shard_params = 0, max_zero_block = 0;
   GptWeights weights;                      // the trained weights (when asked for)
 };
 
@@ -119,18 +131,27 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
                          const GptTrainHooks& hooks = {});
 
 // ---- the analytic model of one optimizer step (docs/gpt.md, "Communication") -----------------
-// Per-rank costs of one step of grad_accum micro-batches: bytes per axis exactly as the
-// communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs,
-// and an estimate of resident tensor bytes. Every weight is all-gathered over Z once per step
+// Data parallelism around the grid: replicas, ZeRO stage, gradient bucket (as GptTrainConfig).
+struct GptParallel {
+  int dp = 1;
+  int zero = 0;
+  double bucket_mb = 25.0;
+};
+// Per-rank costs of one step of grad_accum micro-batches: bytes per axis (x, y, z, d) exactly as
+// the communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs,
+// and an estimate of resident tensor bytes (parameters, gradients and Adam state by ZeRO's
+// formulas, plus activations and workspace). Every weight is all-gathered over Z once per step
 // (`gather_weights`); the first step after an evaluation finds them gathered already.
 std::vector<RankCost> predict_gpt_ranks(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
-                                        bool gather_weights = true);
+                                        bool gather_weights = true, const GptParallel& par = {});
 // Bytes per axis of one step, summed over ranks.
 AxisBytes predict_gpt_step(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
-                           bool gather_weights = true);
-// Every grid of `ranks`, fastest predicted step first (`plexus plan gpt`).
+                           bool gather_weights = true, const GptParallel& par = {});
+// Every (replicas D, grid X×Y×Z, ZeRO stage) of `ranks` whose predicted memory per rank fits
+// `memory_per_rank` (0: any), fastest predicted step first (`plexus plan gpt`). Stages above 0
+// only with D > 1.
 std::vector<GridPlan> plan_gpt(const GptConfig& model, index_t batch, int grad_accum, int ranks,
-                               const MachineModel& machine);
+                               const MachineModel& machine, double memory_per_rank = 0, double bucket_mb = 25.0);
 
 // Generates `tokens` tokens after `prompt` (token ids) on one rank: temperature, top-k (0 = all).
 std::vector<std::int32_t> sample_gpt(const GptConfig& model, const GptWeights& weights,

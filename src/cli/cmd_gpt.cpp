@@ -15,7 +15,8 @@ namespace plexus::cli {
 namespace {
 
 struct GptTrainOptions {
-  std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1";
+  std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1", memory_per_rank;
+  int dp = 1;
   index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
   int threads = 0;
   bool untie = false, quiet = false, profile = false;
@@ -48,6 +49,14 @@ TokenCorpus load_corpus(const GptTrainOptions& o) {
   return c;
 }
 
+// Peak bytes per kind (largest over ranks), with Ψ and the ZeRO block they follow from.
+nlohmann::json memory_json(const GptTrainResult& r) {
+  nlohmann::json j{{"shard_params", r.max_shard_params}, {"zero_block_params", r.max_zero_block}};
+  for (int k = 0; k < kMemoryKinds; ++k)
+    j[std::string(memory_kind_name(MemoryKind(k))) + "_bytes"] = r.max_kind_bytes[static_cast<std::size_t>(k)];
+  return j;
+}
+
 nlohmann::json step_json(const GptStepMetrics& m) {
   nlohmann::json j{{"iter", m.iter},
                    {"loss", m.loss},
@@ -57,6 +66,8 @@ nlohmann::json step_json(const GptStepMetrics& m) {
                    {"tokens_per_second", m.tokens_per_second},
                    {"comm_bytes", axis_bytes_json(m.comm_bytes)}};
   if (m.evaluated) j["val_loss"] = m.val_loss;
+  if (m.dp_reduce_seconds > 0)
+    j["dp_reduce"] = {{"seconds", m.dp_reduce_seconds}, {"exposed_seconds", m.dp_exposed_seconds}};
   return j;
 }
 
@@ -65,9 +76,12 @@ void run_gpt_train(GptTrainOptions& o) {
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
   validate(o.cfg);
-  auto grid = ProcessGrid::create(parse_grid(o.grid));
+  const std::size_t memory_limit = o.memory_per_rank.empty() ? 0 : parse_bytes("--memory-per-rank", o.memory_per_rank);
+  if (o.dp < 1) throw InputError("--dp", "must be at least 1");
+  auto grid = ProcessGrid::create(parse_grid(o.grid), o.dp);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
   Backend* backend = &run.get();
+  backend->set_memory_limit(memory_limit);
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
@@ -77,8 +91,9 @@ void run_gpt_train(GptTrainOptions& o) {
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
   if (!o.quiet)
-    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}\n", o.data,
-               corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str());
+    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}\n", o.data,
+               corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str(),
+               o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string());
 
   std::string metrics_text;
   const int print_every = std::max(1, o.cfg.iters / 100);
@@ -114,6 +129,9 @@ void run_gpt_train(GptTrainOptions& o) {
                                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
                                    {"ranks", grid->size()},
                                    {"grid", grid->shape().str()},
+                                   {"dp", grid->dp()},
+                                   {"zero", o.cfg.zero_stage},
+                                   {"memory", memory_json(r)},
                                    {"backend", backend->name()},
                                    {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
                         .dump() +
@@ -175,7 +193,14 @@ void add_gpt_command(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--eval-iters", c.eval_iters, "Validation batches per evaluation")->capture_default_str();
   train->add_option("--seed", c.seed, "Seed of weights, batches and dropout")->capture_default_str();
-  train->add_option("--grid", t->grid, "Process grid XxYxZ (product = number of MPI ranks)")->capture_default_str();
+  train->add_option("--grid", t->grid, "Tensor-parallel grid XxYxZ of one replica")->capture_default_str();
+  train->add_option("--dp", t->dp, "Data-parallel replicas of the grid (ranks = dp·X·Y·Z)")->capture_default_str();
+  train->add_option("--zero", c.zero_stage, "ZeRO stage over the replicas: 0 all-reduce, 1 optimizer state, "
+                                            "2 + gradients, 3 + parameters sharded")
+      ->capture_default_str();
+  train->add_option("--bucket-mb", c.bucket_mb, "Largest gradient-reduction bucket (MiB)")->capture_default_str();
+  train->add_option("--memory-per-rank", t->memory_per_rank,
+                    "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
   train->add_option("--threads", t->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")
       ->capture_default_str();
   train->add_option("--backend", t->backend, "Kernel backend")

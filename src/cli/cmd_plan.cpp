@@ -53,7 +53,7 @@ std::pair<double, double> parse_pair(const std::string& opt, const std::string& 
 }
 
 nlohmann::json bytes_json(const AxisBytes& b) {
-  return {{"total", b.total()}, {"x", b.bytes[0]}, {"y", b.bytes[1]}, {"z", b.bytes[2]}};
+  return {{"total", b.total()}, {"x", b.bytes[0]}, {"y", b.bytes[1]}, {"z", b.bytes[2]}, {"d", b.bytes[3]}};
 }
 
 MachineModel machine_model(const PlanOptions& o, int ranks) {
@@ -149,6 +149,8 @@ struct GptPlanOptions {
   index_t batch = 12;
   int grad_accum = 1;
   bool untie = false;
+  std::string memory_per_rank;
+  double bucket_mb = 25.0;
 };
 
 void run_plan_gpt(GptPlanOptions& o) {
@@ -161,16 +163,22 @@ void run_plan_gpt(GptPlanOptions& o) {
   check.batch = o.batch;
   check.grad_accum = o.grad_accum;
   validate(check);
-  const std::vector<GridPlan> plans = plan_gpt(o.model, o.batch, o.grad_accum, ranks, m);
+  const double limit = o.memory_per_rank.empty() ? 0.0
+                                                 : static_cast<double>(parse_bytes("--memory-per-rank", o.memory_per_rank));
+  if (!(o.bucket_mb > 0.0) || !std::isfinite(o.bucket_mb)) throw InputError("--bucket-mb", "must be a positive number");
+  const std::vector<GridPlan> plans = plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb);
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
+      const GptParallel par{g.dp, g.zero, o.bucket_mb};
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
+                       {"dp", g.dp},
+                       {"zero", g.zero},
                        {"bytes_step", bytes_json(g.steady)},
                        {"bytes_step_weights_gathered",
-                        bytes_json(predict_gpt_step(o.model, o.batch, o.grad_accum, g.grid, false))},
+                        bytes_json(predict_gpt_step(o.model, o.batch, o.grad_accum, g.grid, false, par))},
                        {"comm_seconds", g.comm_seconds},
                        {"compute_seconds", g.compute_seconds},
                        {"total_seconds", g.total_seconds},
@@ -180,17 +188,23 @@ void run_plan_gpt(GptPlanOptions& o) {
     return;
   }
   fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches; {} ranks, {} "
-             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank\n",
+             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}\n",
              o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum, ranks,
-             m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops);
-  fmt::print("{:>4}  {:<10} {:>10} {:>10} {:>10}  {:>10} {:>10} {:>10} {:>10}  {:>10}\n", "rank", "grid", "step ms",
-             "comm ms", "compute ms", "MB/step", "x MB", "y MB", "z MB", "MB/rank");
+             m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
+             limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
+  if (plans.empty()) {
+    fmt::print("no choice of replicas, grid and ZeRO stage fits: more ranks, or a smaller model or batch\n");
+    return;
+  }
+  fmt::print("{:>4}  {:>3} {:<10} {:>4} {:>10} {:>10} {:>10}  {:>10} {:>9} {:>9} {:>9} {:>9}  {:>10}\n", "rank", "D",
+             "grid", "ZeRO", "step ms", "comm ms", "compute ms", "MB/step", "x MB", "y MB", "z MB", "d MB", "MB/rank");
   for (std::size_t k = 0; k < plans.size(); ++k) {
     const GridPlan& g = plans[k];
-    fmt::print("{:>4}  {:<10} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.2f}\n", k + 1,
-               g.grid.str(), 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
+    fmt::print("{:>4}  {:>3} {:<10} {:>4} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  "
+               "{:>10.2f}\n",
+               k + 1, g.dp, g.grid.str(), g.zero, 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
                g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6, g.steady.bytes[2] / 1e6,
-               g.memory_bytes / 1e6);
+               g.steady.bytes[3] / 1e6, g.memory_bytes / 1e6);
   }
 }
 
@@ -219,7 +233,8 @@ void add_plan_command(CLI::App& app) {
 
   // `plexus plan gpt`: the same ranking for a GPT (include/plexus/gpt.hpp, predict_gpt_ranks).
   auto g = std::make_shared<GptPlanOptions>();
-  CLI::App* gpt = cmd->add_subcommand("gpt", "Rank the grids of P ranks for a GPT by predicted step time");
+  CLI::App* gpt = cmd->add_subcommand(
+      "gpt", "Rank the data-parallel replicas, grids and ZeRO stages of P ranks for a GPT by predicted step time");
   add_machine_options(gpt, g->machine);
   gpt->add_option("--layers", g->model.layers, "Transformer blocks")->capture_default_str();
   gpt->add_option("--heads", g->model.heads, "Attention heads")->capture_default_str();
@@ -229,6 +244,8 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--batch", g->batch, "Sequences per micro-batch")->capture_default_str();
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
+  gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
+  gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   gpt->callback([g] { run_plan_gpt(*g); });
   cmd->callback([o, gpt] {
     if (!gpt->parsed()) run_plan(*o);

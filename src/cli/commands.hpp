@@ -52,6 +52,10 @@ double current_rss_bytes();
 void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_seconds);
 // {"total", "x", "y", "z"} of per-axis bytes.
 nlohmann::json axis_bytes_json(const std::array<double, 3>& bytes);
+// The same with the data-parallel axis: {"total", "x", "y", "z", "d"}.
+nlohmann::json axis_bytes_json(const std::array<double, 4>& bytes);
+// A byte count with an optional K/M/G (binary) suffix; InputError(option, ...) when malformed.
+std::size_t parse_bytes(const std::string& option, const std::string& text);
 // {"kernel": {"seconds": s, "calls": n}, ...}
 nlohmann::json profile_json(const ProfilingBackend& p);
 

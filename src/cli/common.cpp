@@ -10,6 +10,8 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <thread>
 
 #include "plexus/error.hpp"
@@ -117,6 +119,31 @@ void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_s
 
 nlohmann::json axis_bytes_json(const std::array<double, 3>& b) {
   return {{"total", b[0] + b[1] + b[2]}, {"x", b[0]}, {"y", b[1]}, {"z", b[2]}};
+}
+
+nlohmann::json axis_bytes_json(const std::array<double, 4>& b) {
+  return {{"total", b[0] + b[1] + b[2] + b[3]}, {"x", b[0]}, {"y", b[1]}, {"z", b[2]}, {"d", b[3]}};
+}
+
+std::size_t parse_bytes(const std::string& option, const std::string& text) {
+  // A number with an optional binary suffix: K, M, G (KiB, MiB, GiB; "MiB" and "MB" read alike).
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  if (pos == 0 || scale == 0 || !(v > 0) || !std::isfinite(v) || v * scale > 1e18)
+    throw InputError(option, "expected a positive size such as 512M or 2G, got '" + text + "'");
+  return static_cast<std::size_t>(v * scale);
 }
 
 nlohmann::json profile_json(const ProfilingBackend& p) {

@@ -71,8 +71,8 @@ std::vector<ParamRef> GcnModel::parameters() {
   for (int l = 0; l < num_layers(); ++l) {
     GcnLayer3D& layer = *layers_[l];
     // Kipf & Welling decay only the first layer's weights.
-    p.push_back({layer.weight().data(), layer.weight_grad().data(), layer.weight().size(), l == 0});
-    p.push_back({layer.bias().data(), layer.bias_grad().data(), layer.bias().size(), false});
+    p.push_back({layer.weight().data(), layer.weight().grad(), layer.weight().size(), l == 0});
+    p.push_back({layer.bias().data(), layer.bias().grad(), layer.bias().size(), false});
   }
   return p;
 }

@@ -45,7 +45,8 @@ void fill_zero(Backend& be, float* p, std::size_t n) {
 
 }  // namespace
 
-GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch)
+GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch, ZeroOptions zero,
+                   AdamParams adam)
     : be_(be), grid_(grid), cfg_(cfg), layout_(gpt_layout(grid, cfg, batch)) {
   validate(cfg);
   const GptLayout& l = layout_;
@@ -63,7 +64,7 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   tok_emb_ = std::make_unique<Embedding3D>(be, *wte);
   pos_emb_ = std::make_unique<Embedding3D>(be, *wpe_);
   for (int b = 0; b < cfg.layers; ++b) blocks_.push_back(std::make_unique<GptBlock>(be, grid, cfg, l, b));
-  ln_f_ = std::make_unique<LayerNorm3D>(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed);
+  ln_f_ = std::make_unique<LayerNorm3D>(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true);
 
   x0_ = Matrix(be, l.rows, l.embed.size());
   d_x_ = Matrix(be, l.rows, l.embed.size());
@@ -76,6 +77,7 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   positions_.resize(rows);
   for (std::size_t r = 0; r < rows; ++r) positions_[r] = static_cast<std::int32_t>(static_cast<index_t>(r) % cfg.block);
   register_params();
+  zero_ = std::make_unique<ZeroOptimizer>(be, grid, flat_tensors(), zero, adam);
 }
 
 // ---- forward, loss, backward -----------------------------------------------------------------
@@ -87,6 +89,12 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
     throw std::invalid_argument("GptModel::step: one id and one target per local row");
   const index_t row0 = l.seqs.begin * cfg_.block;
 
+  // Units of parameters (ZeRO-3 gathers each just before use, prefetching the next, and frees
+  // it after; the other stages keep them): 0 = embeddings, final LayerNorm and head, 1 + b = block b.
+  ZeroOptimizer& zero = *zero_;
+  const int blocks = static_cast<int>(blocks_.size());
+  zero.acquire(0, 1);
+
   // Embeddings: each X rank holds some vocabulary and position rows, so the sum is a partial
   // that one all-reduce over X completes.
   tok_emb_->forward(ids, x0_.view(), 0.0f);
@@ -95,7 +103,11 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   if (drop.p > 0.0f) be_.dropout(x0_.view(), x0_.view(), drop.p, drop.key(0), row0, l.embed.begin);
 
   const Matrix* h = &x0_;
-  for (auto& block : blocks_) h = &block->forward(*h, drop);
+  for (int b = 0; b < blocks; ++b) {
+    zero.acquire(1 + b, b + 1 < blocks ? 2 + b : -1);
+    h = &blocks_[static_cast<std::size_t>(b)]->forward(*h, drop);
+    zero.release(1 + b);
+  }
   const Matrix& hf = ln_f_->forward(h->view());
   Matrix& logits = lm_head_->forward(hf.view());
 
@@ -113,34 +125,43 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   if (l.rows) be_.fill(MatrixView{token_weights_.data(), 1, l.rows, l.rows}, loss_scale);
   const LossTerms terms = be_.softmax_xent(logits.view(), row_max_.data(), row_sumexp_.data(), labels_.data(),
                                            token_weights_.data(), l.vocab.begin, d_logits_.view());
-  double loss = terms.loss_sum;  // Y replicas hold the same rows: sum over X and Z only
+  zero.release(0);
+  double loss = terms.loss_sum;  // Y replicas hold the same rows: sum over X and Z, and the replicas
   grid_.comm(l.head).all_reduce(&loss, 1, ReduceOp::Sum);
   grid_.comm(l.seq).all_reduce(&loss, 1, ReduceOp::Sum);
+  grid_.comm(Axis::D).all_reduce(&loss, 1, ReduceOp::Sum);
   if (!train) return loss;
 
+  zero.acquire(0, blocks);
+  zero.begin_backward(0);
   Matrix d_hf = lm_head_->backward(hf.view(), d_logits_, true);
   fill_zero(be_, d_x_.data(), d_x_.size());
   ln_f_->backward(h->view(), d_hf.view(), d_x_.view());
-  for (std::size_t b = blocks_.size(); b-- > 0;) {
-    const Matrix& input = b == 0 ? x0_ : blocks_[b - 1]->output();
-    blocks_[b]->backward(input, d_x_, drop);
+  for (int b = blocks; b-- > 0;) {
+    const Matrix& input = b == 0 ? x0_ : blocks_[static_cast<std::size_t>(b) - 1]->output();
+    zero.acquire(1 + b, b);  // prefetch: the block below (unit 0 is held already)
+    zero.begin_backward(1 + b);
+    blocks_[static_cast<std::size_t>(b)]->backward(input, d_x_, drop);
+    zero.end_backward(1 + b);
+    zero.release(1 + b);
   }
   if (drop.p > 0.0f) be_.dropout(d_x_.view(), d_x_.view(), drop.p, drop.key(0), row0, l.embed.begin);
   tok_emb_->backward(d_x_.view());
   pos_emb_->backward(d_x_.view());
+  zero.end_backward(0);
+  zero.release(0);
+  zero.finish_backward();
   return loss;
 }
 
 // ---- the parameter registry ----------------------------------------------------------------------
 
-void GptModel::add_vector(const std::string& name, float* value, float* grad, index_t n, Range cols, bool owner,
-                          GptParam::Init init, bool qkv_columns) {
+void GptModel::add_vector(const std::string& name, ParamSlot& slot, index_t n, Range cols, bool owner,
+                          GptParam::Init init, int unit, bool qkv_columns) {
   GptParam p;
   p.name = name;
   p.rows = 1;
   p.cols = n;
-  p.value = value;
-  p.grad = grad;
   p.local_rows = {0, 1};
   p.local_cols = cols;
   p.column = qkv_columns ? qkv_column : identity_column;
@@ -149,17 +170,17 @@ void GptModel::add_vector(const std::string& name, float* value, float* grad, in
   p.owner = owner;
   p.decay = false;
   p.init = init;
+  p.unit = unit;
+  p.bind_layer = [&slot](float* v, float* g) { slot.bind(v, g); };
   params_.push_back(p);
 }
 
 void GptModel::add_linear(const std::string& name, Linear3D& lin, index_t in_dim, index_t out_dim, bool residual,
-                          bool qkv_columns) {
+                          bool qkv_columns, int unit) {
   GptParam p;
   p.name = name + ".weight";
   p.rows = in_dim;  // GPT-2's Conv1D layout: [in × out]
   p.cols = out_dim;
-  p.value = lin.weight().data();
-  p.grad = lin.weight_grad().data();
   p.local_rows = lin.w_rows();
   p.local_cols = lin.layout().out_cols;
   p.column = qkv_columns ? qkv_column : identity_column;
@@ -168,26 +189,28 @@ void GptModel::add_linear(const std::string& name, Linear3D& lin, index_t in_dim
   p.owner = true;  // W shards are disjoint: in × out blocks split over the third axis
   p.decay = true;
   p.init = residual ? GptParam::Init::Residual : GptParam::Init::Normal;
+  p.unit = unit;
+  p.bind_layer = [&lin](float* v, float* g) { lin.weight().bind(v, g); };
   params_.push_back(p);
   const Linear3DLayout& ll = lin.layout();
   // The bias is replicated over the row axis and the input axis.
-  add_vector(name + ".bias", lin.bias().data(), lin.bias_grad().data(), out_dim, ll.out_cols,
-             grid_.coord(ll.row) == 0 && grid_.coord(ll.in) == 0, GptParam::Init::Zero, qkv_columns);
+  add_vector(name + ".bias", lin.bias(), out_dim, ll.out_cols, grid_.coord(ll.row) == 0 && grid_.coord(ll.in) == 0,
+             GptParam::Init::Zero, unit, qkv_columns);
 }
 
-void GptModel::add_table(const std::string& name, Linear3D& table, index_t rows) {
+void GptModel::add_table(const std::string& name, Linear3D& table, index_t rows, int unit) {
   GptParam p;
   p.name = name;
   p.rows = rows;  // [vocab or positions × embed]: the stored Wᵀ
   p.cols = cfg_.embed;
-  p.value = table.weight().data();
-  p.grad = table.weight_grad().data();
   p.local_rows = table.w_rows();
   p.local_cols = table.layout().in_cols;
   p.column = identity_column;
   p.owner = true;
   p.decay = true;
   p.init = GptParam::Init::Normal;
+  p.unit = unit;
+  p.bind_layer = [&table](float* v, float* g) { table.weight().bind(v, g); };
   params_.push_back(p);
 }
 
@@ -196,47 +219,66 @@ void GptModel::register_params() {
   const index_t c = cfg_.embed;
   // LayerNorm parameters are replicated over X and Z.
   const bool ln_owner = grid_.coord(l.head) == 0 && grid_.coord(l.seq) == 0;
-  const auto add_ln = [&](const std::string& name, LayerNorm3D& ln) {
-    add_vector(name + ".weight", ln.gamma().data(), ln.gamma_grad().data(), c, l.embed, ln_owner, GptParam::Init::One);
-    add_vector(name + ".bias", ln.beta().data(), ln.beta_grad().data(), c, l.embed, ln_owner, GptParam::Init::Zero);
+  const auto add_ln = [&](const std::string& name, LayerNorm3D& ln, int unit) {
+    add_vector(name + ".weight", ln.gamma(), c, l.embed, ln_owner, GptParam::Init::One, unit);
+    add_vector(name + ".bias", ln.beta(), c, l.embed, ln_owner, GptParam::Init::Zero, unit);
   };
-  add_table("wte", cfg_.tied ? *lm_head_ : *wte_untied_, cfg_.vocab);
-  add_table("wpe", *wpe_, cfg_.block);
+  // Unit 0: what the first and last steps of the pass use; then one unit per block.
+  add_table("wte", cfg_.tied ? *lm_head_ : *wte_untied_, cfg_.vocab, 0);
+  add_table("wpe", *wpe_, cfg_.block, 0);
+  add_ln("ln_f", *ln_f_, 0);
+  if (!cfg_.tied) add_table("lm_head.weight", *lm_head_, cfg_.vocab, 0);
   for (int b = 0; b < cfg_.layers; ++b) {
     GptBlock& blk = *blocks_[static_cast<std::size_t>(b)];
     const std::string h = "h." + std::to_string(b) + ".";
-    add_ln(h + "ln_1", blk.ln1);
-    add_linear(h + "attn.c_attn", blk.qkv, c, 3 * c, false, true);
-    add_linear(h + "attn.c_proj", blk.proj, c, c, true, false);
-    add_ln(h + "ln_2", blk.ln2);
-    add_linear(h + "mlp.c_fc", blk.fc, c, 4 * c, false, false);
-    add_linear(h + "mlp.c_proj", blk.fc2, 4 * c, c, true, false);
+    add_ln(h + "ln_1", blk.ln1, 1 + b);
+    add_linear(h + "attn.c_attn", blk.qkv, c, 3 * c, false, true, 1 + b);
+    add_linear(h + "attn.c_proj", blk.proj, c, c, true, false, 1 + b);
+    add_ln(h + "ln_2", blk.ln2, 1 + b);
+    add_linear(h + "mlp.c_fc", blk.fc, c, 4 * c, false, false, 1 + b);
+    add_linear(h + "mlp.c_proj", blk.fc2, 4 * c, c, true, false, 1 + b);
   }
-  add_ln("ln_f", *ln_f_);
-  if (!cfg_.tied) add_table("lm_head.weight", *lm_head_, cfg_.vocab);
+}
+
+std::vector<FlatTensor> GptModel::flat_tensors() {
+  std::vector<FlatTensor> t;
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    const GptParam& p = params_[k];
+    t.push_back({p.size(), p.unit, p.decay, p.owner, [this, k](float* v, float* g) {
+                   GptParam& q = params_[k];
+                   q.value = v;
+                   q.grad = g;
+                   q.bind_layer(v, g);
+                 }});
+  }
+  return t;
+}
+
+void GptModel::write_unit(int unit, const std::function<float(const GptParam&, index_t, index_t)>& value) {
+  for (const GptParam& p : params_) {
+    if (p.unit != unit || !p.size()) continue;
+    std::vector<float> host(p.size());
+    for (index_t r = 0; r < p.local_rows.size(); ++r)
+      for (index_t j = 0; j < p.local_cols.size(); ++j)
+        host[static_cast<std::size_t>(r * p.local_cols.size() + j)] = value(p, p.local_rows.begin + r, p.column(j, p));
+    be_.copy_from_host(p.value, host.data(), host.size() * sizeof(float));
+  }
 }
 
 void GptModel::init_weights(std::uint64_t seed) {
   const float std_normal = 0.02f;
   const float std_residual = 0.02f / std::sqrt(2.0f * static_cast<float>(cfg_.layers));  // GPT-2
-  for (const GptParam& p : params_) {
-    std::vector<float> host(p.size());
+  const auto init = [&](const GptParam& p, index_t row, index_t col) {
     const DropoutKey key{seed ^ 0x9E3779B97F4A7C15ULL, name_hash(p.name), 0x1417u};
-    for (index_t r = 0; r < p.local_rows.size(); ++r)
-      for (index_t j = 0; j < p.local_cols.size(); ++j) {
-        float v = 0.0f;
-        switch (p.init) {
-          case GptParam::Init::Normal: v = std_normal * normal_at(key, p.local_rows.begin + r, p.column(j, p)); break;
-          case GptParam::Init::Residual:
-            v = std_residual * normal_at(key, p.local_rows.begin + r, p.column(j, p));
-            break;
-          case GptParam::Init::Zero: v = 0.0f; break;
-          case GptParam::Init::One: v = 1.0f; break;
-        }
-        host[static_cast<std::size_t>(r * p.local_cols.size() + j)] = v;
-      }
-    if (!host.empty()) be_.copy_from_host(p.value, host.data(), host.size() * sizeof(float));
-  }
+    switch (p.init) {
+      case GptParam::Init::Normal: return std_normal * normal_at(key, row, col);
+      case GptParam::Init::Residual: return std_residual * normal_at(key, row, col);
+      case GptParam::Init::Zero: return 0.0f;
+      case GptParam::Init::One: return 1.0f;
+    }
+    return 0.0f;
+  };
+  zero_->for_each_unit([&](int unit) { write_unit(unit, init); }, /*store=*/true);
   weights_updated();
 }
 
@@ -248,61 +290,38 @@ void GptModel::load_weights(const GptWeights& w) {
     if (t.rows * t.cols != p.rows * p.cols || static_cast<index_t>(t.data.size()) != p.rows * p.cols)
       throw InputError("model", "tensor '" + p.name + "' has " + std::to_string(t.data.size()) + " values, expected " +
                                     std::to_string(p.rows * p.cols));
-    std::vector<float> host(p.size());
-    for (index_t r = 0; r < p.local_rows.size(); ++r)
-      for (index_t j = 0; j < p.local_cols.size(); ++j)
-        host[static_cast<std::size_t>(r * p.local_cols.size() + j)] =
-            t.data[static_cast<std::size_t>((p.local_rows.begin + r) * p.cols + p.column(j, p))];
-    if (!host.empty()) be_.copy_from_host(p.value, host.data(), host.size() * sizeof(float));
   }
+  zero_->for_each_unit(
+      [&](int unit) {
+        write_unit(unit, [&](const GptParam& p, index_t row, index_t col) {
+          return w.at(p.name).data[static_cast<std::size_t>(row * p.cols + col)];
+        });
+      },
+      /*store=*/true);
   weights_updated();
 }
 
 GptWeights GptModel::gather_weights() {
   GptWeights out;
-  for (const GptParam& p : params_) {
-    GptTensor t{p.rows, p.cols, std::vector<float>(static_cast<std::size_t>(p.rows * p.cols), 0.0f)};
-    if (p.owner && p.size()) {
-      std::vector<float> host(p.size());
-      be_.copy_to_host(host.data(), p.value, host.size() * sizeof(float));
-      for (index_t r = 0; r < p.local_rows.size(); ++r)
-        for (index_t j = 0; j < p.local_cols.size(); ++j)
-          t.data[static_cast<std::size_t>((p.local_rows.begin + r) * p.cols + p.column(j, p))] =
-              host[static_cast<std::size_t>(r * p.local_cols.size() + j)];
-    }
-    // Exactly one owner writes each element; the others add zeros.
-    grid_.world().all_reduce(t.data.data(), t.data.size(), ReduceOp::Sum);
-    out[p.name] = std::move(t);
-  }
+  for (const GptParam& p : params_)
+    out[p.name] = GptTensor{p.rows, p.cols, std::vector<float>(static_cast<std::size_t>(p.rows * p.cols), 0.0f)};
+  zero_->for_each_unit(
+      [&](int unit) {
+        for (const GptParam& p : params_) {
+          if (p.unit != unit || !p.owner || !p.size()) continue;
+          std::vector<float> host(p.size());
+          be_.copy_to_host(host.data(), p.value, host.size() * sizeof(float));
+          GptTensor& t = out[p.name];
+          for (index_t r = 0; r < p.local_rows.size(); ++r)
+            for (index_t j = 0; j < p.local_cols.size(); ++j)
+              t.data[static_cast<std::size_t>((p.local_rows.begin + r) * p.cols + p.column(j, p))] =
+                  host[static_cast<std::size_t>(r * p.local_cols.size() + j)];
+        }
+      },
+      /*store=*/false);
+  // Exactly one owner in the replica writes each element; the others add zeros.
+  for (auto& [name, t] : out) grid_.replica().all_reduce(t.data.data(), t.data.size(), ReduceOp::Sum);
   return out;
-}
-
-std::vector<ParamRef> GptModel::parameters() {
-  std::vector<ParamRef> refs;
-  for (const GptParam& p : params_) refs.push_back({p.value, p.grad, p.size(), p.decay});
-  return refs;
-}
-
-void GptModel::zero_grads() {
-  for (const GptParam& p : params_) fill_zero(be_, p.grad, p.size());
-}
-
-double GptModel::grad_squared_norm() {
-  // All norms in one call (one wait for a device), summed in parameter order as before.
-  std::vector<NormPiece> pieces;
-  for (const GptParam& p : params_)
-    if (p.owner) pieces.push_back({static_cast<std::size_t>(p.size()), p.grad});
-  std::vector<double> norms(pieces.size());
-  be_.transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
-  double sum = 0.0;
-  for (const double v : norms) sum += v;
-  grid_.world().all_reduce(&sum, 1, ReduceOp::Sum);
-  return sum;
-}
-
-void GptModel::scale_grads(float s) {
-  for (const GptParam& p : params_)
-    if (p.size()) be_.axpby(p.size(), s, p.grad, 0.0f, p.grad);
 }
 
 void GptModel::weights_updated() {

@@ -3,15 +3,19 @@
 // final LayerNorm, LM head (a Linear3D Y → X over the vocabulary; tied: the token table is its
 // weight) and the cross-entropy over the vocabulary sharded over X (the GCN's sharded softmax
 // kernels). Every parameter shard is listed once in a registry that says where it sits in
-// GPT-2's tensors, which drives initialisation, saving, loading and the gradient norm.
+// GPT-2's tensors, which drives initialisation, saving and loading. The model's ZeroOptimizer
+// (optim/zero.hpp) stores the parameters and gradients, reduces the gradients over the
+// data-parallel axis and takes the AdamW step; its units are the embeddings with the final
+// LayerNorm and head (unit 0) and each block (unit 1 + b).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "models/gpt_block.hpp"
 #include "models/gpt_layout.hpp"
-#include "optim/adam.hpp"
+#include "optim/zero.hpp"
 #include "plexus/gpt.hpp"
 #include "pmm/embedding_3d.hpp"
 
@@ -21,8 +25,10 @@ namespace plexus {
 struct GptParam {
   std::string name;
   index_t rows = 0, cols = 0;  // the whole tensor (vectors: 1 × n)
-  float* value = nullptr;
+  float* value = nullptr;       // where the optimizer binds them (nullptr while not gathered)
   float* grad = nullptr;
+  int unit = 0;                 // the ZeroOptimizer unit
+  std::function<void(float*, float*)> bind_layer;  // points the layer at value and grad
   Range local_rows;            // global rows held here (contiguous)
   Range local_cols;            // local columns map to global ones through `column`
   index_t (*column)(index_t local_col, const GptParam& p) = nullptr;
@@ -35,11 +41,12 @@ struct GptParam {
 
 class GptModel {
  public:
-  GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch);
+  GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch, ZeroOptions zero = {},
+           AdamParams adam = {});
   // GPT-2 initialisation drawn by global index (every grid starts from the same weights).
   void init_weights(std::uint64_t seed);
   void load_weights(const GptWeights& w);
-  // The whole tensors, on every rank (owners' shards summed over the world).
+  // The whole tensors, on every rank (owners' shards summed over the replica).
   GptWeights gather_weights();
 
   // One micro-batch of this rank's rows (ids, targets: layout().rows each): forward and the
@@ -50,11 +57,11 @@ class GptModel {
   // Logits of the last step [rows × vocab shard], replicated over Y.
   Matrix& logits() { return lm_head_->output(); }
 
-  std::vector<ParamRef> parameters();
-  void zero_grads();
+  // Gradients, their norm and clipping, and the AdamW step (then call weights_updated()).
+  ZeroOptimizer& optimizer() { return *zero_; }
+  void zero_grads() { zero_->zero_grads(); }
   // Σ g² over the whole model (each element counted once), on every rank.
-  double grad_squared_norm();
-  void scale_grads(float s);
+  double grad_squared_norm() { return zero_->grad_squared_norm(); }
   void weights_updated();
   std::size_t num_params() const;    // whole model
   std::size_t weight_bytes() const;  // this rank's shards
@@ -63,11 +70,15 @@ class GptModel {
 
  private:
   void register_params();
+  // The tensors of the registry for the optimizer, which binds them.
+  std::vector<FlatTensor> flat_tensors();
+  // Host values of every tensor of `unit` written to / read from this rank's shards.
+  void write_unit(int unit, const std::function<float(const GptParam&, index_t row, index_t col)>& value);
   void add_linear(const std::string& name, Linear3D& lin, index_t in_dim, index_t out_dim, bool residual,
-                  bool qkv_columns);
-  void add_vector(const std::string& name, float* value, float* grad, index_t n, Range cols, bool owner,
-                  GptParam::Init init, bool qkv_columns = false);
-  void add_table(const std::string& name, Linear3D& table, index_t rows);
+                  bool qkv_columns, int unit);
+  void add_vector(const std::string& name, ParamSlot& slot, index_t n, Range cols, bool owner, GptParam::Init init,
+                  int unit, bool qkv_columns = false);
+  void add_table(const std::string& name, Linear3D& table, index_t rows, int unit);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -83,6 +94,7 @@ class GptModel {
   Matrix d_logits_;
   std::vector<std::int32_t> positions_;
   std::vector<GptParam> params_;
+  std::unique_ptr<ZeroOptimizer> zero_;
 };
 
 }  // namespace plexus

@@ -3,8 +3,8 @@
 namespace plexus {
 
 GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& l, int index)
-    : ln1(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed),
-      ln2(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed),
+    : ln1(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true),
+      ln2(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true),
       qkv(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols}, gpt_linear_options()),
       // proj's input is the attention output: the same heads as qkv, head_dim columns each.
       proj(be, grid, Linear3DLayout{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed}, gpt_linear_options()),

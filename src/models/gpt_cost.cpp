@@ -2,6 +2,8 @@
 // GptModel::step, GptBlock, Linear3D, LayerNorm3D and Embedding3D issue, in the same order,
 // with MpiCommunicator's byte accounting — so the prediction equals the measured comm_bytes.
 #include <algorithm>
+#include <cmath>
+#include <functional>
 
 #include "models/gpt_layout.hpp"
 #include "plexus/gpt.hpp"
@@ -12,15 +14,17 @@ namespace {
 
 class StepCost {
  public:
-  StepCost(GridShape shape, const std::array<int, 3>& coords) : shape_(shape), coords_(coords) {
+  StepCost(GridShape shape, const std::array<int, 3>& coords, int dp, int d)
+      : shape_(shape), coords_(coords), dp_(dp) {
     cost.coords = coords;
+    cost.d = d;
   }
   RankCost cost;
 
   // MpiCommunicator's accounting: all-reduce 2(p−1)/p of the buffer, all-gather and
   // reduce-scatter everything but this rank's own part.
   void all_reduce(Axis a, double elements, double bytes_each = 4) {
-    const int p = shape_.dim(a);
+    const int p = a == Axis::D ? dp_ : shape_.dim(a);
     if (p == 1) return;
     add(a, 2.0 * (p - 1) / p * elements * bytes_each);
   }
@@ -32,6 +36,10 @@ class StepCost {
     for (const std::size_t c : counts) total += static_cast<double>(c);
     add(a, 4.0 * (total - static_cast<double>(counts[static_cast<std::size_t>(coords_[static_cast<int>(a)])])));
   }
+  // A ZeRO reduce-scatter or all-gather over D of `elements` of which this rank owns `own`.
+  void dp_part(double elements, double own) {
+    if (dp_ > 1) add(Axis::D, 4.0 * (elements - own));
+  }
   void gemm(index_t m, index_t k, index_t n) { cost.gemm_flops += 2.0 * m * k * n; }
   void tensor(double elements) { cost.memory_bytes += 4.0 * elements; }
 
@@ -42,6 +50,7 @@ class StepCost {
   }
   GridShape shape_;
   std::array<int, 3> coords_;
+  int dp_;
 };
 
 struct LinearShape {
@@ -51,6 +60,12 @@ struct LinearShape {
   bool bias = true, transposed = false;
   index_t stored_rows() const { return transposed ? out_cols.size() : in_cols.size(); }
   index_t stored_cols() const { return transposed ? in_cols.size() : out_cols.size(); }
+  // Parameters this rank holds: its rows of the stored block (split over `row`), and the bias.
+  double params(GridShape g, const std::array<int, 3>& coords) const {
+    const Range stored = transposed ? out_cols : in_cols;
+    const index_t rows_here = sub_range(stored, g.dim(row), coords[static_cast<int>(row)]).size();
+    return static_cast<double>(rows_here * stored_cols() + (bias ? out_cols.size() : 0));
+  }
 };
 
 void linear_gather(StepCost& s, const LinearShape& l) { s.gather(l.row, l.stored_rows(), l.stored_cols()); }
@@ -65,12 +80,59 @@ void linear_backward(StepCost& s, const LinearShape& l) {
   s.all_reduce(l.out, static_cast<double>(l.rows * l.in_cols.size()));
   s.gemm(l.rows, l.in_cols.size(), l.out_cols.size());
 }
-// Weights, gradients, Adam's two moments; the gathered block and its gradient when split.
+// The gathered block and its gradient when split, and the output (parameter state: zero_memory).
 void linear_memory(StepCost& s, const LinearShape& l, GridShape g) {
   const double stored = static_cast<double>(l.stored_rows() * l.stored_cols());
-  const int p = g.dim(l.row);
-  s.tensor(4.0 * stored / p + (p > 1 ? 2.0 * stored : 0.0) + (l.bias ? 4.0 * l.out_cols.size() : 0.0) +
-           static_cast<double>(l.rows * l.out_cols.size()));
+  s.tensor((g.dim(l.row) > 1 ? 2.0 * stored : 0.0) + static_cast<double>(l.rows * l.out_cols.size()));
+}
+
+// ZeroOptimizer's traffic over D in one step (optim/zero.hpp): per unit, buckets of at most
+// `bucket` elements, each reduced (stage 0: all-reduced; else reduce-scattered to the owners
+// of its elements) and, at stage 3, gathered before the unit's forward and backward; at
+// stages 1-2 the updated values all-gathered after the step.
+void zero_traffic(StepCost& s, const std::vector<double>& units, const GptParallel& par, int d, int grad_accum) {
+  double flat = 0;
+  for (const double n : units) flat += n;
+  const Range own = block_range(static_cast<index_t>(flat), par.dp, d);
+  const double bucket = std::max(1.0, std::floor(par.bucket_mb * (1 << 20) / 4.0));
+  // Calls f(length, owned part) for each bucket of each unit.
+  const auto each_bucket = [&](const std::function<void(double, double)>& f, bool whole_units) {
+    double begin = 0;
+    for (const double n : units) {
+      const double step = whole_units ? std::max(n, 1.0) : bucket;
+      for (double c0 = begin; c0 < begin + n; c0 += step) {
+        const double c1 = std::min(begin + n, c0 + step);
+        const double mine = std::max(0.0, std::min(c1, static_cast<double>(own.end)) -
+                                              std::max(c0, static_cast<double>(own.begin)));
+        f(c1 - c0, mine);
+      }
+      begin += n;
+    }
+  };
+  const auto reduce = [&] {
+    each_bucket([&](double n, double mine) { par.zero == 0 ? s.all_reduce(Axis::D, n) : s.dp_part(n, mine); }, false);
+  };
+  for (int micro = 0; micro < grad_accum; ++micro) {
+    if (par.zero == 3)
+      for (int pass = 0; pass < 2; ++pass) each_bucket([&](double n, double mine) { s.dp_part(n, mine); }, true);
+    if (par.zero >= 2 || micro + 1 == grad_accum) reduce();
+  }
+  if (par.zero == 1 || par.zero == 2) each_bucket([&](double n, double mine) { s.dp_part(n, mine); }, false);
+}
+
+// Parameters, gradients and Adam state by ZeRO's formulas (fp32: 4Ψ + 4Ψ + 8Ψ, the parts sharded
+// over D as the stage says), and the workspace of a unit's gathered values and gradients.
+void zero_memory(StepCost& s, const std::vector<double>& units, const GptParallel& par, int d) {
+  double flat = 0, largest_block = 0;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    flat += units[u];
+    if (u > 0) largest_block = std::max(largest_block, units[u]);
+  }
+  const double blk = static_cast<double>(block_range(static_cast<index_t>(flat), par.dp, d).size());
+  const double params = par.zero == 3 ? blk : flat, grads = par.zero >= 2 ? blk : flat;
+  const double adam = par.zero >= 1 ? 2 * blk : 2 * flat;
+  const double in_use = units.empty() ? 0 : units[0] + largest_block;  // unit 0 stays while a block runs
+  s.tensor(params + grads + adam + (par.zero >= 2 ? in_use : 0) + (par.zero == 3 ? in_use : 0));
 }
 
 void layernorm_forward(StepCost& s, const GptLayout& l) {
@@ -85,15 +147,16 @@ void layernorm_backward(StepCost& s, const GptLayout& l) {
 }  // namespace
 
 std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
-                                        bool gather_weights) {
+                                        bool gather_weights, const GptParallel& par) {
   validate(c);
   std::vector<RankCost> out;
+  for (int d = 0; d < par.dp; ++d)
   for (int z = 0; z < g.z; ++z)
     for (int x = 0; x < g.x; ++x)
       for (int y = 0; y < g.y; ++y) {
         const std::array<int, 3> coords{x, y, z};
-        const GptLayout l = gpt_layout_at(g, coords, c, batch);
-        StepCost s(g, coords);
+        const GptLayout l = gpt_layout_at(g, coords, c, batch, par.dp, d);
+        StepCost s(g, coords, par.dp, d);
         const LinearShape head{l.seq, l.hid, l.head, l.rows, l.embed, l.vocab, false, true};
         const LinearShape wte{l.seq, l.hid, l.head, 0, l.embed, l.vocab, false, true};  // untied table
         const LinearShape wpe{l.seq, l.hid, l.head, 0, l.embed, l.pos, false, true};
@@ -129,6 +192,7 @@ std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int g
           s.all_reduce(l.head, static_cast<double>(l.rows));  // exp-sums
           s.all_reduce(l.head, 1, 8);                         // the loss (double)
           s.all_reduce(l.seq, 1, 8);
+          s.all_reduce(Axis::D, 1, 8);
           linear_backward(s, head);
           layernorm_backward(s, l);
           for (int b = c.layers; b-- > 0;) {
@@ -155,24 +219,44 @@ std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int g
                                                  l.ff.size())));
         }
         s.tensor(static_cast<double>(l.rows * (2 * l.embed.size() + l.vocab.size())));  // x0, dx, dlogits
+
+        // The units of the ZeroOptimizer (GptModel::register_params): embeddings, final
+        // LayerNorm and head; then each block.
+        const double ln = 2.0 * static_cast<double>(l.embed.size());
+        std::vector<double> units{head.params(g, coords) + wpe.params(g, coords) + ln +
+                                  (c.tied ? 0.0 : wte.params(g, coords))};
+        for (int b = 0; b < c.layers; ++b) {
+          double n = 2 * ln;
+          for (const LinearShape* lin : block) n += lin->params(g, coords);
+          units.push_back(n);
+        }
+        zero_traffic(s, units, par, d, grad_accum);
+        zero_memory(s, units, par, d);
         out.push_back(s.cost);
       }
   return out;
 }
 
-AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights) {
+AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights,
+                           const GptParallel& par) {
   AxisBytes b;
-  for (const RankCost& r : predict_gpt_ranks(c, batch, grad_accum, g, gather_weights))
-    for (int a = 0; a < 3; ++a) b.bytes[a] += r.bytes[a];
+  for (const RankCost& r : predict_gpt_ranks(c, batch, grad_accum, g, gather_weights, par))
+    for (int a = 0; a < 4; ++a) b.bytes[a] += r.bytes[a];
   return b;
 }
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
-                               const MachineModel& machine) {
+                               const MachineModel& machine, double memory_per_rank, double bucket_mb) {
   std::vector<GridPlan> plans;
-  for (GridShape g : all_grids(ranks)) {
-    const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g);
-    plans.push_back(plan_from_costs(g, step, step, machine));
+  for (int dp = 1; dp <= ranks; ++dp) {
+    if (ranks % dp) continue;
+    for (GridShape g : all_grids(ranks / dp))
+      for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
+        const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb});
+        GridPlan plan = plan_from_costs(g, step, step, machine, dp);
+        plan.zero = stage;
+        if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
+      }
   }
   sort_plans(plans);
   return plans;

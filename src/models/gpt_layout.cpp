@@ -3,14 +3,16 @@
 namespace plexus {
 
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch) {
-  return gpt_layout_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, c, batch);
+  return gpt_layout_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, c, batch,
+                       grid.dp(), grid.coord(Axis::D));
 }
 
-GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch) {
+GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch, int dp,
+                        int d) {
   GptLayout l;
   const auto part = [&](index_t n, Axis a) { return block_range(n, shape.dim(a), coords[static_cast<int>(a)]); };
   l.head_dim = c.embed / c.heads;
-  l.seqs = part(batch, l.seq);
+  l.seqs = sub_range(block_range(batch, dp, d), shape.dim(l.seq), coords[static_cast<int>(l.seq)]);
   l.rows = l.seqs.size() * c.block;
   l.embed = part(c.embed, l.hid);
   l.heads = part(c.heads, l.head);

@@ -28,14 +28,19 @@ struct GptLayout {
 };
 
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch);
-// The same for the rank at `coords` (x, y, z) of a grid of `shape` (no communicators needed).
-GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch);
+// The same for the rank at `coords` (x, y, z) of a grid of `shape` in replica `d` of `dp`
+// (no communicators needed). Replica d takes sequences block_range(batch, dp, d) of the
+// global batch, split over its Z axis.
+GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch,
+                        int dp = 1, int d = 0);
 
-// Every GPT linear: W gathered once per optimizer step, gradients accumulated over micro-batches.
+// Every GPT linear: W gathered once per optimizer step, gradients accumulated over micro-batches,
+// parameters stored by the model's ZeroOptimizer.
 inline Linear3DOptions gpt_linear_options() {
   Linear3DOptions o;
   o.reuse_weight = true;
   o.accumulate_grads = true;
+  o.external_params = true;
   return o;
 }
 

@@ -24,13 +24,14 @@ void Embedding3D::forward(const std::vector<std::int32_t>& ids, MatrixView out, 
     gather_ = CsrMatrix(be_, gather_host_);
     scatter_ = CsrMatrix();
   }
-  be_.spmm(gather_.view(), table_.full_weight().view(), out, beta);
+  be_.spmm(gather_.view(), table_.full_weight(), out, beta);
 }
 
 void Embedding3D::backward(ConstMatrixView dout) {
   if (!scatter_.rows()) scatter_ = CsrMatrix(be_, csr_transpose(gather_host_));
-  const Matrix& w = table_.full_weight();
-  Matrix grad(be_, w.rows(), w.cols());
+  const ConstMatrixView w = table_.full_weight();
+  MemoryScope scope(be_, MemoryKind::Workspace, "an embedding-table gradient");
+  Matrix grad(be_, w.rows, w.cols);
   be_.spmm(scatter_.view(), dout, grad.view(), 0.0f);
   table_.add_weight_grad(grad.view());
 }

@@ -51,10 +51,8 @@ class GcnLayer3D {
   Range out_slice_rows() const;
 
   const LayerGeometry& geometry() const { return geo_; }
-  Matrix& weight() { return linear_.weight(); }  // this rank's shard [w_rows × out_cols]
-  Matrix& weight_grad() { return linear_.weight_grad(); }
-  Buffer<float>& bias() { return linear_.bias(); }  // [out_cols], replicated over i and d
-  Buffer<float>& bias_grad() { return linear_.bias_grad(); }
+  ParamSlot& weight() { return linear_.weight(); }  // this rank's shard [w_rows × out_cols]
+  ParamSlot& bias() { return linear_.bias(); }      // [1 × out_cols], replicated over i and d
 
  private:
   // c = a·b summed over `axis` (all-reduce), in comm_.agg_chunks row chunks whose

@@ -7,7 +7,7 @@
 namespace plexus {
 
 LayerNorm3D::LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, index_t rows, Range cols,
-                         index_t width, float eps)
+                         index_t width, bool external_params, float eps)
     : be_(be),
       grid_(grid),
       row_(row),
@@ -15,16 +15,19 @@ LayerNorm3D::LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, 
       cols_(cols),
       width_(width),
       eps_(eps),
-      gamma_(be, std::vector<float>(static_cast<std::size_t>(cols.size()), 1.0f)),
-      beta_(be, static_cast<std::size_t>(cols.size())),
-      dgamma_(be, static_cast<std::size_t>(cols.size())),
-      dbeta_(be, static_cast<std::size_t>(cols.size())),
+      gamma_(be, 1, cols.size()),
+      beta_(be, 1, cols.size()),
       mean_(be, static_cast<std::size_t>(rows)),
       var_(be, static_cast<std::size_t>(rows)),
       rstd_(be, static_cast<std::size_t>(rows)),
       sums_(be, static_cast<std::size_t>(2 * rows)),
       param_sums_(be, static_cast<std::size_t>(2 * cols.size())),
-      y_(be, rows, cols.size()) {}
+      y_(be, rows, cols.size()) {
+  if (!external_params) {
+    gamma_.allocate(1.0f);
+    beta_.allocate();
+  }
+}
 
 const Matrix& LayerNorm3D::forward(ConstMatrixView x) {
   if (x.rows != y_.rows() || x.cols != y_.cols()) throw std::invalid_argument("LayerNorm3D: input shape");
@@ -51,8 +54,8 @@ void LayerNorm3D::backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx)
                        /*grad_beta=*/0.0f, dg, db);
   // Only this pass's parameter sums are reduced over the rows; then they are accumulated.
   grid_.comm(row_).all_reduce(param_sums_.data(), param_sums_.size(), ReduceOp::Sum);
-  be_.axpby(cols, 1.0f, dg, 1.0f, dgamma_.data());
-  be_.axpby(cols, 1.0f, db, 1.0f, dbeta_.data());
+  be_.axpby(cols, 1.0f, dg, 1.0f, gamma_.grad());
+  be_.axpby(cols, 1.0f, db, 1.0f, beta_.grad());
 }
 
 }  // namespace plexus

@@ -11,24 +11,24 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "pmm/param_slot.hpp"
 
 namespace plexus {
 
 class LayerNorm3D {
  public:
   // rows: local rows; cols: this rank's features (global indices) of `width` in all.
+  // external_params: γ and β are bound by the caller (ParamSlot::bind), as in Linear3DOptions.
   LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, index_t rows, Range cols, index_t width,
-              float eps = 1e-5f);
+              bool external_params = false, float eps = 1e-5f);
   // y = LN(x), kept until the next forward; statistics kept for backward.
   const Matrix& forward(ConstMatrixView x);
   // Adds the input gradient to `dx` (dx += ∂L/∂x) and dγ, dβ to the parameter gradients.
   void backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx);
 
   const Matrix& forward_output() const { return y_; }
-  Buffer<float>& gamma() { return gamma_; }
-  Buffer<float>& beta() { return beta_; }
-  Buffer<float>& gamma_grad() { return dgamma_; }
-  Buffer<float>& beta_grad() { return dbeta_; }
+  ParamSlot& gamma() { return gamma_; }  // [1 × cols], initially ones
+  ParamSlot& beta() { return beta_; }
   Range cols() const { return cols_; }
 
  private:
@@ -38,7 +38,7 @@ class LayerNorm3D {
   Range cols_;
   index_t width_;
   float eps_;
-  Buffer<float> gamma_, beta_, dgamma_, dbeta_;
+  ParamSlot gamma_, beta_;
   Buffer<float> mean_, var_, rstd_, sums_, param_sums_;  // sums_: a and b; param_sums_: dγ and dβ of one pass
   Matrix y_;
 };

@@ -2,6 +2,7 @@
 #include "pmm/linear_3d.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace plexus {
 
@@ -14,17 +15,18 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
   stored_rows_ = stored_rows.size();
   stored_cols_ = opt_.store_transposed ? in : out;
   w_rows_ = sub_range(stored_rows, grid.dim(layout.row), grid.coord(layout.row));
-  w_ = Matrix(be, w_rows_.size(), stored_cols_);
-  dw_ = Matrix(be, w_rows_.size(), stored_cols_);
+  w_ = ParamSlot(be, w_rows_.size(), stored_cols_);
+  b_ = ParamSlot(be, opt_.bias ? 1 : 0, opt_.bias ? out : 0);
+  if (!opt_.external_params) {
+    w_.allocate();
+    b_.allocate();
+  }
   if (split_w) {
+    MemoryScope scope(be, MemoryKind::Workspace, "gathered weights");
     w_full_ = Matrix(be, stored_rows_, stored_cols_);
     dw_full_ = Matrix(be, stored_rows_, stored_cols_);
   }
-  if (opt_.bias) {
-    b_ = Buffer<float>(be, static_cast<std::size_t>(out));
-    db_ = Buffer<float>(be, static_cast<std::size_t>(out));
-    if (opt_.accumulate_grads) db_new_ = Buffer<float>(be, static_cast<std::size_t>(out));
-  }
+  if (opt_.bias && opt_.accumulate_grads) db_new_ = Buffer<float>(be, static_cast<std::size_t>(out));
   y_ = Matrix(be, layout.rows, out);
   if (opt_.scatter_output) {
     y_slice_ = Matrix(be, output_rows().size(), out);
@@ -38,20 +40,20 @@ Range Linear3D::output_rows() const {
   return sub_range(all, grid_.dim(layout_.in), grid_.coord(layout_.in));
 }
 
-const Matrix& Linear3D::full_weight() {
-  if (grid_.dim(layout_.row) == 1) return w_;
-  if (opt_.reuse_weight && w_full_valid_) return w_full_;
+ConstMatrixView Linear3D::full_weight() {
+  if (grid_.dim(layout_.row) == 1) return std::as_const(w_).view();
+  if (opt_.reuse_weight && w_full_valid_) return w_full_.view();
   const auto counts = block_counts(stored_rows_, grid_.dim(layout_.row), stored_cols_);
   grid_.comm(layout_.row).all_gather(w_.data(), w_full_.data(), counts);
   w_full_valid_ = true;
-  return w_full_;
+  return w_full_.view();
 }
 
 Matrix& Linear3D::forward(ConstMatrixView x) {
   if (x.rows != layout_.rows || x.cols != layout_.in_cols.size())
     throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols]");
-  const Matrix& w = full_weight();
-  be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w.view(), 0.0f, y_.view());
+  const ConstMatrixView w = full_weight();
+  be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, y_.view());
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
@@ -59,7 +61,7 @@ Matrix& Linear3D::forward(ConstMatrixView x) {
   } else {
     grid_.comm(layout_.in).all_reduce(y_.data(), y_.size(), ReduceOp::Sum);
   }
-  if (opt_.bias) be_.add_bias(y.view(), b_.data());
+  if (opt_.bias) be_.add_bias(y.view(), std::as_const(b_).data());
   return y;
 }
 
@@ -76,13 +78,13 @@ Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_gr
 
   if (opt_.bias) {
     // The all-reduce must see only this pass's sums: accumulate after it.
-    Buffer<float>& target = acc ? db_new_ : db_;
-    be_.column_sum(d_y.view(), 0.0f, target.data());
-    grid_.comm(row).all_reduce(target.data(), target.size(), ReduceOp::Sum);
-    if (acc) be_.axpby(db_.size(), 1.0f, db_new_.data(), 1.0f, db_.data());
+    float* target = acc ? db_new_.data() : b_.grad();
+    be_.column_sum(d_y.view(), 0.0f, target);
+    grid_.comm(row).all_reduce(target, b_.size(), ReduceOp::Sum);
+    if (acc) be_.axpby(b_.size(), 1.0f, db_new_.data(), 1.0f, b_.grad());
   }
 
-  const Matrix& w = full_weight();
+  const ConstMatrixView w = full_weight();
   // dW = Xᵀ·dY, or dWᵀ = dYᵀ·X.
   const auto weight_grad = [&](float beta, MatrixView into) {
     if (opt_.store_transposed)
@@ -91,7 +93,7 @@ Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_gr
       be_.gemm(Trans::Yes, Trans::No, 1.0f, x, d_y.view(), beta, into);
   };
   if (grid_.dim(row) == 1) {
-    weight_grad(acc ? 1.0f : 0.0f, dw_.view());
+    weight_grad(acc ? 1.0f : 0.0f, w_.grad_view());
   } else {
     weight_grad(0.0f, dw_full_.view());
     scatter_weight_grad(acc);
@@ -99,7 +101,7 @@ Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_gr
 
   if (!need_input_grad) return {};
   Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
-  be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y.view(), w.view(), 0.0f, d_x.view());
+  be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y.view(), w, 0.0f, d_x.view());
   grid_.comm(layout_.out).all_reduce(d_x.data(), d_x.size(), ReduceOp::Sum);
   return d_x;
 }
@@ -107,20 +109,21 @@ Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_gr
 void Linear3D::scatter_weight_grad(bool accumulate) {
   const auto counts = block_counts(stored_rows_, grid_.dim(layout_.row), stored_cols_);
   if (!accumulate) {
-    grid_.comm(layout_.row).reduce_scatter(dw_full_.data(), dw_.data(), counts);
+    grid_.comm(layout_.row).reduce_scatter(dw_full_.data(), w_.grad(), counts);
     return;
   }
   // Reduce-scatter this pass's sums into a temporary shard, then add them.
+  MemoryScope scope(be_, MemoryKind::Workspace, "a weight-gradient shard");
   Matrix shard(be_, w_rows_.size(), stored_cols_);
   grid_.comm(layout_.row).reduce_scatter(dw_full_.data(), shard.data(), counts);
-  be_.axpby(dw_.size(), 1.0f, shard.data(), 1.0f, dw_.data());
+  be_.axpby(w_.size(), 1.0f, shard.data(), 1.0f, w_.grad());
 }
 
 void Linear3D::add_weight_grad(ConstMatrixView full_grad) {
   if (full_grad.rows != stored_rows_ || full_grad.cols != stored_cols_ || full_grad.ld != full_grad.cols)
     throw std::invalid_argument("Linear3D::add_weight_grad: not the shape of the stored block");
   if (grid_.dim(layout_.row) == 1) {
-    be_.axpby(dw_.size(), 1.0f, full_grad.data, 1.0f, dw_.data());
+    be_.axpby(w_.size(), 1.0f, full_grad.data, 1.0f, w_.grad());
     return;
   }
   be_.copy(full_grad, dw_full_.view());

@@ -29,6 +29,7 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "pmm/param_slot.hpp"
 
 namespace plexus {
 
@@ -52,6 +53,9 @@ struct Linear3DOptions {
   // micro-batches); the collectives then reduce only the new contribution.
   bool accumulate_grads = false;
   bool store_transposed = false;  // W kept as Wᵀ [out_cols × in_cols]
+  // W and b (and their gradients) are bound by the caller (ParamSlot::bind) before first
+  // use instead of being owned by the layer (a data-parallel optimizer's storage).
+  bool external_params = false;
 };
 
 class Linear3D {
@@ -77,15 +81,13 @@ class Linear3D {
   // Global rows of the stored matrix kept here: of W (in_cols split over `row`), or with
   // store_transposed of Wᵀ (out_cols split over `row`).
   Range w_rows() const { return w_rows_; }
-  Matrix& weight() { return w_; }  // [w_rows × out_cols], or Wᵀ's [w_rows × in_cols]
-  Matrix& weight_grad() { return dw_; }
+  ParamSlot& weight() { return w_; }  // [w_rows × out_cols], or Wᵀ's [w_rows × in_cols]
   // Adds a gradient of the whole stored block (e.g. an embedding's, for a tied weight) to
   // this rank's shard: reduce-scatter over `row`, then add.
   void add_weight_grad(ConstMatrixView full_grad);
-  Buffer<float>& bias() { return b_; }            // [out_cols], replicated over row and in
-  Buffer<float>& bias_grad() { return db_; }
+  ParamSlot& bias() { return b_; }  // [1 × out_cols], replicated over row and in (0 × 0 without bias)
   // The whole stored block, W [in_cols × out_cols] or Wᵀ (gathered over `row` when split).
-  const Matrix& full_weight();
+  ConstMatrixView full_weight();
 
  private:
   // Reduce-scatters dw_full_ over `row` into this rank's shard (added to it, or replacing it).
@@ -97,9 +99,10 @@ class Linear3D {
   Linear3DOptions opt_;
   Range w_rows_;
   index_t stored_rows_ = 0, stored_cols_ = 0;  // the whole stored block: W's or Wᵀ's shape
-  Matrix w_, dw_, w_full_, dw_full_;
+  ParamSlot w_, b_;
+  Matrix w_full_, dw_full_;
   bool w_full_valid_ = false;
-  Buffer<float> b_, db_, db_new_;
+  Buffer<float> db_new_;
   Matrix y_, y_slice_, d_y_full_;
 };
 

@@ -7,7 +7,6 @@
 #include <numbers>
 
 #include "models/gpt.hpp"
-#include "optim/adam.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/rng.hpp"
@@ -19,10 +18,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::array<double, 3> comm_bytes(ProcessGrid& grid) {
-  std::array<double, 3> b{};
-  for (Axis a : {Axis::X, Axis::Y, Axis::Z}) b[static_cast<int>(a)] = grid.comm(a).stats().bytes;
-  grid.world().all_reduce(b.data(), 3, ReduceOp::Sum);  // world traffic is not counted
+std::array<double, 4> comm_bytes(ProcessGrid& grid) {
+  std::array<double, 4> b{};
+  for (Axis a : kAllAxes) b[static_cast<int>(a)] = grid.comm(a).stats().bytes;
+  grid.world().all_reduce(b.data(), 4, ReduceOp::Sum);  // world traffic is not counted
   return b;
 }
 
@@ -65,6 +64,9 @@ void validate(const GptTrainConfig& c) {
   if (c.grad_accum < 1) throw InputError("--grad-accum", "must be at least 1");
   if (c.eval_every < 0) throw InputError("--eval-every", "must be at least 0");
   if (c.eval_iters < 1) throw InputError("--eval-iters", "must be at least 1");
+  if (c.zero_stage < 0 || c.zero_stage > 3) throw InputError("--zero", "must be 0, 1, 2 or 3");
+  if (!(c.bucket_mb > 0.0) || !std::isfinite(c.bucket_mb) || c.bucket_mb > 1e6)
+    throw InputError("--bucket-mb", "must be a positive number of MiB");
 }
 
 float gpt_learning_rate(const GptTrainConfig& c, int iter) {
@@ -93,18 +95,21 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
   const auto t_start = Clock::now();
 
   backend.reset_peak();
-  GptModel model(backend, grid, cfg.model, cfg.batch);
-  if (hooks.init)
-    model.load_weights(*hooks.init);
-  else
-    model.init_weights(cfg.seed);
   AdamParams hp;
   hp.lr = cfg.lr;
   hp.beta1 = cfg.beta1;
   hp.beta2 = cfg.beta2;
   hp.weight_decay = cfg.weight_decay;
   hp.decoupled = true;  // AdamW
-  Adam adam(backend, model.parameters(), hp);
+  ZeroOptions zero;
+  zero.stage = cfg.zero_stage;
+  zero.bucket_bytes = static_cast<std::size_t>(cfg.bucket_mb * (1 << 20));
+  GptModel model(backend, grid, cfg.model, cfg.batch, zero, hp);
+  ZeroOptimizer& opt = model.optimizer();
+  if (hooks.init)
+    model.load_weights(*hooks.init);
+  else
+    model.init_weights(cfg.seed);
 
   GptTrainResult result;
   result.params = model.num_params();
@@ -115,6 +120,7 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
   const float loss_scale = 1.0f / static_cast<float>(tokens_per_step);
   for (int it = 0; it < cfg.iters; ++it) {
     grid.reset_stats();
+    opt.reset_stats();
     const auto t_step = Clock::now();
     GptStepMetrics m;
     m.iter = it + 1;
@@ -126,6 +132,7 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
       const std::uint64_t counter = static_cast<std::uint64_t>(it) * cfg.grad_accum + micro;
       const LocalBatch b = local_batch(corpus.train, cfg, kTrainStream, counter, model.layout());
       const GptDropout drop{cfg.dropout, cfg.seed, static_cast<std::uint32_t>(counter)};
+      opt.begin_micro_batch(micro + 1 == cfg.grad_accum);
       loss += model.step(b.ids, b.targets, loss_scale, drop, true);
     }
     m.loss = loss;  // the scale makes the sum over micro-batches their mean
@@ -134,16 +141,17 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
     m.grad_norm = std::sqrt(model.grad_squared_norm());
     if (cfg.grad_clip > 0.0f) {
       const double coef = cfg.grad_clip / (m.grad_norm + 1e-6);
-      if (coef < 1.0) model.scale_grads(static_cast<float>(coef));
+      if (coef < 1.0) opt.scale_grads(static_cast<float>(coef));
     }
-    adam.set_lr(static_cast<float>(m.lr));
-    adam.step();
+    opt.step(static_cast<float>(m.lr));
     model.weights_updated();
     backend.synchronize();
     m.step_seconds = seconds_since(t_step);
     m.tokens_per_second = static_cast<double>(tokens_per_step) / m.step_seconds;
     m.comm_bytes = comm_bytes(grid);
-    for (Axis a : {Axis::X, Axis::Y, Axis::Z}) m.comm_seconds += grid.comm(a).stats().seconds;
+    for (Axis a : kAllAxes) m.comm_seconds += grid.comm(a).stats().seconds;
+    m.dp_reduce_seconds = opt.stats().reduce_seconds;
+    m.dp_exposed_seconds = opt.stats().exposed_seconds;
 
     if (eval_on && ((it + 1) % cfg.eval_every == 0 || it + 1 == cfg.iters)) {
       m.evaluated = true;
@@ -157,11 +165,17 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
   result.total_seconds = seconds_since(t_start);
   result.weight_bytes = model.weight_bytes();
   result.peak_tensor_bytes = backend.peak_bytes();
-  double maxes[2] = {static_cast<double>(result.weight_bytes), static_cast<double>(result.peak_tensor_bytes)};
-  grid.world().all_reduce(maxes, 2, ReduceOp::Max);
+  // Largest over ranks: weights, peak, peaks per kind, Ψ and the ZeRO block.
+  std::vector<double> maxes = {static_cast<double>(result.weight_bytes), static_cast<double>(result.peak_tensor_bytes),
+                               static_cast<double>(opt.flat_size()), static_cast<double>(opt.shard_size())};
+  for (int k = 0; k < kMemoryKinds; ++k) maxes.push_back(static_cast<double>(backend.peak_bytes(MemoryKind(k))));
+  grid.world().all_reduce(maxes.data(), maxes.size(), ReduceOp::Max);
   result.max_weight_bytes = static_cast<std::size_t>(maxes[0]);
+  result.max_shard_params = static_cast<std::size_t>(maxes[2]);
+  result.max_zero_block = static_cast<std::size_t>(maxes[3]);
+  for (int k = 0; k < kMemoryKinds; ++k) result.max_kind_bytes[k] = static_cast<std::size_t>(maxes[4 + k]);
   double total = static_cast<double>(result.weight_bytes);
-  grid.world().all_reduce(&total, 1, ReduceOp::Sum);
+  grid.replica().all_reduce(&total, 1, ReduceOp::Sum);  // one replica's shards: the whole model once
   result.total_weight_bytes = static_cast<std::size_t>(total);
   result.max_peak_tensor_bytes = static_cast<std::size_t>(maxes[1]);
   if (hooks.keep_weights) result.weights = model.gather_weights();

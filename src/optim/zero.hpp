@@ -1,0 +1,136 @@
+#pragma once
+// ZeroOptimizer: data parallelism over the grid's D axis, with ZeRO's stages of sharding, and
+// AdamW — for a model whose parameters it owns as one flat space (docs/data-parallel.md).
+//
+// The flat space of a rank is the concatenation, in the model's order, of its tensor shards
+// (Ψ floats: what one replica's rank at these X, Y, Z coordinates holds). The D ranks that hold
+// the same shards each own one block of it, cut by flat index: block_range(Ψ, D, d). Tensors
+// come in units (a transformer block; the embeddings, final LayerNorm and head), which are
+// what ZeRO-3 gathers and frees together, and what the backward pass finishes one at a time.
+//
+//   stage  parameters        gradients                   Adam m, v     after backward / step
+//   0      whole             whole                       whole         all-reduce / —
+//   1      whole             whole                       own block     reduce-scatter / all-gather
+//   2      whole             own block (+ one unit)      own block     reduce-scatter / all-gather
+//   3      own block (+ the  own block (+ one unit)      own block     reduce-scatter / —
+//          units in use)                                               (+ all-gather before each
+//                                                                      unit's forward and backward)
+//
+// Gradients are reduced in buckets of at most `bucket_bytes` of one unit, started as soon as
+// the backward pass has finished the unit (non-blocking collectives, progressed between units)
+// and completed when the next unit finishes, or by finish_backward(): DDP's overlap, with one
+// unit's reduction in flight at a time, so stages 2-3 hold at most two units' gradients. With gradient accumulation stages 0 and
+// 1 reduce after the last micro-batch only; stages 2 and 3 reduce every micro-batch (they
+// keep no whole gradient to accumulate into).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/comm.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+
+// One parameter tensor shard of the model, as the optimizer sees it.
+struct FlatTensor {
+  std::size_t size = 0;
+  int unit = 0;        // units are numbered 0..units-1; a unit's tensors are consecutive
+  bool decay = false;  // AdamW weight decay applies
+  bool owner = true;   // counts in the gradient norm (replicated tensors: one replica only)
+  // Points the layer at its value and gradient (nullptr: not available now).
+  std::function<void(float* value, float* grad)> bind;
+};
+
+struct ZeroOptions {
+  int stage = 0;                         // 0..3
+  std::size_t bucket_bytes = 25u << 20;  // largest collective of the gradient reduction
+};
+
+// What the optimizer moved and hid: for the metrics.
+struct ZeroStats {
+  double reduce_seconds = 0;   // from starting the first gradient bucket to the last one done
+  double exposed_seconds = 0;  // of that, the time finish_backward() waited
+};
+
+class ZeroOptimizer {
+ public:
+  ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTensor> tensors, ZeroOptions opt, AdamParams hp);
+  ~ZeroOptimizer();
+
+  int stage() const { return opt_.stage; }
+  std::size_t flat_size() const { return flat_; }              // Ψ
+  std::size_t shard_size() const { return end_ - begin_; }     // this rank's block
+  int units() const { return static_cast<int>(units_.size()); }
+
+  // ---- the passes: the model calls these around each unit ------------------------------
+  // A micro-batch begins (last: the last one before the optimizer step).
+  void begin_micro_batch(bool last) { last_micro_ = last; }
+  // Stage 3: makes the unit's whole values available (gathering them, and starting the gather
+  // of `prefetch` when >= 0); the other stages have them always.
+  void acquire(int unit, int prefetch = -1);
+  // Stage 3: frees the unit's gathered values.
+  void release(int unit);
+  // Backward is about to produce the unit's gradients (stages 2-3: a zeroed unit buffer).
+  void begin_backward(int unit);
+  // The unit's gradients are complete for this micro-batch: start reducing them.
+  void end_backward(int unit);
+  // Waits for every reduction of this micro-batch (call after the backward pass).
+  void finish_backward();
+
+  // ---- the step ----------------------------------------------------------------------------
+  void zero_grads();
+  // Σ g² over the whole model's reduced gradient (each element once), on every rank.
+  double grad_squared_norm();
+  void scale_grads(float s);
+  // AdamW on this rank's block, then (stages 1-2) the updated values all-gathered.
+  void step(float lr);
+  std::int64_t steps() const { return hp_.step - 1; }
+
+  // ---- whole values, for initialisation, loading and saving -------------------------------
+  // Runs fn with every unit's values available (one unit at a time at stage 3); with `store`,
+  // what fn wrote into them is kept.
+  void for_each_unit(const std::function<void(int unit)>& fn, bool store);
+
+  const ZeroStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ private:
+  struct Unit {
+    std::size_t begin = 0, end = 0;  // flat range
+    std::vector<int> tensors;
+    Buffer<float> values, grads;     // stage 3 values and stage 2-3 gradients while in use
+    std::unique_ptr<Communicator::Request> gather;  // stage 3: a gather in flight
+  };
+  struct Pending;  // a bucket's reduction in flight
+
+  void bind_unit(int u);
+  void start_gather(int u);
+  void progress();
+  void drain();  // waits for and completes every reduction in flight
+  void complete(Pending& p);
+  std::vector<std::size_t> counts(std::size_t b0, std::size_t b1) const;  // per D rank, of [b0, b1)
+  float* grad_at(std::size_t flat);   // this rank's reduced gradient of a flat index (in its block)
+  float* value_at(std::size_t flat);  // this rank's master value of a flat index (in its block)
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  Communicator& dp_;
+  std::vector<FlatTensor> tensors_;
+  std::vector<std::size_t> offset_;  // flat offset of each tensor
+  ZeroOptions opt_;
+  AdamParams hp_;
+  std::size_t flat_ = 0, begin_ = 0, end_ = 0;  // Ψ, and this rank's block [begin_, end_)
+  std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
+  std::vector<Unit> units_;
+  Buffer<float> values_, grads_;  // whole (stages 0-2 / 0-1) or this rank's block
+  Buffer<float> m_, v_;
+  std::vector<std::unique_ptr<Pending>> pending_;
+  bool last_micro_ = true;
+  double reduce_start_ = -1;
+  ZeroStats stats_;
+};
+
+}  // namespace plexus
