@@ -40,26 +40,22 @@ for P in 2 3 4 5 6 7 8; do
             --zero "$S" --metrics "$run" >"$work/out" 2>&1; then
           fail "D=$D grid $g ZeRO-$S ran"; cat "$work/out"; continue
         fi
-        if $py - "$work/ref.jsonl" "$run" "$work/plan$P.json" "$g" "$D" "$S" <<'PY'; then ok; else fail "D=$D grid $g ZeRO-$S"; fi
+        if $py "$src/tests/gpt_runs_match.py" "$work/ref.jsonl" "$run" 10; then ok; else
+          fail "D=$D grid $g ZeRO-$S equals 1x1x1"; fi
+        if $py - "$run" "$work/plan$P.json" "$g" "$D" "$S" <<'PY'; then ok; else fail "D=$D grid $g ZeRO-$S"; fi
 import json, sys
-ref, got = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
-grid, D, S = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-steps = [(a, b) for a, b in zip(ref, got) if "iter" in a]
-assert len(steps) == 10 and all("iter" in b for _, b in steps), "10 steps each"
-for a, b in steps:  # the losses to 1e-5; the gradient norm (a sum of squares of float sums) to 1e-4
-    for key, tol in (("loss", 1e-5), ("val_loss", 1e-5), ("grad_norm", 1e-4)):
-        if key in a or key in b:
-            rel = abs(a[key] - b[key]) / abs(a[key])
-            assert rel <= tol, f"step {a['iter']} {key}: {a[key]} vs {b[key]} (relative {rel:.2e})"
-plan = next(p for p in json.load(open(sys.argv[3]))["grids"] if (p["grid"], p["dp"], p["zero"]) == (grid, D, S))
-for _, s in steps:  # an evaluation (before step 1, after step 5) gathers the weights over Z
+got = [json.loads(l) for l in open(sys.argv[1])]
+grid, D, S = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+steps = [s for s in got if "iter" in s]
+plan = next(p for p in json.load(open(sys.argv[2]))["grids"] if (p["grid"], p["dp"], p["zero"]) == (grid, D, S))
+for s in steps:  # an evaluation (before step 1, after step 5) gathers the weights over Z
     want = plan["bytes_step_weights_gathered" if s["iter"] in (1, 6) else "bytes_step"]
     for axis in "xyzd":
         assert abs(s["comm_bytes"][axis] - want[axis]) <= 1e-9 * max(1.0, want[axis]), \
             f"step {s['iter']} axis {axis}: measured {s['comm_bytes'][axis]}, model {want[axis]}"
     assert s["comm_bytes"]["d"] > 0
 summary = got[-1]
-assert summary["dp"] == D and summary["zero"] == S and summary["params"] == ref[-1]["params"]
+assert summary["dp"] == D and summary["zero"] == S
 if D <= 4:  # ZeRO's memory formulas, fp32 (Ψ: the largest replica shard of a rank; B: its block)
     m = summary["memory"]
     psi, blk = m["shard_params"], m["zero_block_params"]

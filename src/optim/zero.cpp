@@ -56,11 +56,6 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     MemoryScope scope(be, MemoryKind::Gradients, "gradients");
     grads_ = Buffer<float>(be, opt_.stage < 2 ? flat_ : shard_size());
   }
-  {
-    MemoryScope scope(be, MemoryKind::Optimizer, "Adam state");
-    m_ = Buffer<float>(be, opt_end_ - opt_begin_);
-    v_ = Buffer<float>(be, opt_end_ - opt_begin_);
-  }
   for (int u = 0; u < units(); ++u) bind_unit(u);
 }
 
@@ -96,6 +91,22 @@ void ZeroOptimizer::bind_unit(int ui) {
   }
 }
 
+// ---- the collectives over D (one replica: copies on the device, which SelfCommunicator cannot do)
+
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_all_gather(const float* send, float* recv,
+                                                                       const std::vector<std::size_t>& counts) {
+  if (dp_.size() > 1) return dp_.iall_gather(send, recv, counts);
+  if (send != recv && counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(float));
+  return nullptr;
+}
+
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_reduce_scatter(const float* send, float* recv,
+                                                                           const std::vector<std::size_t>& counts) {
+  if (dp_.size() > 1) return dp_.ireduce_scatter(send, recv, counts);
+  if (counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(float));
+  return nullptr;
+}
+
 // ---- stage 3: gathering and freeing a unit's values ---------------------------------------------
 
 void ZeroOptimizer::start_gather(int ui) {
@@ -106,7 +117,7 @@ void ZeroOptimizer::start_gather(int ui) {
     u.values = Buffer<float>(be_, u.end - u.begin);
   }
   const std::size_t own = std::clamp(begin_, u.begin, u.end);
-  u.gather = dp_.iall_gather(values_.data() + (own - begin_), u.values.data(), counts(u.begin, u.end));
+  u.gather = start_all_gather(values_.data() + (own - begin_), u.values.data(), counts(u.begin, u.end));
 }
 
 void ZeroOptimizer::acquire(int ui, int prefetch) {
@@ -165,7 +176,7 @@ void ZeroOptimizer::end_backward(int ui) {
         p->received = Buffer<float>(be_, own_end - p->own_begin);
       }
       const float* send = opt_.stage == 1 ? grads_.data() + c0 : u.grads.data() + (c0 - u.begin);
-      p->request = dp_.ireduce_scatter(send, p->received.data(), counts(c0, c1));
+      p->request = start_reduce_scatter(send, p->received.data(), counts(c0, c1));
     }
     pending_.push_back(std::move(p));
   }
@@ -195,16 +206,17 @@ void ZeroOptimizer::complete(Pending& p) {
 void ZeroOptimizer::progress() {
   // Drives the collectives in flight (Open MPI progresses them only inside MPI calls) and
   // finishes those done, in the order they started.
-  while (!pending_.empty() && pending_.front()->request->test()) {
+  const auto done = [](Pending& p) { return !p.request || p.request->test(); };
+  while (!pending_.empty() && done(*pending_.front())) {
     complete(*pending_.front());
     pending_.erase(pending_.begin());
   }
-  for (std::size_t k = 1; k < pending_.size(); ++k) pending_[k]->request->test();
+  for (std::size_t k = 1; k < pending_.size(); ++k) done(*pending_[k]);
 }
 
 void ZeroOptimizer::drain() {
   for (auto& p : pending_) {
-    p->request->wait();
+    if (p->request) p->request->wait();
     complete(*p);
   }
   pending_.clear();
@@ -251,6 +263,11 @@ void ZeroOptimizer::scale_grads(float s) {
 }
 
 void ZeroOptimizer::step(float lr) {
+  if (!m_.data() && opt_end_ > opt_begin_) {  // on first use: a model that only infers needs none
+    MemoryScope scope(be_, MemoryKind::Optimizer, "Adam state");
+    m_ = Buffer<float>(be_, opt_end_ - opt_begin_);
+    v_ = Buffer<float>(be_, opt_end_ - opt_begin_);
+  }
   hp_.lr = lr;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const std::size_t lo = std::max(offset_[k], opt_begin_), hi = std::min(offset_[k] + tensors_[k].size, opt_end_);
@@ -268,10 +285,11 @@ void ZeroOptimizer::step(float lr) {
     for (const Unit& u : units_)
       for (std::size_t c0 = u.begin; c0 < u.end; c0 += bucket) {
         const std::size_t c1 = std::min(u.end, c0 + bucket);
-        gathers.push_back(dp_.iall_gather(values_.data() + std::clamp(begin_, c0, c1), values_.data() + c0,
-                                          counts(c0, c1)));
+        gathers.push_back(start_all_gather(values_.data() + std::clamp(begin_, c0, c1), values_.data() + c0,
+                                           counts(c0, c1)));
       }
-    for (auto& g : gathers) g->wait();
+    for (auto& g : gathers)
+      if (g) g->wait();
   }
 }
 

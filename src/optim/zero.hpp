@@ -107,6 +107,11 @@ class ZeroOptimizer {
   struct Pending;  // a bucket's reduction in flight
 
   void bind_unit(int u);
+  // Non-blocking collectives over D; nullptr when done already (one replica: a device copy).
+  std::unique_ptr<Communicator::Request> start_all_gather(const float* send, float* recv,
+                                                          const std::vector<std::size_t>& counts);
+  std::unique_ptr<Communicator::Request> start_reduce_scatter(const float* send, float* recv,
+                                                              const std::vector<std::size_t>& counts);
   void start_gather(int u);
   void progress();
   void drain();  // waits for and completes every reduction in flight
@@ -126,7 +131,7 @@ class ZeroOptimizer {
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
   std::vector<Unit> units_;
   Buffer<float> values_, grads_;  // whole (stages 0-2 / 0-1) or this rank's block
-  Buffer<float> m_, v_;
+  Buffer<float> m_, v_;            // Adam state of [opt_begin_, opt_end_), allocated by the first step
   std::vector<std::unique_ptr<Pending>> pending_;
   bool last_micro_ = true;
   double reduce_start_ = -1;

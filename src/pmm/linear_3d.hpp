@@ -15,7 +15,8 @@
 //   Y += b                                   ↔  db = all-reduce(column sums of dY) over row
 // Options: `scatter_output` makes the forward all-reduce a reduce-scatter over `in` (Y comes
 // back as this rank's slice of the rows) and the backward first all-gathers dY over `in`;
-// `reuse_weight` gathers W once per weight update instead of in every pass.
+// `reuse_weight` gathers W once per weight update instead of in every pass; `external_params`
+// leaves W and b to be bound by their owner (pmm/param_slot.hpp: the GPT's ZeroOptimizer).
 // `store_transposed` keeps Wᵀ [out/G_out × in/G_in] instead (PyTorch's nn.Linear layout), split
 // over `row` along its rows: an embedding table tied to an LM head is then that head's weight
 // (models/gpt/embedding_3d), and the gathers and reduce-scatters run along the out rows.
