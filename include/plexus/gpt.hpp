@@ -76,7 +76,7 @@ struct GptStepMetrics {
   std::array<double, 4> comm_bytes{};  // this step's collectives per axis (x, y, z, d), summed over ranks
   double comm_seconds = 0;             // this rank's time inside collectives
   // Data-parallel gradient reduction (rank 0): from its first bucket's start to its last one's
-  // end, and of that the time the backward pass's end waited (the rest overlapped compute).
+  // end, and of that the time the backward pass waited for it (the rest overlapped compute).
   double dp_reduce_seconds = 0, dp_exposed_seconds = 0;
   bool evaluated = false;
   double val_loss = 0;     // when evaluated (after this step)

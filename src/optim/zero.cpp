@@ -215,20 +215,20 @@ void ZeroOptimizer::progress() {
 }
 
 void ZeroOptimizer::drain() {
+  if (pending_.empty()) return;
+  const double t0 = now_seconds();  // compute waits from here: exposed communication
   for (auto& p : pending_) {
     if (p->request) p->request->wait();
     complete(*p);
   }
   pending_.clear();
+  stats_.exposed_seconds += now_seconds() - t0;
 }
 
 void ZeroOptimizer::finish_backward() {
   if (pending_.empty()) return;
-  const double t0 = now_seconds();
   drain();
-  const double t1 = now_seconds();
-  stats_.exposed_seconds += t1 - t0;
-  stats_.reduce_seconds += t1 - reduce_start_;
+  stats_.reduce_seconds += now_seconds() - reduce_start_;
   reduce_start_ = -1;
 }
 

@@ -52,7 +52,7 @@ struct ZeroOptions {
 // What the optimizer moved and hid: for the metrics.
 struct ZeroStats {
   double reduce_seconds = 0;   // from starting the first gradient bucket to the last one done
-  double exposed_seconds = 0;  // of that, the time finish_backward() waited
+  double exposed_seconds = 0;  // of that, the time the backward pass waited for it
 };
 
 class ZeroOptimizer {
