@@ -85,6 +85,8 @@ opt unknown-option "command line: " --frobnicate 3
 opt bad-grid "--grid: " --grid 2x0x1
 opt grid-size "--grid: " --grid 2x1x1
 opt bad-backend "command line: " --backend tpu
+opt memory-budget "--memory-per-rank: .* does not fit: " --memory-per-rank 1K
+opt memory-budget-text "--memory-per-rank: expected a positive size" --memory-per-rank lots
 printf 'hidden = 8\nnot_an_option = 3\n' >"$work/bad-key.toml"
 opt toml-unknown-key "bad-key.toml: unknown key 'not_an_option'" --config "$work/bad-key.toml"
 printf 'hidden = [\n' >"$work/broken.toml"
@@ -110,6 +112,7 @@ mpi_error() {
   fi
 }
 mpi_error missing-file "nope.h5: no such file" --data "$work/nope.h5"
+mpi_error memory-budget "--memory-per-rank: .* does not fit: " --data "$work/good.h5" --memory-per-rank 1K
 mpi_error one-rank-bad-column "/graph/indices: column index" --data "$work/bad-col.h5"
 mutate last-row-bad "d = f['graph/indices'][...]; d[-1] = 1 << 20; f['graph/indices'][...] = d"
 mpi_error last-rank-bad-column "/graph/indices: column index" --data "$work/last-row-bad.h5"

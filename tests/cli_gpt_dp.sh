@@ -119,6 +119,7 @@ expect_error zero-stage "--zero" gpt train --data "$text" --zero 4
 expect_error dp-zero "--dp" gpt train --data "$text" --dp 0
 expect_error dp-ranks "needs 2 ranks" gpt train --data "$text" --dp 2
 expect_error bucket "--bucket-mb" gpt train --data "$text" --bucket-mb 0
+expect_error bucket-tiny "--bucket-mb" gpt train --data "$text" --bucket-mb 0.000001
 expect_error budget-text "--memory-per-rank" gpt train --data "$text" --memory-per-rank lots
 expect_error plan-budget "--memory-per-rank" plan gpt --ranks 4 --memory-per-rank -3
 

@@ -147,6 +147,28 @@ TEST(ZeroOptimizer, EveryStageOnOneRankTakesPlainAdamStepsAndBindsWhatIsInUse) {
   }
 }
 
+TEST(ZeroOptimizer, AnAbortedPassFreesWhatItGatheredAndStartsClean) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  Toy toy;
+  ZeroOptimizer opt(*be, *grid, toy.tensors, ZeroOptions{3, 8}, AdamParams{});
+  opt.acquire(0, 1);
+  opt.acquire(2);
+  opt.begin_backward(2);
+  opt.end_backward(2);
+  opt.begin_backward(1);  // an exception here: the model's guard calls abort_pass
+  EXPECT_GT(be->live_bytes(MemoryKind::Workspace), 0u);
+  opt.abort_pass();
+  EXPECT_EQ(be->live_bytes(MemoryKind::Workspace), 0u);
+  for (std::size_t k = 0; k < toy.tensors.size(); ++k) {
+    EXPECT_EQ(toy.bound_value[k], nullptr) << k;
+    EXPECT_EQ(toy.bound_grad[k], nullptr) << k;
+  }
+  opt.acquire(1);  // and the next pass works
+  EXPECT_NE(toy.bound_value[2], nullptr);
+  opt.release(1);
+}
+
 TEST(ZeroModel, StageThreeMovesOneAndAHalfTimesStageZeroOverD) {
   GptConfig c;
   c.layers = 3;

@@ -21,7 +21,7 @@ namespace plexus::cli {
 namespace {
 
 struct TrainOptions {
-  std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline";
+  std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline", memory_per_rank;
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   int threads = 0;
   bool quiet = false, profile = false;
@@ -48,9 +48,11 @@ void run_train(TrainOptions& o) {
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
+  const std::size_t memory_limit = o.memory_per_rank.empty() ? 0 : parse_bytes("--memory-per-rank", o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
   Backend* backend = &run.get();
+  backend->set_memory_limit(memory_limit);
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
@@ -165,6 +167,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--dropout", c.dropout, "Dropout probability on every layer's input")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Seed of weights and dropout masks")->capture_default_str();
   cmd->add_option("--grid", opts->grid, "Process grid XxYxZ (product = number of MPI ranks)")->capture_default_str();
+  cmd->add_option("--memory-per-rank", opts->memory_per_rank,
+                  "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
   cmd->add_option("--threads", opts->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")->capture_default_str();
   cmd->add_option("--backend", opts->backend, "Kernel backend")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))

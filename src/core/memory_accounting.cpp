@@ -19,9 +19,13 @@ const char* memory_kind_name(MemoryKind k) {
 }
 
 namespace {
-std::string mib(std::size_t bytes) {
+std::string human_bytes(std::size_t bytes) {  // "512 B", "3.50 KiB", "7.64 MiB", "2.00 GiB"
   char s[32];
-  std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1024) std::snprintf(s, sizeof s, "%zu B", bytes);
+  else if (b < 1024.0 * 1024) std::snprintf(s, sizeof s, "%.2f KiB", b / 1024);
+  else if (b < 1024.0 * 1024 * 1024) std::snprintf(s, sizeof s, "%.2f MiB", b / (1024.0 * 1024));
+  else std::snprintf(s, sizeof s, "%.2f GiB", b / (1024.0 * 1024 * 1024));
   return s;
 }
 }  // namespace
@@ -29,9 +33,9 @@ std::string mib(std::size_t bytes) {
 void Backend::account_buffer(MemoryKind k, std::size_t bytes) {
   // live_bytes_ counts every allocation of the backend (Buffers and its own workspaces).
   if (limit_bytes_ && live_bytes_ + bytes > limit_bytes_)
-    throw InputError("--memory-per-rank", mib(bytes) + " of " + label_ + " (" + memory_kind_name(k) +
-                                              ") does not fit: " + mib(live_bytes_) + " of " + mib(limit_bytes_) +
-                                              " are in use");
+    throw InputError("--memory-per-rank", human_bytes(bytes) + " of " + label_ + " (" + memory_kind_name(k) +
+                                              ") does not fit: " + human_bytes(live_bytes_) + " of " +
+                                              human_bytes(limit_bytes_) + " are in use");
   auto& live = kind_live_[static_cast<int>(k)];
   live += bytes;
   auto& peak = kind_peak_[static_cast<int>(k)];

@@ -93,6 +93,13 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   // it after; the other stages keep them): 0 = embeddings, final LayerNorm and head, 1 + b = block b.
   ZeroOptimizer& zero = *zero_;
   const int blocks = static_cast<int>(blocks_.size());
+  struct AbortGuard {  // an exception mid-pass leaves no unit gathered and no reduction in flight
+    ZeroOptimizer& zero;
+    bool done = false;
+    ~AbortGuard() {
+      if (!done) zero.abort_pass();
+    }
+  } guard{zero};
   zero.acquire(0, 1);
 
   // Embeddings: each X rank holds some vocabulary and position rows, so the sum is a partial
@@ -126,6 +133,7 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   const LossTerms terms = be_.softmax_xent(logits.view(), row_max_.data(), row_sumexp_.data(), labels_.data(),
                                            token_weights_.data(), l.vocab.begin, d_logits_.view());
   zero.release(0);
+  if (!train) guard.done = true;
   double loss = terms.loss_sum;  // Y replicas hold the same rows: sum over X and Z, and the replicas
   grid_.comm(l.head).all_reduce(&loss, 1, ReduceOp::Sum);
   grid_.comm(l.seq).all_reduce(&loss, 1, ReduceOp::Sum);
@@ -151,6 +159,7 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   zero.end_backward(0);
   zero.release(0);
   zero.finish_backward();
+  guard.done = true;
   return loss;
 }
 

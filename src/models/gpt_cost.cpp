@@ -131,8 +131,11 @@ void zero_memory(StepCost& s, const std::vector<double>& units, const GptParalle
   const double blk = static_cast<double>(block_range(static_cast<index_t>(flat), par.dp, d).size());
   const double params = par.zero == 3 ? blk : flat, grads = par.zero >= 2 ? blk : flat;
   const double adam = par.zero >= 1 ? 2 * blk : 2 * flat;
-  const double in_use = units.empty() ? 0 : units[0] + largest_block;  // unit 0 stays while a block runs
-  s.tensor(params + grads + adam + (par.zero >= 2 ? in_use : 0) + (par.zero == 3 ? in_use : 0));
+  // Stages 2-3 hold unit 0, the block in use and the one in flight (gradients) or prefetched
+  // (values); stages 1-3 receive a reduced bucket of up to a unit's owned part.
+  const double in_use = units.empty() ? 0 : units[0] + 2 * largest_block;
+  const double received = par.zero >= 1 ? std::ceil(std::max(units.empty() ? 0 : units[0], largest_block) / par.dp) : 0;
+  s.tensor(params + grads + adam + received + (par.zero >= 2 ? in_use : 0) + (par.zero == 3 ? in_use : 0));
 }
 
 void layernorm_forward(StepCost& s, const GptLayout& l) {

@@ -4,6 +4,7 @@ namespace plexus {
 
 Adam::Adam(Backend& be, std::vector<ParamRef> params, AdamParams hp) : be_(be), params_(std::move(params)), hp_(hp) {
   hp_.step = 1;
+  MemoryScope scope(be, MemoryKind::Optimizer, "Adam state");
   for (const ParamRef& p : params_) {
     m_.emplace_back(be, p.size);
     v_.emplace_back(be, p.size);

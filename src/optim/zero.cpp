@@ -116,8 +116,10 @@ void ZeroOptimizer::start_gather(int ui) {
     MemoryScope scope(be_, MemoryKind::Workspace, "one unit's gathered parameters");
     u.values = Buffer<float>(be_, u.end - u.begin);
   }
-  const std::size_t own = std::clamp(begin_, u.begin, u.end);
-  u.gather = start_all_gather(values_.data() + (own - begin_), u.values.data(), counts(u.begin, u.end));
+  // This rank's part of the unit (nothing when its block lies elsewhere: then send points anywhere valid).
+  const std::size_t own = std::clamp(begin_, u.begin, u.end), own_end = std::clamp(end_, u.begin, u.end);
+  const float* send = own_end > own ? values_.data() + (own - begin_) : values_.data();
+  u.gather = start_all_gather(send, u.values.data(), counts(u.begin, u.end));
 }
 
 void ZeroOptimizer::acquire(int ui, int prefetch) {
@@ -226,9 +228,23 @@ void ZeroOptimizer::drain() {
 }
 
 void ZeroOptimizer::finish_backward() {
-  if (pending_.empty()) return;
   drain();
-  stats_.reduce_seconds += now_seconds() - reduce_start_;
+  if (reduce_start_ >= 0) stats_.reduce_seconds += now_seconds() - reduce_start_;
+  reduce_start_ = -1;
+}
+
+void ZeroOptimizer::abort_pass() noexcept {
+  for (auto& p : pending_)
+    if (p->request) p->request->wait();
+  pending_.clear();
+  for (int ui = 0; ui < units(); ++ui) {
+    Unit& u = units_[static_cast<std::size_t>(ui)];
+    if (u.gather) u.gather->wait();
+    u.gather.reset();
+    if (opt_.stage >= 2) u.grads = Buffer<float>();
+    if (opt_.stage == 3) u.values = Buffer<float>();
+    bind_unit(ui);
+  }
   reduce_start_ = -1;
 }
 

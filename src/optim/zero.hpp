@@ -19,7 +19,8 @@
 // Gradients are reduced in buckets of at most `bucket_bytes` of one unit, started as soon as
 // the backward pass has finished the unit (non-blocking collectives, progressed between units)
 // and completed when the next unit finishes, or by finish_backward(): DDP's overlap, with one
-// unit's reduction in flight at a time, so stages 2-3 hold at most two units' gradients. With gradient accumulation stages 0 and
+// unit's reduction in flight at a time, so stages 2-3 hold the gradients of unit 0 (kept for the
+// whole backward pass), of the block in backward and of the one whose reduction is in flight. With gradient accumulation stages 0 and
 // 1 reduce after the last micro-batch only; stages 2 and 3 reduce every micro-batch (they
 // keep no whole gradient to accumulate into).
 #include <cstdint>
@@ -79,6 +80,9 @@ class ZeroOptimizer {
   void end_backward(int unit);
   // Waits for every reduction of this micro-batch (call after the backward pass).
   void finish_backward();
+  // A pass ended by an exception: waits for what is in flight, drops it, frees every gathered
+  // unit and unit gradient, so the next pass starts clean.
+  void abort_pass() noexcept;
 
   // ---- the step ----------------------------------------------------------------------------
   void zero_grads();
@@ -95,7 +99,10 @@ class ZeroOptimizer {
   void for_each_unit(const std::function<void(int unit)>& fn, bool store);
 
   const ZeroStats& stats() const { return stats_; }
-  void reset_stats() { stats_ = {}; }
+  void reset_stats() {
+    stats_ = {};
+    reduce_start_ = -1;
+  }
 
  private:
   struct Unit {

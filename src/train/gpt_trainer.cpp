@@ -65,8 +65,8 @@ void validate(const GptTrainConfig& c) {
   if (c.eval_every < 0) throw InputError("--eval-every", "must be at least 0");
   if (c.eval_iters < 1) throw InputError("--eval-iters", "must be at least 1");
   if (c.zero_stage < 0 || c.zero_stage > 3) throw InputError("--zero", "must be 0, 1, 2 or 3");
-  if (!(c.bucket_mb > 0.0) || !std::isfinite(c.bucket_mb) || c.bucket_mb > 1e6)
-    throw InputError("--bucket-mb", "must be a positive number of MiB");
+  if (!(c.bucket_mb * (1 << 20) >= 4.0) || !std::isfinite(c.bucket_mb) || c.bucket_mb > 1e6)
+    throw InputError("--bucket-mb", "must be a number of MiB that holds at least one float (4 bytes)");
 }
 
 float gpt_learning_rate(const GptTrainConfig& c, int iter) {
