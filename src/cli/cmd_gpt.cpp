@@ -76,8 +76,7 @@ void run_gpt_train(GptTrainOptions& o) {
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
   validate(o.cfg);
-  const std::size_t memory_limit = o.memory_per_rank.empty() ? 0 : parse_bytes("--memory-per-rank", o.memory_per_rank);
-  if (o.dp < 1) throw InputError("--dp", "must be at least 1");
+  const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid), o.dp);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
   Backend* backend = &run.get();

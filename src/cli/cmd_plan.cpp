@@ -162,10 +162,9 @@ void run_plan_gpt(GptPlanOptions& o) {
   check.model = o.model;
   check.batch = o.batch;
   check.grad_accum = o.grad_accum;
+  check.bucket_mb = o.bucket_mb;
   validate(check);
-  const double limit = o.memory_per_rank.empty() ? 0.0
-                                                 : static_cast<double>(parse_bytes("--memory-per-rank", o.memory_per_rank));
-  if (!(o.bucket_mb > 0.0) || !std::isfinite(o.bucket_mb)) throw InputError("--bucket-mb", "must be a positive number");
+  const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
   const std::vector<GridPlan> plans = plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb);
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();

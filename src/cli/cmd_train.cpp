@@ -48,7 +48,7 @@ void run_train(TrainOptions& o) {
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
-  const std::size_t memory_limit = o.memory_per_rank.empty() ? 0 : parse_bytes("--memory-per-rank", o.memory_per_rank);
+  const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
   Backend* backend = &run.get();

@@ -54,8 +54,9 @@ void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_s
 nlohmann::json axis_bytes_json(const std::array<double, 3>& bytes);
 // The same with the data-parallel axis: {"total", "x", "y", "z", "d"}.
 nlohmann::json axis_bytes_json(const std::array<double, 4>& bytes);
-// A byte count with an optional K/M/G (binary) suffix; InputError(option, ...) when malformed.
-std::size_t parse_bytes(const std::string& option, const std::string& text);
+// --memory-per-rank: a byte count with an optional K/M/G (binary) suffix, 0 (no budget) when
+// empty; InputError("--memory-per-rank", ...) when malformed.
+std::size_t parse_memory_budget(const std::string& text);
 // {"kernel": {"seconds": s, "calls": n}, ...}
 nlohmann::json profile_json(const ProfilingBackend& p);
 

@@ -125,8 +125,9 @@ nlohmann::json axis_bytes_json(const std::array<double, 4>& b) {
   return {{"total", b[0] + b[1] + b[2] + b[3]}, {"x", b[0]}, {"y", b[1]}, {"z", b[2]}, {"d", b[3]}};
 }
 
-std::size_t parse_bytes(const std::string& option, const std::string& text) {
+std::size_t parse_memory_budget(const std::string& text) {
   // A number with an optional binary suffix: K, M, G (KiB, MiB, GiB; "MiB" and "MB" read alike).
+  if (text.empty()) return 0;
   std::size_t pos = 0;
   double v = 0;
   try {
@@ -142,7 +143,7 @@ std::size_t parse_bytes(const std::string& option, const std::string& text) {
   else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
   else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
   if (pos == 0 || scale == 0 || !(v > 0) || !std::isfinite(v) || v * scale > 1e18)
-    throw InputError(option, "expected a positive size such as 512M or 2G, got '" + text + "'");
+    throw InputError("--memory-per-rank", "expected a positive size such as 512M or 2G, got '" + text + "'");
   return static_cast<std::size_t>(v * scale);
 }
 

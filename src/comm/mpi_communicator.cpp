@@ -29,6 +29,24 @@ void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
+// The int counts MPI's reduce-scatter takes, and for an all-gather their displacements (the
+// running sums, which must fit an int too).
+struct CountLayout {
+  std::vector<int> counts, displs;
+};
+CountLayout count_layout(const std::vector<std::size_t>& counts, bool displacements) {
+  if (displacements) to_int_count(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
+  CountLayout l;
+  for (int off = 0; const std::size_t c : counts) {
+    l.counts.push_back(to_int_count(c));
+    if (displacements) {
+      l.displs.push_back(off);
+      off += l.counts.back();
+    }
+  }
+  return l;
+}
+
 class MpiCommunicator final : public Communicator {
  public:
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
@@ -58,11 +76,9 @@ class MpiCommunicator final : public Communicator {
     gather(send, recv, counts, MPI_INT32_T);
   }
   void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
-    std::vector<int> cnt(size_);
-    for (int r = 0; r < size_; ++r) cnt[r] = to_int_count(counts[r]);
-    check(MPI_Reduce_scatter(send, recv, cnt.data(), MPI_FLOAT, MPI_SUM, comm_), "reduce-scatter");
+    Timer t(stats_, others_bytes(counts));
+    const CountLayout l = count_layout(counts, false);
+    check(MPI_Reduce_scatter(send, recv, l.counts.data(), MPI_FLOAT, MPI_SUM, comm_), "reduce-scatter");
   }
   std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override {
     auto r = std::make_unique<MpiRequest>(stats_);
@@ -73,28 +89,20 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
                                            const std::vector<std::size_t>& counts) override {
     auto r = std::make_unique<MpiRequest>(stats_);
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
-    r->counts.resize(size_);
-    for (int q = 0; q < size_; ++q) r->counts[q] = to_int_count(counts[q]);
-    check(MPI_Ireduce_scatter(send, recv, r->counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r->req), "reduce-scatter");
+    Timer t(stats_, others_bytes(counts));
+    r->layout = count_layout(counts, false);
+    check(MPI_Ireduce_scatter(send, recv, r->layout.counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r->req),
+          "reduce-scatter");
     return r;
   }
   std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     auto r = std::make_unique<MpiRequest>(stats_);
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(float)));
-    to_int_count(total);
-    r->counts.resize(size_);
-    r->displs.resize(size_);
-    for (int q = 0, off = 0; q < size_; ++q) {
-      r->counts[q] = to_int_count(counts[q]);
-      r->displs[q] = off;
-      off += r->counts[q];
-    }
-    const void* in = send == recv + r->displs[rank_] ? MPI_IN_PLACE : send;
-    check(MPI_Iallgatherv(in, r->counts[rank_], MPI_FLOAT, recv, r->counts.data(), r->displs.data(), MPI_FLOAT,
-                          comm_, &r->req),
+    Timer t(stats_, others_bytes(counts));
+    r->layout = count_layout(counts, true);
+    const CountLayout& l = r->layout;
+    const void* in = send == recv + l.displs[rank_] ? MPI_IN_PLACE : send;
+    check(MPI_Iallgatherv(in, l.counts[rank_], MPI_FLOAT, recv, l.counts.data(), l.displs.data(), MPI_FLOAT, comm_,
+                          &r->req),
           "all-gather");
     return r;
   }
@@ -108,7 +116,7 @@ class MpiCommunicator final : public Communicator {
     }
     MPI_Request req = MPI_REQUEST_NULL;
     CommStats* stats;
-    std::vector<int> counts, displs;  // must outlive the call
+    CountLayout layout;  // must outlive the call
     void wait() override {
       const auto t0 = std::chrono::steady_clock::now();
       MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -132,20 +140,19 @@ class MpiCommunicator final : public Communicator {
     }
     ~Timer() { s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   };
-  // All-gather of 4-byte elements, counts[r] from rank r (displacements: the running sum).
+  // What an all-gather or reduce-scatter of 4-byte elements moves to this rank: all but its part.
+  double others_bytes(const std::vector<std::size_t>& counts) const {
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    return static_cast<double>((total - counts.at(rank_)) * 4);
+  }
+  // All-gather of 4-byte elements, counts[r] from rank r.
   template <class T>
   void gather(const T* send, T* recv, const std::vector<std::size_t>& counts, MPI_Datatype type) {
     static_assert(sizeof(T) == 4, "counted as 4-byte elements");
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    Timer t(stats_, static_cast<double>((total - counts.at(rank_)) * sizeof(T)));
-    to_int_count(total);  // the displacements are ints too
-    std::vector<int> cnt(size_), displ(size_);
-    for (int r = 0, off = 0; r < size_; ++r) {
-      cnt[r] = to_int_count(counts[r]);
-      displ[r] = off;
-      off += cnt[r];
-    }
-    check(MPI_Allgatherv(send, cnt[rank_], type, recv, cnt.data(), displ.data(), type, comm_), "all-gather");
+    Timer t(stats_, others_bytes(counts));
+    const CountLayout l = count_layout(counts, true);
+    check(MPI_Allgatherv(send, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_),
+          "all-gather");
   }
   static MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
 
@@ -200,6 +207,7 @@ int ProcessGrid::ranks_on_this_node() {
 }
 
 std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape, int dp) {
+  if (dp < 1) throw InputError("--dp", "must be at least 1");
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return from_mpi(shape, dp);

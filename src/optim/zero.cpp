@@ -13,6 +13,10 @@ namespace {
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+// The part of [lo, hi) inside [b0, b1), as a range of [b0, b1) (empty: both ends at the same edge).
+std::pair<std::size_t, std::size_t> part(std::size_t lo, std::size_t hi, std::size_t b0, std::size_t b1) {
+  return {std::clamp(lo, b0, b1), std::clamp(hi, b0, b1)};
+}
 }  // namespace
 
 // One bucket's collective in flight and what to do with its result.
@@ -29,6 +33,7 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     : be_(be), grid_(grid), dp_(grid.comm(Axis::D)), tensors_(std::move(tensors)), opt_(opt), hp_(hp) {
   if (opt_.stage < 0 || opt_.stage > 3) throw std::invalid_argument("ZeroOptimizer: stage must be 0..3");
   if (opt_.bucket_bytes < sizeof(float)) throw std::invalid_argument("ZeroOptimizer: bucket smaller than a float");
+  bucket_ = opt_.bucket_bytes / sizeof(float);
   hp_.step = 1;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const int u = tensors_[k].unit;
@@ -71,11 +76,23 @@ std::vector<std::size_t> ZeroOptimizer::counts(std::size_t b0, std::size_t b1) c
   std::vector<std::size_t> c(static_cast<std::size_t>(dp_.size()));
   for (int r = 0; r < dp_.size(); ++r) {
     const Range blk = block_range(static_cast<index_t>(flat_), dp_.size(), r);
-    const std::size_t lo = std::max(b0, static_cast<std::size_t>(blk.begin));
-    const std::size_t hi = std::min(b1, static_cast<std::size_t>(blk.end));
-    c[static_cast<std::size_t>(r)] = hi > lo ? hi - lo : 0;
+    const auto [lo, hi] = part(static_cast<std::size_t>(blk.begin), static_cast<std::size_t>(blk.end), b0, b1);
+    c[static_cast<std::size_t>(r)] = hi - lo;
   }
   return c;
+}
+
+std::pair<std::size_t, std::size_t> ZeroOptimizer::own(std::size_t b0, std::size_t b1) const {
+  return part(begin_, end_, b0, b1);
+}
+
+std::pair<std::size_t, std::size_t> ZeroOptimizer::opt_piece(std::size_t k) const {
+  return part(opt_begin_, opt_end_, offset_[k], offset_[k] + tensors_[k].size);
+}
+
+template <class F>
+void ZeroOptimizer::for_each_bucket(const Unit& u, F&& f) const {
+  for (std::size_t c0 = u.begin; c0 < u.end; c0 += bucket_) f(c0, std::min(u.end, c0 + bucket_));
 }
 
 float* ZeroOptimizer::grad_at(std::size_t flat) { return grads_.data() + (opt_.stage < 2 ? flat : flat - begin_); }
@@ -117,8 +134,8 @@ void ZeroOptimizer::start_gather(int ui) {
     u.values = Buffer<float>(be_, u.end - u.begin);
   }
   // This rank's part of the unit (nothing when its block lies elsewhere: then send points anywhere valid).
-  const std::size_t own = std::clamp(begin_, u.begin, u.end), own_end = std::clamp(end_, u.begin, u.end);
-  const float* send = own_end > own ? values_.data() + (own - begin_) : values_.data();
+  const auto [lo, hi] = own(u.begin, u.end);
+  const float* send = hi > lo ? values_.data() + (lo - begin_) : values_.data();
   u.gather = start_all_gather(send, u.values.data(), counts(u.begin, u.end));
 }
 
@@ -162,26 +179,24 @@ void ZeroOptimizer::end_backward(int ui) {
   // One unit's reduction in flight at a time: the previous unit's overlapped this unit's
   // backward; completing it now bounds the gradients held (stages 2-3: two units at most).
   drain();
-  const std::size_t bucket = std::max<std::size_t>(1, opt_.bucket_bytes / sizeof(float));
-  for (std::size_t c0 = u.begin; c0 < u.end; c0 += bucket) {
-    const std::size_t c1 = std::min(u.end, c0 + bucket);
+  for_each_bucket(u, [&](std::size_t c0, std::size_t c1) {
     auto p = std::make_unique<Pending>();
     p->unit = ui;
     p->last_of_unit = c1 == u.end;
     if (opt_.stage == 0) {
       p->request = dp_.iall_reduce(grads_.data() + c0, c1 - c0);
     } else {
-      p->own_begin = std::clamp(begin_, c0, c1);
-      const std::size_t own_end = std::clamp(end_, c0, c1);
+      const auto [lo, hi] = own(c0, c1);
+      p->own_begin = lo;
       {
         MemoryScope scope(be_, MemoryKind::Workspace, "a gradient bucket");
-        p->received = Buffer<float>(be_, own_end - p->own_begin);
+        p->received = Buffer<float>(be_, hi - lo);
       }
       const float* send = opt_.stage == 1 ? grads_.data() + c0 : u.grads.data() + (c0 - u.begin);
       p->request = start_reduce_scatter(send, p->received.data(), counts(c0, c1));
     }
     pending_.push_back(std::move(p));
-  }
+  });
   if (u.end == u.begin && opt_.stage >= 2) {  // nothing to reduce: free at once
     u.grads = Buffer<float>();
     bind_unit(ui);
@@ -190,8 +205,7 @@ void ZeroOptimizer::end_backward(int ui) {
 }
 
 void ZeroOptimizer::complete(Pending& p) {
-  if (!p.received.size() && opt_.stage == 0) return;  // all-reduced in place
-  if (p.received.size()) {
+  if (p.received.size()) {  // stages 1-3 (stage 0 all-reduced in place)
     float* into = grad_at(p.own_begin);
     if (opt_.stage == 1)  // the reduced sum replaces this rank's part of the whole gradient
       be_.copy_on_device(into, p.received.data(), p.received.size() * sizeof(float));
@@ -259,9 +273,8 @@ void ZeroOptimizer::zero_grads() {
 double ZeroOptimizer::grad_squared_norm() {
   std::vector<NormPiece> pieces;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
-    if (!tensors_[k].owner) continue;
-    const std::size_t lo = std::max(offset_[k], opt_begin_), hi = std::min(offset_[k] + tensors_[k].size, opt_end_);
-    if (hi > lo) pieces.push_back({hi - lo, grad_at(lo)});
+    const auto [lo, hi] = opt_piece(k);
+    if (tensors_[k].owner && hi > lo) pieces.push_back({hi - lo, grad_at(lo)});
   }
   std::vector<double> norms(pieces.size());
   be_.transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
@@ -286,7 +299,7 @@ void ZeroOptimizer::step(float lr) {
   }
   hp_.lr = lr;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
-    const std::size_t lo = std::max(offset_[k], opt_begin_), hi = std::min(offset_[k] + tensors_[k].size, opt_end_);
+    const auto [lo, hi] = opt_piece(k);
     if (hi <= lo) continue;
     AdamParams hp = hp_;
     if (!tensors_[k].decay) hp.weight_decay = 0.0f;
@@ -296,14 +309,11 @@ void ZeroOptimizer::step(float lr) {
   ++hp_.step;
   if (opt_.stage == 1 || opt_.stage == 2) {  // every replica takes the updated blocks
     be_.synchronize();
-    const std::size_t bucket = std::max<std::size_t>(1, opt_.bucket_bytes / sizeof(float));
     std::vector<std::unique_ptr<Communicator::Request>> gathers;
     for (const Unit& u : units_)
-      for (std::size_t c0 = u.begin; c0 < u.end; c0 += bucket) {
-        const std::size_t c1 = std::min(u.end, c0 + bucket);
-        gathers.push_back(start_all_gather(values_.data() + std::clamp(begin_, c0, c1), values_.data() + c0,
-                                           counts(c0, c1)));
-      }
+      for_each_bucket(u, [&](std::size_t c0, std::size_t c1) {
+        gathers.push_back(start_all_gather(values_.data() + own(c0, c1).first, values_.data() + c0, counts(c0, c1)));
+      });
     for (auto& g : gathers)
       if (g) g->wait();
   }
@@ -315,7 +325,7 @@ void ZeroOptimizer::for_each_unit(const std::function<void(int unit)>& fn, bool 
     fn(ui);
     Unit& u = units_[static_cast<std::size_t>(ui)];
     if (store && opt_.stage == 3) {
-      const std::size_t lo = std::clamp(begin_, u.begin, u.end), hi = std::clamp(end_, u.begin, u.end);
+      const auto [lo, hi] = own(u.begin, u.end);
       if (hi > lo)
         be_.copy_on_device(values_.data() + (lo - begin_), u.values.data() + (lo - u.begin), (hi - lo) * sizeof(float));
     }

@@ -19,13 +19,14 @@
 // Gradients are reduced in buckets of at most `bucket_bytes` of one unit, started as soon as
 // the backward pass has finished the unit (non-blocking collectives, progressed between units)
 // and completed when the next unit finishes, or by finish_backward(): DDP's overlap, with one
-// unit's reduction in flight at a time, so stages 2-3 hold the gradients of unit 0 (kept for the
-// whole backward pass), of the block in backward and of the one whose reduction is in flight. With gradient accumulation stages 0 and
-// 1 reduce after the last micro-batch only; stages 2 and 3 reduce every micro-batch (they
-// keep no whole gradient to accumulate into).
+// unit's reduction in flight at a time, so stages 2-3 hold the gradients of unit 0 (kept for
+// the whole backward pass), of the block in backward and of the one whose reduction is in
+// flight. With gradient accumulation stages 0 and 1 reduce after the last micro-batch only;
+// stages 2 and 3 reduce every micro-batch (they keep no whole gradient to accumulate into).
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -61,7 +62,6 @@ class ZeroOptimizer {
   ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTensor> tensors, ZeroOptions opt, AdamParams hp);
   ~ZeroOptimizer();
 
-  int stage() const { return opt_.stage; }
   std::size_t flat_size() const { return flat_; }              // Ψ
   std::size_t shard_size() const { return end_ - begin_; }     // this rank's block
   int units() const { return static_cast<int>(units_.size()); }
@@ -124,6 +124,11 @@ class ZeroOptimizer {
   void drain();  // waits for and completes every reduction in flight
   void complete(Pending& p);
   std::vector<std::size_t> counts(std::size_t b0, std::size_t b1) const;  // per D rank, of [b0, b1)
+  std::pair<std::size_t, std::size_t> own(std::size_t b0, std::size_t b1) const;  // this rank's part of [b0, b1)
+  std::pair<std::size_t, std::size_t> opt_piece(std::size_t k) const;  // tensor k's part Adam updates here
+  // f(c0, c1) for each bucket [c0, c1) of the unit, in order.
+  template <class F>
+  void for_each_bucket(const Unit& u, F&& f) const;
   float* grad_at(std::size_t flat);   // this rank's reduced gradient of a flat index (in its block)
   float* value_at(std::size_t flat);  // this rank's master value of a flat index (in its block)
 
@@ -136,6 +141,7 @@ class ZeroOptimizer {
   AdamParams hp_;
   std::size_t flat_ = 0, begin_ = 0, end_ = 0;  // Ψ, and this rank's block [begin_, end_)
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
+  std::size_t bucket_ = 1;                      // floats per gradient bucket
   std::vector<Unit> units_;
   Buffer<float> values_, grads_;  // whole (stages 0-2 / 0-1) or this rank's block
   Buffer<float> m_, v_;            // Adam state of [opt_begin_, opt_end_), allocated by the first step
