@@ -258,6 +258,82 @@ TEST_F(CudaBackendTest, AxpbyLarge) {
                      "axpby");
 }
 
+// ---- precision (bfloat16) ----------------------------------------------------------------------
+// Many grid-stride rounds; finite inputs, so every result (NaN payloads aside, none here) must
+// equal the reference's bits: same fma, same rounding.
+TEST_F(CudaBackendTest, Bf16ConversionsLargeBitIdentical) {
+  const std::size_t n = (std::size_t{1} << 22) + 7;
+  const auto hx = random_vec(n, -1e4f, 1e4f), hy_float = random_vec(n, -1e4f, 1e4f);
+  std::vector<bf16> hy(n);
+  for (std::size_t i = 0; i < n; ++i) hy[i] = float_to_bf16(hy_float[i]);
+  const auto same = [](const std::vector<bf16>& a, const std::vector<bf16>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(bf16)) == 0;
+  };
+  Buffer<float> gx(*gpu, hx), rx(*ref, hx);
+  for (const float beta : {0.0f, 1.0f, 0.37f}) {
+    Buffer<bf16> gy(*gpu, hy), ry(*ref, hy);
+    gpu->to_bf16(n, gx.data(), beta, gy.data());
+    ref->to_bf16(n, rx.data(), beta, ry.data());
+    EXPECT_TRUE(same(gy.to_host(), ry.to_host())) << "to_bf16 beta=" << beta;
+  }
+  Buffer<bf16> gh(*gpu, hy);
+  Buffer<float> gf(*gpu, n);
+  gpu->from_bf16(n, gh.data(), gf.data());
+  const auto wide = gf.to_host();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(wide[i], bf16_to_float(hy[i])) << "from_bf16 at " << i;
+}
+
+// ||got - want||_F / ||want||_F over the rows×cols elements of two rows×ld host images.
+double relative_frobenius(const std::vector<float>& got, const std::vector<float>& want, index_t rows, index_t cols,
+                          index_t ld) {
+  double err = 0.0, norm = 0.0;
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j) {
+      const double g = got[static_cast<std::size_t>(i * ld + j)], w = want[static_cast<std::size_t>(i * ld + j)];
+      err += (g - w) * (g - w);
+      norm += w * w;
+    }
+  return std::sqrt(err / norm);
+}
+
+// matmul precision BF16: cuBLAS rounds A and B to bf16 (8-bit significand: relative error up to
+// 2^-9 per input, so up to about 2^-8 per product) and accumulates in fp32. The K product errors
+// have random signs, so they grow like sqrt(K) as the sum itself does: the expected relative
+// error of C is about 2^-9·sqrt(2) ≈ 3e-3, hence the bound 1e-2. It must also be well above
+// fp32's (~1e-7): 1e-4 shows the reduced-precision path really ran. FP32 is restored after.
+TEST_F(CudaBackendTest, GemmBf16WithinBf16Tolerance) {
+  const index_t M = 257, N = 129, K = 65;
+  for (Trans ta : {Trans::No, Trans::Yes})
+    for (Trans tb : {Trans::No, Trans::Yes})
+      for (float beta : {0.0f, 0.75f}) {
+        const index_t ar = ta == Trans::No ? M : K, ac = ta == Trans::No ? K : M;
+        const index_t br = tb == Trans::No ? K : N, bc = tb == Trans::No ? N : K;
+        const index_t lda = ac + 3, ldb = bc + 5, ldc = N + 2;
+        const auto ha = random_vec(static_cast<std::size_t>(ar * lda));
+        const auto hb = random_vec(static_cast<std::size_t>(br * ldb));
+        const auto hc = random_vec(static_cast<std::size_t>(M * ldc));
+        Strided ga(*gpu, ar, ac, lda, ha), gb(*gpu, br, bc, ldb, hb), gc(*gpu, M, N, ldc, hc);
+        Strided ra(*ref, ar, ac, lda, ha), rb(*ref, br, bc, ldb, hb), rc(*ref, M, N, ldc, hc);
+        gpu->set_matmul_precision(Precision::BF16);
+        gpu->gemm(ta, tb, 1.25f, ga.cview(), gb.cview(), beta, gc.view());
+        ref->gemm(ta, tb, 1.25f, ra.cview(), rb.cview(), beta, rc.view());
+        SCOPED_TRACE(::testing::Message() << "ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes)
+                                          << " beta=" << beta);
+        const auto got = gc.host();
+        const double err = relative_frobenius(got, rc.host(), M, N, ldc);
+        EXPECT_LE(err, 1e-2);
+        if (beta == 0.0f) {
+          EXPECT_GE(err, 1e-4) << "bf16 gemm as accurate as fp32: the bf16 path did not run";
+        }
+        EXPECT_EQ(got[static_cast<std::size_t>(N)], hc[static_cast<std::size_t>(N)]) << "padding overwritten";
+
+        gpu->set_matmul_precision(Precision::FP32);
+        Strided gc32(*gpu, M, N, ldc, hc);
+        gpu->gemm(ta, tb, 1.25f, ga.cview(), gb.cview(), beta, gc32.view());
+        EXPECT_LE(relative_frobenius(gc32.host(), rc.host(), M, N, ldc), 1e-5) << "back to fp32";
+      }
+}
+
 TEST_F(CudaBackendTest, ColumnSumManyChunksDeterministic) {
   // 300k rows: several 1024-row chunks in pass 1, a real second pass.
   const index_t R = 300000, C = 37, LD = 40;

@@ -5,6 +5,9 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -15,6 +18,7 @@
 #include "kernel_test_util.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
+#include "plexus/profiling.hpp"
 
 namespace plexus::test {
 namespace {
@@ -532,6 +536,152 @@ TEST_P(Kernels, AdamMatchesReference) {
   }
 }
 
+// ---- precision (bfloat16) ------------------------------------------------------------------
+
+float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+bool is_nan(std::uint16_t b) { return (b & 0x7fffu) > 0x7f80u; }
+
+// to_bf16 on one backend: y starts as y0 (ignored when beta == 0).
+std::vector<bf16> run_to_bf16(Backend& x, const std::vector<float>& in, float beta, const std::vector<bf16>& y0) {
+  Buffer<float> dx(x, in);
+  Buffer<bf16> dy(x, y0);
+  x.to_bf16(in.size(), dx.data(), beta, dy.data());
+  return dy.to_host();
+}
+
+// Bit for bit, except that a NaN the arithmetic produced may carry any payload (x86 and GPUs
+// differ in the NaN they generate and propagate); narrowing alone (beta 0) keeps payloads.
+void expect_same_bf16(const std::vector<bf16>& got, const std::vector<bf16>& want, bool any_nan,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size() && bad < 10; ++i) {
+    const std::uint16_t g = got[i].bits, w = want[i].bits;
+    if (g == w || (any_nan && is_nan(g) && is_nan(w))) continue;
+    ADD_FAILURE() << what << " at " << i << ": got 0x" << std::hex << g << ", want 0x" << w;
+    ++bad;
+  }
+}
+
+// Random floats over many binades with specials mixed in: zeros, denormals, infinities, NaNs
+// (quiet and signalling), exact ties and values that round up into the next binade.
+std::vector<float> awkward_floats(std::mt19937_64& rng, std::size_t n) {
+  const std::uint32_t specials[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x00008000u, 0x00018000u, 0x807fffffu,
+                                    0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffffffffu, 0x3f808000u,
+                                    0x3f818000u, 0x3fffffffu, 0x7f7fffffu, 0xbf7fffffu};
+  std::uniform_int_distribution<std::uint32_t> any;
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = any(rng);
+    if (r % 8 == 0)
+      v[i] = float_of(specials[(r >> 3) % std::size(specials)]);
+    else if (r % 8 == 1)
+      v[i] = float_of(r);  // any bit pattern
+    else
+      v[i] = u(rng) * std::ldexp(1.0f, static_cast<int>(r % 64) - 32);
+  }
+  return v;
+}
+
+// The rounding rule on values worked out by hand (every backend, and the reference itself).
+TEST_P(Kernels, ToBf16HandPickedValues) {
+  struct Case {
+    std::uint32_t in;
+    std::uint16_t out;
+  };
+  const Case cases[] = {
+      {0x3f800000u, 0x3f80u},  // 1
+      {0x3f808000u, 0x3f80u},  // 1 + 2^-8: halfway between 1 and 1 + 2^-7, ties to the even 1
+      {0x3f818000u, 0x3f82u},  // 1 + 3·2^-8: halfway, ties to the even 1 + 2^-6
+      {0x3f808001u, 0x3f81u},  // just above halfway: up
+      {0x3f80ffffu, 0x3f81u},  // just below 1 + 2^-7: up to it
+      {0xbf808000u, 0xbf80u},  // -(1 + 2^-8): ties to even, sign kept
+      {0x3fffffffu, 0x4000u},  // 2 - 2^-23 rounds up into the next binade: 2
+      {0x7f7fffffu, 0x7f80u},  // FLT_MAX rounds past the largest bf16: +inf
+      {0xff7fffffu, 0xff80u},  // -FLT_MAX: -inf
+      {0x00000000u, 0x0000u},  // +0
+      {0x80000000u, 0x8000u},  // -0
+      {0x00010000u, 0x0001u},  // smallest bf16 denormal, exact
+      {0x00008000u, 0x0000u},  // half of it: tie to even 0
+      {0x00018000u, 0x0002u},  // 1.5 of it: tie to even 2
+      {0x00000001u, 0x0000u},  // smallest float denormal: 0
+      {0x807fffffu, 0x8080u},  // largest negative denormal rounds up to -FLT_MIN
+      {0x7f800000u, 0x7f80u},  // +inf
+      {0xff800000u, 0xff80u},  // -inf
+      {0x7fc00000u, 0x7fc0u},  // quiet NaN
+      {0x7f800001u, 0x7fc0u},  // signalling NaN whose payload is in the low bits: quiet NaN, not inf
+      {0xffffffffu, 0xffffu},  // NaN with every payload bit
+  };
+  std::vector<float> in;
+  for (const Case& c : cases) in.push_back(float_of(c.in));
+  const std::vector<bf16> garbage(in.size(), bf16{0x7fc1u});  // beta 0 must not read y
+  for (Backend* x : {be.get(), ref.get()}) {
+    const auto got = run_to_bf16(*x, in, 0.0f, garbage);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      EXPECT_EQ(got[i].bits, cases[i].out) << x->name() << " in 0x" << std::hex << cases[i].in;
+  }
+}
+
+// beta 1 accumulates into bf16 storage: y = bf16(x + float(y)), one rounding of the float sum.
+TEST_P(Kernels, ToBf16AccumulateHandPicked) {
+  const std::vector<float> x = {0x1p-8f, 0x1p-8f, 1.0f, -3.0f, 0x1p-9f, 1e30f};
+  const std::vector<bf16> y0 = {bf16{0x3f80u}, bf16{0x3f81u}, bf16{0x4380u}, bf16{0x4040u}, bf16{0x3f80u},
+                                bf16{0x7f80u}};
+  // 1 + 2^-8 ties to 1; (1 + 2^-7) + 2^-8 ties up to 1 + 2^-6; 256 + 1 = 257 ties to 256 (bf16
+  // spacing is 2 there); 3 - 3 = +0; 1 + 2^-9 is below halfway: 1; inf + finite = inf.
+  const std::uint16_t want[] = {0x3f80u, 0x3f82u, 0x4380u, 0x0000u, 0x3f80u, 0x7f80u};
+  for (Backend* b : {be.get(), ref.get()}) {
+    const auto got = run_to_bf16(*b, x, 1.0f, y0);
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got[i].bits, want[i]) << b->name() << " element " << i;
+  }
+}
+
+TEST_P(Kernels, ToBf16MatchesReferenceBitForBit) {
+  // Sizes around and far from SIMD widths, and one past the parallel threshold.
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{17}, std::size_t{1000},
+                              std::size_t{100003}}) {
+    const auto x = awkward_floats(rng, n);
+    std::vector<bf16> y0;
+    for (const float v : awkward_floats(rng, n)) y0.push_back(float_to_bf16(v));
+    for (const float beta : {0.0f, 1.0f, -0.7f}) {
+      const std::vector<bf16> start = beta == 0.0f ? std::vector<bf16>(n, bf16{0xffffu}) : y0;
+      auto [got, want] = both([&](Backend& b) { return run_to_bf16(b, x, beta, start); });
+      expect_same_bf16(got, want, beta != 0.0f, "to_bf16 n=" + std::to_string(n) + " beta=" + std::to_string(beta));
+    }
+  }
+}
+
+// Every bf16 bit pattern widens exactly (bits << 16) and narrows back to itself (NaNs to a quiet
+// NaN with the same payload: signalling ones gain the quiet bit).
+TEST_P(Kernels, FromBf16RoundTripsEveryPattern) {
+  const std::size_t n = 1u << 16;
+  std::vector<bf16> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i].bits = static_cast<std::uint16_t>(i);
+  for (Backend* b : {be.get(), ref.get()}) {
+    Buffer<bf16> h(*b, all), back(*b, n);
+    Buffer<float> f(*b, n);
+    b->from_bf16(n, h.data(), f.data());
+    b->to_bf16(n, f.data(), 0.0f, back.data());
+    const auto wide = f.to_host();
+    const auto narrow = back.to_host();
+    int bad = 0;
+    for (std::size_t i = 0; i < n && bad < 10; ++i) {
+      std::uint32_t u;
+      std::memcpy(&u, &wide[i], sizeof u);
+      const auto want = static_cast<std::uint16_t>(is_nan(all[i].bits) ? all[i].bits | 0x0040u : all[i].bits);
+      if (u == static_cast<std::uint32_t>(i) << 16 && narrow[i].bits == want) continue;
+      ADD_FAILURE() << b->name() << " pattern 0x" << std::hex << i << ": widened 0x" << u << ", back 0x"
+                    << narrow[i].bits;
+      ++bad;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Kernels, ::testing::ValuesIn(backends_under_test()),
                          [](const auto& info) { return info.param; });
 
@@ -580,6 +730,27 @@ TEST(KernelShapes, MismatchedShapesThrow) {
     hp.step = 0;
     EXPECT_THROW(x->adam_step(1, buf.data(), buf.data(), buf.data(), buf.data(), hp), std::invalid_argument);
   }
+}
+
+// The profiler forwards the conversions (timed under their own names) and the matmul precision,
+// which the inner backend's gemm is the one to read.
+TEST(ProfilingBackendBf16, ForwardsConversionsAndMatmulPrecision) {
+  auto inner = make_reference_backend();
+  inner->set_matmul_precision(Precision::BF16);
+  ProfilingBackend prof(*inner);
+  EXPECT_EQ(prof.matmul_precision(), Precision::BF16) << "taken from the inner backend when wrapped";
+  prof.set_matmul_precision(Precision::FP32);
+  EXPECT_EQ(inner->matmul_precision(), Precision::FP32);
+  EXPECT_EQ(prof.matmul_precision(), Precision::FP32);
+  const std::vector<float> x = {1.0f, 0x1p-8f};
+  std::vector<bf16> y = {bf16{0x7fc1u}, bf16{0x3f80u}};
+  std::vector<float> back(2);
+  prof.to_bf16(1, x.data(), 0.0f, y.data());
+  prof.to_bf16(1, x.data() + 1, 1.0f, y.data() + 1);
+  prof.from_bf16(2, y.data(), back.data());
+  EXPECT_EQ(back, (std::vector<float>{1.0f, 1.0f}));  // 1 + 2^-8 ties to 1
+  EXPECT_EQ(prof.entries().at("to_bf16").calls, 2u);
+  EXPECT_EQ(prof.entries().at("from_bf16").calls, 1u);
 }
 
 TEST(CudaStub, FactoryThrowsWithoutCuda) {

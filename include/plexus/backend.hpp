@@ -135,6 +135,18 @@ class Backend {
   virtual void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                          const AdamParams& hp) = 0;
 
+  // ---- precision ------------------------------------------------------------------------
+  // y[i] = bf16(x[i] + beta·float(y[i])), rounded to nearest even (float_to_bf16 in tensor.hpp):
+  // beta 0 narrows (y is not read), beta 1 accumulates into 16-bit storage. The float sum is
+  // fma(beta, float(y[i]), x[i]), one rounding, so every backend gives the same bits.
+  virtual void to_bf16(std::size_t n, const float* x, float beta, bf16* y) = 0;
+  // y[i] = float(x[i]) (exact).
+  virtual void from_bf16(std::size_t n, const bf16* x, float* y) = 0;
+  // BF16: gemm() multiplies in bf16 with fp32 accumulation where the hardware has it (CUDA:
+  // cuBLAS's bf16 tensor-core mode). The CPU backends compute in fp32 either way.
+  virtual void set_matmul_precision(Precision p) { matmul_precision_ = p; }
+  Precision matmul_precision() const { return matmul_precision_; }
+
   // ---- transformer kernel families (plexus/kernels/*.hpp) -------------------------------
   // LayerNorm, GELU, fused causal attention, squared norm: one object per backend, valid as
   // long as the backend. Pointers it takes are this backend's memory, like every method here.
@@ -152,6 +164,7 @@ class Backend {
   std::array<std::size_t, kMemoryKinds> kind_live_{}, kind_peak_{};
   MemoryKind kind_ = MemoryKind::Activations;
   const char* label_ = "activations";
+  Precision matmul_precision_ = Precision::FP32;
 };
 
 // Buffers allocated in this scope are of kind `k` (`label` names them in a budget error).

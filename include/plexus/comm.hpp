@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "plexus/tensor.hpp"
+
 namespace plexus {
 
 enum class ReduceOp { Sum, Max };
@@ -51,6 +53,13 @@ class Communicator {
   virtual std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
                                                    const std::vector<std::size_t>& counts) = 0;
   virtual std::unique_ptr<Request> iall_gather(const float* send, float* recv,
+                                               const std::vector<std::size_t>& counts) = 0;
+  // The same three over bfloat16 (ZeRO's 16-bit parameters and gradients, --precision bf16):
+  // sums are taken in float and rounded to bf16 at each combine; bytes count 2 per element.
+  virtual std::unique_ptr<Request> iall_reduce(bf16* buf, std::size_t n) = 0;
+  virtual std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
+                                                   const std::vector<std::size_t>& counts) = 0;
+  virtual std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv,
                                                const std::vector<std::size_t>& counts) = 0;
 
   const CommStats& stats() const { return stats_; }

@@ -48,6 +48,10 @@ class ProfilingBackend final : public Backend {
                          const float* weights, index_t col0, MatrixView grad) override;
   void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override;
+  void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
+  void from_bf16(std::size_t n, const bf16* x, float* y) override;
+  // Sets the inner backend's precision (which its gemm reads) and keeps this one's in step.
+  void set_matmul_precision(Precision p) override;
   TransformerKernels& transformer() override;
 
  private:

@@ -10,6 +10,7 @@
 // Dense matrices are row-major float32 with a leading dimension `ld` (>= cols).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace plexus {
 
@@ -17,6 +18,30 @@ using index_t = std::int64_t;
 using col_t = std::int32_t;
 
 enum class Device { CPU, CUDA };
+
+// The precision parameters and gradients are stored in (--precision). FP32 everywhere, or
+// BF16: parameters and gradients in bfloat16, fp32 master weights and Adam state
+// (docs/data-parallel.md), GEMMs in bf16 with fp32 accumulation where the backend has it.
+enum class Precision { FP32, BF16 };
+
+// bfloat16: the upper 16 bits of an IEEE float32 (8-bit exponent, 7-bit mantissa), kept as raw
+// bits. Widening is exact; narrowing rounds to nearest, ties to even; NaN stays NaN.
+struct bf16 {
+  std::uint16_t bits = 0;
+};
+inline float bf16_to_float(bf16 h) {
+  const std::uint32_t u = static_cast<std::uint32_t>(h.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline bf16 float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even (may carry into the exponent: correct)
+  return bf16{static_cast<std::uint16_t>(u >> 16)};
+}
 
 // Non-owning views: what kernels take. They never allocate or free.
 struct MatrixView {

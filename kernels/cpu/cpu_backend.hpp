@@ -4,6 +4,7 @@
 //   cpu_backend.cpp  memory, factory        spmm.cpp      sparse × dense
 //   dense.cpp        gemm, axpby, fill, copy  elementwise.cpp  bias, relu, dropout, column_sum
 //   loss.cpp         softmax / NLL / argmax  adam.cpp      optimizer
+//   precision.cpp    to_bf16, from_bf16 (bfloat16 conversions)
 //   transformer.hpp  LayerNorm, GELU, attention, squared norm (layernorm.cpp, activation.cpp, attention.cpp, reduction.cpp)
 //
 // Determinism rule: every result is bit-for-bit independent of the number of threads. Work is
@@ -59,6 +60,9 @@ class CpuBackend final : public Backend {
   void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
 
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override;
+
+  void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
+  void from_bf16(std::size_t n, const bf16* x, float* y) override;
 
   TransformerKernels& transformer() override { return transformer_; }
 

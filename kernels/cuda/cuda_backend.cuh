@@ -7,7 +7,8 @@
 // The stream is created as a *blocking* stream, so it is also ordered with work other code
 // puts on the legacy default stream.
 //
-// Kernel families live in one file each: spmm.cu, dense.cu, elementwise.cu, loss.cu, adam.cu;
+// Kernel families live in one file each: spmm.cu, dense.cu, elementwise.cu, loss.cu, adam.cu,
+// precision.cu (bfloat16 conversions);
 // the transformer families (transformer.cuh): layernorm.cu, activation.cu, attention.cu, reduction.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -112,6 +113,9 @@ class CudaBackend final : public Backend {
 
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                  const AdamParams& hp) override;
+
+  void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
+  void from_bf16(std::size_t n, const bf16* x, float* y) override;
 
   TransformerKernels& transformer() override { return transformer_; }
 

@@ -8,6 +8,9 @@
 // is Bᵀ, so op(B)ᵀ needs a transpose exactly when op(B) is not one.
 // The 64-bit-size entry point (cublasSgemm_64) is used so that no dimension is truncated; on an
 // H100 (CUDA 13) it times the same as cublasSgemm on the GCN's shapes (bench_spmm_cuda shows both).
+// With matmul_precision() == BF16 the same product goes through cublasGemmEx_64 with compute type
+// CUBLAS_COMPUTE_32F_FAST_16BF: fp32 matrices in and out, the inputs rounded to bf16 inside
+// cuBLAS for the tensor cores, products accumulated in fp32. No bf16 copies of A and B are kept.
 #include <stdexcept>
 #include <string>
 
@@ -53,9 +56,16 @@ void CudaBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Const
   }
   // Leading dimensions must be >= the column-major row count of each stored buffer.
   const auto ld_of = [](ConstMatrixView x) -> std::int64_t { return x.ld > 0 ? x.ld : 1; };
-  PLEXUS_CUBLAS_CHECK(cublasSgemm_64(cublas_, bt ? CUBLAS_OP_T : CUBLAS_OP_N, at ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                                     &alpha, b.data, ld_of(b), a.data, ld_of(a), &beta, c.data,
-                                     c.ld > 0 ? c.ld : 1));
+  const cublasOperation_t op_b = bt ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = at ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const std::int64_t ldc = c.ld > 0 ? c.ld : 1;
+  if (matmul_precision() == Precision::BF16) {
+    PLEXUS_CUBLAS_CHECK(cublasGemmEx_64(cublas_, op_b, op_a, n, m, k, &alpha, b.data, CUDA_R_32F, ld_of(b), a.data,
+                                        CUDA_R_32F, ld_of(a), &beta, c.data, CUDA_R_32F, ldc,
+                                        CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  PLEXUS_CUBLAS_CHECK(
+      cublasSgemm_64(cublas_, op_b, op_a, n, m, k, &alpha, b.data, ld_of(b), a.data, ld_of(a), &beta, c.data, ldc));
 }
 
 }  // namespace plexus::cuda

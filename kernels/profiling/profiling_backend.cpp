@@ -77,7 +77,9 @@ class ProfilingBackend::Transformer final : public TransformerKernels {
 };
 
 ProfilingBackend::ProfilingBackend(Backend& inner)
-    : inner_(inner), transformer_(std::make_unique<Transformer>(*this, inner.transformer())) {}
+    : inner_(inner), transformer_(std::make_unique<Transformer>(*this, inner.transformer())) {
+  Backend::set_matmul_precision(inner.matmul_precision());  // in step with a precision set before wrapping
+}
 ProfilingBackend::~ProfilingBackend() = default;
 
 TransformerKernels& ProfilingBackend::transformer() { return *transformer_; }
@@ -147,6 +149,16 @@ void ProfilingBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_v
 void ProfilingBackend::adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                                  const AdamParams& hp) {
   timed("adam_step", [&] { inner_.adam_step(n, param, grad, m, v, hp); });
+}
+void ProfilingBackend::to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
+  timed("to_bf16", [&] { inner_.to_bf16(n, x, beta, y); });
+}
+void ProfilingBackend::from_bf16(std::size_t n, const bf16* x, float* y) {
+  timed("from_bf16", [&] { inner_.from_bf16(n, x, y); });
+}
+void ProfilingBackend::set_matmul_precision(Precision p) {
+  inner_.set_matmul_precision(p);
+  Backend::set_matmul_precision(p);
 }
 
 }  // namespace plexus

@@ -208,7 +208,19 @@ class ReferenceBackend final : public Backend {
     }
   }
 
- TransformerKernels& transformer() override { return transformer_; }
+  // ---- precision --------------------------------------------------------------------------
+  // y = bf16(fma(beta, float(y), x)): one fused multiply-add in float (a single rounding), then
+  // rounded to bf16. Every backend computes exactly this, so results match bit for bit whatever
+  // a compiler would do with a separate multiply and add. beta == 0 does not read y.
+  void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override {
+    for (std::size_t i = 0; i < n; ++i)
+      y[i] = float_to_bf16(beta == 0.0f ? x[i] : std::fma(beta, bf16_to_float(y[i]), x[i]));
+  }
+  void from_bf16(std::size_t n, const bf16* x, float* y) override {
+    for (std::size_t i = 0; i < n; ++i) y[i] = bf16_to_float(x[i]);
+  }
+
+  TransformerKernels& transformer() override { return transformer_; }
 
  private:
   static void copy_bytes(void* dst, const void* src, std::size_t bytes) {

@@ -91,6 +91,7 @@ void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_s
       {"gelu", {"gelu_"}},
       {"optimizer (adam, norm)", {"adam_step", "squared_norm"}},
       {"memory (allocate, copies)", {"allocate", "copy_"}},
+      {"precision casts (bf16)", {"to_bf16", "from_bf16"}},
       {"other kernels", {""}}};
   std::vector<double> family_seconds(families.size(), 0.0);
   std::vector<std::pair<std::string, ProfilingBackend::Entry>> rows(p.entries().begin(), p.entries().end());
@@ -124,6 +125,16 @@ nlohmann::json axis_bytes_json(const std::array<double, 3>& b) {
 nlohmann::json axis_bytes_json(const std::array<double, 4>& b) {
   return {{"total", b[0] + b[1] + b[2] + b[3]}, {"x", b[0]}, {"y", b[1]}, {"z", b[2]}, {"d", b[3]}};
 }
+
+void add_precision_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--precision", value,
+                  "fp32, or bf16: bfloat16 parameters and gradients (and their collectives) with fp32 master "
+                  "weights and Adam state")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+}
+
+Precision precision_of(const std::string& value) { return value == "bf16" ? Precision::BF16 : Precision::FP32; }
 
 std::size_t parse_memory_budget(const std::string& text) {
   // A number with an optional binary suffix: K, M, G (KiB, MiB, GiB; "MiB" and "MB" read alike).

@@ -3,8 +3,9 @@
 // Bytes are counted as the data a rank must receive under bandwidth-optimal (ring)
 // algorithms, so that measurement and the analytic model (docs/communication.md) agree:
 //   all-reduce      2·(p-1)/p · n·sizeof(T)
-//   all-gather      (total - own) · 4
-//   reduce-scatter  (total - own) · 4
+//   all-gather      (total - own) · sizeof(T)
+//   reduce-scatter  (total - own) · sizeof(T)
+// with sizeof(T) = 2 for bfloat16: the wire format is the 16-bit storage itself.
 #include <mpi.h>
 
 #include <chrono>
@@ -47,6 +48,50 @@ CountLayout count_layout(const std::vector<std::size_t>& counts, bool displaceme
   return l;
 }
 
+// MPI has no bfloat16 type: the values travel as their 16-bit patterns (MPI_UINT16_T) and are
+// summed by this operation, which adds each pair in float and rounds back to bf16. That is
+// one rounding per combine, as the interface promises (the order of the combines is MPI's).
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const bf16*>(in);
+  auto* b = static_cast<bf16*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+// Created on first use, which is after MPI_Init (every communicator is made from an initialised
+// MPI), and shared by all communicators. It is never freed: one handle, released with
+// everything else by MPI_Finalize, after which no collective can run.
+MPI_Op bf16_sum_op() {
+  static const MPI_Op op = [] {
+    MPI_Op o = MPI_OP_NULL;
+    check(MPI_Op_create(&bf16_sum, /*commute=*/1, &o), "MPI_Op_create (bf16 sum)");
+    return o;
+  }();
+  return op;
+}
+
+// Per element type: its MPI datatype and the sum the reductions use.
+template <class T>
+struct MpiElement;
+template <>
+struct MpiElement<float> {
+  static MPI_Datatype type() { return MPI_FLOAT; }
+  static MPI_Op sum() { return MPI_SUM; }
+};
+template <>
+struct MpiElement<double> {
+  static MPI_Datatype type() { return MPI_DOUBLE; }
+  static MPI_Op sum() { return MPI_SUM; }
+};
+template <>
+struct MpiElement<std::int32_t> {
+  static MPI_Datatype type() { return MPI_INT32_T; }
+};
+template <>
+struct MpiElement<bf16> {
+  static_assert(sizeof(bf16) == 2, "bf16 travels as MPI_UINT16_T");
+  static MPI_Datatype type() { return MPI_UINT16_T; }
+  static MPI_Op sum() { return bf16_sum_op(); }
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
@@ -61,50 +106,35 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int rank() const override { return rank_; }
 
-  void all_reduce(float* buf, std::size_t n, ReduceOp op) override {
-    Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(float)));
-    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_FLOAT, mpi_op(op), comm_), "all-reduce");
-  }
-  void all_reduce(double* buf, std::size_t n, ReduceOp op) override {
-    Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(double)));
-    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_DOUBLE, mpi_op(op), comm_), "all-reduce");
-  }
+  void all_reduce(float* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
+  void all_reduce(double* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    gather(send, recv, counts, MPI_FLOAT);
+    gather(send, recv, counts);
   }
   void all_gather(const std::int32_t* send, std::int32_t* recv, const std::vector<std::size_t>& counts) override {
-    gather(send, recv, counts, MPI_INT32_T);
+    gather(send, recv, counts);
   }
   void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    Timer t(stats_, others_bytes(counts));
+    Timer t(stats_, others_bytes(counts, sizeof(float)));
     const CountLayout l = count_layout(counts, false);
     check(MPI_Reduce_scatter(send, recv, l.counts.data(), MPI_FLOAT, MPI_SUM, comm_), "reduce-scatter");
   }
-  std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override {
-    auto r = std::make_unique<MpiRequest>(stats_);
-    Timer t(stats_, 2.0 * (size_ - 1) / size_ * static_cast<double>(n * sizeof(float)));
-    check(MPI_Iallreduce(MPI_IN_PLACE, buf, to_int_count(n), MPI_FLOAT, MPI_SUM, comm_, &r->req), "all-reduce");
-    return r;
-  }
+  std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override { return start_all_reduce(buf, n); }
   std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
                                            const std::vector<std::size_t>& counts) override {
-    auto r = std::make_unique<MpiRequest>(stats_);
-    Timer t(stats_, others_bytes(counts));
-    r->layout = count_layout(counts, false);
-    check(MPI_Ireduce_scatter(send, recv, r->layout.counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r->req),
-          "reduce-scatter");
-    return r;
+    return start_reduce_scatter(send, recv, counts);
   }
   std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    auto r = std::make_unique<MpiRequest>(stats_);
-    Timer t(stats_, others_bytes(counts));
-    r->layout = count_layout(counts, true);
-    const CountLayout& l = r->layout;
-    const void* in = send == recv + l.displs[rank_] ? MPI_IN_PLACE : send;
-    check(MPI_Iallgatherv(in, l.counts[rank_], MPI_FLOAT, recv, l.counts.data(), l.displs.data(), MPI_FLOAT, comm_,
-                          &r->req),
-          "all-gather");
-    return r;
+    return start_all_gather(send, recv, counts);
+  }
+  std::unique_ptr<Request> iall_reduce(bf16* buf, std::size_t n) override { return start_all_reduce(buf, n); }
+  std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
+                                           const std::vector<std::size_t>& counts) override {
+    return start_reduce_scatter(send, recv, counts);
+  }
+  std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv,
+                                       const std::vector<std::size_t>& counts) override {
+    return start_all_gather(send, recv, counts);
   }
 
  private:
@@ -140,21 +170,64 @@ class MpiCommunicator final : public Communicator {
     }
     ~Timer() { s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   };
-  // What an all-gather or reduce-scatter of 4-byte elements moves to this rank: all but its part.
-  double others_bytes(const std::vector<std::size_t>& counts) const {
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    return static_cast<double>((total - counts.at(rank_)) * 4);
+  // What a ring all-reduce of `bytes` moves to this rank.
+  double all_reduce_bytes(std::size_t bytes) const {
+    return 2.0 * (size_ - 1) / size_ * static_cast<double>(bytes);
   }
-  // All-gather of 4-byte elements, counts[r] from rank r.
+  // What an all-gather or reduce-scatter moves to this rank: all but its part.
+  double others_bytes(const std::vector<std::size_t>& counts, std::size_t element_bytes) const {
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    return static_cast<double>((total - counts.at(rank_)) * element_bytes);
+  }
   template <class T>
-  void gather(const T* send, T* recv, const std::vector<std::size_t>& counts, MPI_Datatype type) {
-    static_assert(sizeof(T) == 4, "counted as 4-byte elements");
-    Timer t(stats_, others_bytes(counts));
+  void reduce(T* buf, std::size_t n, ReduceOp op) {
+    Timer t(stats_, all_reduce_bytes(n * sizeof(T)));
+    if (size_ > 1)
+      check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MpiElement<T>::type(),
+                          op == ReduceOp::Sum ? MpiElement<T>::sum() : MPI_MAX, comm_),
+            "all-reduce");
+  }
+  // All-gather, counts[r] elements from rank r.
+  template <class T>
+  void gather(const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    Timer t(stats_, others_bytes(counts, sizeof(T)));
     const CountLayout l = count_layout(counts, true);
+    const MPI_Datatype type = MpiElement<T>::type();
     check(MPI_Allgatherv(send, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_),
           "all-gather");
   }
-  static MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+  // The non-blocking collectives (sum), for float and bf16.
+  template <class T>
+  std::unique_ptr<Request> start_all_reduce(T* buf, std::size_t n) {
+    auto r = std::make_unique<MpiRequest>(stats_);
+    Timer t(stats_, all_reduce_bytes(n * sizeof(T)));
+    check(MPI_Iallreduce(MPI_IN_PLACE, buf, to_int_count(n), MpiElement<T>::type(), MpiElement<T>::sum(), comm_,
+                         &r->req),
+          "all-reduce");
+    return r;
+  }
+  template <class T>
+  std::unique_ptr<Request> start_reduce_scatter(const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    auto r = std::make_unique<MpiRequest>(stats_);
+    Timer t(stats_, others_bytes(counts, sizeof(T)));
+    r->layout = count_layout(counts, false);
+    check(MPI_Ireduce_scatter(send, recv, r->layout.counts.data(), MpiElement<T>::type(), MpiElement<T>::sum(), comm_,
+                              &r->req),
+          "reduce-scatter");
+    return r;
+  }
+  template <class T>
+  std::unique_ptr<Request> start_all_gather(const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    auto r = std::make_unique<MpiRequest>(stats_);
+    Timer t(stats_, others_bytes(counts, sizeof(T)));
+    r->layout = count_layout(counts, true);
+    const CountLayout& l = r->layout;
+    const void* in = send == recv + l.displs[rank_] ? MPI_IN_PLACE : send;
+    const MPI_Datatype type = MpiElement<T>::type();
+    check(MPI_Iallgatherv(in, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_, &r->req),
+          "all-gather");
+    return r;
+  }
 
   MPI_Comm comm_;
   int size_ = 1, rank_ = 0;

@@ -21,18 +21,22 @@ class SelfCommunicator final : public Communicator {
   void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     copy(send, recv, counts);
   }
-  std::unique_ptr<Request> iall_reduce(float*, std::size_t) override {
-    ++stats_.calls;
-    return done();
-  }
+  std::unique_ptr<Request> iall_reduce(float*, std::size_t) override { return reduced(); }
   std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
                                            const std::vector<std::size_t>& counts) override {
-    copy(send, recv, counts);
-    return done();
+    return copied(send, recv, counts);
   }
   std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
-    copy(send, recv, counts);
-    return done();
+    return copied(send, recv, counts);
+  }
+  std::unique_ptr<Request> iall_reduce(bf16*, std::size_t) override { return reduced(); }
+  std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
+                                           const std::vector<std::size_t>& counts) override {
+    return copied(send, recv, counts);
+  }
+  std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv,
+                                       const std::vector<std::size_t>& counts) override {
+    return copied(send, recv, counts);
   }
 
  private:
@@ -47,6 +51,16 @@ class SelfCommunicator final : public Communicator {
   void copy(const T* send, T* recv, const std::vector<std::size_t>& counts) {
     ++stats_.calls;
     if (send != recv && counts.at(0) > 0) std::memmove(recv, send, counts[0] * sizeof(T));
+  }
+  // A non-blocking collective over one rank: done when it starts.
+  std::unique_ptr<Request> reduced() {
+    ++stats_.calls;
+    return done();
+  }
+  template <class T>
+  std::unique_ptr<Request> copied(const T* send, T* recv, const std::vector<std::size_t>& counts) {
+    copy(send, recv, counts);
+    return done();
   }
 };
 

@@ -1,0 +1,223 @@
+// The non-blocking collectives over float and bfloat16, on the MPI communicator and on the
+// single-rank one, checked for values and for the bytes they count. Its own main initialises
+// MPI; tests/CMakeLists.txt runs it under mpirun on 1, 2, 3 and 4 ranks (mpi_comm_np*).
+//
+// The values are small integers: bf16 holds every integer up to 256 exactly, so every sum is
+// exact whatever order MPI combines the ranks in. Rounding at a combine is checked with one
+// non-trivial combine (two ranks hold values, the others zeros, and adding 0 is exact).
+//
+// Every rank runs every collective in the same order: checks are EXPECTs (an ASSERT would return
+// early on one rank and leave the others waiting).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "plexus/comm.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+namespace {
+
+template <class T>
+T from_float(float v);
+template <>
+float from_float<float>(float v) {
+  return v;
+}
+template <>
+bf16 from_float<bf16>(float v) {
+  return float_to_bf16(v);
+}
+float to_float(float v) { return v; }
+float to_float(bf16 v) { return bf16_to_float(v); }
+
+// The communicators under test, over every rank of the job: MPI's world, and the one-rank one.
+struct Comms {
+  std::unique_ptr<ProcessGrid> grid;
+  std::unique_ptr<Communicator> self = make_self_communicator();
+  Comms() {
+    int p = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
+  }
+  std::vector<Communicator*> all() { return {&grid->world(), self.get()}; }
+  bool is_self(const Communicator* c) const { return c == self.get(); }
+};
+
+// Uneven counts per rank, one of them zero where there are two ranks or more.
+std::vector<std::vector<std::size_t>> count_sets(int p) {
+  const std::vector<std::vector<std::size_t>> patterns = {{2, 0, 3, 1}, {0, 5, 1, 4}, {1000, 3, 0, 17}};
+  std::vector<std::vector<std::size_t>> sets;
+  for (const auto& f : patterns) {
+    sets.emplace_back();
+    for (int r = 0; r < p; ++r) sets.back().push_back(f[static_cast<std::size_t>(r) % f.size()]);
+  }
+  return sets;
+}
+// Small integers around zero: (i mod period) - period/2.
+float ramp(std::size_t i, int period) { return static_cast<float>(static_cast<int>(i % period) - period / 2); }
+std::size_t total_of(const std::vector<std::size_t>& c) { return std::accumulate(c.begin(), c.end(), std::size_t{0}); }
+std::size_t offset_of(const std::vector<std::size_t>& c, int r) {
+  return std::accumulate(c.begin(), c.begin() + r, std::size_t{0});
+}
+
+// The bytes a call must count: the ring model of comm.hpp with sizeof(T)-byte elements (2 for
+// bf16); the single-rank communicator counts none.
+double all_reduce_bytes(const Communicator& c, std::size_t n, std::size_t elem) {
+  return 2.0 * (c.size() - 1) / c.size() * static_cast<double>(n * elem);
+}
+double others_bytes(const Communicator& c, const std::vector<std::size_t>& counts, std::size_t elem) {
+  return static_cast<double>((total_of(counts) - counts[static_cast<std::size_t>(c.rank())]) * elem);
+}
+
+// Waits for a request, polling it first as the training loop does.
+void finish(Communicator::Request& r) {
+  for (int i = 0; i < 3; ++i)
+    if (r.test()) break;
+  r.wait();
+}
+
+template <class T>
+class Collectives : public ::testing::Test {
+ protected:
+  Comms comms;
+};
+using ElementTypes = ::testing::Types<float, bf16>;
+TYPED_TEST_SUITE(Collectives, ElementTypes);
+
+// Rank r holds ramp(i)·(r + 1): the sum over p ranks is ramp(i)·p(p+1)/2, at most 60 in size.
+TYPED_TEST(Collectives, AllReduceSums) {
+  using T = TypeParam;
+  for (Communicator* c : this->comms.all()) {
+    const int p = c->size(), r = c->rank();
+    const auto ranks_sum = static_cast<float>(p * (p + 1) / 2);
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{1001}}) {
+      SCOPED_TRACE(::testing::Message() << "size " << p << " n " << n);
+      std::vector<T> buf(n);
+      for (std::size_t i = 0; i < n; ++i) buf[i] = from_float<T>(ramp(i, 13) * static_cast<float>(r + 1));
+      c->reset_stats();
+      finish(*c->iall_reduce(buf.data(), n));
+      for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(to_float(buf[i]), ramp(i, 13) * ranks_sum) << "at " << i;
+      EXPECT_EQ(c->stats().calls, 1u);
+      EXPECT_DOUBLE_EQ(c->stats().bytes, this->comms.is_self(c) ? 0.0 : all_reduce_bytes(*c, n, sizeof(T)));
+    }
+  }
+}
+
+TYPED_TEST(Collectives, ReduceScatterUnevenCounts) {
+  using T = TypeParam;
+  for (Communicator* c : this->comms.all()) {
+    const int p = c->size(), r = c->rank();
+    const auto ranks_sum = static_cast<float>(p * (p + 1) / 2);
+    for (const auto& counts : count_sets(p)) {
+      const std::size_t total = total_of(counts), own = counts[static_cast<std::size_t>(r)];
+      const std::size_t off = offset_of(counts, r);
+      SCOPED_TRACE(::testing::Message() << "size " << p << " total " << total << " own " << own);
+      std::vector<T> send(total), recv(own, from_float<T>(-999.0f));
+      for (std::size_t i = 0; i < total; ++i) send[i] = from_float<T>(ramp(i, 11) * static_cast<float>(r + 1));
+      c->reset_stats();
+      finish(*c->ireduce_scatter(send.data(), recv.data(), counts));
+      for (std::size_t j = 0; j < own; ++j) EXPECT_EQ(to_float(recv[j]), ramp(off + j, 11) * ranks_sum) << "at " << j;
+      EXPECT_EQ(c->stats().calls, 1u);
+      EXPECT_DOUBLE_EQ(c->stats().bytes, this->comms.is_self(c) ? 0.0 : others_bytes(*c, counts, sizeof(T)));
+    }
+  }
+}
+
+// Rank q's j-th element is 10·q + j, as T (bf16 rounds those above 256: a gather moves bits, so
+// the expectation is the same rounded value).
+TYPED_TEST(Collectives, AllGatherUnevenCountsInAndOutOfPlace) {
+  using T = TypeParam;
+  const auto element = [](int q, std::size_t j) {
+    return from_float<T>(static_cast<float>(10 * q) + static_cast<float>(j));
+  };
+  for (Communicator* c : this->comms.all()) {
+    const int p = c->size(), r = c->rank();
+    for (const auto& counts : count_sets(p)) {
+      for (const bool in_place : {false, true}) {
+        const std::size_t total = total_of(counts), own = counts[static_cast<std::size_t>(r)];
+        const std::size_t off = offset_of(counts, r);
+        SCOPED_TRACE(::testing::Message() << "size " << p << " total " << total << " in place " << in_place);
+        std::vector<T> send(own), recv(total, from_float<T>(-999.0f));
+        for (std::size_t j = 0; j < own; ++j) send[j] = element(r, j);
+        if (in_place) std::copy(send.begin(), send.end(), recv.begin() + static_cast<std::ptrdiff_t>(off));
+        c->reset_stats();
+        finish(*c->iall_gather(in_place ? recv.data() + off : send.data(), recv.data(), counts));
+        for (int q = 0; q < p; ++q)
+          for (std::size_t j = 0; j < counts[static_cast<std::size_t>(q)]; ++j)
+            EXPECT_EQ(to_float(recv[offset_of(counts, q) + j]), to_float(element(q, j)))
+                << "rank " << q << " element " << j;
+        EXPECT_EQ(c->stats().calls, 1u);
+        EXPECT_DOUBLE_EQ(c->stats().bytes, this->comms.is_self(c) ? 0.0 : others_bytes(*c, counts, sizeof(T)));
+      }
+    }
+  }
+}
+
+// One combine of two non-zero values, rounded to bf16 (ties to even): rank 0 holds a, rank 1
+// holds b, every other rank zeros, so the order MPI picks does not matter.
+TEST(CollectivesBf16, SumsRoundToNearestEvenAtTheCombine) {
+  Comms comms;
+  Communicator& c = comms.grid->world();
+  if (c.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::vector<float> a = {1.0f, 1.0f + 0x1p-7f, 256.0f, -3.0f, 0x1p-130f};
+  const std::vector<float> b = {0x1p-8f, 0x1p-8f, 1.0f, 0.5f, 0x1p-130f};
+  // 1 + 2^-8 ties to 1; (1 + 2^-7) + 2^-8 ties up to 1 + 2^-6; 257 ties to 256 (spacing 2
+  // there); -2.5 is exact; two equal denormals add exactly.
+  const std::vector<float> want = {1.0f, 1.0f + 0x1p-6f, 256.0f, -2.5f, 0x1p-129f};
+  const std::vector<float>& mine = c.rank() == 0 ? a : b;
+  std::vector<bf16> buf(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) buf[i] = float_to_bf16(c.rank() <= 1 ? mine[i] : 0.0f);
+  finish(*c.iall_reduce(buf.data(), buf.size()));
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(bf16_to_float(buf[i]), want[i]) << "element " << i;
+
+  // The same values through reduce-scatter: rank 0 keeps all of them.
+  std::vector<std::size_t> counts(static_cast<std::size_t>(c.size()), 0);
+  counts[0] = a.size();
+  std::vector<bf16> send(a.size()), recv(c.rank() == 0 ? a.size() : 0);
+  for (std::size_t i = 0; i < a.size(); ++i) send[i] = float_to_bf16(c.rank() <= 1 ? mine[i] : 0.0f);
+  finish(*c.ireduce_scatter(send.data(), recv.data(), counts));
+  for (std::size_t i = 0; i < recv.size(); ++i) EXPECT_EQ(bf16_to_float(recv[i]), want[i]) << "element " << i;
+}
+
+// Prints the failures of ranks other than 0 (their default printer is removed), tagged.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+}  // namespace plexus
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new plexus::RankFailurePrinter(rank));
+  }
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  // The job fails when any rank failed (mpirun reports the first non-zero exit anyway; this
+  // makes rank 0's own exit status, and its summary, the job's verdict).
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0 && failed) std::fprintf(stderr, "FAILED on at least one rank\n");
+  MPI_Finalize();
+  return failed;
+}
