@@ -42,29 +42,8 @@ for P in 2 3 4 5 6 7 8; do
         fi
         if $py "$src/tests/gpt_runs_match.py" "$work/ref.jsonl" "$run" 10; then ok; else
           fail "D=$D grid $g ZeRO-$S equals 1x1x1"; fi
-        if $py - "$run" "$work/plan$P.json" "$g" "$D" "$S" <<'PY'; then ok; else fail "D=$D grid $g ZeRO-$S"; fi
-import json, sys
-got = [json.loads(l) for l in open(sys.argv[1])]
-grid, D, S = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-steps = [s for s in got if "iter" in s]
-plan = next(p for p in json.load(open(sys.argv[2]))["grids"] if (p["grid"], p["dp"], p["zero"]) == (grid, D, S))
-for s in steps:  # an evaluation (before step 1, after step 5) gathers the weights over Z
-    want = plan["bytes_step_weights_gathered" if s["iter"] in (1, 6) else "bytes_step"]
-    for axis in "xyzd":
-        assert abs(s["comm_bytes"][axis] - want[axis]) <= 1e-9 * max(1.0, want[axis]), \
-            f"step {s['iter']} axis {axis}: measured {s['comm_bytes'][axis]}, model {want[axis]}"
-    assert s["comm_bytes"]["d"] > 0
-summary = got[-1]
-assert summary["dp"] == D and summary["zero"] == S
-if D <= 4:  # ZeRO's memory formulas, fp32 (Ψ: the largest replica shard of a rank; B: its block)
-    m = summary["memory"]
-    psi, blk = m["shard_params"], m["zero_block_params"]
-    assert blk == -(-psi // D), (psi, blk)
-    want = {0: (4 * psi, 4 * psi, 8 * psi), 1: (4 * psi, 4 * psi, 8 * blk),
-            2: (4 * psi, 4 * blk, 8 * blk), 3: (4 * blk, 4 * blk, 8 * blk)}[S]
-    got_mem = (m["param_bytes"], m["grad_bytes"], m["optimizer_bytes"])
-    assert got_mem == want, f"param, grad, optimizer bytes {got_mem}, ZeRO-{S} says {want}"
-PY
+        if $py "$src/tests/gpt_dp_checks.py" "$run" "$work/plan$P.json" "$g" "$D" "$S"; then ok; else
+          fail "D=$D grid $g ZeRO-$S: bytes and memory"; fi
       done
     done
   done

@@ -3,6 +3,7 @@
 // analytic model of the bytes on the D axis. (D > 1 on real ranks: tests/cli_gpt_dp.sh.)
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,6 +68,87 @@ struct Toy {
   }
 };
 
+std::vector<float> rounded_to_bf16(std::vector<float> v) {
+  for (float& x : v) x = bf16_to_float(float_to_bf16(x));
+  return v;
+}
+
+// Normal initial values and gradients for the toy's tensors, and plain Adam over copies of them:
+// what a ZeroOptimizer's steps are compared with.
+struct ToyReference {
+  std::vector<std::vector<float>> init, grads;
+  std::vector<Buffer<float>> value, grad;
+  std::unique_ptr<Adam> adam;
+  ToyReference(Backend& be, const Toy& toy, const AdamParams& hp, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> n;
+    std::vector<ParamRef> refs;
+    for (const FlatTensor& t : toy.tensors) {
+      init.emplace_back();
+      grads.emplace_back();
+      for (std::size_t i = 0; i < t.size; ++i) {
+        init.back().push_back(n(rng));
+        grads.back().push_back(n(rng));
+      }
+      value.emplace_back(be, init.back());
+      grad.emplace_back(be, grads.back());
+      refs.push_back({value.back().data(), grad.back().data(), t.size, t.decay});
+    }
+    adam = std::make_unique<Adam>(be, refs, hp);
+  }
+  // Σ g² over the owned tensors of what the reference steps on.
+  double grad_squared_norm(const Toy& toy) {
+    double sum = 0;
+    for (std::size_t k = 0; k < grad.size(); ++k)
+      if (toy.tensors[k].owner)
+        for (const float g : grad[k].to_host()) sum += static_cast<double>(g) * g;
+    return sum;
+  }
+};
+
+// Writes `values` into the optimizer's parameters, through what it binds (as GptModel does).
+void write_values(ZeroOptimizer& opt, Toy& toy, Backend& be, const std::vector<std::vector<float>>& values) {
+  opt.for_each_unit(
+      [&](int unit) {
+        for (std::size_t k = 0; k < values.size(); ++k)
+          if (toy.tensors[k].unit == unit) be.copy_from_host(toy.bound_value[k], values[k].data(), 4 * values[k].size());
+      },
+      /*store=*/true);
+}
+
+// The parameters as the layers see them.
+std::vector<std::vector<float>> read_values(ZeroOptimizer& opt, Toy& toy, Backend& be) {
+  std::vector<std::vector<float>> out(toy.tensors.size());
+  opt.for_each_unit(
+      [&](int unit) {
+        for (std::size_t k = 0; k < out.size(); ++k) {
+          if (toy.tensors[k].unit != unit) continue;
+          out[k].resize(toy.tensors[k].size);
+          be.copy_to_host(out[k].data(), toy.bound_value[k], 4 * out[k].size());
+        }
+      },
+      /*store=*/false);
+  return out;
+}
+
+// One micro-batch's backward pass, last unit first, writing `grads` as each unit's gradients.
+void backward_pass(ZeroOptimizer& opt, Toy& toy, Backend& be, const std::vector<std::vector<float>>& grads) {
+  opt.zero_grads();
+  opt.begin_micro_batch(true);
+  for (int unit = opt.units() - 1; unit >= 0; --unit) {
+    opt.acquire(unit);
+    opt.begin_backward(unit);
+    for (std::size_t k = 0; k < grads.size(); ++k)
+      if (toy.tensors[k].unit == unit) {
+        ASSERT_NE(toy.bound_grad[k], nullptr);
+        be.copy_from_host(toy.bound_grad[k], grads[k].data(), 4 * grads[k].size());
+      }
+    opt.end_backward(unit);
+    opt.release(unit);
+  }
+  opt.finish_backward();
+}
+
 TEST(ZeroOptimizer, EveryStageOnOneRankTakesPlainAdamStepsAndBindsWhatIsInUse) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
@@ -84,66 +166,69 @@ TEST(ZeroOptimizer, EveryStageOnOneRankTakesPlainAdamStepsAndBindsWhatIsInUse) {
     EXPECT_EQ(toy.bound_value[2] != nullptr, stage < 3);
     EXPECT_EQ(toy.bound_grad[2] != nullptr, stage < 2);
 
-    // The reference: plain Adam over the same tensors.
-    std::mt19937 rng(7);
-    std::normal_distribution<float> n;
-    std::vector<Buffer<float>> ref_v, ref_g;
-    std::vector<ParamRef> refs;
-    std::vector<std::vector<float>> init(6), grads(6);
-    for (std::size_t k = 0; k < 6; ++k) {
-      for (std::size_t i = 0; i < toy.tensors[k].size; ++i) {
-        init[k].push_back(n(rng));
-        grads[k].push_back(n(rng));
-      }
-      ref_v.emplace_back(*be, init[k]);
-      ref_g.emplace_back(*be, grads[k]);
-      refs.push_back({ref_v.back().data(), ref_g.back().data(), toy.tensors[k].size, toy.tensors[k].decay});
-    }
-    Adam adam(*be, refs, hp);
-    opt.for_each_unit(
-        [&](int unit) {
-          for (std::size_t k = 0; k < 6; ++k)
-            if (toy.tensors[k].unit == unit) be->copy_from_host(toy.bound_value[k], init[k].data(), 4 * init[k].size());
-        },
-        /*store=*/true);
-
+    ToyReference ref(*be, toy, hp, 7);
+    write_values(opt, toy, *be, ref.init);
     for (int step = 0; step < 3; ++step) {
-      opt.zero_grads();
-      opt.begin_micro_batch(true);
-      for (int unit = 2; unit >= 0; --unit) {  // the backward pass: last unit first
-        opt.acquire(unit);
-        opt.begin_backward(unit);
-        for (std::size_t k = 0; k < 6; ++k)
-          if (toy.tensors[k].unit == unit) {
-            ASSERT_NE(toy.bound_grad[k], nullptr);
-            be->copy_from_host(toy.bound_grad[k], grads[k].data(), 4 * grads[k].size());
-          }
-        opt.end_backward(unit);
-        opt.release(unit);
-      }
-      opt.finish_backward();
-      double want = 0;
-      for (std::size_t k = 0; k < 6; ++k)
-        if (toy.tensors[k].owner)
-          for (const float g : grads[k]) want += static_cast<double>(g) * g;
+      backward_pass(opt, toy, *be, ref.grads);
+      const double want = ref.grad_squared_norm(toy);
       EXPECT_NEAR(opt.grad_squared_norm(), want, 1e-9 * want);
       opt.step(hp.lr);
-      adam.step();
+      ref.adam->step();
     }
     EXPECT_EQ(opt.steps(), 3);
-    opt.for_each_unit(
-        [&](int unit) {
-          for (std::size_t k = 0; k < 6; ++k) {
-            if (toy.tensors[k].unit != unit) continue;
-            std::vector<float> got(toy.tensors[k].size);
-            be->copy_to_host(got.data(), toy.bound_value[k], 4 * got.size());
-            EXPECT_EQ(got, ref_v[k].to_host()) << "tensor " << k;  // bit for bit
-          }
-        },
-        /*store=*/false);
+    const auto got = read_values(opt, toy, *be);
+    for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k], ref.value[k].to_host()) << "tensor " << k;  // bit for bit
     if (stage == 3) {
       EXPECT_EQ(toy.bound_value[0], nullptr);  // released again
     }
+  }
+}
+
+// BF16 on one rank: the layers see fp32 copies of 16-bit parameters; the optimizer keeps fp32
+// master weights, so its steps are plain Adam's on the gradients rounded to bf16, and the
+// parameters are the master's rounded. Storage follows ZeRO's mixed-precision layout.
+TEST(ZeroOptimizer, BF16StoresSixteenBitParametersAndGradientsAndStepsAnFp32Master) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  AdamParams hp;
+  hp.decoupled = true;
+  hp.weight_decay = 0.1f;
+  for (int stage = 0; stage <= 3; ++stage) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    Toy toy;
+    ZeroOptimizer opt(*be, *grid, toy.tensors, ZeroOptions{stage, 8, Precision::BF16}, hp);
+    EXPECT_EQ(be->live_bytes(MemoryKind::Parameters), 2u * 26);
+    EXPECT_EQ(be->live_bytes(MemoryKind::Gradients), 2u * 26);
+    EXPECT_EQ(be->live_bytes(MemoryKind::Optimizer), 4u * 26);  // the master; m and v come with the first step
+    EXPECT_EQ(toy.bound_value[2], nullptr);  // only fp32 copies, and only while acquired
+    EXPECT_EQ(toy.bound_grad[2], nullptr);
+
+    ToyReference ref(*be, toy, hp, 11);  // its master starts at the exact values written
+    const std::size_t reference_state = be->live_bytes(MemoryKind::Optimizer) - 4u * 26;
+    // The clipping scale is applied when the step widens the gradient: the reference's is halved.
+    for (std::size_t k = 0; k < ref.grads.size(); ++k) {
+      std::vector<float> g = rounded_to_bf16(ref.grads[k]);
+      for (float& x : g) x *= 0.5f;
+      ref.grad[k].upload(g.data());
+    }
+    write_values(opt, toy, *be, ref.init);
+    const auto expect_values_are_rounded_master = [&] {
+      const auto got = read_values(opt, toy, *be);
+      for (std::size_t k = 0; k < got.size(); ++k)
+        EXPECT_EQ(got[k], rounded_to_bf16(ref.value[k].to_host())) << "tensor " << k;  // bit for bit
+    };
+    expect_values_are_rounded_master();
+    for (int step = 0; step < 3; ++step) {
+      backward_pass(opt, toy, *be, ref.grads);
+      const double want = 4 * ref.grad_squared_norm(toy);  // of the unhalved rounded gradients
+      EXPECT_NEAR(opt.grad_squared_norm(), want, 1e-9 * want);
+      opt.scale_grads(0.5f);
+      opt.step(hp.lr);
+      ref.adam->step();
+    }
+    expect_values_are_rounded_master();
+    EXPECT_EQ(be->live_bytes(MemoryKind::Optimizer), 12u * 26 + reference_state);  // master, m, v
+    EXPECT_EQ(be->live_bytes(MemoryKind::Workspace), 0u);  // every working copy freed
   }
 }
 
@@ -193,6 +278,25 @@ TEST(ZeroModel, StageThreeMovesOneAndAHalfTimesStageZeroOverD) {
     }
   }
   EXPECT_EQ(predict_gpt_step(c, 7, 2, GridShape{2, 1, 1})[Axis::D], 0.0);  // no replicas, no D traffic
+}
+
+TEST(ZeroModel, BF16HalvesTheGradientAndParameterBytesOverD) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 4;
+  c.embed = 64;
+  c.block = 16;
+  for (int stage = 0; stage <= 3; ++stage) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const GridShape g{1, 2, 1};
+    const double loss = 3 * g.size() * 2.0 * (3 - 1) / 3 * 8;  // D = 3: the 8-byte loss is not halved
+    // Buckets as bytes: the same MiB hold twice the bf16 elements, so the same collectives.
+    const double fp32 = predict_gpt_step(c, 6, 1, g, true, GptParallel{3, stage, 0.02})[Axis::D] - loss;
+    const double bf16 =
+        predict_gpt_step(c, 6, 1, g, true, GptParallel{3, stage, 0.01, Precision::BF16})[Axis::D] - loss;
+    EXPECT_GT(fp32, 0);
+    EXPECT_NEAR(bf16, fp32 / 2, 1e-9 * fp32);
+  }
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 # per axis of one step (summed over ranks, as the metrics count them) and the largest memory per
 # rank by kind. On a machine with
 # fewer cores than ranks read the bytes and the memory, not the time.
-#   examples/bench/run_dp_scaling.sh [--steps S] [-- MODEL OPTIONS...]
+#   examples/bench/run_dp_scaling.sh [--steps S] [-- MODEL OPTIONS...]   (e.g. -- --precision bf16)
 # Env: BUILD (default build), PYTHON (default /usr/bin/python3).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

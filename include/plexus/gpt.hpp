@@ -63,6 +63,9 @@ struct GptTrainConfig {
   std::uint64_t seed = 1337;
   int zero_stage = 0;         // ZeRO over the data-parallel axis: 0..3
   double bucket_mb = 25.0;    // largest gradient-reduction bucket, MiB
+  // FP32, or BF16: bfloat16 parameters, gradients and data-parallel collectives with fp32
+  // master weights and Adam state; GEMMs in bf16 where the backend has them (CUDA).
+  Precision precision = Precision::FP32;
 };
 void validate(const GptTrainConfig& c);
 // nanoGPT's schedule: linear warmup over `warmup` steps, cosine decay to min_lr at `iters`.
@@ -136,6 +139,7 @@ struct GptParallel {
   int dp = 1;
   int zero = 0;
   double bucket_mb = 25.0;
+  Precision precision = Precision::FP32;  // BF16: 2-byte parameters, gradients and D traffic
 };
 // Per-rank costs of one step of grad_accum micro-batches: bytes per axis (x, y, z, d) exactly as
 // the communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs,
@@ -151,7 +155,8 @@ AxisBytes predict_gpt_step(const GptConfig& model, index_t batch, int grad_accum
 // `memory_per_rank` (0: any), fastest predicted step first (`plexus plan gpt`). Stages above 0
 // only with D > 1.
 std::vector<GridPlan> plan_gpt(const GptConfig& model, index_t batch, int grad_accum, int ranks,
-                               const MachineModel& machine, double memory_per_rank = 0, double bucket_mb = 25.0);
+                               const MachineModel& machine, double memory_per_rank = 0, double bucket_mb = 25.0,
+                               Precision precision = Precision::FP32);
 
 // Generates `tokens` tokens after `prompt` (token ids) on one rank: temperature, top-k (0 = all).
 std::vector<std::int32_t> sample_gpt(const GptConfig& model, const GptWeights& weights,

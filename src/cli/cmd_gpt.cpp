@@ -15,7 +15,8 @@ namespace plexus::cli {
 namespace {
 
 struct GptTrainOptions {
-  std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1", memory_per_rank;
+  std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1", memory_per_rank,
+      precision = "fp32";
   int dp = 1;
   index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
   int threads = 0;
@@ -73,6 +74,7 @@ nlohmann::json step_json(const GptStepMetrics& m) {
 
 void run_gpt_train(GptTrainOptions& o) {
   o.cfg.model.tied = !o.untie;
+  o.cfg.precision = precision_of(o.precision);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
   validate(o.cfg);
@@ -90,9 +92,10 @@ void run_gpt_train(GptTrainOptions& o) {
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
   if (!o.quiet)
-    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}\n", o.data,
+    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}{}\n", o.data,
                corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str(),
-               o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string());
+               o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string(),
+               o.cfg.precision == Precision::BF16 ? ", bf16" : "");
 
   std::string metrics_text;
   const int print_every = std::max(1, o.cfg.iters / 100);
@@ -130,6 +133,7 @@ void run_gpt_train(GptTrainOptions& o) {
                                    {"grid", grid->shape().str()},
                                    {"dp", grid->dp()},
                                    {"zero", o.cfg.zero_stage},
+                                   {"precision", o.precision},
                                    {"memory", memory_json(r)},
                                    {"backend", backend->name()},
                                    {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
@@ -198,6 +202,7 @@ void add_gpt_command(CLI::App& app) {
                                             "2 + gradients, 3 + parameters sharded")
       ->capture_default_str();
   train->add_option("--bucket-mb", c.bucket_mb, "Largest gradient-reduction bucket (MiB)")->capture_default_str();
+  add_precision_option(train, t->precision);
   train->add_option("--memory-per-rank", t->memory_per_rank,
                     "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
   train->add_option("--threads", t->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")

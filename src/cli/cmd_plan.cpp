@@ -149,7 +149,7 @@ struct GptPlanOptions {
   index_t batch = 12;
   int grad_accum = 1;
   bool untie = false;
-  std::string memory_per_rank;
+  std::string memory_per_rank, precision = "fp32";
   double bucket_mb = 25.0;
 };
 
@@ -165,12 +165,14 @@ void run_plan_gpt(GptPlanOptions& o) {
   check.bucket_mb = o.bucket_mb;
   validate(check);
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
-  const std::vector<GridPlan> plans = plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb);
+  const Precision precision = precision_of(o.precision);
+  const std::vector<GridPlan> plans =
+      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision);
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
-      const GptParallel par{g.dp, g.zero, o.bucket_mb};
+      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision};
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
                        {"dp", g.dp},
@@ -183,12 +185,17 @@ void run_plan_gpt(GptPlanOptions& o) {
                        {"total_seconds", g.total_seconds},
                        {"memory_bytes_per_rank", g.memory_bytes}});
     }
-    fmt::print("{}\n", nlohmann::json{{"ranks", ranks}, {"ranks_per_node", m.ranks_per_node}, {"grids", grids}}.dump(2));
+    fmt::print("{}\n", nlohmann::json{{"ranks", ranks},
+                                      {"ranks_per_node", m.ranks_per_node},
+                                      {"precision", o.precision},
+                                      {"grids", grids}}
+                            .dump(2));
     return;
   }
-  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches; {} ranks, {} "
+  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}; {} ranks, {} "
              "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}\n",
-             o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum, ranks,
+             o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum,
+             o.precision, ranks,
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
@@ -245,6 +252,7 @@ void add_plan_command(CLI::App& app) {
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
+  add_precision_option(gpt, g->precision);
   gpt->callback([g] { run_plan_gpt(*g); });
   cmd->callback([o, gpt] {
     if (!gpt->parsed()) run_plan(*o);

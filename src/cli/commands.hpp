@@ -57,6 +57,9 @@ nlohmann::json axis_bytes_json(const std::array<double, 4>& bytes);
 // --memory-per-rank: a byte count with an optional K/M/G (binary) suffix, 0 (no budget) when
 // empty; InputError("--memory-per-rank", ...) when malformed.
 std::size_t parse_memory_budget(const std::string& text);
+// --precision fp32|bf16 on `cmd`, into `value` (precision_of reads it).
+void add_precision_option(CLI::App* cmd, std::string& value);
+Precision precision_of(const std::string& value);
 // {"kernel": {"seconds": s, "calls": n}, ...}
 nlohmann::json profile_json(const ProfilingBackend& p);
 

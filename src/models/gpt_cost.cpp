@@ -37,11 +37,11 @@ class StepCost {
     add(a, 4.0 * (total - static_cast<double>(counts[static_cast<std::size_t>(coords_[static_cast<int>(a)])])));
   }
   // A ZeRO reduce-scatter or all-gather over D of `elements` of which this rank owns `own`.
-  void dp_part(double elements, double own) {
-    if (dp_ > 1) add(Axis::D, 4.0 * (elements - own));
+  void dp_part(double elements, double own, double bytes_each) {
+    if (dp_ > 1) add(Axis::D, bytes_each * (elements - own));
   }
   void gemm(index_t m, index_t k, index_t n) { cost.gemm_flops += 2.0 * m * k * n; }
-  void tensor(double elements) { cost.memory_bytes += 4.0 * elements; }
+  void tensor(double elements, double bytes_each = 4) { cost.memory_bytes += bytes_each * elements; }
 
  private:
   void add(Axis a, double bytes) {
@@ -94,7 +94,8 @@ void zero_traffic(StepCost& s, const std::vector<double>& units, const GptParall
   double flat = 0;
   for (const double n : units) flat += n;
   const Range own = block_range(static_cast<index_t>(flat), par.dp, d);
-  const double bucket = std::max(1.0, std::floor(par.bucket_mb * (1 << 20) / 4.0));
+  const double elem = par.precision == Precision::BF16 ? 2.0 : 4.0;
+  const double bucket = std::max(1.0, std::floor(par.bucket_mb * (1 << 20) / elem));
   // Calls f(length, owned part) for each bucket of each unit.
   const auto each_bucket = [&](const std::function<void(double, double)>& f, bool whole_units) {
     double begin = 0;
@@ -110,18 +111,20 @@ void zero_traffic(StepCost& s, const std::vector<double>& units, const GptParall
     }
   };
   const auto reduce = [&] {
-    each_bucket([&](double n, double mine) { par.zero == 0 ? s.all_reduce(Axis::D, n) : s.dp_part(n, mine); }, false);
+    each_bucket([&](double n, double mine) { par.zero == 0 ? s.all_reduce(Axis::D, n, elem) : s.dp_part(n, mine, elem); },
+                false);
   };
   for (int micro = 0; micro < grad_accum; ++micro) {
     if (par.zero == 3)
-      for (int pass = 0; pass < 2; ++pass) each_bucket([&](double n, double mine) { s.dp_part(n, mine); }, true);
+      for (int pass = 0; pass < 2; ++pass) each_bucket([&](double n, double mine) { s.dp_part(n, mine, elem); }, true);
     if (par.zero >= 2 || micro + 1 == grad_accum) reduce();
   }
-  if (par.zero == 1 || par.zero == 2) each_bucket([&](double n, double mine) { s.dp_part(n, mine); }, false);
+  if (par.zero == 1 || par.zero == 2) each_bucket([&](double n, double mine) { s.dp_part(n, mine, elem); }, false);
 }
 
-// Parameters, gradients and Adam state by ZeRO's formulas (fp32: 4Ψ + 4Ψ + 8Ψ, the parts sharded
-// over D as the stage says), and the workspace of a unit's gathered values and gradients.
+// Parameters, gradients and Adam state by ZeRO's formulas (fp32: 4Ψ + 4Ψ + 8Ψ; bf16: 2Ψ + 2Ψ +
+// 12Ψ, the master weights with Adam's state; the parts sharded over D as the stage says), and the
+// workspace of a unit's gathered values and gradients (bf16: fp32 working copies at every stage).
 void zero_memory(StepCost& s, const std::vector<double>& units, const GptParallel& par, int d) {
   double flat = 0, largest_block = 0;
   for (std::size_t u = 0; u < units.size(); ++u) {
@@ -130,12 +133,19 @@ void zero_memory(StepCost& s, const std::vector<double>& units, const GptParalle
   }
   const double blk = static_cast<double>(block_range(static_cast<index_t>(flat), par.dp, d).size());
   const double params = par.zero == 3 ? blk : flat, grads = par.zero >= 2 ? blk : flat;
-  const double adam = par.zero >= 1 ? 2 * blk : 2 * flat;
+  const double adam = par.zero >= 1 ? blk : flat;  // elements Adam updates here
   // Stages 2-3 hold unit 0, the block in use and the one in flight (gradients) or prefetched
   // (values); stages 1-3 receive a reduced bucket of up to a unit's owned part.
   const double in_use = units.empty() ? 0 : units[0] + 2 * largest_block;
   const double received = par.zero >= 1 ? std::ceil(std::max(units.empty() ? 0 : units[0], largest_block) / par.dp) : 0;
-  s.tensor(params + grads + adam + received + (par.zero >= 2 ? in_use : 0) + (par.zero == 3 ? in_use : 0));
+  if (par.precision == Precision::BF16) {
+    s.tensor(params + grads + received, 2.0);
+    s.tensor(3 * adam + 2 * in_use);                  // master, m, v; the working values and gradients
+    if (par.zero >= 2) s.tensor(in_use, 2.0);         // rounded gradients held for their reduction
+    if (par.zero == 3) s.tensor(in_use, 2.0);         // gathered values
+  } else {
+    s.tensor(params + grads + 2 * adam + received + (par.zero >= 2 ? in_use : 0) + (par.zero == 3 ? in_use : 0));
+  }
 }
 
 void layernorm_forward(StepCost& s, const GptLayout& l) {
@@ -249,13 +259,14 @@ AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, Gr
 }
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
-                               const MachineModel& machine, double memory_per_rank, double bucket_mb) {
+                               const MachineModel& machine, double memory_per_rank, double bucket_mb,
+                               Precision precision) {
   std::vector<GridPlan> plans;
   for (int dp = 1; dp <= ranks; ++dp) {
     if (ranks % dp) continue;
     for (GridShape g : all_grids(ranks / dp))
       for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
-        const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb});
+        const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision});
         GridPlan plan = plan_from_costs(g, step, step, machine, dp);
         plan.zero = stage;
         if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);

@@ -25,6 +25,7 @@ struct ZeroOptimizer::Pending {
   int unit = -1;
   bool last_of_unit = false;
   Buffer<float> received;        // reduce-scatter: this rank's part of the bucket
+  Buffer<bf16> received16;       // the same, BF16
   std::size_t own_begin = 0;     // flat index of that part
 };
 
@@ -33,7 +34,7 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     : be_(be), grid_(grid), dp_(grid.comm(Axis::D)), tensors_(std::move(tensors)), opt_(opt), hp_(hp) {
   if (opt_.stage < 0 || opt_.stage > 3) throw std::invalid_argument("ZeroOptimizer: stage must be 0..3");
   if (opt_.bucket_bytes < sizeof(float)) throw std::invalid_argument("ZeroOptimizer: bucket smaller than a float");
-  bucket_ = opt_.bucket_bytes / sizeof(float);
+  bucket_ = opt_.bucket_bytes / (half() ? sizeof(bf16) : sizeof(float));
   hp_.step = 1;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const int u = tensors_[k].unit;
@@ -53,13 +54,25 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
   end_ = static_cast<std::size_t>(block.end);
   opt_begin_ = opt_.stage == 0 ? 0 : begin_;
   opt_end_ = opt_.stage == 0 ? flat_ : end_;
+  const std::size_t n_values = opt_.stage < 3 ? flat_ : shard_size();
+  const std::size_t n_grads = opt_.stage < 2 ? flat_ : shard_size();
   {
     MemoryScope scope(be, MemoryKind::Parameters, "parameters");
-    values_ = Buffer<float>(be, opt_.stage < 3 ? flat_ : shard_size());
+    if (half())
+      values16_ = Buffer<bf16>(be, n_values);
+    else
+      values_ = Buffer<float>(be, n_values);
   }
   {
     MemoryScope scope(be, MemoryKind::Gradients, "gradients");
-    grads_ = Buffer<float>(be, opt_.stage < 2 ? flat_ : shard_size());
+    if (half())
+      grads16_ = Buffer<bf16>(be, n_grads);
+    else
+      grads_ = Buffer<float>(be, n_grads);
+  }
+  if (half()) {  // written with the parameters (for_each_unit), so it holds them exactly
+    MemoryScope scope(be, MemoryKind::Optimizer, "fp32 master parameters");
+    master_ = Buffer<float>(be, opt_end_ - opt_begin_);
   }
   for (int u = 0; u < units(); ++u) bind_unit(u);
 }
@@ -97,30 +110,38 @@ void ZeroOptimizer::for_each_bucket(const Unit& u, F&& f) const {
 
 float* ZeroOptimizer::grad_at(std::size_t flat) { return grads_.data() + (opt_.stage < 2 ? flat : flat - begin_); }
 float* ZeroOptimizer::value_at(std::size_t flat) { return values_.data() + (opt_.stage < 3 ? flat : flat - begin_); }
+bf16* ZeroOptimizer::grad16_at(std::size_t flat) { return grads16_.data() + (opt_.stage < 2 ? flat : flat - begin_); }
+bf16* ZeroOptimizer::value16_at(std::size_t flat) {
+  return values16_.data() + (opt_.stage < 3 ? flat : flat - begin_);
+}
 
 void ZeroOptimizer::bind_unit(int ui) {
   Unit& u = units_[static_cast<std::size_t>(ui)];
   for (const int k : u.tensors) {
     const std::size_t off = offset_[static_cast<std::size_t>(k)];
-    float* value = opt_.stage < 3 ? values_.data() + off : u.values.data() ? u.values.data() + (off - u.begin) : nullptr;
-    float* grad = opt_.stage < 2 ? grads_.data() + off : u.grads.data() ? u.grads.data() + (off - u.begin) : nullptr;
+    float* value = !working_values() ? values_.data() + off
+                   : u.values.data() ? u.values.data() + (off - u.begin)
+                                     : nullptr;
+    float* grad = !working_grads() ? grads_.data() + off : u.grads.data() ? u.grads.data() + (off - u.begin) : nullptr;
     tensors_[static_cast<std::size_t>(k)].bind(value, grad);
   }
 }
 
 // ---- the collectives over D (one replica: copies on the device, which SelfCommunicator cannot do)
 
-std::unique_ptr<Communicator::Request> ZeroOptimizer::start_all_gather(const float* send, float* recv,
+template <class T>
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_all_gather(const T* send, T* recv,
                                                                        const std::vector<std::size_t>& counts) {
   if (dp_.size() > 1) return dp_.iall_gather(send, recv, counts);
-  if (send != recv && counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(float));
+  if (send != recv && counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(T));
   return nullptr;
 }
 
-std::unique_ptr<Communicator::Request> ZeroOptimizer::start_reduce_scatter(const float* send, float* recv,
+template <class T>
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_reduce_scatter(const T* send, T* recv,
                                                                            const std::vector<std::size_t>& counts) {
   if (dp_.size() > 1) return dp_.ireduce_scatter(send, recv, counts);
-  if (counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(float));
+  if (counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(T));
   return nullptr;
 }
 
@@ -128,53 +149,102 @@ std::unique_ptr<Communicator::Request> ZeroOptimizer::start_reduce_scatter(const
 
 void ZeroOptimizer::start_gather(int ui) {
   Unit& u = units_[static_cast<std::size_t>(ui)];
-  if (u.values.data() || u.gather || u.end == u.begin) return;
-  {
-    MemoryScope scope(be_, MemoryKind::Workspace, "one unit's gathered parameters");
-    u.values = Buffer<float>(be_, u.end - u.begin);
-  }
+  if (opt_.stage < 3 || u.values.data() || u.gathered16.data() || u.gather || u.end == u.begin) return;
   // This rank's part of the unit (nothing when its block lies elsewhere: then send points anywhere valid).
   const auto [lo, hi] = own(u.begin, u.end);
-  const float* send = hi > lo ? values_.data() + (lo - begin_) : values_.data();
-  u.gather = start_all_gather(send, u.values.data(), counts(u.begin, u.end));
+  const std::size_t at = hi > lo ? lo - begin_ : 0;
+  MemoryScope scope(be_, MemoryKind::Workspace, "one unit's gathered parameters");
+  if (half()) {
+    u.gathered16 = Buffer<bf16>(be_, u.end - u.begin);
+    u.gather = start_all_gather(values16_.data() + at, u.gathered16.data(), counts(u.begin, u.end));
+  } else {
+    u.values = Buffer<float>(be_, u.end - u.begin);
+    u.gather = start_all_gather(values_.data() + at, u.values.data(), counts(u.begin, u.end));
+  }
 }
 
 void ZeroOptimizer::acquire(int ui, int prefetch) {
-  if (opt_.stage < 3) return;
+  if (!working_values()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   start_gather(ui);
   if (u.gather) {
     u.gather->wait();
     u.gather.reset();
   }
+  if (half() && !u.values.data() && u.end > u.begin) {  // the fp32 working copy the layers read
+    {
+      MemoryScope scope(be_, MemoryKind::Workspace, "one unit's fp32 parameters");
+      u.values = Buffer<float>(be_, u.end - u.begin);
+    }
+    be_.from_bf16(u.end - u.begin, opt_.stage < 3 ? values16_.data() + u.begin : u.gathered16.data(), u.values.data());
+    u.gathered16 = Buffer<bf16>();
+  }
   bind_unit(ui);
   if (prefetch >= 0 && prefetch < units()) start_gather(prefetch);
 }
 
 void ZeroOptimizer::release(int ui) {
-  if (opt_.stage < 3) return;
+  if (!working_values()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   if (u.gather) {
     u.gather->wait();
     u.gather.reset();
   }
   u.values = Buffer<float>();
+  u.gathered16 = Buffer<bf16>();
   bind_unit(ui);
 }
 
 // ---- gradients ------------------------------------------------------------------------------------
 
 void ZeroOptimizer::begin_backward(int ui) {
-  if (opt_.stage < 2) return;
+  if (!working_grads()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
-  MemoryScope scope(be_, MemoryKind::Workspace, "one unit's gradients");
+  MemoryScope scope(be_, MemoryKind::Workspace, half() ? "one unit's fp32 gradients" : "one unit's gradients");
   if (!u.grads.data()) u.grads = Buffer<float>(be_, u.end - u.begin);  // zero-filled
   bind_unit(ui);
 }
 
+void ZeroOptimizer::round_unit_grads(Unit& u) {
+  const std::size_t n = u.end - u.begin;
+  if (n && u.grads.data()) {
+    if (opt_.stage < 2) {  // accumulated over micro-batches in the whole 16-bit gradient
+      be_.to_bf16(n, u.grads.data(), 1.0f, grads16_.data() + u.begin);
+    } else {  // what the reduce-scatter sends
+      {
+        MemoryScope scope(be_, MemoryKind::Workspace, "one unit's gradients");
+        u.grads16 = Buffer<bf16>(be_, n);
+      }
+      be_.to_bf16(n, u.grads.data(), 0.0f, u.grads16.data());
+    }
+  }
+  u.grads = Buffer<float>();
+}
+
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_bucket(Unit& u, std::size_t c0, std::size_t c1,
+                                                                   Pending& p) {
+  if (opt_.stage == 0) return half() ? dp_.iall_reduce(grads16_.data() + c0, c1 - c0)
+                                     : dp_.iall_reduce(grads_.data() + c0, c1 - c0);
+  const auto [lo, hi] = own(c0, c1);
+  p.own_begin = lo;
+  MemoryScope scope(be_, MemoryKind::Workspace, "a gradient bucket");
+  if (half()) {
+    p.received16 = Buffer<bf16>(be_, hi - lo);
+    const bf16* send = opt_.stage == 1 ? grads16_.data() + c0 : u.grads16.data() + (c0 - u.begin);
+    return start_reduce_scatter(send, p.received16.data(), counts(c0, c1));
+  }
+  p.received = Buffer<float>(be_, hi - lo);
+  const float* send = opt_.stage == 1 ? grads_.data() + c0 : u.grads.data() + (c0 - u.begin);
+  return start_reduce_scatter(send, p.received.data(), counts(c0, c1));
+}
+
 void ZeroOptimizer::end_backward(int ui) {
-  if (opt_.stage < 2 && !last_micro_) return;  // accumulate in the whole gradient
   Unit& u = units_[static_cast<std::size_t>(ui)];
+  if (half()) {
+    round_unit_grads(u);
+    bind_unit(ui);
+  }
+  if (opt_.stage < 2 && !last_micro_) return;  // accumulate in the whole gradient
   if (reduce_start_ < 0) reduce_start_ = now_seconds();
   // One unit's reduction in flight at a time: the previous unit's overlapped this unit's
   // backward; completing it now bounds the gradients held (stages 2-3: two units at most).
@@ -183,28 +253,34 @@ void ZeroOptimizer::end_backward(int ui) {
     auto p = std::make_unique<Pending>();
     p->unit = ui;
     p->last_of_unit = c1 == u.end;
-    if (opt_.stage == 0) {
-      p->request = dp_.iall_reduce(grads_.data() + c0, c1 - c0);
-    } else {
-      const auto [lo, hi] = own(c0, c1);
-      p->own_begin = lo;
-      {
-        MemoryScope scope(be_, MemoryKind::Workspace, "a gradient bucket");
-        p->received = Buffer<float>(be_, hi - lo);
-      }
-      const float* send = opt_.stage == 1 ? grads_.data() + c0 : u.grads.data() + (c0 - u.begin);
-      p->request = start_reduce_scatter(send, p->received.data(), counts(c0, c1));
-    }
+    p->request = start_bucket(u, c0, c1, *p);
     pending_.push_back(std::move(p));
   });
   if (u.end == u.begin && opt_.stage >= 2) {  // nothing to reduce: free at once
     u.grads = Buffer<float>();
+    u.grads16 = Buffer<bf16>();
     bind_unit(ui);
   }
   progress();
 }
 
 void ZeroOptimizer::complete(Pending& p) {
+  if (p.received16.size()) {  // BF16, as below
+    bf16* into = grad16_at(p.own_begin);
+    const std::size_t n = p.received16.size();
+    if (opt_.stage == 1) {
+      be_.copy_on_device(into, p.received16.data(), n * sizeof(bf16));
+    } else {  // widened, added, rounded: a 16-bit accumulation has no add of its own
+      Buffer<float> sum;
+      {
+        MemoryScope scope(be_, MemoryKind::Workspace, "a gradient bucket");
+        sum = Buffer<float>(be_, n);
+      }
+      be_.from_bf16(n, p.received16.data(), sum.data());
+      be_.to_bf16(n, sum.data(), 1.0f, into);
+    }
+    p.received16 = Buffer<bf16>();
+  }
   if (p.received.size()) {  // stages 1-3 (stage 0 all-reduced in place)
     float* into = grad_at(p.own_begin);
     if (opt_.stage == 1)  // the reduced sum replaces this rank's part of the whole gradient
@@ -215,6 +291,7 @@ void ZeroOptimizer::complete(Pending& p) {
   }
   if (p.last_of_unit && opt_.stage >= 2) {
     units_[static_cast<std::size_t>(p.unit)].grads = Buffer<float>();
+    units_[static_cast<std::size_t>(p.unit)].grads16 = Buffer<bf16>();
     bind_unit(p.unit);
   }
 }
@@ -255,14 +332,24 @@ void ZeroOptimizer::abort_pass() noexcept {
     Unit& u = units_[static_cast<std::size_t>(ui)];
     if (u.gather) u.gather->wait();
     u.gather.reset();
-    if (opt_.stage >= 2) u.grads = Buffer<float>();
-    if (opt_.stage == 3) u.values = Buffer<float>();
+    if (working_grads()) u.grads = Buffer<float>();
+    if (working_values()) u.values = Buffer<float>();
+    u.grads16 = Buffer<bf16>();
+    u.gathered16 = Buffer<bf16>();
     bind_unit(ui);
   }
   reduce_start_ = -1;
 }
 
 void ZeroOptimizer::zero_grads() {
+  grad_scale_ = 1.0f;
+  if (half()) {  // no 16-bit fill kernel: a fresh zero-filled buffer, the old one freed first
+    const std::size_t n = grads16_.size();
+    grads16_ = Buffer<bf16>();
+    MemoryScope scope(be_, MemoryKind::Gradients, "gradients");
+    grads16_ = Buffer<bf16>(be_, n);
+    return;
+  }
   if (grads_.size()) be_.fill(MatrixView{grads_.data(), 1, static_cast<index_t>(grads_.size()),
                                          static_cast<index_t>(grads_.size())},
                               0.0f);
@@ -270,16 +357,30 @@ void ZeroOptimizer::zero_grads() {
 
 // ---- the step -------------------------------------------------------------------------------------
 
+const float* ZeroOptimizer::fp32_grad(std::size_t lo, std::size_t hi, Buffer<float>& tmp) {
+  if (!half()) return grad_at(lo);
+  if (tmp.size() < hi - lo) {
+    tmp = Buffer<float>();
+    MemoryScope scope(be_, MemoryKind::Workspace, "one tensor's fp32 gradient");
+    tmp = Buffer<float>(be_, hi - lo);
+  }
+  be_.from_bf16(hi - lo, grad16_at(lo), tmp.data());
+  if (grad_scale_ != 1.0f) be_.axpby(hi - lo, grad_scale_, tmp.data(), 0.0f, tmp.data());
+  return tmp.data();
+}
+
 double ZeroOptimizer::grad_squared_norm() {
-  std::vector<NormPiece> pieces;
+  // One tensor piece at a time (BF16 widens each into one fp32 workspace).
+  Buffer<float> tmp;
+  double sum = 0.0;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const auto [lo, hi] = opt_piece(k);
-    if (tensors_[k].owner && hi > lo) pieces.push_back({hi - lo, grad_at(lo)});
+    if (!tensors_[k].owner || hi <= lo) continue;
+    const NormPiece piece{hi - lo, fp32_grad(lo, hi, tmp)};
+    double norm = 0.0;
+    be_.transformer().squared_norms(&piece, 1, &norm);
+    sum += norm;
   }
-  std::vector<double> norms(pieces.size());
-  be_.transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
-  double sum = 0.0;
-  for (const double v : norms) sum += v;
   // Stage 0: every replica holds the whole reduced gradient (sum over one replica); else each
   // element is in exactly one rank's block (sum over every rank).
   (opt_.stage == 0 ? grid_.replica() : grid_.world()).all_reduce(&sum, 1, ReduceOp::Sum);
@@ -287,6 +388,10 @@ double ZeroOptimizer::grad_squared_norm() {
 }
 
 void ZeroOptimizer::scale_grads(float s) {
+  if (half()) {  // rounding a scaled 16-bit gradient would round twice: scaled when widened
+    grad_scale_ *= s;
+    return;
+  }
   const std::size_t n = opt_end_ - opt_begin_;
   if (n) be_.axpby(n, s, grad_at(opt_begin_), 0.0f, grad_at(opt_begin_));
 }
@@ -298,24 +403,43 @@ void ZeroOptimizer::step(float lr) {
     v_ = Buffer<float>(be_, opt_end_ - opt_begin_);
   }
   hp_.lr = lr;
+  Buffer<float> tmp;
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const auto [lo, hi] = opt_piece(k);
     if (hi <= lo) continue;
     AdamParams hp = hp_;
     if (!tensors_[k].decay) hp.weight_decay = 0.0f;
-    be_.adam_step(hi - lo, value_at(lo), grad_at(lo), m_.data() + (lo - opt_begin_), v_.data() + (lo - opt_begin_),
+    float* value = half() ? master_at(lo) : value_at(lo);
+    be_.adam_step(hi - lo, value, fp32_grad(lo, hi, tmp), m_.data() + (lo - opt_begin_), v_.data() + (lo - opt_begin_),
                   hp);
+    if (half()) be_.to_bf16(hi - lo, value, 0.0f, value16_at(lo));
   }
+  grad_scale_ = 1.0f;
   ++hp_.step;
   if (opt_.stage == 1 || opt_.stage == 2) {  // every replica takes the updated blocks
     be_.synchronize();
     std::vector<std::unique_ptr<Communicator::Request>> gathers;
     for (const Unit& u : units_)
       for_each_bucket(u, [&](std::size_t c0, std::size_t c1) {
-        gathers.push_back(start_all_gather(values_.data() + own(c0, c1).first, values_.data() + c0, counts(c0, c1)));
+        const std::size_t from = own(c0, c1).first;
+        gathers.push_back(half() ? start_all_gather(values16_.data() + from, values16_.data() + c0, counts(c0, c1))
+                                 : start_all_gather(values_.data() + from, values_.data() + c0, counts(c0, c1)));
       });
     for (auto& g : gathers)
       if (g) g->wait();
+  }
+}
+
+void ZeroOptimizer::store_unit(const Unit& u) {
+  if (half()) {  // the fp32 values are the master's, and rounded, the 16-bit parameters'
+    const auto [m0, m1] = part(opt_begin_, opt_end_, u.begin, u.end);
+    if (m1 > m0) be_.copy_on_device(master_at(m0), u.values.data() + (m0 - u.begin), (m1 - m0) * sizeof(float));
+    const auto [lo, hi] = opt_.stage < 3 ? std::pair{u.begin, u.end} : own(u.begin, u.end);
+    if (hi > lo) be_.to_bf16(hi - lo, u.values.data() + (lo - u.begin), 0.0f, value16_at(lo));
+  } else if (opt_.stage == 3) {  // the stored values are this rank's block; the others wrote in place
+    const auto [lo, hi] = own(u.begin, u.end);
+    if (hi > lo)
+      be_.copy_on_device(values_.data() + (lo - begin_), u.values.data() + (lo - u.begin), (hi - lo) * sizeof(float));
   }
 }
 
@@ -324,11 +448,7 @@ void ZeroOptimizer::for_each_unit(const std::function<void(int unit)>& fn, bool 
     acquire(ui);
     fn(ui);
     Unit& u = units_[static_cast<std::size_t>(ui)];
-    if (store && opt_.stage == 3) {
-      const auto [lo, hi] = own(u.begin, u.end);
-      if (hi > lo)
-        be_.copy_on_device(values_.data() + (lo - begin_), u.values.data() + (lo - u.begin), (hi - lo) * sizeof(float));
-    }
+    if (store) store_unit(u);
     release(ui);
   }
 }

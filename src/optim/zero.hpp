@@ -23,6 +23,13 @@
 // the whole backward pass), of the block in backward and of the one whose reduction is in
 // flight. With gradient accumulation stages 0 and 1 reduce after the last micro-batch only;
 // stages 2 and 3 reduce every micro-batch (they keep no whole gradient to accumulate into).
+//
+// Precision BF16 (mixed precision, ZeRO's own layout): the parameters and gradients of the
+// table are bfloat16 and every collective moves 16 bits; the optimizer keeps fp32 master
+// weights besides Adam m and v (its 12 bytes per parameter of its range). The layers still
+// compute in fp32: acquire() widens a unit's 16-bit values into an fp32 working copy (at every
+// stage), backward writes fp32 gradients of the unit, and end_backward() rounds them to bf16
+// before they are accumulated or reduced; the step updates the fp32 master and rounds it back.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,8 +54,9 @@ struct FlatTensor {
 };
 
 struct ZeroOptions {
-  int stage = 0;                         // 0..3
-  std::size_t bucket_bytes = 25u << 20;  // largest collective of the gradient reduction
+  int stage = 0;                          // 0..3
+  std::size_t bucket_bytes = 25u << 20;   // largest collective of the gradient reduction
+  Precision precision = Precision::FP32;  // of the parameters, gradients and their collectives
 };
 
 // What the optimizer moved and hid: for the metrics.
@@ -70,11 +78,11 @@ class ZeroOptimizer {
   // A micro-batch begins (last: the last one before the optimizer step).
   void begin_micro_batch(bool last) { last_micro_ = last; }
   // Stage 3: makes the unit's whole values available (gathering them, and starting the gather
-  // of `prefetch` when >= 0); the other stages have them always.
+  // of `prefetch` when >= 0); the other stages have them always. BF16: an fp32 working copy.
   void acquire(int unit, int prefetch = -1);
-  // Stage 3: frees the unit's gathered values.
+  // Stage 3 (BF16: every stage): frees the unit's gathered values (the working copy).
   void release(int unit);
-  // Backward is about to produce the unit's gradients (stages 2-3: a zeroed unit buffer).
+  // Backward is about to produce the unit's gradients (stages 2-3 and BF16: a zeroed unit buffer).
   void begin_backward(int unit);
   // The unit's gradients are complete for this micro-batch: start reducing them.
   void end_backward(int unit);
@@ -108,17 +116,28 @@ class ZeroOptimizer {
   struct Unit {
     std::size_t begin = 0, end = 0;  // flat range
     std::vector<int> tensors;
-    Buffer<float> values, grads;     // stage 3 values and stage 2-3 gradients while in use
+    // While in use: stage 3 values and stage 2-3 gradients (BF16: the fp32 working copies).
+    Buffer<float> values, grads;
+    Buffer<bf16> gathered16, grads16;  // BF16: stage 3 gathered values, stage 2-3 rounded gradients
     std::unique_ptr<Communicator::Request> gather;  // stage 3: a gather in flight
   };
   struct Pending;  // a bucket's reduction in flight
 
+  bool half() const { return opt_.precision == Precision::BF16; }
+  // Whether the layers see the units through acquire/release and begin/end_backward only.
+  bool working_values() const { return half() || opt_.stage == 3; }
+  bool working_grads() const { return half() || opt_.stage >= 2; }
   void bind_unit(int u);
-  // Non-blocking collectives over D; nullptr when done already (one replica: a device copy).
-  std::unique_ptr<Communicator::Request> start_all_gather(const float* send, float* recv,
-                                                          const std::vector<std::size_t>& counts);
-  std::unique_ptr<Communicator::Request> start_reduce_scatter(const float* send, float* recv,
+  // Non-blocking collectives over D (T: float or bf16); nullptr when done already (one
+  // replica: a device copy).
+  template <class T>
+  std::unique_ptr<Communicator::Request> start_all_gather(const T* send, T* recv, const std::vector<std::size_t>& counts);
+  template <class T>
+  std::unique_ptr<Communicator::Request> start_reduce_scatter(const T* send, T* recv,
                                                               const std::vector<std::size_t>& counts);
+  std::unique_ptr<Communicator::Request> start_bucket(Unit& u, std::size_t c0, std::size_t c1, Pending& p);
+  void round_unit_grads(Unit& u);  // BF16: the unit's fp32 gradient into 16 bits, then freed
+  void store_unit(const Unit& u);  // for_each_unit: what was written into the unit's values is kept
   void start_gather(int u);
   void progress();
   void drain();  // waits for and completes every reduction in flight
@@ -129,8 +148,16 @@ class ZeroOptimizer {
   // f(c0, c1) for each bucket [c0, c1) of the unit, in order.
   template <class F>
   void for_each_bucket(const Unit& u, F&& f) const;
-  float* grad_at(std::size_t flat);   // this rank's reduced gradient of a flat index (in its block)
-  float* value_at(std::size_t flat);  // this rank's master value of a flat index (in its block)
+  // This rank's reduced gradient and its parameter value of a flat index (in its block); the
+  // 16-bit ones under BF16, and the fp32 master of the range Adam updates here.
+  float* grad_at(std::size_t flat);
+  float* value_at(std::size_t flat);
+  bf16* grad16_at(std::size_t flat);
+  bf16* value16_at(std::size_t flat);
+  float* master_at(std::size_t flat) { return master_.data() + (flat - opt_begin_); }
+  // The fp32 gradient of tensor k's optimizer piece [lo, hi) (BF16: widened into `tmp`, with the
+  // deferred scale applied).
+  const float* fp32_grad(std::size_t lo, std::size_t hi, Buffer<float>& tmp);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -143,8 +170,11 @@ class ZeroOptimizer {
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
   std::size_t bucket_ = 1;                      // floats per gradient bucket
   std::vector<Unit> units_;
-  Buffer<float> values_, grads_;  // whole (stages 0-2 / 0-1) or this rank's block
+  Buffer<float> values_, grads_;  // whole (stages 0-2 / 0-1) or this rank's block (FP32)
+  Buffer<bf16> values16_, grads16_;  // the same, BF16
+  Buffer<float> master_;           // BF16: fp32 master values of [opt_begin_, opt_end_)
   Buffer<float> m_, v_;            // Adam state of [opt_begin_, opt_end_), allocated by the first step
+  float grad_scale_ = 1.0f;        // BF16: scale_grads() applied when the step widens the gradient
   std::vector<std::unique_ptr<Pending>> pending_;
   bool last_micro_ = true;
   double reduce_start_ = -1;
