@@ -41,7 +41,7 @@ for a, b in pairs:
             rel = abs(a[key] - b[key]) / abs(a[key])
             worst = max(worst, rel)
             assert rel <= tol, f"step {a['iter']} {key}: fp32 {a[key]}, bf16 {b[key]} (relative {rel:.2e})"
-assert got[-1]["precision"] == "bf16"
+assert got[-1]["precision"] == "bf16" and got[-1]["matmul_precision"] == "bf16"
 print(f"worst relative loss difference to fp32: {worst:.2e}")
 PY
 }
@@ -108,9 +108,21 @@ assert b["best_val_loss"] < 0.8 * b["initial_val_loss"]
 assert abs(b["best_val_loss"] - a["best_val_loss"]) <= 0.02 * a["best_val_loss"]
 PY
 
+# ---- --matmul-precision: bf16 follows --precision unless told; the CPU multiplies in fp32 -------------
+"$plexus" gpt train --data "$text" "${model[@]}" --iters 3 --precision bf16 --matmul-precision fp32 \
+  --metrics "$work/mm32.jsonl" >/dev/null || fail "--matmul-precision fp32 run"
+if $py - "$work/bf16.jsonl" "$work/mm32.jsonl" <<'PY'; then ok; else fail "--matmul-precision"; fi
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert b[-1]["matmul_precision"] == "fp32" and a[-1]["matmul_precision"] == "bf16"
+assert [x["loss"] for x in a if "iter" in x][:3] == [x["loss"] for x in b if "iter" in x]
+PY
+
 # ---- bad options -------------------------------------------------------------------------------------
 expect_error precision "--precision" gpt train --data "$text" --precision fp16
 expect_error plan-precision "--precision" plan gpt --ranks 2 --precision half
+expect_error matmul-precision "--matmul-precision" gpt train --data "$text" --matmul-precision fp16
+expect_error train-matmul-precision "--matmul-precision" train --matmul-precision tf64
 
 echo "$passed passed, $failures failed"
 ((failures == 0))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `plexus train` end to end on the bundled Cora: metrics file format, bit-for-bit
-# determinism for a seed, a TOML config, and the accuracy of the defaults.
+# determinism for a seed, a TOML config, the accuracy of the defaults, and --matmul-precision
+# (recorded; the CPU backend computes in fp32 whatever it says).
 # Usage: cli_train.sh PLEXUS_BINARY SOURCE_DIR
 set -eu
 plexus=$1
@@ -13,13 +14,14 @@ trap 'rm -rf "$work"' EXIT
 printf 'epochs = 30\nseed = 5\nhidden = 16\n' >"$work/run.toml"
 "$plexus" train --config "$work/run.toml" --quiet --metrics "$work/c.jsonl" >/dev/null
 "$plexus" train --config "$work/run.toml" --seed 6 --quiet --metrics "$work/d.jsonl" >/dev/null
+"$plexus" train --epochs 30 --seed 5 --quiet --matmul-precision tf32 --backend cpu --metrics "$work/e.jsonl" >/dev/null
 $py - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 def load(name):
     rows = [json.loads(l) for l in open(f"{work}/{name}.jsonl")]
     return rows[:-1], rows[-1]
-a, sa = load("a"); b, sb = load("b"); c, sc = load("c"); d, sd = load("d")
+a, sa = load("a"); b, sb = load("b"); c, sc = load("c"); d, sd = load("d"); e, se = load("e")
 assert len(a) == 30 and [r["epoch"] for r in a] == list(range(1, 31)), "one object per epoch"
 for key in ("epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_seconds", "train_seconds", "comm_bytes"):
     assert key in a[0], f"missing {key}"
@@ -30,5 +32,7 @@ assert [r["loss"] for r in a] == [r["loss"] for r in c], "the TOML config must a
 assert [r["loss"] for r in a] != [r["loss"] for r in d], "the command line must override the config"
 assert a[-1]["loss"] < a[0]["loss"] * 0.8, "the loss must fall"
 assert sa["best_val_acc"] == max(r["val_acc"] for r in a)
+assert sa["matmul_precision"] == "fp32" and se["matmul_precision"] == "tf32"
+assert [r["loss"] for r in a] == [r["loss"] for r in e], "the CPU backend multiplies in fp32 whatever is asked"
 print("1 passed, 0 failed")
 PY

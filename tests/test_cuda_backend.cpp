@@ -179,26 +179,49 @@ TEST_F(CudaBackendTest, SpmmIsDeterministic) {
 }
 
 // ---- gemm ------------------------------------------------------------------------------------
-TEST_F(CudaBackendTest, GemmAllTransposesWithLeadingDimensions) {
-  const index_t M = 257, N = 129, K = 65;
+// Every transpose pair with beta 0 and 0.75 on padded leading dimensions, random inputs (C all
+// NaN when beta is 0 and `nan_c`: beta 0 must not read it).
+struct GemmCase {
+  Trans ta, tb;
+  float beta;
+  index_t M = 257, N = 129, K = 65, ar, ac, br, bc, lda, ldb, ldc;
+  std::vector<float> ha, hb, hc;
+  template <class Random>  // Random(n): n random floats
+  GemmCase(Trans ta_, Trans tb_, float beta_, bool nan_c, Random&& random) : ta(ta_), tb(tb_), beta(beta_) {
+    ar = ta == Trans::No ? M : K;
+    ac = ta == Trans::No ? K : M;
+    br = tb == Trans::No ? K : N;
+    bc = tb == Trans::No ? N : K;
+    lda = ac + 3;
+    ldb = bc + 5;
+    ldc = N + 2;
+    ha = random(static_cast<std::size_t>(ar * lda));
+    hb = random(static_cast<std::size_t>(br * ldb));
+    hc = random(static_cast<std::size_t>(M * ldc));
+    if (beta == 0.0f && nan_c) std::fill(hc.begin(), hc.end(), kNaN);
+  }
+  // C = 1.25·op(A)·op(B) + beta·C on `be`; returns C's host image.
+  std::vector<float> run(Backend& be) const {
+    Strided a(be, ar, ac, lda, ha), b(be, br, bc, ldb, hb), c(be, M, N, ldc, hc);
+    be.gemm(ta, tb, 1.25f, a.cview(), b.cview(), beta, c.view());
+    return c.host();
+  }
+};
+template <class Random, class F>
+void for_each_gemm_case(bool nan_c, Random&& random, F&& f) {
   for (Trans ta : {Trans::No, Trans::Yes})
     for (Trans tb : {Trans::No, Trans::Yes})
       for (float beta : {0.0f, 0.75f}) {
-        const index_t ar = ta == Trans::No ? M : K, ac = ta == Trans::No ? K : M;
-        const index_t br = tb == Trans::No ? K : N, bc = tb == Trans::No ? N : K;
-        const index_t lda = ac + 3, ldb = bc + 5, ldc = N + 2;
-        const auto ha = random_vec(static_cast<std::size_t>(ar * lda));
-        const auto hb = random_vec(static_cast<std::size_t>(br * ldb));
-        auto hc = random_vec(static_cast<std::size_t>(M * ldc));
-        if (beta == 0.0f) std::fill(hc.begin(), hc.end(), kNaN);
-        Strided ga(*gpu, ar, ac, lda, ha), gb(*gpu, br, bc, ldb, hb), gc(*gpu, M, N, ldc, hc);
-        Strided ra(*ref, ar, ac, lda, ha), rb(*ref, br, bc, ldb, hb), rc(*ref, M, N, ldc, hc);
-        gpu->gemm(ta, tb, 1.25f, ga.cview(), gb.cview(), beta, gc.view());
-        ref->gemm(ta, tb, 1.25f, ra.cview(), rb.cview(), beta, rc.view());
         SCOPED_TRACE(::testing::Message() << "ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes)
                                           << " beta=" << beta);
-        expect_near_matrix(gc.host(), rc.host(), M, N, ldc, 1e-4f, 1e-4f, "gemm");
+        f(GemmCase(ta, tb, beta, nan_c, random));
       }
+}
+
+TEST_F(CudaBackendTest, GemmAllTransposesWithLeadingDimensions) {
+  for_each_gemm_case(true, [this](std::size_t n) { return random_vec(n); }, [&](const GemmCase& g) {
+    expect_near_matrix(g.run(*gpu), g.run(*ref), g.M, g.N, g.ldc, 1e-4f, 1e-4f, "gemm");
+  });
 }
 
 TEST_F(CudaBackendTest, GemmZeroInnerDimensionScalesC) {
@@ -296,42 +319,33 @@ double relative_frobenius(const std::vector<float>& got, const std::vector<float
   return std::sqrt(err / norm);
 }
 
-// matmul precision BF16: cuBLAS rounds A and B to bf16 (8-bit significand: relative error up to
-// 2^-9 per input, so up to about 2^-8 per product) and accumulates in fp32. The K product errors
-// have random signs, so they grow like sqrt(K) as the sum itself does: the expected relative
-// error of C is about 2^-9·sqrt(2) ≈ 3e-3, hence the bound 1e-2. It must also be well above
-// fp32's (~1e-7): 1e-4 shows the reduced-precision path really ran. FP32 is restored after.
-TEST_F(CudaBackendTest, GemmBf16WithinBf16Tolerance) {
-  const index_t M = 257, N = 129, K = 65;
-  for (Trans ta : {Trans::No, Trans::Yes})
-    for (Trans tb : {Trans::No, Trans::Yes})
-      for (float beta : {0.0f, 0.75f}) {
-        const index_t ar = ta == Trans::No ? M : K, ac = ta == Trans::No ? K : M;
-        const index_t br = tb == Trans::No ? K : N, bc = tb == Trans::No ? N : K;
-        const index_t lda = ac + 3, ldb = bc + 5, ldc = N + 2;
-        const auto ha = random_vec(static_cast<std::size_t>(ar * lda));
-        const auto hb = random_vec(static_cast<std::size_t>(br * ldb));
-        const auto hc = random_vec(static_cast<std::size_t>(M * ldc));
-        Strided ga(*gpu, ar, ac, lda, ha), gb(*gpu, br, bc, ldb, hb), gc(*gpu, M, N, ldc, hc);
-        Strided ra(*ref, ar, ac, lda, ha), rb(*ref, br, bc, ldb, hb), rc(*ref, M, N, ldc, hc);
-        gpu->set_matmul_precision(Precision::BF16);
-        gpu->gemm(ta, tb, 1.25f, ga.cview(), gb.cview(), beta, gc.view());
-        ref->gemm(ta, tb, 1.25f, ra.cview(), rb.cview(), beta, rc.view());
-        SCOPED_TRACE(::testing::Message() << "ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes)
-                                          << " beta=" << beta);
-        const auto got = gc.host();
-        const double err = relative_frobenius(got, rc.host(), M, N, ldc);
-        EXPECT_LE(err, 1e-2);
-        if (beta == 0.0f) {
-          EXPECT_GE(err, 1e-4) << "bf16 gemm as accurate as fp32: the bf16 path did not run";
-        }
-        EXPECT_EQ(got[static_cast<std::size_t>(N)], hc[static_cast<std::size_t>(N)]) << "padding overwritten";
-
-        gpu->set_matmul_precision(Precision::FP32);
-        Strided gc32(*gpu, M, N, ldc, hc);
-        gpu->gemm(ta, tb, 1.25f, ga.cview(), gb.cview(), beta, gc32.view());
-        EXPECT_LE(relative_frobenius(gc32.host(), rc.host(), M, N, ldc), 1e-5) << "back to fp32";
+// Reduced matmul precision: cuBLAS rounds A and B to bf16 (8-bit significand: relative error up
+// to 2^-9 per input) or tf32 (11-bit: 2^-12) and accumulates in fp32. The K product errors have
+// random signs, so they grow like sqrt(K) as the sum itself does: the expected relative error of
+// C is about 2^-9·sqrt(2) ≈ 3e-3 for bf16 and 2^-12·sqrt(2) ≈ 3.5e-4 for tf32, hence the upper
+// bounds 1e-2 and 1.5e-3. Each must also be well above fp32's (~1e-7): the lower bounds show
+// the reduced path really ran. FP32 is restored after.
+TEST_F(CudaBackendTest, GemmReducedPrecisionWithinItsTolerance) {
+  struct Mode {
+    MatmulPrecision precision;
+    double low, high;
+  };
+  for (const Mode mode : {Mode{MatmulPrecision::BF16, 1e-4, 1e-2}, Mode{MatmulPrecision::TF32, 1e-5, 1.5e-3}}) {
+    SCOPED_TRACE(mode.precision == MatmulPrecision::BF16 ? "bf16" : "tf32");
+    for_each_gemm_case(false, [this](std::size_t n) { return random_vec(n); }, [&](const GemmCase& g) {
+      const auto want = g.run(*ref);
+      gpu->set_matmul_precision(mode.precision);
+      const auto got = g.run(*gpu);
+      const double err = relative_frobenius(got, want, g.M, g.N, g.ldc);
+      EXPECT_LE(err, mode.high);
+      if (g.beta == 0.0f) {
+        EXPECT_GE(err, mode.low) << "as accurate as fp32: the reduced path did not run";
       }
+      EXPECT_EQ(got[static_cast<std::size_t>(g.N)], g.hc[static_cast<std::size_t>(g.N)]) << "padding overwritten";
+      gpu->set_matmul_precision(MatmulPrecision::FP32);
+      EXPECT_LE(relative_frobenius(g.run(*gpu), want, g.M, g.N, g.ldc), 1e-5) << "back to fp32";
+    });
+  }
 }
 
 TEST_F(CudaBackendTest, ColumnSumManyChunksDeterministic) {

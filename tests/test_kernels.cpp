@@ -736,12 +736,12 @@ TEST(KernelShapes, MismatchedShapesThrow) {
 // which the inner backend's gemm is the one to read.
 TEST(ProfilingBackendBf16, ForwardsConversionsAndMatmulPrecision) {
   auto inner = make_reference_backend();
-  inner->set_matmul_precision(Precision::BF16);
+  inner->set_matmul_precision(MatmulPrecision::BF16);
   ProfilingBackend prof(*inner);
-  EXPECT_EQ(prof.matmul_precision(), Precision::BF16) << "taken from the inner backend when wrapped";
-  prof.set_matmul_precision(Precision::FP32);
-  EXPECT_EQ(inner->matmul_precision(), Precision::FP32);
-  EXPECT_EQ(prof.matmul_precision(), Precision::FP32);
+  EXPECT_EQ(prof.matmul_precision(), MatmulPrecision::BF16) << "taken from the inner backend when wrapped";
+  prof.set_matmul_precision(MatmulPrecision::FP32);
+  EXPECT_EQ(inner->matmul_precision(), MatmulPrecision::FP32);
+  EXPECT_EQ(prof.matmul_precision(), MatmulPrecision::FP32);
   const std::vector<float> x = {1.0f, 0x1p-8f};
   std::vector<bf16> y = {bf16{0x7fc1u}, bf16{0x3f80u}};
   std::vector<float> back(2);

@@ -142,10 +142,10 @@ class Backend {
   virtual void to_bf16(std::size_t n, const float* x, float beta, bf16* y) = 0;
   // y[i] = float(x[i]) (exact).
   virtual void from_bf16(std::size_t n, const bf16* x, float* y) = 0;
-  // BF16: gemm() multiplies in bf16 with fp32 accumulation where the hardware has it (CUDA:
-  // cuBLAS's bf16 tensor-core mode). The CPU backends compute in fp32 either way.
-  virtual void set_matmul_precision(Precision p) { matmul_precision_ = p; }
-  Precision matmul_precision() const { return matmul_precision_; }
+  // gemm()'s multiply precision (MatmulPrecision, tensor.hpp): TF32 or BF16 use cuBLAS's
+  // tensor-core modes on CUDA; the CPU backends compute in fp32 whatever is set.
+  virtual void set_matmul_precision(MatmulPrecision p) { matmul_precision_ = p; }
+  MatmulPrecision matmul_precision() const { return matmul_precision_; }
 
   // ---- transformer kernel families (plexus/kernels/*.hpp) -------------------------------
   // LayerNorm, GELU, fused causal attention, squared norm: one object per backend, valid as
@@ -164,7 +164,7 @@ class Backend {
   std::array<std::size_t, kMemoryKinds> kind_live_{}, kind_peak_{};
   MemoryKind kind_ = MemoryKind::Activations;
   const char* label_ = "activations";
-  Precision matmul_precision_ = Precision::FP32;
+  MatmulPrecision matmul_precision_ = MatmulPrecision::FP32;
 };
 
 // Buffers allocated in this scope are of kind `k` (`label` names them in a budget error).

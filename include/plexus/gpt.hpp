@@ -66,6 +66,9 @@ struct GptTrainConfig {
   // FP32, or BF16: bfloat16 parameters, gradients and data-parallel collectives with fp32
   // master weights and Adam state; GEMMs in bf16 where the backend has them (CUDA).
   Precision precision = Precision::FP32;
+  // How GEMMs multiply (CUDA; MatmulPrecision in tensor.hpp). The CLI makes it BF16 with
+  // --precision bf16 unless --matmul-precision says otherwise.
+  MatmulPrecision matmul_precision = MatmulPrecision::FP32;
 };
 void validate(const GptTrainConfig& c);
 // nanoGPT's schedule: linear warmup over `warmup` steps, cosine decay to min_lr at `iters`.

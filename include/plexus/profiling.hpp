@@ -51,7 +51,7 @@ class ProfilingBackend final : public Backend {
   void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
   void from_bf16(std::size_t n, const bf16* x, float* y) override;
   // Sets the inner backend's precision (which its gemm reads) and keeps this one's in step.
-  void set_matmul_precision(Precision p) override;
+  void set_matmul_precision(MatmulPrecision p) override;
   TransformerKernels& transformer() override;
 
  private:

@@ -24,6 +24,11 @@ enum class Device { CPU, CUDA };
 // (docs/data-parallel.md), GEMMs in bf16 with fp32 accumulation where the backend has it.
 enum class Precision { FP32, BF16 };
 
+// How a backend's gemm() multiplies its fp32 matrices (--matmul-precision): in fp32, or on the
+// tensor cores with inputs rounded to TF32 (10-bit mantissa) or BF16 (7-bit), accumulating in
+// fp32 either way. Only the CUDA backend has the reduced modes; the CPU backends compute in fp32.
+enum class MatmulPrecision { FP32, TF32, BF16 };
+
 // bfloat16: the upper 16 bits of an IEEE float32 (8-bit exponent, 7-bit mantissa), kept as raw
 // bits. Widening is exact; narrowing rounds to nearest, ties to even; NaN stays NaN.
 struct bf16 {

@@ -39,7 +39,9 @@ void check_launch(const char* kernel, const char* file, int line) {
 }
 
 // ---- construction ----------------------------------------------------------------------------
-CudaBackend::CudaBackend(int device) : device_(device), tf32_(env_flag("PLEXUS_CUDA_TF32")) {
+CudaBackend::CudaBackend(int device) : device_(device) {
+  // PLEXUS_CUDA_TF32=1: TF32 GEMMs unless a command's --matmul-precision says otherwise.
+  if (env_flag("PLEXUS_CUDA_TF32")) Backend::set_matmul_precision(MatmulPrecision::TF32);
   PLEXUS_CUDA_CHECK(cudaSetDevice(device_));
   // Blocking stream: ordered with the legacy default stream, so cudaMemcpy & co. issued by
   // other code on the default stream cannot race with our kernels.
@@ -55,9 +57,9 @@ CudaBackend::CudaBackend(int device) : device_(device), tf32_(env_flag("PLEXUS_C
     PLEXUS_CUBLAS_CHECK(cublasCreate(&cublas_));
     PLEXUS_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
     PLEXUS_CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
-    // Full fp32 unless TF32 was asked for explicitly (numerical parity with the CPU backends).
-    PLEXUS_CUBLAS_CHECK(cublasSetMathMode(
-        cublas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // Full fp32 in cublasSgemm (numerical parity with the CPU backends); the reduced modes of
+    // matmul_precision() ask for their compute type per call (dense.cu).
+    PLEXUS_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
   } catch (...) {
     if (cublas_) cublasDestroy(cublas_);
     cudaStreamDestroy(stream_);

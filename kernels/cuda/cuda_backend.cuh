@@ -128,12 +128,9 @@ class CudaBackend final : public Backend {
   void* scratch(std::size_t bytes);
   // Makes this backend's device current on the calling thread.
   void activate() const;
-  // Whether cuBLAS may use TF32 tensor cores (PLEXUS_CUDA_TF32=1 at construction; default off).
-  bool tf32() const { return tf32_; }
 
  private:
   int device_ = 0;
-  bool tf32_ = false;
   cudaStream_t stream_ = nullptr;
   // The device's default memory pool, when it has one: allocate/deallocate are then
   // stream-ordered (cudaMallocAsync/cudaFreeAsync on stream_) and freed memory stays in the pool

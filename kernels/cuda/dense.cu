@@ -8,9 +8,10 @@
 // is Bᵀ, so op(B)ᵀ needs a transpose exactly when op(B) is not one.
 // The 64-bit-size entry point (cublasSgemm_64) is used so that no dimension is truncated; on an
 // H100 (CUDA 13) it times the same as cublasSgemm on the GCN's shapes (bench_spmm_cuda shows both).
-// With matmul_precision() == BF16 the same product goes through cublasGemmEx_64 with compute type
-// CUBLAS_COMPUTE_32F_FAST_16BF: fp32 matrices in and out, the inputs rounded to bf16 inside
-// cuBLAS for the tensor cores, products accumulated in fp32. No bf16 copies of A and B are kept.
+// With matmul_precision() TF32 or BF16 the same product goes through cublasGemmEx_64 with compute
+// type CUBLAS_COMPUTE_32F_FAST_TF32 / _FAST_16BF: fp32 matrices in and out, the inputs rounded to
+// tf32 / bf16 inside cuBLAS for the tensor cores, products accumulated in fp32. No reduced copies
+// of A and B are kept.
 #include <stdexcept>
 #include <string>
 
@@ -58,10 +59,12 @@ void CudaBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Const
   const auto ld_of = [](ConstMatrixView x) -> std::int64_t { return x.ld > 0 ? x.ld : 1; };
   const cublasOperation_t op_b = bt ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = at ? CUBLAS_OP_T : CUBLAS_OP_N;
   const std::int64_t ldc = c.ld > 0 ? c.ld : 1;
-  if (matmul_precision() == Precision::BF16) {
+  if (matmul_precision() != MatmulPrecision::FP32) {
+    const cublasComputeType_t compute = matmul_precision() == MatmulPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                    : CUBLAS_COMPUTE_32F_FAST_16BF;
     PLEXUS_CUBLAS_CHECK(cublasGemmEx_64(cublas_, op_b, op_a, n, m, k, &alpha, b.data, CUDA_R_32F, ld_of(b), a.data,
-                                        CUDA_R_32F, ld_of(a), &beta, c.data, CUDA_R_32F, ldc,
-                                        CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT));
+                                        CUDA_R_32F, ld_of(a), &beta, c.data, CUDA_R_32F, ldc, compute,
+                                        CUBLAS_GEMM_DEFAULT));
     return;
   }
   PLEXUS_CUBLAS_CHECK(

@@ -156,7 +156,7 @@ void ProfilingBackend::to_bf16(std::size_t n, const float* x, float beta, bf16* 
 void ProfilingBackend::from_bf16(std::size_t n, const bf16* x, float* y) {
   timed("from_bf16", [&] { inner_.from_bf16(n, x, y); });
 }
-void ProfilingBackend::set_matmul_precision(Precision p) {
+void ProfilingBackend::set_matmul_precision(MatmulPrecision p) {
   inner_.set_matmul_precision(p);
   Backend::set_matmul_precision(p);
 }

@@ -16,7 +16,7 @@ namespace {
 
 struct GptTrainOptions {
   std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1", memory_per_rank,
-      precision = "fp32";
+      precision = "fp32", matmul_precision;
   int dp = 1;
   index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
   int threads = 0;
@@ -75,6 +75,8 @@ nlohmann::json step_json(const GptStepMetrics& m) {
 void run_gpt_train(GptTrainOptions& o) {
   o.cfg.model.tied = !o.untie;
   o.cfg.precision = precision_of(o.precision);
+  o.cfg.matmul_precision = matmul_precision_of(
+      o.matmul_precision, o.cfg.precision == Precision::BF16 ? MatmulPrecision::BF16 : MatmulPrecision::FP32);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
   validate(o.cfg);
@@ -134,6 +136,7 @@ void run_gpt_train(GptTrainOptions& o) {
                                    {"dp", grid->dp()},
                                    {"zero", o.cfg.zero_stage},
                                    {"precision", o.precision},
+                                   {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
                                    {"memory", memory_json(r)},
                                    {"backend", backend->name()},
                                    {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
@@ -203,6 +206,7 @@ void add_gpt_command(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--bucket-mb", c.bucket_mb, "Largest gradient-reduction bucket (MiB)")->capture_default_str();
   add_precision_option(train, t->precision);
+  add_matmul_precision_option(train, t->matmul_precision, "bf16 with --precision bf16, else fp32");
   train->add_option("--memory-per-rank", t->memory_per_rank,
                     "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
   train->add_option("--threads", t->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")

@@ -23,6 +23,7 @@ namespace {
 struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline", memory_per_rank;
   std::string balance;  // empty: the file's own order (none for a file not prepared)
+  std::string matmul_precision;
   int threads = 0;
   bool quiet = false, profile = false;
   TrainConfig cfg;
@@ -53,6 +54,7 @@ void run_train(TrainOptions& o) {
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
+  backend->set_matmul_precision(matmul_precision_of(o.matmul_precision, backend->matmul_precision()));
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
@@ -142,6 +144,7 @@ void run_train(TrainOptions& o) {
                                    {"agg_chunks", o.cfg.agg_chunks},
                                    {"shard_adj", o.cfg.shard_adj},
                                    {"backend", backend->name()},
+                                   {"matmul_precision", matmul_precision_name(backend->matmul_precision())},
                                    {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
                         .dump() +
                     "\n";
@@ -170,6 +173,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--memory-per-rank", opts->memory_per_rank,
                   "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
   cmd->add_option("--threads", opts->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")->capture_default_str();
+  add_matmul_precision_option(cmd, opts->matmul_precision, "fp32 (tf32 with PLEXUS_CUDA_TF32=1)");
   cmd->add_option("--backend", opts->backend, "Kernel backend")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
       ->capture_default_str();

@@ -60,6 +60,11 @@ std::size_t parse_memory_budget(const std::string& text);
 // --precision fp32|bf16 on `cmd`, into `value` (precision_of reads it).
 void add_precision_option(CLI::App* cmd, std::string& value);
 Precision precision_of(const std::string& value);
+// --matmul-precision fp32|tf32|bf16 on `cmd`, into `value`; matmul_precision_of reads it (empty:
+// `otherwise`, what the command's other options imply).
+void add_matmul_precision_option(CLI::App* cmd, std::string& value, const std::string& default_text);
+MatmulPrecision matmul_precision_of(const std::string& value, MatmulPrecision otherwise);
+const char* matmul_precision_name(MatmulPrecision p);  // "fp32", "tf32", "bf16"
 // {"kernel": {"seconds": s, "calls": n}, ...}
 nlohmann::json profile_json(const ProfilingBackend& p);
 

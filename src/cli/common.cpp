@@ -136,6 +136,30 @@ void add_precision_option(CLI::App* cmd, std::string& value) {
 
 Precision precision_of(const std::string& value) { return value == "bf16" ? Precision::BF16 : Precision::FP32; }
 
+void add_matmul_precision_option(CLI::App* cmd, std::string& value, const std::string& default_text) {
+  cmd->add_option("--matmul-precision", value,
+                  "GEMM multiply precision on CUDA: fp32, or tf32 / bf16 on the tensor cores with fp32 "
+                  "accumulation (CPU backends: fp32 always); default " +
+                      default_text)
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+}
+
+const char* matmul_precision_name(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::TF32: return "tf32";
+    case MatmulPrecision::BF16: return "bf16";
+    case MatmulPrecision::FP32: break;
+  }
+  return "fp32";
+}
+
+MatmulPrecision matmul_precision_of(const std::string& value, MatmulPrecision otherwise) {
+  if (value == "fp32") return MatmulPrecision::FP32;
+  if (value == "tf32") return MatmulPrecision::TF32;
+  if (value == "bf16") return MatmulPrecision::BF16;
+  return otherwise;
+}
+
 std::size_t parse_memory_budget(const std::string& text) {
   // A number with an optional binary suffix: K, M, G (KiB, MiB, GiB; "MiB" and "MB" read alike).
   if (text.empty()) return 0;

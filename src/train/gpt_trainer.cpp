@@ -105,7 +105,7 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
   zero.stage = cfg.zero_stage;
   zero.bucket_bytes = static_cast<std::size_t>(cfg.bucket_mb * (1 << 20));
   zero.precision = cfg.precision;
-  backend.set_matmul_precision(cfg.precision);
+  backend.set_matmul_precision(cfg.matmul_precision);
   GptModel model(backend, grid, cfg.model, cfg.batch, zero, hp);
   ZeroOptimizer& opt = model.optimizer();
   if (hooks.init)
