@@ -28,16 +28,26 @@ if has build; then
   fi
   grep -iE "warning" "$OUT/build.log" | head -20
 fi
+# The CUDA tests: test_cuda_backend (Cora left out under the sanitizers: too slow there) and the
+# cuda instances of the backend-parameterised kernel suite.
+cuda_tests=("test_cuda_backend --gtest_filter=-*Cora*" "test_kernels --gtest_filter=*/cuda")
 if has unit; then
-  say "test_cuda_backend"
-  "$BUILD/tests/test_cuda_backend" 2>&1 | tee "$OUT/test_cuda_backend.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|cora|Failure|error" | head -60
+  say "test_cuda_backend, test_kernels (cuda)"
+  for t in "test_cuda_backend" "test_kernels --gtest_filter=*/cuda"; do
+    read -r bin filter <<< "$t"
+    "$BUILD/tests/$bin" ${filter:+"$filter"} 2>&1 | tee "$OUT/$bin.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|cora|Failure|error" | head -60
+  done
 fi
 if has sanitize; then
-  say "compute-sanitizer memcheck / racecheck / synccheck (test_cuda_backend, Cora test left out)"
+  say "compute-sanitizer memcheck / racecheck / synccheck (${cuda_tests[*]})"
   for tool in memcheck racecheck synccheck; do
-    PLEXUS_CUDA_SYNC_CHECK=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$BUILD/tests/test_cuda_backend" --gtest_filter='-*Cora*' > "$OUT/sanitize_$tool.log" 2>&1
-    echo "$tool: exit $? ($(grep -cE '^\[       OK' "$OUT/sanitize_$tool.log") tests ok) $(grep -m1 'ERROR SUMMARY' "$OUT/sanitize_$tool.log")"
+    for t in "${cuda_tests[@]}"; do
+      read -r bin filter <<< "$t"
+      log="$OUT/sanitize_${tool}_$bin.log"
+      PLEXUS_CUDA_SYNC_CHECK=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$BUILD/tests/$bin" "$filter" > "$log" 2>&1
+      echo "$tool $bin: exit $? ($(grep -cE '^\[       OK' "$log") tests ok) $(grep -m1 'ERROR SUMMARY' "$log")"
+    done
   done
 fi
 if has cora; then

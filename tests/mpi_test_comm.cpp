@@ -18,8 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/process_grid.hpp"
+#include "plexus/profiling.hpp"
 
 namespace plexus {
 namespace {
@@ -37,17 +39,30 @@ bf16 from_float<bf16>(float v) {
 float to_float(float v) { return v; }
 float to_float(bf16 v) { return bf16_to_float(v); }
 
-// The communicators under test, over every rank of the job: MPI's world, and the one-rank one.
+// The communicators under test, over every rank of the job: MPI's world, the one-rank one, and
+// MPI's world staging every buffer through host copies (make_staging_communicator, as a device
+// backend's buffers go: here the "device" is a CPU backend, whose copies the profiler counts).
 struct Comms {
-  std::unique_ptr<ProcessGrid> grid;
+  std::unique_ptr<ProcessGrid> grid, staged_grid;
   std::unique_ptr<Communicator> self = make_self_communicator();
+  std::unique_ptr<Backend> cpu = make_cpu_backend(1);
+  ProfilingBackend device{*cpu};
   Comms() {
     int p = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
+    staged_grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
+    staged_grid->stage_through_host(device, [](const void*) { return true; });
   }
-  std::vector<Communicator*> all() { return {&grid->world(), self.get()}; }
+  std::vector<Communicator*> all() { return {&grid->world(), self.get(), &staged_grid->world()}; }
   bool is_self(const Communicator* c) const { return c == self.get(); }
+  // Copies the staging made so far (to the host and back).
+  std::uint64_t copies() const {
+    std::uint64_t n = 0;
+    for (const char* k : {"copy_to_host", "copy_from_host"})
+      if (device.entries().count(k)) n += device.entries().at(k).calls;
+    return n;
+  }
 };
 
 // Uneven counts per rank, one of them zero where there are two ranks or more.
@@ -158,6 +173,33 @@ TYPED_TEST(Collectives, AllGatherUnevenCountsInAndOutOfPlace) {
       }
     }
   }
+}
+
+// The staging communicator copies a staged buffer to the host and back once per collective, and
+// passes a buffer it is told lives on the host (a scalar, the loss) straight through.
+TEST(StagingCommunicator, CopiesDeviceBuffersThroughTheHostAndPassesHostOnes) {
+  Comms comms;
+  const int p = comms.grid->size();
+  std::vector<float> tensor(7, 1.0f);
+  double scalar = 2.0;
+  auto cpu = make_cpu_backend(1);
+  ProfilingBackend device(*cpu);
+  auto grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
+  grid->stage_through_host(device, [&](const void* q) { return q == tensor.data(); });
+  grid->world().all_reduce(tensor.data(), tensor.size(), ReduceOp::Sum);
+  grid->world().all_reduce(&scalar, 1, ReduceOp::Sum);
+  EXPECT_EQ(tensor, std::vector<float>(7, static_cast<float>(p)));
+  EXPECT_EQ(scalar, 2.0 * p);
+  EXPECT_EQ(device.entries().at("copy_to_host").calls, 1u);    // the tensor, once each way
+  EXPECT_EQ(device.entries().at("copy_from_host").calls, 1u);  // and never the scalar
+  EXPECT_EQ(grid->world().stats().calls, 2u);                   // the host communicator's count
+  EXPECT_DOUBLE_EQ(grid->world().stats().bytes, 2.0 * (p - 1) / p * (7 * 4 + 8));
+  const std::uint64_t before = comms.copies();
+  std::vector<float> all(static_cast<std::size_t>(p));
+  const float mine = static_cast<float>(comms.grid->rank());
+  comms.staged_grid->world().all_gather(&mine, all.data(), std::vector<std::size_t>(static_cast<std::size_t>(p), 1));
+  for (int q = 0; q < p; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], static_cast<float>(q));
+  EXPECT_EQ(comms.copies() - before, 2u);  // send to the host, received back
 }
 
 // One combine of two non-zero values, rounded to bf16 (ties to even): rank 0 holds a, rank 1

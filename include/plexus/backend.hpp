@@ -55,6 +55,12 @@ class Backend {
   virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  // Whether p points into this backend's device memory, which host code (plain MPI) must not
+  // touch: a host communicator stages such buffers (make_staging_communicator in comm.hpp).
+  virtual bool is_device_pointer(const void* p) const {
+    (void)p;
+    return false;
+  }
   virtual void synchronize() {}
   std::size_t live_bytes() const { return live_bytes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
@@ -190,5 +196,6 @@ std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 // Throws std::runtime_error when Plexus was built without CUDA or no GPU is present.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 bool cuda_available();  // built with CUDA and a device is visible
+int cuda_device_count();  // devices visible to this process (0 without CUDA)
 
 }  // namespace plexus

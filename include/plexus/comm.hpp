@@ -4,6 +4,7 @@
 // Each communicator is one axis of the ProcessGrid and counts the bytes it moves.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,8 +63,8 @@ class Communicator {
   virtual std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv,
                                                const std::vector<std::size_t>& counts) = 0;
 
-  const CommStats& stats() const { return stats_; }
-  void reset_stats() { stats_ = {}; }
+  virtual const CommStats& stats() const { return stats_; }
+  virtual void reset_stats() { stats_ = {}; }
 
  protected:
   CommStats stats_;
@@ -71,5 +72,14 @@ class Communicator {
 
 // A communicator of one rank: every collective is a copy or nothing, and counts no bytes.
 std::unique_ptr<Communicator> make_self_communicator();
+
+class Backend;
+// `host` (MPI: host memory only) for the buffers of `backend`: device buffers are staged
+// through host copies (the backend's copy_to_host / copy_from_host), host ones passed as they
+// are (src/comm/staging_communicator.cpp). The fallback when ranks share a GPU, and the
+// multi-GPU path until NCCL. Stats are host's. `on_device` says which buffers to stage
+// (default: the backend's is_device_pointer; tests stage host memory with it).
+std::unique_ptr<Communicator> make_staging_communicator(std::unique_ptr<Communicator> host, Backend& backend,
+                                                        std::function<bool(const void*)> on_device = {});
 
 }  // namespace plexus

@@ -40,9 +40,14 @@ class ProcessGrid {
   static std::unique_ptr<ProcessGrid> single();
   // The grid over MPI_COMM_WORLD (MPI must be initialised; its size must equal dp·shape.size()).
   static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape, int dp = 1);
-  // Ranks of this job on this node (1 without MPI): the default thread count divides the
-  // node's cores among them.
-  static int ranks_on_this_node();
+  // This rank's place on its node (MPI_Comm_split_type SHARED): its index among the job's
+  // ranks there and how many there are (0 and 1 without MPI). The index picks the GPU; the
+  // default thread count divides the node's cores among the ranks.
+  struct NodePlacement {
+    int local_rank = 0, local_ranks = 1;
+  };
+  static NodePlacement node_placement();
+  static int ranks_on_this_node() { return node_placement().local_ranks; }
   // from_mpi when MPI is initialised, else single() (which then requires a 1x1x1 shape).
   static std::unique_ptr<ProcessGrid> create(GridShape shape, int dp = 1);
   // Builds the grid over existing communicators (used by the MPI factory): one per axis
@@ -62,6 +67,10 @@ class ProcessGrid {
   Communicator& replica() { return *replica_; }
   Communicator& world() { return *world_; }
   void reset_stats();
+  // Every communicator from now on stages `device`'s buffers through host memory
+  // (make_staging_communicator): a device backend's tensors over host MPI.
+  // `on_device`: which buffers (default: device.is_device_pointer).
+  void stage_through_host(Backend& device, std::function<bool(const void*)> on_device = {});
 
  private:
   GridShape shape_;

@@ -9,8 +9,8 @@
 //   param -= (lr / c1) · m / (sqrt(v) / sqrt(c2) + eps)
 // (the PyTorch formulation of torch.optim.Adam / AdamW).
 #include <cmath>
-#include <stdexcept>
 
+#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/cuda_backend.cuh"
 
 namespace plexus::cuda {
@@ -44,8 +44,8 @@ __global__ void adam_kernel(std::size_t n, float* __restrict__ param, const floa
 }  // namespace
 
 void CudaBackend::adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) {
+  detail::check_adam(hp);
   if (n == 0) return;
-  if (hp.step < 1) throw std::invalid_argument("adam_step: step must be >= 1 (1-based)");
   activate();
   const double c1 = 1.0 - std::pow(static_cast<double>(hp.beta1), static_cast<double>(hp.step));
   const double c2 = 1.0 - std::pow(static_cast<double>(hp.beta2), static_cast<double>(hp.step));

@@ -177,6 +177,15 @@ void CudaBackend::copy_to_host(void* dst, const void* src, std::size_t bytes) {
   PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+bool CudaBackend::is_device_pointer(const void* p) const {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // an unregistered host pointer on older runtimes: clear the error
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice;  // managed memory is host-addressable
+}
+
 void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   activate();
@@ -193,19 +202,21 @@ void CudaBackend::synchronize() {
 // ---- factories -------------------------------------------------------------------------------
 namespace plexus {
 
-bool cuda_available() {
+int cuda_device_count() {
   try {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
       cudaGetLastError();  // clear, so that later calls do not see it
-      return false;
+      return 0;
     }
-    return n > 0;
+    return n;
   } catch (...) {
-    return false;
+    return 0;
   }
 }
+
+bool cuda_available() { return cuda_device_count() > 0; }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   int n = 0;

@@ -89,6 +89,7 @@ class CudaBackend final : public Backend {
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
+  bool is_device_pointer(const void* p) const override;
   void synchronize() override;
 
   void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;

@@ -12,9 +12,7 @@
 // type CUBLAS_COMPUTE_32F_FAST_TF32 / _FAST_16BF: fp32 matrices in and out, the inputs rounded to
 // tf32 / bf16 inside cuBLAS for the tensor cores, products accumulated in fp32. No reduced copies
 // of A and B are kept.
-#include <stdexcept>
-#include <string>
-
+#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -32,20 +30,12 @@ struct ZeroOp {
   __device__ void operator()(index_t i, index_t j) const { data[i * ld + j] = 0.0f; }
 };
 
-std::string shape(index_t r, index_t c) { return std::to_string(r) + "x" + std::to_string(c); }
-
 }  // namespace
 
 void CudaBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
                        MatrixView c) {
-  const bool at = ta == Trans::Yes, bt = tb == Trans::Yes;
-  const index_t m = at ? a.cols : a.rows;
-  const index_t k = at ? a.rows : a.cols;
-  const index_t kb = bt ? b.cols : b.rows;
-  const index_t n = bt ? b.rows : b.cols;
-  if (k != kb || c.rows != m || c.cols != n)
-    throw std::invalid_argument("gemm: shape mismatch (op(A) " + shape(m, k) + ", op(B) " + shape(kb, n) + ", C " +
-                                shape(c.rows, c.cols) + ")");
+  const auto d = detail::check_gemm(ta, tb, a, b, c);
+  const index_t m = d.m, n = d.n, k = d.k;
   if (m == 0 || n == 0) return;
   activate();
   if (k == 0 || alpha == 0.0f) {  // C = beta·C; beta == 0 does not read C
@@ -57,7 +47,8 @@ void CudaBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Const
   }
   // Leading dimensions must be >= the column-major row count of each stored buffer.
   const auto ld_of = [](ConstMatrixView x) -> std::int64_t { return x.ld > 0 ? x.ld : 1; };
-  const cublasOperation_t op_b = bt ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = at ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = tb == Trans::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = ta == Trans::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
   const std::int64_t ldc = c.ld > 0 ? c.ld : 1;
   if (matmul_precision() != MatmulPrecision::FP32) {
     const cublasComputeType_t compute = matmul_precision() == MatmulPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32

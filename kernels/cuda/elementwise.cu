@@ -4,7 +4,6 @@
 // rows×cols elements (padding between rows is never written). Threads run along columns, so
 // accesses are coalesced; grid-stride loops make every grid size valid.
 #include <cmath>
-#include <stdexcept>
 
 #include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
@@ -120,6 +119,23 @@ __global__ void column_sum_final_kernel(const double* __restrict__ partial, inde
   }
 }
 
+// Whether the elements of two non-empty views share memory: their address ranges, from the first
+// element to one past the last, intersect.
+bool overlap(ConstMatrixView a, ConstMatrixView b) {
+  const float* a_end = a.data + (a.rows - 1) * a.ld + a.cols;
+  const float* b_end = b.data + (b.rows - 1) * b.ld + b.cols;
+  return a.data < b_end && b.data < a_end;
+}
+
+// rows×cols floats from src (leading dimension src_ld) to dst (dst_ld); the two must not overlap.
+void copy_2d(const float* src, index_t src_ld, float* dst, index_t dst_ld, index_t rows, index_t cols,
+             cudaStream_t stream) {
+  const auto bytes = [](index_t n) { return static_cast<std::size_t>(n) * sizeof(float); };
+  const auto height = static_cast<std::size_t>(rows);
+  PLEXUS_CUDA_CHECK(cudaMemcpy2DAsync(dst, bytes(dst_ld), src, bytes(src_ld), bytes(cols), height,
+                                      cudaMemcpyDeviceToDevice, stream));
+}
+
 }  // namespace
 
 void CudaBackend::axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
@@ -130,7 +146,8 @@ void CudaBackend::axpby(std::size_t n, float alpha, const float* x, float beta, 
 }
 
 void CudaBackend::fill(MatrixView m, float value) {
-  if (m.rows <= 0 || m.cols <= 0) return;
+  detail::require(detail::valid_view(m), "fill", "invalid matrix view");
+  if (m.rows == 0 || m.cols == 0) return;
   activate();
   if (value == 0.0f && !std::signbit(value)) {  // +0.0f is all-zero bytes
     PLEXUS_CUDA_CHECK(cudaMemset2DAsync(m.data, static_cast<std::size_t>(m.ld) * sizeof(float), 0,
@@ -142,57 +159,58 @@ void CudaBackend::fill(MatrixView m, float value) {
 }
 
 void CudaBackend::copy(ConstMatrixView src, MatrixView dst) {
-  if (src.rows != dst.rows || src.cols != dst.cols)
-    throw std::invalid_argument("copy: shape mismatch");
-  if (src.rows <= 0 || src.cols <= 0 || src.data == dst.data) return;
+  detail::check_same_shape(src, dst, "copy");
+  // The same elements: nothing to move. The same data with another ld is a real (in-place) move.
+  if (src.rows == 0 || src.cols == 0 || (src.data == dst.data && src.ld == dst.ld)) return;
   activate();
-  PLEXUS_CUDA_CHECK(cudaMemcpy2DAsync(dst.data, static_cast<std::size_t>(dst.ld) * sizeof(float), src.data,
-                                      static_cast<std::size_t>(src.ld) * sizeof(float),
-                                      static_cast<std::size_t>(src.cols) * sizeof(float),
-                                      static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToDevice, stream_));
+  if (!overlap(src, dst)) {
+    copy_2d(src.data, src.ld, dst.data, dst.ld, src.rows, src.cols, stream_);
+    return;
+  }
+  // cudaMemcpy2D's areas may not overlap: go through packed scratch space.
+  auto* staged = static_cast<float*>(scratch(static_cast<std::size_t>(src.rows * src.cols) * sizeof(float)));
+  copy_2d(src.data, src.ld, staged, src.cols, src.rows, src.cols, stream_);
+  copy_2d(staged, src.cols, dst.data, dst.ld, src.rows, src.cols, stream_);
 }
 
 void CudaBackend::add_bias(MatrixView m, const float* bias) {
+  detail::require(detail::valid_view(m), "add_bias", "invalid matrix view");
   activate();
   map2d(m.rows, m.cols, stream_, "add_bias", AddBiasOp{m.data, m.ld, bias});
 }
 
 void CudaBackend::column_sum(ConstMatrixView m, float beta, float* out) {
-  if (m.cols <= 0) return;
+  detail::require(detail::valid_view(m), "column_sum", "invalid matrix view");
+  if (m.cols == 0) return;
   activate();
-  if (m.rows <= 0) {  // out = beta·out
-    if (beta != 1.0f) {
-      if (beta == 0.0f)
-        PLEXUS_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(m.cols) * sizeof(float), stream_));
-      else
-        axpby(static_cast<std::size_t>(m.cols), 0.0f, out, beta, out);
-    }
-    return;
-  }
   // Chunk size: a function of the row count alone (>= 1024 rows, at most 4096 chunks).
   constexpr index_t kMinChunk = 1024, kMaxChunks = 4096;
   index_t chunk = (m.rows + kMaxChunks - 1) / kMaxChunks;
   if (chunk < kMinChunk) chunk = kMinChunk;
   const index_t nchunks = (m.rows + chunk - 1) / chunk;
-  auto* partial = static_cast<double*>(scratch(static_cast<std::size_t>(nchunks * m.cols) * sizeof(double)));
   const std::size_t col_blocks = (static_cast<std::size_t>(m.cols) + kCsX - 1) / kCsX;
   const dim3 block(kCsX, kCsY);
-  column_sum_partial_kernel<<<dim3(clamp_grid(col_blocks, kMaxGrid1D), clamp_grid(nchunks, kMaxGridY)), block, 0,
-                              stream_>>>(m.data, m.rows, m.cols, m.ld, chunk, nchunks, partial);
-  PLEXUS_CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
+  double* partial = nullptr;
+  if (nchunks > 0) {
+    partial = static_cast<double*>(scratch(static_cast<std::size_t>(nchunks * m.cols) * sizeof(double)));
+    column_sum_partial_kernel<<<dim3(clamp_grid(col_blocks, kMaxGrid1D), clamp_grid(nchunks, kMaxGridY)), block, 0,
+                                stream_>>>(m.data, m.rows, m.cols, m.ld, chunk, nchunks, partial);
+    PLEXUS_CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
+  }
+  // With no rows (no chunks) the final pass alone gives out = beta·out, infinities included.
   column_sum_final_kernel<<<clamp_grid(col_blocks, kMaxGrid1D), block, 0, stream_>>>(partial, m.cols, nchunks, beta,
                                                                                       out);
   PLEXUS_CUDA_CHECK_LAUNCH("column_sum_final_kernel");
 }
 
 void CudaBackend::relu(MatrixView m) {
+  detail::require(detail::valid_view(m), "relu", "invalid matrix view");
   activate();
   map2d(m.rows, m.cols, stream_, "relu", ReluOp{m.data, m.ld});
 }
 
 void CudaBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
-  if (activated.rows != grad.rows || activated.cols != grad.cols)
-    throw std::invalid_argument("relu_backward: shape mismatch");
+  detail::check_same_shape(activated, grad, "relu_backward");
   activate();
   map2d(grad.rows, grad.cols, stream_, "relu_backward",
         ReluBackwardOp{activated.data, activated.ld, grad.data, grad.ld});

@@ -6,8 +6,8 @@
 // is bitwise reproducible run to run. The class axis is short (tens to a few thousand
 // columns), so a warp per row keeps all lanes busy without shared memory.
 #include <cmath>
-#include <stdexcept>
 
+#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -48,11 +48,14 @@ __global__ void row_sumexp_kernel(const float* __restrict__ x, index_t rows, ind
   }
 }
 
-__global__ void softmax_xent_kernel(const float* __restrict__ x, index_t rows, index_t cols, index_t ld,
+// x and grad may alias (the gradient written over the logits), hence no __restrict__ on them:
+// lane 0 reads the label's logit before the warp writes any gradient (__syncwarp), and every
+// other element is read and then written by the same lane. A row is handled by a whole warp, so
+// all 32 lanes reach the __syncwarp.
+__global__ void softmax_xent_kernel(const float* x, index_t rows, index_t cols, index_t ld,
                                     const float* __restrict__ row_max, const float* __restrict__ row_sumexp,
                                     const std::int32_t* __restrict__ labels, const float* __restrict__ weights,
-                                    index_t col0, float* __restrict__ grad, index_t gld,
-                                    double* __restrict__ row_loss) {
+                                    index_t col0, float* grad, index_t gld, double* __restrict__ row_loss) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   PLEXUS_FOR_EACH_WARP_ROW(i, rows) {
     float* gr = grad + i * gld;
@@ -65,15 +68,16 @@ __global__ void softmax_xent_kernel(const float* __restrict__ x, index_t rows, i
     }
     const float* xr = x + i * ld;
     const float m = row_max[i], s = row_sumexp[i];
-    for (index_t j = lane; j < cols; j += 32) {
-      const float p = expf(xr[j] - m) / s;
-      gr[j] = w * (p - (j + col0 == label ? 1.0f : 0.0f));
-    }
     if (lane == 0) {
       double li = 0.0;
       if (col0 == 0) li += static_cast<double>(w) * (log(static_cast<double>(s)) + static_cast<double>(m));
       if (label >= col0 && label < col0 + cols) li -= static_cast<double>(w) * static_cast<double>(xr[label - col0]);
       row_loss[i] = li;
+    }
+    __syncwarp();
+    for (index_t j = lane; j < cols; j += 32) {
+      const float p = expf(xr[j] - m) / s;
+      gr[j] = w * (p - (j + col0 == label ? 1.0f : 0.0f));
     }
   }
 }
@@ -180,14 +184,16 @@ void det_sum(const double* in, std::size_t n, double* out, double* ws, cudaStrea
 }
 
 void CudaBackend::row_max(ConstMatrixView x, float* row_max) {
-  if (x.rows <= 0 || x.cols <= 0) return;
+  detail::require(detail::valid_view(x), "row_max", "invalid matrix view");
+  if (x.rows == 0 || x.cols == 0) return;
   activate();
   row_max_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max);
   PLEXUS_CUDA_CHECK_LAUNCH("row_max_kernel");
 }
 
 void CudaBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
-  if (x.rows <= 0 || x.cols <= 0) return;
+  detail::require(detail::valid_view(x), "row_sumexp", "invalid matrix view");
+  if (x.rows == 0 || x.cols == 0) return;
   activate();
   row_sumexp_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max, row_sumexp);
   PLEXUS_CUDA_CHECK_LAUNCH("row_sumexp_kernel");
@@ -195,9 +201,9 @@ void CudaBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row
 
 LossTerms CudaBackend::softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
                                     const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
-  if (x.rows != grad.rows || x.cols != grad.cols) throw std::invalid_argument("softmax_xent: shape mismatch");
+  detail::check_same_shape(x, grad, "softmax_xent");
   LossTerms out;
-  if (x.rows <= 0) return out;
+  if (x.rows == 0) return out;
   activate();
   // Scratch layout: [row losses: rows][det_sum workspace][result: 1], all doubles.
   const std::size_t rows = static_cast<std::size_t>(x.rows);
@@ -215,7 +221,8 @@ LossTerms CudaBackend::softmax_xent(ConstMatrixView x, const float* row_max, con
 }
 
 void CudaBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
-  if (x.rows <= 0 || x.cols <= 0) return;
+  detail::require(detail::valid_view(x), "row_argmax", "invalid matrix view");
+  if (x.rows == 0 || x.cols == 0) return;
   activate();
   row_argmax_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, col0, best_val,
                                                                best_col);

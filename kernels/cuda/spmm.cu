@@ -12,8 +12,7 @@
 // shuffles; every lane then reads one float/float4 of the matching B row, so a group reads
 // G·VEC contiguous floats of B per nonzero. Rows are grid-strided over blockIdx.x, column
 // chunks over blockIdx.y.
-#include <stdexcept>
-
+#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/cuda_backend.cuh"
 
 namespace plexus::cuda {
@@ -127,10 +126,7 @@ void dispatch_group(const CsrView& a, ConstMatrixView b, MatrixView c, float bet
 }  // namespace
 
 void CudaBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
-  if (a.cols != b.rows || c.rows != a.rows || c.cols != b.cols)
-    throw std::invalid_argument("spmm: shape mismatch (A " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
-                                ", B " + std::to_string(b.rows) + "x" + std::to_string(b.cols) + ", C " +
-                                std::to_string(c.rows) + "x" + std::to_string(c.cols) + ")");
+  detail::check_spmm(a, b, c);
   if (c.rows == 0 || c.cols == 0) return;
   activate();
   const bool vec4 = c.cols % 4 == 0 && b.ld % 4 == 0 && c.ld % 4 == 0 && aligned(b.data, 16) && aligned(c.data, 16);

@@ -82,7 +82,7 @@ void run_gpt_train(GptTrainOptions& o) {
   validate(o.cfg);
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid), o.dp);
-  RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
+  RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
   ProfilingBackend* profiler = run.profiler.get();

@@ -51,7 +51,7 @@ void run_train(TrainOptions& o) {
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
-  RunBackend run = make_run_backend(o.backend, o.threads, o.profile, grid->size());
+  RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
   backend->set_matmul_precision(matmul_precision_of(o.matmul_precision, backend->matmul_precision()));

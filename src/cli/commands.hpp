@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plexus/backend.hpp"
+#include "plexus/process_grid.hpp"
 #include "plexus/profiling.hpp"
 
 namespace plexus::cli {
@@ -28,8 +29,8 @@ std::string default_dataset(const std::string& name = "cora.h5");
 // Values from a TOML file (`--config`) fill every option of `cmd` not given on the command
 // line. Keys are the long option names without dashes, e.g. `hidden = 64`.
 void apply_config_file(const std::string& path, CLI::App& cmd);
-// The backend named by --backend (auto: CUDA when a GPU is visible, else the CPU).
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads);
+// One process's --backend (auto: CUDA when a device is visible); `gpu`: which device.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int gpu = 0);
 // The backend a run computes on: --backend's, wrapped in a ProfilingBackend with --profile.
 // On a grid of more than one rank, auto means the CPU and cuda is refused (no NCCL collectives yet).
 struct RunBackend {
@@ -37,7 +38,9 @@ struct RunBackend {
   std::unique_ptr<ProfilingBackend> profiler;
   Backend& get() { return profiler ? *profiler : *device; }
 };
-RunBackend make_run_backend(const std::string& name, int threads, bool profile, int ranks);
+// The --backend of this rank (auto: CUDA when every rank has a GPU of its own, else the CPU);
+// a device backend on several ranks makes `grid` stage its buffers through host memory.
+RunBackend make_run_backend(const std::string& name, int threads, bool profile, ProcessGrid& grid);
 // --threads: 0 means the node's cores divided among its ranks.
 int threads_per_rank(int threads);
 

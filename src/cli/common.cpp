@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -54,23 +55,33 @@ void apply_config_file(const std::string& path, CLI::App& cmd) {
   }
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int gpu) {
   if (name == "cpu") return make_cpu_backend(threads);
   if (name == "reference") return make_reference_backend();
   if (name == "cuda") {
     if (!cuda_available()) throw InputError("--backend", "cuda requested but no CUDA device is available");
-    return make_cuda_backend(0);
+    return make_cuda_backend(gpu);
   }
-  return cuda_available() ? make_cuda_backend(0) : make_cpu_backend(threads);
+  return cuda_available() ? make_cuda_backend(gpu) : make_cpu_backend(threads);
 }
 
-RunBackend make_run_backend(const std::string& name, int threads, bool profile, int ranks) {
+RunBackend make_run_backend(const std::string& name, int threads, bool profile, ProcessGrid& grid) {
+  // Each rank takes the GPU of its index on its node; several ranks share one when a node has
+  // fewer GPUs than ranks (docs/cuda.md, device selection).
+  const ProcessGrid::NodePlacement node = ProcessGrid::node_placement();
+  const int gpus = cuda_device_count();
+  double lacking = node.local_rank < gpus ? 0.0 : 1.0;  // ranks without a GPU of their own
+  grid.world().all_reduce(&lacking, 1, ReduceOp::Sum);
+  const bool own_gpus = lacking == 0.0;  // auto: CUDA only when every rank has its own GPU
   RunBackend r;
-  // auto picks CUDA only where it can run: one rank, until the CUDA backend has NCCL collectives.
-  r.device = make_backend(name == "auto" && ranks > 1 ? "cpu" : name, threads);
-  if (r.device->device() == Device::CUDA && ranks > 1)
-    throw InputError("--backend", "the CUDA backend runs on one rank for now (NCCL collectives are not built yet); "
-                                  "use --backend cpu with --grid");
+  r.device = make_backend(name == "auto" && !own_gpus ? "cpu" : name, threads, gpus ? node.local_rank % gpus : 0);
+  if (r.device->device() == Device::CUDA && grid.size() > 1) {
+    // No NCCL communicators yet: device tensors go over MPI through host copies.
+    grid.stage_through_host(*r.device);
+    if (grid.rank() == 0)
+      spdlog::info("CUDA on {} ranks{}: collectives are staged through host memory over MPI", grid.size(),
+                   lacking > 0 ? fmt::format(" ({} share a GPU)", static_cast<int>(lacking)) : std::string());
+  }
   if (profile) r.profiler = std::make_unique<ProfilingBackend>(*r.device);
   return r;
 }

@@ -267,16 +267,17 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp) {
 
 namespace plexus {
 
-int ProcessGrid::ranks_on_this_node() {
+ProcessGrid::NodePlacement ProcessGrid::node_placement() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) return 1;
+  if (!initialized) return {};
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int n = 1;
-  MPI_Comm_size(node, &n);
+  NodePlacement p;
+  MPI_Comm_rank(node, &p.local_rank);
+  MPI_Comm_size(node, &p.local_ranks);
   MPI_Comm_free(&node);
-  return n;
+  return p;
 }
 
 std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape, int dp) {

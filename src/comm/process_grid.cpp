@@ -54,6 +54,12 @@ std::unique_ptr<ProcessGrid> ProcessGrid::single() {
       make_self_communicator(), make_self_communicator());
 }
 
+void ProcessGrid::stage_through_host(Backend& device, std::function<bool(const void*)> on_device) {
+  for (auto& c : axes_) c = make_staging_communicator(std::move(c), device, on_device);
+  replica_ = make_staging_communicator(std::move(replica_), device, on_device);
+  world_ = make_staging_communicator(std::move(world_), device, on_device);
+}
+
 void ProcessGrid::reset_stats() {
   for (auto& c : axes_) c->reset_stats();
   replica_->reset_stats();

@@ -12,6 +12,7 @@ std::unique_ptr<Backend> make_cuda_backend(int /*device*/) {
   throw std::runtime_error("Plexus was built without CUDA");
 }
 
+int cuda_device_count() { return 0; }
 bool cuda_available() { return false; }
 
 }  // namespace plexus

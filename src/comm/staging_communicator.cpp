@@ -1,0 +1,178 @@
+// StagingCommunicator: a host communicator (MPI) made safe for a device backend's buffers.
+//
+// MPI without CUDA awareness must never see a device pointer. Every buffer a collective gets is
+// asked of the backend (Backend::is_device_pointer): device buffers are copied to host memory,
+// the host communicator runs on the copies, and results are copied back (for the non-blocking
+// collectives, when the request completes); host buffers (scalars, the loss) pass through
+// untouched. This is the fallback for ranks that share a GPU, and the multi-GPU path until
+// NCCL communicators exist (docs/cuda.md). Bytes and calls are the host communicator's: what
+// crosses the network, not the device copies.
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/comm.hpp"
+
+namespace plexus {
+namespace {
+
+// One buffer as the host communicator sees it: the caller's own when on the host, else a host
+// copy (filled from the device when `read`), written back by finish().
+template <class T>
+class Staged {
+ public:
+  Staged(Backend& be, bool on_device, const T* p, std::size_t n, bool read) : be_(be), device_(on_device) {
+    if (!device_) {
+      host_ptr_ = const_cast<T*>(p);
+      return;
+    }
+    dev_ = const_cast<T*>(p);
+    copy_.resize(n);
+    host_ptr_ = copy_.data();
+    if (read && n) be_.copy_to_host(copy_.data(), p, n * sizeof(T));
+  }
+  T* host() { return host_ptr_; }
+  // Copies [offset, offset + n) of the host copy back to the device buffer.
+  void finish(std::size_t offset, std::size_t n) {
+    if (device_ && n) be_.copy_from_host(dev_ + offset, copy_.data() + offset, n * sizeof(T));
+  }
+  void finish() { finish(0, copy_.size()); }
+
+ private:
+  Backend& be_;
+  bool device_;
+  T* dev_ = nullptr;
+  T* host_ptr_ = nullptr;
+  std::vector<T> copy_;
+};
+
+// A host request whose completion copies the received data back to the device.
+class StagedRequest final : public Communicator::Request {
+ public:
+  StagedRequest(std::unique_ptr<Communicator::Request> inner, std::function<void()> finish)
+      : inner_(std::move(inner)), finish_(std::move(finish)) {}
+  void wait() override {
+    if (inner_) inner_->wait();
+    done();
+  }
+  bool test() override {
+    if (finished_) return true;
+    if (inner_ && !inner_->test()) return false;
+    done();
+    return true;
+  }
+
+ private:
+  void done() {
+    if (finished_) return;
+    finished_ = true;
+    finish_();
+  }
+  std::unique_ptr<Communicator::Request> inner_;
+  std::function<void()> finish_;
+  bool finished_ = false;
+};
+
+std::size_t total(const std::vector<std::size_t>& counts) {
+  return std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+}
+std::size_t offset_of(const std::vector<std::size_t>& counts, int rank) {
+  return std::accumulate(counts.begin(), counts.begin() + rank, std::size_t{0});
+}
+
+class StagingCommunicator final : public Communicator {
+ public:
+  StagingCommunicator(std::unique_ptr<Communicator> host, Backend& be, std::function<bool(const void*)> on_device)
+      : host_(std::move(host)), be_(be), on_device_(std::move(on_device)) {
+    if (!on_device_) on_device_ = [&be](const void* p) { return be.is_device_pointer(p); };
+  }
+  int size() const override { return host_->size(); }
+  int rank() const override { return host_->rank(); }
+  const CommStats& stats() const override { return host_->stats(); }
+  void reset_stats() override { host_->reset_stats(); }
+
+  void all_reduce(float* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
+  void all_reduce(double* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
+  void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
+    wait_on(start_gather(send, recv, counts, [this](auto... a) { host_->all_gather(a...); return nullptr; }));
+  }
+  void all_gather(const std::int32_t* send, std::int32_t* recv, const std::vector<std::size_t>& counts) override {
+    wait_on(start_gather(send, recv, counts, [this](auto... a) { host_->all_gather(a...); return nullptr; }));
+  }
+  void reduce_scatter(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
+    wait_on(start_scatter(send, recv, counts, [this](auto... a) { host_->reduce_scatter(a...); return nullptr; }));
+  }
+  std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override { return start_reduce(buf, n); }
+  std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
+                                           const std::vector<std::size_t>& counts) override {
+    return start_scatter(send, recv, counts, [this](auto... a) { return host_->ireduce_scatter(a...); });
+  }
+  std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
+    return start_gather(send, recv, counts, [this](auto... a) { return host_->iall_gather(a...); });
+  }
+  std::unique_ptr<Request> iall_reduce(bf16* buf, std::size_t n) override { return start_reduce(buf, n); }
+  std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
+                                           const std::vector<std::size_t>& counts) override {
+    return start_scatter(send, recv, counts, [this](auto... a) { return host_->ireduce_scatter(a...); });
+  }
+  std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts) override {
+    return start_gather(send, recv, counts, [this](auto... a) { return host_->iall_gather(a...); });
+  }
+
+ private:
+  static void wait_on(std::unique_ptr<Request> r) { r->wait(); }
+  bool on_device(const void* p) const { return p && on_device_(p); }
+  // The buffer p[0, n) as the host communicator sees it (its own, or a host copy).
+  template <class T>
+  std::shared_ptr<Staged<T>> stage(const T* p, std::size_t n, bool read) {
+    return std::make_shared<Staged<T>>(be_, on_device(p), p, n, read);
+  }
+
+  template <class T>
+  void reduce(T* buf, std::size_t n, ReduceOp op) {
+    auto b = stage(buf, n, true);
+    host_->all_reduce(b->host(), n, op);
+    b->finish();
+  }
+  template <class T>
+  std::unique_ptr<Request> start_reduce(T* buf, std::size_t n) {
+    auto b = stage(buf, n, true);
+    return std::make_unique<StagedRequest>(host_->iall_reduce(b->host(), n), [b] { b->finish(); });
+  }
+  // Start(send, recv, counts) runs the host collective (returning its request, or nullptr when
+  // it was blocking).
+  template <class T, class Start>
+  std::unique_ptr<Request> start_scatter(const T* send, T* recv, const std::vector<std::size_t>& counts,
+                                         Start&& start) {
+    auto s = stage(send, total(counts), true);
+    auto r = stage(recv, counts.at(static_cast<std::size_t>(rank())), false);
+    return std::make_unique<StagedRequest>(start(s->host(), r->host(), counts), [s, r] { r->finish(); });
+  }
+  template <class T, class Start>
+  std::unique_ptr<Request> start_gather(const T* send, T* recv, const std::vector<std::size_t>& counts, Start&& start) {
+    const std::size_t own = offset_of(counts, rank()), n = counts.at(static_cast<std::size_t>(rank()));
+    auto r = stage(recv, total(counts), false);
+    if (send == recv + own) {  // in place: this rank's part is read from the staged receive buffer
+      if (n && on_device(recv)) be_.copy_to_host(r->host() + own, send, n * sizeof(T));
+      return std::make_unique<StagedRequest>(start(r->host() + own, r->host(), counts), [r] { r->finish(); });
+    }
+    auto s = stage(send, n, true);
+    return std::make_unique<StagedRequest>(start(s->host(), r->host(), counts), [s, r] { r->finish(); });
+  }
+
+  std::unique_ptr<Communicator> host_;
+  Backend& be_;
+  std::function<bool(const void*)> on_device_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_staging_communicator(std::unique_ptr<Communicator> host, Backend& backend,
+                                                        std::function<bool(const void*)> on_device) {
+  return std::make_unique<StagingCommunicator>(std::move(host), backend, std::move(on_device));
+}
+
+}  // namespace plexus
