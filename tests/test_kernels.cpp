@@ -254,6 +254,24 @@ TEST_P(Kernels, CopySameDataComparesLeadingDimensions) {
     for (index_t j = 0; j < cols; ++j) ASSERT_EQ(packed[static_cast<std::size_t>(i * cols + j)], m.at(i, j)) << i;
 }
 
+// Views of one buffer with two leading dimensions overlap: packing (ld 7 → 3) and unpacking
+// (3 → 7) in place must read every element before it is overwritten, with enough rows for the
+// CPU backend's threads to split them.
+TEST_P(Kernels, CopyBetweenOverlappingViewsOfOneBuffer) {
+  const index_t rows = 40000, cols = 3, ld = 7;
+  const HostMat m = random_mat(rng, rows, cols, ld - cols);
+  DevMat d(*be, m);
+  const MatrixView packed{d.buf.data(), rows, cols, cols};
+  be->copy(d.cview(), packed);
+  std::vector<float> host = d.buf.to_host();
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j) ASSERT_EQ(host[static_cast<std::size_t>(i * cols + j)], m.at(i, j)) << i;
+  be->copy(packed, d.view());  // and back: the padded layout again
+  host = d.buf.to_host();
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j) ASSERT_EQ(host[static_cast<std::size_t>(i * ld + j)], m.at(i, j)) << i;
+}
+
 // ---- elementwise --------------------------------------------------------------------------
 
 TEST_P(Kernels, AddBiasReluReluBackward) {

@@ -46,6 +46,16 @@ inline void check_same_shape(ConstMatrixView x, MatrixView y, const char* kernel
   require(x.rows == y.rows && x.cols == y.cols, kernel, "shapes differ");
 }
 
+// Whether the rows×cols elements of two views share memory without being the same elements (one
+// buffer seen with two leading dimensions): a row-by-row copy between them would read elements
+// it has already overwritten.
+inline bool views_overlap(ConstMatrixView a, MatrixView b) {
+  if (a.rows <= 0 || a.cols <= 0 || (a.data == b.data && a.ld == b.ld)) return false;
+  const float* a_end = a.data + (a.rows - 1) * a.ld + a.cols;
+  const float* b_end = b.data + (b.rows - 1) * b.ld + b.cols;
+  return a.data < b_end && b.data < a_end;
+}
+
 inline void check_dropout_p(float p) {
   require(p >= 0.0f && p <= 1.0f, "dropout", "p must be in [0, 1]");  // also rejects NaN
 }

@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include <climits>
+#include <vector>
 
 #include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
@@ -75,6 +76,13 @@ void CpuBackend::fill(MatrixView m, float value) {
 void CpuBackend::copy(ConstMatrixView src, MatrixView dst) {
   detail::check_same_shape(src, dst, "copy");
   if (src.data == dst.data && src.ld == dst.ld) return;
+  if (detail::views_overlap(src, dst)) {  // rows run in parallel: copy from a packed copy instead
+    std::vector<float> packed(static_cast<std::size_t>(src.rows * src.cols));
+    const MatrixView tmp{packed.data(), src.rows, src.cols, src.cols};
+    copy(src, tmp);
+    copy(tmp, dst);
+    return;
+  }
 #pragma omp parallel for schedule(static) num_threads(threads_for(src.rows * src.cols))
   for (index_t i = 0; i < src.rows; ++i) {
     const float* __restrict s = src.row(i);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/common/host_alloc.hpp"
 #include "kernels/common/shape_checks.hpp"
@@ -89,8 +90,12 @@ class ReferenceBackend final : public Backend {
 
   void copy(ConstMatrixView src, MatrixView dst) override {
     check_same_shape(src, dst, "copy");
+    // Through a packed copy, so that views of one buffer with two leading dimensions work.
+    std::vector<float> packed(static_cast<std::size_t>(src.rows * src.cols));
     for (index_t i = 0; i < src.rows; ++i)
-      for (index_t j = 0; j < src.cols; ++j) dst.row(i)[j] = src.row(i)[j];
+      for (index_t j = 0; j < src.cols; ++j) packed[static_cast<std::size_t>(i * src.cols + j)] = src.row(i)[j];
+    for (index_t i = 0; i < src.rows; ++i)
+      for (index_t j = 0; j < src.cols; ++j) dst.row(i)[j] = packed[static_cast<std::size_t>(i * src.cols + j)];
   }
 
   // ---- elementwise / activation -----------------------------------------------------------
