@@ -68,6 +68,14 @@ struct Toy {
   }
 };
 
+// AdamW with weight decay, as the GPT trains.
+AdamParams toy_adamw() {
+  AdamParams hp;
+  hp.decoupled = true;
+  hp.weight_decay = 0.1f;
+  return hp;
+}
+
 std::vector<float> rounded_to_bf16(std::vector<float> v) {
   for (float& x : v) x = bf16_to_float(float_to_bf16(x));
   return v;
@@ -152,9 +160,7 @@ void backward_pass(ZeroOptimizer& opt, Toy& toy, Backend& be, const std::vector<
 TEST(ZeroOptimizer, EveryStageOnOneRankTakesPlainAdamStepsAndBindsWhatIsInUse) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  AdamParams hp;
-  hp.decoupled = true;
-  hp.weight_decay = 0.1f;
+  const AdamParams hp = toy_adamw();
   for (int stage = 0; stage <= 3; ++stage) {
     SCOPED_TRACE("stage " + std::to_string(stage));
     Toy toy;
@@ -190,9 +196,7 @@ TEST(ZeroOptimizer, EveryStageOnOneRankTakesPlainAdamStepsAndBindsWhatIsInUse) {
 TEST(ZeroOptimizer, BF16StoresSixteenBitParametersAndGradientsAndStepsAnFp32Master) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  AdamParams hp;
-  hp.decoupled = true;
-  hp.weight_decay = 0.1f;
+  const AdamParams hp = toy_adamw();
   for (int stage = 0; stage <= 3; ++stage) {
     SCOPED_TRACE("stage " + std::to_string(stage));
     Toy toy;

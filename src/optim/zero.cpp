@@ -370,17 +370,25 @@ const float* ZeroOptimizer::fp32_grad(std::size_t lo, std::size_t hi, Buffer<flo
 }
 
 double ZeroOptimizer::grad_squared_norm() {
-  // One tensor piece at a time (BF16 widens each into one fp32 workspace).
+  // FP32: every piece in one call. BF16 widens each piece into the same fp32 workspace, so its
+  // norm is taken before the next piece is widened.
   Buffer<float> tmp;
+  std::vector<NormPiece> pieces;
+  std::vector<double> norms;
   double sum = 0.0;
+  const auto reduce_pieces = [&] {
+    norms.assign(pieces.size(), 0.0);
+    be_.transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
+    for (const double v : norms) sum += v;
+    pieces.clear();
+  };
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const auto [lo, hi] = opt_piece(k);
     if (!tensors_[k].owner || hi <= lo) continue;
-    const NormPiece piece{hi - lo, fp32_grad(lo, hi, tmp)};
-    double norm = 0.0;
-    be_.transformer().squared_norms(&piece, 1, &norm);
-    sum += norm;
+    pieces.push_back({hi - lo, fp32_grad(lo, hi, tmp)});
+    if (half()) reduce_pieces();
   }
+  reduce_pieces();
   // Stage 0: every replica holds the whole reduced gradient (sum over one replica); else each
   // element is in exactly one rank's block (sum over every rank).
   (opt_.stage == 0 ? grid_.replica() : grid_.world()).all_reduce(&sum, 1, ReduceOp::Sum);
