@@ -98,21 +98,18 @@ inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>&
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-// Random CSR: about `avg` entries per row at random columns; every 7th row empty, and when
-// `hubs` is set every 97th row is a hub holding a quarter of the columns (power-law-like).
-inline HostCsr random_csr(std::mt19937_64& rng, index_t rows, index_t cols, index_t avg, bool with_values,
-                          bool hubs = false) {
+// A CSR whose row i holds degree(i) entries at random columns (drawn with repetition, sorted)
+// with random values in [-1, 1) when `with_values`.
+template <class Degree>
+HostCsr csr_with_degrees(std::mt19937_64& rng, index_t rows, index_t cols, bool with_values, Degree degree) {
   HostCsr a;
   a.rows = rows;
   a.cols = cols;
   a.indptr.assign(1, 0);
-  std::uniform_int_distribution<index_t> deg(0, 2 * avg);
   std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+  std::uniform_int_distribution<col_t> col(0, static_cast<col_t>(std::max<index_t>(cols - 1, 0)));
   for (index_t i = 0; i < rows; ++i) {
-    index_t d = cols == 0 || i % 7 == 3 ? 0 : deg(rng);
-    if (hubs && cols > 0 && i % 97 == 5) d = cols / 4 + 1;
-    std::vector<col_t> row(static_cast<std::size_t>(d));
-    std::uniform_int_distribution<col_t> col(0, static_cast<col_t>(std::max<index_t>(cols - 1, 0)));
+    std::vector<col_t> row(static_cast<std::size_t>(degree(i)));
     for (auto& c : row) c = col(rng);
     std::sort(row.begin(), row.end());
     for (const col_t c : row) {
@@ -122,6 +119,18 @@ inline HostCsr random_csr(std::mt19937_64& rng, index_t rows, index_t cols, inde
     a.indptr.push_back(static_cast<index_t>(a.indices.size()));
   }
   return a;
+}
+
+// Random CSR: about `avg` entries per row at random columns; every 7th row empty, and when
+// `hubs` is set every 97th row is a hub holding a quarter of the columns (power-law-like).
+inline HostCsr random_csr(std::mt19937_64& rng, index_t rows, index_t cols, index_t avg, bool with_values,
+                          bool hubs = false) {
+  std::uniform_int_distribution<index_t> deg(0, 2 * avg);
+  return csr_with_degrees(rng, rows, cols, with_values, [&](index_t i) {
+    index_t d = cols == 0 || i % 7 == 3 ? 0 : deg(rng);
+    if (hubs && cols > 0 && i % 97 == 5) d = cols / 4 + 1;
+    return d;
+  });
 }
 
 }  // namespace plexus::test

@@ -202,6 +202,47 @@ TEST(StagingCommunicator, CopiesDeviceBuffersThroughTheHostAndPassesHostOnes) {
   EXPECT_EQ(comms.copies() - before, 2u);  // send to the host, received back
 }
 
+// The host copies come from pinned blocks the staging communicator reuses: the first step of a
+// training-like mix (blocking collectives, then three non-blocking ones in flight together,
+// completed out of order) takes blocks from the backend, and the same steps after it take none.
+TEST(StagingCommunicator, SteadyStateAllocatesNoPinnedMemory) {
+  auto cpu = make_cpu_backend(1);
+  ProfilingBackend device(*cpu);
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  auto grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
+  grid->stage_through_host(device, [](const void*) { return true; });
+  Communicator& c = grid->world();
+  const auto pinned = [&]() -> std::uint64_t {
+    const auto it = device.entries().find("allocate_host_pinned");
+    return it == device.entries().end() ? 0 : it->second.calls;
+  };
+  const auto P = static_cast<std::size_t>(p);
+  const std::vector<std::size_t> counts(P, 300), small(P, 3);
+  std::vector<float> big(5000, 1.0f), gathered(300 * P), mine(300, 2.0f), scattered(300), send(300 * P, 1.0f);
+  std::vector<bf16> half(2000, float_to_bf16(1.0f)), half_all(3 * P), half_mine(3, float_to_bf16(3.0f));
+  const auto step = [&] {
+    c.all_reduce(big.data(), big.size(), ReduceOp::Max);
+    c.all_gather(mine.data(), gathered.data(), counts);
+    c.reduce_scatter(send.data(), scattered.data(), counts);
+    auto a = c.iall_reduce(half.data(), half.size());
+    auto b = c.iall_gather(half_mine.data(), half_all.data(), small);
+    auto d = c.ireduce_scatter(send.data(), scattered.data(), counts);
+    finish(*b);
+    finish(*d);
+    finish(*a);
+    for (auto& h : half) h = float_to_bf16(1.0f);
+  };
+  step();
+  const std::uint64_t first = pinned();
+  EXPECT_GT(first, 0u);
+  for (int i = 0; i < 5; ++i) step();
+  EXPECT_EQ(pinned(), first) << "pinned blocks allocated after the first step";
+  EXPECT_EQ(big, std::vector<float>(5000, 1.0f));
+  EXPECT_EQ(scattered, std::vector<float>(300, static_cast<float>(p)));
+  for (std::size_t i = 0; i < half_all.size(); ++i) EXPECT_EQ(bf16_to_float(half_all[i]), 3.0f) << i;
+}
+
 // One combine of two non-zero values, rounded to bf16 (ties to even): rank 0 holds a, rank 1
 // holds b, every other rank zeros, so the order MPI picks does not matter.
 TEST(CollectivesBf16, SumsRoundToNearestEvenAtTheCombine) {

@@ -13,6 +13,8 @@
 
 #include "kernel_test_util.hpp"
 #include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
@@ -160,6 +162,40 @@ TEST_F(CudaBackendTest, CoraTrainingMatchesCpuBackend) {
       EXPECT_GE(g.test_acc, 0.78);  // Kipf & Welling report 81.5 %
     }
   }
+}
+
+
+// ---- the NCCL communicator --------------------------------------------------------------------
+// NCCL refuses two ranks on one GPU, so a one-GPU machine checks a communicator of one rank:
+// creation (the id over the host communicator), the stream and event ordering (results are read
+// back on the compute stream), event timing and the refusal of host buffers. Several ranks'
+// padded and grouped schedules are checked without a GPU (tests/test_nccl_schedule.cpp,
+// tests/mpi_nccl_accounting.cpp).
+TEST_F(CudaBackendTest, NcclCommunicatorOfOneRank) {
+  if (!nccl_available()) GTEST_SKIP() << "built without NCCL";
+  auto host = make_self_communicator();
+  auto nccl = make_nccl_communicator(*host, *gpu);
+  EXPECT_EQ(nccl->size(), 1);
+  const std::vector<float> x = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
+  Buffer<float> a(*gpu, x), b(*gpu, x.size());
+  nccl->all_reduce(a.data(), x.size(), ReduceOp::Sum);
+  EXPECT_EQ(a.to_host(), x);
+  nccl->all_gather(a.data(), b.data(), {x.size()});
+  EXPECT_EQ(b.to_host(), x);
+  Buffer<float> c(*gpu, x.size());
+  nccl->reduce_scatter(b.data(), c.data(), {x.size()});
+  EXPECT_EQ(c.to_host(), x);
+  auto req = nccl->iall_reduce(c.data(), x.size());
+  req->wait();
+  EXPECT_TRUE(req->test());
+  EXPECT_EQ(c.to_host(), x);
+  EXPECT_EQ(nccl->stats().calls, 4u);
+  EXPECT_EQ(nccl->stats().bytes, 0.0);  // one rank receives nothing
+  EXPECT_GE(nccl->stats().seconds, 0.0);
+  double host_value = 1.0;
+  EXPECT_THROW(nccl->all_reduce(&host_value, 1, ReduceOp::Sum), std::logic_error);
+  nccl->reset_stats();
+  EXPECT_EQ(nccl->stats().calls, 0u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "models/gcn.hpp"
 #include "plexus/graph.hpp"
+#include "plexus/profiling.hpp"
 #include "plexus/sparse.hpp"
 #include "train/dist_loss.hpp"
 
@@ -104,6 +105,31 @@ TEST(GcnGradients, MatchFiniteDifferencesWithoutDropout) { check_gradients(0.0f)
 // Dropout masks are a pure function of (seed, epoch, layer, row, col), so the loss is a
 // deterministic function of the weights and finite differences still apply.
 TEST(GcnGradients, MatchFiniteDifferencesWithDropout) { check_gradients(0.3f); }
+
+// Every Â block and its transpose is prepared for SpMM once, when the model is built (whole, or
+// each row chunk with agg_chunks), and training passes prepare nothing more.
+TEST(GcnModel, PreparesEachAdjacencyBlockOnce) {
+  for (const int chunks : {1, 3}) {
+    auto inner = make_reference_backend();
+    ProfilingBackend be(*inner);
+    auto grid = ProcessGrid::single();
+    GraphData g = small_directed_graph();
+    const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+    GcnShards shards = build_shards(g, a_hat, *grid, {5, 4, 6, 3});
+    const std::size_t blocks = shards.adj.size();
+    GcnConfig cfg{0.0f, 7};
+    cfg.agg_chunks = chunks;
+    GcnModel model(be, *grid, shards, cfg);
+    EXPECT_EQ(be.entries().at("spmm_prepare").calls, 2u * blocks * static_cast<unsigned>(chunks));
+    DistLoss loss(be, *grid, model.output_geometry(), shards);
+    const LayerGeometry& out = model.output_geometry();
+    Matrix grad(be, out.out_rows.size(), out.out_cols.size());
+    loss.train_loss_and_grad(model.forward(1, true), grad);
+    model.backward(grad, 1);
+    EXPECT_EQ(be.entries().at("spmm_prepare").calls, 2u * blocks * static_cast<unsigned>(chunks));
+    EXPECT_GT(be.entries().at("spmm").calls, 0u);
+  }
+}
 
 }  // namespace
 }  // namespace plexus

@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -158,6 +159,188 @@ TEST_P(Kernels, SpmmWidthsAndLeadingDimensions) {
                               "spmm n=" + std::to_string(n) + " pad=" + std::to_string(pad) +
                                   " beta=" + std::to_string(beta) + " values=" + std::to_string(with_values));
   }
+}
+
+// ---- prepared spmm (Backend::prepare_spmm) ---------------------------------------------------
+
+// Sets an environment variable for its lifetime (restoring what was there).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// The backends a prepared SpMM is checked on: the one under test, and on cuda one per
+// PLEXUS_CUDA_SPMM path (a CUDA backend reads the variable when it is made), labelled.
+std::vector<std::pair<std::string, std::unique_ptr<Backend>>> spmm_path_backends(const std::string& name) {
+  std::vector<std::pair<std::string, std::unique_ptr<Backend>>> out;
+  if (name != "cuda") {
+    out.emplace_back(name, make_backend(name));
+    return out;
+  }
+  for (const char* path : {"plexus", "cusparse"}) {
+    ScopedEnv env("PLEXUS_CUDA_SPMM", path);
+    out.emplace_back(std::string("cuda/") + path, make_cuda_backend());
+  }
+  return out;
+}
+
+// Power-law-like rows around the CUDA backend's split of long rows (rows over 4096 entries, in
+// segments of 1024): row 1 holds 50000 entries, rows 2 and 3 exactly 4096 and 4097, the last row
+// 10000; row 0 and every 7th row are empty, the others hold 0..16 entries. Columns are drawn
+// with repetition (a hub repeats columns), sorted.
+HostCsr hub_csr(std::mt19937_64& rng, index_t rows, index_t cols, bool with_values) {
+  std::uniform_int_distribution<index_t> deg(0, 16);
+  return csr_with_degrees(rng, rows, cols, with_values, [&](index_t i) {
+    index_t d = i == 0 || i % 7 == 0 ? 0 : deg(rng);
+    if (i == 1) d = 50000;
+    if (i == 2) d = 4096;
+    if (i == 3) d = 4097;
+    if (i == rows - 1) d = 10000;
+    return d;
+  });
+}
+
+// C = A·B + beta·C through prepare_spmm + the prepared spmm, on backend x.
+HostMat prepared_spmm(Backend& x, const HostCsr& a, const HostMat& b, const HostMat& c, float beta,
+                      index_t max_dense_cols) {
+  CsrMatrix da(x, a);
+  DevMat db(x, b), dc(x, c);
+  const std::unique_ptr<SpmmPlan> plan = x.prepare_spmm(da.view(), max_dense_cols);
+  x.spmm(da.view(), db.cview(), dc.view(), beta, plan.get());
+  return dc.download();
+}
+
+// Hub rows far above the split threshold, empty rows, widths 1, 47 (odd: scalar path), 128
+// (float4), 602 and 1433 (GCN feature widths), beta 0 (C all NaN) and not, with and without
+// values, workspace hints narrower than B (the split rows are then done in column slices) or
+// none: against the reference, on every path.
+TEST_P(Kernels, PreparedSpmmWithHubRowsMatchesReference) {
+  // fp32 sums of 50000 terms in one order or another: ~eps·sqrt(nnz) relative, above kTol.
+  constexpr double kHubTol = 1e-4;
+  auto backends = spmm_path_backends(GetParam());
+  for (const bool with_values : {true, false}) {
+    const HostCsr a = hub_csr(rng, 700, 2000, with_values);
+    for (const index_t n : {1, 47, 128, 602, 1433}) {
+      const index_t pad = n == 128 ? 0 : 3;
+      const HostMat b = random_mat(rng, a.cols, n, pad);
+      for (const float beta : {0.0f, 0.75f}) {
+        const HostMat c = output_mat(a.rows, n, pad, beta);
+        const HostMat want = [&] {
+          DevMat db(*ref, b), dc(*ref, c);
+          CsrMatrix da(*ref, a);
+          ref->spmm(da.view(), db.cview(), dc.view(), beta);
+          return dc.download();
+        }();
+        for (auto& [label, x] : backends)
+          for (const index_t hint : {index_t{0}, index_t{100}, n}) {
+            const std::string what = label + " n=" + std::to_string(n) + " beta=" + std::to_string(beta) +
+                                     " values=" + std::to_string(with_values) + " hint=" + std::to_string(hint);
+            expect_close(prepared_spmm(*x, a, b, c, beta, hint), want, kHubTol, what);
+          }
+      }
+    }
+  }
+}
+
+// The prepared call gives the same bits as the unprepared one where it sums in the same order:
+// on every backend for rows below the split threshold (the cusparse path is another algorithm:
+// there only run-to-run), and run to run with hub rows on every path.
+TEST_P(Kernels, PreparedSpmmBitwiseReproducible) {
+  auto backends = spmm_path_backends(GetParam());
+  const HostCsr plain = random_csr(rng, 3000, 2000, 12, true, true);  // longest rows 501 entries
+  const HostCsr hubs = hub_csr(rng, 700, 2000, true);
+  for (const index_t n : {47, 64}) {
+    const HostMat b = random_mat(rng, 2000, n, 0);
+    for (auto& [label, x] : backends) {
+      const bool cusparse = label == "cuda/cusparse";
+      const HostMat c0 = HostMat(plain.rows, n, n, kNaN);
+      const HostMat once = prepared_spmm(*x, plain, b, c0, 0.0f, n);
+      EXPECT_TRUE(bitwise_equal(once.data, prepared_spmm(*x, plain, b, c0, 0.0f, n).data)) << label << " n=" << n;
+      if (!cusparse) {
+        CsrMatrix da(*x, plain);
+        DevMat db(*x, b), dc(*x, c0);
+        x->spmm(da.view(), db.cview(), dc.view(), 0.0f);
+        EXPECT_TRUE(bitwise_equal(once.data, dc.download().data)) << label << ": prepared != unprepared, n=" << n;
+      }
+      const HostMat c1 = random_mat(rng, hubs.rows, n, 0);
+      const HostMat h1 = prepared_spmm(*x, hubs, b, c1, 0.5f, n);
+      EXPECT_TRUE(bitwise_equal(h1.data, prepared_spmm(*x, hubs, b, c1, 0.5f, n).data)) << label << " hubs n=" << n;
+    }
+  }
+}
+
+// A plan depends on the row pointers only: the same plan serves new column ids and values in
+// other arrays (a sharded block gathered into a workspace), and one prepared call after another
+// reuses its workspace. A plan used with another matrix is refused.
+TEST_P(Kernels, PreparedSpmmReadsEntriesPerCall) {
+  auto backends = spmm_path_backends(GetParam());
+  const HostCsr a1 = hub_csr(rng, 500, 1500, true);
+  HostCsr a2 = a1;  // same row pointers, other entries
+  std::uniform_int_distribution<col_t> col(0, static_cast<col_t>(a2.cols - 1));
+  std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+  for (auto& c : a2.indices) c = col(rng);
+  for (auto& v : a2.values) v = val(rng);
+  const HostMat b = random_mat(rng, a1.cols, 40, 0);
+  const HostMat c = HostMat(a1.rows, 40, 40, kNaN);
+  const auto reference = [&](const HostCsr& a) {
+    CsrMatrix da(*ref, a);
+    DevMat db(*ref, b), dc(*ref, c);
+    ref->spmm(da.view(), db.cview(), dc.view(), 0.0f);
+    return dc.download();
+  };
+  const HostMat want1 = reference(a1), want2 = reference(a2);
+  for (auto& [label, x] : backends) {
+    CsrMatrix da(*x, a1);
+    Buffer<col_t> idx2(*x, a2.indices);
+    Buffer<float> val2(*x, a2.values);
+    DevMat db(*x, b), dc(*x, c);
+    const std::unique_ptr<SpmmPlan> plan = x->prepare_spmm(da.view(), 40);
+    CsrView v2 = da.view();
+    v2.indices = idx2.data();
+    v2.values = val2.data();
+    x->spmm(da.view(), db.cview(), dc.view(), 0.0f, plan.get());
+    expect_close(dc.download(), want1, 1e-4, label + " first entries");
+    x->spmm(v2, db.cview(), dc.view(), 0.0f, plan.get());
+    expect_close(dc.download(), want2, 1e-4, label + " entries swapped under the plan");
+    x->spmm(da.view(), db.cview(), dc.view(), 0.0f, plan.get());
+    expect_close(dc.download(), want1, 1e-4, label + " first entries again");
+    if (plan) {
+      const CsrMatrix other(*x, random_csr(rng, 500, 1500, 4, true));
+      EXPECT_THROW(x->spmm(other.view(), db.cview(), dc.view(), 0.0f, plan.get()), std::invalid_argument) << label;
+    }
+  }
+}
+
+// ProfilingBackend forwards prepare_spmm and the prepared spmm to its inner backend.
+TEST_P(Kernels, ProfilingBackendForwardsPreparedSpmm) {
+  ProfilingBackend prof(*be);
+  const HostCsr a = hub_csr(rng, 300, 800, true);
+  const HostMat b = random_mat(rng, a.cols, 33, 0), c = HostMat(a.rows, 33, 33, kNaN);
+  const HostMat direct = prepared_spmm(*be, a, b, c, 0.0f, 33);
+  prof.clear();
+  const HostMat through = prepared_spmm(prof, a, b, c, 0.0f, 33);
+  EXPECT_TRUE(bitwise_equal(direct.data, through.data));
+  EXPECT_EQ(prof.entries().at("spmm_prepare").calls, 1u);
+  EXPECT_EQ(prof.entries().at("spmm").calls, 1u);
 }
 
 // ---- dense --------------------------------------------------------------------------------
@@ -609,6 +792,119 @@ TEST_P(Kernels, RowArgmaxAllNegInfRowPicksFirstColumn) {
   EXPECT_EQ(run_argmax(*be, {low}, {5}), alone);
   EXPECT_EQ(run_argmax(*be, {high, low}, {cols, 0}), merged);
   EXPECT_EQ(run_argmax(*be, {low, high}, {0, cols}), merged);
+}
+
+// ---- accuracy counts (argmax_keys, count_correct) ------------------------------------------
+
+// DistLoss::evaluate's steps on class shards, the collectives done on the host: row_argmax per
+// shard, the max of the values over shards, argmax_keys per shard (written over a copy of the
+// global best: `key` aliases `global_best`), the max of the keys, then count_correct.
+std::vector<double> run_accuracy(Backend& be, const std::vector<HostMat>& shards, const std::vector<index_t>& col0s,
+                                 const std::vector<std::int32_t>& labels, const std::vector<std::uint8_t>& splits,
+                                 int num_splits) {
+  const auto rows = static_cast<std::size_t>(shards[0].rows);
+  std::vector<std::vector<float>> best(shards.size());
+  std::vector<Buffer<float>> bv;
+  std::vector<Buffer<std::int64_t>> bc;
+  std::vector<float> global(rows, -kInf), key(rows, -kInf);
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    bv.emplace_back(be, std::vector<float>(rows, -kInf));
+    bc.emplace_back(be, std::vector<std::int64_t>(rows, -1));
+    DevMat d(be, shards[s]);
+    be.row_argmax(d.cview(), col0s[s], bv[s].data(), bc[s].data());
+    best[s] = bv[s].to_host();
+    for (std::size_t i = 0; i < rows; ++i) global[i] = std::max(global[i], best[s][i]);
+  }
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    Buffer<float> k(be, global);
+    be.argmax_keys(rows, bv[s].data(), k.data(), bc[s].data(), k.data());
+    const std::vector<float> ks = k.to_host();
+    for (std::size_t i = 0; i < rows; ++i) key[i] = std::max(key[i], ks[i]);
+  }
+  Buffer<float> k(be, key);
+  Buffer<std::int32_t> l(be, labels);
+  Buffer<std::uint8_t> sp(be, splits);
+  Buffer<double> counts(be, std::vector<double>(static_cast<std::size_t>(std::max(num_splits, 1)), -7.0));
+  be.count_correct(rows, k.data(), l.data(), sp.data(), num_splits, counts.data());
+  std::vector<double> got = counts.to_host();
+  got.resize(static_cast<std::size_t>(num_splits));
+  return got;
+}
+
+// The plain loop: the predicted class is the first maximum of the whole row.
+std::vector<double> plain_accuracy(const HostMat& m, const std::vector<std::int32_t>& labels,
+                                   const std::vector<std::uint8_t>& splits, int num_splits) {
+  std::vector<double> counts(static_cast<std::size_t>(num_splits), 0.0);
+  for (index_t i = 0; i < m.rows; ++i) {
+    const float* row = m.data.data() + i * m.ld;
+    const auto pred = std::max_element(row, row + m.cols) - row;
+    const std::int32_t label = labels[static_cast<std::size_t>(i)];
+    if (label < 0 || pred != label) continue;
+    for (int s = 0; s < num_splits; ++s)
+      if (splits[static_cast<std::size_t>(i)] >> s & 1) counts[static_cast<std::size_t>(s)] += 1.0;
+  }
+  return counts;
+}
+
+TEST_P(Kernels, ArgmaxKeysMarkTheShardHoldingTheMaximum) {
+  // Rows: this shard holds the maximum; another does; a tie (both hold it); no candidate.
+  const std::vector<float> best_val{3.0f, 1.0f, 2.0f, -kInf}, global{3.0f, 4.0f, 2.0f, -kInf};
+  const std::vector<std::int64_t> best_col{7, 2, 0, -1};
+  const std::vector<float> want{-7.0f, -kInf, -0.0f, -kInf};
+  for (Backend* x : {be.get(), ref.get()}) {
+    Buffer<float> v(*x, best_val), g(*x, global), out(*x, 4);
+    Buffer<std::int64_t> c(*x, best_col);
+    x->argmax_keys(4, v.data(), g.data(), c.data(), out.data());
+    EXPECT_EQ(out.to_host(), want) << x->name();
+    x->argmax_keys(4, v.data(), g.data(), c.data(), v.data());  // over best_val
+    EXPECT_EQ(v.to_host(), want) << x->name();
+    x->argmax_keys(0, v.data(), g.data(), c.data(), v.data());  // nothing
+  }
+}
+
+// Against the plain loop: ties within and across shards, all -inf rows, rows in no split, in
+// several splits, unlabelled rows, bits past num_splits; sizes from empty to several CUDA blocks.
+TEST_P(Kernels, CountCorrectMatchesPlainLoop) {
+  for (const index_t rows : {index_t{0}, index_t{1}, index_t{37}, index_t{5000}, index_t{40000}}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    const index_t cols = 45;
+    HostMat m = random_mat(rng, rows, cols, 3);
+    std::uniform_int_distribution<int> pick(0, cols - 1), bits(0, 255), kind(0, 9);
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+    std::vector<std::uint8_t> splits(static_cast<std::size_t>(rows));
+    for (index_t i = 0; i < rows; ++i) {
+      const auto r = static_cast<std::size_t>(i);
+      const int k = kind(rng);
+      if (k == 0) {  // all -inf: the prediction is column 0
+        for (index_t j = 0; j < cols; ++j) m.at(i, j) = -kInf;
+      } else if (k <= 3) {  // a tie, often across the shard boundary (33) or CUDA lanes
+        const int a = pick(rng), b = k == 1 ? (a + 33) % cols : pick(rng);
+        m.at(i, a) = m.at(i, b) = 2.0f;
+      }
+      const float* row = &m.at(i, 0);
+      const auto best = static_cast<std::int32_t>(std::max_element(row, row + cols) - row);
+      // Mostly right, so that every split counts something; some wrong; some unlabelled.
+      labels[r] = k == 9 ? -1 : (kind(rng) < 7 ? best : static_cast<std::int32_t>(pick(rng)));
+      splits[r] = static_cast<std::uint8_t>(kind(rng) == 0 ? 0 : bits(rng));
+    }
+    const auto [left, right] = split_columns(m, 33);
+    for (const int num_splits : {3, 8, 1}) {
+      SCOPED_TRACE("splits " + std::to_string(num_splits));
+      const std::vector<double> want = plain_accuracy(m, labels, splits, num_splits);
+      if (rows >= 5000) {
+        EXPECT_GT(want[0], 0.0);
+      }
+      for (Backend* x : {be.get(), ref.get()}) {
+        EXPECT_EQ(run_accuracy(*x, {m}, {0}, labels, splits, num_splits), want) << x->name() << ", one shard";
+        EXPECT_EQ(run_accuracy(*x, {right, left}, {33, 0}, labels, splits, num_splits), want)
+            << x->name() << ", two shards";
+      }
+    }
+  }
+  for (Backend* x : {be.get(), ref.get()}) {
+    Buffer<double> counts(*x, 9);
+    EXPECT_THROW(x->count_correct(0, nullptr, nullptr, nullptr, 9, counts.data()), std::invalid_argument) << x->name();
+  }
 }
 
 // ---- adam ---------------------------------------------------------------------------------

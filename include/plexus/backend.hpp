@@ -36,11 +36,34 @@ struct LossTerms {
   double loss_sum = 0.0;  // sum over selected rows of weight * (-log p[label])
 };
 
+// Page-locked ("pinned") host memory from Backend::allocate_host_pinned. The deleter is a plain
+// function (cudaFreeHost, free), not a call on the backend, so a block may outlive the backend
+// that made it (a communicator's staging arena destroyed after the backend, as in plexus train).
+struct HostPinnedFree {
+  void (*release)(void*) = nullptr;
+  void operator()(void* p) const noexcept {
+    if (p && release) release(p);
+  }
+};
+using HostPinnedPtr = std::unique_ptr<void, HostPinnedFree>;
+
 struct AdamParams {
   float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float weight_decay = 0.0f;
   bool decoupled = false;  // false: L2 added to the gradient (Adam); true: AdamW
   std::int64_t step = 1;   // 1-based step count, for bias correction
+};
+
+// A CSR matrix prepared by Backend::prepare_spmm for repeated spmm() calls: opaque, backend-
+// specific (the CUDA backend keeps cuSPARSE descriptors and workspace, and the split of very long
+// rows). It depends on A's shape and row pointers only (rows, cols, nnz, the indptr array and its
+// contents), which must stay as they were while the plan is used; column indices and values are
+// read afresh by every call, so they may change between calls (a block gathered into a reused
+// workspace). A plan may hold device memory of the backend that made it: destroy it before that
+// backend, and use it only with that backend (a ProfilingBackend's plans are its inner backend's).
+class SpmmPlan {
+ public:
+  virtual ~SpmmPlan() = default;
 };
 
 class Backend {
@@ -62,6 +85,17 @@ class Backend {
     return false;
   }
   virtual void synchronize() {}
+  // The CUDA stream this backend's kernels are queued on (a cudaStream_t) and its device
+  // ordinal, for a device communicator (NCCL) that orders its work after theirs with events;
+  // nullptr and -1 on host backends.
+  virtual void* native_stream() const { return nullptr; }
+  virtual int device_ordinal() const { return -1; }
+  // Host memory for staging transfers between the host and this device (collectives staged
+  // through the host, small results copied back): page-locked on CUDA (cudaMallocHost), so
+  // copies to and from it run at full link speed without a bounce buffer; elsewhere ordinary
+  // 64-byte aligned host memory (the default). Uninitialised, at least `bytes` long (nullptr
+  // for 0), not counted in live_bytes. Pinning is slow and scarce: allocate once and reuse.
+  virtual HostPinnedPtr allocate_host_pinned(std::size_t bytes);
   std::size_t live_bytes() const { return live_bytes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
   void reset_peak() {
@@ -91,6 +125,22 @@ class Backend {
   // The transposed product Aᵀ·B is done by SpMM with an explicitly transposed CSR
   // (csr_transpose in sparse.hpp, built once): a scatter kernel would need atomics.
   virtual void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) = 0;
+  // Prepares A once for many spmm() calls with B at most `max_dense_cols` wide (a hint for sizing
+  // workspace: wider calls still work). Returns nullptr where a backend needs nothing (cpu,
+  // reference). Reads A's shape and row pointers (see SpmmPlan), not its indices or values.
+  virtual std::unique_ptr<SpmmPlan> prepare_spmm(const CsrView& a, index_t max_dense_cols) {
+    (void)a;
+    (void)max_dense_cols;
+    return nullptr;
+  }
+  // spmm() with a plan from prepare_spmm(A) of this backend (nullptr: the unprepared path). The
+  // result is deterministic as well, but it may differ in the last bits from the unprepared
+  // call's where the plan changes the summation order (on CUDA: split rows, cuSPARSE). A plan of
+  // another matrix (other shape or indptr pointer) or backend is refused with invalid_argument.
+  virtual void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
+    (void)plan;
+    spmm(a, b, c, beta);
+  }
 
   // ---- dense ----------------------------------------------------------------------------
   // C = alpha·op(A)·op(B) + beta·C.
@@ -135,6 +185,19 @@ class Backend {
   // best_val / best_col (initialise best_val to -inf, best_col to -1); ties keep the lower
   // column so the result does not depend on how classes are sharded.
   virtual void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) = 0;
+  // Accuracy of that argmax over class shards, in two steps around max all-reduces over the
+  // class axis (DistLoss::evaluate): after row_argmax on this shard (best_val, best_col) and the
+  // all-reduce of a copy of best_val (global_best),
+  //   key[i] = -float(best_col[i]) where best_col[i] >= 0 and best_val[i] == global_best[i]
+  //            (this shard holds the row's maximum), else -inf;
+  // the max all-reduce of the keys is then minus the lowest column holding the maximum, and
+  //   counts[s] = #rows i with bit s of splits[i] set, labels[i] >= 0 and -key[i] == labels[i]
+  // for s < num_splits (<= 8), written as doubles (exact integers) into `counts` (this
+  // backend's memory, overwritten, also for n == 0). `key` may alias best_val or global_best.
+  virtual void argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                           const std::int64_t* best_col, float* key) = 0;
+  virtual void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                             int num_splits, double* counts) = 0;
 
   // ---- optimizer ------------------------------------------------------------------------
   // One Adam/AdamW step over n parameters.

@@ -1,6 +1,6 @@
 #pragma once
 // The communicator interface: every collective the engine uses goes through it, so the same
-// model code runs on one process (SelfCommunicator), MPI (CPU buffers) and, later, NCCL.
+// model code runs on one process (SelfCommunicator), MPI (host buffers) and NCCL (device buffers).
 // Each communicator is one axis of the ProcessGrid and counts the bytes it moves.
 #include <cstddef>
 #include <cstdint>
@@ -76,10 +76,21 @@ std::unique_ptr<Communicator> make_self_communicator();
 class Backend;
 // `host` (MPI: host memory only) for the buffers of `backend`: device buffers are staged
 // through host copies (the backend's copy_to_host / copy_from_host), host ones passed as they
-// are (src/comm/staging_communicator.cpp). The fallback when ranks share a GPU, and the
-// multi-GPU path until NCCL. Stats are host's. `on_device` says which buffers to stage
+// are (src/comm/staging_communicator.cpp). The fallback when ranks share a GPU or the build
+// has no NCCL. Stats are host's. `on_device` says which buffers to stage
 // (default: the backend's is_device_pointer; tests stage host memory with it).
 std::unique_ptr<Communicator> make_staging_communicator(std::unique_ptr<Communicator> host, Backend& backend,
                                                         std::function<bool(const void*)> on_device = {});
+
+// Whether this build has NCCL (the CUDA backend's device communicators).
+bool nccl_available();
+// An NCCL communicator over the ranks of `host` (an MPI communicator of the same ranks in the
+// same order; the NCCL unique id is sent over it). Its collectives take `device`'s buffers
+// only (a host buffer is a logic_error: host values go through ProcessGrid::host_comm), run
+// on a communication stream ordered after `device`'s stream with CUDA events (no device-wide
+// synchronisation), and time themselves with events on that stream. Uneven all-gathers and
+// reduce-scatters are padded or grouped (src/comm/nccl_schedule.hpp). Throws
+// std::logic_error when !nccl_available().
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Backend& device);
 
 }  // namespace plexus

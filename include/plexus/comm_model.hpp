@@ -13,12 +13,22 @@
 
 namespace plexus {
 
+// Whose byte accounting the model follows: MPI (MpiCommunicator, the default) or NCCL (the
+// device communicators, which pad or group uneven all-gathers and reduce-scatters:
+// src/comm/nccl_schedule.hpp). All-reduces count the same under both.
+enum class Transport { Mpi, Nccl };
+const char* transport_name(Transport t);          // "mpi", "nccl"
+Transport parse_transport(const std::string& s);  // throws InputError("--transport", ...)
+
 struct ProblemSize {
   index_t num_nodes = 0;
   index_t nnz = 0;             // edges of the input graph (Â has about nnz + num_nodes entries)
   std::vector<index_t> dims;   // D_0 = features, hidden..., D_L = classes
   bool dropout = true;         // dropout > 0 (train default): layer 0's train aggregation is not cached
   bool shard_adj = false;      // Â sharded over each layer's i axis (TrainConfig::shard_adj)
+  // NCCL: exact for every gather of dense blocks; the sharded Â gathers, whose per-part nnz
+  // the model takes as the average, are counted as under MPI (exact in sum only when grouped).
+  Transport transport = Transport::Mpi;
   int layers() const { return static_cast<int>(dims.size()) - 1; }
 };
 

@@ -143,6 +143,7 @@ struct GptParallel {
   int zero = 0;
   double bucket_mb = 25.0;
   Precision precision = Precision::FP32;  // BF16: 2-byte parameters, gradients and D traffic
+  Transport transport = Transport::Mpi;   // whose byte accounting (comm_model.hpp)
 };
 // Per-rank costs of one step of grad_accum micro-batches: bytes per axis (x, y, z, d) exactly as
 // the communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs,
@@ -159,7 +160,7 @@ AxisBytes predict_gpt_step(const GptConfig& model, index_t batch, int grad_accum
 // only with D > 1.
 std::vector<GridPlan> plan_gpt(const GptConfig& model, index_t batch, int grad_accum, int ranks,
                                const MachineModel& machine, double memory_per_rank = 0, double bucket_mb = 25.0,
-                               Precision precision = Precision::FP32);
+                               Precision precision = Precision::FP32, Transport transport = Transport::Mpi);
 
 // Generates `tokens` tokens after `prompt` (token ids) on one rank: temperature, top-k (0 = all).
 std::vector<std::int32_t> sample_gpt(const GptConfig& model, const GptWeights& weights,

@@ -62,7 +62,16 @@ class ProcessGrid {
   int dp() const { return dp_; }
   int coord(Axis a) const { return coords_[static_cast<int>(a)]; }
   int dim(Axis a) const { return a == Axis::D ? dp_ : shape_.dim(a); }
+  // The tensor collectives of axis a. With device communicators (use_device_communicators)
+  // they take the backend's device buffers only; host values (scalars, counts, the loss) go
+  // through host_comm(a), the axis's MPI communicator. Without them both are the same object.
   Communicator& comm(Axis a) { return *axes_[static_cast<int>(a)]; }
+  Communicator& host_comm(Axis a) {
+    const auto& h = host_axes_[static_cast<int>(a)];
+    return h ? *h : comm(a);
+  }
+  // What axis a moved: its tensor and host communicators together.
+  CommStats axis_stats(Axis a) const;
   // The X·Y·Z ranks of this rank's replica (reductions over the whole model: norms, gathers).
   Communicator& replica() { return *replica_; }
   Communicator& world() { return *world_; }
@@ -71,6 +80,13 @@ class ProcessGrid {
   // (make_staging_communicator): a device backend's tensors over host MPI.
   // `on_device`: which buffers (default: device.is_device_pointer).
   void stage_through_host(Backend& device, std::function<bool(const void*)> on_device = {});
+  // Every axis of more than one rank gets a device communicator made by `make` from the axis's
+  // host communicator (kept, as host_comm, for host values); one-rank axes, the replica and the
+  // world stage device buffers through host memory. use_nccl passes make_nccl_communicator
+  // (comm.hpp). Called once, before any collective (later calls do nothing).
+  using DeviceCommFactory = std::function<std::unique_ptr<Communicator>(Communicator& host)>;
+  void use_device_communicators(Backend& device, const DeviceCommFactory& make);
+  void use_nccl(Backend& device);
 
  private:
   GridShape shape_;
@@ -78,6 +94,8 @@ class ProcessGrid {
   int rank_ = 0;
   std::array<int, 4> coords_{};
   std::array<std::unique_ptr<Communicator>, 4> axes_;
+  std::array<std::unique_ptr<Communicator>, 4> host_axes_;  // set by use_device_communicators
+  bool device_comms_ = false;
   std::unique_ptr<Communicator> replica_;
   std::unique_ptr<Communicator> world_;
 };

@@ -33,7 +33,13 @@ class ProfilingBackend final : public Backend {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override { inner_.synchronize(); }
+  void* native_stream() const override { return inner_.native_stream(); }
+  int device_ordinal() const override { return inner_.device_ordinal(); }
+  HostPinnedPtr allocate_host_pinned(std::size_t bytes) override;
   void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;
+  // Plans are the inner backend's (timed as "spmm_prepare"); the prepared spmm is timed as "spmm".
+  std::unique_ptr<SpmmPlan> prepare_spmm(const CsrView& a, index_t max_dense_cols) override;
+  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) override;
   void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta, MatrixView c) override;
   void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) override;
   void fill(MatrixView m, float value) override;
@@ -48,6 +54,10 @@ class ProfilingBackend final : public Backend {
   LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp, const std::int32_t* labels,
                          const float* weights, index_t col0, MatrixView grad) override;
   void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
+  void argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
+                   float* key) override;
+  void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                     int num_splits, double* counts) override;
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override;
   void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
   void from_bf16(std::size_t n, const bf16* x, float* y) override;

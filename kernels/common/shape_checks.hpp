@@ -60,6 +60,10 @@ inline void check_dropout_p(float p) {
   require(p >= 0.0f && p <= 1.0f, "dropout", "p must be in [0, 1]");  // also rejects NaN
 }
 
+inline void check_count_correct(int num_splits) {
+  require(num_splits >= 0 && num_splits <= 8, "count_correct", "num_splits must be in [0, 8]");
+}
+
 inline void check_adam(const AdamParams& hp) {
   require(hp.step >= 1, "adam_step", "step is 1-based and must be >= 1");
 }

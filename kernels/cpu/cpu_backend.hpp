@@ -58,6 +58,10 @@ class CpuBackend final : public Backend {
   LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
                          const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) override;
   void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
+  void argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
+                   float* key) override;
+  void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                     int num_splits, double* counts) override;
 
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override;
 

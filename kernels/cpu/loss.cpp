@@ -1,4 +1,4 @@
-// Masked log-softmax + NLL, with the class axis possibly sharded (see backend.hpp).
+// Masked log-softmax + NLL and accuracy counts, with the class axis possibly sharded (see backend.hpp).
 // Rows are independent, so every per-row result is computed by one thread; the only
 // reduction across rows, the loss sum, uses fixed row chunks combined in chunk order.
 #include <cmath>
@@ -101,6 +101,31 @@ void CpuBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, st
       best_col[i] = c;
     }
   }
+}
+
+void CpuBackend::argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                             const std::int64_t* best_col, float* key) {
+  const auto rows = static_cast<index_t>(n);
+  // key may alias best_val or global_best: element i is read, then written, by one thread.
+#pragma omp parallel for schedule(static) num_threads(threads_for(rows))
+  for (index_t i = 0; i < rows; ++i) {
+    const bool here = best_col[i] >= 0 && best_val[i] == global_best[i];
+    key[i] = here ? -static_cast<float>(best_col[i]) : -std::numeric_limits<float>::infinity();
+  }
+}
+
+void CpuBackend::count_correct(std::size_t n, const float* key, const std::int32_t* labels,
+                               const std::uint8_t* splits, int num_splits, double* counts) {
+  detail::check_count_correct(num_splits);
+  const auto rows = static_cast<index_t>(n);
+  // Integer counts: exact, whatever the order threads add them in.
+  std::int64_t c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma omp parallel for schedule(static) num_threads(threads_for(rows)) reduction(+ : c[:8])
+  for (index_t i = 0; i < rows; ++i) {
+    if (labels[i] < 0 || -key[i] != static_cast<float>(labels[i])) continue;
+    for (int s = 0; s < 8; ++s) c[s] += splits[i] >> s & 1;
+  }
+  for (int s = 0; s < num_splits; ++s) counts[s] = static_cast<double>(c[s]);
 }
 
 }  // namespace plexus::cpu

@@ -186,6 +186,31 @@ bool CudaBackend::is_device_pointer(const void* p) const {
   return a.type == cudaMemoryTypeDevice;  // managed memory is host-addressable
 }
 
+namespace {
+void free_host_pinned(void* p) {
+  const cudaError_t e = cudaFreeHost(p);
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "plexus: cudaFreeHost failed: %s: %s\n", cudaGetErrorName(e), cudaGetErrorString(e));
+    cudaGetLastError();
+  }
+}
+}  // namespace
+
+// Page-locked host memory (portable: pinned for every device, whichever backend asked). When the
+// system refuses to pin that much, ordinary host memory: copies through it still work, slower.
+HostPinnedPtr CudaBackend::allocate_host_pinned(std::size_t bytes) {
+  if (bytes == 0) return HostPinnedPtr(nullptr, HostPinnedFree{free_host_pinned});
+  activate();
+  void* p = nullptr;
+  const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return Backend::allocate_host_pinned(bytes);
+  }
+  if (e != cudaSuccess) throw_cuda_error(e, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
+  return HostPinnedPtr(p, HostPinnedFree{free_host_pinned});
+}
+
 void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   activate();

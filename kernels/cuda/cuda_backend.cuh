@@ -73,6 +73,12 @@ inline bool aligned(const void* p, std::size_t bytes) {
   return (reinterpret_cast<std::uintptr_t>(p) % bytes) == 0;
 }
 
+// Which kernel a *prepared* spmm runs (spmm.cu; unprepared calls always run the custom kernel):
+// the custom kernel with long rows split over several groups (Plexus), or cusparseSpMM
+// (Cusparse). Chosen by PLEXUS_CUDA_SPMM=plexus|cusparse, read when a backend is made.
+enum class SpmmPath { Plexus, Cusparse };
+SpmmPath spmm_path_from_env();  // throws InputError on a value other than plexus / cusparse
+
 // ---- the backend -----------------------------------------------------------------------------
 class CudaBackend final : public Backend {
  public:
@@ -90,9 +96,17 @@ class CudaBackend final : public Backend {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
   bool is_device_pointer(const void* p) const override;
+  HostPinnedPtr allocate_host_pinned(std::size_t bytes) override;
   void synchronize() override;
+  void* native_stream() const override { return stream_; }
+  int device_ordinal() const override { return device_; }
 
   void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;
+  std::unique_ptr<SpmmPlan> prepare_spmm(const CsrView& a, index_t max_dense_cols) override;
+  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) override;
+  // The path plans prepared from now on take (PLEXUS_CUDA_SPMM sets the initial one).
+  SpmmPath spmm_path() const { return spmm_path_; }
+  void set_spmm_path(SpmmPath p) { spmm_path_ = p; }
   void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
             MatrixView c) override;
   void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) override;
@@ -111,6 +125,10 @@ class CudaBackend final : public Backend {
                          const std::int32_t* labels, const float* weights, index_t col0,
                          MatrixView grad) override;
   void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
+  void argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
+                   float* key) override;
+  void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                     int num_splits, double* counts) override;
 
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                  const AdamParams& hp) override;
@@ -139,6 +157,7 @@ class CudaBackend final : public Backend {
   cudaMemPool_t pool_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
+  SpmmPath spmm_path_ = spmm_path_from_env();
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   CudaTransformerKernels transformer_{*this};

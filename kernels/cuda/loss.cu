@@ -1,5 +1,5 @@
-// Masked log-softmax + NLL pieces: row_max, row_sumexp, softmax_xent, row_argmax, and the
-// deterministic device sum used for the loss.
+// Masked log-softmax + NLL pieces: row_max, row_sumexp, softmax_xent, row_argmax, the
+// accuracy counts (argmax_keys, count_correct), and the deterministic device sum used for the loss.
 //
 // One warp per row (8 rows per 256-thread block, rows grid-strided): lane l visits columns
 // l, l+32, ... in order, then the warp combines with a fixed xor-butterfly, so every result
@@ -153,6 +153,62 @@ __global__ void __launch_bounds__(kSumThreads) det_sum_kernel(const double* __re
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
+// ---- accuracy counts ------------------------------------------------------------------------
+// key may alias best_val or global_best (no __restrict__ on them): element i is read, then
+// written, by one thread.
+__global__ void argmax_keys_kernel(std::size_t n, const float* best_val, const float* global_best,
+                                   const std::int64_t* __restrict__ best_col, float* key) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = best_col[i];
+    const bool here = c >= 0 && best_val[i] == global_best[i];
+    key[i] = here ? -static_cast<float>(c) : -INFINITY;
+  }
+}
+
+// Integer counts, so any order gives the same result; still no atomics: each block writes its
+// eight partial counts, and one thread per split adds the blocks' partials in block order.
+constexpr int kCountThreads = 256, kCountSplits = 8;
+constexpr unsigned kCountMaxBlocks = 1024;
+
+__global__ void __launch_bounds__(kCountThreads)
+    count_correct_kernel(std::size_t n, const float* __restrict__ key, const std::int32_t* __restrict__ labels,
+                         const std::uint8_t* __restrict__ splits, unsigned long long* __restrict__ partial) {
+  unsigned long long c[kCountSplits] = {};
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::int32_t label = labels[i];
+    if (label < 0 || -key[i] != static_cast<float>(label)) continue;
+    const unsigned bits = splits[i];
+#pragma unroll
+    for (int s = 0; s < kCountSplits; ++s) c[s] += (bits >> s) & 1u;
+  }
+  __shared__ unsigned long long sh[kCountSplits][kCountThreads / 32];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+#pragma unroll
+  for (int s = 0; s < kCountSplits; ++s) {
+    unsigned long long v = c[s];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) sh[s][warp] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < kCountSplits) {
+    unsigned long long t = 0;
+    for (int w = 0; w < kCountThreads / 32; ++w) t += sh[threadIdx.x][w];
+    partial[static_cast<std::size_t>(blockIdx.x) * kCountSplits + threadIdx.x] = t;
+  }
+}
+
+__global__ void count_correct_finish_kernel(const unsigned long long* __restrict__ partial, unsigned blocks,
+                                            int num_splits, double* __restrict__ counts) {
+  const int s = static_cast<int>(threadIdx.x);
+  if (s >= num_splits) return;
+  unsigned long long t = 0;
+  for (unsigned b = 0; b < blocks; ++b) t += partial[static_cast<std::size_t>(b) * kCountSplits + s];
+  counts[s] = static_cast<double>(t);
+}
+
 }  // namespace
 
 std::size_t det_sum_workspace(std::size_t n) {
@@ -227,6 +283,29 @@ void CudaBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, s
   row_argmax_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, col0, best_val,
                                                                best_col);
   PLEXUS_CUDA_CHECK_LAUNCH("row_argmax_kernel");
+}
+
+void CudaBackend::argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                              const std::int64_t* best_col, float* key) {
+  if (n == 0) return;
+  activate();
+  argmax_keys_kernel<<<grid_1d(n), kBlock, 0, stream_>>>(n, best_val, global_best, best_col, key);
+  PLEXUS_CUDA_CHECK_LAUNCH("argmax_keys_kernel");
+}
+
+void CudaBackend::count_correct(std::size_t n, const float* key, const std::int32_t* labels,
+                                const std::uint8_t* splits, int num_splits, double* counts) {
+  detail::check_count_correct(num_splits);
+  if (num_splits == 0) return;
+  activate();
+  // A few thousand rows per block at most 1024 blocks; n == 0 still runs one block (zeros).
+  const unsigned blocks = clamp_grid(ceil_div(n, static_cast<std::size_t>(kCountThreads) * 16), kCountMaxBlocks);
+  auto* partial = static_cast<unsigned long long*>(
+      scratch(static_cast<std::size_t>(blocks) * kCountSplits * sizeof(unsigned long long)));
+  count_correct_kernel<<<blocks, kCountThreads, 0, stream_>>>(n, key, labels, splits, partial);
+  PLEXUS_CUDA_CHECK_LAUNCH("count_correct_kernel");
+  count_correct_finish_kernel<<<1, kCountSplits, 0, stream_>>>(partial, blocks, num_splits, counts);
+  PLEXUS_CUDA_CHECK_LAUNCH("count_correct_finish_kernel");
 }
 
 }  // namespace plexus::cuda

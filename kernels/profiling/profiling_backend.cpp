@@ -93,6 +93,9 @@ void ProfilingBackend::deallocate(void* p, std::size_t bytes) noexcept {
   inner_.deallocate(p, bytes);
   if (p) count_free(bytes);
 }
+HostPinnedPtr ProfilingBackend::allocate_host_pinned(std::size_t bytes) {
+  return timed("allocate_host_pinned", [&] { return inner_.allocate_host_pinned(bytes); });
+}
 void ProfilingBackend::copy_from_host(void* dst, const void* src, std::size_t bytes) {
   timed("copy_from_host", [&] { inner_.copy_from_host(dst, src, bytes); });
 }
@@ -104,6 +107,12 @@ void ProfilingBackend::copy_on_device(void* dst, const void* src, std::size_t by
 }
 void ProfilingBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
   timed("spmm", [&] { inner_.spmm(a, b, c, beta); });
+}
+std::unique_ptr<SpmmPlan> ProfilingBackend::prepare_spmm(const CsrView& a, index_t max_dense_cols) {
+  return timed("spmm_prepare", [&] { return inner_.prepare_spmm(a, max_dense_cols); });
+}
+void ProfilingBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
+  timed("spmm", [&] { inner_.spmm(a, b, c, beta, plan); });
 }
 void ProfilingBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
                             MatrixView c) {
@@ -145,6 +154,14 @@ LossTerms ProfilingBackend::softmax_xent(ConstMatrixView x, const float* row_max
 }
 void ProfilingBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
   timed("row_argmax", [&] { inner_.row_argmax(x, col0, best_val, best_col); });
+}
+void ProfilingBackend::argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                                   const std::int64_t* best_col, float* key) {
+  timed("argmax_keys", [&] { inner_.argmax_keys(n, best_val, global_best, best_col, key); });
+}
+void ProfilingBackend::count_correct(std::size_t n, const float* key, const std::int32_t* labels,
+                                     const std::uint8_t* splits, int num_splits, double* counts) {
+  timed("count_correct", [&] { inner_.count_correct(n, key, labels, splits, num_splits, counts); });
 }
 void ProfilingBackend::adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
                                  const AdamParams& hp) {

@@ -192,6 +192,23 @@ class ReferenceBackend final : public Backend {
     }
   }
 
+  void argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
+                   float* key) override {
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool here = best_col[i] >= 0 && best_val[i] == global_best[i];  // read before key[i] is written
+      key[i] = here ? -static_cast<float>(best_col[i]) : -std::numeric_limits<float>::infinity();
+    }
+  }
+  void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                     int num_splits, double* counts) override {
+    detail::check_count_correct(num_splits);
+    for (int s = 0; s < num_splits; ++s) {
+      counts[s] = 0.0;
+      for (std::size_t i = 0; i < n; ++i)
+        if ((splits[i] >> s & 1) && labels[i] >= 0 && -key[i] == static_cast<float>(labels[i])) counts[s] += 1.0;
+    }
+  }
+
   // ---- optimizer --------------------------------------------------------------------------
   void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) override {
     detail::check_adam(hp);

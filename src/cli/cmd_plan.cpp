@@ -23,7 +23,15 @@ struct PlanOptions {
   std::string spmm_gbs, gemm_gflops;
   bool json = false;
   bool shard_adj = false;
+  std::string transport = "mpi";
 };
+
+void add_transport_option(CLI::App* cmd, std::string& transport) {
+  cmd->add_option("--transport", transport,
+                  "Byte accounting of the collectives: mpi (host buffers) or nccl (device communicators: "
+                  "uneven gathers padded or grouped, src/comm/nccl_schedule.hpp)")
+      ->capture_default_str();
+}
 
 long parse_int(const std::string& opt, const std::string& text, long lo, long hi) {
   long v = 0;
@@ -89,6 +97,7 @@ void run_plan(const PlanOptions& o) {
   p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
   p.dropout = dropout > 0;
   p.shard_adj = o.shard_adj;
+  p.transport = parse_transport(o.transport);
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m);
   if (o.json) {
@@ -119,7 +128,8 @@ void run_plan(const PlanOptions& o) {
           {"spmm_gbs", m.spmm_gbs},
           {"gemm_gflops", m.gemm_gflops},
           {"dropout", p.dropout},
-          {"shard_adj", p.shard_adj}}},
+          {"shard_adj", p.shard_adj},
+          {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
     fmt::print("{}\n", doc.dump(2));
     return;
@@ -149,7 +159,7 @@ struct GptPlanOptions {
   index_t batch = 12;
   int grad_accum = 1;
   bool untie = false;
-  std::string memory_per_rank, precision = "fp32";
+  std::string memory_per_rank, precision = "fp32", transport = "mpi";
   double bucket_mb = 25.0;
 };
 
@@ -166,13 +176,14 @@ void run_plan_gpt(GptPlanOptions& o) {
   validate(check);
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
   const Precision precision = precision_of(o.precision);
+  const Transport transport = parse_transport(o.transport);
   const std::vector<GridPlan> plans =
-      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision);
+      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport);
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
-      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision};
+      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport};
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
                        {"dp", g.dp},
@@ -188,6 +199,7 @@ void run_plan_gpt(GptPlanOptions& o) {
     fmt::print("{}\n", nlohmann::json{{"ranks", ranks},
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
+                                      {"transport", transport_name(transport)},
                                       {"grids", grids}}
                             .dump(2));
     return;
@@ -236,6 +248,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--dropout", o->dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();
   cmd->add_flag("--shard-adj", o->shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
+  add_transport_option(cmd, o->transport);
 
   // `plexus plan gpt`: the same ranking for a GPT (include/plexus/gpt.hpp, predict_gpt_ranks).
   auto g = std::make_shared<GptPlanOptions>();
@@ -253,6 +266,7 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   add_precision_option(gpt, g->precision);
+  add_transport_option(gpt, g->transport);
   gpt->callback([g] { run_plan_gpt(*g); });
   cmd->callback([o, gpt] {
     if (!gpt->parsed()) run_plan(*o);

@@ -76,11 +76,18 @@ RunBackend make_run_backend(const std::string& name, int threads, bool profile, 
   RunBackend r;
   r.device = make_backend(name == "auto" && !own_gpus ? "cpu" : name, threads, gpus ? node.local_rank % gpus : 0);
   if (r.device->device() == Device::CUDA && grid.size() > 1) {
-    // No NCCL communicators yet: device tensors go over MPI through host copies.
-    grid.stage_through_host(*r.device);
-    if (grid.rank() == 0)
-      spdlog::info("CUDA on {} ranks{}: collectives are staged through host memory over MPI", grid.size(),
-                   lacking > 0 ? fmt::format(" ({} share a GPU)", static_cast<int>(lacking)) : std::string());
+    if (own_gpus && nccl_available()) {
+      // One NCCL communicator per axis for the tensors; the axis's MPI one for host values.
+      grid.use_nccl(*r.device);
+      if (grid.rank() == 0) spdlog::info("CUDA on {} ranks: an NCCL communicator per grid axis", grid.size());
+    } else {
+      // Ranks share a GPU (or no NCCL): device tensors go over MPI through pinned host copies.
+      grid.stage_through_host(*r.device);
+      if (grid.rank() == 0)
+        spdlog::info("CUDA on {} ranks{}: collectives are staged through host memory over MPI", grid.size(),
+                     lacking > 0 ? fmt::format(" ({} share a GPU)", static_cast<int>(lacking))
+                                 : std::string(" (this build has no NCCL)"));
+    }
   }
   if (profile) r.profiler = std::make_unique<ProfilingBackend>(*r.device);
   return r;

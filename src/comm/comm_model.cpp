@@ -7,7 +7,8 @@
 //   all-gather      (total - own) · 4            (skipped by the engine on a 1-rank axis)
 //   reduce-scatter  (total - own) · 4            (skipped by the engine on a 1-rank axis)
 // Block sizes come from block_range on the rank's coordinates, as layer_geometry does, so
-// uneven sizes are predicted exactly. Keep this file in step with those four files.
+// uneven sizes are predicted exactly. ProblemSize::transport = Nccl counts the all-gathers
+// and reduce-scatters as the NCCL communicator does (src/comm/nccl_schedule.hpp). Keep this file in step with those four files.
 #include "plexus/comm_model.hpp"
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <map>
 #include <numeric>
 
+#include "comm/nccl_schedule.hpp"
+#include "plexus/error.hpp"
 #include "plexus/shard.hpp"
 
 namespace plexus {
@@ -29,18 +32,27 @@ int coord_of(const std::array<int, 3>& c, Axis a) { return c[static_cast<int>(a)
 struct Counter {
   GridShape g;
   RankCost& rc;
+  Transport transport = Transport::Mpi;
   void all_reduce(Axis a, double n, double elem) {
     const int p = g.dim(a);
     rc.bytes[static_cast<int>(a)] += 2.0 * (p - 1) / p * (n * elem);
     if (p > 1) rc.calls[static_cast<int>(a)] += 2 * (p - 1);  // ring steps
   }
   // all-gather / reduce-scatter of blocks block_counts(rows, p, scale); `own` = this rank's block.
+  // Under NCCL, with the device communicator's own schedule (padded or grouped).
   void gather(Axis a, index_t rows, index_t scale) {
     const int p = g.dim(a);
     if (p == 1) return;  // the engine skips the call
     const auto counts = block_counts(rows, p, scale);
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    rc.bytes[static_cast<int>(a)] += static_cast<double>((total - counts.at(coord_of(rc.coords, a))) * sizeof(float));
+    const int own = coord_of(rc.coords, a);
+    double bytes = 0;
+    if (transport == Transport::Nccl) {
+      bytes = schedule_uneven(counts, sizeof(float)).rank_bytes(counts, own, sizeof(float));
+    } else {
+      const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+      bytes = static_cast<double>((total - counts.at(own)) * sizeof(float));
+    }
+    rc.bytes[static_cast<int>(a)] += bytes;
     rc.calls[static_cast<int>(a)] += p - 1;
   }
   // The all-gathers (column ids, values) of sharded block `b` (`transpose`: of its Âᵀ) with
@@ -67,6 +79,14 @@ double sz(const Range& r) { return static_cast<double>(r.size()); }
 
 }  // namespace
 
+const char* transport_name(Transport t) { return t == Transport::Nccl ? "nccl" : "mpi"; }
+
+Transport parse_transport(const std::string& s) {
+  if (s == "mpi") return Transport::Mpi;
+  if (s == "nccl") return Transport::Nccl;
+  throw InputError("--transport", "expected mpi or nccl, got '" + s + "'");
+}
+
 std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool first_epoch) {
   const int L = p.layers();
   const index_t N = p.num_nodes;
@@ -76,7 +96,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
   for (int r = 0; r < g.size(); ++r) {
     RankCost rc;
     rc.coords = {(r / g.y) % g.x, r % g.y, r / (g.x * g.y)};
-    Counter c{g, rc};
+    Counter c{g, rc, p.transport};
     std::vector<LayerGeometry> geo;
     for (int l = 0; l < L; ++l) geo.push_back(layer_geometry_at(g, rc.coords, l, N, p.dims[l], p.dims[l + 1]));
     // This rank's Â blocks as the engine cuts them (one node order), and the average nnz of
@@ -173,7 +193,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
       mem += sz(ge.out_rows) * sz(ge.out_cols) * kF;                                 // OUT
       if (l > 0) transient = std::max(transient, (sz(ge.out_rows) + sz(ge.in_rows)) * sz(ge.in_cols) * kF);
     }
-    mem += n_rows * (4 + 4 + 4 + 4 + 4 + 8);            // labels, 2 mask weights, row max/sum, argmax col
+    mem += n_rows * (4 + 4 + 4 + 4 + 4 + 8 + 1);        // labels, 2 mask weights, row max/sum, argmax col, splits
     mem += 2 * n_rows * sz(gl.out_cols) * kF;           // loss scratch gradient, dlogits
     mem += transient;                                   // dAGG + dH of one backward layer
     rc.memory_bytes = mem;

@@ -60,8 +60,44 @@ void ProcessGrid::stage_through_host(Backend& device, std::function<bool(const v
   world_ = make_staging_communicator(std::move(world_), device, on_device);
 }
 
+void ProcessGrid::use_device_communicators(Backend& device, const DeviceCommFactory& make) {
+  if (device_comms_) return;
+  device_comms_ = true;
+  for (Axis a : kAllAxes) {
+    auto& tensor = axes_[static_cast<int>(a)];
+    auto& host = host_axes_[static_cast<int>(a)];
+    if (tensor->size() == 1) {
+      tensor = make_staging_communicator(std::move(tensor), device);
+      continue;
+    }
+    host = std::move(tensor);
+    tensor = make(*host);
+  }
+  // The replica's and the world's collectives carry host values (norms, metrics); staged all
+  // the same, so that a device buffer given to them never reaches MPI.
+  replica_ = make_staging_communicator(std::move(replica_), device);
+  world_ = make_staging_communicator(std::move(world_), device);
+}
+
+void ProcessGrid::use_nccl(Backend& device) {
+  use_device_communicators(device, [&](Communicator& host) { return make_nccl_communicator(host, device); });
+}
+
+CommStats ProcessGrid::axis_stats(Axis a) const {
+  CommStats s = axes_[static_cast<int>(a)]->stats();
+  if (const auto& h = host_axes_[static_cast<int>(a)]) {
+    const CommStats& hs = h->stats();
+    s.calls += hs.calls;
+    s.bytes += hs.bytes;
+    s.seconds += hs.seconds;
+  }
+  return s;
+}
+
 void ProcessGrid::reset_stats() {
   for (auto& c : axes_) c->reset_stats();
+  for (auto& c : host_axes_)
+    if (c) c->reset_stats();
   replica_->reset_stats();
   world_->reset_stats();
 }

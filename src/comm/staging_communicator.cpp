@@ -4,11 +4,22 @@
 // asked of the backend (Backend::is_device_pointer): device buffers are copied to host memory,
 // the host communicator runs on the copies, and results are copied back (for the non-blocking
 // collectives, when the request completes); host buffers (scalars, the loss) pass through
-// untouched. This is the fallback for ranks that share a GPU, and the multi-GPU path until
-// NCCL communicators exist (docs/cuda.md). Bytes and calls are the host communicator's: what
+// untouched. This is the fallback for ranks that share a GPU or builds without NCCL
+// (docs/cuda.md). Bytes and calls are the host communicator's: what
 // crosses the network, not the device copies.
+//
+// The host copies live in pinned memory (Backend::allocate_host_pinned) taken from a small
+// arena the communicator keeps: blocks are borrowed per collective and returned when it
+// completes, so the steady state of training (the same collectives every step) allocates
+// nothing. Several blocks can be out at once: a non-blocking collective holds its send and
+// receive copies until it completes, and callers keep a few in flight (ZeRO's buckets, the
+// layers' overlapped gathers).
+#include <bit>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -19,34 +30,89 @@
 namespace plexus {
 namespace {
 
+// Pinned host blocks, reused: a free list per size class (4 KiB, then four classes per power of
+// two, so a block wastes at most a quarter of its size). A block leaves the arena while a staged
+// buffer uses it and comes back when that buffer is destroyed. Blocks are freed with the arena;
+// their deleter does not need the backend, which may be gone by then.
+class PinnedArena {
+ public:
+  explicit PinnedArena(Backend& be) : be_(be) {}
+  // A block of at least `bytes` (> 0): a free one of its size class, else a new one.
+  HostPinnedPtr take(std::size_t bytes, std::size_t& capacity) {
+    capacity = size_class(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(capacity);
+      if (it != free_.end() && !it->second.empty()) {
+        HostPinnedPtr b = std::move(it->second.back());
+        it->second.pop_back();
+        return b;
+      }
+    }
+    return be_.allocate_host_pinned(capacity);
+  }
+  void give_back(HostPinnedPtr block, std::size_t capacity) noexcept {
+    if (!block) return;
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_[capacity].push_back(std::move(block));
+    } catch (...) {  // no memory for the list: the block is freed instead (its deleter runs)
+    }
+  }
+
+ private:
+  static std::size_t size_class(std::size_t bytes) {
+    constexpr std::size_t kMin = 4096;
+    if (bytes <= kMin) return kMin;
+    const int top = std::bit_width(bytes - 1);               // 2^top >= bytes > 2^(top-1)
+    const std::size_t step = std::size_t{1} << (top - 3);    // quarters of 2^(top-1)
+    return (bytes + step - 1) / step * step;
+  }
+  Backend& be_;
+  std::mutex mutex_;
+  std::map<std::size_t, std::vector<HostPinnedPtr>> free_;
+};
+
 // One buffer as the host communicator sees it: the caller's own when on the host, else a host
-// copy (filled from the device when `read`), written back by finish().
+// copy in a pinned block of the arena (filled from the device when `read`), written back by
+// finish().
 template <class T>
 class Staged {
  public:
-  Staged(Backend& be, bool on_device, const T* p, std::size_t n, bool read) : be_(be), device_(on_device) {
+  Staged(std::shared_ptr<PinnedArena> arena, Backend& be, bool on_device, const T* p, std::size_t n, bool read)
+      : be_(be), device_(on_device), n_(n) {
     if (!device_) {
       host_ptr_ = const_cast<T*>(p);
       return;
     }
     dev_ = const_cast<T*>(p);
-    copy_.resize(n);
-    host_ptr_ = copy_.data();
-    if (read && n) be_.copy_to_host(copy_.data(), p, n * sizeof(T));
+    if (n == 0) return;
+    arena_ = std::move(arena);
+    block_ = arena_->take(n * sizeof(T), capacity_);
+    host_ptr_ = static_cast<T*>(block_.get());
+    if (read) be_.copy_to_host(host_ptr_, p, n * sizeof(T));
   }
+  ~Staged() {
+    if (arena_) arena_->give_back(std::move(block_), capacity_);
+  }
+  Staged(const Staged&) = delete;
+  Staged& operator=(const Staged&) = delete;
   T* host() { return host_ptr_; }
   // Copies [offset, offset + n) of the host copy back to the device buffer.
   void finish(std::size_t offset, std::size_t n) {
-    if (device_ && n) be_.copy_from_host(dev_ + offset, copy_.data() + offset, n * sizeof(T));
+    if (device_ && n) be_.copy_from_host(dev_ + offset, host_ptr_ + offset, n * sizeof(T));
   }
-  void finish() { finish(0, copy_.size()); }
+  void finish() { finish(0, n_); }
 
  private:
   Backend& be_;
   bool device_;
+  std::size_t n_;
   T* dev_ = nullptr;
   T* host_ptr_ = nullptr;
-  std::vector<T> copy_;
+  std::shared_ptr<PinnedArena> arena_;  // kept alive by an outstanding request, too
+  HostPinnedPtr block_;
+  std::size_t capacity_ = 0;
 };
 
 // A host request whose completion copies the received data back to the device.
@@ -70,6 +136,7 @@ class StagedRequest final : public Communicator::Request {
     if (finished_) return;
     finished_ = true;
     finish_();
+    finish_ = nullptr;  // the staged buffers' pinned blocks go back to the arena now
   }
   std::unique_ptr<Communicator::Request> inner_;
   std::function<void()> finish_;
@@ -86,7 +153,7 @@ std::size_t offset_of(const std::vector<std::size_t>& counts, int rank) {
 class StagingCommunicator final : public Communicator {
  public:
   StagingCommunicator(std::unique_ptr<Communicator> host, Backend& be, std::function<bool(const void*)> on_device)
-      : host_(std::move(host)), be_(be), on_device_(std::move(on_device)) {
+      : host_(std::move(host)), be_(be), on_device_(std::move(on_device)), arena_(std::make_shared<PinnedArena>(be)) {
     if (!on_device_) on_device_ = [&be](const void* p) { return be.is_device_pointer(p); };
   }
   int size() const override { return host_->size(); }
@@ -128,7 +195,7 @@ class StagingCommunicator final : public Communicator {
   // The buffer p[0, n) as the host communicator sees it (its own, or a host copy).
   template <class T>
   std::shared_ptr<Staged<T>> stage(const T* p, std::size_t n, bool read) {
-    return std::make_shared<Staged<T>>(be_, on_device(p), p, n, read);
+    return std::make_shared<Staged<T>>(arena_, be_, on_device(p), p, n, read);
   }
 
   template <class T>
@@ -166,6 +233,7 @@ class StagingCommunicator final : public Communicator {
   std::unique_ptr<Communicator> host_;
   Backend& be_;
   std::function<bool(const void*)> on_device_;
+  std::shared_ptr<PinnedArena> arena_;
 };
 
 }  // namespace

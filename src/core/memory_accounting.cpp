@@ -1,7 +1,9 @@
-// Per-kind memory accounting of a Backend's Buffers, and the memory budget (--memory-per-rank).
+// Per-kind memory accounting of a Backend's Buffers, the memory budget (--memory-per-rank), and
+// the default (unpinned) host staging memory.
 #include <cstdio>
 #include <string>
 
+#include "kernels/common/host_alloc.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/error.hpp"
 
@@ -40,6 +42,12 @@ void Backend::account_buffer(MemoryKind k, std::size_t bytes) {
   live += bytes;
   auto& peak = kind_peak_[static_cast<int>(k)];
   if (live > peak) peak = live;
+}
+
+// A host backend has nothing to pin: ordinary aligned host memory.
+HostPinnedPtr Backend::allocate_host_pinned(std::size_t bytes) {
+  if (bytes == 0) return HostPinnedPtr(nullptr, HostPinnedFree{detail::host_free});
+  return HostPinnedPtr(detail::host_aligned_alloc(bytes), HostPinnedFree{detail::host_free});
 }
 
 }  // namespace plexus

@@ -1,17 +1,30 @@
 #include "models/gcn.hpp"
 
+#include <algorithm>
+#include <vector>
+
 namespace plexus {
 
 GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg)
     : be_(be), grid_(grid), cfg_(cfg), adj_ws_(be) {
   const int n_layers = shards.layers();
+  // The widest dense operand each Â block multiplies: a layer's SpMMs (Â·H forward, Âᵀ·dAGG
+  // backward) both take its input-feature block, in_cols wide. Sizes the blocks' SpMM plans.
+  std::vector<index_t> adj_width(shards.adj.size(), 0);
+  for (int l = 0; l < n_layers; ++l) {
+    const std::size_t k = static_cast<std::size_t>(shards.adj_of_layout[l % 6]);
+    if (k < adj_width.size())
+      adj_width[k] = std::max(adj_width[k],
+                              layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]).in_cols.size());
+  }
   // Each distinct Â block once on the backend (layers of the same layout share it); the host
   // copy goes as soon as it is up. A sharded block keeps its part and is gathered per use.
   for (std::size_t k = 0; k < shards.adj.size(); ++k) {
     // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
     const AdjBlockRange b = k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
     adj_.push_back(std::make_unique<DeviceAdj>(be, b, std::move(shards.adj[k]), std::move(shards.adj_t[k]),
-                                               cfg.agg_chunks, b.sharded ? &grid.comm(b.axis) : nullptr, &adj_ws_));
+                                               cfg.agg_chunks, b.sharded ? &grid.comm(b.axis) : nullptr, &adj_ws_,
+                                               adj_width[k]));
   }
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);

@@ -135,9 +135,9 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   zero.release(0);
   if (!train) guard.done = true;
   double loss = terms.loss_sum;  // Y replicas hold the same rows: sum over X and Z, and the replicas
-  grid_.comm(l.head).all_reduce(&loss, 1, ReduceOp::Sum);
-  grid_.comm(l.seq).all_reduce(&loss, 1, ReduceOp::Sum);
-  grid_.comm(Axis::D).all_reduce(&loss, 1, ReduceOp::Sum);
+  grid_.host_comm(l.head).all_reduce(&loss, 1, ReduceOp::Sum);
+  grid_.host_comm(l.seq).all_reduce(&loss, 1, ReduceOp::Sum);
+  grid_.host_comm(Axis::D).all_reduce(&loss, 1, ReduceOp::Sum);
   if (!train) return loss;
 
   zero.acquire(0, blocks);

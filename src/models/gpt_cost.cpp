@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "comm/nccl_schedule.hpp"
 #include "models/gpt_layout.hpp"
 #include "plexus/gpt.hpp"
 
@@ -14,15 +15,16 @@ namespace {
 
 class StepCost {
  public:
-  StepCost(GridShape shape, const std::array<int, 3>& coords, int dp, int d)
-      : shape_(shape), coords_(coords), dp_(dp) {
+  StepCost(GridShape shape, const std::array<int, 3>& coords, int dp, int d, Transport transport)
+      : shape_(shape), coords_(coords), dp_(dp), d_(d), transport_(transport) {
     cost.coords = coords;
     cost.d = d;
   }
   RankCost cost;
 
   // MpiCommunicator's accounting: all-reduce 2(p−1)/p of the buffer, all-gather and
-  // reduce-scatter everything but this rank's own part.
+  // reduce-scatter everything but this rank's own part; under NCCL the gathers follow the
+  // device communicator's padded or grouped schedule (src/comm/nccl_schedule.hpp).
   void all_reduce(Axis a, double elements, double bytes_each = 4) {
     const int p = a == Axis::D ? dp_ : shape_.dim(a);
     if (p == 1) return;
@@ -31,26 +33,34 @@ class StepCost {
   void gather(Axis a, index_t rows, index_t cols) {  // all-gather or reduce-scatter of a row-split block
     const int p = shape_.dim(a);
     if (p == 1) return;
-    const auto counts = block_counts(rows, p, cols);
-    double total = 0;
-    for (const std::size_t c : counts) total += static_cast<double>(c);
-    add(a, 4.0 * (total - static_cast<double>(counts[static_cast<std::size_t>(coords_[static_cast<int>(a)])])));
+    uneven(a, block_counts(rows, p, cols), coords_[static_cast<int>(a)], 4);
   }
-  // A ZeRO reduce-scatter or all-gather over D of `elements` of which this rank owns `own`.
-  void dp_part(double elements, double own, double bytes_each) {
-    if (dp_ > 1) add(Axis::D, bytes_each * (elements - own));
+  // A ZeRO reduce-scatter or all-gather over D of a bucket whose parts on the D ranks are
+  // `counts` (ZeroOptimizer::counts).
+  void dp_part(const std::vector<std::size_t>& counts, std::size_t bytes_each) {
+    if (dp_ > 1) uneven(Axis::D, counts, d_, bytes_each);
   }
   void gemm(index_t m, index_t k, index_t n) { cost.gemm_flops += 2.0 * m * k * n; }
   void tensor(double elements, double bytes_each = 4) { cost.memory_bytes += bytes_each * elements; }
 
  private:
+  void uneven(Axis a, const std::vector<std::size_t>& counts, int own, std::size_t bytes_each) {
+    if (transport_ == Transport::Nccl) {
+      add(a, schedule_uneven(counts, bytes_each).rank_bytes(counts, own, bytes_each));
+      return;
+    }
+    std::size_t total = 0;
+    for (const std::size_t c : counts) total += c;
+    add(a, static_cast<double>((total - counts[static_cast<std::size_t>(own)]) * bytes_each));
+  }
   void add(Axis a, double bytes) {
     cost.bytes[static_cast<int>(a)] += bytes;
     cost.calls[static_cast<int>(a)] += 1;
   }
   GridShape shape_;
   std::array<int, 3> coords_;
-  int dp_;
+  int dp_, d_;
+  Transport transport_;
 };
 
 struct LinearShape {
@@ -93,33 +103,42 @@ void linear_memory(StepCost& s, const LinearShape& l, GridShape g) {
 void zero_traffic(StepCost& s, const std::vector<double>& units, const GptParallel& par, int d, int grad_accum) {
   double flat = 0;
   for (const double n : units) flat += n;
-  const Range own = block_range(static_cast<index_t>(flat), par.dp, d);
-  const double elem = par.precision == Precision::BF16 ? 2.0 : 4.0;
-  const double bucket = std::max(1.0, std::floor(par.bucket_mb * (1 << 20) / elem));
-  // Calls f(length, owned part) for each bucket of each unit.
-  const auto each_bucket = [&](const std::function<void(double, double)>& f, bool whole_units) {
+  (void)d;  // the rank's own part is its entry of each bucket's counts
+  const std::size_t elem = par.precision == Precision::BF16 ? 2 : 4;
+  const double bucket = std::max(1.0, std::floor(par.bucket_mb * (1 << 20) / static_cast<double>(elem)));
+  // Calls f(length, parts of the D ranks) for each bucket of each unit.
+  const auto each_bucket = [&](const std::function<void(double, const std::vector<std::size_t>&)>& f,
+                               bool whole_units) {
     double begin = 0;
+    std::vector<std::size_t> parts(static_cast<std::size_t>(par.dp));
     for (const double n : units) {
       const double step = whole_units ? std::max(n, 1.0) : bucket;
       for (double c0 = begin; c0 < begin + n; c0 += step) {
         const double c1 = std::min(begin + n, c0 + step);
-        const double mine = std::max(0.0, std::min(c1, static_cast<double>(own.end)) -
-                                              std::max(c0, static_cast<double>(own.begin)));
-        f(c1 - c0, mine);
+        for (int r = 0; r < par.dp; ++r) {
+          const Range own = block_range(static_cast<index_t>(flat), par.dp, r);
+          parts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(
+              std::max(0.0, std::min(c1, static_cast<double>(own.end)) - std::max(c0, static_cast<double>(own.begin))));
+        }
+        f(c1 - c0, parts);
       }
       begin += n;
     }
   };
+  const auto part = [&](double, const std::vector<std::size_t>& parts) { s.dp_part(parts, elem); };
   const auto reduce = [&] {
-    each_bucket([&](double n, double mine) { par.zero == 0 ? s.all_reduce(Axis::D, n, elem) : s.dp_part(n, mine, elem); },
-                false);
+    each_bucket(
+        [&](double n, const std::vector<std::size_t>& parts) {
+          par.zero == 0 ? s.all_reduce(Axis::D, n, static_cast<double>(elem)) : s.dp_part(parts, elem);
+        },
+        false);
   };
   for (int micro = 0; micro < grad_accum; ++micro) {
     if (par.zero == 3)
-      for (int pass = 0; pass < 2; ++pass) each_bucket([&](double n, double mine) { s.dp_part(n, mine, elem); }, true);
+      for (int pass = 0; pass < 2; ++pass) each_bucket(part, true);
     if (par.zero >= 2 || micro + 1 == grad_accum) reduce();
   }
-  if (par.zero == 1 || par.zero == 2) each_bucket([&](double n, double mine) { s.dp_part(n, mine, elem); }, false);
+  if (par.zero == 1 || par.zero == 2) each_bucket(part, false);
 }
 
 // Parameters, gradients and Adam state by ZeRO's formulas (fp32: 4Ψ + 4Ψ + 8Ψ; bf16: 2Ψ + 2Ψ +
@@ -169,7 +188,7 @@ std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int g
       for (int y = 0; y < g.y; ++y) {
         const std::array<int, 3> coords{x, y, z};
         const GptLayout l = gpt_layout_at(g, coords, c, batch, par.dp, d);
-        StepCost s(g, coords, par.dp, d);
+        StepCost s(g, coords, par.dp, d, par.transport);
         const LinearShape head{l.seq, l.hid, l.head, l.rows, l.embed, l.vocab, false, true};
         const LinearShape wte{l.seq, l.hid, l.head, 0, l.embed, l.vocab, false, true};  // untied table
         const LinearShape wpe{l.seq, l.hid, l.head, 0, l.embed, l.pos, false, true};
@@ -260,13 +279,13 @@ AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, Gr
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
                                const MachineModel& machine, double memory_per_rank, double bucket_mb,
-                               Precision precision) {
+                               Precision precision, Transport transport) {
   std::vector<GridPlan> plans;
   for (int dp = 1; dp <= ranks; ++dp) {
     if (ranks % dp) continue;
     for (GridShape g : all_grids(ranks / dp))
       for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
-        const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision});
+        const std::vector<RankCost> step = predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport});
         GridPlan plan = plan_from_costs(g, step, step, machine, dp);
         plan.zero = stage;
         if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);

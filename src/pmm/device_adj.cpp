@@ -15,8 +15,9 @@ void AdjWorkspace::reserve(index_t nnz) {
 }
 
 DeviceAdj::DeviceAdj(Backend& be, const AdjBlockRange& block, HostCsr&& a, HostCsr&& a_t, int agg_chunks,
-                     Communicator* axis, AdjWorkspace* ws)
-    : sharded_(block.sharded), agg_chunks_(std::max(agg_chunks, 1)), axis_(axis), ws_(ws) {
+                     Communicator* axis, AdjWorkspace* ws, index_t max_dense_cols)
+    : sharded_(block.sharded), agg_chunks_(std::max(agg_chunks, 1)), max_dense_cols_(max_dense_cols), axis_(axis),
+      ws_(ws) {
   if (!sharded_) {
     setup_replicated(be, a_, std::move(a));
     setup_replicated(be, a_t_, std::move(a_t));
@@ -39,6 +40,7 @@ void DeviceAdj::setup_replicated(Backend& be, Side& s, HostCsr&& h) {
       s.chunk_mats.emplace_back(be, extract_block(h, block_range(h.rows, agg_chunks_, k), Range{0, h.cols}));
   }
   h = HostCsr{};
+  prepare(be, s, view(s));
 }
 
 void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whole_rows) {
@@ -49,10 +51,17 @@ void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whol
   s.rows = whole_rows;
   s.cols = part.cols;
   // Every part's row lengths, then the whole block's row pointers (the parts are its row
-  // blocks in axis order).
-  std::vector<std::int32_t> len(static_cast<std::size_t>(part.rows)), all(static_cast<std::size_t>(whole_rows));
+  // blocks in axis order). Gathered in the backend's memory: the axis's communicator may be a
+  // device one (NCCL), which takes no host buffers.
+  std::vector<std::int32_t> len(static_cast<std::size_t>(part.rows));
   for (index_t r = 0; r < part.rows; ++r) len[r] = static_cast<std::int32_t>(part.indptr[r + 1] - part.indptr[r]);
-  comm.all_gather(len.data(), all.data(), block_counts(whole_rows, parts, 1));
+  std::vector<std::int32_t> all;
+  {
+    MemoryScope scope(be, MemoryKind::Workspace, "adjacency row lengths");
+    Buffer<std::int32_t> len_dev(be, len), all_dev(be, static_cast<std::size_t>(whole_rows));
+    comm.all_gather(len_dev.data(), all_dev.data(), block_counts(whole_rows, parts, 1));
+    all = all_dev.to_host();
+  }
   std::vector<index_t> indptr(static_cast<std::size_t>(whole_rows) + 1, 0);
   for (index_t r = 0; r < whole_rows; ++r) indptr[r + 1] = indptr[r] + all[r];
   all = {};
@@ -80,29 +89,47 @@ void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whol
   s.own_values = Buffer<float>(be, part.values);
   part = HostCsr{};
   ws_->reserve(s.nnz);
+  // Prepared once, on the row pointers kept here: the gathered entries are read per call. (The
+  // workspace may still grow for a later block; the plans do not keep its pointers.)
+  prepare(be, s, view(s));
+}
+
+void DeviceAdj::prepare(Backend& be, Side& s, const AdjOperand& op) {
+  if (op.chunks.empty()) {
+    s.plan = be.prepare_spmm(op.whole, max_dense_cols_);
+    return;
+  }
+  for (const CsrView& c : op.chunks) s.chunk_plans.push_back(be.prepare_spmm(c, max_dense_cols_));
+}
+
+AdjOperand DeviceAdj::view(Side& s) {
+  AdjOperand op;
+  if (!sharded_) {
+    op.whole = s.stored.view();
+    for (const CsrMatrix& m : s.chunk_mats) op.chunks.push_back(m.view());
+  } else {
+    op.whole = {s.rows, s.cols, s.nnz, s.indptr.data(), ws_->indices(), ws_->values()};
+    for (std::size_t k = 0; k < s.chunk_rows.size(); ++k) {
+      const index_t first = s.chunk_first[k];
+      const index_t end = k + 1 < s.chunk_first.size() ? s.chunk_first[k + 1] : s.nnz;
+      op.chunks.push_back({s.chunk_rows[k].size(), s.cols, end - first, s.chunk_indptr[k].data(),
+                           ws_->indices() + first, ws_->values() + first});
+    }
+  }
+  op.whole_plan = s.plan.get();
+  for (const auto& p : s.chunk_plans) op.chunk_plans.push_back(p.get());
+  return op;
 }
 
 AdjOperand DeviceAdj::gather(Side& s) {
   axis_->all_gather(s.own_indices.data(), ws_->indices(), s.counts);
   axis_->all_gather(s.own_values.data(), ws_->values(), s.counts);
-  AdjOperand op;
-  op.whole = {s.rows, s.cols, s.nnz, s.indptr.data(), ws_->indices(), ws_->values()};
-  for (std::size_t k = 0; k < s.chunk_rows.size(); ++k) {
-    const index_t first = s.chunk_first[k];
-    const index_t end = k + 1 < s.chunk_first.size() ? s.chunk_first[k + 1] : s.nnz;
-    op.chunks.push_back({s.chunk_rows[k].size(), s.cols, end - first, s.chunk_indptr[k].data(),
-                         ws_->indices() + first, ws_->values() + first});
-  }
-  return op;
+  return view(s);
 }
 
 AdjOperand DeviceAdj::operand(bool transpose) {
   Side& s = transpose ? a_t_ : a_;
-  if (sharded_) return gather(s);
-  AdjOperand op;
-  op.whole = s.stored.view();
-  for (const CsrMatrix& m : s.chunk_mats) op.chunks.push_back(m.view());
-  return op;
+  return sharded_ ? gather(s) : view(s);
 }
 
 }  // namespace plexus

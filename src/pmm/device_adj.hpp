@@ -6,6 +6,7 @@
 // Collectives (the only ones of a sharded block; docs/communication.md, "Sharded Â"):
 //   setup     row lengths of every part         all-gather (int32)   over i
 //   operand   column ids and values of a block  all-gather (int32, float) over i
+#include <memory>
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -32,10 +33,14 @@ class AdjWorkspace {
   Buffer<float> values_;
 };
 
-// A block ready to multiply: whole, and its row chunks (empty unless agg_chunks > 1).
+// A block ready to multiply: whole, and its row chunks (empty unless agg_chunks > 1), each with
+// its SpMM plan (Backend::prepare_spmm; nullptr where the backend needs none). Only what is
+// multiplied is prepared: the whole block without chunks, else the chunks.
 struct AdjOperand {
   CsrView whole;
   std::vector<CsrView> chunks;
+  const SpmmPlan* whole_plan = nullptr;
+  std::vector<const SpmmPlan*> chunk_plans;  // one per chunk
 };
 
 class DeviceAdj {
@@ -44,8 +49,10 @@ class DeviceAdj {
   // `a_t` are the whole block and its transpose; for a sharded one (block.sharded) rows
   // block.part_rows of the block and rows block.part_cols of its transpose, and `axis` is the
   // communicator of block.axis (used here to learn the other parts' row lengths).
+  // `max_dense_cols`: the widest dense operand an SpMM with this block will take (sizes the
+  // SpMM plans' workspace; 0 = unknown, a default is used and wider products still work).
   DeviceAdj(Backend& be, const AdjBlockRange& block, HostCsr&& a, HostCsr&& a_t, int agg_chunks, Communicator* axis,
-            AdjWorkspace* ws);
+            AdjWorkspace* ws, index_t max_dense_cols = 0);
 
   // The block (transpose = false) or its transpose, whole. A sharded block is all-gathered
   // over its axis into the workspace: the operand is valid until the next operand() call of
@@ -68,13 +75,25 @@ class DeviceAdj {
     std::vector<Buffer<index_t>> chunk_indptr;  // sharded, agg_chunks > 1: each chunk's, from 0
     std::vector<Range> chunk_rows;
     std::vector<index_t> chunk_first;    // sharded: first entry of each chunk
+    // SpMM plans of what is multiplied (the whole, or each chunk), made once here. A plan
+    // depends on the row pointers only, which a sharded block keeps for good (indptr,
+    // chunk_indptr): its gathered column ids and values, which land in the shared workspace
+    // afresh before every use, are read by each call, so one plan per block serves every
+    // gather (see SpmmPlan in backend.hpp).
+    std::unique_ptr<SpmmPlan> plan;
+    std::vector<std::unique_ptr<SpmmPlan>> chunk_plans;
   };
   void setup_replicated(Backend& be, Side& s, HostCsr&& h);
   void setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whole_rows);
   AdjOperand gather(Side& s);
+  // s's operand with its current pointers (sharded: into the workspace, not gathered here).
+  AdjOperand view(Side& s);
+  // Prepares s's SpMMs, given its operand as gather/operand() returns it.
+  void prepare(Backend& be, Side& s, const AdjOperand& op);
 
   bool sharded_ = false;
   int agg_chunks_ = 1;
+  index_t max_dense_cols_ = 0;
   Communicator* axis_ = nullptr;
   AdjWorkspace* ws_ = nullptr;
   Side a_, a_t_;

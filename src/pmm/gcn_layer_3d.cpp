@@ -86,7 +86,7 @@ Range GcnLayer3D::out_slice_rows() const {
 void GcnLayer3D::spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis) {
   Communicator& comm = grid_.comm(axis);
   if (a.chunks.empty()) {
-    be_.spmm(a.whole, b, c.view(), 0.0f);
+    be_.spmm(a.whole, b, c.view(), 0.0f, a.whole_plan);
     comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
     return;
   }
@@ -95,11 +95,14 @@ void GcnLayer3D::spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix&
   // advances a non-blocking collective only inside MPI calls.
   std::vector<std::unique_ptr<Communicator::Request>> pending;
   index_t row = 0;
-  for (const CsrView& chunk : a.chunks) {
+  for (std::size_t k = 0; k < a.chunks.size(); ++k) {
+    const CsrView& chunk = a.chunks[k];
     MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
-    be_.spmm(chunk, b, rows, 0.0f);
+    be_.spmm(chunk, b, rows, 0.0f, k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
     if (comm.size() > 1) {
-      be_.synchronize();
+      // No synchronize: a device communicator orders the call after the SpMM with an event
+      // (NCCL) or reads the chunk with a copy that waits for it (staging), so the host never
+      // waits and the next chunk's SpMM overlaps this chunk's all-reduce.
       for (auto& r : pending) r->test();
       pending.push_back(comm.iall_reduce(rows.data, static_cast<std::size_t>(rows.rows * rows.cols)));
     }

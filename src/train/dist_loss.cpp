@@ -1,5 +1,6 @@
 #include "train/dist_loss.hpp"
 
+#include <cstring>
 #include <limits>
 
 namespace plexus {
@@ -11,6 +12,14 @@ std::vector<float> mask_weights(const std::vector<std::uint8_t>& mask, index_t g
   for (std::size_t r = 0; r < mask.size(); ++r)
     if (mask[r]) w[r] = 1.0f / static_cast<float>(global_count);
   return w;
+}
+// Per row, bit s set when masks[s] holds the row.
+std::vector<std::uint8_t> split_bits(const std::array<std::vector<std::uint8_t>, 3>& masks) {
+  std::vector<std::uint8_t> bits(masks[0].size(), 0);
+  for (std::size_t s = 0; s < masks.size(); ++s)
+    for (std::size_t r = 0; r < bits.size(); ++r)
+      if (masks[s][r]) bits[r] = static_cast<std::uint8_t>(bits[r] | (1u << s));
+  return bits;
 }
 // Elements [rows.begin - base, rows.end - base) of a per-row vector.
 template <class T>
@@ -37,6 +46,9 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
       row_max_(be, labels_host_.size()),
       row_sum_(be, labels_host_.size()),
       best_col_(be, labels_host_.size()),
+      splits_(be, split_bits(masks_)),
+      correct_(be, 3),
+      correct_host_(be.allocate_host_pinned(3 * sizeof(double))),
       scratch_grad_(be, last.out_rows.size(), last.out_cols.size()) {}
 
 double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad) {
@@ -53,9 +65,9 @@ double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights,
   double loss = be_.softmax_xent(logits.view(), row_max_.data(), row_sum_.data(), labels_.data(), weights.data(),
                                  geo_.out_cols.begin, grad.view())
                     .loss_sum;
-  grid_.comm(classes).all_reduce(&loss, 1, ReduceOp::Sum);
-  grid_.comm(rows).all_reduce(&loss, 1, ReduceOp::Sum);
-  if (row_split_) grid_.comm(row_split_axis_).all_reduce(&loss, 1, ReduceOp::Sum);
+  grid_.host_comm(classes).all_reduce(&loss, 1, ReduceOp::Sum);
+  grid_.host_comm(rows).all_reduce(&loss, 1, ReduceOp::Sum);
+  if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(&loss, 1, ReduceOp::Sum);
   return loss;
 }
 
@@ -69,31 +81,26 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   m.val_loss = masked_loss(logits, val_w_, scratch_grad_);
 
   // Predicted class = argmax over the sharded class axis, ties to the lowest column:
-  // max of the values, then max of -column among the shards that hold that value.
+  // max of the values, then max of -column among the shards that hold that value. The values
+  // and keys stay on the device (row_max_: this shard's best, row_sum_: the global best, then
+  // the keys written over it); only the three counts are copied back.
   const Axis classes = geo_.roles.o, rows = geo_.roles.d;
   const std::size_t n = row_max_.size();
   be_.fill(MatrixView{row_max_.data(), static_cast<index_t>(n), 1, 1}, -std::numeric_limits<float>::infinity());
   std::vector<std::int64_t> init_cols(n, -1);
   best_col_.upload(init_cols.data());
   be_.row_argmax(logits.view(), geo_.out_cols.begin, row_max_.data(), best_col_.data());
-  std::vector<float> local_best = row_max_.to_host();
-  std::vector<float> global_best = local_best;
-  grid_.comm(classes).all_reduce(global_best.data(), n, ReduceOp::Max);
-  const std::vector<std::int64_t> local_col = best_col_.to_host();
-  std::vector<float> neg_col(n);
-  for (std::size_t r = 0; r < n; ++r)
-    neg_col[r] = (local_col[r] >= 0 && local_best[r] == global_best[r]) ? -static_cast<float>(local_col[r])
-                                                                         : -std::numeric_limits<float>::infinity();
-  grid_.comm(classes).all_reduce(neg_col.data(), n, ReduceOp::Max);
+  if (n) be_.copy_on_device(row_sum_.data(), row_max_.data(), n * sizeof(float));
+  grid_.comm(classes).all_reduce(row_sum_.data(), n, ReduceOp::Max);
+  be_.argmax_keys(n, row_max_.data(), row_sum_.data(), best_col_.data(), row_sum_.data());
+  grid_.comm(classes).all_reduce(row_sum_.data(), n, ReduceOp::Max);
 
-  double correct[3] = {0, 0, 0};
-  for (std::size_t r = 0; r < n; ++r) {
-    const bool hit = labels_host_[r] >= 0 && -neg_col[r] == static_cast<float>(labels_host_[r]);
-    for (int s = 0; s < 3; ++s)
-      if (masks_[s][r] && hit) correct[s] += 1.0;
-  }
-  grid_.comm(rows).all_reduce(correct, 3, ReduceOp::Sum);
-  if (row_split_) grid_.comm(row_split_axis_).all_reduce(correct, 3, ReduceOp::Sum);
+  be_.count_correct(n, row_sum_.data(), labels_.data(), splits_.data(), 3, correct_.data());
+  double correct[3];
+  be_.copy_to_host(correct_host_.get(), correct_.data(), sizeof correct);
+  std::memcpy(correct, correct_host_.get(), sizeof correct);
+  grid_.host_comm(rows).all_reduce(correct, 3, ReduceOp::Sum);
+  if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(correct, 3, ReduceOp::Sum);
   const auto frac = [&](int s) { return split_sizes_[s] ? correct[s] / static_cast<double>(split_sizes_[s]) : 0.0; };
   m.train_acc = frac(0);
   m.val_acc = frac(1);

@@ -8,6 +8,9 @@
 //   loss sum           all-reduce(sum)  over o, then d (rows)
 //   argmax value/col   all-reduce(max)  over o     (twice: value, then lowest column)
 //   correct counts     all-reduce(sum)  over d
+// Everything per row stays in the backend's memory (the argmax collectives run on device
+// buffers); the device counts the correct rows of each split (Backend::count_correct) and only
+// those three numbers come back to the host, through pinned memory.
 // With the comm variant rs-ag the logits are a row slice over i as well (`row_split`): the
 // o-axis all-reduces above cover only the slice's rows, and the loss sum and the correct
 // counts are also summed over i (two scalars / three doubles more).
@@ -51,6 +54,9 @@ class DistLoss {
   Buffer<float> train_w_, val_w_;
   Buffer<float> row_max_, row_sum_;
   Buffer<std::int64_t> best_col_;
+  Buffer<std::uint8_t> splits_;  // per row: bit s set when the row is in split s (train, val, test)
+  Buffer<double> correct_;       // the three counts, on the device
+  HostPinnedPtr correct_host_;   // and their host copy
   Matrix scratch_grad_;
 };
 

@@ -20,7 +20,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::array<double, 4> comm_bytes(ProcessGrid& grid) {
   std::array<double, 4> b{};
-  for (Axis a : kAllAxes) b[static_cast<int>(a)] = grid.comm(a).stats().bytes;
+  for (Axis a : kAllAxes) b[static_cast<int>(a)] = grid.axis_stats(a).bytes;
   grid.world().all_reduce(b.data(), 4, ReduceOp::Sum);  // world traffic is not counted
   return b;
 }
@@ -151,7 +151,7 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
     m.step_seconds = seconds_since(t_step);
     m.tokens_per_second = static_cast<double>(tokens_per_step) / m.step_seconds;
     m.comm_bytes = comm_bytes(grid);
-    for (Axis a : kAllAxes) m.comm_seconds += grid.comm(a).stats().seconds;
+    for (Axis a : kAllAxes) m.comm_seconds += grid.axis_stats(a).seconds;
     m.dp_reduce_seconds = opt.stats().reduce_seconds;
     m.dp_exposed_seconds = opt.stats().exposed_seconds;
 

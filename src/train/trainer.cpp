@@ -25,8 +25,9 @@ struct CommTotals {
 CommTotals comm_totals(ProcessGrid& grid) {
   CommTotals t;
   for (Axis a : {Axis::X, Axis::Y, Axis::Z}) {
-    t.bytes[static_cast<int>(a)] = grid.comm(a).stats().bytes;
-    t.seconds += grid.comm(a).stats().seconds;
+    const CommStats s = grid.axis_stats(a);
+    t.bytes[static_cast<int>(a)] = s.bytes;
+    t.seconds += s.seconds;
   }
   return t;
 }
