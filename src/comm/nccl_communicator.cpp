@@ -1,11 +1,17 @@
 // NcclCommunicator: the collectives of one grid axis over NCCL, on device buffers.
 //
 // Ordering without device-wide synchronisation: each collective records an event on the
-// backend's compute stream, makes its own communication stream wait for it, runs there, and
+// backend's compute stream, makes the communication stream wait for it, runs there, and
 // records a completion event that the compute stream waits for (blocking calls) or that the
 // request waits for (non-blocking ones, so the aggregation's chunked all-reduces overlap the
 // next chunk's SpMM for real). Host code that reads a result copies it on the compute stream,
 // which is ordered after the completion event.
+//
+// One communication stream per backend, shared by the communicators of all its axes: NCCL does
+// not promise progress when operations of different communicators run concurrently (the GPU may
+// order them differently on different ranks and deadlock), so they run on one stream in program
+// order, the same on every rank. Communication still overlaps compute (the compute stream runs
+// on), not other communication.
 //
 // Time: a start and a stop event around each call on the communication stream; their elapsed
 // times are summed when the statistics are read (stats() waits for the calls in flight).
@@ -25,6 +31,8 @@
 #include <nccl.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <numeric>
 
 #include "comm/nccl_schedule.hpp"
@@ -64,11 +72,60 @@ ncclDataType_t nccl_type<std::int32_t>() { return ncclInt32; }
 template <>
 ncclDataType_t nccl_type<bf16>() { return ncclBfloat16; }
 
+// The communication stream of one backend (see the top of this file).
+class CommStream {
+ public:
+  explicit CommStream(int device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~CommStream() { cudaStreamDestroy(stream_); }
+  CommStream(const CommStream&) = delete;
+  CommStream& operator=(const CommStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+std::shared_ptr<CommStream> comm_stream_of(const Backend& be, int device) {
+  static std::mutex m;
+  static std::map<const Backend*, std::weak_ptr<CommStream>> streams;
+  const std::lock_guard<std::mutex> lock(m);
+  std::weak_ptr<CommStream>& w = streams[&be];
+  if (auto s = w.lock()) return s;
+  auto s = std::make_shared<CommStream>(device);
+  w = s;
+  return s;
+}
+
+// ncclGroupStart .. ncclGroupEnd, closed also when a call in between throws (an open group
+// would swallow every later NCCL call of this thread).
+class NcclGroup {
+ public:
+  NcclGroup() { check(ncclGroupStart(), "ncclGroupStart"); }
+  ~NcclGroup() {
+    if (open_) ncclGroupEnd();
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  void end() {
+    open_ = false;
+    check(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+ private:
+  bool open_ = true;
+};
+
 // Completion of a non-blocking call: its own event, waited for by the compute stream.
 class NcclRequest final : public Communicator::Request {
  public:
   NcclRequest(cudaEvent_t done, cudaStream_t compute) : done_(done), compute_(compute) {}
-  ~NcclRequest() override { cudaEventDestroy(done_); }
+  ~NcclRequest() override {
+    cudaStreamWaitEvent(compute_, done_, 0);  // dropped unwaited: later compute still follows it
+    cudaEventDestroy(done_);
+  }
   void wait() override { check(cudaStreamWaitEvent(compute_, done_, 0), "cudaStreamWaitEvent"); }
   bool test() override {
     const cudaError_t e = cudaEventQuery(done_);
@@ -104,7 +161,8 @@ class NcclCommunicator final : public Communicator {
     host.all_gather(send.data(), recv.data(), counts);
     std::memcpy(&id, recv.data(), sizeof(id));
     check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    comm_stream_ = comm_stream_of(device, device_);
+    stream_ = comm_stream_->get();
     check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreate");
   }
   ~NcclCommunicator() override {
@@ -114,7 +172,6 @@ class NcclCommunicator final : public Communicator {
     for (const Timing& t : spare_) destroy(t);
     if (workspace_) cudaFree(workspace_);
     cudaEventDestroy(ready_);
-    cudaStreamDestroy(stream_);
     ncclCommDestroy(comm_);
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
@@ -174,7 +231,14 @@ class NcclCommunicator final : public Communicator {
     check(cudaStreamWaitEvent(stream_, ready_, 0), "cudaStreamWaitEvent");
     const Timing t = take_timing();
     check(cudaEventRecord(t.start, stream_), "cudaEventRecord");
-    body();
+    try {
+      body();
+    } catch (...) {  // keep the events accounted for and later compute ordered after what ran
+      cudaEventRecord(t.stop, stream_);
+      pending_.push_back(t);
+      cudaStreamWaitEvent(compute_, t.stop, 0);
+      throw;
+    }
     check(cudaEventRecord(t.stop, stream_), "cudaEventRecord");
     pending_.push_back(t);
     timed_stats_.calls += 1;
@@ -191,7 +255,7 @@ class NcclCommunicator final : public Communicator {
 
   template <class T>
   std::unique_ptr<Request> run_all_reduce(bool blocking, T* buf, std::size_t n, ReduceOp op) {
-    require_device(buf, "all_reduce");
+    if (n) require_device(buf, "all_reduce");
     return launch(blocking, ring_all_reduce_bytes(size_, n, sizeof(T)), [&] {
       if (n) check(ncclAllReduce(buf, buf, n, nccl_type<T>(), op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_),
                    "ncclAllReduce");
@@ -205,7 +269,7 @@ class NcclCommunicator final : public Communicator {
     const std::vector<std::size_t> off = offsets(counts);
     const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
     if (mine) require_device(send, "all_gather");
-    require_device(recv, "all_gather");
+    if (s.total) require_device(recv, "all_gather");
     return launch(blocking, s.rank_bytes(counts, rank_, sizeof(T)), [&] {
       const ncclDataType_t type = nccl_type<T>();
       if (s.method == UnevenMethod::Native) {
@@ -221,13 +285,13 @@ class NcclCommunicator final : public Communicator {
         check(ncclAllGather(slot, ws, s.max_count, type, comm_, stream_), "ncclAllGather");
         for (std::size_t r = 0; r < counts.size(); ++r) copy(recv + off[r], ws + r * s.max_count, counts[r]);
       } else {
-        check(ncclGroupStart(), "ncclGroupStart");
+        NcclGroup group;
         for (std::size_t r = 0; r < counts.size(); ++r)
           if (counts[r])
             check(ncclBroadcast(static_cast<int>(r) == rank_ ? static_cast<const void*>(send) : recv + off[r],
                                 recv + off[r], counts[r], type, static_cast<int>(r), comm_, stream_),
                   "ncclBroadcast");
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
       }
     });
   }
@@ -255,12 +319,12 @@ class NcclCommunicator final : public Communicator {
         check(ncclReduceScatter(ws, slot, s.max_count, type, ncclSum, comm_, stream_), "ncclReduceScatter");
         copy(recv, slot, mine);
       } else {
-        check(ncclGroupStart(), "ncclGroupStart");
+        NcclGroup group;
         for (std::size_t r = 0; r < counts.size(); ++r)
           if (counts[r])
             check(ncclReduce(send + off[r], recv, counts[r], type, ncclSum, static_cast<int>(r), comm_, stream_),
                   "ncclReduce");  // recv is written on the root only
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
       }
     });
   }
@@ -342,7 +406,8 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t compute_;
   int device_;
   ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<CommStream> comm_stream_;
+  cudaStream_t stream_ = nullptr;  // comm_stream_'s
   cudaEvent_t ready_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;

@@ -62,16 +62,20 @@ void ProcessGrid::stage_through_host(Backend& device, std::function<bool(const v
 
 void ProcessGrid::use_device_communicators(Backend& device, const DeviceCommFactory& make) {
   if (device_comms_) return;
+  // Every device communicator is made before any axis changes, so a failure leaves the grid as
+  // it was.
+  std::array<std::unique_ptr<Communicator>, 4> made;
+  for (Axis a : kAllAxes)
+    if (axes_[static_cast<int>(a)]->size() > 1) made[static_cast<int>(a)] = make(*axes_[static_cast<int>(a)]);
   device_comms_ = true;
   for (Axis a : kAllAxes) {
-    auto& tensor = axes_[static_cast<int>(a)];
-    auto& host = host_axes_[static_cast<int>(a)];
-    if (tensor->size() == 1) {
-      tensor = make_staging_communicator(std::move(tensor), device);
-      continue;
+    const int k = static_cast<int>(a);
+    if (made[k]) {
+      host_axes_[k] = std::move(axes_[k]);
+      axes_[k] = std::move(made[k]);
+    } else {
+      axes_[k] = make_staging_communicator(std::move(axes_[k]), device);
     }
-    host = std::move(tensor);
-    tensor = make(*host);
   }
   // The replica's and the world's collectives carry host values (norms, metrics); staged all
   // the same, so that a device buffer given to them never reaches MPI.
