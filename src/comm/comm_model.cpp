@@ -43,16 +43,8 @@ struct Counter {
   void gather(Axis a, index_t rows, index_t scale) {
     const int p = g.dim(a);
     if (p == 1) return;  // the engine skips the call
-    const auto counts = block_counts(rows, p, scale);
-    const int own = coord_of(rc.coords, a);
-    double bytes = 0;
-    if (transport == Transport::Nccl) {
-      bytes = schedule_uneven(counts, sizeof(float)).rank_bytes(counts, own, sizeof(float));
-    } else {
-      const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-      bytes = static_cast<double>((total - counts.at(own)) * sizeof(float));
-    }
-    rc.bytes[static_cast<int>(a)] += bytes;
+    rc.bytes[static_cast<int>(a)] +=
+        uneven_rank_bytes(transport, block_counts(rows, p, scale), coord_of(rc.coords, a), sizeof(float));
     rc.calls[static_cast<int>(a)] += p - 1;
   }
   // The all-gathers (column ids, values) of sharded block `b` (`transpose`: of its Âᵀ) with

@@ -262,12 +262,35 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // What an all-gather or reduce-scatter of `counts` needs: its schedule, each rank's offset,
+  // this rank's count.
+  struct UnevenCall {
+    UnevenSchedule s;
+    std::vector<std::size_t> off;
+    std::size_t mine;
+  };
+  template <class T>
+  UnevenCall uneven_call(const std::vector<std::size_t>& counts) const {
+    if (counts.size() != static_cast<std::size_t>(size_))
+      throw std::logic_error("NCCL communicator: " + std::to_string(counts.size()) + " counts for " +
+                             std::to_string(size_) + " ranks");
+    UnevenCall c{schedule_uneven(counts, sizeof(T)), std::vector<std::size_t>(counts.size(), 0),
+                 counts[static_cast<std::size_t>(rank_)]};
+    std::exclusive_scan(counts.begin(), counts.end(), c.off.begin(), std::size_t{0});
+    return c;
+  }
+  // The grouped method: f(r) issues root r's call, for each rank with a part, in one group.
+  template <class F>
+  static void each_root(const std::vector<std::size_t>& counts, const F& f) {
+    NcclGroup group;
+    for (std::size_t r = 0; r < counts.size(); ++r)
+      if (counts[r]) f(r);
+    group.end();
+  }
+
   template <class T>
   std::unique_ptr<Request> run_all_gather(bool blocking, const T* send, T* recv, const std::vector<std::size_t>& counts) {
-    check_counts(counts);
-    const UnevenSchedule s = schedule_uneven(counts, sizeof(T));
-    const std::vector<std::size_t> off = offsets(counts);
-    const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+    const auto [s, off, mine] = uneven_call<T>(counts);
     if (mine) require_device(send, "all_gather");
     if (s.total) require_device(recv, "all_gather");
     return launch(blocking, s.rank_bytes(counts, rank_, sizeof(T)), [&] {
@@ -285,23 +308,18 @@ class NcclCommunicator final : public Communicator {
         check(ncclAllGather(slot, ws, s.max_count, type, comm_, stream_), "ncclAllGather");
         for (std::size_t r = 0; r < counts.size(); ++r) copy(recv + off[r], ws + r * s.max_count, counts[r]);
       } else {
-        NcclGroup group;
-        for (std::size_t r = 0; r < counts.size(); ++r)
-          if (counts[r])
-            check(ncclBroadcast(static_cast<int>(r) == rank_ ? static_cast<const void*>(send) : recv + off[r],
-                                recv + off[r], counts[r], type, static_cast<int>(r), comm_, stream_),
-                  "ncclBroadcast");
-        group.end();
+        each_root(counts, [&](std::size_t r) {
+          check(ncclBroadcast(static_cast<int>(r) == rank_ ? static_cast<const void*>(send) : recv + off[r],
+                              recv + off[r], counts[r], type, static_cast<int>(r), comm_, stream_),
+                "ncclBroadcast");
+        });
       }
     });
   }
 
   template <class T>
   std::unique_ptr<Request> run_reduce_scatter(bool blocking, const T* send, T* recv, const std::vector<std::size_t>& counts) {
-    check_counts(counts);
-    const UnevenSchedule s = schedule_uneven(counts, sizeof(T));
-    const std::vector<std::size_t> off = offsets(counts);
-    const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+    const auto [s, off, mine] = uneven_call<T>(counts);
     if (s.total) require_device(send, "reduce_scatter");
     if (mine) require_device(recv, "reduce_scatter");
     return launch(blocking, s.rank_bytes(counts, rank_, sizeof(T)), [&] {
@@ -319,27 +337,15 @@ class NcclCommunicator final : public Communicator {
         check(ncclReduceScatter(ws, slot, s.max_count, type, ncclSum, comm_, stream_), "ncclReduceScatter");
         copy(recv, slot, mine);
       } else {
-        NcclGroup group;
-        for (std::size_t r = 0; r < counts.size(); ++r)
-          if (counts[r])
-            check(ncclReduce(send + off[r], recv, counts[r], type, ncclSum, static_cast<int>(r), comm_, stream_),
-                  "ncclReduce");  // recv is written on the root only
-        group.end();
+        each_root(counts, [&](std::size_t r) {  // recv is written on the root only
+          check(ncclReduce(send + off[r], recv, counts[r], type, ncclSum, static_cast<int>(r), comm_, stream_),
+                "ncclReduce");
+        });
       }
     });
   }
 
   // ---- helpers ----------------------------------------------------------------------------
-  void check_counts(const std::vector<std::size_t>& counts) const {
-    if (counts.size() != static_cast<std::size_t>(size_))
-      throw std::logic_error("NCCL communicator: " + std::to_string(counts.size()) + " counts for " +
-                             std::to_string(size_) + " ranks");
-  }
-  static std::vector<std::size_t> offsets(const std::vector<std::size_t>& counts) {
-    std::vector<std::size_t> off(counts.size(), 0);
-    std::exclusive_scan(counts.begin(), counts.end(), off.begin(), std::size_t{0});
-    return off;
-  }
   // No host code may hand a host buffer to NCCL: host values take ProcessGrid::host_comm.
   static void require_device(const void* p, const char* what) {
     cudaPointerAttributes a{};

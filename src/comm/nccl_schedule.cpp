@@ -36,6 +36,12 @@ double UnevenSchedule::rank_bytes(const std::vector<std::size_t>& counts, int ra
   return static_cast<double>(n) * static_cast<double>(element_bytes);
 }
 
+double uneven_rank_bytes(Transport t, const std::vector<std::size_t>& counts, int rank, std::size_t element_bytes) {
+  if (t == Transport::Nccl) return schedule_uneven(counts, element_bytes).rank_bytes(counts, rank, element_bytes);
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  return static_cast<double>((total - counts.at(static_cast<std::size_t>(rank))) * element_bytes);
+}
+
 double ring_all_reduce_bytes(int p, std::size_t n, std::size_t element_bytes) {
   return 2.0 * (p - 1) / p * static_cast<double>(n) * static_cast<double>(element_bytes);
 }

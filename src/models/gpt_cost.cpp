@@ -45,13 +45,7 @@ class StepCost {
 
  private:
   void uneven(Axis a, const std::vector<std::size_t>& counts, int own, std::size_t bytes_each) {
-    if (transport_ == Transport::Nccl) {
-      add(a, schedule_uneven(counts, bytes_each).rank_bytes(counts, own, bytes_each));
-      return;
-    }
-    std::size_t total = 0;
-    for (const std::size_t c : counts) total += c;
-    add(a, static_cast<double>((total - counts[static_cast<std::size_t>(own)]) * bytes_each));
+    add(a, uneven_rank_bytes(transport_, counts, own, bytes_each));
   }
   void add(Axis a, double bytes) {
     cost.bytes[static_cast<int>(a)] += bytes;
