@@ -146,18 +146,43 @@ TEST_P(Kernels, SpmmLargePowerLaw) {  // big enough for the parallel, nnz-balanc
   expect_spmm_matches(random_csr(rng, 6000, 3000, 12, true, true), 40, 0, 0, 1.0f, "spmm large");
 }
 
-// The widths the CUDA kernel specialises on: odd ones (scalar path), multiples of 4 (float4
-// path), each lane-group size, > 128 (several column chunks); leading dimensions that keep or
-// break float4 alignment; hub rows long enough for many shuffle batches.
+// The widths the CUDA kernel specialises on: odd ones, multiples of 4, each lane-group size,
+// > 128 (several column chunks); leading dimensions that keep or break float4 alignment (B
+// padded to a multiple of 4 as Matrix::PaddedRows does — float4 loads at any width — with C
+// contiguous at an odd width: float4 loads, one store per column); hub rows long enough for
+// many shuffle batches.
 TEST_P(Kernels, SpmmWidthsAndLeadingDimensions) {
   for (const bool with_values : {true, false}) {
     const HostCsr a = random_csr(rng, 3000, 2000, 12, with_values, true);
-    for (const index_t n : {1, 3, 16, 41, 64, 128, 130, 256})
-      for (const index_t pad : {0, 3, 4})
+    for (const index_t n : {1, 3, 16, 41, 47, 64, 128, 130, 256, 602}) {
+      const index_t to_ceil4 = Matrix::padded_ld(n) - n;
+      for (const auto& [pad_b, pad_c] : {std::pair<index_t, index_t>{0, 0}, {3, 4}, {4, 5}, {to_ceil4, 0}})
         for (const float beta : {0.0f, 0.5f})
-          expect_spmm_matches(a, n, pad, pad ? pad + 1 : 0, beta,
-                              "spmm n=" + std::to_string(n) + " pad=" + std::to_string(pad) +
-                                  " beta=" + std::to_string(beta) + " values=" + std::to_string(with_values));
+          expect_spmm_matches(a, n, pad_b, pad_c, beta,
+                              "spmm n=" + std::to_string(n) + " pad_b=" + std::to_string(pad_b) + " pad_c=" +
+                                  std::to_string(pad_c) + " beta=" + std::to_string(beta) +
+                                  " values=" + std::to_string(with_values));
+    }
+  }
+}
+
+// A padded matrix: ld = ceil4(cols), zero padding, values in and out without it, views with ld.
+TEST_P(Kernels, PaddedMatrixRoundTrip) {
+  for (const index_t cols : {1, 4, 47, 1433}) {
+    Matrix m(*be, 5, cols, Matrix::PaddedRows{});
+    EXPECT_EQ(m.ld(), (cols + 3) / 4 * 4);
+    EXPECT_EQ(m.ld() % 4, 0);
+    EXPECT_EQ(m.contiguous(), cols % 4 == 0);
+    EXPECT_EQ(m.size(), static_cast<std::size_t>(5 * m.ld()));
+    EXPECT_EQ(m.view().ld, m.ld());
+    const std::vector<float> h = random_vec(rng, static_cast<std::size_t>(5 * cols));
+    m.upload(h);
+    EXPECT_EQ(m.to_host(), h) << "cols=" << cols;
+    std::vector<float> raw(m.size());
+    be->copy_to_host(raw.data(), m.data(), raw.size() * sizeof(float));
+    for (index_t r = 0; r < 5; ++r)
+      for (index_t j = 0; j < m.ld(); ++j)
+        ASSERT_EQ(raw[r * m.ld() + j], j < cols ? h[r * cols + j] : 0.0f) << "cols=" << cols << " r=" << r << " j=" << j;
   }
 }
 

@@ -63,27 +63,52 @@ class Buffer {
   MemoryKind kind_ = MemoryKind::Activations;
 };
 
-// Dense row-major float32 matrix, contiguous (ld == cols).
+// Dense row-major float32 matrix, zero-filled: contiguous (ld == cols), or with PaddedRows its
+// rows padded with zeros to a multiple of 4 floats (ld = ceil4(cols)), so that a width like 1433
+// or 47 takes the CUDA kernels' float4 path. Padding is for local operands only: a collective
+// moves data()/size() as one contiguous block, so communicated matrices stay contiguous (and the
+// bytes they move stay those of the analytic model).
 class Matrix {
  public:
+  struct PaddedRows {};
+  static constexpr index_t padded_ld(index_t cols) { return (cols + 3) / 4 * 4; }
+
   Matrix() = default;
-  Matrix(Backend& be, index_t rows, index_t cols)
-      : buf_(be, static_cast<std::size_t>(rows * cols)), rows_(rows), cols_(cols) {}
+  Matrix(Backend& be, index_t rows, index_t cols) : Matrix(be, rows, cols, cols) {}
+  Matrix(Backend& be, index_t rows, index_t cols, PaddedRows) : Matrix(be, rows, cols, padded_ld(cols)) {}
   index_t rows() const { return rows_; }
   index_t cols() const { return cols_; }
-  std::size_t size() const { return buf_.size(); }
+  index_t ld() const { return ld_; }
+  bool contiguous() const { return ld_ == cols_; }
+  std::size_t size() const { return buf_.size(); }  // rows·ld: the storage, padding included
   float* data() { return buf_.data(); }
   const float* data() const { return buf_.data(); }
   Backend* backend() const { return buf_.backend(); }
-  MatrixView view() { return {buf_.data(), rows_, cols_, cols_}; }
-  ConstMatrixView view() const { return {buf_.data(), rows_, cols_, cols_}; }
+  MatrixView view() { return {buf_.data(), rows_, cols_, ld_}; }
+  ConstMatrixView view() const { return {buf_.data(), rows_, cols_, ld_}; }
   ConstMatrixView cview() const { return view(); }
-  void upload(const std::vector<float>& host) { buf_.upload(host.data()); }
-  std::vector<float> to_host() const { return buf_.to_host(); }
+  // Row-major host values, rows·cols of them (without padding).
+  void upload(const std::vector<float>& host) {
+    if (contiguous()) return buf_.upload(host.data());
+    std::vector<float> padded(buf_.size(), 0.0f);
+    for (index_t r = 0; r < rows_; ++r)
+      std::memcpy(padded.data() + r * ld_, host.data() + r * cols_, static_cast<std::size_t>(cols_) * sizeof(float));
+    buf_.upload(padded.data());
+  }
+  std::vector<float> to_host() const {
+    std::vector<float> h = buf_.to_host();
+    if (contiguous()) return h;
+    for (index_t r = 0; r < rows_; ++r)  // compact in place: row r moves down, never over an unread row
+      std::memmove(h.data() + r * cols_, h.data() + r * ld_, static_cast<std::size_t>(cols_) * sizeof(float));
+    h.resize(static_cast<std::size_t>(rows_ * cols_));
+    return h;
+  }
 
  private:
+  Matrix(Backend& be, index_t rows, index_t cols, index_t ld)
+      : buf_(be, static_cast<std::size_t>(rows * ld)), rows_(rows), cols_(cols), ld_(ld) {}
   Buffer<float> buf_;
-  index_t rows_ = 0, cols_ = 0;
+  index_t rows_ = 0, cols_ = 0, ld_ = 0;
 };
 
 // Host-side CSR with 64-bit row pointers and 32-bit block-local column indices.

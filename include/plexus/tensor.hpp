@@ -7,7 +7,9 @@
 //  - col_t (int32): column indices *inside one CSR block* held by one rank. A block never has
 //    2^31 columns (checked when a block is built), and 32-bit indices halve the index traffic
 //    of SpMM, which is memory-bound.
-// Dense matrices are row-major float32 with a leading dimension `ld` (>= cols).
+// Dense matrices are row-major float32 with a leading dimension `ld` (>= cols), their storage
+// spanning rows·ld floats: kernels may read a row's padding columns [cols, ld) (the CUDA SpMM
+// reads B in float4s up to the next multiple of 4) but never write them.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

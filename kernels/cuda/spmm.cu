@@ -7,7 +7,10 @@
 //   summing its row's entries in stored order, no atomics.
 //   Mapping: a "group" of G lanes (G in {4, 8, 16, 32}, inside one warp) owns one row of A and
 //   a chunk of G·VEC output columns; each lane owns VEC consecutive columns (VEC = 4: float4
-//   loads/stores when n, both leading dimensions and both base pointers allow it). The group
+//   loads of B when B's leading dimension is a multiple of 4 and its base 16-byte aligned —
+//   for any width n: the last lane reads up to ceil4(n) columns, inside the row's padding,
+//   which is why the engine pads local operands' rows (Matrix::PaddedRows) — and float4 stores
+//   when C allows them too, else one store per valid column). The group
 //   loads G (index, value) pairs of its row at a time, coalesced, and broadcasts them with
 //   shuffles; every lane then reads one float/float4 of the matching B row, so a group reads
 //   G·VEC contiguous floats of B per nonzero. Rows are grid-strided over blockIdx.x, column
@@ -127,7 +130,7 @@ __global__ void __launch_bounds__(kBlock) spmm_csr_kernel(index_t rows, index_t 
                                                           const float* __restrict__ values,
                                                           const float* __restrict__ b, index_t ldb,
                                                           float* __restrict__ c, index_t ldc, float beta,
-                                                          index_t max_row_nnz) {
+                                                          index_t max_row_nnz, bool store4) {
   constexpr int kGroups = kBlock / G;
   const int lane = static_cast<int>(threadIdx.x) % G;
   const int group = static_cast<int>(threadIdx.x) / G;
@@ -135,7 +138,7 @@ __global__ void __launch_bounds__(kBlock) spmm_csr_kernel(index_t rows, index_t 
 
   for (index_t chunk = blockIdx.y; chunk * G * VEC < n; chunk += gridDim.y) {
     const index_t col = chunk * G * VEC + static_cast<index_t>(lane) * VEC;
-    const bool active = col < n;  // VEC == 4 is only used when n % 4 == 0
+    const bool active = col < n;  // VEC == 4: lanes past n hold columns of B's row padding
     for (index_t row = static_cast<index_t>(blockIdx.x) * kGroups + group; row < rows;
          row += static_cast<index_t>(gridDim.x) * kGroups) {
       const index_t start = indptr[row], end = indptr[row + 1];
@@ -145,6 +148,12 @@ __global__ void __launch_bounds__(kBlock) spmm_csr_kernel(index_t rows, index_t 
       if (active) {
         float* cp = c + row * ldc + col;
         if constexpr (VEC == 4) {
+          if (!store4) {  // C's rows are not float4-aligned, or n % 4 != 0: the valid columns one by one
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+              if (col + t < n) cp[t] = (beta == 0.0f) ? acc[t] : fmaf(beta, cp[t], acc[t]);
+            continue;
+          }
           float4 out;
           if (beta == 0.0f) {  // beta == 0: C is not read (it may hold garbage or NaN)
             out = make_float4(acc[0], acc[1], acc[2], acc[3]);
@@ -176,7 +185,7 @@ __global__ void __launch_bounds__(kBlock)
 
   for (index_t chunk = blockIdx.y; chunk * G * VEC < n; chunk += gridDim.y) {
     const index_t col = chunk * G * VEC + static_cast<index_t>(lane) * VEC;
-    const bool active = col < n;
+    const bool active = col < n;  // the workspace rows are ceil4 wide: float4 stores always fit
     for (index_t s = static_cast<index_t>(blockIdx.x) * kGroups + group; s < segments;
          s += static_cast<index_t>(gridDim.x) * kGroups) {
       float acc[VEC];
@@ -220,6 +229,11 @@ __global__ void fill_ones_kernel(index_t n, float* __restrict__ out) {
     out[i] = 1.0f;
 }
 
+// B can be read in float4s, up to ceil4(cols) columns of every row: its rows start 16-byte
+// aligned, and a leading dimension that is a multiple of 4 and >= cols is >= ceil4(cols), so the
+// last float4 of a row stays inside the row (MatrixView: storage spans rows·ld floats).
+bool float4_rows(ConstMatrixView b) { return b.ld % 4 == 0 && aligned(b.data, 16); }
+
 // Calls f(std::integral_constant<int, G>) with the smallest group whose G·VEC columns cover the
 // width n (fewer idle lanes on narrow matrices).
 template <int VEC, class F>
@@ -244,12 +258,12 @@ dim3 group_grid(index_t items, index_t n) {
 }
 
 template <int VEC>
-void launch_rows(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, index_t max_row_nnz,
+void launch_rows(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, index_t max_row_nnz, bool store4,
                  cudaStream_t stream) {
   with_group<VEC>(b.cols, [&](auto g) {
     constexpr int G = decltype(g)::value;
     spmm_csr_kernel<VEC, G><<<group_grid<VEC, G>(a.rows, b.cols), kBlock, 0, stream>>>(
-        a.rows, b.cols, a.indptr, a.indices, a.values, b.data, b.ld, c.data, c.ld, beta, max_row_nnz);
+        a.rows, b.cols, a.indptr, a.indices, a.values, b.data, b.ld, c.data, c.ld, beta, max_row_nnz, store4);
     PLEXUS_CUDA_CHECK_LAUNCH("spmm_csr_kernel");
   });
 }
@@ -257,11 +271,12 @@ void launch_rows(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, 
 // Every row of A (unprepared), or every row up to max_row_nnz entries (prepared).
 void spmm_rows(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, index_t max_row_nnz,
                cudaStream_t stream) {
-  const bool vec4 = c.cols % 4 == 0 && b.ld % 4 == 0 && c.ld % 4 == 0 && aligned(b.data, 16) && aligned(c.data, 16);
-  if (vec4)
-    launch_rows<4>(a, b, c, beta, max_row_nnz, stream);
-  else
-    launch_rows<1>(a, b, c, beta, max_row_nnz, stream);
+  if (float4_rows(b)) {
+    const bool store4 = c.cols % 4 == 0 && c.ld % 4 == 0 && aligned(c.data, 16);
+    launch_rows<4>(a, b, c, beta, max_row_nnz, store4, stream);
+  } else {
+    launch_rows<1>(a, b, c, beta, max_row_nnz, false, stream);
+  }
 }
 
 }  // namespace
@@ -386,7 +401,7 @@ void spmm_hubs(const CudaSpmmPlan& p, const CsrView& a, ConstMatrixView b, Matri
         PLEXUS_CUDA_CHECK_LAUNCH("spmm_segment_kernel");
       });
     };
-    if (w % 4 == 0 && b.ld % 4 == 0 && aligned(bj, 16) && aligned(part, 16))
+    if (float4_rows(b) && aligned(part, 16))  // j0 is a multiple of 4: bj stays aligned
       segments(std::integral_constant<int, 4>{});
     else
       segments(std::integral_constant<int, 1>{});

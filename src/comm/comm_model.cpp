@@ -17,6 +17,7 @@
 #include <numeric>
 
 #include "comm/nccl_schedule.hpp"
+#include "plexus/buffer.hpp"
 #include "plexus/error.hpp"
 #include "plexus/shard.hpp"
 
@@ -68,6 +69,8 @@ struct Counter {
 };
 
 double sz(const Range& r) { return static_cast<double>(r.size()); }
+// A local operand's row width with its padding (Matrix::PaddedRows).
+double padded_sz(const Range& r) { return static_cast<double>(Matrix::padded_ld(r.size())); }
 
 }  // namespace
 
@@ -180,7 +183,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
       const double w = sz(ge.w_rows) * sz(ge.out_cols), b = sz(ge.out_cols);
       mem += 4 * (w + b) * kF;  // value, gradient, Adam m and v
       if (g.dim(ge.roles.d) > 1) mem += 2 * sz(ge.in_cols) * sz(ge.out_cols) * kF;  // W, dW gathered
-      mem += sz(ge.in_rows) * sz(ge.in_cols) * kF;                                   // dropout copy
+      mem += sz(ge.in_rows) * padded_sz(ge.in_cols) * kF;                           // dropout copy (padded)
       mem += sz(ge.out_rows) * sz(ge.in_cols) * kF * (l == 0 ? 2 : 1);               // AGG (+ cached)
       mem += sz(ge.out_rows) * sz(ge.out_cols) * kF;                                 // OUT
       if (l > 0) transient = std::max(transient, (sz(ge.out_rows) + sz(ge.in_rows)) * sz(ge.in_cols) * kF);

@@ -68,7 +68,7 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       adj_(adj),
       linear_(be, grid, linear_layout(geo),
               Linear3DOptions{.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight}),
-      h_drop_(be, geo.in_rows.size(), geo.in_cols.size()),
+      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),  // local: float4 rows
       agg_(be, geo.out_rows.size(), geo.in_cols.size()),
       constant_input_(constant_input) {
   linear_.weight().upload(glorot_shard(geo, seed));
