@@ -24,13 +24,18 @@ void check_common(const EdgeListOptions& opt) {
                                         std::to_string(opt.max_nodes) + " nodes");
   if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
   if (opt.features == SyntheticFeatures::kRandom && opt.feature_width < 1)
-    throw InputError("--features", "must be at least 1, got " + std::to_string(opt.feature_width));
+    throw InputError("--feature-width", "must be at least 1, got " + std::to_string(opt.feature_width));
 }
 
 void finish(GraphData& g, const EdgeListOptions& opt, const std::string& path) {
   build::synthetic_features(g, opt.features, opt.feature_width, opt.seed);
   build::unlabelled(g, opt.classes);
   validate(g, path);
+}
+
+// Columns of the synthetic features (the size checks count them).
+index_t feature_width(const EdgeListOptions& opt) {
+  return opt.features == SyntheticFeatures::kRandom ? opt.feature_width : 1;
 }
 
 std::string lower(std::string_view s) {
@@ -43,8 +48,11 @@ std::string lower(std::string_view s) {
 
 GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt) {
   check_common(opt);
-  TextReader in(path);
   const bool dense = opt.num_nodes > 0;
+  if (dense)
+    build::require_graph_memory("--num-nodes", std::to_string(opt.num_nodes) + " nodes", opt.num_nodes, 0,
+                                opt.symmetrize, false, feature_width(opt));
+  TextReader in(path);
   std::vector<build::Edge> edges;
   std::vector<std::string_view> f;
   std::string_view line;
@@ -93,6 +101,9 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt) {
       e.v = rank(e.v);
     }
   }
+  build::require_graph_memory(path, std::to_string(n) + " nodes, " + std::to_string(edges.size()) + " edges", n,
+                              static_cast<std::int64_t>(edges.size()), opt.symmetrize, columns == 3,
+                              feature_width(opt));
   GraphData g;
   build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3);
   finish(g, opt, path);
@@ -138,6 +149,9 @@ GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt
   if (rows < 1) in.fail("empty matrix (0 rows)");
   if (rows > opt.max_nodes)
     in.fail(std::to_string(rows) + " rows exceed the limit of " + std::to_string(opt.max_nodes) + " nodes");
+  // The size line decides what the build allocates: check it before reading the entries.
+  build::require_graph_memory(path, std::to_string(rows) + " rows and " + std::to_string(nnz) + " entries declared",
+                              rows, nnz, symmetric || opt.symmetrize, weighted, feature_width(opt));
 
   const std::size_t want = weighted ? 3 : 2;
   std::vector<build::Edge> edges;
@@ -158,7 +172,10 @@ GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt
                 std::to_string(rows) + "]");
       ij[k] = id - 1;
     }
-    const float w = weighted ? text::parse_float(in, f[2], "value") : 1.0f;
+    // An `integer` file's values are whole numbers: "2.5" there is a corrupt file, not a weight.
+    const float w = !weighted           ? 1.0f
+                    : field == "integer" ? static_cast<float>(text::parse_int(in, f[2], "value (field integer)"))
+                                         : text::parse_float(in, f[2], "value");
     edges.push_back({ij[0], ij[1], static_cast<index_t>(seen), w});
     ++seen;
   }

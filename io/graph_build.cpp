@@ -8,8 +8,31 @@
 
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
+#include "plexus/sizes.hpp"
 
 namespace plexus::build {
+
+void require_graph_memory(const std::string& where, const std::string& how, index_t n, std::int64_t edges,
+                          bool symmetrize, bool weighted, index_t feature_width) {
+  const double stored = static_cast<double>(edges) * (symmetrize ? 2 : 1);
+  require_memory(graph_host_bytes(n, static_cast<std::int64_t>(stored), feature_width, weighted) +
+                     stored * static_cast<double>(sizeof(Edge)),
+                 where, "the graph", how);
+}
+
+void require_generated_memory(index_t n, double stored_edges, index_t features, double scratch,
+                              const GeneratorOptions& names) {
+  const double nodes = static_cast<double>(n);
+  const double node_bytes = nodes * (8 + 4 + 3), edge_bytes = stored_edges * 8 + scratch,
+               feature_bytes = 4 * nodes * static_cast<double>(features);
+  const double total = node_bytes + edge_bytes + feature_bytes;
+  const char* where = feature_bytes >= edge_bytes && feature_bytes >= node_bytes ? names.features
+                      : edge_bytes >= node_bytes                                  ? names.edges
+                                                                                  : names.nodes;
+  require_memory(total, where, "the graph",
+                 std::to_string(n) + " nodes, about " + std::to_string(static_cast<std::int64_t>(stored_edges)) +
+                     " stored edges, " + std::to_string(features) + " features");
+}
 
 void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symmetrize, bool weighted) {
   // Drop self-loops, then add the reversed copies.

@@ -1,6 +1,7 @@
 #pragma once
 // Building GraphData from edge tuples, shared by the text converters, private to io/.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "plexus/graph.hpp"
@@ -13,6 +14,23 @@ struct Edge {
   index_t order;  // position in the input: the first of duplicate entries wins
   float w;
 };
+
+// Refuses (require_memory, plexus/sizes.hpp) a graph of n nodes and `edges` input edges whose
+// build would not fit this process's memory: the edge tuples (doubled by `symmetrize`), the
+// CSR, `feature_width` float features, labels and masks. `where` names the file or option that
+// declares the sizes, `how` what it declares (e.g. "1500000000 rows, 3 entries").
+void require_graph_memory(const std::string& where, const std::string& how, index_t n, std::int64_t edges,
+                          bool symmetrize, bool weighted, index_t feature_width);
+
+// The same for a generator (generate rmat, sbm): n nodes, `stored_edges` CSR entries, float
+// features and `scratch` bytes of generation, naming the option behind the largest part.
+struct GeneratorOptions {
+  const char* nodes;
+  const char* edges;
+  const char* features;
+};
+void require_generated_memory(index_t n, double stored_edges, index_t features, double scratch,
+                              const GeneratorOptions& names);
 
 // Sets g.num_nodes = n, g.directed = !symmetrize and the CSR (sorted rows, no duplicates, no
 // self-loops; g.values only when `weighted`). With `symmetrize` each edge is also stored

@@ -28,6 +28,7 @@
 #include "io/hdf5_writer.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/sizes.hpp"
 
 namespace plexus {
 namespace {
@@ -52,6 +53,10 @@ GraphData read_graph_h5(const std::string& path) {
   g.directed = h.directed;
   const auto n = static_cast<hsize_t>(h.num_nodes);
   const auto nnz = static_cast<hsize_t>(h.nnz);
+  // The header's sizes decide what the reads allocate: check them first.
+  require_memory(graph_host_bytes(h.num_nodes, h.nnz, h.num_features, h.has_values), path, "the graph",
+                 std::to_string(h.num_nodes) + " nodes, " + std::to_string(h.nnz) + " edges, " +
+                     std::to_string(h.num_features) + " features");
   g.indptr = r.read_ints<index_t>(h.indptr, n + 1);
   g.indices = r.read_ints<index_t>(h.indices, nnz);
   if (h.has_values) g.values = r.read_floats(h.values, nnz);

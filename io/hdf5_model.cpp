@@ -124,23 +124,11 @@ void write_model(const std::string& path, const GptModelFile& m) {
            " x " + std::to_string(t.cols));
   }
 
-  // The protocol of write_atomically (io/hdf5_writer.hpp), which is specific to graphs:
-  // `<path>.tmp.<pid>` written, flushed, closed and renamed over `path`; on any failure the
-  // temporary file is removed and `path` left as it was.
-  TempFile tmp(path + ".tmp." + std::to_string(::getpid()));
-  {
-    // Created by us first only for errno's readable message (missing directory, permission).
-    errno = 0;
-    const int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-      const int err = errno;
-      fail("cannot create " + tmp.path() + ": " + std::strerror(err));
-    }
-    ::close(fd);
-  }
+  // Written atomically (io/files.hpp); the file object outlives every HDF5 handle on it.
+  io::AtomicFile out(io::check_output(path, io::OutputNeeds::Seekable));
   {
     Writer w(path);
-    w.create(tmp.path());
+    w.create(out.temp_path());
     w.string_attr("format", kModelFormat);
     w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, static_cast<std::int32_t>(kModelVersion));
     w.scalar_attr<std::int64_t>("layers", H5T_STD_I64LE, m.config.layers);
@@ -163,8 +151,8 @@ void write_model(const std::string& path, const GptModelFile& m) {
   }
   if (!m.chars.empty()) {
     // h5::Writer has no string datasets: the vocabulary is added by reopening the temporary file.
-    Hid file = h5::file(H5Fopen(tmp.path().c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
-    if (!file) fail("cannot reopen " + tmp.path());
+    Hid file = h5::file(H5Fopen(out.temp_path().c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    if (!file) fail("cannot reopen " + out.temp_path());
     Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
     if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
       fail(std::string("dataset ") + kVocabChars);
@@ -184,12 +172,7 @@ void write_model(const std::string& path, const GptModelFile& m) {
     if (!file.reset()) fail("closing (flushing) the file failed (disk full?)");
   }
 
-  fsync_path(tmp.path());
-  if (std::rename(tmp.path().c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    fail("renaming " + tmp.path() + " failed: " + std::strerror(err));
-  }
-  tmp.commit();
+  out.commit();
 }
 
 struct RootLink {

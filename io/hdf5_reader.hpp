@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "io/hdf5_util.hpp"
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 
@@ -83,6 +84,7 @@ class Reader {
     if (st.type() == std::filesystem::file_type::not_found) fail_file("no such file");
     if (ec) fail_file("cannot access: " + ec.message());
     if (std::filesystem::is_directory(st)) fail_file("is a directory, not an HDF5 file");
+    io::require_regular_input(path_, "HDF5");  // a FIFO or device would block in open()
     {
       errno = 0;
       std::FILE* fp = std::fopen(path_.c_str(), "rb");
@@ -98,6 +100,7 @@ class Reader {
     }
     file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.get()));
     if (!file_) fail_file("cannot open as HDF5 (corrupt or truncated file?)");
+    io::note_input_file(path_);
   }
 
   // ---- attributes ----------------------------------------------------------------------

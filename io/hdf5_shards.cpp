@@ -14,10 +14,13 @@
 // element of the file, so every element is validated by some rank.
 #include <mpi.h>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 
 #include "io/hdf5_prepared.hpp"
 #include "io/hdf5_reader.hpp"
+#include "plexus/graph.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
 
@@ -124,8 +127,14 @@ class ShardReader {
     if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm_);
     return v;
   }
-  void sum_over_ranks(std::array<index_t, 3>& v) const {
-    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), 3, MPI_INT64_T, MPI_SUM, comm_);
+  template <std::size_t N>
+  void sum_over_ranks(std::array<index_t, N>& v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), N, MPI_INT64_T, MPI_SUM, comm_);
+  }
+  // Sums modulo 2^64 (order-independent hashes of node records).
+  template <std::size_t N>
+  void sum_over_ranks(std::array<std::uint64_t, N>& v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), N, MPI_UINT64_T, MPI_SUM, comm_);
   }
   // The concatenation of every rank's `part` (rank order), `total` values in all.
   std::vector<double> all_gather(const std::vector<double>& part, index_t total) const {
@@ -138,6 +147,17 @@ class ShardReader {
     std::vector<double> all(static_cast<std::size_t>(total));
     MPI_Allgatherv(part.data(), counts[rank_], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_);
     return all;
+  }
+
+  // Labels of nodes [rows), each checked to be in [-1, num_classes).
+  std::vector<std::int32_t> labels(const Reader::Dataset& d, Range rows) const {
+    const auto n = static_cast<hsize_t>(rows.size());
+    std::vector<std::int32_t> y = r_.read_ints<std::int32_t>(d, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    for (std::size_t k = 0; k < y.size(); ++k)
+      if (y[k] < -1 || y[k] >= h_.num_classes)
+        r_.fail(d.name, "label " + std::to_string(y[k]) + " at node " + std::to_string(rows.begin + static_cast<index_t>(k)) +
+                            " out of range [-1, num_classes = " + std::to_string(h_.num_classes) + ")");
+    return y;
   }
 
   std::vector<std::uint8_t> mask(const Reader::Dataset& d, Range rows) const {
@@ -193,6 +213,59 @@ void append_rows(HostCsr& block, const HostCsr& part) {
   block.indices.insert(block.indices.end(), part.indices.begin(), part.indices.end());
   block.values.insert(block.values.end(), part.values.begin(), part.values.end());
   block.rows += part.rows;
+}
+
+// An order-independent fingerprint of one node's record (its original id, label and split
+// bits): summed over the nodes, equal sums mean equal multisets of records (up to a 2^-64
+// chance), whatever order each copy stores them in.
+std::uint64_t record_hash(index_t id, std::int32_t label, unsigned splits) {
+  std::uint64_t z = static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ull ^
+                    (static_cast<std::uint64_t>(static_cast<std::uint32_t>(label)) << 3 | splits);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64's finaliser
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// A prepared file with two orders stores the labels and masks twice (/labels and /masks in P2
+// order, /prepared/labels_p and masks_p in P order), derived by plexus prepare from one source.
+// Checks, from this rank's 1/P of each, that node_id_p and node_id_p2 are permutations and
+// that both copies hold the same record for every original node: a file edited after
+// plexus prepare (one copy of the split changed) is refused instead of trained on.
+void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Header& h, const h5::PreparedHeader& ph,
+                           Range own) {
+  const auto n = static_cast<hsize_t>(h.num_nodes), m = static_cast<hsize_t>(own.size());
+  const Slab slab{{static_cast<hsize_t>(own.begin)}, {m}};
+  // sums: identity ids, P ids, P2 ids, P records, P2 records
+  std::array<std::uint64_t, 5> sums{};
+  for (index_t k = own.begin; k < own.end; ++k) sums[0] += record_hash(k, 0, 0);
+  const auto copy = [&](const char* ids_name, const Reader::Dataset& labels, const Reader::Dataset* const masks[3],
+                        std::uint64_t& id_sum, std::uint64_t& record_sum) {
+    const Reader::Dataset d = r.open_dataset(ids_name, false, "int64", {n}, "[num_nodes]");
+    const std::vector<index_t> ids = r.read_ints<index_t>(d, m, slab);
+    const std::vector<std::int32_t> y = in.labels(labels, own);
+    std::vector<unsigned> bits(ids.size(), 0);
+    for (unsigned k = 0; k < 3; ++k) {
+      const std::vector<std::uint8_t> mk = in.mask(*masks[k], own);
+      for (std::size_t i = 0; i < mk.size(); ++i) bits[i] |= static_cast<unsigned>(mk[i]) << k;
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= h.num_nodes)
+        r.fail(ids_name, "node id " + std::to_string(ids[i]) + " at position " +
+                             std::to_string(own.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
+      id_sum += record_hash(ids[i], 0, 0);
+      record_sum += record_hash(ids[i], y[i], bits[i]);
+    }
+  };
+  const Reader::Dataset* p_masks[3] = {&ph.train_p, &ph.val_p, &ph.test_p};
+  const Reader::Dataset* p2_masks[3] = {&h.train, &h.val, &h.test};
+  copy("/prepared/node_id_p", ph.labels_p, p_masks, sums[1], sums[3]);
+  copy("/prepared/node_id_p2", h.labels, p2_masks, sums[2], sums[4]);
+  in.sum_over_ranks(sums);
+  if (sums[1] != sums[0]) r.fail("/prepared/node_id_p", "not a permutation of the node ids");
+  if (sums[2] != sums[0]) r.fail("/prepared/node_id_p2", "not a permutation of the node ids");
+  if (sums[3] != sums[4])
+    r.fail("/prepared", "labels_p and masks_p disagree with /labels and /masks (the file was changed after "
+                        "plexus prepare; prepare it again from its source)");
 }
 
 }  // namespace
@@ -262,15 +335,28 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     });
     inv_sqrt_deg = in.all_gather(part, h.num_nodes);
   }
-  s.split_sizes = {0, 0, 0};
+  // The split sizes (the accuracies' denominators) and the labelled training nodes, counted in
+  // the copy of the labels and masks that training reads (that of the last layer's output
+  // order): counting another copy gave accuracies above 1 once the copies disagreed.
+  const bool p_order = sr.label_order == 1;
+  const Reader::Dataset& labels = p_order ? ph.labels_p : h.labels;
+  const Reader::Dataset* masks[3] = {p_order ? &ph.train_p : &h.train, p_order ? &ph.val_p : &h.val,
+                                     p_order ? &ph.test_p : &h.test};
   {
-    const Reader::Dataset* masks[3] = {&h.train, &h.val, &h.test};
+    const std::vector<std::int32_t> y = in.labels(labels, own);
+    std::array<index_t, 4> counts{};  // train, val, test, labelled train
     for (int k = 0; k < 3; ++k) {
       const std::vector<std::uint8_t> m = in.mask(*masks[k], own);
-      s.split_sizes[k] = static_cast<index_t>(std::count(m.begin(), m.end(), 1));
+      counts[k] = static_cast<index_t>(std::count(m.begin(), m.end(), 1));
+      if (k == 0)
+        for (std::size_t i = 0; i < m.size(); ++i) counts[3] += m[i] == 1 && y[i] >= 0;
     }
-    in.sum_over_ranks(s.split_sizes);
+    in.sum_over_ranks(counts);
+    if (counts[3] == 0)
+      r.fail(masks[0]->name, no_labelled_training_node(counts[0]));
+    s.split_sizes = {counts[0], counts[1], counts[2]};
   }
+  if (ph.prepared && ph.two_orders) check_prepared_copies(r, in, h, ph, own);
 
   // 2. The Â blocks: stream each block's rows and keep the columns of the block; a raw graph
   // is normalised on the way. Collective reads need the same sequence on every rank, so each
@@ -339,18 +425,10 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
                                 std::to_string(s.feat_cols.begin + static_cast<index_t>(k % w)) + "]");
     }
   s.label_rows = sr.label_rows;
-  const bool p_order = sr.label_order == 1;
-  const Reader::Dataset& labels = p_order ? ph.labels_p : h.labels;
-  const auto n = static_cast<hsize_t>(s.label_rows.size());
-  s.labels = r.read_ints<std::int32_t>(labels, n, Slab{{static_cast<hsize_t>(s.label_rows.begin)}, {n}});
-  for (std::size_t k = 0; k < s.labels.size(); ++k)
-    if (s.labels[k] < -1 || s.labels[k] >= h.num_classes)
-      r.fail(labels.name, "label " + std::to_string(s.labels[k]) + " at node " +
-                              std::to_string(s.label_rows.begin + static_cast<index_t>(k)) +
-                              " out of range [-1, num_classes = " + std::to_string(h.num_classes) + ")");
-  s.train = in.mask(p_order ? ph.train_p : h.train, s.label_rows);
-  s.val = in.mask(p_order ? ph.val_p : h.val, s.label_rows);
-  s.test = in.mask(p_order ? ph.test_p : h.test, s.label_rows);
+  s.labels = in.labels(labels, s.label_rows);
+  s.train = in.mask(*masks[0], s.label_rows);
+  s.val = in.mask(*masks[1], s.label_rows);
+  s.test = in.mask(*masks[2], s.label_rows);
   return s;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Writing format v1 files (private to io/): the HDF5 writer and the atomic
-// temporary-file-then-rename protocol shared by write_graph_h5 and write_prepared_h5.
+// Writing format v1 files (private to io/): the HDF5 writer and the atomic write shared by
+// write_graph_h5 and write_prepared_h5.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,28 +13,11 @@
 
 #include "io/hdf5_reader.hpp"
 #include "io/hdf5_util.hpp"
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph.hpp"
 
 namespace plexus::h5 {
-
-// Removes the temporary file unless committed; declared before any HDF5 handle on it so the
-// handle is closed first.
-class TempFile {
- public:
-  explicit TempFile(std::string p) : path_(std::move(p)) {}
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (!committed_) std::remove(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  void commit() { committed_ = true; }
-
- private:
-  std::string path_;
-  bool committed_ = false;
-};
 
 class Writer {
  public:
@@ -131,38 +114,20 @@ inline std::vector<hsize_t> chunk_features(hsize_t n, hsize_t f) {
   return {rows, std::max<hsize_t>(1, cols)};
 }
 
-inline void fsync_path(const std::string& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-}
 
 
-// Validates `g`, writes `<path>.tmp.<pid>` with the v1 datasets of `g`, lets `extra(writer)`
-// add more objects, flushes, closes and renames it over `path`. Any failure removes the
-// temporary file and leaves `path` as it was.
+// Validates `g`, writes a temporary file (io::AtomicFile) with the v1 datasets of `g`, lets
+// `extra(writer)` add more objects, flushes, closes and renames it over `path`. Any failure
+// removes the temporary file and leaves `path` as it was.
 template <class Extra>
 void write_atomically(const GraphData& g, const std::string& path, Extra&& extra) {
   h5::silence_errors();
   validate(g, path);
 
-  TempFile tmp(path + ".tmp." + std::to_string(::getpid()));
-  {
-    // Create the file ourselves first, only to get errno for a readable message
-    // (missing directory, permission denied); HDF5 then truncates it.
-    errno = 0;
-    const int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-      const int err = errno;
-      throw InputError(path, std::string("cannot write: cannot create ") + tmp.path() + ": " + std::strerror(err));
-    }
-    ::close(fd);
-  }
-
+  // Declared before the writer: its HDF5 handle closes first (io/files.hpp).
+  io::AtomicFile file(io::check_output(path, io::OutputNeeds::Seekable));
   Writer w(path);
-  w.create(tmp.path());
+  w.create(file.temp_path());
   w.string_attr("format", kFormatName);
   w.scalar_attr<std::int32_t>("format_version", H5T_STD_I32LE, kFormatVersion);
   w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, g.num_nodes);
@@ -186,12 +151,7 @@ void write_atomically(const GraphData& g, const std::string& path, Extra&& extra
   extra(w);
   w.close();
 
-  fsync_path(tmp.path());
-  if (std::rename(tmp.path().c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    throw InputError(path, std::string("cannot write: renaming ") + tmp.path() + " failed: " + std::strerror(err));
-  }
-  tmp.commit();
+  file.commit();
 }
 
 }  // namespace plexus::h5

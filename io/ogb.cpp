@@ -91,6 +91,7 @@ GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
     }
     if (n < 0) throw InputError(*p, "no node count");
     n_source = "num_nodes from " + *p;
+    build::require_graph_memory(*p, std::to_string(n) + " nodes declared", n, 0, opt.symmetrize, false, 1);
   }
 
   // ---- node features (optional) ----
@@ -186,6 +187,9 @@ GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
     n = max_id + 1;
     n_source = "max node id + 1 in " + edge_path;
   }
+  build::require_graph_memory(edge_path, std::to_string(n) + " nodes (" + n_source + "), " +
+                                             std::to_string(edges.size()) + " edges",
+                              n, static_cast<std::int64_t>(edges.size()), opt.symmetrize, false, std::max<index_t>(width, 1));
   build::csr_from_edges(g, n, edges, opt.symmetrize, false);
 
   if (feat_path) {

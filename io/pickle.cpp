@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 
 namespace plexus::pickle {
@@ -527,8 +528,10 @@ Document parse(std::string_view data, const std::string& where) {
 }
 
 Document parse_file(const std::string& path) {
+  io::require_regular_input(path, "a pickle");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot open file");
+  io::note_input_file(path);
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw InputError(path, "read error");

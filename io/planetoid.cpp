@@ -22,9 +22,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "io/files.hpp"
 #include "io/pickle.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/sizes.hpp"
 
 namespace plexus {
 namespace {
@@ -36,8 +38,10 @@ constexpr std::int64_t kMaxDenseFeatures = std::int64_t{1} << 31;
 constexpr std::int64_t kNumVal = 500;
 
 std::vector<std::int64_t> read_index_file(const std::string& path) {
+  io::require_regular_input(path, "a Planetoid index file");
   std::ifstream in(path);
   if (!in) throw InputError(path, "cannot open file");
+  io::note_input_file(path);
   std::vector<std::int64_t> out;
   std::string line;
   std::int64_t lineno = 0;
@@ -152,6 +156,9 @@ GraphData read_planetoid(const std::string& dir, const std::string& name, bool n
   const std::int64_t N = allx.rows + ext_rows;
   if (tmax >= N) throw InputError(pindex, "test index " + std::to_string(tmax) + " is out of range (" + std::to_string(N) + " nodes)");
   if (N > kMaxDenseFeatures / F) throw InputError(pallx, "feature matrix is too large to hold densely");
+  // The dense features follow from the declared shapes, not from the data: check them first.
+  require_memory(graph_host_bytes(N, 0, F, false), pallx, "the dense features",
+                 std::to_string(N) + " nodes x " + std::to_string(F) + " feature columns");
 
   // Stacked rows (vstack(allx, tx_ext)): row r -> source.
   std::vector<RowRef> stacked(static_cast<std::size_t>(N));

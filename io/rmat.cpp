@@ -21,6 +21,7 @@
 
 #include <omp.h>
 
+#include "io/graph_build.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/rng.hpp"
@@ -301,6 +302,9 @@ GraphData generate_rmat(const RmatOptions& opt) {
   check_options(opt);
   const index_t N = index_t{1} << opt.scale;
   const index_t M = static_cast<index_t>(opt.edge_factor) << opt.scale;
+  // Both directions of every edge as 8-byte keys while generating, at most as many stored.
+  build::require_generated_memory(N, 2.0 * static_cast<double>(M), opt.features, 16.0 * static_cast<double>(M),
+                                  {"--scale", "--scale", "--features"});
   const index_t F = opt.features;
   const std::uint32_t C = static_cast<std::uint32_t>(opt.classes);
 

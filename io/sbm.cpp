@@ -66,6 +66,11 @@ std::uint32_t threshold32(double p) {
 
 GraphData generate_sbm(const SbmOptions& o) {
   check_options(o);
+  // ~avg_degree stored entries a node; the edge tuples of both directions while building.
+  const double entries = o.avg_degree * static_cast<double>(o.nodes);
+  build::require_generated_memory(o.nodes, entries, o.features,
+                                  entries * sizeof(build::Edge) + 16.0 * static_cast<double>(o.nodes),
+                                  {"--nodes", "--avg-degree", "--features"});
   const index_t n = o.nodes;
   const auto C = static_cast<std::uint64_t>(o.classes);
   const index_t F = o.features;

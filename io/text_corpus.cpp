@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "io/gpt_tensors.hpp"
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 
@@ -114,6 +115,7 @@ File open_input(const std::string& path) {
   errno = 0;
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) throw InputError(path, std::string("cannot open: ") + (errno != 0 ? std::strerror(errno) : "unknown error"));
+  io::note_input_file(path);
   return f;
 }
 

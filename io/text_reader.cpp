@@ -1,6 +1,8 @@
 // TextReader and field parsers (io/text_reader.hpp).
 #include "io/text_reader.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <limits>
 #include <system_error>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 
 namespace plexus::text {
@@ -18,6 +21,18 @@ constexpr std::size_t kBuffer = std::size_t{1} << 16;
 }
 
 TextReader::TextReader(const std::string& path) : path_(path), buf_(kBuffer) {
+  if (path == kStandardInput) {
+    // Read as a stream: a pipe into `plexus convert edgelist -`.
+    path_ = "(standard input)";
+    const int fd = ::dup(STDIN_FILENO);
+    file_ = fd < 0 ? nullptr : gzdopen(fd, "rb");
+    if (file_ == nullptr) {
+      if (fd >= 0) ::close(fd);
+      throw InputError(path_, "cannot read standard input");
+    }
+    gzbuffer(file_, 1u << 17);
+    return;
+  }
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (st.type() == std::filesystem::file_type::not_found) throw InputError(path, "no such file");
@@ -28,6 +43,7 @@ TextReader::TextReader(const std::string& path) : path_(path), buf_(kBuffer) {
     throw InputError(path, std::string("cannot open: ") + (errno != 0 ? std::strerror(errno) : "out of memory"));
   }
   gzbuffer(file_, 1u << 17);
+  io::note_input_file(path);
 }
 
 TextReader::~TextReader() {

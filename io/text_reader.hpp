@@ -20,6 +20,9 @@ namespace plexus::text {
 class TextReader {
  public:
   static constexpr std::size_t kMaxLine = std::size_t{1} << 24;  // 16 MiB
+  // The path that names standard input. A FIFO or device is read as a stream too (the format
+  // needs one pass), so `plexus convert edgelist <(zcat e.gz)` works.
+  static constexpr const char* kStandardInput = "-";
 
   explicit TextReader(const std::string& path);
   TextReader(const TextReader&) = delete;

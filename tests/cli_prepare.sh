@@ -126,7 +126,7 @@ if "$plexus" inspect "$work/cora_permute.h5" --grid 2x2x2 --layers 2 >"$work/out
 # Bad input: exit 2, one line `plexus: error: ...`, no output file.
 expect_error metis-no-grid "--grid: --balance metis needs" prepare "$cora" -o "$work/x.h5" --balance metis
 expect_error missing-input "$work/nope.h5: no such file" prepare "$work/nope.h5" -o "$work/x.h5"
-expect_error no-dir "cannot write" prepare "$cora" -o "$work/no/such/dir/x.h5"
+expect_error no-dir "does not exist" prepare "$cora" -o "$work/no/such/dir/x.h5"
 [[ -e $work/x.h5 ]] && fail "output written on error" || ok
 expect_error conflicting "prepared with --balance permute" train --data "$work/cora_permute.h5" --balance metis --epochs 1
 expect_error bad-balance "--balance" train --balance random --epochs 1

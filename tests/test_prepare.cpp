@@ -211,6 +211,23 @@ std::string temp_path(const char* name) {
 
 // The file round trip: the shards a rank loads from a prepared file are those cut from the
 // prepared graph in memory, for 1 to 4 layers (both parities and the label order).
+// Nothing to train on is an input error, not a run at loss 0 (in memory and in any order).
+TEST(Prepare, TrainingNeedsALabelledTrainingNode) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  TrainConfig c;
+  c.epochs = 1;
+  GraphData unlabelled = small_graph(60, 4, 3);
+  std::fill(unlabelled.labels.begin(), unlabelled.labels.end(), -1);
+  GraphData no_train = small_graph(60, 4, 3);
+  std::fill(no_train.train_mask.begin(), no_train.train_mask.end(), 0);
+  for (Balance b : {Balance::kNone, Balance::kPermute}) {
+    c.balance = b;
+    EXPECT_THROW(train_gcn(unlabelled, c, *be, *grid), InputError) << balance_name(b);
+    EXPECT_THROW(train_gcn(no_train, c, *be, *grid), InputError) << balance_name(b);
+  }
+}
+
 TEST(Prepare, PreparedFileLoadsTheSameShards) {
   const GraphData g = small_graph(257, 5, 9);
   for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis}) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel_test_util.hpp"
+#include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
 
 namespace plexus::test {
@@ -138,6 +139,19 @@ TEST(GcnNormalize, RejectsBadInput) {
   EXPECT_THROW(gcn_normalize(2, {0, 1, 1}, {2}, {}), std::invalid_argument);          // column out of range
   EXPECT_THROW(gcn_normalize(2, {0, 1}, {1}, {}), std::invalid_argument);             // indptr too short
   EXPECT_THROW(gcn_normalize(2, {0, 1, 1}, {1}, {1.0f, 2.0f}), std::invalid_argument);  // values size
+}
+
+// Negative weights that leave a degree of A + I non-positive are the data's fault: an
+// InputError naming the row, which a command re-raises about its file.
+TEST(GcnNormalize, NonPositiveDegreeIsAnInputError) {
+  try {
+    gcn_normalize(3, {0, 0, 1, 2}, {2, 1}, {1.0f, -4.0f});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "graph");
+    EXPECT_NE(std::string(e.what()).find("/graph/values: row 2 of A + I has a non-positive"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -22,8 +22,13 @@ class InputError : public std::runtime_error {
 
 // Prints `plexus: error: <message>` and ends every rank of the MPI job with `code` (or this
 // process when MPI is not running). For errors met inside collective operations (e.g.
-// MPI-IO reads), where unwinding would block in a collective close and hang the job. Ranks
-// other than 0 wait briefly first, so an error every rank meets is printed once.
+// MPI-IO reads), where unwinding would block in a collective close and hang the job. An
+// error every rank meets (an option, a check on a reduced value) is printed once, by rank 0;
+// one that only some ranks meet is printed by the rank that met it (after init_abort_channel).
 [[noreturn]] void abort_job(const std::string& message, int code);
+
+// Sets up what abort_job needs to tell an error of every rank from one of a few: call once on
+// every rank, after MPI_Init (collective; nothing without MPI or on one rank).
+void init_abort_channel();
 
 }  // namespace plexus

@@ -30,4 +30,10 @@ struct GraphData {
 // naming the first violation.
 void validate(const GraphData& g, const std::string& where);
 
+// Training needs a labelled node in the train mask: InputError(where, "/masks/train: ...")
+// when there is none (an empty mask, or every label -1), instead of a run at loss 0.
+void require_labelled_training_node(const GraphData& g, const std::string& where);
+// Why training cannot start with `train_nodes` nodes in the train mask and none labelled.
+std::string no_labelled_training_node(index_t train_nodes);
+
 }  // namespace plexus

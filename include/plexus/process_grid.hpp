@@ -26,8 +26,15 @@ struct GridShape {
   int dim(Axis a) const { return a == Axis::X ? x : a == Axis::Y ? y : z; }
   std::string str() const;  // "XxYxZ"
 };
-// Parses "XxYxZ" (e.g. "2x2x2"); throws InputError("--grid", ...) when malformed.
+// The most ranks a grid may have (X·Y·Z, and D·X·Y·Z with data parallelism): 2^24, so that
+// rank counts fit an int and per-rank or per-block tables stay small.
+inline constexpr int kMaxGridRanks = 1 << 24;
+// Parses "XxYxZ" (e.g. "2x2x2"); throws InputError("--grid", ...) when malformed or when
+// X·Y·Z exceeds kMaxGridRanks.
 GridShape parse_grid(const std::string& text);
+// The ranks of `dp` replicas of `shape`: InputError("--dp", ...) when dp < 1 or the product
+// exceeds kMaxGridRanks.
+int grid_ranks(GridShape shape, int dp);
 
 struct LayerRoles {
   Axis o, i, d;  // rows of H / cols of Â (o), cols of H (i), rows of Â (d)

@@ -14,6 +14,7 @@ HostCsr csr_transpose(const HostCsr& a);
 // ids, optional weights). Existing self-loops are replaced by a single loop of weight 1 and
 // duplicate entries are summed, so the result is the same whether or not the input already
 // had them. D is the row sum of A + I; for a directed graph the same D is used on both sides.
+// A row whose sum is not positive (negative weights) is InputError("graph", "/graph/values: ...").
 HostCsr gcn_normalize(index_t num_nodes, const std::vector<index_t>& indptr, const std::vector<index_t>& indices,
                       const std::vector<float>& values);
 

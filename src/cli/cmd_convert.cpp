@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "io/files.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
 
@@ -63,6 +64,7 @@ void add_convert_command(CLI::App& app) {
   pl->add_flag("--raw-features", o->raw_features, "Keep features as published (default: row-normalized)");
   pl->add_option("--out,-o", o->out, "Output file")->required();
   pl->callback([o] {
+    io::check_output(o->out, io::OutputNeeds::Seekable);  // the inputs read are refused again at the rename
     const GraphData g = read_planetoid(o->dir, o->name, !o->raw_features);
     write_graph_h5(g, o->out);
     report(g, o->out);
@@ -80,6 +82,7 @@ void add_convert_command(CLI::App& app) {
   ec->add_option("--base", el->opt.base, "Id of the first node: 0 or 1")->capture_default_str();
   add_text_options(ec, *el);
   ec->callback([el] {
+    io::check_output(el->out, io::OutputNeeds::Seekable, {el->input});
     const GraphData g = read_edge_list(el->input, text_options(*el));
     write_graph_h5(g, el->out);
     report(g, el->out);
@@ -92,6 +95,7 @@ void add_convert_command(CLI::App& app) {
   mc->add_option("input", mm->input, "MatrixMarket file")->required();
   add_text_options(mc, *mm);
   mc->callback([mm] {
+    io::check_output(mm->out, io::OutputNeeds::Seekable, {mm->input});
     const GraphData g = read_matrix_market(mm->input, text_options(*mm));
     write_graph_h5(g, mm->out);
     report(g, mm->out);
@@ -111,6 +115,7 @@ void add_convert_command(CLI::App& app) {
   oc->callback([og, og_dir, og_out, og_directed] {
     OgbOptions opt = *og;
     opt.symmetrize = !*og_directed;
+    io::check_output(*og_out, io::OutputNeeds::Seekable);
     const GraphData g = read_ogb(*og_dir, opt);
     write_graph_h5(g, *og_out);
     report(g, *og_out);

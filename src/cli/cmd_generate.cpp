@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
@@ -22,6 +23,7 @@ void add_generate_command(CLI::App& app) {
   rmat->add_option("--seed", opt->seed, "Random seed")->capture_default_str();
   rmat->add_option("--out,-o", *out, "Output file (format v1 HDF5)")->required();
   rmat->callback([opt, out] {
+    io::check_output(*out, io::OutputNeeds::Seekable);  // before the work, not after it
     const GraphData g = generate_rmat(*opt);
     write_graph_h5(g, *out);
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *out, g.num_nodes, g.num_edges(), g.num_features,
@@ -46,6 +48,7 @@ void add_generate_command(CLI::App& app) {
   sc->add_option("--seed", sbm->seed, "Random seed")->capture_default_str();
   sc->add_option("--out,-o", *sbm_out, "Output file (format v1 HDF5)")->required();
   sc->callback([sbm, sbm_out] {
+    io::check_output(*sbm_out, io::OutputNeeds::Seekable);
     const GraphData g = generate_sbm(*sbm);
     write_graph_h5(g, *sbm_out);
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *sbm_out, g.num_nodes, g.num_edges(),

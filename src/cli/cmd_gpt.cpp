@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
 #include <string>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "src/cli/commands.hpp"
@@ -82,17 +85,25 @@ void run_gpt_train(GptTrainOptions& o) {
   validate(o.cfg);
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid), o.dp);
+  set_rank_memory_budget(memory_limit);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
+  // The outputs are checked before the run, not after it (io/files.hpp).
+  const std::vector<std::string> inputs = {o.data, o.config};
+  std::optional<io::OutputTarget> metrics_out;
+  if (root && !o.metrics.empty()) metrics_out = io::check_output(o.metrics, io::OutputNeeds::Stream, inputs);
+  if (root && !o.save.empty()) io::check_output(o.save, io::OutputNeeds::Seekable, inputs);
 
   double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime (as plexus train)
   grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
+  // Before the model is built, not by the OOM killer.
+  check_gpt_memory(o.cfg, grid->shape(), o.dp, is_token_file(o.data) ? "--vocab" : o.data);
   if (!o.quiet)
     fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}{}\n", o.data,
                corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str(),
@@ -142,7 +153,7 @@ void run_gpt_train(GptTrainOptions& o) {
                                    {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
                         .dump() +
                     "\n";
-    write_file_atomic(o.metrics, metrics_text);
+    io::write_text_output(*metrics_out, metrics_text);
   }
 }
 
@@ -156,6 +167,7 @@ struct GptSampleOptions {
 void run_gpt_sample(GptSampleOptions& o) {
   const GptModelFile m = read_gpt_model_h5(o.model);
   if (m.chars.empty()) throw InputError(o.model, "has no character vocabulary: sampling text needs a character-level model");
+  check_sample_memory(m.config, o.model);  // sizes from the file's attributes, before the forward pass
   auto backend = make_backend(o.backend, threads_per_rank(o.threads));
   const std::vector<std::int32_t> prompt = encode_chars(m.chars, o.prompt, "--prompt");
   const std::vector<std::int32_t> out =

@@ -6,9 +6,11 @@
 #include <memory>
 #include <numeric>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
+#include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -37,13 +39,14 @@ void run_prepare(const PrepareCliOptions& o) {
     parse_grid(o.grid);  // checked, but only METIS depends on it
   }
   if (o.out.empty()) throw InputError("--out", "an output file is required");
+  io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work, not after it
 
   const auto t0 = Clock::now();
   GraphData g = read_graph_h5(o.input);
   const double read_s = secs(t0);
   const index_t in_edges = g.num_edges();
   const auto t1 = Clock::now();
-  PreparedGraph p = prepare_graph(std::move(g), po);
+  PreparedGraph p = about_file(o.input, [&] { return prepare_graph(std::move(g), po); });
   const double prep_s = secs(t1);
   const auto t2 = Clock::now();
   write_prepared_h5(p, o.out);

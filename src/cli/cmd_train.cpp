@@ -10,10 +10,12 @@
 #include <optional>
 #include <toml++/toml.h>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
+#include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -51,6 +53,7 @@ void run_train(TrainOptions& o) {
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   auto grid = ProcessGrid::create(parse_grid(o.grid));
+  set_rank_memory_budget(memory_limit);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
@@ -58,6 +61,10 @@ void run_train(TrainOptions& o) {
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
+  // The metrics file is checked before the run, not after it (io/files.hpp).
+  std::optional<io::OutputTarget> metrics_out;
+  if (root && !o.metrics.empty())
+    metrics_out = io::check_output(o.metrics, io::OutputNeeds::Stream, {o.data, o.config});
 
   // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
   const PreparedInfo prep = read_prepared_info_h5(o.data);
@@ -70,6 +77,7 @@ void run_train(TrainOptions& o) {
                                            balance_name(prep.balance), balance_name(balance)));
   }
   const bool in_memory = !prep.prepared && balance != Balance::kNone;
+  check_train_memory(o.data, o.cfg, grid->shape(), in_memory);  // before the load, not by the OOM killer
 
   // file → shards: each rank reads only the blocks it holds (for a plain file with --balance,
   // every rank reads the whole graph and orders it in memory).
@@ -113,7 +121,7 @@ void run_train(TrainOptions& o) {
                  m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
   };
   // (Below: the same high-water mark at the end, i.e. over load and training.)
-  const TrainResult r = in_memory ? train_gcn(whole, o.cfg, *backend, *grid, on_epoch)
+  const TrainResult r = in_memory ? about_file(o.data, [&] { return train_gcn(whole, o.cfg, *backend, *grid, on_epoch); })
                                   : train_gcn(std::move(shards), o.cfg, *backend, *grid, on_epoch);
   double peak_rss = peak_rss_bytes();
   grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
@@ -148,7 +156,7 @@ void run_train(TrainOptions& o) {
                                    {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
                         .dump() +
                     "\n";
-    write_file_atomic(o.metrics, metrics_text);
+    io::write_text_output(*metrics_out, metrics_text);
   }
 }
 

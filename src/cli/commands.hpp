@@ -12,6 +12,12 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/profiling.hpp"
 
+namespace plexus {
+struct TrainConfig;
+struct GptTrainConfig;
+struct GptConfig;
+}  // namespace plexus
+
 namespace plexus::cli {
 
 void add_train_command(CLI::App& app);
@@ -60,6 +66,18 @@ nlohmann::json axis_bytes_json(const std::array<double, 4>& bytes);
 // --memory-per-rank: a byte count with an optional K/M/G (binary) suffix, 0 (no budget) when
 // empty; InputError("--memory-per-rank", ...) when malformed.
 std::size_t parse_memory_budget(const std::string& text);
+// Sets this process's budget for the size checks (plexus/sizes.hpp): --memory-per-rank
+// (`option_bytes`, 0 when not given) where that is below the memory available to this rank
+// (the node's divided by the ranks on it), else the latter. Collective: every rank calls it.
+void set_rank_memory_budget(std::size_t option_bytes);
+// Refuse (InputError naming the option or file that drives the need) a run whose largest rank
+// would not fit the budget, from the sizes alone, before loading (src/cli/memory_needs.cpp).
+// `whole_graph`: every rank reads the whole file (a plain file ordered in memory).
+void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph);
+// `vocab_from` names what set the vocabulary (--vocab, or the text file).
+void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from);
+// plexus gpt sample: a forward pass of the model read from `path`.
+void check_sample_memory(const GptConfig& model, const std::string& path);
 // --precision fp32|bf16 on `cmd`, into `value` (precision_of reads it).
 void add_precision_option(CLI::App* cmd, std::string& value);
 Precision precision_of(const std::string& value);
@@ -70,8 +88,5 @@ MatmulPrecision matmul_precision_of(const std::string& value, MatmulPrecision ot
 const char* matmul_precision_name(MatmulPrecision p);  // "fp32", "tf32", "bf16"
 // {"kernel": {"seconds": s, "calls": n}, ...}
 nlohmann::json profile_json(const ProfilingBackend& p);
-
-// Writes `text` to `path` atomically (temporary file + rename).
-void write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace plexus::cli

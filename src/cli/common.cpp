@@ -17,6 +17,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
+#include "plexus/sizes.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -24,6 +25,10 @@ namespace plexus::cli {
 // Values from a TOML file (`--config`) fill every option not given on the command line.
 // Keys are the long option names without dashes, e.g. `hidden = 64`, `weight-decay = 5e-4`.
 void apply_config_file(const std::string& path, CLI::App& cmd) {
+  // toml++ reads a directory as an empty table: every option would silently keep its default.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a TOML file");
+  if (!std::filesystem::exists(path, ec)) throw InputError(path, "no such file");
   toml::table table;
   try {
     table = toml::parse_file(path);
@@ -200,6 +205,12 @@ std::size_t parse_memory_budget(const std::string& text) {
   return static_cast<std::size_t>(v * scale);
 }
 
+void set_rank_memory_budget(std::size_t option_bytes) {
+  const std::uint64_t available = available_memory_bytes() / static_cast<std::uint64_t>(ProcessGrid::ranks_on_this_node());
+  if (option_bytes > 0 && (available == 0 || option_bytes <= available)) set_memory_budget({option_bytes, true});
+  else set_memory_budget({available, false});
+}
+
 nlohmann::json profile_json(const ProfilingBackend& p) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, e] : p.entries()) j[name] = {{"seconds", e.seconds}, {"calls", e.calls}};
@@ -231,24 +242,6 @@ double current_rss_bytes() {
   double pages_total = 0, pages_resident = 0;
   if (!(statm >> pages_total >> pages_resident)) return 0.0;
   return pages_resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "cannot open for writing");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError(path, "write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot rename the temporary file into place");
-  }
 }
 
 }  // namespace plexus::cli

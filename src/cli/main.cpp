@@ -1,16 +1,20 @@
 // `plexus`: train GCNs on large graphs, generate and convert datasets.
 //
 // Errors caused by input (files, options) print one line `plexus: error: <where>: <what>`
-// and exit with code 2; under MPI the failing rank aborts every rank so none hangs.
+// and exit with code 2; under MPI the failing rank aborts every rank so none hangs, and an
+// error every rank meets is printed once (src/comm/abort_job.cpp).
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 
+#include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/version.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/same_command_line.hpp"
+#include "src/cli/strict_options.hpp"
 
 namespace {
 
@@ -37,6 +41,14 @@ int main(int argc, char** argv) {
   if (launched_by_mpi()) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    plexus::init_abort_channel();
+  }
+  plexus::io::guard_inputs();  // one command per process: no output may replace a file it read
+  // Before parsing: a rank with other options could fail to parse, or call other collectives.
+  try {
+    plexus::cli::require_same_command_line(argc, argv);
+  } catch (const plexus::InputError& e) {
+    fail(2, e.message());
   }
 
   CLI::App app{"Plexus: 3D-parallel full-graph GNN training", "plexus"};
@@ -51,6 +63,7 @@ int main(int argc, char** argv) {
   plexus::cli::add_plan_command(app);
   plexus::cli::add_inspect_command(app);
   plexus::cli::add_gpt_command(app);
+  plexus::cli::read_options_strictly(app);
 
   try {
     app.parse(argc, argv);

@@ -239,10 +239,10 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp) {
   int world_size = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (dp < 1) throw InputError("--dp", "must be at least 1");
-  if (dp * shape.size() != world_size)
+  const int ranks = grid_ranks(shape, dp);
+  if (ranks != world_size)
     throw InputError("--grid", (dp > 1 ? std::to_string(dp) + " replicas of " : std::string()) + shape.str() +
-                                   " have " + std::to_string(dp * shape.size()) + " ranks but " +
+                                   " have " + std::to_string(ranks) + " ranks but " +
                                    std::to_string(world_size) + " were started");
   const int t = rank % shape.size(), d = rank / shape.size();
   const int x = (t / shape.y) % shape.x, y = t % shape.y, z = t / (shape.x * shape.y);
@@ -281,14 +281,14 @@ ProcessGrid::NodePlacement ProcessGrid::node_placement() {
 }
 
 std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape, int dp) {
-  if (dp < 1) throw InputError("--dp", "must be at least 1");
+  const int ranks = grid_ranks(shape, dp);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) return from_mpi(shape, dp);
-  if (dp * shape.size() != 1)
+  if (ranks != 1)
     throw InputError("--grid", shape.str() + (dp > 1 ? " times --dp " + std::to_string(dp) : std::string()) +
-                                   " needs " + std::to_string(dp * shape.size()) +
-                                   " ranks: start plexus with mpirun -np " + std::to_string(dp * shape.size()));
+                                   " needs " + std::to_string(ranks) + " ranks: start plexus with mpirun -np " +
+                                   std::to_string(ranks));
   return single();
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "plexus/error.hpp"
+#include "plexus/sizes.hpp"
 
 namespace plexus {
 
@@ -23,7 +24,22 @@ GridShape parse_grid(const std::string& text) {
       throw InputError("--grid", "expected XxYxZ with positive integers (e.g. 2x2x2), got '" + text + "'");
     p = next + 1;
   }
+  // The product is checked (3x3x954437177 must not wrap to one rank) and bounded: tables per
+  // rank or per block (plan, inspect, METIS parts) must stay small.
+  const std::int64_t ranks = checked_product({g.x, g.y, g.z}, "--grid", "the rank count of " + text);
+  if (ranks > kMaxGridRanks)
+    throw InputError("--grid", text + " has " + std::to_string(ranks) + " ranks, more than the " +
+                                   std::to_string(kMaxGridRanks) + " a grid may have");
   return g;
+}
+
+int grid_ranks(GridShape shape, int dp) {
+  if (dp < 1) throw InputError("--dp", "must be at least 1");
+  const std::int64_t ranks = checked_mul(dp, shape.size(), "--dp", "the rank count of the replicas");
+  if (ranks > kMaxGridRanks)
+    throw InputError("--dp", std::to_string(dp) + " replicas of " + shape.str() + " have " + std::to_string(ranks) +
+                                 " ranks, more than the " + std::to_string(kMaxGridRanks) + " a grid may have");
+  return static_cast<int>(ranks);
 }
 
 LayerRoles roles_for_layer(int layer) {

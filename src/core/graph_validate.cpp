@@ -99,4 +99,18 @@ void validate(const GraphData& g, const std::string& where) {
   check_mask(where, "/masks/test", g.test_mask, n);
 }
 
+std::string no_labelled_training_node(index_t train_nodes) {
+  return train_nodes == 0 ? "empty train mask: nothing to train on"
+                          : "no node of the train mask has a label (all -1): nothing to train on";
+}
+
+void require_labelled_training_node(const GraphData& g, const std::string& where) {
+  index_t train = 0;
+  for (std::size_t i = 0; i < g.train_mask.size(); ++i) {
+    if (g.train_mask[i] && g.labels[i] >= 0) return;
+    train += g.train_mask[i];
+  }
+  fail(where, "/masks/train", no_labelled_training_node(train));
+}
+
 }  // namespace plexus

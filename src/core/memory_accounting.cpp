@@ -1,11 +1,11 @@
 // Per-kind memory accounting of a Backend's Buffers, the memory budget (--memory-per-rank), and
 // the default (unpinned) host staging memory.
-#include <cstdio>
 #include <string>
 
 #include "kernels/common/host_alloc.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/error.hpp"
+#include "plexus/sizes.hpp"
 
 namespace plexus {
 
@@ -19,18 +19,6 @@ const char* memory_kind_name(MemoryKind k) {
   }
   return "?";
 }
-
-namespace {
-std::string human_bytes(std::size_t bytes) {  // "512 B", "3.50 KiB", "7.64 MiB", "2.00 GiB"
-  char s[32];
-  const double b = static_cast<double>(bytes);
-  if (bytes < 1024) std::snprintf(s, sizeof s, "%zu B", bytes);
-  else if (b < 1024.0 * 1024) std::snprintf(s, sizeof s, "%.2f KiB", b / 1024);
-  else if (b < 1024.0 * 1024 * 1024) std::snprintf(s, sizeof s, "%.2f MiB", b / (1024.0 * 1024));
-  else std::snprintf(s, sizeof s, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  return s;
-}
-}  // namespace
 
 void Backend::account_buffer(MemoryKind k, std::size_t bytes) {
   // live_bytes_ counts every allocation of the backend (Buffers and its own workspaces).

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "plexus/error.hpp"
+
 namespace plexus {
 
 HostCsr csr_transpose(const HostCsr& a) {
@@ -95,15 +97,17 @@ MergedRows merge_rows(index_t num_nodes, index_t row0, index_t rows, const index
 std::vector<double> inv_sqrt_degrees(const MergedRows& m) {
   const index_t rows = m.rows();
   std::vector<double> out(static_cast<std::size_t>(rows));
-  bool bad_degree = false;
-#pragma omp parallel for schedule(static) reduction(|| : bad_degree)
+  index_t bad_row = rows;  // the first row whose degree is not positive
+#pragma omp parallel for schedule(static) reduction(min : bad_row)
   for (index_t i = 0; i < rows; ++i) {
     double d = 1.0;  // the self-loop
     for (index_t p = m.indptr[i]; p < m.indptr[i + 1]; ++p) d += m.entries[p].second;
-    if (!(d > 0.0)) bad_degree = true;
+    if (!(d > 0.0)) bad_row = std::min(bad_row, i);
     out[i] = 1.0 / std::sqrt(d);
   }
-  if (bad_degree) throw std::invalid_argument("a row of A + I has a non-positive weight sum");
+  if (bad_row < rows)
+    throw std::invalid_argument("row " + std::to_string(m.row0 + bad_row) +
+                                " of A + I has a non-positive weight sum (negative edge weights)");
   return out;
 }
 
@@ -161,12 +165,19 @@ HostCsr gcn_normalize(index_t num_nodes, const std::vector<index_t>& indptr, con
   if (static_cast<index_t>(indptr.size()) != n + 1 || indptr.front() != 0 || indptr.back() != nnz ||
       (!values.empty() && static_cast<index_t>(values.size()) != nnz))
     throw std::invalid_argument("gcn_normalize: inconsistent CSR arrays");
+  MergedRows m;
   try {
-    const MergedRows m = merge_rows(n, 0, n, indptr.data(), indices.data(), values.empty() ? nullptr : values.data());
-    return normalized_block(m, inv_sqrt_degrees(m), 0, n);
+    m = merge_rows(n, 0, n, indptr.data(), indices.data(), values.empty() ? nullptr : values.data());
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("gcn_normalize: ") + e.what());
   }
+  std::vector<double> inv_sqrt_deg;
+  try {
+    inv_sqrt_deg = inv_sqrt_degrees(m);
+  } catch (const std::invalid_argument& e) {  // the edge weights' fault, not the arrays'
+    throw InputError("graph", std::string("/graph/values: ") + e.what());
+  }
+  return normalized_block(m, inv_sqrt_deg, 0, n);
 }
 
 }  // namespace plexus

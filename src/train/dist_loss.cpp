@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace plexus {
 
@@ -101,6 +103,12 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   std::memcpy(correct, correct_host_.get(), sizeof correct);
   grid_.host_comm(rows).all_reduce(correct, 3, ReduceOp::Sum);
   if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(correct, 3, ReduceOp::Sum);
+  // More correct rows than the split has would be an accuracy above 1: the masks counted for
+  // split_sizes_ are not those trained on. Never report that as a result.
+  for (int s = 0; s < 3; ++s)
+    if (correct[s] > static_cast<double>(split_sizes_[s]))
+      throw std::logic_error("accuracy above 1: " + std::to_string(correct[s]) + " correct of " +
+                             std::to_string(split_sizes_[s]) + " nodes in split " + std::to_string(s));
   const auto frac = [&](int s) { return split_sizes_[s] ? correct[s] / static_cast<double>(split_sizes_[s]) : 0.0; };
   m.train_acc = frac(0);
   m.val_acc = frac(1);

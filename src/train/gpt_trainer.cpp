@@ -10,6 +10,7 @@
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/rng.hpp"
+#include "train/finite_loss.hpp"
 #include "train/gpt_batches.hpp"
 
 namespace plexus {
@@ -160,6 +161,8 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
       m.val_loss = evaluate(model, corpus.val, cfg);
       result.best_val_loss = std::min(result.best_val_loss, m.val_loss);
     }
+    require_finite_loss(m.loss + (m.evaluated ? m.val_loss : 0.0), grid, "step " + std::to_string(m.iter),
+                        "lower --lr or set --grad-clip");
     result.steps.push_back(m);
     if (hooks.on_step) hooks.on_step(m);
   }

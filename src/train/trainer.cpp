@@ -11,6 +11,7 @@
 #include "plexus/sparse.hpp"
 #include "plexus/train.hpp"
 #include "train/dist_loss.hpp"
+#include "train/finite_loss.hpp"
 
 namespace plexus {
 
@@ -63,6 +64,7 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
                       const std::function<void(const EpochMetrics&)>& on_epoch) {
   validate(cfg);
   validate(graph, "graph");
+  require_labelled_training_node(graph, "graph");
   const auto t_start = Clock::now();
   // graph → shards: Â = D^-1/2 (A+I) D^-1/2 (in the balanced orders), then this rank's
   // blocks of Â, F, labels.
@@ -140,6 +142,8 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
     grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
     m.comm_seconds = c.seconds;
     m.compute_seconds = m.epoch_seconds - c.seconds;
+    require_finite_loss(m.loss + m.val_loss, grid, "epoch " + std::to_string(epoch + 1),
+                        "check the features' scale or lower --lr");
 
     // Model selection: best validation accuracy, ties broken by lower validation loss.
     const bool better = result.best_epoch < 0 || m.val_acc > result.best_val_acc ||

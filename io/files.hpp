@@ -1,0 +1,80 @@
+#pragma once
+// Files the engine reads and writes, kept safe (docs/format-v1.md, "Writing outputs").
+//
+// Every file the engine writes goes through here:
+//  - checked before the work that produces it (check_output): its directory exists and is
+//    writable, the name with its temporary suffix fits, it is not a directory, and it is not
+//    the same file (device and inode) as an input;
+//  - a regular (or new) file is written to `<target>.tmp.<pid>` beside it, flushed, and renamed
+//    over it (AtomicFile), so an interrupted or failed write leaves the old file as it was. The
+//    temporary file is removed on every failure path, SIGINT, SIGTERM and SIGHUP included;
+//  - a symbolic link is written through to the file it names (the link stays a link);
+//  - a character device or FIFO (/dev/null, /dev/stdout, a pipe) is written directly, never
+//    renamed over; formats that need a seekable file (HDF5) refuse them.
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plexus::io {
+
+// What the output's format needs of the file it is written to.
+enum class OutputNeeds {
+  Stream,  // written front to back once (JSON Lines): a device or FIFO will do
+  Seekable,  // HDF5: only a regular file
+};
+
+// A checked output: where it goes, and for a device or FIFO the descriptor it is written to
+// (opened by the check, so a FIFO's reader sees one writer from start to end).
+struct OutputTarget {
+  std::string path;    // as named by the user (for messages)
+  std::string target;  // the file written: `path` with symbolic links followed
+  bool stream = false;               // a character device or FIFO: written directly
+  std::shared_ptr<int> stream_fd;    // its descriptor (closed when the last copy goes)
+};
+
+// Checks `path` as an output of a command before any work is done; throws
+// InputError(path, what) naming the problem. `inputs`: files the command reads (directories and
+// names that do not exist are skipped) — the output may be none of them.
+OutputTarget check_output(const std::string& path, OutputNeeds needs, const std::vector<std::string>& inputs = {});
+
+// Throws InputError(output, ...) when `output` (symbolic links followed) and `input` are the same
+// file: the same device and inode. Either not existing is no conflict.
+void check_not_same_file(const std::string& output, const std::string& input);
+
+// Refuses an input that exists but is not a regular file or a directory — a FIFO or device,
+// which would block in open() or never end — for a format that needs a regular file (`format`:
+// "HDF5", "TOML", ...). Missing files and directories are left to the reader's own messages.
+// Formats read in one pass (edge lists, MatrixMarket, text) read FIFOs as streams instead.
+void require_regular_input(const std::string& path, const char* format);
+
+// Records that the process reads `path` (readers call it when they open a file): AtomicFile
+// refuses to rename over any recorded input, whatever name it was given by. Only once
+// guard_inputs() was called — by the `plexus` tool, whose process runs one command; a library
+// user may well read a file and later write it again.
+void guard_inputs();
+void note_input_file(const std::string& path);
+
+// A temporary file `<target>.tmp.<pid>` for an output, removed by the destructor unless
+// committed, and by SIGINT/SIGTERM/SIGHUP while it exists (the signal then takes its usual
+// course). commit() flushes it to disk and renames it over the target.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const OutputTarget& out);  // creates the temporary file (empty)
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+  const std::string& temp_path() const { return temp_; }
+  void commit();
+
+ private:
+  std::string path_, target_, temp_;
+  int slot_ = -1;  // in the signal handler's list of files to remove
+  bool committed_ = false;
+};
+
+// Writes `text` to a checked output: atomically to a regular file, directly to a stream.
+void write_text_output(const OutputTarget& out, const std::string& text);
+
+}  // namespace plexus::io

@@ -1,0 +1,103 @@
+// What plexus train and plexus gpt train will hold per rank, from the file's header and the
+// options alone (the analytic models of docs/communication.md and docs/data-parallel.md),
+// refused before anything is loaded or allocated when it does not fit this rank's budget
+// (plexus/sizes.hpp): a run too large for the machine ends with one line naming the option or
+// file that drives the need, not with the kernel's OOM killer tens of seconds later.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "plexus/comm_model.hpp"
+#include "plexus/gpt.hpp"
+#include "plexus/io.hpp"
+#include "plexus/shard.hpp"
+#include "plexus/train.hpp"
+#include "plexus/sizes.hpp"
+#include "src/cli/commands.hpp"
+
+namespace plexus::cli {
+
+namespace {
+
+double largest_rank(const std::vector<RankCost>& ranks) {
+  double m = 0;
+  for (const RankCost& rc : ranks) m = std::max(m, rc.memory_bytes);
+  return m;
+}
+
+// The first of `candidates` (an option and the need with that option at its smallest) whose
+// smallest value would fit, else `otherwise`: what to name in the refusal.
+std::string driver(const std::vector<std::pair<std::string, double>>& candidates, const std::string& otherwise) {
+  for (const auto& [option, need] : candidates)
+    if (fits_memory(need)) return option;
+  return otherwise;
+}
+
+}  // namespace
+
+void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph) {
+  const GraphInfo info = read_graph_info_h5(path);
+  const auto need = [&](index_t hidden, int layers) {
+    ProblemSize p;
+    p.num_nodes = info.num_nodes;
+    p.nnz = info.nnz;
+    p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
+    p.dropout = cfg.dropout > 0;
+    p.shard_adj = cfg.shard_adj;
+    // The tensors of the largest rank, and the host shards it loads first: at least its 1/P of
+    // the file (all of it when every rank orders the whole graph in memory).
+    const double graph = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true);
+    return largest_rank(predict_ranks(p, grid, true)) + (whole_graph ? graph : graph / grid.size());
+  };
+  const double bytes = need(cfg.hidden, cfg.layers);
+  if (fits_memory(bytes)) return;
+  const std::string where = driver({{"--hidden", need(1, cfg.layers)}, {"--layers", need(cfg.hidden, 1)}}, path);
+  require_memory(bytes, where, "training",
+                 fmt::format("largest rank of grid {}: {} nodes, {} edges, {} features, {} classes, --hidden {}, "
+                             "--layers {}; model of docs/communication.md",
+                             grid.str(), info.num_nodes, info.nnz, info.num_features, info.num_classes, cfg.hidden,
+                             cfg.layers));
+}
+
+void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from) {
+  const GptConfig& m = cfg.model;
+  // Products the model's own index arithmetic takes (tokens x width, the embedding table, the
+  // attention scores, the MLP), checked before it runs.
+  checked_product({cfg.batch, m.block, m.embed}, "--batch", "--batch x --block x --embed");
+  checked_product({m.vocab, m.embed, 4}, vocab_from, "vocabulary x --embed");
+  checked_product({4, m.embed, m.embed, m.layers}, "--embed", "4 x --embed^2 x --layers");
+  checked_product({cfg.batch, m.heads, m.block, m.block}, "--block", "--batch x --heads x --block^2");
+  const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi};
+  const auto need = [&](const std::function<void(GptConfig&, index_t&)>& smallest) {
+    GptConfig c = m;
+    index_t batch = cfg.batch;
+    if (smallest) smallest(c, batch);
+    return largest_rank(predict_gpt_ranks(c, batch, cfg.grad_accum, grid, true, par));
+  };
+  const double bytes = need({});
+  if (fits_memory(bytes)) return;
+  const std::string where =
+      driver({{"--batch", need([](GptConfig&, index_t& b) { b = 1; })},
+              {"--block", need([](GptConfig& c, index_t&) { c.block = 1; })},
+              {"--embed", need([](GptConfig& c, index_t&) { c.embed = c.heads; })},
+              {"--layers", need([](GptConfig& c, index_t&) { c.layers = 1; })},
+              {vocab_from, need([](GptConfig& c, index_t&) { c.vocab = 1; })}},
+             "--grid");
+  require_memory(bytes, where, "training",
+                 fmt::format("largest rank of {} x grid {}, ZeRO-{}: --layers {}, --embed {}, --block {}, --batch {}, "
+                             "vocabulary {}; model of docs/data-parallel.md",
+                             dp, grid.str(), cfg.zero_stage, m.layers, m.embed, m.block, cfg.batch, m.vocab));
+}
+
+void check_sample_memory(const GptConfig& m, const std::string& path) {
+  // One forward pass over a full context: its logits (block x vocabulary) and, per layer, the
+  // activations of block x embed (about a dozen floats a position and width).
+  const std::int64_t logits = checked_product({m.block, m.vocab}, path, "block x vocabulary");
+  const std::int64_t acts = checked_product({12, m.block, m.embed, m.layers}, path, "12 x block x embed x layers");
+  require_memory(4.0 * (static_cast<double>(logits) + static_cast<double>(acts)), path, "sampling",
+                 fmt::format("block {}, vocabulary {}, embed {}, {} layers", m.block, m.vocab, m.embed, m.layers));
+}
+
+}  // namespace plexus::cli
