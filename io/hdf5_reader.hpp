@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "io/hdf5_probe.hpp"
 #include "io/hdf5_util.hpp"
 #include "io/files.hpp"
 #include "plexus/error.hpp"
@@ -92,6 +93,7 @@ class Reader {
       std::fclose(fp);
     }
     if (H5Fis_hdf5(path_.c_str()) <= 0) fail_file("not an HDF5 file");
+    check_in_child_process(path_);  // libhdf5 may crash or hang on a corrupt file: see there
     Hid fapl = h5::plist(H5Pcreate(H5P_FILE_ACCESS));
     if (comm != MPI_COMM_NULL) {
       if (H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL) < 0) fail_file("cannot set up MPI-IO");

@@ -20,16 +20,6 @@ $3
 f.close()" || fail "mutate $2"
 }
 train() { expect_error "$1" "$2" train --epochs 3 --quiet --data "${@:3}"; }
-# mpi_error NAME SUBSTRING ARGS...: like expect_error on 4 ranks (mpirun adds its own lines).
-mpi_error() {
-  local name=$1 want=$2; shift 2
-  timeout 60 mpirun -np 4 "$plexus" "$@" >"$work/out" 2>"$work/err"
-  local rc=$? lines
-  lines=$(grep -c "^plexus: error: " "$work/err")
-  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
-    fail "mpi $name"; echo "  rc=$rc (124 = hang), $lines error lines:"; cat "$work/err"
-  else ok; fi
-}
 
 # 1. A loss that overflows stops the run, naming the epoch (the GCN) or the step (the GPT).
 mutate good huge-features "f['features'][...] = np.full(f['features'].shape, 3e38, np.float32)"

@@ -19,3 +19,14 @@ expect_error() {
     fail "$name"; echo "  rc=$rc, $lines stderr lines, wanted '$want':"; cat "$work/err"
   else ok; fi
 }
+
+# mpi_error NAME SUBSTRING ARGS...: like expect_error on 4 ranks (mpirun adds its own lines).
+mpi_error() {
+  local name=$1 want=$2; shift 2
+  timeout 60 mpirun -np 4 "$plexus" "$@" >"$work/out" 2>"$work/err"
+  local rc=$? lines
+  lines=$(grep -c "^plexus: error: " "$work/err")
+  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -q "^plexus: error: .*$want" "$work/err"; then
+    fail "mpi $name"; echo "  rc=$rc (124 = hang), $lines error lines:"; cat "$work/err"
+  else ok; fi
+}
