@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "plexus/error.hpp"
+
 namespace plexus::h5 {
 
 // Turns off HDF5's automatic printing of its error stack (once per process), so that a
@@ -39,6 +41,7 @@ class Hid {
   bool reset() {
     bool ok = true;
     if (id_ >= 0 && close_ != nullptr) ok = close_(id_) >= 0;
+    if (!ok && close_ == &H5Fclose) mark_unsafe_teardown();  // see plexus/error.hpp
     id_ = H5I_INVALID_HID;
     return ok;
   }

@@ -88,6 +88,8 @@ class Writer {
     if (!ds) fail(std::string("dataset ") + name);
     if (!empty && H5Dwrite(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
       fail(std::string("dataset ") + name + ": write failed (disk full?)");
+    // Closing flushes the chunk cache: the write itself may fail only now.
+    if (!ds.reset()) fail(std::string("dataset ") + name + ": write failed (disk full?)");
   }
 
   static constexpr unsigned kGzipLevel = 4;

@@ -31,4 +31,10 @@ class InputError : public std::runtime_error {
 // every rank, after MPI_Init (collective; nothing without MPI or on one rank).
 void init_abort_channel();
 
+// Marks this process's library state as unsafe to tear down: libhdf5 1.10 segfaults in its
+// exit-time cleanup (atexit, or MPI_Finalize under parallel HDF5) once an H5Fclose has failed,
+// e.g. on a full disk, whatever the order objects were closed in. abort_job then ends the
+// process with _Exit, skipping atexit handlers and MPI_Finalize. The HDF5 code calls it.
+void mark_unsafe_teardown() noexcept;
+
 }  // namespace plexus

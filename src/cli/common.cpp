@@ -18,6 +18,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/sizes.hpp"
+#include "io/files.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -29,6 +30,7 @@ void apply_config_file(const std::string& path, CLI::App& cmd) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "is a directory, not a TOML file");
   if (!std::filesystem::exists(path, ec)) throw InputError(path, "no such file");
+  io::require_regular_input(path, "TOML");  // a FIFO would block in open() or be read half-way
   toml::table table;
   try {
     table = toml::parse_file(path);

@@ -7,6 +7,7 @@
 // blocked in a collective waiting for this rank), so this rank prints and aborts the job.
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@ namespace plexus {
 namespace {
 
 MPI_Comm g_abort_comm = MPI_COMM_NULL;  // the failing ranks' own barrier (init_abort_channel)
+std::atomic<bool> g_unsafe_teardown{false};  // mark_unsafe_teardown
 
 // How long a failing rank waits for the others to fail as well. Ranks that meet the same
 // error do so at about the same time; a lone failure is printed this much later.
@@ -55,6 +57,8 @@ void init_abort_channel() {
   if (size > 1) MPI_Comm_dup(MPI_COMM_WORLD, &g_abort_comm);
 }
 
+void mark_unsafe_teardown() noexcept { g_unsafe_teardown = true; }
+
 void abort_job(const std::string& message, int code) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -67,6 +71,10 @@ void abort_job(const std::string& message, int code) {
   }
   if (!mpi || size == 1) {
     print(message);
+    if (g_unsafe_teardown) {
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
     if (mpi) MPI_Finalize();
     std::exit(code);
   }
@@ -81,6 +89,7 @@ void abort_job(const std::string& message, int code) {
   if (!everyone && g_abort_comm == MPI_COMM_NULL && rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   print(message);
   MPI_Abort(MPI_COMM_WORLD, code);  // ends every rank promptly
+  if (g_unsafe_teardown) std::_Exit(code);
   std::exit(code);
 }
 
