@@ -83,6 +83,10 @@ opt zero-hidden "--hidden: " --hidden 0
 opt not-a-number "command line: " --hidden abc
 opt unknown-option "command line: " --frobnicate 3
 opt bad-grid "--grid: " --grid 2x0x1
+# A mistyped subcommand or an option before it is named, not "a subcommand is required".
+expect_error unknown-subcommand "command line: unknown subcommand 'trian' of plexus gpt" -- gpt trian
+expect_error unknown-top-subcommand "command line: unknown subcommand 'frob' of plexus " -- frob
+expect_error option-before-subcommand "command line: unknown option '--frob' of plexus " -- --frob train
 opt grid-size "--grid: " --grid 2x1x1
 opt bad-backend "command line: " --backend tpu
 opt memory-budget "--memory-per-rank: .* does not fit: " --memory-per-rank 1K

@@ -115,5 +115,12 @@ expect_error no-model "none.h5" gpt sample --model "$work/none.h5"
 expect_error prompt "--prompt" gpt sample --model "$work/m.h5" --prompt "ΩΩ"
 [[ ! -e "$work/bad.jsonl" ]] && ok || fail "no metrics file after an error"
 
+# --eval-every 0 never evaluates: no validation loss is reported (not 0.0000, a perfect one).
+"$plexus" gpt train --data "$text" --layers 1 --heads 2 --embed 16 --block 16 --batch 2 --iters 2 --eval-every 0 \
+  --threads 1 --quiet --metrics "$work/noeval.jsonl" >"$work/out" 2>&1 || fail "--eval-every 0 ran"
+if grep -q "not evaluated (--eval-every 0)" "$work/out" && ! grep -q "validation loss" "$work/out" &&
+   $py -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])][-1]; sys.exit(not (s["summary"] and s["best_val_loss"] is None and s["initial_val_loss"] is None))' "$work/noeval.jsonl"
+then ok; else fail "--eval-every 0 reports no validation loss"; cat "$work/out"; fi
+
 echo "$passed passed, $failures failed"
 ((failures == 0))

@@ -127,14 +127,19 @@ void run_gpt_train(GptTrainOptions& o) {
   grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
   if (!root) return;
   if (!o.save.empty()) write_gpt_model_h5(o.save, GptModelFile{o.cfg.model, corpus.chars, r.weights});
-  fmt::print("{} parameters; best validation loss {:.4f} ({:.1f} s)\n", r.params, r.best_val_loss, r.total_seconds);
+  // --eval-every 0 never evaluates: no validation loss to report (0 would read as a perfect one).
+  const bool evaluated = o.cfg.eval_every > 0;
+  if (evaluated)
+    fmt::print("{} parameters; best validation loss {:.4f} ({:.1f} s)\n", r.params, r.best_val_loss, r.total_seconds);
+  else
+    fmt::print("{} parameters; not evaluated (--eval-every 0) ({:.1f} s)\n", r.params, r.total_seconds);
   double comm_seconds = 0;
   for (const GptStepMetrics& m : r.steps) comm_seconds += m.comm_seconds;
   if (profiler) print_profile(*profiler, r.total_seconds, comm_seconds);
   if (!o.metrics.empty()) {
     metrics_text += nlohmann::json{{"summary", true},
-                                   {"initial_val_loss", r.initial_val_loss},
-                                   {"best_val_loss", r.best_val_loss},
+                                   {"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
+                                   {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
                                    {"total_seconds", r.total_seconds},
                                    {"params", r.params},
                                    {"weight_bytes", r.max_weight_bytes},

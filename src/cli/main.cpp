@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 #include "io/files.hpp"
 #include "plexus/error.hpp"
@@ -34,6 +35,27 @@ void finalize_mpi() {
 }
 
 [[noreturn]] void fail(int code, const std::string& message) { plexus::abort_job(message, code); }
+
+// CLI11 reports a mistyped subcommand (`plexus gpt trian`) or an option before the subcommand
+// (`plexus --frob train`) as "A subcommand is required": name the word instead. Empty when the
+// command line names its subcommands.
+std::string unknown_subcommand_word(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string path = "plexus";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    const auto subs = at->get_subcommands([&](CLI::App* s) { return s->check_name(word); });
+    if (!subs.empty()) {
+      at = subs.front();
+      path += " " + word;
+      continue;
+    }
+    if (at->get_require_subcommand_min() == 0 || at->get_subcommands([](CLI::App*) { return true; }).empty()) return "";
+    if (word == "-h" || word == "--help" || word == "--version") return "";
+    return (word.starts_with("-") ? "unknown option '" : "unknown subcommand '") + word + "' of " + path;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -80,7 +102,8 @@ int main(int argc, char** argv) {
     finalize_mpi();
     return code;
   } catch (const CLI::ParseError& e) {
-    fail(2, std::string("command line: ") + e.what() + " (see plexus --help)");
+    const std::string word = unknown_subcommand_word(app, argc, argv);
+    fail(2, std::string("command line: ") + (word.empty() ? e.what() : word) + " (see plexus --help)");
   } catch (const plexus::InputError& e) {
     fail(2, e.message());
   } catch (const std::bad_alloc&) {
