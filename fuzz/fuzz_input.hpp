@@ -2,7 +2,8 @@
 // The fuzz input as a file: readers take paths. By default the bytes go to a memfd read back
 // through /proc/self/fd/N (no disk traffic, nothing left behind); libhdf5 cannot open such a
 // path (it fails H5Fopen), so the HDF5 target uses a regular temporary file instead
-// (MemFile(data, size, /*regular=*/true): one per process under $TMPDIR, rewritten each run).
+// (MemFile(data, size, /*regular=*/true, suffix): one per process under $TMPDIR, rewritten
+// each run).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -19,10 +20,10 @@ namespace plexus::fuzz {
 
 class MemFile {
  public:
-  MemFile(const std::uint8_t* data, std::size_t size, bool regular = false) {
+  MemFile(const std::uint8_t* data, std::size_t size, bool regular = false, const char* suffix = ".h5") {
     if (regular) {
       const char* tmp = std::getenv("TMPDIR");
-      path_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/plexus-fuzz-" + std::to_string(::getpid()) + ".h5";
+      path_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/plexus-fuzz-" + std::to_string(::getpid()) + suffix;
       fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
     } else {
       fd_ = memfd_create("plexus-fuzz", 0);
