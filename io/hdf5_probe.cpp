@@ -19,8 +19,13 @@
 #include "io/hdf5_util.hpp"
 #include "plexus/error.hpp"
 
+// Present only in sanitizer builds (weak: null otherwise), see run_child.
+extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
+
 namespace plexus::h5 {
 namespace {
+
+constexpr int kSanitizerReportExit = 70;  // the child's exit code after a sanitizer report
 
 // ---- the walk, run in the child ------------------------------------------------------------
 // Bounds keep a hostile file (link cycles, millions of attributes) from turning the walk
@@ -160,6 +165,9 @@ void check_object(hid_t obj, int depth, Walk& walk) {
   // report the parent's input, and SIGINT/TERM/HUP handlers remove the parent's temporaries.
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP, SIGINT, SIGTERM, SIGHUP, SIGALRM})
     std::signal(sig, SIG_DFL);
+  // Under a sanitizer, a memory error inside libhdf5 is reported in the child and ends it; the
+  // death callback a fuzzer installed would save the parent's input as its own crash.
+  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback([] { _exit(kSanitizerReportExit); });
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -255,6 +263,8 @@ void check_in_child_process(const std::string& path) {
   if (WIFSIGNALED(status))
     throw InputError(path, "corrupt HDF5 file: libhdf5 crashed (" + signal_name(WTERMSIG(status)) +
                                ") reading it in a check process");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kSanitizerReportExit)
+    throw InputError(path, "corrupt HDF5 file: the sanitizer caught a memory error in libhdf5 reading it in a check process");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw InputError(path, "corrupt HDF5 file: libhdf5 failed reading it in a check process (exit " +
                                std::to_string(WEXITSTATUS(status)) + ")");

@@ -32,8 +32,9 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >"$build/fu
 # caches, so a failure may depend on the inputs run before); else "ours". All are failures.
 classify() {
   local bin=$1 artifact=$2 frame replay
-  # A timeout artifact gets libFuzzer's stack of the hung thread after 20 s.
-  replay=$(OMP_NUM_THREADS=1 timeout 120 "$bin" -detect_leaks=0 -malloc_limit_mb=2048 -timeout=30 "$artifact" 2>&1)
+  # Replayed under the campaign's limits ($timeout); a timeout gets libFuzzer's stack.
+  replay=$(OMP_NUM_THREADS=1 PLEXUS_HDF5_CHECK_SECONDS=5 timeout $((2 * timeout + 60)) "$bin" -detect_leaks=0 \
+           -malloc_limit_mb=2048 -timeout="$timeout" "$artifact" 2>&1)
   if ! grep -qE 'ERROR: |deadly signal|Deadly signal|timeout after|out-of-memory' <<<"$replay"; then
     echo unreproducible
     return
@@ -52,14 +53,17 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   extra=()
   # libhdf5 keeps process-global caches that LeakSanitizer would report on every run.
-  [[ $t == hdf5 ]] && extra+=(-detect_leaks=0)
+  # Each HDF5 input goes through three readers, each first checking the file in a child
+  # process (up to 5 s, fork included): a 120 s limit still catches a hang in the parent.
+  timeout=30
+  [[ $t == hdf5 ]] && extra+=(-detect_leaks=0) && timeout=120
   log=$build/fuzz_$t.log
   touch "$log.start"
   # One process per target; the OMP pool is not needed to find input bugs. The HDF5 check
-  # process gets 5 s, well inside libFuzzer's 30 s timeout, so that a hang inside libhdf5
-  # must come back as an InputError rather than as libFuzzer's timeout.
+  # process gets 5 s, well inside libFuzzer's timeout, so that a hang inside libhdf5 must
+  # come back as an InputError rather than as libFuzzer's timeout.
   OMP_NUM_THREADS=1 PLEXUS_HDF5_CHECK_SECONDS=5 "$bin" "$corpus" "$root/fuzz/corpus/$t" -max_total_time="$secs" \
-    -timeout=30 -rss_limit_mb=4096 -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" \
+    -timeout="$timeout" -rss_limit_mb=4096 -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts" \
     "${extra[@]}" >"$log" 2>&1
   rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
