@@ -684,6 +684,24 @@ TEST_F(IoH5, AbsurdHeaderDoesNotAllocate) {
   expect_read_error(q, {"attribute num_nodes: too large"});
 }
 
+TEST_F(IoH5, LibraryCrashOrHangIsAnInputError) {
+  // One-byte mutants on which libhdf5 1.10.8 segfaults and loops forever (tests/cli_corrupt_hdf5.sh):
+  // the check process turns both into InputErrors naming the file.
+  const std::string dir = std::string(PLEXUS_TEST_DIR) + "/fixtures/";
+  expect_read_error(dir + "corrupt_hdf5_crash.h5", {"corrupt HDF5 file: "});  // a signal, or a sanitizer's report
+  ASSERT_EQ(setenv("PLEXUS_HDF5_CHECK_SECONDS", "2", 1), 0);
+  expect_read_error(dir + "corrupt_hdf5_hang.h5", {"corrupt HDF5 file: libhdf5 did not finish reading its metadata within 2 s"});
+  ASSERT_EQ(setenv("PLEXUS_HDF5_CHECK_SECONDS", "two", 1), 0);
+  try {
+    plexus::read_graph_h5(good_file());
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "PLEXUS_HDF5_CHECK_SECONDS");
+  }
+  ASSERT_EQ(unsetenv("PLEXUS_HDF5_CHECK_SECONDS"), 0);
+  expect_equal(plexus::read_graph_h5(good_file()), small_graph());
+}
+
 // =============================================================================================
 // validate() on in-memory graphs
 // =============================================================================================
