@@ -87,6 +87,11 @@ opt bad-grid "--grid: " --grid 2x0x1
 expect_error unknown-subcommand "command line: unknown subcommand 'trian' of plexus gpt" -- gpt trian
 expect_error unknown-top-subcommand "command line: unknown subcommand 'frob' of plexus " -- frob
 expect_error option-before-subcommand "command line: unknown option '--frob' of plexus " -- --frob train
+# The error is one printable line whatever the name holds: a newline, a control byte, bytes
+# that are not UTF-8 are escaped; valid UTF-8 stays as it is.
+expect_error newline-in-name "no-such.nfile.x01.h5: no such file" -- train --data $'no-such\nfile\x01.h5'
+expect_error bad-utf8-word "unknown subcommand 'tr.xFFain'" -- $'tr\xffain'
+expect_error utf8-name "Ωmega.h5: no such file" -- train --data "Ωmega.h5"
 opt grid-size "--grid: " --grid 2x1x1
 opt bad-backend "command line: " --backend tpu
 opt memory-budget "--memory-per-rank: .* does not fit: " --memory-per-rank 1K
