@@ -93,6 +93,7 @@ expect_error newline-in-name "no-such.nfile.x01.h5: no such file" -- train --dat
 expect_error bad-utf8-word "unknown subcommand 'tr.xFFain'" -- $'tr\xffain'
 expect_error utf8-name "Ωmega.h5: no such file" -- train --data "Ωmega.h5"
 opt grid-size "--grid: " --grid 2x1x1
+opt too-many-threads "--threads: 100000 is too many" --threads 100000
 opt bad-backend "command line: " --backend tpu
 opt memory-budget "--memory-per-rank: .* does not fit: " --memory-per-rank 1K
 opt memory-budget-text "--memory-per-rank: expected a positive size" --memory-per-rank lots

@@ -102,8 +102,14 @@ RunBackend make_run_backend(const std::string& name, int threads, bool profile, 
 
 int threads_per_rank(int threads) {
   if (threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  // OpenMP cannot start tens of thousands of threads (libgomp crashes trying); more than
+  // 4 per hardware thread never helps.
+  const int most = std::max(1024, 4 * cores);
+  if (threads > most)
+    throw InputError("--threads", fmt::format("{} is too many (at most {}: 4 per hardware thread, or 1024)", threads, most));
   if (threads > 0) return threads;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ProcessGrid::ranks_on_this_node());
+  return std::max(1, cores / ProcessGrid::ranks_on_this_node());
 }
 
 void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_seconds) {
