@@ -1,8 +1,13 @@
 // The size checks of include/plexus/sizes.hpp: checked products, the budget and its refusal.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <algorithm>
 
 #include <cstdint>
+#include <fstream>
 #include <limits>
+#include <string>
 
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
@@ -46,6 +51,34 @@ TEST(Sizes, AvailableMemoryIsReadOnLinux) {
   const std::uint64_t avail = available_memory_bytes();
   EXPECT_GT(avail, 0u);
   EXPECT_LT(avail, std::uint64_t{1} << 52);  // less than 4 PiB: read, not garbage
+}
+
+TEST(Sizes, AvailableMemoryRespectsTheAddressSpaceLimit) {
+  // ulimit -v: past it every allocation fails, whatever the node has free. The limit is per
+  // process, so it is not shared out among the ranks of a node as the node's memory is.
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+  const std::uint64_t node = available_memory_bytes();
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  std::uint64_t vm_kib = 0;
+  while (status >> key && key != "VmSize:") status.ignore(4096, '\n');
+  ASSERT_TRUE(status >> vm_kib);
+  const std::uint64_t room = std::uint64_t{1} << 28;  // 256 MiB
+  rlimit lim = saved;
+  lim.rlim_cur = vm_kib * 1024 + room;
+  if (saved.rlim_max != RLIM_INFINITY && lim.rlim_cur > saved.rlim_max) GTEST_SKIP() << "hard address-space limit too low";
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &lim), 0);
+  const std::uint64_t one = available_memory_bytes(1), four = available_memory_bytes(4);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+  EXPECT_LE(one, room);
+  EXPECT_GT(one, room / 2);  // what this test allocated in between is small
+  // Four ranks share the node's memory, not the limit: still about `room` (a divided limit
+  // would be a quarter of it), when the node has more than 2 GiB free.
+  if (node > 8 * room) {
+    EXPECT_LE(four, room);
+    EXPECT_GT(four, room / 2);
+  }
 }
 
 TEST(Sizes, RequireMemoryRefusesPastTheBudget) {

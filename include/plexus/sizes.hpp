@@ -23,9 +23,11 @@ std::int64_t checked_lcm(std::int64_t a, std::int64_t b, const std::string& wher
 // "512 B", "3.50 KiB", "7.64 MiB", "2.00 GiB", "2.90 TiB" (binary units).
 std::string human_bytes(double bytes);
 
-// Bytes this process can still allocate on its node: MemAvailable of /proc/meminfo, lowered to
-// the room left under the cgroup's memory.max where a limit is set. 0 when neither is readable.
-std::uint64_t available_memory_bytes();
+// Bytes this process can still allocate: MemAvailable of /proc/meminfo, lowered to the room
+// left under the cgroup's memory.max where one is set, shared evenly by `processes_on_node`;
+// then lowered to the room under this process's own address-space and data limits (ulimit -v,
+// -d) where those are set. 0 when none is known.
+std::uint64_t available_memory_bytes(int processes_on_node = 1);
 
 // The budget every size check of this process compares with.
 struct MemoryBudget {

@@ -47,8 +47,12 @@ void apply_config_file(const std::string& path, CLI::App& cmd) {
     }
     if (!opt || name == "config" || name == "help") throw InputError(path, "unknown key '" + name + "'");
     if (opt->count() > 0) continue;  // the command line wins
+    // CLI11 reads "true" as 1 for a number: a boolean is for flags only, and a flag takes only one.
+    const bool flag = opt->get_expected_max() == 0;  // add_flag sets expected(0)
+    if (flag != node.is_boolean())
+      throw InputError(path, "key '" + name + "' " + (flag ? "is a flag: true or false" : "needs a value, not true or false"));
     std::string value;
-    if (auto s = node.value<std::string>()) value = *s;
+    if (auto s = node.value_exact<std::string>()) value = *s;
     else if (auto i = node.value<std::int64_t>()) value = std::to_string(*i);
     else if (auto f = node.value<double>()) value = fmt::format("{}", *f);
     else if (auto b = node.value<bool>()) value = *b ? "true" : "false";
@@ -214,7 +218,7 @@ std::size_t parse_memory_budget(const std::string& text) {
 }
 
 void set_rank_memory_budget(std::size_t option_bytes) {
-  const std::uint64_t available = available_memory_bytes() / static_cast<std::uint64_t>(ProcessGrid::ranks_on_this_node());
+  const std::uint64_t available = available_memory_bytes(ProcessGrid::ranks_on_this_node());
   if (option_bytes > 0 && (available == 0 || option_bytes <= available)) set_memory_budget({option_bytes, true});
   else set_memory_budget({available, false});
 }

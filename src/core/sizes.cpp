@@ -2,12 +2,15 @@
 // what would not fit in it (include/plexus/sizes.hpp).
 #include "plexus/sizes.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <numeric>
 #include <optional>
+#include <string>
 
 #include "plexus/error.hpp"
 
@@ -91,15 +94,47 @@ std::optional<std::uint64_t> cgroup_room() {
   return std::nullopt;
 }
 
+// A field of /proc/self/status in bytes ("VmSize:", "VmData:").
+std::optional<std::uint64_t> self_status_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    std::uint64_t kib = 0;
+    if (key == field && in >> kib) return kib * 1024;
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return std::nullopt;
+}
+
+// The room left under this process's address-space and data-segment limits (ulimit -v, -d),
+// where one is set: past it every allocation fails whatever the node has free.
+std::optional<std::uint64_t> rlimit_room() {
+  std::optional<std::uint64_t> room;
+  const auto lower = [&](int resource, const char* field) {
+    rlimit lim{};
+    if (getrlimit(resource, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return;
+    const std::uint64_t used = self_status_bytes(field).value_or(0);
+    const std::uint64_t left = lim.rlim_cur > used ? lim.rlim_cur - used : 0;
+    room = room ? std::min(*room, left) : left;
+  };
+  lower(RLIMIT_AS, "VmSize:");
+  lower(RLIMIT_DATA, "VmData:");
+  return room;
+}
+
 std::optional<MemoryBudget> g_budget;  // set once by the CLI, before any thread starts
 
 }  // namespace
 
-std::uint64_t available_memory_bytes() {
-  const auto avail = mem_available();
-  const auto room = cgroup_room();
-  if (avail && room) return std::min(*avail, *room);
-  return avail ? *avail : room.value_or(0);
+std::uint64_t available_memory_bytes(int processes_on_node) {
+  // The node's memory and the cgroup's are shared by its processes; ulimits are per process.
+  std::optional<std::uint64_t> least;
+  for (const auto& bound : {mem_available(), cgroup_room()})
+    if (bound) least = least ? std::min(*least, *bound) : *bound;
+  if (least) *least /= static_cast<std::uint64_t>(std::max(1, processes_on_node));
+  if (const auto room = rlimit_room()) least = least ? std::min(*least, *room) : *room;
+  return least.value_or(0);
 }
 
 void set_memory_budget(MemoryBudget budget) { g_budget = budget; }
