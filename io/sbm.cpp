@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "io/graph_build.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
@@ -43,12 +45,15 @@ void check_options(const SbmOptions& o) {
   if (o.nodes < 1 || o.nodes > (index_t{1} << 36))
     throw InputError("--nodes", "must be in 1..2^36, got " + std::to_string(o.nodes));
   if (o.classes < 1 || o.classes > 1000000) throw InputError("--classes", "must be in 1..1000000, got " + std::to_string(o.classes));
+  if (o.classes > o.nodes)  // a planted class without a node
+    throw InputError("--classes", fmt::format("{} classes for {} nodes: at most one class per node", o.classes, o.nodes));
   if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("--avg-degree", "must be in [0, 100000]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("--homophily", "must be in [0, 1]");
   if (o.features < 1) throw InputError("--features", "must be at least 1, got " + std::to_string(o.features));
   if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("--features", "nodes x features is too large");
   if (!(o.feature_signal >= 0 && o.feature_signal <= 1e6)) throw InputError("--feature-signal", "must be in [0, 1e6]");
-  if (!(o.train_fraction >= 0 && o.train_fraction <= 1)) throw InputError("--train-fraction", "must be in [0, 1]");
+  // A graph nobody can train on is refused here rather than by every `plexus train` later.
+  if (!(o.train_fraction > 0 && o.train_fraction <= 1)) throw InputError("--train-fraction", "must be in (0, 1]");
   if (!(o.val_fraction >= 0 && o.val_fraction <= 1 - o.train_fraction + 1e-12))
     throw InputError("--val-fraction", "must be in [0, 1 - train fraction]");
   if (o.avg_degree * static_cast<double>(o.nodes) > static_cast<double>(index_t{1} << 36))
