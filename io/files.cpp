@@ -11,6 +11,7 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <utility>
 
@@ -199,6 +200,23 @@ void check_not_same_file(const std::string& output, const std::string& input) {
   if (!S_ISREG(out.st_mode) || !S_ISREG(in.st_mode)) return;
   if (out.st_dev == in.st_dev && out.st_ino == in.st_ino)
     throw InputError(output, "cannot write: is the same file as the input " + input + " (writing it would destroy the input)");
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, fs::path>> seen;  // option, resolved target
+  for (const auto& [option, path] : outputs) {
+    if (path.empty()) continue;
+    bool proc = false;
+    std::error_code ec;
+    const fs::path target = fs::weakly_canonical(fs::absolute(follow_links(path, proc), ec), ec);
+    struct stat st {};
+    if (proc || (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) continue;  // a stream or device
+    for (const auto& [other, seen_target] : seen)
+      if (seen_target == target)
+        throw InputError(path, "cannot write: " + other + " and " + option + " name the same file (one would replace the other)");
+    seen.emplace_back(option, target);
+  }
 }
 
 OutputTarget check_output(const std::string& path, OutputNeeds needs, const std::vector<std::string>& inputs) {

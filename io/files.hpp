@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace plexus::io {
@@ -42,6 +43,11 @@ OutputTarget check_output(const std::string& path, OutputNeeds needs, const std:
 // Throws InputError(output, ...) when `output` (symbolic links followed) and `input` are the same
 // file: the same device and inode. Either not existing is no conflict.
 void check_not_same_file(const std::string& output, const std::string& input);
+
+// Refuses two outputs of one command that name the same file (symbolic links followed, paths
+// made absolute; streams such as /dev/null may repeat): the second write would replace the
+// first. `outputs`: {option, path} pairs, empty paths skipped. InputError(path, ...).
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Refuses an input that exists but is not a regular file or a directory — a FIFO or device,
 // which would block in open() or never end — for a format that needs a regular file (`format`:

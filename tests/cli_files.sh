@@ -154,6 +154,14 @@ rc=$?
 [[ $rc -eq 0 && -s "$work/stdin.h5" ]] && grep -q "3 nodes" "$work/out" && ok ||
   { fail "an edge list read from standard input (rc=$rc)"; cat "$work/err"; }
 
+# Two outputs of one command naming the same file (by any name) are refused before the run.
+ln -s "$work/both.out" "$work/both-link"
+expect_error "--metrics and --save the same file" "--metrics and --save name the same file" \
+  gpt train --iters 1 --eval-every 0 --threads 1 --metrics "$work/both.out" --save "$work/../$(basename "$work")/both.out"
+expect_error "--metrics through a link to --save" "--metrics and --save name the same file" \
+  gpt train --iters 1 --eval-every 0 --threads 1 --metrics "$work/both-link" --save "$work/both.out"
+[[ ! -e "$work/both.out" ]] && ok || fail "a refused pair of outputs left a file"
+
 # A full disk (here: a file-size limit, with SIGXFSZ ignored so write() fails with EFBIG) is an
 # input error with one line and no temporary left behind, for HDF5 writes (libhdf5 1.10.8
 # crashes at exit after a failed H5Fclose, so the job ends without its atexit handlers) and

@@ -95,6 +95,7 @@ void run_gpt_train(GptTrainOptions& o) {
   // The outputs are checked before the run, not after it (io/files.hpp).
   const std::vector<std::string> inputs = {o.data, o.config};
   std::optional<io::OutputTarget> metrics_out;
+  if (root) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save", o.save}});
   if (root && !o.metrics.empty()) metrics_out = io::check_output(o.metrics, io::OutputNeeds::Stream, inputs);
   if (root && !o.save.empty()) io::check_output(o.save, io::OutputNeeds::Seekable, inputs);
 
