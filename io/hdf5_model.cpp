@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -331,6 +332,9 @@ GptModelFile read_gpt_model_h5(const std::string& path) {
     t.cols = rc.second;
     t.data = r.read_floats(datasets[k], static_cast<std::size_t>(rc.first) * static_cast<std::size_t>(rc.second));
     datasets[k] = {};  // closes the dataset
+    // A NaN or infinite weight makes every sample or resumed loss garbage: refuse it by name.
+    for (std::size_t i = 0; i < t.data.size(); ++i)
+      if (!std::isfinite(t.data[i])) r.fail(name, "non-finite weight at position " + std::to_string(i));
     m.weights.emplace(name, std::move(t));
   }
   if (present.count(kVocabChars) != 0) m.chars = read_vocab_chars(r, file.get(), vocab);

@@ -113,6 +113,10 @@ expect_error heads "--embed" gpt train --data "$text" --embed 100 --heads 6
 expect_error grid "--grid" gpt train --data "$text" --grid 2x1x1 --iters 1
 expect_error no-model "none.h5" gpt sample --model "$work/none.h5"
 expect_error prompt "--prompt" gpt sample --model "$work/m.h5" --prompt "ΩΩ"
+cp "$work/m.h5" "$work/m-nan.h5"
+$py -c 'import h5py, numpy as np, sys
+f = h5py.File(sys.argv[1], "r+"); d = f["wpe"]; a = d[...]; a[2, 3] = np.nan; d[...] = a; f.close()' "$work/m-nan.h5"
+expect_error model-nan "m-nan.h5: wpe: non-finite weight at position " gpt sample --model "$work/m-nan.h5"
 [[ ! -e "$work/bad.jsonl" ]] && ok || fail "no metrics file after an error"
 
 # --eval-every 0 never evaluates: no validation loss is reported (not 0.0000, a perfect one).
