@@ -174,6 +174,15 @@ void run_plan_gpt(GptPlanOptions& o) {
   check.grad_accum = o.grad_accum;
   check.bucket_mb = o.bucket_mb;
   validate(check);
+  // The model walks every gradient bucket of every rank of every grid: bound their number.
+  const double e = static_cast<double>(o.model.embed);
+  const double params = static_cast<double>(o.model.layers) * 12.0 * e * e +
+                        static_cast<double>(o.model.vocab + o.model.block) * e;
+  const double buckets = params * 4.0 / (o.bucket_mb * (1 << 20));
+  if (buckets > 1e6)
+    throw InputError(params * 4.0 > 1e6 * 1e6 * (1 << 20) ? "--embed" : "--bucket-mb",
+                     fmt::format("{:.3g} parameters in {:.3g} gradient buckets of --bucket-mb {}: at most 1e6 buckets "
+                                 "(raise --bucket-mb)", params, buckets, o.bucket_mb));
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
   const Precision precision = precision_of(o.precision);
   const Transport transport = parse_transport(o.transport);

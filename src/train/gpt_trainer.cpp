@@ -42,10 +42,12 @@ double evaluate(GptModel& model, const std::vector<std::int32_t>& val, const Gpt
 void validate(const GptConfig& c) {
   if (c.layers < 1 || c.layers > 1024) throw InputError("--layers", "must be between 1 and 1024");
   if (c.heads < 1) throw InputError("--heads", "must be at least 1");
-  if (c.embed < 1) throw InputError("--embed", "must be at least 1");
+  // Bounds far above any trained transformer (GPT-3: embed 12288, block 2048) that keep every
+  // size product, and the planner's loops over them, finite.
+  if (c.embed < 1 || c.embed > (index_t{1} << 20)) throw InputError("--embed", "must be between 1 and 2^20");
   if (c.embed % c.heads != 0)
     throw InputError("--embed", std::to_string(c.embed) + " is not divisible by --heads " + std::to_string(c.heads));
-  if (c.block < 1) throw InputError("--block", "must be at least 1");
+  if (c.block < 1 || c.block > (index_t{1} << 20)) throw InputError("--block", "must be between 1 and 2^20");
   if (c.vocab < 1 || c.vocab > (index_t{1} << 31) - 1) throw InputError("--vocab", "must be between 1 and 2^31-1");
 }
 
