@@ -46,6 +46,10 @@ then ok; else fail "ulimit -v bounds the memory budget (rc=$rc)"; cat "$work/err
 # ---- gpt train: the model of docs/data-parallel.md ----------------------------------------------
 expect_error gpt-embed "--embed: training needs" gpt train --embed 1048576 --heads 1 --iters 1
 expect_error gpt-batch "--batch: training needs" gpt train --batch 100000000 --iters 1
+expect_error gpt-embed-bound "--embed: must be between 1 and 2^20" gpt train --embed 1099511627776 --heads 1 --iters 1
+expect_error plan-gpt-embed "--embed: must be between 1 and 2^20" plan gpt --ranks 4 --embed 1099511627776 --heads 1
+expect_error plan-gpt-buckets "--bucket-mb: .* gradient buckets of --bucket-mb 1e-05: at most 1e6" \
+  plan gpt --ranks 4 --bucket-mb 0.00001 --embed 2048 --layers 48 --heads 16
 expect_error gpt-overflow "--batch: " \
   gpt train --batch 4611686018427387904 --iters 1
 
