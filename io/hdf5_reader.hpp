@@ -176,6 +176,14 @@ class Reader {
     std::string name;
   };
 
+  // After an error on some ranks of a collective (MPI-IO) read: closing the file is collective
+  // and would wait for ranks that are blocked elsewhere, so leave it open. The process must not
+  // tear HDF5 down normally afterwards (its exit-time cleanup would close it): it is marked
+  // unsafe to tear down, and the job is meant to be aborted by the caller.
+  void abandon() noexcept {
+    file_.release();
+    mark_unsafe_teardown();
+  }
   bool exists(const std::string& name) const { return h5::link_exists(file_.get(), name); }
 
   // Opens `name`, checks its dtype class and that its shape is `expected`.

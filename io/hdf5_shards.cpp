@@ -277,17 +277,15 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
 GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
                          bool shard_adj) {
   h5::silence_errors();
-  int mpi_on = 0;
-  MPI_Initialized(&mpi_on);
-  const MPI_Comm comm = (mpi_on && grid.size() > 1) ? MPI_COMM_WORLD : MPI_COMM_NULL;
+  const MPI_Comm comm = grid.size() > 1 ? grid.mpi_comm() : MPI_COMM_NULL;
   Reader r(path);
   try {
     r.open(comm);
     return load(r, comm, grid, layers, hidden, shard_adj);
-  } catch (const InputError& e) {
-    // Under MPI-IO, closing the file is collective: unwinding from here would wait for ranks
-    // that are blocked in another collective, so end the job now.
-    if (comm != MPI_COMM_NULL) abort_job(e.message(), 2);
+  } catch (...) {
+    // Under MPI-IO, closing the file is collective: unwinding would wait for ranks that are
+    // blocked in another collective. Leave it open; the caller ends the job.
+    if (comm != MPI_COMM_NULL) r.abandon();
     throw;
   }
 }
@@ -429,6 +427,16 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   s.train = in.mask(*masks[0], s.label_rows);
   s.val = in.mask(*masks[1], s.label_rows);
   s.test = in.mask(*masks[2], s.label_rows);
+  if (ph.prepared) {  // the rows are renumbered: keep each one's original id (for predictions)
+    const char* ids_name = p_order ? "/prepared/node_id_p" : "/prepared/node_id_p2";
+    const auto rows = static_cast<hsize_t>(s.label_rows.size());
+    const Reader::Dataset d = r.open_dataset(ids_name, false, "int64", {static_cast<hsize_t>(h.num_nodes)}, "[num_nodes]");
+    s.label_ids = r.read_ints<index_t>(d, rows, Slab{{static_cast<hsize_t>(s.label_rows.begin)}, {rows}});
+    for (std::size_t i = 0; i < s.label_ids.size(); ++i)
+      if (s.label_ids[i] < 0 || s.label_ids[i] >= h.num_nodes)
+        r.fail(ids_name, "node id " + std::to_string(s.label_ids[i]) + " at position " +
+                             std::to_string(s.label_rows.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
+  }
   return s;
 }
 

@@ -37,6 +37,9 @@ class Hid {
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
   explicit operator bool() const { return valid(); }
+  // Forgets the identifier without closing it: for a file opened with MPI-IO whose collective
+  // close would wait for ranks that are elsewhere (see Reader::abandon).
+  void release() noexcept { id_ = H5I_INVALID_HID; }
   // Closes now; returns false if the close itself failed (e.g. a failed flush on a file).
   bool reset() {
     bool ok = true;

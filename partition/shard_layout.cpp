@@ -80,7 +80,7 @@ HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
 std::size_t GcnShards::host_bytes() const {
   const auto vec = [](const auto& v) { return v.size() * sizeof(v[0]); };
   const auto csr = [&](const HostCsr& a) { return vec(a.indptr) + vec(a.indices) + vec(a.values); };
-  std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test);
+  std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test) + vec(label_ids);
   for (const HostCsr& a : adj) b += csr(a);
   for (const HostCsr& a : adj_t) b += csr(a);
   return b;
@@ -152,6 +152,7 @@ struct WholeData {
   const std::vector<std::uint8_t>* train[2];
   const std::vector<std::uint8_t>* val[2];
   const std::vector<std::uint8_t>* test[2];
+  const std::vector<index_t>* ids[2];  // original node ids in each order (nullptr: the identity)
 };
 
 GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vector<index_t>& dims) {
@@ -180,6 +181,7 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
   s.train = slice(*w.train[o]);
   s.val = slice(*w.val[o]);
   s.test = slice(*w.test[o]);
+  if (w.ids[o] != nullptr && !w.ids[o]->empty()) s.label_ids = slice(*w.ids[o]);
   const auto count = [](const std::vector<std::uint8_t>& m) { return static_cast<index_t>(std::count(m.begin(), m.end(), 1)); };
   s.split_sizes = {count(g.train_mask), count(g.val_mask), count(g.test_mask)};
   return s;
@@ -190,7 +192,7 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
                        const std::vector<index_t>& dims, bool shard_adj) {
   const WholeData w{{&a_hat, &a_hat}, &g, {&g.labels, &g.labels}, {&g.train_mask, &g.train_mask},
-                    {&g.val_mask, &g.val_mask}, {&g.test_mask, &g.test_mask}};
+                    {&g.val_mask, &g.val_mask}, {&g.test_mask, &g.test_mask}, {nullptr, nullptr}};
   return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, false, shard_adj), dims);
 }
 
@@ -203,7 +205,8 @@ GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const st
                     {&g.labels, two ? &p.labels_p : &g.labels},
                     {&g.train_mask, two ? &p.train_p : &g.train_mask},
                     {&g.val_mask, two ? &p.val_p : &g.val_mask},
-                    {&g.test_mask, two ? &p.test_p : &g.test_mask}};
+                    {&g.test_mask, two ? &p.test_p : &g.test_mask},
+                    {&p.node_id_p2, two ? &p.node_id_p : &p.node_id_p2}};
   return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, two, shard_adj), dims);
 }
 

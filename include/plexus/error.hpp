@@ -20,21 +20,14 @@ class InputError : public std::runtime_error {
   std::string where_;
 };
 
-// Prints `plexus: error: <message>` and ends every rank of the MPI job with `code` (or this
-// process when MPI is not running). For errors met inside collective operations (e.g.
-// MPI-IO reads), where unwinding would block in a collective close and hang the job. An
-// error every rank meets (an option, a check on a reduced value) is printed once, by rank 0;
-// one that only some ranks meet is printed by the rank that met it (after init_abort_channel).
-[[noreturn]] void abort_job(const std::string& message, int code);
-
-// Sets up what abort_job needs to tell an error of every rank from one of a few: call once on
-// every rank, after MPI_Init (collective; nothing without MPI or on one rank).
-void init_abort_channel();
-
-// Marks this process's library state as unsafe to tear down: libhdf5 1.10 segfaults in its
-// exit-time cleanup (atexit, or MPI_Finalize under parallel HDF5) once an H5Fclose has failed,
-// e.g. on a full disk, whatever the order objects were closed in. abort_job then ends the
-// process with _Exit, skipping atexit handlers and MPI_Finalize. The HDF5 code calls it.
+// The library never aborts the job or exits on an error: it throws. Some errors leave state
+// that must not be torn down normally: libhdf5 1.10 segfaults in its exit-time cleanup
+// (atexit, or MPI_Finalize under parallel HDF5) once an H5Fclose has failed, e.g. on a full
+// disk; and a file read collectively (MPI-IO) is left open when some ranks failed, because
+// closing it would wait for the others. The HDF5 code then marks the process, and a program
+// that ends after catching the error should check teardown_is_unsafe() and, when it is true,
+// end with std::_Exit (or MPI_Abort) rather than exit() or MPI_Finalize.
 void mark_unsafe_teardown() noexcept;
+bool teardown_is_unsafe() noexcept;
 
 }  // namespace plexus

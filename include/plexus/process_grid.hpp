@@ -8,6 +8,8 @@
 // bytes) and within a replica the Y axis is contiguous. Layer l of a GCN gives the axes roles (o, i, d) that rotate with period 3:
 //   l % 3 == 0 → (X, Y, Z);   1 → (Z, X, Y);   2 → (Y, Z, X)
 // so that layer l's output layout is exactly layer l+1's input layout.
+#include <mpi.h>
+
 #include <array>
 #include <memory>
 #include <string>
@@ -45,22 +47,26 @@ class ProcessGrid {
  public:
   // A 1×1×1 grid on this process alone.
   static std::unique_ptr<ProcessGrid> single();
-  // The grid over MPI_COMM_WORLD (MPI must be initialised; its size must equal dp·shape.size()).
-  static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape, int dp = 1);
+  // The grid over the ranks of `comm` (MPI must be initialised; the size of `comm` must equal
+  // dp·shape.size(), else InputError("--grid", ...)). The grid works on its own duplicate of
+  // `comm`, so its messages never mix with the caller's; collective over `comm`.
+  static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape, int dp = 1, MPI_Comm comm = MPI_COMM_WORLD);
   // This rank's place on its node (MPI_Comm_split_type SHARED): its index among the job's
   // ranks there and how many there are (0 and 1 without MPI). The index picks the GPU; the
   // default thread count divides the node's cores among the ranks.
   struct NodePlacement {
     int local_rank = 0, local_ranks = 1;
   };
-  static NodePlacement node_placement();
+  static NodePlacement node_placement(MPI_Comm comm = MPI_COMM_WORLD);
   static int ranks_on_this_node() { return node_placement().local_ranks; }
   // from_mpi when MPI is initialised, else single() (which then requires a 1x1x1 shape).
   static std::unique_ptr<ProcessGrid> create(GridShape shape, int dp = 1);
   // Builds the grid over existing communicators (used by the MPI factory): one per axis
-  // (X, Y, Z, D), the replica's ranks, all ranks.
+  // (X, Y, Z, D), the replica's ranks, all ranks; `mpi_comm`: the MPI communicator of all
+  // ranks behind `world` (MPI_COMM_NULL when there is none).
   ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,
-              std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world);
+              std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world,
+              MPI_Comm mpi_comm = MPI_COMM_NULL);
 
   // The tensor-parallel grid of one replica.
   const GridShape& shape() const { return shape_; }
@@ -82,6 +88,9 @@ class ProcessGrid {
   // The X·Y·Z ranks of this rank's replica (reductions over the whole model: norms, gathers).
   Communicator& replica() { return *replica_; }
   Communicator& world() { return *world_; }
+  // The MPI communicator of all the grid's ranks (for MPI-IO), or MPI_COMM_NULL for a grid
+  // without MPI. Owned by the grid.
+  MPI_Comm mpi_comm() const { return mpi_comm_; }
   void reset_stats();
   // Every communicator from now on stages `device`'s buffers through host memory
   // (make_staging_communicator): a device backend's tensors over host MPI.
@@ -105,6 +114,7 @@ class ProcessGrid {
   bool device_comms_ = false;
   std::unique_ptr<Communicator> replica_;
   std::unique_ptr<Communicator> world_;
+  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
 };
 
 }  // namespace plexus

@@ -81,6 +81,9 @@ struct GcnShards {
   Range label_rows;              // rows of the last layer's output
   std::vector<std::int32_t> labels;
   std::vector<std::uint8_t> train, val, test;
+  // The input graph's id of each label row's node (a balanced graph is renumbered); empty
+  // when the rows are in the input order (row r is node r).
+  std::vector<index_t> label_ids;
   std::array<index_t, 3> split_sizes{};  // global train / val / test counts
   // Bytes of the arrays held (what a rank's memory for the dataset is, after loading).
   std::size_t host_bytes() const;

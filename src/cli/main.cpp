@@ -2,7 +2,7 @@
 //
 // Errors caused by input (files, options) print one line `plexus: error: <where>: <what>`
 // and exit with code 2; under MPI the failing rank aborts every rank so none hangs, and an
-// error every rank meets is printed once (src/comm/abort_job.cpp).
+// error every rank meets is printed once (src/cli/abort_job.cpp).
 #include <mpi.h>
 
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include "io/files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/version.hpp"
+#include "src/cli/abort_job.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/same_command_line.hpp"
 #include "src/cli/strict_options.hpp"
@@ -34,7 +35,7 @@ void finalize_mpi() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
-[[noreturn]] void fail(int code, const std::string& message) { plexus::abort_job(message, code); }
+[[noreturn]] void fail(int code, const std::string& message) { plexus::cli::abort_job(message, code); }
 
 // CLI11 reports a mistyped subcommand (`plexus gpt trian`) or an option before the subcommand
 // (`plexus --frob train`) as "A subcommand is required": name the word instead. Empty when the
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   if (launched_by_mpi()) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    plexus::init_abort_channel();
+    plexus::cli::init_abort_channel();
   }
   plexus::io::guard_inputs();  // one command per process: no output may replace a file it read
   // Before parsing: a rank with other options could fail to parse, or call other collectives.

@@ -235,10 +235,11 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp) {
+std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp, MPI_Comm comm) {
   int world_size = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (comm == MPI_COMM_NULL) throw std::invalid_argument("ProcessGrid::from_mpi: MPI_COMM_NULL");
+  MPI_Comm_size(comm, &world_size);
+  MPI_Comm_rank(comm, &rank);
   const int ranks = grid_ranks(shape, dp);
   if (ranks != world_size)
     throw InputError("--grid", (dp > 1 ? std::to_string(dp) + " replicas of " : std::string()) + shape.str() +
@@ -248,31 +249,32 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp) {
   const int x = (t / shape.y) % shape.x, y = t % shape.y, z = t / (shape.x * shape.y);
   // Each axis communicator joins the ranks that share the other three coordinates; the
   // replica's, those that share d; the data-parallel axis's, those that share (x, y, z).
-  MPI_Comm cx, cy, cz, cd, replica;
+  MPI_Comm world, cx, cy, cz, cd, replica;
+  MPI_Comm_dup(comm, &world);
   const int P = shape.size();
-  MPI_Comm_split(MPI_COMM_WORLD, d * P + z * shape.y + y, x, &cx);
-  MPI_Comm_split(MPI_COMM_WORLD, d * P + z * shape.x + x, y, &cy);
-  MPI_Comm_split(MPI_COMM_WORLD, d * P + x * shape.y + y, z, &cz);
-  MPI_Comm_split(MPI_COMM_WORLD, t, d, &cd);
-  MPI_Comm_split(MPI_COMM_WORLD, d, t, &replica);
+  MPI_Comm_split(world, d * P + z * shape.y + y, x, &cx);
+  MPI_Comm_split(world, d * P + z * shape.x + x, y, &cy);
+  MPI_Comm_split(world, d * P + x * shape.y + y, z, &cz);
+  MPI_Comm_split(world, t, d, &cd);
+  MPI_Comm_split(world, d, t, &replica);
   return std::make_unique<ProcessGrid>(
       shape, dp, rank,
       std::array<std::unique_ptr<Communicator>, 4>{
           std::make_unique<MpiCommunicator>(cx), std::make_unique<MpiCommunicator>(cy),
           std::make_unique<MpiCommunicator>(cz), std::make_unique<MpiCommunicator>(cd)},
-      std::make_unique<MpiCommunicator>(replica), std::make_unique<MpiCommunicator>(MPI_COMM_WORLD));
+      std::make_unique<MpiCommunicator>(replica), std::make_unique<MpiCommunicator>(world), world);
 }
 
 }  // namespace plexus
 
 namespace plexus {
 
-ProcessGrid::NodePlacement ProcessGrid::node_placement() {
+ProcessGrid::NodePlacement ProcessGrid::node_placement(MPI_Comm comm) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) return {};
   MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   NodePlacement p;
   MPI_Comm_rank(node, &p.local_rank);
   MPI_Comm_size(node, &p.local_ranks);

@@ -51,9 +51,10 @@ LayerRoles roles_for_layer(int layer) {
 }
 
 ProcessGrid::ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,
-                         std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world)
+                         std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world,
+                         MPI_Comm mpi_comm)
     : shape_(shape), dp_(dp), rank_(rank), axes_(std::move(axes)), replica_(std::move(replica)),
-      world_(std::move(world)) {
+      world_(std::move(world)), mpi_comm_(mpi_comm) {
   // rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y
   const int t = rank % shape.size();
   coords_[static_cast<int>(Axis::D)] = rank / shape.size();

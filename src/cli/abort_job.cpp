@@ -1,4 +1,5 @@
-// abort_job (include/plexus/error.hpp): one error line per job, and every rank ended promptly.
+// abort_job (src/cli/abort_job.hpp): one error line per job, and every rank ended promptly.
+// The command-line tool's policy: the library only throws.
 //
 // An error is either met by every rank alike (a bad option, a check on a reduced value) or
 // by some ranks only (a bad element in one rank's slice of a file). Ranks that fail join a
@@ -7,7 +8,6 @@
 // blocked in a collective waiting for this rank), so this rank prints and aborts the job.
 #include <mpi.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -16,13 +16,13 @@
 #include <thread>
 
 #include "plexus/error.hpp"
+#include "src/cli/abort_job.hpp"
 
-namespace plexus {
+namespace plexus::cli {
 
 namespace {
 
 MPI_Comm g_abort_comm = MPI_COMM_NULL;  // the failing ranks' own barrier (init_abort_channel)
-std::atomic<bool> g_unsafe_teardown{false};  // mark_unsafe_teardown
 
 // How long a failing rank waits for the others to fail as well. Ranks that meet the same
 // error do so at about the same time; a lone failure is printed this much later.
@@ -99,8 +99,6 @@ void init_abort_channel() {
   if (size > 1) MPI_Comm_dup(MPI_COMM_WORLD, &g_abort_comm);
 }
 
-void mark_unsafe_teardown() noexcept { g_unsafe_teardown = true; }
-
 void abort_job(const std::string& message, int code) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -113,7 +111,7 @@ void abort_job(const std::string& message, int code) {
   }
   if (!mpi || size == 1) {
     print(message);
-    if (g_unsafe_teardown) {
+    if (teardown_is_unsafe()) {
       std::fflush(nullptr);
       std::_Exit(code);
     }
@@ -131,8 +129,8 @@ void abort_job(const std::string& message, int code) {
   if (!everyone && g_abort_comm == MPI_COMM_NULL && rank > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   print(message);
   MPI_Abort(MPI_COMM_WORLD, code);  // ends every rank promptly
-  if (g_unsafe_teardown) std::_Exit(code);
+  if (teardown_is_unsafe()) std::_Exit(code);
   std::exit(code);
 }
 
-}  // namespace plexus
+}  // namespace plexus::cli
