@@ -9,6 +9,7 @@
 
 #include "fuzz/fuzz_input.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 
 using plexus::fuzz::expect_clean;

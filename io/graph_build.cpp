@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
 #include "plexus/sizes.hpp"

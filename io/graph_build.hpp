@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/convert.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/io.hpp"
 

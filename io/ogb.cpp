@@ -10,6 +10,7 @@
 #include "io/graph_build.hpp"
 #include "io/text_reader.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 
 namespace plexus {

@@ -25,6 +25,7 @@
 #include "io/files.hpp"
 #include "io/pickle.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/sizes.hpp"
 

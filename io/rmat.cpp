@@ -23,6 +23,7 @@
 
 #include "io/graph_build.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/rng.hpp"
 

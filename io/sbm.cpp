@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
 
 #include "io/graph_build.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/rng.hpp"
 
@@ -46,7 +46,7 @@ void check_options(const SbmOptions& o) {
     throw InputError("--nodes", "must be in 1..2^36, got " + std::to_string(o.nodes));
   if (o.classes < 1 || o.classes > 1000000) throw InputError("--classes", "must be in 1..1000000, got " + std::to_string(o.classes));
   if (o.classes > o.nodes)  // a planted class without a node
-    throw InputError("--classes", fmt::format("{} classes for {} nodes: at most one class per node", o.classes, o.nodes));
+    throw InputError("--classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
   if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("--avg-degree", "must be in [0, 100000]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("--homophily", "must be in [0, 1]");
   if (o.features < 1) throw InputError("--features", "must be at least 1, got " + std::to_string(o.features));

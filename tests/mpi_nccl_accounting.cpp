@@ -22,6 +22,7 @@
 #include "plexus/comm.hpp"
 #include "plexus/comm_model.hpp"
 #include "plexus/gpt.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"

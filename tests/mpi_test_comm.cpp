@@ -1,6 +1,6 @@
 // The non-blocking collectives over float and bfloat16, on the MPI communicator and on the
-// single-rank one, checked for values and for the bytes they count. Its own main initialises
-// MPI; tests/CMakeLists.txt runs it under mpirun on 1, 2, 3 and 4 ranks (mpi_comm_np*).
+// single-rank one, checked for values and for the bytes they count. Its main initialises
+// MPI (tests/mpi_test_main.cpp); tests/CMakeLists.txt runs it under mpirun on 1, 2, 3 and 4 ranks (mpi_comm_np*).
 //
 // The values are small integers: bf16 holds every integer up to 256 exactly, so every sum is
 // exact whatever order MPI combines the ranks in. Rounding at a combine is checked with one
@@ -269,38 +269,5 @@ TEST(CollectivesBf16, SumsRoundToNearestEvenAtTheCombine) {
   for (std::size_t i = 0; i < recv.size(); ++i) EXPECT_EQ(bf16_to_float(recv[i]), want[i]) << "element " << i;
 }
 
-// Prints the failures of ranks other than 0 (their default printer is removed), tagged.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
-                   r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
 }  // namespace plexus
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new plexus::RankFailurePrinter(rank));
-  }
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-  // The job fails when any rank failed (mpirun reports the first non-zero exit anyway; this
-  // makes rank 0's own exit status, and its summary, the job's verdict).
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0 && failed) std::fprintf(stderr, "FAILED on at least one rank\n");
-  MPI_Finalize();
-  return failed;
-}

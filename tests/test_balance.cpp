@@ -6,6 +6,7 @@
 
 #include "plexus/balance.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/shard.hpp"
 

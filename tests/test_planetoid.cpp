@@ -16,6 +16,7 @@
 
 #include "io/pickle.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 
 namespace fs = std::filesystem;

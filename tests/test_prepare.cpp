@@ -11,6 +11,7 @@
 
 #include "plexus/balance.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 
 using plexus::index_t;

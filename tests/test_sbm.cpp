@@ -10,6 +10,7 @@
 
 #include "plexus/backend.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"

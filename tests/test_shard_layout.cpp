@@ -3,6 +3,7 @@
 // gives each of them — what the all-gather of src/pmm/device_adj.cpp relies on.
 #include <gtest/gtest.h>
 
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "io/files.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
 

@@ -5,6 +5,7 @@
 
 #include "io/files.hpp"
 #include "plexus/error.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
 

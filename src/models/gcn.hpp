@@ -30,6 +30,7 @@ class GcnModel {
   void backward(Matrix& d_logits, int epoch);
   std::vector<ParamRef> parameters();
   const LayerGeometry& output_geometry() const { return layers_.back()->geometry(); }
+  const LayerGeometry& geometry_of_layer(int layer) const { return layers_[static_cast<std::size_t>(layer)]->geometry(); }
   // The last layer's geometry with out_rows narrowed to the rows forward() returns.
   LayerGeometry loss_geometry() const;
   // Call after the optimizer step (lets reuse_gathers gather W again).

@@ -20,4 +20,10 @@ void Adam::step() {
   ++hp_.step;
 }
 
+std::vector<AdamMoments> Adam::moments() {
+  std::vector<AdamMoments> out;
+  for (std::size_t k = 0; k < params_.size(); ++k) out.push_back({m_[k].data(), v_[k].data()});
+  return out;
+}
+
 }  // namespace plexus

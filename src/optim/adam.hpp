@@ -16,6 +16,11 @@ struct ParamRef {
   bool decay;
 };
 
+struct AdamMoments {
+  float* m;
+  float* v;
+};
+
 class Adam {
  public:
   Adam(Backend& be, std::vector<ParamRef> params, AdamParams hp);
@@ -23,6 +28,11 @@ class Adam {
   std::int64_t steps() const { return hp_.step - 1; }
   // The learning rate of the next steps (a schedule sets it before each step).
   void set_lr(float lr) { hp_.lr = lr; }
+  // The first and second moments of each parameter (same order and sizes), on the backend:
+  // what a checkpoint saves and restores.
+  std::vector<AdamMoments> moments();
+  // Restores the step count (bias correction) of a run that took `steps` steps.
+  void set_steps(std::int64_t steps) { hp_.step = steps + 1; }
 
  private:
   Backend& be_;

@@ -20,13 +20,9 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "plexus/trainer.hpp"  // EvalMetrics
 
 namespace plexus {
-
-struct EvalMetrics {
-  double train_acc = 0, val_acc = 0, test_acc = 0;
-  double train_loss = 0, val_loss = 0;
-};
 
 class DistLoss {
  public:

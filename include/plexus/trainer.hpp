@@ -1,0 +1,94 @@
+#pragma once
+// GcnTrainer: a GCN being trained, one epoch at a time, for programs that embed the engine.
+//
+//   plexus::CpuBackend backend;                        // or make_backend(...)
+//   auto grid = plexus::ProcessGrid::single();         // or from_mpi(shape, 1, my_comm)
+//   plexus::GcnTrainer trainer(graph, config, backend, *grid);
+//   for (int e = 0; e < config.epochs; ++e) trainer.epoch();
+//   plexus::Predictions p = trainer.predict();         // this rank's nodes: ids, classes, logits
+//
+// Every method is collective: all ranks of the grid call it, in the same order. Errors throw
+// (InputError for bad input); the library never aborts the job or exits. An exception thrown
+// on some ranks only may leave the others waiting in a collective: a multi-rank caller ends
+// the job then (MPI_Abort on its communicator), as the `plexus` command does.
+// train_gcn (plexus/train.hpp) is this loop run for config.epochs epochs.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
+#include "plexus/train.hpp"
+
+namespace plexus {
+
+// Accuracies on the three splits and the mean losses of the current weights (no dropout).
+struct EvalMetrics {
+  double train_acc = 0, val_acc = 0, test_acc = 0;
+  double train_loss = 0, val_loss = 0;
+};
+
+// The model's output for the nodes this rank owns. Every node is owned by exactly one rank
+// of a replica, so the union over the ranks is the whole graph.
+struct Predictions {
+  std::vector<index_t> node_ids;       // the node ids of the input graph (before any reordering)
+  std::vector<std::int32_t> classes;   // argmax of each node's logits (the lowest class on ties)
+  index_t num_classes = 0;
+  std::vector<float> logits;           // node_ids.size() × num_classes, row-major: the last layer's output
+};
+
+// One parameter of the model, whole (by global index: the same whatever the grid), with its
+// Adam moments: what a checkpoint stores.
+struct ParameterState {
+  std::string name;                   // "layer0/weight" [D_0 × D_1], "layer0/bias" [1 × D_1], ...
+  index_t rows = 0, cols = 0;
+  std::vector<float> value, adam_m, adam_v;  // rows × cols each, row-major
+};
+struct ModelState {
+  std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken
+  std::vector<ParameterState> parameters;
+};
+
+class GcnTrainer {
+ public:
+  // From a whole graph every rank holds (validated; shards cut as train_gcn does).
+  GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
+  // From the shards this rank holds (load_shards_h5 or build_shards), cut for
+  // gcn_dims(features, cfg.layers, cfg.hidden, classes).
+  GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
+  ~GcnTrainer();
+  GcnTrainer(const GcnTrainer&) = delete;
+  GcnTrainer& operator=(const GcnTrainer&) = delete;
+
+  // The remaining epochs up to config().epochs, calling `on_epoch` after each, and the model
+  // the validation set picks (best validation accuracy, ties to the lower validation loss).
+  TrainResult run(const std::function<void(const EpochMetrics&)>& on_epoch = {});
+  // One epoch: forward with dropout, loss, backward, Adam step, then the evaluation forward.
+  // Throws InputError when the loss stops being finite.
+  EpochMetrics epoch();
+  // The current weights' accuracies and losses (no step).
+  EvalMetrics evaluate();
+  Predictions predict();
+  int epochs_done() const;
+  const TrainConfig& config() const;
+
+  // The whole parameters and optimizer state, assembled from every rank's shards (each rank
+  // gets the same); and the reverse, which keeps this rank's shards of `state`. set_state
+  // throws InputError("model state", ...) when the parameters do not fit this model.
+  ModelState state();
+  void set_state(const ModelState& state);
+  // The state as a GCN model file (docs/gcn-model.md), written by rank 0; and read back (by
+  // every rank). Both collective; an error on rank 0's write is thrown on every rank.
+  void save(const std::string& path);
+  void load(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace plexus

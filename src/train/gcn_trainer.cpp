@@ -1,0 +1,364 @@
+// GcnTrainer (include/plexus/trainer.hpp): the model, its loss and its optimizer, and one
+// epoch of training, top to bottom: forward (dropout) → loss → backward → Adam step →
+// evaluation forward.
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+
+#include "models/gcn.hpp"
+#include "optim/adam.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
+#include "plexus/sparse.hpp"
+#include "plexus/trainer.hpp"
+#include "train/dist_loss.hpp"
+#include "train/finite_loss.hpp"
+
+namespace plexus {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct CommTotals {
+  std::array<double, 3> bytes{};
+  double seconds = 0;
+};
+CommTotals comm_totals(ProcessGrid& grid) {
+  CommTotals t;
+  for (Axis a : {Axis::X, Axis::Y, Axis::Z}) {
+    const CommStats s = grid.axis_stats(a);
+    t.bytes[static_cast<int>(a)] = s.bytes;
+    t.seconds += s.seconds;
+  }
+  return t;
+}
+
+GcnConfig model_config(const TrainConfig& cfg) {
+  GcnConfig mc;
+  mc.dropout = cfg.dropout;
+  mc.seed = cfg.seed;
+  mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline;
+  mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
+  mc.agg_chunks = cfg.agg_chunks;
+  return mc;
+}
+
+AdamParams adam_params(const TrainConfig& cfg) {
+  AdamParams hp;
+  hp.lr = cfg.lr;
+  hp.weight_decay = cfg.weight_decay;
+  hp.decoupled = cfg.adamw;
+  return hp;
+}
+
+// graph → shards: Â = D^-1/2 (A+I) D^-1/2 (in the balanced orders), then this rank's blocks
+// of Â, F, labels.
+GcnShards shards_of(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid) {
+  validate(cfg);
+  validate(graph, "graph");
+  require_labelled_training_node(graph, "graph");
+  const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
+  if (cfg.balance == Balance::kNone)
+    return build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
+                        cfg.shard_adj);
+  PrepareOptions po;
+  po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
+  po.balance = cfg.balance;
+  po.seed = cfg.balance_seed;
+  const GridShape g = grid.shape();
+  po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
+  return build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj);
+}
+
+// Where one parameter's shard lies in the whole tensor, and whether this rank's copy is the
+// one that counts (biases are replicated over a layer's i and d axes).
+struct ParamPlace {
+  std::string name;
+  index_t rows = 0, cols = 0;  // the whole tensor
+  Range shard_rows, shard_cols;
+  bool contributes = true;
+};
+
+std::vector<ParamPlace> param_places(const GcnModel& model, const ProcessGrid& grid) {
+  std::vector<ParamPlace> places;
+  for (int l = 0; l < model.num_layers(); ++l) {
+    const LayerGeometry& g = model.geometry_of_layer(l);
+    const std::string layer = "layer" + std::to_string(l);
+    places.push_back({layer + "/weight", g.in_dim, g.out_dim, g.w_rows, g.out_cols, true});
+    places.push_back({layer + "/bias", 1, g.out_dim, Range{0, 1}, g.out_cols,
+                      grid.coord(g.roles.i) == 0 && grid.coord(g.roles.d) == 0});
+  }
+  return places;
+}
+
+// The whole tensor from every rank's shard: each element is held by one contributing rank of
+// the replica, so a sum over zeros elsewhere reassembles it exactly.
+std::vector<float> assemble(const ParamPlace& p, const std::vector<float>& shard, ProcessGrid& grid) {
+  std::vector<float> whole(static_cast<std::size_t>(p.rows * p.cols), 0.0f);
+  if (p.contributes)
+    for (index_t r = 0; r < p.shard_rows.size(); ++r)
+      std::copy_n(shard.data() + r * p.shard_cols.size(), p.shard_cols.size(),
+                  whole.data() + (p.shard_rows.begin + r) * p.cols + p.shard_cols.begin);
+  grid.replica().all_reduce(whole.data(), whole.size(), ReduceOp::Sum);
+  return whole;
+}
+
+std::vector<float> cut(const ParamPlace& p, const std::vector<float>& whole) {
+  std::vector<float> shard(static_cast<std::size_t>(p.shard_rows.size() * p.shard_cols.size()));
+  for (index_t r = 0; r < p.shard_rows.size(); ++r)
+    std::copy_n(whole.data() + (p.shard_rows.begin + r) * p.cols + p.shard_cols.begin, p.shard_cols.size(),
+                shard.data() + r * p.shard_cols.size());
+  return shard;
+}
+
+}  // namespace
+
+struct GcnTrainer::Impl {
+  Impl(GcnShards& shards, const TrainConfig& c, Backend& be, ProcessGrid& g)
+      : cfg(c),
+        backend(be),
+        grid(g),
+        model(be, g, shards, model_config(c)),
+        out(model.loss_geometry()),
+        split_axis(out.roles.i),
+        loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr),
+        adam(be, model.parameters(), adam_params(c)) {
+    // The rows predict() reports: the logits' rows (the last layer's output rows, replicated
+    // over its i axis unless already split there: comm variant rs-ag) are the same on every
+    // rank of the o axis once their classes are gathered, so split them over i and o.
+    const LayerGeometry& last = model.output_geometry();
+    const Range rows = model_config(c).scatter_logits
+                           ? out.out_rows
+                           : sub_range(out.out_rows, g.dim(last.roles.i), g.coord(last.roles.i));
+    owned_rows = sub_range(rows, g.dim(last.roles.o), g.coord(last.roles.o));
+    owned_ids.resize(static_cast<std::size_t>(owned_rows.size()));
+    for (index_t r = owned_rows.begin; r < owned_rows.end; ++r)
+      owned_ids[static_cast<std::size_t>(r - owned_rows.begin)] =
+          shards.label_ids.empty() ? r : shards.label_ids[static_cast<std::size_t>(r - shards.label_rows.begin)];
+  }
+
+  TrainConfig cfg;
+  Backend& backend;
+  ProcessGrid& grid;
+  GcnModel model;
+  LayerGeometry out;  // the rows of the logits this rank holds
+  Axis split_axis;
+  DistLoss loss;
+  Adam adam;
+  Matrix d_logits;
+  int epochs_done = 0;
+  Range owned_rows;
+  std::vector<index_t> owned_ids;
+  std::vector<index_t> dims() const;  // D_0..D_L
+};
+
+GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
+    : GcnTrainer(shards_of(graph, cfg, grid), cfg, backend, grid) {}
+
+GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
+  validate(cfg);
+  if (shards.layers() != cfg.layers) throw std::invalid_argument("GcnTrainer: shards were cut for another depth");
+  backend.reset_peak();
+  impl_ = std::make_unique<Impl>(shards, cfg, backend, grid);
+}
+
+GcnTrainer::~GcnTrainer() = default;
+
+int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
+const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
+
+EpochMetrics GcnTrainer::epoch() {
+  Impl& t = *impl_;
+  const int epoch = t.epochs_done;
+  t.grid.reset_stats();
+  const auto t_epoch = Clock::now();
+  EpochMetrics m;
+  m.epoch = epoch;
+
+  const Matrix& logits = t.model.forward(epoch, /*training=*/true);
+  t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
+  m.loss = t.loss.train_loss_and_grad(logits, t.d_logits);
+  t.model.backward(t.d_logits, epoch);
+  t.adam.step();
+  t.model.weights_updated();
+  t.backend.synchronize();
+  m.train_seconds = seconds_since(t_epoch);
+  ++t.epochs_done;
+
+  const EvalMetrics e = t.loss.evaluate(t.model.forward(epoch, /*training=*/false));
+  t.backend.synchronize();
+  m.train_acc = e.train_acc;
+  m.val_acc = e.val_acc;
+  m.test_acc = e.test_acc;
+  m.val_loss = e.val_loss;
+  m.epoch_seconds = seconds_since(t_epoch);
+  const CommTotals c = comm_totals(t.grid);
+  m.rank_comm_bytes = c.bytes;
+  m.comm_bytes = c.bytes;
+  t.grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
+  m.comm_seconds = c.seconds;
+  m.compute_seconds = m.epoch_seconds - c.seconds;
+  require_finite_loss(m.loss + m.val_loss, t.grid, "epoch " + std::to_string(epoch + 1),
+                      "check the features' scale or lower --lr");
+  return m;
+}
+
+TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_epoch) {
+  Impl& t = *impl_;
+  const auto t_start = Clock::now();
+  TrainResult result;
+  double best_val_loss = 0;
+  while (t.epochs_done < t.cfg.epochs) {
+    const EpochMetrics m = epoch();
+    const bool better = result.best_epoch < 0 || m.val_acc > result.best_val_acc ||
+                        (m.val_acc == result.best_val_acc && m.val_loss < best_val_loss);
+    result.epochs.push_back(m);
+    if (better) {
+      result.best_epoch = m.epoch;
+      result.best_val_acc = m.val_acc;
+      result.test_acc = m.test_acc;
+      best_val_loss = m.val_loss;
+    }
+    if (on_epoch) on_epoch(m);
+  }
+  result.total_seconds = seconds_since(t_start);
+  result.peak_tensor_bytes = t.backend.peak_bytes();
+  double peak = static_cast<double>(result.peak_tensor_bytes);
+  t.grid.world().all_reduce(&peak, 1, ReduceOp::Max);
+  result.max_peak_tensor_bytes = static_cast<std::size_t>(peak);
+  return result;
+}
+
+EvalMetrics GcnTrainer::evaluate() {
+  Impl& t = *impl_;
+  const EvalMetrics e = t.loss.evaluate(t.model.forward(t.epochs_done, /*training=*/false));
+  t.backend.synchronize();
+  return e;
+}
+
+Predictions GcnTrainer::predict() {
+  Impl& t = *impl_;
+  const Matrix& logits = t.model.forward(t.epochs_done, /*training=*/false);
+  // This rank holds rows out.out_rows × classes out.out_cols; the classes are split over the
+  // last layer's o axis: gather them (host values, so over the axis's host communicator).
+  const LayerGeometry& g = t.out;
+  const std::vector<float> mine = logits.to_host();
+  Communicator& o = t.grid.host_comm(g.roles.o);
+  const index_t classes = g.out_dim, rows = g.out_rows.size();
+  std::vector<float> blocks(static_cast<std::size_t>(rows * classes));
+  o.all_gather(mine.data(), blocks.data(), block_counts(classes, o.size(), rows));
+
+  Predictions p;
+  p.num_classes = classes;
+  p.node_ids = t.owned_ids;
+  const index_t first = t.owned_rows.begin - g.out_rows.begin, n = t.owned_rows.size();
+  p.logits.resize(static_cast<std::size_t>(n * classes));
+  p.classes.resize(static_cast<std::size_t>(n));
+  // blocks: rank k's [rows × cols_k] block after rank k-1's; interleave into whole rows.
+  index_t offset = 0;
+  for (int k = 0; k < o.size(); ++k) {
+    const Range cols = block_range(classes, o.size(), k);
+    for (index_t r = 0; r < n; ++r)
+      std::copy_n(blocks.data() + offset + (first + r) * cols.size(), cols.size(),
+                  p.logits.data() + r * classes + cols.begin);
+    offset += rows * cols.size();
+  }
+  for (index_t r = 0; r < n; ++r) {
+    const float* row = p.logits.data() + r * classes;
+    p.classes[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
+  }
+  return p;
+}
+
+ModelState GcnTrainer::state() {
+  Impl& t = *impl_;
+  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamRef> params = t.model.parameters();
+  const std::vector<AdamMoments> moments = t.adam.moments();
+  ModelState s;
+  s.epochs_done = t.epochs_done;
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const auto host = [&](const float* p) {
+      std::vector<float> h(params[k].size);
+      t.backend.copy_to_host(h.data(), p, h.size() * sizeof(float));
+      return assemble(places[k], h, t.grid);
+    };
+    s.parameters.push_back(
+        {places[k].name, places[k].rows, places[k].cols, host(params[k].value), host(moments[k].m), host(moments[k].v)});
+  }
+  return s;
+}
+
+void GcnTrainer::set_state(const ModelState& s) {
+  Impl& t = *impl_;
+  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  if (s.parameters.size() != places.size())
+    throw InputError("model state", std::to_string(s.parameters.size()) + " parameters, this model has " +
+                                        std::to_string(places.size()) + " (" + std::to_string(t.cfg.layers) + " layers)");
+  if (s.epochs_done < 0 || s.epochs_done > std::numeric_limits<int>::max())
+    throw InputError("model state", "epochs done " + std::to_string(s.epochs_done) + " out of range");
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const ParameterState& p = s.parameters[k];
+    const auto n = static_cast<std::size_t>(places[k].rows * places[k].cols);
+    if (p.name != places[k].name || p.rows != places[k].rows || p.cols != places[k].cols || p.value.size() != n ||
+        p.adam_m.size() != n || p.adam_v.size() != n)
+      throw InputError("model state", p.name + " [" + std::to_string(p.rows) + " x " + std::to_string(p.cols) +
+                                          "] does not fit this model's " + places[k].name + " [" +
+                                          std::to_string(places[k].rows) + " x " + std::to_string(places[k].cols) + "]");
+  }
+  const std::vector<ParamRef> params = t.model.parameters();
+  const std::vector<AdamMoments> moments = t.adam.moments();
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const auto put = [&](float* dst, const std::vector<float>& whole) {
+      const std::vector<float> shard = cut(places[k], whole);
+      t.backend.copy_from_host(dst, shard.data(), shard.size() * sizeof(float));
+    };
+    put(params[k].value, s.parameters[k].value);
+    put(moments[k].m, s.parameters[k].adam_m);
+    put(moments[k].v, s.parameters[k].adam_v);
+  }
+  t.adam.set_steps(s.epochs_done);
+  t.epochs_done = static_cast<int>(s.epochs_done);
+  t.model.weights_updated();
+  t.backend.synchronize();
+}
+
+std::vector<index_t> GcnTrainer::Impl::dims() const {
+  std::vector<index_t> d;
+  for (int l = 0; l < model.num_layers(); ++l) d.push_back(model.geometry_of_layer(l).in_dim);
+  d.push_back(model.output_geometry().out_dim);
+  return d;
+}
+
+void GcnTrainer::save(const std::string& path) {
+  Impl& t = *impl_;
+  const ModelState s = state();
+  // Rank 0 writes; the others learn whether it could, so that every rank throws alike.
+  double failed = 0;
+  std::string why;
+  if (t.grid.rank() == 0) {
+    try {
+      write_gcn_model_h5(s, t.dims(), path);
+    } catch (const InputError& e) {
+      failed = 1;
+      why = e.what();
+    }
+  }
+  t.grid.world().all_reduce(&failed, 1, ReduceOp::Max);
+  if (failed != 0) throw InputError(path, t.grid.rank() == 0 ? why : "cannot write the model (rank 0 failed)");
+}
+
+void GcnTrainer::load(const std::string& path) {
+  Impl& t = *impl_;
+  ModelState s = read_gcn_model_h5(path, t.dims());
+  try {
+    set_state(s);
+  } catch (const InputError& e) {
+    throw InputError(path, e.what());
+  }
+}
+
+}  // namespace plexus

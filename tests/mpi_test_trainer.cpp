@@ -1,0 +1,374 @@
+// GcnTrainer under MPI (tests/CMakeLists.txt runs it on 1, 2, 3, 4 and 6 ranks): on every grid
+// shape of the rank count, and on grids built over sub-communicators, against the one-rank
+// trainer that every rank also runs by itself:
+//  - predictions cover every node exactly once, by its original id (also after reordering),
+//    and match the one-rank logits; the test accuracy they give is the one evaluate() reports;
+//  - the model state is the same whole tensors on every grid, and moving it to another grid
+//    (or the same one) continues the run: within float tolerance, resp. bit for bit;
+//  - train_gcn is the trainer's loop.
+// Every rank runs every collective in the same order: checks are EXPECTs, never early returns.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/convert.hpp"
+#include "plexus/error.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/trainer.hpp"
+
+namespace plexus {
+namespace {
+
+int size_of(MPI_Comm c) {
+  int n = 1;
+  MPI_Comm_size(c, &n);
+  return n;
+}
+
+// Small but uneven: 157 nodes and 5 classes split unevenly over every grid axis.
+const GraphData& graph() {
+  static const GraphData g = [] {
+    SbmOptions o;
+    o.nodes = 157;
+    o.classes = 5;
+    o.features = 11;
+    o.avg_degree = 6;
+    o.seed = 7;
+    return generate_sbm(o);
+  }();
+  return g;
+}
+
+TrainConfig config(CommVariant variant = CommVariant::Baseline) {
+  TrainConfig c;
+  c.layers = 3;
+  c.hidden = 7;
+  c.epochs = 6;
+  c.dropout = 0.3f;
+  c.lr = 0.05f;
+  c.seed = 5;
+  c.comm_variant = variant;
+  return c;
+}
+
+// Every X×Y×Z with X·Y·Z = p.
+std::vector<GridShape> shapes_of(int p) {
+  std::vector<GridShape> s;
+  for (int x = 1; x <= p; ++x)
+    for (int y = 1; x * y <= p; ++y)
+      if (p % (x * y) == 0) s.push_back({x, y, p / (x * y)});
+  return s;
+}
+
+struct TrainedRun {
+  std::vector<double> losses;
+  EvalMetrics eval;
+  Predictions pred;
+  ModelState state;
+};
+
+TrainedRun train(GcnTrainer& t, int epochs) {
+  TrainedRun r;
+  for (int e = 0; e < epochs; ++e) r.losses.push_back(t.epoch().loss);
+  r.eval = t.evaluate();
+  r.pred = t.predict();
+  r.state = t.state();
+  return r;
+}
+
+TrainedRun train_on(ProcessGrid& grid, const TrainConfig& cfg, int epochs) {
+  auto be = make_cpu_backend(1);
+  GcnTrainer t(graph(), cfg, *be, grid);
+  return train(t, epochs);
+}
+
+// The one-rank run every rank computes by itself.
+const TrainedRun& reference(CommVariant v = CommVariant::Baseline) {
+  static TrainedRun runs[3];
+  static bool done[3] = {false, false, false};
+  const int k = static_cast<int>(v);
+  if (!done[k]) {
+    auto grid = ProcessGrid::single();
+    runs[k] = train_on(*grid, config(v), config().epochs);
+    done[k] = true;
+  }
+  return runs[k];
+}
+
+// The predictions of every rank of `comm`, by node id: how often each node was reported, and
+// its logits and class (from its last report).
+struct AllPredictions {
+  std::vector<int> reports;
+  std::vector<float> logits;
+  std::vector<std::int32_t> classes;
+};
+AllPredictions gather(const Predictions& p, MPI_Comm comm) {
+  const int n = static_cast<int>(graph().num_nodes), c = static_cast<int>(p.num_classes);
+  const int mine = static_cast<int>(p.node_ids.size());
+  std::vector<int> counts(static_cast<std::size_t>(size_of(comm))), displs(counts.size(), 0);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (std::size_t k = 1; k < counts.size(); ++k) displs[k] = displs[k - 1] + counts[k - 1];
+  const int total = displs.back() + counts.back();
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(total));
+  std::vector<std::int32_t> classes(ids.size());
+  MPI_Allgatherv(p.node_ids.data(), mine, MPI_INT64_T, ids.data(), counts.data(), displs.data(), MPI_INT64_T, comm);
+  MPI_Allgatherv(p.classes.data(), mine, MPI_INT32_T, classes.data(), counts.data(), displs.data(), MPI_INT32_T, comm);
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    counts[k] *= c;
+    displs[k] *= c;
+  }
+  std::vector<float> logits(static_cast<std::size_t>(total) * static_cast<std::size_t>(c));
+  MPI_Allgatherv(p.logits.data(), mine * c, MPI_FLOAT, logits.data(), counts.data(), displs.data(), MPI_FLOAT, comm);
+
+  AllPredictions a{std::vector<int>(static_cast<std::size_t>(n), 0),
+                   std::vector<float>(static_cast<std::size_t>(n) * static_cast<std::size_t>(c), 0.0f),
+                   std::vector<std::int32_t>(static_cast<std::size_t>(n), -1)};
+  for (int k = 0; k < total; ++k) {
+    const std::int64_t id = ids[static_cast<std::size_t>(k)];
+    if (id < 0 || id >= n) {
+      ADD_FAILURE() << "node id " << id << " out of range";
+      continue;
+    }
+    ++a.reports[static_cast<std::size_t>(id)];
+    a.classes[static_cast<std::size_t>(id)] = classes[static_cast<std::size_t>(k)];
+    std::copy_n(logits.data() + static_cast<std::ptrdiff_t>(k) * c, c, a.logits.data() + id * c);
+  }
+  return a;
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    EXPECT_NEAR(got[k], want[k], rel * std::max(1.0, std::abs(want[k]))) << what << " at " << k;
+}
+
+// The predictions of a run on `comm` against the one-rank run's.
+void expect_same_predictions(const Predictions& p, const TrainedRun& ref, MPI_Comm comm, const std::string& what) {
+  const AllPredictions got = gather(p, comm), want = gather(ref.pred, MPI_COMM_SELF);
+  const index_t c = ref.pred.num_classes;
+  EXPECT_EQ(p.num_classes, c) << what;
+  for (index_t v = 0; v < graph().num_nodes; ++v) {
+    EXPECT_EQ(got.reports[static_cast<std::size_t>(v)], 1) << what << ": node " << v << " reported that often";
+    const float* g = got.logits.data() + v * c;
+    const float* w = want.logits.data() + v * c;
+    for (index_t k = 0; k < c; ++k) EXPECT_NEAR(g[k], w[k], 1e-4f * std::max(1.0f, std::abs(w[k]))) << what << ": node " << v;
+    // The class is the argmax, wherever the top two are not within rounding of each other.
+    std::vector<float> sorted(w, w + c);
+    std::sort(sorted.rbegin(), sorted.rend());
+    if (c < 2 || sorted[0] - sorted[1] > 1e-3f) {
+      EXPECT_EQ(got.classes[static_cast<std::size_t>(v)], want.classes[static_cast<std::size_t>(v)]) << what << ": node " << v;
+    }
+  }
+}
+
+// The share of test nodes whose predicted class is their label: what evaluate() calls test_acc.
+double test_accuracy(const AllPredictions& a) {
+  const GraphData& g = graph();
+  double correct = 0, total = 0;
+  for (index_t v = 0; v < g.num_nodes; ++v)
+    if (g.test_mask[static_cast<std::size_t>(v)]) {
+      ++total;
+      correct += a.classes[static_cast<std::size_t>(v)] == g.labels[static_cast<std::size_t>(v)];
+    }
+  return correct / total;
+}
+
+TEST(Trainer, PredictionsOnEveryGridCoverEachNodeOnceAndMatchOneRank) {
+  const int p = size_of(MPI_COMM_WORLD);
+  for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) {
+    const TrainedRun& ref = reference(v);
+    for (const GridShape& shape : shapes_of(p)) {
+      const std::string what = shape.str() + " " + comm_variant_name(v);
+      auto grid = ProcessGrid::from_mpi(shape);
+      const TrainedRun r = train_on(*grid, config(v), config().epochs);
+      expect_close(r.losses, ref.losses, 1e-4, what + " losses");
+      expect_same_predictions(r.pred, ref, MPI_COMM_WORLD, what);
+      // The accuracy of the predictions is the reported test accuracy (not another split's).
+      EXPECT_DOUBLE_EQ(test_accuracy(gather(r.pred, MPI_COMM_WORLD)), r.eval.test_acc) << what;
+    }
+  }
+}
+
+// Without dropout (whose masks follow the rows' positions) a reordered graph is the same model:
+// its predictions, reported by original node id, are those of the graph in its own order.
+TEST(Trainer, ReorderedGraphsPredictByOriginalNodeId) {
+  const int p = size_of(MPI_COMM_WORLD);
+  TrainConfig cfg = config();
+  cfg.dropout = 0.0f;
+  auto single = ProcessGrid::single();
+  const TrainedRun ref = train_on(*single, cfg, cfg.epochs);
+  for (Balance b : {Balance::kPermute, Balance::kMetis}) {
+    cfg.balance = b;
+    const GridShape shape{1, p, 1};
+    auto grid = ProcessGrid::from_mpi(shape);
+    const TrainedRun r = train_on(*grid, cfg, cfg.epochs);
+    expect_same_predictions(r.pred, ref, MPI_COMM_WORLD, std::string(balance_name(b)) + " " + shape.str());
+  }
+}
+
+TEST(Trainer, ModelStateIsTheSameOnEveryGrid) {
+  const TrainedRun& ref = reference();
+  for (const GridShape& shape : shapes_of(size_of(MPI_COMM_WORLD))) {
+    auto grid = ProcessGrid::from_mpi(shape);
+    const TrainedRun r = train_on(*grid, config(), config().epochs);
+    ASSERT_EQ(r.state.parameters.size(), ref.state.parameters.size());
+    EXPECT_EQ(r.state.epochs_done, config().epochs);
+    for (std::size_t k = 0; k < r.state.parameters.size(); ++k) {
+      const ParameterState& got = r.state.parameters[k];
+      const ParameterState& want = ref.state.parameters[k];
+      EXPECT_EQ(got.name, want.name);
+      EXPECT_EQ(got.rows, want.rows);
+      EXPECT_EQ(got.cols, want.cols);
+      for (const auto& [g, w] : {std::pair{&got.value, &want.value}, std::pair{&got.adam_m, &want.adam_m},
+                                 std::pair{&got.adam_v, &want.adam_v}}) {
+        ASSERT_EQ(g->size(), w->size()) << got.name;
+        for (std::size_t i = 0; i < g->size(); ++i)
+          EXPECT_NEAR((*g)[i], (*w)[i], 2e-4f * std::max(1.0f, std::abs((*w)[i]))) << shape.str() << " " << got.name << "[" << i << "]";
+      }
+    }
+  }
+}
+
+// Train 3 epochs on `from`, move the state to `to`, train 3 more: the losses of the uninterrupted
+// run on `to`. Bit for bit when the grids are the same.
+TEST(Trainer, StateMovesAcrossGridsAndContinuesTheRun) {
+  const int p = size_of(MPI_COMM_WORLD);
+  const std::vector<GridShape> shapes = shapes_of(p);
+  const GridShape from = shapes.back(), to = shapes.front();
+  auto be = make_cpu_backend(1);
+  auto grid_from = ProcessGrid::from_mpi(from);
+  GcnTrainer first(graph(), config(), *be, *grid_from);
+  const TrainedRun head = train(first, 3);
+  for (const GridShape& shape : {from, to}) {
+    auto grid = ProcessGrid::from_mpi(shape);
+    auto be2 = make_cpu_backend(1);
+    GcnTrainer resumed(graph(), config(), *be2, *grid);
+    resumed.set_state(head.state);
+    EXPECT_EQ(resumed.epochs_done(), 3);
+    const TrainedRun tail = train(resumed, 3);
+    auto grid_whole = ProcessGrid::from_mpi(shape);
+    const TrainedRun whole = train_on(*grid_whole, config(), 6);
+    const std::vector<double> want(whole.losses.begin() + 3, whole.losses.end());
+    if (shape.str() == from.str())
+      EXPECT_EQ(tail.losses, want) << "resumed on the same grid " << shape.str();
+    else
+      expect_close(tail.losses, want, 1e-4, "moved from " + from.str() + " to " + shape.str());
+  }
+  // Also onto one rank.
+  auto single = ProcessGrid::single();
+  auto be3 = make_cpu_backend(1);
+  GcnTrainer alone(graph(), config(), *be3, *single);
+  alone.set_state(head.state);
+  const TrainedRun tail = train(alone, 3);
+  expect_close(tail.losses, std::vector<double>(reference().losses.begin() + 3, reference().losses.end()), 1e-4,
+               "moved from " + from.str() + " to one rank");
+}
+
+TEST(Trainer, StateOfAnotherModelIsRefused) {
+  auto grid = ProcessGrid::from_mpi(GridShape{size_of(MPI_COMM_WORLD), 1, 1});
+  auto be = make_cpu_backend(1);
+  TrainConfig wider = config();
+  wider.hidden = 8;
+  GcnTrainer t(graph(), wider, *be, *grid);
+  EXPECT_THROW(t.set_state(reference().state), InputError);
+  ModelState truncated = reference().state;
+  truncated.parameters.pop_back();
+  EXPECT_THROW(t.set_state(truncated), InputError);
+}
+
+// Two grids side by side on the halves of the job (uneven for odd rank counts), each on a
+// communicator the caller made: neither sees the other's messages.
+TEST(Trainer, GridsOnSubCommunicatorsTrainSideBySide) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+  {
+    auto grid = ProcessGrid::from_mpi(GridShape{1, 1, size_of(half)}, 1, half);
+    const TrainedRun r = train_on(*grid, config(), config().epochs);
+    expect_close(r.losses, reference().losses, 1e-4, "on half " + std::to_string(rank % 2));
+    expect_same_predictions(r.pred, reference(), half, "on half " + std::to_string(rank % 2));
+    // A grid whose size is not the communicator's is an input error.
+    EXPECT_THROW(ProcessGrid::from_mpi(GridShape{size_of(half) + 1, 1, 1}, 1, half), InputError);
+  }
+  MPI_Comm_free(&half);
+}
+
+// A scratch path every rank of the job agrees on (rank 0's process id).
+std::string shared_scratch(const std::string& name) {
+  int pid = static_cast<int>(getpid());
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return std::filesystem::temp_directory_path() / ("plexus-trainer-" + std::to_string(pid) + "-" + name);
+}
+
+bool same_state(const ModelState& a, const ModelState& b) {
+  if (a.epochs_done != b.epochs_done || a.parameters.size() != b.parameters.size()) return false;
+  for (std::size_t k = 0; k < a.parameters.size(); ++k) {
+    const ParameterState &p = a.parameters[k], &q = b.parameters[k];
+    if (p.name != q.name || p.rows != q.rows || p.cols != q.cols || p.value != q.value || p.adam_m != q.adam_m ||
+        p.adam_v != q.adam_v)
+      return false;
+  }
+  return true;
+}
+
+// save() on one grid, load() on another: the same state, bit for bit; a file of another model,
+// a truncated file or a missing one is an InputError on every rank.
+TEST(Trainer, ModelFileMovesAcrossGrids) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::vector<GridShape> shapes = shapes_of(size_of(MPI_COMM_WORLD));
+  const std::string path = shared_scratch("model.h5"), cut = shared_scratch("cut.h5");
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::from_mpi(shapes.back());
+  GcnTrainer first(graph(), config(), *be, *grid);
+  const TrainedRun head = train(first, 3);
+  first.save(path);
+  {
+    auto grid2 = ProcessGrid::from_mpi(shapes.front());
+    GcnTrainer second(graph(), config(), *be, *grid2);
+    second.load(path);
+    EXPECT_TRUE(same_state(second.state(), head.state)) << shapes.back().str() << " -> " << shapes.front().str();
+    EXPECT_EQ(second.epochs_done(), 3);
+  }
+  TrainConfig wider = config();
+  wider.hidden = 8;
+  auto grid3 = ProcessGrid::from_mpi(shapes.front());
+  GcnTrainer other(graph(), wider, *be, *grid3);
+  EXPECT_THROW(other.load(path), InputError);
+  if (rank == 0) {
+    std::filesystem::copy_file(path, cut, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::resize_file(cut, std::filesystem::file_size(path) / 2);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_THROW(first.load(cut), InputError);
+  EXPECT_THROW(first.load(path + ".missing"), InputError);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::filesystem::remove(path);
+    std::filesystem::remove(cut);
+  }
+}
+
+TEST(Trainer, TrainGcnIsTheTrainerLoop) {
+  auto grid = ProcessGrid::from_mpi(GridShape{1, size_of(MPI_COMM_WORLD), 1});
+  auto be = make_cpu_backend(1);
+  const TrainResult r = train_gcn(graph(), config(), *be, *grid);
+  auto grid2 = ProcessGrid::from_mpi(GridShape{1, size_of(MPI_COMM_WORLD), 1});
+  const TrainedRun t = train_on(*grid2, config(), config().epochs);
+  ASSERT_EQ(r.epochs.size(), t.losses.size());
+  for (std::size_t k = 0; k < t.losses.size(); ++k) EXPECT_EQ(r.epochs[k].loss, t.losses[k]) << k;
+}
+
+}  // namespace
+}  // namespace plexus
