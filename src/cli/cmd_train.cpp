@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <limits>
+#include <stdexcept>
 #include <thread>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
+#include "plexus/trainer.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
 
@@ -26,6 +30,8 @@ struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline", memory_per_rank;
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   std::string matmul_precision;
+  std::string save_model;  // the final weights, as a GCN model file (docs/gcn-model.md)
+  std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   int threads = 0;
   bool quiet = false, profile = false;
   TrainConfig cfg;
@@ -46,6 +52,29 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
           {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}};
 }
 
+// --debug-fail RANK:EPOCH: rank RANK fails (an internal error, exit 1) after epoch EPOCH, so
+// that tests can check that one failing rank ends the whole job (docs/failures.md).
+struct InjectedFault {
+  int rank = -1, epoch = 0;
+};
+InjectedFault parse_injected_fault(const std::string& text, int ranks) {
+  InjectedFault f;
+  if (text.empty()) return f;
+  const auto colon = text.find(':');
+  const auto number = [&](const std::string& s, int lo, int hi) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi)
+      throw InputError("--debug-fail", "'" + text + "' is not RANK:EPOCH with RANK in [0, " + std::to_string(ranks) +
+                                           ") and EPOCH >= 1");
+    return v;
+  };
+  if (colon == std::string::npos) number("", 0, 0);
+  f.rank = number(text.substr(0, colon), 0, ranks - 1);
+  f.epoch = number(text.substr(colon + 1), 1, std::numeric_limits<int>::max());
+  return f;
+}
+
 void run_train(TrainOptions& o) {
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.cfg);
@@ -61,10 +90,15 @@ void run_train(TrainOptions& o) {
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
+  const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());
   // The metrics file is checked before the run, not after it (io/files.hpp).
   std::optional<io::OutputTarget> metrics_out;
   if (root && !o.metrics.empty())
     metrics_out = io::check_output(o.metrics, io::OutputNeeds::Stream, {o.data, o.config});
+  if (root && !o.save_model.empty()) {
+    io::check_output(o.save_model, io::OutputNeeds::Seekable, {o.data, o.config});
+    if (!o.metrics.empty()) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save-model", o.save_model}});
+  }
 
   // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
   const PreparedInfo prep = read_prepared_info_h5(o.data);
@@ -115,14 +149,22 @@ void run_train(TrainOptions& o) {
 
   std::string metrics_text;
   const auto on_epoch = [&](const EpochMetrics& m) {
+    if (grid->rank() == fault.rank && m.epoch + 1 == fault.epoch)
+      throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
+                               " after epoch " + std::to_string(fault.epoch));
     if (!o.metrics.empty()) metrics_text += epoch_json(m).dump() + "\n";
     if (!o.quiet)
       fmt::print("epoch {:4d}  loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}  {:7.2f} ms\n", m.epoch + 1, m.loss,
                  m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
   };
   // (Below: the same high-water mark at the end, i.e. over load and training.)
-  const TrainResult r = in_memory ? about_file(o.data, [&] { return train_gcn(whole, o.cfg, *backend, *grid, on_epoch); })
-                                  : train_gcn(std::move(shards), o.cfg, *backend, *grid, on_epoch);
+  const auto t_train = std::chrono::steady_clock::now();
+  std::unique_ptr<GcnTrainer> trainer =
+      in_memory ? about_file(o.data, [&] { return std::make_unique<GcnTrainer>(whole, o.cfg, *backend, *grid); })
+                : std::make_unique<GcnTrainer>(std::move(shards), o.cfg, *backend, *grid);
+  TrainResult r = trainer->run(on_epoch);
+  r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_train).count();
+  if (!o.save_model.empty()) trainer->save(o.save_model);
   double peak_rss = peak_rss_bytes();
   grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
   if (!root) return;
@@ -203,6 +245,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--balance-seed", c.balance_seed, "Seed of --balance permute on a plain file")->capture_default_str();
   cmd->add_option("--metrics", opts->metrics, "Write per-epoch metrics as JSON Lines to FILE");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");
+  cmd->add_option("--save-model", opts->save_model,
+                  "Write the final weights and Adam state to FILE (HDF5, docs/gcn-model.md)");
+  cmd->add_option("--debug-fail", opts->debug_fail,
+                  "Testing: rank RANK fails with an internal error after epoch EPOCH (RANK:EPOCH; docs/failures.md)");
   cmd->add_flag("--profile", opts->profile,
                 "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");
   cmd->callback([opts, cmd] {
