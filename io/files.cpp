@@ -84,7 +84,14 @@ struct sigaction previous_action[3];
 bool handled[3];
 std::mutex slots_mutex;
 
+volatile std::sig_atomic_t graceful_stop = 0;  // enable_graceful_stop() was called
+volatile std::sig_atomic_t stop_requested = 0;  // the signal that asked for it
+
 extern "C" void remove_temporaries_and_reraise(int sig) {
+  if (graceful_stop && stop_requested == 0 && (sig == SIGINT || sig == SIGTERM)) {
+    stop_requested = sig;
+    return;
+  }
   for (int i = 0; i < kSlots; ++i)
     if (slot_used[i]) ::unlink(slot_path[i]);
   for (int k = 0; k < 3; ++k)
@@ -108,6 +115,17 @@ void install_handlers_once() {
     }
   });
 }
+
+}  // namespace
+
+void enable_graceful_stop() {
+  install_handlers_once();
+  graceful_stop = 1;
+}
+
+int stop_signal() { return stop_requested; }
+
+namespace {
 
 int take_slot(const std::string& path) {
   if (path.size() >= PATH_MAX) return -1;

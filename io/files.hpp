@@ -80,6 +80,13 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Graceful stop, for long runs (plexus train): after enable_graceful_stop(), the first SIGINT
+// or SIGTERM is only recorded — stop_signal() returns its number, 0 before — so that the run
+// can end its epoch, write a checkpoint and exit cleanly; a second one takes the usual course
+// (temporary files removed, the process ends).
+void enable_graceful_stop();
+int stop_signal();
+
 // Writes `text` to a checked output: atomically to a regular file, directly to a stream.
 void write_text_output(const OutputTarget& out, const std::string& text);
 

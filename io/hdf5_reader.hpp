@@ -53,6 +53,7 @@ inline hid_t native_type() {
   else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
   else if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
   else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
   else static_assert(sizeof(T) == 0, "unsupported element type");
 }
 

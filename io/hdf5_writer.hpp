@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,8 +26,19 @@ class Writer {
 
   [[noreturn]] void fail(const std::string& what) const { throw InputError(path_, "cannot write: " + what); }
 
-  void create(const std::string& tmp) {
-    file_ = h5::file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  // Creates `tmp`; with a communicator, every rank of it creates the same file through MPI-IO
+  // (collectively) and then makes every call below with the same arguments, except the data
+  // of block_dataset.
+  void create(const std::string& tmp, MPI_Comm comm = MPI_COMM_NULL) {
+    Hid fapl = h5::plist(H5Pcreate(H5P_FILE_ACCESS));
+    if (!fapl) fail("cannot create HDF5 file " + tmp);
+    if (comm != MPI_COMM_NULL) {
+      xfer_ = h5::plist(H5Pcreate(H5P_DATASET_XFER));
+      if (H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL) < 0 || !xfer_ ||
+          H5Pset_dxpl_mpio(xfer_.get(), H5FD_MPIO_COLLECTIVE) < 0)
+        fail("cannot set up MPI-IO for " + tmp);
+    }
+    file_ = h5::file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
     if (!file_) fail("cannot create HDF5 file " + tmp);
   }
 
@@ -36,14 +48,19 @@ class Writer {
 
   // Attributes go on the root group, or on the object at `on` (an absolute path).
   void string_attr(const char* name, const std::string& value, const char* on = "/") {
+    // Fixed-length under MPI-IO (every rank writes the same bytes); variable-length otherwise.
     Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
-    if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
+    const std::size_t size = xfer_ ? std::max<std::size_t>(1, value.size()) : H5T_VARIABLE;
+    if (!type || H5Tset_size(type.get(), size) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
       fail(std::string("attribute ") + name);
     Hid space = h5::dataspace(H5Screate(H5S_SCALAR));
     Hid a = h5::attribute(H5Acreate_by_name(file_.get(), on, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
                                             H5P_DEFAULT));
     const char* p = value.c_str();
-    if (!space || !a || H5Awrite(a.get(), type.get(), &p) < 0) fail(std::string("attribute ") + name);
+    std::string fixed = value;
+    fixed.resize(size == H5T_VARIABLE ? 0 : size, '\0');
+    const void* buf = xfer_ ? static_cast<const void*>(fixed.data()) : static_cast<const void*>(&p);
+    if (!space || !a || H5Awrite(a.get(), type.get(), buf) < 0) fail(std::string("attribute ") + name);
   }
 
   template <class T>
@@ -92,11 +109,37 @@ class Writer {
     if (!ds.reset()) fail(std::string("dataset ") + name + ": write failed (disk full?)");
   }
 
+  // An N-D dataset of extent `dims` (contiguous, uncompressed; N = 1 or 2) of which this rank
+  // writes the block of extent `block` at `start` (row-major values in `data`), or nothing
+  // when `writes` is false (a replica of a block another rank writes). Collective under MPI-IO.
+  template <class T, std::size_t N>
+  void block_dataset(const char* name, hid_t file_type, const std::array<hsize_t, N>& dims,
+                     const std::array<hsize_t, N>& start, const std::array<hsize_t, N>& block, const T* data,
+                     bool writes) {
+    static_assert(N == 1 || N == 2);
+    Hid space = h5::dataspace(H5Screate_simple(static_cast<int>(N), dims.data(), nullptr));
+    Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
+    if (!space || !dcpl) fail(std::string("dataset ") + name);
+    H5Pset_obj_track_times(dcpl.get(), false);
+    Hid ds = h5::dataset(H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    if (!ds) fail(std::string("dataset ") + name);
+    const bool some = writes && std::all_of(block.begin(), block.end(), [](hsize_t b) { return b > 0; });
+    Hid mem = h5::dataspace(H5Screate_simple(static_cast<int>(N), block.data(), nullptr));
+    const herr_t sel = some ? H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr)
+                            : H5Sselect_none(space.get());
+    if (!mem || sel < 0 || (!some && H5Sselect_none(mem.get()) < 0)) fail(std::string("dataset ") + name + ": selection");
+    const hid_t xfer = xfer_ ? xfer_.get() : H5P_DEFAULT;
+    if (H5Dwrite(ds.get(), native_type<T>(), mem.get(), space.get(), xfer, data) < 0)
+      fail(std::string("dataset ") + name + ": write failed (disk full?)");
+    if (!ds.reset()) fail(std::string("dataset ") + name + ": write failed (disk full?)");
+  }
+
   static constexpr unsigned kGzipLevel = 4;
 
  private:
   std::string path_;
   Hid file_;
+  Hid xfer_;  // collective transfers, under MPI-IO
 };
 
 constexpr hsize_t kChunkBytes = hsize_t{1} << 20;  // ~1 MiB of uncompressed data per chunk

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -358,6 +359,48 @@ TEST(Trainer, ModelFileMovesAcrossGrids) {
     std::filesystem::remove(path);
     std::filesystem::remove(cut);
   }
+}
+
+// A run stopped after 7 of 12 epochs (run()'s stop), saved, resumed in a new trainer and run to
+// the end reports what the uninterrupted run reports (the best epoch so far travels in the
+// file), on the same grid exactly; resume() refuses a file of other training options.
+TEST(Trainer, ResumedRunPicksTheUninterruptedBestEpoch) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const GridShape shape = shapes_of(size_of(MPI_COMM_WORLD)).back();
+  const std::string path = shared_scratch("resume.h5");
+  TrainConfig cfg = config();
+  cfg.epochs = 12;
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::from_mpi(shape);
+  GcnTrainer whole(graph(), cfg, *be, *grid);
+  const TrainResult want = whole.run();
+  GcnTrainer first(graph(), cfg, *be, *grid);
+  int asked = 0;
+  const TrainResult head = first.run({}, [&] { return ++asked == 7; });
+  EXPECT_EQ(head.epochs.size(), 7u);
+  EXPECT_EQ(first.epochs_done(), 7);
+  first.save(path);
+  GcnTrainer second(graph(), cfg, *be, *grid);
+  second.resume(path);
+  EXPECT_EQ(second.best().epoch, first.best().epoch);
+  const TrainResult tail = second.run();
+  ASSERT_EQ(tail.epochs.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(tail.epochs[k].loss, want.epochs[k + 7].loss) << k;
+  EXPECT_EQ(tail.best_epoch, want.best_epoch);
+  EXPECT_EQ(tail.best_val_acc, want.best_val_acc);
+  EXPECT_EQ(tail.test_acc, want.test_acc);
+  for (auto change : std::vector<std::function<void(TrainConfig&)>>{[](TrainConfig& c) { c.lr *= 2; },
+                                                                    [](TrainConfig& c) { c.seed += 1; },
+                                                                    [](TrainConfig& c) { c.dropout = 0.25f; },
+                                                                    [](TrainConfig& c) { c.epochs = 6; }}) {
+    TrainConfig other = cfg;
+    change(other);
+    GcnTrainer third(graph(), other, *be, *grid);
+    EXPECT_THROW(third.resume(path), InputError);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove(path);
 }
 
 TEST(Trainer, TrainGcnIsTheTrainerLoop) {

@@ -32,12 +32,18 @@ GraphInfo read_graph_info_h5(const std::string& path);
 GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
                          bool shard_adj = false);
 // GCN model files (docs/gcn-model.md): the whole parameters and Adam moments of a GcnTrainer
-// (ModelState, plexus/trainer.hpp) and the widths `dims` = gcn_dims(...) of its model. Written
-// atomically. Reading checks the file against `dims` (InputError naming the file and what
-// differs). GcnTrainer::save/load call these.
+// (ModelState, plexus/trainer.hpp), the widths `dims` = gcn_dims(...) of its model and the
+// training options. GcnTrainer::save writes one (sharded, collectively); write_gcn_model_h5
+// writes a whole state from one process, atomically. Reading checks the file against `dims`
+// (InputError naming the file and what differs); read_gcn_model_info_h5 reads only what the
+// file says of its model and run (to build the model that loads it).
 struct ModelState;
-void write_gcn_model_h5(const ModelState& state, const std::vector<index_t>& dims, const std::string& path);
+struct GcnModelInfo;
+struct TrainConfig;
+void write_gcn_model_h5(const ModelState& state, const std::vector<index_t>& dims, const TrainConfig& options,
+                        const std::string& path);
 ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims);
+GcnModelInfo read_gcn_model_info_h5(const std::string& path);
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.

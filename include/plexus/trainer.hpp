@@ -48,9 +48,28 @@ struct ParameterState {
   index_t rows = 0, cols = 0;
   std::vector<float> value, adam_m, adam_v;  // rows × cols each, row-major
 };
+// The epoch the validation set picks so far (best validation accuracy, ties to the lower
+// validation loss): kept with the state, so that a resumed run picks what the uninterrupted
+// run would have picked.
+struct BestEpoch {
+  std::int64_t epoch = -1;            // 0-based; -1: none yet
+  double val_acc = 0, val_loss = 0, test_acc = 0;
+};
 struct ModelState {
   std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken
+  BestEpoch best;
   std::vector<ParameterState> parameters;
+};
+
+// What a GCN model file (a checkpoint: docs/gcn-model.md) says of its model and of the run
+// that wrote it, without its tensors: read_gcn_model_info_h5 (plexus/io.hpp).
+struct GcnModelInfo {
+  std::vector<index_t> dims;          // D_0 (features), hidden..., D_L (classes)
+  std::int64_t epochs_done = 0;
+  BestEpoch best;
+  // The options of the run that wrote it: layers, hidden, lr, weight_decay, adamw, dropout,
+  // seed (the other fields keep their defaults).
+  TrainConfig config;
 };
 
 class GcnTrainer {
@@ -65,8 +84,12 @@ class GcnTrainer {
   GcnTrainer& operator=(const GcnTrainer&) = delete;
 
   // The remaining epochs up to config().epochs, calling `on_epoch` after each, and the model
-  // the validation set picks (best validation accuracy, ties to the lower validation loss).
-  TrainResult run(const std::function<void(const EpochMetrics&)>& on_epoch = {});
+  // the validation set picks (best validation accuracy, ties to the lower validation loss;
+  // over every epoch trained, those before a load() included). `stop`, when given, is asked
+  // after each epoch (after on_epoch) whether to end the run early; it must answer alike on
+  // every rank.
+  TrainResult run(const std::function<void(const EpochMetrics&)>& on_epoch = {},
+                  const std::function<bool()>& stop = {});
   // One epoch: forward with dropout, loss, backward, Adam step, then the evaluation forward.
   // Throws InputError when the loss stops being finite.
   EpochMetrics epoch();
@@ -75,16 +98,23 @@ class GcnTrainer {
   Predictions predict();
   int epochs_done() const;
   const TrainConfig& config() const;
+  const BestEpoch& best() const;
 
   // The whole parameters and optimizer state, assembled from every rank's shards (each rank
   // gets the same); and the reverse, which keeps this rank's shards of `state`. set_state
   // throws InputError("model state", ...) when the parameters do not fit this model.
   ModelState state();
   void set_state(const ModelState& state);
-  // The state as a GCN model file (docs/gcn-model.md), written by rank 0; and read back (by
-  // every rank). Both collective; an error on rank 0's write is thrown on every rank.
+  // The state and the training options as a GCN model file (docs/gcn-model.md: the file a
+  // checkpoint is), every rank writing its own shards collectively (MPI-IO on the grid's
+  // communicator), atomically; an error on any rank is thrown on every rank. load() reads one
+  // written on any grid (every rank reads it whole and keeps its shards); resume() is load()
+  // that also requires the file's training options to equal config()'s (except epochs), so
+  // that the run continues as if never stopped. Both collective; InputError(path, ...) when the
+  // file does not fit.
   void save(const std::string& path);
   void load(const std::string& path);
+  void resume(const std::string& path);
 
  private:
   struct Impl;

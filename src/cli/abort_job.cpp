@@ -133,4 +133,10 @@ void abort_job(const std::string& message, int code) {
   std::exit(code);
 }
 
+namespace {
+int command_exit_status = 0;
+}
+void set_exit_status(int status) { command_exit_status = status; }
+int exit_status() { return command_exit_status; }
+
 }  // namespace plexus::cli

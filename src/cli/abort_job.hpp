@@ -15,4 +15,9 @@ namespace plexus::cli {
 // every rank, after MPI_Init (collective; nothing without MPI or on one rank).
 void init_abort_channel();
 
+// The status main() returns when the command ends without an error: 0, or what the command
+// set (train stopped by a signal: 128 + the signal's number; docs/checkpoints.md).
+void set_exit_status(int status);
+int exit_status();
+
 }  // namespace plexus::cli

@@ -21,6 +21,7 @@ struct GptConfig;
 namespace plexus::cli {
 
 void add_train_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_plan_command(CLI::App& app);

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   plexus::cli::add_train_command(app);
+  plexus::cli::add_predict_command(app);
   plexus::cli::add_generate_command(app);
   plexus::cli::add_convert_command(app);
   plexus::cli::add_prepare_command(app);
@@ -113,5 +114,5 @@ int main(int argc, char** argv) {
     fail(1, std::string("internal: ") + e.what());
   }
   finalize_mpi();
-  return 0;
+  return plexus::cli::exit_status();
 }

@@ -2,10 +2,12 @@
 // epoch of training, top to bottom: forward (dropout) → loss → backward → Adam step →
 // evaluation forward.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <limits>
 #include <numeric>
 
+#include "io/gcn_model_file.hpp"
 #include "models/gcn.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
@@ -150,6 +152,7 @@ struct GcnTrainer::Impl {
   Adam adam;
   Matrix d_logits;
   int epochs_done = 0;
+  BestEpoch best;
   Range owned_rows;
   std::vector<index_t> owned_ids;
   std::vector<index_t> dims() const;  // D_0..D_L
@@ -168,6 +171,7 @@ GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backen
 GcnTrainer::~GcnTrainer() = default;
 
 int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
+const BestEpoch& GcnTrainer::best() const { return impl_->best; }
 const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
 
 EpochMetrics GcnTrainer::epoch() {
@@ -203,27 +207,25 @@ EpochMetrics GcnTrainer::epoch() {
   m.compute_seconds = m.epoch_seconds - c.seconds;
   require_finite_loss(m.loss + m.val_loss, t.grid, "epoch " + std::to_string(epoch + 1),
                       "check the features' scale or lower --lr");
+  BestEpoch& b = t.best;
+  if (b.epoch < 0 || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss))
+    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
   return m;
 }
 
-TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_epoch) {
+TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_epoch,
+                            const std::function<bool()>& stop) {
   Impl& t = *impl_;
   const auto t_start = Clock::now();
   TrainResult result;
-  double best_val_loss = 0;
   while (t.epochs_done < t.cfg.epochs) {
-    const EpochMetrics m = epoch();
-    const bool better = result.best_epoch < 0 || m.val_acc > result.best_val_acc ||
-                        (m.val_acc == result.best_val_acc && m.val_loss < best_val_loss);
-    result.epochs.push_back(m);
-    if (better) {
-      result.best_epoch = m.epoch;
-      result.best_val_acc = m.val_acc;
-      result.test_acc = m.test_acc;
-      best_val_loss = m.val_loss;
-    }
-    if (on_epoch) on_epoch(m);
+    result.epochs.push_back(epoch());
+    if (on_epoch) on_epoch(result.epochs.back());
+    if (stop && stop()) break;
   }
+  result.best_epoch = static_cast<int>(t.best.epoch);
+  result.best_val_acc = t.best.val_acc;
+  result.test_acc = t.best.test_acc;
   result.total_seconds = seconds_since(t_start);
   result.peak_tensor_bytes = t.backend.peak_bytes();
   double peak = static_cast<double>(result.peak_tensor_bytes);
@@ -280,6 +282,7 @@ ModelState GcnTrainer::state() {
   const std::vector<AdamMoments> moments = t.adam.moments();
   ModelState s;
   s.epochs_done = t.epochs_done;
+  s.best = t.best;
   for (std::size_t k = 0; k < places.size(); ++k) {
     const auto host = [&](const float* p) {
       std::vector<float> h(params[k].size);
@@ -300,6 +303,8 @@ void GcnTrainer::set_state(const ModelState& s) {
                                         std::to_string(places.size()) + " (" + std::to_string(t.cfg.layers) + " layers)");
   if (s.epochs_done < 0 || s.epochs_done > std::numeric_limits<int>::max())
     throw InputError("model state", "epochs done " + std::to_string(s.epochs_done) + " out of range");
+  if (s.best.epoch < -1 || s.best.epoch >= std::max<std::int64_t>(s.epochs_done, 0))
+    throw InputError("model state", "best epoch " + std::to_string(s.best.epoch) + " is not an epoch trained");
   for (std::size_t k = 0; k < places.size(); ++k) {
     const ParameterState& p = s.parameters[k];
     const auto n = static_cast<std::size_t>(places[k].rows * places[k].cols);
@@ -322,6 +327,7 @@ void GcnTrainer::set_state(const ModelState& s) {
   }
   t.adam.set_steps(s.epochs_done);
   t.epochs_done = static_cast<int>(s.epochs_done);
+  t.best = s.best;
   t.model.weights_updated();
   t.backend.synchronize();
 }
@@ -335,20 +341,30 @@ std::vector<index_t> GcnTrainer::Impl::dims() const {
 
 void GcnTrainer::save(const std::string& path) {
   Impl& t = *impl_;
-  const ModelState s = state();
-  // Rank 0 writes; the others learn whether it could, so that every rank throws alike.
-  double failed = 0;
-  std::string why;
-  if (t.grid.rank() == 0) {
-    try {
-      write_gcn_model_h5(s, t.dims(), path);
-    } catch (const InputError& e) {
-      failed = 1;
-      why = e.what();
-    }
+  // Each rank writes the blocks it holds, once per replica: no rank assembles the model.
+  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamRef> params = t.model.parameters();
+  const std::vector<AdamMoments> moments = t.adam.moments();
+  std::vector<std::vector<float>> host;  // value, m, v of each parameter, on the host
+  const auto to_host = [&](const float* p, std::size_t n) {
+    host.emplace_back(n);
+    t.backend.copy_to_host(host.back().data(), p, n * sizeof(float));
+  };
+  host.reserve(3 * places.size());
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    to_host(params[k].value, params[k].size);
+    to_host(moments[k].m, params[k].size);
+    to_host(moments[k].v, params[k].size);
   }
-  t.grid.world().all_reduce(&failed, 1, ReduceOp::Max);
-  if (failed != 0) throw InputError(path, t.grid.rank() == 0 ? why : "cannot write the model (rank 0 failed)");
+  std::vector<ParameterBlock> blocks;
+  const bool first_replica = t.grid.coord(Axis::D) == 0;
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const ParamPlace& p = places[k];
+    blocks.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes && first_replica,
+                      host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data()});
+  }
+  const GcnModelHeader header{t.dims(), t.epochs_done, t.best, t.cfg};
+  write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
 }
 
 void GcnTrainer::load(const std::string& path) {
@@ -359,6 +375,33 @@ void GcnTrainer::load(const std::string& path) {
   } catch (const InputError& e) {
     throw InputError(path, e.what());
   }
+}
+
+void GcnTrainer::resume(const std::string& path) {
+  Impl& t = *impl_;
+  const GcnModelInfo info = read_gcn_model_info_h5(path);
+  const TrainConfig& was = info.config;
+  const TrainConfig& now = t.cfg;
+  const auto differs = [&](const char* option, const std::string& a, const std::string& b) {
+    if (a != b)
+      throw InputError(path, std::string("was trained with ") + option + " " + a + ", this run has " + option + " " +
+                                 b + " (a resumed run keeps the options of the run it continues)");
+  };
+  const auto f = [](float v) {  // shortest text that reads back as v
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  };
+  differs("--layers", std::to_string(was.layers), std::to_string(now.layers));
+  differs("--hidden", std::to_string(was.hidden), std::to_string(now.hidden));
+  differs("--lr", f(was.lr), f(now.lr));
+  differs("--weight-decay", f(was.weight_decay), f(now.weight_decay));
+  differs("--adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
+  differs("--dropout", f(was.dropout), f(now.dropout));
+  differs("--seed", std::to_string(was.seed), std::to_string(now.seed));
+  if (info.epochs_done > now.epochs)
+    throw InputError(path, "has " + std::to_string(info.epochs_done) + " epochs done, more than --epochs " +
+                               std::to_string(now.epochs));
+  load(path);
 }
 
 }  // namespace plexus
