@@ -26,6 +26,7 @@ struct ParameterBlock {
 
 struct GcnModelHeader {
   std::vector<index_t> dims;
+  index_t num_nodes = 0;  // of the graph trained on
   std::int64_t epochs_done = 0;
   BestEpoch best;
   TrainConfig options;

@@ -69,6 +69,7 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, static_cast<std::int32_t>(kGcnVersion));
   w.scalar_attr<std::int64_t>("layers", H5T_STD_I64LE, static_cast<std::int64_t>(dims.size()) - 1);
   w.scalar_attr<std::int64_t>("epochs_done", H5T_STD_I64LE, h.epochs_done);
+  w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, h.num_nodes);
   w.scalar_attr<std::int64_t>("best_epoch", H5T_STD_I64LE, h.best.epoch);
   w.scalar_attr<double>("best_val_acc", H5T_IEEE_F64LE, h.best.val_acc);
   w.scalar_attr<double>("best_val_loss", H5T_IEEE_F64LE, h.best.val_loss);
@@ -104,6 +105,8 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   info.epochs_done = r.int_attr("epochs_done", "int64");
   if (info.epochs_done < 0 || info.epochs_done > (std::int64_t{1} << 31) - 1)
     r.fail("attribute epochs_done", std::to_string(info.epochs_done) + " is out of range");
+  info.num_nodes = r.int_attr("num_nodes", "int64");
+  if (info.num_nodes < 0) r.fail("attribute num_nodes", "negative (" + std::to_string(info.num_nodes) + ")");
   info.best.epoch = r.int_attr("best_epoch", "int64");
   if (info.best.epoch < -1 || info.best.epoch >= info.epochs_done)
     r.fail("attribute best_epoch", std::to_string(info.best.epoch) + " is not an epoch trained (epochs_done " +
@@ -151,7 +154,7 @@ void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const Gcn
 
 void write_gcn_model_h5(const ModelState& s, const std::vector<index_t>& dims, const TrainConfig& options,
                         const std::string& path) {
-  GcnModelHeader h{dims, s.epochs_done, s.best, options};
+  GcnModelHeader h{dims, 0, s.epochs_done, s.best, options};  // the graph unknown here: 0
   std::vector<ParameterBlock> blocks;
   for (const ParameterState& p : s.parameters)
     blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),
@@ -188,8 +191,8 @@ ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>
       std::vector<float>* data[3] = {&p.value, &p.adam_m, &p.adam_v};
       for (int g = 0; g < 3; ++g) {
         const std::string full = std::string(kGroups[g]) + "/" + name;
-        const auto ds = r.open_dataset(full, true, "float32", {static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)},
-                                       "[" + std::to_string(p.rows) + ", " + std::to_string(p.cols) + "]");
+        const std::vector<hsize_t> shape{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
+        const auto ds = r.open_dataset(full, true, "float32", shape, h5::shape_str(shape));
         *data[g] = r.read_floats(ds, static_cast<std::size_t>(p.rows * p.cols));
         for (std::size_t i = 0; i < data[g]->size(); ++i)
           if (!std::isfinite((*data[g])[i]) || (g == 2 && (*data[g])[i] < 0.0f))

@@ -21,7 +21,9 @@
 #   expected 0    a valid edge case: exit code 0 and a sanity check of its output.
 #   expected 0|2  either of the above (e.g. a byte flip that may land in plain data), never a
 #                 crash, a hang or an internal error.
-#   expected SIG  a run interrupted by SIGINT/SIGTERM/SIGHUP ends by that signal (or exit 2).
+#   expected SIG  a run interrupted by SIGINT/SIGTERM/SIGHUP ends by that signal (or exit 2);
+#                 `train` ends its epoch first and exits 128+signal with its outputs complete
+#                 (docs/checkpoints.md).
 # Every case also fails on a signal exit (>= 128, a core dump), a timeout (124/137), exit 1 (an
 # internal error), a `*.tmp.*` file left anywhere in the scratch directory, or a changed input
 # (every input is checksummed before and after each case).
@@ -137,6 +139,10 @@ survive() { execute "0|2" "$1" "$2" "" "${@:3}"; }                   # survive S
 said() { grep -Eq -- "$1" "$LOG/out"; }
 graph_ok() { "$plexus" inspect "$1" >/dev/null 2>&1; }
 jsonl_ok() { $py -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(not r or not r[-1].get("summary"))' "$1" 2>/dev/null; }
+# a predict output: row k is node k, its class the argmax of its logits
+pred_ok() { $py -c 'import h5py,sys,numpy as n
+f=h5py.File(sys.argv[1]); ids=f["node_id"][()]; lg=f["logits"][()]
+sys.exit(not ((ids == n.arange(f.attrs["num_nodes"])).all() and (f["class"][()] == lg.argmax(1)).all()))' "$1" 2>/dev/null; }
 json_ok() { $py -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
 # accuracies in [0, 1] in a train --metrics file
 acc_ok() { $py -c 'import json,sys,math
@@ -145,10 +151,13 @@ sys.exit(not r or not all(0 <= e[k] <= 1 for e in r for k in ("train_acc","val_a
 
 # interrupt SUB DESC SIGNAL TARGET WAIT_GLOB ARGS...: starts the command (signals at their
 # default actions), waits for WAIT_GLOB to exist (or 1.5 s when it is "-"), sends SIGNAL; the
-# run must end by the signal (or exit 2), leaving no temporary file and no TARGET.
+# run must end by the signal (or exit 2), leaving no temporary file and no TARGET. A TARGET
+# written as =FILE must instead exist, a metrics file whose summary says "interrupted": true
+# (a graceful stop: train).
 interrupt() {
   local sub=$1 desc=$2 sig=$3 target=$4 glob=$5; shift 5
-  local words=() rc verdict=PASS detail="" in_before
+  local words=() rc verdict=PASS detail="" in_before graceful=0
+  [[ $target == =* ]] && { graceful=1; target=${target#=}; }
   read -ra words <<<"$sub"
   in_before=$(state_of_inputs)
   $py -c 'import os, signal, sys
@@ -173,7 +182,9 @@ os.execv(sys.argv[1], sys.argv[1:])' "$plexus" "${words[@]}" "$@" </dev/null >"$
   signum=$(kill -l "$sig")
   if [[ $seen -eq 0 ]]; then verdict=FAIL detail="the run ended (rc=$rc) before it could be interrupted"
   elif [[ $rc -ne $((128 + signum)) && $rc -ne 2 ]]; then verdict=FAIL detail="rc=$rc, wanted $((128 + signum)) (SIG$sig): $(head -1 "$LOG/err")"
-  elif [[ -e $target ]]; then verdict=FAIL detail="the output $target appeared"
+  elif [[ $graceful -eq 0 && -e $target ]]; then verdict=FAIL detail="the output $target appeared"
+  elif [[ $graceful -eq 1 ]] && ! $py -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(not r[-1].get("interrupted"))' "$target" 2>/dev/null; then
+    verdict=FAIL detail="no metrics $target with an interrupted summary"
   elif [[ $(state_of_inputs) != "$in_before" ]]; then verdict=FAIL detail="an input changed"
   fi
   local tmps
@@ -191,6 +202,8 @@ head -c 20000 "$repo/data/tinyshakespeare.txt" >"$IN/text.txt"
 "$plexus" generate sbm --nodes 200 --classes 3 --features 8 -o "$IN/sbm.h5" >/dev/null || setup_fail "generate sbm"
 "$plexus" gpt train --data "$IN/text.txt" --iters 2 --layers 1 --heads 2 --embed 16 --block 16 --batch 2 \
   --eval-every 0 --threads 1 --quiet --save "$IN/model.h5" >/dev/null || setup_fail "gpt train --save"
+"$plexus" train --data "$IN/g.h5" --epochs 4 --threads 1 --quiet --save-model "$IN/gcn.h5" --checkpoint-dir "$IN/ckpt" \
+  --checkpoint-every 2 >/dev/null || setup_fail "train --save-model --checkpoint-dir"
 cp -r "$repo/tests/fixtures/ogb_tiny" "$IN/ogb"
 planetoid_src=""
 for d in "$repo/../shared/datasets/planetoid" "$repo/shared/datasets/planetoid"; do
@@ -728,6 +741,48 @@ accept train "metrics to /dev/null" "" "${tr1[@]}" --metrics /dev/null
 accept train "metrics to /dev/stdout" 'said "\"summary\":true"' "${tr1[@]}" --metrics /dev/stdout
 accept train "metrics replaces an old file" 'jsonl_ok "$OUT/m1.jsonl"' "${tr1[@]}" --metrics "$OUT/m1.jsonl"
 
+# ==== train: checkpoints and resume (docs/checkpoints.md) =====================================
+ck=(--data "$IN/g.h5" --quiet --threads 1)
+refuse train "--checkpoint-every 0" "--checkpoint-every" "${ck[@]}" --checkpoint-dir "$OUT/c0" --checkpoint-every 0
+refuse train "--checkpoint-every -5" "--checkpoint-every" "${ck[@]}" --checkpoint-dir "$OUT/c0" --checkpoint-every -5
+refuse train "--keep -1" "--keep" "${ck[@]}" --checkpoint-dir "$OUT/c0" --keep -1
+refuse train "--checkpoint-dir is a file" "g.h5" "${ck[@]}" --checkpoint-dir "$IN/g.h5"
+refuse train "--checkpoint-dir under a file" "g.h5" "${ck[@]}" --checkpoint-dir "$IN/g.h5/sub"
+refuse train "--resume a missing directory" "no such directory" "${ck[@]}" --resume "$OUT/none"
+refuse train "--resume a directory without checkpoints" "holds no checkpoint" "${ck[@]}" --resume "$IN/ogb"
+refuse train "--resume a file" "is not a directory" "${ck[@]}" --resume "$IN/gcn.h5"
+refuse train "--resume with another --hidden" "--hidden" "${ck[@]}" --epochs 8 --resume "$IN/ckpt" --hidden 32
+refuse train "--resume with another --lr" "--lr" "${ck[@]}" --epochs 8 --resume "$IN/ckpt" --lr 0.5
+refuse train "--resume with another --seed" "--seed" "${ck[@]}" --epochs 8 --resume "$IN/ckpt" --seed 9
+refuse train "--resume with another --adamw" "--adamw" "${ck[@]}" --epochs 8 --resume "$IN/ckpt" --adamw
+refuse train "--resume with fewer --epochs" "--epochs" "${ck[@]}" --epochs 2 --resume "$IN/ckpt"
+refuse train "--resume on other data (same widths)" "was trained on a graph of 64 nodes" --data "$IN/sbm.h5" --quiet --threads 1 --epochs 8 --resume "$IN/ckpt"
+accept train "--resume continues to --epochs" 'said "best validation"' "${ck[@]}" --epochs 6 --resume "$IN/ckpt"
+accept train "--resume at --epochs trains nothing" 'said "best validation"' "${ck[@]}" --epochs 4 --resume "$IN/ckpt"
+NP=2 accept train "--resume on 2 ranks" 'said "best validation"' "${ck[@]}" --grid 2x1x1 --epochs 6 --resume "$IN/ckpt"
+accept train "--checkpoint-dir created, --keep 1" '[[ $(ls "$OUT/c1" | wc -l) -eq 1 ]]' "${ck[@]}" --epochs 5 \
+  --checkpoint-dir "$OUT/c1" --checkpoint-every 1 --keep 1
+
+# ==== predict ====================================================================================
+pr=(--data "$IN/g.h5" --quiet --threads 1)
+refuse predict "no --checkpoint" "--checkpoint" "${pr[@]}" -o "$OUT/pr.h5"
+refuse predict "no -o" "-o" "${pr[@]}" --checkpoint "$IN/gcn.h5"
+refuse predict "checkpoint missing" "none.h5" "${pr[@]}" --checkpoint "$IN/none.h5" -o "$OUT/pr.h5"
+refuse predict "checkpoint is a directory" "ckpt" "${pr[@]}" --checkpoint "$IN/ckpt" -o "$OUT/pr.h5"
+refuse predict "checkpoint is a graph" "g.h5" "${pr[@]}" --checkpoint "$IN/g.h5" -o "$OUT/pr.h5"
+refuse predict "checkpoint is a GPT model" "model.h5" "${pr[@]}" --checkpoint "$IN/model.h5" -o "$OUT/pr.h5"
+refuse predict "checkpoint is text" "text.txt" "${pr[@]}" --checkpoint "$IN/text.txt" -o "$OUT/pr.h5"
+refuse predict "model of another graph" "gcn.h5" --data "$IN/cora.h5" --quiet --threads 1 --checkpoint "$IN/gcn.h5" -o "$OUT/pr.h5"
+refuse predict "-o is --data" "g.h5" "${pr[@]}" --checkpoint "$IN/gcn.h5" -o "$IN/g.h5"
+refuse predict "-o is --checkpoint" "gcn.h5" "${pr[@]}" --checkpoint "$IN/gcn.h5" -o "$IN/gcn.h5"
+refuse predict "-o in a missing directory" "nodir" "${pr[@]}" --checkpoint "$IN/gcn.h5" -o "$OUT/nodir/pr.h5"
+refuse predict "-o /dev/null (HDF5 needs a file)" "/dev/null" "${pr[@]}" --checkpoint "$IN/gcn.h5" -o /dev/null
+refuse predict "--grid 2x1x1 on one process" "--grid" "${pr[@]}" --checkpoint "$IN/gcn.h5" -o "$OUT/pr.h5" --grid 2x1x1
+accept predict "every node once" 'pred_ok "$OUT/pr.h5"' \
+  "${pr[@]}" --checkpoint "$IN/gcn.h5" -o "$OUT/pr.h5"
+accept predict "a checkpoint" '[[ -s $OUT/pr2.h5 ]]' "${pr[@]}" --checkpoint "$IN/ckpt/checkpoint-00000004.h5" -o "$OUT/pr2.h5"
+NP=4 accept predict "on 4 ranks" '[[ -s $OUT/pr4.h5 ]]' "${pr[@]}" --grid 2x2x1 --checkpoint "$IN/gcn.h5" -o "$OUT/pr4.h5"
+
 # ==== prepare ====================================================================================
 refuse prepare "input missing" "nope.h5" "$IN/nope.h5" -o "$OUT/p.h5"
 refuse prepare "input is a directory" "emptydir" "$IN/emptydir" -o "$OUT/p.h5"
@@ -1137,10 +1192,14 @@ interrupt "generate rmat" "SIGTERM while writing" TERM "$OUT/big-term.h5" "$OUT/
   --scale 16 --edge-factor 8 --features 512 -o "$OUT/big-term.h5"
 interrupt "generate rmat" "SIGHUP while writing" HUP "$OUT/big-hup.h5" "$OUT/big-hup.h5.tmp.*" \
   --scale 16 --edge-factor 8 --features 512 -o "$OUT/big-hup.h5"
-interrupt train "SIGTERM mid-run with --metrics" TERM "$OUT/killed.jsonl" - \
+interrupt train "SIGTERM mid-run with --metrics: ends the epoch" TERM "=$OUT/killed.jsonl" - \
   --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed.jsonl"
-interrupt train "SIGINT mid-run with --metrics" INT "$OUT/killed2.jsonl" - \
+interrupt train "SIGINT mid-run with --metrics: ends the epoch" INT "=$OUT/killed2.jsonl" - \
   --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed2.jsonl"
+interrupt train "SIGTERM mid-run with --checkpoint-dir" TERM "=$OUT/killed3.jsonl" - \
+  --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed3.jsonl" --checkpoint-dir "$OUT/ckpt-sig" --checkpoint-every 1000000
+interrupt train "SIGHUP mid-run: ends at once" HUP "$OUT/killed4.jsonl" - \
+  --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed4.jsonl"
 interrupt "gpt train" "SIGINT mid-run with --save" INT "$OUT/killed.h5" - \
   --iters 1000000 --layers 1 --heads 2 --embed 16 --block 16 --batch 2 --threads 1 --quiet \
   --data "$IN/text.txt" --save "$OUT/killed.h5" --metrics "$OUT/killed-g.jsonl"

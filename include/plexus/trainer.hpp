@@ -65,6 +65,7 @@ struct ModelState {
 // that wrote it, without its tensors: read_gcn_model_info_h5 (plexus/io.hpp).
 struct GcnModelInfo {
   std::vector<index_t> dims;          // D_0 (features), hidden..., D_L (classes)
+  index_t num_nodes = 0;              // of the graph it was trained on
   std::int64_t epochs_done = 0;
   BestEpoch best;
   // The options of the run that wrote it: layers, hidden, lr, weight_decay, adamw, dropout,

@@ -127,7 +127,8 @@ struct GcnTrainer::Impl {
         out(model.loss_geometry()),
         split_axis(out.roles.i),
         loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr),
-        adam(be, model.parameters(), adam_params(c)) {
+        adam(be, model.parameters(), adam_params(c)),
+        num_nodes(shards.num_nodes) {
     // The rows predict() reports: the logits' rows (the last layer's output rows, replicated
     // over its i axis unless already split there: comm variant rs-ag) are the same on every
     // rank of the o axis once their classes are gathered, so split them over i and o.
@@ -153,6 +154,7 @@ struct GcnTrainer::Impl {
   Matrix d_logits;
   int epochs_done = 0;
   BestEpoch best;
+  index_t num_nodes = 0;  // of the graph
   Range owned_rows;
   std::vector<index_t> owned_ids;
   std::vector<index_t> dims() const;  // D_0..D_L
@@ -363,7 +365,7 @@ void GcnTrainer::save(const std::string& path) {
     blocks.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes && first_replica,
                       host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data()});
   }
-  const GcnModelHeader header{t.dims(), t.epochs_done, t.best, t.cfg};
+  const GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg};
   write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
 }
 
@@ -398,6 +400,9 @@ void GcnTrainer::resume(const std::string& path) {
   differs("--adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
   differs("--dropout", f(was.dropout), f(now.dropout));
   differs("--seed", std::to_string(was.seed), std::to_string(now.seed));
+  if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gcn_model_h5)
+    throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
+                               std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");
   if (info.epochs_done > now.epochs)
     throw InputError(path, "has " + std::to_string(info.epochs_done) + " epochs done, more than --epochs " +
                                std::to_string(now.epochs));
