@@ -44,6 +44,13 @@ void write_gcn_model_h5(const ModelState& state, const std::vector<index_t>& dim
                         const std::string& path);
 ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims);
 GcnModelInfo read_gcn_model_info_h5(const std::string& path);
+// A predictions file (docs/predictions.md): every node's class and logits, row k = node k, from
+// each rank's Predictions (GcnTrainer::predict()) of a graph of `num_nodes` nodes. Collective
+// over `grid`: the rows move to the rank whose block of the nodes holds them, and each rank
+// writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
+struct Predictions;
+void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
+                          const ProcessGrid& grid, const std::string& path);
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.
