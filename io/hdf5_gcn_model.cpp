@@ -39,30 +39,6 @@ std::string dims_str(const std::vector<index_t>& d) {
   return s;
 }
 
-// A scalar attribute of floating-point class, read as double (float32 values come back exact).
-double float_attr(const h5::Reader& r, const std::string& name, const std::string& on = "/") {
-  const std::string obj = h5::Reader::attr_label(name, on);
-  h5::Hid a = r.open_attr(name, on);
-  h5::Hid type = h5::datatype(H5Aget_type(a.get()));
-  if (!type || H5Tget_class(type.get()) != H5T_FLOAT) r.fail(obj, "expected a floating-point scalar");
-  double v = 0;
-  if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) r.fail(obj, "cannot read");
-  if (!std::isfinite(v)) r.fail(obj, "not finite");
-  return v;
-}
-
-std::uint64_t uint64_attr(const h5::Reader& r, const std::string& name, const std::string& on) {
-  const std::string obj = h5::Reader::attr_label(name, on);
-  h5::Hid a = r.open_attr(name, on);
-  h5::Hid type = h5::datatype(H5Aget_type(a.get()));
-  if (!type || H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE ||
-      H5Tget_size(type.get()) != 8)
-    r.fail(obj, "expected uint64");
-  std::uint64_t v = 0;
-  if (H5Aread(a.get(), H5T_NATIVE_UINT64, &v) < 0) r.fail(obj, "cannot read");
-  return v;
-}
-
 void write_header(h5::Writer& w, const GcnModelHeader& h) {
   const std::vector<index_t>& dims = h.dims;
   w.string_attr("format", kGcnFormat);
@@ -111,9 +87,9 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   if (info.best.epoch < -1 || info.best.epoch >= info.epochs_done)
     r.fail("attribute best_epoch", std::to_string(info.best.epoch) + " is not an epoch trained (epochs_done " +
                                        std::to_string(info.epochs_done) + ")");
-  info.best.val_acc = float_attr(r, "best_val_acc");
-  info.best.val_loss = float_attr(r, "best_val_loss");
-  info.best.test_acc = float_attr(r, "best_test_acc");
+  info.best.val_acc = r.float_attr("best_val_acc");
+  info.best.val_loss = r.float_attr("best_val_loss");
+  info.best.test_acc = r.float_attr("best_test_acc");
   const auto n = static_cast<std::size_t>(layers) + 1;
   const auto d = r.open_dataset("dims", false, "int64", {n}, "[layers + 1]");
   info.dims = r.read_ints<index_t>(d, n);
@@ -123,11 +99,11 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   TrainConfig& o = info.config;
   o.layers = static_cast<int>(layers);
   o.hidden = r.int_attr("hidden", "int64", kOptions);
-  o.lr = static_cast<float>(float_attr(r, "lr", kOptions));
-  o.weight_decay = static_cast<float>(float_attr(r, "weight_decay", kOptions));
+  o.lr = static_cast<float>(r.float_attr("lr", kOptions));
+  o.weight_decay = static_cast<float>(r.float_attr("weight_decay", kOptions));
   o.adamw = r.int_attr("adamw", "uint8", kOptions) != 0;
-  o.dropout = static_cast<float>(float_attr(r, "dropout", kOptions));
-  o.seed = uint64_attr(r, "seed", kOptions);
+  o.dropout = static_cast<float>(r.float_attr("dropout", kOptions));
+  o.seed = r.uint64_attr("seed", kOptions);
   return r;
 }
 

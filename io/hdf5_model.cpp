@@ -1,4 +1,5 @@
-// GPT model files (docs/gpt.md, "Model files"): write_gpt_model_h5 and read_gpt_model_h5.
+// GPT model files (docs/gpt.md, "Model files"): write_gpt_model_h5 and read_gpt_model_h5; and
+// training checkpoints (docs/checkpoints.md), model files with an /optimizer group.
 //
 // One float32 dataset per tensor at the root under its GPT-2 name (2-D [rows, cols], or 1-D
 // [cols] when rows == 1), the configuration as root attributes, and the character vocabulary
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -36,6 +38,7 @@ using h5::Hid;
 constexpr const char* kModelFormat = "plexus-gpt";
 constexpr std::int64_t kModelVersion = 1;
 constexpr const char* kVocabChars = "vocab_chars";
+constexpr const char* kOptimizer = "optimizer";  // checkpoints: /optimizer/{m,v}/<tensor>, attributes
 // Bounds of a configuration a file may declare: validate(GptConfig)'s (layers, vocab), and for
 // embed and block a bound far above any real model that keeps every rows·cols product (and
 // 4·embed²) far from overflowing before the shapes are compared with the file.
@@ -90,6 +93,14 @@ std::vector<hsize_t> stored_dims(index_t rows, index_t cols) {
   return {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
 }
 
+// Chunks of ~1 MiB of rows (whole rows up to 256 Ki columns): a model is always read whole.
+std::vector<hsize_t> tensor_chunk(index_t rows_, index_t cols_) {
+  const auto rows = static_cast<hsize_t>(rows_), cols = static_cast<hsize_t>(cols_);
+  const hsize_t chunk_cols = std::min<hsize_t>(cols, h5::kChunkBytes / sizeof(float));
+  const hsize_t chunk_rows = std::max<hsize_t>(1, std::min(rows, h5::kChunkBytes / (chunk_cols * sizeof(float))));
+  return rows_ == 1 ? std::vector<hsize_t>{chunk_cols} : std::vector<hsize_t>{chunk_rows, chunk_cols};
+}
+
 // The shape of tensor `name` in terms of the configuration, for messages ("[embed, 3*embed]").
 std::string symbolic_shape(const std::string& name, index_t rows) {
   const auto ends = [&](const char* suffix) {
@@ -111,7 +122,8 @@ std::string symbolic_shape(const std::string& name, index_t rows) {
   return s;
 }
 
-void write_model(const std::string& path, const GptModelFile& m) {
+// `extra(writer)` adds objects before the file is closed (a checkpoint's optimizer group).
+void write_model(const std::string& path, const GptModelFile& m, const std::function<void(h5::Writer&)>& extra = {}) {
   using namespace h5;
   silence_errors();
   const auto fail = [&](const std::string& what) { throw InputError(path, "cannot write: " + what); };
@@ -139,15 +151,9 @@ void write_model(const std::string& path, const GptModelFile& m) {
     w.scalar_attr<std::int64_t>("vocab", H5T_STD_I64LE, m.config.vocab);
     w.scalar_attr<std::int32_t>("tied", H5T_STD_I32LE, m.config.tied ? 1 : 0);
     for (const auto& [name, t] : m.weights) {
-      const auto rows = static_cast<hsize_t>(t.rows), cols = static_cast<hsize_t>(t.cols);
-      // Chunks of ~1 MiB of rows (whole rows up to 256 Ki columns): a model is always read whole.
-      const hsize_t chunk_cols = std::min<hsize_t>(cols, kChunkBytes / sizeof(float));
-      const hsize_t chunk_rows = std::max<hsize_t>(1, std::min(rows, kChunkBytes / (chunk_cols * sizeof(float))));
-      const std::vector<hsize_t> dims = stored_dims(t.rows, t.cols);
-      const std::vector<hsize_t> chunk =
-          dims.size() == 1 ? std::vector<hsize_t>{chunk_cols} : std::vector<hsize_t>{chunk_rows, chunk_cols};
-      w.dataset(name.c_str(), H5T_IEEE_F32LE, t.data.data(), dims, chunk);
+      w.dataset(name.c_str(), H5T_IEEE_F32LE, t.data.data(), stored_dims(t.rows, t.cols), tensor_chunk(t.rows, t.cols));
     }
+    if (extra) extra(w);
     w.close();
   }
   if (!m.chars.empty()) {
@@ -316,7 +322,7 @@ GptModelFile read_gpt_model_h5(const std::string& path) {
     expected.insert(name);
   }
   for (const RootLink& l : links)
-    if (l.name != kVocabChars && expected.count(l.name) == 0)
+    if (l.name != kVocabChars && l.name != kOptimizer && expected.count(l.name) == 0)
       r.fail(printable(l.name), "unexpected object: not a tensor of a GPT with " + config_str(m.config));
 
   // Every tensor opened and its type, shape and stored size checked before any is read.
@@ -339,6 +345,135 @@ GptModelFile read_gpt_model_h5(const std::string& path) {
   }
   if (present.count(kVocabChars) != 0) m.chars = read_vocab_chars(r, file.get(), vocab);
   return m;
+}
+
+// ---- training checkpoints ----------------------------------------------------------------------
+namespace {
+
+const char* precision_name(Precision p) { return p == Precision::BF16 ? "bf16" : "fp32"; }
+
+// The options stored with a checkpoint, as (name, value) pairs of the attributes of /optimizer:
+// every one that changes what the resumed steps compute.
+struct StoredOption {
+  const char* name;
+  double value;
+};
+std::vector<StoredOption> stored_options(const GptTrainConfig& c) {
+  return {{"batch", static_cast<double>(c.batch)},   {"iters", static_cast<double>(c.iters)},
+          {"lr", c.lr},                               {"min_lr", c.min_lr},
+          {"warmup", static_cast<double>(c.warmup)}, {"weight_decay", c.weight_decay},
+          {"beta1", c.beta1},                         {"beta2", c.beta2},
+          {"dropout", c.dropout},                     {"grad_clip", c.grad_clip},
+          {"grad_accum", static_cast<double>(c.grad_accum)}, {"eval_every", static_cast<double>(c.eval_every)},
+          {"eval_iters", static_cast<double>(c.eval_iters)}};
+}
+
+}  // namespace
+
+void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c) {
+  const GptConfig& cfg = c.model.config;
+  try {
+    check_gpt_weights(cfg, c.model.weights, path);
+    check_gpt_weights(cfg, c.adam_m, path);
+    check_gpt_weights(cfg, c.adam_v, path);
+  } catch (const InputError& e) {
+    throw InputError(path, std::string("cannot write: ") + e.what());
+  }
+  const std::string group = std::string("/") + kOptimizer;
+  write_model(path, c.model, [&](h5::Writer& w) {
+    w.group(group.c_str());
+    w.scalar_attr<std::int64_t>("iters_done", H5T_STD_I64LE, c.iters_done, group.c_str());
+    w.scalar_attr<double>("initial_val_loss", H5T_IEEE_F64LE, c.initial_val_loss, group.c_str());
+    w.scalar_attr<double>("best_val_loss", H5T_IEEE_F64LE, c.best_val_loss, group.c_str());
+    w.scalar_attr<std::uint64_t>("seed", H5T_STD_U64LE, c.options.seed, group.c_str());
+    w.string_attr("precision", precision_name(c.options.precision), group.c_str());
+    for (const StoredOption& o : stored_options(c.options))
+      w.scalar_attr<double>(o.name, H5T_IEEE_F64LE, o.value, group.c_str());
+    for (const auto& [moment, weights] : {std::pair{"m", &c.adam_m}, std::pair{"v", &c.adam_v}}) {
+      const std::string g = group + "/" + moment;
+      w.group(g.c_str());
+      for (const auto& [name, t] : *weights) {
+        const std::vector<hsize_t> dims = stored_dims(t.rows, t.cols);
+        w.dataset((g + "/" + name).c_str(), H5T_IEEE_F32LE, t.data.data(), dims, tensor_chunk(t.rows, t.cols));
+      }
+    }
+  });
+}
+
+GptCheckpoint read_gpt_checkpoint_h5(const std::string& path) {
+  GptCheckpoint c;
+  c.model = read_gpt_model_h5(path);
+  h5::Reader r(path);
+  r.open();
+  const std::string group = std::string("/") + kOptimizer;
+  if (!r.exists(group)) r.fail(group, "missing: a model file, not a checkpoint (written by --checkpoint-dir)");
+  c.iters_done = r.int_attr("iters_done", "int64", group);
+  if (c.iters_done < 0 || c.iters_done > std::numeric_limits<int>::max())
+    r.fail(group + ": attribute iters_done", std::to_string(c.iters_done) + " is out of range");
+  c.initial_val_loss = r.float_attr("initial_val_loss", group);
+  c.best_val_loss = r.float_attr("best_val_loss", group);
+  GptTrainConfig& o = c.options;
+  o.model = c.model.config;
+  o.seed = r.uint64_attr("seed", group);
+  const std::string precision = r.string_attr("precision", group);
+  if (precision != "fp32" && precision != "bf16") r.fail(group + ": attribute precision", "is \"" + printable(precision) + "\"");
+  o.precision = precision == "bf16" ? Precision::BF16 : Precision::FP32;
+  std::vector<double> values;
+  for (const StoredOption& s : stored_options(o)) values.push_back(r.float_attr(s.name, group));
+  o.batch = static_cast<index_t>(values[0]);
+  o.iters = static_cast<int>(values[1]);
+  o.lr = static_cast<float>(values[2]);
+  o.min_lr = static_cast<float>(values[3]);
+  o.warmup = static_cast<int>(values[4]);
+  o.weight_decay = static_cast<float>(values[5]);
+  o.beta1 = static_cast<float>(values[6]);
+  o.beta2 = static_cast<float>(values[7]);
+  o.dropout = static_cast<float>(values[8]);
+  o.grad_clip = static_cast<float>(values[9]);
+  o.grad_accum = static_cast<int>(values[10]);
+  o.eval_every = static_cast<int>(values[11]);
+  o.eval_iters = static_cast<int>(values[12]);
+  for (const auto& [moment, weights] : {std::pair{"m", &c.adam_m}, std::pair{"v", &c.adam_v}})
+    for (const auto& [name, rc] : gpt_tensor_shapes(c.model.config)) {
+      const std::string full = group + "/" + moment + "/" + name;
+      const auto ds = r.open_dataset(full, true, "float32", stored_dims(rc.first, rc.second), symbolic_shape(name, rc.first));
+      GptTensor t{rc.first, rc.second, r.read_floats(ds, static_cast<std::size_t>(rc.first * rc.second))};
+      for (std::size_t i = 0; i < t.data.size(); ++i)
+        if (!std::isfinite(t.data[i]) || (moment[0] == 'v' && t.data[i] < 0.0f))
+          r.fail(full, "value " + std::to_string(t.data[i]) + " at position " + std::to_string(i) +
+                           (moment[0] == 'v' ? " (must be finite and >= 0)" : " (must be finite)"));
+      weights->emplace(name, std::move(t));
+    }
+  return c;
+}
+
+void check_resumable(const GptCheckpoint& c, const GptTrainConfig& now, const std::string& path) {
+  const auto differs = [&](const std::string& option, const std::string& was, const std::string& is) {
+    if (was != is)
+      throw InputError(path, "was trained with " + option + " " + was + ", this run has " + option + " " + is +
+                                 " (a resumed run keeps the options of the run it continues)");
+  };
+  const GptConfig& m = c.model.config;
+  differs("--layers", std::to_string(m.layers), std::to_string(now.model.layers));
+  differs("--heads", std::to_string(m.heads), std::to_string(now.model.heads));
+  differs("--embed", std::to_string(m.embed), std::to_string(now.model.embed));
+  differs("--block", std::to_string(m.block), std::to_string(now.model.block));
+  differs("--vocab", std::to_string(m.vocab), std::to_string(now.model.vocab));
+  differs("--untie", m.tied ? "off" : "on", now.model.tied ? "off" : "on");
+  differs("--seed", std::to_string(c.options.seed), std::to_string(now.seed));
+  differs("--precision", precision_name(c.options.precision), precision_name(now.precision));
+  const std::vector<StoredOption> was = stored_options(c.options), is = stored_options(now);
+  for (std::size_t k = 0; k < was.size(); ++k) {
+    // Stored as double: compared (and shown) as the float or integer the run uses.
+    std::string name = was[k].name;
+    std::replace(name.begin(), name.end(), '_', '-');
+    const auto text = [](double v) {
+      if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+      char buf[32];
+      return std::string(buf, std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)).ptr);
+    };
+    differs("--" + name, text(was[k].value), text(is[k].value));
+  }
 }
 
 }  // namespace plexus

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -166,6 +167,31 @@ class Reader {
       fail(obj, std::string("expected ") + expected + ", got " + h5::type_name(type.get()));
     std::int64_t v = 0;
     if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) fail(obj, "cannot read");
+    return v;
+  }
+
+  // A finite scalar of floating-point class, read as double (float32 values come back exact).
+  double float_attr(const std::string& name, const std::string& on = "/") const {
+    const std::string obj = attr_label(name, on);
+    Hid a = open_attr(name, on);
+    Hid type = h5::datatype(H5Aget_type(a.get()));
+    if (!type || H5Tget_class(type.get()) != H5T_FLOAT) fail(obj, "expected a floating-point scalar");
+    double v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) fail(obj, "cannot read");
+    if (!std::isfinite(v)) fail(obj, "not finite");
+    return v;
+  }
+
+  // A scalar of an unsigned 64-bit integer type (seeds).
+  std::uint64_t uint64_attr(const std::string& name, const std::string& on = "/") const {
+    const std::string obj = attr_label(name, on);
+    Hid a = open_attr(name, on);
+    Hid type = h5::datatype(H5Aget_type(a.get()));
+    if (!type || H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_sign(type.get()) != H5T_SGN_NONE ||
+        H5Tget_size(type.get()) != 8)
+      fail(obj, "expected uint64");
+    std::uint64_t v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_UINT64, &v) < 0) fail(obj, "cannot read");
     return v;
   }
 

@@ -1200,12 +1200,15 @@ interrupt train "SIGTERM mid-run with --checkpoint-dir" TERM "=$OUT/killed3.json
   --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed3.jsonl" --checkpoint-dir "$OUT/ckpt-sig" --checkpoint-every 1000000
 interrupt train "SIGHUP mid-run: ends at once" HUP "$OUT/killed4.jsonl" - \
   --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed4.jsonl"
-interrupt "gpt train" "SIGINT mid-run with --save" INT "$OUT/killed.h5" - \
+interrupt "gpt train" "SIGINT mid-run with --save: ends the step" INT "=$OUT/killed-g.jsonl" - \
   --iters 1000000 --layers 1 --heads 2 --embed 16 --block 16 --batch 2 --threads 1 --quiet \
   --data "$IN/text.txt" --save "$OUT/killed.h5" --metrics "$OUT/killed-g.jsonl"
-interrupt "gpt train" "SIGTERM mid-run with --save" TERM "$OUT/killed2.h5" - \
+interrupt "gpt train" "SIGTERM mid-run with --checkpoint-dir: ends the step" TERM "=$OUT/killed2-g.jsonl" - \
   --iters 1000000 --layers 1 --heads 2 --embed 16 --block 16 --batch 2 --threads 1 --quiet \
-  --data "$IN/text.txt" --save "$OUT/killed2.h5"
+  --data "$IN/text.txt" --checkpoint-dir "$OUT/gpt-sig" --metrics "$OUT/killed2-g.jsonl"
+interrupt "gpt train" "SIGHUP mid-run with --save: ends at once" HUP "$OUT/killed3.h5" - \
+  --iters 1000000 --layers 1 --heads 2 --embed 16 --block 16 --batch 2 --threads 1 --quiet \
+  --data "$IN/text.txt" --save "$OUT/killed3.h5"
 
 # ==== under MPI ==================================================================================
 if [[ ${RED_TEAM_MPI:-1} != 0 ]] && command -v mpirun >/dev/null; then

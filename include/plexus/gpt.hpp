@@ -124,12 +124,44 @@ struct GptTrainResult {
   std::array<std::size_t, kMemoryKinds> max_kind_bytes{};
   std::size_t max_shard_params = 0, max_zero_block = 0;
   GptWeights weights;                      // the trained weights (when asked for)
+  int iters_done = 0;                      // steps taken in all (a resumed run's included)
+  bool stopped = false;                    // ended early by hooks.stop
 };
+
+// A training checkpoint (`plexus gpt train --checkpoint-dir`, docs/checkpoints.md): a model
+// file whose tensors are the values the optimizer updates (fp32; under BF16 the master copy),
+// plus their AdamW moments by GPT-2 name, the steps taken, the evaluations so far and the
+// options of the run. Every tensor is whole (by global index): any grid, replica count or
+// ZeRO stage resumes it.
+struct GptCheckpoint {
+  GptModelFile model;
+  GptWeights adam_m, adam_v;
+  std::int64_t iters_done = 0;
+  double initial_val_loss = 0, best_val_loss = 0;
+  GptTrainConfig options;  // of the run that wrote it (model, batch, schedule, seed, ...)
+};
+// Written atomically; read defensively (InputError(path, ...)). write_gpt_checkpoint_h5 takes
+// the whole state (train_gpt gathers it; rank 0 writes).
+void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c);
+GptCheckpoint read_gpt_checkpoint_h5(const std::string& path);
+// Throws InputError(path, ...) naming the first option of `now` that differs from the
+// checkpoint's in a way that changes the run (the grid, replicas, ZeRO stage and bucket may
+// change), or when the checkpoint has more steps than now.iters.
+void check_resumable(const GptCheckpoint& c, const GptTrainConfig& now, const std::string& path);
 
 struct GptTrainHooks {
   std::function<void(const GptStepMetrics&)> on_step;
   const GptWeights* init = nullptr;  // start from these weights instead of the seeded init
   bool keep_weights = false;         // fill GptTrainResult::weights (every rank)
+  // Continue this checkpoint's run (check_resumable first): its weights, moments, steps and
+  // evaluations; the batches and dropout masks are those the uninterrupted run would draw.
+  const GptCheckpoint* resume = nullptr;
+  // After each step (after on_step): `stop`, when given, says whether to end the run there
+  // (alike on every rank); then `checkpoint(iters_done, stopping, save)` may call save(path) to
+  // write a checkpoint of the run there (collective: every rank calls it alike).
+  using SaveCheckpoint = std::function<void(const std::string& path)>;
+  std::function<bool()> stop;
+  std::function<void(int iters_done, bool stopping, const SaveCheckpoint& save)> checkpoint;
 };
 
 // Trains on `corpus` (every rank passes the same). iters == 0 only initialises (and evaluates).

@@ -12,6 +12,7 @@
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/run_control.hpp"
 
 namespace plexus::cli {
 
@@ -21,6 +22,7 @@ struct GptTrainOptions {
   std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1", memory_per_rank,
       precision = "fp32", matmul_precision;
   int dp = 1;
+  CheckpointOptions checkpoints{"", "", 100, 2};  // docs/checkpoints.md
   index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
   int threads = 0;
   bool untie = false, quiet = false, profile = false;
@@ -101,8 +103,17 @@ void run_gpt_train(GptTrainOptions& o) {
 
   double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime (as plexus train)
   grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
+  const std::string resume_from = prepare_checkpoints(o.checkpoints, *grid, inputs);
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
+  std::optional<GptCheckpoint> resume;
+  if (!resume_from.empty()) {
+    resume = read_gpt_checkpoint_h5(resume_from);
+    if (resume->model.chars != corpus.chars)
+      throw InputError(resume_from, "was trained on " + std::string(resume->model.chars.empty() ? "a token file" : "text") +
+                                        " of another vocabulary than " + o.data + "'s");
+    check_resumable(*resume, o.cfg, resume_from);
+  }
   // Before the model is built, not by the OOM killer.
   check_gpt_memory(o.cfg, grid->shape(), o.dp, is_token_file(o.data) ? "--vocab" : o.data);
   if (!o.quiet)
@@ -115,6 +126,18 @@ void run_gpt_train(GptTrainOptions& o) {
   const int print_every = std::max(1, o.cfg.iters / 100);
   GptTrainHooks hooks;
   hooks.keep_weights = !o.save.empty();
+  hooks.resume = resume ? &*resume : nullptr;
+  // SIGINT/SIGTERM end the run after its step, with a checkpoint; a second one ends it at once.
+  CheckpointSchedule checkpoints(o.checkpoints, root);
+  int stopped_by = 0;
+  hooks.stop = [&] { return (stopped_by = agreed_stop_signal(*grid)) != 0; };
+  hooks.checkpoint = [&](int done, bool stopping, const GptTrainHooks::SaveCheckpoint& save) {
+    const std::string path = checkpoints.due(done, o.cfg.iters, stopping);
+    if (path.empty()) return;
+    save(path);
+    checkpoints.written(path);
+  };
+  enable_graceful_stop();
   hooks.on_step = [&](const GptStepMetrics& m) {
     if (!o.metrics.empty()) metrics_text += step_json(m).dump() + "\n";
     if (o.quiet) return;
@@ -126,8 +149,12 @@ void run_gpt_train(GptTrainOptions& o) {
   const GptTrainResult r = train_gpt(corpus, o.cfg, *backend, *grid, hooks);
   double peak_rss = peak_rss_bytes();
   grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
+  const std::string interruption =
+      stopped_by != 0 ? interrupted(stopped_by, "steps", r.iters_done, o.cfg.iters, checkpoints, o.checkpoints.dir)
+                      : std::string();
   if (!root) return;
   if (!o.save.empty()) write_gpt_model_h5(o.save, GptModelFile{o.cfg.model, corpus.chars, r.weights});
+  if (!interruption.empty()) fmt::print("{}\n", interruption);
   // --eval-every 0 never evaluates: no validation loss to report (0 would read as a perfect one).
   const bool evaluated = o.cfg.eval_every > 0;
   if (evaluated)
@@ -139,6 +166,10 @@ void run_gpt_train(GptTrainOptions& o) {
   if (profiler) print_profile(*profiler, r.total_seconds, comm_seconds);
   if (!o.metrics.empty()) {
     metrics_text += nlohmann::json{{"summary", true},
+                                   {"interrupted", stopped_by != 0},
+                                   {"iters_done", r.iters_done},
+                                   {"resumed_from", resume_from.empty() ? nlohmann::json() : nlohmann::json(resume_from)},
+                                   {"checkpoint", checkpoints.last().empty() ? nlohmann::json() : nlohmann::json(checkpoints.last())},
                                    {"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
                                    {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
                                    {"total_seconds", r.total_seconds},
@@ -234,6 +265,7 @@ void add_gpt_command(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--metrics", t->metrics, "Write per-step metrics as JSON Lines to FILE");
   train->add_option("--save", t->save, "Write the trained model (HDF5, GPT-2 tensor names) to FILE");
+  add_checkpoint_options(train, t->checkpoints, "steps");
   train->add_flag("--quiet,-q", t->quiet, "Print only the final result");
   train->add_flag("--profile", t->profile,
                   "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -20,9 +19,8 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/trainer.hpp"
-#include "src/cli/abort_job.hpp"
 #include "src/cli/about_file.hpp"
-#include "src/cli/checkpoint_dir.hpp"
+#include "src/cli/run_control.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -35,8 +33,7 @@ struct TrainOptions {
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GCN model file (docs/gcn-model.md)
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
-  std::string checkpoint_dir, resume;  // docs/checkpoints.md
-  int checkpoint_every = 10, keep = 2;
+  CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
   bool quiet = false, profile = false;
   TrainConfig cfg;
@@ -80,26 +77,6 @@ InjectedFault parse_injected_fault(const std::string& text, int ranks) {
   return f;
 }
 
-// The signal a graceful stop was asked for by on any rank (0: none), the same on every rank.
-int agreed_stop_signal(ProcessGrid& grid) {
-  double sig = io::stop_signal();
-  grid.world().all_reduce(&sig, 1, ReduceOp::Max);
-  return static_cast<int>(sig);
-}
-
-// --resume DIR: the newest checkpoint there, the same on every rank (a directory every rank
-// sees alike, as the data file is).
-std::string checkpoint_to_resume(const std::string& dir, ProcessGrid& grid) {
-  const std::string path = newest_checkpoint(dir);
-  if (path.empty())
-    throw InputError(dir, "holds no checkpoint to resume from (checkpoint-<epoch>.h5, written by --checkpoint-dir)");
-  double name_hash = static_cast<double>(std::hash<std::string>{}(path) % (1u << 30)), lo = -name_hash;
-  grid.world().all_reduce(&name_hash, 1, ReduceOp::Max);
-  grid.world().all_reduce(&lo, 1, ReduceOp::Max);
-  if (name_hash != -lo) throw InputError(dir, "the ranks see different newest checkpoints (is it on a shared file system?)");
-  return path;
-}
-
 void run_train(TrainOptions& o) {
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.cfg);
@@ -116,14 +93,7 @@ void run_train(TrainOptions& o) {
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
   const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());
-  if (o.checkpoint_every < 1)
-    throw InputError("--checkpoint-every", "must be >= 1, got " + std::to_string(o.checkpoint_every));
-  if (o.keep < 0) throw InputError("--keep", "must be >= 0 (0 keeps every checkpoint), got " + std::to_string(o.keep));
-  const std::string resume_from = o.resume.empty() ? std::string() : checkpoint_to_resume(o.resume, *grid);
-  if (!o.checkpoint_dir.empty()) {
-    if (root) make_checkpoint_dir(o.checkpoint_dir);
-    if (root) io::check_output(checkpoint_path(o.checkpoint_dir, 0), io::OutputNeeds::Seekable, {o.data, o.config});
-  }
+  const std::string resume_from = prepare_checkpoints(o.checkpoints, *grid, {o.data, o.config});
   // The metrics file is checked before the run, not after it (io/files.hpp).
   std::optional<io::OutputTarget> metrics_out;
   if (root && !o.metrics.empty())
@@ -187,17 +157,10 @@ void run_train(TrainOptions& o) {
     trainer->resume(resume_from);
     if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", resume_from, trainer->epochs_done());
   }
-  std::string last_checkpoint;
-  const auto checkpoint = [&] {
-    if (o.checkpoint_dir.empty() || trainer->epochs_done() == 0) return;
-    last_checkpoint = checkpoint_path(o.checkpoint_dir, trainer->epochs_done());
-    trainer->save(last_checkpoint);
-    if (root) remove_old_checkpoints(o.checkpoint_dir, o.keep);
-  };
-
   // SIGINT/SIGTERM (Ctrl-C, a batch system's pre-emption) end the run after its epoch, with a
   // checkpoint; a second one ends it at once.
-  io::enable_graceful_stop();
+  CheckpointSchedule checkpoints(o.checkpoints, root);
+  enable_graceful_stop();
   int stopped_by = 0;
   std::string metrics_text;
   const auto on_epoch = [&](const EpochMetrics& m) {
@@ -208,26 +171,31 @@ void run_train(TrainOptions& o) {
     if (!o.quiet)
       fmt::print("epoch {:4d}  loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}  {:7.2f} ms\n", m.epoch + 1, m.loss,
                  m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
-    if ((m.epoch + 1) % o.checkpoint_every == 0) checkpoint();
   };
-  const auto stop = [&] { return (stopped_by = agreed_stop_signal(*grid)) != 0; };
+  // After each epoch: a stop asked for on any rank, and the checkpoint due then.
+  const auto stop = [&] {
+    stopped_by = agreed_stop_signal(*grid);
+    const std::string path = checkpoints.due(trainer->epochs_done(), o.cfg.epochs, stopped_by != 0);
+    if (!path.empty()) {
+      trainer->save(path);
+      checkpoints.written(path);
+    }
+    return stopped_by != 0;
+  };
   // (Below: the same high-water mark at the end, i.e. over load and training.)
   const auto t_train = std::chrono::steady_clock::now();
   TrainResult r = trainer->run(on_epoch, stop);
   r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_train).count();
-  // ... and one at the end (unless nothing was trained: the file resumed from is that one).
-  if (!r.epochs.empty() && last_checkpoint != checkpoint_path(o.checkpoint_dir, trainer->epochs_done())) checkpoint();
   if (!o.save_model.empty()) trainer->save(o.save_model);
-  if (stopped_by != 0) set_exit_status(128 + stopped_by);
+  const std::string interruption =
+      stopped_by != 0 ? interrupted(stopped_by, "epochs", trainer->epochs_done(), o.cfg.epochs, checkpoints,
+                                    o.checkpoints.dir)
+                      : std::string();
+
   double peak_rss = peak_rss_bytes();
   grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
   if (!root) return;
-  if (stopped_by != 0)
-    fmt::print("interrupted by {} after epoch {} of {}{}\n", stopped_by == SIGINT ? "SIGINT" : "SIGTERM",
-               trainer->epochs_done(), o.cfg.epochs,
-               last_checkpoint.empty() ? std::string(" (no --checkpoint-dir: nothing saved to resume from)")
-                                       : "; checkpoint " + last_checkpoint + " (continue with --resume " +
-                                             o.checkpoint_dir + ")");
+  if (!interruption.empty()) fmt::print("{}\n", interruption);
   fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
              r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);
   if (profiler) {
@@ -240,7 +208,7 @@ void run_train(TrainOptions& o) {
                                    {"interrupted", stopped_by != 0},
                                    {"epochs_done", trainer->epochs_done()},
                                    {"resumed_from", resume_from.empty() ? nlohmann::json() : nlohmann::json(resume_from)},
-                                   {"checkpoint", last_checkpoint.empty() ? nlohmann::json() : nlohmann::json(last_checkpoint)},
+                                   {"checkpoint", checkpoints.last().empty() ? nlohmann::json() : nlohmann::json(checkpoints.last())},
                                    {"best_epoch", r.best_epoch + 1},
                                    {"best_val_acc", r.best_val_acc},
                                    {"test_acc", r.test_acc},
@@ -311,15 +279,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");
   cmd->add_option("--save-model", opts->save_model,
                   "Write the final weights and Adam state to FILE (HDF5, docs/gcn-model.md)");
-  cmd->add_option("--checkpoint-dir", opts->checkpoint_dir,
-                  "Write checkpoints (weights, Adam state, options; docs/checkpoints.md) to DIR, created if missing");
-  cmd->add_option("--checkpoint-every", opts->checkpoint_every, "Epochs between checkpoints (and one at the end)")
-      ->capture_default_str();
-  cmd->add_option("--keep", opts->keep, "Checkpoints kept in --checkpoint-dir, the newest (0 = all)")
-      ->capture_default_str();
-  cmd->add_option("--resume", opts->resume,
-                  "Continue from the newest checkpoint in DIR (same options; any grid). SIGINT/SIGTERM end a run "
-                  "after its epoch with a checkpoint, exit status 128+signal");
+  add_checkpoint_options(cmd, opts->checkpoints, "epochs");
   cmd->add_option("--debug-fail", opts->debug_fail,
                   "Testing: rank RANK fails with an internal error after epoch EPOCH (RANK:EPOCH; docs/failures.md)");
   cmd->add_flag("--profile", opts->profile,

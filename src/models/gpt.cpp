@@ -2,6 +2,7 @@
 // parameter registry (where every shard sits in GPT-2's tensors).
 #include "models/gpt.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -331,6 +332,71 @@ GptWeights GptModel::gather_weights() {
   // Exactly one owner in the replica writes each element; the others add zeros.
   for (auto& [name, t] : out) grid_.replica().all_reduce(t.data.data(), t.data.size(), ReduceOp::Sum);
   return out;
+}
+
+namespace {
+// f(index in the whole tensor, index in the range) for each element of params[k] that lies in
+// the flat range [r.begin, r.end) of this rank's flat space; `offset`: the flat offset of params[k].
+template <class F>
+void for_each_in_range(const GptParam& p, std::size_t offset, std::size_t begin, std::size_t end, F&& f) {
+  const std::size_t lo = std::max(begin, offset), hi = std::min(end, offset + p.size());
+  const auto cols = static_cast<std::size_t>(p.local_cols.size());
+  for (std::size_t flat = lo; flat < hi; ++flat) {
+    const std::size_t e = flat - offset;
+    const index_t row = p.local_rows.begin + static_cast<index_t>(e / cols);
+    const index_t col = p.column(static_cast<index_t>(e % cols), p);
+    f(static_cast<std::size_t>(row * p.cols + col), flat - begin);
+  }
+}
+}  // namespace
+
+GptModel::OptimizerTensors GptModel::gather_optimizer_state() {
+  const ZeroOptimizer::RangeState r = zero_->range_state();
+  OptimizerTensors out;
+  out.steps = r.steps;
+  for (GptWeights* w : {&out.value, &out.m, &out.v})
+    for (const GptParam& p : params_)
+      (*w)[p.name] = GptTensor{p.rows, p.cols, std::vector<float>(static_cast<std::size_t>(p.rows * p.cols), 0.0f)};
+  // Stage 0 keeps the whole range on every replica: the first one counts.
+  const bool counts = zero_->stage() > 0 || grid_.coord(Axis::D) == 0;
+  for (std::size_t k = 0; k < params_.size() && counts; ++k) {
+    const GptParam& p = params_[k];
+    if (!p.owner) continue;
+    float* value = out.value[p.name].data.data();
+    float* m = out.m[p.name].data.data();
+    float* v = out.v[p.name].data.data();
+    for_each_in_range(p, zero_->tensor_offset(k), r.begin, r.end, [&](std::size_t whole, std::size_t at) {
+      value[whole] = r.value[at];
+      m[whole] = r.m[at];
+      v[whole] = r.v[at];
+    });
+  }
+  for (GptWeights* w : {&out.value, &out.m, &out.v})
+    for (auto& [name, t] : *w) grid_.world().all_reduce(t.data.data(), t.data.size(), ReduceOp::Sum);
+  return out;
+}
+
+void GptModel::load_optimizer_state(const OptimizerTensors& s) {
+  load_weights(s.value);  // checks every tensor's presence and size
+  for (const GptWeights* w : {&s.m, &s.v})
+    for (const GptParam& p : params_) {
+      const auto it = w->find(p.name);
+      if (it == w->end() || it->second.data.size() != static_cast<std::size_t>(p.rows * p.cols))
+        throw InputError("optimizer state", "has no tensor '" + p.name + "' of " + std::to_string(p.rows * p.cols) +
+                                                " values");
+    }
+  const ZeroOptimizer::RangeState r = zero_->range_state();
+  std::vector<float> m(r.end - r.begin, 0.0f), v(r.end - r.begin, 0.0f);
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    const GptParam& p = params_[k];
+    const float* sm = s.m.at(p.name).data.data();
+    const float* sv = s.v.at(p.name).data.data();
+    for_each_in_range(p, zero_->tensor_offset(k), r.begin, r.end, [&](std::size_t whole, std::size_t at) {
+      m[at] = sm[whole];
+      v[at] = sv[whole];
+    });
+  }
+  zero_->set_moments(m, v, s.steps);
 }
 
 void GptModel::weights_updated() {

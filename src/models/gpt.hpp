@@ -48,6 +48,17 @@ class GptModel {
   void load_weights(const GptWeights& w);
   // The whole tensors, on every rank (owners' shards summed over the replica).
   GptWeights gather_weights();
+  // The optimizer's state by GPT-2 name, whole, on every rank: the values Adam updates (BF16:
+  // the fp32 master, not the rounded parameters), its moments m and v, and the steps taken
+  // (each element from the one rank that keeps it, summed over all ranks). load_optimizer_state
+  // is the reverse on any grid, replica count or ZeRO stage: the values through load_weights,
+  // this rank's range of m and v, the step count. For checkpoints (docs/checkpoints.md).
+  struct OptimizerTensors {
+    GptWeights value, m, v;
+    std::int64_t steps = 0;
+  };
+  OptimizerTensors gather_optimizer_state();
+  void load_optimizer_state(const OptimizerTensors& s);
 
   // One micro-batch of this rank's rows (ids, targets: layout().rows each): forward and the
   // mean cross-entropy scaled by `loss_scale` per token; with `train`, backward accumulating

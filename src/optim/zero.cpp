@@ -461,4 +461,41 @@ void ZeroOptimizer::for_each_unit(const std::function<void(int unit)>& fn, bool 
   }
 }
 
+ZeroOptimizer::RangeState ZeroOptimizer::range_state() {
+  RangeState s;
+  s.begin = opt_begin_;
+  s.end = opt_end_;
+  s.steps = steps();
+  const std::size_t n = opt_end_ - opt_begin_;
+  s.value.resize(n);
+  s.m.assign(n, 0.0f);
+  s.v.assign(n, 0.0f);
+  if (n == 0) return s;
+  be_.synchronize();
+  be_.copy_to_host(s.value.data(), half() ? master_at(opt_begin_) : value_at(opt_begin_), n * sizeof(float));
+  if (m_.data()) {
+    be_.copy_to_host(s.m.data(), m_.data(), n * sizeof(float));
+    be_.copy_to_host(s.v.data(), v_.data(), n * sizeof(float));
+  }
+  return s;
+}
+
+void ZeroOptimizer::set_moments(const std::vector<float>& m, const std::vector<float>& v, std::int64_t steps) {
+  const std::size_t n = opt_end_ - opt_begin_;
+  if (m.size() != n || v.size() != n || steps < 0)
+    throw std::invalid_argument("ZeroOptimizer::set_moments: " + std::to_string(m.size()) + " and " +
+                                std::to_string(v.size()) + " values for a range of " + std::to_string(n));
+  if (!m_.data() && n > 0) {
+    MemoryScope scope(be_, MemoryKind::Optimizer, "Adam state");
+    m_ = Buffer<float>(be_, n);
+    v_ = Buffer<float>(be_, n);
+  }
+  if (n > 0) {
+    be_.copy_from_host(m_.data(), m.data(), n * sizeof(float));
+    be_.copy_from_host(v_.data(), v.data(), n * sizeof(float));
+  }
+  hp_.step = steps + 1;
+  be_.synchronize();
+}
+
 }  // namespace plexus

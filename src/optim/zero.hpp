@@ -101,6 +101,22 @@ class ZeroOptimizer {
   void step(float lr);
   std::int64_t steps() const { return hp_.step - 1; }
 
+  // ---- optimizer state, for checkpoints ----------------------------------------------------
+  // The flat range whose Adam state this rank keeps ([0, Ψ) at stage 0, its block otherwise)
+  // with, on the host, the fp32 values Adam updates there (BF16: the master copy), m and v
+  // (zeros before the first step), and the steps taken. set_moments writes m, v and the step
+  // count back; the values go in through the model (for_each_unit with store, which also fills
+  // the BF16 master), so a resumed step is the step the uninterrupted run would take.
+  struct RangeState {
+    std::size_t begin = 0, end = 0;
+    std::vector<float> value, m, v;
+    std::int64_t steps = 0;
+  };
+  RangeState range_state();
+  void set_moments(const std::vector<float>& m, const std::vector<float>& v, std::int64_t steps);
+  std::size_t tensor_offset(std::size_t k) const { return offset_[k]; }
+  int stage() const { return opt_.stage; }
+
   // ---- whole values, for initialisation, loading and saving -------------------------------
   // Runs fn with every unit's values available (one unit at a time at stage 3); with `store`,
   // what fn wrote into them is kept.

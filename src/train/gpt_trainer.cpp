@@ -28,6 +28,35 @@ std::array<double, 4> comm_bytes(ProcessGrid& grid) {
 
 // Mean loss over `eval_iters` batches of the validation split, without dropout. The same
 // batches every time, so evaluations compare.
+double evaluate(GptModel& model, const std::vector<std::int32_t>& val, const GptTrainConfig& cfg);
+
+// The run's state as a checkpoint at `path`: gathered whole on every rank, written by rank 0;
+// a failed write throws on every rank.
+void save_checkpoint(GptModel& model, const TokenCorpus& corpus, const GptTrainConfig& cfg, int iters_done,
+                     const GptTrainResult& result, ProcessGrid& grid, const std::string& path) {
+  GptModel::OptimizerTensors state = model.gather_optimizer_state();
+  double failed = 0;
+  std::string why;
+  if (grid.rank() == 0) {
+    try {
+      GptCheckpoint c;
+      c.model = GptModelFile{cfg.model, corpus.chars, std::move(state.value)};
+      c.adam_m = std::move(state.m);
+      c.adam_v = std::move(state.v);
+      c.iters_done = iters_done;
+      c.initial_val_loss = result.initial_val_loss;
+      c.best_val_loss = result.best_val_loss;
+      c.options = cfg;
+      write_gpt_checkpoint_h5(path, c);
+    } catch (const InputError& e) {
+      failed = 1;
+      why = e.what();
+    }
+  }
+  grid.world().all_reduce(&failed, 1, ReduceOp::Max);
+  if (failed != 0) throw InputError(path, grid.rank() == 0 ? why : "cannot write the checkpoint (rank 0 failed)");
+}
+
 double evaluate(GptModel& model, const std::vector<std::int32_t>& val, const GptTrainConfig& cfg) {
   const index_t tokens = cfg.batch * cfg.model.block;
   double sum = 0.0;
@@ -111,19 +140,28 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
   backend.set_matmul_precision(cfg.matmul_precision);
   GptModel model(backend, grid, cfg.model, cfg.batch, zero, hp);
   ZeroOptimizer& opt = model.optimizer();
-  if (hooks.init)
-    model.load_weights(*hooks.init);
-  else
-    model.init_weights(cfg.seed);
-
   GptTrainResult result;
-  result.params = model.num_params();
+  int first_iter = 0;
   const bool eval_on = cfg.eval_every > 0;
-  if (eval_on) result.initial_val_loss = result.best_val_loss = evaluate(model, corpus.val, cfg);
+  if (hooks.resume) {
+    const GptCheckpoint& c = *hooks.resume;
+    model.load_optimizer_state({c.model.weights, c.adam_m, c.adam_v, c.iters_done});
+    first_iter = static_cast<int>(c.iters_done);
+    result.initial_val_loss = c.initial_val_loss;
+    result.best_val_loss = c.best_val_loss;
+  } else {
+    if (hooks.init)
+      model.load_weights(*hooks.init);
+    else
+      model.init_weights(cfg.seed);
+    if (eval_on) result.initial_val_loss = result.best_val_loss = evaluate(model, corpus.val, cfg);
+  }
+  result.params = model.num_params();
 
   const index_t tokens_per_step = cfg.batch * cfg.model.block * cfg.grad_accum;
   const float loss_scale = 1.0f / static_cast<float>(tokens_per_step);
-  for (int it = 0; it < cfg.iters; ++it) {
+  result.iters_done = first_iter;
+  for (int it = first_iter; it < cfg.iters; ++it) {
     grid.reset_stats();
     opt.reset_stats();
     const auto t_step = Clock::now();
@@ -166,7 +204,17 @@ GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, B
     require_finite_loss(m.loss + (m.evaluated ? m.val_loss : 0.0), grid, "step " + std::to_string(m.iter),
                         "lower --lr or set --grad-clip");
     result.steps.push_back(m);
+    result.iters_done = it + 1;
     if (hooks.on_step) hooks.on_step(m);
+    const bool stopping = hooks.stop && hooks.stop();
+    if (hooks.checkpoint)
+      hooks.checkpoint(it + 1, stopping, [&](const std::string& path) {
+        save_checkpoint(model, corpus, cfg, it + 1, result, grid, path);
+      });
+    if (stopping) {
+      result.stopped = true;
+      break;
+    }
   }
 
   result.total_seconds = seconds_since(t_start);
