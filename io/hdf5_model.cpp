@@ -122,8 +122,11 @@ std::string symbolic_shape(const std::string& name, index_t rows) {
   return s;
 }
 
-// `extra(writer)` adds objects before the file is closed (a checkpoint's optimizer group).
-void write_model(const std::string& path, const GptModelFile& m, const std::function<void(h5::Writer&)>& extra = {}) {
+// `extra(writer)` adds objects before the file is closed (a checkpoint's optimizer group);
+// `compress`: gzip the tensors (model files: yes; checkpoints: no, written often, and float
+// noise hardly compresses).
+void write_model(const std::string& path, const GptModelFile& m, const std::function<void(h5::Writer&)>& extra = {},
+                 bool compress = true) {
   using namespace h5;
   silence_errors();
   const auto fail = [&](const std::string& what) { throw InputError(path, "cannot write: " + what); };
@@ -151,7 +154,8 @@ void write_model(const std::string& path, const GptModelFile& m, const std::func
     w.scalar_attr<std::int64_t>("vocab", H5T_STD_I64LE, m.config.vocab);
     w.scalar_attr<std::int32_t>("tied", H5T_STD_I32LE, m.config.tied ? 1 : 0);
     for (const auto& [name, t] : m.weights) {
-      w.dataset(name.c_str(), H5T_IEEE_F32LE, t.data.data(), stored_dims(t.rows, t.cols), tensor_chunk(t.rows, t.cols));
+      w.dataset(name.c_str(), H5T_IEEE_F32LE, t.data.data(), stored_dims(t.rows, t.cols), tensor_chunk(t.rows, t.cols),
+                compress);
     }
     if (extra) extra(w);
     w.close();
@@ -394,10 +398,11 @@ void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c) {
       w.group(g.c_str());
       for (const auto& [name, t] : *weights) {
         const std::vector<hsize_t> dims = stored_dims(t.rows, t.cols);
-        w.dataset((g + "/" + name).c_str(), H5T_IEEE_F32LE, t.data.data(), dims, tensor_chunk(t.rows, t.cols));
+        w.dataset((g + "/" + name).c_str(), H5T_IEEE_F32LE, t.data.data(), dims, tensor_chunk(t.rows, t.cols),
+                  /*compress=*/false);
       }
     }
-  });
+  }, /*compress=*/false);
 }
 
 GptCheckpoint read_gpt_checkpoint_h5(const std::string& path) {

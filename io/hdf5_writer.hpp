@@ -84,11 +84,12 @@ class Writer {
   }
 
   // Writes `data` (dims.product() elements) as dataset `name` with file type `file_type`,
-  // chunked by `chunk` and shuffle+gzip compressed; a dataset with a zero extent is stored
+  // chunked by `chunk` and shuffle+gzip compressed (unless `compress` is false: checkpoints,
+  // written often, of values that hardly compress); a dataset with a zero extent is stored
   // contiguous (HDF5 cannot chunk it).
   template <class T>
   void dataset(const char* name, hid_t file_type, const T* data, const std::vector<hsize_t>& dims,
-               const std::vector<hsize_t>& chunk) {
+               const std::vector<hsize_t>& chunk, bool compress = true) {
     const int rank = static_cast<int>(dims.size());
     Hid space = h5::dataspace(H5Screate_simple(rank, dims.data(), nullptr));
     Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
@@ -98,7 +99,7 @@ class Writer {
     const bool empty = std::any_of(dims.begin(), dims.end(), [](hsize_t x) { return x == 0; });
     if (!empty) {
       if (H5Pset_chunk(dcpl.get(), rank, chunk.data()) < 0) fail(std::string("dataset ") + name + ": chunking");
-      if (H5Pset_shuffle(dcpl.get()) < 0 || H5Pset_deflate(dcpl.get(), kGzipLevel) < 0)
+      if (compress && (H5Pset_shuffle(dcpl.get()) < 0 || H5Pset_deflate(dcpl.get(), kGzipLevel) < 0))
         fail(std::string("dataset ") + name + ": compression filters unavailable");
     }
     Hid ds = h5::dataset(H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
