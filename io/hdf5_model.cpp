@@ -275,10 +275,9 @@ void write_gpt_model_h5(const std::string& path, const GptModelFile& model) {
   write_model(path, model);
 }
 
-GptModelFile read_gpt_model_h5(const std::string& path) {
-  h5::silence_errors();
-  h5::Reader r(path);
-  r.open();  // a missing, unreadable or non-HDF5 file fails here
+namespace {
+// The model of a file `r` has opened (a model file or a checkpoint).
+GptModelFile read_model(const h5::Reader& r, const std::string& path) {
   // A second handle on the same (already checked) file for what Reader does not offer: listing
   // the root's links. HDF5 shares the open file between the two.
   Hid file = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
@@ -350,6 +349,14 @@ GptModelFile read_gpt_model_h5(const std::string& path) {
   if (present.count(kVocabChars) != 0) m.chars = read_vocab_chars(r, file.get(), vocab);
   return m;
 }
+}  // namespace
+
+GptModelFile read_gpt_model_h5(const std::string& path) {
+  h5::silence_errors();
+  h5::Reader r(path);
+  r.open();  // a missing, unreadable or non-HDF5 file fails here
+  return read_model(r, path);
+}
 
 // ---- training checkpoints ----------------------------------------------------------------------
 namespace {
@@ -406,10 +413,11 @@ void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c) {
 }
 
 GptCheckpoint read_gpt_checkpoint_h5(const std::string& path) {
-  GptCheckpoint c;
-  c.model = read_gpt_model_h5(path);
+  h5::silence_errors();
   h5::Reader r(path);
-  r.open();
+  r.open();  // opened (and checked) once for the model and the optimizer state
+  GptCheckpoint c;
+  c.model = read_model(r, path);
   const std::string group = std::string("/") + kOptimizer;
   if (!r.exists(group)) r.fail(group, "missing: a model file, not a checkpoint (written by --checkpoint-dir)");
   c.iters_done = r.int_attr("iters_done", "int64", group);

@@ -16,8 +16,8 @@ namespace {
 constexpr const char* kPrefix = "checkpoint-";
 constexpr const char* kSuffix = ".h5";
 
-// Epochs done of a checkpoint's file name, -1 for any other name.
-long long epochs_of(const std::string& name) {
+// The epochs or steps done of a checkpoint's file name, -1 for any other name.
+long long done_of(const std::string& name) {
   const std::string prefix = kPrefix, suffix = kSuffix;
   if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) return -1;
   const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
@@ -37,7 +37,7 @@ std::vector<std::pair<long long, fs::path>> list(const std::string& dir) {
   if (!fs::is_directory(st)) throw InputError(dir, "is not a directory");
   std::vector<std::pair<long long, fs::path>> found;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const long long e = epochs_of(it->path().filename().string());
+    const long long e = done_of(it->path().filename().string());
     if (e >= 0 && it->is_regular_file()) found.emplace_back(e, it->path());
   }
   if (ec) throw InputError(dir, "cannot list: " + ec.message());

@@ -137,7 +137,7 @@ void run_gpt_train(GptTrainOptions& o) {
     save(path);
     checkpoints.written(path);
   };
-  enable_graceful_stop();
+  io::enable_graceful_stop();
   hooks.on_step = [&](const GptStepMetrics& m) {
     if (!o.metrics.empty()) metrics_text += step_json(m).dump() + "\n";
     if (o.quiet) return;

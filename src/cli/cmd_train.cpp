@@ -160,7 +160,7 @@ void run_train(TrainOptions& o) {
   // SIGINT/SIGTERM (Ctrl-C, a batch system's pre-emption) end the run after its epoch, with a
   // checkpoint; a second one ends it at once.
   CheckpointSchedule checkpoints(o.checkpoints, root);
-  enable_graceful_stop();
+  io::enable_graceful_stop();
   int stopped_by = 0;
   std::string metrics_text;
   const auto on_epoch = [&](const EpochMetrics& m) {

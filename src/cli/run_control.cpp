@@ -62,8 +62,6 @@ void CheckpointSchedule::written(const std::string& path) {
   if (root_) remove_old_checkpoints(o_.dir, o_.keep);
 }
 
-void enable_graceful_stop() { io::enable_graceful_stop(); }
-
 int agreed_stop_signal(ProcessGrid& grid) {
   double sig = io::stop_signal();
   grid.world().all_reduce(&sig, 1, ReduceOp::Max);

@@ -40,8 +40,7 @@ class CheckpointSchedule {
   std::string last_;
 };
 
-// Makes SIGINT and SIGTERM ask for a graceful stop (io/files.hpp) from here on.
-void enable_graceful_stop();
+// (io::enable_graceful_stop makes SIGINT and SIGTERM ask for a graceful stop.)
 // The signal a graceful stop was asked for by on any rank (0: none), the same on every rank
 // (one all-reduce).
 int agreed_stop_signal(ProcessGrid& grid);
