@@ -2,8 +2,10 @@
 # The analytic model (plexus plan, docs/communication.md) against measured traffic: for grids
 # of 2..8 ranks on the bundled Cora (N=2708, F=1433, C=7: most sizes do not divide), the
 # per-axis comm_bytes of epochs 1 and 3 of `mpirun plexus train` must equal the prediction
-# of `plexus plan --json` (first and steady epoch) to 1e-9 relative. With --shard-adj the
-# model splits the Â gathers over ranks by average, but their sum per axis is exact too.
+# of `plexus plan --json` (first and steady epoch) to 1e-9 relative, given the same options:
+# the baseline, every --comm-variant (last layer's i axis of 1 to 4 ranks, uneven splits, one
+# layer to three) and --agg-chunks (same bytes). With --shard-adj the model splits the Â
+# gathers over ranks by average, but their sum per axis is exact too.
 # Usage: cli_mpi_comm_model.sh PLEXUS_BINARY SOURCE_DIR
 set -u
 plexus=$1
@@ -21,7 +23,7 @@ fi
 
 passed=0
 failed=0
-# grid  layers  hidden  dropout  [--shard-adj]
+# grid  layers  hidden  dropout  [options of both train and plan]
 cases=(
   "2x1x1 2 16 0.5" "1x2x1 2 16 0.5" "1x1x2 3 16 0.5"
   "3x1x1 2 16 0.5" "1x1x3 3 16 0.5"
@@ -29,24 +31,34 @@ cases=(
   "3x2x1 2 16 0.5" "1x2x3 2 16 0.5" "2x1x3 3 16 0.5" "2x1x3 2 16 0"
   "2x2x2 2 16 0.5" "8x1x1 2 16 0.5" "1x1x8 2 16 0.5" "2x2x2 3 16 0.5"
   "2x2x2 3 16 0.5 --shard-adj" "3x2x1 2 16 0 --shard-adj" "1x1x3 4 16 0.5 --shard-adj"
+  # Comm variants (last layer's roles (o, i, d): (X,Y,Z), (Z,X,Y), (Y,Z,X) for L % 3 = 1, 2, 0).
+  "2x2x2 3 16 0.5 --comm-variant rs-ag"                         # i_L = Z, 2 ranks
+  "2x2x2 3 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 3"
+  "3x2x1 2 16 0.5 --comm-variant rs-ag-reuse"                   # i_L = X, 3 ranks: uneven row slices
+  "1x2x3 2 16 0.5 --comm-variant rs-ag"                         # i_L = X, 1 rank: only the loss split
+  "2x1x3 2 16 0 --comm-variant rs-ag-reuse --agg-chunks 2"      # no dropout; layer 0's d = Z, 3 ranks
+  "1x3x1 1 16 0.5 --comm-variant rs-ag"                         # one layer: i_L = Y, 3 ranks
+  "4x1x1 2 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 4"    # i_L = X, 4 ranks; every d axis 1 rank
+  "1x1x4 3 16 0.5 --comm-variant rs-ag --shard-adj"             # i_L = Z, 4 ranks, Â gathered there too
+  "1x2x2 3 16 0.5 --agg-chunks 5"
 )
 for c in "${cases[@]}"; do
-  read -r grid layers hidden dropout shard <<<"$c"
+  read -r grid layers hidden dropout options <<<"$c"
   IFS=x read -r gx gy gz <<<"$grid"
   np=$((gx * gy * gz))
-  tag="$grid-L$layers-H$hidden-p$dropout$shard"
-  plan="$work/plan-$np-$layers-$hidden-$dropout$shard.json"
+  tag="$grid-L$layers-H$hidden-p$dropout${options:+ $options}"
+  plan="$work/plan-$np-$layers-$hidden-$dropout-${options// /_}.json"
   # shellcheck disable=SC2086
   if [ ! -s "$plan" ] &&
     ! "$plexus" plan --json --data "$data" --ranks "$np" --layers "$layers" --hidden "$hidden" \
-      --dropout "$dropout" $shard >"$plan" 2>"$work/plan.err"; then
+      --dropout "$dropout" $options >"$plan" 2>"$work/plan.err"; then
     echo "FAIL $tag: plexus plan: $(cat "$work/plan.err")"
     failed=$((failed + 1))
     continue
   fi
   # shellcheck disable=SC2086
   if ! mpirun -np "$np" "$plexus" train --data "$data" --grid "$grid" --epochs 3 --layers "$layers" \
-    --hidden "$hidden" --dropout "$dropout" $shard --threads 1 --quiet --metrics "$work/m.jsonl" >/dev/null 2>"$work/train.err"; then
+    --hidden "$hidden" --dropout "$dropout" $options --threads 1 --quiet --metrics "$work/m.jsonl" >/dev/null 2>"$work/train.err"; then
     echo "FAIL $tag: mpirun plexus train: $(tail -n 3 "$work/train.err")"
     failed=$((failed + 1))
     continue
@@ -55,7 +67,7 @@ for c in "${cases[@]}"; do
 import json, sys
 plan, metrics, grid = sys.argv[1:]
 g = next(x for x in json.load(open(plan))["grids"] if x["grid"] == grid)
-rows = [json.loads(l) for l in open(metrics) if '"summary"' not in l]
+rows = [r for r in map(json.loads, open(metrics)) if "epoch" in r]  # not the config and summary lines
 assert len(rows) == 3, f"{len(rows)} epochs in the metrics"
 bad = []
 for epoch, key in ((1, "bytes_first"), (2, "bytes_steady"), (3, "bytes_steady")):

@@ -16,13 +16,42 @@ using namespace plexus;
 
 namespace {
 
-ProblemSize problem(index_t n, std::vector<index_t> dims, bool dropout = true) {
+ProblemSize problem(index_t n, std::vector<index_t> dims, bool dropout = true,
+                    CommVariant variant = CommVariant::Baseline, int agg_chunks = 1) {
   ProblemSize p;
   p.num_nodes = n;
   p.nnz = 10 * n;
   p.dims = std::move(dims);
   p.dropout = dropout;
+  p.comm_variant = variant;
+  p.agg_chunks = agg_chunks;
   return p;
+}
+
+constexpr CommVariant kVariants[] = {CommVariant::Baseline, CommVariant::RsAg, CommVariant::RsAgReuse};
+
+// Cora's sizes with `layers` layers of width 16: nothing divides evenly.
+std::vector<index_t> cora_dims(int layers) {
+  std::vector<index_t> dims{1433};
+  for (int l = 0; l + 1 < layers; ++l) dims.push_back(16);
+  dims.push_back(7);
+  return dims;
+}
+
+// The (o, i, d) roles of layer l (ProcessGrid::roles_for_layer): X,Y,Z rotated.
+Axis role_i(int layer) { return roles_for_layer(layer).i; }
+
+std::array<int, 4> summed_calls(const std::vector<RankCost>& ranks) {
+  std::array<int, 4> sum{};
+  for (const RankCost& rc : ranks)
+    for (int a = 0; a < 4; ++a) sum[a] += rc.calls[a];
+  return sum;
+}
+
+double largest_memory(const std::vector<RankCost>& ranks) {
+  double m = 0;
+  for (const RankCost& rc : ranks) m = std::max(m, rc.memory_bytes);
+  return m;
 }
 
 void expect_bytes_eq(const AxisBytes& a, const AxisBytes& b, const std::string& what) {
@@ -97,22 +126,179 @@ TEST(CommModel, FirstEpochAddsLayerZeroAggregation) {
 
 // Summed over all ranks every term factorizes over the block coordinates (blocks partition
 // each dimension), so the closed form is exact even when sizes do not divide by the grid;
-// only the per-rank shares differ (by at most one row or column).
+// only the per-rank shares differ (by at most one row or column). The closed form of each
+// comm variant is derived separately (docs/communication-variants.md), so this also checks
+// the per-rank walk of the variants against it.
 TEST(CommModel, ClosedFormExactForUnevenSizes) {
-  for (int layers : {2, 3}) {
-    std::vector<index_t> dims{1433};
-    for (int l = 0; l + 1 < layers; ++l) dims.push_back(16);
-    dims.push_back(7);
-    ProblemSize p = problem(2708, dims);
-    for (bool shard : {false, true}) {
-      p.shard_adj = shard;
-      for (int P : {2, 3, 5, 6, 7, 8})
-        for (GridShape g : all_grids(P))
-          for (bool first : {true, false})
-            expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
-                            g.str() + (shard ? " sharded" : ""));
+  for (int layers : {1, 2, 3}) {
+    for (CommVariant v : kVariants) {
+      ProblemSize p = problem(2708, cora_dims(layers), true, v);
+      for (bool shard : {false, true}) {
+        p.shard_adj = shard;
+        for (int P : {2, 3, 5, 6, 7, 8})
+          for (GridShape g : all_grids(P))
+            for (bool first : {true, false})
+              expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
+                              g.str() + " L=" + std::to_string(layers) + " " + comm_variant_name(v) +
+                                  (shard ? " sharded" : ""));
+      }
     }
   }
+}
+
+// rs-ag by hand: one layer (F = C = 2), N = 4 on 1x2x1, so only Y (the layer's i axis)
+// communicates. Per rank, baseline: OUT all-reduced in train and eval, 2 x 2(1/2)·4·2·4 = 64.
+// rs-ag: OUT reduce-scattered twice, 4·(4 - 2)·2 = 16 each, dlogits all-gathered once (16), the
+// 3 loss sums and the 3 correct counts all-reduced over Y, 2(1/2)·8 = 8 each: 96 > 64 on so
+// small a graph (the 48 bytes of doubles outweigh the rows saved).
+TEST(CommModel, RsAgCountedByHand) {
+  const GridShape g{1, 2, 1};
+  for (bool first : {true, false}) {
+    const AxisBytes base = predict_epoch(problem(4, {2, 2}), g, first);
+    const AxisBytes rs_ag = predict_epoch(problem(4, {2, 2}, true, CommVariant::RsAg), g, first);
+    EXPECT_DOUBLE_EQ(base.bytes[1], 2 * 64.0);
+    EXPECT_DOUBLE_EQ(rs_ag.bytes[1], 2 * 96.0);
+    EXPECT_EQ(base.bytes[0] + base.bytes[2] + rs_ag.bytes[0] + rs_ag.bytes[2], 0.0);
+  }
+}
+
+// rs-ag-reuse by hand: one layer (F = C = 2), N = 4 on 1x1x2, so only Z (the layer's d axis)
+// communicates. Per rank: features all-gather 4·(4 - 2)·2 = 16, W all-gather and dW
+// reduce-scatter 4·(2 - 1)·2 = 8 each, db 2(1/2)·2·4 = 8, 3 loss sums and 3 correct counts
+// 8 each. Baseline: 2 feature and 3 W gathers, 32 + 24 + 8 + 8 + 24 + 24 = 120 (rs-ag the same:
+// its i axis is Y, of one rank). rs-ag-reuse: the features once per run and W once per update
+// (twice in epoch 0): steady 0 + 8 + 8 + 8 + 48 = 72, first 16 + 16 + 8 + 8 + 48 = 96.
+TEST(CommModel, RsAgReuseCountedByHand) {
+  const GridShape g{1, 1, 2};
+  const auto z_bytes = [&](CommVariant v, bool first) { return predict_epoch(problem(4, {2, 2}, true, v), g, first).bytes[2]; };
+  for (bool first : {true, false}) {
+    EXPECT_DOUBLE_EQ(z_bytes(CommVariant::Baseline, first), 2 * 120.0);
+    EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAg, first), 2 * 120.0);
+  }
+  EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, false), 2 * 72.0);
+  EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, true), 2 * 96.0);
+}
+
+// On a graph of Cora's size rs-ag saves bytes exactly when the last layer's i axis has more
+// than one rank (its output rows are then split there); otherwise it moves what the baseline
+// moves, axis by axis, and holds the same memory.
+TEST(CommModel, RsAgSavesBytesIffLastLayerIAxisIsSplit) {
+  for (int layers : {1, 2, 3})
+    for (int P : {4, 6, 8})
+      for (GridShape g : all_grids(P))
+        for (bool first : {true, false}) {
+          const std::string what = g.str() + " L=" + std::to_string(layers);
+          const ProblemSize base = problem(2708, cora_dims(layers));
+          const ProblemSize rs_ag = problem(2708, cora_dims(layers), true, CommVariant::RsAg);
+          const AxisBytes b = predict_epoch(base, g, first), r = predict_epoch(rs_ag, g, first);
+          if (g.dim(role_i(layers - 1)) > 1) {
+            EXPECT_LT(r.total(), b.total()) << what;
+          } else {
+            expect_bytes_eq(r, b, what);
+            EXPECT_EQ(largest_memory(predict_ranks(rs_ag, g, first)), largest_memory(predict_ranks(base, g, first)))
+                << what;
+          }
+        }
+}
+
+// rs-ag-reuse differs from rs-ag only on each layer's d axis: per epoch it skips, summed over
+// ranks, 4 (G_d - 1) N F per feature gather and 4 (G_d - 1) D_l D_{l+1} per W gather, 2 of
+// each in a steady epoch and 1 of each in the first. Memory is the same (the gathered
+// buffers exist anyway).
+TEST(CommModel, RsAgReuseSkipsRepeatedGathers) {
+  const std::vector<index_t> dims = cora_dims(3);
+  for (GridShape g : all_grids(8))
+    for (bool first : {true, false}) {
+      const ProblemSize rs_ag = problem(2708, dims, true, CommVariant::RsAg);
+      const ProblemSize reuse = problem(2708, dims, true, CommVariant::RsAgReuse);
+      const double skipped = first ? 1 : 2;
+      std::array<double, 3> want{};
+      want[static_cast<int>(roles_for_layer(0).d)] += skipped * 4.0 * (g.dim(roles_for_layer(0).d) - 1) * 2708 * dims[0];
+      for (int l = 0; l < 3; ++l) {
+        const Axis d = roles_for_layer(l).d;
+        want[static_cast<int>(d)] += skipped * 4.0 * (g.dim(d) - 1) * static_cast<double>(dims[l] * dims[l + 1]);
+      }
+      const AxisBytes a = predict_epoch(rs_ag, g, first), b = predict_epoch(reuse, g, first);
+      for (int k = 0; k < 3; ++k) EXPECT_NEAR(a.bytes[k] - b.bytes[k], want[k], 1e-6) << g.str() << " axis " << k;
+      EXPECT_EQ(largest_memory(predict_ranks(rs_ag, g, first)), largest_memory(predict_ranks(reuse, g, first)));
+    }
+}
+
+// --agg-chunks K: the same bytes; every aggregation all-reduce (forward over o, backward dH
+// over d) becomes K calls. By hand, one layer on 2x1x1, steady epoch with dropout, ring steps
+// over X per rank: the AGG all-reduce 2, the 3 masked losses 3 x 3 x 2, argmax 2 x 2: 24;
+// with K = 4 the AGG all-reduce takes 4 x 2: 30.
+TEST(CommModel, AggChunksMultiplyAggregationCallsNotBytes) {
+  EXPECT_EQ(predict_ranks(problem(4, {2, 2}), GridShape{2, 1, 1}, false)[0].calls[0], 24);
+  EXPECT_EQ(predict_ranks(problem(4, {2, 2}, true, CommVariant::Baseline, 4), GridShape{2, 1, 1}, false)[0].calls[0], 30);
+  MachineModel m;
+  for (CommVariant v : kVariants)
+    for (GridShape g : all_grids(8))
+      for (bool first : {true, false}) {
+        const ProblemSize one = problem(2708, cora_dims(3), true, v);
+        const ProblemSize two = problem(2708, cora_dims(3), true, v, 2);
+        const ProblemSize five = problem(2708, cora_dims(3), true, v, 5);
+        expect_bytes_eq(predict_epoch(five, g, first), predict_epoch(one, g, first), g.str());
+        // Linear in K: calls(K) = calls(1) + (K - 1)·(the aggregation all-reduces' steps).
+        const std::array<int, 4> c1 = summed_calls(predict_ranks(one, g, first));
+        const std::array<int, 4> c2 = summed_calls(predict_ranks(two, g, first));
+        const std::array<int, 4> c5 = summed_calls(predict_ranks(five, g, first));
+        for (int a = 0; a < 3; ++a) {
+          EXPECT_EQ(c5[a] - c1[a], 4 * (c2[a] - c1[a])) << g.str() << " axis " << a;
+          // Some layer aggregates over each axis of more than one rank (3 layers: every axis is o once).
+          EXPECT_EQ(c2[a] > c1[a], g.dim(static_cast<Axis>(a)) > 1) << g.str() << " axis " << a;
+        }
+        if (!first) {
+          const GridPlan p1 = plan_grid(one, g, m), p5 = plan_grid(five, g, m);
+          EXPECT_GT(p5.latency_steps, p1.latency_steps) << g.str();
+          EXPECT_GT(p5.comm_seconds, p1.comm_seconds) << g.str();
+        }
+      }
+}
+
+// The memory budget keeps the ranking's order and drops exactly the grids that do not fit.
+TEST(CommModel, PlanAllWithinMemoryBudget) {
+  const ProblemSize p = problem(2708, cora_dims(2));
+  const MachineModel m;
+  const std::vector<GridPlan> all = plan_all(p, 8, m);
+  EXPECT_EQ(plan_all(p, 8, m, 0).size(), all.size());
+  std::vector<double> memory;
+  for (const GridPlan& g : all) memory.push_back(g.memory_bytes);
+  std::sort(memory.begin(), memory.end());
+  const double limit = memory[memory.size() / 2];
+  std::vector<std::string> want;
+  for (const GridPlan& g : all)
+    if (g.memory_bytes <= limit) want.push_back(g.grid.str());
+  std::vector<std::string> got;
+  for (const GridPlan& g : plan_all(p, 8, m, limit)) got.push_back(g.grid.str());
+  EXPECT_EQ(got, want);
+  EXPECT_LT(got.size(), all.size());
+  EXPECT_TRUE(plan_all(p, 8, m, 1.0).empty());
+}
+
+// gcn_problem: what a `plexus train` configuration means to the model.
+TEST(CommModel, ProblemOfATrainConfig) {
+  GraphInfo info;
+  info.num_nodes = 2708;
+  info.nnz = 10556;
+  info.num_features = 1433;
+  info.num_classes = 7;
+  TrainConfig cfg;
+  cfg.layers = 3;
+  cfg.hidden = 32;
+  cfg.dropout = 0;
+  cfg.shard_adj = true;
+  cfg.comm_variant = CommVariant::RsAgReuse;
+  cfg.agg_chunks = 3;
+  const ProblemSize p = gcn_problem(info, cfg);
+  EXPECT_EQ(p.num_nodes, 2708);
+  EXPECT_EQ(p.nnz, 10556);
+  EXPECT_EQ(p.dims, (std::vector<index_t>{1433, 32, 32, 7}));
+  EXPECT_FALSE(p.dropout);
+  EXPECT_TRUE(p.shard_adj);
+  EXPECT_EQ(p.comm_variant, CommVariant::RsAgReuse);
+  EXPECT_EQ(p.agg_chunks, 3);
+  EXPECT_EQ(p.transport, Transport::Mpi);
 }
 
 // Sharding Â adds, per axis, 8 (G_i - 1) nnz(Â) bytes for every use of a block whose layer

@@ -10,8 +10,11 @@
 
 #include "plexus/process_grid.hpp"
 #include "plexus/tensor.hpp"
+#include "plexus/train.hpp"
 
 namespace plexus {
+
+struct GraphInfo;
 
 // Whose byte accounting the model follows: MPI (MpiCommunicator, the default) or NCCL (the
 // device communicators, which pad or group uneven all-gathers and reduce-scatters:
@@ -29,8 +32,19 @@ struct ProblemSize {
   // NCCL: exact for every gather of dense blocks; the sharded Â gathers, whose per-part nnz
   // the model takes as the average, are counted as under MPI (exact in sum only when grouped).
   Transport transport = Transport::Mpi;
+  // How the layers' collectives are arranged (TrainConfig::comm_variant): rs-ag reduce-scatters
+  // the last layer's output over its i axis and splits the loss's rows there; rs-ag-reuse
+  // also gathers W once per update and the features once per run.
+  CommVariant comm_variant = CommVariant::Baseline;
+  // Row chunks of the aggregation all-reduces (TrainConfig::agg_chunks): the same bytes in
+  // agg_chunks calls each, so only the latency terms grow.
+  int agg_chunks = 1;
   int layers() const { return static_cast<int>(dims.size()) - 1; }
 };
+
+// The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (layers, hidden,
+// dropout, shard_adj, comm_variant, agg_chunks; the rest of cfg moves no bytes).
+ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg);
 
 // Bytes of one epoch (or GPT step) per axis, summed over all ranks: what `plexus train` reports
 // as comm_bytes {x, y, z} (and `plexus gpt train` as {x, y, z, d}).
@@ -45,7 +59,9 @@ struct RankCost {
   std::array<int, 3> coords{};        // (x, y, z)
   int d = 0;                          // data-parallel replica
   std::array<double, 4> bytes{};      // bytes this rank receives per axis x, y, z, d (MpiCommunicator accounting)
-  std::array<int, 4> calls{};         // collectives with more than one rank, per axis
+  // Latency terms per axis, each costing one MachineModel latency: the GCN model counts ring
+  // steps, 2(p-1) per all-reduce and p-1 per all-gather or reduce-scatter of p > 1 ranks.
+  std::array<int, 4> calls{};
   double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
   double gemm_flops = 0;              // 2·m·k·n per GEMM
   double memory_bytes = 0;            // resident tensor bytes (estimate of the peak)
@@ -56,7 +72,9 @@ struct RankCost {
 std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape grid, bool first_epoch);
 // Exact per-axis bytes summed over all ranks.
 AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch);
-// The closed form of docs/communication.md (exact when every size divides by the grid).
+// The closed form of docs/communication.md and docs/communication-variants.md, every comm
+// variant: summed over ranks every term factorizes over the blocks, so it equals
+// predict_epoch under MPI accounting for any sizes (transport is not modelled here).
 AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape grid, bool first_epoch);
 
 // Machine parameters of the cost model. Rates are per rank.
@@ -77,6 +95,7 @@ struct GridPlan {
   double total_seconds = 0;       // steady epoch: max over ranks of comm + compute
   double first_epoch_seconds = 0;
   double memory_bytes = 0;        // max over ranks
+  int latency_steps = 0;          // steady epoch: max over ranks of RankCost::calls, all axes
   std::array<bool, 4> intra_node{};  // every group of that axis (x, y, z, d) lies within one node
 };
 
@@ -93,5 +112,8 @@ std::vector<GridShape> all_grids(int ranks);
 GridPlan plan_grid(const ProblemSize& p, GridShape grid, const MachineModel& m);
 // All grids of P, sorted by predicted steady epoch time (ties: fewer bytes, then grid string).
 std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m);
+// The same, keeping only the grids whose predicted memory per rank (GridPlan::memory_bytes)
+// is at most `memory_limit_bytes` (0 or less: no limit). May be empty.
+std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m, double memory_limit_bytes);
 
 }  // namespace plexus

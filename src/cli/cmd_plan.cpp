@@ -1,30 +1,45 @@
 // `plexus plan`: rank every X×Y×Z grid of P ranks by the predicted epoch time of the
-// analytic model (include/plexus/comm_model.hpp, docs/communication.md). Reads only the
-// sizes of the dataset.
+// analytic model (include/plexus/comm_model.hpp, docs/communication.md; columns and fields:
+// docs/plan.md). Reads only the sizes of the dataset.
 #include <fmt/format.h>
 
 #include <charconv>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "plexus/comm_model.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/io.hpp"
+#include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
 
 namespace {
 
-struct PlanOptions {
-  std::string data, ranks, ranks_per_node, bandwidth, latency, layers = "2", hidden = "16", dropout = "0.5";
-  std::string spmm_gbs, gemm_gflops;
+// The machine of the cost model, shared by `plan` and `plan gpt`. Numbers are typed (CLI11
+// and strict_options refuse what is not one); ranges are checked in machine_model.
+struct MachineOptions {
+  std::optional<int> ranks, ranks_per_node;
+  std::string bandwidth, latency;  // "INTRA,INTER" or one value for both
+  double spmm_gbs = MachineModel{}.spmm_gbs, gemm_gflops = MachineModel{}.gemm_gflops;
   bool json = false;
-  bool shard_adj = false;
-  std::string transport = "mpi";
 };
+
+// `plexus plan`: the machine, the graph, and every option of `plexus train` that changes the
+// bytes, the calls or the memory (the rest of `train`'s TrainConfig moves nothing).
+struct PlanOptions {
+  MachineOptions machine;
+  std::string data;
+  TrainConfig train;  // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
+  std::string comm_variant = comm_variant_name(CommVariant::Baseline);
+  std::string memory_per_rank, transport = "mpi";
+};
+
+constexpr int kMaxRanks = 65536;
 
 void add_transport_option(CLI::App* cmd, std::string& transport) {
   cmd->add_option("--transport", transport,
@@ -33,13 +48,14 @@ void add_transport_option(CLI::App* cmd, std::string& transport) {
       ->capture_default_str();
 }
 
-long parse_int(const std::string& opt, const std::string& text, long lo, long hi) {
-  long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    throw InputError(opt, "expected an integer, got '" + text + "'");
-  if (v < lo || v > hi) throw InputError(opt, fmt::format("must be between {} and {}, got {}", lo, hi, v));
-  return v;
+int int_in_range(const std::string& opt, int value, int lo, int hi) {
+  if (value < lo || value > hi) throw InputError(opt, fmt::format("must be between {} and {}, got {}", lo, hi, value));
+  return value;
+}
+
+double positive(const std::string& opt, double value) {
+  if (!std::isfinite(value) || value <= 0) throw InputError(opt, fmt::format("must be a positive number, got {}", value));
+  return value;
 }
 
 double parse_positive(const std::string& opt, const std::string& text) {
@@ -64,43 +80,33 @@ nlohmann::json bytes_json(const AxisBytes& b) {
   return {{"total", b.total()}, {"x", b.bytes[0]}, {"y", b.bytes[1]}, {"z", b.bytes[2]}, {"d", b.bytes[3]}};
 }
 
-MachineModel machine_model(const PlanOptions& o, int ranks) {
+// --ranks (required) and the machine, each option checked on its own: one line naming it.
+std::pair<int, MachineModel> machine_model(const MachineOptions& o) {
+  if (!o.ranks) throw InputError("--ranks", "is required");
+  const int ranks = int_in_range("--ranks", *o.ranks, 1, kMaxRanks);
   MachineModel m;
-  m.ranks_per_node = o.ranks_per_node.empty() ? ranks : static_cast<int>(parse_int("--ranks-per-node", o.ranks_per_node, 1, 65536));
+  m.ranks_per_node = o.ranks_per_node ? int_in_range("--ranks-per-node", *o.ranks_per_node, 1, kMaxRanks) : ranks;
   if (!o.bandwidth.empty()) std::tie(m.bw_intra_gbs, m.bw_inter_gbs) = parse_pair("--bandwidth", o.bandwidth);
   if (!o.latency.empty()) std::tie(m.lat_intra_us, m.lat_inter_us) = parse_pair("--latency", o.latency);
-  if (!o.spmm_gbs.empty()) m.spmm_gbs = parse_positive("--spmm-gbs", o.spmm_gbs);
-  if (!o.gemm_gflops.empty()) m.gemm_gflops = parse_positive("--gemm-gflops", o.gemm_gflops);
-  return m;
+  m.spmm_gbs = positive("--spmm-gbs", o.spmm_gbs);
+  m.gemm_gflops = positive("--gemm-gflops", o.gemm_gflops);
+  return {ranks, m};
 }
 
-void run_plan(const PlanOptions& o) {
+void run_plan(PlanOptions& o) {
   // Options first (cheap, one line each), then the file.
-  if (o.ranks.empty()) throw InputError("--ranks", "is required");
-  const int ranks = static_cast<int>(parse_int("--ranks", o.ranks, 1, 65536));
-  const MachineModel m = machine_model(o, ranks);
-  const int layers = static_cast<int>(parse_int("--layers", o.layers, 1, 64));
-  const index_t hidden = parse_int("--hidden", o.hidden, 1, 1L << 30);
-  double dropout = 0;
-  {
-    const auto [end, ec] = std::from_chars(o.dropout.data(), o.dropout.data() + o.dropout.size(), dropout);
-    if (o.dropout.empty() || ec != std::errc() || end != o.dropout.data() + o.dropout.size() ||
-        !(dropout >= 0 && dropout < 1))
-      throw InputError("--dropout", "must be in [0, 1), got '" + o.dropout + "'");
-  }
+  const auto [ranks, m] = machine_model(o.machine);
+  o.train.comm_variant = parse_comm_variant(o.comm_variant);
+  validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
+  const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
+  const Transport transport = parse_transport(o.transport);
 
   const std::string path = o.data.empty() ? default_dataset() : o.data;
-  const GraphInfo info = read_graph_info_h5(path);
-  ProblemSize p;
-  p.num_nodes = info.num_nodes;
-  p.nnz = info.nnz;
-  p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
-  p.dropout = dropout > 0;
-  p.shard_adj = o.shard_adj;
-  p.transport = parse_transport(o.transport);
+  ProblemSize p = gcn_problem(read_graph_info_h5(path), o.train);
+  p.transport = transport;
 
-  const std::vector<GridPlan> plans = plan_all(p, ranks, m);
-  if (o.json) {
+  const std::vector<GridPlan> plans = plan_all(p, ranks, m, limit);
+  if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
@@ -113,6 +119,7 @@ void run_plan(const PlanOptions& o) {
                        {"total_seconds", g.total_seconds},
                        {"first_epoch_seconds", g.first_epoch_seconds},
                        {"memory_bytes_per_rank", g.memory_bytes},
+                       {"latency_steps_per_rank", g.latency_steps},
                        {"intra_node", {{"x", g.intra_node[0]}, {"y", g.intra_node[1]}, {"z", g.intra_node[2]}}}});
     }
     const nlohmann::json doc = {
@@ -129,6 +136,9 @@ void run_plan(const PlanOptions& o) {
           {"gemm_gflops", m.gemm_gflops},
           {"dropout", p.dropout},
           {"shard_adj", p.shard_adj},
+          {"comm_variant", comm_variant_name(p.comm_variant)},
+          {"agg_chunks", p.agg_chunks},
+          {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
     fmt::print("{}\n", doc.dump(2));
@@ -137,24 +147,33 @@ void run_plan(const PlanOptions& o) {
   fmt::print("{}: {} nodes, {} edges, dims", path, p.num_nodes, p.nnz);
   for (index_t d : p.dims) fmt::print(" {}", d);
   fmt::print("\n{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us (intra/inter node); "
-             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank{}\n",
+             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
-             m.gemm_gflops, p.shard_adj ? "; Â sharded over each layer's third axis" : "");
-  fmt::print("{:>4}  {:<10} {:>10} {:>10} {:>10} {:>10}  {:>10} {:>10} {:>10} {:>10}  {:>10}  {}\n", "rank", "grid",
-             "epoch ms", "comm ms", "compute ms", "first ms", "MB/epoch", "x MB", "y MB", "z MB", "MB/rank",
-             "intra(xyz)");
+             m.gemm_gflops);
+  fmt::print("comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}\n", comm_variant_name(p.comm_variant),
+             p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
+             p.shard_adj ? "; Â sharded over each layer's third axis" : "",
+             limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
+  if (plans.empty()) {
+    fmt::print("no grid fits: more ranks, --shard-adj, a smaller --hidden, or a larger --memory-per-rank\n");
+    return;
+  }
+  fmt::print("{:>4}  {:<10} {:>10} {:>10} {:>10} {:>10}  {:>10} {:>10} {:>10} {:>10}  {:>10} {:>7}  {}\n", "rank",
+             "grid", "epoch ms", "comm ms", "compute ms", "first ms", "MB/epoch", "x MB", "y MB", "z MB", "MB/rank",
+             "steps", "intra(xyz)");
   for (std::size_t k = 0; k < plans.size(); ++k) {
     const GridPlan& g = plans[k];
-    fmt::print("{:>4}  {:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.2f}  {}{}{}\n",
+    fmt::print("{:>4}  {:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}  "
+               "{:>10.2f} {:>7}  {}{}{}\n",
                k + 1, g.grid.str(), 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
                1e3 * g.first_epoch_seconds, g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6,
-               g.steady.bytes[2] / 1e6, g.memory_bytes / 1e6, g.intra_node[0] ? 'i' : 'o', g.intra_node[1] ? 'i' : 'o',
-               g.intra_node[2] ? 'i' : 'o');
+               g.steady.bytes[2] / 1e6, g.memory_bytes / 1e6, g.latency_steps, g.intra_node[0] ? 'i' : 'o',
+               g.intra_node[1] ? 'i' : 'o', g.intra_node[2] ? 'i' : 'o');
   }
 }
 
 struct GptPlanOptions {
-  PlanOptions machine;
+  MachineOptions machine;
   GptConfig model;
   index_t batch = 12;
   int grad_accum = 1;
@@ -164,9 +183,7 @@ struct GptPlanOptions {
 };
 
 void run_plan_gpt(GptPlanOptions& o) {
-  if (o.machine.ranks.empty()) throw InputError("--ranks", "is required");
-  const int ranks = static_cast<int>(parse_int("--ranks", o.machine.ranks, 1, 65536));
-  const MachineModel m = machine_model(o.machine, ranks);
+  const auto [ranks, m] = machine_model(o.machine);
   o.model.tied = !o.untie;
   GptTrainConfig check;
   check.model = o.model;
@@ -235,29 +252,55 @@ void run_plan_gpt(GptPlanOptions& o) {
   }
 }
 
-void add_machine_options(CLI::App* cmd, PlanOptions& o) {
-  cmd->add_option("--ranks", o.ranks, "Number of ranks P (required)");
+void add_machine_options(CLI::App* cmd, MachineOptions& o) {
+  cmd->add_option("--ranks", o.ranks, "Number of ranks P, 1 to 65536 (required)");
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node K (consecutive ranks share a node; default P)");
-  cmd->add_option("--bandwidth", o.bandwidth, "Per-rank bandwidth INTRA,INTER in GB/s (default 100,12.5)");
-  cmd->add_option("--latency", o.latency, "Per ring step latency INTRA,INTER in microseconds (default 2,10)");
-  cmd->add_option("--gemm-gflops", o.gemm_gflops, "SGEMM rate per rank, GFLOP/s (default 60)");
+  cmd->add_option("--bandwidth", o.bandwidth, "Per-rank bandwidth INTRA,INTER in GB/s, or one value for both (default 100,12.5)");
+  cmd->add_option("--latency", o.latency, "Per ring step latency INTRA,INTER in microseconds, or one value for both (default 2,10)");
+  cmd->add_option("--gemm-gflops", o.gemm_gflops, "SGEMM rate per rank, GFLOP/s")->capture_default_str();
   cmd->add_flag("--json", o.json, "Print every grid as JSON");
 }
+
+// `plan --help`'s footer: what the columns say (docs/plan.md in full).
+constexpr const char* kPlanColumns = R"(Columns (docs/plan.md has them in full, with the --json fields and how to calibrate):
+  rank        place in the ranking: fastest predicted steady epoch first
+  grid        XxYxZ (rank = z*X*Y + x*Y + y; Y contiguous, so it stays on a node first)
+  epoch ms    steady epoch (epoch 2 on): max over ranks of that rank's comm + compute
+  comm ms     steady epoch: max over ranks of bytes/bandwidth + steps*latency, all axes
+  compute ms  steady epoch: max over ranks of SpMM traffic/--spmm-gbs + GEMM flops/--gemm-gflops
+  first ms    the first epoch (layer 0's clean aggregation is computed and cached then), as epoch ms
+  MB/epoch    steady epoch bytes, all axes, summed over ranks (= train --metrics comm_bytes.total; 1 MB = 1e6 B)
+  x MB, y MB, z MB  the same per axis (comm_bytes.x, .y, .z)
+  MB/rank     predicted peak tensor memory of the largest rank (estimate of train's peak_tensor_bytes)
+  steps       steady epoch: max over ranks of ring steps (latency terms; --agg-chunks multiplies some)
+  intra(xyz)  per axis x, y, z: i = every group of that axis is within one node, o = some group spans nodes
+Bytes are exact for the MPI transport: train --metrics reports the same comm_bytes.)";
 
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand("plan", "Rank the process grids of P ranks by predicted epoch time");
-  cmd->add_option("--data", o->data, "Dataset in Plexus format v1 (only its sizes are read); default: the bundled Cora");
-  add_machine_options(cmd, *o);
-  cmd->add_option("--spmm-gbs", o->spmm_gbs, "SpMM memory-traffic rate per rank, GB/s (default 15)");
-  cmd->add_option("--layers", o->layers, "Number of GCN layers (as train)")->capture_default_str();
-  cmd->add_option("--hidden", o->hidden, "Hidden feature width (as train)")->capture_default_str();
-  cmd->add_option("--dropout", o->dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
+  add_data_option(cmd, o->data, "Dataset in Plexus format v1 (only its sizes are read); default: the bundled Cora");
+  add_machine_options(cmd, o->machine);
+  cmd->add_option("--spmm-gbs", o->machine.spmm_gbs, "SpMM memory-traffic rate per rank, GB/s")->capture_default_str();
+  TrainConfig& t = o->train;
+  cmd->add_option("--layers", t.layers, "Number of GCN layers (as train)")->capture_default_str();
+  cmd->add_option("--hidden", t.hidden, "Hidden feature width (as train)")->capture_default_str();
+  cmd->add_option("--dropout", t.dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();
-  cmd->add_flag("--shard-adj", o->shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
+  cmd->add_flag("--shard-adj", t.shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
+  cmd->add_option("--comm-variant", o->comm_variant,
+                  "Collective arrangement, as train: baseline | rs-ag | rs-ag-reuse (docs/communication-variants.md)")
+      ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
+      ->capture_default_str();
+  cmd->add_option("--agg-chunks", t.agg_chunks,
+                  "Row chunks of the aggregation all-reduces, as train: same bytes, more ring steps")
+      ->capture_default_str();
+  cmd->add_option("--memory-per-rank", o->memory_per_rank,
+                  "List only the grids whose predicted memory per rank fits (e.g. 512M, 2G)");
   add_transport_option(cmd, o->transport);
+  cmd->footer(kPlanColumns);
 
   // `plexus plan gpt`: the same ranking for a GPT (include/plexus/gpt.hpp, predict_gpt_ranks).
   auto g = std::make_shared<GptPlanOptions>();

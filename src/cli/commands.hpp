@@ -28,10 +28,18 @@ void add_plan_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_prepare_command(CLI::App& app);
 void add_gpt_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 // Where a bundled dataset (data/NAME: cora.h5, tinyshakespeare.txt) lives: $PLEXUS_DATA_DIR,
 // the source tree, the install prefix, or ../share/plexus next to the executable.
 std::string default_dataset(const std::string& name = "cora.h5");
+
+// True when a launcher (mpirun/mpiexec of Open MPI or MPICH, srun) started this process.
+bool launched_by_mpi();
+
+// The input of a subcommand, named the same way everywhere: `--data PATH` or, equally, the
+// first positional argument (`plexus inspect g.h5` = `plexus inspect --data g.h5`).
+CLI::Option* add_data_option(CLI::App* cmd, std::string& path, const std::string& description);
 
 // Values from a TOML file (`--config`) fill every option of `cmd` not given on the command
 // line. Keys are the long option names without dashes, e.g. `hidden = 64`.

@@ -23,6 +23,16 @@
 
 namespace plexus::cli {
 
+bool launched_by_mpi() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID", "MPI_LOCALRANKID"})
+    if (std::getenv(var)) return true;
+  return false;
+}
+
+CLI::Option* add_data_option(CLI::App* cmd, std::string& path, const std::string& description) {
+  return cmd->add_option("data,--data", path, description);
+}
+
 // Values from a TOML file (`--config`) fill every option not given on the command line.
 // Keys are the long option names without dashes, e.g. `hidden = 64`, `weight-decay = 5e-4`.
 void apply_config_file(const std::string& path, CLI::App& cmd) {

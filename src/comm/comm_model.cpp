@@ -8,7 +8,10 @@
 //   reduce-scatter  (total - own) · 4            (skipped by the engine on a 1-rank axis)
 // Block sizes come from block_range on the rank's coordinates, as layer_geometry does, so
 // uneven sizes are predicted exactly. ProblemSize::transport = Nccl counts the all-gathers
-// and reduce-scatters as the NCCL communicator does (src/comm/nccl_schedule.hpp). Keep this file in step with those four files.
+// and reduce-scatters as the NCCL communicator does (src/comm/nccl_schedule.hpp).
+// ProblemSize::comm_variant and agg_chunks follow the variants of gcn_layer_3d.cpp,
+// linear_3d.cpp, src/models/gcn.cpp and DistLoss's row split (docs/communication-variants.md).
+// Keep this file in step with those files.
 #include "plexus/comm_model.hpp"
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "comm/nccl_schedule.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/error.hpp"
+#include "plexus/io.hpp"
 #include "plexus/shard.hpp"
 
 namespace plexus {
@@ -34,10 +38,12 @@ struct Counter {
   GridShape g;
   RankCost& rc;
   Transport transport = Transport::Mpi;
-  void all_reduce(Axis a, double n, double elem) {
+  // `pieces`: the all-reduce runs as that many calls on parts of the n elements (blocked
+  // aggregation): the same bytes, as AR is linear in n, and `pieces` times the ring steps.
+  void all_reduce(Axis a, double n, double elem, int pieces = 1) {
     const int p = g.dim(a);
     rc.bytes[static_cast<int>(a)] += 2.0 * (p - 1) / p * (n * elem);
-    if (p > 1) rc.calls[static_cast<int>(a)] += 2 * (p - 1);  // ring steps
+    if (p > 1) rc.calls[static_cast<int>(a)] += pieces * 2 * (p - 1);  // ring steps
   }
   // all-gather / reduce-scatter of blocks block_counts(rows, p, scale); `own` = this rank's block.
   // Under NCCL, with the device communicator's own schedule (padded or grouped).
@@ -82,10 +88,28 @@ Transport parse_transport(const std::string& s) {
   throw InputError("--transport", "expected mpi or nccl, got '" + s + "'");
 }
 
+ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
+  ProblemSize p;
+  p.num_nodes = info.num_nodes;
+  p.nnz = info.nnz;
+  p.dims = gcn_dims(info.num_features, cfg.layers, cfg.hidden, info.num_classes);
+  p.dropout = cfg.dropout > 0;
+  p.shard_adj = cfg.shard_adj;
+  p.comm_variant = cfg.comm_variant;
+  p.agg_chunks = cfg.agg_chunks;
+  return p;
+}
+
 std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool first_epoch) {
   const int L = p.layers();
   const index_t N = p.num_nodes;
   const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);  // Â = A + I (self-loops re-added)
+  // The variants as GcnTrainer configures them (model_config): the loss's rows are split over
+  // the last layer's i axis whenever the variant is not the baseline; the last layer's output
+  // is reduce-scattered there only where that axis has several ranks (Linear3D).
+  const bool split_loss = p.comm_variant != CommVariant::Baseline;
+  const bool reuse_gathers = p.comm_variant == CommVariant::RsAgReuse;
+  const int chunks = std::max(1, p.agg_chunks);
   std::vector<RankCost> out;
   out.reserve(static_cast<std::size_t>(g.size()));
   for (int r = 0; r < g.size(); ++r) {
@@ -104,10 +128,18 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     const auto block_nnz = [&](const LayerGeometry& ge) { return avg_nnz(ge.out_rows, ge.in_rows); };
     const LayerGeometry& g0 = geo.front();
     const LayerGeometry& gl = geo.back();
+    const Axis i_last = gl.roles.i;
+    const bool scatter_logits = split_loss && g.dim(i_last) > 1;
+    // The logits' rows the loss works on: this rank's slice over i_L when split.
+    const Range loss_rows = split_loss ? sub_range(gl.out_rows, g.dim(i_last), coord_of(rc.coords, i_last)) : gl.out_rows;
 
-    // ---- GcnModel::forward: layer-0 features all-gathered over d (skipped on one rank) ----
+    // ---- GcnModel::forward: layer-0 features all-gathered over d (skipped on one rank;
+    // with reuse_gathers only in the run's first pass, epoch 0's training forward) ----
     const auto model_forward = [&](bool training) {
-      c.gather(g0.roles.d, g0.in_rows.size(), g0.in_cols.size());
+      if (!reuse_gathers || (first_epoch && training)) c.gather(g0.roles.d, g0.in_rows.size(), g0.in_cols.size());
+      // reuse_gathers: W is gathered after each update only, by the evaluation forward (and
+      // the very first training forward); backward and the next training forward reuse it.
+      const bool gather_w = !reuse_gathers || !training || first_epoch;
       for (int l = 0; l < L; ++l) {
         const LayerGeometry& ge = geo[l];
         const auto [o, i, d] = ge.roles;
@@ -118,20 +150,24 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
         if (aggregate) {
           c.gather_adj(adj_block(l), block_nnz(ge), false);
           c.spmm(block_nnz(ge), sz(ge.out_rows), sz(ge.in_cols));
-          c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);
+          c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF, chunks);
         }
-        c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // W
+        if (gather_w) c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // W
         c.gemm(sz(ge.out_rows), sz(ge.in_cols), sz(ge.out_cols));
-        c.all_reduce(i, sz(ge.out_rows) * sz(ge.out_cols), kF);
+        if (l == L - 1 && scatter_logits)
+          c.gather(i, ge.out_rows.size(), ge.out_cols.size());  // OUT reduce-scatter (same counts)
+        else
+          c.all_reduce(i, sz(ge.out_rows) * sz(ge.out_cols), kF);
       }
     };
-    // ---- DistLoss::masked_loss over the last layer's block ----
-    const double n_rows = sz(gl.out_rows);
+    // ---- DistLoss::masked_loss over the last layer's block (its row slice when split) ----
+    const double n_rows = sz(loss_rows);
     const auto masked_loss = [&]() {
       c.all_reduce(gl.roles.o, n_rows, kF);  // row max
       c.all_reduce(gl.roles.o, n_rows, kF);  // row exp-sum
       c.all_reduce(gl.roles.o, 1, kD);       // loss over classes
       c.all_reduce(gl.roles.d, 1, kD);       // loss over rows
+      if (split_loss) c.all_reduce(i_last, 1, kD);  // loss over the row slices
     };
 
     // Training forward, loss, backward.
@@ -140,9 +176,9 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     for (int l = L - 1; l >= 0; --l) {
       const LayerGeometry& ge = geo[l];
       const auto [o, i, d] = ge.roles;
-      (void)i;
+      if (l == L - 1 && scatter_logits) c.gather(i, ge.out_rows.size(), ge.out_cols.size());  // dlogits
       c.all_reduce(d, sz(ge.out_cols), kF);               // db
-      c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // W
+      if (!reuse_gathers) c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // W
       c.gemm(sz(ge.in_cols), sz(ge.out_rows), sz(ge.out_cols));
       c.gather(d, ge.in_cols.size(), ge.out_cols.size());  // dW reduce-scatter (same counts)
       if (l > 0) {
@@ -150,7 +186,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
         c.all_reduce(o, sz(ge.out_rows) * sz(ge.in_cols), kF);  // dAGG
         c.gather_adj(adj_block(l), block_nnz(ge), true);  // Âᵀ
         c.spmm(block_nnz(ge), sz(ge.in_rows), sz(ge.in_cols));
-        c.all_reduce(d, sz(ge.in_rows) * sz(ge.in_cols), kF);  // dH
+        c.all_reduce(d, sz(ge.in_rows) * sz(ge.in_cols), kF, chunks);  // dH
       }
     }
     // Adam: local. Evaluation forward and DistLoss::evaluate.
@@ -160,17 +196,19 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     c.all_reduce(gl.roles.o, n_rows, kF);  // argmax value
     c.all_reduce(gl.roles.o, n_rows, kF);  // lowest column among the maxima
     c.all_reduce(gl.roles.d, 3, kD);       // correct counts
+    if (split_loss) c.all_reduce(i_last, 3, kD);
 
     // ---- resident tensors (what the backend allocates), an estimate of the peak ----
     double mem = 0;
     // Each distinct Â block (shard_ranges_at), with its transpose: row pointers of the whole
-    // (8 bytes a row), and 4-byte column ids and values of this rank's entries — all of them,
-    // or, sharded, its part's, plus one gather workspace for the largest block.
+    // (8 bytes a row, and one more per row chunk), and 4-byte column ids and values of this
+    // rank's entries — all of them, or, sharded, its part's, plus one gather workspace for the
+    // largest block.
     double workspace = 0;
     for (const AdjBlockRange& b : sr.adj) {
       const double nb = avg_nnz(b.rows, b.cols);
-      mem += (sz(b.rows) + 1) * 8 + nb * Counter::part_fraction(b.part_rows, b.rows) * 8;  // Â
-      mem += (sz(b.cols) + 1) * 8 + nb * Counter::part_fraction(b.part_cols, b.cols) * 8;  // Âᵀ
+      mem += (sz(b.rows) + chunks) * 8 + nb * Counter::part_fraction(b.part_rows, b.rows) * 8;  // Â
+      mem += (sz(b.cols) + chunks) * 8 + nb * Counter::part_fraction(b.part_cols, b.cols) * 8;  // Âᵀ
       if (b.sharded) workspace = std::max(workspace, nb * 8);
     }
     mem += workspace;
@@ -190,6 +228,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     }
     mem += n_rows * (4 + 4 + 4 + 4 + 4 + 8 + 1);        // labels, 2 mask weights, row max/sum, argmax col, splits
     mem += 2 * n_rows * sz(gl.out_cols) * kF;           // loss scratch gradient, dlogits
+    if (scatter_logits) mem += (n_rows + sz(gl.out_rows)) * sz(gl.out_cols) * kF;  // OUT slice, gathered dlogits
     mem += transient;                                   // dAGG + dH of one backward layer
     rc.memory_bytes = mem;
     out.push_back(rc);
@@ -211,9 +250,14 @@ AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bool firs
   const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);
   const int L = p.layers();
   const auto G = [&](Axis a) { return static_cast<double>(g.dim(a)); };
-  // Features: all-gathered over layer 0's d in both forward passes.
+  const bool split = p.comm_variant != CommVariant::Baseline;  // rs-ag and rs-ag-reuse
+  const bool reuse = p.comm_variant == CommVariant::RsAgReuse;
+  // Features: all-gathered over layer 0's d in both forward passes (reuse: once per run).
   const LayerRoles r0 = roles_for_layer(0);
-  add(r0.d, 2 * 4 * (G(r0.d) - 1) * N * static_cast<double>(p.dims[0]));
+  const double feature_gathers = reuse ? (first_epoch ? 1 : 0) : 2;
+  add(r0.d, feature_gathers * 4 * (G(r0.d) - 1) * N * static_cast<double>(p.dims[0]));
+  // W gathers per layer: train forward, backward, eval forward (reuse: after each update only).
+  const double w_gathers = reuse ? (first_epoch ? 2 : 1) : 3;
   for (int l = 0; l < L; ++l) {
     const auto [o, i, d] = roles_for_layer(l);
     const double D = static_cast<double>(p.dims[l]), Dn = static_cast<double>(p.dims[l + 1]);
@@ -221,8 +265,13 @@ AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bool firs
     double agg = 2;
     if (l == 0) agg = (p.dropout ? 1 : 0) + (first_epoch ? 1 : 0);
     add(o, agg * 8 * (G(o) - 1) * N * D);
-    add(i, 2 * 8 * (G(i) - 1) * N * Dn);                 // OUT, train + eval
-    add(d, 4 * 4 * (G(d) - 1) * D * Dn);                 // W gathers ×3, dW reduce-scatter
+    // OUT, train + eval: all-reduces, or on the last layer split: two reduce-scatters and the
+    // backward all-gather of dlogits, each 4 (G_i - 1) N D' over all ranks.
+    if (split && l == L - 1)
+      add(i, 3 * 4 * (G(i) - 1) * N * Dn);
+    else
+      add(i, 2 * 8 * (G(i) - 1) * N * Dn);
+    add(d, (w_gathers + 1) * 4 * (G(d) - 1) * D * Dn);  // W gathers, dW reduce-scatter
     add(d, 8 * (G(d) - 1) * G(i) * Dn);                  // db
     if (l > 0) add(o, 8 * (G(o) - 1) * N * D), add(d, 8 * (G(d) - 1) * N * D);  // dAGG, dH
     // Sharded Â: each use all-gathers every block over i, 8 bytes an entry from each of the
@@ -230,10 +279,16 @@ AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bool firs
     if (p.shard_adj) add(i, (agg + (l > 0 ? 1 : 0)) * 8 * (G(i) - 1) * nnz_hat);
   }
   const auto [o, i, d] = roles_for_layer(L - 1);
-  add(o, 8 * 8 * (G(o) - 1) * G(i) * N);                 // 8 row vectors (3 masked losses, argmax ×2)
+  // 8 row vectors (3 masked losses, argmax ×2): every i-rank repeats its rows, or, split, the
+  // i-ranks hold disjoint slices of them.
+  add(o, 8 * 8 * (G(o) - 1) * (split ? 1 : G(i)) * N);
   add(o, 3 * 16 * (G(o) - 1) * G(i) * G(d));             // 3 loss scalars (double)
   add(d, 3 * 16 * (G(d) - 1) * G(i) * G(o));             // 3 loss scalars over rows
   add(d, 3 * 16 * (G(d) - 1) * G(i) * G(o));             // 3 correct counts
+  if (split) {
+    add(i, 3 * 16 * (G(i) - 1) * G(o) * G(d));           // 3 loss scalars over the row slices
+    add(i, 3 * 16 * (G(i) - 1) * G(o) * G(d));           // 3 correct counts over the row slices
+  }
   return b;
 }
 
@@ -299,6 +354,8 @@ GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const 
   double c1 = 0, x1 = 0;
   plan.first_epoch_seconds = time(first, &c1, &x1);
   plan.total_seconds = time(steady, &plan.comm_seconds, &plan.compute_seconds);
+  for (const RankCost& rc : steady)
+    plan.latency_steps = std::max(plan.latency_steps, rc.calls[0] + rc.calls[1] + rc.calls[2] + rc.calls[3]);
   return plan;
 }
 
@@ -306,6 +363,13 @@ std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineMod
   std::vector<GridPlan> plans;
   for (GridShape g : all_grids(ranks)) plans.push_back(plan_grid(p, g, m));
   sort_plans(plans);
+  return plans;
+}
+
+std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m, double memory_limit_bytes) {
+  std::vector<GridPlan> plans = plan_all(p, ranks, m);
+  if (memory_limit_bytes > 0)
+    std::erase_if(plans, [&](const GridPlan& plan) { return plan.memory_bytes > memory_limit_bytes; });
   return plans;
 }
 
