@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `plexus report`: metrics files of the older form (no header, one comm_seconds number) and the
+# newer (header, comm_seconds per axis), a run still going, a GPT run, real runs on Cora; the
+# table, --csv and --json; bad input.
+# Usage: cli_report.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1
+src=$2
+source "$src/tests/lib_cli.sh"
+
+# Hand-written files. Medians leave the first epoch out: old 0.6 s, new 0.3 s (speed-up 2).
+cat >"$work/old.jsonl" <<'EOF'
+{"epoch": 1, "loss": 2.0, "train_acc": 0.1, "val_acc": 0.20, "test_acc": 0.21, "val_loss": 2.0, "epoch_seconds": 1.0, "train_seconds": 0.9, "compute_seconds": 0.8, "comm_seconds": 0.2, "comm_bytes": {"total": 300, "x": 100, "y": 100, "z": 100}, "rank0_comm_bytes": {"x": 50, "y": 50, "z": 50}}
+{"epoch": 2, "loss": 1.5, "train_acc": 0.3, "val_acc": 0.50, "test_acc": 0.52, "val_loss": 1.5, "epoch_seconds": 0.5, "train_seconds": 0.4, "compute_seconds": 0.4, "comm_seconds": 0.1, "comm_bytes": {"total": 600, "x": 200, "y": 200, "z": 200}, "rank0_comm_bytes": {"x": 100, "y": 100, "z": 100}}
+{"epoch": 3, "loss": 1.2, "train_acc": 0.4, "val_acc": 0.40, "test_acc": 0.41, "val_loss": 1.6, "epoch_seconds": 0.7, "train_seconds": 0.6, "compute_seconds": 0.5, "comm_seconds": 0.2, "comm_bytes": {"total": 600, "x": 200, "y": 200, "z": 200}, "rank0_comm_bytes": {"x": 100, "y": 100, "z": 100}}
+{"epoch": 4, "loss": 1.1, "train_acc": 0.5, "val_acc": 0.45, "test_acc": 0.44, "val_loss": 1.7, "epoch_seconds": 0.6, "train_seconds": 0.5, "compute_seconds": 0.45, "comm_seconds": 0.15, "comm_bytes": {"total": 600, "x": 200, "y": 200, "z": 200}, "rank0_comm_bytes": {"x": 100, "y": 100, "z": 100}}
+{"summary": true, "best_val_acc": 0.5, "test_acc": 0.52, "total_seconds": 2.8, "peak_rss_bytes": 1048576, "peak_tensor_bytes": 524288, "ranks": 8, "grid": "2x2x2", "comm_variant": "baseline", "backend": "cpu"}
+EOF
+header() {  # header HIDDEN: a newer-form first line
+  echo '{"config": true, "command": "train", "version": "0.1.0", "data": "g.h5", "grid": "1x2x1", "ranks": 2, "threads": 1, "backend": "cpu", "started": "2026-11-24T02:00:00Z", "options": {"layers": 2, "hidden": '"$1"', "epochs": 200, "lr": 0.01, "grid": "auto", "metrics": "x.jsonl"}, "reductions": {"comm_seconds": "max over ranks"}}'
+}
+new_epoch() {  # new_epoch N SECONDS VAL_ACC
+  echo '{"epoch": '"$1"', "loss": 1.0, "train_acc": 0.5, "val_acc": '"$3"', "test_acc": 0.6, "val_loss": 1.0, "epoch_seconds": '"$2"', "train_seconds": 0.2, "compute_seconds": 0.1, "comm_seconds": {"total": 0.2, "x": 0.0, "y": 0.2, "z": 0.0}, "comm_seconds_mean": {"total": 0.1, "x": 0.0, "y": 0.1, "z": 0.0}, "comm_bytes": {"total": 4096, "x": 0, "y": 4096, "z": 0}, "rank0_comm_bytes": {"x": 0, "y": 2048, "z": 0}}'
+}
+{ header 16; new_epoch 1 2.0 0.3; new_epoch 2 0.3 0.7; new_epoch 3 0.3 0.6
+  echo '{"summary": true, "best_val_acc": 0.7, "test_acc": 0.65, "total_seconds": 2.6, "peak_rss_bytes": 2097152, "peak_tensor_bytes": 1048576, "ranks": 2, "grid": "1x2x1", "comm_variant": "baseline", "backend": "cpu"}'
+} >"$work/new.jsonl"
+# Still going: no summary, and a last line half written (no newline yet).
+{ header 64; new_epoch 1 1.0 0.2; new_epoch 2 0.4 0.8; printf '{"epoch": 3, "loss": 0.' ; } >"$work/going.jsonl"
+{ echo '{"iter": 1, "loss": 4.2, "lr": 0.001, "grad_norm": 1.0, "step_seconds": 0.9, "tokens_per_second": 100, "comm_bytes": {"total": 0, "x": 0, "y": 0, "z": 0, "d": 0}, "val_loss": 4.1}'
+  echo '{"iter": 2, "loss": 3.9, "lr": 0.001, "grad_norm": 1.0, "step_seconds": 0.2, "tokens_per_second": 500, "comm_bytes": {"total": 0, "x": 0, "y": 0, "z": 0, "d": 0}, "val_loss": 3.7}'
+  echo '{"summary": true, "iters_done": 2, "best_val_loss": 3.7, "total_seconds": 1.1, "peak_rss_bytes": 1000, "peak_tensor_bytes": 500, "ranks": 1, "grid": "1x1x1", "dp": 1, "backend": "cpu"}'
+} >"$work/gpt.jsonl"
+
+# The table: one column per run, --hidden differs (--lr does not), per-axis comm where recorded.
+if "$plexus" report "$work/old.jsonl" "$work/new.jsonl" "$work/going.jsonl" >"$work/table" 2>&1 &&
+   grep -Eq '^--hidden +- +16 +64$' "$work/table" && ! grep -q -- '--lr' "$work/table" &&
+   ! grep -q -- '--metrics' "$work/table" &&
+   grep -Eq '^status +done +done +running$' "$work/table" &&
+   grep -Eq '^epochs done +4 +3 +2$' "$work/table" &&
+   grep -Eq '^epoch s \(median\) +0\.6000 +0\.3000 +0\.4000$' "$work/table" &&
+   grep -Eq '^ +comm s y +- +0\.2000 +0\.2000$' "$work/table" &&
+   grep -Eq '^speed-up vs first +1\.00x +2\.00x +1\.50x$' "$work/table"; then ok; else fail table; cat "$work/table"; fi
+
+# CSV: one row per run, the same figures as numbers; a running run's best so far.
+if "$plexus" report --csv "$work/old.jsonl" "$work/new.jsonl" "$work/going.jsonl" "$work/gpt.jsonl" >"$work/csv" 2>&1 &&
+   $py -c "
+import csv
+rows = list(csv.DictReader(open('$work/csv')))
+assert [r['run'] for r in rows] == ['old', 'new', 'going', 'gpt'], rows
+old, new, going, gpt = rows
+assert float(old['median_step_seconds']) == 0.6 and float(new['median_step_seconds']) == 0.3, rows
+assert float(new['speedup']) == 2.0 and abs(float(going['speedup']) - 1.5) < 1e-12, rows
+assert float(old['median_comm_seconds_total']) == 0.15 and old['median_comm_seconds_y'] == '', old
+assert float(old['comm_bytes_x']) == 200 and float(new['comm_bytes_y']) == 4096, rows
+assert float(old['best_val_acc']) == 0.5 and float(old['test_acc']) == 0.52, old
+assert going['status'] == 'running' and float(going['best_val_acc']) == 0.8 and float(going['test_acc']) == 0.6, going
+assert old['grid'] == '2x2x2' and new['ranks'] == '2' and going['--hidden'] == '64' and old['--hidden'] == '', rows
+assert float(gpt['best_val_loss']) == 3.7 and float(gpt['median_step_seconds']) == 0.2 and gpt['steps_done'] == '2', gpt
+assert float(old['peak_rss_bytes']) == 1048576, old
+"; then ok; else fail csv; cat "$work/csv"; fi
+
+# JSON parses: one object per run, the same keys.
+if "$plexus" report --json "$work/old.jsonl" "$work/gpt.jsonl" >"$work/json" 2>&1 &&
+   $py -c "
+import json
+d = json.load(open('$work/json'))
+assert [r['run'] for r in d] == ['old', 'gpt'] and d[1]['best_val_loss'] == 3.7 and d[0]['best_val_loss'] is None, d
+assert d[0]['median_step_seconds'] == 0.6 and abs(d[1]['speedup'] - 3.0) < 1e-12, d
+"; then ok; else fail json; cat "$work/json"; fi
+# A GPT run alone speaks of steps.
+if "$plexus" report "$work/gpt.jsonl" >"$work/table" 2>&1 && grep -Eq '^step s \(median\) +0\.2000$' "$work/table" &&
+   grep -Eq '^best val loss +3\.7000$' "$work/table" && ! grep -q 'val acc' "$work/table"; then ok; else fail gpt; cat "$work/table"; fi
+
+# Real runs on Cora: the options that differ, and medians that match the files.
+for h in 16 32; do
+  "$plexus" train --epochs 3 --hidden $h --quiet --metrics "$work/cora$h.jsonl" >/dev/null 2>&1 || fail "train $h"
+done
+if "$plexus" report "$work/cora16.jsonl" "$work/cora32.jsonl" >"$work/table" 2>&1 &&
+   grep -Eq '^--hidden +16 +32$' "$work/table" && ! grep -q -- '--epochs' "$work/table" &&
+   grep -Eq '^speed-up vs first +1\.00x' "$work/table" &&
+   "$plexus" report --csv "$work/cora16.jsonl" "$work/cora32.jsonl" >"$work/csv" 2>&1 &&
+   $py -c "
+import csv, json, statistics
+rows = list(csv.DictReader(open('$work/csv')))
+for r, h in zip(rows, (16, 32)):
+    lines = [json.loads(l) for l in open(f'$work/cora{h}.jsonl')]
+    epochs = [l for l in lines if 'epoch' in l]
+    summary = lines[-1]
+    assert len(epochs) == 3 and summary.get('summary') and r['status'] == 'done', r
+    assert abs(float(r['median_step_seconds']) - statistics.median(e['epoch_seconds'] for e in epochs[1:])) < 1e-12, r
+    assert float(r['best_val_acc']) == summary['best_val_acc'] and float(r['test_acc']) == summary['test_acc'], r
+    assert r['--hidden'] == str(h) and r['grid'] == '1x1x1', r
+t0, t1 = (float(r['median_step_seconds']) for r in rows)
+assert abs(float(rows[1]['speedup']) - t0 / t1) < 1e-9, rows
+"; then ok; else fail cora; cat "$work/table" "$work/csv"; fi
+
+# Bad input: one line naming the file (and the line), exit 2.
+expect_error missing "$work/nope.jsonl: no such file" report "$work/new.jsonl" "$work/nope.jsonl"
+{ header 16; echo 'not json'; new_epoch 1 1.0 0.1; } >"$work/bad.jsonl"
+expect_error not-json "$work/bad.jsonl: line 2: not JSON" report "$work/bad.jsonl"
+{ header 16; echo '[1, 2]'; } >"$work/array.jsonl"
+expect_error not-object "$work/array.jsonl: line 2: not a JSON object" report "$work/array.jsonl"
+header 16 >"$work/header_only.jsonl"
+expect_error no-epoch "$work/header_only.jsonl: has no epoch" report "$work/header_only.jsonl"
+: >"$work/empty.jsonl"
+expect_error empty "$work/empty.jsonl: has no epoch" report "$work/empty.jsonl"
+expect_error directory "$work: is a directory" report "$work"
+expect_error csv-and-json "command line" report --csv --json "$work/new.jsonl"
+expect_error no-files "command line" report
+
+echo "cli_report: $passed passed, $failures failed"
+((failures == 0))
