@@ -334,4 +334,34 @@ void write_text_output(const OutputTarget& out, const std::string& text) {
   file.commit();
 }
 
+LineLog::LineLog(const OutputTarget& out) : path_(out.path), target_(out.target) {
+  if (out.stream) {
+    stream_fd_ = out.stream_fd;
+    fd_ = *stream_fd_;
+    return;
+  }
+  slot_ = take_slot(target_);
+  fd_ = ::open(target_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    const int err = errno;
+    release_slot(slot_);
+    throw InputError(out.path, "cannot write: cannot open: " + errno_text(err));
+  }
+}
+
+LineLog::~LineLog() {
+  if (stream_fd_) return;
+  ::close(fd_);
+  if (!committed_) ::unlink(target_.c_str());
+  release_slot(slot_);
+}
+
+void LineLog::commit() {
+  committed_ = true;
+  release_slot(slot_);
+  slot_ = -1;
+}
+
+void LineLog::append(const std::string& line) { write_all(fd_, line + "\n", path_); }
+
 }  // namespace plexus::io

@@ -90,4 +90,27 @@ int stop_signal();
 // Writes `text` to a checked output: atomically to a regular file, directly to a stream.
 void write_text_output(const OutputTarget& out, const std::string& text);
 
+// A log written while the work runs (JSON Lines metrics), so that `tail -f` follows it: the
+// one output not written beside itself and renamed. The file is created (or emptied) when the
+// log opens, and each line is appended with one write, so a reader never sees part of a line.
+// Until commit() a failed run removes it, like a temporary file: on an exception (destructor),
+// exit 2, SIGINT, SIGTERM and SIGHUP. Streams (FIFOs, /dev/stdout) are written the same way.
+class LineLog {
+ public:
+  explicit LineLog(const OutputTarget& out);
+  LineLog(const LineLog&) = delete;
+  LineLog& operator=(const LineLog&) = delete;
+  ~LineLog();
+  void append(const std::string& line);  // `line` without its newline; InputError on a full disk
+  void commit();                         // the log is whole: keep it
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, target_;
+  int fd_ = -1;
+  int slot_ = -1;  // in the signal handler's list of files to remove
+  bool committed_ = false;
+  std::shared_ptr<int> stream_fd_;  // a stream's descriptor, owned by its OutputTarget
+};
+
 }  // namespace plexus::io

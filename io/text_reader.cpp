@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "io/files.hpp"
 #include "plexus/error.hpp"
+#include "plexus/progress.hpp"
 
 namespace plexus::text {
 
@@ -44,6 +46,10 @@ TextReader::TextReader(const std::string& path) : path_(path), buf_(kBuffer) {
   }
   gzbuffer(file_, 1u << 17);
   io::note_input_file(path);
+  if (st.type() == std::filesystem::file_type::regular) {
+    const auto size = std::filesystem::file_size(path, ec);
+    file_bytes_ = ec ? 0 : size;
+  }
 }
 
 TextReader::~TextReader() {
@@ -71,6 +77,7 @@ void TextReader::fill() {
     return;
   }
   len_ = static_cast<std::size_t>(n);
+  if (file_bytes_ > 0) report_progress(static_cast<std::uint64_t>(std::max<z_off_t>(0, gzoffset(file_))), file_bytes_);
 }
 
 bool TextReader::next(std::string_view& out) {

@@ -49,6 +49,7 @@ class TextReader {
   bool eof_ = false;
   std::int64_t lineno_ = 0;
   std::string line_;
+  std::uint64_t file_bytes_ = 0;  // the size of a regular file (0: a stream), for progress
 };
 
 // Splits a line into fields separated by runs of spaces/tabs, or by a comma (with optional

@@ -60,7 +60,7 @@ if has cora; then
 import json, sys
 out = sys.argv[1]
 rows = {b: [json.loads(l) for l in open(f"{out}/cora_{b}.jsonl")] for b in ("cuda", "cpu")}
-g, c = rows["cuda"][:-1], rows["cpu"][:-1]
+g, c = rows["cuda"][1:-1], rows["cpu"][1:-1]  # epochs: after the header, before the summary
 rel = [abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(g, c)]
 k = max(range(len(rel)), key=rel.__getitem__)
 print(f"epochs {len(g)}: worst relative loss difference {rel[k]:.3g} at epoch {k + 1}; "

@@ -9,7 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0 passed=0
 
-"$plexus" generate rmat --scale 6 --edge-factor 4 --features 8 --classes 3 -o "$work/good.h5" >/dev/null || {
+"$plexus" generate rmat --scale 6 --edge-factor 4 --feature-width 8 --classes 3 -o "$work/good.h5" >/dev/null || {
   echo "FAIL: could not generate the base graph"; exit 1; }
 
 # expect_error NAME EXPECTED_SUBSTRING -- ARGS...
@@ -85,8 +85,8 @@ opt unknown-option "command line: " --frobnicate 3
 opt bad-grid "--grid: " --grid 2x0x1
 # A mistyped subcommand or an option before it is named, not "a subcommand is required".
 expect_error unknown-subcommand "command line: unknown subcommand 'trian' of plexus gpt" -- gpt trian
-expect_error unknown-top-subcommand "command line: unknown subcommand 'frob' of plexus " -- frob
-expect_error option-before-subcommand "command line: unknown option '--frob' of plexus " -- --frob train
+expect_error unknown-top-subcommand "command line: unknown subcommand 'frob' of plexus; see plexus --help" -- frob
+expect_error option-before-subcommand "command line: unknown option '--frob' of plexus train; see plexus train --help" -- --frob train
 # The error is one printable line whatever the name holds: a newline, a control byte, bytes
 # that are not UTF-8 are escaped; valid UTF-8 stays as it is.
 expect_error newline-in-name "no-such.nfile.x01.h5: no such file" -- train --data $'no-such\nfile\x01.h5'
@@ -110,7 +110,7 @@ opt toml-bad-value "--lr: " --config "$work/neg-lr.toml"
 expect_error gen-bad-scale "--scale" -- generate rmat --scale 0 -o "$work/x.h5"
 expect_error sbm-classes-above-nodes "--classes: 11 classes for 10 nodes" -- generate sbm --nodes 10 --classes 11 -o "$work/x.h5"
 expect_error sbm-empty-train "--train-fraction: must be in (0, 1]" -- generate sbm --nodes 100 --train-fraction 0 -o "$work/x.h5"
-expect_error convert-missing-dir "ind.cora" -- convert planetoid --dir "$work/none" -o "$work/x.h5"
+expect_error convert-missing-dir "ind.cora" -- convert planetoid "$work/none" -o "$work/x.h5"
 [[ -e "$work/x.h5" ]] && { echo "FAIL: x.h5 written despite errors"; failures=$((failures + 1)); }
 
 # Under MPI: a bad file must end every rank promptly with one plexus line and exit code 2,

@@ -28,7 +28,7 @@ for g in 2x1x1 1x2x1 1x1x2 3x1x1 1x3x1 1x1x3 2x2x1 4x1x1 1x4x1 1x2x2 2x1x2 3x2x1
     >"$work/plan$g.json" || fail "plan gpt $g"
   if $py - "$work/g$g.jsonl" "$work/plan$g.json" "$g" <<'PY'; then ok; else fail "grid $g bytes = model"; fi
 import json, sys
-steps = [json.loads(l) for l in open(sys.argv[1])][:-1]
+steps = [json.loads(l) for l in open(sys.argv[1])][1:-1]  # not the header and summary
 plan = next(p for p in json.load(open(sys.argv[2]))["grids"] if p["grid"] == sys.argv[3] and p["dp"] == 1)
 for s in steps:
     # An evaluation (before step 1, after step 5) gathers the weights the next step then reuses.
@@ -87,7 +87,7 @@ prof = [json.loads(l) for l in open(sys.argv[1])]
 plain = [json.loads(l) for l in open(sys.argv[2])]
 k = prof[-1]["kernels"]
 assert sum(v["calls"] for n, v in k.items() if n.startswith("gemm_")) > 0 and k["layernorm_apply"]["seconds"] > 0 and plain[-1]["kernels"] is None
-assert [r["loss"] for r in prof[:3]] == [r["loss"] for r in plain[:3]], "profiling changes no number"
+assert [r["loss"] for r in prof[1:4]] == [r["loss"] for r in plain[1:4]], "profiling changes no number"  # steps 1-3 (line 0: the header)
 PY
 
 # ---- bad input ---------------------------------------------------------------------------------------

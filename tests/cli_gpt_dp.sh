@@ -57,7 +57,7 @@ for S in 0 1 2 3; do
 done
 if $py - "$work"/ratio{0,1,2,3}.jsonl <<'PY'; then ok; else fail "stage 3 = 1.5 x stage 0 on d"; fi
 import json, sys
-d = [json.loads(open(p).readline())["comm_bytes"]["d"] for p in sys.argv[1:]]
+d = [json.loads(open(p).readlines()[1])["comm_bytes"]["d"] for p in sys.argv[1:]]  # step 1 (line 0: the header)
 loss = 8 * 2 * (4 - 1) / 4 * 8  # the loss, all-reduced over d by every rank (8 bytes, D = 4, 8 ranks)
 grads = [v - loss for v in d]
 print(f"bytes on d per step: ZeRO-0 {d[0]:.0f}, 1 {d[1]:.0f}, 2 {d[2]:.0f}, 3 {d[3]:.0f}; 3/0 = {grads[3] / grads[0]:.6f}")
@@ -96,7 +96,7 @@ PY
 # ---- bad options ---------------------------------------------------------------------------------------
 expect_error zero-stage "--zero" gpt train --data "$text" --zero 4
 expect_error dp-zero "--dp" gpt train --data "$text" --dp 0
-expect_error dp-ranks "needs 2 ranks" gpt train --data "$text" --dp 2
+expect_error dp-ranks "--dp: 2 replicas need a multiple of 2 ranks; 1 was started" gpt train --data "$text" --dp 2
 expect_error bucket "--bucket-mb" gpt train --data "$text" --bucket-mb 0
 expect_error bucket-tiny "--bucket-mb" gpt train --data "$text" --bucket-mb 0.000001
 expect_error budget-text "--memory-per-rank" gpt train --data "$text" --memory-per-rank lots

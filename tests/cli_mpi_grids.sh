@@ -39,7 +39,7 @@ PY
 compare() {  # compare NAME REFERENCE CANDIDATE
   if /usr/bin/python3 - "$2" "$3" <<'PY'
 import json, sys
-ref, got = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+ref, got = ([json.loads(l) for l in open(p)][1:] for p in sys.argv[1:3])  # not the header
 assert len(ref) == len(got), f"{len(got)} lines, expected {len(ref)}"
 worst = max(abs(a["loss"] - b["loss"]) / abs(a["loss"]) for a, b in zip(ref[:-1], got[:-1]))
 assert worst <= 1e-5, f"loss differs by {worst:.2e} relative"

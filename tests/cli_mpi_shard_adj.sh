@@ -19,7 +19,7 @@ fi
 
 "$plexus" prepare "$cora" -o "$work/cora_perm.h5" --balance permute -q || fail prepare
 # N = 1000 and 37 features: blocks uneven on every grid below.
-"$plexus" generate sbm --nodes 1000 --classes 5 --features 37 --avg-degree 12 -o "$work/sbm.h5" >/dev/null || fail generate
+"$plexus" generate sbm --nodes 1000 --classes 5 --feature-width 37 --avg-degree 12 -o "$work/sbm.h5" >/dev/null || fail generate
 $py -c "
 import h5py, numpy as np, sys
 n = 3  # fewer rows than ranks on the axis of 1x4x1: some parts are empty
@@ -36,7 +36,7 @@ with h5py.File(sys.argv[1], 'w') as h:
 same() {
   $py -c "
 import json, sys
-key = lambda f: [(r['loss'], r['train_acc'], r['val_acc'], r['test_acc']) for r in map(json.loads, open(f)) if 'summary' not in r]
+key = lambda f: [(r['loss'], r['train_acc'], r['val_acc'], r['test_acc']) for r in map(json.loads, open(f)) if 'epoch' in r]
 a, b = key(sys.argv[1]), key(sys.argv[2])
 assert a and a == b, (a[:2], b[:2])
 s = json.loads(open(sys.argv[2]).read().splitlines()[-1])

@@ -52,7 +52,7 @@ dim = {"X": X, "Y": Y, "Z": Z}
 roles = [("X", "Y", "Z"), ("Z", "X", "Y"), ("Y", "Z", "X")]  # (o, i, d) of layer l % 3
 def load(name):
     rows = [json.loads(l) for l in open(f"{work}/{name}_{tag}.jsonl")]
-    return rows[:-1], rows[-1]
+    return rows[1:-1], rows[-1]  # epochs (after the header), summary
 base, sb = load("base")
 errors = []
 def total(rows):

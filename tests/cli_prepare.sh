@@ -13,13 +13,13 @@ source "$src/tests/lib_cli.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
 # losses FILE: the per-epoch losses of a metrics file, one per line, as printed by Python.
-losses() { $py -c "import json,sys; [print(repr(json.loads(l)['loss'])) for l in open(sys.argv[1]) if 'summary' not in l]" "$1"; }
+losses() { $py -c "import json,sys; [print(repr(json.loads(l)['loss'])) for l in open(sys.argv[1]) if '\"epoch\"' in l]" "$1"; }
 # close A B TOL: every epoch's loss within TOL relative.
 close() {
   $py -c "
 import json, sys
-a = [json.loads(l) for l in open(sys.argv[1]) if 'summary' not in l]
-b = [json.loads(l) for l in open(sys.argv[2]) if 'summary' not in l]
+a = [json.loads(l) for l in open(sys.argv[1]) if '\"epoch\"' in l]
+b = [json.loads(l) for l in open(sys.argv[2]) if '\"epoch\"' in l]
 assert len(a) == len(b) and a, (len(a), len(b))
 worst = max(abs(x['loss'] - y['loss']) / abs(x['loss']) for x, y in zip(a, b))
 assert worst <= float(sys.argv[3]), worst

@@ -20,7 +20,7 @@ import json, sys
 work = sys.argv[1]
 def load(name):
     rows = [json.loads(l) for l in open(f"{work}/{name}.jsonl")]
-    return rows[:-1], rows[-1]
+    return rows[1:-1], rows[-1]  # epochs (after the header), summary
 a, sa = load("a"); b, sb = load("b"); c, sc = load("c"); d, sd = load("d"); e, se = load("e")
 assert len(a) == 30 and [r["epoch"] for r in a] == list(range(1, 31)), "one object per epoch"
 for key in ("epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_seconds", "train_seconds", "comm_bytes"):

@@ -9,7 +9,7 @@ plexus=$1 src=$2
 source "$src/tests/lib_cli.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-"$plexus" generate rmat --scale 7 --edge-factor 4 --features 8 --classes 3 -o "$work/good.h5" >/dev/null || {
+"$plexus" generate rmat --scale 7 --edge-factor 4 --feature-width 8 --classes 3 -o "$work/good.h5" >/dev/null || {
   echo "FAIL: could not generate the base graph"; exit 1; }
 # mutate BASE NAME PYTHON_CODE: copy BASE.h5 to NAME.h5 and run the code with `f` open for writing.
 mutate() {
@@ -53,7 +53,7 @@ mpi_error edited-masks-p "/prepared: labels_p and masks_p disagree" train --grid
 # An untouched prepared file still trains, with accuracies within [0, 1].
 "$plexus" train --epochs 3 --quiet --layers 1 --data "$work/prep.h5" --metrics "$work/m.jsonl" >/dev/null 2>&1 &&
   $py -c "import json,sys; r=[json.loads(l) for l in open('$work/m.jsonl')]
-sys.exit(not all(0 <= e[k] <= 1 for e in r[:-1] for k in ('train_acc','val_acc','test_acc')))" && ok ||
+sys.exit(not all(0 <= e[k] <= 1 for e in r[1:-1] for k in ('train_acc','val_acc','test_acc')))" && ok ||
   fail "prepared file trains"
 
 # 4. Under MPI every rank runs the same command line.
@@ -70,7 +70,7 @@ expect_error seed-negative "--seed: expected a whole number between 0 and" train
 expect_error seed-overflow "--seed: expected a whole number between 0 and" train --seed 18446744073709551616
 expect_error int64-overflow "--vocab: expected a whole number" gpt train --vocab 99999999999999999999
 expect_error lr-nan "--lr: expected a finite number" train --lr nan
-expect_error prepare-seed-negative "--seed: expected a whole number" prepare "$work/good.h5" -o "$work/x.h5" --seed -2
+expect_error prepare-seed-negative "--balance-seed: expected a whole number" prepare "$work/good.h5" -o "$work/x.h5" --balance-seed -2
 expect_error rmat-seed-negative "--seed: expected a whole number" generate rmat --seed -1 -o "$work/x.h5"
 expect_error sample-temperature-inf "--temperature: expected a finite number" gpt sample --model "$work/x.h5" --temperature inf
 expect_error data-empty "--data: must not be empty" train --data ""

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,6 +13,9 @@
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/grid_choice.hpp"
+#include "src/cli/metrics_log.hpp"
+#include "src/cli/progress.hpp"
 #include "src/cli/run_control.hpp"
 
 namespace plexus::cli {
@@ -19,7 +23,7 @@ namespace plexus::cli {
 namespace {
 
 struct GptTrainOptions {
-  std::string data, val_data, metrics, save, config, backend = "auto", grid = "1x1x1", memory_per_rank,
+  std::string data, val_data, metrics, save, config, backend = "auto", grid = "auto", memory_per_rank,
       precision = "fp32", matmul_precision;
   int dp = 1;
   CheckpointOptions checkpoints{"", "", 100, 2};  // docs/checkpoints.md
@@ -63,8 +67,16 @@ nlohmann::json memory_json(const GptTrainResult& r) {
   return j;
 }
 
-nlohmann::json step_json(const GptStepMetrics& m) {
-  nlohmann::json j{{"iter", m.iter},
+const std::map<std::string, std::string> kStepReductions = {
+    {"step_seconds", "rank 0"},
+    {"tokens_per_second", "rank 0's step: the tokens of every replica over its time"},
+    {"comm_bytes", "sum over ranks, per axis (each rank counts the bytes it receives)"},
+    {"dp_reduce", "rank 0"},
+    {"loss", "global: the mean over every replica's micro-batches"},
+};
+
+nlohmann::ordered_json step_json(const GptStepMetrics& m) {
+  nlohmann::ordered_json j{{"iter", m.iter},
                    {"loss", m.loss},
                    {"lr", m.lr},
                    {"grad_norm", m.grad_norm},
@@ -77,7 +89,7 @@ nlohmann::json step_json(const GptStepMetrics& m) {
   return j;
 }
 
-void run_gpt_train(GptTrainOptions& o) {
+void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   o.cfg.model.tied = !o.untie;
   o.cfg.precision = precision_of(o.precision);
   o.cfg.matmul_precision = matmul_precision_of(
@@ -86,8 +98,9 @@ void run_gpt_train(GptTrainOptions& o) {
   if (o.data.empty()) o.data = default_dataset("tinyshakespeare.txt");
   validate(o.cfg);
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
-  auto grid = ProcessGrid::create(parse_grid(o.grid), o.dp);
   set_rank_memory_budget(memory_limit);
+  const GridChoice grid_choice = choose_gpt_grid(o.grid, o.cfg, o.dp);
+  auto grid = ProcessGrid::create(grid_choice.shape, o.dp);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
@@ -96,10 +109,19 @@ void run_gpt_train(GptTrainOptions& o) {
   if (!root) o.quiet = true;
   // The outputs are checked before the run, not after it (io/files.hpp).
   const std::vector<std::string> inputs = {o.data, o.config};
-  std::optional<io::OutputTarget> metrics_out;
   if (root) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save", o.save}});
-  if (root && !o.metrics.empty()) metrics_out = io::check_output(o.metrics, io::OutputNeeds::Stream, inputs);
+  MetricsLog metrics(root ? o.metrics : std::string(), inputs);
   if (root && !o.save.empty()) io::check_output(o.save, io::OutputNeeds::Seekable, inputs);
+  if (!o.quiet && !grid_choice.why.empty()) fmt::print("--grid auto: {} ({})\n", grid->shape().str(), grid_choice.why);
+  metrics.header("gpt train", cmd,
+                 {{"data", o.data},
+                  {"grid", grid->shape().str()},
+                  {"dp", grid->dp()},
+                  {"ranks", grid->size()},
+                  {"threads", o.threads},
+                  {"backend", backend->name()},
+                  {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)}},
+                 kStepReductions);
 
   double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime (as plexus train)
   grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
@@ -122,8 +144,8 @@ void run_gpt_train(GptTrainOptions& o) {
                o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string(),
                o.cfg.precision == Precision::BF16 ? ", bf16" : "");
 
-  std::string metrics_text;
   const int print_every = std::max(1, o.cfg.iters / 100);
+  Progress progress(progress_style(o.quiet), "step", o.cfg.iters, resume ? resume->iters_done : 0, print_every);
   GptTrainHooks hooks;
   hooks.keep_weights = !o.save.empty();
   hooks.resume = resume ? &*resume : nullptr;
@@ -139,14 +161,14 @@ void run_gpt_train(GptTrainOptions& o) {
   };
   io::enable_graceful_stop();
   hooks.on_step = [&](const GptStepMetrics& m) {
-    if (!o.metrics.empty()) metrics_text += step_json(m).dump() + "\n";
-    if (o.quiet) return;
-    if (m.iter % print_every == 0 || m.iter == 1 || m.evaluated)
-      fmt::print("iter {:5d}  loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:7.1f} ms  {:8.0f} tok/s{}\n", m.iter, m.loss, m.lr,
-                 m.grad_norm, 1e3 * m.step_seconds, m.tokens_per_second,
-                 m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : "");
+    metrics.line(step_json(m));
+    progress.step(m.iter,
+                  fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,
+                              m.tokens_per_second, m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : ""),
+                  m.step_seconds, m.evaluated);
   };
   const GptTrainResult r = train_gpt(corpus, o.cfg, *backend, *grid, hooks);
+  progress.finish();
   double peak_rss = peak_rss_bytes();
   grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
   const std::string interruption =
@@ -164,8 +186,8 @@ void run_gpt_train(GptTrainOptions& o) {
   double comm_seconds = 0;
   for (const GptStepMetrics& m : r.steps) comm_seconds += m.comm_seconds;
   if (profiler) print_profile(*profiler, r.total_seconds, comm_seconds);
-  if (!o.metrics.empty()) {
-    metrics_text += nlohmann::json{{"summary", true},
+  if (metrics.enabled()) {
+    metrics.summary(nlohmann::ordered_json{{"summary", true},
                                    {"interrupted", stopped_by != 0},
                                    {"iters_done", r.iters_done},
                                    {"resumed_from", resume_from.empty() ? nlohmann::json() : nlohmann::json(resume_from)},
@@ -187,10 +209,7 @@ void run_gpt_train(GptTrainOptions& o) {
                                    {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
                                    {"memory", memory_json(r)},
                                    {"backend", backend->name()},
-                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
-                        .dump() +
-                    "\n";
-    io::write_text_output(*metrics_out, metrics_text);
+                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}});
   }
 }
 
@@ -223,7 +242,7 @@ void add_gpt_command(CLI::App& app) {
   auto t = std::make_shared<GptTrainOptions>();
   CLI::App* train = gpt->add_subcommand("train", "Train a GPT (default: a character-level baby GPT on tiny Shakespeare)");
   GptTrainConfig& c = t->cfg;
-  train->add_option("--data", t->data, "UTF-8 text (character-level) or llm.c token file (.bin); default: tiny Shakespeare");
+  add_data_option(train, t->data, "UTF-8 text (character-level) or llm.c token file (.bin); default: tiny Shakespeare");
   train->add_option("--val-data", t->val_data, "Validation token file (.bin; default: the last 10 % of --data)");
   train->add_option("--vocab", t->vocab, "Vocabulary size of a token file");
   train->add_option("--config", t->config, "TOML file of option values (keys = long option names)");
@@ -248,7 +267,10 @@ void add_gpt_command(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--eval-iters", c.eval_iters, "Validation batches per evaluation")->capture_default_str();
   train->add_option("--seed", c.seed, "Seed of weights, batches and dropout")->capture_default_str();
-  train->add_option("--grid", t->grid, "Tensor-parallel grid XxYxZ of one replica")->capture_default_str();
+  train->add_option("--grid", t->grid,
+                    "Tensor-parallel grid XxYxZ of one replica, or auto: the grid plexus plan gpt predicts fastest "
+                    "for the ranks started divided by --dp")
+      ->capture_default_str();
   train->add_option("--dp", t->dp, "Data-parallel replicas of the grid (ranks = dp·X·Y·Z)")->capture_default_str();
   train->add_option("--zero", c.zero_stage, "ZeRO stage over the replicas: 0 all-reduce, 1 optimizer state, "
                                             "2 + gradients, 3 + parameters sharded")
@@ -271,7 +293,7 @@ void add_gpt_command(CLI::App& app) {
                   "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");
   train->callback([t, train] {
     if (!t->config.empty()) apply_config_file(t->config, *train);
-    run_gpt_train(*t);
+    run_gpt_train(*t, *train);
   });
 
   auto s = std::make_shared<GptSampleOptions>();

@@ -22,19 +22,11 @@ namespace plexus::cli {
 namespace {
 
 struct InspectOptions {
-  std::string data, grid, balance, layers = "2", seed = "1";  // balance empty: the file's order
+  std::string data, grid, balance;  // balance empty: the file's order
+  int layers = 2;
+  std::uint64_t seed = 1;
   bool json = false;
 };
-
-template <typename T>
-T parse_number(const std::string& opt, const std::string& text, T lo, T hi) {
-  T v{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-    throw InputError(opt, "expected an integer, got '" + text + "'");
-  if (v < lo || v > hi) throw InputError(opt, fmt::format("must be between {} and {}, got {}", lo, hi, v));
-  return v;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -58,8 +50,9 @@ std::string bucket_label(int k) {
 void run_inspect(const InspectOptions& o) {
   // Options first (cheap, one line each), then the file.
   Balance balance = o.balance.empty() ? Balance::kNone : parse_balance(o.balance);
-  const int layers = parse_number<int>("--layers", o.layers, 1, 64);
-  const auto seed = parse_number<std::uint64_t>("--seed", o.seed, 0, std::numeric_limits<std::uint64_t>::max());
+  if (o.layers < 1 || o.layers > 64) throw InputError("--layers", fmt::format("must be between 1 and 64, got {}", o.layers));
+  const int layers = o.layers;
+  const std::uint64_t seed = o.seed;
   GridShape shape;
   const bool have_grid = !o.grid.empty();
   if (have_grid) shape = parse_grid(o.grid);
@@ -194,13 +187,13 @@ void run_inspect(const InspectOptions& o) {
 void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print graph statistics and the nnz balance of the 3D layout");
-  cmd->add_option("file", o->data, "Dataset in Plexus format v1")->required();
+  add_data_option(cmd, o->data, "Dataset in Plexus format v1")->required();
   cmd->add_option("--grid", o->grid, "Process grid XxYxZ: report the max/mean nnz over the Â blocks of every layer");
   cmd->add_option("--balance", o->balance,
                   "Node ordering: none, permute (double permutation) or metis; default: the file's own (none "
                   "unless prepared)");
   cmd->add_option("--layers", o->layers, "Number of GCN layers")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of the permutations")->capture_default_str();
+  cmd->add_option("--balance-seed", o->seed, "Seed of --balance permute")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print everything as JSON");
   cmd->callback([o] { run_inspect(*o); });
 }

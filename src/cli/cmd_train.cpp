@@ -10,6 +10,7 @@
 #include <thread>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <toml++/toml.h>
 
@@ -20,6 +21,9 @@
 #include "plexus/train.hpp"
 #include "plexus/trainer.hpp"
 #include "src/cli/about_file.hpp"
+#include "src/cli/grid_choice.hpp"
+#include "src/cli/metrics_log.hpp"
+#include "src/cli/progress.hpp"
 #include "src/cli/run_control.hpp"
 #include "src/cli/commands.hpp"
 
@@ -28,7 +32,7 @@ namespace plexus::cli {
 namespace {
 
 struct TrainOptions {
-  std::string data, metrics, config, backend = "auto", grid = "1x1x1", comm_variant = "baseline", memory_per_rank;
+  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GCN model file (docs/gcn-model.md)
@@ -39,7 +43,23 @@ struct TrainOptions {
   TrainConfig cfg;
 };
 
-nlohmann::json epoch_json(const EpochMetrics& m) {
+nlohmann::json axes_json(const std::array<double, 4>& v) {
+  return {{"total", v[3]}, {"x", v[0]}, {"y", v[1]}, {"z", v[2]}};
+}
+
+// How each per-rank figure of an epoch line was reduced over the ranks (the header says it too).
+const std::map<std::string, std::string> kEpochReductions = {
+    {"epoch_seconds", "rank 0 (every rank ends the epoch at its loss all-reduce)"},
+    {"train_seconds", "rank 0"},
+    {"compute_seconds", "max over ranks of epoch_seconds - comm_seconds.total"},
+    {"comm_seconds", "max over ranks, per axis and of each rank's total"},
+    {"comm_seconds_mean", "mean over ranks, per axis and of each rank's total"},
+    {"comm_bytes", "sum over ranks, per axis (each rank counts the bytes it receives)"},
+    {"rank0_comm_bytes", "rank 0"},
+    {"loss", "global: the mean over every training node"},
+};
+
+nlohmann::ordered_json epoch_json(const EpochMetrics& m) {
   return {{"epoch", m.epoch + 1},
           {"loss", m.loss},
           {"train_acc", m.train_acc},
@@ -48,8 +68,9 @@ nlohmann::json epoch_json(const EpochMetrics& m) {
           {"val_loss", m.val_loss},
           {"epoch_seconds", m.epoch_seconds},
           {"train_seconds", m.train_seconds},
-          {"compute_seconds", m.compute_seconds},
-          {"comm_seconds", m.comm_seconds},
+          {"compute_seconds", m.compute_seconds_max},
+          {"comm_seconds", axes_json(m.comm_seconds_max)},
+          {"comm_seconds_mean", axes_json(m.comm_seconds_mean)},
           {"comm_bytes", axis_bytes_json(m.comm_bytes)},
           {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}};
 }
@@ -77,14 +98,15 @@ InjectedFault parse_injected_fault(const std::string& text, int ranks) {
   return f;
 }
 
-void run_train(TrainOptions& o) {
+void run_train(TrainOptions& o, const CLI::App& cmd) {
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
-  auto grid = ProcessGrid::create(parse_grid(o.grid));
   set_rank_memory_budget(memory_limit);
+  const GridChoice grid_choice = choose_gcn_grid(o.grid, o.data, o.cfg);
+  auto grid = ProcessGrid::create(grid_choice.shape);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
@@ -94,10 +116,18 @@ void run_train(TrainOptions& o) {
   if (!root) o.quiet = true;
   const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());
   const std::string resume_from = prepare_checkpoints(o.checkpoints, *grid, {o.data, o.config});
-  // The metrics file is checked before the run, not after it (io/files.hpp).
-  std::optional<io::OutputTarget> metrics_out;
-  if (root && !o.metrics.empty())
-    metrics_out = io::check_output(o.metrics, io::OutputNeeds::Stream, {o.data, o.config});
+  const ProgressStyle style = progress_style(o.quiet);
+  if (!o.quiet && !grid_choice.why.empty()) spdlog::info("--grid auto: {} ({})", grid->shape().str(), grid_choice.why);
+  // The metrics file is checked and opened before the run; its lines are written as they come.
+  MetricsLog metrics(root ? o.metrics : std::string(), {o.data, o.config});
+  metrics.header("train", cmd,
+                 {{"data", o.data},
+                  {"grid", grid->shape().str()},
+                  {"ranks", grid->size()},
+                  {"threads", o.threads},
+                  {"backend", backend->name()},
+                  {"matmul_precision", matmul_precision_name(backend->matmul_precision())}},
+                 kEpochReductions);
   if (root && !o.save_model.empty()) {
     io::check_output(o.save_model, io::OutputNeeds::Seekable, {o.data, o.config});
     if (!o.metrics.empty()) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save-model", o.save_model}});
@@ -120,7 +150,7 @@ void run_train(TrainOptions& o) {
   // every rank reads the whole graph and orders it in memory).
   double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime
   grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
-  const auto t0 = std::chrono::steady_clock::now();
+  Phase loading(style, "loading " + o.data);
   GcnShards shards;
   GraphData whole;
   if (in_memory) {
@@ -129,7 +159,7 @@ void run_train(TrainOptions& o) {
   } else {
     shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj);
   }
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double load_s = loading.seconds();
   // Peak resident memory of the load (the process's high-water mark so far), largest rank.
   double load_rss = peak_rss_bytes();
   grid->world().all_reduce(&load_rss, 1, ReduceOp::Max);
@@ -137,6 +167,7 @@ void run_train(TrainOptions& o) {
   // --balance, where every rank holds the whole graph).
   double shard_bytes = static_cast<double>(in_memory ? 0 : shards.host_bytes());
   grid->world().all_reduce(&shard_bytes, 1, ReduceOp::Max);
+  loading.done(in_memory ? "the whole graph on every rank" : "this rank's shards");
   if (!o.quiet) {
     const index_t nodes = in_memory ? whole.num_nodes : shards.num_nodes;
     const index_t edges = in_memory ? whole.num_edges() : shards.num_edges;
@@ -162,15 +193,16 @@ void run_train(TrainOptions& o) {
   CheckpointSchedule checkpoints(o.checkpoints, root);
   io::enable_graceful_stop();
   int stopped_by = 0;
-  std::string metrics_text;
+  Progress progress(style, "epoch", o.cfg.epochs, trainer->epochs_done());
   const auto on_epoch = [&](const EpochMetrics& m) {
     if (grid->rank() == fault.rank && m.epoch + 1 == fault.epoch)
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
-    if (!o.metrics.empty()) metrics_text += epoch_json(m).dump() + "\n";
-    if (!o.quiet)
-      fmt::print("epoch {:4d}  loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}  {:7.2f} ms\n", m.epoch + 1, m.loss,
-                 m.train_acc, m.val_acc, m.test_acc, 1e3 * m.epoch_seconds);
+    metrics.line(epoch_json(m));
+    progress.step(m.epoch + 1,
+                  fmt::format("loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}", m.loss, m.train_acc, m.val_acc,
+                              m.test_acc),
+                  m.epoch_seconds);
   };
   // After each epoch: a stop asked for on any rank, and the checkpoint due then.
   const auto stop = [&] {
@@ -185,6 +217,7 @@ void run_train(TrainOptions& o) {
   // (Below: the same high-water mark at the end, i.e. over load and training.)
   const auto t_train = std::chrono::steady_clock::now();
   TrainResult r = trainer->run(on_epoch, stop);
+  progress.finish();
   r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_train).count();
   if (!o.save_model.empty()) trainer->save(o.save_model);
   const std::string interruption =
@@ -203,8 +236,8 @@ void run_train(TrainOptions& o) {
     for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
     print_profile(*profiler, r.total_seconds, comm_seconds);
   }
-  if (!o.metrics.empty()) {
-    metrics_text += nlohmann::json{{"summary", true},
+  if (metrics.enabled()) {
+    metrics.summary(nlohmann::ordered_json{{"summary", true},
                                    {"interrupted", stopped_by != 0},
                                    {"epochs_done", trainer->epochs_done()},
                                    {"resumed_from", resume_from.empty() ? nlohmann::json() : nlohmann::json(resume_from)},
@@ -227,10 +260,7 @@ void run_train(TrainOptions& o) {
                                    {"shard_adj", o.cfg.shard_adj},
                                    {"backend", backend->name()},
                                    {"matmul_precision", matmul_precision_name(backend->matmul_precision())},
-                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}}
-                        .dump() +
-                    "\n";
-    io::write_text_output(*metrics_out, metrics_text);
+                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}});
   }
 }
 
@@ -240,7 +270,7 @@ void add_train_command(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   CLI::App* cmd = app.add_subcommand("train", "Train a GCN (defaults: Kipf & Welling on the bundled Cora)");
   TrainConfig& c = opts->cfg;
-  cmd->add_option("--data", opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
+  add_data_option(cmd, opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
   cmd->add_option("--config", opts->config, "TOML file of option values (keys = long option names)");
   cmd->add_option("--layers", c.layers, "Number of GCN layers")->capture_default_str();
   cmd->add_option("--hidden", c.hidden, "Hidden feature width")->capture_default_str();
@@ -251,7 +281,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--adamw", c.adamw, "Decoupled weight decay (AdamW) instead of L2");
   cmd->add_option("--dropout", c.dropout, "Dropout probability on every layer's input")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Seed of weights and dropout masks")->capture_default_str();
-  cmd->add_option("--grid", opts->grid, "Process grid XxYxZ (product = number of MPI ranks)")->capture_default_str();
+  cmd->add_option("--grid", opts->grid,
+                  "Process grid XxYxZ (product = number of MPI ranks), or auto: the grid plexus plan predicts "
+                  "fastest for the ranks started")
+      ->capture_default_str();
   cmd->add_option("--memory-per-rank", opts->memory_per_rank,
                   "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
   cmd->add_option("--threads", opts->threads, "CPU threads per rank (0 = the node's cores divided among its ranks)")->capture_default_str();
@@ -286,7 +319,7 @@ void add_train_command(CLI::App& app) {
                 "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");
   cmd->callback([opts, cmd] {
     if (!opts->config.empty()) apply_config_file(opts->config, *cmd);
-    run_train(*opts);
+    run_train(*opts, *cmd);
   });
 }
 

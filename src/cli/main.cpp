@@ -4,6 +4,9 @@
 // and exit with code 2; under MPI the failing rank aborts every rank so none hangs, and an
 // error every rank meets is printed once (src/cli/abort_job.cpp).
 #include <mpi.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,19 +17,12 @@
 #include "plexus/error.hpp"
 #include "plexus/version.hpp"
 #include "src/cli/abort_job.hpp"
+#include "src/cli/command_line_help.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/same_command_line.hpp"
 #include "src/cli/strict_options.hpp"
 
 namespace {
-
-// True when a launcher (mpirun/mpiexec of Open MPI or MPICH, srun) started this process.
-// A plain `plexus` run then skips MPI_Init, whose singleton start-up costs ~0.3 s.
-bool launched_by_mpi() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_STEP_ID", "MPI_LOCALRANKID"})
-    if (std::getenv(var)) return true;
-  return false;
-}
 
 void finalize_mpi() {
   int initialized = 0, finalized = 0;
@@ -37,31 +33,24 @@ void finalize_mpi() {
 
 [[noreturn]] void fail(int code, const std::string& message) { plexus::cli::abort_job(message, code); }
 
-// CLI11 reports a mistyped subcommand (`plexus gpt trian`) or an option before the subcommand
-// (`plexus --frob train`) as "A subcommand is required": name the word instead. Empty when the
-// command line names its subcommands.
-std::string unknown_subcommand_word(CLI::App& app, int argc, char** argv) {
-  CLI::App* at = &app;
-  std::string path = "plexus";
-  for (int i = 1; i < argc; ++i) {
-    const std::string word = argv[i];
-    const auto subs = at->get_subcommands([&](CLI::App* s) { return s->check_name(word); });
-    if (!subs.empty()) {
-      at = subs.front();
-      path += " " + word;
-      continue;
-    }
-    if (at->get_require_subcommand_min() == 0 || at->get_subcommands([](CLI::App*) { return true; }).empty()) return "";
-    if (word == "-h" || word == "--help" || word == "--version") return "";
-    return (word.starts_with("-") ? "unknown option '" : "unknown subcommand '") + word + "' of " + path;
-  }
-  return "";
+// Colour only for a person at a terminal: not into files, pipes, or from the ranks of an MPI
+// launcher (whose output Open MPI passes through a pseudo-terminal even when mpirun's goes to a
+// file). NO_COLOR (no-color.org) turns it off too.
+void set_up_logging() {
+  const char* term = std::getenv("TERM");
+  const bool colour = ::isatty(STDOUT_FILENO) && !plexus::cli::launched_by_mpi() && !std::getenv("NO_COLOR") &&
+                      !(term && std::string(term) == "dumb");
+  auto sink = std::make_shared<spdlog::sinks::stdout_color_sink_mt>(colour ? spdlog::color_mode::automatic
+                                                                           : spdlog::color_mode::never);
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::move(sink)));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (launched_by_mpi()) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it is printed, into files and pipes too
+  set_up_logging();
+  if (plexus::cli::launched_by_mpi()) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     plexus::cli::init_abort_channel();
@@ -79,6 +68,12 @@ int main(int argc, char** argv) {
                                         plexus::compiled_backends() + ")");
   app.require_subcommand(1);
   app.fallthrough();
+  app.footer("Each subcommand documents its own options: plexus SUBCOMMAND --help (e.g. plexus train --help).");
+  app.add_option_function<std::string>(
+         "--log-level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
+         "Messages shown: debug, info (default), warn (progress and notes off), error, off; given before or after "
+         "the subcommand")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error", "off"}));
   plexus::cli::add_train_command(app);
   plexus::cli::add_predict_command(app);
   plexus::cli::add_generate_command(app);
@@ -87,6 +82,7 @@ int main(int argc, char** argv) {
   plexus::cli::add_plan_command(app);
   plexus::cli::add_inspect_command(app);
   plexus::cli::add_gpt_command(app);
+  plexus::cli::add_report_command(app);
   plexus::cli::read_options_strictly(app);
 
   try {
@@ -104,8 +100,7 @@ int main(int argc, char** argv) {
     finalize_mpi();
     return code;
   } catch (const CLI::ParseError& e) {
-    const std::string word = unknown_subcommand_word(app, argc, argv);
-    fail(2, std::string("command line: ") + (word.empty() ? e.what() : word) + " (see plexus --help)");
+    fail(2, "command line: " + plexus::cli::explain_parse_error(app, argc, argv, e));
   } catch (const plexus::InputError& e) {
     fail(2, e.message());
   } catch (const std::bad_alloc&) {

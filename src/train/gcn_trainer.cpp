@@ -26,14 +26,15 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 struct CommTotals {
   std::array<double, 3> bytes{};
-  double seconds = 0;
+  std::array<double, 4> seconds{};  // x, y, z, all
 };
 CommTotals comm_totals(ProcessGrid& grid) {
   CommTotals t;
   for (Axis a : {Axis::X, Axis::Y, Axis::Z}) {
     const CommStats s = grid.axis_stats(a);
     t.bytes[static_cast<int>(a)] = s.bytes;
-    t.seconds += s.seconds;
+    t.seconds[static_cast<int>(a)] = s.seconds;
+    t.seconds[3] += s.seconds;
   }
   return t;
 }
@@ -205,8 +206,17 @@ EpochMetrics GcnTrainer::epoch() {
   m.rank_comm_bytes = c.bytes;
   m.comm_bytes = c.bytes;
   t.grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
-  m.comm_seconds = c.seconds;
-  m.compute_seconds = m.epoch_seconds - c.seconds;
+  m.comm_seconds = c.seconds[3];
+  m.compute_seconds = m.epoch_seconds - m.comm_seconds;
+  m.rank_comm_axis_seconds = c.seconds;
+  // The slowest rank and the mean, per axis (world collectives are not counted in the stats).
+  std::array<double, 5> most{c.seconds[0], c.seconds[1], c.seconds[2], c.seconds[3], m.compute_seconds};
+  t.grid.world().all_reduce(most.data(), most.size(), ReduceOp::Max);
+  m.comm_seconds_mean = c.seconds;
+  t.grid.world().all_reduce(m.comm_seconds_mean.data(), 4, ReduceOp::Sum);
+  for (double& s : m.comm_seconds_mean) s /= t.grid.size();
+  std::copy(most.begin(), most.begin() + 4, m.comm_seconds_max.begin());
+  m.compute_seconds_max = most[4];
   require_finite_loss(m.loss + m.val_loss, t.grid, "epoch " + std::to_string(epoch + 1),
                       "check the features' scale or lower --lr");
   BestEpoch& b = t.best;
