@@ -1,9 +1,12 @@
-// Text graph converters: SNAP-style edge lists (read_edge_list) and MatrixMarket coordinate
-// files (read_matrix_market). Both read through TextReader (plain or gzip), report errors as
+// Text graph converters: SNAP-style edge lists (read_edge_list, whose nodes are the ids that
+// occur, 0..--num-nodes, or those of a node file) and MatrixMarket coordinate files
+// (read_matrix_market). Both read through TextReader (plain or gzip), report errors as
 // "<file>:<line>: <what>", build the CSR with build::csr_from_edges and validate the result.
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "io/graph_build.hpp"
@@ -45,10 +48,71 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// One edge line "u v [w]": the fields checked, the weight parsed (`columns` is set by the first
+// edge line). Comments and blank lines are the caller's.
+struct EdgeLine {
+  std::int64_t ids[2];
+  float w;
+};
+EdgeLine parse_edge_line(const TextReader& in, std::string_view line, std::vector<std::string_view>& f,
+                         std::size_t& columns) {
+  text::split_fields(line, f);
+  if (f.size() < 2 || f.size() > 3) in.fail("expected 2 or 3 columns (u v [weight]), got " + std::to_string(f.size()));
+  if (columns == 0) columns = f.size();
+  if (f.size() != columns)
+    in.fail("expected " + std::to_string(columns) + " columns like the first edge line, got " + std::to_string(f.size()));
+  EdgeLine e{};
+  for (int k = 0; k < 2; ++k) e.ids[k] = text::parse_id(in, f[static_cast<std::size_t>(k)], "node id");
+  e.w = columns == 3 ? text::parse_float(in, f[2], "edge weight") : 1.0f;
+  return e;
+}
+
+// The edges between the nodes a node file names (opt.node_ids): node k is the k-th id there.
+GraphData read_edges_of_named_nodes(const std::string& path, const EdgeListOptions& opt,
+                                    std::vector<std::int64_t>& original_ids) {
+  const std::vector<std::int64_t>& names = *opt.node_ids;
+  const auto n = static_cast<index_t>(names.size());
+  std::unordered_map<std::int64_t, index_t> node_of;
+  node_of.reserve(names.size());
+  for (std::size_t k = 0; k < names.size(); ++k) node_of.emplace(names[k], static_cast<index_t>(k));
+  TextReader in(path);
+  std::vector<build::Edge> edges;
+  std::vector<std::string_view> f;
+  std::string_view line;
+  std::size_t columns = 0;
+  while (in.next(line)) {
+    if (text::is_comment_or_blank(line)) continue;
+    const EdgeLine e = parse_edge_line(in, line, f, columns);
+    index_t ends[2];
+    for (int k = 0; k < 2; ++k) {
+      const auto it = node_of.find(e.ids[k]);
+      if (it == node_of.end())
+        in.fail("node id " + std::to_string(e.ids[k]) + " is not in the node file " + opt.node_ids_from);
+      ends[k] = it->second;
+    }
+    edges.push_back({ends[0], ends[1], static_cast<index_t>(edges.size()), e.w});
+  }
+  if (edges.empty()) throw InputError(path, "no edges");
+  build::require_graph_memory(path, std::to_string(n) + " nodes, " + std::to_string(edges.size()) + " edges", n,
+                              static_cast<std::int64_t>(edges.size()), opt.symmetrize, columns == 3, feature_width(opt));
+  GraphData g;
+  build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3);
+  finish(g, opt, path);
+  original_ids = names;
+  return g;
+}
+
 }  // namespace
 
 GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt) {
+  std::vector<std::int64_t> original_ids;
+  return read_edge_list(path, opt, original_ids);
+}
+
+GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, std::vector<std::int64_t>& original_ids) {
   check_common(opt);
+  original_ids.clear();
+  if (opt.node_ids != nullptr) return read_edges_of_named_nodes(path, opt, original_ids);
   const bool dense = opt.num_nodes > 0;
   if (dense)
     build::require_graph_memory("--num-nodes", std::to_string(opt.num_nodes) + " nodes", opt.num_nodes, 0,
@@ -60,24 +124,17 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt) {
   std::size_t columns = 0;  // of the first edge line: 2 (unweighted) or 3 (weighted)
   while (in.next(line)) {
     if (text::is_comment_or_blank(line)) continue;
-    text::split_fields(line, f);
-    if (f.size() < 2 || f.size() > 3)
-      in.fail("expected 2 or 3 columns (u v [weight]), got " + std::to_string(f.size()));
-    if (columns == 0) columns = f.size();
-    if (f.size() != columns)
-      in.fail("expected " + std::to_string(columns) + " columns like the first edge line, got " +
-              std::to_string(f.size()));
+    const EdgeLine e = parse_edge_line(in, line, f, columns);
     index_t ids[2];
     for (int k = 0; k < 2; ++k) {
-      const std::int64_t id = text::parse_id(in, f[static_cast<std::size_t>(k)], "node id");
+      const std::int64_t id = e.ids[k];
       if (id < opt.base) in.fail("node id " + std::to_string(id) + " is below the first id " + std::to_string(opt.base));
       ids[k] = id - opt.base;
       if (dense && ids[k] >= opt.num_nodes)
         in.fail("node id " + std::to_string(id) + " out of range: --num-nodes " + std::to_string(opt.num_nodes) +
                 " allows ids " + std::to_string(opt.base) + ".." + std::to_string(opt.num_nodes - 1 + opt.base));
     }
-    const float w = columns == 3 ? text::parse_float(in, f[2], "edge weight") : 1.0f;
-    edges.push_back({ids[0], ids[1], static_cast<index_t>(edges.size()), w});
+    edges.push_back({ids[0], ids[1], static_cast<index_t>(edges.size()), e.w});
   }
   if (edges.empty()) throw InputError(path, "no edges");
 
@@ -101,7 +158,12 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt) {
       e.u = rank(e.u);
       e.v = rank(e.v);
     }
+    original_ids.assign(ids.begin(), ids.end());
+  } else if (opt.base != 0) {
+    original_ids.resize(static_cast<std::size_t>(n));
+    for (index_t k = 0; k < n; ++k) original_ids[static_cast<std::size_t>(k)] = k;
   }
+  for (std::int64_t& id : original_ids) id += opt.base;
   build::require_graph_memory(path, std::to_string(n) + " nodes, " + std::to_string(edges.size()) + " edges", n,
                               static_cast<std::int64_t>(edges.size()), opt.symmetrize, columns == 3,
                               feature_width(opt));

@@ -74,9 +74,9 @@ void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symm
 void synthetic_features(GraphData& g, SyntheticFeatures kind, index_t width, std::uint64_t seed) {
   const index_t n = g.num_nodes;
   if (kind != SyntheticFeatures::kRandom) width = 1;
-  if (width < 1) throw InputError("--features", "must be at least 1, got " + std::to_string(width));
+  if (width < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(width));
   if (width > std::numeric_limits<index_t>::max() / 8 / std::max<index_t>(n, 1) || n * width > (index_t{1} << 34)) {
-    throw InputError("--features", "num_nodes x features (" + std::to_string(n) + " x " + std::to_string(width) +
+    throw InputError("--feature-width", "num_nodes x features (" + std::to_string(n) + " x " + std::to_string(width) +
                                        ") is too large");
   }
   g.num_features = width;

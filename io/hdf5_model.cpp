@@ -229,18 +229,7 @@ std::vector<std::string> read_vocab_chars(const h5::Reader& r, hid_t file, std::
   std::vector<char*> ptrs = r.allocate<char*>(name, static_cast<std::size_t>(n));
   if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
     r.fail(name, "cannot read data (corrupt file?)");
-  // HDF5 allocated each string; free them however this function leaves.
-  struct Reclaim {
-    hid_t mem, space;
-    std::vector<char*>& ptrs;
-    ~Reclaim() {
-#if H5_VERSION_GE(1, 12, 0)
-      H5Treclaim(mem, space, H5P_DEFAULT, ptrs.data());
-#else
-      H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
-#endif
-    }
-  } reclaim{mem.get(), space.get(), ptrs};
+  const h5::VlenStrings reclaim{mem.get(), space.get(), ptrs};  // freed however this function leaves
   std::vector<std::string> chars;
   chars.reserve(ptrs.size());
   for (const char* p : ptrs) chars.emplace_back(p != nullptr ? p : "");

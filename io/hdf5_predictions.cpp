@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -128,11 +129,32 @@ NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
   return b;
 }
 
+// The original ids of the block's nodes where `ids_from` (the graph file) stores them
+// (/node_ids), else the block's own ids. Every rank reads its slice; a rank that fails ends
+// every rank with its message, before the collective writes.
+std::vector<std::int64_t> row_ids(const NodeBlock& block, const std::string& ids_from, MPI_Comm comm) {
+  std::vector<std::int64_t> ids;
+  std::exception_ptr error;
+  if (!ids_from.empty()) {
+    try {
+      ids = read_original_node_ids_h5(ids_from, block.begin, block.n);
+    } catch (const std::exception&) {
+      error = std::current_exception();
+    }
+  }
+  const int bad = h5::detail::first_failed_rank(error != nullptr, comm);
+  if (error) std::rethrow_exception(error);
+  if (bad >= 0) throw InputError(ids_from, "/node_ids: rank " + std::to_string(bad) + " could not read it");
+  if (ids.empty()) ids.assign(block.ids.begin(), block.ids.end());
+  return ids;
+}
+
 }  // namespace
 
 void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
-                          const std::string& path) {
+                          const std::string& path, const std::string& ids_from) {
   const NodeBlock block = redistribute(p, num_nodes, grid.mpi_comm());
+  const std::vector<std::int64_t> ids = row_ids(block, ids_from, grid.mpi_comm());
   const auto n = static_cast<hsize_t>(num_nodes), c = static_cast<hsize_t>(p.num_classes);
   const auto r0 = static_cast<hsize_t>(block.begin), rows = static_cast<hsize_t>(block.n);
   h5::write_collectively(path, grid.mpi_comm(), [&](h5::Writer& w) {
@@ -141,7 +163,7 @@ void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t 
     w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, num_nodes);
     w.scalar_attr<std::int64_t>("num_classes", H5T_STD_I64LE, p.num_classes);
     w.scalar_attr<std::int64_t>("epochs_done", H5T_STD_I64LE, epochs_done);
-    w.block_dataset<std::int64_t, 1>("/node_id", H5T_STD_I64LE, {n}, {r0}, {rows}, block.ids.data(), true);
+    w.block_dataset<std::int64_t, 1>("/node_id", H5T_STD_I64LE, {n}, {r0}, {rows}, ids.data(), true);
     w.block_dataset<std::int32_t, 1>("/class", H5T_STD_I32LE, {n}, {r0}, {rows}, block.classes.data(), true);
     w.block_dataset<float, 2>("/logits", H5T_IEEE_F32LE, {n, c}, {r0, 0}, {rows, c}, block.logits.data(), true);
   });

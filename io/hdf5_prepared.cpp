@@ -3,6 +3,7 @@
 #include "io/hdf5_prepared.hpp"
 
 #include "io/hdf5_writer.hpp"
+#include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 
 namespace plexus {
@@ -54,7 +55,9 @@ PreparedHeader read_prepared_header(const Reader& r, const Header& h) {
 
 }  // namespace h5
 
-void write_prepared_h5(const PreparedGraph& p, const std::string& path) {
+void write_prepared_h5(const PreparedGraph& p, const std::string& path) { write_prepared_h5(p, NodeNames{}, path); }
+
+void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std::string& path) {
   using namespace h5;
   const GraphData& g = p.graph;
   const auto n = static_cast<hsize_t>(g.num_nodes);
@@ -68,6 +71,19 @@ void write_prepared_h5(const PreparedGraph& p, const std::string& path) {
   if (p.node_id_p.size() != n || p.node_id_p2.size() != n ||
       (p.two_orders() && (p.labels_p.size() != n || p.train_p.size() != n || p.val_p.size() != n || p.test_p.size() != n)))
     throw InputError(path, "cannot write: node ids or P-order labels do not have num_nodes entries");
+  h5::check_node_names(g, names, path);
+  // /node_ids is a per-node dataset like /labels, so in P2 order: the node at position k is
+  // node node_id_p2[k] of the graph that was prepared (prepare renumbers, never drops, nodes).
+  std::vector<std::int64_t> ids_p2;
+  if (!names.ids.empty()) {
+    ids_p2.resize(names.ids.size());
+    for (std::size_t k = 0; k < ids_p2.size(); ++k) {
+      const index_t node = p.node_id_p2[k];
+      if (node < 0 || static_cast<hsize_t>(node) >= n)
+        throw InputError(path, "cannot write: node_id_p2 is not a permutation of the node ids");
+      ids_p2[k] = names.ids[static_cast<std::size_t>(node)];
+    }
+  }
 
   write_atomically(g, path, [&](Writer& w) {
     w.group(kPrepared);
@@ -99,6 +115,8 @@ void write_prepared_h5(const PreparedGraph& p, const std::string& path) {
       w.hard_link(kLabels, "/prepared/labels_p");
       w.hard_link("/masks", "/prepared/masks_p");
     }
+    if (!ids_p2.empty()) w.dataset("/node_ids", H5T_STD_I64LE, ids_p2.data(), {n}, chunk_1d(n, 8));
+    if (!names.class_names.empty()) w.string_dataset("/class_names", names.class_names);
   });
 }
 

@@ -3,6 +3,7 @@
 // the checked opening of its datasets (private to io/).
 #include "io/hdf5_reader.hpp"
 #include "plexus/balance.hpp"
+#include "plexus/io.hpp"
 
 namespace plexus::h5 {
 
@@ -32,5 +33,9 @@ CsrDatasets open_csr(const Reader& r, const std::string& group, std::int64_t num
 // prepared == false when the file has no /prepared group; otherwise every attribute and
 // dataset of the group is checked for type and shape (nothing is read but attributes).
 PreparedHeader read_prepared_header(const Reader& r, const Header& h);
+
+// Refuses (InputError(path, "cannot write: ...")) names that do not fit `g`: ids other than
+// one per node, class names other than one per class (io/hdf5_node_names.cpp).
+void check_node_names(const GraphData& g, const NodeNames& names, const std::string& path);
 
 }  // namespace plexus::h5

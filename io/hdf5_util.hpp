@@ -54,6 +54,24 @@ class Hid {
   Closer close_ = nullptr;
 };
 
+// Frees the strings HDF5 allocated in a variable-length string read into `ptrs`, however the
+// reader leaves (after an error on string c, the others are freed too).
+struct VlenStrings {
+  hid_t mem, space;
+  std::vector<char*>& ptrs;
+  VlenStrings(hid_t m, hid_t s, std::vector<char*>& p) : mem(m), space(s), ptrs(p) {}
+  VlenStrings(const VlenStrings&) = delete;
+  VlenStrings& operator=(const VlenStrings&) = delete;
+  ~VlenStrings() {
+    if (ptrs.empty()) return;
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(mem, space, H5P_DEFAULT, ptrs.data());
+#else
+    H5Dvlen_reclaim(mem, space, H5P_DEFAULT, ptrs.data());
+#endif
+  }
+};
+
 inline Hid file(hid_t id) { return Hid(id, H5Fclose); }
 inline Hid group(hid_t id) { return Hid(id, H5Gclose); }
 inline Hid dataset(hid_t id) { return Hid(id, H5Dclose); }

@@ -110,6 +110,25 @@ class Writer {
     if (!ds.reset()) fail(std::string("dataset ") + name + ": write failed (disk full?)");
   }
 
+  // A 1-D dataset of variable-length UTF-8 strings (serial writes only; contiguous: a few
+  // names, e.g. /class_names).
+  void string_dataset(const char* name, const std::vector<std::string>& values) {
+    Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
+    if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
+      fail(std::string("dataset ") + name);
+    const hsize_t n = values.size();
+    Hid space = h5::dataspace(H5Screate_simple(1, &n, nullptr));
+    Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
+    if (!space || !dcpl) fail(std::string("dataset ") + name);
+    H5Pset_obj_track_times(dcpl.get(), false);
+    Hid ds = h5::dataset(H5Dcreate2(file_.get(), name, type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    std::vector<const char*> pointers;
+    for (const std::string& v : values) pointers.push_back(v.c_str());
+    if (!ds || (n > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0) ||
+        !ds.reset())
+      fail(std::string("dataset ") + name + ": write failed (disk full?)");
+  }
+
   // An N-D dataset of extent `dims` (contiguous, uncompressed; N = 1 or 2) of which this rank
   // writes the block of extent `block` at `start` (row-major values in `data`), or nothing
   // when `writes` is false (a replica of a block another rank writes). Collective under MPI-IO.

@@ -282,7 +282,7 @@ void build_adjacency(const RmatOptions& opt, index_t N, index_t M, GraphData& g)
 void check_options(const RmatOptions& opt) {
   if (opt.scale < 1 || opt.scale > 36) throw InputError("--scale", "must be in 1..36, got " + std::to_string(opt.scale));
   if (opt.edge_factor < 1) throw InputError("--edge-factor", "must be at least 1, got " + std::to_string(opt.edge_factor));
-  if (opt.features < 1) throw InputError("--features", "must be at least 1, got " + std::to_string(opt.features));
+  if (opt.features < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(opt.features));
   if (opt.classes < 2) throw InputError("--classes", "must be at least 2, got " + std::to_string(opt.classes));
   const auto prob_ok = [](double p) { return p >= 0.0 && p <= 1.0; };  // false for NaN
   if (!prob_ok(opt.a)) throw InputError("--rmat-a", "must be a probability in [0, 1]");
@@ -294,7 +294,7 @@ void check_options(const RmatOptions& opt) {
   if (static_cast<index_t>(opt.edge_factor) > (kLimit >> opt.scale)) {
     throw InputError("--edge-factor", "edge_factor * 2^scale is too large");
   }
-  if (opt.features > (kLimit >> opt.scale)) throw InputError("--features", "features * 2^scale is too large");
+  if (opt.features > (kLimit >> opt.scale)) throw InputError("--feature-width", "features * 2^scale is too large");
 }
 
 }  // namespace
@@ -305,7 +305,7 @@ GraphData generate_rmat(const RmatOptions& opt) {
   const index_t M = static_cast<index_t>(opt.edge_factor) << opt.scale;
   // Both directions of every edge as 8-byte keys while generating, at most as many stored.
   build::require_generated_memory(N, 2.0 * static_cast<double>(M), opt.features, 16.0 * static_cast<double>(M),
-                                  {"--scale", "--scale", "--features"});
+                                  {"--scale", "--scale", "--feature-width"});
   const index_t F = opt.features;
   const std::uint32_t C = static_cast<std::uint32_t>(opt.classes);
 

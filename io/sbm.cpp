@@ -49,8 +49,8 @@ void check_options(const SbmOptions& o) {
     throw InputError("--classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
   if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("--avg-degree", "must be in [0, 100000]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("--homophily", "must be in [0, 1]");
-  if (o.features < 1) throw InputError("--features", "must be at least 1, got " + std::to_string(o.features));
-  if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("--features", "nodes x features is too large");
+  if (o.features < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(o.features));
+  if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("--feature-width", "nodes x features is too large");
   if (!(o.feature_signal >= 0 && o.feature_signal <= 1e6)) throw InputError("--feature-signal", "must be in [0, 1e6]");
   // A graph nobody can train on is refused here rather than by every `plexus train` later.
   if (!(o.train_fraction > 0 && o.train_fraction <= 1)) throw InputError("--train-fraction", "must be in (0, 1]");
@@ -75,7 +75,7 @@ GraphData generate_sbm(const SbmOptions& o) {
   const double entries = o.avg_degree * static_cast<double>(o.nodes);
   build::require_generated_memory(o.nodes, entries, o.features,
                                   entries * sizeof(build::Edge) + 16.0 * static_cast<double>(o.nodes),
-                                  {"--nodes", "--avg-degree", "--features"});
+                                  {"--nodes", "--avg-degree", "--feature-width"});
   const index_t n = o.nodes;
   const auto C = static_cast<std::uint64_t>(o.classes);
   const index_t F = o.features;

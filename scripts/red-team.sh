@@ -197,9 +197,9 @@ os.execv(sys.argv[1], sys.argv[1:])' "$plexus" "${words[@]}" "$@" </dev/null >"$
 setup_fail() { echo "red-team: setting up the inputs failed: $*" >&2; exit 1; }
 cp "$repo/data/cora.h5" "$IN/cora.h5"
 head -c 20000 "$repo/data/tinyshakespeare.txt" >"$IN/text.txt"
-"$plexus" generate rmat --scale 6 --edge-factor 4 --features 8 --classes 3 -o "$IN/g.h5" >/dev/null || setup_fail "generate rmat"
+"$plexus" generate rmat --scale 6 --edge-factor 4 --feature-width 8 --classes 3 -o "$IN/g.h5" >/dev/null || setup_fail "generate rmat"
 "$plexus" prepare "$IN/g.h5" -o "$IN/prep.h5" -q || setup_fail prepare
-"$plexus" generate sbm --nodes 200 --classes 3 --features 8 -o "$IN/sbm.h5" >/dev/null || setup_fail "generate sbm"
+"$plexus" generate sbm --nodes 200 --classes 3 --feature-width 8 -o "$IN/sbm.h5" >/dev/null || setup_fail "generate sbm"
 "$plexus" gpt train --data "$IN/text.txt" --iters 2 --layers 1 --heads 2 --embed 16 --block 16 --batch 2 \
   --eval-every 0 --threads 1 --quiet --save "$IN/model.h5" >/dev/null || setup_fail "gpt train --save"
 "$plexus" train --data "$IN/g.h5" --epochs 4 --threads 1 --quiet --save-model "$IN/gcn.h5" --checkpoint-dir "$IN/ckpt" \
@@ -809,7 +809,7 @@ AS=1 refuse prepare "output in a read-only dir (user)" "ro" "$IN/g.h5" -o "$OUT/
 AS=1 refuse prepare "output over a read-only file (user)" "locked.h5" "$IN/g.h5" -o "$OUT/rw/locked.h5"
 refuse prepare "--balance metis without --grid" "--grid" "$IN/g.h5" -o "$OUT/p.h5" --balance metis
 refuse prepare "--balance bogus" "--balance" "$IN/g.h5" -o "$OUT/p.h5" --balance bogus
-refuse prepare "--seed -2" "--seed" "$IN/g.h5" -o "$OUT/p.h5" --seed -2
+refuse prepare "--balance-seed -2" "--balance-seed" "$IN/g.h5" -o "$OUT/p.h5" --balance-seed -2
 refuse prepare "--grid 0x1x1" "--grid" "$IN/g.h5" -o "$OUT/p.h5" --balance metis --grid 0x1x1
 refuse prepare "--grid huge for metis" "--grid" "$IN/g.h5" -o "$OUT/p.h5" --balance metis --grid 65536x65535x65521
 refuse prepare "two inputs" "command line" "$IN/g.h5" "$IN/sbm.h5" -o "$OUT/p.h5"
@@ -824,12 +824,12 @@ g="generate rmat"
 refuse "$g" "--scale 0" "--scale" --scale 0 -o "$OUT/r.h5"
 refuse "$g" "--scale -1" "--scale" --scale -1 -o "$OUT/r.h5"
 refuse "$g" "--scale 64" "--scale" --scale 64 -o "$OUT/r.h5"
-refuse "$g" "--scale 34 (needs too much)" "--scale" --scale 34 --edge-factor 1 --features 1 -o "$OUT/r.h5"
+refuse "$g" "--scale 34 (needs too much)" "--scale" --scale 34 --edge-factor 1 --feature-width 1 -o "$OUT/r.h5"
 refuse "$g" "--edge-factor 0" "--edge-factor" --scale 4 --edge-factor 0 -o "$OUT/r.h5"
 refuse "$g" "--edge-factor -4" "--edge-factor" --scale 4 --edge-factor -4 -o "$OUT/r.h5"
 refuse "$g" "--edge-factor 2^40" "--edge-factor" --scale 4 --edge-factor 1099511627776 -o "$OUT/r.h5"
-refuse "$g" "--features 0" "--features" --scale 4 --features 0 -o "$OUT/r.h5"
-refuse "$g" "--features 4000000" "--features" --scale 20 --features 4000000 -o "$OUT/r.h5"
+refuse "$g" "--feature-width 0" "--feature-width" --scale 4 --feature-width 0 -o "$OUT/r.h5"
+refuse "$g" "--feature-width 4000000" "--feature-width" --scale 20 --feature-width 4000000 -o "$OUT/r.h5"
 refuse "$g" "--classes 0" "--classes" --scale 4 --classes 0 -o "$OUT/r.h5"
 refuse "$g" "--classes -2" "--classes" --scale 4 --classes -2 -o "$OUT/r.h5"
 refuse "$g" "--classes 2^31" "--classes" --scale 4 --classes 2147483648 -o "$OUT/r.h5"
@@ -844,7 +844,7 @@ refuse "$g" "-o to a FIFO" "fifo" --scale 4 -o "$OUT/fifo"
 refuse "$g" "-o name of 255 characters" "$long" --scale 4 -o "$OUT/$long"
 refuse "$g" "-o over an input-like file via loop" "loop-a" --scale 4 -o "$IN/loop-a"
 AS=1 refuse "$g" "-o in a read-only dir (user)" "ro" --scale 4 -o "$OUT/ro/r.h5"
-accept "$g" "--scale 1 (2 nodes)" 'graph_ok "$OUT/r1.h5"' --scale 1 --edge-factor 1 --features 1 --classes 2 -o "$OUT/r1.h5"
+accept "$g" "--scale 1 (2 nodes)" 'graph_ok "$OUT/r1.h5"' --scale 1 --edge-factor 1 --feature-width 1 --classes 2 -o "$OUT/r1.h5"
 accept "$g" "--seed 2^64-1" 'graph_ok "$OUT/r2.h5"' --scale 4 --seed 18446744073709551615 -o "$OUT/r2.h5"
 g="generate sbm"
 refuse "$g" "--nodes 0" "--nodes" --nodes 0 -o "$OUT/s.h5"
@@ -857,7 +857,7 @@ refuse "$g" "--avg-degree 1e308" "--avg-degree" --nodes 100 --avg-degree 1e308 -
 refuse "$g" "--avg-degree 500 on 1e8 nodes" "--avg-degree" --nodes 100000000 --avg-degree 500 -o "$OUT/s.h5"
 refuse "$g" "--homophily 2" "--homophily" --nodes 100 --homophily 2 -o "$OUT/s.h5"
 refuse "$g" "--homophily -0.1" "--homophily" --nodes 100 --homophily -0.1 -o "$OUT/s.h5"
-refuse "$g" "--features 0" "--features" --nodes 100 --features 0 -o "$OUT/s.h5"
+refuse "$g" "--feature-width 0" "--feature-width" --nodes 100 --feature-width 0 -o "$OUT/s.h5"
 refuse "$g" "--feature-signal -1" "--feature-signal" --nodes 100 --feature-signal -1 -o "$OUT/s.h5"
 refuse "$g" "--train-fraction 1.5" "--train-fraction" --nodes 100 --train-fraction 1.5 -o "$OUT/s.h5"
 refuse "$g" "--train-fraction -0.1" "--train-fraction" --nodes 100 --train-fraction -0.1 -o "$OUT/s.h5"
@@ -901,10 +901,10 @@ refuse "$c" "--base 1 with id 0" "tri.txt:1" "$IN/tri.txt" --base 1 -o "$OUT/e.h
 refuse "$c" "--num-nodes -1" "--num-nodes" "$IN/tri.txt" --num-nodes -1 -o "$OUT/e.h5"
 refuse "$c" "--num-nodes 2 with id 2" "tri.txt" "$IN/tri.txt" --num-nodes 2 -o "$OUT/e.h5"
 refuse "$c" "--num-nodes 8e9" "--num-nodes" "$IN/tri.txt" --num-nodes 8000000000 -o "$OUT/e.h5"
-refuse "$c" "--features bogus" "--features" "$IN/tri.txt" --features bogus -o "$OUT/e.h5"
-refuse "$c" "--feature-width 0" "--feature-width" "$IN/tri.txt" --features random --feature-width 0 -o "$OUT/e.h5"
-refuse "$c" "--feature-width 2^40" "the graph needs" "$IN/tri.txt" --features random --feature-width 1099511627776 -o "$OUT/e.h5"
-refuse "$c" "--feature-width 1e10 (needs too much)" "the graph needs" "$IN/tri.txt" --features random --feature-width 10000000000 -o "$OUT/e.h5"
+refuse "$c" "--synthetic-features bogus" "--synthetic-features" "$IN/tri.txt" --synthetic-features bogus -o "$OUT/e.h5"
+refuse "$c" "--feature-width 0" "--feature-width" "$IN/tri.txt" --synthetic-features random --feature-width 0 -o "$OUT/e.h5"
+refuse "$c" "--feature-width 2^40" "the graph needs" "$IN/tri.txt" --synthetic-features random --feature-width 1099511627776 -o "$OUT/e.h5"
+refuse "$c" "--feature-width 1e10 (needs too much)" "the graph needs" "$IN/tri.txt" --synthetic-features random --feature-width 10000000000 -o "$OUT/e.h5"
 refuse "$c" "--classes 0" "--classes" "$IN/tri.txt" --classes 0 -o "$OUT/e.h5"
 refuse "$c" "--classes -1" "--classes" "$IN/tri.txt" --classes -1 -o "$OUT/e.h5"
 refuse "$c" "-o over the input" "tri.txt" "$IN/tri.txt" -o "$IN/tri.txt"
@@ -920,6 +920,37 @@ STDIN=$IN/tri.txt accept "$c" "standard input" 'said "3 nodes"' - -o "$OUT/stdin
 STDIN=$IN/random.bin refuse "$c" "random bytes on standard input" "standard input" - -o "$OUT/e.h5"
 timeout 20 sh -c 'sleep 0.3; cat "$0" >"$1"' "$IN/tri.txt" "$IN/fifo" & bg_pids+=($!)
 accept "$c" "FIFO with a writer" 'said "3 nodes"' "$IN/fifo" -o "$OUT/fifo-in.h5"
+# node files (--nodes), .npy features (--features), --split
+printf 'id,label,split\n0,a,train\n1,b,test\n2,a,val\n7,b,\n' >"$IN/nodes.csv"
+printf 'id,label\n0,0\n1,1\n0,1\n' >"$IN/nodes-dup.csv"
+printf 'id,label,f0\n0,0,1\n1,1\n2,0,3\n' >"$IN/nodes-ragged.csv"
+printf 'id,label,f0\n0,0,1\n1,1,nan\n2,0,3\n' >"$IN/nodes-nan.csv"
+printf 'id,label,split\n0,0,train\n1,1,bogus\n2,0,test\n' >"$IN/nodes-split.csv"
+printf 'id,label\n0,0\n1,1\n' >"$IN/nodes-short.csv"
+printf 'id,label\n0,0\n1,1\n2,1\n' >"$IN/nodes-nosplit.csv"
+printf 'id,label\n0,"unterminated\n1,1\n2,0\n' >"$IN/nodes-quote.csv"
+printf '\x93NUMPY\x01\x00\x20\x00{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'shape'"'"': (3, 2)' >"$IN/cut.npy"
+head -c 64 "$IN/random.bin" >"$IN/random.npy"
+accept "$c" "node file: isolated node 7 kept" 'said "4 nodes"' "$IN/tri.txt" --nodes "$IN/nodes.csv" -o "$OUT/nodes.h5"
+accept "$c" "--split on a node file without one" 'said "3 train"' "$IN/tri.txt" --nodes "$IN/nodes-nosplit.csv" --split 1,0,0 -o "$OUT/nsplit.h5"
+refuse "$c" "node file missing" "nope.csv" "$IN/tri.txt" --nodes "$IN/nope.csv" -o "$OUT/e.h5"
+refuse "$c" "node file is random bytes" "random.bin" "$IN/tri.txt" --nodes "$IN/random.bin" -o "$OUT/e.h5"
+refuse "$c" "duplicate id in the node file" "nodes-dup.csv:4" "$IN/tri.txt" --nodes "$IN/nodes-dup.csv" -o "$OUT/e.h5"
+refuse "$c" "ragged node file" "nodes-ragged.csv:3" "$IN/tri.txt" --nodes "$IN/nodes-ragged.csv" -o "$OUT/e.h5"
+refuse "$c" "NaN feature in the node file" "nodes-nan.csv:3" "$IN/tri.txt" --nodes "$IN/nodes-nan.csv" -o "$OUT/e.h5"
+refuse "$c" "bad split value" "nodes-split.csv:3" "$IN/tri.txt" --nodes "$IN/nodes-split.csv" -o "$OUT/e.h5"
+refuse "$c" "unterminated quote" "nodes-quote.csv:2" "$IN/tri.txt" --nodes "$IN/nodes-quote.csv" -o "$OUT/e.h5"
+refuse "$c" "edge endpoint not in the node file" "tri.txt:" "$IN/tri.txt" --nodes "$IN/nodes-short.csv" -o "$OUT/e.h5"
+refuse "$c" "--label-column missing" "--label-column" "$IN/tri.txt" --nodes "$IN/nodes.csv" --label-column y -o "$OUT/e.h5"
+refuse "$c" "--split with a split column" "--split" "$IN/tri.txt" --nodes "$IN/nodes.csv" --split 0.5,0.5,0 -o "$OUT/e.h5"
+refuse "$c" "--split 0.5,0.5" "--split" "$IN/tri.txt" --nodes "$IN/nodes-short.csv" --split 0.5,0.5 -o "$OUT/e.h5"
+refuse "$c" "--split nan,0,0" "--split" "$IN/tri.txt" --nodes "$IN/nodes-short.csv" --split nan,0,0 -o "$OUT/e.h5"
+refuse "$c" "--features truncated .npy" "cut.npy" "$IN/tri.txt" --features "$IN/cut.npy" -o "$OUT/e.h5"
+refuse "$c" "--features random bytes" "random.npy" "$IN/tri.txt" --features "$IN/random.npy" -o "$OUT/e.h5"
+refuse "$c" "--features a directory" "emptydir" "$IN/tri.txt" --features "$IN/emptydir" -o "$OUT/e.h5"
+refuse "$c" "--features degree (old spelling)" "--synthetic-features" "$IN/tri.txt" --features degree -o "$OUT/e.h5"
+refuse "$c" "--seed (old spelling)" "--seed" "$IN/tri.txt" --seed 3 -o "$OUT/e.h5"
+refuse "$c" "-o over the node file" "nodes.csv" "$IN/tri.txt" --nodes "$IN/nodes.csv" -o "$IN/nodes.csv"
 
 # ==== convert mtx ================================================================================
 c="convert mtx"
@@ -943,7 +974,7 @@ refuse "$c" "integer value past int64" "int-overflow.mtx" "$IN/int-overflow.mtx"
 refuse "$c" "empty file" "empty.txt" "$IN/empty.txt" -o "$OUT/m.h5"
 refuse "$c" "random bytes" "random.bin" "$IN/random.bin" -o "$OUT/m.h5"
 refuse "$c" "truncated gzip" "cut.gz" "$IN/cut.gz" -o "$OUT/m.h5"
-refuse "$c" "--feature-width -3" "--feature-width" "$IN/ok.mtx" --features random --feature-width -3 -o "$OUT/m.h5"
+refuse "$c" "--feature-width -3" "--feature-width" "$IN/ok.mtx" --synthetic-features random --feature-width -3 -o "$OUT/m.h5"
 refuse "$c" "-o over the input" "ok.mtx" "$IN/ok.mtx" -o "$IN/ok.mtx"
 accept "$c" "valid file" 'graph_ok "$OUT/ok.h5"' "$IN/ok.mtx" -o "$OUT/ok.h5"
 accept "$c" "valid gzip file" 'graph_ok "$OUT/okgz.h5"' "$IN/ok.mtx.gz" -o "$OUT/okgz.h5"
@@ -974,29 +1005,29 @@ accept "$c" "two splits, --split time" 'graph_ok "$OUT/ogb2.h5"' "$IN/ogb-two-sp
 
 # ==== convert planetoid ==========================================================================
 c="convert planetoid"
-refuse "$c" "--dir missing" "ind.cora" --dir "$IN/nope" -o "$OUT/pl.h5"
-refuse "$c" "--dir is a file" "tri.txt" --dir "$IN/tri.txt" -o "$OUT/pl.h5"
-refuse "$c" "--dir empty" "ind.cora" --dir "$IN/emptydir" -o "$OUT/pl.h5"
-refuse "$c" "--dir empty string" "--dir" --dir "" -o "$OUT/pl.h5"
-refuse "$c" "--name bogus" "--name" --dir "$IN/emptydir" --name bogus -o "$OUT/pl.h5"
-refuse "$c" "--dir missing (option absent)" "--dir" -o "$OUT/pl.h5"
+refuse "$c" "input missing" "ind.cora" "$IN/nope" -o "$OUT/pl.h5"
+refuse "$c" "input is a file" "tri.txt" "$IN/tri.txt" -o "$OUT/pl.h5"
+refuse "$c" "input dir empty" "ind.cora" "$IN/emptydir" -o "$OUT/pl.h5"
+refuse "$c" "--data empty string" "--data" --data "" -o "$OUT/pl.h5"
+refuse "$c" "--name bogus" "--name" "$IN/emptydir" --name bogus -o "$OUT/pl.h5"
+refuse "$c" "input missing (option absent)" "data" -o "$OUT/pl.h5"
 if [[ -n $planetoid_src ]]; then
-  accept "$c" "real Cora files" 'graph_ok "$OUT/pl.h5"' --dir "$IN/pl" -o "$OUT/pl.h5"
-  refuse "$c" "Cora files as --name citeseer" "citeseer" --dir "$IN/pl" --name citeseer -o "$OUT/plc.h5"
-  refuse "$c" "ind.cora.graph missing" "ind.cora.graph" --dir "$IN/pl-no-graph" -o "$OUT/plx.h5"
-  refuse "$c" "ind.cora.x truncated" "ind.cora.x" --dir "$IN/pl-trunc-x" -o "$OUT/plx.h5"
-  refuse "$c" "ind.cora.y empty" "ind.cora.y" --dir "$IN/pl-empty-y" -o "$OUT/plx.h5"
-  refuse "$c" "ind.cora.graph random bytes" "ind.cora.graph" --dir "$IN/pl-garbage-graph" -o "$OUT/plx.h5"
-  refuse "$c" "x and y swapped" "ind.cora" --dir "$IN/pl-swap-x-y" -o "$OUT/plx.h5"
-  refuse "$c" "test index out of range" "test.index" --dir "$IN/pl-index-range" -o "$OUT/plx.h5"
-  refuse "$c" "test index negative" "test.index" --dir "$IN/pl-index-negative" -o "$OUT/plx.h5"
-  refuse "$c" "test index a word" "test.index" --dir "$IN/pl-index-text" -o "$OUT/plx.h5"
-  refuse "$c" "test index empty" "test.index" --dir "$IN/pl-index-empty" -o "$OUT/plx.h5"
-  refuse "$c" "ind.cora.ty is a FIFO" "ind.cora.ty" --dir "$IN/pl-fifo" -o "$OUT/plx.h5"
-  refuse "$c" "ind.cora.y is a directory" "ind.cora.y" --dir "$IN/pl-dir-y" -o "$OUT/plx.h5"
-  survive "$c" "byte flip in ind.cora.allx" --dir "$IN/pl-flip-allx" -o "$OUT/plf1.h5"
-  survive "$c" "byte flip in ind.cora.graph" --dir "$IN/pl-flip-graph" -o "$OUT/plf2.h5"
-  refuse "$c" "-o over an input file" "ind.cora.x" --dir "$IN/pl" -o "$IN/pl/ind.cora.x"
+  accept "$c" "real Cora files" 'graph_ok "$OUT/pl.h5"' "$IN/pl" -o "$OUT/pl.h5"
+  refuse "$c" "Cora files as --name citeseer" "citeseer" "$IN/pl" --name citeseer -o "$OUT/plc.h5"
+  refuse "$c" "ind.cora.graph missing" "ind.cora.graph" "$IN/pl-no-graph" -o "$OUT/plx.h5"
+  refuse "$c" "ind.cora.x truncated" "ind.cora.x" "$IN/pl-trunc-x" -o "$OUT/plx.h5"
+  refuse "$c" "ind.cora.y empty" "ind.cora.y" "$IN/pl-empty-y" -o "$OUT/plx.h5"
+  refuse "$c" "ind.cora.graph random bytes" "ind.cora.graph" "$IN/pl-garbage-graph" -o "$OUT/plx.h5"
+  refuse "$c" "x and y swapped" "ind.cora" "$IN/pl-swap-x-y" -o "$OUT/plx.h5"
+  refuse "$c" "test index out of range" "test.index" "$IN/pl-index-range" -o "$OUT/plx.h5"
+  refuse "$c" "test index negative" "test.index" "$IN/pl-index-negative" -o "$OUT/plx.h5"
+  refuse "$c" "test index a word" "test.index" "$IN/pl-index-text" -o "$OUT/plx.h5"
+  refuse "$c" "test index empty" "test.index" "$IN/pl-index-empty" -o "$OUT/plx.h5"
+  refuse "$c" "ind.cora.ty is a FIFO" "ind.cora.ty" "$IN/pl-fifo" -o "$OUT/plx.h5"
+  refuse "$c" "ind.cora.y is a directory" "ind.cora.y" "$IN/pl-dir-y" -o "$OUT/plx.h5"
+  survive "$c" "byte flip in ind.cora.allx" "$IN/pl-flip-allx" -o "$OUT/plf1.h5"
+  survive "$c" "byte flip in ind.cora.graph" "$IN/pl-flip-graph" -o "$OUT/plf2.h5"
+  refuse "$c" "-o over an input file" "ind.cora.x" "$IN/pl" -o "$IN/pl/ind.cora.x"
 fi
 
 # ==== plan =======================================================================================
@@ -1021,6 +1052,14 @@ refuse plan "--hidden 0" "--hidden" --ranks 4 --hidden 0
 refuse plan "--hidden 1e30" "--hidden" --ranks 4 --hidden 1e30
 refuse plan "--dropout 1.5" "--dropout" --ranks 4 --dropout 1.5
 refuse plan "--transport carrier-pigeon" "--transport" --ranks 4 --transport carrier-pigeon
+refuse plan "--ranks 2.5 (not an integer)" "--ranks" --ranks 2.5
+refuse plan "--hidden 1.5 (not an integer)" "--hidden" --ranks 4 --hidden 1.5
+refuse plan "--comm-variant bogus" "--comm-variant" --ranks 4 --comm-variant bogus
+refuse plan "--agg-chunks 0" "--agg-chunks" --ranks 4 --agg-chunks 0
+refuse plan "--agg-chunks 4097" "--agg-chunks" --ranks 4 --agg-chunks 4097
+refuse plan "--memory-per-rank 3Q" "--memory-per-rank" --ranks 4 --memory-per-rank 3Q
+accept plan "--memory-per-rank 1K (nothing fits)" 'said "no grid fits"' --ranks 4 --memory-per-rank 1K
+accept plan "the graph as positional argument" 'said "g\.h5: 64 nodes"' "$IN/g.h5" --ranks 1
 refuse plan "--data missing" "nope.h5" --ranks 4 --data "$IN/nope.h5"
 refuse plan "--data random bytes" "random.bin" --ranks 4 --data "$IN/random.bin"
 refuse plan "--data a FIFO" "fifo" --ranks 4 --data "$IN/fifo"
@@ -1061,7 +1100,7 @@ refuse inspect "--grid 1x1x100000000" "--grid" "$IN/g.h5" --grid 1x1x100000000
 refuse inspect "--balance random" "--balance" "$IN/g.h5" --grid 2x2x2 --balance random
 refuse inspect "--layers 0" "--layers" "$IN/g.h5" --layers 0
 refuse inspect "--layers abc" "--layers" "$IN/g.h5" --layers abc
-refuse inspect "--seed -1" "--seed" "$IN/g.h5" --grid 2x1x1 --balance permute --seed -1
+refuse inspect "--balance-seed -1" "--balance-seed" "$IN/g.h5" --grid 2x1x1 --balance permute --balance-seed -1
 refuse inspect "no file" "file"
 for v in sig sbver; do refuse inspect "byte flip: model.h5 $v" "flip-model-$v.h5" "$IN/flip-model-$v.h5"; done
 for v in eof 5 25 50 98; do survive inspect "byte flip: g.h5 at $v" "$IN/flip-g-$v.h5"; done
@@ -1187,11 +1226,11 @@ accept "$s" "model via a symlink" '[[ -s $LOG/out ]]' --model "$OUT/link-model.h
 
 # ==== signals: no temporary file, no output ========================================================
 interrupt "generate rmat" "SIGINT while writing" INT "$OUT/big-int.h5" "$OUT/big-int.h5.tmp.*" \
-  --scale 16 --edge-factor 8 --features 512 -o "$OUT/big-int.h5"
+  --scale 16 --edge-factor 8 --feature-width 512 -o "$OUT/big-int.h5"
 interrupt "generate rmat" "SIGTERM while writing" TERM "$OUT/big-term.h5" "$OUT/big-term.h5.tmp.*" \
-  --scale 16 --edge-factor 8 --features 512 -o "$OUT/big-term.h5"
+  --scale 16 --edge-factor 8 --feature-width 512 -o "$OUT/big-term.h5"
 interrupt "generate rmat" "SIGHUP while writing" HUP "$OUT/big-hup.h5" "$OUT/big-hup.h5.tmp.*" \
-  --scale 16 --edge-factor 8 --features 512 -o "$OUT/big-hup.h5"
+  --scale 16 --edge-factor 8 --feature-width 512 -o "$OUT/big-hup.h5"
 interrupt train "SIGTERM mid-run with --metrics: ends the epoch" TERM "=$OUT/killed.jsonl" - \
   --epochs 1000000 --quiet --threads 1 --metrics "$OUT/killed.jsonl"
 interrupt train "SIGINT mid-run with --metrics: ends the epoch" INT "=$OUT/killed2.jsonl" - \

@@ -142,7 +142,7 @@ head -c 20000 one/checkpoint-00000012.h5 >trunc/checkpoint-00000012.h5  # the ne
 expect_error "resume: truncated newest" "trunc/checkpoint-00000012.h5" train "${common[@]}" --epochs 20 --resume trunc
 cp "$cora" foreign/checkpoint-00000003.h5
 expect_error "resume: a graph file" "attribute" train "${common[@]}" --epochs 20 --resume foreign
-"$plexus" generate sbm --nodes 300 --features 1433 --classes 7 -o other.h5 >/dev/null
+"$plexus" generate sbm --nodes 300 --feature-width 1433 --classes 7 -o other.h5 >/dev/null
 expect_error "resume: another graph of the same widths" "was trained on a graph of 2708 nodes, this one has 300" train --data other.h5 --threads 1 -q --epochs 20 --resume one
 expect_error "resume: a file" "is not a directory" train "${common[@]}" --resume "$data"
 expect_error "--checkpoint-every 0" "--checkpoint-every: must be >= 1" train "${common[@]}" --checkpoint-dir x --checkpoint-every 0

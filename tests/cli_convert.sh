@@ -38,11 +38,11 @@ expect_error() {
 
 expect_ok edgelist convert edgelist "$fx/edges_snap.txt.gz" -o "$work/snap.h5"
 grep -q "5 nodes, 10 edges" "$work/out" || { echo "FAIL [edgelist-summary]: $(cat "$work/out")"; failures=$((failures + 1)); }
-expect_ok edgelist-random convert edgelist "$fx/edges_weighted.csv" --features random --feature-width 4 -o "$work/w.h5"
+expect_ok edgelist-random convert edgelist "$fx/edges_weighted.csv" --synthetic-features random --feature-width 4 -o "$work/w.h5"
 expect_ok mtx convert mtx "$fx/graph_symmetric.mtx" -o "$work/m.h5"
 expect_ok ogb convert ogb "$fx/ogb_tiny" -o "$work/ogb.h5"
 expect_ok ogb-train train --data "$work/ogb.h5" --epochs 2 --quiet
-expect_ok sbm generate sbm --nodes 500 --classes 3 --features 8 -o "$work/sbm.h5"
+expect_ok sbm generate sbm --nodes 500 --classes 3 --feature-width 8 -o "$work/sbm.h5"
 expect_ok sbm-train train --data "$work/sbm.h5" --epochs 2 --quiet
 
 expect_error bad-token "$fx/bad_token.txt:3: expected an integer node id, got 'x2'" -- \

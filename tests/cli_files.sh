@@ -116,7 +116,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$@"
 }
 for sig in INT TERM HUP; do
   out="$work/big-$sig.h5"
-  with_default_signals "$plexus" generate rmat --scale 16 --edge-factor 8 --features 512 -o "$out" >/dev/null 2>&1 &
+  with_default_signals "$plexus" generate rmat --scale 16 --edge-factor 8 --feature-width 512 -o "$out" >/dev/null 2>&1 &
   pid=$!
   for _ in $(seq 1 3000); do
     compgen -G "$out.tmp.*" >/dev/null && break
@@ -176,8 +176,8 @@ disk_full() {  # disk_full NAME KBYTES ARGS...
      [[ -z $(ls -A "$work/full") ]]
   then ok; else fail "$name on a full disk (rc=$rc)"; cat "$work/err"; ls -la "$work/full"; fi
 }
-disk_full "generate" 200 generate rmat --scale 12 --features 64 -o "$work/full/g.h5"
-"$plexus" generate rmat --scale 12 --features 64 -o "$work/g12.h5" >/dev/null
+disk_full "generate" 200 generate rmat --scale 12 --feature-width 64 -o "$work/full/g.h5"
+"$plexus" generate rmat --scale 12 --feature-width 64 -o "$work/g12.h5" >/dev/null
 disk_full "prepare" 300 prepare "$work/g12.h5" -o "$work/full/p.h5"
 disk_full "gpt train --save" 300 gpt train --iters 0 --eval-iters 1 --threads 1 --save "$work/full/m.h5"
 disk_full "train --metrics" 0 "${train[@]}" --metrics "$work/full/m.jsonl"

@@ -12,7 +12,7 @@ plexus=$1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$plexus" generate rmat --scale 13 --edge-factor 16 --features 128 --classes 16 -o "$work/g.h5" >/dev/null
+"$plexus" generate rmat --scale 13 --edge-factor 16 --feature-width 128 --classes 16 -o "$work/g.h5" >/dev/null
 "$plexus" train --data "$work/g.h5" --epochs 2 --hidden 128 --threads 1 --quiet --metrics "$work/p1.jsonl" >/dev/null
 mpirun -np 8 "$plexus" train --grid 2x2x2 --data "$work/g.h5" --epochs 2 --hidden 128 --threads 1 --quiet \
   --metrics "$work/p8.jsonl" >/dev/null

@@ -50,7 +50,7 @@ data, metrics, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 with h5py.File(data, "r") as g:
     labels, test = g["labels"][()], g["masks/test"][()].astype(bool)
 n, c = labels.shape[0], 7
-epochs = [json.loads(l) for l in open(metrics) if l.strip() and not json.loads(l).get("summary")]
+epochs = [r for r in map(json.loads, open(metrics)) if "epoch" in r]  # not the header and summary
 last_test_acc = epochs[-1]["test_acc"]
 assert len(epochs) == 5, len(epochs)
 ref = None
@@ -90,8 +90,8 @@ PY
 
 # Bad inputs: one line, exit 2, before anything is written.
 cp "$cora" "$work/g.h5"
-"$plexus" generate sbm --nodes 200 --classes 7 --features 20 -o "$work/f20.h5" >/dev/null 2>&1 || fail "generate sbm"
-"$plexus" generate sbm --nodes 200 --classes 4 --features 1433 -o "$work/c4.h5" >/dev/null 2>&1 || fail "generate sbm"
+"$plexus" generate sbm --nodes 200 --classes 7 --feature-width 20 -o "$work/f20.h5" >/dev/null 2>&1 || fail "generate sbm"
+"$plexus" generate sbm --nodes 200 --classes 4 --feature-width 1433 -o "$work/c4.h5" >/dev/null 2>&1 || fail "generate sbm"
 expect_error "missing checkpoint" "$work/none.h5: no such file" predict --checkpoint "$work/none.h5" -o "$work/x.h5"
 expect_error "checkpoint not a model" "g.h5: .*plexus-gcn" predict --data "$work/g.h5" --checkpoint "$work/g.h5" -o "$work/x.h5"
 expect_error "feature width" "m.h5: a model of 1433 features and 7 classes does not fit .*f20.h5 (20 features" \

@@ -66,8 +66,8 @@ printf '0,1\n' | gzip >"$work/ogb/raw/edge.csv.gz"
 expect_error ogb-nodes "num-node-list.csv.gz: the graph needs" convert ogb "$work/ogb" -o "$work/o.h5"
 
 # ---- generators: the options' sizes ---------------------------------------------------------
-expect_error rmat-scale "--scale: the graph needs" generate rmat --scale 34 --edge-factor 1 --features 1 -o "$work/r.h5"
-expect_error rmat-features "--features: the graph needs" generate rmat --scale 20 --features 4000000 -o "$work/r.h5"
+expect_error rmat-scale "--scale: the graph needs" generate rmat --scale 34 --edge-factor 1 --feature-width 1 -o "$work/r.h5"
+expect_error rmat-features "--feature-width: the graph needs" generate rmat --scale 20 --feature-width 4000000 -o "$work/r.h5"
 expect_error sbm-degree "--avg-degree: the graph needs" generate sbm --nodes 100000000 --avg-degree 500 -o "$work/s.h5"
 
 echo "cli_sizes: $passed passed, $failures failed"

@@ -14,6 +14,7 @@
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
+#include "plexus/progress.hpp"
 
 using plexus::EdgeListOptions;
 using plexus::GraphData;
@@ -97,6 +98,28 @@ TEST(EdgeList, SnapCommentsRelabelSymmetrize) {
   EXPECT_FLOAT_EQ(g.features[0], std::log1p(3.0f));
   EXPECT_FLOAT_EQ(g.features[4], std::log1p(1.0f));
   expect_unlabelled(g);
+}
+
+// A long read reports how far it has come (the CLI's bar and ETA): bytes of the file, rising
+// to its size.
+TEST(EdgeList, ReportsProgressUpToTheFileSize) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 40000; ++i) text += std::to_string(i) + " " + std::to_string(i + 1) + "\n";
+  const std::string path = dir.write("big.txt", text);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
+  const auto previous =
+      plexus::set_progress_reporter([&](std::uint64_t done, std::uint64_t total) { seen.emplace_back(done, total); });
+  const GraphData g = plexus::read_edge_list(path);
+  plexus::set_progress_reporter(previous);
+  EXPECT_EQ(g.num_nodes, 40001);
+  ASSERT_GE(seen.size(), 3u) << "a file of several read buffers";
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    EXPECT_EQ(seen[k].second, text.size());
+    if (k > 0) EXPECT_GE(seen[k].first, seen[k - 1].first);
+  }
+  EXPECT_LT(seen.front().first, text.size());
+  EXPECT_EQ(seen.back().first, text.size());
 }
 
 TEST(EdgeList, GzipIsDetectedByMagicNotName) {
@@ -336,4 +359,173 @@ TEST(Ogb, BadInput) {
     const std::string dir = ogb_copy(t, "split/other/train.csv.gz", "0\n");
     expect_error([&] { plexus::read_ogb(dir); }, "--split", "several splits");
   }
+}
+
+// ---- node files, .npy features, stratified splits ---------------------------------------------
+
+TEST(NodeFile, RolesByNameQuotedNamesAndIsolatedNodes) {
+  TempDir t;
+  // Class names (one quoted, holding the delimiter), any-case splits, a node without edges.
+  const std::string nodes = t.write("nodes.csv",
+                                    "id,f0,label,split,f1\n"
+                                    "30, 1.5,\"b, c\",Train,2\n"
+                                    "10,-1,a,VALID,0\n"
+                                    "\n"
+                                    "20,0,,test,1e2\n"
+                                    "99,4,a,,5\n");
+  const plexus::NodeFile f = plexus::read_node_file(nodes);
+  EXPECT_EQ(f.ids, (std::vector<std::int64_t>{30, 10, 20, 99}));
+  ASSERT_TRUE(f.has_labels);
+  EXPECT_EQ(f.class_names, (std::vector<std::string>{"a", "b, c"}));
+  EXPECT_EQ(f.labels, (std::vector<std::int32_t>{1, 0, -1, 0}));
+  EXPECT_EQ(f.num_classes, 2);
+  ASSERT_TRUE(f.has_split);
+  using plexus::SplitOf;
+  EXPECT_EQ(f.split, (std::vector<SplitOf>{SplitOf::kTrain, SplitOf::kVal, SplitOf::kTest, SplitOf::kNone}));
+  EXPECT_EQ(f.feature_names, (std::vector<std::string>{"f0", "f1"}));
+  EXPECT_EQ(f.features, (std::vector<float>{1.5f, 2, -1, 0, 0, 100, 4, 5}));
+
+  const std::string edges = t.write("edges.txt", "10 30\n20 30\n");
+  EdgeListOptions o;
+  o.node_ids = &f.ids;
+  std::vector<std::int64_t> ids;
+  GraphData g = plexus::read_edge_list(edges, o, ids);
+  plexus::apply_node_file(g, f, 0);
+  ASSERT_EQ(g.num_nodes, 4);  // 99 has no edge and is a node
+  EXPECT_EQ(ids, f.ids);
+  EXPECT_EQ(row(g, 0), (std::vector<index_t>{1, 2}));  // node 0 = id 30
+  EXPECT_TRUE(row(g, 3).empty());
+  EXPECT_EQ(g.num_classes, 2);
+  EXPECT_EQ(g.num_features, 2);
+  EXPECT_EQ(g.train_mask, (std::vector<std::uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(g.val_mask, (std::vector<std::uint8_t>{0, 1, 0, 0}));
+  EXPECT_EQ(g.test_mask, (std::vector<std::uint8_t>{0, 0, 1, 0}));
+  const std::string stray = t.write("stray.txt", "10 30\n# c\n20 31\n");
+  expect_error([&] { plexus::read_edge_list(stray, o, ids); }, stray + ":3", "node id 31 is not in the node file");
+}
+
+TEST(NodeFile, IntegerLabelsTsvAndColumnOptions) {
+  TempDir t;
+  const std::string tsv = t.write("n.tsv", "node\tx\tcls\tname\n5\t0.5\t3\tfoo\n6\t1\t-1\tbar\n7\t2\t\tbaz\n");
+  plexus::NodeFileOptions opt;
+  opt.id_column = "node";
+  opt.label_column = "cls";
+  opt.pick_features = true;
+  opt.feature_columns = {"x"};
+  const plexus::NodeFile f = plexus::read_node_file(tsv, opt);
+  EXPECT_TRUE(f.class_names.empty());
+  EXPECT_EQ(f.labels, (std::vector<std::int32_t>{3, -1, -1}));
+  EXPECT_EQ(f.num_classes, 4);  // max + 1
+  EXPECT_FALSE(f.has_split);
+  EXPECT_EQ(f.features, (std::vector<float>{0.5f, 1, 2}));
+  opt.split_column_required = true;
+  expect_error([&] { plexus::read_node_file(tsv, opt); }, tsv + ":1", "no column 'split' (--split-column)");
+}
+
+TEST(NodeFile, BadInput) {
+  TempDir t;
+  const auto bad = [&](const std::string& name, const std::string& text, int line, const std::string& what) {
+    const std::string p = t.write(name, text);
+    expect_error([&] { plexus::read_node_file(p); }, p + ":" + std::to_string(line), what);
+  };
+  bad("dup.csv", "id,label\n1,0\n2,0\n1,1\n", 4, "duplicate node id 1 (first on line 2)");
+  bad("ragged.csv", "id,label\n1,0\n2\n", 3, "expected 2 fields like the header, got 1");
+  bad("feat.csv", "id,f\n1,x\n", 2, "expected a number (feature 'f'), got 'x'");
+  bad("split.csv", "id,split\n1,training\n", 2, "split 'training'");
+  bad("noid.csv", "node,label\n1,0\n", 1, "no column 'id' (--id-column)");
+  bad("twice.csv", "id,a,a\n1,2,3\n", 1, "column 'a' appears twice");
+  bad("quote.csv", "id,label\n1,\"a\n", 2, "unterminated quoted field");
+  bad("neg.csv", "id,label\n1,0\n2,-2\n", 3, "label -2");
+  const std::string empty = t.write("empty.csv", "\n\n");
+  expect_error([&] { plexus::read_node_file(empty); }, empty, "empty file");
+  const std::string header = t.write("header.csv", "id,label\n");
+  expect_error([&] { plexus::read_node_file(header); }, header, "no nodes");
+  plexus::NodeFileOptions opt;
+  opt.features_from = "x.npy";
+  const std::string feats = t.write("feats.csv", "id,label,f0\n1,0,2\n");
+  expect_error([&] { plexus::read_node_file(feats, opt); }, feats + ":1", "would be features, and --features x.npy");
+}
+
+namespace {
+// A .npy file: version 1 header for `descr` and `shape`, then `body`.
+std::string npy(const std::string& descr, const std::string& shape, const std::string& body, bool fortran = false) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                     ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string s = "\x93NUMPY";
+  s += '\x01';
+  s += '\x00';
+  s += static_cast<char>(dict.size() & 0xff);
+  s += static_cast<char>(dict.size() >> 8);
+  return s + dict + body;
+}
+template <class T>
+std::string bytes_of(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+}  // namespace
+
+TEST(Npy, Float32AndFloat64) {
+  TempDir t;
+  const std::string f4 = t.write("a.npy", npy("<f4", "(2, 3)", bytes_of(std::vector<float>{1, 2, 3, 4, 5, 6})));
+  const plexus::NpyMatrix a = plexus::read_npy_matrix(f4);
+  EXPECT_EQ(a.rows, 2);
+  EXPECT_EQ(a.cols, 3);
+  EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  const std::string f8 = t.write("b.npy", npy("<f8", "(3, 1)", bytes_of(std::vector<double>{0.5, -2, 1e3})));
+  EXPECT_EQ(plexus::read_npy_matrix(f8).values, (std::vector<float>{0.5f, -2, 1000}));
+}
+
+TEST(Npy, BadInput) {
+  TempDir t;
+  const std::string six = bytes_of(std::vector<float>{1, 2, 3, 4, 5, 6});
+  const auto bad = [&](const std::string& name, const std::string& bytes, const std::string& what) {
+    const std::string p = t.write(name, bytes);
+    expect_error([&] { plexus::read_npy_matrix(p); }, p, what);
+  };
+  bad("int.npy", npy("<i8", "(2, 3)", six + six), "dtype '<i8'");
+  bad("big.npy", npy(">f4", "(2, 3)", six), "big-endian");
+  bad("fortran.npy", npy("<f4", "(2, 3)", six, true), "Fortran order");
+  bad("oned.npy", npy("<f4", "(6,)", six), "expected a 2-D array");
+  bad("short.npy", npy("<f4", "(3, 3)", six), "(truncated)");
+  bad("nan.npy", npy("<f4", "(1, 1)", bytes_of(std::vector<float>{std::nanf("")})), "NaN at [0, 0]");
+  bad("magic.npy", "PK\x03\x04 not numpy", "not a .npy file");
+  bad("cut.npy", npy("<f4", "(2, 3)", six).substr(0, 40), "corrupt .npy header");
+  GraphData g;
+  g.num_nodes = 3;
+  plexus::NpyMatrix m = plexus::read_npy_matrix(t.write("ok.npy", npy("<f4", "(2, 3)", six)));
+  expect_error([&] { plexus::set_features(g, std::move(m), "ok.npy", "row k = node k"); }, "ok.npy",
+               "2 rows, expected 3");
+}
+
+TEST(StratifiedSplit, KeepsClassProportionsAndIsDeterministic) {
+  GraphData g;
+  g.num_nodes = 103;
+  g.labels.resize(103);
+  for (index_t i = 0; i < 103; ++i) g.labels[i] = i < 60 ? 0 : i < 100 ? 1 : -1;  // 60, 40, 3 unlabelled
+  g.train_mask.assign(103, 0);
+  g.val_mask = g.test_mask = g.train_mask;
+  const plexus::SplitFractions f = plexus::parse_split_fractions("0.6, 0.2,0.2");
+  plexus::stratified_split(g, f, 1);
+  const auto count = [&](const std::vector<std::uint8_t>& m, int c) {
+    int n = 0;
+    for (index_t i = 0; i < 103; ++i) n += m[i] && g.labels[i] == c;
+    return n;
+  };
+  EXPECT_EQ(count(g.train_mask, 0), 36);
+  EXPECT_EQ(count(g.val_mask, 0), 12);
+  EXPECT_EQ(count(g.test_mask, 0), 12);
+  EXPECT_EQ(count(g.train_mask, 1), 24);
+  EXPECT_EQ(count(g.val_mask, 1), 8);
+  EXPECT_EQ(count(g.test_mask, 1), 8);
+  for (index_t i = 100; i < 103; ++i) EXPECT_EQ(g.train_mask[i] + g.val_mask[i] + g.test_mask[i], 0);
+  GraphData same = g, other = g;
+  plexus::stratified_split(same, f, 1);
+  plexus::stratified_split(other, f, 2);
+  EXPECT_EQ(same.train_mask, g.train_mask);
+  EXPECT_NE(other.train_mask, g.train_mask);
+  expect_error([] { plexus::parse_split_fractions("0.6,0.2"); }, "--split", "expected three fractions");
+  expect_error([] { plexus::parse_split_fractions("0.7,0.2,0.2"); }, "--split", "add up to more than 1");
+  expect_error([] { plexus::parse_split_fractions("0,0.5,0.5"); }, "--split", "train fraction must be above 0");
 }

@@ -703,6 +703,109 @@ TEST_F(IoH5, LibraryCrashOrHangIsAnInputError) {
 }
 
 // =============================================================================================
+// Original ids and class names (read_node_names_h5)
+// =============================================================================================
+
+// Expects read_node_names_h5(p) to throw a one-line InputError naming p and containing `part`.
+void expect_names_error(const std::string& p, const std::string& part) {
+  try {
+    plexus::read_node_names_h5(p);
+    ADD_FAILURE() << "expected InputError reading the names of " << p << " (" << part << ")";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), p);
+    EXPECT_NE(e.message().find(part), std::string::npos) << "missing '" << part << "' in: " << e.message();
+    EXPECT_EQ(e.message().find('\n'), std::string::npos) << e.message();
+  }
+}
+
+TEST_F(IoH5, NodeNamesRoundTrip) {
+  const std::string p = file("names.h5");
+  plexus::NodeNames names;
+  names.ids = {1007, 3, -5, 1LL << 40, 42, 1000};
+  names.class_names = {"alpha", "b, c", "\xC3\xA9t\xC3\xA9"};  // "été": UTF-8 kept
+  plexus::write_graph_h5(small_graph(), names, p);
+  const plexus::NodeNames back = plexus::read_node_names_h5(p);
+  EXPECT_EQ(back.ids, names.ids);
+  EXPECT_EQ(back.class_names, names.class_names);
+  // Without names both members are empty.
+  const plexus::NodeNames none = plexus::read_node_names_h5(good_file());
+  EXPECT_TRUE(none.ids.empty());
+  EXPECT_TRUE(none.class_names.empty());
+  // Only ids.
+  plexus::write_graph_h5(small_graph(), plexus::NodeNames{names.ids, {}}, p);
+  EXPECT_EQ(plexus::read_node_names_h5(p).ids, names.ids);
+  EXPECT_TRUE(plexus::read_node_names_h5(p).class_names.empty());
+}
+
+TEST_F(IoH5, NodeNamesFixedLengthClassNamesAccepted) {
+  const std::string p = good_file();
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, 5);
+  H5Tset_strpad(t, H5T_STR_NULLPAD);  // as h5py writes numpy 'S' strings
+  const char fixed[] = "ab\0\0\0cdefgh\0\0\0\0";  // "ab", "cdefg", "h"
+  put_dataset(p, "/class_names", t, t, {3}, fixed);
+  H5Tclose(t);
+  EXPECT_EQ(plexus::read_node_names_h5(p).class_names, (std::vector<std::string>{"ab", "cdefg", "h"}));
+}
+
+TEST_F(IoH5, NodeNamesMalformed) {
+  plexus::NodeNames names;
+  names.class_names = {"a", "b", "c"};
+  const auto with_names = [&] {
+    const std::string p = file("n.h5");
+    plexus::write_graph_h5(small_graph(), names, p);
+    return p;
+  };
+  {  // count != num_classes
+    const std::string p = with_names();
+    put_attr<std::int32_t>(p, "num_classes", H5T_STD_I32LE, H5T_NATIVE_INT32, 4);
+    expect_names_error(p, "/class_names: expected shape [num_classes] = [4], got [3]");
+  }
+  {  // not strings
+    const std::string p = with_names();
+    std::vector<std::int32_t> v = {0, 1, 2};
+    put_1d(p, "/class_names", H5T_STD_I32LE, H5T_NATIVE_INT32, v);
+    expect_names_error(p, "/class_names: expected strings, got int32");
+  }
+  {  // 2-D
+    const std::string p = with_names();
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 2);
+    const char fixed[] = "a\0b\0c\0";
+    put_dataset(p, "/class_names", t, t, {3, 1}, fixed);
+    H5Tclose(t);
+    expect_names_error(p, "/class_names: expected a 1-D dataset");
+  }
+  {  // not UTF-8
+    const std::string p = with_names();
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 2);
+    const char fixed[] = "a\0\xFF\0c\0";
+    put_dataset(p, "/class_names", t, t, {3}, fixed);
+    H5Tclose(t);
+    expect_names_error(p, "/class_names: class 1: not valid UTF-8");
+  }
+  {  // a group
+    const std::string p = with_names();
+    delete_link(p, "/class_names");
+    File f(p);
+    hid_t g = H5Gcreate2(f.id, "/class_names", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(g, 0);
+    H5Gclose(g);
+  }
+  expect_names_error(file("n.h5"), "/class_names: is not a dataset");
+  {  // /node_ids of the wrong length or type
+    const std::string p = with_names();
+    std::vector<std::int64_t> ids = {1, 2, 3};
+    put_1d(p, "/node_ids", H5T_STD_I64LE, H5T_NATIVE_INT64, ids);
+    expect_names_error(p, "/node_ids: expected shape [num_nodes] = [6], got [3]");
+    std::vector<float> f(6, 1.0f);
+    put_1d(p, "/node_ids", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, f);
+    expect_names_error(p, "/node_ids: expected int64, got float32");
+  }
+}
+
+// =============================================================================================
 // validate() on in-memory graphs
 // =============================================================================================
 

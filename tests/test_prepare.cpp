@@ -271,5 +271,57 @@ TEST(Prepare, PreparedFileLoadsTheSameShards) {
   EXPECT_FALSE(read_prepared_info_h5(std::string(PLEXUS_DATA_DIR) + "/cora.h5").prepared);
 }
 
+TEST(Prepare, PreparedFileKeepsNodeIdsAndClassNames) {
+  const GraphData g = small_graph(131, 4, 5);
+  NodeNames names;
+  for (index_t k = 0; k < g.num_nodes; ++k) names.ids.push_back(5000 - 7 * k);  // not 0..N-1, not sorted
+  for (int c = 0; c < g.num_classes; ++c) names.class_names.push_back("class " + std::to_string(c) + " \xC3\xA9");
+  const std::string plain = temp_path("-names.h5");
+  write_graph_h5(g, names, plain);
+  const NodeNames in = read_node_names_h5(plain);
+  ASSERT_EQ(in.ids, names.ids);
+  ASSERT_EQ(in.class_names, names.class_names);
+  for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis}) {
+    PrepareOptions o;
+    o.balance = b;
+    o.metis_parts = 2;
+    const PreparedGraph p = prepare_graph(g, o);
+    ASSERT_EQ(p.graph.num_nodes, g.num_nodes) << "prepare renumbers nodes, never drops one";
+    const std::string path = temp_path("-prepared-names.h5");
+    write_prepared_h5(p, in, path);
+    // Stored in P2 order, like /labels: row k is input node node_id_p2[k].
+    const NodeNames stored = read_node_names_h5(path);
+    ASSERT_EQ(stored.ids.size(), names.ids.size());
+    for (std::size_t k = 0; k < stored.ids.size(); ++k) {
+      EXPECT_EQ(stored.ids[k], names.ids[static_cast<std::size_t>(p.node_id_p2[k])]) << k;
+      EXPECT_EQ(p.graph.labels[k], g.labels[static_cast<std::size_t>(p.node_id_p2[k])]) << k;
+    }
+    EXPECT_EQ(stored.class_names, names.class_names);
+    // predict's reader undoes P2: the input's order again, whole or in slices.
+    EXPECT_EQ(read_original_node_ids_h5(path, 0, g.num_nodes), names.ids);
+    const std::vector<std::int64_t> slice = read_original_node_ids_h5(path, 40, 30);
+    EXPECT_EQ(slice, std::vector<std::int64_t>(names.ids.begin() + 40, names.ids.begin() + 70));
+    // Prepared again: the input's rows are already in a P2 order, and the ids follow them.
+    const PreparedGraph again = prepare_graph(read_graph_h5(path), o);
+    const std::string path2 = temp_path("-prepared-again.h5");
+    write_prepared_h5(again, stored, path2);
+    EXPECT_EQ(read_original_node_ids_h5(path2, 0, g.num_nodes), stored.ids);
+    // The old signature (and empty names) store neither.
+    write_prepared_h5(p, path);
+    EXPECT_TRUE(read_node_names_h5(path).ids.empty());
+    EXPECT_TRUE(read_node_names_h5(path).class_names.empty());
+    // Names of the wrong length are refused before anything is written.
+    NodeNames short_ids = names;
+    short_ids.ids.pop_back();
+    EXPECT_THROW(write_prepared_h5(p, short_ids, path), InputError);
+    NodeNames extra_class = names;
+    extra_class.class_names.push_back("extra");
+    EXPECT_THROW(write_prepared_h5(p, extra_class, path), InputError);
+    std::filesystem::remove(path);
+    std::filesystem::remove(path2);
+  }
+  std::filesystem::remove(plain);
+}
+
 }  // namespace
 }  // namespace plexus

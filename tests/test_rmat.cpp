@@ -185,7 +185,7 @@ TEST(Rmat, OptionValidation) {
   EXPECT_EQ(where(o), "--edge-factor");
   o = small();
   o.features = 0;
-  EXPECT_EQ(where(o), "--features");
+  EXPECT_EQ(where(o), "--feature-width");
   o = small();
   o.classes = 1;
   EXPECT_EQ(where(o), "--classes");
@@ -207,5 +207,5 @@ TEST(Rmat, OptionValidation) {
   o = small();
   o.scale = 36;
   o.features = index_t{1} << 28;
-  EXPECT_EQ(where(o), "--features");
+  EXPECT_EQ(where(o), "--feature-width");
 }

@@ -24,7 +24,7 @@ DIR="$BUILD/bench"; mkdir -p "$DIR"
 GRAPH="$DIR/rmat${SCALE}_ef${EDGE_FACTOR}.h5"
 if [[ ! -f "$GRAPH" ]]; then
   echo "== generating $GRAPH"
-  "$BUILD/plexus" generate rmat --scale "$SCALE" --edge-factor "$EDGE_FACTOR" --features 128 --classes 16 -o "$GRAPH"
+  "$BUILD/plexus" generate rmat --scale "$SCALE" --edge-factor "$EDGE_FACTOR" --feature-width 128 --classes 16 -o "$GRAPH"
 fi
 LOG="$DIR/run_$(date +%Y%m%d_%H%M%S)"
 echo "== plexus (bench_gcn), threads=$THREADS"

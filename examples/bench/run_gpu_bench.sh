@@ -28,7 +28,7 @@ DIR="$BUILD/bench"; mkdir -p "$DIR"
 GRAPH="$DIR/sbm_n${NODES}_d${DEG}_f${FEATURES}_c${CLASSES}.h5"
 if [[ ! -f "$GRAPH" ]]; then
   echo "== generating $GRAPH"
-  "$BUILD/plexus" generate sbm --nodes "$NODES" --avg-degree "$DEG" --features "$FEATURES" --classes "$CLASSES" \
+  "$BUILD/plexus" generate sbm --nodes "$NODES" --avg-degree "$DEG" --feature-width "$FEATURES" --classes "$CLASSES" \
     --train-fraction 0.08 --val-fraction 0.016 -o "$GRAPH"
 fi
 LOG="$DIR/gpu_$(date +%Y%m%d_%H%M%S)"

@@ -4,6 +4,7 @@
 // validated GraphData, which write_graph_h5 (plexus/io.hpp) stores or train_gcn trains on.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "plexus/graph.hpp"
 
@@ -55,7 +56,12 @@ struct EdgeListOptions {
   SyntheticFeatures features = SyntheticFeatures::kDegree;
   index_t feature_width = 16;  // kRandom only
   std::int32_t classes = 1;    // no labels in these formats: all labels -1, masks all 0
-  std::uint64_t seed = 1;
+  std::uint64_t seed = 1;      // of kRandom features
+  // The nodes, when a node file names them (NodeFile::ids): node k is the node of id
+  // node_ids[k], isolated or not, and an edge endpoint that is none of them is an error naming
+  // `node_ids_from` (the node file). num_nodes and base do not apply then.
+  const std::vector<std::int64_t>* node_ids = nullptr;
+  std::string node_ids_from;
   // Refuse node counts above this (a corrupt header or id must not make us allocate without
   // bound).
   index_t max_nodes = index_t{1} << 33;
@@ -65,6 +71,9 @@ struct EdgeListOptions {
 // or a comma; lines starting with '#' or '%' and blank lines are comments. Either all edge
 // lines carry a weight (w, finite float -> /graph/values) or none does.
 GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt = {});
+// The same, with `original_ids` set to the id in the file of every node (row k = node k)
+// whenever that is not k (ids relabelled, --base 1 or a node file); empty otherwise.
+GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, std::vector<std::int64_t>& original_ids);
 
 // MatrixMarket "%%MatrixMarket matrix coordinate real|integer|pattern general|symmetric":
 // a square N x N matrix, 1-based entries, exactly the announced number of entries.
@@ -88,6 +97,69 @@ struct OgbOptions {
   index_t max_nodes = index_t{1} << 33;
 };
 GraphData read_ogb(const std::string& dir, const OgbOptions& opt = {});
+
+// ---- your own node data: node files, .npy features, stratified splits ---------------------
+// A node file (`plexus convert edgelist --nodes`, docs/converters.md): CSV or TSV with a header
+// line (tab-separated when the header holds a tab, else comma-separated; fields may be quoted
+// "like, this" with "" for a quote), one node per line. Column roles by name: the id (a
+// non-negative integer), the label (integers used as given, -1 or empty = unlabelled; or
+// arbitrary class names, numbered in sorted byte order), the split (train, val/valid/
+// validation, test, any case; empty = no split) and float features (every other column, in
+// file order, or exactly `feature_columns`). Errors are InputError("<file>:<line>", ...).
+struct NodeFileOptions {
+  std::string id_column = "id", label_column = "label", split_column = "split";
+  // A missing label or split column is an error when the option named it, else "none".
+  bool label_column_required = false, split_column_required = false;
+  bool pick_features = false;                // use exactly `feature_columns`
+  std::vector<std::string> feature_columns;  // (may be empty: no feature columns)
+  // The features come from elsewhere (--features x.npy): feature columns are refused.
+  std::string features_from;
+  index_t max_nodes = index_t{1} << 33;
+};
+
+enum class SplitOf : std::uint8_t { kNone = 0, kTrain, kVal, kTest };
+
+struct NodeFile {
+  std::string path;
+  std::vector<std::int64_t> ids;         // row k (file order) = node k
+  bool has_labels = false;               // a label column
+  std::vector<std::int32_t> labels;      // per node, -1 = unlabelled (when has_labels)
+  std::int32_t num_classes = 0;          // max label + 1, or the number of class names
+  std::vector<std::string> class_names;  // class c's name, when the labels were names
+  bool has_split = false;                // a split column
+  std::vector<SplitOf> split;            // per node (when has_split)
+  std::vector<std::string> feature_names;
+  std::vector<float> features;           // ids.size() x feature_names.size(), row-major
+};
+NodeFile read_node_file(const std::string& path, const NodeFileOptions& opt = {});
+
+// Gives `g` (node k = row k of the node file) the file's labels, split masks and, when it has
+// feature columns, its features. `classes`: --classes, 0 = the labels decide; it must not be
+// below max label + 1.
+void apply_node_file(GraphData& g, const NodeFile& nodes, std::int32_t classes);
+
+// A 2-D float32 or float64 NumPy .npy array (format versions 1-3, C order, little-endian),
+// as float32. InputError(path, ...) on a corrupt header, another dtype, Fortran order, a
+// truncated body or a non-finite value.
+struct NpyMatrix {
+  index_t rows = 0, cols = 0;
+  std::vector<float> values;  // rows x cols, row-major
+};
+NpyMatrix read_npy_matrix(const std::string& path);
+// The matrix as the features of `g` (row k = node k); its row count must be g.num_nodes.
+// `rows_are` says what a row is, for the error message (e.g. "the lines of nodes.csv").
+void set_features(GraphData& g, NpyMatrix&& m, const std::string& path, const std::string& rows_are);
+
+// `--split TRAIN,VAL,TEST`: three fractions in [0, 1], train > 0, summing to at most 1
+// (nodes left over are in no split). InputError("--split", ...) otherwise.
+struct SplitFractions {
+  double train = 0, val = 0, test = 0;
+};
+SplitFractions parse_split_fractions(const std::string& text);
+// A random split of the labelled nodes of `g`, stratified by label: class c's n_c nodes in a
+// Philox order of (seed, node) are cut at round(n_c * train) and round(n_c * (train + val)),
+// and at round(n_c * (train + val + test)); the same for a given seed on every platform.
+void stratified_split(GraphData& g, const SplitFractions& fractions, std::uint64_t seed);
 
 // ---- stochastic block model ------------------------------------------------------------------
 // Planted classes (each node uniform over `classes`), O(edges) generation: node u emits

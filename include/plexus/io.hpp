@@ -49,11 +49,39 @@ GcnModelInfo read_gcn_model_info_h5(const std::string& path);
 // over `grid`: the rows move to the rank whose block of the nodes holds them, and each rank
 // writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
 struct Predictions;
+// `ids_from`: the graph file; where it stores original ids (/node_ids), the `/node_id` column
+// holds them instead of 0..N-1 (row k is still node k).
 void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
-                          const ProcessGrid& grid, const std::string& path);
+                          const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {});
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.
 void write_graph_h5(const GraphData& g, const std::string& path);
+
+// What a converted graph knows of its nodes and classes beyond format v1's arrays
+// (docs/format-v1.md, "Original ids and class names"): /node_ids and /class_names.
+struct NodeNames {
+  std::vector<std::int64_t> ids;         // empty, or the original id of node k at row k
+  std::vector<std::string> class_names;  // empty, or the name of class c at row c
+};
+// write_graph_h5 plus the names (each written only when non-empty and of the right length:
+// N ids, num_classes names; InputError(path, ...) otherwise).
+void write_graph_h5(const GraphData& g, const NodeNames& names, const std::string& path);
+// The original ids of nodes [begin, begin + count) in the order a predictions file uses
+// (node k of the graph as converted: a prepared file's order is undone), read from the
+// file's /node_ids; empty when it has none. InputError(path, ...) on a malformed /node_ids.
+std::vector<std::int64_t> read_original_node_ids_h5(const std::string& path, index_t begin, index_t count);
+// The names a file stores, for copying them into a file made from it (`plexus prepare`): ids
+// in the order of the file's own rows (row k = node k as read_graph_h5 reads it: the converted
+// order of a plain file, the stored P2 order of a prepared one) and the class names. A member
+// is empty when the file has no such dataset; InputError(path, ...) when one is malformed
+// (/node_ids not int64-like [N], /class_names not num_classes strings).
+NodeNames read_node_names_h5(const std::string& path);
+// write_prepared_h5 (plexus/prepare.hpp) plus the names of the graph it was prepared from:
+// `names.ids[k]` is the original id of node k of that graph (before P2), stored as /node_ids
+// in the prepared file's P2 order (row k = names.ids[p.node_id_p2[k]]) like every per-node
+// dataset; /class_names as is. Each written only when non-empty and of the right length.
+struct PreparedGraph;
+void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std::string& path);
 
 }  // namespace plexus

@@ -63,7 +63,8 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt);
 HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const std::vector<index_t>& col_new);
 
 // Atomic, like write_graph_h5: the v1 datasets from `p.graph` plus the /prepared group
-// (docs/format-v1.md, "Prepared graphs").
+// (docs/format-v1.md, "Prepared graphs"). The overload that also keeps the input's original
+// node ids and class names (NodeNames) is declared in plexus/io.hpp.
 void write_prepared_h5(const PreparedGraph& p, const std::string& path);
 
 // What a file says about its preparation (read_prepared_info_h5): prepared == false for a

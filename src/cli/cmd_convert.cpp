@@ -1,12 +1,17 @@
 // `plexus convert`: bring graphs from other formats into Plexus format v1.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <type_traits>
 
 #include "io/files.hpp"
 #include "plexus/convert.hpp"
+#include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/progress.hpp"
 
 namespace plexus::cli {
 
@@ -16,40 +21,197 @@ struct PlanetoidOptions {
   bool raw_features = false;
 };
 
+// Options of `edgelist` and `mtx` (and, for edgelist, its node file and split).
 struct TextOptions {
   std::string input, out;
   bool directed = false;
-  std::string features = "degree";
+  std::string synthetic = "degree";
+  std::string features_file;  // --features x.npy
   EdgeListOptions opt;
+  // The option objects whose presence matters (given or not).
+  CLI::Option *synthetic_given = nullptr, *classes_given = nullptr, *width_given = nullptr;
+  // edgelist only
+  std::string nodes, split;
+  NodeFileOptions columns;
+  std::uint64_t split_seed = 1;
+  CLI::Option *num_nodes_given = nullptr, *base_given = nullptr, *split_seed_given = nullptr;
+  std::vector<CLI::Option*> column_options;
 };
+
+// One phase of a conversion (reading, writing), shown while it runs (src/cli/progress.hpp).
+template <class Work>
+auto in_phase(const std::string& what, Work&& work) {
+  Phase phase(progress_style(false), what);
+  if constexpr (std::is_void_v<decltype(work())>) {
+    work();
+    phase.done();
+  } else {
+    auto result = work();
+    phase.done();
+    return result;
+  }
+}
 
 void report(const GraphData& g, const std::string& out) {
   fmt::print("{}: {} nodes, {} edges, {} features, {} classes{}\n", out, g.num_nodes, g.num_edges(), g.num_features,
              g.num_classes, g.directed ? " (directed)" : "");
+  index_t labelled = 0, train = 0, val = 0, test = 0;
+  for (std::size_t i = 0; i < g.labels.size(); ++i) {
+    labelled += g.labels[i] >= 0;
+    train += g.train_mask[i];
+    val += g.val_mask[i];
+    test += g.test_mask[i];
+  }
+  if (labelled > 0)
+    fmt::print("labels: {} labelled nodes; split: {} train, {} val, {} test{}\n", labelled, train, val, test,
+               train == 0 ? " (no train nodes: give a split column or --split to train on it)" : "");
 }
 
 // Options shared by `edgelist` and `mtx`.
 void add_text_options(CLI::App* cmd, TextOptions& o) {
   cmd->add_flag("--directed", o.directed, "Keep edge directions (rows = out-neighbours); default: symmetrize");
-  cmd->add_option("--features", o.features,
-                  "Synthetic node features (the format has none): degree = log(1 + degree), ones, or random = "
-                  "--feature-width uniform [0,1) columns")
-      ->check(CLI::IsMember({"degree", "ones", "random"}))
-      ->capture_default_str();
-  cmd->add_option("--feature-width", o.opt.feature_width, "Width of --features random")->capture_default_str();
-  cmd->add_option("--classes", o.opt.classes, "num_classes to record (labels are all -1: the format has none)")
-      ->capture_default_str();
-  cmd->add_option("--seed", o.opt.seed, "Seed of --features random")->capture_default_str();
+  cmd->add_option("--features", o.features_file,
+                  "Node features from a NumPy .npy file: 2-D float32/float64, row k = node k (the node on data "
+                  "line k of --nodes, else node id k)");
+  o.synthetic_given =
+      cmd->add_option("--synthetic-features", o.synthetic,
+                      "Features when the input has none: degree = log(1 + degree), ones, or random = "
+                      "--feature-width uniform [0,1) columns")
+          ->check(CLI::IsMember({"degree", "ones", "random"}))
+          ->capture_default_str();
+  o.width_given =
+      cmd->add_option("--feature-width", o.opt.feature_width, "Width of --synthetic-features random")->capture_default_str();
+  cmd->add_option("--feature-seed", o.opt.seed, "Seed of --synthetic-features random")->capture_default_str();
+  o.classes_given = cmd->add_option("--classes", o.opt.classes,
+                                    "num_classes to record: without labels (all -1), or above the labels' max + 1")
+                        ->capture_default_str();
   cmd->add_option("--out,-o", o.out, "Output file (format v1 HDF5)")->required();
 }
 
 EdgeListOptions text_options(const TextOptions& o) {
   EdgeListOptions e = o.opt;
   e.symmetrize = !o.directed;
-  e.features = o.features == "random" ? SyntheticFeatures::kRandom
-               : o.features == "ones" ? SyntheticFeatures::kOnes
-                                      : SyntheticFeatures::kDegree;
+  e.features = o.synthetic == "random" ? SyntheticFeatures::kRandom
+               : o.synthetic == "ones" ? SyntheticFeatures::kOnes
+                                       : SyntheticFeatures::kDegree;
   return e;
+}
+
+// `--features degree` was the synthetic mode before --features named a file: say so.
+void check_features_file(const TextOptions& o) {
+  if (o.features_file.empty()) return;
+  std::error_code ec;
+  const bool mode = o.features_file == "degree" || o.features_file == "ones" || o.features_file == "random";
+  if (mode && !std::filesystem::exists(o.features_file, ec))
+    throw InputError("--features", "names a .npy file; the synthetic feature modes are --synthetic-features " +
+                                       o.features_file);
+  if (o.synthetic_given->count() > 0)
+    throw InputError("--synthetic-features", "--features " + o.features_file + " gives the features: use one");
+}
+
+// Option combinations of `edgelist` refused before anything is read.
+void check_edgelist_options(const TextOptions& o) {
+  check_features_file(o);
+  if (o.nodes.empty()) {
+    for (const CLI::Option* c : o.column_options)
+      if (c->count() > 0) throw InputError(c->get_name(), "names a column of the node file: give --nodes");
+    if (!o.split.empty()) throw InputError("--split", "splits labelled nodes: give --nodes with a label column");
+    return;
+  }
+  if (o.num_nodes_given->count() > 0)
+    throw InputError("--num-nodes", "the node file " + o.nodes + " decides the nodes: give one or the other");
+  if (o.base_given->count() > 0)
+    throw InputError("--base", "ids are looked up in the node file " + o.nodes + ": --base does not apply");
+  if (o.columns.pick_features && !o.features_file.empty())
+    throw InputError("--feature-columns", "--features " + o.features_file + " gives the features: use one");
+  if (o.split.empty() && o.split_seed_given->count() > 0) throw InputError("--split-seed", "needs --split");
+}
+
+// The node file's features replace the synthetic ones: an explicit synthetic mode is a mistake.
+void check_node_features(const TextOptions& o, const NodeFile& nodes) {
+  if (nodes.feature_names.empty()) return;
+  if (o.synthetic_given->count() > 0 || o.width_given->count() > 0)
+    throw InputError(o.synthetic_given->count() > 0 ? "--synthetic-features" : "--feature-width",
+                     nodes.path + " has feature columns: synthetic features do not apply");
+}
+
+// --classes where the node file has labels: checked by apply_node_file (0 = not given).
+std::int32_t classes_option(const TextOptions& o) { return o.classes_given->count() > 0 ? o.opt.classes : 0; }
+
+void convert_edgelist(TextOptions& o) {
+  check_edgelist_options(o);
+  NodeFileOptions& cols = o.columns;
+  cols.features_from = o.features_file;
+  io::check_output(o.out, io::OutputNeeds::Seekable, {o.input, o.nodes, o.features_file});
+  const std::optional<SplitFractions> fractions =
+      o.split.empty() ? std::nullopt : std::optional<SplitFractions>(parse_split_fractions(o.split));
+
+  NodeNames names;
+  EdgeListOptions opt = text_options(o);
+  std::optional<NodeFile> nodes;
+  if (!o.nodes.empty()) {
+    nodes = read_node_file(o.nodes, cols);
+    check_node_features(o, *nodes);
+    if (fractions && nodes->has_split)
+      throw InputError("--split", nodes->path + " has a split column (" + cols.split_column + "): use one");
+    if (fractions && !nodes->has_labels)
+      throw InputError("--split", nodes->path + " has no label column (" + cols.label_column + ") to split by");
+    opt.node_ids = &nodes->ids;
+    opt.node_ids_from = nodes->path;
+    if (nodes->has_labels) opt.classes = 1;  // the labels decide, below
+  }
+  GraphData g = in_phase("reading " + o.input, [&] { return read_edge_list(o.input, opt, names.ids); });
+  if (nodes) {
+    apply_node_file(g, *nodes, classes_option(o));
+    names.class_names = std::move(nodes->class_names);
+  }
+  if (!o.features_file.empty())
+    set_features(g, read_npy_matrix(o.features_file), o.features_file,
+                 nodes ? "row k = data line k of " + nodes->path
+                       : names.ids.empty() ? "row k = node id k" : "row k = the k-th smallest node id");
+  if (fractions) stratified_split(g, *fractions, o.split_seed);
+  in_phase("writing " + o.out, [&] { write_graph_h5(g, names, o.out); });
+  report(g, o.out);
+}
+
+void add_edgelist_command(CLI::App* conv) {
+  auto el = std::make_shared<TextOptions>();
+  CLI::App* ec = conv->add_subcommand(
+      "edgelist",
+      "SNAP-style edge list 'u v [weight]' per line (plain or gzip; '#'/'%' comments; space, tab or comma "
+      "separated), with an optional node file (--nodes) of labels, splits and features. Without --nodes or "
+      "--num-nodes the ids that occur are relabelled 0..n-1 in increasing order (kept in /node_ids).");
+  add_data_option(ec, el->input, "Edge list file")->required();
+  el->num_nodes_given = ec->add_option("--num-nodes", el->opt.num_nodes,
+                                       "Keep ids as they are (minus --base); they must be below this count (0 = relabel)")
+                            ->capture_default_str();
+  el->base_given = ec->add_option("--base", el->opt.base, "Id of the first node: 0 or 1")->capture_default_str();
+  ec->add_option("--nodes", el->nodes,
+                 "Node file, CSV or TSV with a header: every line is a node (isolated ones too), node k = data "
+                 "line k; columns id, label, split (train/val/test), the others float features");
+  NodeFileOptions& cols = el->columns;
+  el->column_options = {
+      ec->add_option("--id-column", cols.id_column, "Column of the node ids in --nodes")->capture_default_str(),
+      ec->add_option("--label-column", cols.label_column,
+                     "Column of the labels in --nodes: integers, or class names (numbered in sorted order)")
+          ->capture_default_str(),
+      ec->add_option("--split-column", cols.split_column, "Column of the split in --nodes: train, val, test or empty")
+          ->capture_default_str(),
+      ec->add_option("--feature-columns", cols.feature_columns,
+                     "Feature columns of --nodes, comma-separated (default: every column but id, label, split)")
+          ->delimiter(',')};
+  ec->add_option("--split", el->split,
+                 "Random split TRAIN,VAL,TEST (fractions, e.g. 0.6,0.2,0.2) of the labelled nodes, stratified by "
+                 "label, for a node file without a split column");
+  el->split_seed_given = ec->add_option("--split-seed", el->split_seed, "Seed of --split")->capture_default_str();
+  add_text_options(ec, *el);
+  ec->callback([el] {
+    NodeFileOptions& c = el->columns;
+    c.label_column_required = el->column_options[1]->count() > 0;
+    c.split_column_required = el->column_options[2]->count() > 0;
+    c.pick_features = el->column_options[3]->count() > 0;
+    convert_edgelist(*el);
+  });
 }
 }  // namespace
 
@@ -58,7 +220,7 @@ void add_convert_command(CLI::App& app) {
   conv->require_subcommand(1);
   auto o = std::make_shared<PlanetoidOptions>();
   CLI::App* pl = conv->add_subcommand("planetoid", "Planetoid raw files ind.NAME.{x,y,tx,ty,allx,ally,graph,test.index}");
-  pl->add_option("--dir", o->dir, "Directory holding the ind.NAME.* files")->required();
+  add_data_option(pl, o->dir, "Directory holding the ind.NAME.* files")->required();
   pl->add_option("--name", o->name, "Dataset name")
       ->check(CLI::IsMember({"cora", "citeseer", "pubmed"}))
       ->capture_default_str();
@@ -66,39 +228,26 @@ void add_convert_command(CLI::App& app) {
   pl->add_option("--out,-o", o->out, "Output file")->required();
   pl->callback([o] {
     io::check_output(o->out, io::OutputNeeds::Seekable);  // the inputs read are refused again at the rename
-    const GraphData g = read_planetoid(o->dir, o->name, !o->raw_features);
-    write_graph_h5(g, o->out);
+    const GraphData g = in_phase("reading " + o->dir, [&] { return read_planetoid(o->dir, o->name, !o->raw_features); });
+    in_phase("writing " + o->out, [&] { write_graph_h5(g, o->out); });
     report(g, o->out);
   });
 
-  auto el = std::make_shared<TextOptions>();
-  CLI::App* ec = conv->add_subcommand(
-      "edgelist",
-      "SNAP-style edge list 'u v [weight]' per line (plain or gzip; '#'/'%' comments; space, tab or comma "
-      "separated). Without --num-nodes the ids that occur are relabelled 0..n-1 in increasing order.");
-  ec->add_option("input", el->input, "Edge list file")->required();
-  ec->add_option("--num-nodes", el->opt.num_nodes,
-                 "Keep ids as they are (minus --base); they must be below this count (0 = relabel)")
-      ->capture_default_str();
-  ec->add_option("--base", el->opt.base, "Id of the first node: 0 or 1")->capture_default_str();
-  add_text_options(ec, *el);
-  ec->callback([el] {
-    io::check_output(el->out, io::OutputNeeds::Seekable, {el->input});
-    const GraphData g = read_edge_list(el->input, text_options(*el));
-    write_graph_h5(g, el->out);
-    report(g, el->out);
-  });
+  add_edgelist_command(conv);
 
   auto mm = std::make_shared<TextOptions>();
   CLI::App* mc = conv->add_subcommand(
       "mtx", "MatrixMarket 'matrix coordinate real|integer|pattern general|symmetric' (plain or gzip); "
              "symmetric files are expanded, values become edge weights");
-  mc->add_option("input", mm->input, "MatrixMarket file")->required();
+  add_data_option(mc, mm->input, "MatrixMarket file")->required();
   add_text_options(mc, *mm);
   mc->callback([mm] {
-    io::check_output(mm->out, io::OutputNeeds::Seekable, {mm->input});
-    const GraphData g = read_matrix_market(mm->input, text_options(*mm));
-    write_graph_h5(g, mm->out);
+    check_features_file(*mm);
+    io::check_output(mm->out, io::OutputNeeds::Seekable, {mm->input, mm->features_file});
+    GraphData g = in_phase("reading " + mm->input, [&] { return read_matrix_market(mm->input, text_options(*mm)); });
+    if (!mm->features_file.empty())
+      set_features(g, read_npy_matrix(mm->features_file), mm->features_file, "row k = matrix row k + 1");
+    in_phase("writing " + mm->out, [&] { write_graph_h5(g, mm->out); });
     report(g, mm->out);
   });
 
@@ -109,7 +258,7 @@ void add_convert_command(CLI::App& app) {
   CLI::App* oc = conv->add_subcommand(
       "ogb", "OGB node-property raw layout: DIR/raw/{edge,num-node-list,node-feat,node-label}.csv.gz and "
              "DIR/split/<split>/{train,valid,test}.csv.gz");
-  oc->add_option("dir", *og_dir, "Dataset directory (holding raw/ and split/)")->required();
+  add_data_option(oc, *og_dir, "Dataset directory (holding raw/ and split/)")->required();
   oc->add_option("--split", og->split, "Split directory name under split/ (default: the only one)");
   oc->add_flag("--directed", *og_directed, "Keep edge directions; default: symmetrize (as GCN setups do)");
   oc->add_option("--out,-o", *og_out, "Output file (format v1 HDF5)")->required();
@@ -117,8 +266,8 @@ void add_convert_command(CLI::App& app) {
     OgbOptions opt = *og;
     opt.symmetrize = !*og_directed;
     io::check_output(*og_out, io::OutputNeeds::Seekable);
-    const GraphData g = read_ogb(*og_dir, opt);
-    write_graph_h5(g, *og_out);
+    const GraphData g = in_phase("reading " + *og_dir, [&] { return read_ogb(*og_dir, opt); });
+    in_phase("writing " + *og_out, [&] { write_graph_h5(g, *og_out); });
     report(g, *og_out);
   });
 }

@@ -19,7 +19,7 @@ void add_generate_command(CLI::App& app) {
   CLI::App* rmat = gen->add_subcommand("rmat", "Graph500 R-MAT graph (a=0.57 b=0.19 c=0.19) with random features");
   rmat->add_option("--scale", opt->scale, "2^scale nodes")->capture_default_str();
   rmat->add_option("--edge-factor", opt->edge_factor, "Edges per node (before symmetrizing)")->capture_default_str();
-  rmat->add_option("--features", opt->features, "Feature width")->capture_default_str();
+  rmat->add_option("--feature-width", opt->features, "Feature width")->capture_default_str();
   rmat->add_option("--classes", opt->classes, "Number of classes")->capture_default_str();
   rmat->add_option("--seed", opt->seed, "Random seed")->capture_default_str();
   rmat->add_option("--out,-o", *out, "Output file (format v1 HDF5)")->required();
@@ -39,7 +39,7 @@ void add_generate_command(CLI::App& app) {
   sc->add_option("--classes", sbm->classes, "Number of planted classes")->capture_default_str();
   sc->add_option("--avg-degree", sbm->avg_degree, "Mean degree (after symmetrizing)")->capture_default_str();
   sc->add_option("--homophily", sbm->homophily, "Probability that an edge stays within its class")->capture_default_str();
-  sc->add_option("--features", sbm->features, "Feature width")->capture_default_str();
+  sc->add_option("--feature-width", sbm->features, "Feature width")->capture_default_str();
   sc->add_option("--feature-signal", sbm->feature_signal,
                  "Centroid scale relative to unit noise (0 = features carry no class signal)")
       ->capture_default_str();

@@ -16,13 +16,14 @@
 #include "plexus/train.hpp"
 #include "plexus/trainer.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/grid_choice.hpp"
 
 namespace plexus::cli {
 
 namespace {
 
 struct PredictOptions {
-  std::string data, checkpoint, out, backend = "auto", grid = "1x1x1", memory_per_rank;
+  std::string data, checkpoint, out, backend = "auto", grid = "auto", memory_per_rank;
   int threads = 0;
   bool quiet = false;
 };
@@ -40,12 +41,10 @@ void run_predict(PredictOptions& o) {
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
-  auto grid = ProcessGrid::create(parse_grid(o.grid));
-  const bool root = grid->rank() == 0;
-  const bool quiet = o.quiet || !root;
   // Inputs and the output are checked before anything is loaded or computed (io/files.hpp).
   require_checkpoint(o.checkpoint);
-  if (root) io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});
+  if (started_ranks() == 1 || launched_rank() == 0)
+    io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});
 
   // The model: its widths and options from the file, so that none need repeating here.
   const GcnModelInfo model = read_gcn_model_info_h5(o.checkpoint);
@@ -58,6 +57,11 @@ void run_predict(PredictOptions& o) {
   TrainConfig cfg = model.config;
 
   set_rank_memory_budget(memory_limit);
+  const GridChoice grid_choice = choose_gcn_grid(o.grid, o.data, cfg);
+  auto grid = ProcessGrid::create(grid_choice.shape);
+  const bool root = grid->rank() == 0;
+  const bool quiet = o.quiet || !root;
+  if (!quiet && !grid_choice.why.empty()) spdlog::info("--grid auto: {} ({})", grid->shape().str(), grid_choice.why);
   RunBackend run = make_run_backend(o.backend, o.threads, /*profile=*/false, *grid);
   Backend& backend = run.get();
   backend.set_memory_limit(memory_limit);
@@ -75,7 +79,7 @@ void run_predict(PredictOptions& o) {
   {
     const Predictions p = trainer.predict();
     classes = p.num_classes;
-    write_predictions_h5(p, num_nodes, epochs, *grid, o.out);
+    write_predictions_h5(p, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data);  // original ids, if stored
   }
   // The accuracies of the loaded weights on the data's splits (a second forward pass; every
   // rank takes part, so it follows the user's --quiet, not rank 0's).
@@ -97,12 +101,15 @@ void add_predict_command(CLI::App& app) {
   auto opts = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand(
       "predict", "Apply a trained GCN (a --save-model file or checkpoint) to every node; write classes and logits");
-  cmd->add_option("--data", opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
+  add_data_option(cmd, opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
   cmd->add_option("--checkpoint", opts->checkpoint,
                   "GCN model file (plexus train --save-model, docs/gcn-model.md); its layers and widths are used")
       ->required();
   cmd->add_option("--out,-o", opts->out, "Output file (HDF5, docs/predictions.md)")->required();
-  cmd->add_option("--grid", opts->grid, "Process grid XxYxZ (product = number of MPI ranks)")->capture_default_str();
+  cmd->add_option("--grid", opts->grid,
+                  "Process grid XxYxZ (product = number of MPI ranks), or auto: the grid plexus plan predicts "
+                  "fastest for the ranks started")
+      ->capture_default_str();
   cmd->add_option("--backend", opts->backend, "Kernel backend")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
       ->capture_default_str();

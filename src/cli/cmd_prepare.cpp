@@ -12,6 +12,7 @@
 #include "plexus/prepare.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/progress.hpp"
 
 namespace plexus::cli {
 
@@ -20,16 +21,14 @@ namespace {
 struct PrepareCliOptions {
   std::string input, out, balance = "permute", grid;
   std::uint64_t seed = 1;
-  bool no_symmetrize = false, quiet = false;
+  bool directed = false, quiet = false;
 };
 
 void run_prepare(const PrepareCliOptions& o) {
-  using Clock = std::chrono::steady_clock;
-  const auto secs = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   PrepareOptions po;
   po.balance = parse_balance(o.balance);
   po.seed = o.seed;
-  po.symmetrize = !o.no_symmetrize;
+  po.symmetrize = !o.directed;
   if (po.balance == Balance::kMetis) {
     if (o.grid.empty())
       throw InputError("--grid", "--balance metis needs the grid to train on (its blocks decide the METIS parts)");
@@ -41,16 +40,22 @@ void run_prepare(const PrepareCliOptions& o) {
   if (o.out.empty()) throw InputError("--out", "an output file is required");
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work, not after it
 
-  const auto t0 = Clock::now();
+  // Phases shown as they run (src/cli/progress.hpp): on a terminal each with a ticking clock.
+  const ProgressStyle style = progress_style(o.quiet);
+  Phase reading(style, "reading " + o.input);
   GraphData g = read_graph_h5(o.input);
-  const double read_s = secs(t0);
+  const NodeNames names = read_node_names_h5(o.input);  // kept through the new order
+  reading.done(fmt::format("{} nodes, {} stored edges", g.num_nodes, g.num_edges()));
+  const double read_s = reading.seconds();
   const index_t in_edges = g.num_edges();
-  const auto t1 = Clock::now();
+  Phase preparing(style, fmt::format("cleaning, normalising and ordering ({})", balance_name(po.balance)));
   PreparedGraph p = about_file(o.input, [&] { return prepare_graph(std::move(g), po); });
-  const double prep_s = secs(t1);
-  const auto t2 = Clock::now();
-  write_prepared_h5(p, o.out);
-  const double write_s = secs(t2);
+  preparing.done(fmt::format("Â {} nnz", p.a1.nnz()));
+  const double prep_s = preparing.seconds();
+  Phase writing(style, "writing " + o.out);
+  write_prepared_h5(p, names, o.out);
+  writing.done();
+  const double write_s = writing.seconds();
   if (o.quiet) return;
   fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}{}\n", o.out, p.graph.num_nodes,
              in_edges, p.graph.num_edges(), p.graph.directed ? "directed" : "symmetric", p.a1.nnz(),
@@ -66,14 +71,14 @@ void add_prepare_command(CLI::App& app) {
   auto o = std::make_shared<PrepareCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "prepare", "Clean (dedupe, drop self-loops, symmetrize), GCN-normalise and balance a graph, ahead of training");
-  cmd->add_option("input", o->input, "Graph in Plexus format v1")->required();
+  add_data_option(cmd, o->input, "Graph in Plexus format v1")->required();
   cmd->add_option("--out,-o", o->out, "Output file (format v1 with a /prepared group)")->required();
   cmd->add_option("--balance", o->balance, "Node order: none, permute (double permutation) or metis")
       ->check(CLI::IsMember({"none", "permute", "metis"}))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of the permutations")->capture_default_str();
+  cmd->add_option("--balance-seed", o->seed, "Seed of --balance permute")->capture_default_str();
   cmd->add_option("--grid", o->grid, "Grid XxYxZ to train on (required by --balance metis)");
-  cmd->add_flag("--no-symmetrize", o->no_symmetrize, "Keep edge directions (default: store every edge both ways)");
+  cmd->add_flag("--directed", o->directed, "Keep edge directions (default: store every edge both ways)");
   cmd->add_flag("--quiet,-q", o->quiet, "Print nothing");
   cmd->callback([o] { run_prepare(*o); });
 }
