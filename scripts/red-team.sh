@@ -146,7 +146,7 @@ sys.exit(not ((ids == n.arange(f.attrs["num_nodes"])).all() and (f["class"][()] 
 json_ok() { $py -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
 # accuracies in [0, 1] in a train --metrics file
 acc_ok() { $py -c 'import json,sys,math
-r=[json.loads(l) for l in open(sys.argv[1])][:-1]
+r=[e for e in map(json.loads, open(sys.argv[1])) if "epoch" in e]
 sys.exit(not r or not all(0 <= e[k] <= 1 for e in r for k in ("train_acc","val_acc","test_acc")) or not all(math.isfinite(e["loss"]) for e in r))' "$1" 2>/dev/null; }
 
 # interrupt SUB DESC SIGNAL TARGET WAIT_GLOB ARGS...: starts the command (signals at their
@@ -1101,7 +1101,7 @@ refuse inspect "--balance random" "--balance" "$IN/g.h5" --grid 2x2x2 --balance 
 refuse inspect "--layers 0" "--layers" "$IN/g.h5" --layers 0
 refuse inspect "--layers abc" "--layers" "$IN/g.h5" --layers abc
 refuse inspect "--balance-seed -1" "--balance-seed" "$IN/g.h5" --grid 2x1x1 --balance permute --balance-seed -1
-refuse inspect "no file" "file"
+refuse inspect "no file" "--data is required"
 for v in sig sbver; do refuse inspect "byte flip: model.h5 $v" "flip-model-$v.h5" "$IN/flip-model-$v.h5"; done
 for v in eof 5 25 50 98; do survive inspect "byte flip: g.h5 at $v" "$IN/flip-g-$v.h5"; done
 accept inspect "--json" 'json_ok "$LOG/out"' "$IN/g.h5" --json --grid 2x2x1 --balance permute
@@ -1255,7 +1255,9 @@ if [[ ${RED_TEAM_MPI:-1} != 0 ]] && command -v mpirun >/dev/null; then
   NP=4 refuse train "MPI 4: missing data printed once" "nope.h5" --grid 2x2x1 "${tr1[@]}" --data "$IN/nope.h5"
   NP=4 refuse train "MPI 4: NaN features" "/features" --grid 2x2x1 "${tr1[@]}" --data "$IN/feat-nan.h5"
   NP=4 refuse train "MPI 4: loss overflow (3e38 features)" "loss" --grid 2x2x1 --epochs 3 --quiet --threads 1 --data "$IN/feat-3e38.h5"
-  NP=2 refuse train "MPI 2: grid of 1 rank on 2" "--grid" "${tr1[@]}"
+  NP=2 refuse train "MPI 2: grid of 1 rank on 2" "--grid: 1x1x1" "${tr1[@]}" --grid 1x1x1
+  NP=2 accept train "MPI 2: no --grid (auto)" 'said "best validation"' "${tr1[@]}"
+  NP=3 refuse gpt "MPI 3: --dp 2 of 3 ranks" "--dp: 2 replicas need a multiple of 2 ranks" train --iters 1 --threads 1 --dp 2
   NP=2 refuse train "MPI 2: --config FIFO" "fifo" --grid 2x1x1 "${tr1[@]}" --config "$IN/fifo"
   NP=4 refuse train "MPI 4: all labels -1" "/masks/train" --grid 1x2x2 "${tr1[@]}" --data "$IN/labels-all-unlabelled.h5"
   NP=2 refuse train "MPI 2: metrics to /dev/full" "/dev/full" --grid 2x1x1 "${tr1[@]}" --metrics /dev/full
