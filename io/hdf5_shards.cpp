@@ -21,6 +21,7 @@
 #include "io/hdf5_prepared.hpp"
 #include "io/hdf5_reader.hpp"
 #include "plexus/graph.hpp"
+#include "plexus/progress.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
 
@@ -95,6 +96,7 @@ class ShardReader {
         for (std::size_t k = 0; k < m; ++k)
           if (!std::isfinite(val[k])) r_.fail(c.values.name, "non-finite value at position " + std::to_string(e0 + static_cast<index_t>(k)));
       }
+      advance(m * (c.has_values ? 8 : 4));
       if (ch.size() == 0) continue;
       std::vector<index_t> local_ip(ip.begin() + (ch.begin - rows.begin), ip.begin() + (ch.end - rows.begin) + 1);
       for (index_t& x : local_ip) x -= e0;
@@ -119,9 +121,19 @@ class ShardReader {
       r_.read_floats_into(d, out.data() + (r0 - rows.begin) * cols.size(),
                           Slab{{static_cast<hsize_t>(r0), static_cast<hsize_t>(cols.begin)},
                                {static_cast<hsize_t>(n), static_cast<hsize_t>(cols.size())}});
+      advance(static_cast<std::uint64_t>(n * cols.size()) * 4);
     }
     return out;
   }
+
+  // Progress (plexus/progress.hpp) in bytes read: `expect` adds to the total, each read adds
+  // what it brought. Totals of the Â blocks are estimated (nnz in proportion to the rows).
+  void expect(double bytes) { total_ += static_cast<std::uint64_t>(std::max(0.0, bytes)); }
+  void advance(std::uint64_t bytes) const {
+    done_ = std::min(done_ + bytes, total_);
+    report_progress(done_, total_);
+  }
+  void finished() const { advance(total_); }
 
   std::int64_t max_over_ranks(std::int64_t v) const {
     if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm_);
@@ -175,6 +187,8 @@ class ShardReader {
   const h5::Header& h_;
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
+  std::uint64_t total_ = 0;
+  mutable std::uint64_t done_ = 0;
 };
 
 // Rows of a prepared Â (sorted, in-range columns, stored values) cut to columns [cols),
@@ -297,7 +311,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
   const h5::PreparedHeader ph = h5::read_prepared_header(r, h);
-  const ShardReader in(r, h, comm);
+  ShardReader in(r, h, comm);
   CsrDatasets graph;
   graph.indptr = std::move(h.indptr);
   graph.indices = std::move(h.indices);
@@ -314,6 +328,16 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   // 1. Split sizes from this rank's 1/P of the masks; for a raw graph also the degrees of
   // its 1/P of the rows, then everyone's (a prepared graph stores Â normalised).
   const Range own = block_range(h.num_nodes, in.size(), in.rank());
+  {  // what this rank will read, for the progress shown while it does
+    const double per_edge = h.has_values ? 8.0 : 4.0;
+    const auto edges_of = [&](Range rows) {
+      return h.num_nodes > 0 ? static_cast<double>(h.nnz) * static_cast<double>(rows.size()) / h.num_nodes : 0.0;
+    };
+    if (!ph.prepared) in.expect(per_edge * edges_of(own));
+    const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
+    for (int l = 0; l < period; ++l) in.expect(per_edge * edges_of(sr.adj[sr.adj_of_layout[l]].rows));
+    in.expect(4.0 * static_cast<double>(sr.feat_rows.size()) * static_cast<double>(sr.feat_cols.size()));
+  }
   std::vector<double> inv_sqrt_deg;
   if (!ph.prepared) {
     const std::vector<index_t> ip = in.indptr(graph, own);
@@ -437,6 +461,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
         r.fail(ids_name, "node id " + std::to_string(s.label_ids[i]) + " at position " +
                              std::to_string(s.label_rows.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
   }
+  in.finished();
   return s;
 }
 

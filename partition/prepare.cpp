@@ -1,4 +1,5 @@
 // prepare_graph: clean → normalise → order → renumber (include/plexus/prepare.hpp).
+#include "plexus/progress.hpp"
 #include "plexus/prepare.hpp"
 
 #include <omp.h>
@@ -179,7 +180,10 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   validate(g, "graph");
   if (g.num_nodes > std::numeric_limits<col_t>::max())
     throw InputError("graph", "num_nodes: more than 2^31-1 nodes are not supported yet");
+  // Progress by stage (plexus/progress.hpp): kStages steps of unequal length, a rough ETA.
+  constexpr std::uint64_t kStages = 6;
   if (opt.clean || opt.symmetrize) g = clean_graph(std::move(g), opt.symmetrize);
+  report_progress(1, kStages);
   PreparedGraph p;
   p.balance = opt.balance;
   p.seed = opt.seed;
@@ -188,8 +192,10 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   // Â in the original order, then in the orders of the layers (values untouched, so a layer
   // computes the same products in another order).
   const NodeOrder order = make_order(g, opt.balance, opt.seed, opt.metis_parts);
+  report_progress(2, kStages);
   {
     HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+    report_progress(3, kStages);
     const bool two = order.row != order.col;
     if (opt.balance == Balance::kNone) {
       p.a1 = std::move(a_hat);
@@ -198,6 +204,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
       if (two) p.a2 = permute_csr(a_hat, order.col, order.row);
     }
   }
+  report_progress(4, kStages);
   p.node_id_p = inverse_permutation(order.row);
   p.node_id_p2 = inverse_permutation(order.col);
 
@@ -218,6 +225,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
     g.indices = {};
     g.values = {};
   }
+  report_progress(5, kStages);
   out.features = permute_rows(g.features, p2, g.num_features);
   g.features = {};
   out.labels = permute_rows(g.labels, p2);
@@ -230,6 +238,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
     p.val_p = permute_rows(g.val_mask, order.row);
     p.test_p = permute_rows(g.test_mask, order.row);
   }
+  report_progress(kStages, kStages);
   return p;
 }
 

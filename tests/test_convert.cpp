@@ -116,7 +116,9 @@ TEST(EdgeList, ReportsProgressUpToTheFileSize) {
   ASSERT_GE(seen.size(), 3u) << "a file of several read buffers";
   for (std::size_t k = 0; k < seen.size(); ++k) {
     EXPECT_EQ(seen[k].second, text.size());
-    if (k > 0) EXPECT_GE(seen[k].first, seen[k - 1].first);
+    if (k > 0) {
+      EXPECT_GE(seen[k].first, seen[k - 1].first);
+    }
   }
   EXPECT_LT(seen.front().first, text.size());
   EXPECT_EQ(seen.back().first, text.size());

@@ -14,6 +14,7 @@
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
+#include "plexus/progress.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/train.hpp"
 
@@ -227,6 +228,40 @@ TEST(Prepare, TrainingNeedsALabelledTrainingNode) {
     EXPECT_THROW(train_gcn(unlabelled, c, *be, *grid), InputError) << balance_name(b);
     EXPECT_THROW(train_gcn(no_train, c, *be, *grid), InputError) << balance_name(b);
   }
+}
+
+// Long steps report how far they have come (the CLI's bars and ETAs): prepare_graph by stage,
+// load_shards_h5 by bytes read; both rise monotonically to their total.
+TEST(Prepare, PrepareAndLoadReportProgress) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
+  const auto previous =
+      set_progress_reporter([&](std::uint64_t done, std::uint64_t total) { seen.emplace_back(done, total); });
+  const auto rises_to_the_end = [&](std::size_t at_least) {
+    ASSERT_GE(seen.size(), at_least);
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+      EXPECT_EQ(seen[k].second, seen.front().second);
+      if (k > 0) {
+        EXPECT_GE(seen[k].first, seen[k - 1].first);
+      }
+    }
+    EXPECT_LT(seen.front().first, seen.front().second);
+    EXPECT_EQ(seen.back().first, seen.back().second);
+  };
+  PrepareOptions o;
+  o.balance = Balance::kPermute;
+  const PreparedGraph p = prepare_graph(small_graph(257, 5, 9), o);
+  rises_to_the_end(4);
+  seen.clear();
+  const std::string path = temp_path("-progress.h5");
+  write_prepared_h5(p, path);
+  auto grid = ProcessGrid::single();
+  load_shards_h5(path, *grid, 2, 6);
+  rises_to_the_end(3);  // Â blocks and features
+  seen.clear();
+  load_shards_h5(std::string(PLEXUS_DATA_DIR) + "/cora.h5", *grid, 2, 16);  // a plain file: degrees too
+  rises_to_the_end(3);
+  set_progress_reporter(previous);
+  std::filesystem::remove(path);
 }
 
 TEST(Prepare, PreparedFileLoadsTheSameShards) {

@@ -51,7 +51,7 @@ struct Walk {
   std::string stray;  // empty when none
 };
 Walk walk(CLI::App& root, int argc, char** argv) {
-  Walk w{&root};
+  Walk w{&root, "plexus", ""};
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     const auto subs = w.app->get_subcommands([&](CLI::App* s) { return s->check_name(word); });
