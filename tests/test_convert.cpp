@@ -1,6 +1,7 @@
 // Converters: edge lists, MatrixMarket, OGB raw layout (fixtures in tests/fixtures/), and their
 // error reporting on bad input ("<file>:<line>: <what>").
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -31,8 +32,12 @@ std::string fixture(const std::string& name) { return std::string(PLEXUS_TEST_DI
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("plexus_convert_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                        "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // Unique per process, suite and test: ctest runs tests in parallel, each in a process of its
+    // own, and gtest's random seed (the time in ms) and a bare test name are not unique
+    // (EdgeList.BadInput and MatrixMarket.BadInput once shared a folder and aborted).
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = fs::temp_directory_path() / ("plexus_convert_" + std::to_string(::getpid()) + "_" +
+                                        test->test_suite_name() + "." + test->name());
     fs::remove_all(path);
     fs::create_directories(path);
   }
