@@ -57,9 +57,9 @@ struct EpochMetrics {
   double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
   // This rank's wall time of the epoch, its time inside collectives, and the difference.
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
-  // Seconds inside the collectives of each axis (x, y, z) and in all of them (index 3): this
-  // rank's, and over all ranks their largest and their mean. The same on every rank.
-  std::array<double, 4> rank_comm_axis_seconds{}, comm_seconds_max{}, comm_seconds_mean{};
+  // Seconds inside the collectives of each axis (x, y, z) and in all of them (index 3), over all
+  // ranks: their largest and their mean. The same on every rank.
+  std::array<double, 4> comm_seconds_max{}, comm_seconds_mean{};
   // The largest compute_seconds over all ranks (the slowest rank's time outside collectives).
   double compute_seconds_max = 0;
   // The training step alone: forward, loss, backward and the Adam step, up to the backend

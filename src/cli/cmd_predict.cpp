@@ -43,7 +43,7 @@ void run_predict(PredictOptions& o) {
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   // Inputs and the output are checked before anything is loaded or computed (io/files.hpp).
   require_checkpoint(o.checkpoint);
-  if (started_ranks() == 1 || launched_rank() == 0)
+  if (launched_rank() == 0)
     io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});
 
   // The model: its widths and options from the file, so that none need repeating here.

@@ -208,7 +208,6 @@ EpochMetrics GcnTrainer::epoch() {
   t.grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
   m.comm_seconds = c.seconds[3];
   m.compute_seconds = m.epoch_seconds - m.comm_seconds;
-  m.rank_comm_axis_seconds = c.seconds;
   // The slowest rank and the mean, per axis (world collectives are not counted in the stats).
   std::array<double, 5> most{c.seconds[0], c.seconds[1], c.seconds[2], c.seconds[3], m.compute_seconds};
   t.grid.world().all_reduce(most.data(), most.size(), ReduceOp::Max);
