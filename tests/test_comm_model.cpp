@@ -97,6 +97,37 @@ TEST(CommModel, TinyCaseCountedByHand) {
   EXPECT_DOUBLE_EQ(predict_epoch(nd, GridShape{2, 1, 1}, true).bytes[0], 2 * 184.0);
 }
 
+// The memory of one rank counted by hand: N = 4 nodes, 6 edges (Â: 10 entries with the
+// self-loops), F = 3 features, C = 2 classes, one layer, dropout on, 1x1x1. In bytes:
+//   Â and Âᵀ: each (4 rows + 1) row pointers of 8 bytes, 10 entries of 4 + 4   2 x 120 = 240
+//   features 4x3 floats                                                               48
+//   W (3x2) and b (2): value, gradient, Adam m and v: 4 x 8 floats                   128
+//   dropout copy of the input, rows padded to 4 floats: 4x4                           64
+//   AGG 4x3, and layer 0's cached clean AGG 4x3                                       96
+//   OUT 4x2                                                                           32
+//   per logits row: label 4, two mask weights 8, row max and sum 8, argmax column 8,
+//   split bits 1 = 29 bytes x 4 rows                                                  116
+//   the three correct counts (doubles)                                                24
+//   the loss's scratch gradient and dlogits, 4x2 each                                 64
+//   one layer: no backward transient                                                   0
+// => 812. The end-to-end check of the model against measured peaks, to the byte, on many grids
+// and options is tests/cli_memory_model.sh.
+TEST(CommModel, TinyMemoryCountedByHand) {
+  ProblemSize p;
+  p.num_nodes = 4;
+  p.nnz = 6;
+  p.dims = {3, 2};
+  p.dropout = true;
+  const std::vector<RankCost> ranks = predict_ranks(p, GridShape{1, 1, 1}, false);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_DOUBLE_EQ(ranks[0].memory_bytes, 812.0);
+  // Two layers (F=3 -> H=2 -> C=2): layer 1 adds W (2x2) and b (2) x 4 = 96, its dropout copy
+  // 4x4 floats = 64, AGG 4x2 = 32, OUT 4x2 = 32, and its backward holds dAGG and dH (4x2 each)
+  // = 64 while dlogits is alive: 812 + 288 = 1100.
+  p.dims = {3, 2, 2};
+  EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 1100.0);
+}
+
 // Sizes that divide by every grid: the closed form is exact.
 TEST(CommModel, ClosedFormMatchesExactWhenDivisible) {
   for (int layers : {1, 2, 3, 4}) {

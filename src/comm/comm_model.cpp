@@ -224,12 +224,21 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
       mem += sz(ge.in_rows) * padded_sz(ge.in_cols) * kF;                           // dropout copy (padded)
       mem += sz(ge.out_rows) * sz(ge.in_cols) * kF * (l == 0 ? 2 : 1);               // AGG (+ cached)
       mem += sz(ge.out_rows) * sz(ge.out_cols) * kF;                                 // OUT
-      if (l > 0) transient = std::max(transient, (sz(ge.out_rows) + sz(ge.in_rows)) * sz(ge.in_cols) * kF);
+    }
+    // Backward of layer l > 0 holds dAGG and dH while the gradient it was handed is alive: for
+    // the last layer that is dlogits (counted below), for the others the dH of layer l + 1,
+    // which has taken dlogits' place (GcnModel::backward assigns each layer's dH over it).
+    const double dlogits = n_rows * sz(gl.out_cols) * kF;
+    for (int l = 1; l < L; ++l) {
+      const LayerGeometry& ge = geo[l];
+      const double handed = l + 1 < L ? sz(geo[l + 1].in_rows) * sz(geo[l + 1].in_cols) * kF - dlogits : 0.0;
+      transient = std::max(transient, (sz(ge.out_rows) + sz(ge.in_rows)) * sz(ge.in_cols) * kF + handed);
     }
     mem += n_rows * (4 + 4 + 4 + 4 + 4 + 8 + 1);        // labels, 2 mask weights, row max/sum, argmax col, splits
+    mem += 3 * 8;                                       // the correct counts of the three splits
     mem += 2 * n_rows * sz(gl.out_cols) * kF;           // loss scratch gradient, dlogits
     if (scatter_logits) mem += (n_rows + sz(gl.out_rows)) * sz(gl.out_cols) * kF;  // OUT slice, gathered dlogits
-    mem += transient;                                   // dAGG + dH of one backward layer
+    mem += transient;                                   // dAGG, dH (and the handed dH) of one backward layer
     rc.memory_bytes = mem;
     out.push_back(rc);
   }
