@@ -2,7 +2,8 @@
 // shape of the rank count, and on grids built over sub-communicators, against the one-rank
 // trainer that every rank also runs by itself:
 //  - predictions cover every node exactly once, by its original id (also after reordering),
-//    and match the one-rank logits; the test accuracy they give is the one evaluate() reports;
+//    and match the one-rank logits; the train / val / test accuracies they give are the ones
+//    evaluate() and the last epoch() report;
 //  - the model state is the same whole tensors on every grid, and moving it to another grid
 //    (or the same one) continues the run: within float tolerance, resp. bit for bit;
 //  - train_gcn is the trainer's loop.
@@ -73,6 +74,7 @@ std::vector<GridShape> shapes_of(int p) {
 
 struct TrainedRun {
   std::vector<double> losses;
+  EpochMetrics last;  // of the last epoch trained
   EvalMetrics eval;
   Predictions pred;
   ModelState state;
@@ -80,7 +82,10 @@ struct TrainedRun {
 
 TrainedRun train(GcnTrainer& t, int epochs) {
   TrainedRun r;
-  for (int e = 0; e < epochs; ++e) r.losses.push_back(t.epoch().loss);
+  for (int e = 0; e < epochs; ++e) {
+    r.last = t.epoch();
+    r.losses.push_back(r.last.loss);
+  }
   r.eval = t.evaluate();
   r.pred = t.predict();
   r.state = t.state();
@@ -172,12 +177,13 @@ void expect_same_predictions(const Predictions& p, const TrainedRun& ref, MPI_Co
   }
 }
 
-// The share of test nodes whose predicted class is their label: what evaluate() calls test_acc.
-double test_accuracy(const AllPredictions& a) {
+// The share of the nodes of `mask` (a split of graph()) whose predicted class is their label:
+// what evaluate() reports as that split's accuracy.
+double accuracy(const AllPredictions& a, const std::vector<std::uint8_t>& mask) {
   const GraphData& g = graph();
   double correct = 0, total = 0;
   for (index_t v = 0; v < g.num_nodes; ++v)
-    if (g.test_mask[static_cast<std::size_t>(v)]) {
+    if (mask[static_cast<std::size_t>(v)]) {
       ++total;
       correct += a.classes[static_cast<std::size_t>(v)] == g.labels[static_cast<std::size_t>(v)];
     }
@@ -194,8 +200,21 @@ TEST(Trainer, PredictionsOnEveryGridCoverEachNodeOnceAndMatchOneRank) {
       const TrainedRun r = train_on(*grid, config(v), config().epochs);
       expect_close(r.losses, ref.losses, 1e-4, what + " losses");
       expect_same_predictions(r.pred, ref, MPI_COMM_WORLD, what);
-      // The accuracy of the predictions is the reported test accuracy (not another split's).
-      EXPECT_DOUBLE_EQ(test_accuracy(gather(r.pred, MPI_COMM_WORLD)), r.eval.test_acc) << what;
+      // The accuracies of the predictions on each split are the reported ones of that split
+      // (not another split's): by evaluate(), and by the last epoch(), whose metrics are those
+      // of the model after its update (epoch() evaluates after the Adam step), the model that
+      // evaluate() and predict() then see.
+      const AllPredictions all = gather(r.pred, MPI_COMM_WORLD);
+      const GraphData& g = graph();
+      const double train_acc = accuracy(all, g.train_mask), val_acc = accuracy(all, g.val_mask),
+                   test_acc = accuracy(all, g.test_mask);
+      EXPECT_DOUBLE_EQ(train_acc, r.eval.train_acc) << what;
+      EXPECT_DOUBLE_EQ(val_acc, r.eval.val_acc) << what;
+      EXPECT_DOUBLE_EQ(test_acc, r.eval.test_acc) << what;
+      EXPECT_DOUBLE_EQ(train_acc, r.last.train_acc) << what;
+      EXPECT_DOUBLE_EQ(val_acc, r.last.val_acc) << what;
+      EXPECT_DOUBLE_EQ(test_acc, r.last.test_acc) << what;
+      EXPECT_DOUBLE_EQ(r.last.val_loss, r.eval.val_loss) << what;
     }
   }
 }
@@ -305,11 +324,16 @@ TEST(Trainer, GridsOnSubCommunicatorsTrainSideBySide) {
   MPI_Comm_free(&half);
 }
 
-// A scratch path every rank of the job agrees on (rank 0's process id).
+// A scratch path every rank of the job agrees on, unique to the job (rank 0's process id) and
+// to the running test (its suite and name).
 std::string shared_scratch(const std::string& name) {
   int pid = static_cast<int>(getpid());
   MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  return std::filesystem::temp_directory_path() / ("plexus-trainer-" + std::to_string(pid) + "-" + name);
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string tag = test ? std::string(test->test_suite_name()) + "." + test->name() : "no-test";
+  std::replace(tag.begin(), tag.end(), '/', '_');  // parameterised names hold a '/'
+  return std::filesystem::temp_directory_path() /
+         ("plexus-trainer-" + std::to_string(pid) + "-" + tag + "-" + name);
 }
 
 bool same_state(const ModelState& a, const ModelState& b) {
