@@ -51,6 +51,8 @@ mutate nonmonotone "d = f['graph/indptr'][...]; d[3], d[4] = d[4] + 1, d[3]; f['
 train indptr-not-monotone "/graph/indptr" "$work/nonmonotone.h5"
 mutate bad-end "d = f['graph/indptr'][...]; d[-1] -= 1; f['graph/indptr'][...] = d"
 train indptr-end "/graph/indptr: last entry" "$work/bad-end.h5"
+mutate bad-end-long "d = f['graph/indptr'][...]; d[-1] += 1; f['graph/indptr'][...] = d"
+train indptr-end-past-nnz "/graph/indptr: entry indptr\[.*\] = .* outside \[0, nnz" "$work/bad-end-long.h5"
 mutate bad-col "d = f['graph/indices'][...]; d[0] = 1 << 20; f['graph/indices'][...] = d"
 train column-out-of-range "/graph/indices: column index" "$work/bad-col.h5"
 # A header declaring far more edges than the file stores (one chunk of 2^40 written): refused
@@ -133,6 +135,8 @@ mpi_error one-rank-bad-column "/graph/indices: column index" --data "$work/bad-c
 mutate last-row-bad "d = f['graph/indices'][...]; d[-1] = 1 << 20; f['graph/indices'][...] = d"
 mpi_error last-rank-bad-column "/graph/indices: column index" --data "$work/last-row-bad.h5"
 mpi_error nan-feature "/features: NaN" --data "$work/nan-feature.h5"
+# indptr one short of nnz: only the rank that reads the last row can see it.
+mpi_error indptr-end-short "/graph/indptr: last entry" --data "$work/bad-end.h5"
 
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

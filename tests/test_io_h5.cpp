@@ -5,6 +5,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,12 +14,16 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/io.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
 
 namespace fs = std::filesystem;
 using plexus::GraphData;
@@ -148,16 +153,10 @@ class IoH5 : public ::testing::Test {
  protected:
   void SetUp() override {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("plexus_io_h5_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    scratch_ = std::make_unique<plexus::testing::ScratchDir>();  // per process, suite and test
+    dir_ = scratch_->path();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { scratch_.reset(); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
   // Writes small_graph() to a fresh file and returns its path.
@@ -193,6 +192,7 @@ class IoH5 : public ::testing::Test {
     return out;
   }
 
+  std::unique_ptr<plexus::testing::ScratchDir> scratch_;
   fs::path dir_;
 };
 
@@ -608,6 +608,34 @@ TEST_F(IoH5, IndptrNotEndingAtNnz) {
   expect_read_error(p, {"/graph/indptr: last entry 12 != number of edges", "11"});
 }
 
+// Both directions of the end check (one short of nnz, one past it) through both readers: the
+// whole-file reader and the sharded loader that training uses, whose check is its own code.
+TEST_F(IoH5, IndptrEndingShortOrPastNnzFailsInBothReaders) {
+  for (std::int64_t end : {std::int64_t{10}, std::int64_t{12}}) {
+    SCOPED_TRACE(end);
+    const std::string p = good_file();
+    std::vector<std::int64_t> v = {0, 2, 4, 6, 8, 10, end};
+    put_1d(p, "/graph/indptr", H5T_STD_I64LE, H5T_NATIVE_INT64, v);
+    const std::string want = "/graph/indptr: last entry " + std::to_string(end) + " != number of edges";
+    expect_read_error(p, {want, "11"});
+    auto grid = plexus::ProcessGrid::single();
+    try {
+      plexus::load_shards_h5(p, *grid, 2, 4);
+      ADD_FAILURE() << "load_shards_h5 accepted indptr ending at " << end;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), p);
+      // Past nnz, the loader's range check on every entry speaks first.
+      const std::string shard_want = end > 11 ? "/graph/indptr: entry indptr[6] = 12 outside [0, nnz = 11]" : want;
+      EXPECT_NE(e.message().find(shard_want), std::string::npos) << e.message();
+    }
+  }
+  // The boundary itself loads through both.
+  const std::string p = good_file();
+  EXPECT_NO_THROW(plexus::read_graph_h5(p));
+  auto grid = plexus::ProcessGrid::single();
+  EXPECT_EQ(plexus::load_shards_h5(p, *grid, 2, 4).num_nodes, 6);
+}
+
 TEST_F(IoH5, ColumnIndexOutOfRange) {
   for (std::int64_t bad : {std::int64_t{6}, std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()}) {
     SCOPED_TRACE(bad);
@@ -862,6 +890,53 @@ TEST(Validate, Csr) {
   g = small_graph(true);
   g.values[3] = std::numeric_limits<float>::infinity();
   expect_invalid(g, {"/graph/values: non-finite value at position 3"});
+}
+
+// Every rule both ways: the nearest invalid value on each side is refused, the boundary value
+// itself is accepted (so a check that is off by one, or points the wrong way, fails here).
+TEST(Validate, EachRuleRefusesBothSidesAndAcceptsItsBoundary) {
+  const auto with = [](const std::function<void(GraphData&)>& edit, bool with_values = false) {
+    GraphData g = small_graph(with_values);
+    edit(g);
+    return g;
+  };
+  const auto accepted = [](const GraphData& g, const char* what) {
+    EXPECT_NO_THROW(plexus::validate(g, "mem")) << what;
+  };
+  // indptr ends at nnz = 11: one short and one past are refused.
+  expect_invalid(with([](GraphData& g) { g.indptr.back() = 10; }), {"/graph/indptr: last entry 10 != number of edges", "11"});
+  expect_invalid(with([](GraphData& g) { g.indptr.back() = 12; }), {"/graph/indptr: last entry 12 != number of edges", "11"});
+  // indptr starts at 0: 1 and -1 are refused.
+  expect_invalid(with([](GraphData& g) { g.indptr[0] = 1; }), {"/graph/indptr: must start at 0, got 1"});
+  expect_invalid(with([](GraphData& g) { g.indptr[0] = -1; }), {"/graph/indptr: must start at 0, got -1"});
+  // Non-decreasing: an empty row (equal neighbours) is fine, one less is not.
+  accepted(with([](GraphData& g) { g.indptr = {0, 2, 2, 6, 8, 10, 11}; g.indices = {1, 5, 0, 2, 1, 3, 2, 4, 3, 4, 0}; }),
+           "an empty row");
+  expect_invalid(with([](GraphData& g) { g.indptr[2] = 1; }), {"/graph/indptr: not monotone: indptr[2] = 1 < indptr[1] = 2"});
+  // Column ids in [0, n): 0 and n - 1 pass, -1 and n do not.
+  accepted(with([](GraphData& g) { g.indices[1] = 0; }), "column 0");
+  accepted(with([](GraphData& g) { g.indices[0] = 5; }), "column n - 1");
+  expect_invalid(with([](GraphData& g) { g.indices[0] = -1; }), {"/graph/indices: column index -1 out of range [0, 6)"});
+  expect_invalid(with([](GraphData& g) { g.indices[0] = 6; }), {"/graph/indices: column index 6 out of range [0, 6)"});
+  // Values: one per edge, or none.
+  expect_invalid(with([](GraphData& g) { g.values.pop_back(); }, true), {"/graph/values: expected 11 entries"});
+  expect_invalid(with([](GraphData& g) { g.values.push_back(1.0f); }, true), {"/graph/values: expected 11 entries", "got 12"});
+  // Features: exactly n x F, no fewer, no more.
+  expect_invalid(with([](GraphData& g) { g.features.pop_back(); }), {"/features: expected 6 x 4 = 24 values, got 23"});
+  expect_invalid(with([](GraphData& g) { g.features.push_back(0.0f); }), {"/features: expected 6 x 4 = 24 values, got 25"});
+  // Labels in [-1, C): -1 (unlabelled) and C - 1 pass, -2 and C do not.
+  accepted(with([](GraphData& g) { g.labels[0] = 2; }), "label C - 1");
+  accepted(with([](GraphData& g) { g.labels[0] = -1; g.train_mask[0] = 0; }), "label -1");
+  expect_invalid(with([](GraphData& g) { g.labels[0] = 3; }), {"/labels: label 3 at node 0 out of range"});
+  expect_invalid(with([](GraphData& g) { g.labels[0] = -2; }), {"/labels: label -2 at node 0"});
+  // Masks hold 0 or 1: 1 passes where 0 was, 2 does not; one entry per node.
+  accepted(with([](GraphData& g) { g.val_mask[0] = 1; }), "mask value 1");
+  expect_invalid(with([](GraphData& g) { g.val_mask[0] = 2; }), {"/masks/val: value 2 at node 0, expected 0 or 1"});
+  expect_invalid(with([](GraphData& g) { g.train_mask.push_back(0); }), {"/masks/train: expected 6 entries"});
+  // Scalars: 1 feature and 1 class are enough; 0 is not.
+  accepted(with([](GraphData& g) { g.num_features = 1; g.features.resize(6); }), "one feature");
+  accepted(with([](GraphData& g) { g.num_classes = 1; std::fill(g.labels.begin(), g.labels.end(), 0); }), "one class");
+  expect_invalid(with([](GraphData& g) { g.num_classes = 0; }), {"num_classes: must be >= 1"});
 }
 
 TEST(Validate, FeaturesLabelsMasks) {
