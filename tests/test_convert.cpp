@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
@@ -28,27 +29,8 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(PLEXUS_TEST_DIR) + "/fixtures/" + name; }
 
-// A scratch directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    // Unique per process, suite and test: ctest runs tests in parallel, each in a process of its
-    // own, and gtest's random seed (the time in ms) and a bare test name are not unique
-    // (EdgeList.BadInput and MatrixMarket.BadInput once shared a folder and aborted).
-    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() / ("plexus_convert_" + std::to_string(::getpid()) + "_" +
-                                        test->test_suite_name() + "." + test->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const fs::path p = path / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p.string();
-  }
-};
+// A scratch folder per process, suite and test (tests/scratch_dir.hpp).
+using TempDir = plexus::testing::ScratchDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -205,7 +187,7 @@ TEST(EdgeList, BadInput) {
   expect_error([&] { plexus::read_edge_list(range, o); }, range + ":3", "node id 3 out of range: --num-nodes 3");
   const std::string empty = t.write("empty.txt", "# nothing\n\n");
   expect_error([&] { plexus::read_edge_list(empty); }, empty, "no edges");
-  expect_error([&] { plexus::read_edge_list(t.path.string() + "/nope.txt"); }, t.path.string() + "/nope.txt",
+  expect_error([&] { plexus::read_edge_list(t.path().string() + "/nope.txt"); }, t.path().string() + "/nope.txt",
                "no such file");
   o.base = 1;
   const std::string zero = t.write("zero.txt", "1 2\n0 2\n");
@@ -291,7 +273,7 @@ TEST(MatrixMarket, BadInput) {
 namespace {
 // A copy of tests/fixtures/ogb_tiny in a scratch directory, with `file` (relative) replaced.
 std::string ogb_copy(const TempDir& t, const std::string& file, const std::string& content) {
-  const fs::path dst = t.path / "ogb";
+  const fs::path dst = t.path() / "ogb";
   fs::copy(fixture("ogb_tiny"), dst, fs::copy_options::recursive);
   if (!file.empty()) {
     fs::remove(dst / file);

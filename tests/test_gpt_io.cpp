@@ -11,10 +11,12 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/gpt_tensors.hpp"
+#include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/graph.hpp"
@@ -126,16 +128,10 @@ void expect_same_model(const GptModelFile& a, const GptModelFile& b) {
 class GptIo : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("plexus_gpt_io_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    scratch_ = std::make_unique<plexus::testing::ScratchDir>();  // per process, suite and test
+    dir_ = scratch_->path();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { scratch_.reset(); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
   std::vector<std::string> temp_files() const {
@@ -149,6 +145,7 @@ class GptIo : public ::testing::Test {
     return expect_input_error([&] { plexus::read_gpt_model_h5(p); }, p, parts);
   }
 
+  std::unique_ptr<plexus::testing::ScratchDir> scratch_;
   fs::path dir_;
 };
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/pickle.hpp"
+#include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
@@ -39,24 +40,8 @@ std::string cora_dir() {
   return {};
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("plexus_test_planetoid_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string p = (path / name).string();
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-};
+// A scratch folder per process, suite and test (tests/scratch_dir.hpp).
+using TempDir = plexus::testing::ScratchDir;
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -232,7 +217,7 @@ TEST(Pickle, MalformedInputsThrowInputError) {
 
 TEST(Pickle, MissingFileIsAnInputError) {
   const TempDir tmp;
-  const std::string p = (tmp.path / "nope.pkl").string();
+  const std::string p = (tmp.path() / "nope.pkl").string();
   try {
     plexus::pickle::parse_file(p);
     FAIL();
@@ -262,7 +247,7 @@ TEST(Pickle, MalformedFilesOnDisk) {
 TEST(Planetoid, MissingDirectoryNamesTheFile) {
   const TempDir tmp;
   try {
-    plexus::read_planetoid(tmp.path.string(), "cora");
+    plexus::read_planetoid(tmp.path().string(), "cora");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(e.where().find("ind.cora."), std::string::npos) << e.message();
@@ -394,11 +379,11 @@ TEST(Planetoid, CorruptCoraFileIsAnInputError) {
   for (const char* ext : {"x", "y", "tx", "ty", "allx", "ally", "graph", "test.index"}) {
     tmp.write(std::string("ind.cora.") + ext, read_bytes(dir + "/ind.cora." + ext));
   }
-  EXPECT_EQ(plexus::read_planetoid(tmp.path.string(), "cora").num_nodes, 2708);
+  EXPECT_EQ(plexus::read_planetoid(tmp.path().string(), "cora").num_nodes, 2708);
   const std::string graph = read_bytes(dir + "/ind.cora.graph");
   const std::string gpath = tmp.write("ind.cora.graph", graph.substr(0, graph.size() - 100));
   try {
-    plexus::read_planetoid(tmp.path.string(), "cora");
+    plexus::read_planetoid(tmp.path().string(), "cora");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), gpath);
@@ -406,16 +391,16 @@ TEST(Planetoid, CorruptCoraFileIsAnInputError) {
   tmp.write("ind.cora.graph", graph);
   const std::string ipath = tmp.write("ind.cora.test.index", "1708\nabc\n");
   try {
-    plexus::read_planetoid(tmp.path.string(), "cora");
+    plexus::read_planetoid(tmp.path().string(), "cora");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), ipath);
   }
-  fs::remove(tmp.path / "ind.cora.ally");
+  fs::remove(tmp.path() / "ind.cora.ally");
   try {
-    plexus::read_planetoid(tmp.path.string(), "cora");
+    plexus::read_planetoid(tmp.path().string(), "cora");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), (tmp.path / "ind.cora.ally").string());
+    EXPECT_EQ(e.where(), (tmp.path() / "ind.cora.ally").string());
   }
 }

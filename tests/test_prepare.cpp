@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 
+#include "scratch_dir.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
@@ -206,11 +207,6 @@ TEST(Prepare, BalancingDoesNotChangeTraining) {
   }
 }
 
-std::string temp_path(const char* name) {
-  return (std::filesystem::temp_directory_path() / (std::string("plexus-test-") + std::to_string(::getpid()) + name))
-      .string();
-}
-
 // The file round trip: the shards a rank loads from a prepared file are those cut from the
 // prepared graph in memory, for 1 to 4 layers (both parities and the label order).
 // Nothing to train on is an input error, not a run at loss 0 (in memory and in any order).
@@ -233,6 +229,7 @@ TEST(Prepare, TrainingNeedsALabelledTrainingNode) {
 // Long steps report how far they have come (the CLI's bars and ETAs): prepare_graph by stage,
 // load_shards_h5 by bytes read; both rise monotonically to their total.
 TEST(Prepare, PrepareAndLoadReportProgress) {
+  const plexus::testing::ScratchDir scratch;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
   const auto previous =
       set_progress_reporter([&](std::uint64_t done, std::uint64_t total) { seen.emplace_back(done, total); });
@@ -252,7 +249,7 @@ TEST(Prepare, PrepareAndLoadReportProgress) {
   const PreparedGraph p = prepare_graph(small_graph(257, 5, 9), o);
   rises_to_the_end(4);
   seen.clear();
-  const std::string path = temp_path("-progress.h5");
+  const std::string path = scratch.file("progress.h5");
   write_prepared_h5(p, path);
   auto grid = ProcessGrid::single();
   load_shards_h5(path, *grid, 2, 6);
@@ -265,13 +262,14 @@ TEST(Prepare, PrepareAndLoadReportProgress) {
 }
 
 TEST(Prepare, PreparedFileLoadsTheSameShards) {
+  const plexus::testing::ScratchDir scratch;
   const GraphData g = small_graph(257, 5, 9);
   for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis}) {
     PrepareOptions o;
     o.balance = b;
     o.metis_parts = 4;
     const PreparedGraph p = prepare_graph(g, o);
-    const std::string path = temp_path("-prepared.h5");
+    const std::string path = scratch.file("prepared.h5");
     write_prepared_h5(p, path);
     const PreparedInfo info = read_prepared_info_h5(path, true);
     EXPECT_TRUE(info.prepared);
@@ -307,11 +305,12 @@ TEST(Prepare, PreparedFileLoadsTheSameShards) {
 }
 
 TEST(Prepare, PreparedFileKeepsNodeIdsAndClassNames) {
+  const plexus::testing::ScratchDir scratch;
   const GraphData g = small_graph(131, 4, 5);
   NodeNames names;
   for (index_t k = 0; k < g.num_nodes; ++k) names.ids.push_back(5000 - 7 * k);  // not 0..N-1, not sorted
   for (int c = 0; c < g.num_classes; ++c) names.class_names.push_back("class " + std::to_string(c) + " \xC3\xA9");
-  const std::string plain = temp_path("-names.h5");
+  const std::string plain = scratch.file("names.h5");
   write_graph_h5(g, names, plain);
   const NodeNames in = read_node_names_h5(plain);
   ASSERT_EQ(in.ids, names.ids);
@@ -322,7 +321,7 @@ TEST(Prepare, PreparedFileKeepsNodeIdsAndClassNames) {
     o.metis_parts = 2;
     const PreparedGraph p = prepare_graph(g, o);
     ASSERT_EQ(p.graph.num_nodes, g.num_nodes) << "prepare renumbers nodes, never drops one";
-    const std::string path = temp_path("-prepared-names.h5");
+    const std::string path = scratch.file("prepared-names.h5");
     write_prepared_h5(p, in, path);
     // Stored in P2 order, like /labels: row k is input node node_id_p2[k].
     const NodeNames stored = read_node_names_h5(path);
@@ -338,7 +337,7 @@ TEST(Prepare, PreparedFileKeepsNodeIdsAndClassNames) {
     EXPECT_EQ(slice, std::vector<std::int64_t>(names.ids.begin() + 40, names.ids.begin() + 70));
     // Prepared again: the input's rows are already in a P2 order, and the ids follow them.
     const PreparedGraph again = prepare_graph(read_graph_h5(path), o);
-    const std::string path2 = temp_path("-prepared-again.h5");
+    const std::string path2 = scratch.file("prepared-again.h5");
     write_prepared_h5(again, stored, path2);
     EXPECT_EQ(read_original_node_ids_h5(path2, 0, g.num_nodes), stored.ids);
     // The old signature (and empty names) store neither.
