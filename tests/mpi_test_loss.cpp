@@ -21,6 +21,7 @@
 
 #include "models/gcn.hpp"
 #include "plexus/backend.hpp"
+#include "plexus/comm_model.hpp"  // all_grids
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
@@ -35,15 +36,6 @@ int world_size() {
   int n = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
-}
-
-// Every X×Y×Z with X·Y·Z = p.
-std::vector<GridShape> shapes_of(int p) {
-  std::vector<GridShape> s;
-  for (int x = 1; x <= p; ++x)
-    for (int y = 1; x * y <= p; ++y)
-      if (p % (x * y) == 0) s.push_back({x, y, p / (x * y)});
-  return s;
 }
 
 // 23 nodes and 5 classes: neither divides by any grid dimension (2, 3, 4, 6); with 6 ranks on
@@ -267,7 +259,7 @@ void check_everywhere(const GraphData& g, const Reference& ref, const std::array
       auto single = ProcessGrid::single();
       one(*single, layers, v, "1x1x1 (single)");
     }
-  for (const GridShape& shape : shapes_of(world_size())) {
+  for (const GridShape& shape : all_grids(world_size())) {
     auto grid = ProcessGrid::from_mpi(shape);
     for (int layers : {1, 2, 3})
       for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) one(*grid, layers, v, shape.str());

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
+#include "plexus/comm_model.hpp"  // all_grids
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
@@ -61,15 +62,6 @@ TrainConfig config(CommVariant variant = CommVariant::Baseline) {
   c.seed = 5;
   c.comm_variant = variant;
   return c;
-}
-
-// Every X×Y×Z with X·Y·Z = p.
-std::vector<GridShape> shapes_of(int p) {
-  std::vector<GridShape> s;
-  for (int x = 1; x <= p; ++x)
-    for (int y = 1; x * y <= p; ++y)
-      if (p % (x * y) == 0) s.push_back({x, y, p / (x * y)});
-  return s;
 }
 
 struct TrainedRun {
@@ -194,7 +186,7 @@ TEST(Trainer, PredictionsOnEveryGridCoverEachNodeOnceAndMatchOneRank) {
   const int p = size_of(MPI_COMM_WORLD);
   for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) {
     const TrainedRun& ref = reference(v);
-    for (const GridShape& shape : shapes_of(p)) {
+    for (const GridShape& shape : all_grids(p)) {
       const std::string what = shape.str() + " " + comm_variant_name(v);
       auto grid = ProcessGrid::from_mpi(shape);
       const TrainedRun r = train_on(*grid, config(v), config().epochs);
@@ -238,7 +230,7 @@ TEST(Trainer, ReorderedGraphsPredictByOriginalNodeId) {
 
 TEST(Trainer, ModelStateIsTheSameOnEveryGrid) {
   const TrainedRun& ref = reference();
-  for (const GridShape& shape : shapes_of(size_of(MPI_COMM_WORLD))) {
+  for (const GridShape& shape : all_grids(size_of(MPI_COMM_WORLD))) {
     auto grid = ProcessGrid::from_mpi(shape);
     const TrainedRun r = train_on(*grid, config(), config().epochs);
     ASSERT_EQ(r.state.parameters.size(), ref.state.parameters.size());
@@ -263,7 +255,7 @@ TEST(Trainer, ModelStateIsTheSameOnEveryGrid) {
 // run on `to`. Bit for bit when the grids are the same.
 TEST(Trainer, StateMovesAcrossGridsAndContinuesTheRun) {
   const int p = size_of(MPI_COMM_WORLD);
-  const std::vector<GridShape> shapes = shapes_of(p);
+  const std::vector<GridShape> shapes = all_grids(p);
   const GridShape from = shapes.back(), to = shapes.front();
   auto be = make_cpu_backend(1);
   auto grid_from = ProcessGrid::from_mpi(from);
@@ -352,7 +344,7 @@ bool same_state(const ModelState& a, const ModelState& b) {
 TEST(Trainer, ModelFileMovesAcrossGrids) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const std::vector<GridShape> shapes = shapes_of(size_of(MPI_COMM_WORLD));
+  const std::vector<GridShape> shapes = all_grids(size_of(MPI_COMM_WORLD));
   const std::string path = shared_scratch("model.h5"), cut = shared_scratch("cut.h5");
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::from_mpi(shapes.back());
@@ -391,7 +383,7 @@ TEST(Trainer, ModelFileMovesAcrossGrids) {
 TEST(Trainer, ResumedRunPicksTheUninterruptedBestEpoch) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const GridShape shape = shapes_of(size_of(MPI_COMM_WORLD)).back();
+  const GridShape shape = all_grids(size_of(MPI_COMM_WORLD)).back();
   const std::string path = shared_scratch("resume.h5");
   TrainConfig cfg = config();
   cfg.epochs = 12;
