@@ -6,7 +6,7 @@
 //      one vector of 1/sqrt(degree) (8 bytes per node: the one array every rank holds whole),
 //      and its rows of the three masks, to count the split sizes;
 //   2. for each Â block, the CSR rows of its row range, streamed in chunks of at most
-//      kEdgeChunk edges and normalised with the same arithmetic as gcn_normalize; a sharded
+//      edge_chunk() edges and normalised with the same arithmetic as gcn_normalize; a sharded
 //      block keeps only its rows part_rows, and the columns part_cols for its transpose;
 //   3. its feature block (a 2-D hyperslab), and the labels and masks of its output rows.
 // Under MPI every read is collective (MPI-IO): ranks issue the same sequence of reads, the
@@ -15,11 +15,14 @@
 #include <mpi.h>
 
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "io/hdf5_prepared.hpp"
 #include "io/hdf5_reader.hpp"
+#include "plexus/error.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/shard.hpp"
@@ -32,7 +35,19 @@ using h5::CsrDatasets;
 using h5::Reader;
 using Slab = Reader::Slab;
 
-constexpr index_t kEdgeChunk = index_t{1} << 20;  // edges per read: bounds a stripe's memory (~16 MB)
+// Edges per read: bounds a stripe's memory (2^20 edges, ~16 MB). PLEXUS_READ_EDGES overrides
+// it (a positive integer): smaller stripes for a rank short of memory, and for the tests, which
+// read their small graphs in many stripes so that the joining of stripes is exercised.
+index_t edge_chunk() {
+  const char* env = std::getenv("PLEXUS_READ_EDGES");
+  if (env == nullptr) return index_t{1} << 20;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*env == '\0' || *end != '\0' || errno != 0 || v < 1)
+    throw InputError("PLEXUS_READ_EDGES", "must be a positive integer (edges per read), got '" + std::string(env) + "'");
+  return static_cast<index_t>(v);
+}
 // Feature values per read, counted over the full width: HDF5 decompresses whole chunks, and
 // under MPI-IO collective filtered reads it holds every chunk of a read at once, so a rank
 // reading a column block would otherwise hold all its rows at full width (~16 MB a stripe).
@@ -71,15 +86,16 @@ class ShardReader {
     return p;
   }
 
-  // Streams rows [rows) of `c` in chunks of at most kEdgeChunk edges (a row is never split)
+  // Streams rows [rows) of `c` in chunks of at most edge_chunk() edges (a row is never split)
   // and calls visit(first row, row count, indptr from 0, column ids, values or nullptr).
   // Every rank makes the same number of read calls.
   template <class Visit>
   void stream_rows(const CsrDatasets& c, Range rows, const std::vector<index_t>& ip, Visit&& visit) const {
     std::vector<Range> chunks;
+    const index_t chunk_edges = edge_chunk();
     for (index_t a = rows.begin; a < rows.end;) {
       index_t b = a + 1;
-      while (b < rows.end && ip[b + 1 - rows.begin] - ip[a - rows.begin] <= kEdgeChunk) ++b;
+      while (b < rows.end && ip[b + 1 - rows.begin] - ip[a - rows.begin] <= chunk_edges) ++b;
       chunks.push_back({a, b});
       a = b;
     }

@@ -6,7 +6,7 @@
 # The cases run what the other tests leave at one value: several threads (the threaded SpMM,
 # loss and optimizer paths), dropout other than 0.5 (at 0.5, 1/p = 1/(1-p) and keeping p of the
 # values looks like keeping 1-p), weight decay large enough to matter, AdamW, three layers, and
-# split grids (every axis, the rs-ag loss on row slices) — so a wrong split's accuracy, a wrong
+# split grids (every axis, the rs-ag loss on row slices, Â read in small stripes) — so a wrong split's accuracy, a wrong
 # optimizer or a wrong dropout cannot pass, on one rank or many.
 # Usage: cli_gcn_reference.sh PLEXUS_BINARY SOURCE_DIR
 set -u
@@ -39,7 +39,9 @@ check no-dropout -- --threads 2 --dropout 0 --hidden 32
 if command -v mpirun >/dev/null; then
   check grid-2x1x2 mpirun -np 4 -- --grid 2x1x2 --threads 1 --dropout 0.3 --weight-decay 0.05 --seed 9
   check grid-1x3x1-rs-ag-3-layers mpirun -np 3 -- --grid 1x3x1 --threads 1 --dropout 0.7 --layers 3 --comm-variant rs-ag
-  check grid-2x2x1-shard-adj-adamw mpirun -np 4 -- --grid 2x2x1 --threads 1 --dropout 0.3 --adamw --weight-decay 0.1 --shard-adj
+  # Cora read in stripes of 333 edges per rank block (PLEXUS_READ_EDGES), joined.
+  check grid-2x2x1-shard-adj-adamw-striped mpirun -np 4 -x PLEXUS_READ_EDGES=333 -- --grid 2x2x1 --threads 1 --dropout 0.3 \
+    --adamw --weight-decay 0.1 --shard-adj
 fi
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <cstdlib>
 
 #include "scratch_dir.hpp"
 #include "plexus/balance.hpp"
@@ -259,6 +260,49 @@ TEST(Prepare, PrepareAndLoadReportProgress) {
   rises_to_the_end(3);
   set_progress_reporter(previous);
   std::filesystem::remove(path);
+}
+
+// Rank blocks are read in stripes of at most PLEXUS_READ_EDGES edges (2^20 by default, so
+// these graphs fit one) and joined: in stripes of 7 edges, plain and prepared files, whole or
+// sharded Â, give the shards of a single read. A bad value is an input error naming it.
+TEST(Prepare, ShardsReadInSmallStripesAreTheSame) {
+  const plexus::testing::ScratchDir scratch;
+  const GraphData g = small_graph(257, 5, 9);
+  PrepareOptions o;
+  o.balance = Balance::kPermute;
+  const std::string plain = scratch.file("plain.h5"), prepared = scratch.file("prepared.h5");
+  write_graph_h5(g, plain);
+  write_prepared_h5(prepare_graph(g, o), prepared);
+  auto grid = ProcessGrid::single();
+  for (const std::string& path : {plain, prepared})
+    for (int layers = 1; layers <= 3; ++layers)
+      for (bool shard_adj : {false, true}) {
+        ASSERT_EQ(::unsetenv("PLEXUS_READ_EDGES"), 0);
+        const GcnShards one = load_shards_h5(path, *grid, layers, 6, shard_adj);
+        ASSERT_EQ(::setenv("PLEXUS_READ_EDGES", "7", 1), 0);
+        const GcnShards striped = load_shards_h5(path, *grid, layers, 6, shard_adj);
+        ASSERT_EQ(striped.adj.size(), one.adj.size());
+        for (std::size_t k = 0; k < one.adj.size(); ++k) {
+          EXPECT_EQ(striped.adj[k].indptr, one.adj[k].indptr) << path << " block " << k;
+          EXPECT_EQ(striped.adj[k].indices, one.adj[k].indices) << path << " block " << k;
+          EXPECT_EQ(striped.adj[k].values, one.adj[k].values) << path << " block " << k;
+          EXPECT_EQ(striped.adj_t[k].indptr, one.adj_t[k].indptr) << path << " block " << k;
+          EXPECT_EQ(striped.adj_t[k].indices, one.adj_t[k].indices) << path << " block " << k;
+        }
+        EXPECT_EQ(striped.features, one.features);
+        EXPECT_EQ(striped.labels, one.labels);
+      }
+  for (const char* bad : {"0", "-5", "many", ""}) {
+    ASSERT_EQ(::setenv("PLEXUS_READ_EDGES", bad, 1), 0);
+    try {
+      load_shards_h5(plain, *grid, 2, 6);
+      ADD_FAILURE() << "PLEXUS_READ_EDGES='" << bad << "' accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "PLEXUS_READ_EDGES");
+      EXPECT_NE(e.message().find("must be a positive integer"), std::string::npos) << e.message();
+    }
+  }
+  ::unsetenv("PLEXUS_READ_EDGES");
 }
 
 TEST(Prepare, PreparedFileLoadsTheSameShards) {
