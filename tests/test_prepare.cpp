@@ -259,7 +259,6 @@ TEST(Prepare, PrepareAndLoadReportProgress) {
   load_shards_h5(std::string(PLEXUS_DATA_DIR) + "/cora.h5", *grid, 2, 16);  // a plain file: degrees too
   rises_to_the_end(3);
   set_progress_reporter(previous);
-  std::filesystem::remove(path);
 }
 
 // Rank blocks are read in stripes of at most PLEXUS_READ_EDGES edges (2^20 by default, so
@@ -342,7 +341,6 @@ TEST(Prepare, PreparedFileLoadsTheSameShards) {
       EXPECT_EQ(file.test, mem.test);
       EXPECT_EQ(file.split_sizes, mem.split_sizes);
     }
-    std::filesystem::remove(path);
   }
   // A plain file is not prepared.
   EXPECT_FALSE(read_prepared_info_h5(std::string(PLEXUS_DATA_DIR) + "/cora.h5").prepared);
@@ -395,10 +393,7 @@ TEST(Prepare, PreparedFileKeepsNodeIdsAndClassNames) {
     NodeNames extra_class = names;
     extra_class.class_names.push_back("extra");
     EXPECT_THROW(write_prepared_h5(p, extra_class, path), InputError);
-    std::filesystem::remove(path);
-    std::filesystem::remove(path2);
   }
-  std::filesystem::remove(plain);
 }
 
 }  // namespace

@@ -215,7 +215,6 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     const int d0 = g.dim(g0.roles.d);
     mem += sz(sub_range(g0.in_rows, d0, coord_of(rc.coords, g0.roles.d))) * sz(g0.in_cols) * kF;  // features
     if (d0 > 1) mem += sz(g0.in_rows) * sz(g0.in_cols) * kF;                                       // gathered
-    double transient = 0;
     for (int l = 0; l < L; ++l) {
       const LayerGeometry& ge = geo[l];
       const double w = sz(ge.w_rows) * sz(ge.out_cols), b = sz(ge.out_cols);
@@ -229,6 +228,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     // the last layer that is dlogits (counted below), for the others the dH of layer l + 1,
     // which has taken dlogits' place (GcnModel::backward assigns each layer's dH over it).
     const double dlogits = n_rows * sz(gl.out_cols) * kF;
+    double transient = 0;
     for (int l = 1; l < L; ++l) {
       const LayerGeometry& ge = geo[l];
       const double handed = l + 1 < L ? sz(geo[l + 1].in_rows) * sz(geo[l + 1].in_cols) * kF - dlogits : 0.0;
@@ -236,7 +236,7 @@ std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool firs
     }
     mem += n_rows * (4 + 4 + 4 + 4 + 4 + 8 + 1);        // labels, 2 mask weights, row max/sum, argmax col, splits
     mem += 3 * 8;                                       // the correct counts of the three splits
-    mem += 2 * n_rows * sz(gl.out_cols) * kF;           // loss scratch gradient, dlogits
+    mem += 2 * dlogits;                                 // loss scratch gradient, dlogits
     if (scatter_logits) mem += (n_rows + sz(gl.out_rows)) * sz(gl.out_cols) * kF;  // OUT slice, gathered dlogits
     mem += transient;                                   // dAGG, dH (and the handed dH) of one backward layer
     rc.memory_bytes = mem;
