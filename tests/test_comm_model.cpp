@@ -1,4 +1,4 @@
-// The analytic epoch model (include/plexus/comm_model.hpp). The end-to-end check against
+// The epoch model (include/plexus/comm_model.hpp: dry runs of the real trainer, src/plan/). The end-to-end check against
 // measured bytes under MPI is tests/cli_mpi_comm_model.sh.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gcn_closed_form.hpp"
 #include "plexus/comm_model.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"

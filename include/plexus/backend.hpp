@@ -85,6 +85,10 @@ class Backend {
     return false;
   }
   virtual void synchronize() {}
+  // False for the shape-only backend (kernels/shape/), which hands out address space without
+  // memory and computes nothing, so that a plan runs the real model code at a rank's
+  // coordinates: code that prepares host data only to upload it skips that work then.
+  virtual bool computes() const { return true; }
   // The CUDA stream this backend's kernels are queued on (a cudaStream_t) and its device
   // ordinal, for a device communicator (NCCL) that orders its work after theirs with events;
   // nullptr and -1 on host backends.

@@ -129,6 +129,12 @@ class CsrMatrix {
   CsrMatrix() = default;
   CsrMatrix(Backend& be, const HostCsr& h)
       : rows_(h.rows), cols_(h.cols), indptr_(be, h.indptr), indices_(be, h.indices), values_(be, h.values) {}
+  // Room for a rows × cols matrix of `nnz` entries, weighted or a pattern (all ones), nothing
+  // uploaded: what CsrMatrix(be, h) holds for such an h, on a backend that does not compute (a
+  // plan's dry run).
+  CsrMatrix(Backend& be, index_t rows, index_t cols, index_t nnz, bool weighted = true)
+      : rows_(rows), cols_(cols), indptr_(be, static_cast<std::size_t>(rows + 1)),
+        indices_(be, static_cast<std::size_t>(nnz)), values_(be, weighted ? static_cast<std::size_t>(nnz) : 0) {}
   index_t rows() const { return rows_; }
   index_t cols() const { return cols_; }
   index_t nnz() const { return static_cast<index_t>(indices_.size()); }

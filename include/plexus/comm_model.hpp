@@ -1,8 +1,9 @@
 #pragma once
-// Analytic model of one training epoch on an X×Y×Z grid (docs/communication.md):
-// communication bytes per axis (exact: mirrors every collective the engine issues, with the
-// byte accounting of MpiCommunicator), tensor memory per rank and compute per rank, and a
-// cost model that ranks the grids of P ranks (`plexus plan`).
+// What one training epoch on an X×Y×Z grid costs, per rank: communication bytes per axis,
+// tensor memory and compute — measured on a dry run of the real trainer at the rank's
+// coordinates (recording communicators with the transport's byte accounting, a shape-only
+// backend: src/plan/, docs/dry-run.md), so exact wherever the sizes are known — and a cost
+// model that ranks the grids of P ranks (`plexus plan`).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -58,24 +59,22 @@ struct AxisBytes {
 struct RankCost {
   std::array<int, 3> coords{};        // (x, y, z)
   int d = 0;                          // data-parallel replica
-  std::array<double, 4> bytes{};      // bytes this rank receives per axis x, y, z, d (MpiCommunicator accounting)
-  // Latency terms per axis, each costing one MachineModel latency: the GCN model counts ring
-  // steps, 2(p-1) per all-reduce and p-1 per all-gather or reduce-scatter of p > 1 ranks.
+  std::array<double, 4> bytes{};      // bytes this rank receives per axis x, y, z, d (the transport's accounting)
+  // Latency terms per axis, each costing one MachineModel latency: ring steps, 2(p-1) per
+  // all-reduce and p-1 per all-gather or reduce-scatter of p > 1 ranks.
   std::array<int, 4> calls{};
   double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
   double gemm_flops = 0;              // 2·m·k·n per GEMM
-  double memory_bytes = 0;            // resident tensor bytes (estimate of the peak)
+  double memory_bytes = 0;            // peak tensor bytes (the backend's peak_bytes from the start)
 };
 
 // Per-rank costs of one epoch (epoch 0 when `first_epoch`: layer 0's clean aggregation is
-// computed and all-reduced then, and cached for every later evaluation pass).
+// computed and all-reduced then, and cached for every later evaluation pass): GcnTrainer's
+// epochs run dry at each distinct rank (src/plan/gcn_plan.cpp). The Â blocks hold their share
+// of nnz + N entries (docs/dry-run.md), so bytes that depend on them are exact summed over ranks.
 std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape grid, bool first_epoch);
 // Exact per-axis bytes summed over all ranks.
 AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch);
-// The closed form of docs/communication.md and docs/communication-variants.md, every comm
-// variant: summed over ranks every term factorizes over the blocks, so it equals
-// predict_epoch under MPI accounting for any sizes (transport is not modelled here).
-AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape grid, bool first_epoch);
 
 // Machine parameters of the cost model. Rates are per rank.
 struct MachineModel {

@@ -168,7 +168,7 @@ struct GptTrainHooks {
 GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                          const GptTrainHooks& hooks = {});
 
-// ---- the analytic model of one optimizer step (docs/gpt.md, "Communication") -----------------
+// ---- what one optimizer step costs: a dry run of GptTrainer (docs/dry-run.md) ---------------------
 // Data parallelism around the grid: replicas, ZeRO stage, gradient bucket (as GptTrainConfig).
 struct GptParallel {
   int dp = 1;
@@ -177,11 +177,12 @@ struct GptParallel {
   Precision precision = Precision::FP32;  // BF16: 2-byte parameters, gradients and D traffic
   Transport transport = Transport::Mpi;   // whose byte accounting (comm_model.hpp)
 };
-// Per-rank costs of one step of grad_accum micro-batches: bytes per axis (x, y, z, d) exactly as
-// the communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs,
-// and an estimate of resident tensor bytes (parameters, gradients and Adam state by ZeRO's
-// formulas, plus activations and workspace). Every weight is all-gathered over Z once per step
-// (`gather_weights`); the first step after an evaluation finds them gathered already.
+// Per-rank costs of one step of grad_accum micro-batches, from GptTrainer's step run dry at each
+// distinct rank (src/plan/gpt_plan.cpp): bytes per axis (x, y, z, d) exactly as the
+// communicators count them (what the metrics' comm_bytes report), GEMM and attention FLOPs, and
+// the backend's peak tensor bytes (the one-hot embedding matrices taken at their largest: every
+// id held by the rank). Every weight is all-gathered over Z once per step (`gather_weights`);
+// the first step after an evaluation finds them gathered already.
 std::vector<RankCost> predict_gpt_ranks(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
                                         bool gather_weights = true, const GptParallel& par = {});
 // Bytes per axis of one step, summed over ranks.

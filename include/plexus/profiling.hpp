@@ -30,6 +30,7 @@ class ProfilingBackend final : public Backend {
   void deallocate(void* p, std::size_t bytes) noexcept override;
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
   bool is_device_pointer(const void* p) const override { return inner_.is_device_pointer(p); }
+  bool computes() const override { return inner_.computes(); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override { inner_.synchronize(); }

@@ -85,6 +85,11 @@ struct GcnShards {
   // when the rows are in the input order (row r is node r).
   std::vector<index_t> label_ids;
   std::array<index_t, 3> split_sizes{};  // global train / val / test counts
+  // Shards of sizes only, for a plan's dry run on a backend that does not compute (src/plan/):
+  // adj, adj_t, features, labels and masks stay empty, and block k of adj_blocks holds
+  // adj_nnz[k] entries.
+  bool shape_only = false;
+  std::vector<index_t> adj_nnz;
   // Bytes of the arrays held (what a rank's memory for the dataset is, after loading).
   std::size_t host_bytes() const;
 };

@@ -1,5 +1,5 @@
 // What plexus train and plexus gpt train will hold per rank, from the file's header and the
-// options alone (the analytic models of docs/communication.md and docs/data-parallel.md),
+// options alone (plexus plan's predictions: a dry run of the trainer, src/plan/),
 // refused before anything is loaded or allocated when it does not fit this rank's budget
 // (plexus/sizes.hpp): a run too large for the machine ends with one line naming the option or
 // file that drives the need, not with the kernel's OOM killer tens of seconds later.
@@ -39,26 +39,30 @@ std::string driver(const std::vector<std::pair<std::string, double>>& candidates
 
 void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph) {
   const GraphInfo info = read_graph_info_h5(path);
-  const auto need = [&](index_t hidden, int layers) {
-    ProblemSize p;
-    p.num_nodes = info.num_nodes;
-    p.nnz = info.nnz;
-    p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
-    p.dropout = cfg.dropout > 0;
-    p.shard_adj = cfg.shard_adj;
-    // The tensors of the largest rank, and the host shards it loads first: at least its 1/P of
-    // the file (all of it when every rank orders the whole graph in memory).
-    const double graph = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true);
-    return largest_rank(predict_ranks(p, grid, true)) + (whole_graph ? graph : graph / grid.size());
+  // The host copy of the graph the largest rank loads first: its 1/P of the file, or all of it
+  // when every rank orders the whole graph in memory.
+  const double graph = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true);
+  const double host = whole_graph ? graph : graph / grid.size();
+  // The tensors of the largest rank: plan's MB/rank, from a dry run of the trainer.
+  const auto tensors = [&](index_t hidden, int layers) {
+    TrainConfig c = cfg;
+    c.hidden = hidden;
+    c.layers = layers;
+    return largest_rank(predict_ranks(gcn_problem(info, c), grid, true));
   };
-  const double bytes = need(cfg.hidden, cfg.layers);
+  const double device = tensors(cfg.hidden, cfg.layers);
+  const double bytes = device + host;
   if (fits_memory(bytes)) return;
-  const std::string where = driver({{"--hidden", need(1, cfg.layers)}, {"--layers", need(cfg.hidden, 1)}}, path);
+  const std::string where =
+      driver({{"--hidden", tensors(1, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
   require_memory(bytes, where, "training",
-                 fmt::format("largest rank of grid {}: {} nodes, {} edges, {} features, {} classes, --hidden {}, "
-                             "--layers {}; model of docs/communication.md",
-                             grid.str(), info.num_nodes, info.nnz, info.num_features, info.num_classes, cfg.hidden,
-                             cfg.layers));
+                 fmt::format("largest rank of grid {}: {} of tensors (plexus plan's MB/rank) + {} of the graph on the "
+                             "host ({}); {} nodes, {} edges, {} features, {} classes, --hidden {}, --layers {}",
+                             grid.str(), human_bytes(device), human_bytes(host),
+                             whole_graph ? "the whole graph, ordered in memory on every rank: plexus prepare orders it "
+                                           "once, and each rank then reads only its shards"
+                                         : "this rank's shards of the file",
+                             info.num_nodes, info.nnz, info.num_features, info.num_classes, cfg.hidden, cfg.layers));
 }
 
 void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from) {

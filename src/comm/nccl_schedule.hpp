@@ -1,7 +1,8 @@
 #pragma once
 // How the NCCL communicator runs an all-gather or reduce-scatter of uneven counts, as host
-// arithmetic shared by the communicator (which runs it and counts its bytes) and the analytic
-// model (src/comm/comm_model.cpp, which predicts them): both call these functions, and
+// arithmetic shared by the communicator (which runs it and counts its bytes) and the recording
+// communicator of the plans (recording_communicator.hpp, which predicts them): both call these
+// functions, and
 // tests/test_nccl_schedule.cpp checks them against a host simulation of the NCCL primitives.
 //
 // NCCL has no all-gather-v and no uneven reduce-scatter. With counts c_0..c_{p-1} there are
@@ -42,7 +43,7 @@ struct UnevenSchedule {
 UnevenSchedule schedule_uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
 
 // Bytes rank `rank` receives in an all-gather or reduce-scatter of `counts` under transport t:
-// MPI's (Σc - c_rank)·element_bytes, or the NCCL schedule's rank_bytes (the analytic models).
+// MPI's (Σc - c_rank)·element_bytes, or the NCCL schedule's rank_bytes (the recording communicator).
 double uneven_rank_bytes(Transport t, const std::vector<std::size_t>& counts, int rank, std::size_t element_bytes);
 
 // Bytes one rank receives in an NCCL ring all-reduce of n elements: 2(p-1)/p·n·element_bytes.

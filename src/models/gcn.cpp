@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <vector>
+#include <stdexcept>
 
 namespace plexus {
 
@@ -10,7 +11,9 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   const int n_layers = shards.layers();
   // The widest dense operand each Â block multiplies: a layer's SpMMs (Â·H forward, Âᵀ·dAGG
   // backward) both take its input-feature block, in_cols wide. Sizes the blocks' SpMM plans.
-  std::vector<index_t> adj_width(shards.adj.size(), 0);
+  if (shards.shape_only && be.computes()) throw std::invalid_argument("GcnModel: shards of sizes only on a backend that computes");
+  const std::size_t num_blocks = shards.shape_only ? shards.adj_blocks.size() : shards.adj.size();
+  std::vector<index_t> adj_width(num_blocks, 0);
   for (int l = 0; l < n_layers; ++l) {
     const std::size_t k = static_cast<std::size_t>(shards.adj_of_layout[l % 6]);
     if (k < adj_width.size())
@@ -19,12 +22,15 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   }
   // Each distinct Â block once on the backend (layers of the same layout share it); the host
   // copy goes as soon as it is up. A sharded block keeps its part and is gathered per use.
-  for (std::size_t k = 0; k < shards.adj.size(); ++k) {
+  for (std::size_t k = 0; k < num_blocks; ++k) {
     // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
     const AdjBlockRange b = k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
-    adj_.push_back(std::make_unique<DeviceAdj>(be, b, std::move(shards.adj[k]), std::move(shards.adj_t[k]),
-                                               cfg.agg_chunks, b.sharded ? &grid.comm(b.axis) : nullptr, &adj_ws_,
-                                               adj_width[k]));
+    Communicator* axis = b.sharded ? &grid.comm(b.axis) : nullptr;
+    if (shards.shape_only)
+      adj_.push_back(std::make_unique<DeviceAdj>(be, b, shards.adj_nnz.at(k), cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
+    else
+      adj_.push_back(std::make_unique<DeviceAdj>(be, b, std::move(shards.adj[k]), std::move(shards.adj_t[k]),
+                                                 cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
   }
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
@@ -37,7 +43,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
                                                    comm));
   }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
-  features_.upload(shards.features);
+  if (!shards.shape_only) features_.upload(shards.features);
   const LayerGeometry& g0 = layers_.front()->geometry();
   if (grid.dim(g0.roles.d) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }

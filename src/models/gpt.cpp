@@ -70,13 +70,14 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   x0_ = Matrix(be, l.rows, l.embed.size());
   d_x_ = Matrix(be, l.rows, l.embed.size());
   const auto rows = static_cast<std::size_t>(l.rows);
-  row_max_ = Buffer<float>(be, rows);
-  row_sumexp_ = Buffer<float>(be, rows);
+  xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, l.rows);
   token_weights_ = Buffer<float>(be, rows);
   labels_ = Buffer<std::int32_t>(be, rows);
   d_logits_ = Matrix(be, l.rows, l.vocab.size());
-  positions_.resize(rows);
-  for (std::size_t r = 0; r < rows; ++r) positions_[r] = static_cast<std::int32_t>(static_cast<index_t>(r) % cfg.block);
+  if (be.computes()) {  // a plan's dry run draws no batches
+    positions_.resize(rows);
+    for (std::size_t r = 0; r < rows; ++r) positions_[r] = static_cast<std::int32_t>(static_cast<index_t>(r) % cfg.block);
+  }
   register_params();
   zero_ = std::make_unique<ZeroOptimizer>(be, grid, flat_tensors(), zero, adam);
 }
@@ -86,7 +87,8 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
 double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& targets,
                       float loss_scale, const GptDropout& drop, bool train) {
   const GptLayout& l = layout_;
-  if (static_cast<index_t>(ids.size()) != l.rows || static_cast<index_t>(targets.size()) != l.rows)
+  // (A plan's dry run, on a backend that does not compute, passes no ids.)
+  if (be_.computes() && (static_cast<index_t>(ids.size()) != l.rows || static_cast<index_t>(targets.size()) != l.rows))
     throw std::invalid_argument("GptModel::step: one id and one target per local row");
   const index_t row0 = l.seqs.begin * cfg_.block;
 
@@ -121,22 +123,13 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
 
   // Cross-entropy over the vocabulary sharded over X: row maxima and exp-sums combined by
   // all-reduces, then each shard adds its own terms (plexus/backend.hpp, LossTerms).
-  const float inf = std::numeric_limits<float>::infinity();
-  const MatrixView max_row{row_max_.data(), 1, l.rows, l.rows};
-  if (l.rows) be_.fill(max_row, -inf);
-  be_.row_max(logits.view(), row_max_.data());
-  grid_.comm(l.head).all_reduce(row_max_.data(), row_max_.size(), ReduceOp::Max);
-  fill_zero(be_, row_sumexp_.data(), row_sumexp_.size());
-  be_.row_sumexp(logits.view(), row_max_.data(), row_sumexp_.data());
-  grid_.comm(l.head).all_reduce(row_sumexp_.data(), row_sumexp_.size(), ReduceOp::Sum);
-  labels_.upload(targets.data());
+  if (be_.computes()) labels_.upload(targets.data());
   if (l.rows) be_.fill(MatrixView{token_weights_.data(), 1, l.rows, l.rows}, loss_scale);
-  const LossTerms terms = be_.softmax_xent(logits.view(), row_max_.data(), row_sumexp_.data(), labels_.data(),
-                                           token_weights_.data(), l.vocab.begin, d_logits_.view());
+  double loss = xent_->loss_and_grad(logits.view(), labels_.data(), token_weights_.data(), l.vocab.begin,
+                                     d_logits_.view());  // summed over X
   zero.release(0);
   if (!train) guard.done = true;
-  double loss = terms.loss_sum;  // Y replicas hold the same rows: sum over X and Z, and the replicas
-  grid_.host_comm(l.head).all_reduce(&loss, 1, ReduceOp::Sum);
+  // Y replicas hold the same rows: sum over Z and the replicas.
   grid_.host_comm(l.seq).all_reduce(&loss, 1, ReduceOp::Sum);
   grid_.host_comm(Axis::D).all_reduce(&loss, 1, ReduceOp::Sum);
   if (!train) return loss;
@@ -265,6 +258,7 @@ std::vector<FlatTensor> GptModel::flat_tensors() {
 }
 
 void GptModel::write_unit(int unit, const std::function<float(const GptParam&, index_t, index_t)>& value) {
+  if (!be_.computes()) return;  // a plan's dry run: the unit's storage is there, no values to draw
   for (const GptParam& p : params_) {
     if (p.unit != unit || !p.size()) continue;
     std::vector<float> host(p.size());

@@ -1,8 +1,8 @@
 #pragma once
 // The GPT model on the 3D grid: token + position embeddings (Embedding3D), blocks (GptBlock),
 // final LayerNorm, LM head (a Linear3D Y → X over the vocabulary; tied: the token table is its
-// weight) and the cross-entropy over the vocabulary sharded over X (the GCN's sharded softmax
-// kernels). Every parameter shard is listed once in a registry that says where it sits in
+// weight) and the cross-entropy over the vocabulary sharded over X (CrossEntropy3D, the GCN's
+// sharded loss). Every parameter shard is listed once in a registry that says where it sits in
 // GPT-2's tensors, which drives initialisation, saving and loading. The model's ZeroOptimizer
 // (optim/zero.hpp) stores the parameters and gradients, reduces the gradients over the
 // data-parallel axis and takes the AdamW step; its units are the embeddings with the final
@@ -17,6 +17,7 @@
 #include "models/gpt_layout.hpp"
 #include "optim/zero.hpp"
 #include "plexus/gpt.hpp"
+#include "pmm/cross_entropy_3d.hpp"
 #include "pmm/embedding_3d.hpp"
 
 namespace plexus {
@@ -100,7 +101,8 @@ class GptModel {
   std::vector<std::unique_ptr<GptBlock>> blocks_;
   std::unique_ptr<LayerNorm3D> ln_f_;
   Matrix x0_, d_x_;
-  Buffer<float> row_max_, row_sumexp_, token_weights_;
+  std::unique_ptr<CrossEntropy3D> xent_;  // over the vocabulary, split over X
+  Buffer<float> token_weights_;
   Buffer<std::int32_t> labels_;
   Matrix d_logits_;
   std::vector<std::int32_t> positions_;

@@ -49,6 +49,9 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     units_.back().end = flat_;
     units_.back().tensors.push_back(static_cast<int>(k));
   }
+  for (int r = 0; r < dp_.size(); ++r)
+    block_starts_.push_back(static_cast<std::size_t>(block_range(static_cast<index_t>(flat_), dp_.size(), r).begin));
+  block_starts_.push_back(flat_);
   const Range block = block_range(static_cast<index_t>(flat_), dp_.size(), dp_.rank());
   begin_ = static_cast<std::size_t>(block.begin);
   end_ = static_cast<std::size_t>(block.end);
@@ -86,11 +89,12 @@ ZeroOptimizer::~ZeroOptimizer() {
 }
 
 std::vector<std::size_t> ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
-  std::vector<std::size_t> c(static_cast<std::size_t>(dp_.size()));
-  for (int r = 0; r < dp_.size(); ++r) {
-    const Range blk = block_range(static_cast<index_t>(flat_), dp_.size(), r);
-    const auto [lo, hi] = part(static_cast<std::size_t>(blk.begin), static_cast<std::size_t>(blk.end), b0, b1);
-    c[static_cast<std::size_t>(r)] = hi - lo;
+  // (Bounds computed once: a plan's dry run calls this for every bucket of every replica.)
+  const std::size_t replicas = block_starts_.size() - 1;
+  std::vector<std::size_t> c(replicas);
+  for (std::size_t r = 0; r < replicas; ++r) {
+    const auto [lo, hi] = part(block_starts_[r], block_starts_[r + 1], b0, b1);
+    c[r] = hi - lo;
   }
   return c;
 }
@@ -302,7 +306,7 @@ void ZeroOptimizer::progress() {
   const auto done = [](Pending& p) { return !p.request || p.request->test(); };
   while (!pending_.empty() && done(*pending_.front())) {
     complete(*pending_.front());
-    pending_.erase(pending_.begin());
+    pending_.pop_front();
   }
   for (std::size_t k = 1; k < pending_.size(); ++k) done(*pending_[k]);
 }

@@ -30,6 +30,7 @@
 // compute in fp32: acquire() widens a unit's 16-bit values into an fp32 working copy (at every
 // stage), backward writes fp32 gradients of the unit, and end_backward() rounds them to bf16
 // before they are accumulated or reduced; the step updates the fp32 master and rounds it back.
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -183,6 +184,7 @@ class ZeroOptimizer {
   ZeroOptions opt_;
   AdamParams hp_;
   std::size_t flat_ = 0, begin_ = 0, end_ = 0;  // Ψ, and this rank's block [begin_, end_)
+  std::vector<std::size_t> block_starts_;       // every replica's block of Ψ starts here (dp + 1 bounds)
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
   std::size_t bucket_ = 1;                      // floats per gradient bucket
   std::vector<Unit> units_;
@@ -191,7 +193,7 @@ class ZeroOptimizer {
   Buffer<float> master_;           // BF16: fp32 master values of [opt_begin_, opt_end_)
   Buffer<float> m_, v_;            // Adam state of [opt_begin_, opt_end_), allocated by the first step
   float grad_scale_ = 1.0f;        // BF16: scale_grads() applied when the step widens the gradient
-  std::vector<std::unique_ptr<Pending>> pending_;
+  std::deque<std::unique_ptr<Pending>> pending_;  // in start order; finished from the front
   bool last_micro_ = true;
   double reduce_start_ = -1;
   ZeroStats stats_;

@@ -28,6 +28,59 @@ DeviceAdj::DeviceAdj(Backend& be, const AdjBlockRange& block, HostCsr&& a, HostC
   setup_sharded(be, a_t_, std::move(a_t), block.cols.size());
 }
 
+namespace {
+__extension__ using Wide = unsigned __int128;
+// Entries before row r of `nnz` entries spread evenly over `rows` rows.
+index_t even_entries_before(index_t nnz, index_t rows, index_t r) {
+  return rows == 0 ? 0 : static_cast<index_t>(static_cast<Wide>(nnz) * static_cast<Wide>(r) / static_cast<Wide>(rows));
+}
+}  // namespace
+
+DeviceAdj::DeviceAdj(Backend& be, const AdjBlockRange& block, index_t nnz, int agg_chunks, Communicator* axis,
+                     AdjWorkspace* ws, index_t max_dense_cols)
+    : sharded_(block.sharded), agg_chunks_(std::max(agg_chunks, 1)), max_dense_cols_(max_dense_cols), axis_(axis),
+      ws_(ws) {
+  if (be.computes()) throw std::logic_error("DeviceAdj: a block without entries is for a backend that does not compute");
+  const index_t rows = block.rows.size(), cols = block.cols.size();
+  if (!sharded_) {
+    setup_replicated(be, a_, rows, cols, nnz);
+    setup_replicated(be, a_t_, cols, rows, nnz);
+    return;
+  }
+  if (axis_ == nullptr || ws_ == nullptr) throw std::logic_error("DeviceAdj: a sharded block needs its axis and a workspace");
+  setup_sharded(be, a_, rows, cols, nnz);
+  setup_sharded(be, a_t_, cols, rows, nnz);
+}
+
+void DeviceAdj::setup_replicated(Backend& be, Side& s, index_t rows, index_t cols, index_t nnz) {
+  s.rows = rows;
+  s.cols = cols;
+  s.nnz = nnz;
+  if (agg_chunks_ == 1) {
+    s.stored = CsrMatrix(be, rows, cols, nnz);
+  } else {
+    for (int k = 0; k < agg_chunks_; ++k) {
+      const Range r = block_range(rows, agg_chunks_, k);
+      s.chunk_mats.emplace_back(be, r.size(), cols,
+                                even_entries_before(nnz, rows, r.end) - even_entries_before(nnz, rows, r.begin));
+    }
+  }
+  prepare(be, s, view(s));
+}
+
+void DeviceAdj::setup_sharded(Backend& be, Side& s, index_t whole_rows, index_t cols, index_t nnz) {
+  Communicator& comm = *axis_;
+  s.rows = whole_rows;
+  s.cols = cols;
+  {  // the row lengths' all-gather, as setup_sharded(part) issues it
+    MemoryScope scope(be, MemoryKind::Workspace, "adjacency row lengths");
+    Buffer<std::int32_t> len_dev(be, static_cast<std::size_t>(block_range(whole_rows, comm.size(), comm.rank()).size()));
+    Buffer<std::int32_t> all_dev(be, static_cast<std::size_t>(whole_rows));
+    comm.all_gather(len_dev.data(), all_dev.data(), block_counts(whole_rows, comm.size(), 1));
+  }
+  keep_sharded(be, s, [&](index_t r) { return even_entries_before(nnz, whole_rows, r); }, nullptr, nullptr);
+}
+
 void DeviceAdj::setup_replicated(Backend& be, Side& s, HostCsr&& h) {
   s.rows = h.rows;
   s.cols = h.cols;
@@ -65,29 +118,46 @@ void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whol
   std::vector<index_t> indptr(static_cast<std::size_t>(whole_rows) + 1, 0);
   for (index_t r = 0; r < whole_rows; ++r) indptr[r + 1] = indptr[r] + all[r];
   all = {};
-  s.nnz = indptr.back();
+  keep_sharded(be, s, [&](index_t r) { return indptr[static_cast<std::size_t>(r)]; }, &indptr, &part);
+}
+
+void DeviceAdj::keep_sharded(Backend& be, Side& s, const EntriesBefore& before, const std::vector<index_t>* indptr,
+                             HostCsr* part) {
+  const index_t whole_rows = s.rows;
+  const int parts = axis_->size();
+  s.nnz = before(whole_rows);
   for (int m = 0; m < parts; ++m) {
     const Range rows = block_range(whole_rows, parts, m);
-    s.counts.push_back(static_cast<std::size_t>(indptr[rows.end] - indptr[rows.begin]));
+    s.counts.push_back(static_cast<std::size_t>(before(rows.end) - before(rows.begin)));
   }
   if (agg_chunks_ == 1) {
-    s.indptr = Buffer<index_t>(be, indptr);
+    s.indptr = indptr ? Buffer<index_t>(be, *indptr) : Buffer<index_t>(be, static_cast<std::size_t>(whole_rows) + 1);
   } else {  // only the chunks' row pointers are used, as an unsharded block keeps only its chunks
     for (int k = 0; k < agg_chunks_; ++k) {
       const Range rows = block_range(whole_rows, agg_chunks_, k);
-      std::vector<index_t> ip(indptr.begin() + rows.begin, indptr.begin() + rows.end + 1);
-      const index_t first = ip.front();
-      for (index_t& x : ip) x -= first;
+      const index_t first = before(rows.begin);
       s.chunk_rows.push_back(rows);
       s.chunk_first.push_back(first);
+      if (!indptr) {
+        s.chunk_indptr.emplace_back(be, static_cast<std::size_t>(rows.size()) + 1);
+        continue;
+      }
+      std::vector<index_t> ip(indptr->begin() + rows.begin, indptr->begin() + rows.end + 1);
+      for (index_t& x : ip) x -= first;
       s.chunk_indptr.emplace_back(be, ip);
     }
   }
-  // Values are always gathered, so every part carries them (a pattern block: all ones).
-  if (part.values.empty()) part.values.assign(static_cast<std::size_t>(part.nnz()), 1.0f);
-  s.own_indices = Buffer<col_t>(be, part.indices);
-  s.own_values = Buffer<float>(be, part.values);
-  part = HostCsr{};
+  const auto own = static_cast<std::size_t>(s.counts[static_cast<std::size_t>(axis_->rank())]);
+  if (part) {
+    // Values are always gathered, so every part carries them (a pattern block: all ones).
+    if (part->values.empty()) part->values.assign(static_cast<std::size_t>(part->nnz()), 1.0f);
+    s.own_indices = Buffer<col_t>(be, part->indices);
+    s.own_values = Buffer<float>(be, part->values);
+    *part = HostCsr{};
+  } else {
+    s.own_indices = Buffer<col_t>(be, own);
+    s.own_values = Buffer<float>(be, own);
+  }
   ws_->reserve(s.nnz);
   // Prepared once, on the row pointers kept here: the gathered entries are read per call. (The
   // workspace may still grow for a later block; the plans do not keep its pointers.)

@@ -6,6 +6,7 @@
 // Collectives (the only ones of a sharded block; docs/communication.md, "Sharded Â"):
 //   setup     row lengths of every part         all-gather (int32)   over i
 //   operand   column ids and values of a block  all-gather (int32, float) over i
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,11 @@ class DeviceAdj {
   // SpMM plans' workspace; 0 = unknown, a default is used and wider products still work).
   DeviceAdj(Backend& be, const AdjBlockRange& block, HostCsr&& a, HostCsr&& a_t, int agg_chunks, Communicator* axis,
             AdjWorkspace* ws, index_t max_dense_cols = 0);
+  // The same without host arrays, on a backend that does not compute (a plan's dry run): a
+  // block of `nnz` weighted entries spread evenly over its rows (and its transpose's over its
+  // columns) takes the memory and issues the collectives that such a block would.
+  DeviceAdj(Backend& be, const AdjBlockRange& block, index_t nnz, int agg_chunks, Communicator* axis,
+            AdjWorkspace* ws, index_t max_dense_cols = 0);
 
   // The block (transpose = false) or its transpose, whole. A sharded block is all-gathered
   // over its axis into the workspace: the operand is valid until the next operand() call of
@@ -83,8 +89,17 @@ class DeviceAdj {
     std::unique_ptr<SpmmPlan> plan;
     std::vector<std::unique_ptr<SpmmPlan>> chunk_plans;
   };
+  // Entries before row r of the whole block of a side: its row pointers, or (shape only) an
+  // even spread of its entries.
+  using EntriesBefore = std::function<index_t(index_t r)>;
   void setup_replicated(Backend& be, Side& s, HostCsr&& h);
+  void setup_replicated(Backend& be, Side& s, index_t rows, index_t cols, index_t nnz);
   void setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whole_rows);
+  void setup_sharded(Backend& be, Side& s, index_t whole_rows, index_t cols, index_t nnz);
+  // What both sharded setups share: every part's entry count, the kept row pointers, the own
+  // entries (uploaded from `part` when given) and the workspace.
+  void keep_sharded(Backend& be, Side& s, const EntriesBefore& before, const std::vector<index_t>* indptr,
+                    HostCsr* part);
   AdjOperand gather(Side& s);
   // s's operand with its current pointers (sharded: into the workspace, not gathered here).
   AdjOperand view(Side& s);

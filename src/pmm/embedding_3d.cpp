@@ -8,6 +8,13 @@ namespace plexus {
 
 void Embedding3D::forward(const std::vector<std::int32_t>& ids, MatrixView out, float beta) {
   const Range vocab = table_.layout().out_cols;
+  if (!be_.computes()) {
+    // A plan's dry run has no ids: the one-hot matrix of a batch whose every id is held here
+    // (the most entries a rank's block can have), sized once.
+    if (!gather_.rows()) gather_ = CsrMatrix(be_, out.rows, vocab.size(), out.rows, /*weighted=*/false);
+    be_.spmm(gather_.view(), table_.full_weight(), out, beta);
+    return;
+  }
   if (static_cast<index_t>(ids.size()) != out.rows) throw std::invalid_argument("Embedding3D: one id per row");
   // The one-hot matrix is rebuilt only for new ids (positions repeat every step), and its
   // transpose only when a backward pass needs it (not in evaluation or sampling).
@@ -28,7 +35,9 @@ void Embedding3D::forward(const std::vector<std::int32_t>& ids, MatrixView out, 
 }
 
 void Embedding3D::backward(ConstMatrixView dout) {
-  if (!scatter_.rows()) scatter_ = CsrMatrix(be_, csr_transpose(gather_host_));
+  if (!scatter_.rows())
+    scatter_ = be_.computes() ? CsrMatrix(be_, csr_transpose(gather_host_))
+                              : CsrMatrix(be_, gather_.cols(), gather_.rows(), gather_.nnz(), /*weighted=*/false);
   const ConstMatrixView w = table_.full_weight();
   MemoryScope scope(be_, MemoryKind::Workspace, "an embedding-table gradient");
   Matrix grad(be_, w.rows, w.cols);

@@ -71,7 +71,7 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),  // local: float4 rows
       agg_(be, geo.out_rows.size(), geo.in_cols.size()),
       constant_input_(constant_input) {
-  linear_.weight().upload(glorot_shard(geo, seed));
+  if (be.computes()) linear_.weight().upload(glorot_shard(geo, seed));  // a dry run draws nothing
   if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
   if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
   if (adj.chunks() != comm_.agg_chunks)

@@ -37,38 +37,37 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
       geo_(last),
       row_split_(row_split != nullptr),
       row_split_axis_(row_split ? *row_split : Axis::X),
-      labels_host_(slice_rows(shards.labels, shards.label_rows.begin, last.out_rows)),
-      masks_{slice_rows(shards.train, shards.label_rows.begin, last.out_rows),
-             slice_rows(shards.val, shards.label_rows.begin, last.out_rows),
-             slice_rows(shards.test, shards.label_rows.begin, last.out_rows)},
       split_sizes_(shards.split_sizes),
-      labels_(be, labels_host_),
-      train_w_(be, mask_weights(masks_[0], shards.split_sizes[0])),
-      val_w_(be, mask_weights(masks_[1], shards.split_sizes[1])),
-      row_max_(be, labels_host_.size()),
-      row_sum_(be, labels_host_.size()),
-      best_col_(be, labels_host_.size()),
-      splits_(be, split_bits(masks_)),
-      correct_(be, 3),
-      correct_host_(be.allocate_host_pinned(3 * sizeof(double))),
-      scratch_grad_(be, last.out_rows.size(), last.out_cols.size()) {}
+      xent_(be, grid, last.roles.o, last.out_rows.size()) {
+  // Shards of sizes only (a plan's dry run) have no labels or masks: the buffers are sized
+  // for the rows, and nothing is uploaded.
+  const auto n = static_cast<std::size_t>(last.out_rows.size());
+  std::vector<std::int32_t> labels;
+  std::array<std::vector<std::uint8_t>, 3> masks;
+  if (!shards.shape_only) {
+    labels = slice_rows(shards.labels, shards.label_rows.begin, last.out_rows);
+    masks = {slice_rows(shards.train, shards.label_rows.begin, last.out_rows),
+              slice_rows(shards.val, shards.label_rows.begin, last.out_rows),
+              slice_rows(shards.test, shards.label_rows.begin, last.out_rows)};
+  }
+  labels_ = Buffer<std::int32_t>(be, n);
+  train_w_ = Buffer<float>(be, n);
+  val_w_ = Buffer<float>(be, n);
+  best_col_ = Buffer<std::int64_t>(be, n);
+  splits_ = Buffer<std::uint8_t>(be, n);
+  correct_ = Buffer<double>(be, 3);
+  correct_host_ = be.allocate_host_pinned(3 * sizeof(double));
+  scratch_grad_ = Matrix(be, last.out_rows.size(), last.out_cols.size());
+  if (shards.shape_only) return;
+  labels_.upload(labels.data());
+  train_w_.upload(mask_weights(masks[0], shards.split_sizes[0]).data());
+  val_w_.upload(mask_weights(masks[1], shards.split_sizes[1]).data());
+  splits_.upload(split_bits(masks).data());
+}
 
 double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad) {
-  const Axis classes = geo_.roles.o, rows = geo_.roles.d;
-  const std::size_t n = row_max_.size();
-  be_.fill(MatrixView{row_max_.data(), static_cast<index_t>(n), 1, 1}, -std::numeric_limits<float>::infinity());
-  be_.row_max(logits.view(), row_max_.data());
-  grid_.comm(classes).all_reduce(row_max_.data(), n, ReduceOp::Max);
-
-  be_.fill(MatrixView{row_sum_.data(), static_cast<index_t>(n), 1, 1}, 0.0f);
-  be_.row_sumexp(logits.view(), row_max_.data(), row_sum_.data());
-  grid_.comm(classes).all_reduce(row_sum_.data(), n, ReduceOp::Sum);
-
-  double loss = be_.softmax_xent(logits.view(), row_max_.data(), row_sum_.data(), labels_.data(), weights.data(),
-                                 geo_.out_cols.begin, grad.view())
-                    .loss_sum;
-  grid_.host_comm(classes).all_reduce(&loss, 1, ReduceOp::Sum);
-  grid_.host_comm(rows).all_reduce(&loss, 1, ReduceOp::Sum);
+  double loss = xent_.loss_and_grad(logits.view(), labels_.data(), weights.data(), geo_.out_cols.begin, grad.view());
+  grid_.host_comm(geo_.roles.d).all_reduce(&loss, 1, ReduceOp::Sum);
   if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(&loss, 1, ReduceOp::Sum);
   return loss;
 }
@@ -84,20 +83,21 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
 
   // Predicted class = argmax over the sharded class axis, ties to the lowest column:
   // max of the values, then max of -column among the shards that hold that value. The values
-  // and keys stay on the device (row_max_: this shard's best, row_sum_: the global best, then
-  // the keys written over it); only the three counts are copied back.
+  // and keys stay on the device (in the loss's row buffers, free between its calls); only the
+  // three counts are copied back.
   const Axis classes = geo_.roles.o, rows = geo_.roles.d;
-  const std::size_t n = row_max_.size();
-  be_.fill(MatrixView{row_max_.data(), static_cast<index_t>(n), 1, 1}, -std::numeric_limits<float>::infinity());
-  std::vector<std::int64_t> init_cols(n, -1);
-  best_col_.upload(init_cols.data());
-  be_.row_argmax(logits.view(), geo_.out_cols.begin, row_max_.data(), best_col_.data());
-  if (n) be_.copy_on_device(row_sum_.data(), row_max_.data(), n * sizeof(float));
-  grid_.comm(classes).all_reduce(row_sum_.data(), n, ReduceOp::Max);
-  be_.argmax_keys(n, row_max_.data(), row_sum_.data(), best_col_.data(), row_sum_.data());
-  grid_.comm(classes).all_reduce(row_sum_.data(), n, ReduceOp::Max);
+  const std::size_t n = best_col_.size();
+  float* const best = xent_.row_max();    // this shard's best value per row
+  float* const global = xent_.row_sum();  // the best over the shards, then the keys
+  be_.fill(MatrixView{best, static_cast<index_t>(n), 1, 1}, -std::numeric_limits<float>::infinity());
+  if (be_.computes()) best_col_.upload(std::vector<std::int64_t>(n, -1).data());
+  be_.row_argmax(logits.view(), geo_.out_cols.begin, best, best_col_.data());
+  if (n) be_.copy_on_device(global, best, n * sizeof(float));
+  grid_.comm(classes).all_reduce(global, n, ReduceOp::Max);
+  be_.argmax_keys(n, best, global, best_col_.data(), global);
+  grid_.comm(classes).all_reduce(global, n, ReduceOp::Max);
 
-  be_.count_correct(n, row_sum_.data(), labels_.data(), splits_.data(), 3, correct_.data());
+  be_.count_correct(n, global, labels_.data(), splits_.data(), 3, correct_.data());
   double correct[3];
   be_.copy_to_host(correct_host_.get(), correct_.data(), sizeof correct);
   std::memcpy(correct, correct_host_.get(), sizeof correct);

@@ -2,7 +2,8 @@
 // Masked log-softmax + NLL loss and accuracy over logits sharded on the grid: classes over
 // the last layer's o axis, rows over its d axis, replicated over i.
 //
-// Collectives (the only ones of the loss):
+// Collectives (the only ones of the loss; the first three are CrossEntropy3D's,
+// pmm/cross_entropy_3d.hpp, the sharded loss the GPT shares):
 //   row max            all-reduce(max)  over o     (class axis)
 //   row exp-sum        all-reduce(sum)  over o
 //   loss sum           all-reduce(sum)  over o, then d (rows)
@@ -21,6 +22,7 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/trainer.hpp"  // EvalMetrics
+#include "pmm/cross_entropy_3d.hpp"
 
 namespace plexus {
 
@@ -43,17 +45,15 @@ class DistLoss {
   LayerGeometry geo_;
   bool row_split_ = false;
   Axis row_split_axis_ = Axis::X;
-  std::vector<std::int32_t> labels_host_;
-  std::array<std::vector<std::uint8_t>, 3> masks_;
   std::array<index_t, 3> split_sizes_;
   Buffer<std::int32_t> labels_;
   Buffer<float> train_w_, val_w_;
-  Buffer<float> row_max_, row_sum_;
   Buffer<std::int64_t> best_col_;
   Buffer<std::uint8_t> splits_;  // per row: bit s set when the row is in split s (train, val, test)
   Buffer<double> correct_;       // the three counts, on the device
   HostPinnedPtr correct_host_;   // and their host copy
   Matrix scratch_grad_;
+  CrossEntropy3D xent_;  // row max, exp-sum and the loss over the class shards
 };
 
 }  // namespace plexus

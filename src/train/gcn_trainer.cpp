@@ -138,6 +138,7 @@ struct GcnTrainer::Impl {
                            ? out.out_rows
                            : sub_range(out.out_rows, g.dim(last.roles.i), g.coord(last.roles.i));
     owned_rows = sub_range(rows, g.dim(last.roles.o), g.coord(last.roles.o));
+    if (shards.shape_only) return;  // a plan's dry run predicts nothing
     owned_ids.resize(static_cast<std::size_t>(owned_rows.size()));
     for (index_t r = owned_rows.begin; r < owned_rows.end; ++r)
       owned_ids[static_cast<std::size_t>(r - owned_rows.begin)] =

@@ -1,6 +1,7 @@
-// GPT training, top to bottom: build the model on the grid, then per step draw the batch, run
-// the micro-batches (forward, loss, backward), clip by the global gradient norm, take an
-// AdamW step at the scheduled learning rate, and evaluate on the held-out split now and then.
+// GptTrainer (include/plexus/gpt_trainer.hpp), top to bottom: build the model on the grid,
+// then per step draw the batch, run the micro-batches (forward, loss, backward), clip by the
+// global gradient norm, take an AdamW step at the scheduled learning rate, and evaluate on the
+// held-out split now and then. train_gpt is its run().
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "models/gpt.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
+#include "plexus/gpt_trainer.hpp"
 #include "plexus/rng.hpp"
 #include "train/finite_loss.hpp"
 #include "train/gpt_batches.hpp"
@@ -26,45 +28,37 @@ std::array<double, 4> comm_bytes(ProcessGrid& grid) {
   return b;
 }
 
-// Mean loss over `eval_iters` batches of the validation split, without dropout. The same
-// batches every time, so evaluations compare.
-double evaluate(GptModel& model, const std::vector<std::int32_t>& val, const GptTrainConfig& cfg);
-
-// The run's state as a checkpoint at `path`: gathered whole on every rank, written by rank 0;
-// a failed write throws on every rank.
-void save_checkpoint(GptModel& model, const TokenCorpus& corpus, const GptTrainConfig& cfg, int iters_done,
-                     const GptTrainResult& result, ProcessGrid& grid, const std::string& path) {
-  GptModel::OptimizerTensors state = model.gather_optimizer_state();
-  double failed = 0;
-  std::string why;
-  if (grid.rank() == 0) {
-    try {
-      GptCheckpoint c;
-      c.model = GptModelFile{cfg.model, corpus.chars, std::move(state.value)};
-      c.adam_m = std::move(state.m);
-      c.adam_v = std::move(state.v);
-      c.iters_done = iters_done;
-      c.initial_val_loss = result.initial_val_loss;
-      c.best_val_loss = result.best_val_loss;
-      c.options = cfg;
-      write_gpt_checkpoint_h5(path, c);
-    } catch (const InputError& e) {
-      failed = 1;
-      why = e.what();
-    }
-  }
-  grid.world().all_reduce(&failed, 1, ReduceOp::Max);
-  if (failed != 0) throw InputError(path, grid.rank() == 0 ? why : "cannot write the checkpoint (rank 0 failed)");
+ZeroOptions zero_options(const GptTrainConfig& cfg) {
+  ZeroOptions zero;
+  zero.stage = cfg.zero_stage;
+  zero.bucket_bytes = static_cast<std::size_t>(cfg.bucket_mb * (1 << 20));
+  zero.precision = cfg.precision;
+  return zero;
 }
 
-double evaluate(GptModel& model, const std::vector<std::int32_t>& val, const GptTrainConfig& cfg) {
-  const index_t tokens = cfg.batch * cfg.model.block;
-  double sum = 0.0;
-  for (int k = 0; k < cfg.eval_iters; ++k) {
-    const LocalBatch b = local_batch(val, cfg, kValStream, static_cast<std::uint64_t>(k), model.layout());
-    sum += model.step(b.ids, b.targets, 1.0f / static_cast<float>(tokens), GptDropout{}, false);
-  }
-  return sum / cfg.eval_iters;
+AdamParams adam_params(const GptTrainConfig& cfg) {
+  AdamParams hp;
+  hp.lr = cfg.lr;
+  hp.beta1 = cfg.beta1;
+  hp.beta2 = cfg.beta2;
+  hp.weight_decay = cfg.weight_decay;
+  hp.decoupled = true;  // AdamW
+  return hp;
+}
+
+void check_corpus(const TokenCorpus& corpus, const GptTrainConfig& cfg) {
+  if (corpus.vocab != cfg.model.vocab)
+    throw InputError("--vocab", "the data has " + std::to_string(corpus.vocab) + " tokens, the model " +
+                                    std::to_string(cfg.model.vocab));
+  const auto too_short = [&](const std::vector<std::int32_t>& s) {
+    return static_cast<index_t>(s.size()) < cfg.model.block + 1;
+  };
+  if (too_short(corpus.train))
+    throw InputError("--data", "the training split has " + std::to_string(corpus.train.size()) +
+                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
+  if (too_short(corpus.val))
+    throw InputError("--data", "the validation split has " + std::to_string(corpus.val.size()) +
+                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
 }
 }  // namespace
 
@@ -109,132 +103,198 @@ float gpt_learning_rate(const GptTrainConfig& c, int iter) {
   return static_cast<float>(c.min_lr + coeff * (c.lr - c.min_lr));
 }
 
-GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                         const GptTrainHooks& hooks) {
-  validate(cfg);
-  if (corpus.vocab != cfg.model.vocab)
-    throw InputError("--vocab", "the data has " + std::to_string(corpus.vocab) + " tokens, the model " +
-                                    std::to_string(cfg.model.vocab));
-  const auto too_short = [&](const std::vector<std::int32_t>& s) {
-    return static_cast<index_t>(s.size()) < cfg.model.block + 1;
-  };
-  if (too_short(corpus.train))
-    throw InputError("--data", "the training split has " + std::to_string(corpus.train.size()) +
-                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
-  if (too_short(corpus.val))
-    throw InputError("--data", "the validation split has " + std::to_string(corpus.val.size()) +
-                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
-  const auto t_start = Clock::now();
-
-  backend.reset_peak();
-  AdamParams hp;
-  hp.lr = cfg.lr;
-  hp.beta1 = cfg.beta1;
-  hp.beta2 = cfg.beta2;
-  hp.weight_decay = cfg.weight_decay;
-  hp.decoupled = true;  // AdamW
-  ZeroOptions zero;
-  zero.stage = cfg.zero_stage;
-  zero.bucket_bytes = static_cast<std::size_t>(cfg.bucket_mb * (1 << 20));
-  zero.precision = cfg.precision;
-  backend.set_matmul_precision(cfg.matmul_precision);
-  GptModel model(backend, grid, cfg.model, cfg.batch, zero, hp);
-  ZeroOptimizer& opt = model.optimizer();
-  GptTrainResult result;
-  int first_iter = 0;
-  const bool eval_on = cfg.eval_every > 0;
-  if (hooks.resume) {
-    const GptCheckpoint& c = *hooks.resume;
-    model.load_optimizer_state({c.model.weights, c.adam_m, c.adam_v, c.iters_done});
-    first_iter = static_cast<int>(c.iters_done);
-    result.initial_val_loss = c.initial_val_loss;
-    result.best_val_loss = c.best_val_loss;
-  } else {
-    if (hooks.init)
-      model.load_weights(*hooks.init);
-    else
-      model.init_weights(cfg.seed);
-    if (eval_on) result.initial_val_loss = result.best_val_loss = evaluate(model, corpus.val, cfg);
+struct GptTrainer::Impl {
+  Impl(const TokenCorpus& corpus, const GptTrainConfig& c, Backend& be, ProcessGrid& g)
+      : corpus(corpus), cfg(c), backend(be), grid(g), model(be, g, c.model, c.batch, zero_options(c), adam_params(c)) {}
+  const TokenCorpus& corpus;
+  GptTrainConfig cfg;
+  Backend& backend;
+  ProcessGrid& grid;
+  GptModel model;
+  int iters_done = 0;
+  double initial_val_loss = 0, best_val_loss = 0;
+  // This rank's rows of a batch; none for a plan's dry run (a backend that does not compute).
+  LocalBatch batch(const std::vector<std::int32_t>& split, std::uint32_t stream, std::uint64_t counter) const {
+    if (!backend.computes()) return {};
+    return local_batch(split, cfg, stream, counter, model.layout());
   }
-  result.params = model.num_params();
+};
 
+GptTrainer::GptTrainer(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                       const GptWeights* init, const GptCheckpoint* resume) {
+  validate(cfg);
+  check_corpus(corpus, cfg);
+  backend.reset_peak();
+  backend.set_matmul_precision(cfg.matmul_precision);
+  impl_ = std::make_unique<Impl>(corpus, cfg, backend, grid);
+  Impl& t = *impl_;
+  if (resume) {
+    const GptCheckpoint& c = *resume;
+    t.model.load_optimizer_state({c.model.weights, c.adam_m, c.adam_v, c.iters_done});
+    t.iters_done = static_cast<int>(c.iters_done);
+    t.initial_val_loss = c.initial_val_loss;
+    t.best_val_loss = c.best_val_loss;
+    return;
+  }
+  if (init)
+    t.model.load_weights(*init);
+  else
+    t.model.init_weights(cfg.seed);
+  if (cfg.eval_every > 0) t.initial_val_loss = t.best_val_loss = evaluate();
+}
+
+GptTrainer::~GptTrainer() = default;
+
+int GptTrainer::iters_done() const { return impl_->iters_done; }
+const GptTrainConfig& GptTrainer::config() const { return impl_->cfg; }
+double GptTrainer::initial_val_loss() const { return impl_->initial_val_loss; }
+double GptTrainer::best_val_loss() const { return impl_->best_val_loss; }
+GptWeights GptTrainer::weights() { return impl_->model.gather_weights(); }
+
+double GptTrainer::evaluate() {
+  Impl& t = *impl_;
+  const index_t tokens = t.cfg.batch * t.cfg.model.block;
+  double sum = 0.0;
+  for (int k = 0; k < t.cfg.eval_iters; ++k) {
+    const LocalBatch b = t.batch(t.corpus.val, kValStream, static_cast<std::uint64_t>(k));
+    sum += t.model.step(b.ids, b.targets, 1.0f / static_cast<float>(tokens), GptDropout{}, false);
+  }
+  return sum / t.cfg.eval_iters;
+}
+
+GptStepMetrics GptTrainer::step() {
+  Impl& t = *impl_;
+  const GptTrainConfig& cfg = t.cfg;
+  ZeroOptimizer& opt = t.model.optimizer();
+  const int it = t.iters_done;
   const index_t tokens_per_step = cfg.batch * cfg.model.block * cfg.grad_accum;
   const float loss_scale = 1.0f / static_cast<float>(tokens_per_step);
-  result.iters_done = first_iter;
-  for (int it = first_iter; it < cfg.iters; ++it) {
-    grid.reset_stats();
-    opt.reset_stats();
-    const auto t_step = Clock::now();
-    GptStepMetrics m;
-    m.iter = it + 1;
-    m.lr = gpt_learning_rate(cfg, it);
+  t.grid.reset_stats();
+  opt.reset_stats();
+  const auto t_step = Clock::now();
+  GptStepMetrics m;
+  m.iter = it + 1;
+  m.lr = gpt_learning_rate(cfg, it);
 
-    model.zero_grads();
-    double loss = 0.0;
-    for (int micro = 0; micro < cfg.grad_accum; ++micro) {
-      const std::uint64_t counter = static_cast<std::uint64_t>(it) * cfg.grad_accum + micro;
-      const LocalBatch b = local_batch(corpus.train, cfg, kTrainStream, counter, model.layout());
-      const GptDropout drop{cfg.dropout, cfg.seed, static_cast<std::uint32_t>(counter)};
-      opt.begin_micro_batch(micro + 1 == cfg.grad_accum);
-      loss += model.step(b.ids, b.targets, loss_scale, drop, true);
-    }
-    m.loss = loss;  // the scale makes the sum over micro-batches their mean
+  t.model.zero_grads();
+  double loss = 0.0;
+  for (int micro = 0; micro < cfg.grad_accum; ++micro) {
+    const std::uint64_t counter = static_cast<std::uint64_t>(it) * cfg.grad_accum + micro;
+    const LocalBatch b = t.batch(t.corpus.train, kTrainStream, counter);
+    const GptDropout drop{cfg.dropout, cfg.seed, static_cast<std::uint32_t>(counter)};
+    opt.begin_micro_batch(micro + 1 == cfg.grad_accum);
+    loss += t.model.step(b.ids, b.targets, loss_scale, drop, true);
+  }
+  m.loss = loss;  // the scale makes the sum over micro-batches their mean
 
-    // Clipping by the global norm, as torch.nn.utils.clip_grad_norm_ does.
-    m.grad_norm = std::sqrt(model.grad_squared_norm());
-    if (cfg.grad_clip > 0.0f) {
-      const double coef = cfg.grad_clip / (m.grad_norm + 1e-6);
-      if (coef < 1.0) opt.scale_grads(static_cast<float>(coef));
-    }
-    opt.step(static_cast<float>(m.lr));
-    model.weights_updated();
-    backend.synchronize();
-    m.step_seconds = seconds_since(t_step);
-    m.tokens_per_second = static_cast<double>(tokens_per_step) / m.step_seconds;
-    m.comm_bytes = comm_bytes(grid);
-    for (Axis a : kAllAxes) m.comm_seconds += grid.axis_stats(a).seconds;
-    m.dp_reduce_seconds = opt.stats().reduce_seconds;
-    m.dp_exposed_seconds = opt.stats().exposed_seconds;
+  // Clipping by the global norm, as torch.nn.utils.clip_grad_norm_ does.
+  m.grad_norm = std::sqrt(t.model.grad_squared_norm());
+  if (cfg.grad_clip > 0.0f) {
+    const double coef = cfg.grad_clip / (m.grad_norm + 1e-6);
+    if (coef < 1.0) opt.scale_grads(static_cast<float>(coef));
+  }
+  opt.step(static_cast<float>(m.lr));
+  t.model.weights_updated();
+  t.backend.synchronize();
+  m.step_seconds = seconds_since(t_step);
+  m.tokens_per_second = static_cast<double>(tokens_per_step) / m.step_seconds;
+  m.comm_bytes = comm_bytes(t.grid);
+  for (Axis a : kAllAxes) m.comm_seconds += t.grid.axis_stats(a).seconds;
+  m.dp_reduce_seconds = opt.stats().reduce_seconds;
+  m.dp_exposed_seconds = opt.stats().exposed_seconds;
 
-    if (eval_on && ((it + 1) % cfg.eval_every == 0 || it + 1 == cfg.iters)) {
-      m.evaluated = true;
-      m.val_loss = evaluate(model, corpus.val, cfg);
-      result.best_val_loss = std::min(result.best_val_loss, m.val_loss);
+  if (cfg.eval_every > 0 && ((it + 1) % cfg.eval_every == 0 || it + 1 == cfg.iters)) {
+    m.evaluated = true;
+    m.val_loss = evaluate();
+    t.best_val_loss = std::min(t.best_val_loss, m.val_loss);
+  }
+  require_finite_loss(m.loss + (m.evaluated ? m.val_loss : 0.0), t.grid, "step " + std::to_string(m.iter),
+                      "lower --lr or set --grad-clip");
+  t.iters_done = it + 1;
+  return m;
+}
+
+GptCheckpoint GptTrainer::state() {
+  Impl& t = *impl_;
+  GptModel::OptimizerTensors s = t.model.gather_optimizer_state();
+  GptCheckpoint c;
+  c.model = GptModelFile{t.cfg.model, t.corpus.chars, std::move(s.value)};
+  c.adam_m = std::move(s.m);
+  c.adam_v = std::move(s.v);
+  c.iters_done = t.iters_done;
+  c.initial_val_loss = t.initial_val_loss;
+  c.best_val_loss = t.best_val_loss;
+  c.options = t.cfg;
+  return c;
+}
+
+void GptTrainer::save(const std::string& path) {
+  Impl& t = *impl_;
+  GptCheckpoint c = state();  // collective: gathered whole on every rank
+  double failed = 0;
+  std::string why;
+  if (t.grid.rank() == 0) {
+    try {
+      write_gpt_checkpoint_h5(path, c);
+    } catch (const InputError& e) {
+      failed = 1;
+      why = e.what();
     }
-    require_finite_loss(m.loss + (m.evaluated ? m.val_loss : 0.0), grid, "step " + std::to_string(m.iter),
-                        "lower --lr or set --grad-clip");
-    result.steps.push_back(m);
-    result.iters_done = it + 1;
-    if (hooks.on_step) hooks.on_step(m);
-    const bool stopping = hooks.stop && hooks.stop();
-    if (hooks.checkpoint)
-      hooks.checkpoint(it + 1, stopping, [&](const std::string& path) {
-        save_checkpoint(model, corpus, cfg, it + 1, result, grid, path);
-      });
+  }
+  t.grid.world().all_reduce(&failed, 1, ReduceOp::Max);
+  if (failed != 0) throw InputError(path, t.grid.rank() == 0 ? why : "cannot write the checkpoint (rank 0 failed)");
+}
+
+GptTrainResult GptTrainer::run(const std::function<void(const GptStepMetrics&)>& on_step,
+                               const std::function<bool()>& stop,
+                               const std::function<void(int, bool, const GptTrainHooks::SaveCheckpoint&)>& checkpoint,
+                               bool keep_weights) {
+  Impl& t = *impl_;
+  const auto t_start = Clock::now();
+  GptTrainResult result;
+  result.params = t.model.num_params();
+  while (t.iters_done < t.cfg.iters) {
+    result.steps.push_back(step());
+    if (on_step) on_step(result.steps.back());
+    const bool stopping = stop && stop();
+    if (checkpoint) checkpoint(t.iters_done, stopping, [&](const std::string& path) { save(path); });
     if (stopping) {
       result.stopped = true;
       break;
     }
   }
-
+  result.iters_done = t.iters_done;
+  result.initial_val_loss = t.initial_val_loss;
+  result.best_val_loss = t.best_val_loss;
   result.total_seconds = seconds_since(t_start);
-  result.weight_bytes = model.weight_bytes();
+  Backend& backend = t.backend;
+  ZeroOptimizer& opt = t.model.optimizer();
+  result.weight_bytes = t.model.weight_bytes();
   result.peak_tensor_bytes = backend.peak_bytes();
   // Largest over ranks: weights, peak, peaks per kind, Ψ and the ZeRO block.
   std::vector<double> maxes = {static_cast<double>(result.weight_bytes), static_cast<double>(result.peak_tensor_bytes),
                                static_cast<double>(opt.flat_size()), static_cast<double>(opt.shard_size())};
   for (int k = 0; k < kMemoryKinds; ++k) maxes.push_back(static_cast<double>(backend.peak_bytes(MemoryKind(k))));
-  grid.world().all_reduce(maxes.data(), maxes.size(), ReduceOp::Max);
+  t.grid.world().all_reduce(maxes.data(), maxes.size(), ReduceOp::Max);
   result.max_weight_bytes = static_cast<std::size_t>(maxes[0]);
   result.max_shard_params = static_cast<std::size_t>(maxes[2]);
   result.max_zero_block = static_cast<std::size_t>(maxes[3]);
   for (int k = 0; k < kMemoryKinds; ++k) result.max_kind_bytes[k] = static_cast<std::size_t>(maxes[4 + k]);
   double total = static_cast<double>(result.weight_bytes);
-  grid.replica().all_reduce(&total, 1, ReduceOp::Sum);  // one replica's shards: the whole model once
+  t.grid.replica().all_reduce(&total, 1, ReduceOp::Sum);  // one replica's shards: the whole model once
   result.total_weight_bytes = static_cast<std::size_t>(total);
   result.max_peak_tensor_bytes = static_cast<std::size_t>(maxes[1]);
-  if (hooks.keep_weights) result.weights = model.gather_weights();
+  if (keep_weights) result.weights = weights();
   return result;
+}
+
+GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                         const GptTrainHooks& hooks) {
+  const auto t_start = Clock::now();
+  GptTrainer trainer(corpus, cfg, backend, grid, hooks.init, hooks.resume);
+  GptTrainResult r = trainer.run(hooks.on_step, hooks.stop, hooks.checkpoint, hooks.keep_weights);
+  r.total_seconds = seconds_since(t_start);  // the initial evaluation included, as before
+  return r;
 }
 
 }  // namespace plexus

@@ -1,0 +1,120 @@
+// ShapeBackend (shape_backend.hpp): address space without memory, and FLOP counts.
+#include "kernels/shape/shape_backend.hpp"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+namespace plexus {
+
+namespace {
+
+// One reservation for the process, shared by every shape backend: addresses are handed out in
+// turn and reused once it wraps around (nothing is ever stored there, so two buffers that share
+// addresses cannot disturb each other; a plan of a model larger than the reservation still runs).
+class AddressSpace {
+ public:
+  static AddressSpace& get() {
+    static AddressSpace space;
+    return space;
+  }
+  void* take(std::size_t bytes) {
+    const std::size_t n = (bytes + kAlign - 1) / kAlign * kAlign;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (n > size_) return base_;  // larger than the whole reservation: its start
+    if (next_ + n > size_) next_ = 0;
+    void* p = base_ + next_;
+    next_ += n;
+    return p;
+  }
+
+ private:
+  static constexpr std::size_t kAlign = 256;
+  AddressSpace() {
+    // Ask for 1 TiB of address space, less where the process may not have it.
+    for (std::size_t size = std::size_t{1} << 40; size >= (std::size_t{1} << 30); size /= 4) {
+      void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p != MAP_FAILED) {
+        base_ = static_cast<char*>(p);
+        size_ = size;
+        return;
+      }
+    }
+    throw std::runtime_error("shape-only backend: no address space to reserve");
+  }
+  std::mutex mutex_;
+  char* base_ = nullptr;
+  std::size_t size_ = 0, next_ = 0;
+};
+
+}  // namespace
+
+class ShapeBackend::Transformer final : public TransformerKernels {
+ public:
+  explicit Transformer(ShapeCounts& c) : counts_(c) {}
+  void layernorm_mean(ConstMatrixView, index_t, float*) override {}
+  void layernorm_var(ConstMatrixView, const float*, index_t, float*) override {}
+  void layernorm_apply(ConstMatrixView, const float*, const float*, float, const float*, const float*, MatrixView,
+                       float*) override {}
+  void layernorm_backward_sums(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*, index_t,
+                               float*, float*) override {}
+  void layernorm_backward(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*, const float*,
+                          const float*, float, MatrixView, float, float*, float*) override {}
+  void gelu_forward(ConstMatrixView, MatrixView) override {}
+  void gelu_backward(ConstMatrixView, ConstMatrixView, MatrixView) override {}
+  // Causal attention: QKᵀ and PV over half of the seq × seq scores, 2·seq²·head_dim per head
+  // and sequence; the backward pass recomputes P and forms four products, twice that.
+  void attention_forward(ConstMatrixView, const AttentionShape& s, float, DropoutKey, MatrixView, float*) override {
+    counts_.gemm_flops += products(s);
+  }
+  void attention_backward(ConstMatrixView, ConstMatrixView, ConstMatrixView, const float*, const AttentionShape& s,
+                          float, DropoutKey, MatrixView) override {
+    counts_.gemm_flops += 2 * products(s);
+  }
+  double squared_norm(std::size_t, const float*) override { return 0.0; }
+  void squared_norms(const NormPiece*, std::size_t count, double* out) override {
+    for (std::size_t i = 0; i < count; ++i) out[i] = 0.0;  // host memory
+  }
+
+ private:
+  static double products(const AttentionShape& s) {
+    return 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) * static_cast<double>(s.seq) *
+           static_cast<double>(s.seq) * static_cast<double>(s.head_dim);
+  }
+  ShapeCounts& counts_;
+};
+
+ShapeBackend::ShapeBackend() : transformer_(std::make_unique<Transformer>(counts_)) {}
+ShapeBackend::~ShapeBackend() = default;
+
+TransformerKernels& ShapeBackend::transformer() { return *transformer_; }
+
+void* ShapeBackend::allocate(std::size_t bytes) {
+  void* p = AddressSpace::get().take(bytes);
+  count_alloc(bytes);
+  return p;
+}
+
+void ShapeBackend::deallocate(void* p, std::size_t bytes) noexcept {
+  if (p) count_free(bytes);
+}
+
+// The host gets zeros: what it reads back (a loss, a count) is a number, never garbage.
+void ShapeBackend::copy_to_host(void* dst, const void*, std::size_t bytes) {
+  if (bytes) std::memset(dst, 0, bytes);
+}
+
+void ShapeBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView, float) {
+  const double nnz = static_cast<double>(a.nnz), m = static_cast<double>(a.rows), n = static_cast<double>(b.cols);
+  counts_.spmm_flops += 2.0 * nnz * n;
+  counts_.spmm_bytes += nnz * 8.0 + nnz * n * 4.0 + m * n * 4.0 + (m + 1) * 8.0;
+}
+
+void ShapeBackend::gemm(Trans ta, Trans, float, ConstMatrixView a, ConstMatrixView, float, MatrixView c) {
+  const double k = static_cast<double>(ta == Trans::No ? a.cols : a.rows);
+  counts_.gemm_flops += 2.0 * static_cast<double>(c.rows) * k * static_cast<double>(c.cols);
+}
+
+}  // namespace plexus

@@ -1,0 +1,27 @@
+// DryRun (dry_run.hpp).
+#include "plan/dry_run.hpp"
+
+namespace plexus {
+
+DryRun::DryRun(GridShape shape, int dp, int rank, Transport transport)
+    : grid_(make_recording_grid(shape, dp, rank, transport)) {}
+
+RankCost DryRun::measure() {
+  RankCost rc;
+  rc.coords = {grid_->coord(Axis::X), grid_->coord(Axis::Y), grid_->coord(Axis::Z)};
+  rc.d = grid_->coord(Axis::D);
+  for (Axis a : kAllAxes) {
+    rc.bytes[static_cast<int>(a)] = grid_->axis_stats(a).bytes;
+    rc.calls[static_cast<int>(a)] = static_cast<int>(recording_axis(*grid_, a).ring_steps());
+  }
+  const ShapeCounts& c = backend_.counts();
+  rc.gemm_flops = c.gemm_flops;
+  rc.spmm_flops = c.spmm_flops;
+  rc.spmm_bytes = c.spmm_bytes;
+  rc.memory_bytes = static_cast<double>(backend_.peak_bytes());
+  grid_->reset_stats();
+  backend_.reset_counts();
+  return rc;
+}
+
+}  // namespace plexus

@@ -1,0 +1,182 @@
+// The GCN's predictions (include/plexus/comm_model.hpp) from a dry run of the real trainer:
+// GcnTrainer runs its first two epochs at a rank's coordinates on recording communicators
+// (src/comm/recording_communicator.hpp) and the shape-only backend (kernels/shape/), over
+// shards of sizes only. Bytes per axis are what the recording communicators counted with the
+// transport's accounting, memory the backend's peak, compute its FLOP and traffic counts: the
+// collective schedule and the allocations exist once, in the layers that train.
+//
+// Without a table of each block's entries the graph's Â = A + I is taken as evenly dense:
+// block [r0, r1) × [c0, c1) holds E(r1, c1) − E(r0, c1) − E(r1, c0) + E(r0, c0) entries with
+// E(r, c) = ⌊nnz·r·c / N²⌋, integers that add up to nnz over any tiling, so that the bytes
+// of sharded Â gathers summed over ranks are exact on every graph.
+#include <algorithm>
+#include <stdexcept>
+
+#include "plan/dry_run.hpp"
+#include "plexus/comm_model.hpp"
+#include "plexus/io.hpp"
+#include "plexus/shard.hpp"
+#include "plexus/trainer.hpp"
+#include "plan/distinct_runs.hpp"
+
+namespace plexus {
+
+namespace {
+
+__extension__ using Wide = unsigned __int128;
+
+// Entries of an evenly dense N × N matrix of `nnz` entries in [0, r) × [0, c).
+index_t entries_before(index_t nnz, index_t n, index_t r, index_t c) {
+  if (n == 0) return 0;
+  const Wide nn = static_cast<Wide>(n) * static_cast<Wide>(n);
+  return static_cast<index_t>(static_cast<Wide>(nnz) * static_cast<Wide>(r) * static_cast<Wide>(c) / nn);
+}
+index_t block_entries(index_t nnz, index_t n, const AdjBlockRange& b) {
+  const index_t e = entries_before(nnz, n, b.rows.end, b.cols.end) - entries_before(nnz, n, b.rows.begin, b.cols.end) -
+                    entries_before(nnz, n, b.rows.end, b.cols.begin) + entries_before(nnz, n, b.rows.begin, b.cols.begin);
+  return std::max<index_t>(e, 0);
+}
+
+TrainConfig dry_run_config(const ProblemSize& p) {
+  TrainConfig cfg;
+  cfg.layers = p.layers();
+  cfg.hidden = p.dims.size() > 2 ? p.dims[1] : cfg.hidden;
+  cfg.epochs = 2;
+  cfg.dropout = p.dropout ? 0.5f : 0.0f;
+  cfg.comm_variant = p.comm_variant;
+  cfg.agg_chunks = std::max(1, p.agg_chunks);
+  cfg.shard_adj = p.shard_adj;
+  return cfg;
+}
+
+// The shards of sizes only that a rank of `grid` holds.
+GcnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
+  GcnShards s;
+  s.shape_only = true;
+  s.num_nodes = p.num_nodes;
+  s.num_edges = p.nnz;
+  s.dims = p.dims;
+  s.adj_blocks = sr.adj;
+  s.adj_of_layout = sr.adj_of_layout;
+  const index_t nnz_hat = p.nnz + p.num_nodes;  // Â = A + I (self-loops re-added)
+  for (const AdjBlockRange& b : sr.adj) s.adj_nnz.push_back(block_entries(nnz_hat, p.num_nodes, b));
+  s.feat_rows = sr.feat_rows;
+  s.feat_cols = sr.feat_cols;
+  s.label_rows = sr.label_rows;
+  return s;
+}
+
+// What decides a rank's costs: the sizes of every range it holds and its blocks' entries.
+// Ranks with the same key are dry-run once.
+std::vector<index_t> rank_key(const ShardRanges& sr, const std::vector<index_t>& entries, GridShape g,
+                              const std::array<int, 3>& coords, const ProblemSize& p) {
+  std::vector<index_t> k;
+  const auto add = [&](const Range& r) { k.push_back(r.size()); };
+  for (int l = 0; l < p.layers(); ++l) {
+    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, p.dims[l], p.dims[l + 1]);
+    for (const Range& r : {ge.in_rows, ge.in_cols, ge.out_rows, ge.out_cols, ge.w_rows}) add(r);
+    // The last layer's row slice over i (rs-ag) and the feature block's rows over d.
+    add(sub_range(ge.out_rows, g.dim(ge.roles.i), coords[static_cast<int>(ge.roles.i)]));
+    add(sub_range(ge.in_rows, g.dim(ge.roles.d), coords[static_cast<int>(ge.roles.d)]));
+  }
+  for (const AdjBlockRange& b : sr.adj) {
+    for (const Range& r : {b.rows, b.cols, b.part_rows, b.part_cols}) add(r);
+    // A sharded block's parts hold different entries: which part is this rank's.
+    if (b.sharded) k.push_back(coords[static_cast<int>(b.axis)]);
+  }
+  k.insert(k.end(), sr.adj_of_layout.begin(), sr.adj_of_layout.end());
+  k.insert(k.end(), entries.begin(), entries.end());
+  return k;
+}
+
+struct RankEpochs {
+  RankCost first, steady;
+};
+
+RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
+  DryRun run(g, 1, rank, p.transport);
+  const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, false, p.shard_adj);
+  GcnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
+  run.measure();  // not the setup's collectives
+  trainer.epoch();
+  const RankCost first = run.measure();
+  trainer.epoch();
+  return {first, run.measure()};
+}
+
+void check_problem(const ProblemSize& p) {
+  if (p.layers() < 1) throw std::invalid_argument("GCN plan: at least two widths (one layer) are needed");
+  if (p.num_nodes < 0 || p.nnz < 0) throw std::invalid_argument("GCN plan: negative sizes");
+}
+
+// Every rank's first and steady epoch, one dry run per distinct key.
+std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const ProblemSize& p, GridShape g) {
+  check_problem(p);
+  const index_t nnz_hat = p.nnz + p.num_nodes;
+  const auto coords_of = [&](int r) { return std::array<int, 3>{(r / g.y) % g.x, r % g.y, r / (g.x * g.y)}; };
+  const std::vector<RankEpochs> runs = run_distinct<RankEpochs>(
+      g.size(),
+      [&](int r) {
+        const std::array<int, 3> coords = coords_of(r);
+        const ShardRanges sr = shard_ranges_at(g, coords, p.num_nodes, p.dims, false, p.shard_adj);
+        std::vector<index_t> entries;
+        for (const AdjBlockRange& b : sr.adj) entries.push_back(block_entries(nnz_hat, p.num_nodes, b));
+        return rank_key(sr, entries, g, coords, p);
+      },
+      [&](int r) { return dry_run(p, g, r); });
+  std::pair<std::vector<RankCost>, std::vector<RankCost>> out;
+  for (int r = 0; r < g.size(); ++r) {
+    RankEpochs e = runs[static_cast<std::size_t>(r)];
+    e.first.coords = e.steady.coords = coords_of(r);
+    out.first.push_back(e.first);
+    out.second.push_back(e.steady);
+  }
+  return out;
+}
+
+}  // namespace
+
+ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
+  ProblemSize p;
+  p.num_nodes = info.num_nodes;
+  p.nnz = info.nnz;
+  p.dims = gcn_dims(info.num_features, cfg.layers, cfg.hidden, info.num_classes);
+  p.dropout = cfg.dropout > 0;
+  p.shard_adj = cfg.shard_adj;
+  p.comm_variant = cfg.comm_variant;
+  p.agg_chunks = cfg.agg_chunks;
+  return p;
+}
+
+std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape g, bool first_epoch) {
+  auto both = predict_both(p, g);
+  return first_epoch ? std::move(both.first) : std::move(both.second);
+}
+
+AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch) {
+  AxisBytes b;
+  for (const RankCost& rc : predict_ranks(p, grid, first_epoch))
+    for (int a = 0; a < 3; ++a) b.bytes[a] += rc.bytes[a];
+  return b;
+}
+
+GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
+  const auto both = predict_both(p, g);
+  return plan_from_costs(g, both.first, both.second, m);
+}
+
+std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m) {
+  std::vector<GridPlan> plans;
+  for (GridShape g : all_grids(ranks)) plans.push_back(plan_grid(p, g, m));
+  sort_plans(plans);
+  return plans;
+}
+
+std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m, double memory_limit_bytes) {
+  std::vector<GridPlan> plans = plan_all(p, ranks, m);
+  if (memory_limit_bytes > 0)
+    std::erase_if(plans, [&](const GridPlan& plan) { return plan.memory_bytes > memory_limit_bytes; });
+  return plans;
+}
+
+}  // namespace plexus

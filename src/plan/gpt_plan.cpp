@@ -1,0 +1,121 @@
+// The GPT's predictions (include/plexus/gpt.hpp) from a dry run of the real trainer: a
+// GptTrainer takes one optimizer step at a rank's coordinates on recording communicators
+// (src/comm/recording_communicator.hpp) and the shape-only backend (kernels/shape/). Bytes
+// per axis (d included) are what the recording communicators counted with the transport's
+// accounting, memory the backend's peak, FLOPs its counts: the collective schedule of the
+// layers, the ZeRO buckets and the allocations exist once, in the code that trains.
+#include <algorithm>
+
+#include "plan/dry_run.hpp"
+#include "models/gpt_layout.hpp"
+#include "plexus/gpt.hpp"
+#include "plexus/gpt_trainer.hpp"
+#include "plan/distinct_runs.hpp"
+
+namespace plexus {
+
+namespace {
+
+GptTrainConfig dry_run_config(const GptConfig& c, index_t batch, int grad_accum, const GptParallel& par) {
+  GptTrainConfig cfg;
+  cfg.model = c;
+  cfg.batch = batch;
+  cfg.grad_accum = grad_accum;
+  cfg.iters = 1;
+  cfg.eval_every = 0;  // evaluations are asked for explicitly below
+  cfg.eval_iters = 1;
+  cfg.zero_stage = par.zero;
+  cfg.bucket_mb = par.bucket_mb;
+  cfg.precision = par.precision;
+  return cfg;
+}
+
+// A corpus of the shortest splits the trainer takes: the batches' ids matter, not their values.
+TokenCorpus shape_corpus(const GptConfig& c) {
+  TokenCorpus corpus;
+  corpus.vocab = c.vocab;
+  corpus.train.assign(static_cast<std::size_t>(c.block + 1), 0);
+  corpus.val = corpus.train;
+  return corpus;
+}
+
+RankCost dry_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights,
+                 const GptParallel& par, int rank) {
+  DryRun run(g, par.dp, rank, par.transport);
+  const TokenCorpus corpus = shape_corpus(c);
+  GptTrainer trainer(corpus, dry_run_config(c, batch, grad_accum, par), run.backend(), run.grid());
+  // An evaluation gathers every weight over Z: the step after it finds them gathered.
+  if (!gather_weights) trainer.evaluate();
+  run.measure();  // not the setup's
+  trainer.step();
+  return run.measure();
+}
+
+// What decides a rank's costs: the sizes of everything it holds — its blocks of the layout and
+// the rows of each Linear3D's weight it stores (the linears' stored rows, split over their
+// row axis: embed for qkv and fc, the attention output for proj, the MLP features for fc2,
+// vocabulary and positions for the transposed tables) — and, with ZeRO sharding, its replica
+// (its part of every bucket). Ranks with the same key are dry-run once.
+std::vector<index_t> rank_key(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, int d,
+                              const GptParallel& par) {
+  std::vector<index_t> k{l.head_dim, l.rows, par.zero > 0 ? d : l.rows};
+  for (const Range& r : {l.seqs, l.embed, l.heads, l.qkv_cols, l.att_cols, l.ff, l.vocab, l.pos}) {
+    k.push_back(r.size());
+    k.push_back(sub_range(r, g.dim(l.seq), coords[static_cast<int>(l.seq)]).size());
+  }
+  return k;
+}
+
+}  // namespace
+
+std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
+                                        bool gather_weights, const GptParallel& par) {
+  validate(c);
+  // rank = d·X·Y·Z + z·X·Y + x·Y + y (process_grid.hpp)
+  const auto place = [&](int rank) {
+    const int t = rank % g.size();
+    return std::pair{std::array<int, 3>{(t / g.y) % g.x, t % g.y, t / (g.x * g.y)}, rank / g.size()};
+  };
+  std::vector<RankCost> out = run_distinct<RankCost>(
+      par.dp * g.size(),
+      [&](int rank) {
+        const auto [coords, d] = place(rank);
+        return rank_key(gpt_layout_at(g, coords, c, batch, par.dp, d), g, coords, d, par);
+      },
+      [&](int rank) { return dry_run(c, batch, grad_accum, g, gather_weights, par, rank); });
+  for (int rank = 0; rank < static_cast<int>(out.size()); ++rank) {
+    const auto [coords, d] = place(rank);
+    out[static_cast<std::size_t>(rank)].coords = coords;
+    out[static_cast<std::size_t>(rank)].d = d;
+  }
+  return out;
+}
+
+AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights,
+                           const GptParallel& par) {
+  AxisBytes b;
+  for (const RankCost& r : predict_gpt_ranks(c, batch, grad_accum, g, gather_weights, par))
+    for (int a = 0; a < 4; ++a) b.bytes[a] += r.bytes[a];
+  return b;
+}
+
+std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
+                               const MachineModel& machine, double memory_per_rank, double bucket_mb,
+                               Precision precision, Transport transport) {
+  std::vector<GridPlan> plans;
+  for (int dp = 1; dp <= ranks; ++dp) {
+    if (ranks % dp) continue;
+    for (GridShape g : all_grids(ranks / dp))
+      for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
+        const std::vector<RankCost> step =
+            predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport});
+        GridPlan plan = plan_from_costs(g, step, step, machine, dp);
+        plan.zero = stage;
+        if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
+      }
+  }
+  sort_plans(plans);
+  return plans;
+}
+
+}  // namespace plexus

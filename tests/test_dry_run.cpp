@@ -1,0 +1,211 @@
+// The pieces a plan is made of (src/plan/dry_run.hpp): the recording communicator counts what
+// the transport would move and touches no element, the shape-only backend allocates address
+// space only and counts FLOPs, a shape-only Â block holds what the real one holds, and a dry
+// run follows the code it runs: a collective or a buffer added to a layer shows in the plan
+// with no other edit.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cmath>
+#include <random>
+
+#include "comm/nccl_schedule.hpp"
+#include "comm/recording_communicator.hpp"
+#include "kernels/shape/shape_backend.hpp"
+#include "plan/dry_run.hpp"
+#include "pmm/device_adj.hpp"
+#include "pmm/linear_3d.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+namespace {
+
+// Address space that faults on any access: what the recording communicator and the shape
+// backend are handed must never be read or written.
+struct Untouchable {
+  Untouchable() : p(mmap(nullptr, kBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) {}
+  ~Untouchable() { munmap(p, kBytes); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+  static constexpr std::size_t kBytes = std::size_t{1} << 24;
+  void* p;
+};
+
+TEST(RecordingCommunicator, CountsWhatEachTransportWouldMoveAndTouchesNothing) {
+  const Untouchable u;
+  for (Transport t : {Transport::Mpi, Transport::Nccl})
+    for (int p : {1, 2, 3, 5})
+      for (int r = 0; r < p; ++r) {
+        SCOPED_TRACE(std::string(transport_name(t)) + " p=" + std::to_string(p) + " rank " + std::to_string(r));
+        RecordingCommunicator c(p, r, t);
+        EXPECT_EQ(c.size(), p);
+        EXPECT_EQ(c.rank(), r);
+        std::vector<std::size_t> counts;
+        for (int k = 0; k < p; ++k) counts.push_back(static_cast<std::size_t>(3 + 2 * k));  // uneven
+        const auto gathered = [&](std::size_t bytes_each) { return uneven_rank_bytes(t, counts, r, bytes_each); };
+        double want = 0;
+        long steps = 0;
+        const long ar_steps = p > 1 ? 2 * (p - 1) : 0, ag_steps = p - 1;
+        c.all_reduce(u.as<float>(), 100, ReduceOp::Sum), want += 2.0 * (p - 1) / p * 400, steps += ar_steps;
+        c.all_reduce(u.as<double>(), 3, ReduceOp::Max), want += 2.0 * (p - 1) / p * 24, steps += ar_steps;
+        c.all_gather(u.as<float>(), u.as<float>() + 64, counts), want += p > 1 ? gathered(4) : 0, steps += ag_steps;
+        c.all_gather(u.as<std::int32_t>(), u.as<std::int32_t>() + 64, counts), want += p > 1 ? gathered(4) : 0,
+            steps += ag_steps;
+        c.reduce_scatter(u.as<float>(), u.as<float>() + 64, counts), want += p > 1 ? gathered(4) : 0, steps += ag_steps;
+        c.iall_reduce(u.as<float>(), 10)->wait(), want += 2.0 * (p - 1) / p * 40, steps += ar_steps;
+        c.iall_reduce(u.as<bf16>(), 10)->wait(), want += 2.0 * (p - 1) / p * 20, steps += ar_steps;
+        c.ireduce_scatter(u.as<bf16>(), u.as<bf16>() + 64, counts)->wait(), want += p > 1 ? gathered(2) : 0,
+            steps += ag_steps;
+        EXPECT_TRUE(c.iall_gather(u.as<bf16>(), u.as<bf16>() + 64, counts)->test());
+        want += p > 1 ? gathered(2) : 0, steps += ag_steps;
+        c.iall_gather(u.as<float>(), u.as<float>() + 64, counts)->wait(), want += p > 1 ? gathered(4) : 0,
+            steps += ag_steps;
+        EXPECT_NEAR(c.stats().bytes, want, 1e-9 * std::max(1.0, want));
+        EXPECT_EQ(c.stats().calls, 10u);
+        EXPECT_EQ(c.ring_steps(), steps);
+        c.reset_stats();
+        EXPECT_EQ(c.stats().bytes, 0.0);
+        EXPECT_EQ(c.ring_steps(), 0);
+      }
+}
+
+TEST(RecordingCommunicator, GridSeesEachAxisFromItsRank) {
+  const GridShape shape{2, 3, 2};
+  for (int rank = 0; rank < 2 * shape.size(); ++rank) {
+    auto grid = make_recording_grid(shape, 2, rank, Transport::Mpi);
+    EXPECT_EQ(grid->rank(), rank);
+    for (Axis a : kAllAxes) {
+      EXPECT_EQ(grid->comm(a).size(), grid->dim(a));
+      EXPECT_EQ(grid->comm(a).rank(), grid->coord(a));
+    }
+    EXPECT_EQ(grid->world().size(), 24);
+    EXPECT_EQ(grid->replica().size(), 12);
+  }
+}
+
+TEST(ShapeBackend, CountsMemoryByKindAndFlopsAndComputesNothing) {
+  ShapeBackend be;
+  EXPECT_FALSE(be.computes());
+  {
+    MemoryScope scope(be, MemoryKind::Parameters, "weights");
+    Matrix w(be, 1000, 3000);  // 12 MB that are never backed by memory
+    EXPECT_EQ(be.live_bytes(MemoryKind::Parameters), 12'000'000u);
+    Matrix a(be, 50, 1000), c(be, 50, 3000);
+    be.gemm(Trans::No, Trans::No, 1.0f, a.view(), w.view(), 0.0f, c.view());
+    EXPECT_DOUBLE_EQ(be.counts().gemm_flops, 2.0 * 50 * 1000 * 3000);
+    Matrix at(be, 1000, 50);  // op(A) = Aᵀ: m = 50, k = 1000
+    be.gemm(Trans::Yes, Trans::No, 1.0f, at.view(), w.view(), 0.0f, c.view());
+    EXPECT_DOUBLE_EQ(be.counts().gemm_flops, 4.0 * 50 * 1000 * 3000);
+    be.fill(w.view(), 1.0f);  // would fault if it wrote
+    be.relu(c.view());
+    std::vector<float> host(4, 7.0f);
+    be.copy_to_host(host.data(), w.data(), 4 * sizeof(float));
+    EXPECT_EQ(host, std::vector<float>(4, 0.0f));  // zeros, never garbage
+    const CsrView csr{10, 1000, 40, nullptr, nullptr, nullptr};
+    be.spmm(csr, a.view(), Matrix(be, 10, 1000).view(), 0.0f);
+  }
+  EXPECT_DOUBLE_EQ(be.counts().spmm_flops, 2.0 * 40 * 1000);
+  EXPECT_DOUBLE_EQ(be.counts().spmm_bytes, 40 * 8.0 + 40 * 1000 * 4.0 + 10 * 1000 * 4.0 + 11 * 8.0);
+  EXPECT_EQ(be.live_bytes(), 0u);
+  // w, a, c, at and the SpMM's output, all in the scope's kind.
+  EXPECT_EQ(be.peak_bytes(MemoryKind::Parameters), 12'000'000u + 4u * (50 * 1000 + 50 * 3000 + 1000 * 50 + 10 * 1000));
+  EXPECT_EQ(be.peak_bytes(MemoryKind::Activations), 0u);
+  be.reset_counts();
+  EXPECT_EQ(be.counts().gemm_flops, 0.0);
+}
+
+HostCsr random_block(index_t rows, index_t cols, double density, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution keep(density);
+  HostCsr a;
+  a.rows = rows;
+  a.cols = cols;
+  for (index_t r = 0; r < rows; ++r) {
+    for (index_t c = 0; c < cols; ++c)
+      if (keep(rng)) {
+        a.indices.push_back(static_cast<col_t>(c));
+        a.values.push_back(0.5f);
+      }
+    a.indptr.push_back(static_cast<index_t>(a.indices.size()));
+  }
+  return a;
+}
+
+// A shape-only block holds, to the byte, what the real one holds for a block of that many entries.
+TEST(DeviceAdj, ShapeOnlyBlockHoldsWhatTheRealOneHolds) {
+  for (int chunks : {1, 3}) {
+    const HostCsr a = random_block(37, 23, 0.3, 7 + chunks);
+    auto cpu = make_cpu_backend(1);
+    AdjBlockRange range;
+    range.rows = range.part_rows = Range{0, 37};
+    range.cols = range.part_cols = Range{0, 23};
+    DeviceAdj real(*cpu, range, HostCsr(a), csr_transpose(a), chunks, nullptr, nullptr);
+    ShapeBackend shape;
+    DeviceAdj dry(shape, range, a.nnz(), chunks, nullptr, nullptr);
+    EXPECT_EQ(shape.live_bytes(), cpu->live_bytes()) << chunks << " chunks";
+    EXPECT_THROW(DeviceAdj(*cpu, range, a.nnz(), chunks, nullptr, nullptr), std::logic_error);
+  }
+}
+
+// A two-linear MLP of this test, on any grid: the dry run of its step reports what its
+// collectives move. Its variant adds one all-reduce and one buffer; the plan follows with no
+// edit anywhere else.
+struct TinyMlp {
+  TinyMlp(Backend& be, ProcessGrid& grid, bool variant)
+      : be(be), grid(grid), variant(variant),
+        fc(be, grid, layout(grid), {}),
+        proj(be, grid, layout(grid).transposed(sub_range(Range{0, 6}, grid.dim(Axis::Y), grid.coord(Axis::Y))), {}),
+        x(be, 8, layout(grid).in_cols.size()) {}
+  static Linear3DLayout layout(const ProcessGrid& g) {
+    return {Axis::Z, Axis::Y, Axis::X, 8, sub_range(Range{0, 6}, g.dim(Axis::Y), g.coord(Axis::Y)),
+            sub_range(Range{0, 10}, g.dim(Axis::X), g.coord(Axis::X))};
+  }
+  void step() {
+    Matrix& h = fc.forward(x.view());
+    Matrix& y = proj.forward(h.view());
+    Matrix dy(be, y.rows(), y.cols());
+    if (variant) {  // the test-only collective, and a buffer it needs
+      Matrix extra(be, 8, 3);
+      grid.comm(Axis::X).all_reduce(extra.data(), extra.size(), ReduceOp::Sum);
+    }
+    Matrix dh = proj.backward(h.view(), dy, true);
+    fc.backward(x.view(), dh, false);
+  }
+  Backend& be;
+  ProcessGrid& grid;
+  bool variant;
+  Linear3D fc, proj;
+  Matrix x;
+};
+
+RankCost dry_step(GridShape g, int rank, bool variant) {
+  DryRun run(g, 1, rank, Transport::Mpi);
+  TinyMlp mlp(run.backend(), run.grid(), variant);
+  run.measure();
+  mlp.step();
+  return run.measure();
+}
+
+TEST(DryRun, APlanFollowsACollectiveAddedToALayer) {
+  for (GridShape g : {GridShape{1, 1, 1}, GridShape{2, 1, 1}, GridShape{3, 2, 1}, GridShape{2, 2, 2}}) {
+    for (int rank = 0; rank < g.size(); ++rank) {
+      SCOPED_TRACE(g.str() + " rank " + std::to_string(rank));
+      const RankCost base = dry_step(g, rank, false), more = dry_step(g, rank, true);
+      const int p = g.x;
+      EXPECT_DOUBLE_EQ(more.bytes[0] - base.bytes[0], 2.0 * (p - 1) / p * 24 * 4);  // the added all-reduce
+      EXPECT_EQ(more.calls[0] - base.calls[0], p > 1 ? 2 * (p - 1) : 0);
+      for (int a = 1; a < 4; ++a) EXPECT_EQ(more.bytes[a], base.bytes[a]);
+      EXPECT_GE(more.memory_bytes, base.memory_bytes);
+      EXPECT_EQ(more.gemm_flops, base.gemm_flops);
+      EXPECT_GT(base.gemm_flops, 0.0);
+      if (g.size() > 1) {
+        EXPECT_GT(base.bytes[0] + base.bytes[1] + base.bytes[2], 0.0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plexus
