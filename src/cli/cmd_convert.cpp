@@ -6,7 +6,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"

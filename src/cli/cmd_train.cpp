@@ -14,7 +14,7 @@
 #include <optional>
 #include <toml++/toml.h>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"

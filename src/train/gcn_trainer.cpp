@@ -7,7 +7,7 @@
 #include <limits>
 #include <numeric>
 
-#include "io/gcn_model_file.hpp"
+#include "io/model_files/gcn_model.hpp"
 #include "models/gcn.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
