@@ -1,4 +1,4 @@
-// train_gcn: GcnTrainer (src/train/gcn_trainer.cpp) run for config.epochs epochs, keeping the
+// train_gcn: GcnTrainer (src/train/trainer.cpp) run for config.epochs epochs, keeping the
 // epoch the validation set picks; and the options' checks.
 #include <chrono>
 #include <cmath>
