@@ -15,7 +15,7 @@
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/metrics_log.hpp"
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 #include "src/cli/run_control.hpp"
 
 namespace plexus::cli {

@@ -23,7 +23,7 @@
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/metrics_log.hpp"
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 #include "src/cli/run_control.hpp"
 #include "src/cli/commands.hpp"
 

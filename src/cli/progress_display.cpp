@@ -1,4 +1,4 @@
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
