@@ -2,7 +2,7 @@
 // read_prepared_info_h5, the sharded loader load_shards_h5 (one rank, 3 layers: both Â of a
 // prepared file and both label orders) and read_gpt_model_h5. Each opens the file through
 // h5::Reader, so libhdf5's first contact with it happens in the check process
-// (io/hdf5_probe.hpp). InputError is the expected outcome of bad input; any other exception,
+// (io/hdf5/probe.hpp). InputError is the expected outcome of bad input; any other exception,
 // a crash, a hang or a sanitizer report -- in our code or inside libhdf5 -- is a failure.
 // (scripts/fuzz.sh runs this target with -detect_leaks=0: libhdf5 keeps global state that
 // LeakSanitizer would report.)

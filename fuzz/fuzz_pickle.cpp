@@ -1,4 +1,4 @@
-// libFuzzer target for the pickle reader behind the Planetoid converter (io/pickle.*): the
+// libFuzzer target for the pickle reader behind the Planetoid converter (io/convert/pickle.*): the
 // input is parsed as one pickle, summarised, and converted by every converter the Planetoid
 // reader applies (dense numpy arrays as float and int, scipy CSR, the adjacency dict).
 // InputError is the expected outcome of bad input; any other exception, a crash or a
@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_input.hpp"
-#include "io/pickle.hpp"
+#include "io/convert/pickle.hpp"
 
 using plexus::fuzz::expect_clean;
 namespace pickle = plexus::pickle;

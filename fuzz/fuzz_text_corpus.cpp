@@ -1,4 +1,4 @@
-// libFuzzer target for the GPT text readers (io/text_corpus.cpp): the input is read as a UTF-8
+// libFuzzer target for the GPT text readers (io/corpus/text_corpus.cpp): the input is read as a UTF-8
 // training text (character vocabulary) and as an llm.c token file. InputError is the expected
 // outcome of bad input; any other exception, a crash or a sanitizer report is a bug.
 #include <cstdint>

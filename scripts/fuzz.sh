@@ -4,7 +4,7 @@
 # working copy grows in build-fuzz/corpus/). Prints executions and findings per target; exits
 # non-zero when any target found a crash, a hang or a sanitizer report -- in Plexus code or
 # inside libhdf5 alike, since the HDF5 readers check each file in a child process first
-# (io/hdf5_probe.hpp) and must turn the library's own crashes and hangs into InputErrors.
+# (io/hdf5/probe.hpp) and must turn the library's own crashes and hangs into InputErrors.
 # The reproducer is left in build-fuzz/artifacts/<target>/.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 #   targets: edge_list hdf5 pickle text_corpus (default: all)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Corrupt HDF5 files never crash or hang plexus. Debian 12's libhdf5 (1.10.8) segfaults or
 # spins forever on some one-byte corruptions, inside calls that return no error; plexus opens
-# every HDF5 input in a child process first (io/hdf5_probe.hpp) and turns a crash or a hang
+# every HDF5 input in a child process first (io/hdf5/probe.hpp) and turns a crash or a hang
 # there into exit 2 with one line. The fixtures are one-byte mutants of `plexus generate rmat`
 # files found by scripts/hdf5-survey.py and scripts/fuzz.sh (docs/hardening.md):
 #   corrupt_hdf5_crash.h5  libhdf5 1.10.8 segfaults reading it

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Files kept safe (io/files.hpp, docs/format-v1.md "Writing outputs"). Outputs: devices, FIFOs
+# Files kept safe (io/files/safe_files.hpp, docs/format-v1.md "Writing outputs"). Outputs: devices, FIFOs
 # and symbolic links are written through, never replaced; an output that is an input is
 # refused; every output is checked before the work; temporary files go on SIGINT/TERM/HUP.
 # Inputs: a FIFO is read as a stream where the format allows, refused where it does not.

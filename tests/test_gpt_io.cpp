@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "io/gpt_tensors.hpp"
+#include "io/model_files/gpt_tensors.hpp"
 #include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"

@@ -7,7 +7,7 @@
 //    the simulated ring equal the schedule's rank_bytes, summed over ranks exactly;
 //  - the analytic model with Transport::Nccl uses the same accounting: it equals the MPI
 //    model where every count is equal and exceeds it by exactly the padding elsewhere.
-// The engine's real collective sequence against the model is tests/mpi_test_nccl_accounting.cpp.
+// The engine's real collective sequence against the model is tests/mpi_nccl_accounting.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "io/pickle.hpp"
+#include "io/convert/pickle.hpp"
 #include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"

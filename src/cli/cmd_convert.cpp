@@ -6,12 +6,12 @@
 #include <optional>
 #include <type_traits>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 
 namespace plexus::cli {
 
@@ -38,7 +38,7 @@ struct TextOptions {
   std::vector<CLI::Option*> column_options;
 };
 
-// One phase of a conversion (reading, writing), shown while it runs (src/cli/progress.hpp).
+// One phase of a conversion (reading, writing), shown while it runs (src/cli/progress_display.hpp).
 template <class Work>
 auto in_phase(const std::string& what, Work&& work) {
   Phase phase(progress_style(false), what);

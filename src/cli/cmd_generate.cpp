@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"

@@ -9,13 +9,13 @@
 #include <vector>
 #include <string>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/metrics_log.hpp"
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 #include "src/cli/run_control.hpp"
 
 namespace plexus::cli {
@@ -107,7 +107,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
-  // The outputs are checked before the run, not after it (io/files.hpp).
+  // The outputs are checked before the run, not after it (io/files/safe_files.hpp).
   const std::vector<std::string> inputs = {o.data, o.config};
   if (root) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save", o.save}});
   MetricsLog metrics(root ? o.metrics : std::string(), inputs);

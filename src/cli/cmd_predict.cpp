@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
@@ -41,7 +41,7 @@ void run_predict(PredictOptions& o) {
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
-  // Inputs and the output are checked before anything is loaded or computed (io/files.hpp).
+  // Inputs and the output are checked before anything is loaded or computed (io/files/safe_files.hpp).
   require_checkpoint(o.checkpoint);
   if (launched_rank() == 0)
     io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});

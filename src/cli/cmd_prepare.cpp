@@ -6,13 +6,13 @@
 #include <memory>
 #include <numeric>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 
 namespace plexus::cli {
 
@@ -40,7 +40,7 @@ void run_prepare(const PrepareCliOptions& o) {
   if (o.out.empty()) throw InputError("--out", "an output file is required");
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work, not after it
 
-  // Phases shown as they run (src/cli/progress.hpp): on a terminal each with a ticking clock.
+  // Phases shown as they run (src/cli/progress_display.hpp): on a terminal each with a ticking clock.
   const ProgressStyle style = progress_style(o.quiet);
   Phase reading(style, "reading " + o.input);
   GraphData g = read_graph_h5(o.input);

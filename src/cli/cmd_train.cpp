@@ -14,7 +14,7 @@
 #include <optional>
 #include <toml++/toml.h>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
@@ -23,7 +23,7 @@
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/metrics_log.hpp"
-#include "src/cli/progress.hpp"
+#include "src/cli/progress_display.hpp"
 #include "src/cli/run_control.hpp"
 #include "src/cli/commands.hpp"
 

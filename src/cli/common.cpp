@@ -18,7 +18,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/sizes.hpp"
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {

@@ -13,7 +13,7 @@
 #include <exception>
 #include <string>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/version.hpp"
 #include "src/cli/abort_job.hpp"

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 
 namespace plexus::cli {
 

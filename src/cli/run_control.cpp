@@ -4,7 +4,7 @@
 #include <csignal>
 #include <functional>
 
-#include "io/files.hpp"
+#include "io/files/safe_files.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 #include "src/cli/abort_job.hpp"

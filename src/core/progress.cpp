@@ -1,3 +1,5 @@
+// The calling thread's progress reporter (include/plexus/progress.hpp): where long operations
+// report how far they have come. What the `plexus` tool draws from it is src/cli/progress_display.cpp.
 #include "plexus/progress.hpp"
 
 #include <utility>

@@ -1,11 +1,22 @@
-// train_gcn: GcnTrainer (src/train/gcn_trainer.cpp) run for config.epochs epochs, keeping the
-// epoch the validation set picks; and the options' checks.
+// GcnTrainer (include/plexus/trainer.hpp): the model, its loss and its optimizer, and one
+// epoch of training, top to bottom: forward (dropout) → loss → backward → Adam step →
+// evaluation forward.
+#include <algorithm>
+#include <charconv>
 #include <chrono>
-#include <cmath>
+#include <limits>
+#include <numeric>
 
+#include "io/model_files/gcn_model.hpp"
+#include "models/gcn.hpp"
+#include "optim/adam.hpp"
 #include "plexus/error.hpp"
-#include "plexus/train.hpp"
+#include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
+#include "plexus/sparse.hpp"
 #include "plexus/trainer.hpp"
+#include "train/dist_loss.hpp"
+#include "train/finite_loss.hpp"
 
 namespace plexus {
 
@@ -13,50 +24,399 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+struct CommTotals {
+  std::array<double, 3> bytes{};
+  std::array<double, 4> seconds{};  // x, y, z, all
+};
+CommTotals comm_totals(ProcessGrid& grid) {
+  CommTotals t;
+  for (Axis a : {Axis::X, Axis::Y, Axis::Z}) {
+    const CommStats s = grid.axis_stats(a);
+    t.bytes[static_cast<int>(a)] = s.bytes;
+    t.seconds[static_cast<int>(a)] = s.seconds;
+    t.seconds[3] += s.seconds;
+  }
+  return t;
+}
+
+GcnConfig model_config(const TrainConfig& cfg) {
+  GcnConfig mc;
+  mc.dropout = cfg.dropout;
+  mc.seed = cfg.seed;
+  mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline;
+  mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
+  mc.agg_chunks = cfg.agg_chunks;
+  return mc;
+}
+
+AdamParams adam_params(const TrainConfig& cfg) {
+  AdamParams hp;
+  hp.lr = cfg.lr;
+  hp.weight_decay = cfg.weight_decay;
+  hp.decoupled = cfg.adamw;
+  return hp;
+}
+
+// graph → shards: Â = D^-1/2 (A+I) D^-1/2 (in the balanced orders), then this rank's blocks
+// of Â, F, labels.
+GcnShards shards_of(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid) {
+  validate(cfg);
+  validate(graph, "graph");
+  require_labelled_training_node(graph, "graph");
+  const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
+  if (cfg.balance == Balance::kNone)
+    return build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
+                        cfg.shard_adj);
+  PrepareOptions po;
+  po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
+  po.balance = cfg.balance;
+  po.seed = cfg.balance_seed;
+  const GridShape g = grid.shape();
+  po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
+  return build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj);
+}
+
+// Where one parameter's shard lies in the whole tensor, and whether this rank's copy is the
+// one that counts (biases are replicated over a layer's i and d axes).
+struct ParamPlace {
+  std::string name;
+  index_t rows = 0, cols = 0;  // the whole tensor
+  Range shard_rows, shard_cols;
+  bool contributes = true;
+};
+
+std::vector<ParamPlace> param_places(const GcnModel& model, const ProcessGrid& grid) {
+  std::vector<ParamPlace> places;
+  for (int l = 0; l < model.num_layers(); ++l) {
+    const LayerGeometry& g = model.geometry_of_layer(l);
+    const std::string layer = "layer" + std::to_string(l);
+    places.push_back({layer + "/weight", g.in_dim, g.out_dim, g.w_rows, g.out_cols, true});
+    places.push_back({layer + "/bias", 1, g.out_dim, Range{0, 1}, g.out_cols,
+                      grid.coord(g.roles.i) == 0 && grid.coord(g.roles.d) == 0});
+  }
+  return places;
+}
+
+// The whole tensor from every rank's shard: each element is held by one contributing rank of
+// the replica, so a sum over zeros elsewhere reassembles it exactly.
+std::vector<float> assemble(const ParamPlace& p, const std::vector<float>& shard, ProcessGrid& grid) {
+  std::vector<float> whole(static_cast<std::size_t>(p.rows * p.cols), 0.0f);
+  if (p.contributes)
+    for (index_t r = 0; r < p.shard_rows.size(); ++r)
+      std::copy_n(shard.data() + r * p.shard_cols.size(), p.shard_cols.size(),
+                  whole.data() + (p.shard_rows.begin + r) * p.cols + p.shard_cols.begin);
+  grid.replica().all_reduce(whole.data(), whole.size(), ReduceOp::Sum);
+  return whole;
+}
+
+std::vector<float> cut(const ParamPlace& p, const std::vector<float>& whole) {
+  std::vector<float> shard(static_cast<std::size_t>(p.shard_rows.size() * p.shard_cols.size()));
+  for (index_t r = 0; r < p.shard_rows.size(); ++r)
+    std::copy_n(whole.data() + (p.shard_rows.begin + r) * p.cols + p.shard_cols.begin, p.shard_cols.size(),
+                shard.data() + r * p.shard_cols.size());
+  return shard;
+}
+
 }  // namespace
 
-const char* comm_variant_name(CommVariant v) {
-  switch (v) {
-    case CommVariant::Baseline: return "baseline";
-    case CommVariant::RsAg: return "rs-ag";
-    case CommVariant::RsAgReuse: return "rs-ag-reuse";
+struct GcnTrainer::Impl {
+  Impl(GcnShards& shards, const TrainConfig& c, Backend& be, ProcessGrid& g)
+      : cfg(c),
+        backend(be),
+        grid(g),
+        model(be, g, shards, model_config(c)),
+        out(model.loss_geometry()),
+        split_axis(out.roles.i),
+        loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr),
+        adam(be, model.parameters(), adam_params(c)),
+        num_nodes(shards.num_nodes) {
+    // The rows predict() reports: the logits' rows (the last layer's output rows, replicated
+    // over its i axis unless already split there: comm variant rs-ag) are the same on every
+    // rank of the o axis once their classes are gathered, so split them over i and o.
+    const LayerGeometry& last = model.output_geometry();
+    const Range rows = model_config(c).scatter_logits
+                           ? out.out_rows
+                           : sub_range(out.out_rows, g.dim(last.roles.i), g.coord(last.roles.i));
+    owned_rows = sub_range(rows, g.dim(last.roles.o), g.coord(last.roles.o));
+    if (shards.shape_only) return;  // a plan's dry run predicts nothing
+    owned_ids.resize(static_cast<std::size_t>(owned_rows.size()));
+    for (index_t r = owned_rows.begin; r < owned_rows.end; ++r)
+      owned_ids[static_cast<std::size_t>(r - owned_rows.begin)] =
+          shards.label_ids.empty() ? r : shards.label_ids[static_cast<std::size_t>(r - shards.label_rows.begin)];
   }
-  return "?";
+
+  TrainConfig cfg;
+  Backend& backend;
+  ProcessGrid& grid;
+  GcnModel model;
+  LayerGeometry out;  // the rows of the logits this rank holds
+  Axis split_axis;
+  DistLoss loss;
+  Adam adam;
+  Matrix d_logits;
+  int epochs_done = 0;
+  BestEpoch best;
+  index_t num_nodes = 0;  // of the graph
+  Range owned_rows;
+  std::vector<index_t> owned_ids;
+  std::vector<index_t> dims() const;  // D_0..D_L
+};
+
+GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
+    : GcnTrainer(shards_of(graph, cfg, grid), cfg, backend, grid) {}
+
+GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
+  validate(cfg);
+  if (shards.layers() != cfg.layers) throw std::invalid_argument("GcnTrainer: shards were cut for another depth");
+  backend.reset_peak();
+  impl_ = std::make_unique<Impl>(shards, cfg, backend, grid);
 }
 
-CommVariant parse_comm_variant(const std::string& text) {
-  for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg, CommVariant::RsAgReuse})
-    if (text == comm_variant_name(v)) return v;
-  throw InputError("--comm-variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
+GcnTrainer::~GcnTrainer() = default;
+
+int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
+const BestEpoch& GcnTrainer::best() const { return impl_->best; }
+const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
+
+EpochMetrics GcnTrainer::epoch() {
+  Impl& t = *impl_;
+  const int epoch = t.epochs_done;
+  t.grid.reset_stats();
+  const auto t_epoch = Clock::now();
+  EpochMetrics m;
+  m.epoch = epoch;
+
+  const Matrix& logits = t.model.forward(epoch, /*training=*/true);
+  t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
+  m.loss = t.loss.train_loss_and_grad(logits, t.d_logits);
+  t.model.backward(t.d_logits, epoch);
+  t.adam.step();
+  t.model.weights_updated();
+  t.backend.synchronize();
+  m.train_seconds = seconds_since(t_epoch);
+  ++t.epochs_done;
+
+  const EvalMetrics e = t.loss.evaluate(t.model.forward(epoch, /*training=*/false));
+  t.backend.synchronize();
+  m.train_acc = e.train_acc;
+  m.val_acc = e.val_acc;
+  m.test_acc = e.test_acc;
+  m.val_loss = e.val_loss;
+  m.epoch_seconds = seconds_since(t_epoch);
+  const CommTotals c = comm_totals(t.grid);
+  m.rank_comm_bytes = c.bytes;
+  m.comm_bytes = c.bytes;
+  t.grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
+  m.comm_seconds = c.seconds[3];
+  m.compute_seconds = m.epoch_seconds - m.comm_seconds;
+  // The slowest rank and the mean, per axis (world collectives are not counted in the stats).
+  std::array<double, 5> most{c.seconds[0], c.seconds[1], c.seconds[2], c.seconds[3], m.compute_seconds};
+  t.grid.world().all_reduce(most.data(), most.size(), ReduceOp::Max);
+  m.comm_seconds_mean = c.seconds;
+  t.grid.world().all_reduce(m.comm_seconds_mean.data(), 4, ReduceOp::Sum);
+  for (double& s : m.comm_seconds_mean) s /= t.grid.size();
+  std::copy(most.begin(), most.begin() + 4, m.comm_seconds_max.begin());
+  m.compute_seconds_max = most[4];
+  require_finite_loss(m.loss + m.val_loss, t.grid, "epoch " + std::to_string(epoch + 1),
+                      "check the features' scale or lower --lr");
+  BestEpoch& b = t.best;
+  if (b.epoch < 0 || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss))
+    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
+  return m;
 }
 
-void validate(const TrainConfig& c) {
-  if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
-  if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
-  if (c.epochs < 1) throw InputError("--epochs", "must be at least 1");
-  if (!(c.lr > 0.0f) || !std::isfinite(c.lr)) throw InputError("--lr", "must be a positive number");
-  if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
-    throw InputError("--weight-decay", "must be a non-negative number");
-  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
-  if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
-}
-
-TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                      const std::function<void(const EpochMetrics&)>& on_epoch) {
+TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_epoch,
+                            const std::function<bool()>& stop) {
+  Impl& t = *impl_;
   const auto t_start = Clock::now();
-  GcnTrainer trainer(graph, cfg, backend, grid);
-  TrainResult r = trainer.run(on_epoch);
-  r.total_seconds = seconds_since(t_start);  // with the cutting of the shards
-  return r;
+  TrainResult result;
+  while (t.epochs_done < t.cfg.epochs) {
+    result.epochs.push_back(epoch());
+    if (on_epoch) on_epoch(result.epochs.back());
+    if (stop && stop()) break;
+  }
+  result.best_epoch = static_cast<int>(t.best.epoch);
+  result.best_val_acc = t.best.val_acc;
+  result.test_acc = t.best.test_acc;
+  result.total_seconds = seconds_since(t_start);
+  result.peak_tensor_bytes = t.backend.peak_bytes();
+  double peak = static_cast<double>(result.peak_tensor_bytes);
+  t.grid.world().all_reduce(&peak, 1, ReduceOp::Max);
+  result.max_peak_tensor_bytes = static_cast<std::size_t>(peak);
+  return result;
 }
 
-TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                      const std::function<void(const EpochMetrics&)>& on_epoch) {
-  const auto t_start = Clock::now();
-  GcnTrainer trainer(std::move(shards), cfg, backend, grid);
-  TrainResult r = trainer.run(on_epoch);
-  r.total_seconds = seconds_since(t_start);
-  return r;
+EvalMetrics GcnTrainer::evaluate() {
+  Impl& t = *impl_;
+  const EvalMetrics e = t.loss.evaluate(t.model.forward(t.epochs_done, /*training=*/false));
+  t.backend.synchronize();
+  return e;
+}
+
+Predictions GcnTrainer::predict() {
+  Impl& t = *impl_;
+  const Matrix& logits = t.model.forward(t.epochs_done, /*training=*/false);
+  // This rank holds rows out.out_rows × classes out.out_cols; the classes are split over the
+  // last layer's o axis: gather them (host values, so over the axis's host communicator).
+  const LayerGeometry& g = t.out;
+  const std::vector<float> mine = logits.to_host();
+  Communicator& o = t.grid.host_comm(g.roles.o);
+  const index_t classes = g.out_dim, rows = g.out_rows.size();
+  std::vector<float> blocks(static_cast<std::size_t>(rows * classes));
+  o.all_gather(mine.data(), blocks.data(), block_counts(classes, o.size(), rows));
+
+  Predictions p;
+  p.num_classes = classes;
+  p.node_ids = t.owned_ids;
+  const index_t first = t.owned_rows.begin - g.out_rows.begin, n = t.owned_rows.size();
+  p.logits.resize(static_cast<std::size_t>(n * classes));
+  p.classes.resize(static_cast<std::size_t>(n));
+  // blocks: rank k's [rows × cols_k] block after rank k-1's; interleave into whole rows.
+  index_t offset = 0;
+  for (int k = 0; k < o.size(); ++k) {
+    const Range cols = block_range(classes, o.size(), k);
+    for (index_t r = 0; r < n; ++r)
+      std::copy_n(blocks.data() + offset + (first + r) * cols.size(), cols.size(),
+                  p.logits.data() + r * classes + cols.begin);
+    offset += rows * cols.size();
+  }
+  for (index_t r = 0; r < n; ++r) {
+    const float* row = p.logits.data() + r * classes;
+    p.classes[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
+  }
+  return p;
+}
+
+ModelState GcnTrainer::state() {
+  Impl& t = *impl_;
+  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamRef> params = t.model.parameters();
+  const std::vector<AdamMoments> moments = t.adam.moments();
+  ModelState s;
+  s.epochs_done = t.epochs_done;
+  s.best = t.best;
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const auto host = [&](const float* p) {
+      std::vector<float> h(params[k].size);
+      t.backend.copy_to_host(h.data(), p, h.size() * sizeof(float));
+      return assemble(places[k], h, t.grid);
+    };
+    s.parameters.push_back(
+        {places[k].name, places[k].rows, places[k].cols, host(params[k].value), host(moments[k].m), host(moments[k].v)});
+  }
+  return s;
+}
+
+void GcnTrainer::set_state(const ModelState& s) {
+  Impl& t = *impl_;
+  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  if (s.parameters.size() != places.size())
+    throw InputError("model state", std::to_string(s.parameters.size()) + " parameters, this model has " +
+                                        std::to_string(places.size()) + " (" + std::to_string(t.cfg.layers) + " layers)");
+  if (s.epochs_done < 0 || s.epochs_done > std::numeric_limits<int>::max())
+    throw InputError("model state", "epochs done " + std::to_string(s.epochs_done) + " out of range");
+  if (s.best.epoch < -1 || s.best.epoch >= std::max<std::int64_t>(s.epochs_done, 0))
+    throw InputError("model state", "best epoch " + std::to_string(s.best.epoch) + " is not an epoch trained");
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const ParameterState& p = s.parameters[k];
+    const auto n = static_cast<std::size_t>(places[k].rows * places[k].cols);
+    if (p.name != places[k].name || p.rows != places[k].rows || p.cols != places[k].cols || p.value.size() != n ||
+        p.adam_m.size() != n || p.adam_v.size() != n)
+      throw InputError("model state", p.name + " [" + std::to_string(p.rows) + " x " + std::to_string(p.cols) +
+                                          "] does not fit this model's " + places[k].name + " [" +
+                                          std::to_string(places[k].rows) + " x " + std::to_string(places[k].cols) + "]");
+  }
+  const std::vector<ParamRef> params = t.model.parameters();
+  const std::vector<AdamMoments> moments = t.adam.moments();
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const auto put = [&](float* dst, const std::vector<float>& whole) {
+      const std::vector<float> shard = cut(places[k], whole);
+      t.backend.copy_from_host(dst, shard.data(), shard.size() * sizeof(float));
+    };
+    put(params[k].value, s.parameters[k].value);
+    put(moments[k].m, s.parameters[k].adam_m);
+    put(moments[k].v, s.parameters[k].adam_v);
+  }
+  t.adam.set_steps(s.epochs_done);
+  t.epochs_done = static_cast<int>(s.epochs_done);
+  t.best = s.best;
+  t.model.weights_updated();
+  t.backend.synchronize();
+}
+
+std::vector<index_t> GcnTrainer::Impl::dims() const {
+  std::vector<index_t> d;
+  for (int l = 0; l < model.num_layers(); ++l) d.push_back(model.geometry_of_layer(l).in_dim);
+  d.push_back(model.output_geometry().out_dim);
+  return d;
+}
+
+void GcnTrainer::save(const std::string& path) {
+  Impl& t = *impl_;
+  // Each rank writes the blocks it holds, once per replica: no rank assembles the model.
+  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamRef> params = t.model.parameters();
+  const std::vector<AdamMoments> moments = t.adam.moments();
+  std::vector<std::vector<float>> host;  // value, m, v of each parameter, on the host
+  const auto to_host = [&](const float* p, std::size_t n) {
+    host.emplace_back(n);
+    t.backend.copy_to_host(host.back().data(), p, n * sizeof(float));
+  };
+  host.reserve(3 * places.size());
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    to_host(params[k].value, params[k].size);
+    to_host(moments[k].m, params[k].size);
+    to_host(moments[k].v, params[k].size);
+  }
+  std::vector<ParameterBlock> blocks;
+  const bool first_replica = t.grid.coord(Axis::D) == 0;
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const ParamPlace& p = places[k];
+    blocks.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes && first_replica,
+                      host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data()});
+  }
+  const GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg};
+  write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
+}
+
+void GcnTrainer::load(const std::string& path) {
+  Impl& t = *impl_;
+  ModelState s = read_gcn_model_h5(path, t.dims());
+  try {
+    set_state(s);
+  } catch (const InputError& e) {
+    throw InputError(path, e.what());
+  }
+}
+
+void GcnTrainer::resume(const std::string& path) {
+  Impl& t = *impl_;
+  const GcnModelInfo info = read_gcn_model_info_h5(path);
+  const TrainConfig& was = info.config;
+  const TrainConfig& now = t.cfg;
+  const auto differs = [&](const char* option, const std::string& a, const std::string& b) {
+    if (a != b)
+      throw InputError(path, std::string("was trained with ") + option + " " + a + ", this run has " + option + " " +
+                                 b + " (a resumed run keeps the options of the run it continues)");
+  };
+  const auto f = [](float v) {  // shortest text that reads back as v
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  };
+  differs("--layers", std::to_string(was.layers), std::to_string(now.layers));
+  differs("--hidden", std::to_string(was.hidden), std::to_string(now.hidden));
+  differs("--lr", f(was.lr), f(now.lr));
+  differs("--weight-decay", f(was.weight_decay), f(now.weight_decay));
+  differs("--adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
+  differs("--dropout", f(was.dropout), f(now.dropout));
+  differs("--seed", std::to_string(was.seed), std::to_string(now.seed));
+  if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gcn_model_h5)
+    throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
+                               std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");
+  if (info.epochs_done > now.epochs)
+    throw InputError(path, "has " + std::to_string(info.epochs_done) + " epochs done, more than --epochs " +
+                               std::to_string(now.epochs));
+  load(path);
 }
 
 }  // namespace plexus

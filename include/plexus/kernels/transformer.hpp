@@ -5,7 +5,7 @@
 //   attention.hpp  fused causal multi-head attention
 //   reduction.hpp  squared L2 norm (gradient clipping)
 // Embedding gather and its deterministic scatter-add are SpMMs with a one-hot CSR
-// (plexus/kernels/embedding.hpp), so every backend's SpMM serves them.
+// (src/pmm/embedding_3d.hpp), so every backend's SpMM serves them.
 // A backend hands them out as one object: Backend::transformer().
 #include "plexus/kernels/activation.hpp"
 #include "plexus/kernels/attention.hpp"

@@ -1,0 +1,485 @@
+// load_shards_h5: each rank reads only the hyperslabs its shards need, so no rank ever holds
+// the whole graph (docs/format-v1.md, "Sharded reads").
+//
+// What a rank reads, with P ranks and its 3D blocks (shard_ranges):
+//   1. rows [W) of the CSR, W = its 1/P of the rows: their degrees in A + I, all-gathered into
+//      one vector of 1/sqrt(degree) (8 bytes per node: the one array every rank holds whole),
+//      and its rows of the three masks, to count the split sizes;
+//   2. for each Â block, the CSR rows of its row range, streamed in chunks of at most
+//      edge_chunk() edges and normalised with the same arithmetic as gcn_normalize; a sharded
+//      block keeps only its rows part_rows, and the columns part_cols for its transpose;
+//   3. its feature block (a 2-D hyperslab), and the labels and masks of its output rows.
+// Under MPI every read is collective (MPI-IO): ranks issue the same sequence of reads, the
+// ones with nothing to read joining with an empty selection. Together the ranks read every
+// element of the file, so every element is validated by some rank.
+#include <mpi.h>
+
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "io/format_v1/prepared.hpp"
+#include "io/hdf5/reader.hpp"
+#include "plexus/error.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/progress.hpp"
+#include "plexus/shard.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+namespace {
+
+using h5::CsrDatasets;
+using h5::Reader;
+using Slab = Reader::Slab;
+
+// Edges per read: bounds a stripe's memory (2^20 edges, ~16 MB). PLEXUS_READ_EDGES overrides
+// it (a positive integer): smaller stripes for a rank short of memory, and for the tests, which
+// read their small graphs in many stripes so that the joining of stripes is exercised.
+index_t edge_chunk() {
+  const char* env = std::getenv("PLEXUS_READ_EDGES");
+  if (env == nullptr) return index_t{1} << 20;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*env == '\0' || *end != '\0' || errno != 0 || v < 1)
+    throw InputError("PLEXUS_READ_EDGES", "must be a positive integer (edges per read), got '" + std::string(env) + "'");
+  return static_cast<index_t>(v);
+}
+// Feature values per read, counted over the full width: HDF5 decompresses whole chunks, and
+// under MPI-IO collective filtered reads it holds every chunk of a read at once, so a rank
+// reading a column block would otherwise hold all its rows at full width (~16 MB a stripe).
+constexpr index_t kFeatureStripe = index_t{1} << 22;
+
+class ShardReader {
+ public:
+  ShardReader(const Reader& r, const h5::Header& h, MPI_Comm comm) : r_(r), h_(h), comm_(comm) {
+    if (comm_ != MPI_COMM_NULL) {
+      MPI_Comm_rank(comm_, &rank_);
+      MPI_Comm_size(comm_, &size_);
+    }
+  }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // indptr[rows.begin ..= rows.end], checked: within [0, nnz], non-decreasing, starting at 0
+  // and ending at nnz where the slice touches the ends.
+  std::vector<index_t> indptr(const CsrDatasets& c, Range rows) const {
+    const auto n = static_cast<hsize_t>(rows.size() + 1);
+    const std::string& name = c.indptr.name;
+    std::vector<index_t> p = r_.read_ints<index_t>(c.indptr, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    for (index_t k = 0; k <= rows.size(); ++k) {
+      const index_t at = rows.begin + k;
+      if (p[k] < 0 || p[k] > c.nnz)
+        r_.fail(name, "entry indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) + " outside [0, nnz = " +
+                          std::to_string(c.nnz) + "]");
+      if (k > 0 && p[k] < p[k - 1])
+        r_.fail(name, "not monotone: indptr[" + std::to_string(at) + "] = " + std::to_string(p[k]) + " < indptr[" +
+                          std::to_string(at - 1) + "] = " + std::to_string(p[k - 1]));
+    }
+    if (rows.begin == 0 && p.front() != 0) r_.fail(name, "must start at 0, got " + std::to_string(p.front()));
+    if (rows.end == h_.num_nodes && p.back() != c.nnz)
+      r_.fail(name, "last entry " + std::to_string(p.back()) + " != number of edges (length of " + c.indices.name +
+                        ") " + std::to_string(c.nnz));
+    return p;
+  }
+
+  // Streams rows [rows) of `c` in chunks of at most edge_chunk() edges (a row is never split)
+  // and calls visit(first row, row count, indptr from 0, column ids, values or nullptr).
+  // Every rank makes the same number of read calls.
+  template <class Visit>
+  void stream_rows(const CsrDatasets& c, Range rows, const std::vector<index_t>& ip, Visit&& visit) const {
+    std::vector<Range> chunks;
+    const index_t chunk_edges = edge_chunk();
+    for (index_t a = rows.begin; a < rows.end;) {
+      index_t b = a + 1;
+      while (b < rows.end && ip[b + 1 - rows.begin] - ip[a - rows.begin] <= chunk_edges) ++b;
+      chunks.push_back({a, b});
+      a = b;
+    }
+    const std::int64_t calls = max_over_ranks(static_cast<std::int64_t>(chunks.size()));
+    for (std::int64_t call = 0; call < calls; ++call) {
+      const Range ch = call < static_cast<std::int64_t>(chunks.size()) ? chunks[call] : Range{rows.end, rows.end};
+      const index_t e0 = ip[ch.begin - rows.begin], e1 = ip[ch.end - rows.begin];
+      const Slab slab{{static_cast<hsize_t>(e0)}, {static_cast<hsize_t>(e1 - e0)}};
+      const auto m = static_cast<std::size_t>(e1 - e0);
+      std::vector<index_t> idx = r_.read_ints<index_t>(c.indices, m, slab);
+      std::vector<float> val;
+      if (c.has_values) {
+        val = r_.read_floats(c.values, m, slab);
+        for (std::size_t k = 0; k < m; ++k)
+          if (!std::isfinite(val[k])) r_.fail(c.values.name, "non-finite value at position " + std::to_string(e0 + static_cast<index_t>(k)));
+      }
+      advance(m * (c.has_values ? 8 : 4));
+      if (ch.size() == 0) continue;
+      std::vector<index_t> local_ip(ip.begin() + (ch.begin - rows.begin), ip.begin() + (ch.end - rows.begin) + 1);
+      for (index_t& x : local_ip) x -= e0;
+      try {
+        visit(ch.begin, ch.size(), local_ip, idx, c.has_values ? val.data() : nullptr);
+      } catch (const std::invalid_argument& e) {
+        r_.fail(c.indices.name, std::string(e.what()) + " in rows [" + std::to_string(ch.begin) + ", " +
+                                    std::to_string(ch.end) + ")");
+      }
+    }
+  }
+
+  // Rows [rows) × columns [cols) of the 2-D float dataset `d` (`width` columns), read in row
+  // stripes of about kFeatureStripe full-width values; every rank makes the same calls.
+  std::vector<float> float_block(const Reader::Dataset& d, index_t width, Range rows, Range cols) const {
+    std::vector<float> out = r_.allocate<float>(d.name, static_cast<std::size_t>(rows.size() * cols.size()));
+    const index_t stripe = std::max<index_t>(1, kFeatureStripe / std::max<index_t>(width, 1));
+    const std::int64_t calls = max_over_ranks((rows.size() + stripe - 1) / stripe);
+    for (std::int64_t call = 0; call < calls; ++call) {
+      const index_t r0 = std::min(rows.end, rows.begin + call * stripe), r1 = std::min(rows.end, r0 + stripe);
+      const index_t n = cols.size() > 0 ? r1 - r0 : 0;
+      r_.read_floats_into(d, out.data() + (r0 - rows.begin) * cols.size(),
+                          Slab{{static_cast<hsize_t>(r0), static_cast<hsize_t>(cols.begin)},
+                               {static_cast<hsize_t>(n), static_cast<hsize_t>(cols.size())}});
+      advance(static_cast<std::uint64_t>(n * cols.size()) * 4);
+    }
+    return out;
+  }
+
+  // Progress (plexus/progress.hpp) in bytes read: `expect` adds to the total, each read adds
+  // what it brought. Totals of the Â blocks are estimated (nnz in proportion to the rows).
+  void expect(double bytes) { total_ += static_cast<std::uint64_t>(std::max(0.0, bytes)); }
+  void advance(std::uint64_t bytes) const {
+    done_ = std::min(done_ + bytes, total_);
+    report_progress(done_, total_);
+  }
+  void finished() const { advance(total_); }
+
+  std::int64_t max_over_ranks(std::int64_t v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm_);
+    return v;
+  }
+  template <std::size_t N>
+  void sum_over_ranks(std::array<index_t, N>& v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), N, MPI_INT64_T, MPI_SUM, comm_);
+  }
+  // Sums modulo 2^64 (order-independent hashes of node records).
+  template <std::size_t N>
+  void sum_over_ranks(std::array<std::uint64_t, N>& v) const {
+    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), N, MPI_UINT64_T, MPI_SUM, comm_);
+  }
+  // The concatenation of every rank's `part` (rank order), `total` values in all.
+  std::vector<double> all_gather(const std::vector<double>& part, index_t total) const {
+    if (comm_ == MPI_COMM_NULL) return part;
+    std::vector<int> counts(size_), displs(size_);
+    for (int p = 0; p < size_; ++p) {
+      counts[p] = static_cast<int>(block_range(total, size_, p).size());
+      displs[p] = static_cast<int>(block_range(total, size_, p).begin);
+    }
+    std::vector<double> all(static_cast<std::size_t>(total));
+    MPI_Allgatherv(part.data(), counts[rank_], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_);
+    return all;
+  }
+
+  // Labels of nodes [rows), each checked to be in [-1, num_classes).
+  std::vector<std::int32_t> labels(const Reader::Dataset& d, Range rows) const {
+    const auto n = static_cast<hsize_t>(rows.size());
+    std::vector<std::int32_t> y = r_.read_ints<std::int32_t>(d, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    for (std::size_t k = 0; k < y.size(); ++k)
+      if (y[k] < -1 || y[k] >= h_.num_classes)
+        r_.fail(d.name, "label " + std::to_string(y[k]) + " at node " + std::to_string(rows.begin + static_cast<index_t>(k)) +
+                            " out of range [-1, num_classes = " + std::to_string(h_.num_classes) + ")");
+    return y;
+  }
+
+  std::vector<std::uint8_t> mask(const Reader::Dataset& d, Range rows) const {
+    const auto n = static_cast<hsize_t>(rows.size());
+    std::vector<std::uint8_t> m = r_.read_ints<std::uint8_t>(d, n, Slab{{static_cast<hsize_t>(rows.begin)}, {n}});
+    for (std::size_t k = 0; k < m.size(); ++k)
+      if (m[k] > 1)
+        r_.fail(d.name, "value " + std::to_string(m[k]) + " at node " + std::to_string(rows.begin + static_cast<index_t>(k)) +
+                            ", expected 0 or 1");
+    return m;
+  }
+
+ private:
+  const Reader& r_;
+  const h5::Header& h_;
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+  std::uint64_t total_ = 0;
+  mutable std::uint64_t done_ = 0;
+};
+
+// Rows of a prepared Â (sorted, in-range columns, stored values) cut to columns [cols),
+// re-indexed from cols.begin. Throws std::invalid_argument on unsorted or out-of-range ids.
+HostCsr cut_prepared_rows(index_t num_nodes, index_t rows, const std::vector<index_t>& ip,
+                          const std::vector<index_t>& idx, const float* val, Range cols) {
+  HostCsr b;
+  b.rows = rows;
+  b.cols = cols.size();
+  b.indptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  for (index_t i = 0; i < rows; ++i) {
+    for (index_t k = ip[i]; k < ip[i + 1]; ++k) {
+      const index_t c = idx[k];
+      if (c < 0 || c >= num_nodes) throw std::invalid_argument("column index " + std::to_string(c) + " out of range");
+      if (k > ip[i] && c <= idx[k - 1]) throw std::invalid_argument("columns not strictly increasing within a row");
+      if (c >= cols.begin && c < cols.end) {
+        b.indices.push_back(static_cast<col_t>(c - cols.begin));
+        b.values.push_back(val[k]);
+      }
+    }
+    b.indptr[i + 1] = static_cast<index_t>(b.indices.size());
+  }
+  return b;
+}
+
+void reserve(HostCsr& a, index_t rows, std::size_t entries) {
+  a.indptr.reserve(static_cast<std::size_t>(rows) + 1);
+  a.indices.reserve(entries);
+  a.values.reserve(entries);
+}
+
+// Appends the rows of `part` below those of `block`.
+void append_rows(HostCsr& block, const HostCsr& part) {
+  const index_t base = block.nnz();
+  for (index_t i = 1; i <= part.rows; ++i) block.indptr.push_back(base + part.indptr[i]);
+  block.indices.insert(block.indices.end(), part.indices.begin(), part.indices.end());
+  block.values.insert(block.values.end(), part.values.begin(), part.values.end());
+  block.rows += part.rows;
+}
+
+// An order-independent fingerprint of one node's record (its original id, label and split
+// bits): summed over the nodes, equal sums mean equal multisets of records (up to a 2^-64
+// chance), whatever order each copy stores them in.
+std::uint64_t record_hash(index_t id, std::int32_t label, unsigned splits) {
+  std::uint64_t z = static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ull ^
+                    (static_cast<std::uint64_t>(static_cast<std::uint32_t>(label)) << 3 | splits);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64's finaliser
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// A prepared file with two orders stores the labels and masks twice (/labels and /masks in P2
+// order, /prepared/labels_p and masks_p in P order), derived by plexus prepare from one source.
+// Checks, from this rank's 1/P of each, that node_id_p and node_id_p2 are permutations and
+// that both copies hold the same record for every original node: a file edited after
+// plexus prepare (one copy of the split changed) is refused instead of trained on.
+void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Header& h, const h5::PreparedHeader& ph,
+                           Range own) {
+  const auto n = static_cast<hsize_t>(h.num_nodes), m = static_cast<hsize_t>(own.size());
+  const Slab slab{{static_cast<hsize_t>(own.begin)}, {m}};
+  // sums: identity ids, P ids, P2 ids, P records, P2 records
+  std::array<std::uint64_t, 5> sums{};
+  for (index_t k = own.begin; k < own.end; ++k) sums[0] += record_hash(k, 0, 0);
+  const auto copy = [&](const char* ids_name, const Reader::Dataset& labels, const Reader::Dataset* const masks[3],
+                        std::uint64_t& id_sum, std::uint64_t& record_sum) {
+    const Reader::Dataset d = r.open_dataset(ids_name, false, "int64", {n}, "[num_nodes]");
+    const std::vector<index_t> ids = r.read_ints<index_t>(d, m, slab);
+    const std::vector<std::int32_t> y = in.labels(labels, own);
+    std::vector<unsigned> bits(ids.size(), 0);
+    for (unsigned k = 0; k < 3; ++k) {
+      const std::vector<std::uint8_t> mk = in.mask(*masks[k], own);
+      for (std::size_t i = 0; i < mk.size(); ++i) bits[i] |= static_cast<unsigned>(mk[i]) << k;
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= h.num_nodes)
+        r.fail(ids_name, "node id " + std::to_string(ids[i]) + " at position " +
+                             std::to_string(own.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
+      id_sum += record_hash(ids[i], 0, 0);
+      record_sum += record_hash(ids[i], y[i], bits[i]);
+    }
+  };
+  const Reader::Dataset* p_masks[3] = {&ph.train_p, &ph.val_p, &ph.test_p};
+  const Reader::Dataset* p2_masks[3] = {&h.train, &h.val, &h.test};
+  copy("/prepared/node_id_p", ph.labels_p, p_masks, sums[1], sums[3]);
+  copy("/prepared/node_id_p2", h.labels, p2_masks, sums[2], sums[4]);
+  in.sum_over_ranks(sums);
+  if (sums[1] != sums[0]) r.fail("/prepared/node_id_p", "not a permutation of the node ids");
+  if (sums[2] != sums[0]) r.fail("/prepared/node_id_p2", "not a permutation of the node ids");
+  if (sums[3] != sums[4])
+    r.fail("/prepared", "labels_p and masks_p disagree with /labels and /masks (the file was changed after "
+                        "plexus prepare; prepare it again from its source)");
+}
+
+}  // namespace
+
+namespace {
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj);
+}
+
+GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
+                         bool shard_adj) {
+  h5::silence_errors();
+  const MPI_Comm comm = grid.size() > 1 ? grid.mpi_comm() : MPI_COMM_NULL;
+  Reader r(path);
+  try {
+    r.open(comm);
+    return load(r, comm, grid, layers, hidden, shard_adj);
+  } catch (...) {
+    // Under MPI-IO, closing the file is collective: unwinding would wait for ranks that are
+    // blocked in another collective. Leave it open; the caller ends the job.
+    if (comm != MPI_COMM_NULL) r.abandon();
+    throw;
+  }
+}
+
+namespace {
+
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj) {
+  h5::Header h = h5::read_header(r);
+  if (h.num_nodes > std::numeric_limits<col_t>::max())
+    r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
+  const h5::PreparedHeader ph = h5::read_prepared_header(r, h);
+  ShardReader in(r, h, comm);
+  CsrDatasets graph;
+  graph.indptr = std::move(h.indptr);
+  graph.indices = std::move(h.indices);
+  graph.values = std::move(h.values);
+  graph.has_values = h.has_values;
+  graph.nnz = h.nnz;
+
+  GcnShards s;
+  s.num_nodes = h.num_nodes;
+  s.num_edges = h.nnz;
+  s.dims = gcn_dims(h.num_features, layers, hidden, h.num_classes);
+  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders, shard_adj);
+
+  // 1. Split sizes from this rank's 1/P of the masks; for a raw graph also the degrees of
+  // its 1/P of the rows, then everyone's (a prepared graph stores Â normalised).
+  const Range own = block_range(h.num_nodes, in.size(), in.rank());
+  {  // what this rank will read, for the progress shown while it does
+    const double per_edge = h.has_values ? 8.0 : 4.0;
+    const auto edges_of = [&](Range rows) {
+      return h.num_nodes > 0 ? static_cast<double>(h.nnz) * static_cast<double>(rows.size()) / h.num_nodes : 0.0;
+    };
+    if (!ph.prepared) in.expect(per_edge * edges_of(own));
+    const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
+    for (int l = 0; l < period; ++l) in.expect(per_edge * edges_of(sr.adj[sr.adj_of_layout[l]].rows));
+    in.expect(4.0 * static_cast<double>(sr.feat_rows.size()) * static_cast<double>(sr.feat_cols.size()));
+  }
+  std::vector<double> inv_sqrt_deg;
+  if (!ph.prepared) {
+    const std::vector<index_t> ip = in.indptr(graph, own);
+    std::vector<double> part;
+    part.reserve(static_cast<std::size_t>(own.size()));
+    in.stream_rows(graph, own, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
+      // Bad column ids throw from merge_rows (reported by stream_rows against the indices);
+      // a non-positive degree is a problem of the values.
+      const MergedRows m = merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val);
+      std::vector<double> d;
+      try {
+        d = inv_sqrt_degrees(m);
+      } catch (const std::invalid_argument& e) {
+        r.fail(h5::kValues, e.what());
+      }
+      part.insert(part.end(), d.begin(), d.end());
+    });
+    inv_sqrt_deg = in.all_gather(part, h.num_nodes);
+  }
+  // The split sizes (the accuracies' denominators) and the labelled training nodes, counted in
+  // the copy of the labels and masks that training reads (that of the last layer's output
+  // order): counting another copy gave accuracies above 1 once the copies disagreed.
+  const bool p_order = sr.label_order == 1;
+  const Reader::Dataset& labels = p_order ? ph.labels_p : h.labels;
+  const Reader::Dataset* masks[3] = {p_order ? &ph.train_p : &h.train, p_order ? &ph.val_p : &h.val,
+                                     p_order ? &ph.test_p : &h.test};
+  {
+    const std::vector<std::int32_t> y = in.labels(labels, own);
+    std::array<index_t, 4> counts{};  // train, val, test, labelled train
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<std::uint8_t> m = in.mask(*masks[k], own);
+      counts[k] = static_cast<index_t>(std::count(m.begin(), m.end(), 1));
+      if (k == 0)
+        for (std::size_t i = 0; i < m.size(); ++i) counts[3] += m[i] == 1 && y[i] >= 0;
+    }
+    in.sum_over_ranks(counts);
+    if (counts[3] == 0)
+      r.fail(masks[0]->name, no_labelled_training_node(counts[0]));
+    s.split_sizes = {counts[0], counts[1], counts[2]};
+  }
+  if (ph.prepared && ph.two_orders) check_prepared_copies(r, in, h, ph, own);
+
+  // 2. The Â blocks: stream each block's rows and keep the columns of the block; a raw graph
+  // is normalised on the way. Collective reads need the same sequence on every rank, so each
+  // rank reads once per layout period (3 rotations, × 2 parities with two orders) even where
+  // its blocks coincide (coincidence depends on the coordinates); the first read fills a slot.
+  s.adj.resize(sr.adj.size());
+  s.adj_t.resize(sr.adj.size());
+  s.adj_blocks = sr.adj;
+  s.adj_of_layout = sr.adj_of_layout;
+  std::vector<bool> filled(sr.adj.size(), false);
+  const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
+  for (int l = 0; l < period; ++l) {
+    const int slot = sr.adj_of_layout[l];
+    const AdjBlockRange& b = sr.adj[slot];
+    const CsrDatasets& c = ph.prepared ? ph.adj[b.which] : graph;
+    // rows part_rows of the block; and, sharded, columns part_cols of all its rows (the
+    // transpose of this rank's rows of Âᵀ).
+    HostCsr part, col_part;
+    part.cols = b.cols.size();
+    col_part.cols = b.part_cols.size();
+    const std::vector<index_t> ip = in.indptr(c, b.rows);
+    // Room for every entry the rows could bring (their stored edges and a self-loop each), so
+    // the arrays never grow by copying, which would hold old and new at once; pages never
+    // written are never resident.
+    const auto entries = [&](Range r) {
+      return static_cast<std::size_t>(ip[r.end - b.rows.begin] - ip[r.begin - b.rows.begin] + r.size());
+    };
+    try {
+      reserve(part, b.part_rows.size(), entries(b.part_rows));
+      if (b.sharded) reserve(col_part, b.rows.size(), entries(b.rows));
+    } catch (const std::exception&) {  // bad_alloc, length_error
+      r.fail(c.indices.name, "cannot allocate " + std::to_string(entries(b.rows)) +
+                                 " entries for this rank's block (file too large or corrupt)");
+    }
+    in.stream_rows(c, b.rows, ip, [&](index_t row0, index_t rows, const auto& lip, const auto& idx, const float* val) {
+      const HostCsr cut =
+          ph.prepared ? cut_prepared_rows(h.num_nodes, rows, lip, idx, val, b.cols)
+                      : normalized_block(merge_rows(h.num_nodes, row0, rows, lip.data(), idx.data(), val),
+                                         inv_sqrt_deg, b.cols.begin, b.cols.end);
+      const Range mine{std::max(row0, b.part_rows.begin) - row0, std::min(row0 + rows, b.part_rows.end) - row0};
+      if (mine.begin == 0 && mine.end == rows)
+        append_rows(part, cut);
+      else if (mine.size() > 0)
+        append_rows(part, extract_block(cut, mine, Range{0, cut.cols}));
+      if (b.sharded)
+        append_rows(col_part, extract_block(cut, Range{0, rows}, Range{b.part_cols.begin - b.cols.begin,
+                                                                       b.part_cols.end - b.cols.begin}));
+    });
+    if (!filled[slot]) {
+      s.adj_t[slot] = csr_transpose(b.sharded ? col_part : part);
+      s.adj[slot] = std::move(part);
+    }
+    filled[slot] = true;
+  }
+  inv_sqrt_deg = {};
+
+  // 3. Features, labels, masks.
+  s.feat_rows = sr.feat_rows;
+  s.feat_cols = sr.feat_cols;
+  s.features = in.float_block(h.features, h.num_features, s.feat_rows, s.feat_cols);
+  for (std::size_t k = 0; k < s.features.size(); ++k)
+    if (!std::isfinite(s.features[k])) {
+      const auto w = static_cast<std::size_t>(s.feat_cols.size());
+      r.fail(h5::kFeatures, std::string(std::isnan(s.features[k]) ? "NaN" : "Inf") + " at [" +
+                                std::to_string(s.feat_rows.begin + static_cast<index_t>(k / w)) + ", " +
+                                std::to_string(s.feat_cols.begin + static_cast<index_t>(k % w)) + "]");
+    }
+  s.label_rows = sr.label_rows;
+  s.labels = in.labels(labels, s.label_rows);
+  s.train = in.mask(*masks[0], s.label_rows);
+  s.val = in.mask(*masks[1], s.label_rows);
+  s.test = in.mask(*masks[2], s.label_rows);
+  if (ph.prepared) {  // the rows are renumbered: keep each one's original id (for predictions)
+    const char* ids_name = p_order ? "/prepared/node_id_p" : "/prepared/node_id_p2";
+    const auto rows = static_cast<hsize_t>(s.label_rows.size());
+    const Reader::Dataset d = r.open_dataset(ids_name, false, "int64", {static_cast<hsize_t>(h.num_nodes)}, "[num_nodes]");
+    s.label_ids = r.read_ints<index_t>(d, rows, Slab{{static_cast<hsize_t>(s.label_rows.begin)}, {rows}});
+    for (std::size_t i = 0; i < s.label_ids.size(); ++i)
+      if (s.label_ids[i] < 0 || s.label_ids[i] >= h.num_nodes)
+        r.fail(ids_name, "node id " + std::to_string(s.label_ids[i]) + " at position " +
+                             std::to_string(s.label_rows.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
+  }
+  in.finished();
+  return s;
+}
+
+}  // namespace
+}  // namespace plexus

@@ -1,0 +1,84 @@
+#pragma once
+// One HDF5 file written by every rank of a communicator at once (private to io/): checkpoints
+// and predictions, where each rank writes its own shards and nothing is gathered to one rank.
+//
+// Rank 0 checks the output and creates the temporary file (io::AtomicFile); every rank opens
+// it through MPI-IO, makes the same metadata calls and writes its blocks (h5::Writer's
+// block_dataset); the file is closed collectively, and rank 0 flushes it and renames it over
+// the target only when every rank succeeded. A failure on any rank throws InputError on every
+// rank — the failing rank's message there, "rank K could not write" elsewhere — and leaves the
+// target as it was. With MPI_COMM_NULL it is an ordinary single-process write.
+#include <mpi.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/files/safe_files.hpp"
+#include "io/hdf5/writer.hpp"
+#include "plexus/error.hpp"
+
+namespace plexus::h5 {
+
+namespace detail {
+// Every rank learns whether some rank failed, and the lowest such rank (-1: none).
+inline int first_failed_rank(bool failed, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return failed ? 0 : -1;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int mine = failed ? rank : size, lowest = size;
+  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+  return lowest == size ? -1 : lowest;
+}
+
+inline std::string broadcast_string(std::string s, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return s;
+  long long n = static_cast<long long>(s.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm);
+  s.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
+  return s;
+}
+}  // namespace detail
+
+// `body(writer)` writes the file's contents; every rank calls this with the same path.
+template <class Body>
+void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
+  h5::silence_errors();
+  int rank = 0;
+  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
+  std::string why;
+  const auto attempt = [&](auto&& step) {
+    try {
+      step();
+      return false;
+    } catch (const std::exception& e) {
+      why = e.what();
+      return true;
+    }
+  };
+  const auto agree = [&](bool failed) {
+    const int bad = detail::first_failed_rank(failed, comm);
+    if (bad < 0) return;
+    if (bad == rank && !why.empty()) throw InputError(path, why.rfind(path + ": ", 0) == 0 ? why.substr(path.size() + 2) : why);
+    throw InputError(path, "cannot write: rank " + std::to_string(bad) + " failed");
+  };
+
+  std::optional<io::AtomicFile> file;  // rank 0's; declared before the writer, which closes first
+  agree(rank == 0 && attempt([&] { file.emplace(io::check_output(path, io::OutputNeeds::Seekable)); }));
+  const std::string temp = detail::broadcast_string(rank == 0 ? file->temp_path() : std::string(), comm);
+  {
+    Writer w(path);
+    agree(attempt([&] { w.create(temp, comm); }));
+    // From here on every rank is inside collective HDF5 calls: a failure of one rank's local
+    // step (its data) is rare; a failing collective fails on every rank.
+    agree(attempt([&] {
+      body(w);
+      w.close();
+    }));
+  }
+  agree(rank == 0 && attempt([&] { file->commit(); }));
+}
+
+}  // namespace plexus::h5

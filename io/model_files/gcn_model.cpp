@@ -1,0 +1,184 @@
+// GCN model files (docs/gcn-model.md): written from every rank's shards at once
+// (write_gcn_model_blocks_h5) or from a whole state (write_gcn_model_h5); read whole
+// (read_gcn_model_h5) or only for what they say of the model (read_gcn_model_info_h5).
+//
+// Root attributes: format = "plexus-gcn", version = 1, layers, epochs_done, the best epoch so
+// far (best_epoch, best_val_acc, best_val_loss, best_test_acc), and the widths D_0..D_L as the
+// 1-D int64 dataset "dims"; the training options as attributes of /options. Each parameter
+// (layerK/weight [D_K × D_K+1], layerK/bias [1 × D_K+1]) is a float32 dataset under /value,
+// and its Adam moments under /adam_m and /adam_v, by global index: the file does not depend on
+// the grid. Read defensively: every attribute and shape is checked, every value must be finite
+// (moments: v ≥ 0), and every problem is an InputError(path, "<object>: <what is wrong>").
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/hdf5/collective_write.hpp"
+#include "io/hdf5/reader.hpp"
+#include "io/hdf5/util.hpp"
+#include "io/model_files/gcn_model.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+
+namespace plexus {
+namespace {
+
+constexpr const char* kGcnFormat = "plexus-gcn";
+constexpr std::int64_t kGcnVersion = 1;
+constexpr const char* kGroups[3] = {"/value", "/adam_m", "/adam_v"};
+constexpr const char* kOptions = "/options";
+
+std::string dims_str(const std::vector<index_t>& d) {
+  std::string s;
+  for (const index_t w : d) {
+    if (!s.empty()) s += ' ';
+    s += std::to_string(w);
+  }
+  return s;
+}
+
+void write_header(h5::Writer& w, const GcnModelHeader& h) {
+  const std::vector<index_t>& dims = h.dims;
+  w.string_attr("format", kGcnFormat);
+  w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, static_cast<std::int32_t>(kGcnVersion));
+  w.scalar_attr<std::int64_t>("layers", H5T_STD_I64LE, static_cast<std::int64_t>(dims.size()) - 1);
+  w.scalar_attr<std::int64_t>("epochs_done", H5T_STD_I64LE, h.epochs_done);
+  w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, h.num_nodes);
+  w.scalar_attr<std::int64_t>("best_epoch", H5T_STD_I64LE, h.best.epoch);
+  w.scalar_attr<double>("best_val_acc", H5T_IEEE_F64LE, h.best.val_acc);
+  w.scalar_attr<double>("best_val_loss", H5T_IEEE_F64LE, h.best.val_loss);
+  w.scalar_attr<double>("best_test_acc", H5T_IEEE_F64LE, h.best.test_acc);
+  w.block_dataset<index_t, 1>("dims", H5T_STD_I64LE, {dims.size()}, {0}, {dims.size()}, dims.data(), true);
+  const TrainConfig& o = h.options;
+  w.group(kOptions);
+  w.scalar_attr<std::int64_t>("hidden", H5T_STD_I64LE, o.hidden, kOptions);
+  w.scalar_attr<float>("lr", H5T_IEEE_F32LE, o.lr, kOptions);
+  w.scalar_attr<float>("weight_decay", H5T_IEEE_F32LE, o.weight_decay, kOptions);
+  w.scalar_attr<std::uint8_t>("adamw", H5T_STD_U8LE, o.adamw ? 1 : 0, kOptions);
+  w.scalar_attr<float>("dropout", H5T_IEEE_F32LE, o.dropout, kOptions);
+  w.scalar_attr<std::uint64_t>("seed", H5T_STD_U64LE, o.seed, kOptions);
+  for (const char* g : kGroups) w.group(g);
+  for (std::size_t k = 0; k + 1 < dims.size(); ++k)
+    for (const char* g : kGroups) w.group((std::string(g) + "/layer" + std::to_string(k)).c_str());
+}
+
+h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
+  h5::silence_errors();
+  h5::Reader r(path);
+  r.open();
+  const std::string format = r.string_attr("format");
+  if (format != kGcnFormat)
+    r.fail("attribute format", "expected \"" + std::string(kGcnFormat) + "\" (a model written by plexus train " +
+                                   "--save-model or --checkpoint-dir), got \"" + format + "\"");
+  const std::int64_t version = r.int_attr("version", "int32");
+  if (version != kGcnVersion)
+    r.fail("attribute version", "unsupported version " + std::to_string(version) + " (this build reads version " +
+                                    std::to_string(kGcnVersion) + ")");
+  const std::int64_t layers = r.int_attr("layers", "int64");
+  if (layers < 1 || layers > 1024) r.fail("attribute layers", std::to_string(layers) + " is out of range [1, 1024]");
+  info.epochs_done = r.int_attr("epochs_done", "int64");
+  if (info.epochs_done < 0 || info.epochs_done > (std::int64_t{1} << 31) - 1)
+    r.fail("attribute epochs_done", std::to_string(info.epochs_done) + " is out of range");
+  info.num_nodes = r.int_attr("num_nodes", "int64");
+  if (info.num_nodes < 0) r.fail("attribute num_nodes", "negative (" + std::to_string(info.num_nodes) + ")");
+  info.best.epoch = r.int_attr("best_epoch", "int64");
+  if (info.best.epoch < -1 || info.best.epoch >= info.epochs_done)
+    r.fail("attribute best_epoch", std::to_string(info.best.epoch) + " is not an epoch trained (epochs_done " +
+                                       std::to_string(info.epochs_done) + ")");
+  info.best.val_acc = r.float_attr("best_val_acc");
+  info.best.val_loss = r.float_attr("best_val_loss");
+  info.best.test_acc = r.float_attr("best_test_acc");
+  const auto n = static_cast<std::size_t>(layers) + 1;
+  const auto d = r.open_dataset("dims", false, "int64", {n}, "[layers + 1]");
+  info.dims = r.read_ints<index_t>(d, n);
+  for (std::size_t k = 0; k < n; ++k)
+    if (info.dims[k] < 1 || info.dims[k] > (index_t{1} << 31))
+      r.fail("dims", "width " + std::to_string(info.dims[k]) + " is out of range");
+  TrainConfig& o = info.config;
+  o.layers = static_cast<int>(layers);
+  o.hidden = r.int_attr("hidden", "int64", kOptions);
+  o.lr = static_cast<float>(r.float_attr("lr", kOptions));
+  o.weight_decay = static_cast<float>(r.float_attr("weight_decay", kOptions));
+  o.adamw = r.int_attr("adamw", "uint8", kOptions) != 0;
+  o.dropout = static_cast<float>(r.float_attr("dropout", kOptions));
+  o.seed = r.uint64_attr("seed", kOptions);
+  return r;
+}
+
+}  // namespace
+
+void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,
+                               const std::vector<ParameterBlock>& blocks) {
+  const float dummy = 0;  // a rank that writes nothing still passes a buffer
+  h5::write_collectively(path, comm, [&](h5::Writer& w) {
+    write_header(w, header);
+    for (const ParameterBlock& p : blocks) {
+      const std::array<hsize_t, 2> dims{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
+      const std::array<hsize_t, 2> start{static_cast<hsize_t>(p.block_rows.begin),
+                                         static_cast<hsize_t>(p.block_cols.begin)};
+      const std::array<hsize_t, 2> block{static_cast<hsize_t>(p.block_rows.size()),
+                                         static_cast<hsize_t>(p.block_cols.size())};
+      const float* data[3] = {p.value, p.adam_m, p.adam_v};
+      for (int g = 0; g < 3; ++g)
+        w.block_dataset((std::string(kGroups[g]) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
+                        data[g] != nullptr ? data[g] : &dummy, p.writes);
+    }
+  });
+}
+
+void write_gcn_model_h5(const ModelState& s, const std::vector<index_t>& dims, const TrainConfig& options,
+                        const std::string& path) {
+  GcnModelHeader h{dims, 0, s.epochs_done, s.best, options};  // the graph unknown here: 0
+  std::vector<ParameterBlock> blocks;
+  for (const ParameterState& p : s.parameters)
+    blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),
+                      p.adam_m.data(), p.adam_v.data()});
+  write_gcn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
+}
+
+GcnModelInfo read_gcn_model_info_h5(const std::string& path) {
+  GcnModelInfo info;
+  open_model(path, info);
+  return info;
+}
+
+ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims) {
+  GcnModelInfo info;
+  h5::Reader r = open_model(path, info);
+  const auto want_layers = static_cast<std::int64_t>(dims.size()) - 1;
+  if (info.config.layers != want_layers)
+    r.fail("attribute layers", "the model has " + std::to_string(info.config.layers) + " layers, this run " +
+                                   std::to_string(want_layers) + " (--layers)");
+  if (info.dims != dims)
+    r.fail("dims", "the model's widths are " + dims_str(info.dims) + ", this run's " + dims_str(dims) +
+                       " (features, --hidden ..., classes)");
+  ModelState s;
+  s.epochs_done = info.epochs_done;
+  s.best = info.best;
+  for (std::size_t k = 0; k + 1 < dims.size(); ++k) {
+    const std::string layer = "layer" + std::to_string(k);
+    for (const auto& [name, rows] : {std::pair{layer + "/weight", dims[k]}, std::pair{layer + "/bias", index_t{1}}}) {
+      ParameterState p;
+      p.name = name;
+      p.rows = rows;
+      p.cols = dims[k + 1];
+      std::vector<float>* data[3] = {&p.value, &p.adam_m, &p.adam_v};
+      for (int g = 0; g < 3; ++g) {
+        const std::string full = std::string(kGroups[g]) + "/" + name;
+        const std::vector<hsize_t> shape{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
+        const auto ds = r.open_dataset(full, true, "float32", shape, h5::shape_str(shape));
+        *data[g] = r.read_floats(ds, static_cast<std::size_t>(p.rows * p.cols));
+        for (std::size_t i = 0; i < data[g]->size(); ++i)
+          if (!std::isfinite((*data[g])[i]) || (g == 2 && (*data[g])[i] < 0.0f))
+            r.fail(full, "value " + std::to_string((*data[g])[i]) + " at position " + std::to_string(i) +
+                             (g == 2 ? " (must be finite and >= 0)" : " (must be finite)"));
+      }
+      s.parameters.push_back(std::move(p));
+    }
+  }
+  return s;
+}
+
+}  // namespace plexus

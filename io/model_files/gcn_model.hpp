@@ -1,0 +1,38 @@
+#pragma once
+// Writing a GCN model file (docs/gcn-model.md) from the shards the ranks hold (private to the
+// engine: GcnTrainer::save). Each rank passes its block of every parameter; the file is
+// written collectively over `comm` (io/hdf5/collective_write.hpp), or by one process with
+// MPI_COMM_NULL.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "plexus/train.hpp"
+#include "plexus/trainer.hpp"
+
+namespace plexus {
+
+// One parameter [rows × cols] and the block of it this rank holds.
+struct ParameterBlock {
+  std::string name;  // "layer0/weight", ...
+  index_t rows = 0, cols = 0;
+  Range block_rows, block_cols;
+  bool writes = true;  // false: another rank writes this block (a replica)
+  const float* value = nullptr;  // block_rows.size() × block_cols.size(), row-major, host
+  const float* adam_m = nullptr;
+  const float* adam_v = nullptr;
+};
+
+struct GcnModelHeader {
+  std::vector<index_t> dims;
+  index_t num_nodes = 0;  // of the graph trained on
+  std::int64_t epochs_done = 0;
+  BestEpoch best;
+  TrainConfig options;
+};
+
+void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,
+                               const std::vector<ParameterBlock>& blocks);
+
+}  // namespace plexus

@@ -1,0 +1,62 @@
+// train_gcn: GcnTrainer (src/train/trainer.cpp) run for config.epochs epochs, keeping the
+// epoch the validation set picks; and the options' checks.
+#include <chrono>
+#include <cmath>
+
+#include "plexus/error.hpp"
+#include "plexus/train.hpp"
+#include "plexus/trainer.hpp"
+
+namespace plexus {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+const char* comm_variant_name(CommVariant v) {
+  switch (v) {
+    case CommVariant::Baseline: return "baseline";
+    case CommVariant::RsAg: return "rs-ag";
+    case CommVariant::RsAgReuse: return "rs-ag-reuse";
+  }
+  return "?";
+}
+
+CommVariant parse_comm_variant(const std::string& text) {
+  for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg, CommVariant::RsAgReuse})
+    if (text == comm_variant_name(v)) return v;
+  throw InputError("--comm-variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
+}
+
+void validate(const TrainConfig& c) {
+  if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
+  if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
+  if (c.epochs < 1) throw InputError("--epochs", "must be at least 1");
+  if (!(c.lr > 0.0f) || !std::isfinite(c.lr)) throw InputError("--lr", "must be a positive number");
+  if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
+    throw InputError("--weight-decay", "must be a non-negative number");
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
+  if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
+}
+
+TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                      const std::function<void(const EpochMetrics&)>& on_epoch) {
+  const auto t_start = Clock::now();
+  GcnTrainer trainer(graph, cfg, backend, grid);
+  TrainResult r = trainer.run(on_epoch);
+  r.total_seconds = seconds_since(t_start);  // with the cutting of the shards
+  return r;
+}
+
+TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+                      const std::function<void(const EpochMetrics&)>& on_epoch) {
+  const auto t_start = Clock::now();
+  GcnTrainer trainer(std::move(shards), cfg, backend, grid);
+  TrainResult r = trainer.run(on_epoch);
+  r.total_seconds = seconds_since(t_start);
+  return r;
+}
+
+}  // namespace plexus
