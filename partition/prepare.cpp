@@ -1,4 +1,5 @@
 // prepare_graph: clean → normalise → order → renumber (include/plexus/prepare.hpp).
+#include "plexus/block_counts.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/prepare.hpp"
 
@@ -204,6 +205,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
       if (two) p.a2 = permute_csr(a_hat, order.col, order.row);
     }
   }
+  p.block_counts = count_adj_blocks(p.a1, p.a2);  // exact plans on this graph (block_counts.hpp)
   report_progress(4, kStages);
   p.node_id_p = inverse_permutation(order.row);
   p.node_id_p2 = inverse_permutation(order.col);

@@ -6,9 +6,11 @@
 // model that ranks the grids of P ranks (`plexus plan`).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "plexus/block_counts.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/tensor.hpp"
 #include "plexus/train.hpp"
@@ -40,12 +42,23 @@ struct ProblemSize {
   // Row chunks of the aggregation all-reduces (TrainConfig::agg_chunks): the same bytes in
   // agg_chunks calls each, so only the latency terms grow.
   int agg_chunks = 1;
+  // The graph's two node orders (a prepared, balanced file): even layers use Â1, odd ones Â2,
+  // so a rank holds the blocks of both.
+  bool two_orders = false;
+  // Each Â block's exact entries (a prepared file's table, or counted from a small plain file);
+  // without them, or for a grid whose blocks the table does not cut, Â is taken as evenly dense.
+  std::shared_ptr<const AdjBlockCounts> blocks = nullptr;
   int layers() const { return static_cast<int>(dims.size()) - 1; }
 };
 
 // The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (layers, hidden,
 // dropout, shard_adj, comm_variant, agg_chunks; the rest of cfg moves no bytes).
 ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg);
+// The same for the graph file `path`, with what makes the memory exact: its node orders and its
+// block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges
+// stored edges trained without --balance, counted from its Â here.
+ProblemSize gcn_problem(const std::string& path, const TrainConfig& cfg);
+inline constexpr index_t kCountedPlanEdges = index_t{1} << 22;
 
 // Bytes of one epoch (or GPT step) per axis, summed over all ranks: what `plexus train` reports
 // as comm_bytes {x, y, z} (and `plexus gpt train` as {x, y, z, d}).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "plexus/balance.hpp"
+#include "plexus/block_counts.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/graph.hpp"
 
@@ -47,6 +48,8 @@ struct PreparedGraph {
   // Labels and masks in P order (empty when P == P2: graph.labels etc. serve both).
   std::vector<std::int32_t> labels_p;
   std::vector<std::uint8_t> train_p, val_p, test_p;
+  // Each order's entries counted by block (plexus/block_counts.hpp): what plans read to be exact.
+  AdjBlockCounts block_counts;
 };
 
 // Self-loops and duplicates dropped (and, with `symmetrize`, every edge stored both ways),
@@ -78,5 +81,8 @@ struct PreparedInfo {
   std::vector<index_t> node_id_p, node_id_p2;
 };
 PreparedInfo read_prepared_info_h5(const std::string& path, bool with_ids = false);
+// The block counts a prepared file stores (/prepared/block_counts), checked against its node
+// count; empty for a plain file or one prepared before they were stored.
+AdjBlockCounts read_adj_block_counts_h5(const std::string& path);
 
 }  // namespace plexus

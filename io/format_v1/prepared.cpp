@@ -115,6 +115,17 @@ void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std
       w.hard_link(kLabels, "/prepared/labels_p");
       w.hard_link("/masks", "/prepared/masks_p");
     }
+    if (!p.block_counts.empty()) {
+      const AdjBlockCounts& b = p.block_counts;
+      const auto cuts = static_cast<hsize_t>(b.cuts.size()), tiles = cuts - 1;
+      w.group("/prepared/block_counts");
+      w.dataset("/prepared/block_counts/cuts", H5T_STD_I64LE, b.cuts.data(), {cuts}, chunk_1d(cuts, 8));
+      w.dataset("/prepared/block_counts/a1", H5T_STD_I64LE, b.tiles[0].data(), {tiles, tiles}, {tiles, tiles});
+      if (p.two_orders())
+        w.dataset("/prepared/block_counts/a2", H5T_STD_I64LE, b.tiles[1].data(), {tiles, tiles}, {tiles, tiles});
+      else
+        w.hard_link("/prepared/block_counts/a1", "/prepared/block_counts/a2");
+    }
     if (!ids_p2.empty()) w.dataset("/node_ids", H5T_STD_I64LE, ids_p2.data(), {n}, chunk_1d(n, 8));
     if (!names.class_names.empty()) w.string_dataset("/class_names", names.class_names);
   });
@@ -148,6 +159,40 @@ PreparedInfo read_prepared_info_h5(const std::string& path, bool with_ids) {
     }
   }
   return info;
+}
+
+AdjBlockCounts read_adj_block_counts_h5(const std::string& path) {
+  h5::silence_errors();
+  h5::Reader r(path);
+  r.open();
+  const h5::Header h = h5::read_header(r);
+  AdjBlockCounts b;
+  if (!r.exists("/prepared/block_counts")) return b;
+  const h5::PreparedHeader ph = h5::read_prepared_header(r, h);
+  const std::string cuts_name = "/prepared/block_counts/cuts";
+  const h5::Reader::Dataset cuts = r.open_dataset(cuts_name, false, "int64", {h5::Reader::kAny}, "[cuts]");
+  const hsize_t m = cuts.dims[0];
+  if (m < 2 || m > (1u << 16)) r.fail(cuts_name, "expected 2 to 65536 cuts, got " + std::to_string(m));
+  b.cuts = r.read_ints<index_t>(cuts, m);
+  // The cuts of this node count, and no others: a table of another graph must not be used.
+  if (b.cuts != block_count_cuts(h.num_nodes))
+    r.fail(cuts_name, "not the block cuts of a graph of " + std::to_string(h.num_nodes) + " nodes");
+  const hsize_t t = m - 1;
+  for (int o = 0; o < 2; ++o) {
+    const std::string name = std::string("/prepared/block_counts/a") + (o == 0 ? "1" : "2");
+    const h5::Reader::Dataset d = r.open_dataset(name, false, "int64", {t, t}, "[cuts - 1, cuts - 1]");
+    b.tiles[o] = r.read_ints<index_t>(d, t * t);
+    index_t sum = 0;
+    for (const index_t c : b.tiles[o]) {
+      if (c < 0) r.fail(name, "negative count");
+      sum += c;
+    }
+    if (sum != ph.adj[o].nnz)
+      r.fail(name, "counts add up to " + std::to_string(sum) + ", but /prepared/a" + (o == 0 ? "1" : "2") +
+                       " holds " + std::to_string(ph.adj[o].nnz) + " entries");
+  }
+  b.sum_tiles();
+  return b;
 }
 
 }  // namespace plexus

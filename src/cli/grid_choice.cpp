@@ -52,7 +52,7 @@ GridChoice choose_gcn_grid(const std::string& text, const std::string& data, con
   if (text != "auto") return {parse_grid(text), ""};
   const int ranks = started_ranks();
   if (ranks == 1) return {GridShape{}, ""};
-  const ProblemSize p = gcn_problem(read_graph_info_h5(data), cfg);  // the variant and chunks too
+  const ProblemSize p = gcn_problem(data, cfg);  // the variant, chunks, orders and block counts too
   return pick(plan_all(p, ranks, this_machine()), ranks, "epoch");
 }
 

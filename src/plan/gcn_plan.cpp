@@ -5,7 +5,8 @@
 // transport's accounting, memory the backend's peak, compute its FLOP and traffic counts: the
 // collective schedule and the allocations exist once, in the layers that train.
 //
-// Without a table of each block's entries the graph's Â = A + I is taken as evenly dense:
+// With the graph's table of block counts (plexus/block_counts.hpp) a block holds its counted
+// entries. Without one (or for a part count the table does not cut) Â = A + I is evenly dense:
 // block [r0, r1) × [c0, c1) holds E(r1, c1) − E(r0, c1) − E(r1, c0) + E(r0, c0) entries with
 // E(r, c) = ⌊nnz·r·c / N²⌋, integers that add up to nnz over any tiling, so that the bytes
 // of sharded Â gathers summed over ranks are exact on every graph.
@@ -15,6 +16,8 @@
 #include "plan/dry_run.hpp"
 #include "plexus/comm_model.hpp"
 #include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
+#include "plexus/sparse.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/trainer.hpp"
 #include "plan/distinct_runs.hpp"
@@ -31,10 +34,16 @@ index_t entries_before(index_t nnz, index_t n, index_t r, index_t c) {
   const Wide nn = static_cast<Wide>(n) * static_cast<Wide>(n);
   return static_cast<index_t>(static_cast<Wide>(nnz) * static_cast<Wide>(r) * static_cast<Wide>(c) / nn);
 }
-index_t block_entries(index_t nnz, index_t n, const AdjBlockRange& b) {
+index_t even_entries(index_t nnz, index_t n, const AdjBlockRange& b) {
   const index_t e = entries_before(nnz, n, b.rows.end, b.cols.end) - entries_before(nnz, n, b.rows.begin, b.cols.end) -
                     entries_before(nnz, n, b.rows.end, b.cols.begin) + entries_before(nnz, n, b.rows.begin, b.cols.begin);
   return std::max<index_t>(e, 0);
+}
+// Block b's entries: counted where the problem has the graph's table and it cuts b, else its
+// even share of nnz + N.
+index_t block_entries(const ProblemSize& p, const AdjBlockRange& b) {
+  const index_t counted = p.blocks ? p.blocks->entries(b.which, b.rows, b.cols) : -1;
+  return counted >= 0 ? counted : even_entries(p.nnz + p.num_nodes, p.num_nodes, b);
 }
 
 TrainConfig dry_run_config(const ProblemSize& p) {
@@ -58,8 +67,7 @@ GcnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.dims = p.dims;
   s.adj_blocks = sr.adj;
   s.adj_of_layout = sr.adj_of_layout;
-  const index_t nnz_hat = p.nnz + p.num_nodes;  // Â = A + I (self-loops re-added)
-  for (const AdjBlockRange& b : sr.adj) s.adj_nnz.push_back(block_entries(nnz_hat, p.num_nodes, b));
+  for (const AdjBlockRange& b : sr.adj) s.adj_nnz.push_back(block_entries(p, b));
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.label_rows = sr.label_rows;
@@ -95,7 +103,7 @@ struct RankEpochs {
 
 RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
   DryRun run(g, 1, rank, p.transport);
-  const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, false, p.shard_adj);
+  const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, p.two_orders, p.shard_adj);
   GcnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
   run.measure();  // not the setup's collectives
   trainer.epoch();
@@ -112,15 +120,14 @@ void check_problem(const ProblemSize& p) {
 // Every rank's first and steady epoch, one dry run per distinct key.
 std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const ProblemSize& p, GridShape g) {
   check_problem(p);
-  const index_t nnz_hat = p.nnz + p.num_nodes;
   const auto coords_of = [&](int r) { return std::array<int, 3>{(r / g.y) % g.x, r % g.y, r / (g.x * g.y)}; };
   const std::vector<RankEpochs> runs = run_distinct<RankEpochs>(
       g.size(),
       [&](int r) {
         const std::array<int, 3> coords = coords_of(r);
-        const ShardRanges sr = shard_ranges_at(g, coords, p.num_nodes, p.dims, false, p.shard_adj);
+        const ShardRanges sr = shard_ranges_at(g, coords, p.num_nodes, p.dims, p.two_orders, p.shard_adj);
         std::vector<index_t> entries;
-        for (const AdjBlockRange& b : sr.adj) entries.push_back(block_entries(nnz_hat, p.num_nodes, b));
+        for (const AdjBlockRange& b : sr.adj) entries.push_back(block_entries(p, b));
         return rank_key(sr, entries, g, coords, p);
       },
       [&](int r) { return dry_run(p, g, r); });
@@ -145,6 +152,27 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.shard_adj = cfg.shard_adj;
   p.comm_variant = cfg.comm_variant;
   p.agg_chunks = cfg.agg_chunks;
+  return p;
+}
+
+ProblemSize gcn_problem(const std::string& path, const TrainConfig& cfg) {
+  const GraphInfo info = read_graph_info_h5(path);
+  ProblemSize p = gcn_problem(info, cfg);
+  const PreparedInfo prep = read_prepared_info_h5(path);
+  if (prep.prepared) {
+    p.two_orders = prep.two_orders;
+    AdjBlockCounts counts = read_adj_block_counts_h5(path);
+    if (!counts.empty()) p.blocks = std::make_shared<const AdjBlockCounts>(std::move(counts));
+  } else if (cfg.balance != Balance::kNone) {
+    // Ordered in memory at the start of training, as plexus prepare would: the permutation
+    // gives two orders (METIS one), with blocks of its own.
+    p.two_orders = cfg.balance == Balance::kPermute;
+  } else if (info.nnz <= kCountedPlanEdges) {
+    // Small enough to count here, in the order training keeps (a balanced run reorders it).
+    const GraphData g = read_graph_h5(path);
+    const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+    p.blocks = std::make_shared<const AdjBlockCounts>(count_adj_blocks(a_hat, HostCsr{}));
+  }
   return p;
 }
 

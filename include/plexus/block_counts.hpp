@@ -1,0 +1,41 @@
+#pragma once
+// Â's entries counted by block, so that plans are exact on real graphs too: `plexus prepare`
+// stores the table (docs/format-v1.md, "Prepared graphs"), and plan, --grid auto and train's
+// memory check read it (docs/dry-run.md).
+//
+// The nodes are cut at the block boundaries of every part count of kBlockCountParts
+// (block_range(N, p, k) for each p and k); the tile between two consecutive cuts of the rows and
+// two of the columns holds its count of entries, for each node order (Â1 and Â2). Every Â block
+// of a grid whose axis sizes are all among those part counts starts and ends on cuts, so its
+// exact count is a sum of tiles.
+#include <array>
+#include <vector>
+
+#include "plexus/buffer.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+// The part counts whose blocks are cut exactly: 1 to 16, 32 and 64.
+inline constexpr std::array<int, 18> kBlockCountParts{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 32, 64};
+
+struct AdjBlockCounts {
+  std::vector<index_t> cuts;  // sorted and distinct, 0 and N included
+  // Per order (Â1, Â2): tiles[t] is (cuts.size() − 1)² counts, row tile by column tile. With one
+  // order both are the same.
+  std::array<std::vector<index_t>, 2> tiles;
+  // Their 2-D prefix sums, (cuts.size())² each: set by sum_tiles(), which entries() reads.
+  std::array<std::vector<index_t>, 2> prefix;
+  bool empty() const { return cuts.size() < 2; }
+  void sum_tiles();
+  // The entries of rows × cols of order `which` (0: Â1, 1: Â2), or -1 when a bound of the
+  // ranges is not a cut (a part count outside kBlockCountParts).
+  index_t entries(int which, Range rows, Range cols) const;
+};
+
+// The cuts of a graph of n nodes.
+std::vector<index_t> block_count_cuts(index_t n);
+// Counts the entries of `a1` and `a2` (n × n CSR; a2 with 0 rows: one order, the same tiles).
+AdjBlockCounts count_adj_blocks(const HostCsr& a1, const HostCsr& a2);
+
+}  // namespace plexus

@@ -1,0 +1,81 @@
+// AdjBlockCounts (include/plexus/block_counts.hpp): one pass over each order's entries.
+#include "plexus/block_counts.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace plexus {
+
+std::vector<index_t> block_count_cuts(index_t n) {
+  std::vector<index_t> cuts{0, n};
+  for (int p : kBlockCountParts)
+    for (int k = 0; k < p; ++k) cuts.push_back(block_range(n, p, k).begin);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  return cuts;
+}
+
+namespace {
+
+// The tile of every node: the index of the last cut at or below it.
+std::vector<std::int32_t> tile_of_nodes(const std::vector<index_t>& cuts) {
+  std::vector<std::int32_t> tile(static_cast<std::size_t>(cuts.back()));
+  for (std::size_t t = 0; t + 1 < cuts.size(); ++t)
+    std::fill(tile.begin() + cuts[t], tile.begin() + cuts[t + 1], static_cast<std::int32_t>(t));
+  return tile;
+}
+
+std::vector<index_t> count_tiles(const HostCsr& a, const std::vector<std::int32_t>& tile, std::size_t tiles) {
+  if (a.rows != static_cast<index_t>(tile.size()) || a.cols != a.rows)
+    throw std::invalid_argument("count_adj_blocks: not an n x n matrix");
+  std::vector<index_t> counts(tiles * tiles, 0);
+  for (index_t r = 0; r < a.rows; ++r) {
+    index_t* row = counts.data() + static_cast<std::size_t>(tile[static_cast<std::size_t>(r)]) * tiles;
+    for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k) ++row[tile[static_cast<std::size_t>(a.indices[k])]];
+  }
+  return counts;
+}
+
+// The index of `x` in the sorted cuts, or -1.
+std::ptrdiff_t cut_index(const std::vector<index_t>& cuts, index_t x) {
+  const auto it = std::lower_bound(cuts.begin(), cuts.end(), x);
+  return it != cuts.end() && *it == x ? it - cuts.begin() : -1;
+}
+
+}  // namespace
+
+AdjBlockCounts count_adj_blocks(const HostCsr& a1, const HostCsr& a2) {
+  AdjBlockCounts c;
+  c.cuts = block_count_cuts(a1.rows);
+  const std::vector<std::int32_t> tile = tile_of_nodes(c.cuts);
+  const std::size_t tiles = c.cuts.size() - 1;
+  c.tiles[0] = count_tiles(a1, tile, tiles);
+  c.tiles[1] = a2.rows > 0 ? count_tiles(a2, tile, tiles) : c.tiles[0];
+  c.sum_tiles();
+  return c;
+}
+
+void AdjBlockCounts::sum_tiles() {
+  const std::size_t n = cuts.size() - 1, m = cuts.size();
+  for (int o = 0; o < 2; ++o) {
+    if (tiles[o].size() != n * n) throw std::invalid_argument("AdjBlockCounts: tiles do not match the cuts");
+    std::vector<index_t>& s = prefix[o];
+    s.assign(m * m, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        s[(i + 1) * m + j + 1] = tiles[o][i * n + j] + s[i * m + j + 1] + s[(i + 1) * m + j] - s[i * m + j];
+  }
+}
+
+index_t AdjBlockCounts::entries(int which, Range rows, Range cols) const {
+  if (empty() || prefix[0].empty()) return -1;
+  const std::ptrdiff_t r0 = cut_index(cuts, rows.begin), r1 = cut_index(cuts, rows.end);
+  const std::ptrdiff_t c0 = cut_index(cuts, cols.begin), c1 = cut_index(cuts, cols.end);
+  if (r0 < 0 || r1 < 0 || c0 < 0 || c1 < 0) return -1;
+  const auto m = static_cast<std::ptrdiff_t>(cuts.size());
+  const std::vector<index_t>& s = prefix[which == 1 ? 1 : 0];
+  const auto at = [&](std::ptrdiff_t i, std::ptrdiff_t j) { return s[static_cast<std::size_t>(i * m + j)]; };
+  return at(r1, c1) - at(r0, c1) - at(r1, c0) + at(r0, c0);
+}
+
+}  // namespace plexus
