@@ -15,6 +15,7 @@
 #include "plan/dry_run.hpp"
 #include "pmm/device_adj.hpp"
 #include "pmm/linear_3d.hpp"
+#include "plexus/gpt_trainer.hpp"
 #include "plexus/sparse.hpp"
 
 namespace plexus {
@@ -204,6 +205,40 @@ TEST(DryRun, APlanFollowsACollectiveAddedToALayer) {
         EXPECT_GT(base.bytes[0] + base.bytes[1] + base.bytes[2], 0.0);
       }
     }
+  }
+}
+
+// The GPT's plan holds, kind by kind, what a real run of one step holds on one rank (every token
+// id is held there, as the dry run assumes for the one-hot embedding matrices).
+TEST(DryRun, GptPlanHoldsWhatTrainingHoldsByKind) {
+  GptTrainConfig cfg;
+  cfg.model.layers = 2;
+  cfg.model.heads = 2;
+  cfg.model.embed = 16;
+  cfg.model.block = 8;
+  cfg.model.vocab = 11;
+  cfg.batch = 3;
+  cfg.iters = 1;
+  cfg.eval_every = 0;
+  for (int stage : {0, 3}) {
+    SCOPED_TRACE("ZeRO-" + std::to_string(stage));
+    cfg.zero_stage = stage;
+    TokenCorpus corpus;
+    corpus.vocab = 11;
+    for (int k = 0; k < 200; ++k) corpus.train.push_back(k % 11);
+    corpus.val = corpus.train;
+    auto be = make_cpu_backend(1);
+    auto grid = ProcessGrid::single();
+    GptTrainer trainer(corpus, cfg, *be, *grid);
+    trainer.step();
+    const RankCost plan =
+        predict_gpt_ranks(cfg.model, cfg.batch, 1, GridShape{}, true, GptParallel{1, stage, cfg.bucket_mb})[0];
+    EXPECT_EQ(plan.memory_bytes, static_cast<double>(be->peak_bytes()));
+    for (int k = 0; k < kMemoryKinds; ++k)
+      EXPECT_EQ(plan.memory_by_kind[static_cast<std::size_t>(k)], static_cast<double>(be->peak_bytes(MemoryKind(k))))
+          << memory_kind_name(MemoryKind(k));
+    EXPECT_GT(plan.memory_by_kind[static_cast<int>(MemoryKind::Parameters)], 0.0);
+    EXPECT_GT(plan.gemm_flops, 0.0);
   }
 }
 

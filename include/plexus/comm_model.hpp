@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/backend.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/tensor.hpp"
@@ -79,6 +80,9 @@ struct RankCost {
   double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
   double gemm_flops = 0;              // 2·m·k·n per GEMM
   double memory_bytes = 0;            // peak tensor bytes (the backend's peak_bytes from the start)
+  // The peak of each MemoryKind (parameters, gradients, optimizer, activations, workspace);
+  // each kind's own peak, so their sum may exceed memory_bytes.
+  std::array<double, kMemoryKinds> memory_by_kind{};
 };
 
 // Per-rank costs of one epoch (epoch 0 when `first_epoch`: layer 0's clean aggregation is
@@ -107,6 +111,7 @@ struct GridPlan {
   double total_seconds = 0;       // steady epoch: max over ranks of comm + compute
   double first_epoch_seconds = 0;
   double memory_bytes = 0;        // max over ranks
+  std::array<double, kMemoryKinds> memory_by_kind{};  // of the rank with the most memory
   int latency_steps = 0;          // steady epoch: max over ranks of RankCost::calls, all axes
   std::array<bool, 4> intra_node{};  // every group of that axis (x, y, z, d) lies within one node
 };

@@ -80,6 +80,13 @@ nlohmann::json bytes_json(const AxisBytes& b) {
   return {{"total", b.total()}, {"x", b.bytes[0]}, {"y", b.bytes[1]}, {"z", b.bytes[2]}, {"d", b.bytes[3]}};
 }
 
+// The largest rank's peak of each memory kind, by the names of the metrics' memory report.
+nlohmann::json memory_kinds_json(const GridPlan& g) {
+  nlohmann::json j;
+  for (int k = 0; k < kMemoryKinds; ++k) j[memory_kind_name(MemoryKind(k))] = g.memory_by_kind[static_cast<std::size_t>(k)];
+  return j;
+}
+
 // --ranks (required) and the machine, each option checked on its own: one line naming it.
 std::pair<int, MachineModel> machine_model(const MachineOptions& o) {
   if (!o.ranks) throw InputError("--ranks", "is required");
@@ -119,6 +126,7 @@ void run_plan(PlanOptions& o) {
                        {"total_seconds", g.total_seconds},
                        {"first_epoch_seconds", g.first_epoch_seconds},
                        {"memory_bytes_per_rank", g.memory_bytes},
+                       {"memory_by_kind", memory_kinds_json(g)},
                        {"latency_steps_per_rank", g.latency_steps},
                        {"intra_node", {{"x", g.intra_node[0]}, {"y", g.intra_node[1]}, {"z", g.intra_node[2]}}}});
     }
@@ -220,7 +228,8 @@ void run_plan_gpt(GptPlanOptions& o) {
                        {"comm_seconds", g.comm_seconds},
                        {"compute_seconds", g.compute_seconds},
                        {"total_seconds", g.total_seconds},
-                       {"memory_bytes_per_rank", g.memory_bytes}});
+                       {"memory_bytes_per_rank", g.memory_bytes},
+                       {"memory_by_kind", memory_kinds_json(g)}});
     }
     fmt::print("{}\n", nlohmann::json{{"ranks", ranks},
                                       {"ranks_per_node", m.ranks_per_node},

@@ -19,6 +19,8 @@ RankCost DryRun::measure() {
   rc.spmm_flops = c.spmm_flops;
   rc.spmm_bytes = c.spmm_bytes;
   rc.memory_bytes = static_cast<double>(backend_.peak_bytes());
+  for (int k = 0; k < kMemoryKinds; ++k)
+    rc.memory_by_kind[static_cast<std::size_t>(k)] = static_cast<double>(backend_.peak_bytes(MemoryKind(k)));
   grid_->reset_stats();
   backend_.reset_counts();
   return rc;
