@@ -46,13 +46,13 @@ struct Comms {
   std::unique_ptr<ProcessGrid> grid, staged_grid;
   std::unique_ptr<Communicator> self = make_self_communicator();
   std::unique_ptr<Backend> cpu = make_cpu_backend(1);
-  ProfilingBackend device{*cpu};
+  KernelProfiler profile{*cpu};
   Comms() {
     int p = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
     staged_grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
-    staged_grid->stage_through_host(device, [](const void*) { return true; });
+    staged_grid->stage_through_host(*cpu, [](const void*) { return true; });
   }
   std::vector<Communicator*> all() { return {&grid->world(), self.get(), &staged_grid->world()}; }
   bool is_self(const Communicator* c) const { return c == self.get(); }
@@ -60,7 +60,7 @@ struct Comms {
   std::uint64_t copies() const {
     std::uint64_t n = 0;
     for (const char* k : {"copy_to_host", "copy_from_host"})
-      if (device.entries().count(k)) n += device.entries().at(k).calls;
+      if (profile.entries().count(k)) n += profile.entries().at(k).calls;
     return n;
   }
 };
@@ -183,15 +183,15 @@ TEST(StagingCommunicator, CopiesDeviceBuffersThroughTheHostAndPassesHostOnes) {
   std::vector<float> tensor(7, 1.0f);
   double scalar = 2.0;
   auto cpu = make_cpu_backend(1);
-  ProfilingBackend device(*cpu);
+  KernelProfiler profile(*cpu);
   auto grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
-  grid->stage_through_host(device, [&](const void* q) { return q == tensor.data(); });
+  grid->stage_through_host(*cpu, [&](const void* q) { return q == tensor.data(); });
   grid->world().all_reduce(tensor.data(), tensor.size(), ReduceOp::Sum);
   grid->world().all_reduce(&scalar, 1, ReduceOp::Sum);
   EXPECT_EQ(tensor, std::vector<float>(7, static_cast<float>(p)));
   EXPECT_EQ(scalar, 2.0 * p);
-  EXPECT_EQ(device.entries().at("copy_to_host").calls, 1u);    // the tensor, once each way
-  EXPECT_EQ(device.entries().at("copy_from_host").calls, 1u);  // and never the scalar
+  EXPECT_EQ(profile.entries().at("copy_to_host").calls, 1u);    // the tensor, once each way
+  EXPECT_EQ(profile.entries().at("copy_from_host").calls, 1u);  // and never the scalar
   EXPECT_EQ(grid->world().stats().calls, 2u);                   // the host communicator's count
   EXPECT_DOUBLE_EQ(grid->world().stats().bytes, 2.0 * (p - 1) / p * (7 * 4 + 8));
   const std::uint64_t before = comms.copies();
@@ -207,15 +207,15 @@ TEST(StagingCommunicator, CopiesDeviceBuffersThroughTheHostAndPassesHostOnes) {
 // completed out of order) takes blocks from the backend, and the same steps after it take none.
 TEST(StagingCommunicator, SteadyStateAllocatesNoPinnedMemory) {
   auto cpu = make_cpu_backend(1);
-  ProfilingBackend device(*cpu);
+  KernelProfiler profile(*cpu);
   int p = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   auto grid = ProcessGrid::from_mpi(GridShape{p, 1, 1});
-  grid->stage_through_host(device, [](const void*) { return true; });
+  grid->stage_through_host(*cpu, [](const void*) { return true; });
   Communicator& c = grid->world();
   const auto pinned = [&]() -> std::uint64_t {
-    const auto it = device.entries().find("allocate_host_pinned");
-    return it == device.entries().end() ? 0 : it->second.calls;
+    const auto it = profile.entries().find("allocate_host_pinned");
+    return it == profile.entries().end() ? 0 : it->second.calls;
   };
   const auto P = static_cast<std::size_t>(p);
   const std::vector<std::size_t> counts(P, 300), small(P, 3);

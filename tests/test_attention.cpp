@@ -94,7 +94,7 @@ Forward run_forward(Backend& be, const HostMat& qkv, const AttentionShape& s, fl
   DevMat dq(be, qkv);
   DevMat dy(be, output_matrix(qkv.rows, s.heads * s.head_dim, extra_y, pad, kNaN));
   Buffer<float> lse(be, std::vector<float>(static_cast<std::size_t>(s.batch * s.heads * s.seq), kNaN));
-  be.transformer().attention_forward(dq.cview(), s, p, key, dy.view(), lse.data());
+  be.attention_forward(dq.cview(), s, p, key, dy.view(), lse.data());
   return {dy.download(), lse.to_host()};
 }
 
@@ -104,7 +104,7 @@ HostMat run_backward(Backend& be, const HostMat& qkv, const HostMat& y, const Ho
   DevMat dqkv(be, output_matrix(qkv.rows, 3 * s.heads * s.head_dim, qkv.cols - 3 * s.heads * s.head_dim,
                                 qkv.ld - qkv.cols, kNaN));
   Buffer<float> dl(be, lse);
-  be.transformer().attention_backward(dq.cview(), dyv.cview(), ddy.cview(), dl.data(), s, p, key, dqkv.view());
+  be.attention_backward(dq.cview(), dyv.cview(), ddy.cview(), dl.data(), s, p, key, dqkv.view());
   return dqkv.download();
 }
 
@@ -436,10 +436,10 @@ TEST_P(Attention, RejectsBadShapes) {
   DevMat dq(*be, qkv), y(*be, HostMat(10, 8, 8)), dqkv(*be, HostMat(10, 24, 24));
   Buffer<float> lse(*be, 20);
   auto fwd = [&](AttentionShape s, float p) {
-    be->transformer().attention_forward(dq.cview(), s, p, DropoutKey{}, y.view(), lse.data());
+    be->attention_forward(dq.cview(), s, p, DropoutKey{}, y.view(), lse.data());
   };
   auto bwd = [&](AttentionShape s, float p) {
-    be->transformer().attention_backward(dq.cview(), y.cview(), y.cview(), lse.data(), s, p, DropoutKey{},
+    be->attention_backward(dq.cview(), y.cview(), y.cview(), lse.data(), s, p, DropoutKey{},
                                          dqkv.view());
   };
   const AttentionShape ok = shape_of(c);
@@ -464,7 +464,7 @@ TEST_P(Attention, RejectsBadShapes) {
   AttentionShape empty = ok;
   empty.batch = 0;
   DevMat e(*be, HostMat(0, 24, 24)), ey(*be, HostMat(0, 8, 8));
-  EXPECT_NO_THROW(be->transformer().attention_forward(e.cview(), empty, 0.0f, DropoutKey{}, ey.view(), lse.data()));
+  EXPECT_NO_THROW(be->attention_forward(e.cview(), empty, 0.0f, DropoutKey{}, ey.view(), lse.data()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Attention, ::testing::ValuesIn(backends_under_test()),

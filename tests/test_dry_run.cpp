@@ -105,12 +105,14 @@ TEST(ShapeBackend, CountsMemoryByKindAndFlopsAndComputesNothing) {
     be.copy_to_host(host.data(), w.data(), 4 * sizeof(float));
     EXPECT_EQ(host, std::vector<float>(4, 0.0f));  // zeros, never garbage
     const CsrView csr{10, 1000, 40, nullptr, nullptr, nullptr};
-    be.spmm(csr, a.view(), Matrix(be, 10, 1000).view(), 0.0f);
+    be.spmm(csr, at.view(), Matrix(be, 10, 50).view(), 0.0f);
+    // Its arguments are checked like every backend's (Backend::spmm).
+    EXPECT_THROW(be.spmm(csr, a.view(), Matrix(be, 10, 1000).view(), 0.0f), std::invalid_argument);
   }
-  EXPECT_DOUBLE_EQ(be.counts().spmm_flops, 2.0 * 40 * 1000);
-  EXPECT_DOUBLE_EQ(be.counts().spmm_bytes, 40 * 8.0 + 40 * 1000 * 4.0 + 10 * 1000 * 4.0 + 11 * 8.0);
+  EXPECT_DOUBLE_EQ(be.counts().spmm_flops, 2.0 * 40 * 50);
+  EXPECT_DOUBLE_EQ(be.counts().spmm_bytes, 40 * 8.0 + 40 * 50 * 4.0 + 10 * 50 * 4.0 + 11 * 8.0);
   EXPECT_EQ(be.live_bytes(), 0u);
-  // w, a, c, at and the SpMM's output, all in the scope's kind.
+  // w, a, c, at and an SpMM's output, all in the scope's kind.
   EXPECT_EQ(be.peak_bytes(MemoryKind::Parameters), 12'000'000u + 4u * (50 * 1000 + 50 * 3000 + 1000 * 50 + 10 * 1000));
   EXPECT_EQ(be.peak_bytes(MemoryKind::Activations), 0u);
   be.reset_counts();

@@ -355,14 +355,14 @@ TEST_P(Kernels, PreparedSpmmReadsEntriesPerCall) {
   }
 }
 
-// ProfilingBackend forwards prepare_spmm and the prepared spmm to its inner backend.
-TEST_P(Kernels, ProfilingBackendForwardsPreparedSpmm) {
-  ProfilingBackend prof(*be);
+// A KernelProfiler times prepare_spmm (as "spmm_prepare") and the prepared spmm (as "spmm"),
+// and the observed calls compute what unobserved ones do.
+TEST_P(Kernels, ProfilerTimesPreparedSpmm) {
   const HostCsr a = hub_csr(rng, 300, 800, true);
   const HostMat b = random_mat(rng, a.cols, 33, 0), c = HostMat(a.rows, 33, 33, kNaN);
   const HostMat direct = prepared_spmm(*be, a, b, c, 0.0f, 33);
-  prof.clear();
-  const HostMat through = prepared_spmm(prof, a, b, c, 0.0f, 33);
+  KernelProfiler prof(*be);
+  const HostMat through = prepared_spmm(*be, a, b, c, 0.0f, 33);
   EXPECT_TRUE(bitwise_equal(direct.data, through.data));
   EXPECT_EQ(prof.entries().at("spmm_prepare").calls, 1u);
   EXPECT_EQ(prof.entries().at("spmm").calls, 1u);
@@ -1140,7 +1140,7 @@ TEST_P(Kernels, FromBf16RoundTripsEveryPattern) {
 
 // ---- contracts common to all kernels -----------------------------------------------------------
 
-// Every kernel runs the shared shape checks (kernels/common/shape_checks.hpp) before it touches
+// Every kernel runs the shared shape checks (kernels/common/backend_kernels.cpp) before it touches
 // memory: mismatched shapes, ld < cols and negative extents throw invalid_argument everywhere.
 TEST_P(Kernels, ShapeChecksRejectBadViews) {
   for (Backend* x : {be.get(), ref.get()}) {
@@ -1230,25 +1230,30 @@ TEST(CpuDeterminism, ResultsIndependentOfThreadCount) {
   expect_same_bits(*one, *two, repro_inputs(rng));
 }
 
-// The profiler forwards the conversions (timed under their own names) and the matmul precision,
-// which the inner backend's gemm is the one to read.
-TEST(ProfilingBackendBf16, ForwardsConversionsAndMatmulPrecision) {
-  auto inner = make_reference_backend();
-  inner->set_matmul_precision(MatmulPrecision::BF16);
-  ProfilingBackend prof(*inner);
-  EXPECT_EQ(prof.matmul_precision(), MatmulPrecision::BF16) << "taken from the inner backend when wrapped";
-  prof.set_matmul_precision(MatmulPrecision::FP32);
-  EXPECT_EQ(inner->matmul_precision(), MatmulPrecision::FP32);
-  EXPECT_EQ(prof.matmul_precision(), MatmulPrecision::FP32);
+// The profiler times the conversions under their own names and a batch of norms as one
+// "squared_norm" call; it stops observing when destroyed.
+TEST(KernelProfiler, TimesOutermostCallsUntilDestroyed) {
+  auto be = make_reference_backend();
   const std::vector<float> x = {1.0f, 0x1p-8f};
   std::vector<bf16> y = {bf16{0x7fc1u}, bf16{0x3f80u}};
   std::vector<float> back(2);
-  prof.to_bf16(1, x.data(), 0.0f, y.data());
-  prof.to_bf16(1, x.data() + 1, 1.0f, y.data() + 1);
-  prof.from_bf16(2, y.data(), back.data());
-  EXPECT_EQ(back, (std::vector<float>{1.0f, 1.0f}));  // 1 + 2^-8 ties to 1
-  EXPECT_EQ(prof.entries().at("to_bf16").calls, 2u);
-  EXPECT_EQ(prof.entries().at("from_bf16").calls, 1u);
+  {
+    KernelProfiler prof(*be);
+    EXPECT_THROW(KernelProfiler{*be}, std::logic_error) << "one observer at a time";
+    be->to_bf16(1, x.data(), 0.0f, y.data());
+    be->to_bf16(1, x.data() + 1, 1.0f, y.data() + 1);
+    be->from_bf16(2, y.data(), back.data());
+    EXPECT_EQ(back, (std::vector<float>{1.0f, 1.0f}));  // 1 + 2^-8 ties to 1
+    EXPECT_EQ(prof.entries().at("to_bf16").calls, 2u);
+    EXPECT_EQ(prof.entries().at("from_bf16").calls, 1u);
+    const std::vector<float> v = {3.0f, 4.0f};
+    const NormPiece pieces[] = {{2, v.data()}, {1, v.data()}};
+    double norms[2];
+    be->squared_norms(pieces, 2, norms);
+    EXPECT_EQ(norms[0], 25.0);
+    EXPECT_EQ(prof.entries().at("squared_norm").calls, 1u);
+  }
+  EXPECT_EQ(be->observer(), nullptr);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Transformer kernel families (plexus/kernels/*.hpp): LayerNorm, GELU and the squared norm.
+// Transformer kernel families (plexus/backend.hpp): LayerNorm, GELU and the squared norm.
 // Every backend under test (cpu, plus cuda when a GPU is visible) is compared against the
 // reference backend on random inputs and awkward shapes; column shards of a LayerNorm row
 // against the unsplit row; every backend's GELU against its closed form; the reference's
@@ -72,7 +72,7 @@ struct LnForward {
 LnForward ln_forward(Backend& be, const HostMat& x, const std::vector<float>& gamma, const std::vector<float>& beta,
                      index_t width, const LnForward* stats = nullptr, bool in_place = false) {
   const auto rows = static_cast<std::size_t>(x.rows);
-  auto& k = be.transformer();
+  Backend& k = be;
   DevMat dx(be, x), dy(be, filled_like(x, kNaN));  // y is written without being read
   Buffer<float> mean(be, std::vector<float>(rows, kNaN)), var(be, std::vector<float>(rows, kNaN));
   Buffer<float> rstd(be, std::vector<float>(rows, kNaN)), g(be, gamma), b(be, beta);
@@ -107,7 +107,7 @@ LnBackward ln_backward(Backend& be, const HostMat& x, const HostMat& dy, const L
                        const std::vector<float>& dgamma0, const std::vector<float>& dbeta0,
                        const LnBackward* sums = nullptr, bool dx_over_dy = false) {
   const auto rows = static_cast<std::size_t>(x.rows);
-  auto& k = be.transformer();
+  Backend& k = be;
   DevMat dxm(be, x), ddy(be, dy), ddx(be, dx0);
   Buffer<float> mean(be, fwd.mean), rstd(be, fwd.rstd), g(be, gamma);
   Buffer<float> a(be, std::vector<float>(rows, kNaN)), b(be, std::vector<float>(rows, kNaN));
@@ -246,7 +246,7 @@ TEST_P(TransformerKernels, LayerNormColumnShardsMatchUnsplit) {
   for (const Shard& s : shards) {  // forward phase 2: partial variances about the global mean
     DevMat xs(*be, columns(x, s.c0, s.c1, s.pad));
     Buffer<float> m(*be, whole.mean), v(*be, rows);
-    be->transformer().layernorm_var(xs.cview(), m.data(), width, v.data());
+    be->layernorm_var(xs.cview(), m.data(), width, v.data());
     const auto part = v.to_host();
     for (index_t i = 0; i < rows; ++i) var[i] += part[i];
   }
@@ -255,7 +255,7 @@ TEST_P(TransformerKernels, LayerNormColumnShardsMatchUnsplit) {
     const HostMat xs = columns(x, s.c0, s.c1, s.pad), dys = columns(dy, s.c0, s.c1, 0);
     DevMat dxs(*be, xs), ddys(*be, dys);
     Buffer<float> m(*be, whole.mean), r(*be, whole.rstd), g(*be, slice(gamma, s.c0, s.c1)), pa(*be, rows), pb(*be, rows);
-    be->transformer().layernorm_backward_sums(dxs.cview(), ddys.cview(), m.data(), r.data(), g.data(), width,
+    be->layernorm_backward_sums(dxs.cview(), ddys.cview(), m.data(), r.data(), g.data(), width,
                                               pa.data(), pb.data());
     const auto ha = pa.to_host(), hb = pb.to_host();
     for (index_t i = 0; i < rows; ++i) {
@@ -319,14 +319,14 @@ TEST_P(TransformerKernels, LayerNormNormalizesRows) {
 
 HostMat gelu_fwd(Backend& be, const HostMat& x, bool in_place = false) {
   DevMat dx(be, x), dy(be, filled_like(x, kNaN));
-  be.transformer().gelu_forward(dx.cview(), in_place ? dx.view() : dy.view());
+  be.gelu_forward(dx.cview(), in_place ? dx.view() : dy.view());
   return in_place ? dx.download() : dy.download();
 }
 
 // dx written over dy when `in_place`.
 HostMat gelu_bwd(Backend& be, const HostMat& x, const HostMat& dy, bool in_place = false) {
   DevMat dxm(be, x), ddy(be, dy), ddx(be, filled_like(dy, kNaN));
-  be.transformer().gelu_backward(dxm.cview(), ddy.cview(), in_place ? ddy.view() : ddx.view());
+  be.gelu_backward(dxm.cview(), ddy.cview(), in_place ? ddy.view() : ddx.view());
   return in_place ? ddy.download() : ddx.download();
 }
 
@@ -402,7 +402,7 @@ TEST_P(TransformerKernels, GeluSaturatesAndPropagatesNaN) {
 
 double squared_norm_on(Backend& be, const std::vector<float>& v) {
   Buffer<float> d(be, v);
-  return be.transformer().squared_norm(v.size(), d.data());
+  return be.squared_norm(v.size(), d.data());
 }
 
 TEST_P(TransformerKernels, SquaredNorm) {
@@ -430,9 +430,9 @@ TEST_P(TransformerKernels, SquaredNorm) {
     pieces.push_back({n, bufs.back().data()});
   }
   std::vector<double> norms(pieces.size(), -1.0);
-  be->transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
+  be->squared_norms(pieces.data(), pieces.size(), norms.data());
   for (std::size_t i = 0; i < pieces.size(); ++i)
-    EXPECT_EQ(norms[i], be->transformer().squared_norm(pieces[i].n, pieces[i].x)) << "piece " << i;
+    EXPECT_EQ(norms[i], be->squared_norm(pieces[i].n, pieces[i].x)) << "piece " << i;
   // Squares beyond float's range are summed in double.
   const std::vector<float> big{3e19f, -4e19f};
   const double want = static_cast<double>(big[0]) * big[0] + static_cast<double>(big[1]) * big[1];
@@ -443,7 +443,7 @@ TEST_P(TransformerKernels, SquaredNorm) {
 
 TEST_P(TransformerKernels, BadShapesThrow) {
   for (Backend* b : {be.get(), ref.get()}) {
-    auto& k = b->transformer();
+    Backend& k = *b;
     float dummy = 0.0f;  // never touched: the checks come first
     const ConstMatrixView x(&dummy, 4, 6, 6);
     EXPECT_THROW(k.layernorm_mean(x, 5, &dummy), std::invalid_argument) << b->name();  // width < cols

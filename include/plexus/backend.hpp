@@ -1,9 +1,11 @@
 #pragma once
-// The kernel interface. Every kernel is declared once, here, as a pure virtual method of
-// Backend, and implemented once per backend:
+// The kernel interface. Every kernel is declared once, here, as a public method of Backend whose
+// argument checks are written once (kernels/common/backend_kernels.cpp), and implemented once per
+// backend as the protected do_<kernel>:
 //   kernels/reference/  plain loops, double accumulation: the oracle tests compare against
 //   kernels/cpu/        OpenMP + SIMD + OpenBLAS: the fast CPU path
 //   kernels/cuda/       cuSPARSE / cuBLAS / CUDA kernels (built when nvcc is present)
+//   kernels/shape/      computes nothing, counts FLOPs: plans run the real model code on it
 // Model and training code only ever talk to a Backend&, so they never know which one runs.
 //
 // Memory: a Backend owns allocation on its device and counts live and peak bytes, which is
@@ -14,7 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "plexus/kernels/transformer.hpp"
+#include "plexus/kernels/attention.hpp"
+#include "plexus/kernels/reduction.hpp"
 #include "plexus/rng.hpp"
 #include "plexus/tensor.hpp"
 
@@ -60,24 +63,42 @@ struct AdamParams {
 // contents), which must stay as they were while the plan is used; column indices and values are
 // read afresh by every call, so they may change between calls (a block gathered into a reused
 // workspace). A plan may hold device memory of the backend that made it: destroy it before that
-// backend, and use it only with that backend (a ProfilingBackend's plans are its inner backend's).
+// backend, and use it only with that backend.
 class SpmmPlan {
  public:
   virtual ~SpmmPlan() = default;
 };
 
+// Watches every kernel call of a backend (profiling.hpp's KernelProfiler times them): begin()
+// before the kernel runs (after its argument checks), end() when it has returned; a call that
+// throws gets no end(). Only calls from outside are seen, not those a kernel makes to its own
+// backend, so each time is that of one call of the caller.
+class KernelObserver {
+ public:
+  virtual ~KernelObserver() = default;
+  virtual void begin(const char* kernel) = 0;
+  virtual void end(const char* kernel) = 0;
+};
+
+// The public kernel methods are not virtual: each checks its arguments (the same checks, and the
+// same std::invalid_argument, whichever backend runs it), tells the observer, and calls the
+// protected do_<kernel> that every backend implements (kernels/common/backend_kernels.cpp).
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
 
+  // At most one observer at a time (nullptr: none). It must outlive its time here.
+  void set_observer(KernelObserver* o) { observer_ = o; }
+  KernelObserver* observer() const { return observer_; }
+
   // ---- memory ---------------------------------------------------------------------------
-  virtual void* allocate(std::size_t bytes) = 0;       // zero-filled
+  void* allocate(std::size_t bytes);  // zero-filled
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
-  virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
-  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
-  virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  void copy_from_host(void* dst, const void* src, std::size_t bytes);
+  void copy_to_host(void* dst, const void* src, std::size_t bytes);
+  void copy_on_device(void* dst, const void* src, std::size_t bytes);
   // Whether p points into this backend's device memory, which host code (plain MPI) must not
   // touch: a host communicator stages such buffers (make_staging_communicator in comm.hpp).
   virtual bool is_device_pointer(const void* p) const {
@@ -99,7 +120,7 @@ class Backend {
   // copies to and from it run at full link speed without a bounce buffer; elsewhere ordinary
   // 64-byte aligned host memory (the default). Uninitialised, at least `bytes` long (nullptr
   // for 0), not counted in live_bytes. Pinning is slow and scarce: allocate once and reuse.
-  virtual HostPinnedPtr allocate_host_pinned(std::size_t bytes);
+  HostPinnedPtr allocate_host_pinned(std::size_t bytes);
   std::size_t live_bytes() const { return live_bytes_; }
   std::size_t peak_bytes() const { return peak_bytes_; }
   void reset_peak() {
@@ -128,67 +149,98 @@ class Backend {
   // C = A·B + beta·C. A: m×k CSR, B: k×n, C: m×n. Deterministic (no atomics).
   // The transposed product Aᵀ·B is done by SpMM with an explicitly transposed CSR
   // (csr_transpose in sparse.hpp, built once): a scatter kernel would need atomics.
-  virtual void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) = 0;
+  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta);
   // Prepares A once for many spmm() calls with B at most `max_dense_cols` wide (a hint for sizing
   // workspace: wider calls still work). Returns nullptr where a backend needs nothing (cpu,
   // reference). Reads A's shape and row pointers (see SpmmPlan), not its indices or values.
-  virtual std::unique_ptr<SpmmPlan> prepare_spmm(const CsrView& a, index_t max_dense_cols) {
-    (void)a;
-    (void)max_dense_cols;
-    return nullptr;
-  }
+  std::unique_ptr<SpmmPlan> prepare_spmm(const CsrView& a, index_t max_dense_cols);
   // spmm() with a plan from prepare_spmm(A) of this backend (nullptr: the unprepared path). The
   // result is deterministic as well, but it may differ in the last bits from the unprepared
   // call's where the plan changes the summation order (on CUDA: split rows, cuSPARSE). A plan of
   // another matrix (other shape or indptr pointer) or backend is refused with invalid_argument.
-  virtual void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
-    (void)plan;
-    spmm(a, b, c, beta);
-  }
+  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan);
 
   // ---- dense ----------------------------------------------------------------------------
   // C = alpha·op(A)·op(B) + beta·C.
-  virtual void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
-                    MatrixView c) = 0;
+  void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta, MatrixView c);
   // y[i] = alpha·x[i] + beta·y[i] over n contiguous floats. x may be y (y = alpha·y scales).
-  virtual void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) = 0;
-  virtual void fill(MatrixView m, float value) = 0;
+  void axpby(std::size_t n, float alpha, const float* x, float beta, float* y);
+  void fill(MatrixView m, float value);
   // Copies src into dst (same shape, any leading dimensions).
-  virtual void copy(ConstMatrixView src, MatrixView dst) = 0;
+  void copy(ConstMatrixView src, MatrixView dst);
 
   // ---- elementwise / activation ---------------------------------------------------------
   // m[i][j] += bias[j]
-  virtual void add_bias(MatrixView m, const float* bias) = 0;
+  void add_bias(MatrixView m, const float* bias);
   // out[j] = beta·out[j] + sum_i m[i][j]   (bias gradient)
-  virtual void column_sum(ConstMatrixView m, float beta, float* out) = 0;
+  void column_sum(ConstMatrixView m, float beta, float* out);
   // m = max(m, 0), in place.
-  virtual void relu(MatrixView m) = 0;
+  void relu(MatrixView m);
   // grad[i][j] = 0 where activated[i][j] <= 0 (activated = output of relu), in place.
-  virtual void relu_backward(ConstMatrixView activated, MatrixView grad) = 0;
+  void relu_backward(ConstMatrixView activated, MatrixView grad);
   // out = x ⊙ keep / (1-p), keep from counter_uniform(key, row0 + i, col0 + j) >= p.
   // Dropout is linear in x for a fixed key, so the backward pass is the same call on the
   // gradient. `x` and `out` may alias.
-  virtual void dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0,
-                       index_t col0) = 0;
+  void dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0);
+  // GELU, tanh form (GPT-2's, PyTorch's approximate="tanh"):
+  //   gelu(x) = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+  // y = gelu(x), `y` may alias `x`; dx = gelu'(x)·dy, `dx` may alias `dy`.
+  void gelu_forward(ConstMatrixView x, MatrixView y);
+  void gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx);
+
+  // ---- LayerNorm ------------------------------------------------------------------------
+  // LayerNorm over the feature axis of a row-major matrix whose columns may be
+  // split over ranks. Each row is normalised over its *global* width; a rank holds `cols` of
+  // them. The statistics are therefore computed in phases separated by the caller's
+  // all-reduce over the axis that splits the columns (two-pass, not E[x²]−E[x]², for accuracy):
+  //
+  //   forward   layernorm_mean     mean[i]  = Σ_j x[i][j] / width             (partial → all-reduce)
+  //             layernorm_var      var[i]   = Σ_j (x[i][j] − mean[i])² / width (partial → all-reduce)
+  //             layernorm_apply    rstd[i]  = 1/sqrt(var[i] + eps);  y = (x − mean)·rstd·γ + β
+  //   backward  with x̂ = (x − mean)·rstd and g = dy·γ:
+  //             layernorm_backward_sums  a[i] = Σ_j g / width,  b[i] = Σ_j g·x̂ / width  (partial → all-reduce)
+  //             layernorm_backward       dx = beta·dx + rstd·(g − a − x̂·b)
+  //                                      dγ[j] = grad_beta·dγ[j] + Σ_i dy·x̂,  dβ[j] = grad_beta·dβ[j] + Σ_i dy
+  // With one rank on the column axis the all-reduces are the identity. All outputs are
+  // deterministic and independent of the thread count (fixed summation orders, no atomics).
+  void layernorm_mean(ConstMatrixView x, index_t width, float* mean);
+  void layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var);
+  // `rstd` (rows floats) is written for the backward pass. `y` may alias `x`.
+  void layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps, const float* gamma,
+                       const float* beta, MatrixView y, float* rstd);
+  void layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                               const float* gamma, index_t width, float* a, float* b);
+  // beta == 0: dx is written without being read. grad_beta == 0: dγ, dβ likewise.
+  void layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                          const float* gamma, const float* a, const float* b, float beta, MatrixView dx,
+                          float grad_beta, float* dgamma, float* dbeta);
+
+  // ---- fused causal multi-head attention (plexus/kernels/attention.hpp) ------------------
+  // Writes y and lse.
+  void attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView y,
+                         float* lse);
+  // Given y and lse of the forward pass and dy, writes dqkv (same layout as qkv; every
+  // element of the 3·heads·head_dim columns is written). Deterministic: no atomics.
+  void attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                          const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv);
 
   // ---- masked log-softmax + NLL (class axis may be sharded; see LossTerms) -------------
   // row_max[i] = max(row_max[i], max_j x[i][j])   (initialise row_max to -inf)
-  virtual void row_max(ConstMatrixView x, float* row_max) = 0;
+  void row_max(ConstMatrixView x, float* row_max);
   // row_sumexp[i] += sum_j exp(x[i][j] - row_max[i])
-  virtual void row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) = 0;
+  void row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp);
   // For every row i with weight[i] != 0 and label[i] >= 0:
   //   loss += weight[i] * (log(row_sumexp[i]) + row_max[i] - x[i][label[i] - col0])
   //     (the log-sum-exp term only when col0 == 0, the label term only when
   //      col0 <= label < col0 + cols: each term is counted by exactly one class shard)
   //   grad[i][j] = weight[i] * (softmax[i][j] - [j + col0 == label[i]])
   // and grad[i][:] = 0 for other rows. Returns the loss sum (double, deterministic).
-  virtual LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
-                                 const std::int32_t* labels, const float* weights, index_t col0,
-                                 MatrixView grad) = 0;
+  LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                         const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad);
   // Per row: the largest value and its global column (col0 + j, first of ties), merged into
   // best_val / best_col (initialise best_val to -inf, best_col to -1); ties keep the lower
   // column so the result does not depend on how classes are sharded.
-  virtual void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) = 0;
+  void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col);
   // Accuracy of that argmax over class shards, in two steps around max all-reduces over the
   // class axis (DistLoss::evaluate): after row_argmax on this shard (best_val, best_col) and the
   // all-reduce of a copy of best_val (global_best),
@@ -198,34 +250,99 @@ class Backend {
   //   counts[s] = #rows i with bit s of splits[i] set, labels[i] >= 0 and -key[i] == labels[i]
   // for s < num_splits (<= 8), written as doubles (exact integers) into `counts` (this
   // backend's memory, overwritten, also for n == 0). `key` may alias best_val or global_best.
-  virtual void argmax_keys(std::size_t n, const float* best_val, const float* global_best,
-                           const std::int64_t* best_col, float* key) = 0;
-  virtual void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
-                             int num_splits, double* counts) = 0;
+  void argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
+                   float* key);
+  void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                     int num_splits, double* counts);
+
+  // ---- reductions to one number ---------------------------------------------------------
+  // Σ x[i]² in double (gradient clipping by the global norm). Deterministic: the summation
+  // order depends on n only, not on threads or the device.
+  double squared_norm(std::size_t n, const float* x);
+  // out[i] = squared_norm(pieces[i]) for every piece, bit for bit, into host memory. A device
+  // backend computes them all before it waits once, instead of once per piece (a GPT step
+  // takes the norm of every parameter's gradient).
+  void squared_norms(const NormPiece* pieces, std::size_t count, double* out);
 
   // ---- optimizer ------------------------------------------------------------------------
   // One Adam/AdamW step over n parameters.
-  virtual void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
-                         const AdamParams& hp) = 0;
+  void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp);
 
   // ---- precision ------------------------------------------------------------------------
   // y[i] = bf16(x[i] + beta·float(y[i])), rounded to nearest even (float_to_bf16 in tensor.hpp):
   // beta 0 narrows (y is not read), beta 1 accumulates into 16-bit storage. The float sum is
   // fma(beta, float(y[i]), x[i]), one rounding, so every backend gives the same bits.
-  virtual void to_bf16(std::size_t n, const float* x, float beta, bf16* y) = 0;
+  void to_bf16(std::size_t n, const float* x, float beta, bf16* y);
   // y[i] = float(x[i]) (exact).
-  virtual void from_bf16(std::size_t n, const bf16* x, float* y) = 0;
+  void from_bf16(std::size_t n, const bf16* x, float* y);
   // gemm()'s multiply precision (MatmulPrecision, tensor.hpp): TF32 or BF16 use cuBLAS's
   // tensor-core modes on CUDA; the CPU backends compute in fp32 whatever is set.
-  virtual void set_matmul_precision(MatmulPrecision p) { matmul_precision_ = p; }
+  void set_matmul_precision(MatmulPrecision p) { matmul_precision_ = p; }
   MatmulPrecision matmul_precision() const { return matmul_precision_; }
 
-  // ---- transformer kernel families (plexus/kernels/*.hpp) -------------------------------
-  // LayerNorm, GELU, fused causal attention, squared norm: one object per backend, valid as
-  // long as the backend. Pointers it takes are this backend's memory, like every method here.
-  virtual TransformerKernels& transformer() = 0;
-
  protected:
+  // What each backend implements: the kernels above, called with checked arguments.
+  virtual void* do_allocate(std::size_t bytes) = 0;
+  virtual void do_copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void do_copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void do_copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual HostPinnedPtr do_allocate_host_pinned(std::size_t bytes);  // aligned host memory
+  virtual void do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) = 0;
+  virtual std::unique_ptr<SpmmPlan> do_prepare_spmm(const CsrView& a, index_t max_dense_cols) {
+    (void)a;
+    (void)max_dense_cols;
+    return nullptr;
+  }
+  virtual void do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
+    (void)plan;
+    do_spmm(a, b, c, beta);
+  }
+  virtual void do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                       MatrixView c) = 0;
+  virtual void do_axpby(std::size_t n, float alpha, const float* x, float beta, float* y) = 0;
+  virtual void do_fill(MatrixView m, float value) = 0;
+  virtual void do_copy(ConstMatrixView src, MatrixView dst) = 0;
+  virtual void do_add_bias(MatrixView m, const float* bias) = 0;
+  virtual void do_column_sum(ConstMatrixView m, float beta, float* out) = 0;
+  virtual void do_relu(MatrixView m) = 0;
+  virtual void do_relu_backward(ConstMatrixView activated, MatrixView grad) = 0;
+  virtual void do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0,
+                          index_t col0) = 0;
+  virtual void do_gelu_forward(ConstMatrixView x, MatrixView y) = 0;
+  virtual void do_gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) = 0;
+  virtual void do_layernorm_mean(ConstMatrixView x, index_t width, float* mean) = 0;
+  virtual void do_layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) = 0;
+  virtual void do_layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
+                                  const float* gamma, const float* beta, MatrixView y, float* rstd) = 0;
+  virtual void do_layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                          const float* rstd, const float* gamma, index_t width, float* a,
+                                          float* b) = 0;
+  virtual void do_layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                                     const float* gamma, const float* a, const float* b, float beta, MatrixView dx,
+                                     float grad_beta, float* dgamma, float* dbeta) = 0;
+  virtual void do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key,
+                                    MatrixView y, float* lse) = 0;
+  virtual void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                                     const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
+  virtual void do_row_max(ConstMatrixView x, float* row_max) = 0;
+  virtual void do_row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) = 0;
+  virtual LossTerms do_softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                    const std::int32_t* labels, const float* weights, index_t col0,
+                                    MatrixView grad) = 0;
+  virtual void do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) = 0;
+  virtual void do_argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                              const std::int64_t* best_col, float* key) = 0;
+  virtual void do_count_correct(std::size_t n, const float* key, const std::int32_t* labels,
+                                const std::uint8_t* splits, int num_splits, double* counts) = 0;
+  virtual double do_squared_norm(std::size_t n, const float* x) = 0;
+  virtual void do_squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
+    for (std::size_t i = 0; i < count; ++i) out[i] = do_squared_norm(pieces[i].n, pieces[i].x);
+  }
+  virtual void do_adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
+                            const AdamParams& hp) = 0;
+  virtual void do_to_bf16(std::size_t n, const float* x, float beta, bf16* y) = 0;
+  virtual void do_from_bf16(std::size_t n, const bf16* x, float* y) = 0;
+
   void count_alloc(std::size_t bytes) {
     live_bytes_ += bytes;
     if (live_bytes_ > peak_bytes_) peak_bytes_ = live_bytes_;
@@ -233,11 +350,16 @@ class Backend {
   void count_free(std::size_t bytes) { live_bytes_ -= bytes; }
 
  private:
+  // Runs f, the body of the public call `kernel`, between the observer's begin and end.
+  template <class F>
+  decltype(auto) observed(const char* kernel, F&& f);
+
   std::size_t live_bytes_ = 0, peak_bytes_ = 0, limit_bytes_ = 0;
   std::array<std::size_t, kMemoryKinds> kind_live_{}, kind_peak_{};
   MemoryKind kind_ = MemoryKind::Activations;
   const char* label_ = "activations";
   MatmulPrecision matmul_precision_ = MatmulPrecision::FP32;
+  KernelObserver* observer_ = nullptr;
 };
 
 // Buffers allocated in this scope are of kind `k` (`label` names them in a budget error).

@@ -1,4 +1,4 @@
-// GELU, tanh form (plexus/kernels/activation.hpp), elementwise over rows (OpenMP) and columns
+// GELU, tanh form (Backend::gelu_forward in plexus/backend.hpp), elementwise over rows (OpenMP) and columns
 // (SIMD).
 //
 // Written through the logistic function, 0.5·(1 + tanh(u)) = 1/(1 + e^(−2u)), which has no
@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/simd_exp.hpp"
 
@@ -64,10 +63,9 @@ inline Logistic logistic_of(float x) {
 
 }  // namespace
 
-void CpuTransformerKernels::gelu_forward(ConstMatrixView x, MatrixView y) {
-  detail::check_same_shape(x, y, "gelu_forward");
+void CpuBackend::do_gelu_forward(ConstMatrixView x, MatrixView y) {
   // The exponential is the cost: weigh an element as a few memory-bound ones.
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(x.rows * x.cols * 4))
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 4))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* xr = x.row(i);  // no __restrict: y may alias x
     float* yr = y.row(i);
@@ -79,10 +77,8 @@ void CpuTransformerKernels::gelu_forward(ConstMatrixView x, MatrixView y) {
   }
 }
 
-void CpuTransformerKernels::gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
-  detail::check_same_shape(x, dx, "gelu_backward");
-  detail::check_same_shape(dy, dx, "gelu_backward");
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(x.rows * x.cols * 4))
+void CpuBackend::do_gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 4))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* xr = x.row(i);
     const float* dr = dy.row(i);  // no __restrict: dx may alias dy

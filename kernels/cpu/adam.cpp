@@ -5,13 +5,11 @@
 //   param -= lr/bc1 · m / (sqrt(v)/sqrt(bc2) + eps),     bc_k = 1 - b_k^step
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
 namespace plexus::cpu {
 
-void CpuBackend::adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) {
-  detail::check_adam(hp);
+void CpuBackend::do_adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) {
   // Step-dependent scalars once, in double (b2^step for large step is sensitive to rounding).
   const double bc1 = 1.0 - std::pow(static_cast<double>(hp.beta1), static_cast<double>(hp.step));
   const double bc2 = 1.0 - std::pow(static_cast<double>(hp.beta2), static_cast<double>(hp.step));

@@ -31,11 +31,8 @@
 #include "kernels/cpu/philox_lanes.hpp"
 
 namespace plexus::cpu {
-using detail::check_attention;
-using detail::check_rows;
 namespace {
 
-using detail::require;
 
 // A micro-tile holds kR × kW accumulators: 8 vector registers, enough independent FMA chains
 // to cover the FMA latency, few enough to leave registers for the operands. GCC vectorizes
@@ -348,13 +345,11 @@ int team_size(const CpuBackend& be, const AttentionShape& s) {
 
 }  // namespace
 
-void CpuTransformerKernels::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
-                                              DropoutKey key, MatrixView y, float* lse) {
-  check_attention(qkv, s, dropout_p, "attention_forward");
-  check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+void CpuBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
+                                      DropoutKey key, MatrixView y, float* lse) {
   const index_t pairs = s.batch * s.heads;
   if (pairs == 0 || s.seq == 0) return;
-  const int threads = static_cast<int>(std::min<index_t>(team_size(be_, s), pairs));
+  const int threads = static_cast<int>(std::min<index_t>(team_size(*this, s), pairs));
   const ScratchBlock scratch(threads, Scratch::floats(s.seq, s.head_dim, false));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   const float inv_keep = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;
@@ -369,16 +364,12 @@ void CpuTransformerKernels::attention_forward(ConstMatrixView qkv, const Attenti
   }
 }
 
-void CpuTransformerKernels::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
-                                               const float* lse, const AttentionShape& s, float dropout_p,
-                                               DropoutKey key, MatrixView dqkv) {
-  check_attention(qkv, s, dropout_p, "attention_backward");
-  check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
-  check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
-  check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+void CpuBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
+                                       const float* lse, const AttentionShape& s, float dropout_p,
+                                       DropoutKey key, MatrixView dqkv) {
   const index_t pairs = s.batch * s.heads;
   if (pairs == 0 || s.seq == 0) return;
-  const int threads = static_cast<int>(std::min<index_t>(team_size(be_, s), pairs));
+  const int threads = static_cast<int>(std::min<index_t>(team_size(*this, s), pairs));
   const ScratchBlock scratch(threads, Scratch::floats(s.seq, s.head_dim, true));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   const float inv_keep = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;

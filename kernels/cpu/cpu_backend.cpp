@@ -37,7 +37,7 @@ CpuBackend::~CpuBackend() {
     for (void* p : blocks) detail::host_free(p);
 }
 
-void* CpuBackend::allocate(std::size_t bytes) {
+void* CpuBackend::do_allocate(std::size_t bytes) {
   void* p = nullptr;
   if (auto it = cached_.find(bytes); it != cached_.end() && !it->second.empty()) {
     p = it->second.back();
@@ -69,9 +69,9 @@ void CpuBackend::deallocate(void* p, std::size_t bytes) noexcept {
 }
 
 // Host and "device" are the same memory here; memmove also tolerates overlapping ranges.
-void CpuBackend::copy_from_host(void* dst, const void* src, std::size_t bytes) { copy_bytes(dst, src, bytes); }
-void CpuBackend::copy_to_host(void* dst, const void* src, std::size_t bytes) { copy_bytes(dst, src, bytes); }
-void CpuBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) { copy_bytes(dst, src, bytes); }
+void CpuBackend::do_copy_from_host(void* dst, const void* src, std::size_t bytes) { copy_bytes(dst, src, bytes); }
+void CpuBackend::do_copy_to_host(void* dst, const void* src, std::size_t bytes) { copy_bytes(dst, src, bytes); }
+void CpuBackend::do_copy_on_device(void* dst, const void* src, std::size_t bytes) { copy_bytes(dst, src, bytes); }
 
 }  // namespace cpu
 

@@ -30,9 +30,9 @@ bool fits_blas_int(index_t v) { return v >= 0 && v <= INT_MAX; }
 
 }  // namespace
 
-void CpuBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
-                      MatrixView c) {
-  const auto d = detail::check_gemm(ta, tb, a, b, c);
+void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                         MatrixView c) {
+  const auto d = detail::gemm_dims(ta, a, c);
   if (d.m == 0 || d.n == 0) return;
   if (d.k == 0) {
     if (beta != 1.0f) scale_matrix(c, beta, threads_for(d.m * d.n));
@@ -51,7 +51,7 @@ void CpuBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstM
               b.data, static_cast<int>(b.ld), beta, c.data, static_cast<int>(c.ld));
 }
 
-void CpuBackend::axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
+void CpuBackend::do_axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
   const auto len = static_cast<index_t>(n);
   const int threads = threads_for(len);
   if (beta == 0.0f) {  // y may be uninitialised
@@ -63,8 +63,7 @@ void CpuBackend::axpby(std::size_t n, float alpha, const float* x, float beta, f
   }
 }
 
-void CpuBackend::fill(MatrixView m, float value) {
-  detail::require(detail::valid_view(m), "fill", "invalid matrix view");
+void CpuBackend::do_fill(MatrixView m, float value) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(m.rows * m.cols))
   for (index_t i = 0; i < m.rows; ++i) {
     float* __restrict r = m.row(i);
@@ -73,8 +72,7 @@ void CpuBackend::fill(MatrixView m, float value) {
   }
 }
 
-void CpuBackend::copy(ConstMatrixView src, MatrixView dst) {
-  detail::check_same_shape(src, dst, "copy");
+void CpuBackend::do_copy(ConstMatrixView src, MatrixView dst) {
   if (src.data == dst.data && src.ld == dst.ld) return;
   if (detail::views_overlap(src, dst)) {  // rows run in parallel: copy from a packed copy instead
     std::vector<float> packed(static_cast<std::size_t>(src.rows * src.cols));

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/philox_lanes.hpp"
 
@@ -21,8 +20,7 @@ index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-void CpuBackend::add_bias(MatrixView m, const float* bias) {
-  detail::require(detail::valid_view(m), "add_bias", "invalid matrix view");
+void CpuBackend::do_add_bias(MatrixView m, const float* bias) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(m.rows * m.cols))
   for (index_t i = 0; i < m.rows; ++i) {
     float* __restrict r = m.row(i);
@@ -31,8 +29,7 @@ void CpuBackend::add_bias(MatrixView m, const float* bias) {
   }
 }
 
-void CpuBackend::column_sum(ConstMatrixView m, float beta, float* out) {
-  detail::require(detail::valid_view(m), "column_sum", "invalid matrix view");
+void CpuBackend::do_column_sum(ConstMatrixView m, float beta, float* out) {
   const index_t rows = m.rows, cols = m.cols;
   if (cols == 0) return;
   const index_t chunk_rows = std::max(kSumMinChunkRows, ceil_div(rows, kSumMaxRowChunks));
@@ -64,8 +61,7 @@ void CpuBackend::column_sum(ConstMatrixView m, float beta, float* out) {
   }
 }
 
-void CpuBackend::relu(MatrixView m) {
-  detail::require(detail::valid_view(m), "relu", "invalid matrix view");
+void CpuBackend::do_relu(MatrixView m) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(m.rows * m.cols))
   for (index_t i = 0; i < m.rows; ++i) {
     float* __restrict r = m.row(i);
@@ -74,8 +70,7 @@ void CpuBackend::relu(MatrixView m) {
   }
 }
 
-void CpuBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
-  detail::check_same_shape(activated, grad, "relu_backward");
+void CpuBackend::do_relu_backward(ConstMatrixView activated, MatrixView grad) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(grad.rows * grad.cols))
   for (index_t i = 0; i < grad.rows; ++i) {
     const float* a = activated.row(i);
@@ -86,9 +81,7 @@ void CpuBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
 }
 
 
-void CpuBackend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
-  detail::check_same_shape(x, out, "dropout");
-  detail::check_dropout_p(p);
+void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
   if (p == 0.0f) {  // identity
     copy(x, out);
     return;

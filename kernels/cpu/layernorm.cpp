@@ -1,4 +1,4 @@
-// LayerNorm over a possibly column-split feature axis (plexus/kernels/layernorm.hpp).
+// LayerNorm over a possibly column-split feature axis (Backend::layernorm_* in plexus/backend.hpp).
 //
 // Row statistics: one row per iteration of an OpenMP loop over rows, the row's sum in double
 // by a SIMD reduction (its order is fixed by the compiled loop, not by the thread that runs it).
@@ -10,12 +10,9 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
 namespace plexus::cpu {
-using detail::check_width;
-using detail::check_pair;
 namespace {
 
 // Backward partition, a function of the shape only. Smaller chunks than column_sum's: a
@@ -30,10 +27,9 @@ index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-void CpuTransformerKernels::layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
-  check_width(x, width, "layernorm_mean");
+void CpuBackend::do_layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
   const double inv_width = 1.0 / static_cast<double>(width);
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(x.rows * x.cols))
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* __restrict r = x.row(i);
     double acc = 0.0;
@@ -43,10 +39,9 @@ void CpuTransformerKernels::layernorm_mean(ConstMatrixView x, index_t width, flo
   }
 }
 
-void CpuTransformerKernels::layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
-  check_width(x, width, "layernorm_var");
+void CpuBackend::do_layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
   const double inv_width = 1.0 / static_cast<double>(width);
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(x.rows * x.cols))
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* __restrict r = x.row(i);
     const float m = mean[i];
@@ -60,10 +55,9 @@ void CpuTransformerKernels::layernorm_var(ConstMatrixView x, const float* mean, 
   }
 }
 
-void CpuTransformerKernels::layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
-                                            const float* gamma, const float* beta, MatrixView y, float* rstd) {
-  detail::check_same_shape(x, y, "layernorm_apply");
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(x.rows * x.cols))
+void CpuBackend::do_layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
+                                    const float* gamma, const float* beta, MatrixView y, float* rstd) {
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* xr = x.row(i);  // no __restrict: y may alias x
     float* yr = y.row(i);
@@ -74,13 +68,11 @@ void CpuTransformerKernels::layernorm_apply(ConstMatrixView x, const float* mean
   }
 }
 
-void CpuTransformerKernels::layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
-                                                    const float* rstd, const float* gamma, index_t width, float* a,
-                                                    float* b) {
-  check_pair(x, dy, "layernorm_backward_sums");
-  check_width(x, width, "layernorm_backward_sums");
+void CpuBackend::do_layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                            const float* rstd, const float* gamma, index_t width, float* a,
+                                            float* b) {
   const double inv_width = 1.0 / static_cast<double>(width);
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(x.rows * x.cols))
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* __restrict xr = x.row(i);
     const float* __restrict dr = dy.row(i);
@@ -97,12 +89,10 @@ void CpuTransformerKernels::layernorm_backward_sums(ConstMatrixView x, ConstMatr
   }
 }
 
-void CpuTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
-                                               const float* rstd, const float* gamma, const float* a, const float* b,
-                                               float beta, MatrixView dx, float grad_beta, float* dgamma,
-                                               float* dbeta) {
-  check_pair(x, dy, "layernorm_backward");
-  detail::check_same_shape(x, dx, "layernorm_backward");
+void CpuBackend::do_layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                       const float* rstd, const float* gamma, const float* a, const float* b,
+                                       float beta, MatrixView dx, float grad_beta, float* dgamma,
+                                       float* dbeta) {
   const index_t rows = x.rows, cols = x.cols;
   if (cols == 0) return;
   const index_t chunk_rows = std::max(kMinChunkRows, ceil_div(rows, kMaxRowChunks));
@@ -112,7 +102,7 @@ void CpuTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixVie
   // dy (dβ) per column, in row order.
   std::vector<double> part_g(static_cast<std::size_t>(row_chunks * cols));
   std::vector<double> part_b(static_cast<std::size_t>(row_chunks * cols));
-#pragma omp parallel for collapse(2) schedule(static) num_threads(be_.threads_for(rows * cols))
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads_for(rows * cols))
   for (index_t rc = 0; rc < row_chunks; ++rc) {
     for (index_t cb = 0; cb < col_blocks; ++cb) {
       const index_t j0 = cb * kColBlock, j1 = std::min(cols, j0 + kColBlock);
@@ -144,7 +134,7 @@ void CpuTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixVie
     }
   }
   // Pass 2: combine the chunks in chunk order.
-#pragma omp parallel for schedule(static) num_threads(be_.threads_for(row_chunks * cols))
+#pragma omp parallel for schedule(static) num_threads(threads_for(row_chunks * cols))
   for (index_t j = 0; j < cols; ++j) {
     double sg = 0.0, sb = 0.0;
     for (index_t rc = 0; rc < row_chunks; ++rc) {

@@ -5,7 +5,6 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
 namespace plexus::cpu {
@@ -14,8 +13,7 @@ namespace {
 constexpr index_t kLossChunkRows = 1024;
 }  // namespace
 
-void CpuBackend::row_max(ConstMatrixView x, float* row_max) {
-  detail::require(detail::valid_view(x), "row_max", "invalid matrix view");
+void CpuBackend::do_row_max(ConstMatrixView x, float* row_max) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* __restrict r = x.row(i);
@@ -26,8 +24,7 @@ void CpuBackend::row_max(ConstMatrixView x, float* row_max) {
   }
 }
 
-void CpuBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
-  detail::require(detail::valid_view(x), "row_sumexp", "invalid matrix view");
+void CpuBackend::do_row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
   // exp is the cost here, hence the 16x work weight for the parallel threshold.
 #pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 16))
   for (index_t i = 0; i < x.rows; ++i) {
@@ -39,9 +36,8 @@ void CpuBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_
   }
 }
 
-LossTerms CpuBackend::softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
-                                   const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
-  detail::check_same_shape(x, grad, "softmax_xent");
+LossTerms CpuBackend::do_softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                      const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
   const index_t rows = x.rows, cols = x.cols;
   const index_t chunks = (rows + kLossChunkRows - 1) / kLossChunkRows;
   std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
@@ -78,8 +74,7 @@ LossTerms CpuBackend::softmax_xent(ConstMatrixView x, const float* row_max, cons
   return out;
 }
 
-void CpuBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
-  detail::require(detail::valid_view(x), "row_argmax", "invalid matrix view");
+void CpuBackend::do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* r = x.row(i);
@@ -103,8 +98,8 @@ void CpuBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, st
   }
 }
 
-void CpuBackend::argmax_keys(std::size_t n, const float* best_val, const float* global_best,
-                             const std::int64_t* best_col, float* key) {
+void CpuBackend::do_argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                                const std::int64_t* best_col, float* key) {
   const auto rows = static_cast<index_t>(n);
   // key may alias best_val or global_best: element i is read, then written, by one thread.
 #pragma omp parallel for schedule(static) num_threads(threads_for(rows))
@@ -114,9 +109,8 @@ void CpuBackend::argmax_keys(std::size_t n, const float* best_val, const float* 
   }
 }
 
-void CpuBackend::count_correct(std::size_t n, const float* key, const std::int32_t* labels,
-                               const std::uint8_t* splits, int num_splits, double* counts) {
-  detail::check_count_correct(num_splits);
+void CpuBackend::do_count_correct(std::size_t n, const float* key, const std::int32_t* labels,
+                                  const std::uint8_t* splits, int num_splits, double* counts) {
   const auto rows = static_cast<index_t>(n);
   // Integer counts: exact, whatever the order threads add them in.
   std::int64_t c[8] = {0, 0, 0, 0, 0, 0, 0, 0};

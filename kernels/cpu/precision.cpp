@@ -18,7 +18,7 @@ void narrow(index_t n, bf16* y, int threads, F value) {
 
 }  // namespace
 
-void CpuBackend::to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
+void CpuBackend::do_to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
   const auto len = static_cast<index_t>(n);
   const int threads = threads_for(len);
   // The defined sum is fma(beta, float(y), x) (see the reference backend). beta == 1 is the
@@ -32,7 +32,7 @@ void CpuBackend::to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
     narrow(len, y, threads, [x, y, beta](index_t i) { return std::fma(beta, bf16_to_float(y[i]), x[i]); });
 }
 
-void CpuBackend::from_bf16(std::size_t n, const bf16* x, float* y) {
+void CpuBackend::do_from_bf16(std::size_t n, const bf16* x, float* y) {
   const auto len = static_cast<index_t>(n);
 #pragma omp parallel for simd schedule(static) num_threads(threads_for(len))
   for (index_t i = 0; i < len; ++i) y[i] = bf16_to_float(x[i]);

@@ -1,4 +1,4 @@
-// Squared L2 norm (plexus/kernels/reduction.hpp) in double.
+// Squared L2 norm (Backend::squared_norm) in double.
 //
 // The summation order is the CUDA backend's (det_sum in kernels/cuda/loss.cu): the input is
 // cut into chunks of 2048; in a chunk, lane t (of 256) adds elements t, t+256, ..., t+7·256 in
@@ -53,15 +53,15 @@ std::vector<double> reduce_level(const CpuBackend& be, std::size_t n, Term term)
 
 }  // namespace
 
-double CpuTransformerKernels::squared_norm(std::size_t n, const float* x) {
+double CpuBackend::do_squared_norm(std::size_t n, const float* x) {
   if (n == 0) return 0.0;
-  std::vector<double> level = reduce_level(be_, n, [x](std::size_t e) {
+  std::vector<double> level = reduce_level(*this, n, [x](std::size_t e) {
     const double v = x[e];
     return v * v;
   });
   while (level.size() > 1) {
     const std::vector<double> prev = std::move(level);
-    level = reduce_level(be_, prev.size(), [&prev](std::size_t e) { return prev[e]; });
+    level = reduce_level(*this, prev.size(), [&prev](std::size_t e) { return prev[e]; });
   }
   return level[0];
 }

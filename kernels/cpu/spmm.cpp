@@ -7,7 +7,6 @@
 // chunks are handed out dynamically.
 #include <algorithm>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
 namespace plexus::cpu {
@@ -105,8 +104,7 @@ void spmm_impl(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, in
 
 }  // namespace
 
-void CpuBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
-  detail::check_spmm(a, b, c);
+void CpuBackend::do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
   if (c.rows == 0 || c.cols == 0) return;
   const int threads = threads_for((a.nnz + a.rows) * std::max<index_t>(c.cols, 1));
   if (a.values)

@@ -1,11 +1,10 @@
-// GELU, tanh form (plexus/kernels/activation.hpp), elementwise through map2d.
+// GELU, tanh form (Backend::gelu_forward in plexus/backend.hpp), elementwise through map2d.
 //
 // Same formulation as the CPU backend (kernels/cpu/activation.cpp): through the logistic
 // function, which avoids the cancellation of 1 + tanh(u) for negative x, from q = e^(−2|u|)
 // (never overflows); with s = 0.5·(1 + tanh(u)) and c = 1 − s:
 //   u >= 0:  s = 1/(1 + q),  c = q/(1 + q);      u < 0:  s = q/(1 + q),  c = 1/(1 + q)
 //   gelu(x) = x·s,   gelu'(x) = s + 2·x·u'·s·c,   u' = √(2/π)·(1 + 3·0.044715·x²)
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -56,17 +55,14 @@ struct GeluBackwardOp {
 
 }  // namespace
 
-void CudaTransformerKernels::gelu_forward(ConstMatrixView x, MatrixView y) {
-  detail::check_same_shape(x, y, "gelu_forward");
-  be_.activate();
-  map2d(x.rows, x.cols, be_.stream(), "gelu_forward", GeluForwardOp{x.data, x.ld, y.data, y.ld});
+void CudaBackend::do_gelu_forward(ConstMatrixView x, MatrixView y) {
+  activate();
+  map2d(x.rows, x.cols, stream(), "gelu_forward", GeluForwardOp{x.data, x.ld, y.data, y.ld});
 }
 
-void CudaTransformerKernels::gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
-  detail::check_same_shape(x, dx, "gelu_backward");
-  detail::check_same_shape(dy, dx, "gelu_backward");
-  be_.activate();
-  map2d(x.rows, x.cols, be_.stream(), "gelu_backward",
+void CudaBackend::do_gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
+  activate();
+  map2d(x.rows, x.cols, stream(), "gelu_backward",
         GeluBackwardOp{x.data, x.ld, dy.data, dy.ld, dx.data, dx.ld});
 }
 

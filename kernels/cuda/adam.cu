@@ -10,7 +10,6 @@
 // (the PyTorch formulation of torch.optim.Adam / AdamW).
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/cuda_backend.cuh"
 
 namespace plexus::cuda {
@@ -43,8 +42,7 @@ __global__ void adam_kernel(std::size_t n, float* __restrict__ param, const floa
 
 }  // namespace
 
-void CudaBackend::adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) {
-  detail::check_adam(hp);
+void CudaBackend::do_adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) {
   if (n == 0) return;
   activate();
   const double c1 = 1.0 - std::pow(static_cast<double>(hp.beta1), static_cast<double>(hp.step));

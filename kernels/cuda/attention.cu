@@ -26,7 +26,6 @@
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
-using detail::check_rows;
 namespace {
 
 using detail::require;
@@ -338,11 +337,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- host side ------------------------------------------------------------------------------
 
-void check_attention_cuda(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
-  detail::check_attention(qkv, s, p, kernel);
-  require(s.head_dim <= kMaxHeadDim, kernel, "the CUDA kernels support head_dim <= 128");
-}
-
 AttnArgs make_args(ConstMatrixView qkv, const AttentionShape& s, float p, DropoutKey key) {
   AttnArgs a{};
   a.qkv = qkv.data;
@@ -408,45 +402,41 @@ int columns_per_lane(index_t head_dim) { return static_cast<int>((head_dim + 31)
 
 }  // namespace
 
-void CudaTransformerKernels::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
-                                               DropoutKey key, MatrixView y, float* lse) {
-  check_attention_cuda(qkv, s, dropout_p, "attention_forward");
-  check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+void CudaBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
+                                       DropoutKey key, MatrixView y, float* lse) {
+  require(s.head_dim <= kMaxHeadDim, "attention_forward", "the CUDA kernels support head_dim <= 128");
   if (s.batch * s.heads == 0 || s.seq == 0) return;
-  be_.activate();
+  activate();
   const AttnArgs a = make_args(qkv, s, dropout_p, key);
   const Grid g = grid_for(s);
   switch (columns_per_lane(s.head_dim)) {
-    case 1: launch_forward<1>(a, g, y, lse, be_.stream()); break;
-    case 2: launch_forward<2>(a, g, y, lse, be_.stream()); break;
-    case 3: launch_forward<3>(a, g, y, lse, be_.stream()); break;
-    default: launch_forward<4>(a, g, y, lse, be_.stream()); break;
+    case 1: launch_forward<1>(a, g, y, lse, stream()); break;
+    case 2: launch_forward<2>(a, g, y, lse, stream()); break;
+    case 3: launch_forward<3>(a, g, y, lse, stream()); break;
+    default: launch_forward<4>(a, g, y, lse, stream()); break;
   }
 }
 
-void CudaTransformerKernels::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
-                                                const float* lse, const AttentionShape& s, float dropout_p,
-                                                DropoutKey key, MatrixView dqkv) {
-  check_attention_cuda(qkv, s, dropout_p, "attention_backward");
-  check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
-  check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
-  check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+void CudaBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
+                                        const float* lse, const AttentionShape& s, float dropout_p,
+                                        DropoutKey key, MatrixView dqkv) {
+  require(s.head_dim <= kMaxHeadDim, "attention_backward", "the CUDA kernels support head_dim <= 128");
   if (s.batch * s.heads == 0 || s.seq == 0) return;
-  be_.activate();
+  activate();
   const AttnArgs a = make_args(qkv, s, dropout_p, key);
   const index_t rows = s.batch * s.seq;
   // D lives in the backend's scratch: only these launches, in stream order, use it.
-  auto* D = static_cast<float*>(be_.scratch(static_cast<std::size_t>(rows * s.heads) * sizeof(float)));
+  auto* D = static_cast<float*>(scratch(static_cast<std::size_t>(rows * s.heads) * sizeof(float)));
   const std::size_t warps = static_cast<std::size_t>(rows * s.heads);
-  attn_rowdot_kernel<<<clamp_grid((warps + kWarps - 1) / kWarps, kMaxGrid1D), kThreads, 0, be_.stream()>>>(
+  attn_rowdot_kernel<<<clamp_grid((warps + kWarps - 1) / kWarps, kMaxGrid1D), kThreads, 0, stream()>>>(
       y.data, y.ld, dy.data, dy.ld, rows, s.seq, s.heads, s.head_dim, D);
   PLEXUS_CUDA_CHECK_LAUNCH("attn_rowdot_kernel");
   const Grid g = grid_for(s);
   switch (columns_per_lane(s.head_dim)) {
-    case 1: launch_backward<1>(a, g, dy, lse, D, dqkv, be_.stream()); break;
-    case 2: launch_backward<2>(a, g, dy, lse, D, dqkv, be_.stream()); break;
-    case 3: launch_backward<3>(a, g, dy, lse, D, dqkv, be_.stream()); break;
-    default: launch_backward<4>(a, g, dy, lse, D, dqkv, be_.stream()); break;
+    case 1: launch_backward<1>(a, g, dy, lse, D, dqkv, stream()); break;
+    case 2: launch_backward<2>(a, g, dy, lse, D, dqkv, stream()); break;
+    case 3: launch_backward<3>(a, g, dy, lse, D, dqkv, stream()); break;
+    default: launch_backward<4>(a, g, dy, lse, D, dqkv, stream()); break;
   }
 }
 

@@ -121,7 +121,7 @@ void* CudaBackend::scratch(std::size_t bytes) {
 }
 
 // ---- memory ----------------------------------------------------------------------------------
-void* CudaBackend::allocate(std::size_t bytes) {
+void* CudaBackend::do_allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   activate();
   void* p = nullptr;
@@ -163,14 +163,14 @@ void CudaBackend::deallocate(void* p, std::size_t bytes) noexcept {
   count_free(bytes);
 }
 
-void CudaBackend::copy_from_host(void* dst, const void* src, std::size_t bytes) {
+void CudaBackend::do_copy_from_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   activate();
   PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::copy_to_host(void* dst, const void* src, std::size_t bytes) {
+void CudaBackend::do_copy_to_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   activate();
   PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
@@ -198,20 +198,20 @@ void free_host_pinned(void* p) {
 
 // Page-locked host memory (portable: pinned for every device, whichever backend asked). When the
 // system refuses to pin that much, ordinary host memory: copies through it still work, slower.
-HostPinnedPtr CudaBackend::allocate_host_pinned(std::size_t bytes) {
+HostPinnedPtr CudaBackend::do_allocate_host_pinned(std::size_t bytes) {
   if (bytes == 0) return HostPinnedPtr(nullptr, HostPinnedFree{free_host_pinned});
   activate();
   void* p = nullptr;
   const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    return Backend::allocate_host_pinned(bytes);
+    return Backend::do_allocate_host_pinned(bytes);
   }
   if (e != cudaSuccess) throw_cuda_error(e, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
   return HostPinnedPtr(p, HostPinnedFree{free_host_pinned});
 }
 
-void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+void CudaBackend::do_copy_on_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   activate();
   PLEXUS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));

@@ -8,8 +8,7 @@
 // puts on the legacy default stream.
 //
 // Kernel families live in one file each: spmm.cu, dense.cu, elementwise.cu, loss.cu, adam.cu,
-// precision.cu (bfloat16 conversions);
-// the transformer families (transformer.cuh): layernorm.cu, activation.cu, attention.cu, reduction.cu.
+// precision.cu (bfloat16 conversions), layernorm.cu, activation.cu, attention.cu, reduction.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -19,7 +18,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/transformer.cuh"
 #include "plexus/backend.hpp"
 
 namespace plexus::cuda {
@@ -90,53 +88,14 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::CUDA; }
   std::string name() const override;
 
-  void* allocate(std::size_t bytes) override;
   void deallocate(void* p, std::size_t bytes) noexcept override;
-  void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
-  void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
   bool is_device_pointer(const void* p) const override;
-  HostPinnedPtr allocate_host_pinned(std::size_t bytes) override;
   void synchronize() override;
   void* native_stream() const override { return stream_; }
   int device_ordinal() const override { return device_; }
-
-  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;
-  std::unique_ptr<SpmmPlan> prepare_spmm(const CsrView& a, index_t max_dense_cols) override;
-  void spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) override;
   // The path plans prepared from now on take (PLEXUS_CUDA_SPMM sets the initial one).
   SpmmPath spmm_path() const { return spmm_path_; }
   void set_spmm_path(SpmmPath p) { spmm_path_ = p; }
-  void gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
-            MatrixView c) override;
-  void axpby(std::size_t n, float alpha, const float* x, float beta, float* y) override;
-  void fill(MatrixView m, float value) override;
-  void copy(ConstMatrixView src, MatrixView dst) override;
-
-  void add_bias(MatrixView m, const float* bias) override;
-  void column_sum(ConstMatrixView m, float beta, float* out) override;
-  void relu(MatrixView m) override;
-  void relu_backward(ConstMatrixView activated, MatrixView grad) override;
-  void dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) override;
-
-  void row_max(ConstMatrixView x, float* row_max) override;
-  void row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) override;
-  LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
-                         const std::int32_t* labels, const float* weights, index_t col0,
-                         MatrixView grad) override;
-  void row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
-  void argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
-                   float* key) override;
-  void count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
-                     int num_splits, double* counts) override;
-
-  void adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
-                 const AdamParams& hp) override;
-
-  void to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
-  void from_bf16(std::size_t n, const bf16* x, float* y) override;
-
-  TransformerKernels& transformer() override { return transformer_; }
 
   // ---- internals shared by the kernel files ----
   cudaStream_t stream() const { return stream_; }
@@ -149,6 +108,66 @@ class CudaBackend final : public Backend {
   void activate() const;
 
  private:
+  // The kernels: Backend's public calls check the arguments and call these.
+  void* do_allocate(std::size_t bytes) override;
+  void do_copy_from_host(void* dst, const void* src, std::size_t bytes) override;
+  void do_copy_to_host(void* dst, const void* src, std::size_t bytes) override;
+  void do_copy_on_device(void* dst, const void* src, std::size_t bytes) override;
+  HostPinnedPtr do_allocate_host_pinned(std::size_t bytes) override;
+
+  void do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;
+  std::unique_ptr<SpmmPlan> do_prepare_spmm(const CsrView& a, index_t max_dense_cols) override;
+  void do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) override;
+  void do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+               MatrixView c) override;
+  void do_axpby(std::size_t n, float alpha, const float* x, float beta, float* y) override;
+  void do_fill(MatrixView m, float value) override;
+  void do_copy(ConstMatrixView src, MatrixView dst) override;
+
+  void do_add_bias(MatrixView m, const float* bias) override;
+  void do_column_sum(ConstMatrixView m, float beta, float* out) override;
+  void do_relu(MatrixView m) override;
+  void do_relu_backward(ConstMatrixView activated, MatrixView grad) override;
+  void do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) override;
+
+  void do_row_max(ConstMatrixView x, float* row_max) override;
+  void do_row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) override;
+  LossTerms do_softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                            const std::int32_t* labels, const float* weights, index_t col0,
+                            MatrixView grad) override;
+  void do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) override;
+  void do_argmax_keys(std::size_t n, const float* best_val, const float* global_best, const std::int64_t* best_col,
+                      float* key) override;
+  void do_count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                        int num_splits, double* counts) override;
+
+  void do_adam_step(std::size_t n, float* param, const float* grad, float* m, float* v,
+                    const AdamParams& hp) override;
+
+  void do_to_bf16(std::size_t n, const float* x, float beta, bf16* y) override;
+  void do_from_bf16(std::size_t n, const bf16* x, float* y) override;
+
+  void do_layernorm_mean(ConstMatrixView x, index_t width, float* mean) override;
+  void do_layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) override;
+  void do_layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps, const float* gamma,
+                          const float* beta, MatrixView y, float* rstd) override;
+  void do_layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                                  const float* gamma, index_t width, float* a, float* b) override;
+  void do_layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                             const float* gamma, const float* a, const float* b, float beta, MatrixView dx,
+                             float grad_beta, float* dgamma, float* dbeta) override;
+
+  void do_gelu_forward(ConstMatrixView x, MatrixView y) override;
+  void do_gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) override;
+
+  void do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView y,
+                            float* lse) override;
+  void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                             const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) override;
+
+  double do_squared_norm(std::size_t n, const float* x) override;
+  void do_squared_norms(const NormPiece* pieces, std::size_t count, double* out) override;
+
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   // The device's default memory pool, when it has one: allocate/deallocate are then
@@ -160,7 +179,6 @@ class CudaBackend final : public Backend {
   SpmmPath spmm_path_ = spmm_path_from_env();
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
-  CudaTransformerKernels transformer_{*this};
 };
 
 // Deterministic sum of n doubles on the device (fixed-order tree; the order depends on n only).

@@ -32,9 +32,9 @@ struct ZeroOp {
 
 }  // namespace
 
-void CudaBackend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
-                       MatrixView c) {
-  const auto d = detail::check_gemm(ta, tb, a, b, c);
+void CudaBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                          MatrixView c) {
+  const auto d = detail::gemm_dims(ta, a, c);
   const index_t m = d.m, n = d.n, k = d.k;
   if (m == 0 || n == 0) return;
   activate();

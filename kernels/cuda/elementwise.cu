@@ -5,7 +5,6 @@
 // accesses are coalesced; grid-stride loops make every grid size valid.
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -138,15 +137,14 @@ void copy_2d(const float* src, index_t src_ld, float* dst, index_t dst_ld, index
 
 }  // namespace
 
-void CudaBackend::axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
+void CudaBackend::do_axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
   if (n == 0) return;
   activate();
   axpby_kernel<<<grid_1d(n), kBlock, 0, stream_>>>(n, alpha, x, beta, y);
   PLEXUS_CUDA_CHECK_LAUNCH("axpby_kernel");
 }
 
-void CudaBackend::fill(MatrixView m, float value) {
-  detail::require(detail::valid_view(m), "fill", "invalid matrix view");
+void CudaBackend::do_fill(MatrixView m, float value) {
   if (m.rows == 0 || m.cols == 0) return;
   activate();
   if (value == 0.0f && !std::signbit(value)) {  // +0.0f is all-zero bytes
@@ -158,8 +156,7 @@ void CudaBackend::fill(MatrixView m, float value) {
   map2d(m.rows, m.cols, stream_, "fill", FillOp{m.data, m.ld, value});
 }
 
-void CudaBackend::copy(ConstMatrixView src, MatrixView dst) {
-  detail::check_same_shape(src, dst, "copy");
+void CudaBackend::do_copy(ConstMatrixView src, MatrixView dst) {
   // The same elements: nothing to move. The same data with another ld is a real (in-place) move.
   if (src.rows == 0 || src.cols == 0 || (src.data == dst.data && src.ld == dst.ld)) return;
   activate();
@@ -173,14 +170,12 @@ void CudaBackend::copy(ConstMatrixView src, MatrixView dst) {
   copy_2d(staged, src.cols, dst.data, dst.ld, src.rows, src.cols, stream_);
 }
 
-void CudaBackend::add_bias(MatrixView m, const float* bias) {
-  detail::require(detail::valid_view(m), "add_bias", "invalid matrix view");
+void CudaBackend::do_add_bias(MatrixView m, const float* bias) {
   activate();
   map2d(m.rows, m.cols, stream_, "add_bias", AddBiasOp{m.data, m.ld, bias});
 }
 
-void CudaBackend::column_sum(ConstMatrixView m, float beta, float* out) {
-  detail::require(detail::valid_view(m), "column_sum", "invalid matrix view");
+void CudaBackend::do_column_sum(ConstMatrixView m, float beta, float* out) {
   if (m.cols == 0) return;
   activate();
   // Chunk size: a function of the row count alone (>= 1024 rows, at most 4096 chunks).
@@ -203,22 +198,18 @@ void CudaBackend::column_sum(ConstMatrixView m, float beta, float* out) {
   PLEXUS_CUDA_CHECK_LAUNCH("column_sum_final_kernel");
 }
 
-void CudaBackend::relu(MatrixView m) {
-  detail::require(detail::valid_view(m), "relu", "invalid matrix view");
+void CudaBackend::do_relu(MatrixView m) {
   activate();
   map2d(m.rows, m.cols, stream_, "relu", ReluOp{m.data, m.ld});
 }
 
-void CudaBackend::relu_backward(ConstMatrixView activated, MatrixView grad) {
-  detail::check_same_shape(activated, grad, "relu_backward");
+void CudaBackend::do_relu_backward(ConstMatrixView activated, MatrixView grad) {
   activate();
   map2d(grad.rows, grad.cols, stream_, "relu_backward",
         ReluBackwardOp{activated.data, activated.ld, grad.data, grad.ld});
 }
 
-void CudaBackend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
-  detail::check_same_shape(x, out, "dropout");
-  detail::check_dropout_p(p);
+void CudaBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
   activate();
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   map2d(out.rows, out.cols, stream_, "dropout", DropoutOp{x.data, x.ld, out.data, out.ld, p, scale, key, row0, col0});

@@ -1,4 +1,4 @@
-// LayerNorm over a possibly column-split feature axis (plexus/kernels/layernorm.hpp).
+// LayerNorm over a possibly column-split feature axis (Backend::layernorm_* in plexus/backend.hpp).
 //
 // Row statistics (mean, var, the backward sums a and b) and the forward apply: one warp per row,
 // lane l visiting columns l, l+32, ... in order (double accumulators), then a fixed xor
@@ -9,12 +9,9 @@
 // only, so every result is bitwise reproducible and no atomics are needed.
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
-using detail::check_width;
-using detail::check_pair;
 namespace {
 
 constexpr int kWarpsPerBlock = kBlock / 32;
@@ -189,54 +186,47 @@ __global__ void ln_backward_final_kernel(const double* __restrict__ part_g, cons
 
 }  // namespace
 
-void CudaTransformerKernels::layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
-  check_width(x, width, "layernorm_mean");
+void CudaBackend::do_layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
   if (x.rows <= 0) return;  // cols == 0 still writes the (zero) partial means
-  be_.activate();
-  ln_mean_kernel<<<row_grid(x.rows), kBlock, 0, be_.stream()>>>(x.data, x.rows, x.cols, x.ld,
+  activate();
+  ln_mean_kernel<<<row_grid(x.rows), kBlock, 0, stream()>>>(x.data, x.rows, x.cols, x.ld,
                                                                  1.0 / static_cast<double>(width), mean);
   PLEXUS_CUDA_CHECK_LAUNCH("ln_mean_kernel");
 }
 
-void CudaTransformerKernels::layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
-  check_width(x, width, "layernorm_var");
+void CudaBackend::do_layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
   if (x.rows <= 0) return;
-  be_.activate();
-  ln_var_kernel<<<row_grid(x.rows), kBlock, 0, be_.stream()>>>(x.data, x.rows, x.cols, x.ld, mean,
+  activate();
+  ln_var_kernel<<<row_grid(x.rows), kBlock, 0, stream()>>>(x.data, x.rows, x.cols, x.ld, mean,
                                                                 1.0 / static_cast<double>(width), var);
   PLEXUS_CUDA_CHECK_LAUNCH("ln_var_kernel");
 }
 
-void CudaTransformerKernels::layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
-                                             const float* gamma, const float* beta, MatrixView y, float* rstd) {
-  detail::check_same_shape(x, y, "layernorm_apply");
+void CudaBackend::do_layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
+                                     const float* gamma, const float* beta, MatrixView y, float* rstd) {
   if (x.rows <= 0) return;  // cols == 0 still writes rstd
-  be_.activate();
-  ln_apply_kernel<<<row_grid(x.rows), kBlock, 0, be_.stream()>>>(x.data, x.ld, x.rows, x.cols, mean, var, eps, gamma,
+  activate();
+  ln_apply_kernel<<<row_grid(x.rows), kBlock, 0, stream()>>>(x.data, x.ld, x.rows, x.cols, mean, var, eps, gamma,
                                                                   beta, y.data, y.ld, rstd);
   PLEXUS_CUDA_CHECK_LAUNCH("ln_apply_kernel");
 }
 
-void CudaTransformerKernels::layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
-                                                     const float* rstd, const float* gamma, index_t width, float* a,
-                                                     float* b) {
-  check_pair(x, dy, "layernorm_backward_sums");
-  check_width(x, width, "layernorm_backward_sums");
+void CudaBackend::do_layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                             const float* rstd, const float* gamma, index_t width, float* a,
+                                             float* b) {
   if (x.rows <= 0) return;
-  be_.activate();
-  ln_backward_sums_kernel<<<row_grid(x.rows), kBlock, 0, be_.stream()>>>(
+  activate();
+  ln_backward_sums_kernel<<<row_grid(x.rows), kBlock, 0, stream()>>>(
       x.data, x.ld, dy.data, dy.ld, x.rows, x.cols, mean, rstd, gamma, 1.0 / static_cast<double>(width), a, b);
   PLEXUS_CUDA_CHECK_LAUNCH("ln_backward_sums_kernel");
 }
 
-void CudaTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
-                                                const float* rstd, const float* gamma, const float* a, const float* b,
-                                                float beta, MatrixView dx, float grad_beta, float* dgamma,
-                                                float* dbeta) {
-  check_pair(x, dy, "layernorm_backward");
-  detail::check_same_shape(x, dx, "layernorm_backward");
+void CudaBackend::do_layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                        const float* rstd, const float* gamma, const float* a, const float* b,
+                                        float beta, MatrixView dx, float grad_beta, float* dgamma,
+                                        float* dbeta) {
   if (x.cols <= 0) return;
-  be_.activate();
+  activate();
   // Chunk size: a function of the row count alone (>= 64 rows, at most 256 chunks). Smaller
   // than column_sum's, since the chunks are the parallelism for a few thousand rows.
   constexpr index_t kMinChunk = 64, kMaxChunks = 256;
@@ -244,7 +234,7 @@ void CudaTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixVi
   if (chunk < kMinChunk) chunk = kMinChunk;
   const index_t nchunks = (x.rows + chunk - 1) / chunk;
   const std::size_t part = static_cast<std::size_t>(nchunks * x.cols);
-  auto* part_g = static_cast<double*>(be_.scratch(2 * part * sizeof(double)));
+  auto* part_g = static_cast<double*>(scratch(2 * part * sizeof(double)));
   double* part_b = part_g + part;
   const std::size_t col_blocks = (static_cast<std::size_t>(x.cols) + kBx - 1) / kBx;
   const dim3 block(kBx, kBy);
@@ -252,10 +242,10 @@ void CudaTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixVi
     const BackwardArgs args{x.data, x.ld, dy.data, dy.ld, mean, rstd, gamma, a, b, beta, dx.data, dx.ld,
                             x.rows, x.cols, chunk, nchunks};
     ln_backward_partial_kernel<<<dim3(clamp_grid(col_blocks, kMaxGrid1D), clamp_grid(nchunks, kMaxGridY)), block, 0,
-                                 be_.stream()>>>(args, part_g, part_b);
+                                 stream()>>>(args, part_g, part_b);
     PLEXUS_CUDA_CHECK_LAUNCH("ln_backward_partial_kernel");
   }
-  ln_backward_final_kernel<<<clamp_grid(col_blocks, kMaxGrid1D), block, 0, be_.stream()>>>(
+  ln_backward_final_kernel<<<clamp_grid(col_blocks, kMaxGrid1D), block, 0, stream()>>>(
       part_g, part_b, x.cols, nchunks, grad_beta, dgamma, dbeta);
   PLEXUS_CUDA_CHECK_LAUNCH("ln_backward_final_kernel");
 }

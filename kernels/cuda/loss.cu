@@ -7,7 +7,6 @@
 // columns), so a warp per row keeps all lanes busy without shared memory.
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -239,25 +238,22 @@ void det_sum(const double* in, std::size_t n, double* out, double* ws, cudaStrea
   }
 }
 
-void CudaBackend::row_max(ConstMatrixView x, float* row_max) {
-  detail::require(detail::valid_view(x), "row_max", "invalid matrix view");
+void CudaBackend::do_row_max(ConstMatrixView x, float* row_max) {
   if (x.rows == 0 || x.cols == 0) return;
   activate();
   row_max_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max);
   PLEXUS_CUDA_CHECK_LAUNCH("row_max_kernel");
 }
 
-void CudaBackend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
-  detail::require(detail::valid_view(x), "row_sumexp", "invalid matrix view");
+void CudaBackend::do_row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
   if (x.rows == 0 || x.cols == 0) return;
   activate();
   row_sumexp_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, row_max, row_sumexp);
   PLEXUS_CUDA_CHECK_LAUNCH("row_sumexp_kernel");
 }
 
-LossTerms CudaBackend::softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
-                                    const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
-  detail::check_same_shape(x, grad, "softmax_xent");
+LossTerms CudaBackend::do_softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                       const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
   LossTerms out;
   if (x.rows == 0) return out;
   activate();
@@ -276,8 +272,7 @@ LossTerms CudaBackend::softmax_xent(ConstMatrixView x, const float* row_max, con
   return out;
 }
 
-void CudaBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
-  detail::require(detail::valid_view(x), "row_argmax", "invalid matrix view");
+void CudaBackend::do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
   if (x.rows == 0 || x.cols == 0) return;
   activate();
   row_argmax_kernel<<<row_grid(x.rows), kBlock, 0, stream_>>>(x.data, x.rows, x.cols, x.ld, col0, best_val,
@@ -285,17 +280,16 @@ void CudaBackend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, s
   PLEXUS_CUDA_CHECK_LAUNCH("row_argmax_kernel");
 }
 
-void CudaBackend::argmax_keys(std::size_t n, const float* best_val, const float* global_best,
-                              const std::int64_t* best_col, float* key) {
+void CudaBackend::do_argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                                 const std::int64_t* best_col, float* key) {
   if (n == 0) return;
   activate();
   argmax_keys_kernel<<<grid_1d(n), kBlock, 0, stream_>>>(n, best_val, global_best, best_col, key);
   PLEXUS_CUDA_CHECK_LAUNCH("argmax_keys_kernel");
 }
 
-void CudaBackend::count_correct(std::size_t n, const float* key, const std::int32_t* labels,
-                                const std::uint8_t* splits, int num_splits, double* counts) {
-  detail::check_count_correct(num_splits);
+void CudaBackend::do_count_correct(std::size_t n, const float* key, const std::int32_t* labels,
+                                   const std::uint8_t* splits, int num_splits, double* counts) {
   if (num_splits == 0) return;
   activate();
   // A few thousand rows per block at most 1024 blocks; n == 0 still runs one block (zeros).

@@ -35,14 +35,14 @@ __global__ void from_bf16_kernel(std::size_t n, const bf16* x, float* y) {
 
 }  // namespace
 
-void CudaBackend::to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
+void CudaBackend::do_to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
   if (n == 0) return;
   activate();
   to_bf16_kernel<<<grid_1d(n), kBlock, 0, stream_>>>(n, x, beta, y);
   PLEXUS_CUDA_CHECK_LAUNCH("to_bf16_kernel");
 }
 
-void CudaBackend::from_bf16(std::size_t n, const bf16* x, float* y) {
+void CudaBackend::do_from_bf16(std::size_t n, const bf16* x, float* y) {
   if (n == 0) return;
   activate();
   from_bf16_kernel<<<grid_1d(n), kBlock, 0, stream_>>>(n, x, y);

@@ -1,4 +1,4 @@
-// Squared L2 norm (plexus/kernels/reduction.hpp) in double, in det_sum's order (loss.cu).
+// Squared L2 norm (Backend::squared_norm) in double, in det_sum's order (loss.cu).
 //
 // The first level reads the floats: block b squares chunk [b·2048, (b+1)·2048) into double
 // (exact: a float's square fits a double's mantissa), thread t adds elements t, t+256, ...,
@@ -53,30 +53,30 @@ void enqueue_squared_norm(std::size_t n, const float* x, double* scratch, double
 
 }  // namespace
 
-double CudaTransformerKernels::squared_norm(std::size_t n, const float* x) {
+double CudaBackend::do_squared_norm(std::size_t n, const float* x) {
   if (n == 0) return 0.0;  // no device round trip
   double out = 0.0;
   const NormPiece piece{n, x};
-  squared_norms(&piece, 1, &out);
+  do_squared_norms(&piece, 1, &out);
   return out;
 }
 
-void CudaTransformerKernels::squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
+void CudaBackend::do_squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
   if (count == 0) return;
-  be_.activate();
+  activate();
   // Scratch layout: [results: one per piece][chunk sums + det_sum workspace of the largest
   // piece], all doubles. The pieces run one after another on the stream, so they share the
   // second part; one copy and one wait at the end.
   std::size_t work = 1;
   for (std::size_t i = 0; i < count; ++i) work = std::max(work, scratch_doubles(pieces[i].n));
-  auto* results = static_cast<double*>(be_.scratch((count + work) * sizeof(double)));
+  auto* results = static_cast<double*>(scratch((count + work) * sizeof(double)));
   double* scratch = results + count;
-  cudaStream_t stream = be_.stream();
-  PLEXUS_CUDA_CHECK(cudaMemsetAsync(results, 0, count * sizeof(double), stream));  // n == 0 pieces
+  const cudaStream_t queue = stream();
+  PLEXUS_CUDA_CHECK(cudaMemsetAsync(results, 0, count * sizeof(double), queue));  // n == 0 pieces
   for (std::size_t i = 0; i < count; ++i)
-    if (pieces[i].n) enqueue_squared_norm(pieces[i].n, pieces[i].x, scratch, results + i, stream);
-  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(out, results, count * sizeof(double), cudaMemcpyDeviceToHost, stream));
-  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (pieces[i].n) enqueue_squared_norm(pieces[i].n, pieces[i].x, scratch, results + i, queue);
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(out, results, count * sizeof(double), cudaMemcpyDeviceToHost, queue));
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(queue));
 }
 
 }  // namespace plexus::cuda

@@ -332,7 +332,7 @@ SpmmPath spmm_path_from_env() {
   throw InputError("PLEXUS_CUDA_SPMM", std::string("expected plexus or cusparse, got '") + v + "'");
 }
 
-std::unique_ptr<SpmmPlan> CudaBackend::prepare_spmm(const CsrView& a, index_t max_dense_cols) {
+std::unique_ptr<SpmmPlan> CudaBackend::do_prepare_spmm(const CsrView& a, index_t max_dense_cols) {
   detail::require(a.rows >= 0 && a.cols >= 0 && a.nnz >= 0, "prepare_spmm", "invalid CSR shape");
   activate();
   MemoryScope scope(*this, MemoryKind::Workspace, "SpMM plan");
@@ -496,19 +496,17 @@ bool spmm_cusparse(CudaBackend& be, const CudaSpmmPlan& p, const CsrView& a, Con
 
 }  // namespace
 
-void CudaBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
-  detail::check_spmm(a, b, c);
+void CudaBackend::do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
   if (c.rows == 0 || c.cols == 0) return;
   activate();
   spmm_rows(a, b, c, beta, kNoLimit, stream_);
 }
 
-void CudaBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
+void CudaBackend::do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
   if (plan == nullptr) {
     spmm(a, b, c, beta);
     return;
   }
-  detail::check_spmm(a, b, c);
   const auto* p = dynamic_cast<const CudaSpmmPlan*>(plan);
   detail::require(p != nullptr && p->prepared_for(this, a), "spmm",
                   "the plan was prepared for another matrix or by another backend");

@@ -1,8 +1,7 @@
-// GELU, tanh form (plexus/kernels/activation.hpp): the oracle, the formula as written, in double.
+// GELU, tanh form (Backend::gelu_forward in plexus/backend.hpp): the oracle, the formula as written, in double.
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
-#include "kernels/reference/transformer.hpp"
+#include "kernels/reference/reference_backend.hpp"
 
 namespace plexus::reference {
 namespace {
@@ -12,8 +11,7 @@ constexpr double kCubic = 0.044715;
 
 }  // namespace
 
-void ReferenceTransformerKernels::gelu_forward(ConstMatrixView x, MatrixView y) {
-  detail::check_same_shape(x, y, "gelu_forward");
+void ReferenceBackend::do_gelu_forward(ConstMatrixView x, MatrixView y) {
   for (index_t i = 0; i < x.rows; ++i) {
     for (index_t j = 0; j < x.cols; ++j) {
       const double v = x.row(i)[j];
@@ -23,9 +21,7 @@ void ReferenceTransformerKernels::gelu_forward(ConstMatrixView x, MatrixView y) 
   }
 }
 
-void ReferenceTransformerKernels::gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
-  detail::check_same_shape(x, dx, "gelu_backward");
-  detail::check_same_shape(dy, dx, "gelu_backward");
+void ReferenceBackend::do_gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
   for (index_t i = 0; i < x.rows; ++i) {
     for (index_t j = 0; j < x.cols; ++j) {
       const double v = x.row(i)[j];

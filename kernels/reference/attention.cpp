@@ -9,15 +9,11 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/common/shape_checks.hpp"
-#include "kernels/reference/transformer.hpp"
+#include "kernels/reference/reference_backend.hpp"
 
 namespace plexus::reference {
-using detail::check_attention;
-using detail::check_rows;
 namespace {
 
-using detail::require;
 
 
 // Global dropout row of (sequence b, head h, query t): see attention.hpp.
@@ -33,10 +29,8 @@ double keep_factor(const AttentionShape& s, float p, DropoutKey key, index_t b, 
 
 }  // namespace
 
-void ReferenceTransformerKernels::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
-                                                    DropoutKey key, MatrixView y, float* lse) {
-  check_attention(qkv, s, dropout_p, "attention_forward");
-  check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+void ReferenceBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
+                                            DropoutKey key, MatrixView y, float* lse) {
   const index_t T = s.seq, d = s.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<double> score(static_cast<std::size_t>(T)), prob(static_cast<std::size_t>(T));  // of one query row
@@ -68,13 +62,9 @@ void ReferenceTransformerKernels::attention_forward(ConstMatrixView qkv, const A
   }
 }
 
-void ReferenceTransformerKernels::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
-                                                     const float* lse, const AttentionShape& s, float dropout_p,
-                                                     DropoutKey key, MatrixView dqkv) {
-  check_attention(qkv, s, dropout_p, "attention_backward");
-  check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
-  check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
-  check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+void ReferenceBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
+                                             const float* lse, const AttentionShape& s, float dropout_p,
+                                             DropoutKey key, MatrixView dqkv) {
   const index_t T = s.seq, d = s.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   const auto TT = static_cast<std::size_t>(T * T);

@@ -1,21 +1,17 @@
-// LayerNorm over a possibly column-split feature axis (plexus/kernels/layernorm.hpp): the
+// LayerNorm over a possibly column-split feature axis (Backend::layernorm_* in plexus/backend.hpp): the
 // oracle. Each per-row sum is divided by the global `width`, so the partials of the column
 // shards add up to the statistics of the whole row.
 #include <cmath>
 
-#include "kernels/common/shape_checks.hpp"
-#include "kernels/reference/transformer.hpp"
+#include "kernels/reference/reference_backend.hpp"
 
 namespace plexus::reference {
-using detail::check_width;
-using detail::check_pair;
 namespace {
 
 
 }  // namespace
 
-void ReferenceTransformerKernels::layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
-  check_width(x, width, "layernorm_mean");
+void ReferenceBackend::do_layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
   for (index_t i = 0; i < x.rows; ++i) {
     double acc = 0.0;
     for (index_t j = 0; j < x.cols; ++j) acc += x.row(i)[j];
@@ -23,8 +19,7 @@ void ReferenceTransformerKernels::layernorm_mean(ConstMatrixView x, index_t widt
   }
 }
 
-void ReferenceTransformerKernels::layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
-  check_width(x, width, "layernorm_var");
+void ReferenceBackend::do_layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
   for (index_t i = 0; i < x.rows; ++i) {
     double acc = 0.0;
     for (index_t j = 0; j < x.cols; ++j) {
@@ -35,9 +30,8 @@ void ReferenceTransformerKernels::layernorm_var(ConstMatrixView x, const float* 
   }
 }
 
-void ReferenceTransformerKernels::layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
-                                                  const float* gamma, const float* beta, MatrixView y, float* rstd) {
-  detail::check_same_shape(x, y, "layernorm_apply");
+void ReferenceBackend::do_layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps,
+                                          const float* gamma, const float* beta, MatrixView y, float* rstd) {
   for (index_t i = 0; i < x.rows; ++i) {
     const double r = 1.0 / std::sqrt(static_cast<double>(var[i]) + eps);
     rstd[i] = static_cast<float>(r);
@@ -48,11 +42,9 @@ void ReferenceTransformerKernels::layernorm_apply(ConstMatrixView x, const float
   }
 }
 
-void ReferenceTransformerKernels::layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
-                                                          const float* rstd, const float* gamma, index_t width,
-                                                          float* a, float* b) {
-  check_pair(x, dy, "layernorm_backward_sums");
-  check_width(x, width, "layernorm_backward_sums");
+void ReferenceBackend::do_layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                                  const float* rstd, const float* gamma, index_t width,
+                                                  float* a, float* b) {
   for (index_t i = 0; i < x.rows; ++i) {
     double sa = 0.0, sb = 0.0;
     for (index_t j = 0; j < x.cols; ++j) {
@@ -66,12 +58,10 @@ void ReferenceTransformerKernels::layernorm_backward_sums(ConstMatrixView x, Con
   }
 }
 
-void ReferenceTransformerKernels::layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
-                                                     const float* rstd, const float* gamma, const float* a,
-                                                     const float* b, float beta, MatrixView dx, float grad_beta,
-                                                     float* dgamma, float* dbeta) {
-  check_pair(x, dy, "layernorm_backward");
-  detail::check_same_shape(x, dx, "layernorm_backward");
+void ReferenceBackend::do_layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean,
+                                             const float* rstd, const float* gamma, const float* a,
+                                             const float* b, float beta, MatrixView dx, float grad_beta,
+                                             float* dgamma, float* dbeta) {
   auto xhat = [&](index_t i, index_t j) { return (static_cast<double>(x.row(i)[j]) - mean[i]) * rstd[i]; };
   // Parameter gradients before dx, so that they see dy even if a caller writes dx over it.
   for (index_t j = 0; j < x.cols; ++j) {

@@ -49,49 +49,16 @@ class AddressSpace {
   std::size_t size_ = 0, next_ = 0;
 };
 
+// Causal attention: QKᵀ and PV over half of the seq × seq scores, 2·seq²·head_dim per head and
+// sequence; the backward pass recomputes P and forms four products, twice that.
+double attention_products(const AttentionShape& s) {
+  return 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) * static_cast<double>(s.seq) *
+         static_cast<double>(s.seq) * static_cast<double>(s.head_dim);
+}
+
 }  // namespace
 
-class ShapeBackend::Transformer final : public TransformerKernels {
- public:
-  explicit Transformer(ShapeCounts& c) : counts_(c) {}
-  void layernorm_mean(ConstMatrixView, index_t, float*) override {}
-  void layernorm_var(ConstMatrixView, const float*, index_t, float*) override {}
-  void layernorm_apply(ConstMatrixView, const float*, const float*, float, const float*, const float*, MatrixView,
-                       float*) override {}
-  void layernorm_backward_sums(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*, index_t,
-                               float*, float*) override {}
-  void layernorm_backward(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*, const float*,
-                          const float*, float, MatrixView, float, float*, float*) override {}
-  void gelu_forward(ConstMatrixView, MatrixView) override {}
-  void gelu_backward(ConstMatrixView, ConstMatrixView, MatrixView) override {}
-  // Causal attention: QKᵀ and PV over half of the seq × seq scores, 2·seq²·head_dim per head
-  // and sequence; the backward pass recomputes P and forms four products, twice that.
-  void attention_forward(ConstMatrixView, const AttentionShape& s, float, DropoutKey, MatrixView, float*) override {
-    counts_.gemm_flops += products(s);
-  }
-  void attention_backward(ConstMatrixView, ConstMatrixView, ConstMatrixView, const float*, const AttentionShape& s,
-                          float, DropoutKey, MatrixView) override {
-    counts_.gemm_flops += 2 * products(s);
-  }
-  double squared_norm(std::size_t, const float*) override { return 0.0; }
-  void squared_norms(const NormPiece*, std::size_t count, double* out) override {
-    for (std::size_t i = 0; i < count; ++i) out[i] = 0.0;  // host memory
-  }
-
- private:
-  static double products(const AttentionShape& s) {
-    return 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) * static_cast<double>(s.seq) *
-           static_cast<double>(s.seq) * static_cast<double>(s.head_dim);
-  }
-  ShapeCounts& counts_;
-};
-
-ShapeBackend::ShapeBackend() : transformer_(std::make_unique<Transformer>(counts_)) {}
-ShapeBackend::~ShapeBackend() = default;
-
-TransformerKernels& ShapeBackend::transformer() { return *transformer_; }
-
-void* ShapeBackend::allocate(std::size_t bytes) {
+void* ShapeBackend::do_allocate(std::size_t bytes) {
   void* p = AddressSpace::get().take(bytes);
   count_alloc(bytes);
   return p;
@@ -102,19 +69,33 @@ void ShapeBackend::deallocate(void* p, std::size_t bytes) noexcept {
 }
 
 // The host gets zeros: what it reads back (a loss, a count) is a number, never garbage.
-void ShapeBackend::copy_to_host(void* dst, const void*, std::size_t bytes) {
+void ShapeBackend::do_copy_to_host(void* dst, const void*, std::size_t bytes) {
   if (bytes) std::memset(dst, 0, bytes);
 }
 
-void ShapeBackend::spmm(const CsrView& a, ConstMatrixView b, MatrixView, float) {
+void ShapeBackend::do_spmm(const CsrView& a, ConstMatrixView b, MatrixView, float) {
   const double nnz = static_cast<double>(a.nnz), m = static_cast<double>(a.rows), n = static_cast<double>(b.cols);
   counts_.spmm_flops += 2.0 * nnz * n;
   counts_.spmm_bytes += nnz * 8.0 + nnz * n * 4.0 + m * n * 4.0 + (m + 1) * 8.0;
 }
 
-void ShapeBackend::gemm(Trans ta, Trans, float, ConstMatrixView a, ConstMatrixView, float, MatrixView c) {
+void ShapeBackend::do_gemm(Trans ta, Trans, float, ConstMatrixView a, ConstMatrixView, float, MatrixView c) {
   const double k = static_cast<double>(ta == Trans::No ? a.cols : a.rows);
   counts_.gemm_flops += 2.0 * static_cast<double>(c.rows) * k * static_cast<double>(c.cols);
+}
+
+void ShapeBackend::do_attention_forward(ConstMatrixView, const AttentionShape& s, float, DropoutKey, MatrixView,
+                                        float*) {
+  counts_.gemm_flops += attention_products(s);
+}
+
+void ShapeBackend::do_attention_backward(ConstMatrixView, ConstMatrixView, ConstMatrixView, const float*,
+                                         const AttentionShape& s, float, DropoutKey, MatrixView) {
+  counts_.gemm_flops += 2 * attention_products(s);
+}
+
+void ShapeBackend::do_squared_norms(const NormPiece*, std::size_t count, double* out) {
+  for (std::size_t i = 0; i < count; ++i) out[i] = 0.0;  // host memory
 }
 
 }  // namespace plexus

@@ -104,7 +104,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
-  ProfilingBackend* profiler = run.profiler.get();
+  KernelProfiler* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
   // The outputs are checked before the run, not after it (io/files/safe_files.hpp).

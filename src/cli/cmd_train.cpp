@@ -111,7 +111,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   Backend* backend = &run.get();
   backend->set_memory_limit(memory_limit);
   backend->set_matmul_precision(matmul_precision_of(o.matmul_precision, backend->matmul_precision()));
-  ProfilingBackend* profiler = run.profiler.get();
+  KernelProfiler* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
   const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());

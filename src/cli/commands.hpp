@@ -46,12 +46,12 @@ CLI::Option* add_data_option(CLI::App* cmd, std::string& path, const std::string
 void apply_config_file(const std::string& path, CLI::App& cmd);
 // One process's --backend (auto: CUDA when a device is visible); `gpu`: which device.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int gpu = 0);
-// The backend a run computes on: --backend's, wrapped in a ProfilingBackend with --profile.
+// The backend a run computes on: --backend's, observed by a KernelProfiler with --profile.
 // On a grid of more than one rank, auto means the CPU and cuda is refused (no NCCL collectives yet).
 struct RunBackend {
   std::unique_ptr<Backend> device;
-  std::unique_ptr<ProfilingBackend> profiler;
-  Backend& get() { return profiler ? *profiler : *device; }
+  std::unique_ptr<KernelProfiler> profiler;  // declared after the device: destroyed before it
+  Backend& get() { return *device; }
 };
 // The --backend of this rank (auto: CUDA when every rank has a GPU of its own, else the CPU);
 // a device backend on several ranks makes `grid` stage its buffers through host memory.
@@ -64,10 +64,10 @@ double peak_rss_bytes();
 // Its resident set size now, in bytes (/proc/self/statm; 0 where that is unavailable).
 double current_rss_bytes();
 
-// The kernel table of a run on a ProfilingBackend (`--profile`): per kernel and per family
+// The kernel table of a run with a KernelProfiler (`--profile`): per kernel and per family
 // (matrix products, attention, ...) its seconds, calls and share of `wall_seconds`, then the
 // collectives and what remains outside both (host code, launches).
-void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_seconds);
+void print_profile(const KernelProfiler& p, double wall_seconds, double comm_seconds);
 // {"total", "x", "y", "z"} of per-axis bytes.
 nlohmann::json axis_bytes_json(const std::array<double, 3>& bytes);
 // The same with the data-parallel axis: {"total", "x", "y", "z", "d"}.
@@ -96,6 +96,6 @@ void add_matmul_precision_option(CLI::App* cmd, std::string& value, const std::s
 MatmulPrecision matmul_precision_of(const std::string& value, MatmulPrecision otherwise);
 const char* matmul_precision_name(MatmulPrecision p);  // "fp32", "tf32", "bf16"
 // {"kernel": {"seconds": s, "calls": n}, ...}
-nlohmann::json profile_json(const ProfilingBackend& p);
+nlohmann::json profile_json(const KernelProfiler& p);
 
 }  // namespace plexus::cli

@@ -110,7 +110,7 @@ RunBackend make_run_backend(const std::string& name, int threads, bool profile, 
                                  : std::string(" (this build has no NCCL)"));
     }
   }
-  if (profile) r.profiler = std::make_unique<ProfilingBackend>(*r.device);
+  if (profile) r.profiler = std::make_unique<KernelProfiler>(*r.device);
   return r;
 }
 
@@ -126,7 +126,7 @@ int threads_per_rank(int threads) {
   return std::max(1, cores / ProcessGrid::ranks_on_this_node());
 }
 
-void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_seconds) {
+void print_profile(const KernelProfiler& p, double wall_seconds, double comm_seconds) {
   // Families, in print order; a kernel belongs to the first whose prefix it starts with.
   const std::vector<std::pair<std::string, std::vector<std::string>>> families = {
       {"matrix products (gemm)", {"gemm"}},
@@ -139,7 +139,7 @@ void print_profile(const ProfilingBackend& p, double wall_seconds, double comm_s
       {"precision casts (bf16)", {"to_bf16", "from_bf16"}},
       {"other kernels", {""}}};
   std::vector<double> family_seconds(families.size(), 0.0);
-  std::vector<std::pair<std::string, ProfilingBackend::Entry>> rows(p.entries().begin(), p.entries().end());
+  std::vector<std::pair<std::string, KernelProfiler::Entry>> rows(p.entries().begin(), p.entries().end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   double kernels = 0;
   fmt::print("{:<26} {:>10} {:>10} {:>8}\n", "kernel", "seconds", "calls", "share");
@@ -233,7 +233,7 @@ void set_rank_memory_budget(std::size_t option_bytes) {
   else set_memory_budget({available, false});
 }
 
-nlohmann::json profile_json(const ProfilingBackend& p) {
+nlohmann::json profile_json(const KernelProfiler& p) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, e] : p.entries()) j[name] = {{"seconds", e.seconds}, {"calls", e.calls}};
   return j;

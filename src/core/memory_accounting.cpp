@@ -33,7 +33,7 @@ void Backend::account_buffer(MemoryKind k, std::size_t bytes) {
 }
 
 // A host backend has nothing to pin: ordinary aligned host memory.
-HostPinnedPtr Backend::allocate_host_pinned(std::size_t bytes) {
+HostPinnedPtr Backend::do_allocate_host_pinned(std::size_t bytes) {
   if (bytes == 0) return HostPinnedPtr(nullptr, HostPinnedFree{detail::host_free});
   return HostPinnedPtr(detail::host_aligned_alloc(bytes), HostPinnedFree{detail::host_free});
 }

@@ -35,7 +35,7 @@ void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t
 const Matrix& GptBlock::forward(const Matrix& x, const GptDropout& drop) {
   const Matrix& h1 = ln1.forward(x.view());
   Matrix& q = qkv.forward(h1.view());
-  be_.transformer().attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
+  be_.attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
   Matrix& a = proj.forward(att_.view());
   drop_residual(a.view(), drop, site(1));
   be_.copy(x.view(), mid_.view());
@@ -43,7 +43,7 @@ const Matrix& GptBlock::forward(const Matrix& x, const GptDropout& drop) {
 
   const Matrix& h2 = ln2.forward(mid_.view());
   Matrix& f = fc.forward(h2.view());
-  be_.transformer().gelu_forward(f.view(), gelu_.view());
+  be_.gelu_forward(f.view(), gelu_.view());
   Matrix& m = fc2.forward(gelu_.view());
   drop_residual(m.view(), drop, site(2));
   be_.copy(mid_.view(), out_.view());
@@ -57,7 +57,7 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   be_.copy(d.view(), branch.view());
   drop_residual(branch.view(), drop, site(2));
   Matrix d_gelu = fc2.backward(gelu_.view(), branch, true);
-  be_.transformer().gelu_backward(fc.output().view(), d_gelu.view(), d_gelu.view());
+  be_.gelu_backward(fc.output().view(), d_gelu.view(), d_gelu.view());
   Matrix d_h2 = fc.backward(ln2.forward_output().view(), d_gelu, true);
   ln2.backward(mid_.view(), d_h2.view(), d.view());
 
@@ -66,7 +66,7 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   drop_residual(branch.view(), drop, site(1));
   Matrix d_att = proj.backward(att_.view(), branch, true);
   Matrix d_qkv(be_, d.rows(), layout_.qkv_cols.size());
-  be_.transformer().attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
+  be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
                                        drop.key(site(0)), d_qkv.view());
   Matrix d_h1 = qkv.backward(ln1.forward_output().view(), d_qkv, true);
   ln1.backward(x.view(), d_h1.view(), d.view());

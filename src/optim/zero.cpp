@@ -382,7 +382,7 @@ double ZeroOptimizer::grad_squared_norm() {
   double sum = 0.0;
   const auto reduce_pieces = [&] {
     norms.assign(pieces.size(), 0.0);
-    be_.transformer().squared_norms(pieces.data(), pieces.size(), norms.data());
+    be_.squared_norms(pieces.data(), pieces.size(), norms.data());
     for (const double v : norms) sum += v;
     pieces.clear();
   };

@@ -31,27 +31,25 @@ LayerNorm3D::LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, 
 
 const Matrix& LayerNorm3D::forward(ConstMatrixView x) {
   if (x.rows != y_.rows() || x.cols != y_.cols()) throw std::invalid_argument("LayerNorm3D: input shape");
-  TransformerKernels& k = be_.transformer();
   Communicator& hid = grid_.comm(hidden_);
-  k.layernorm_mean(x, width_, mean_.data());
+  be_.layernorm_mean(x, width_, mean_.data());
   hid.all_reduce(mean_.data(), mean_.size(), ReduceOp::Sum);
-  k.layernorm_var(x, mean_.data(), width_, var_.data());
+  be_.layernorm_var(x, mean_.data(), width_, var_.data());
   hid.all_reduce(var_.data(), var_.size(), ReduceOp::Sum);
-  k.layernorm_apply(x, mean_.data(), var_.data(), eps_, gamma_.data(), beta_.data(), y_.view(), rstd_.data());
+  be_.layernorm_apply(x, mean_.data(), var_.data(), eps_, gamma_.data(), beta_.data(), y_.view(), rstd_.data());
   return y_;
 }
 
 void LayerNorm3D::backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
-  TransformerKernels& k = be_.transformer();
   const std::size_t rows = mean_.size(), cols = gamma_.size();
   float* a = sums_.data();
   float* b = sums_.data() + rows;
-  k.layernorm_backward_sums(x, dy, mean_.data(), rstd_.data(), gamma_.data(), width_, a, b);
+  be_.layernorm_backward_sums(x, dy, mean_.data(), rstd_.data(), gamma_.data(), width_, a, b);
   grid_.comm(hidden_).all_reduce(sums_.data(), sums_.size(), ReduceOp::Sum);
   float* dg = param_sums_.data();
   float* db = param_sums_.data() + cols;
-  k.layernorm_backward(x, dy, mean_.data(), rstd_.data(), gamma_.data(), a, b, /*beta=*/1.0f, dx,
-                       /*grad_beta=*/0.0f, dg, db);
+  be_.layernorm_backward(x, dy, mean_.data(), rstd_.data(), gamma_.data(), a, b, /*beta=*/1.0f, dx,
+                         /*grad_beta=*/0.0f, dg, db);
   // Only this pass's parameter sums are reduced over the rows; then they are accumulated.
   grid_.comm(row_).all_reduce(param_sums_.data(), param_sums_.size(), ReduceOp::Sum);
   be_.axpby(cols, 1.0f, dg, 1.0f, gamma_.grad());

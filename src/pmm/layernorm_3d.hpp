@@ -6,7 +6,7 @@
 // Collectives, forward ↔ backward:
 //   mean = all-reduce(Σ x / C)             over hidden  ↔  (a, b) = all-reduce(Σ g/C, Σ g·x̂/C)  over hidden
 //   var  = all-reduce(Σ (x − mean)² / C)   over hidden  ↔  (dγ, dβ) = all-reduce(Σ_rows)          over row
-// (the kernels: plexus/kernels/layernorm.hpp).
+// (the kernels: Backend::layernorm_* in plexus/backend.hpp).
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"

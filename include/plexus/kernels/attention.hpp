@@ -24,16 +24,4 @@ struct AttentionShape {
   index_t batch0 = 0, head0 = 0, total_heads = 0;  // global indices, for the dropout keys
 };
 
-class AttentionKernels {
- public:
-  virtual ~AttentionKernels() = default;
-  // Writes y and lse.
-  virtual void attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key,
-                                 MatrixView y, float* lse) = 0;
-  // Given y and lse of the forward pass and dy, writes dqkv (same layout as qkv; every
-  // element of the 3·heads·head_dim columns is written). Deterministic: no atomics.
-  virtual void attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
-                                  const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
-};
-
 }  // namespace plexus

@@ -1,0 +1,262 @@
+// The public kernel calls of Backend (plexus/backend.hpp): each checks its arguments here, once
+// for every backend, so that a mismatched call fails the same way (std::invalid_argument)
+// whichever backend runs it instead of reading out of bounds; then it tells the observer and
+// runs the backend's do_<kernel>. A backend checks only its own limits (CUDA's head_dim, BLAS's
+// int range, a plan of another matrix).
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/common/shape_checks.hpp"
+#include "plexus/backend.hpp"
+
+namespace plexus {
+
+using detail::require;
+using detail::valid_view;
+
+namespace {
+
+void check_view(ConstMatrixView m, const char* kernel) { require(valid_view(m), kernel, "invalid matrix view"); }
+
+void check_same_shape(ConstMatrixView x, ConstMatrixView y, const char* kernel) {
+  require(valid_view(x) && valid_view(y), kernel, "invalid matrix view (ld < cols)");
+  require(x.rows == y.rows && x.cols == y.cols, kernel, "shapes differ");
+}
+
+void check_spmm(const CsrView& a, ConstMatrixView b, MatrixView c) {
+  require(valid_view(b) && valid_view(c), "spmm", "invalid matrix view (ld < cols)");
+  require(a.rows >= 0 && a.cols >= 0 && a.nnz >= 0, "spmm", "invalid CSR shape");
+  require(a.cols == b.rows, "spmm", "A.cols != B.rows");
+  require(a.rows == c.rows && b.cols == c.cols, "spmm", "C shape != A.rows x B.cols");
+}
+
+void check_dropout_p(float p) {
+  require(p >= 0.0f && p <= 1.0f, "dropout", "p must be in [0, 1]");  // also rejects NaN
+}
+
+// LayerNorm: a view and the global width it is normalised over.
+void check_width(ConstMatrixView x, index_t width, const char* kernel) {
+  require(valid_view(x), kernel, "invalid matrix view (ld < cols)");
+  require(width > 0 && width >= x.cols, kernel, "width must be positive and >= cols");
+}
+
+void check_attention(ConstMatrixView qkv, const AttentionShape& s, float p, const char* kernel) {
+  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, seq, heads must be >= 0 and head_dim >= 1");
+  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
+          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
+  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
+  require(valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
+          "qkv must be batch·seq × >= 3·heads·head_dim");
+  check_dropout_p(p);
+}
+// An attention output or gradient: batch·seq rows, at least min_cols columns.
+void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, const char* kernel, const char* what) {
+  require(valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
+}
+
+}  // namespace
+
+template <class F>
+decltype(auto) Backend::observed(const char* kernel, F&& f) {
+  KernelObserver* const o = observer_;
+  if (!o) return f();
+  // Hidden while the kernel runs: calls it makes to this backend are part of its own time.
+  struct Restore {
+    Backend& be;
+    KernelObserver* o;
+    ~Restore() { be.observer_ = o; }
+  } restore{*this, std::exchange(observer_, nullptr)};
+  o->begin(kernel);
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    o->end(kernel);
+  } else {
+    auto r = f();
+    o->end(kernel);
+    return r;
+  }
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+void* Backend::allocate(std::size_t bytes) {
+  return observed("allocate", [&] { return do_allocate(bytes); });
+}
+void Backend::copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  observed("copy_from_host", [&] { do_copy_from_host(dst, src, bytes); });
+}
+void Backend::copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  observed("copy_to_host", [&] { do_copy_to_host(dst, src, bytes); });
+}
+void Backend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+  observed("copy_on_device", [&] { do_copy_on_device(dst, src, bytes); });
+}
+HostPinnedPtr Backend::allocate_host_pinned(std::size_t bytes) {
+  return observed("allocate_host_pinned", [&] { return do_allocate_host_pinned(bytes); });
+}
+
+// ---- sparse ---------------------------------------------------------------------------------
+void Backend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) {
+  check_spmm(a, b, c);
+  observed("spmm", [&] { do_spmm(a, b, c, beta); });
+}
+std::unique_ptr<SpmmPlan> Backend::prepare_spmm(const CsrView& a, index_t max_dense_cols) {
+  return observed("spmm_prepare", [&] { return do_prepare_spmm(a, max_dense_cols); });
+}
+void Backend::spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta, const SpmmPlan* plan) {
+  check_spmm(a, b, c);
+  observed("spmm", [&] { do_spmm(a, b, c, beta, plan); });
+}
+
+// ---- dense ----------------------------------------------------------------------------------
+void Backend::gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
+                   MatrixView c) {
+  require(valid_view(a) && valid_view(b) && valid_view(c), "gemm", "invalid matrix view (ld < cols)");
+  const index_t am = ta == Trans::No ? a.rows : a.cols, ak = ta == Trans::No ? a.cols : a.rows;
+  const index_t bk = tb == Trans::No ? b.rows : b.cols, bn = tb == Trans::No ? b.cols : b.rows;
+  require(ak == bk, "gemm", "inner dimensions of op(A) and op(B) differ");
+  require(am == c.rows && bn == c.cols, "gemm", "C shape != op(A).rows x op(B).cols");
+  // By transposition: forward products (nn), weight gradients (tn) and input gradients (nt)
+  // have very different shapes, so each is observed under its own name.
+  static constexpr const char* kNames[2][2] = {{"gemm_nn", "gemm_nt"}, {"gemm_tn", "gemm_tt"}};
+  observed(kNames[ta == Trans::Yes][tb == Trans::Yes], [&] { do_gemm(ta, tb, alpha, a, b, beta, c); });
+}
+void Backend::axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
+  observed("axpby", [&] { do_axpby(n, alpha, x, beta, y); });
+}
+void Backend::fill(MatrixView m, float value) {
+  check_view(m, "fill");
+  observed("fill", [&] { do_fill(m, value); });
+}
+void Backend::copy(ConstMatrixView src, MatrixView dst) {
+  check_same_shape(src, dst, "copy");
+  observed("copy", [&] { do_copy(src, dst); });
+}
+
+// ---- elementwise / activation ---------------------------------------------------------------
+void Backend::add_bias(MatrixView m, const float* bias) {
+  check_view(m, "add_bias");
+  observed("add_bias", [&] { do_add_bias(m, bias); });
+}
+void Backend::column_sum(ConstMatrixView m, float beta, float* out) {
+  check_view(m, "column_sum");
+  observed("column_sum", [&] { do_column_sum(m, beta, out); });
+}
+void Backend::relu(MatrixView m) {
+  check_view(m, "relu");
+  observed("relu", [&] { do_relu(m); });
+}
+void Backend::relu_backward(ConstMatrixView activated, MatrixView grad) {
+  check_same_shape(activated, grad, "relu_backward");
+  observed("relu_backward", [&] { do_relu_backward(activated, grad); });
+}
+void Backend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
+  check_same_shape(x, out, "dropout");
+  check_dropout_p(p);
+  observed("dropout", [&] { do_dropout(x, out, p, key, row0, col0); });
+}
+void Backend::gelu_forward(ConstMatrixView x, MatrixView y) {
+  check_same_shape(x, y, "gelu_forward");
+  observed("gelu_forward", [&] { do_gelu_forward(x, y); });
+}
+void Backend::gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
+  check_same_shape(x, dx, "gelu_backward");
+  check_same_shape(dy, dx, "gelu_backward");
+  observed("gelu_backward", [&] { do_gelu_backward(x, dy, dx); });
+}
+
+// ---- LayerNorm ------------------------------------------------------------------------------
+void Backend::layernorm_mean(ConstMatrixView x, index_t width, float* mean) {
+  check_width(x, width, "layernorm_mean");
+  observed("layernorm_mean", [&] { do_layernorm_mean(x, width, mean); });
+}
+void Backend::layernorm_var(ConstMatrixView x, const float* mean, index_t width, float* var) {
+  check_width(x, width, "layernorm_var");
+  observed("layernorm_var", [&] { do_layernorm_var(x, mean, width, var); });
+}
+void Backend::layernorm_apply(ConstMatrixView x, const float* mean, const float* var, float eps, const float* gamma,
+                              const float* beta, MatrixView y, float* rstd) {
+  check_same_shape(x, y, "layernorm_apply");
+  observed("layernorm_apply", [&] { do_layernorm_apply(x, mean, var, eps, gamma, beta, y, rstd); });
+}
+void Backend::layernorm_backward_sums(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                                      const float* gamma, index_t width, float* a, float* b) {
+  check_same_shape(x, dy, "layernorm_backward_sums");
+  check_width(x, width, "layernorm_backward_sums");
+  observed("layernorm_backward_sums", [&] { do_layernorm_backward_sums(x, dy, mean, rstd, gamma, width, a, b); });
+}
+void Backend::layernorm_backward(ConstMatrixView x, ConstMatrixView dy, const float* mean, const float* rstd,
+                                 const float* gamma, const float* a, const float* b, float beta, MatrixView dx,
+                                 float grad_beta, float* dgamma, float* dbeta) {
+  check_same_shape(x, dy, "layernorm_backward");
+  check_same_shape(x, dx, "layernorm_backward");
+  observed("layernorm_backward",
+           [&] { do_layernorm_backward(x, dy, mean, rstd, gamma, a, b, beta, dx, grad_beta, dgamma, dbeta); });
+}
+
+// ---- attention ------------------------------------------------------------------------------
+void Backend::attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key,
+                                MatrixView y, float* lse) {
+  check_attention(qkv, s, dropout_p, "attention_forward");
+  check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+  observed("attention_forward", [&] { do_attention_forward(qkv, s, dropout_p, key, y, lse); });
+}
+void Backend::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                                 const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) {
+  check_attention(qkv, s, dropout_p, "attention_backward");
+  check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
+  check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
+  check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+  observed("attention_backward", [&] { do_attention_backward(qkv, y, dy, lse, s, dropout_p, key, dqkv); });
+}
+
+// ---- loss -----------------------------------------------------------------------------------
+void Backend::row_max(ConstMatrixView x, float* row_max) {
+  check_view(x, "row_max");
+  observed("row_max", [&] { do_row_max(x, row_max); });
+}
+void Backend::row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) {
+  check_view(x, "row_sumexp");
+  observed("row_sumexp", [&] { do_row_sumexp(x, row_max, row_sumexp); });
+}
+LossTerms Backend::softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
+                                const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad) {
+  check_same_shape(x, grad, "softmax_xent");
+  return observed("softmax_xent",
+                  [&] { return do_softmax_xent(x, row_max, row_sumexp, labels, weights, col0, grad); });
+}
+void Backend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
+  check_view(x, "row_argmax");
+  observed("row_argmax", [&] { do_row_argmax(x, col0, best_val, best_col); });
+}
+void Backend::argmax_keys(std::size_t n, const float* best_val, const float* global_best,
+                          const std::int64_t* best_col, float* key) {
+  observed("argmax_keys", [&] { do_argmax_keys(n, best_val, global_best, best_col, key); });
+}
+void Backend::count_correct(std::size_t n, const float* key, const std::int32_t* labels, const std::uint8_t* splits,
+                            int num_splits, double* counts) {
+  require(num_splits >= 0 && num_splits <= 8, "count_correct", "num_splits must be in [0, 8]");
+  observed("count_correct", [&] { do_count_correct(n, key, labels, splits, num_splits, counts); });
+}
+
+// ---- reductions, optimizer, precision -------------------------------------------------------
+double Backend::squared_norm(std::size_t n, const float* x) {
+  return observed("squared_norm", [&] { return do_squared_norm(n, x); });
+}
+void Backend::squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
+  observed("squared_norm", [&] { do_squared_norms(pieces, count, out); });
+}
+void Backend::adam_step(std::size_t n, float* param, const float* grad, float* m, float* v, const AdamParams& hp) {
+  require(hp.step >= 1, "adam_step", "step is 1-based and must be >= 1");
+  observed("adam_step", [&] { do_adam_step(n, param, grad, m, v, hp); });
+}
+void Backend::to_bf16(std::size_t n, const float* x, float beta, bf16* y) {
+  observed("to_bf16", [&] { do_to_bf16(n, x, beta, y); });
+}
+void Backend::from_bf16(std::size_t n, const bf16* x, float* y) {
+  observed("from_bf16", [&] { do_from_bf16(n, x, y); });
+}
+
+}  // namespace plexus
