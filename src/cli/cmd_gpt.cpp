@@ -106,29 +106,30 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   ProfilingBackend* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
-  TrainingRun training(*grid, "step", {o.metrics, "--save", o.save, o.checkpoints, {o.data, o.config}}, o.quiet, profiler);
+  TrainingRun training(*grid, "step", {o.metrics, "--save", o.save, o.checkpoints, {o.data, o.config}}, o.quiet,
+                       profiler);
   if (!o.quiet && !grid_choice.why.empty()) fmt::print("--grid auto: {} ({})\n", grid->shape().str(), grid_choice.why);
   training.header("gpt train", cmd,
-             {{"data", o.data},
-              {"grid", grid->shape().str()},
-              {"dp", grid->dp()},
-              {"ranks", grid->size()},
-              {"threads", o.threads},
-              {"backend", backend->name()},
-              {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)}},
-             kStepReductions);
+                  {{"data", o.data},
+                   {"grid", grid->shape().str()},
+                   {"dp", grid->dp()},
+                   {"ranks", grid->size()},
+                   {"threads", o.threads},
+                   {"backend", backend->name()},
+                   {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)}},
+                  kStepReductions);
 
   training.measure_base_rss();
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
+  const std::string& resume_from = training.resume_from();
   std::optional<GptCheckpoint> resume;
-  if (!training.resume_from().empty()) {
-    resume = read_gpt_checkpoint_h5(training.resume_from());
+  if (!resume_from.empty()) {
+    resume = read_gpt_checkpoint_h5(resume_from);
     if (resume->model.chars != corpus.chars)
-      throw InputError(training.resume_from(), "was trained on " +
-                                              std::string(resume->model.chars.empty() ? "a token file" : "text") +
-                                              " of another vocabulary than " + o.data + "'s");
-    check_resumable(*resume, o.cfg, training.resume_from());
+      throw InputError(resume_from, "was trained on " + std::string(resume->model.chars.empty() ? "a token file" : "text") +
+                                        " of another vocabulary than " + o.data + "'s");
+    check_resumable(*resume, o.cfg, resume_from);
   }
   // Before the model is built, not by the OOM killer.
   check_gpt_memory(o.cfg, grid->shape(), o.dp, is_token_file(o.data) ? "--vocab" : o.data);
@@ -144,9 +145,9 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   GptTrainer trainer(corpus, o.cfg, *backend, *grid, nullptr, resume ? &*resume : nullptr);
   const auto on_step = [&](const GptStepMetrics& m) {
     training.step_done(step_json(m), m.iter,
-                  fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,
-                              m.tokens_per_second, m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : ""),
-                  m.step_seconds, m.evaluated);
+                       fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,
+                                   m.tokens_per_second, m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : ""),
+                       m.step_seconds, m.evaluated);
   };
   const auto save = [&](const std::string& path) { trainer.save(path); };
   GptTrainResult r =
@@ -165,23 +166,23 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   double comm_seconds = 0;
   for (const GptStepMetrics& m : r.steps) comm_seconds += m.comm_seconds;
   training.summary(r.total_seconds, comm_seconds, "iters_done", r.iters_done,
-              {{"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
-               {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
-               {"total_seconds", r.total_seconds},
-               {"params", r.params},
-               {"weight_bytes", r.max_weight_bytes},
-               {"weight_bytes_total", r.total_weight_bytes},
-               {"base_rss_bytes", training.base_rss()},
-               {"peak_rss_bytes", training.peak_rss()},
-               {"peak_tensor_bytes", r.max_peak_tensor_bytes},
-               {"ranks", grid->size()},
-               {"grid", grid->shape().str()},
-               {"dp", grid->dp()},
-               {"zero", o.cfg.zero_stage},
-               {"precision", o.precision},
-               {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
-               {"memory", memory_json(r)},
-               {"backend", backend->name()}});
+                   {{"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
+                    {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
+                    {"total_seconds", r.total_seconds},
+                    {"params", r.params},
+                    {"weight_bytes", r.max_weight_bytes},
+                    {"weight_bytes_total", r.total_weight_bytes},
+                    {"base_rss_bytes", training.base_rss()},
+                    {"peak_rss_bytes", training.peak_rss()},
+                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                    {"ranks", grid->size()},
+                    {"grid", grid->shape().str()},
+                    {"dp", grid->dp()},
+                    {"zero", o.cfg.zero_stage},
+                    {"precision", o.precision},
+                    {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
+                    {"memory", memory_json(r)},
+                    {"backend", backend->name()}});
 }
 
 struct GptSampleOptions {

@@ -114,15 +114,15 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());
   if (!o.quiet && !grid_choice.why.empty()) spdlog::info("--grid auto: {} ({})", grid->shape().str(), grid_choice.why);
   TrainingRun training(*grid, "epoch", {o.metrics, "--save-model", o.save_model, o.checkpoints, {o.data, o.config}},
-                  o.quiet, profiler);
+                       o.quiet, profiler);
   training.header("train", cmd,
-             {{"data", o.data},
-              {"grid", grid->shape().str()},
-              {"ranks", grid->size()},
-              {"threads", o.threads},
-              {"backend", backend->name()},
-              {"matmul_precision", matmul_precision_name(backend->matmul_precision())}},
-             kEpochReductions);
+                  {{"data", o.data},
+                   {"grid", grid->shape().str()},
+                   {"ranks", grid->size()},
+                   {"threads", o.threads},
+                   {"backend", backend->name()},
+                   {"matmul_precision", matmul_precision_name(backend->matmul_precision())}},
+                  kEpochReductions);
 
   // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
   const PreparedInfo prep = read_prepared_info_h5(o.data);
@@ -174,9 +174,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   std::unique_ptr<GcnTrainer> trainer =
       in_memory ? about_file(o.data, [&] { return std::make_unique<GcnTrainer>(whole, o.cfg, *backend, *grid); })
                 : std::make_unique<GcnTrainer>(std::move(shards), o.cfg, *backend, *grid);
-  if (!training.resume_from().empty()) {
-    trainer->resume(training.resume_from());
-    if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", training.resume_from(), trainer->epochs_done());
+  if (const std::string& resume_from = training.resume_from(); !resume_from.empty()) {
+    trainer->resume(resume_from);
+    if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", resume_from, trainer->epochs_done());
   }
   training.start(trainer->epochs_done(), o.cfg.epochs);
   const auto on_epoch = [&](const EpochMetrics& m) {
@@ -184,9 +184,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
     training.step_done(epoch_json(m), m.epoch + 1,
-                  fmt::format("loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}", m.loss, m.train_acc, m.val_acc,
-                              m.test_acc),
-                  m.epoch_seconds);
+                       fmt::format("loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}", m.loss, m.train_acc, m.val_acc,
+                                   m.test_acc),
+                       m.epoch_seconds);
   };
   const auto save = [&](const std::string& path) { trainer->save(path); };
   const TrainResult r = trainer->run(on_epoch, [&] { return training.stop_after(trainer->epochs_done(), save); });
@@ -200,24 +200,24 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   double comm_seconds = 0;
   for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
   training.summary(r.total_seconds, comm_seconds, "epochs_done", trainer->epochs_done(),
-              {{"best_epoch", r.best_epoch + 1},
-               {"best_val_acc", r.best_val_acc},
-               {"test_acc", r.test_acc},
-               {"total_seconds", r.total_seconds},
-               {"load_seconds", load_s},
-               {"base_rss_bytes", training.base_rss()},
-               {"load_peak_rss_bytes", load_rss},
-               {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
-               {"peak_rss_bytes", training.peak_rss()},
-               {"peak_tensor_bytes", r.max_peak_tensor_bytes},
-               {"ranks", grid->size()},
-               {"grid", grid->shape().str()},
-               {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
-               {"balance", balance_name(balance)},
-               {"agg_chunks", o.cfg.agg_chunks},
-               {"shard_adj", o.cfg.shard_adj},
-               {"backend", backend->name()},
-               {"matmul_precision", matmul_precision_name(backend->matmul_precision())}});
+                   {{"best_epoch", r.best_epoch + 1},
+                    {"best_val_acc", r.best_val_acc},
+                    {"test_acc", r.test_acc},
+                    {"total_seconds", r.total_seconds},
+                    {"load_seconds", load_s},
+                    {"base_rss_bytes", training.base_rss()},
+                    {"load_peak_rss_bytes", load_rss},
+                    {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
+                    {"peak_rss_bytes", training.peak_rss()},
+                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                    {"ranks", grid->size()},
+                    {"grid", grid->shape().str()},
+                    {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
+                    {"balance", balance_name(balance)},
+                    {"agg_chunks", o.cfg.agg_chunks},
+                    {"shard_adj", o.cfg.shard_adj},
+                    {"backend", backend->name()},
+                    {"matmul_precision", matmul_precision_name(backend->matmul_precision())}});
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ TrainingRun::TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFile
                          const ProfilingBackend* profiler)
     : grid_(grid),
       unit_(unit),
-      checkpoint_options_(files.checkpoints),
+      checkpoint_dir_(files.checkpoints.dir),
       profiler_(profiler),
       style_(progress_style(quiet)),
       metrics_(metrics_path(grid, files), files.inputs),
@@ -72,7 +72,7 @@ void TrainingRun::finish(long long done, const std::function<void()>& save_model
   progress_->finish();
   if (save_model) save_model();
   if (stopped_by_ != 0)
-    interruption_ = interrupted(stopped_by_, (unit_ + "s").c_str(), done, total_, checkpoints_, checkpoint_options_.dir);
+    interruption_ = interrupted(stopped_by_, (unit_ + "s").c_str(), done, total_, checkpoints_, checkpoint_dir_);
   peak_rss_ = peak_rss_bytes();  // over the load and the run
   grid_.world().all_reduce(&peak_rss_, 1, ReduceOp::Max);
 }

@@ -77,7 +77,7 @@ class TrainingRun {
  private:
   ProcessGrid& grid_;
   std::string unit_;
-  CheckpointOptions checkpoint_options_;
+  std::string checkpoint_dir_;  // --checkpoint-dir, for the interrupted line
   const ProfilingBackend* profiler_;
   ProgressStyle style_;
   MetricsLog metrics_;
