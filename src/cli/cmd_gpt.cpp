@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,14 +10,12 @@
 #include <vector>
 #include <string>
 
-#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
+#include "plexus/gpt_trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
-#include "src/cli/metrics_log.hpp"
-#include "src/cli/progress_display.hpp"
-#include "src/cli/run_control.hpp"
+#include "src/cli/training_run.hpp"
 
 namespace plexus::cli {
 
@@ -107,27 +106,23 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   KernelProfiler* profiler = run.profiler.get();
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
-  // The outputs are checked before the run, not after it (io/files/safe_files.hpp).
-  const std::vector<std::string> inputs = {o.data, o.config};
-  if (root) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save", o.save}});
-  MetricsLog metrics(root ? o.metrics : std::string(), inputs);
-  if (root && !o.save.empty()) io::check_output(o.save, io::OutputNeeds::Seekable, inputs);
+  TrainingRun training(*grid, "step", {o.metrics, "--save", o.save, o.checkpoints, {o.data, o.config}}, o.quiet,
+                       profiler);
   if (!o.quiet && !grid_choice.why.empty()) fmt::print("--grid auto: {} ({})\n", grid->shape().str(), grid_choice.why);
-  metrics.header("gpt train", cmd,
-                 {{"data", o.data},
-                  {"grid", grid->shape().str()},
-                  {"dp", grid->dp()},
-                  {"ranks", grid->size()},
-                  {"threads", o.threads},
-                  {"backend", backend->name()},
-                  {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)}},
-                 kStepReductions);
+  training.header("gpt train", cmd,
+                  {{"data", o.data},
+                   {"grid", grid->shape().str()},
+                   {"dp", grid->dp()},
+                   {"ranks", grid->size()},
+                   {"threads", o.threads},
+                   {"backend", backend->name()},
+                   {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)}},
+                  kStepReductions);
 
-  double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime (as plexus train)
-  grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
-  const std::string resume_from = prepare_checkpoints(o.checkpoints, *grid, inputs);
+  training.measure_base_rss();
   const TokenCorpus corpus = load_corpus(o);
   o.cfg.model.vocab = corpus.vocab;
+  const std::string& resume_from = training.resume_from();
   std::optional<GptCheckpoint> resume;
   if (!resume_from.empty()) {
     resume = read_gpt_checkpoint_h5(resume_from);
@@ -144,39 +139,24 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
                o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string(),
                o.cfg.precision == Precision::BF16 ? ", bf16" : "");
 
-  const int print_every = std::max(1, o.cfg.iters / 100);
-  Progress progress(progress_style(o.quiet), "step", o.cfg.iters, resume ? resume->iters_done : 0, print_every);
-  GptTrainHooks hooks;
-  hooks.keep_weights = !o.save.empty();
-  hooks.resume = resume ? &*resume : nullptr;
-  // SIGINT/SIGTERM end the run after its step, with a checkpoint; a second one ends it at once.
-  CheckpointSchedule checkpoints(o.checkpoints, root);
-  int stopped_by = 0;
-  hooks.stop = [&] { return (stopped_by = agreed_stop_signal(*grid)) != 0; };
-  hooks.checkpoint = [&](int done, bool stopping, const GptTrainHooks::SaveCheckpoint& save) {
-    const std::string path = checkpoints.due(done, o.cfg.iters, stopping);
-    if (path.empty()) return;
-    save(path);
-    checkpoints.written(path);
+  training.start(resume ? resume->iters_done : 0, o.cfg.iters, std::max(1, o.cfg.iters / 100));
+  // From before the model is built: the time counts its initial evaluation (as train_gpt's).
+  const auto t_start = std::chrono::steady_clock::now();
+  GptTrainer trainer(corpus, o.cfg, *backend, *grid, nullptr, resume ? &*resume : nullptr);
+  const auto on_step = [&](const GptStepMetrics& m) {
+    training.step_done(step_json(m), m.iter,
+                       fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,
+                                   m.tokens_per_second, m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : ""),
+                       m.step_seconds, m.evaluated);
   };
-  io::enable_graceful_stop();
-  hooks.on_step = [&](const GptStepMetrics& m) {
-    metrics.line(step_json(m));
-    progress.step(m.iter,
-                  fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,
-                              m.tokens_per_second, m.evaluated ? fmt::format("  val {:.4f}", m.val_loss) : ""),
-                  m.step_seconds, m.evaluated);
-  };
-  const GptTrainResult r = train_gpt(corpus, o.cfg, *backend, *grid, hooks);
-  progress.finish();
-  double peak_rss = peak_rss_bytes();
-  grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
-  const std::string interruption =
-      stopped_by != 0 ? interrupted(stopped_by, "steps", r.iters_done, o.cfg.iters, checkpoints, o.checkpoints.dir)
-                      : std::string();
+  const auto save = [&](const std::string& path) { trainer.save(path); };
+  GptTrainResult r =
+      trainer.run(on_step, [&] { return training.stop_after(trainer.iters_done(), save); }, {}, !o.save.empty());
+  r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  training.finish(r.iters_done);
   if (!root) return;
   if (!o.save.empty()) write_gpt_model_h5(o.save, GptModelFile{o.cfg.model, corpus.chars, r.weights});
-  if (!interruption.empty()) fmt::print("{}\n", interruption);
+  training.print_interruption();
   // --eval-every 0 never evaluates: no validation loss to report (0 would read as a perfect one).
   const bool evaluated = o.cfg.eval_every > 0;
   if (evaluated)
@@ -185,32 +165,24 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
     fmt::print("{} parameters; not evaluated (--eval-every 0) ({:.1f} s)\n", r.params, r.total_seconds);
   double comm_seconds = 0;
   for (const GptStepMetrics& m : r.steps) comm_seconds += m.comm_seconds;
-  if (profiler) print_profile(*profiler, r.total_seconds, comm_seconds);
-  if (metrics.enabled()) {
-    metrics.summary(nlohmann::ordered_json{{"summary", true},
-                                   {"interrupted", stopped_by != 0},
-                                   {"iters_done", r.iters_done},
-                                   {"resumed_from", resume_from.empty() ? nlohmann::json() : nlohmann::json(resume_from)},
-                                   {"checkpoint", checkpoints.last().empty() ? nlohmann::json() : nlohmann::json(checkpoints.last())},
-                                   {"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
-                                   {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
-                                   {"total_seconds", r.total_seconds},
-                                   {"params", r.params},
-                                   {"weight_bytes", r.max_weight_bytes},
-                                   {"weight_bytes_total", r.total_weight_bytes},
-                                   {"base_rss_bytes", base_rss},
-                                   {"peak_rss_bytes", peak_rss},
-                                   {"peak_tensor_bytes", r.max_peak_tensor_bytes},
-                                   {"ranks", grid->size()},
-                                   {"grid", grid->shape().str()},
-                                   {"dp", grid->dp()},
-                                   {"zero", o.cfg.zero_stage},
-                                   {"precision", o.precision},
-                                   {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
-                                   {"memory", memory_json(r)},
-                                   {"backend", backend->name()},
-                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}});
-  }
+  training.summary(r.total_seconds, comm_seconds, "iters_done", r.iters_done,
+                   {{"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
+                    {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
+                    {"total_seconds", r.total_seconds},
+                    {"params", r.params},
+                    {"weight_bytes", r.max_weight_bytes},
+                    {"weight_bytes_total", r.total_weight_bytes},
+                    {"base_rss_bytes", training.base_rss()},
+                    {"peak_rss_bytes", training.peak_rss()},
+                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                    {"ranks", grid->size()},
+                    {"grid", grid->shape().str()},
+                    {"dp", grid->dp()},
+                    {"zero", o.cfg.zero_stage},
+                    {"precision", o.precision},
+                    {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
+                    {"memory", memory_json(r)},
+                    {"backend", backend->name()}});
 }
 
 struct GptSampleOptions {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -14,7 +13,6 @@
 #include <optional>
 #include <toml++/toml.h>
 
-#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
@@ -22,10 +20,9 @@
 #include "plexus/trainer.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
-#include "src/cli/metrics_log.hpp"
 #include "src/cli/progress_display.hpp"
-#include "src/cli/run_control.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/training_run.hpp"
 
 namespace plexus::cli {
 
@@ -115,23 +112,17 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   const bool root = grid->rank() == 0;
   if (!root) o.quiet = true;
   const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());
-  const std::string resume_from = prepare_checkpoints(o.checkpoints, *grid, {o.data, o.config});
-  const ProgressStyle style = progress_style(o.quiet);
   if (!o.quiet && !grid_choice.why.empty()) spdlog::info("--grid auto: {} ({})", grid->shape().str(), grid_choice.why);
-  // The metrics file is checked and opened before the run; its lines are written as they come.
-  MetricsLog metrics(root ? o.metrics : std::string(), {o.data, o.config});
-  metrics.header("train", cmd,
-                 {{"data", o.data},
-                  {"grid", grid->shape().str()},
-                  {"ranks", grid->size()},
-                  {"threads", o.threads},
-                  {"backend", backend->name()},
-                  {"matmul_precision", matmul_precision_name(backend->matmul_precision())}},
-                 kEpochReductions);
-  if (root && !o.save_model.empty()) {
-    io::check_output(o.save_model, io::OutputNeeds::Seekable, {o.data, o.config});
-    if (!o.metrics.empty()) io::check_distinct_outputs({{"--metrics", o.metrics}, {"--save-model", o.save_model}});
-  }
+  TrainingRun training(*grid, "epoch", {o.metrics, "--save-model", o.save_model, o.checkpoints, {o.data, o.config}},
+                       o.quiet, profiler);
+  training.header("train", cmd,
+                  {{"data", o.data},
+                   {"grid", grid->shape().str()},
+                   {"ranks", grid->size()},
+                   {"threads", o.threads},
+                   {"backend", backend->name()},
+                   {"matmul_precision", matmul_precision_name(backend->matmul_precision())}},
+                  kEpochReductions);
 
   // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
   const PreparedInfo prep = read_prepared_info_h5(o.data);
@@ -148,9 +139,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
 
   // file → shards: each rank reads only the blocks it holds (for a plain file with --balance,
   // every rank reads the whole graph and orders it in memory).
-  double base_rss = current_rss_bytes();  // before any data: the libraries and the runtime
-  grid->world().all_reduce(&base_rss, 1, ReduceOp::Max);
-  Phase loading(style, "loading " + o.data);
+  training.measure_base_rss();
+  Phase loading(training.style(), "loading " + o.data);
   GcnShards shards;
   GraphData whole;
   if (in_memory) {
@@ -184,84 +174,50 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   std::unique_ptr<GcnTrainer> trainer =
       in_memory ? about_file(o.data, [&] { return std::make_unique<GcnTrainer>(whole, o.cfg, *backend, *grid); })
                 : std::make_unique<GcnTrainer>(std::move(shards), o.cfg, *backend, *grid);
-  if (!resume_from.empty()) {
+  if (const std::string& resume_from = training.resume_from(); !resume_from.empty()) {
     trainer->resume(resume_from);
     if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", resume_from, trainer->epochs_done());
   }
-  // SIGINT/SIGTERM (Ctrl-C, a batch system's pre-emption) end the run after its epoch, with a
-  // checkpoint; a second one ends it at once.
-  CheckpointSchedule checkpoints(o.checkpoints, root);
-  io::enable_graceful_stop();
-  int stopped_by = 0;
-  Progress progress(style, "epoch", o.cfg.epochs, trainer->epochs_done());
+  training.start(trainer->epochs_done(), o.cfg.epochs);
   const auto on_epoch = [&](const EpochMetrics& m) {
     if (grid->rank() == fault.rank && m.epoch + 1 == fault.epoch)
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
-    metrics.line(epoch_json(m));
-    progress.step(m.epoch + 1,
-                  fmt::format("loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}", m.loss, m.train_acc, m.val_acc,
-                              m.test_acc),
-                  m.epoch_seconds);
+    training.step_done(epoch_json(m), m.epoch + 1,
+                       fmt::format("loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}", m.loss, m.train_acc, m.val_acc,
+                                   m.test_acc),
+                       m.epoch_seconds);
   };
-  // After each epoch: a stop asked for on any rank, and the checkpoint due then.
-  const auto stop = [&] {
-    stopped_by = agreed_stop_signal(*grid);
-    const std::string path = checkpoints.due(trainer->epochs_done(), o.cfg.epochs, stopped_by != 0);
-    if (!path.empty()) {
-      trainer->save(path);
-      checkpoints.written(path);
-    }
-    return stopped_by != 0;
-  };
-  // (Below: the same high-water mark at the end, i.e. over load and training.)
-  const auto t_train = std::chrono::steady_clock::now();
-  TrainResult r = trainer->run(on_epoch, stop);
-  progress.finish();
-  r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_train).count();
-  if (!o.save_model.empty()) trainer->save(o.save_model);
-  const std::string interruption =
-      stopped_by != 0 ? interrupted(stopped_by, "epochs", trainer->epochs_done(), o.cfg.epochs, checkpoints,
-                                    o.checkpoints.dir)
-                      : std::string();
-
-  double peak_rss = peak_rss_bytes();
-  grid->world().all_reduce(&peak_rss, 1, ReduceOp::Max);
+  const auto save = [&](const std::string& path) { trainer->save(path); };
+  const TrainResult r = trainer->run(on_epoch, [&] { return training.stop_after(trainer->epochs_done(), save); });
+  training.finish(trainer->epochs_done(), [&] {
+    if (!o.save_model.empty()) trainer->save(o.save_model);
+  });
   if (!root) return;
-  if (!interruption.empty()) fmt::print("{}\n", interruption);
+  training.print_interruption();
   fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
              r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);
-  if (profiler) {
-    double comm_seconds = 0;
-    for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
-    print_profile(*profiler, r.total_seconds, comm_seconds);
-  }
-  if (metrics.enabled()) {
-    metrics.summary(nlohmann::ordered_json{{"summary", true},
-                                   {"interrupted", stopped_by != 0},
-                                   {"epochs_done", trainer->epochs_done()},
-                                   {"resumed_from", resume_from.empty() ? nlohmann::json() : nlohmann::json(resume_from)},
-                                   {"checkpoint", checkpoints.last().empty() ? nlohmann::json() : nlohmann::json(checkpoints.last())},
-                                   {"best_epoch", r.best_epoch + 1},
-                                   {"best_val_acc", r.best_val_acc},
-                                   {"test_acc", r.test_acc},
-                                   {"total_seconds", r.total_seconds},
-                                   {"load_seconds", load_s},
-                                   {"base_rss_bytes", base_rss},
-                                   {"load_peak_rss_bytes", load_rss},
-                                   {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
-                                   {"peak_rss_bytes", peak_rss},
-                                   {"peak_tensor_bytes", r.max_peak_tensor_bytes},
-                                   {"ranks", grid->size()},
-                                   {"grid", grid->shape().str()},
-                                   {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
-                                   {"balance", balance_name(balance)},
-                                   {"agg_chunks", o.cfg.agg_chunks},
-                                   {"shard_adj", o.cfg.shard_adj},
-                                   {"backend", backend->name()},
-                                   {"matmul_precision", matmul_precision_name(backend->matmul_precision())},
-                                   {"kernels", profiler ? profile_json(*profiler) : nlohmann::json()}});
-  }
+  double comm_seconds = 0;
+  for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
+  training.summary(r.total_seconds, comm_seconds, "epochs_done", trainer->epochs_done(),
+                   {{"best_epoch", r.best_epoch + 1},
+                    {"best_val_acc", r.best_val_acc},
+                    {"test_acc", r.test_acc},
+                    {"total_seconds", r.total_seconds},
+                    {"load_seconds", load_s},
+                    {"base_rss_bytes", training.base_rss()},
+                    {"load_peak_rss_bytes", load_rss},
+                    {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
+                    {"peak_rss_bytes", training.peak_rss()},
+                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                    {"ranks", grid->size()},
+                    {"grid", grid->shape().str()},
+                    {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
+                    {"balance", balance_name(balance)},
+                    {"agg_chunks", o.cfg.agg_chunks},
+                    {"shard_adj", o.cfg.shard_adj},
+                    {"backend", backend->name()},
+                    {"matmul_precision", matmul_precision_name(backend->matmul_precision())}});
 }
 
 }  // namespace
