@@ -23,7 +23,7 @@ nlohmann::json path_or_null(const std::string& path) { return path.empty() ? nlo
 }  // namespace
 
 TrainingRun::TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFiles& files, bool quiet,
-                         const ProfilingBackend* profiler)
+                         const KernelProfiler* profiler)
     : grid_(grid),
       unit_(unit),
       checkpoint_dir_(files.checkpoints.dir),

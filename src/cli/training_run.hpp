@@ -37,7 +37,7 @@ class TrainingRun {
   // (prepare_checkpoints).
   // `unit`: what the run counts ("epoch", "step"); `profiler`: --profile's, or null.
   TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFiles& files, bool quiet,
-              const ProfilingBackend* profiler);
+              const KernelProfiler* profiler);
 
   // The metrics file's first line (MetricsLog::header).
   void header(const std::string& command, const CLI::App& cmd, const nlohmann::ordered_json& run,
@@ -78,7 +78,7 @@ class TrainingRun {
   ProcessGrid& grid_;
   std::string unit_;
   std::string checkpoint_dir_;  // --checkpoint-dir, for the interrupted line
-  const ProfilingBackend* profiler_;
+  const KernelProfiler* profiler_;
   ProgressStyle style_;
   MetricsLog metrics_;
   std::string resume_from_;
