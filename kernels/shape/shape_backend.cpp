@@ -98,4 +98,40 @@ void ShapeBackend::do_squared_norms(const NormPiece*, std::size_t count, double*
   for (std::size_t i = 0; i < count; ++i) out[i] = 0.0;  // host memory
 }
 
+// Everything else computes nothing and touches no element.
+void ShapeBackend::do_copy_from_host(void*, const void*, std::size_t) {}
+void ShapeBackend::do_copy_on_device(void*, const void*, std::size_t) {}
+void ShapeBackend::do_axpby(std::size_t, float, const float*, float, float*) {}
+void ShapeBackend::do_fill(MatrixView, float) {}
+void ShapeBackend::do_copy(ConstMatrixView, MatrixView) {}
+void ShapeBackend::do_add_bias(MatrixView, const float*) {}
+void ShapeBackend::do_column_sum(ConstMatrixView, float, float*) {}
+void ShapeBackend::do_relu(MatrixView) {}
+void ShapeBackend::do_relu_backward(ConstMatrixView, MatrixView) {}
+void ShapeBackend::do_dropout(ConstMatrixView, MatrixView, float, DropoutKey, index_t, index_t) {}
+void ShapeBackend::do_gelu_forward(ConstMatrixView, MatrixView) {}
+void ShapeBackend::do_gelu_backward(ConstMatrixView, ConstMatrixView, MatrixView) {}
+void ShapeBackend::do_layernorm_mean(ConstMatrixView, index_t, float*) {}
+void ShapeBackend::do_layernorm_var(ConstMatrixView, const float*, index_t, float*) {}
+void ShapeBackend::do_layernorm_apply(ConstMatrixView, const float*, const float*, float, const float*, const float*,
+                                      MatrixView, float*) {}
+void ShapeBackend::do_layernorm_backward_sums(ConstMatrixView, ConstMatrixView, const float*, const float*,
+                                              const float*, index_t, float*, float*) {}
+void ShapeBackend::do_layernorm_backward(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*,
+                                         const float*, const float*, float, MatrixView, float, float*, float*) {}
+void ShapeBackend::do_row_max(ConstMatrixView, float*) {}
+void ShapeBackend::do_row_sumexp(ConstMatrixView, const float*, float*) {}
+LossTerms ShapeBackend::do_softmax_xent(ConstMatrixView, const float*, const float*, const std::int32_t*, const float*,
+                                        index_t, MatrixView) {
+  return {};
+}
+void ShapeBackend::do_row_argmax(ConstMatrixView, index_t, float*, std::int64_t*) {}
+void ShapeBackend::do_argmax_keys(std::size_t, const float*, const float*, const std::int64_t*, float*) {}
+void ShapeBackend::do_count_correct(std::size_t, const float*, const std::int32_t*, const std::uint8_t*, int, double*) {
+}
+double ShapeBackend::do_squared_norm(std::size_t, const float*) { return 0.0; }
+void ShapeBackend::do_adam_step(std::size_t, float*, const float*, float*, float*, const AdamParams&) {}
+void ShapeBackend::do_to_bf16(std::size_t, const float*, float, bf16*) {}
+void ShapeBackend::do_from_bf16(std::size_t, const bf16*, float*) {}
+
 }  // namespace plexus

@@ -34,51 +34,9 @@ class ShapeBackend final : public Backend {
   void deallocate(void* p, std::size_t bytes) noexcept override;
 
  private:
-  // The kernels compute nothing; gemm, spmm and attention count.
-  void* do_allocate(std::size_t bytes) override;
-  void do_copy_from_host(void*, const void*, std::size_t) override {}
-  void do_copy_to_host(void* dst, const void* src, std::size_t bytes) override;  // zeros
-  void do_copy_on_device(void*, const void*, std::size_t) override {}
-
-  void do_spmm(const CsrView& a, ConstMatrixView b, MatrixView c, float beta) override;
-  void do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
-               MatrixView c) override;
-  void do_axpby(std::size_t, float, const float*, float, float*) override {}
-  void do_fill(MatrixView, float) override {}
-  void do_copy(ConstMatrixView, MatrixView) override {}
-  void do_add_bias(MatrixView, const float*) override {}
-  void do_column_sum(ConstMatrixView, float, float*) override {}
-  void do_relu(MatrixView) override {}
-  void do_relu_backward(ConstMatrixView, MatrixView) override {}
-  void do_dropout(ConstMatrixView, MatrixView, float, DropoutKey, index_t, index_t) override {}
-  void do_gelu_forward(ConstMatrixView, MatrixView) override {}
-  void do_gelu_backward(ConstMatrixView, ConstMatrixView, MatrixView) override {}
-  void do_layernorm_mean(ConstMatrixView, index_t, float*) override {}
-  void do_layernorm_var(ConstMatrixView, const float*, index_t, float*) override {}
-  void do_layernorm_apply(ConstMatrixView, const float*, const float*, float, const float*, const float*, MatrixView,
-                          float*) override {}
-  void do_layernorm_backward_sums(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*, index_t,
-                                  float*, float*) override {}
-  void do_layernorm_backward(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*, const float*,
-                             const float*, float, MatrixView, float, float*, float*) override {}
-  void do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p, DropoutKey key,
-                            MatrixView y, float* lse) override;
-  void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
-                             const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) override;
-  void do_row_max(ConstMatrixView, float*) override {}
-  void do_row_sumexp(ConstMatrixView, const float*, float*) override {}
-  LossTerms do_softmax_xent(ConstMatrixView, const float*, const float*, const std::int32_t*, const float*, index_t,
-                            MatrixView) override {
-    return {};
-  }
-  void do_row_argmax(ConstMatrixView, index_t, float*, std::int64_t*) override {}
-  void do_argmax_keys(std::size_t, const float*, const float*, const std::int64_t*, float*) override {}
-  void do_count_correct(std::size_t, const float*, const std::int32_t*, const std::uint8_t*, int, double*) override {}
-  double do_squared_norm(std::size_t, const float*) override { return 0.0; }
+  // The kernels compute nothing; gemm, spmm and attention count (shape_backend.cpp).
+#include "kernels/common/backend_kernels.inc"  // every backend's kernels, declared once
   void do_squared_norms(const NormPiece*, std::size_t count, double* out) override;
-  void do_adam_step(std::size_t, float*, const float*, float*, float*, const AdamParams&) override {}
-  void do_to_bf16(std::size_t, const float*, float, bf16*) override {}
-  void do_from_bf16(std::size_t, const bf16*, float*) override {}
 
   ShapeCounts counts_;
 };
