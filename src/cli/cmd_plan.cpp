@@ -13,6 +13,7 @@
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/io.hpp"
+#include "plexus/sizes.hpp"
 #include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
 
@@ -113,6 +114,9 @@ void run_plan(PlanOptions& o) {
   p.transport = transport;
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m, limit);
+  // What train's memory check adds to the tensors (MB/rank): the rank's share of the graph on
+  // the host while it loads (src/cli/memory_needs.cpp).
+  const double host_graph = graph_host_bytes(p.num_nodes, p.nnz, p.dims.front(), true) / ranks;
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
@@ -137,6 +141,7 @@ void run_plan(PlanOptions& o) {
         {"dims", p.dims},
         {"ranks", ranks},
         {"ranks_per_node", m.ranks_per_node},
+        {"host_graph_bytes_per_rank", host_graph},
         {"model",
          {{"bandwidth_gbs", {m.bw_intra_gbs, m.bw_inter_gbs}},
           {"latency_us", {m.lat_intra_us, m.lat_inter_us}},
@@ -178,6 +183,9 @@ void run_plan(PlanOptions& o) {
                g.steady.bytes[2] / 1e6, g.memory_bytes / 1e6, g.latency_steps, g.intra_node[0] ? 'i' : 'o',
                g.intra_node[1] ? 'i' : 'o', g.intra_node[2] ? 'i' : 'o');
   }
+  fmt::print("MB/rank counts tensors; train's memory check adds the rank's share of the graph on the host: "
+             "{:.2f} MB (all of it on every rank where --balance orders a plain file in memory)\n",
+             host_graph / 1e6);
 }
 
 struct GptPlanOptions {
