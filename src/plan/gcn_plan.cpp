@@ -15,6 +15,7 @@
 
 #include "plan/dry_run.hpp"
 #include "plexus/comm_model.hpp"
+#include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
@@ -169,9 +170,15 @@ ProblemSize gcn_problem(const std::string& path, const TrainConfig& cfg) {
     p.two_orders = cfg.balance == Balance::kPermute;
   } else if (info.nnz <= kCountedPlanEdges) {
     // Small enough to count here, in the order training keeps (a balanced run reorders it).
-    const GraphData g = read_graph_h5(path);
-    const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
-    p.blocks = std::make_shared<const AdjBlockCounts>(count_adj_blocks(a_hat, HostCsr{}));
+    // A file that cannot be counted keeps the even estimate: the prediction must not preempt
+    // the loader, whose checks name what is wrong with the file in their own words.
+    try {
+      const GraphData g = read_graph_h5(path);
+      const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+      p.blocks = std::make_shared<const AdjBlockCounts>(count_adj_blocks(a_hat, HostCsr{}));
+    } catch (const InputError&) {
+      p.blocks = nullptr;
+    }
   }
   return p;
 }
