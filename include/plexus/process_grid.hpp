@@ -38,6 +38,10 @@ GridShape parse_grid(const std::string& text);
 // exceeds kMaxGridRanks.
 int grid_ranks(GridShape shape, int dp);
 
+// The place on each axis (x, y, z, d) of `rank` among dp replicas of `shape`:
+// rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y.
+std::array<int, 4> grid_coords(GridShape shape, int rank);
+
 struct LayerRoles {
   Axis o, i, d;  // rows of H / cols of Â (o), cols of H (i), rows of Â (d)
 };

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kernels/common/shape_checks.hpp"
+
 namespace plexus {
 
 namespace {
@@ -80,8 +82,8 @@ void ShapeBackend::do_spmm(const CsrView& a, ConstMatrixView b, MatrixView, floa
 }
 
 void ShapeBackend::do_gemm(Trans ta, Trans, float, ConstMatrixView a, ConstMatrixView, float, MatrixView c) {
-  const double k = static_cast<double>(ta == Trans::No ? a.cols : a.rows);
-  counts_.gemm_flops += 2.0 * static_cast<double>(c.rows) * k * static_cast<double>(c.cols);
+  const detail::GemmDims d = detail::gemm_dims(ta, a, c);
+  counts_.gemm_flops += 2.0 * static_cast<double>(d.m) * static_cast<double>(d.k) * static_cast<double>(d.n);
 }
 
 void ShapeBackend::do_attention_forward(ConstMatrixView, const AttentionShape& s, float, DropoutKey, MatrixView,

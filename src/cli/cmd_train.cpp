@@ -135,6 +135,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                            balance_name(prep.balance), balance_name(balance)));
   }
   const bool in_memory = !prep.prepared && balance != Balance::kNone;
+  if (in_memory) o.cfg.balance = balance;  // the check predicts the order training will make
   check_train_memory(o.data, o.cfg, grid->shape(), in_memory);  // before the load, not by the OOM killer
 
   // file → shards: each rank reads only the blocks it holds (for a plain file with --balance,
@@ -145,7 +146,6 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   GraphData whole;
   if (in_memory) {
     whole = read_graph_h5(o.data);
-    o.cfg.balance = balance;
   } else {
     shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj);
   }

@@ -42,6 +42,11 @@ int grid_ranks(GridShape shape, int dp) {
   return static_cast<int>(ranks);
 }
 
+std::array<int, 4> grid_coords(GridShape shape, int rank) {
+  const int t = rank % shape.size();
+  return {(t / shape.y) % shape.x, t % shape.y, t / (shape.x * shape.y), rank / shape.size()};
+}
+
 LayerRoles roles_for_layer(int layer) {
   switch (layer % 3) {
     case 0: return {Axis::X, Axis::Y, Axis::Z};
@@ -53,15 +58,8 @@ LayerRoles roles_for_layer(int layer) {
 ProcessGrid::ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,
                          std::unique_ptr<Communicator> replica, std::unique_ptr<Communicator> world,
                          MPI_Comm mpi_comm)
-    : shape_(shape), dp_(dp), rank_(rank), axes_(std::move(axes)), replica_(std::move(replica)),
-      world_(std::move(world)), mpi_comm_(mpi_comm) {
-  // rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y
-  const int t = rank % shape.size();
-  coords_[static_cast<int>(Axis::D)] = rank / shape.size();
-  coords_[static_cast<int>(Axis::Z)] = t / (shape.x * shape.y);
-  coords_[static_cast<int>(Axis::X)] = (t / shape.y) % shape.x;
-  coords_[static_cast<int>(Axis::Y)] = t % shape.y;
-}
+    : shape_(shape), dp_(dp), rank_(rank), coords_(grid_coords(shape, rank)), axes_(std::move(axes)),
+      replica_(std::move(replica)), world_(std::move(world)), mpi_comm_(mpi_comm) {}
 
 std::unique_ptr<ProcessGrid> ProcessGrid::single() {
   return std::make_unique<ProcessGrid>(

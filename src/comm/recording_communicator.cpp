@@ -6,23 +6,21 @@
 
 namespace plexus {
 
-int RecordingCommunicator::reduce(std::size_t n, std::size_t element_bytes) {
+void RecordingCommunicator::reduce(std::size_t n, std::size_t element_bytes) {
   ++stats_.calls;
   // MpiCommunicator and the NCCL communicator count 2(p-1)/p of the buffer (0 on one rank).
   stats_.bytes += ring_all_reduce_bytes(size_, n, element_bytes);
   if (size_ > 1) ring_steps_ += 2 * (size_ - 1);
-  return 0;
 }
 
-int RecordingCommunicator::uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes) {
+void RecordingCommunicator::uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes) {
   ++stats_.calls;
-  if (size_ == 1) return 0;
+  if (size_ == 1) return;
   stats_.bytes += uneven_rank_bytes(transport_, counts, rank_, element_bytes);
   ring_steps_ += size_ - 1;
-  return 0;
 }
 
-std::unique_ptr<Communicator::Request> RecordingCommunicator::done(int) {
+std::unique_ptr<Communicator::Request> RecordingCommunicator::done() {
   struct Done final : Request {
     void wait() override {}
     bool test() override { return true; }
@@ -31,14 +29,12 @@ std::unique_ptr<Communicator::Request> RecordingCommunicator::done(int) {
 }
 
 std::unique_ptr<ProcessGrid> make_recording_grid(GridShape shape, int dp, int rank, Transport transport) {
-  // rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y (process_grid.hpp): the rank's place on each axis.
-  const int t = rank % shape.size();
-  const std::array<int, 4> coord{(t / shape.y) % shape.x, t % shape.y, t / (shape.x * shape.y), rank / shape.size()};
+  const std::array<int, 4> coord = grid_coords(shape, rank);
   const std::array<int, 4> dim{shape.x, shape.y, shape.z, dp};
   std::array<std::unique_ptr<Communicator>, 4> axes;
   for (int a = 0; a < 4; ++a) axes[a] = std::make_unique<RecordingCommunicator>(dim[a], coord[a], transport);
   return std::make_unique<ProcessGrid>(shape, dp, rank, std::move(axes),
-                                       std::make_unique<RecordingCommunicator>(shape.size(), t, transport),
+                                       std::make_unique<RecordingCommunicator>(shape.size(), rank % shape.size(), transport),
                                        std::make_unique<RecordingCommunicator>(dp * shape.size(), rank, transport));
 }
 

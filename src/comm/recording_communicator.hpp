@@ -35,19 +35,30 @@ class RecordingCommunicator final : public Communicator {
   void reduce_scatter(const float*, float*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(float));
   }
-  std::unique_ptr<Request> iall_reduce(float*, std::size_t n) override { return done(reduce(n, sizeof(float))); }
+  // Non-blocking calls are recorded when they start and are done at once.
+  std::unique_ptr<Request> iall_reduce(float*, std::size_t n) override {
+    reduce(n, sizeof(float));
+    return done();
+  }
   std::unique_ptr<Request> ireduce_scatter(const float*, float*, const std::vector<std::size_t>& counts) override {
-    return done(uneven(counts, sizeof(float)));
+    uneven(counts, sizeof(float));
+    return done();
   }
   std::unique_ptr<Request> iall_gather(const float*, float*, const std::vector<std::size_t>& counts) override {
-    return done(uneven(counts, sizeof(float)));
+    uneven(counts, sizeof(float));
+    return done();
   }
-  std::unique_ptr<Request> iall_reduce(bf16*, std::size_t n) override { return done(reduce(n, sizeof(bf16))); }
+  std::unique_ptr<Request> iall_reduce(bf16*, std::size_t n) override {
+    reduce(n, sizeof(bf16));
+    return done();
+  }
   std::unique_ptr<Request> ireduce_scatter(const bf16*, bf16*, const std::vector<std::size_t>& counts) override {
-    return done(uneven(counts, sizeof(bf16)));
+    uneven(counts, sizeof(bf16));
+    return done();
   }
   std::unique_ptr<Request> iall_gather(const bf16*, bf16*, const std::vector<std::size_t>& counts) override {
-    return done(uneven(counts, sizeof(bf16)));
+    uneven(counts, sizeof(bf16));
+    return done();
   }
 
   void reset_stats() override {
@@ -59,9 +70,9 @@ class RecordingCommunicator final : public Communicator {
   long ring_steps() const { return ring_steps_; }
 
  private:
-  int reduce(std::size_t n, std::size_t element_bytes);
-  int uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
-  static std::unique_ptr<Request> done(int);
+  void reduce(std::size_t n, std::size_t element_bytes);
+  void uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
+  static std::unique_ptr<Request> done();
 
   int size_, rank_;
   Transport transport_;

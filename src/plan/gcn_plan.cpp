@@ -121,7 +121,10 @@ void check_problem(const ProblemSize& p) {
 // Every rank's first and steady epoch, one dry run per distinct key.
 std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const ProblemSize& p, GridShape g) {
   check_problem(p);
-  const auto coords_of = [&](int r) { return std::array<int, 3>{(r / g.y) % g.x, r % g.y, r / (g.x * g.y)}; };
+  const auto coords_of = [&](int r) {
+    const std::array<int, 4> c = grid_coords(g, r);
+    return std::array<int, 3>{c[0], c[1], c[2]};
+  };
   const std::vector<RankEpochs> runs = run_distinct<RankEpochs>(
       g.size(),
       [&](int r) {

@@ -71,10 +71,9 @@ std::vector<index_t> rank_key(const GptLayout& l, GridShape g, const std::array<
 std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
                                         bool gather_weights, const GptParallel& par) {
   validate(c);
-  // rank = d·X·Y·Z + z·X·Y + x·Y + y (process_grid.hpp)
   const auto place = [&](int rank) {
-    const int t = rank % g.size();
-    return std::pair{std::array<int, 3>{(t / g.y) % g.x, t % g.y, t / (g.x * g.y)}, rank / g.size()};
+    const std::array<int, 4> c = grid_coords(g, rank);
+    return std::pair{std::array<int, 3>{c[0], c[1], c[2]}, c[3]};
   };
   std::vector<RankCost> out = run_distinct<RankCost>(
       par.dp * g.size(),
