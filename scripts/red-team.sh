@@ -7,6 +7,10 @@
 #   RED_TEAM_TIMEOUT=S  seconds allowed per case (default 30; `timeout -k 5 S`)
 #   RED_TEAM_MPI=0      skip the cases run under `mpirun -np 2|4 --oversubscribe`
 #                       (they run by default when mpirun exists)
+#   RED_TEAM_PART=NAME  run only the cases of scripts/red-team.d/NAME.sh (no built-in cases)
+#
+# The cases of this file come first, then every scripts/red-team.d/*.sh in name order (each one
+# class of problems; they use the runner and the inputs made here).
 #
 # Every case runs in a fresh scratch directory (mktemp -d, removed at the end) with its inputs
 # made there: files from `plexus generate|prepare|gpt train --save`, edits of them made with
@@ -555,6 +559,7 @@ gpt1_but() {
   done
 }
 
+if [[ -z ${RED_TEAM_PART:-} ]]; then
 # ==== plexus (top level) ==========================================================================
 refuse plexus "no subcommand" "subcommand"
 refuse plexus "unknown subcommand" "verify" verify
@@ -1265,6 +1270,16 @@ if [[ ${RED_TEAM_MPI:-1} != 0 ]] && command -v mpirun >/dev/null; then
   NP=4 refuse "gpt train" "MPI 4: --dp 2 --zero 5" "--zero" "${gpt1[@]}" --grid 2x1x1 --dp 2 --zero 5 --data "$IN/text.txt"
   NP=2 CHECK='said "test accuracy"' execute 0 train "MPI 2: a valid 2x1x1 run" "" --grid 2x1x1 "${tr1[@]}"
 fi
+
+fi  # the built-in cases
+
+# ==== the parts: scripts/red-team.d/*.sh ==========================================================
+for part in "$repo"/scripts/red-team.d/*.sh; do
+  [[ -e $part ]] || continue
+  [[ -z ${RED_TEAM_PART:-} || $(basename "$part" .sh) == "$RED_TEAM_PART" ]] || continue
+  # shellcheck source=/dev/null
+  source "$part"
+done
 
 # ==== summary ====================================================================================
 printf '%s\n' "$(printf '%.0s-' {1..108})"
