@@ -2,19 +2,25 @@
 // One HDF5 file written by every rank of a communicator at once (private to io/): checkpoints
 // and predictions, where each rank writes its own shards and nothing is gathered to one rank.
 //
-// Rank 0 checks the output and creates the temporary file (io::AtomicFile); every rank opens
-// it through MPI-IO, makes the same metadata calls and writes its blocks (h5::Writer's
+// Rank 0 checks the output and creates the temporary file (io::AtomicFile); every rank checks
+// that it reaches that very file by rank 0's absolute path (io/files/shared_output.hpp: ranks in
+// other working directories or on nodes without the directory would otherwise wait for each other
+// for ever) and opens it through MPI-IO, makes the same metadata calls and writes its blocks (h5::Writer's
 // block_dataset); the file is closed collectively, and rank 0 flushes it and renames it over
 // the target only when every rank succeeded. A failure on any rank throws InputError on every
 // rank — the failing rank's message there, "rank K could not write" elsewhere — and leaves the
 // target as it was. With MPI_COMM_NULL it is an ordinary single-process write.
 #include <mpi.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "io/files/safe_files.hpp"
+#include "io/files/shared_output.hpp"
 #include "io/hdf5/writer.hpp"
 #include "plexus/error.hpp"
 
@@ -30,6 +36,13 @@ inline int first_failed_rank(bool failed, MPI_Comm comm) {
   int mine = failed ? rank : size, lowest = size;
   MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
   return lowest == size ? -1 : lowest;
+}
+
+// The probe every rank reads back before the collective open (io/files/shared_output.hpp).
+inline void write_token(const std::string& file, const std::string& token) {
+  std::FILE* f = std::fopen(file.c_str(), "wb");
+  const bool ok = f != nullptr && std::fwrite(token.data(), 1, token.size(), f) == token.size();
+  if ((f != nullptr && std::fclose(f) != 0) || !ok) throw std::runtime_error("cannot write " + file);
 }
 
 inline std::string broadcast_string(std::string s, MPI_Comm comm) {
@@ -66,8 +79,16 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
   };
 
   std::optional<io::AtomicFile> file;  // rank 0's; declared before the writer, which closes first
-  agree(rank == 0 && attempt([&] { file.emplace(io::check_output(path, io::OutputNeeds::Seekable)); }));
-  const std::string temp = detail::broadcast_string(rank == 0 ? file->temp_path() : std::string(), comm);
+  std::string temp, token;  // rank 0's temporary file by its absolute path, and what it wrote there
+  agree(rank == 0 && attempt([&] {
+          file.emplace(io::check_output(path, io::OutputNeeds::Seekable));
+          temp = std::filesystem::absolute(file->temp_path()).string();
+          token = io::unique_token();
+          detail::write_token(temp, token);
+        }));
+  temp = detail::broadcast_string(temp, comm);
+  // Every rank opens that very file (H5Fcreate truncates the token away), or none does.
+  io::check_every_rank_reaches(path, temp, detail::broadcast_string(token, comm), comm);
   {
     Writer w(path);
     agree(attempt([&] { w.create(temp, comm); }));

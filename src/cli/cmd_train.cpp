@@ -113,7 +113,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (!root) o.quiet = true;
   const InjectedFault fault = parse_injected_fault(o.debug_fail, grid->size());
   if (!o.quiet && !grid_choice.why.empty()) spdlog::info("--grid auto: {} ({})", grid->shape().str(), grid_choice.why);
-  TrainingRun training(*grid, "epoch", {o.metrics, "--save-model", o.save_model, o.checkpoints, {o.data, o.config}},
+  TrainingRun training(*grid, "epoch", {o.metrics, "--save-model", o.save_model, o.checkpoints, {o.data, o.config}, true},
                        o.quiet, profiler);
   training.header("train", cmd,
                   {{"data", o.data},

@@ -3,8 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "io/files/safe_files.hpp"
+#include "io/files/shared_output.hpp"
 #include "plexus/comm.hpp"
+#include "plexus/error.hpp"
+#include "src/cli/checkpoint_dir.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -33,7 +39,20 @@ TrainingRun::TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFile
       checkpoints_(files.checkpoints, grid.rank() == 0) {
   if (grid.rank() == 0 && !files.model.empty())
     io::check_output(files.model, io::OutputNeeds::Seekable, files.inputs);
+  std::error_code ec;
+  const bool had_dir = !files.checkpoints.dir.empty() && std::filesystem::exists(files.checkpoints.dir, ec);
   resume_from_ = prepare_checkpoints(files.checkpoints, grid, files.inputs);
+  if (files.written_by_every_rank) {  // before hours of work, not at the first checkpoint
+    if (!files.model.empty()) io::check_shared_output(files.model, grid.mpi_comm());
+    if (!files.checkpoints.dir.empty()) {
+      try {
+        io::check_shared_output(checkpoint_path(files.checkpoints.dir, 0), grid.mpi_comm());
+      } catch (const InputError&) {
+        if (grid.rank() == 0 && !had_dir) std::filesystem::remove(files.checkpoints.dir, ec);  // ours, still empty
+        throw;
+      }
+    }
+  }
 }
 
 void TrainingRun::measure_base_rss() {

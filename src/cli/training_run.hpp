@@ -28,13 +28,17 @@ struct TrainingFiles {
   std::string model_option, model;  // the final model's option ("--save-model") and file; "" for none
   CheckpointOptions checkpoints;
   std::vector<std::string> inputs;
+  // Every rank writes the model and the checkpoints together (GCN), so every rank must reach
+  // them; false: rank 0 writes them alone (GPT).
+  bool written_by_every_rank = false;
 };
 
 class TrainingRun {
  public:
   // Before any work, on every rank: rank 0 refuses a metrics and a model file naming one file,
   // opens the metrics file and checks the model's; then the checkpoint options
-  // (prepare_checkpoints).
+  // (prepare_checkpoints); then, when every rank writes them, that every rank reaches the model
+  // and checkpoint files rank 0 names (io::check_shared_output).
   // `unit`: what the run counts ("epoch", "step"); `profiler`: --profile's, or null.
   TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFiles& files, bool quiet,
               const KernelProfiler* profiler);

@@ -1,0 +1,125 @@
+// Outputs every rank writes together reach one file (io/files/shared_output.hpp).
+#include "io/files/shared_output.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+
+#include "io/files/safe_files.hpp"
+#include "plexus/error.hpp"
+
+namespace plexus::io {
+
+namespace {
+
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int size_of(MPI_Comm comm) {
+  int size = 1;
+  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
+  return size;
+}
+
+std::string broadcast(std::string s, int root, MPI_Comm comm) {
+  long long n = static_cast<long long>(s.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm);
+  s.resize(static_cast<std::size_t>(n));
+  if (n > 0) MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, root, comm);
+  return s;
+}
+
+// The lowest rank whose `failed` is true, -1 when none (collective).
+int first_failed(bool failed, MPI_Comm comm) {
+  const int size = size_of(comm);
+  int mine = failed ? rank_of(comm) : size, lowest = size;
+  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+  return lowest == size ? -1 : lowest;
+}
+
+// "" when `file` holds exactly `token`, else what is wrong.
+std::string read_back(const std::string& file, const std::string& token) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open " + file + ": " + std::strerror(errno);
+  std::string got(token.size() + 1, '\0');
+  std::size_t have = 0;
+  while (have < got.size()) {
+    const ssize_t r = ::read(fd, got.data() + have, got.size() - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    have += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  got.resize(have);
+  return got == token ? std::string() : "finds another file at " + file + " than the one rank 0 wrote";
+}
+
+}  // namespace
+
+std::string unique_token() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  return "plexus output probe: host " + std::string(host) + " pid " + std::to_string(::getpid()) + " " +
+         std::to_string(rd()) + std::to_string(rd()) + "\n";
+}
+
+std::string absolute_on_rank0(const std::string& path, MPI_Comm comm) {
+  std::string abs;
+  if (rank_of(comm) == 0) {
+    std::error_code ec;
+    const std::filesystem::path p = std::filesystem::absolute(path, ec);
+    abs = ec ? path : p.string();
+  }
+  return comm == MPI_COMM_NULL ? abs : broadcast(abs, 0, comm);
+}
+
+void check_every_rank_reaches(const std::string& shown, const std::string& file, const std::string& token,
+                              MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || size_of(comm) == 1) return;
+  const std::string why = rank_of(comm) == 0 ? std::string() : read_back(file, token);
+  const int bad = first_failed(!why.empty(), comm);
+  if (bad < 0) return;
+  const std::string reason = broadcast(why, bad, comm);
+  throw InputError(shown, "rank " + std::to_string(bad) + " " + reason +
+                              " (is its directory on a file system every node shares? name an output every rank "
+                              "reaches)");
+}
+
+void check_shared_output(const std::string& path, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || size_of(comm) == 1) return;
+  const std::string abs = absolute_on_rank0(path, comm);
+  std::string token, why, probe;
+  std::optional<AtomicFile> file;  // rank 0's probe, removed when this returns or throws
+  if (rank_of(comm) == 0) {
+    try {
+      file.emplace(OutputTarget{path, abs + ".probe", false, {}});
+      probe = file->temp_path();
+      token = unique_token();
+      const int fd = ::open(probe.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+      const bool ok = fd >= 0 && ::write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
+      if (fd >= 0 && ::close(fd) != 0) why = "cannot write " + probe;
+      if (!ok) why = "cannot write " + probe;
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  }
+  const int bad = first_failed(!why.empty(), comm);
+  if (bad >= 0) {
+    const std::string reason = broadcast(why, bad, comm);
+    throw InputError(path, reason.rfind(path + ": ", 0) == 0 ? reason.substr(path.size() + 2) : reason);
+  }
+  probe = broadcast(probe, 0, comm);
+  token = broadcast(token, 0, comm);
+  check_every_rank_reaches(path, probe, token, comm);
+}
+
+}  // namespace plexus::io
