@@ -112,6 +112,9 @@ class Reader {
   static std::string attr_label(const std::string& name, const std::string& on) {
     return (on == "/" ? std::string() : on + ": ") + "attribute " + name;
   }
+  bool attr_exists(const std::string& name, const std::string& on = "/") const {
+    return H5Aexists_by_name(file_.get(), on.c_str(), name.c_str(), H5P_DEFAULT) > 0;
+  }
   Hid open_attr(const std::string& name, const std::string& on = "/") const {
     const std::string obj = attr_label(name, on);
     if (H5Aexists_by_name(file_.get(), on.c_str(), name.c_str(), H5P_DEFAULT) <= 0)

@@ -11,10 +11,15 @@ namespace plexus::cli {
 
 namespace {
 
-// The metrics file rank 0 writes ("" elsewhere), once it names no other output of the run.
+// The metrics file rank 0 writes ("" elsewhere), once it names no other output of the run: not
+// the model file, nor a file of the checkpoint directory (checked before the metrics file is
+// opened, which empties it).
 std::string metrics_path(const ProcessGrid& grid, const TrainingFiles& files) {
   if (grid.rank() != 0) return "";
-  io::check_distinct_outputs({{"--metrics", files.metrics}, {files.model_option, files.model}});
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--metrics", files.metrics},
+                                                                 {files.model_option, files.model}};
+  io::check_distinct_outputs(outputs);
+  check_outputs_outside_checkpoints(files.checkpoints, outputs);
   return files.metrics;
 }
 
@@ -33,7 +38,8 @@ TrainingRun::TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFile
       checkpoints_(files.checkpoints, grid.rank() == 0) {
   if (grid.rank() == 0 && !files.model.empty())
     io::check_output(files.model, io::OutputNeeds::Seekable, files.inputs);
-  resume_from_ = prepare_checkpoints(files.checkpoints, grid, files.inputs);
+  run_checkpoints_ = prepare_checkpoints(files.checkpoints, grid, files.inputs);
+  checkpoints_.set_run_id(run_checkpoints_.run_id);
 }
 
 void TrainingRun::measure_base_rss() {
@@ -88,7 +94,7 @@ void TrainingRun::summary(double total_seconds, double comm_seconds, const char*
   nlohmann::ordered_json s{{"summary", true},
                            {"interrupted", stopped_by_ != 0},
                            {done_key, done},
-                           {"resumed_from", path_or_null(resume_from_)},
+                           {"resumed_from", path_or_null(run_checkpoints_.resume_from)},
                            {"checkpoint", path_or_null(checkpoints_.last())}};
   s.update(fields);
   s["kernels"] = profiler_ ? profile_json(*profiler_) : nlohmann::json();
