@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
 
 namespace plexus::io {
@@ -94,6 +95,7 @@ RunLock::RunLock(const std::string& lock_path, const std::string& what, const st
       // The lock holds without the text; a second run would name no holder. Not worth failing for.
     }
     fd_ = fd;
+    slot_ = remove_on_signal(path_);
     return;
   }
   throw InputError(what, "cannot lock " + path_ + ": it keeps being replaced; " + advice);
@@ -102,6 +104,7 @@ RunLock::RunLock(const std::string& lock_path, const std::string& what, const st
 RunLock::~RunLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // while still holding the lock: see the constructor's retry
+  forget_on_signal(slot_);
   ::close(fd_);             // lets go
 }
 

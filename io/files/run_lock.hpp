@@ -6,8 +6,9 @@
 // The lock is an open-file-description lock (fcntl F_OFD_SETLK) on a small lock file whose
 // text says who holds it ("pid <pid> on <host>"). The kernel drops it when the holder's
 // process ends, however it ends, so a lock is never stale. The holder removes the lock file
-// when it lets go; a process killed by a signal it cannot catch leaves the file behind, which
-// then locks nothing (the next run takes it over). A run that finds the lock file removed or
+// when it lets go, and so does a SIGINT, SIGTERM or SIGHUP that ends the process
+// (io/files/safe_files.hpp, remove_on_signal); a process killed otherwise (SIGKILL, MPI_Abort
+// of its job) leaves the file behind, which then locks nothing (the next run takes it over). A run that finds the lock file removed or
 // replaced between opening and locking it tries again, so two runs never both hold one.
 // OFD locks conflict between any two open descriptions, within one process too.
 #include <string>
@@ -31,6 +32,7 @@ class RunLock {
  private:
   std::string path_;
   int fd_ = -1;
+  int slot_ = -1;  // in the signal handler's list of files to remove
 };
 
 // The text a lock file holds for this process: "pid <pid> on <host>".

@@ -194,6 +194,9 @@ std::shared_ptr<int> open_stream(const std::string& path, const std::string& ope
 
 }  // namespace
 
+int remove_on_signal(const std::string& path) { return take_slot(path); }
+void forget_on_signal(int slot) { release_slot(slot); }
+
 void require_regular_input(const std::string& path, const char* format) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return;

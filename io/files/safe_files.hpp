@@ -89,6 +89,12 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Files that exist only while the process runs (a lock file, io/files/run_lock.hpp): removed
+// by SIGINT, SIGTERM and SIGHUP like temporary files, from remove_on_signal() until
+// forget_on_signal(slot). Returns the slot (-1: none free; the file then stays on a signal).
+int remove_on_signal(const std::string& path);
+void forget_on_signal(int slot);
+
 // Graceful stop, for long runs (plexus train): after enable_graceful_stop(), the first SIGINT
 // or SIGTERM is only recorded — stop_signal() returns its number, 0 before — so that the run
 // can end its epoch, write a checkpoint and exit cleanly; a second one takes the usual course
