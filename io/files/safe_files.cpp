@@ -274,7 +274,7 @@ OutputTarget check_output(const std::string& path, OutputNeeds needs, const std:
       out.shares_std_fd = fd;
       return out;
     }
-    if (regular)
+    if (regular && !proc)  // (/dev/stdout itself: refused below as an open descriptor)
       throw InputError(path, std::string("cannot write: is the same file as standard ") + (fd == 1 ? "output" : "error") +
                                  ", where plexus prints its messages; name another file");
   }
