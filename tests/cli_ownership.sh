@@ -48,6 +48,9 @@ before=$(state a)
   ok || fail "--resume a --checkpoint-dir b: $(listing b)"
 "$plexus" "${tr[@]}" --epochs 12 --resume b --checkpoint-dir a --keep 0 >/dev/null && [[ -e a/checkpoint-00000012.h5 ]] &&
   ok || fail "--resume b --checkpoint-dir a: the same run"
+# B holding the same run's checkpoints of the epochs to come: they are the run's, rewritten.
+"$plexus" "${tr[@]}" --epochs 12 --resume b --checkpoint-dir a --checkpoint-every 1 --keep 0 >/dev/null &&
+  [[ $(run_id a/checkpoint-00000012.h5) == "$id5" ]] && ok || fail "the same run's checkpoint rewritten"
 mkdir -p other && "$plexus" "${tr[@]}" --epochs 2 --checkpoint-dir other >/dev/null
 expect_error "--resume a --checkpoint-dir other (another run's)" "other/checkpoint-00000002.h5 is a checkpoint of another run" \
   "${tr[@]}" --epochs 13 --resume a --checkpoint-dir other

@@ -127,7 +127,7 @@ bool is_run_id(const std::string& text) {
 std::string read_run_id_h5(const std::string& path) {
   h5::silence_errors();
   h5::Reader r(path);
-  r.open();
+  r.open(MPI_COMM_NULL, /*note_input=*/false);  // looked at, not read: the run may write it again
   if (!r.attr_exists(kRunIdAttr)) return "";
   const std::string id = r.string_attr(kRunIdAttr);
   if (!is_run_id(id)) r.fail("attribute run_id", "is not a run identity (32 hex digits)");
