@@ -141,6 +141,7 @@ TEST(CheckpointDir, ForeignCheckpointsAreFound) {
   ASSERT_TRUE(other);
   EXPECT_EQ(name_of(other->path), "checkpoint-00000001.h5");
   EXPECT_EQ(other->why, "is a checkpoint of another run");
+  EXPECT_TRUE(other->another_run);
   EXPECT_EQ(other->more, 1);
 
   write_checkpoint(d.file("checkpoint-00000003.h5"), "");  // an older plexus's
@@ -148,6 +149,7 @@ TEST(CheckpointDir, ForeignCheckpointsAreFound) {
   ASSERT_TRUE(old);
   EXPECT_EQ(name_of(old->path), "checkpoint-00000003.h5");
   EXPECT_NE(old->why.find("without a run identity"), std::string::npos) << old->why;
+  EXPECT_FALSE(old->another_run);
   EXPECT_FALSE(find_foreign_checkpoint(dir, kRunA, true));  // accepted where the run resumes from
 
   d.write("checkpoint-00000004.h5", "a user's notes");

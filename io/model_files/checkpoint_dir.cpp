@@ -69,13 +69,6 @@ fs::path follow_links(const fs::path& path) {
   return p;
 }
 
-bool same_directory(const fs::path& a, const fs::path& b) {
-  struct stat sa {}, sb {};
-  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  std::error_code ec;  // one of them missing: compare the names
-  return fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
-}
-
 // The run identity of `e` ("" for none), or the reason it cannot be read.
 std::string id_or_why(const CheckpointEntry& e, bool& ok) {
   ok = false;
@@ -178,6 +171,7 @@ std::optional<ForeignCheckpoint> find_foreign_checkpoint(const std::string& dir,
   std::optional<ForeignCheckpoint> first;
   for (const CheckpointEntry& e : list_checkpoints(dir)) {
     std::string why;
+    bool another_run = false;
     if (!e.odd.empty()) {
       why = "is " + e.odd;
     } else {
@@ -186,10 +180,11 @@ std::optional<ForeignCheckpoint> find_foreign_checkpoint(const std::string& dir,
       if (!ok) why = "cannot be read (" + id + ")";
       else if (id.empty() && !accept_unidentified) why = "is a checkpoint written without a run identity (by an older plexus)";
       else if (!id.empty() && id != run_id) why = "is a checkpoint of another run";
+      another_run = ok && !id.empty() && id != run_id;
     }
     if (why.empty()) continue;
     if (first) ++first->more;
-    else first = ForeignCheckpoint{e.path, why, 0};
+    else first = ForeignCheckpoint{e.path, why, another_run, 0};
   }
   return first;
 }
@@ -210,13 +205,20 @@ std::vector<std::string> remove_old_checkpoints(const std::string& dir, int keep
   return removed;
 }
 
+bool same_directory(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  std::error_code ec;  // one of them missing: compare the names
+  return fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
+}
+
 bool names_checkpoint_file(const std::string& output, const std::string& dir) {
   if (output.empty() || dir.empty()) return false;
   const fs::path target = follow_links(output);
   const std::string name = target.filename().string();
   if (checkpoint_number(name) < 0 && name != kLockName) return false;
   const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  return same_directory(parent, dir);
+  return same_directory(parent.string(), dir);
 }
 
 }  // namespace plexus

@@ -56,6 +56,7 @@ std::string newest_checkpoint(const std::string& dir);
 // run's. `more`: how many others there are besides the one returned.
 struct ForeignCheckpoint {
   std::string path, why;
+  bool another_run = false;  // a readable checkpoint of another run (--resume would continue it)
   int more = 0;
 };
 std::optional<ForeignCheckpoint> find_foreign_checkpoint(const std::string& dir, const std::string& run_id,
@@ -66,6 +67,9 @@ std::optional<ForeignCheckpoint> find_foreign_checkpoint(const std::string& dir,
 // other runs' checkpoints, files that are not checkpoints, links, directories. Returns the
 // files removed. Never throws for an entry; InputError(dir, ...) when `dir` cannot be listed.
 std::vector<std::string> remove_old_checkpoints(const std::string& dir, int keep, const std::string& run_id);
+
+// Whether `a` and `b` name one directory (device and inode; by name where one is missing).
+bool same_directory(const std::string& a, const std::string& b);
 
 // Whether writing `output` (symbolic links followed, by any path) would write a file that
 // checkpoint directory `dir` owns: a name checkpoint-<n>.h5 or the lock file in that directory.

@@ -1,8 +1,6 @@
 // Checkpoint options and the graceful stop of long runs (src/cli/run_control.hpp).
 #include "src/cli/run_control.hpp"
 
-#include <sys/stat.h>
-
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -34,11 +32,6 @@ std::string agreed_run_id(ProcessGrid& grid, const std::string& id_on_root) {
   return id;
 }
 
-bool same_directory(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 }  // namespace
 
 void add_checkpoint_options(CLI::App* cmd, CheckpointOptions& o, const char* unit) {
@@ -49,7 +42,7 @@ void add_checkpoint_options(CLI::App* cmd, CheckpointOptions& o, const char* uni
   cmd->add_option("--checkpoint-every", o.every, u.substr(0, 1) == "e" ? "Epochs between checkpoints (and one at the end)"
                                                                         : "Steps between checkpoints (and one at the end)")
       ->capture_default_str();
-  cmd->add_option("--keep", o.keep, "Checkpoints kept in --checkpoint-dir, the newest (0 = all)")->capture_default_str();
+  cmd->add_option("--keep", o.keep, "This run's checkpoints kept in --checkpoint-dir, the newest (0 = all; nothing else there is removed)")->capture_default_str();
   cmd->add_option("--resume", o.resume,
                   "Continue from the newest checkpoint in DIR (same options; any grid). SIGINT/SIGTERM end a run "
                   "after its " + u.substr(0, u.size() - 1) + " with a checkpoint, exit status 128+signal");
@@ -95,12 +88,11 @@ RunCheckpoints prepare_checkpoints(const CheckpointOptions& o, ProcessGrid& grid
   // plexus's run continued in place. They are never removed by rotation.
   const bool resumed_here = !o.resume.empty() && same_directory(o.resume, o.dir);
   if (const auto foreign = find_foreign_checkpoint(o.dir, run.run_id, resumed_here)) {
-    const bool another_run = foreign->why == "is a checkpoint of another run";
     throw InputError(o.dir, "holds files named like checkpoints that are not this run's: " + foreign->path + " " +
                                 foreign->why +
                                 (foreign->more > 0 ? " (and " + std::to_string(foreign->more) + " more)" : "") +
                                 "; use another --checkpoint-dir or remove " + (foreign->more > 0 ? "them" : "it") +
-                                (another_run && o.resume.empty() ? " (--resume " + o.dir + " continues that run)" : ""));
+                                (foreign->another_run && o.resume.empty() ? " (--resume " + o.dir + " continues that run)" : ""));
   }
   return run;
 }
