@@ -139,6 +139,7 @@ struct GptCheckpoint {
   std::int64_t iters_done = 0;
   double initial_val_loss = 0, best_val_loss = 0;
   GptTrainConfig options;  // of the run that wrote it (model, batch, schedule, seed, ...)
+  std::string run_id;      // the run that wrote it (root attribute run_id; docs/checkpoints.md); "" for none
 };
 // Written atomically; read defensively (InputError(path, ...)). write_gpt_checkpoint_h5 takes
 // the whole state (train_gpt gathers it; rank 0 writes).

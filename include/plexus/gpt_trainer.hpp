@@ -54,6 +54,9 @@ class GptTrainer {
   // atomically, a failed write thrown on every rank.
   GptCheckpoint state();
   void save(const std::string& path);
+  // The run identity state() and save() carry (GptCheckpoint::run_id), so that a checkpoint
+  // directory tells this run's checkpoints from others' (docs/checkpoints.md). Alike on every rank.
+  void set_run_id(const std::string& id);
 
  private:
   struct Impl;

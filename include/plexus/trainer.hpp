@@ -114,6 +114,10 @@ class GcnTrainer {
   // that the run continues as if never stopped. Both collective; InputError(path, ...) when the
   // file does not fit.
   void save(const std::string& path);
+  // The run identity save() stores in the file (root attribute run_id; none while empty), so
+  // that a checkpoint directory tells this run's checkpoints from others' (docs/checkpoints.md).
+  // The same on every rank.
+  void set_run_id(const std::string& id);
   void load(const std::string& path);
   void resume(const std::string& path);
 

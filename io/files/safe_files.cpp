@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -193,6 +194,9 @@ std::shared_ptr<int> open_stream(const std::string& path, const std::string& ope
 
 }  // namespace
 
+int remove_on_signal(const std::string& path) { return take_slot(path); }
+void forget_on_signal(int slot) { release_slot(slot); }
+
 void require_regular_input(const std::string& path, const char* format) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return;
@@ -209,6 +213,16 @@ void note_input_file(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
   std::lock_guard<std::mutex> lock(inputs_mutex);
   noted_inputs.push_back({st.st_dev, st.st_ino});
+}
+
+int same_file_as_standard_stream(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  for (const int fd : {1, 2}) {
+    struct stat s {};
+    if (::fstat(fd, &s) == 0 && s.st_dev == st.st_dev && s.st_ino == st.st_ino) return fd;
+  }
+  return 0;
 }
 
 void check_not_same_file(const std::string& output, const std::string& input) {
@@ -243,6 +257,27 @@ OutputTarget check_output(const std::string& path, OutputNeeds needs, const std:
   out.path = path;
   bool proc = false;
   out.target = follow_links(path, proc);
+  // The file behind standard output or error (--metrics /dev/stdout > run.log): opened again, it
+  // would have an offset of its own (and a regular file would be emptied), so what plexus prints
+  // and what it writes there would overwrite each other. Written through that descriptor.
+  if (const int fd = same_file_as_standard_stream(path); fd != 0) {
+    struct stat st {};
+    const bool regular = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    if (needs == OutputNeeds::Stream) {
+      const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (copy < 0) throw InputError(path, "cannot write: cannot duplicate standard " + std::string(fd == 1 ? "output" : "error") + ": " + errno_text(errno));
+      out.stream_fd = std::shared_ptr<int>(new int(copy), [](int* f) {
+        ::close(*f);
+        delete f;
+      });
+      out.stream = true;
+      out.shares_std_fd = fd;
+      return out;
+    }
+    if (regular && !proc)  // (/dev/stdout itself: refused below as an open descriptor)
+      throw InputError(path, std::string("cannot write: is the same file as standard ") + (fd == 1 ? "output" : "error") +
+                                 ", where plexus prints its messages; name another file");
+  }
   if (proc) {
     // /dev/stdout and friends: write through the descriptor the link stands for.
     if (needs == OutputNeeds::Seekable)
@@ -338,6 +373,7 @@ LineLog::LineLog(const OutputTarget& out) : path_(out.path), target_(out.target)
   if (out.stream) {
     stream_fd_ = out.stream_fd;
     fd_ = *stream_fd_;
+    shares_std_fd_ = out.shares_std_fd;
     return;
   }
   slot_ = take_slot(target_);
@@ -362,6 +398,9 @@ void LineLog::commit() {
   slot_ = -1;
 }
 
-void LineLog::append(const std::string& line) { write_all(fd_, line + "\n", path_); }
+void LineLog::append(const std::string& line) {
+  if (shares_std_fd_ != 0) std::fflush(shares_std_fd_ == 1 ? stdout : stderr);  // what was printed comes first
+  write_all(fd_, line + "\n", path_);
+}
 
 }  // namespace plexus::io

@@ -33,12 +33,21 @@ struct OutputTarget {
   std::string target;  // the file written: `path` with symbolic links followed
   bool stream = false;               // a character device or FIFO: written directly
   std::shared_ptr<int> stream_fd;    // its descriptor (closed when the last copy goes)
+  // 1 or 2 when the output is the file behind standard output or error (/dev/stdout, or its
+  // path, redirected to a file): stream_fd is then a duplicate of that descriptor, sharing its
+  // offset, so that what is printed and what is written follow each other instead of
+  // overwriting each other. 0 otherwise.
+  int shares_std_fd = 0;
 };
 
 // Checks `path` as an output of a command before any work is done; throws
 // InputError(path, what) naming the problem. `inputs`: files the command reads (directories and
 // names that do not exist are skipped) — the output may be none of them.
 OutputTarget check_output(const std::string& path, OutputNeeds needs, const std::vector<std::string>& inputs = {});
+
+// 1 or 2 when `path` (links followed) is the same file (device and inode) as this process's
+// standard output or error — a terminal, a pipe, or a file the shell redirected them to; else 0.
+int same_file_as_standard_stream(const std::string& path);
 
 // Throws InputError(output, ...) when `output` (symbolic links followed) and `input` are the same
 // file: the same device and inode. Either not existing is no conflict.
@@ -80,6 +89,12 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Files that exist only while the process runs (a lock file, io/files/run_lock.hpp): removed
+// by SIGINT, SIGTERM and SIGHUP like temporary files, from remove_on_signal() until
+// forget_on_signal(slot). Returns the slot (-1: none free; the file then stays on a signal).
+int remove_on_signal(const std::string& path);
+void forget_on_signal(int slot);
+
 // Graceful stop, for long runs (plexus train): after enable_graceful_stop(), the first SIGINT
 // or SIGTERM is only recorded — stop_signal() returns its number, 0 before — so that the run
 // can end its epoch, write a checkpoint and exit cleanly; a second one takes the usual course
@@ -109,6 +124,7 @@ class LineLog {
   std::string path_, target_;
   int fd_ = -1;
   int slot_ = -1;  // in the signal handler's list of files to remove
+  int shares_std_fd_ = 0;  // OutputTarget::shares_std_fd: stdio's buffer is flushed before each line
   bool committed_ = false;
   std::shared_ptr<int> stream_fd_;  // a stream's descriptor, owned by its OutputTarget
 };

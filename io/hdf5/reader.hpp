@@ -80,8 +80,10 @@ class Reader {
   [[noreturn]] void fail_file(const std::string& what) const { throw InputError(path_, what); }
 
   // Opens the file; with a communicator other than MPI_COMM_NULL through MPI-IO, and every
-  // later read is a collective call of all its ranks.
-  void open(MPI_Comm comm = MPI_COMM_NULL) {
+  // later read is a collective call of all its ranks. `note_input`: record the file as an input
+  // of the command (io::note_input_file), which no output may then replace; false for a file
+  // only looked at (a checkpoint's run identity), which the run may well write again.
+  void open(MPI_Comm comm = MPI_COMM_NULL, bool note_input = true) {
     std::error_code ec;
     const auto st = std::filesystem::status(path_, ec);
     if (st.type() == std::filesystem::file_type::not_found) fail_file("no such file");
@@ -104,13 +106,16 @@ class Reader {
     }
     file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.get()));
     if (!file_) fail_file("cannot open as HDF5 (corrupt or truncated file?)");
-    io::note_input_file(path_);
+    if (note_input) io::note_input_file(path_);
   }
 
   // ---- attributes ----------------------------------------------------------------------
   // Attributes of the root group, or of the object at `on` (an absolute path).
   static std::string attr_label(const std::string& name, const std::string& on) {
     return (on == "/" ? std::string() : on + ": ") + "attribute " + name;
+  }
+  bool attr_exists(const std::string& name, const std::string& on = "/") const {
+    return H5Aexists_by_name(file_.get(), on.c_str(), name.c_str(), H5P_DEFAULT) > 0;
   }
   Hid open_attr(const std::string& name, const std::string& on = "/") const {
     const std::string obj = attr_label(name, on);

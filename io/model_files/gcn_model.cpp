@@ -3,7 +3,8 @@
 // (read_gcn_model_h5) or only for what they say of the model (read_gcn_model_info_h5).
 //
 // Root attributes: format = "plexus-gcn", version = 1, layers, epochs_done, the best epoch so
-// far (best_epoch, best_val_acc, best_val_loss, best_test_acc), and the widths D_0..D_L as the
+// far (best_epoch, best_val_acc, best_val_loss, best_test_acc), a checkpoint's run_id (the run
+// that wrote it; docs/checkpoints.md), and the widths D_0..D_L as the
 // 1-D int64 dataset "dims"; the training options as attributes of /options. Each parameter
 // (layerK/weight [D_K × D_K+1], layerK/bias [1 × D_K+1]) is a float32 dataset under /value,
 // and its Adam moments under /adam_m and /adam_v, by global index: the file does not depend on
@@ -50,6 +51,7 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   w.scalar_attr<double>("best_val_acc", H5T_IEEE_F64LE, h.best.val_acc);
   w.scalar_attr<double>("best_val_loss", H5T_IEEE_F64LE, h.best.val_loss);
   w.scalar_attr<double>("best_test_acc", H5T_IEEE_F64LE, h.best.test_acc);
+  if (!h.run_id.empty()) w.string_attr("run_id", h.run_id);  // docs/checkpoints.md, "Whose checkpoints"
   w.block_dataset<index_t, 1>("dims", H5T_STD_I64LE, {dims.size()}, {0}, {dims.size()}, dims.data(), true);
   const TrainConfig& o = h.options;
   w.group(kOptions);
@@ -130,7 +132,7 @@ void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const Gcn
 
 void write_gcn_model_h5(const ModelState& s, const std::vector<index_t>& dims, const TrainConfig& options,
                         const std::string& path) {
-  GcnModelHeader h{dims, 0, s.epochs_done, s.best, options};  // the graph unknown here: 0
+  GcnModelHeader h{dims, 0, s.epochs_done, s.best, options, ""};  // the graph unknown here: 0
   std::vector<ParameterBlock> blocks;
   for (const ParameterState& p : s.parameters)
     blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),

@@ -30,6 +30,7 @@ struct GcnModelHeader {
   std::int64_t epochs_done = 0;
   BestEpoch best;
   TrainConfig options;
+  std::string run_id;  // the run that wrote a checkpoint (root attribute run_id); "" writes none
 };
 
 void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,

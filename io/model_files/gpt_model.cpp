@@ -381,6 +381,7 @@ void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c) {
   }
   const std::string group = std::string("/") + kOptimizer;
   write_model(path, c.model, [&](h5::Writer& w) {
+    if (!c.run_id.empty()) w.string_attr("run_id", c.run_id);  // docs/checkpoints.md, "Whose checkpoints"
     w.group(group.c_str());
     w.scalar_attr<std::int64_t>("iters_done", H5T_STD_I64LE, c.iters_done, group.c_str());
     w.scalar_attr<double>("initial_val_loss", H5T_IEEE_F64LE, c.initial_val_loss, group.c_str());

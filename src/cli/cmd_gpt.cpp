@@ -143,6 +143,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   // From before the model is built: the time counts its initial evaluation (as train_gpt's).
   const auto t_start = std::chrono::steady_clock::now();
   GptTrainer trainer(corpus, o.cfg, *backend, *grid, nullptr, resume ? &*resume : nullptr);
+  trainer.set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
   const auto on_step = [&](const GptStepMetrics& m) {
     training.step_done(step_json(m), m.iter,
                        fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,

@@ -174,6 +174,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   std::unique_ptr<GcnTrainer> trainer =
       in_memory ? about_file(o.data, [&] { return std::make_unique<GcnTrainer>(whole, o.cfg, *backend, *grid); })
                 : std::make_unique<GcnTrainer>(std::move(shards), o.cfg, *backend, *grid);
+  trainer->set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
   if (const std::string& resume_from = training.resume_from(); !resume_from.empty()) {
     trainer->resume(resume_from);
     if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", resume_from, trainer->epochs_done());

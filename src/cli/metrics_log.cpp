@@ -52,7 +52,11 @@ nlohmann::ordered_json options_json(const CLI::App& cmd) {
 
 MetricsLog::MetricsLog(const std::string& path, const std::vector<std::string>& inputs) {
   if (path.empty()) return;
-  log_ = std::make_unique<io::LineLog>(io::check_output(path, io::OutputNeeds::Stream, inputs));
+  const io::OutputTarget out = io::check_output(path, io::OutputNeeds::Stream, inputs);
+  // Before the file is emptied: another run may be writing it. Streams (a pipe, a terminal,
+  // /dev/null) are not locked: two writers there are the user's plan.
+  if (!out.stream) lock_ = std::make_unique<io::RunLock>(out.target + ".lock", path, "wait for it or use another --metrics");
+  log_ = std::make_unique<io::LineLog>(out);
 }
 
 void MetricsLog::header(const std::string& command, const CLI::App& cmd, const nlohmann::ordered_json& run,

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/files/run_lock.hpp"
 #include "io/files/safe_files.hpp"
 
 namespace plexus::cli {
@@ -23,8 +24,9 @@ nlohmann::ordered_json options_json(const CLI::App& cmd);
 
 class MetricsLog {
  public:
-  // Checks `path` as an output (not one of `inputs`) and opens it, before any work; rank 0 only
-  // (an empty path: no log, every call does nothing).
+  // Checks `path` as an output (not one of `inputs`), locks it (a regular file: `<file>.lock`,
+  // io/files/run_lock.hpp; another run writing it is an InputError) and opens it, before any
+  // work; rank 0 only (an empty path: no log, every call does nothing).
   MetricsLog(const std::string& path, const std::vector<std::string>& inputs);
   bool enabled() const { return log_ != nullptr; }
   // The first line: {"config": true, "command", "version", "started", "options", "reductions",
@@ -36,6 +38,7 @@ class MetricsLog {
   void summary(const nlohmann::ordered_json& j);
 
  private:
+  std::unique_ptr<io::RunLock> lock_;  // let go after the log is closed
   std::unique_ptr<io::LineLog> log_;
 };
 

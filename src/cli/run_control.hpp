@@ -4,9 +4,12 @@
 // SIGTERM end a run after its epoch or step, exit status 128 + signal.
 #include <CLI/CLI.hpp>
 
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "io/files/run_lock.hpp"
 #include "plexus/process_grid.hpp"
 
 namespace plexus::cli {
@@ -18,25 +21,46 @@ struct CheckpointOptions {
 // `unit`: what a run counts ("epochs", "steps").
 void add_checkpoint_options(CLI::App* cmd, CheckpointOptions& o, const char* unit);
 
-// Before any work: checks the options, creates --checkpoint-dir and checks it as an output (rank
-// 0; `inputs`: files the run reads), and returns the checkpoint --resume names (the newest in
-// its directory, the same on every rank), or "" without --resume. InputError for each problem.
-std::string prepare_checkpoints(const CheckpointOptions& o, ProcessGrid& grid, const std::vector<std::string>& inputs);
+// What a run knows of its checkpoints once they are prepared.
+struct RunCheckpoints {
+  std::string resume_from;  // the checkpoint --resume names; "" without --resume
+  // The run's identity, stored in every checkpoint it writes (the same on every rank): the
+  // resumed checkpoint's, else a fresh one (docs/checkpoints.md, "Whose checkpoints").
+  std::string run_id;
+  std::unique_ptr<io::RunLock> lock;  // rank 0's lock on --checkpoint-dir, for the run's life
+};
+
+// Before any work, on every rank: checks the options; finds the checkpoint --resume names (the
+// newest in its directory, the same on every rank) and the run's identity; then rank 0
+// creates --checkpoint-dir, locks it, refuses it when it holds anything named like a checkpoint
+// that is not this run's, and checks it as an output (`inputs`: files the run reads).
+// InputError for each problem.
+RunCheckpoints prepare_checkpoints(const CheckpointOptions& o, ProcessGrid& grid, const std::vector<std::string>& inputs);
+
+// Rank 0, before any output is opened: InputError(output, ...) when an output of the run
+// (`outputs`: {option, path}) would write a file --checkpoint-dir owns (a checkpoint's name,
+// by any path or link): the checkpoint and the output would replace each other.
+void check_outputs_outside_checkpoints(const CheckpointOptions& o,
+                                       const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Writes checkpoint files of a run: after every o.every-th epoch or step, at the end, and when
 // stopping; removes all but the o.keep newest.
 class CheckpointSchedule {
  public:
   CheckpointSchedule(const CheckpointOptions& o, bool root) : o_(o), root_(root) {}
+  // The run identity whose checkpoints rotation may remove (RunCheckpoints::run_id).
+  void set_run_id(const std::string& id) { run_id_ = id; }
   // The file to write after `done` of `total` (empty: none now).
   std::string due(long long done, long long total, bool stopping) const;
-  // After the file `path` was written (collectively): rotation, by rank 0.
+  // After the file `path` was written (collectively): rotation, by rank 0, of this run's
+  // checkpoints only.
   void written(const std::string& path);
   const std::string& last() const { return last_; }
 
  private:
   CheckpointOptions o_;
   bool root_;
+  std::string run_id_;
   std::string last_;
 };
 

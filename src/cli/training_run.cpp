@@ -8,19 +8,24 @@
 
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
+#include "io/model_files/checkpoint_dir.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
-#include "src/cli/checkpoint_dir.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
 
 namespace {
 
-// The metrics file rank 0 writes ("" elsewhere), once it names no other output of the run.
+// The metrics file rank 0 writes ("" elsewhere), once it names no other output of the run: not
+// the model file, nor a file of the checkpoint directory (checked before the metrics file is
+// opened, which empties it).
 std::string metrics_path(const ProcessGrid& grid, const TrainingFiles& files) {
   if (grid.rank() != 0) return "";
-  io::check_distinct_outputs({{"--metrics", files.metrics}, {files.model_option, files.model}});
+  const std::vector<std::pair<std::string, std::string>> outputs{{"--metrics", files.metrics},
+                                                                 {files.model_option, files.model}};
+  io::check_distinct_outputs(outputs);
+  check_outputs_outside_checkpoints(files.checkpoints, outputs);
   return files.metrics;
 }
 
@@ -41,14 +46,16 @@ TrainingRun::TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFile
     io::check_output(files.model, io::OutputNeeds::Seekable, files.inputs);
   std::error_code ec;
   const bool had_dir = !files.checkpoints.dir.empty() && std::filesystem::exists(files.checkpoints.dir, ec);
-  resume_from_ = prepare_checkpoints(files.checkpoints, grid, files.inputs);
+  run_checkpoints_ = prepare_checkpoints(files.checkpoints, grid, files.inputs);
+  checkpoints_.set_run_id(run_checkpoints_.run_id);
   if (files.written_by_every_rank) {  // before hours of work, not at the first checkpoint
     if (!files.model.empty()) io::check_shared_output(files.model, grid.mpi_comm());
     if (!files.checkpoints.dir.empty()) {
       try {
         io::check_shared_output(checkpoint_path(files.checkpoints.dir, 0), grid.mpi_comm());
       } catch (const InputError&) {
-        if (grid.rank() == 0 && !had_dir) std::filesystem::remove(files.checkpoints.dir, ec);  // ours, still empty
+        run_checkpoints_.lock.reset();  // its lock file goes, then the folder made for this run, still empty
+        if (grid.rank() == 0 && !had_dir) std::filesystem::remove(files.checkpoints.dir, ec);
         throw;
       }
     }
@@ -107,7 +114,7 @@ void TrainingRun::summary(double total_seconds, double comm_seconds, const char*
   nlohmann::ordered_json s{{"summary", true},
                            {"interrupted", stopped_by_ != 0},
                            {done_key, done},
-                           {"resumed_from", path_or_null(resume_from_)},
+                           {"resumed_from", path_or_null(run_checkpoints_.resume_from)},
                            {"checkpoint", path_or_null(checkpoints_.last())}};
   s.update(fields);
   s["kernels"] = profiler_ ? profile_json(*profiler_) : nlohmann::json();

@@ -46,7 +46,9 @@ class TrainingRun {
   // The metrics file's first line (MetricsLog::header).
   void header(const std::string& command, const CLI::App& cmd, const nlohmann::ordered_json& run,
               const std::map<std::string, std::string>& reductions);
-  const std::string& resume_from() const { return resume_from_; }  // "" without --resume
+  const std::string& resume_from() const { return run_checkpoints_.resume_from; }  // "" without --resume
+  // The identity the trainer stores in each checkpoint (set_run_id; "" without --checkpoint-dir).
+  const std::string& run_id() const { return run_checkpoints_.run_id; }
   ProgressStyle style() const { return style_; }
   // Just before the data is read: the resident memory of the libraries and the runtime, the
   // largest over ranks (collective).
@@ -85,7 +87,7 @@ class TrainingRun {
   const KernelProfiler* profiler_;
   ProgressStyle style_;
   MetricsLog metrics_;
-  std::string resume_from_;
+  RunCheckpoints run_checkpoints_;  // --resume's file, the run's identity, the directory's lock
   double base_rss_ = 0, peak_rss_ = 0;
   CheckpointSchedule checkpoints_;
   std::unique_ptr<Progress> progress_;

@@ -113,6 +113,7 @@ struct GptTrainer::Impl {
   GptModel model;
   int iters_done = 0;
   double initial_val_loss = 0, best_val_loss = 0;
+  std::string run_id;  // carried by state() (set_run_id)
   // This rank's rows of a batch; none for a plan's dry run (a backend that does not compute).
   LocalBatch batch(const std::vector<std::int32_t>& split, std::uint32_t stream, std::uint64_t counter) const {
     if (!backend.computes()) return {};
@@ -225,8 +226,11 @@ GptCheckpoint GptTrainer::state() {
   c.initial_val_loss = t.initial_val_loss;
   c.best_val_loss = t.best_val_loss;
   c.options = t.cfg;
+  c.run_id = t.run_id;
   return c;
 }
+
+void GptTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
 
 void GptTrainer::save(const std::string& path) {
   Impl& t = *impl_;

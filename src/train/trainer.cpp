@@ -157,6 +157,7 @@ struct GcnTrainer::Impl {
   int epochs_done = 0;
   BestEpoch best;
   index_t num_nodes = 0;  // of the graph
+  std::string run_id;     // stored by save() (set_run_id)
   Range owned_rows;
   std::vector<index_t> owned_ids;
   std::vector<index_t> dims() const;  // D_0..D_L
@@ -375,9 +376,11 @@ void GcnTrainer::save(const std::string& path) {
     blocks.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes && first_replica,
                       host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data()});
   }
-  const GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg};
+  const GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
   write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
 }
+
+void GcnTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
 
 void GcnTrainer::load(const std::string& path) {
   Impl& t = *impl_;
