@@ -9,7 +9,8 @@ pkgs=(build-essential cmake pkg-config
       libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev zlib1g-dev
       python3-numpy python3-h5py python3-torch  # python3-torch: the GPT's PyTorch parity test
       python3-matplotlib  # the scaling study's plots (examples/scaling) and its test
-      clang libclang-rt-14-dev)  # scripts/fuzz.sh (libFuzzer)
+      clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer)
+      slurm-wlm munge)  # tests/cli_slurm.sh: a one-node Slurm cluster for the stop signals
 if [[ "${1:-}" == "--with-peer" ]]; then
   pkgs+=(python3-scipy)
 fi

@@ -4,6 +4,10 @@
 #    losses and validation losses bit for bit on the same grid and replicas, at ZeRO stages 0-3,
 #    with bf16, and within 1e-6 when resumed with other replicas, ZeRO stage or grid;
 #  - SIGTERM to one process ends it after its step with a checkpoint and exit status 143;
+#  - SIGTERM during an evaluation of seconds abandons the evaluation at once (its step's
+#    val_loss null), checkpoints the step, and the resumed run makes the evaluation up: the
+#    uninterrupted run's losses, validation losses and best bit for bit; SIGTERM within a step
+#    of many micro-batches abandons the step and checkpoints the one before;
 #  - other options, another text, a GCN checkpoint or a plain model file are one line, exit 2.
 # Usage: cli_gpt_checkpoint.sh PLEXUS_BINARY SOURCE_DIR
 set -u
@@ -89,6 +93,63 @@ else
   "$py" -c 'import json,sys; s=[json.loads(l) for l in open("sig.jsonl")][-1]; sys.exit(not (s["interrupted"] and s["checkpoint"]))' &&
     ok || fail "SIGTERM: metrics marked interrupted"
 fi
+
+# SIGTERM within a long evaluation or a step of many micro-batches: honoured before the next
+# batch, not after the evaluation or step (a second later at most, not seconds).
+slow=(gpt train --layers 2 --heads 2 --block 64 --batch 8 --embed 64 --threads 1 --quiet --dropout 0.1 --warmup 2
+      --data text.txt)
+# stop_gpt NAME WAIT_FOR_ITER ARGS...: starts the run, sends SIGTERM 0.5 s after the metrics show
+# step WAIT_FOR_ITER, waits; sets rc and ms (the time from the signal to the end).
+stop_gpt() {
+  local name=$1 iter=$2; shift 2
+  set -m
+  "$plexus" "$@" --checkpoint-dir "$name" --checkpoint-every 1000 --metrics "$name.jsonl" >"$name.out" 2>&1 &
+  local job=$!
+  set +m
+  for _ in $(seq 600); do grep -q "\"iter\":$iter," "$name.jsonl" 2>/dev/null && break; sleep 0.05; done
+  sleep 0.5
+  kill -TERM "$job"
+  local start
+  start=$(date +%s%N)
+  wait "$job"; rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+}
+# About 3 s an evaluation (1000 batches), evaluations after steps 3 and 6.
+evals=("${slow[@]}" --iters 6 --eval-every 3 --eval-iters 1000)
+"$plexus" "${evals[@]}" --metrics evals-full.jsonl >/dev/null || fail "uninterrupted run with long evaluations"
+stop_gpt evals 2 "${evals[@]}"
+if [[ $rc -ne 143 || $ms -gt 1500 || "$(ls evals)" != checkpoint-00000003.h5 ]] ||
+   ! grep -q "^interrupted by SIGTERM after step 3 of 6 (work after it abandoned)" evals.out; then
+  fail "SIGTERM during an evaluation"; echo "  rc=$rc, $ms ms, checkpoints: $(ls evals)"; cat evals.out
+else
+  "$py" - evals.jsonl <<'EOF' && ok || fail "SIGTERM during an evaluation: metrics"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+steps = [r for r in rows if "iter" in r]
+assert [r["iter"] for r in steps] == [1, 2, 3] and steps[-1]["val_loss"] is None, steps[-1]
+assert rows[-1]["interrupted"] and rows[-1]["iters_done"] == 3, rows[-1]
+EOF
+  "$plexus" "${evals[@]}" --resume evals --metrics evals-resumed.jsonl >/dev/null &&
+    "$py" - evals-full.jsonl evals-resumed.jsonl <<'EOF' && ok || fail "resumed after an abandoned evaluation"
+import json, sys
+full, resumed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+f = {r["iter"]: r for r in full if "iter" in r}
+r = {x["iter"]: x for x in resumed if "iter" in x}
+assert sorted(r) == [4, 5, 6], sorted(r)
+for i in r:
+    for k in ("loss", "grad_norm"):
+        assert f[i][k] == r[i][k], (i, k)
+assert f[6]["val_loss"] == r[6]["val_loss"]
+for k in ("best_val_loss", "initial_val_loss"):
+    assert full[-1][k] == resumed[-1][k], (k, full[-1][k], resumed[-1][k])
+EOF
+fi
+# About 2 s a step (200 micro-batches), no evaluation.
+stop_gpt accum 1 "${slow[@]}" --iters 1000 --eval-every 0 --grad-accum 200
+if [[ $rc -ne 143 || $ms -gt 1500 || "$(ls accum)" != checkpoint-00000001.h5 ]] ||
+   ! grep -q "^interrupted by SIGTERM after step 1 of 1000 (work after it abandoned)" accum.out; then
+  fail "SIGTERM within a step of many micro-batches"; echo "  rc=$rc, $ms ms, checkpoints: $(ls accum)"; cat accum.out
+else ok; fi
 
 # Refusals.
 expect_error "other --lr" "was trained with --lr 0.001, this run has --lr 0.002" "${gpt[@]}" --resume ck-one --lr 0.002

@@ -6,6 +6,8 @@
 //    evaluate() and the last epoch() report;
 //  - the model state is the same whole tensors on every grid, and moving it to another grid
 //    (or the same one) continues the run: within float tolerance, resp. bit for bit;
+//  - a graceful stop abandons an epoch at each of its stop points on every rank alike, leaving
+//    the state of the last finished epoch, from which the run continues bit for bit;
 //  - train_gcn is the trainer's loop.
 // Every rank runs every collective in the same order: checks are EXPECTs, never early returns.
 #include <gtest/gtest.h>
@@ -417,6 +419,40 @@ TEST(Trainer, ResumedRunPicksTheUninterruptedBestEpoch) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove(path);
+}
+
+// The stop check answers true from its k-th question on (alike on every rank: they ask at the
+// same points); 3 layers give 7 stop points per epoch (tests/test_stop_points.cpp).
+TEST(Trainer, StopWithinAnEpochKeepsTheLastFinishedEpochOnEveryGrid) {
+  const TrainConfig cfg = config();
+  for (const GridShape& shape : all_grids(size_of(MPI_COMM_WORLD))) {
+    auto be = make_cpu_backend(1);
+    auto grid = ProcessGrid::from_mpi(shape);
+    GcnTrainer whole(graph(), cfg, *be, *grid);
+    const TrainResult want = whole.run();
+    for (int k = 1; k <= 7; ++k) {
+      SCOPED_TRACE(shape.str() + ", stop at question " + std::to_string(k));
+      GcnTrainer t(graph(), cfg, *be, *grid);
+      t.epoch();
+      const ModelState before = t.state();
+      int asked = 0;
+      t.set_stop_check([&] { return ++asked >= k; });
+      EXPECT_FALSE(t.epoch_unless_stopped().has_value());
+      EXPECT_EQ(asked, k);
+      const ModelState after = t.state();
+      EXPECT_EQ(after.epochs_done, 1);
+      for (std::size_t p = 0; p < before.parameters.size(); ++p) {
+        EXPECT_EQ(after.parameters[p].value, before.parameters[p].value) << before.parameters[p].name;
+        EXPECT_EQ(after.parameters[p].adam_v, before.parameters[p].adam_v) << before.parameters[p].name;
+      }
+      t.set_stop_check({});
+      const TrainResult rest = t.run();
+      EXPECT_EQ(rest.epochs.size(), static_cast<std::size_t>(cfg.epochs - 1));
+      for (std::size_t e = 0; e < rest.epochs.size() && e + 1 < want.epochs.size(); ++e)
+        EXPECT_EQ(rest.epochs[e].loss, want.epochs[e + 1].loss) << e;
+      EXPECT_EQ(rest.test_acc, want.test_acc);
+    }
+  }
 }
 
 TEST(Trainer, TrainGcnIsTheTrainerLoop) {

@@ -86,6 +86,9 @@ struct GptStepMetrics {
   double dp_reduce_seconds = 0, dp_exposed_seconds = 0;
   bool evaluated = false;
   double val_loss = 0;     // when evaluated (after this step)
+  // An evaluation was due after this step but a graceful stop abandoned it (a resumed run
+  // makes it up: GptTrainer).
+  bool evaluation_abandoned = false;
 };
 
 // Parameters in GPT-2's layout and names (wte [vocab × embed], wpe, h.<l>.attn.c_attn.weight

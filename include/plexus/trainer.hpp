@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "plexus/stop_check.hpp"
 #include "plexus/train.hpp"
 
 namespace plexus {
@@ -88,12 +90,23 @@ class GcnTrainer {
   // the validation set picks (best validation accuracy, ties to the lower validation loss;
   // over every epoch trained, those before a load() included). `stop`, when given, is asked
   // after each epoch (after on_epoch) whether to end the run early; it must answer alike on
-  // every rank.
+  // every rank. An epoch the stop check abandons (epoch_unless_stopped) ends the run too, after
+  // `stop` was asked (it writes the checkpoint of the last finished epoch in `plexus train`).
   TrainResult run(const std::function<void(const EpochMetrics&)>& on_epoch = {},
                   const std::function<bool()>& stop = {});
   // One epoch: forward with dropout, loss, backward, Adam step, then the evaluation forward.
   // Throws InputError when the loss stops being finite.
   EpochMetrics epoch();
+  // The stop points of an epoch (plexus/stop_check.hpp): `check` is asked between the layers of
+  // the training forward, after the loss, between the layers of the backward pass and between
+  // the layers of the evaluation forward. {} (the default) asks nothing.
+  void set_stop_check(StopCheck check);
+  // One epoch, unless the stop check answers true at one of its stop points: then the epoch is
+  // abandoned and nullopt returned, the weights, Adam state, epochs done and best epoch exactly
+  // those before it (a stop after the Adam step, during the evaluation, restores them from a
+  // copy taken before the step), so that a checkpoint written then is the last finished
+  // epoch's and a resumed run repeats the abandoned epoch as the uninterrupted run did.
+  std::optional<EpochMetrics> epoch_unless_stopped();
   // The current weights' accuracies and losses (no step).
   EvalMetrics evaluate();
   Predictions predict();

@@ -83,6 +83,7 @@ nlohmann::ordered_json step_json(const GptStepMetrics& m) {
                    {"tokens_per_second", m.tokens_per_second},
                    {"comm_bytes", axis_bytes_json(m.comm_bytes)}};
   if (m.evaluated) j["val_loss"] = m.val_loss;
+  if (m.evaluation_abandoned) j["val_loss"] = nullptr;  // due, but a stop abandoned it
   if (m.dp_reduce_seconds > 0)
     j["dp_reduce"] = {{"seconds", m.dp_reduce_seconds}, {"exposed_seconds", m.dp_exposed_seconds}};
   return j;
@@ -142,7 +143,9 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   training.start(resume ? resume->iters_done : 0, o.cfg.iters, std::max(1, o.cfg.iters / 100));
   // From before the model is built: the time counts its initial evaluation (as train_gpt's).
   const auto t_start = std::chrono::steady_clock::now();
-  GptTrainer trainer(corpus, o.cfg, *backend, *grid, nullptr, resume ? &*resume : nullptr);
+  // A stop is honoured before the next micro-batch or evaluation batch (docs/checkpoints.md).
+  GptTrainer trainer(corpus, o.cfg, *backend, *grid, nullptr, resume ? &*resume : nullptr,
+                     [&] { return training.stop_agreed(); });
   trainer.set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
   const auto on_step = [&](const GptStepMetrics& m) {
     training.step_done(step_json(m), m.iter,

@@ -180,6 +180,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", resume_from, trainer->epochs_done());
   }
   training.start(trainer->epochs_done(), o.cfg.epochs);
+  // A stop is honoured between two layers: the epoch is abandoned, the last finished one saved.
+  trainer->set_stop_check([&] { return training.stop_agreed(); });
   const auto on_epoch = [&](const EpochMetrics& m) {
     if (grid->rank() == fault.rank && m.epoch + 1 == fault.epoch)
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +

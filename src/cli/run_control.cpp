@@ -128,11 +128,12 @@ int agreed_stop_signal(ProcessGrid& grid) {
 }
 
 std::string interrupted(int signal, const char* unit, long long done, long long total, const CheckpointSchedule& s,
-                        const std::string& dir) {
+                        const std::string& dir, bool abandoned) {
   set_exit_status(128 + signal);
   const std::string u = unit;
   return "interrupted by " + std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") + " after " +
          u.substr(0, u.size() - 1) + " " + std::to_string(done) + " of " + std::to_string(total) +
+         (abandoned ? " (work after it abandoned)" : "") +
          (s.last().empty() ? std::string(" (no --checkpoint-dir: nothing saved to resume from)")
                            : "; checkpoint " + s.last() + " (continue with --resume " + dir + ")");
 }

@@ -69,8 +69,9 @@ class CheckpointSchedule {
 // (one all-reduce).
 int agreed_stop_signal(ProcessGrid& grid);
 // Ends the command with 128 + signal and returns the line that says so, e.g. "interrupted by
-// SIGTERM after epoch 7 of 20; checkpoint D/checkpoint-00000007.h5 (continue with --resume D)".
+// SIGTERM after epoch 7 of 20; checkpoint D/checkpoint-00000007.h5 (continue with --resume D)";
+// `abandoned`: the stop came within the work after `done` (a stop point), which was dropped.
 std::string interrupted(int signal, const char* unit, long long done, long long total, const CheckpointSchedule& s,
-                        const std::string& dir);
+                        const std::string& dir, bool abandoned = false);
 
 }  // namespace plexus::cli

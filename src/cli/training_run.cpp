@@ -84,8 +84,16 @@ void TrainingRun::step_done(const nlohmann::ordered_json& line, long long done, 
   progress_->step(static_cast<long>(done), status, seconds, force_line);
 }
 
+bool TrainingRun::stop_agreed() {
+  if (stopped_by_ == 0) {
+    stopped_by_ = agreed_stop_signal(grid_);
+    stopped_within_ = stopped_by_ != 0;
+  }
+  return stopped_by_ != 0;
+}
+
 bool TrainingRun::stop_after(long long done, const std::function<void(const std::string&)>& save) {
-  stopped_by_ = agreed_stop_signal(grid_);
+  if (stopped_by_ == 0) stopped_by_ = agreed_stop_signal(grid_);
   const std::string path = checkpoints_.due(done, total_, stopped_by_ != 0);
   if (!path.empty()) {
     save(path);
@@ -98,7 +106,8 @@ void TrainingRun::finish(long long done, const std::function<void()>& save_model
   progress_->finish();
   if (save_model) save_model();
   if (stopped_by_ != 0)
-    interruption_ = interrupted(stopped_by_, (unit_ + "s").c_str(), done, total_, checkpoints_, checkpoint_dir_);
+    interruption_ = interrupted(stopped_by_, (unit_ + "s").c_str(), done, total_, checkpoints_, checkpoint_dir_,
+                                stopped_within_);
   peak_rss_ = peak_rss_bytes();  // over the load and the run
   grid_.world().all_reduce(&peak_rss_, 1, ReduceOp::Max);
 }

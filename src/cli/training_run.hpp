@@ -66,6 +66,10 @@ class TrainingRun {
   // Then (the trainer's `stop`): whether a stop was asked for on any rank, alike on every rank,
   // after `save` (collective) wrote the checkpoint due after `done`.
   bool stop_after(long long done, const std::function<void(const std::string&)>& save);
+  // The trainer's stop check (plexus/stop_check.hpp), asked within an epoch or step: whether a
+  // stop was asked for on any rank, alike on every rank (one all-reduce; once true, true
+  // without asking again). Collective.
+  bool stop_agreed();
   // After the run: ends the progress display; `save_model` (collective, may be empty) writes the
   // final model, before the peak resident memory is taken (the largest over ranks); when a
   // stop ended the run, the exit status becomes 128 + the signal.
@@ -93,6 +97,7 @@ class TrainingRun {
   std::unique_ptr<Progress> progress_;
   long long total_ = 0;
   int stopped_by_ = 0;  // the agreed stop signal; 0: none
+  bool stopped_within_ = false;  // agreed at a stop point within an epoch or step
   std::string interruption_;
 };
 

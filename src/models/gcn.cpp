@@ -53,7 +53,7 @@ DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
   return {cfg_.dropout, DropoutKey{cfg_.seed, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(layer)}};
 }
 
-const Matrix& GcnModel::forward(int epoch, bool training) {
+const Matrix& GcnModel::forward(int epoch, bool training, const std::function<void()>& between_layers) {
   // Layer 0's input: the feature rows are stored split over d; all-gather them over d.
   // (With one rank on d the stored block is already the whole input.)
   const LayerGeometry& g0 = layers_.front()->geometry();
@@ -66,13 +66,19 @@ const Matrix& GcnModel::forward(int epoch, bool training) {
     features_gathered_ = true;
     h = &features_full_;
   }
-  for (int l = 0; l < num_layers(); ++l) h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+  for (int l = 0; l < num_layers(); ++l) {
+    if (l > 0 && between_layers) between_layers();
+    h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+  }
   return *h;
 }
 
-void GcnModel::backward(Matrix& d_logits, int epoch) {
+void GcnModel::backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers) {
   Matrix grad = std::move(d_logits);
-  for (int l = num_layers() - 1; l >= 0; --l) grad = layers_[l]->backward(grad, dropout_for(epoch, l, true), l > 0);
+  for (int l = num_layers() - 1; l >= 0; --l) {
+    if (l < num_layers() - 1 && between_layers) between_layers();
+    grad = layers_[l]->backward(grad, dropout_for(epoch, l, true), l > 0);
+  }
 }
 
 LayerGeometry GcnModel::loss_geometry() const {

@@ -1,6 +1,7 @@
 #pragma once
 // GCN (Kipf & Welling, ICLR'17): L layers of H_{l+1} = act(Â · dropout(H_l) · W_l + b_l),
 // ReLU between layers, logits out. Each layer is a GcnLayer3D over the process grid.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,8 +27,11 @@ class GcnModel {
   GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg);
   // Logits block of this rank: [rows of N over d_L × classes over o_L] of the last layer
   // (with scatter_logits: only the slice of those rows over i_L, loss_geometry().out_rows).
-  const Matrix& forward(int epoch, bool training);
-  void backward(Matrix& d_logits, int epoch);
+  // `between_layers`, when given, is called between two layers (after each but the last): a
+  // trainer's stop point (GcnTrainer), which may throw to abandon the pass; every collective
+  // of the layers before it has completed then.
+  const Matrix& forward(int epoch, bool training, const std::function<void()>& between_layers = {});
+  void backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers = {});
   std::vector<ParamRef> parameters();
   const LayerGeometry& output_geometry() const { return layers_.back()->geometry(); }
   const LayerGeometry& geometry_of_layer(int layer) const { return layers_[static_cast<std::size_t>(layer)]->geometry(); }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "models/gpt.hpp"
 #include "plexus/error.hpp"
@@ -114,6 +115,16 @@ struct GptTrainer::Impl {
   int iters_done = 0;
   double initial_val_loss = 0, best_val_loss = 0;
   std::string run_id;  // carried by state() (set_run_id)
+
+  StopCheck stop_check;  // set_stop_check; asked only where `stoppable`
+  bool stop_now(bool stoppable) const { return stoppable && stop_check && stop_check(); }
+  // Mean validation loss, or nullopt when the stop check answered true before a batch.
+  std::optional<double> evaluate(bool stoppable);
+  std::optional<GptStepMetrics> step(bool stoppable);
+  // Whether an evaluation is due after `iters` steps.
+  bool evaluation_due(int iters) const {
+    return cfg.eval_every > 0 && iters > 0 && (iters % cfg.eval_every == 0 || iters == cfg.iters);
+  }
   // This rank's rows of a batch; none for a plan's dry run (a backend that does not compute).
   LocalBatch batch(const std::vector<std::int32_t>& split, std::uint32_t stream, std::uint64_t counter) const {
     if (!backend.computes()) return {};
@@ -122,26 +133,32 @@ struct GptTrainer::Impl {
 };
 
 GptTrainer::GptTrainer(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                       const GptWeights* init, const GptCheckpoint* resume) {
+                       const GptWeights* init, const GptCheckpoint* resume, StopCheck stop_check) {
   validate(cfg);
   check_corpus(corpus, cfg);
   backend.reset_peak();
   backend.set_matmul_precision(cfg.matmul_precision);
   impl_ = std::make_unique<Impl>(corpus, cfg, backend, grid);
   Impl& t = *impl_;
+  t.stop_check = std::move(stop_check);
   if (resume) {
     const GptCheckpoint& c = *resume;
     t.model.load_optimizer_state({c.model.weights, c.adam_m, c.adam_v, c.iters_done});
     t.iters_done = static_cast<int>(c.iters_done);
     t.initial_val_loss = c.initial_val_loss;
     t.best_val_loss = c.best_val_loss;
+    // The evaluation due after the checkpoint's step, which a stop may have abandoned: the
+    // minimum is unchanged when it was made (the same value again).
+    if (t.evaluation_due(t.iters_done))
+      if (const std::optional<double> v = t.evaluate(true)) t.best_val_loss = std::min(t.best_val_loss, *v);
     return;
   }
   if (init)
     t.model.load_weights(*init);
   else
     t.model.init_weights(cfg.seed);
-  if (cfg.eval_every > 0) t.initial_val_loss = t.best_val_loss = evaluate();
+  if (cfg.eval_every > 0)
+    if (const std::optional<double> v = t.evaluate(true)) t.initial_val_loss = t.best_val_loss = *v;
 }
 
 GptTrainer::~GptTrainer() = default;
@@ -152,19 +169,28 @@ double GptTrainer::initial_val_loss() const { return impl_->initial_val_loss; }
 double GptTrainer::best_val_loss() const { return impl_->best_val_loss; }
 GptWeights GptTrainer::weights() { return impl_->model.gather_weights(); }
 
-double GptTrainer::evaluate() {
-  Impl& t = *impl_;
+void GptTrainer::set_stop_check(StopCheck check) { impl_->stop_check = std::move(check); }
+
+double GptTrainer::evaluate() { return *impl_->evaluate(false); }
+
+std::optional<double> GptTrainer::Impl::evaluate(bool stoppable) {
+  Impl& t = *this;
   const index_t tokens = t.cfg.batch * t.cfg.model.block;
   double sum = 0.0;
   for (int k = 0; k < t.cfg.eval_iters; ++k) {
+    if (t.stop_now(stoppable)) return std::nullopt;
     const LocalBatch b = t.batch(t.corpus.val, kValStream, static_cast<std::uint64_t>(k));
     sum += t.model.step(b.ids, b.targets, 1.0f / static_cast<float>(tokens), GptDropout{}, false);
   }
   return sum / t.cfg.eval_iters;
 }
 
-GptStepMetrics GptTrainer::step() {
-  Impl& t = *impl_;
+GptStepMetrics GptTrainer::step() { return *impl_->step(false); }
+
+std::optional<GptStepMetrics> GptTrainer::step_unless_stopped() { return impl_->step(true); }
+
+std::optional<GptStepMetrics> GptTrainer::Impl::step(bool stoppable) {
+  Impl& t = *this;
   const GptTrainConfig& cfg = t.cfg;
   ZeroOptimizer& opt = t.model.optimizer();
   const int it = t.iters_done;
@@ -180,6 +206,9 @@ GptStepMetrics GptTrainer::step() {
   t.model.zero_grads();
   double loss = 0.0;
   for (int micro = 0; micro < cfg.grad_accum; ++micro) {
+    // Before the optimizer step nothing but the gradients changed: abandoning the step leaves
+    // the run as it was after the previous one (the next step zeroes the gradients).
+    if (t.stop_now(stoppable)) return std::nullopt;
     const std::uint64_t counter = static_cast<std::uint64_t>(it) * cfg.grad_accum + micro;
     const LocalBatch b = t.batch(t.corpus.train, kTrainStream, counter);
     const GptDropout drop{cfg.dropout, cfg.seed, static_cast<std::uint32_t>(counter)};
@@ -204,10 +233,14 @@ GptStepMetrics GptTrainer::step() {
   m.dp_reduce_seconds = opt.stats().reduce_seconds;
   m.dp_exposed_seconds = opt.stats().exposed_seconds;
 
-  if (cfg.eval_every > 0 && ((it + 1) % cfg.eval_every == 0 || it + 1 == cfg.iters)) {
-    m.evaluated = true;
-    m.val_loss = evaluate();
-    t.best_val_loss = std::min(t.best_val_loss, m.val_loss);
+  if (t.evaluation_due(it + 1)) {
+    if (const std::optional<double> v = t.evaluate(stoppable)) {
+      m.evaluated = true;
+      m.val_loss = *v;
+      t.best_val_loss = std::min(t.best_val_loss, m.val_loss);
+    } else {
+      m.evaluation_abandoned = true;
+    }
   }
   require_finite_loss(m.loss + (m.evaluated ? m.val_loss : 0.0), t.grid, "step " + std::to_string(m.iter),
                       "lower --lr or set --grad-clip");
@@ -258,7 +291,14 @@ GptTrainResult GptTrainer::run(const std::function<void(const GptStepMetrics&)>&
   GptTrainResult result;
   result.params = t.model.num_params();
   while (t.iters_done < t.cfg.iters) {
-    result.steps.push_back(step());
+    std::optional<GptStepMetrics> m = t.step(true);
+    if (!m) {  // abandoned by the stop check: the run ends as after a finished step
+      if (stop) stop();
+      if (checkpoint) checkpoint(t.iters_done, true, [&](const std::string& path) { save(path); });
+      result.stopped = true;
+      break;
+    }
+    result.steps.push_back(*m);
     if (on_step) on_step(result.steps.back());
     const bool stopping = stop && stop();
     if (checkpoint) checkpoint(t.iters_done, stopping, [&](const std::string& path) { save(path); });

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -117,6 +118,9 @@ std::vector<float> cut(const ParamPlace& p, const std::vector<float>& whole) {
   return shard;
 }
 
+// Thrown by a stop point when the stop check answers true; caught by Impl::run_epoch.
+struct EpochAbandoned {};
+
 }  // namespace
 
 struct GcnTrainer::Impl {
@@ -161,7 +165,46 @@ struct GcnTrainer::Impl {
   Range owned_rows;
   std::vector<index_t> owned_ids;
   std::vector<index_t> dims() const;  // D_0..D_L
+
+  // The graceful stop (set_stop_check), and each parameter's value and Adam moments as they
+  // were before the current epoch's step (host copies: a GCN's parameters are small), taken
+  // only while a stop check is set, so that a stop during the evaluation can undo the step.
+  StopCheck stop_check;
+  std::vector<std::vector<float>> before_step;  // value, m, v of each parameter in turn
+  void keep_state_before_step();
+  void undo_step(int epoch);
+  std::optional<EpochMetrics> run_epoch(bool stoppable);
 };
+
+void GcnTrainer::Impl::keep_state_before_step() {
+  const std::vector<ParamRef> params = model.parameters();
+  const std::vector<AdamMoments> moments = adam.moments();
+  before_step.resize(3 * params.size());
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    const float* from[3] = {params[k].value, moments[k].m, moments[k].v};
+    for (int j = 0; j < 3; ++j) {
+      std::vector<float>& to = before_step[3 * k + static_cast<std::size_t>(j)];
+      to.resize(params[k].size);
+      backend.copy_to_host(to.data(), from[j], to.size() * sizeof(float));
+    }
+  }
+}
+
+void GcnTrainer::Impl::undo_step(int epoch) {
+  const std::vector<ParamRef> params = model.parameters();
+  const std::vector<AdamMoments> moments = adam.moments();
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    float* to[3] = {params[k].value, moments[k].m, moments[k].v};
+    for (int j = 0; j < 3; ++j) {
+      const std::vector<float>& from = before_step[3 * k + static_cast<std::size_t>(j)];
+      backend.copy_from_host(to[j], from.data(), from.size() * sizeof(float));
+    }
+  }
+  adam.set_steps(epoch);
+  epochs_done = epoch;
+  model.weights_updated();
+  backend.synchronize();
+}
 
 GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
     : GcnTrainer(shards_of(graph, cfg, grid), cfg, backend, grid) {}
@@ -179,26 +222,50 @@ int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
 const BestEpoch& GcnTrainer::best() const { return impl_->best; }
 const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
 
-EpochMetrics GcnTrainer::epoch() {
-  Impl& t = *impl_;
+EpochMetrics GcnTrainer::epoch() { return *impl_->run_epoch(false); }
+
+void GcnTrainer::set_stop_check(StopCheck check) { impl_->stop_check = std::move(check); }
+
+std::optional<EpochMetrics> GcnTrainer::epoch_unless_stopped() { return impl_->run_epoch(true); }
+
+std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
+  Impl& t = *this;
   const int epoch = t.epochs_done;
   t.grid.reset_stats();
   const auto t_epoch = Clock::now();
   EpochMetrics m;
   m.epoch = epoch;
 
-  const Matrix& logits = t.model.forward(epoch, /*training=*/true);
-  t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
-  m.loss = t.loss.train_loss_and_grad(logits, t.d_logits);
-  t.model.backward(t.d_logits, epoch);
-  t.adam.step();
-  t.model.weights_updated();
-  t.backend.synchronize();
-  m.train_seconds = seconds_since(t_epoch);
-  ++t.epochs_done;
+  // The stop points: every rank asks the stop check at the same places, so all abandon the
+  // epoch together, between two layers (no collective of a layer half done).
+  stoppable = stoppable && static_cast<bool>(t.stop_check);
+  const std::function<void()> stop_point = [&] {
+    if (t.stop_check()) throw EpochAbandoned{};
+  };
+  const std::function<void()> no_stop_point;
+  const std::function<void()>& between_layers = stoppable ? stop_point : no_stop_point;
+  bool stepped = false;
+  EvalMetrics e;
+  try {
+    const Matrix& logits = t.model.forward(epoch, /*training=*/true, between_layers);
+    t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
+    m.loss = t.loss.train_loss_and_grad(logits, t.d_logits);
+    if (stoppable) stop_point();
+    t.model.backward(t.d_logits, epoch, between_layers);
+    if (stoppable) t.keep_state_before_step();
+    t.adam.step();
+    stepped = true;
+    t.model.weights_updated();
+    t.backend.synchronize();
+    m.train_seconds = seconds_since(t_epoch);
+    ++t.epochs_done;
 
-  const EvalMetrics e = t.loss.evaluate(t.model.forward(epoch, /*training=*/false));
-  t.backend.synchronize();
+    e = t.loss.evaluate(t.model.forward(epoch, /*training=*/false, between_layers));
+    t.backend.synchronize();
+  } catch (const EpochAbandoned&) {
+    if (stepped) t.undo_step(epoch);
+    return std::nullopt;
+  }
   m.train_acc = e.train_acc;
   m.val_acc = e.val_acc;
   m.test_acc = e.test_acc;
@@ -232,7 +299,12 @@ TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   const auto t_start = Clock::now();
   TrainResult result;
   while (t.epochs_done < t.cfg.epochs) {
-    result.epochs.push_back(epoch());
+    std::optional<EpochMetrics> m = t.run_epoch(true);
+    if (!m) {  // abandoned by the stop check: `stop` ends the run as after a finished epoch
+      if (stop) stop();
+      break;
+    }
+    result.epochs.push_back(*m);
     if (on_epoch) on_epoch(result.epochs.back());
     if (stop && stop()) break;
   }
