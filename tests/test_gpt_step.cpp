@@ -58,7 +58,8 @@ TEST(GptSampler, ShardsAndReplicasDrawTheirOwnSequencesOfOneGlobalBatch) {
   for (const std::uint32_t stream : {kTrainStream, kValStream})
     for (const std::uint64_t counter : {0u, 1u, 17u}) {
       SCOPED_TRACE("stream " + std::to_string(stream) + ", micro-batch " + std::to_string(counter));
-      const LocalBatch whole = local_batch(data, cfg, stream, counter, gpt_layout_at({1, 1, 1}, {0, 0, 0}, cfg.model, cfg.batch));
+      const LocalBatch whole =
+          local_batch(data, cfg, stream, counter, gpt_layout_at({1, 1, 1}, {0, 0, 0}, cfg.model, cfg.batch));
       ASSERT_EQ(whole.ids.size(), static_cast<std::size_t>(cfg.batch * block));
       std::set<std::vector<std::int32_t>> windows;
       for (index_t b = 0; b < cfg.batch; ++b) {
@@ -79,7 +80,8 @@ TEST(GptSampler, ShardsAndReplicasDrawTheirOwnSequencesOfOneGlobalBatch) {
           LocalBatch joined;
           for (int d = 0; d < dp; ++d)
             for (int z = 0; z < g.z; ++z) {
-              const LocalBatch b = local_batch(data, cfg, stream, counter, gpt_layout_at(g, {0, 0, z}, cfg.model, cfg.batch, dp, d));
+              const LocalBatch b =
+                  local_batch(data, cfg, stream, counter, gpt_layout_at(g, {0, 0, z}, cfg.model, cfg.batch, dp, d));
               joined.ids.insert(joined.ids.end(), b.ids.begin(), b.ids.end());
               joined.targets.insert(joined.targets.end(), b.targets.begin(), b.targets.end());
             }

@@ -115,7 +115,8 @@ TEST(MemoryNeedsGpt, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionTh
       {"--block 32", [](GptTrainConfig& c, GridShape&, int&) { c.model.block = 32; }},
       {"--embed 64", [](GptTrainConfig& c, GridShape&, int&) { c.model.embed = 64; }},
       {"--layers 3", [](GptTrainConfig& c, GridShape&, int&) { c.model.layers = 3; }},
-      {"--grad-accum 2 --dp 2 --zero 2", [](GptTrainConfig& c, GridShape&, int& dp) { c.grad_accum = 2, dp = 2, c.zero_stage = 2; }},
+      {"--grad-accum 2 --dp 2 --zero 2",
+       [](GptTrainConfig& c, GridShape&, int& dp) { c.grad_accum = 2, dp = 2, c.zero_stage = 2; }},
   };
   std::vector<double> needs;
   for (const Case& k : cases) {

@@ -26,7 +26,8 @@ namespace {
 // to 1 (the split must overwrite what was there).
 GraphData labelled_graph(const std::vector<int>& sizes, int unlabelled) {
   std::vector<std::int32_t> labels(static_cast<std::size_t>(unlabelled), -1);
-  for (std::size_t c = 0; c < sizes.size(); ++c) labels.insert(labels.end(), static_cast<std::size_t>(sizes[c]), static_cast<std::int32_t>(c));
+  for (std::size_t c = 0; c < sizes.size(); ++c)
+    labels.insert(labels.end(), static_cast<std::size_t>(sizes[c]), static_cast<std::int32_t>(c));
   std::mt19937 rng(3);
   std::shuffle(labels.begin(), labels.end(), rng);
   GraphData g;
@@ -87,7 +88,8 @@ TEST(StratifiedSplit, TheLeftoverIsARandomPartOfEachClassFixedBySeed) {
   EXPECT_EQ(a.test_mask, again.test_mask);
   const auto none = [](const GraphData& g) {
     std::vector<int> v;
-    for (std::size_t i = 0; i < g.labels.size(); ++i) v.push_back(!g.train_mask[i] && !g.val_mask[i] && !g.test_mask[i]);
+    for (std::size_t i = 0; i < g.labels.size(); ++i)
+      v.push_back(!g.train_mask[i] && !g.val_mask[i] && !g.test_mask[i]);
     return v;
   };
   const std::vector<int> none_a = none(a), none_b = none(b);

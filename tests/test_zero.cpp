@@ -1,6 +1,7 @@
 // Data parallelism and ZeRO on one process: memory accounting by kind and the memory budget,
 // the ZeroOptimizer's storage, binding and AdamW step at every stage against plain Adam, and the
-// analytic model of the bytes on the D axis. (D > 1 on real ranks: tests/mpi_test_gpt.cpp, tests/cli_gpt_dp.sh.)
+// analytic model of the bytes on the D axis. (D > 1 on real ranks: tests/mpi_test_gpt.cpp and
+// tests/cli_gpt_dp.sh.)
 #include <gtest/gtest.h>
 
 #include <cmath>
