@@ -1,8 +1,10 @@
 // Data parallelism and ZeRO on one process: memory accounting by kind and the memory budget,
 // the ZeroOptimizer's storage, binding and AdamW step at every stage against plain Adam, and the
-// analytic model of the bytes on the D axis. (D > 1 on real ranks: tests/cli_gpt_dp.sh.)
+// analytic model of the bytes on the D axis. (D > 1 on real ranks: tests/mpi_test_gpt.cpp and
+// tests/cli_gpt_dp.sh.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -234,6 +236,69 @@ TEST(ZeroOptimizer, BF16StoresSixteenBitParametersAndGradientsAndStepsAnFp32Mast
     EXPECT_EQ(be->live_bytes(MemoryKind::Optimizer), 12u * 26 + reference_state);  // master, m, v
     EXPECT_EQ(be->live_bytes(MemoryKind::Workspace), 0u);  // every working copy freed
   }
+}
+
+// Gradient accumulation over micro-batches at every stage and precision: the layers add each
+// micro-batch's gradients into what the optimizer binds (stages 0-1: the whole gradient; 2-3: a
+// fresh unit buffer, which the optimizer adds into its block), so after two micro-batches the
+// gradient is g1 + g2 (a stage that overwrote would hold g2). Checked against float64: the
+// squared norm, and the moments of the first step, m = (1 - beta1)·g and v = (1 - beta2)·g²,
+// element by element (to bf16's rounding under BF16).
+TEST(ZeroOptimizer, MicroBatchesAddUpAtEveryStageAndTheFirstMomentsAreThoseOfTheSum) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  const AdamParams hp = toy_adamw();
+  for (const Precision precision : {Precision::FP32, Precision::BF16})
+    for (int stage = 0; stage <= 3; ++stage) {
+      const bool bf16 = precision == Precision::BF16;
+      SCOPED_TRACE("stage " + std::to_string(stage) + (bf16 ? ", bf16" : ", fp32"));
+      Toy toy;
+      ZeroOptimizer opt(*be, *grid, toy.tensors, ZeroOptions{stage, 8, precision}, hp);
+      ToyReference first(*be, toy, hp, 21), second(*be, toy, hp, 22);  // two micro-batches' gradients
+      write_values(opt, toy, *be, first.init);
+      opt.zero_grads();
+      for (int micro = 0; micro < 2; ++micro) {
+        opt.begin_micro_batch(micro == 1);
+        const auto& g = micro == 0 ? first.grads : second.grads;
+        for (int unit = opt.units() - 1; unit >= 0; --unit) {
+          opt.acquire(unit);
+          opt.begin_backward(unit);
+          for (std::size_t k = 0; k < g.size(); ++k) {
+            if (toy.tensors[k].unit != unit) continue;
+            std::vector<float> sum(g[k].size());  // as a layer accumulates: into what is bound
+            be->copy_to_host(sum.data(), toy.bound_grad[k], 4 * sum.size());
+            for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += g[k][i];
+            be->copy_from_host(toy.bound_grad[k], sum.data(), 4 * sum.size());
+          }
+          opt.end_backward(unit);
+          opt.release(unit);
+        }
+        opt.finish_backward();
+      }
+      // float64 sums; bf16 rounds each micro-batch's gradient and their sum (2^-8 relative
+      // each), so an element's error is bounded by its terms' magnitudes: e = tol·(|g1| + |g2|).
+      const double tol = bf16 ? 2.0 / 256 : 1e-6;
+      std::vector<double> sum, err;
+      double want = 0, want_err = 0;
+      for (std::size_t k = 0; k < toy.tensors.size(); ++k)
+        for (std::size_t i = 0; i < toy.tensors[k].size; ++i) {
+          const double g1 = first.grads[k][i], g2 = second.grads[k][i];
+          sum.push_back(g1 + g2);
+          err.push_back(tol * (std::fabs(g1) + std::fabs(g2)));
+          if (!toy.tensors[k].owner) continue;
+          want += sum.back() * sum.back();
+          want_err += err.back() * (2 * std::fabs(sum.back()) + err.back());
+        }
+      EXPECT_NEAR(opt.grad_squared_norm(), want, want_err);
+      opt.step(hp.lr);
+      const ZeroOptimizer::RangeState r = opt.range_state();
+      ASSERT_EQ(r.m.size(), sum.size());
+      for (std::size_t i = 0; i < sum.size(); ++i) {
+        const double m = (1 - hp.beta1) * sum[i], v = (1 - hp.beta2) * sum[i] * sum[i];
+        EXPECT_NEAR(r.m[i], m, (1 - hp.beta1) * err[i]) << "element " << i;
+        EXPECT_NEAR(r.v[i], v, (1 - hp.beta2) * err[i] * (2 * std::fabs(sum[i]) + err[i])) << "element " << i;
+      }
+    }
 }
 
 TEST(ZeroOptimizer, AnAbortedPassFreesWhatItGatheredAndStartsClean) {

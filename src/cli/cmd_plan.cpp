@@ -115,7 +115,7 @@ void run_plan(PlanOptions& o) {
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m, limit);
   // What train's memory check adds to the tensors (MB/rank): the rank's share of the graph on
-  // the host while it loads (src/cli/memory_needs.cpp).
+  // the host while it loads (src/plan/memory_needs.cpp).
   const double host_graph = graph_host_bytes(p.num_nodes, p.nnz, p.dims.front(), true) / ranks;
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();

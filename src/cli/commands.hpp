@@ -11,6 +11,7 @@
 #include "plexus/backend.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/profiling.hpp"
+#include "src/plan/memory_needs.hpp"  // the memory checks before training and sampling
 
 namespace plexus {
 struct TrainConfig;
@@ -79,14 +80,6 @@ std::size_t parse_memory_budget(const std::string& text);
 // (`option_bytes`, 0 when not given) where that is below the memory available to this rank
 // (the node's divided by the ranks on it), else the latter. Collective: every rank calls it.
 void set_rank_memory_budget(std::size_t option_bytes);
-// Refuse (InputError naming the option or file that drives the need) a run whose largest rank
-// would not fit the budget, from the sizes alone, before loading (src/cli/memory_needs.cpp).
-// `whole_graph`: every rank reads the whole file (a plain file ordered in memory).
-void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph);
-// `vocab_from` names what set the vocabulary (--vocab, or the text file).
-void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from);
-// plexus gpt sample: a forward pass of the model read from `path`.
-void check_sample_memory(const GptConfig& model, const std::string& path);
 // --precision fp32|bf16 on `cmd`, into `value` (precision_of reads it).
 void add_precision_option(CLI::App* cmd, std::string& value);
 Precision precision_of(const std::string& value);

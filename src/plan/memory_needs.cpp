@@ -3,7 +3,9 @@
 // refused before anything is loaded or allocated when it does not fit this rank's budget
 // (plexus/sizes.hpp): a run too large for the machine ends with one line naming the option or
 // file that drives the need, not with the kernel's OOM killer tens of seconds later.
-#include <fmt/format.h>
+// (In the library, not the CLI, so that unit tests can set a budget and call the checks:
+// tests/test_memory_needs.cpp.)
+#include "plan/memory_needs.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -15,11 +17,12 @@
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
 #include "plexus/sizes.hpp"
-#include "src/cli/commands.hpp"
 
-namespace plexus::cli {
+namespace plexus {
 
 namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
 
 double largest_rank(const std::vector<RankCost>& ranks) {
   double m = 0;
@@ -56,13 +59,14 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
   const std::string where =
       driver({{"--hidden", tensors(1, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
   require_memory(bytes, where, "training",
-                 fmt::format("largest rank of grid {}: {} of tensors (plexus plan's MB/rank) + {} of the graph on the "
-                             "host ({}); {} nodes, {} edges, {} features, {} classes, --hidden {}, --layers {}",
-                             grid.str(), human_bytes(device), human_bytes(host),
-                             whole_graph ? "the whole graph, ordered in memory on every rank: plexus prepare orders it "
-                                           "once, and each rank then reads only its shards"
-                                         : "this rank's shards of the file",
-                             info.num_nodes, info.nnz, info.num_features, info.num_classes, cfg.hidden, cfg.layers));
+                 "largest rank of grid " + grid.str() + ": " + human_bytes(device) +
+                     " of tensors (plexus plan's MB/rank) + " + human_bytes(host) + " of the graph on the host (" +
+                     (whole_graph ? "the whole graph, ordered in memory on every rank: plexus prepare orders it "
+                                    "once, and each rank then reads only its shards"
+                                  : "this rank's shards of the file") +
+                     "); " + str(info.num_nodes) + " nodes, " + str(info.nnz) + " edges, " + str(info.num_features) +
+                     " features, " + str(info.num_classes) + " classes, --hidden " + str(cfg.hidden) + ", --layers " +
+                     str(cfg.layers));
 }
 
 void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from) {
@@ -90,9 +94,10 @@ void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const s
               {vocab_from, need([](GptConfig& c, index_t&) { c.vocab = 1; })}},
              "--grid");
   require_memory(bytes, where, "training",
-                 fmt::format("largest rank of {} x grid {}, ZeRO-{}: --layers {}, --embed {}, --block {}, --batch {}, "
-                             "vocabulary {}; model of docs/data-parallel.md",
-                             dp, grid.str(), cfg.zero_stage, m.layers, m.embed, m.block, cfg.batch, m.vocab));
+                 "largest rank of " + str(dp) + " x grid " + grid.str() + ", ZeRO-" + str(cfg.zero_stage) +
+                     ": --layers " + str(m.layers) + ", --embed " + str(m.embed) + ", --block " + str(m.block) +
+                     ", --batch " + str(cfg.batch) + ", vocabulary " + str(m.vocab) +
+                     "; model of docs/data-parallel.md");
 }
 
 void check_sample_memory(const GptConfig& m, const std::string& path) {
@@ -101,7 +106,8 @@ void check_sample_memory(const GptConfig& m, const std::string& path) {
   const std::int64_t logits = checked_product({m.block, m.vocab}, path, "block x vocabulary");
   const std::int64_t acts = checked_product({12, m.block, m.embed, m.layers}, path, "12 x block x embed x layers");
   require_memory(4.0 * (static_cast<double>(logits) + static_cast<double>(acts)), path, "sampling",
-                 fmt::format("block {}, vocabulary {}, embed {}, {} layers", m.block, m.vocab, m.embed, m.layers));
+                 "block " + str(m.block) + ", vocabulary " + str(m.vocab) + ", embed " + str(m.embed) + ", " +
+                     str(m.layers) + " layers");
 }
 
-}  // namespace plexus::cli
+}  // namespace plexus
