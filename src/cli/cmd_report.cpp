@@ -23,6 +23,7 @@
 
 #include "plexus/error.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/json_text.hpp"
 
 namespace plexus::cli {
 
@@ -313,7 +314,7 @@ void print_json(const std::vector<Column>& columns, const std::vector<json>& rec
     for (const Column& c : columns) o[c.key] = cell(r, c.key);
     out.push_back(std::move(o));
   }
-  fmt::print("{}\n", out.dump(2));
+  fmt::print("{}\n", json_text(std::move(out), 2));
 }
 
 // The name of a run: its file's stem, or the path where two stems are the same.
