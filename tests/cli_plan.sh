@@ -116,5 +116,26 @@ if bad:
 PY
 ); then ok; else fail "plan output: $msg"; fi
 
+# A data path that is not UTF-8 (any bytes may name a file): --json has it with \xHH escapes,
+# as the error line writes it (was: exit 1 from the JSON library).
+bad=$'dir\xff'
+mkdir -p "$work/$bad"
+cp "$cora" "$work/$bad/c"$'\xfe'".h5"
+if "$plexus" plan --ranks 4 --data "$work/$bad/c"$'\xfe'".h5" --json >"$work/json" 2>"$work/err" &&
+   $py -c "import json,sys; d = json.load(open('$work/json')); sys.exit(not d['data'].endswith('dir\\\\xFF/c\\\\xFE.h5'))"
+then ok; else fail "plan --json, non-UTF-8 path"; cat "$work/err"; fi
+
+# Plans at many ranks: a GPT plan of 4,096 ranks (ZeRO replicas share dry runs) answers, and its
+# choices are those of every replica count, grid and stage (docs/dry-run.md).
+if timeout 300 "$plexus" plan gpt --ranks 4096 --json >"$work/json" 2>"$work/err" &&
+   $py -c "
+import json
+d = json.load(open('$work/json'))
+from math import comb
+# replicas 2^k, grids of 2^(12-k) ranks (comb(14 - k, 2) of them), ZeRO stages 0-3 when k > 0
+assert d['ranks'] == 4096 and len(d['grids']) == sum(comb(14 - k, 2) * (4 if k else 1) for k in range(13)), len(d['grids'])
+assert any(g['dp'] == 4096 and g['zero'] == 3 for g in d['grids']), 'no ZeRO-3 over 4096 replicas'
+"; then ok; else fail "plan gpt --ranks 4096"; cat "$work/err"; fi
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

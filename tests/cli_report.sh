@@ -109,5 +109,68 @@ expect_error directory "$work: is a directory" report "$work"
 expect_error csv-and-json "command line" report --csv --json "$work/new.jsonl"
 expect_error no-files "command line" report
 
+
+# Fields of the wrong type: one line naming the file, the line and the field (never a status or
+# a figure printed for them). Each case edits one field of a valid file.
+wrong_type() {  # wrong_type NAME LINE_NUMBER PYTHON_EDIT_OF_d WANT
+  $py -c "
+import json, sys
+lines = open('$work/new.jsonl').read().splitlines()
+d = json.loads(lines[$2 - 1]); $3; lines[$2 - 1] = json.dumps(d)
+open('$work/$1.jsonl', 'w').write('\n'.join(lines) + '\n')"
+  expect_error "type-$1" "$work/$1.jsonl: line $2: field $4" report "$work/$1.jsonl"
+}
+wrong_type interrupted 5 'd["interrupted"] = "yes"' "'interrupted': expected true or false, got a string"
+wrong_type summary-marker 5 'd["summary"] = 1' "'summary': expected true or false, got 1"
+wrong_type acc-string 3 'd["val_acc"] = "0.9"' "'val_acc': expected a number in \[0, 1\] or null, got a string"
+wrong_type acc-above-1 3 'd["test_acc"] = 7' "'test_acc': expected a number in \[0, 1\] or null, got 7"
+wrong_type seconds-negative 2 'd["epoch_seconds"] = -1' "'epoch_seconds': expected a number >= 0"
+wrong_type comm-array 4 'd["comm_seconds"] = [1, 2]' "'comm_seconds': expected a number >= 0 or an object"
+wrong_type bytes-string-axis 2 'd["comm_bytes"]["y"] = "many"' "'comm_bytes': expected an object of numbers"
+wrong_type epoch-float 3 'd["epoch"] = 2.5' "'epoch': expected an integer >= 1, got 2.5"
+wrong_type grid-number 5 'd["grid"] = 8' "'grid': expected a string, got 8"
+wrong_type ranks-zero 1 'd["ranks"] = 0' "'ranks': expected an integer >= 1, got 0"
+wrong_type options-list 1 'd["options"] = []' "'options': expected an object, got an array"
+wrong_type peak-bool 5 'd["peak_rss_bytes"] = True' "'peak_rss_bytes': expected a number >= 0 or null, got true"
+
+# A run without validation nodes: its accuracies are null, and the report shows no validation
+# accuracy and the last epoch's test accuracy ("-" where nothing was evaluated).
+"$plexus" generate sbm --nodes 120 --classes 3 --feature-width 8 --seed 3 -o "$work/sbm.h5" >/dev/null 2>&1 || fail sbm
+$py -c "
+import h5py
+with h5py.File('$work/sbm.h5', 'r+') as f:
+    v = f['masks/val'][...]; t = f['masks/test'][...]; f['masks/test'][...] = t | v; f['masks/val'][...] = 0 * v"
+if "$plexus" train --data "$work/sbm.h5" --epochs 3 --threads 1 --quiet --metrics "$work/noval.jsonl" >"$work/out" 2>&1 &&
+   grep -q 'best validation accuracy not evaluated (no validation node); last epoch 3' "$work/out" &&
+   "$plexus" report --json "$work/noval.jsonl" >"$work/json" 2>&1 &&
+   $py -c "
+import json
+lines = [json.loads(l) for l in open('$work/noval.jsonl')]
+epochs, s = [l for l in lines if 'epoch' in l], lines[-1]
+assert all(e['val_acc'] is None and e['val_loss'] is None and 0 <= e['test_acc'] <= 1 for e in epochs), epochs
+assert s['best_val_acc'] is None and s['best_epoch'] == 3 and s['test_acc'] == epochs[-1]['test_acc'], s
+r = json.load(open('$work/json'))[0]
+assert r.get('best_val_acc') is None and r['test_acc'] == epochs[-1]['test_acc'], r
+"; then ok; else fail no-val-run; cat "$work/out" "$work/json"; fi
+# The same run still going (no summary): the last epoch's test accuracy, no best validation.
+head -n 3 "$work/noval.jsonl" >"$work/noval-going.jsonl"
+if "$plexus" report --csv "$work/noval-going.jsonl" >"$work/csv" 2>&1 &&
+   $py -c "
+import csv, json
+r = list(csv.DictReader(open('$work/csv')))[0]
+last = [json.loads(l) for l in open('$work/noval-going.jsonl')][-1]
+assert r['status'] == 'running' and r.get('best_val_acc', '') == '' and float(r['test_acc']) == last['test_acc'], r
+"; then ok; else fail no-val-going; cat "$work/csv"; fi
+
+# A name that is not UTF-8 (any bytes may name a file): the JSON has it with \xHH escapes.
+bad=$'run\xff'
+cp "$work/new.jsonl" "$work/$bad.jsonl"
+if "$plexus" report --json "$work/$bad.jsonl" >"$work/json" 2>"$work/err" &&
+   $py -c "
+import json
+r = json.load(open('$work/json'))[0]
+assert r['run'] == 'run\\\\xFF' and r['file'].endswith('/run\\\\xFF.jsonl'), r
+"; then ok; else fail non-utf8-name; cat "$work/err"; fi
+
 echo "cli_report: $passed passed, $failures failed"
 ((failures == 0))

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -120,6 +121,8 @@ std::vector<float> global_logits() {
 // argmax being the lowest column of the maximum; losses = mean over the split's rows of
 // -log softmax(x)[label]; gradient of the train loss = (softmax - onehot) / n_train on train
 // rows, 0 elsewhere.
+constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
+
 struct Reference {
   std::array<double, 3> acc{};
   double train_loss = 0, val_loss = 0;
@@ -153,10 +156,10 @@ Reference reference(const GraphData& g) {
   }
   for (int s = 0; s < 3; ++s) {
     const auto k = static_cast<std::size_t>(s);
-    ref.acc[k] = size[k] > 0 ? correct[k] / size[k] : 0.0;
+    ref.acc[k] = size[k] > 0 ? correct[k] / size[k] : kNotEvaluated;
   }
-  ref.train_loss = size[0] > 0 ? loss[0] / size[0] : 0.0;
-  ref.val_loss = size[1] > 0 ? loss[1] / size[1] : 0.0;
+  ref.train_loss = size[0] > 0 ? loss[0] / size[0] : kNotEvaluated;
+  ref.val_loss = size[1] > 0 ? loss[1] / size[1] : kNotEvaluated;
   for (index_t v = 0; v < kNodes; ++v) {
     const std::int32_t label = g.labels[static_cast<std::size_t>(v)];
     if (!g.train_mask[static_cast<std::size_t>(v)] || label < 0) continue;
@@ -172,14 +175,23 @@ Reference reference(const GraphData& g) {
   return ref;
 }
 
+// A figure that was not evaluated (NaN) must be NaN; any other, equal.
+void expect_same(double got, double want, const std::string& what) {
+  if (std::isnan(want))
+    EXPECT_TRUE(std::isnan(got)) << what << ": " << got << ", expected NaN (not evaluated)";
+  else
+    EXPECT_DOUBLE_EQ(got, want) << what;
+}
+
 void expect_rel(double got, double want, const std::string& what) {
+  if (std::isnan(want)) return expect_same(got, want, what);
   EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << what;
 }
 
 void expect_metrics(const EvalMetrics& m, const Reference& ref, const std::string& what) {
-  EXPECT_DOUBLE_EQ(m.train_acc, ref.acc[0]) << what;
-  EXPECT_DOUBLE_EQ(m.val_acc, ref.acc[1]) << what;
-  EXPECT_DOUBLE_EQ(m.test_acc, ref.acc[2]) << what;
+  expect_same(m.train_acc, ref.acc[0], what + " train_acc");
+  expect_same(m.val_acc, ref.acc[1], what + " val_acc");
+  expect_same(m.test_acc, ref.acc[2], what + " test_acc");
   expect_rel(m.train_loss, ref.train_loss, what + " train_loss");
   expect_rel(m.val_loss, ref.val_loss, what + " val_loss");
 }
@@ -250,9 +262,9 @@ void check_everywhere(const GraphData& g, const Reference& ref, const std::array
   const auto one = [&](ProcessGrid& grid, int layers, CommVariant v, const std::string& where) {
     const EvalMetrics m = check_on(grid, g, ref, layers, v, where);
     const std::string what = where + " layers " + std::to_string(layers) + " " + comm_variant_name(v);
-    EXPECT_DOUBLE_EQ(m.train_acc, stated[0]) << what;
-    EXPECT_DOUBLE_EQ(m.val_acc, stated[1]) << what;
-    EXPECT_DOUBLE_EQ(m.test_acc, stated[2]) << what;
+    expect_same(m.train_acc, stated[0], what + " train_acc");
+    expect_same(m.val_acc, stated[1], what + " val_acc");
+    expect_same(m.test_acc, stated[2], what + " test_acc");
   };
   for (int layers : {1, 2, 3})
     for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) {
@@ -287,16 +299,53 @@ TEST(DistLoss, HandSetLogitsGiveEachSplitsOwnMetricsOnEveryGrid) {
 }
 
 // An empty validation split is a valid graph (only the train split must hold a labelled node):
-// DistLoss reports its accuracy and loss as 0, and the other splits as before.
-TEST(DistLoss, EmptyValidationSplitReportsZero) {
+// DistLoss reports its accuracy and loss as not evaluated (NaN, never 0), and the other splits
+// as before.
+TEST(DistLoss, EmptyValidationSplitIsNotEvaluated) {
   const GraphData g = hand_graph(/*val=*/false);
   EXPECT_NO_THROW(validate(g, "hand graph without val"));
   const Reference ref = reference(g);
   EXPECT_DOUBLE_EQ(ref.acc[0], kTrainAcc);
-  EXPECT_EQ(ref.acc[1], 0.0);
-  EXPECT_EQ(ref.val_loss, 0.0);
+  EXPECT_TRUE(std::isnan(ref.acc[1]));
+  EXPECT_TRUE(std::isnan(ref.val_loss));
   EXPECT_DOUBLE_EQ(ref.acc[2], kTestAcc);
-  check_everywhere(g, ref, {kTrainAcc, 0.0, kTestAcc});
+  check_everywhere(g, ref, {kTrainAcc, kNotEvaluated, kTestAcc});
+}
+
+}  // namespace
+}  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// A graph without validation (or test) nodes trains: what was not evaluated is NaN in every
+// epoch and in the result, never 0, and with no validation accuracy to pick an epoch the last
+// one is the result (include/plexus/train.hpp), on every grid.
+TEST(GcnTrainer, SplitsWithoutNodesAreNotEvaluatedAndTheLastEpochIsKept) {
+  GraphData no_val = hand_graph(/*val=*/false);
+  GraphData no_test = hand_graph();
+  std::fill(no_test.test_mask.begin(), no_test.test_mask.end(), 0);
+  TrainConfig cfg;
+  cfg.epochs = 3;
+  cfg.hidden = 4;
+  cfg.dropout = 0;
+  auto be = make_cpu_backend(1);
+  for (const GridShape& shape : all_grids(world_size())) {
+    auto grid = ProcessGrid::from_mpi(shape);
+    const TrainResult a = train_gcn(no_val, cfg, *be, *grid);
+    EXPECT_EQ(a.best_epoch, 2) << shape.str();
+    EXPECT_TRUE(std::isnan(a.best_val_acc)) << shape.str();
+    EXPECT_FALSE(std::isnan(a.test_acc)) << shape.str();
+    EXPECT_EQ(a.test_acc, a.epochs.back().test_acc) << shape.str();
+    for (const EpochMetrics& m : a.epochs) {
+      EXPECT_TRUE(std::isnan(m.val_acc) && std::isnan(m.val_loss)) << shape.str() << " epoch " << m.epoch;
+      EXPECT_FALSE(std::isnan(m.train_acc) || std::isnan(m.test_acc) || std::isnan(m.loss)) << shape.str();
+    }
+    const TrainResult b = train_gcn(no_test, cfg, *be, *grid);
+    EXPECT_TRUE(std::isnan(b.test_acc)) << shape.str();
+    EXPECT_FALSE(std::isnan(b.best_val_acc)) << shape.str();
+    for (const EpochMetrics& m : b.epochs) EXPECT_TRUE(std::isnan(m.test_acc)) << shape.str();
+  }
 }
 
 }  // namespace

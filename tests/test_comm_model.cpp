@@ -416,3 +416,49 @@ TEST(CommModel, GraphInfoOfBundledCora) {
   EXPECT_THROW(read_graph_info_h5("/nonexistent/file.h5"), InputError);
   EXPECT_THROW(read_graph_info_h5(std::string(PLEXUS_TEST_DIR) + "/test_comm_model.cpp"), InputError);
 }
+
+namespace {
+
+// Whether every axis-a group of the job (dp replicas of g; rank = d·X·Y·Z + z·X·Y + x·Y + y)
+// lies within one node of K ranks, rank by rank along the axis: the definition the O(1) test
+// of plan_from_costs must equal.
+bool axis_within_nodes(GridShape g, int dp, int K, int a) {
+  const int n = a == 3 ? dp : g.dim(static_cast<Axis>(a));
+  for (int rank = 0; rank < dp * g.size(); ++rank) {
+    std::array<int, 4> q = grid_coords(g, rank);
+    q[static_cast<std::size_t>(a)] = 0;
+    const auto rank_of = [&](const std::array<int, 4>& k) { return k[3] * g.size() + k[2] * g.x * g.y + k[0] * g.y + k[1]; };
+    const int node = rank_of(q) / K;
+    for (int k = 1; k < n; ++k) {
+      q[static_cast<std::size_t>(a)] = k;
+      if (rank_of(q) / K != node) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// The intra-node flags of a plan are those of the definition for every grid, replica count and
+// node size, uneven node sizes included.
+TEST(CommModel, IntraNodeFlagsMatchTheDefinitionOnEveryGrid) {
+  for (int dp : {1, 2, 3})
+    for (int ranks : {6, 8, 12, 16, 18})
+      for (GridShape g : all_grids(ranks))
+        for (int K = 1; K <= dp * ranks + 1; ++K) {
+          std::vector<RankCost> costs;
+          for (int rank = 0; rank < dp * ranks; ++rank) {
+            const std::array<int, 4> c = grid_coords(g, rank);
+            RankCost rc;
+            rc.coords = {c[0], c[1], c[2]};
+            rc.d = c[3];
+            costs.push_back(rc);
+          }
+          MachineModel m;
+          m.ranks_per_node = K;
+          const GridPlan plan = plan_from_costs(g, costs, costs, m, dp);
+          for (int a = 0; a < 4; ++a)
+            EXPECT_EQ(plan.intra_node[static_cast<std::size_t>(a)], axis_within_nodes(g, dp, K, a))
+                << g.str() << " dp " << dp << " K " << K << " axis " << a;
+        }
+}

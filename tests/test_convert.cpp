@@ -518,3 +518,27 @@ TEST(StratifiedSplit, KeepsClassProportionsAndIsDeterministic) {
   expect_error([] { plexus::parse_split_fractions("0.7,0.2,0.2"); }, "--split", "add up to more than 1");
   expect_error([] { plexus::parse_split_fractions("0,0.5,0.5"); }, "--split", "train fraction must be above 0");
 }
+
+// A split asked for (fraction above 0) that rounds to no node in every class is refused; a
+// split asked to be empty (fraction 0) stays empty (the trainer reports it not evaluated).
+TEST(StratifiedSplit, RefusesASplitAskedForThatGetsNoNode) {
+  const auto graph = [](index_t n) {
+    GraphData g;
+    g.num_nodes = n;
+    g.labels.resize(static_cast<std::size_t>(n));
+    for (index_t i = 0; i < n; ++i) g.labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % 3);
+    g.train_mask.assign(static_cast<std::size_t>(n), 0);
+    g.val_mask = g.test_mask = g.train_mask;
+    return g;
+  };
+  GraphData three = graph(3);  // one node a class: 0.6 rounds to 1 train node, 0.8 to 1 as well
+  expect_error([&] { plexus::stratified_split(three, plexus::parse_split_fractions("0.6,0.2,0.2"), 1); }, "--split",
+               "the validation split of 3 labelled nodes is empty");
+  GraphData tiny_train = graph(30);
+  expect_error([&] { plexus::stratified_split(tiny_train, plexus::parse_split_fractions("0.01,0.5,0.49"), 1); },
+               "--split", "the train split of 30 labelled nodes is empty");
+  GraphData all_train = graph(3);
+  plexus::stratified_split(all_train, plexus::parse_split_fractions("1,0,0"), 1);
+  EXPECT_EQ(all_train.train_mask, (std::vector<std::uint8_t>{1, 1, 1}));
+  EXPECT_EQ(all_train.val_mask, (std::vector<std::uint8_t>{0, 0, 0}));
+}

@@ -246,3 +246,79 @@ TEST(DryRun, GptPlanHoldsWhatTrainingHoldsByKind) {
 
 }  // namespace
 }  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// Every rank's own dry run of a GPT step, as src/plan/gpt_plan.cpp runs its representatives.
+RankCost gpt_rank_alone(const GptConfig& c, index_t batch, GridShape g, const GptParallel& par, int rank) {
+  GptTrainConfig cfg;
+  cfg.model = c;
+  cfg.batch = batch;
+  cfg.iters = 1;
+  cfg.eval_every = 0;
+  cfg.eval_iters = 1;
+  cfg.zero_stage = par.zero;
+  cfg.bucket_mb = par.bucket_mb;
+  cfg.precision = par.precision;
+  TokenCorpus corpus;
+  corpus.vocab = c.vocab;
+  corpus.train.assign(static_cast<std::size_t>(c.block + 1), 0);
+  corpus.val = corpus.train;
+  DryRun run(g, par.dp, rank, par.transport);
+  GptTrainer trainer(corpus, cfg, run.backend(), run.grid());
+  run.measure();
+  trainer.step();
+  return run.measure();
+}
+
+void expect_same_cost(const RankCost& a, const RankCost& b, const std::string& what) {
+  EXPECT_EQ(a.bytes, b.bytes) << what;
+  EXPECT_EQ(a.calls, b.calls) << what;
+  EXPECT_EQ(a.gemm_flops, b.gemm_flops) << what;
+  EXPECT_EQ(a.spmm_flops, b.spmm_flops) << what;
+  EXPECT_EQ(a.memory_bytes, b.memory_bytes) << what;
+  EXPECT_EQ(a.memory_by_kind, b.memory_by_kind) << what;
+}
+
+// ZeRO replicas share a dry run when their blocks meet the optimizer's segments alike: the
+// shared result is each replica's own, on blocks that straddle tensors and buckets (small
+// buckets, BF16, both transports), and uneven batches over the replicas.
+TEST(DistinctRuns, ZeroReplicasSharingARunCostWhatEachWouldAlone) {
+  GptConfig c;
+  c.layers = 1;
+  c.heads = 2;
+  c.embed = 8;
+  c.block = 4;
+  c.vocab = 7;
+  for (int stage : {1, 2, 3})
+    for (Transport t : {Transport::Mpi, Transport::Nccl})
+      for (Precision p : {Precision::FP32, Precision::BF16}) {
+        const GptParallel par{12, stage, 0.0003, p, t};
+        const GridShape g{1, 2, 1};
+        const std::string what = "ZeRO-" + std::to_string(stage) + " " + transport_name(t);
+        const std::vector<RankCost> shared = predict_gpt_ranks(c, 13, 1, g, true, par);
+        ASSERT_EQ(shared.size(), 24u);
+        for (int rank = 0; rank < 24; ++rank)
+          expect_same_cost(shared[static_cast<std::size_t>(rank)], gpt_rank_alone(c, 13, g, par, rank),
+                           what + " rank " + std::to_string(rank));
+      }
+}
+
+// The size of a plan at the sizes the docs allow, counted rather than timed: a ZeRO plan of
+// 4,096 replicas dry-runs a few ranks per segment of the optimizer's flat space, not one per
+// replica (which made `plan gpt --ranks 65536` quadratic).
+TEST(DistinctRuns, ZeroReplicasOfSmallBlocksShareFewDryRuns) {
+  const GptConfig c;  // plan gpt's default model
+  for (int stage : {1, 3}) {
+    const std::size_t before = DryRun::started();
+    const std::vector<RankCost> ranks =
+        predict_gpt_ranks(c, 12, 1, GridShape{}, true, GptParallel{4096, stage, 25.0, Precision::FP32, Transport::Mpi});
+    const std::size_t runs = DryRun::started() - before;
+    EXPECT_EQ(ranks.size(), 4096u);
+    EXPECT_LT(runs, 400u) << "ZeRO-" << stage << ": " << runs << " dry runs for 4096 replicas";
+  }
+}
+
+}  // namespace
+}  // namespace plexus

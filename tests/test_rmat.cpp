@@ -155,15 +155,31 @@ TEST(Rmat, IndependentOfThreadCount) {
 }
 
 TEST(Rmat, TinyAndUnevenShapes) {
-  RmatOptions o = small(1, 1);
+  RmatOptions o = small(5, 1);
   o.edge_factor = 1;
   o.features = 3;  // not a multiple of 4
   o.classes = 7;   // more classes than features
   const plexus::GraphData g = plexus::generate_rmat(o);
-  EXPECT_EQ(g.num_nodes, 2);
-  EXPECT_LE(g.num_edges(), 2);
-  EXPECT_EQ(g.features.size(), 6u);
+  EXPECT_EQ(g.num_nodes, 32);
+  EXPECT_LE(g.num_edges(), 64);
+  EXPECT_EQ(g.features.size(), 96u);
   for (std::int32_t l : g.labels) EXPECT_LT(l, 7);
+}
+
+// A graph too small for its 60/20/20 split to give every split a node is refused, naming
+// --scale (docs/hardening.md: generators refuse graphs nobody can train or evaluate on).
+TEST(Rmat, RefusesAGraphWithAnEmptySplit) {
+  for (int scale : {1, 2, 3}) {
+    try {
+      plexus::generate_rmat(small(scale, 1));
+      ADD_FAILURE() << "scale " << scale << ": a graph of " << (1 << scale) << " nodes with an empty split was written";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--scale");
+      EXPECT_NE(std::string(e.what()).find("split of the " + std::to_string(1 << scale) + " nodes generated is empty"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Rmat, OptionValidation) {

@@ -118,6 +118,38 @@ TEST(Sbm, BadOptions) {
   EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
 }
 
+// Fractions that leave a split without a node (an option's edge, or too few nodes for a small
+// fraction) are refused naming the option that sizes that split; every generated graph can be
+// trained and evaluated on.
+TEST(Sbm, RefusesAGraphWithAnEmptySplit) {
+  const auto where = [](SbmOptions o) {
+    try {
+      plexus::generate_sbm(o);
+    } catch (const plexus::InputError& e) {
+      return e.where() + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  SbmOptions o = small();
+  o.train_fraction = 1e-9;  // above 0, but no node of 3000 falls below it
+  EXPECT_EQ(where(o).rfind("--train-fraction: the training split of the 3000 nodes generated is empty", 0), 0u)
+      << where(o);
+  o = small();
+  o.val_fraction = 0;
+  EXPECT_EQ(where(o).rfind("--val-fraction: the validation split", 0), 0u) << where(o);
+  o = small();
+  o.train_fraction = 0.5;
+  o.val_fraction = 0.5;  // the test split gets 1 - train - val = 0
+  EXPECT_EQ(where(o).rfind("--train-fraction: the test split", 0), 0u) << where(o);
+  o = small();
+  o.nodes = 6;
+  o.classes = 2;
+  o.val_fraction = 0.01;
+  EXPECT_EQ(where(o).rfind("--val-fraction: the validation split of the 6 nodes", 0), 0u) << where(o);
+  o = small();
+  EXPECT_EQ(where(o), "no error");
+}
+
 // A 2-layer GCN (hidden 16, 100 epochs, Adam lr 0.01, dropout 0.5) on 3000 nodes, 5 classes,
 // mean degree 10, 16 features with signal 0.2. Measured test accuracy with homophily 0.7:
 // 0.880 (graph seed 5, training seed 1; the CLI with training seed 42: 0.893, and 0.892 on

@@ -54,6 +54,7 @@ struct TrainConfig {
 struct EpochMetrics {
   int epoch = 0;
   double loss = 0;  // training loss of this epoch's (dropout) forward pass
+  // NaN for a split without a node: not evaluated (plexus/trainer.hpp, EvalMetrics).
   double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
   // This rank's wall time of the epoch, its time inside collectives, and the difference.
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
@@ -75,7 +76,9 @@ struct EpochMetrics {
 struct TrainResult {
   std::vector<EpochMetrics> epochs;
   int best_epoch = -1;
-  double best_val_acc = 0, test_acc = 0;  // test accuracy at the best-validation epoch
+  // The test accuracy at the best-validation epoch. Without validation nodes best_epoch is the
+  // last epoch and best_val_acc NaN; without test nodes test_acc is NaN (not evaluated).
+  double best_val_acc = 0, test_acc = 0;
   double total_seconds = 0;
   std::size_t peak_tensor_bytes = 0;      // this rank's peak backend allocation
   std::size_t max_peak_tensor_bytes = 0;  // the largest peak over all ranks

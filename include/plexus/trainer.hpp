@@ -29,6 +29,8 @@
 namespace plexus {
 
 // Accuracies on the three splits and the mean losses of the current weights (no dropout).
+// A split without a node is not evaluated: its accuracy (and, for train and validation, its
+// loss) is NaN, never 0 (test with std::isnan).
 struct EvalMetrics {
   double train_acc = 0, val_acc = 0, test_acc = 0;
   double train_loss = 0, val_loss = 0;
@@ -53,6 +55,8 @@ struct ParameterState {
 // The epoch the validation set picks so far (best validation accuracy, ties to the lower
 // validation loss): kept with the state, so that a resumed run picks what the uninterrupted
 // run would have picked.
+// Without validation nodes nothing picks: the last epoch trained is the one kept, its val_acc
+// and val_loss NaN (not evaluated); test_acc is NaN without test nodes.
 struct BestEpoch {
   std::int64_t epoch = -1;            // 0-based; -1: none yet
   double val_acc = 0, val_loss = 0, test_acc = 0;

@@ -113,4 +113,21 @@ void unlabelled(GraphData& g, std::int32_t classes) {
   g.test_mask.assign(n, 0);
 }
 
+void require_every_split(const GraphData& g, const SplitOptions& names) {
+  const struct {
+    const std::vector<std::uint8_t>* mask;
+    const char* split;
+    const char* option;
+  } splits[] = {{&g.train_mask, "training", names.train}, {&g.val_mask, "validation", names.val},
+                {&g.test_mask, "test", names.test}};
+  for (const auto& s : splits) {
+    std::size_t labelled = 0;
+    for (std::size_t i = 0; i < s.mask->size(); ++i) labelled += (*s.mask)[i] && g.labels[i] >= 0;
+    if (labelled == 0)
+      throw InputError(s.option, std::string("the ") + s.split + " split of the " + std::to_string(g.num_nodes) +
+                                     " nodes generated is empty: a graph nobody can " +
+                                     (s.mask == &g.train_mask ? "train" : "evaluate") + " on (" + names.advice + ")");
+  }
+}
+
 }  // namespace plexus::build

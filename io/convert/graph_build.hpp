@@ -33,6 +33,18 @@ struct GeneratorOptions {
 void require_generated_memory(index_t n, double stored_edges, index_t features, double scratch,
                               const GeneratorOptions& names);
 
+// A generated graph must be one a GCN can be trained and evaluated on: every split (train,
+// validation, test) holds a labelled node. Throws InputError(option, ...) naming the split that
+// came out empty, the option that decides it and what to change (docs/hardening.md: generators
+// refuse graphs nobody can train on).
+struct SplitOptions {
+  const char* train;  // the option that sizes each split
+  const char* val;
+  const char* test;
+  const char* advice;  // e.g. "raise --nodes or the fraction"
+};
+void require_every_split(const GraphData& g, const SplitOptions& names);
+
 // Sets g.num_nodes = n, g.directed = !symmetrize and the CSR (sorted rows, no duplicates, no
 // self-loops; g.values only when `weighted`). With `symmetrize` each edge is also stored
 // reversed with the same weight. Ids must already be in [0, n). Consumes `edges`.

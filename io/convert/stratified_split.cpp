@@ -84,6 +84,18 @@ void stratified_split(GraphData& g, const SplitFractions& f, std::uint64_t seed)
     mark(val_end, test_end, g.test_mask);
     begin = end;
   }
+  // A split asked for (a fraction above 0) that no node falls in: too few labelled nodes for
+  // the fractions. Refused rather than written as a graph without that split.
+  const struct {
+    double fraction;
+    const std::vector<std::uint8_t>* mask;
+    const char* name;
+  } asked[] = {{f.train, &g.train_mask, "train"}, {f.val, &g.val_mask, "validation"}, {f.test, &g.test_mask, "test"}};
+  for (const auto& a : asked)
+    if (a.fraction > 0 && std::none_of(a.mask->begin(), a.mask->end(), [](std::uint8_t m) { return m != 0; }))
+      throw InputError("--split", "the " + std::string(a.name) + " split of " + std::to_string(entries.size()) +
+                                      " labelled nodes is empty (each class's share rounds to 0 nodes): more "
+                                      "labelled nodes or a larger fraction");
 }
 
 }  // namespace plexus

@@ -350,6 +350,7 @@ GraphData generate_rmat(const RmatOptions& opt) {
     const auto cls = static_cast<index_t>(g.labels[static_cast<std::size_t>(i)]);
     for (index_t t = 0; t < per_class; ++t) row[(cls * per_class + t) % F] += kClassShift;
   }
+  build::require_every_split(g, {"--scale", "--scale", "--scale", "raise --scale: the split is 60/20/20"});
   validate(g, "rmat");
   return g;
 }

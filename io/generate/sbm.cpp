@@ -179,6 +179,8 @@ GraphData generate_sbm(const SbmOptions& o) {
       for (index_t t = 0; t < 4 && j + t < F; ++t) row[j + t] = signal * mu[j + t] + z[t];
     }
   }
+  build::require_every_split(g, {"--train-fraction", "--val-fraction", "--train-fraction",
+                                 "raise --nodes, or the split's fraction: test gets 1 - train - val"});
   validate(g, "sbm");
   return g;
 }

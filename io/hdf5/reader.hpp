@@ -187,6 +187,19 @@ class Reader {
     return v;
   }
 
+  // The same, NaN allowed: a figure that was not evaluated (an accuracy over a split without a
+  // node, plexus/trainer.hpp). Infinities are refused.
+  double evaluated_attr(const std::string& name, const std::string& on = "/") const {
+    const std::string obj = attr_label(name, on);
+    Hid a = open_attr(name, on);
+    Hid type = h5::datatype(H5Aget_type(a.get()));
+    if (!type || H5Tget_class(type.get()) != H5T_FLOAT) fail(obj, "expected a floating-point scalar");
+    double v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) fail(obj, "cannot read");
+    if (std::isinf(v)) fail(obj, "infinite");
+    return v;
+  }
+
   // A scalar of an unsigned 64-bit integer type (seeds).
   std::uint64_t uint64_attr(const std::string& name, const std::string& on = "/") const {
     const std::string obj = attr_label(name, on);

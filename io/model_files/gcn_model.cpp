@@ -3,8 +3,9 @@
 // (read_gcn_model_h5) or only for what they say of the model (read_gcn_model_info_h5).
 //
 // Root attributes: format = "plexus-gcn", version = 1, layers, epochs_done, the best epoch so
-// far (best_epoch, best_val_acc, best_val_loss, best_test_acc), a checkpoint's run_id (the run
-// that wrote it; docs/checkpoints.md), and the widths D_0..D_L as the
+// far (best_epoch, best_val_acc, best_val_loss, best_test_acc: NaN when not evaluated, a split
+// without a node), a checkpoint's run_id (the run that wrote it; docs/checkpoints.md), and the
+// widths D_0..D_L as the
 // 1-D int64 dataset "dims"; the training options as attributes of /options. Each parameter
 // (layerK/weight [D_K × D_K+1], layerK/bias [1 × D_K+1]) is a float32 dataset under /value,
 // and its Adam moments under /adam_m and /adam_v, by global index: the file does not depend on
@@ -89,9 +90,9 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   if (info.best.epoch < -1 || info.best.epoch >= info.epochs_done)
     r.fail("attribute best_epoch", std::to_string(info.best.epoch) + " is not an epoch trained (epochs_done " +
                                        std::to_string(info.epochs_done) + ")");
-  info.best.val_acc = r.float_attr("best_val_acc");
-  info.best.val_loss = r.float_attr("best_val_loss");
-  info.best.test_acc = r.float_attr("best_test_acc");
+  info.best.val_acc = r.evaluated_attr("best_val_acc");
+  info.best.val_loss = r.evaluated_attr("best_val_loss");
+  info.best.test_acc = r.evaluated_attr("best_test_acc");
   const auto n = static_cast<std::size_t>(layers) + 1;
   const auto d = r.open_dataset("dims", false, "int64", {n}, "[layers + 1]");
   info.dims = r.read_ints<index_t>(d, n);

@@ -9,7 +9,6 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,6 +16,7 @@
 
 #include "plexus/error.hpp"
 #include "src/cli/abort_job.hpp"
+#include "src/cli/text_escapes.hpp"
 
 namespace plexus::cli {
 
@@ -44,48 +44,8 @@ bool every_rank_failed() {
   }
 }
 
-// Length of the valid UTF-8 sequence starting at s[i] (2 to 4 bytes, no overlong forms, no
-// surrogates, at most U+10FFFF), or 0.
-std::size_t utf8_sequence(const std::string& s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned c = byte(i);
-  const std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  const unsigned c1 = byte(i + 1);
-  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
-  return n;
-}
-
-// The message as one printable line: names from the command line or a file may hold newlines,
-// control characters or bytes that are not UTF-8; those are written as \n, \t, \xHH.
-std::string printable(const std::string& message) {
-  std::string out;
-  out.reserve(message.size());
-  for (std::size_t i = 0; i < message.size();) {
-    const auto c = static_cast<unsigned char>(message[i]);
-    if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
-      ++i;
-    } else if (const std::size_t n = c >= 0x80 ? utf8_sequence(message, i) : 0; n > 0) {
-      out.append(message, i, n);
-      i += n;
-    } else if (c == '\n' || c == '\t') {
-      out += c == '\n' ? "\\n" : "\\t";
-      ++i;
-    } else {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02X", c);
-      out += esc;
-      ++i;
-    }
-  }
-  return out;
-}
-
 void print(const std::string& message) {
-  std::fprintf(stderr, "plexus: error: %s\n", printable(message).c_str());
+  std::fprintf(stderr, "plexus: error: %s\n", error_line_text(message).c_str());
   std::fflush(stderr);
 }
 

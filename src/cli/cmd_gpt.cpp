@@ -50,6 +50,10 @@ TokenCorpus load_corpus(const GptTrainOptions& o) {
   c.train = read_token_file(o.data, o.vocab);
   if (!o.val_data.empty()) {
     c.val = read_token_file(o.val_data, o.vocab);
+    // Named here: the trainer's own check knows only "--data" (a split of one file).
+    const auto need = static_cast<std::size_t>(o.cfg.model.block) + 1;
+    if (c.val.size() < need)
+      throw InputError(o.val_data, fmt::format("--val-data has {} tokens, fewer than --block + 1 = {}", c.val.size(), need));
   } else {  // nanoGPT's split: the last 10 % validates
     const auto n = c.train.size(), cut = n * 9 / 10;
     c.val.assign(c.train.begin() + static_cast<std::ptrdiff_t>(cut), c.train.end());

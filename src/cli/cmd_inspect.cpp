@@ -16,6 +16,7 @@
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/json_text.hpp"
 
 namespace plexus::cli {
 
@@ -156,7 +157,7 @@ void run_inspect(const InspectOptions& o) {
                         {"metis_parts", balance == Balance::kMetis ? parts : 0},
                         {"order_seconds", order_s},  {"imbalance_seconds", imb_s},     {"layers", ls}};
     }
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", json_text(std::move(doc), 2));
     return;
   }
   fmt::print("{}\n", o.data);

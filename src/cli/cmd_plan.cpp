@@ -16,6 +16,7 @@
 #include "plexus/sizes.hpp"
 #include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/json_text.hpp"
 
 namespace plexus::cli {
 
@@ -154,7 +155,7 @@ void run_plan(PlanOptions& o) {
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", json_text(doc, 2));
     return;
   }
   fmt::print("{}: {} nodes, {} edges, dims", path, p.num_nodes, p.nnz);
@@ -239,12 +240,12 @@ void run_plan_gpt(GptPlanOptions& o) {
                        {"memory_bytes_per_rank", g.memory_bytes},
                        {"memory_by_kind", memory_kinds_json(g)}});
     }
-    fmt::print("{}\n", nlohmann::json{{"ranks", ranks},
+    fmt::print("{}\n", json_text(nlohmann::json{{"ranks", ranks},
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
                                       {"transport", transport_name(transport)},
-                                      {"grids", grids}}
-                            .dump(2));
+                                                 {"grids", grids}},
+                                  2));
     return;
   }
   fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}; {} ranks, {} "

@@ -91,8 +91,8 @@ void run_predict(PredictOptions& o) {
                "(loaded in {:.2f} s)",
                o.data, num_nodes, classes, o.checkpoint, cfg.layers, cfg.hidden, epochs, backend.name(),
                grid->shape().str(), load_s);
-  fmt::print("wrote {} ({} nodes x {} classes) in {:.2f} s; accuracy train {:.4f}  val {:.4f}  test {:.4f}\n", o.out,
-             num_nodes, classes, predict_s, acc.train_acc, acc.val_acc, acc.test_acc);
+  fmt::print("wrote {} ({} nodes x {} classes) in {:.2f} s; accuracy train {}  val {}  test {}\n", o.out, num_nodes,
+             classes, predict_s, evaluated_text(acc.train_acc), evaluated_text(acc.val_acc), evaluated_text(acc.test_acc));
 }
 
 }  // namespace

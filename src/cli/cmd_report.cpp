@@ -23,6 +23,8 @@
 
 #include "plexus/error.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/json_text.hpp"
+#include "src/cli/report_fields.hpp"
 
 namespace plexus::cli {
 
@@ -54,6 +56,7 @@ MetricsFile read_metrics_file(const std::string& path) {
     if (j.is_discarded() && in.eof()) break;
     if (j.is_discarded()) throw InputError(path, fmt::format("line {}: not JSON", number));
     if (!j.is_object()) throw InputError(path, fmt::format("line {}: not a JSON object", number));
+    check_metrics_line(j, path, number);  // every field read below has its type
     // Compared with `true`, not read as a bool: any other value is no marker (and no exception).
     if (j.contains("config") && j["config"] == true) {
       f.header = std::move(j);
@@ -116,6 +119,8 @@ json best_validation(const MetricsFile& f, const char* summary_key, const char* 
 json test_at_best_validation(const MetricsFile& f) {
   if (!f.summary.is_null()) return field(f.summary, "test_acc");
   const json best = best_validation(f, "best_val_acc", "val_acc", false);
+  // No validation accuracy (no validation node: null): the trainer keeps the last epoch.
+  if (best.is_null()) return field(f.steps.back(), "test_acc");
   for (const json& s : f.steps)
     if (field(s, "val_acc") == best) return field(s, "test_acc");
   return nullptr;
@@ -313,7 +318,7 @@ void print_json(const std::vector<Column>& columns, const std::vector<json>& rec
     for (const Column& c : columns) o[c.key] = cell(r, c.key);
     out.push_back(std::move(o));
   }
-  fmt::print("{}\n", out.dump(2));
+  fmt::print("{}\n", json_text(std::move(out), 2));
 }
 
 // The name of a run: its file's stem, or the path where two stems are the same.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <thread>
@@ -59,10 +60,10 @@ const std::map<std::string, std::string> kEpochReductions = {
 nlohmann::ordered_json epoch_json(const EpochMetrics& m) {
   return {{"epoch", m.epoch + 1},
           {"loss", m.loss},
-          {"train_acc", m.train_acc},
-          {"val_acc", m.val_acc},
-          {"test_acc", m.test_acc},
-          {"val_loss", m.val_loss},
+          {"train_acc", evaluated_json(m.train_acc)},
+          {"val_acc", evaluated_json(m.val_acc)},
+          {"test_acc", evaluated_json(m.test_acc)},
+          {"val_loss", evaluated_json(m.val_loss)},
           {"epoch_seconds", m.epoch_seconds},
           {"train_seconds", m.train_seconds},
           {"compute_seconds", m.compute_seconds_max},
@@ -187,8 +188,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
     training.step_done(epoch_json(m), m.epoch + 1,
-                       fmt::format("loss {:.4f}  train {:.4f}  val {:.4f}  test {:.4f}", m.loss, m.train_acc, m.val_acc,
-                                   m.test_acc),
+                       fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
+                                   evaluated_text(m.val_acc), evaluated_text(m.test_acc)),
                        m.epoch_seconds);
   };
   const auto save = [&](const std::string& path) { trainer->save(path); };
@@ -198,14 +199,19 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   });
   if (!root) return;
   training.print_interruption();
-  fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {:.4f} ({:.2f} s training)\n",
-             r.best_val_acc, r.best_epoch + 1, r.test_acc, r.total_seconds);
+  if (std::isnan(r.best_val_acc))  // no validation node: the last epoch is the result
+    fmt::print("best validation accuracy not evaluated (no validation node); last epoch {}; test accuracy {} "
+               "({:.2f} s training)\n",
+               r.best_epoch + 1, evaluated_text(r.test_acc), r.total_seconds);
+  else
+    fmt::print("best validation accuracy {:.4f} at epoch {}; test accuracy {} ({:.2f} s training)\n", r.best_val_acc,
+               r.best_epoch + 1, evaluated_text(r.test_acc), r.total_seconds);
   double comm_seconds = 0;
   for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
   training.summary(r.total_seconds, comm_seconds, "epochs_done", trainer->epochs_done(),
                    {{"best_epoch", r.best_epoch + 1},
-                    {"best_val_acc", r.best_val_acc},
-                    {"test_acc", r.test_acc},
+                    {"best_val_acc", evaluated_json(r.best_val_acc)},
+                    {"test_acc", evaluated_json(r.test_acc)},
                     {"total_seconds", r.total_seconds},
                     {"load_seconds", load_s},
                     {"base_rss_bytes", training.base_rss()},

@@ -163,6 +163,9 @@ void print_profile(const KernelProfiler& p, double wall_seconds, double comm_sec
   fmt::print("{:<32} {:>10.4f} {:>7.1f}%\n", "outside kernels and collectives", rest, 100.0 * rest / wall_seconds);
 }
 
+nlohmann::json evaluated_json(double value) { return std::isnan(value) ? nlohmann::json() : nlohmann::json(value); }
+std::string evaluated_text(double value) { return std::isnan(value) ? "not evaluated" : fmt::format("{:.4f}", value); }
+
 nlohmann::json axis_bytes_json(const std::array<double, 3>& b) {
   return {{"total", b[0] + b[1] + b[2]}, {"x", b[0]}, {"y", b[1]}, {"z", b[2]}};
 }

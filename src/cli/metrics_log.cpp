@@ -1,4 +1,5 @@
 #include "src/cli/metrics_log.hpp"
+#include "src/cli/json_text.hpp"
 
 #include <charconv>
 #include <chrono>
@@ -71,16 +72,16 @@ void MetricsLog::header(const std::string& command, const CLI::App& cmd, const n
   h["options"] = options_json(cmd);
   h["reductions"] = reductions;
   h["fields"] = "docs/metrics.md";
-  log_->append(h.dump());
+  log_->append(json_text(std::move(h)));
 }
 
 void MetricsLog::line(const nlohmann::ordered_json& j) {
-  if (log_) log_->append(j.dump());
+  if (log_) log_->append(json_text(j));
 }
 
 void MetricsLog::summary(const nlohmann::ordered_json& j) {
   if (!log_) return;
-  log_->append(j.dump());
+  log_->append(json_text(j));
   log_->commit();
 }
 

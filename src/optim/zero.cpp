@@ -112,6 +112,16 @@ void ZeroOptimizer::for_each_bucket(const Unit& u, F&& f) const {
   for (std::size_t c0 = u.begin; c0 < u.end; c0 += bucket_) f(c0, std::min(u.end, c0 + bucket_));
 }
 
+std::vector<std::size_t> ZeroOptimizer::cuts() const {
+  std::vector<std::size_t> c(offset_.begin(), offset_.end());
+  for (const Unit& u : units_)
+    for_each_bucket(u, [&](std::size_t c0, std::size_t) { c.push_back(c0); });
+  c.push_back(flat_);
+  std::sort(c.begin(), c.end());
+  c.erase(std::unique(c.begin(), c.end()), c.end());
+  return c;
+}
+
 float* ZeroOptimizer::grad_at(std::size_t flat) { return grads_.data() + (opt_.stage < 2 ? flat : flat - begin_); }
 float* ZeroOptimizer::value_at(std::size_t flat) { return values_.data() + (opt_.stage < 3 ? flat : flat - begin_); }
 bf16* ZeroOptimizer::grad16_at(std::size_t flat) { return grads16_.data() + (opt_.stage < 2 ? flat : flat - begin_); }

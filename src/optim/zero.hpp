@@ -116,6 +116,10 @@ class ZeroOptimizer {
   RangeState range_state();
   void set_moments(const std::vector<float>& m, const std::vector<float>& v, std::int64_t steps);
   std::size_t tensor_offset(std::size_t k) const { return offset_[k]; }
+  // Every flat index where a tensor, a unit or a gradient bucket begins, and Ψ, in order: a
+  // rank's block of Ψ enters this optimizer's work only through the sizes of its parts of the
+  // segments between them (a plan's dry runs treat replicas whose parts are alike as one).
+  std::vector<std::size_t> cuts() const;
   int stage() const { return opt_.stage; }
 
   // ---- whole values, for initialisation, loading and saving -------------------------------

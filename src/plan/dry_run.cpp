@@ -1,10 +1,20 @@
 // DryRun (dry_run.hpp).
 #include "plan/dry_run.hpp"
 
+#include <atomic>
+
 namespace plexus {
 
+namespace {
+std::atomic<std::size_t> g_started{0};
+}
+
 DryRun::DryRun(GridShape shape, int dp, int rank, Transport transport)
-    : grid_(make_recording_grid(shape, dp, rank, transport)) {}
+    : grid_(make_recording_grid(shape, dp, rank, transport)) {
+  g_started.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t DryRun::started() { return g_started.load(std::memory_order_relaxed); }
 
 RankCost DryRun::measure() {
   RankCost rc;

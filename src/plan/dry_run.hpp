@@ -10,6 +10,7 @@
 //   run.measure();                                 // forget the setup
 //   model.step();
 //   RankCost step = run.measure();                 // what that step moved, computed and held
+#include <cstddef>
 #include <memory>
 
 #include "comm/recording_communicator.hpp"
@@ -28,6 +29,9 @@ class DryRun {
   // z, d) with the transport's accounting, GEMM and SpMM FLOPs and SpMM traffic; and the
   // backend's peak bytes since the start. Then starts counting anew.
   RankCost measure();
+  // Dry runs started in this process so far: what a plan's size is measured in (a plan at the
+  // largest rank counts must keep this to a few per distinct rank, not one per rank).
+  static std::size_t started();
 
  private:
   ShapeBackend backend_;

@@ -77,9 +77,8 @@ GcnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
 
 // What decides a rank's costs: the sizes of every range it holds and its blocks' entries.
 // Ranks with the same key are dry-run once.
-std::vector<index_t> rank_key(const ShardRanges& sr, const std::vector<index_t>& entries, GridShape g,
-                              const std::array<int, 3>& coords, const ProblemSize& p) {
-  std::vector<index_t> k;
+void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coords, const ProblemSize& p,
+              std::vector<index_t>& k) {
   const auto add = [&](const Range& r) { k.push_back(r.size()); };
   for (int l = 0; l < p.layers(); ++l) {
     const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, p.dims[l], p.dims[l + 1]);
@@ -94,8 +93,7 @@ std::vector<index_t> rank_key(const ShardRanges& sr, const std::vector<index_t>&
     if (b.sharded) k.push_back(coords[static_cast<int>(b.axis)]);
   }
   k.insert(k.end(), sr.adj_of_layout.begin(), sr.adj_of_layout.end());
-  k.insert(k.end(), entries.begin(), entries.end());
-  return k;
+  for (const AdjBlockRange& b : sr.adj) k.push_back(block_entries(p, b));
 }
 
 struct RankEpochs {
@@ -125,22 +123,21 @@ std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const Probl
     const std::array<int, 4> c = grid_coords(g, r);
     return std::array<int, 3>{c[0], c[1], c[2]};
   };
-  const std::vector<RankEpochs> runs = run_distinct<RankEpochs>(
+  const DistinctRuns<RankEpochs> runs = run_distinct<RankEpochs>(
       g.size(),
-      [&](int r) {
+      [&](int r, std::vector<index_t>& key) {
         const std::array<int, 3> coords = coords_of(r);
-        const ShardRanges sr = shard_ranges_at(g, coords, p.num_nodes, p.dims, p.two_orders, p.shard_adj);
-        std::vector<index_t> entries;
-        for (const AdjBlockRange& b : sr.adj) entries.push_back(block_entries(p, b));
-        return rank_key(sr, entries, g, coords, p);
+        rank_key(shard_ranges_at(g, coords, p.num_nodes, p.dims, p.two_orders, p.shard_adj), g, coords, p, key);
       },
       [&](int r) { return dry_run(p, g, r); });
   std::pair<std::vector<RankCost>, std::vector<RankCost>> out;
+  out.first.reserve(static_cast<std::size_t>(g.size()));
+  out.second.reserve(static_cast<std::size_t>(g.size()));
   for (int r = 0; r < g.size(); ++r) {
-    RankEpochs e = runs[static_cast<std::size_t>(r)];
-    e.first.coords = e.steady.coords = coords_of(r);
+    const RankEpochs& e = runs.of(r);
     out.first.push_back(e.first);
     out.second.push_back(e.steady);
+    out.first.back().coords = out.second.back().coords = coords_of(r);
   }
   return out;
 }

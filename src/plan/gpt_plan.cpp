@@ -5,11 +5,15 @@
 // accounting, memory the backend's peak, FLOPs its counts: the collective schedule of the
 // layers, the ZeRO buckets and the allocations exist once, in the code that trains.
 #include <algorithm>
+#include <map>
 
 #include "plan/dry_run.hpp"
+#include "models/gpt.hpp"
 #include "models/gpt_layout.hpp"
+#include "optim/zero.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/gpt_trainer.hpp"
+#include "plexus/shard.hpp"
 #include "plan/distinct_runs.hpp"
 
 namespace plexus {
@@ -51,19 +55,47 @@ RankCost dry_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
   return run.measure();
 }
 
-// What decides a rank's costs: the sizes of everything it holds — its blocks of the layout and
-// the rows of each Linear3D's weight it stores (the linears' stored rows, split over their
-// row axis: embed for qkv and fc, the attention output for proj, the MLP features for fc2,
-// vocabulary and positions for the transposed tables) — and, with ZeRO sharding, its replica
-// (its part of every bucket). Ranks with the same key are dry-run once.
-std::vector<index_t> rank_key(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, int d,
-                              const GptParallel& par) {
-  std::vector<index_t> k{l.head_dim, l.rows, par.zero > 0 ? d : l.rows};
+// What decides a rank's costs apart from its replica: the sizes of everything it holds — its
+// blocks of the layout and the rows of each Linear3D's weight it stores (the linears' stored
+// rows, split over their row axis: embed for qkv and fc, the attention output for proj, the MLP
+// features for fc2, vocabulary and positions for the transposed tables).
+void layout_key(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
+  k.push_back(l.head_dim);
+  k.push_back(l.rows);
   for (const Range& r : {l.seqs, l.embed, l.heads, l.qkv_cols, l.att_cols, l.ff, l.vocab, l.pos}) {
     k.push_back(r.size());
     k.push_back(sub_range(r, g.dim(l.seq), coords[static_cast<int>(l.seq)]).size());
   }
-  return k;
+}
+
+// Where the optimizer's flat space of a rank at these coordinates is cut into segments (each
+// within one tensor, one unit and one gradient bucket; ZeroOptimizer::cuts), from the model
+// built as its trainer builds it.
+std::vector<std::size_t> zero_cuts(const GptConfig& c, index_t batch, GridShape g, const GptParallel& par, int rank) {
+  DryRun run(g, par.dp, rank, par.transport);
+  ZeroOptions zero;  // as the trainer's (src/train/gpt_trainer.cpp: zero_options)
+  zero.stage = par.zero;
+  zero.bucket_bytes = static_cast<std::size_t>(par.bucket_mb * (1 << 20));
+  zero.precision = par.precision;
+  GptModel model(run.backend(), run.grid(), c, batch, zero);
+  return model.optimizer().cuts();
+}
+
+// What a replica's ZeRO block adds to its key: the block's size and, for every segment of the
+// flat space it meets, which segment and how much of it. Replicas alike there run the same
+// optimizer calls on parts of the same sizes (their positions only move pointers), so the
+// key is not the replica's index: d replicas of small blocks share a few dry runs, not d.
+void add_block_key(std::vector<index_t>& k, const std::vector<std::size_t>& cuts, int dp, int d) {
+  const Range block = block_range(static_cast<index_t>(cuts.back()), dp, d);
+  const auto lo = static_cast<std::size_t>(block.begin), hi = static_cast<std::size_t>(block.end);
+  k.push_back(block.size());
+  auto i = static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), lo) - cuts.begin());
+  for (i = i == 0 ? 0 : i - 1; i + 1 < cuts.size() && cuts[i] < hi; ++i) {
+    const std::size_t part = std::min(hi, cuts[i + 1]) - std::max(lo, cuts[i]);
+    if (part == 0) continue;
+    k.push_back(static_cast<index_t>(i));
+    k.push_back(static_cast<index_t>(part));
+  }
 }
 
 }  // namespace
@@ -75,17 +107,26 @@ std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int g
     const std::array<int, 4> c = grid_coords(g, rank);
     return std::pair{std::array<int, 3>{c[0], c[1], c[2]}, c[3]};
   };
-  std::vector<RankCost> out = run_distinct<RankCost>(
+  // With ZeRO sharding over several replicas, a replica's block of the flat space (cut where
+  // the model of its layout cuts it) is part of its key; without, replicas are alike.
+  const bool sharded = par.zero > 0 && par.dp > 1;
+  std::map<std::vector<index_t>, std::vector<std::size_t>> cuts_of_layout;
+  const DistinctRuns<RankCost> runs = run_distinct<RankCost>(
       par.dp * g.size(),
-      [&](int rank) {
+      [&](int rank, std::vector<index_t>& k) {
         const auto [coords, d] = place(rank);
-        return rank_key(gpt_layout_at(g, coords, c, batch, par.dp, d), g, coords, d, par);
+        layout_key(gpt_layout_at(g, coords, c, batch, par.dp, d), g, coords, k);
+        if (!sharded) return;
+        auto it = cuts_of_layout.find(k);
+        if (it == cuts_of_layout.end()) it = cuts_of_layout.emplace(k, zero_cuts(c, batch, g, par, rank)).first;
+        add_block_key(k, it->second, par.dp, d);
       },
       [&](int rank) { return dry_run(c, batch, grad_accum, g, gather_weights, par, rank); });
-  for (int rank = 0; rank < static_cast<int>(out.size()); ++rank) {
-    const auto [coords, d] = place(rank);
-    out[static_cast<std::size_t>(rank)].coords = coords;
-    out[static_cast<std::size_t>(rank)].d = d;
+  std::vector<RankCost> out;
+  out.reserve(runs.which.size());
+  for (int rank = 0; rank < static_cast<int>(runs.which.size()); ++rank) {
+    out.push_back(runs.of(rank));
+    std::tie(out.back().coords, out.back().d) = place(rank);
   }
   return out;
 }

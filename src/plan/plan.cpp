@@ -40,19 +40,15 @@ GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const 
   plan.dp = dp;
   const int K = std::max(1, m.ranks_per_node);
   // Whether the axis group of a rank lies within one node (rank = d·X·Y·Z + z·X·Y + x·Y + y).
+  // The group's ranks grow with the coordinate along the axis, a stride apart, so it lies in
+  // one node exactly when its first and last rank do: O(1) a rank, not O(axis size).
+  const std::array<long long, 4> stride{g.y, 1, static_cast<long long>(g.x) * g.y, g.size()};
   const auto intra = [&](const RankCost& rc, int a) {
-    std::array<int, 4> q{rc.coords[0], rc.coords[1], rc.coords[2], rc.d};
+    std::array<long long, 4> q{rc.coords[0], rc.coords[1], rc.coords[2], rc.d};
     q[a] = 0;
-    const auto rank_of = [&](const std::array<int, 4>& k) {
-      return k[3] * g.size() + k[2] * g.x * g.y + k[0] * g.y + k[1];
-    };
-    const int node = rank_of(q) / K;
-    const int n = a == 3 ? dp : g.dim(static_cast<Axis>(a));
-    for (int k = 1; k < n; ++k) {
-      q[a] = k;
-      if (rank_of(q) / K != node) return false;
-    }
-    return true;
+    const long long first = q[3] * g.size() + q[2] * g.x * g.y + q[0] * g.y + q[1];
+    const long long n = a == 3 ? dp : g.dim(static_cast<Axis>(a));
+    return first / K == (first + (n - 1) * stride[static_cast<std::size_t>(a)]) / K;
   };
   plan.intra_node = {true, true, true, true};
   const auto time = [&](const std::vector<RankCost>& ranks, double* comm, double* compute) {

@@ -80,6 +80,10 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   EvalMetrics m;
   m.train_loss = masked_loss(logits, train_w_, scratch_grad_);
   m.val_loss = masked_loss(logits, val_w_, scratch_grad_);
+  // A split without a node is not evaluated: NaN, never a loss or an accuracy of 0.
+  constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
+  if (split_sizes_[0] == 0) m.train_loss = kNotEvaluated;
+  if (split_sizes_[1] == 0) m.val_loss = kNotEvaluated;
 
   // Predicted class = argmax over the sharded class axis, ties to the lowest column:
   // max of the values, then max of -column among the shards that hold that value. The values
@@ -109,7 +113,9 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
     if (correct[s] > static_cast<double>(split_sizes_[s]))
       throw std::logic_error("accuracy above 1: " + std::to_string(correct[s]) + " correct of " +
                              std::to_string(split_sizes_[s]) + " nodes in split " + std::to_string(s));
-  const auto frac = [&](int s) { return split_sizes_[s] ? correct[s] / static_cast<double>(split_sizes_[s]) : 0.0; };
+  const auto frac = [&](int s) {
+    return split_sizes_[s] ? correct[s] / static_cast<double>(split_sizes_[s]) : kNotEvaluated;
+  };
   m.train_acc = frac(0);
   m.val_acc = frac(1);
   m.test_acc = frac(2);

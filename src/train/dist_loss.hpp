@@ -34,8 +34,11 @@ class DistLoss {
            const Axis* row_split = nullptr);
   // Mean NLL over the training rows; writes dLoss/dlogits into `grad` (same shape as logits).
   double train_loss_and_grad(const Matrix& logits, Matrix& grad);
-  // Accuracies on the three splits and the mean train / val losses (no gradient).
+  // Accuracies on the three splits and the mean train / val losses (no gradient); NaN for a
+  // split without a node (not evaluated).
   EvalMetrics evaluate(const Matrix& logits);
+  // Nodes of split s (0 train, 1 validation, 2 test) over the whole graph.
+  index_t split_size(int s) const { return split_sizes_[static_cast<std::size_t>(s)]; }
 
  private:
   double masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad);

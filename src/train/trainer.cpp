@@ -285,10 +285,13 @@ std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
   for (double& s : m.comm_seconds_mean) s /= t.grid.size();
   std::copy(most.begin(), most.begin() + 4, m.comm_seconds_max.begin());
   m.compute_seconds_max = most[4];
-  require_finite_loss(m.loss + m.val_loss, t.grid, "epoch " + std::to_string(epoch + 1),
+  // Without validation nodes there is no validation loss to check (it is NaN: not evaluated).
+  const bool validated = t.loss.split_size(1) > 0;
+  require_finite_loss(m.loss + (validated ? m.val_loss : 0.0), t.grid, "epoch " + std::to_string(epoch + 1),
                       "check the features' scale or lower --lr");
+  // Without validation nodes nothing picks an epoch: the last one trained is the result.
   BestEpoch& b = t.best;
-  if (b.epoch < 0 || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss))
+  if (b.epoch < 0 || !validated || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss))
     b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
   return m;
 }
