@@ -49,9 +49,19 @@ std::string plist_string(hid_t plist, Get get) {
   return s;
 }
 
-std::string env(const char* name) {
+// libhdf5 reads these variables once, when it starts: so do we (a process that changes them
+// later would otherwise check other files than libhdf5 reads).
+std::string env_at_start(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? std::string(v) : std::string();
+}
+const std::string& extfile_prefix_env() {
+  static const std::string v = env_at_start("HDF5_EXTFILE_PREFIX");
+  return v;
+}
+const std::string& vds_prefix_env() {
+  static const std::string v = env_at_start("HDF5_VDS_PREFIX");
+  return v;
 }
 
 }  // namespace
@@ -75,7 +85,7 @@ std::vector<ExternalPart> external_parts(hid_t dset, bool& ok) {
   const int count = H5Pget_external_count(dcpl.get());
   if (count <= 0) return parts;
   // The prefix: HDF5_EXTFILE_PREFIX, else the access list's; "" and "." mean the current folder.
-  std::string prefix = env("HDF5_EXTFILE_PREFIX");
+  std::string prefix = extfile_prefix_env();
   if (prefix.empty()) {
     Hid dapl = plist(H5Dget_access_plist(dset));
     if (dapl) prefix = plist_string(dapl.get(), H5Pget_efile_prefix);
@@ -100,7 +110,7 @@ std::vector<ExternalPart> external_parts(hid_t dset, bool& ok) {
 }
 
 std::string virtual_prefix_of(hid_t dset) {
-  std::string prefix = env("HDF5_VDS_PREFIX");
+  std::string prefix = vds_prefix_env();
   if (prefix.empty()) {
     Hid dapl = plist(H5Dget_access_plist(dset));
     if (dapl) prefix = plist_string(dapl.get(), H5Pget_virtual_prefix);
@@ -118,7 +128,7 @@ std::vector<std::string> source_file_candidates(const std::string& name, const s
     out.push_back(name);
     rel = name.substr(name.find_last_of('/') + 1);  // then searched for by its last component
   }
-  const std::string list = env("HDF5_VDS_PREFIX");
+  const std::string& list = vds_prefix_env();
   std::size_t pos = 0;
   while (pos < list.size()) {
     std::size_t colon = list.find(':', pos);

@@ -45,6 +45,7 @@ std::string chunk_problem(hid_t dset, hid_t dcpl, hid_t space) {
   }
   hsize_t allocated = 0;
   if (H5Dget_num_chunks(dset, space, &allocated) < 0) return "cannot read its chunk index (corrupt file?)";
+  if (allocated == 0) return "no data stored (none of its " + std::to_string(needed) + " chunks was ever written)";
   if (allocated < needed)
     return std::to_string(needed - allocated) + " of " + std::to_string(needed) +
            " chunks were never written (a conversion stopped halfway?)";
@@ -135,7 +136,7 @@ std::string problem_of(hid_t dset, int depth);
 // Source files of one virtual dataset, each opened once (after the check process read it).
 class SourceFiles {
  public:
-  SourceFiles(hid_t dset) : vds_(dset), vds_file_(file_name_of(dset)), prefix_(virtual_prefix_of(dset)) {}
+  explicit SourceFiles(hid_t dset) : vds_(dset), vds_file_(file_name_of(dset)), prefix_(virtual_prefix_of(dset)) {}
   const std::string& vds_file() const { return vds_file_; }
 
   // The file libhdf5 would read for `name`, or an invalid Hid; `found` is the name it has.
