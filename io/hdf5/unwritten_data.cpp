@@ -138,6 +138,8 @@ class SourceFiles {
  public:
   explicit SourceFiles(hid_t dset) : vds_(dset), vds_file_(file_name_of(dset)), prefix_(virtual_prefix_of(dset)) {}
   const std::string& vds_file() const { return vds_file_; }
+  // The first source file found but not opened, and why ("" if none).
+  const std::string& unopened() const { return unopened_; }
 
   // The file libhdf5 would read for `name`, or an invalid Hid; `found` is the name it has.
   hid_t open(const std::string& name, std::string& found) {
@@ -161,6 +163,7 @@ class SourceFiles {
         found = candidate;
         break;
       }
+      if (unopened_.empty()) unopened_ = candidate + " " + why_open_failed(candidate);
     }
     const hid_t id = f.get();
     opened_.emplace(name, std::make_pair(found, std::move(f)));
@@ -169,7 +172,7 @@ class SourceFiles {
 
  private:
   hid_t vds_;
-  std::string vds_file_, prefix_;
+  std::string vds_file_, prefix_, unopened_;
   Hid same_;
   std::map<std::string, std::pair<std::string, Hid>> opened_;
 };
@@ -198,6 +201,7 @@ std::string virtual_problem(hid_t dset, hid_t dcpl, hid_t space, int depth) {
     const std::string label = "its source " + (file_name == "." ? std::string() : base_name(file_name) + ":") + dset_name;
     std::string found;
     const hid_t src_file = files.open(file_name, found);
+    if (src_file < 0 && !files.unopened().empty()) return "its source file " + files.unopened();
     if (src_file < 0)
       return "its source file " + file_name + " was not found (searched under HDF5_VDS_PREFIX, the folder of " +
              base_name(files.vds_file()) + " and the current folder)";
@@ -250,23 +254,19 @@ std::string problem_of(hid_t dset, int depth) {
   const double logical_bytes = static_cast<double>(npoints) * static_cast<double>(H5Tget_size(type.get()));
   if (layout == H5D_CONTIGUOUS && H5Pget_external_count(dcpl.get()) > 0)
     return external_problem(dset, static_cast<hsize_t>(npoints) * H5Tget_size(type.get()));
-  std::string problem;
+  if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED) return "has a storage layout plexus does not know";
   if (layout == H5D_CONTIGUOUS) {
     H5D_space_status_t status{};
     if (H5Dget_space_status(dset, &status) < 0) return "cannot read its storage status (corrupt file?)";
     if (status != H5D_SPACE_STATUS_ALLOCATED) return "no data stored (storage never written)";
-  } else if (layout == H5D_CHUNKED) {
-    problem = chunk_problem(dset, dcpl.get(), space.get());
-    if (!problem.empty()) return problem;
-  } else {
-    return "has a storage layout plexus does not know";
   }
   // A corrupt header can declare far more elements than the file holds: refuse before allocating.
   const hsize_t stored = H5Dget_storage_size(dset);
-  if (stored == 0) return "no data stored (storage never written)";
-  if (logical_bytes > kMaxBytesPerStoredByte * static_cast<double>(stored))
+  if (stored > 0 && logical_bytes > kMaxBytesPerStoredByte * static_cast<double>(stored))
     return "declares " + std::to_string(npoints) + " elements but stores only " + std::to_string(stored) +
            " bytes (truncated or corrupt file)";
+  if (layout == H5D_CHUNKED) return chunk_problem(dset, dcpl.get(), space.get());
+  if (stored == 0) return "no data stored (storage never written)";
   return "";
 }
 
