@@ -40,16 +40,31 @@ expect_error "train: libhdf5 hang" "did not finish reading its metadata within 3
 mpi_error "libhdf5 crash" "$crashed" train --grid 2x2x1 --epochs 1 --quiet --data "$crash"
 mpi_error "libhdf5 hang" "did not finish reading" train --grid 2x2x1 --epochs 1 --quiet --data "$hang"
 
-# The limit is an option like any other: checked, never wrapped or ignored.
-for bad in abc -1 1.5 5s 99999999999999999999 86401; do
+# The limit is an option like any other: checked, never wrapped or ignored; digits only (an
+# empty value, a blank or a sign is refused, as docs/hardening.md says).
+for bad in abc -1 1.5 5s 99999999999999999999 86401 "" " 5" "5 " +5; do
   PLEXUS_HDF5_CHECK_SECONDS=$bad expect_error "PLEXUS_HDF5_CHECK_SECONDS='$bad'" \
     "PLEXUS_HDF5_CHECK_SECONDS: '$bad' is not a whole number of seconds" inspect "$cora"
 done
-# A valid file passes the check, with the check off, and with the default limit (unset or empty).
-for s in 3 0 ""; do
-  PLEXUS_HDF5_CHECK_SECONDS=$s "$plexus" inspect "$cora" >"$work/out" 2>"$work/err" && grep -q "2708" "$work/out" &&
-    ok || { fail "inspect of a valid file with PLEXUS_HDF5_CHECK_SECONDS=$s"; cat "$work/err"; }
+# A valid file passes the check, with the check off, and with the default limit (unset).
+for s in 3 0 0060 unset; do
+  if [[ $s == unset ]]; then env -u PLEXUS_HDF5_CHECK_SECONDS "$plexus" inspect "$cora" >"$work/out" 2>"$work/err"
+  else PLEXUS_HDF5_CHECK_SECONDS=$s "$plexus" inspect "$cora" >"$work/out" 2>"$work/err"; fi
+  grep -q "2708" "$work/out" && ok || { fail "inspect of a valid file with PLEXUS_HDF5_CHECK_SECONDS=$s"; cat "$work/err"; }
 done
+
+# The limit scales with the file: a 27 KB file that hangs libhdf5 is cut after the 10 s floor,
+# not the 60 s default, on one rank and under MPI.
+SECONDS=0
+env -u PLEXUS_HDF5_CHECK_SECONDS "$plexus" inspect "$hang" >"$work/out" 2>"$work/err"
+rc=$? took=$SECONDS
+[[ $rc -eq 2 && $took -lt 30 ]] && grep -q "within 10 s (the limit for a file of its size; PLEXUS_HDF5_CHECK_SECONDS caps it)" "$work/err" &&
+  ok || { fail "default limit on a small hanging file (rc=$rc, ${took} s)"; cat "$work/err"; }
+SECONDS=0
+unset PLEXUS_HDF5_CHECK_SECONDS
+mpi_error "default limit on a small hanging file" "within 10 s" train --grid 2x2x1 --epochs 1 --quiet --data "$hang"
+((SECONDS < 40)) && ok || fail "under MPI the default limit took ${SECONDS} s"
+export PLEXUS_HDF5_CHECK_SECONDS=3
 
 echo "cli_corrupt_hdf5: $passed passed, $failures failed"
 [[ $failures -eq 0 ]]

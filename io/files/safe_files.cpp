@@ -16,6 +16,7 @@
 #include <mutex>
 #include <utility>
 
+#include "io/hdf5/file_set.hpp"
 #include "plexus/error.hpp"
 
 namespace plexus::io {
@@ -207,6 +208,8 @@ void require_regular_input(const std::string& path, const char* format) {
 
 void guard_inputs() { guarding_inputs.store(true); }
 
+bool inputs_guarded() { return guarding_inputs.load(); }
+
 void note_input_file(const std::string& path) {
   if (!guarding_inputs.load()) return;
   struct stat st {};
@@ -225,13 +228,17 @@ int same_file_as_standard_stream(const std::string& path) {
   return 0;
 }
 
-void check_not_same_file(const std::string& output, const std::string& input) {
+void check_not_same_file(const std::string& output, const std::string& input, const std::string& reader,
+                         const std::string& how) {
   if (input.empty()) return;
   struct stat out {}, in {};
   if (::stat(output.c_str(), &out) != 0 || ::stat(input.c_str(), &in) != 0) return;
   if (!S_ISREG(out.st_mode) || !S_ISREG(in.st_mode)) return;
-  if (out.st_dev == in.st_dev && out.st_ino == in.st_ino)
+  if (out.st_dev != in.st_dev || out.st_ino != in.st_ino) return;
+  if (reader.empty())
     throw InputError(output, "cannot write: is the same file as the input " + input + " (writing it would destroy the input)");
+  throw InputError(output, "cannot write: the input " + reader + " reads this file through HDF5 (" + how +
+                               "); writing it would destroy the input");
 }
 
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
@@ -315,7 +322,10 @@ OutputTarget check_output(const std::string& path, OutputNeeds needs, const std:
                                " bytes with the temporary suffix, at most " + std::to_string(name_max));
   if (out.target.size() + temp_name.size() - base_name(out.target).size() >= PATH_MAX)
     throw InputError(path, "cannot write: the path is too long");
-  for (const std::string& in : inputs) check_not_same_file(path, in);
+  for (const std::string& in : inputs) {
+    check_not_same_file(path, in);
+    for (const h5::ReachedFile& reached : h5::files_read_through(in)) check_not_same_file(path, reached.path, in, reached.how);
+  }
   return out;
 }
 

@@ -42,7 +42,9 @@ struct OutputTarget {
 
 // Checks `path` as an output of a command before any work is done; throws
 // InputError(path, what) naming the problem. `inputs`: files the command reads (directories and
-// names that do not exist are skipped) — the output may be none of them.
+// names that do not exist are skipped) — the output may be none of them, nor any file an HDF5
+// input reads through libhdf5 (external links, external raw data, virtual dataset sources:
+// io/hdf5/file_set.hpp).
 OutputTarget check_output(const std::string& path, OutputNeeds needs, const std::vector<std::string>& inputs = {});
 
 // 1 or 2 when `path` (links followed) is the same file (device and inode) as this process's
@@ -50,8 +52,10 @@ OutputTarget check_output(const std::string& path, OutputNeeds needs, const std:
 int same_file_as_standard_stream(const std::string& path);
 
 // Throws InputError(output, ...) when `output` (symbolic links followed) and `input` are the same
-// file: the same device and inode. Either not existing is no conflict.
-void check_not_same_file(const std::string& output, const std::string& input);
+// file: the same device and inode. Either not existing is no conflict. `reader`, when given, is
+// the input that reads `input` and `how` says how (for the message).
+void check_not_same_file(const std::string& output, const std::string& input, const std::string& reader = "",
+                         const std::string& how = "");
 
 // Refuses two outputs of one command that name the same file (symbolic links followed, paths
 // made absolute; streams such as /dev/null may repeat): the second write would replace the
@@ -69,6 +73,7 @@ void require_regular_input(const std::string& path, const char* format);
 // guard_inputs() was called — by the `plexus` tool, whose process runs one command; a library
 // user may well read a file and later write it again.
 void guard_inputs();
+bool inputs_guarded();
 void note_input_file(const std::string& path);
 
 // A temporary file `<target>.tmp.<pid>` for an output, removed by the destructor unless

@@ -109,7 +109,7 @@ std::vector<std::string> read_class_names(const std::string& path, std::int32_t 
     return InputError(path, std::string(kClassNames) + ": " + what);
   };
   h5::Hid file = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!file) throw InputError(path, "cannot open as HDF5 (corrupt or truncated file?)");
+  if (!file) throw InputError(path, h5::why_open_failed(path));
   {
     h5::Hid obj(H5Oopen(file.get(), kClassNames, H5P_DEFAULT), H5Oclose);
     if (!obj) throw bad("cannot open");
@@ -128,13 +128,10 @@ std::vector<std::string> read_class_names(const std::string& path, std::int32_t 
     throw bad("expected a 1-D dataset [num_classes]");
   if (n != static_cast<hsize_t>(classes))
     throw bad("expected shape [num_classes] = [" + std::to_string(classes) + "], got [" + std::to_string(n) + "]");
-  // As open_dataset does: refuse a header that declares more than the file stores before
-  // allocating for it.
-  const hsize_t stored = H5Dget_storage_size(ds.get());
-  if (n > 0 && stored == 0) throw bad("no data stored (storage never written)");
-  if (static_cast<double>(n) * static_cast<double>(H5Tget_size(type.get())) > 1100.0 * static_cast<double>(stored))
-    throw bad("declares " + std::to_string(n) + " strings but stores only " + std::to_string(stored) +
-              " bytes (truncated or corrupt file)");
+  // As open_dataset does: storage never written is missing data, and a header that declares
+  // more than the file stores is refused before allocating for it.
+  const std::string missing = h5::unwritten_data(ds.get());
+  if (!missing.empty()) throw bad(missing);
   std::vector<std::string> out;
   out.reserve(static_cast<std::size_t>(n));
   const htri_t vlen = H5Tis_variable_str(type.get());

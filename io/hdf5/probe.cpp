@@ -4,9 +4,11 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -26,6 +28,13 @@ namespace plexus::h5 {
 namespace {
 
 constexpr int kSanitizerReportExit = 70;  // the child's exit code after a sanitizer report
+
+// The time limit (check_limit_seconds): a floor every file gets — generous, since a check under
+// a sanitizer or on a loaded machine is several times slower — plus a second per 64 MiB, up to
+// PLEXUS_HDF5_CHECK_SECONDS (default 60).
+constexpr int kDefaultLimitSeconds = 60;
+constexpr long long kFloorSeconds = 10;
+constexpr long long kBytesPerExtraSecond = 64LL << 20;
 
 // ---- the walk, run in the child ------------------------------------------------------------
 // Bounds keep a hostile file (link cycles, millions of attributes) from turning the walk
@@ -195,14 +204,18 @@ void check_object(hid_t obj, int depth, Walk& walk) {
   _exit(0);  // no atexit handlers, no MPI, no flushing of the parent's streams
 }
 
-int limit_seconds() {
+// PLEXUS_HDF5_CHECK_SECONDS: unset is the default; anything else must be digits only (no
+// sign, no blank, not empty) naming a number in [0, 86400].
+int limit_setting() {
   const char* env = std::getenv("PLEXUS_HDF5_CHECK_SECONDS");
-  if (env == nullptr || *env == '\0') return 60;
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(env, &end, 10);
-  if (*end != '\0' || errno != 0 || v < 0 || v > 86400)
-    throw InputError("PLEXUS_HDF5_CHECK_SECONDS", "'" + std::string(env) + "' is not a whole number of seconds in [0, 86400]");
+  if (env == nullptr) return kDefaultLimitSeconds;
+  const std::string text = env;
+  const bool digits = !text.empty() && text.size() <= 18 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  const long long v = digits ? std::stoll(text) : -1;
+  if (v < 0 || v > 86400)
+    throw InputError("PLEXUS_HDF5_CHECK_SECONDS", "'" + (text.size() > 24 ? text.substr(0, 24) + "..." : text) +
+                                                      "' is not a whole number of seconds in [0, 86400]");
   return static_cast<int>(v);
 }
 
@@ -213,9 +226,17 @@ std::string signal_name(int sig) {
 
 }  // namespace
 
+int check_limit_seconds(int setting, long long file_bytes) {
+  if (setting <= 0) return setting;
+  const long long scaled = kFloorSeconds + std::max(file_bytes, 0LL) / kBytesPerExtraSecond;
+  return static_cast<int>(std::min<long long>(setting, scaled));
+}
+
 void check_in_child_process(const std::string& path) {
-  const int limit = limit_seconds();
-  if (limit == 0) return;
+  const int setting = limit_setting();
+  if (setting == 0) return;
+  struct stat st {};
+  const int limit = check_limit_seconds(setting, ::stat(path.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : 0);
   // The child holds the pipe's write end: end of file on the read end means it has exited,
   // whichever way, which poll() can wait for with a time limit.
   int fds[2];
@@ -259,7 +280,9 @@ void check_in_child_process(const std::string& path) {
   }
   if (!exited)
     throw InputError(path, "corrupt HDF5 file: libhdf5 did not finish reading its metadata within " +
-                               std::to_string(limit) + " s (PLEXUS_HDF5_CHECK_SECONDS sets the limit)");
+                               std::to_string(limit) + " s (" +
+                               (limit < setting ? "the limit for a file of its size; " : "") +
+                               "PLEXUS_HDF5_CHECK_SECONDS caps it)");
   if (WIFSIGNALED(status))
     throw InputError(path, "corrupt HDF5 file: libhdf5 crashed (" + signal_name(WTERMSIG(status)) +
                                ") reading it in a check process");

@@ -13,8 +13,11 @@
 // a small file; large datasets cost two elements each): a cache keyed by inode and mtime
 // would miss a file rewritten in place within one timestamp tick.
 //
-// The limit is PLEXUS_HDF5_CHECK_SECONDS (default 60); 0 turns the check off, for files
-// from a trusted source on a job where a fork per rank is unwanted.
+// The time limit grows with the file: 10 s plus 1 s per 64 MiB, capped by
+// PLEXUS_HDF5_CHECK_SECONDS (default 60; digits only, 0 to 86400). A small file that hangs
+// libhdf5 is refused in 10 s, not 60; the floor leaves room for a slow (sanitizer, loaded)
+// machine. 0 turns the check off, for files from a trusted source on a job where a fork per
+// rank is unwanted.
 #include <string>
 
 namespace plexus::h5 {
@@ -23,5 +26,9 @@ namespace plexus::h5 {
 // child process; returns normally otherwise (also when the child merely found the file
 // unreadable: the real open reports that with its own message).
 void check_in_child_process(const std::string& path);
+
+// The check's limit in seconds for a file of `file_bytes` under the setting
+// PLEXUS_HDF5_CHECK_SECONDS = `setting` (0: no check).
+int check_limit_seconds(int setting, long long file_bytes);
 
 }  // namespace plexus::h5

@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "io/files/safe_files.hpp"
+#include "io/hdf5/file_set.hpp"
 #include "io/hdf5/probe.hpp"
+#include "io/hdf5/unwritten_data.hpp"
 #include "io/hdf5/util.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
@@ -98,6 +100,7 @@ class Reader {
     }
     if (H5Fis_hdf5(path_.c_str()) <= 0) fail_file("not an HDF5 file");
     check_in_child_process(path_);  // libhdf5 may crash or hang on a corrupt file: see there
+    open_plain_first();
     Hid fapl = h5::plist(H5Pcreate(H5P_FILE_ACCESS));
     if (comm != MPI_COMM_NULL) {
       if (H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL) < 0) fail_file("cannot set up MPI-IO");
@@ -105,7 +108,7 @@ class Reader {
       if (H5Pset_dxpl_mpio(dxpl_.get(), H5FD_MPIO_COLLECTIVE) < 0) fail_file("cannot set up collective reads");
     }
     file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.get()));
-    if (!file_) fail_file("cannot open as HDF5 (corrupt or truncated file?)");
+    if (!file_) fail_file(why_open_failed(path_));
     if (note_input) io::note_input_file(path_);
   }
 
@@ -219,6 +222,7 @@ class Reader {
     Hid type;
     std::vector<hsize_t> dims;
     std::string name;
+    bool independent = false;  // read by each rank on its own, even under MPI-IO (a virtual dataset)
   };
 
   // After an error on some ranks of a collective (MPI-IO) read: closing the file is collective
@@ -244,6 +248,15 @@ class Reader {
     d.name = name;
     d.ds = h5::dataset(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT));
     if (!d.ds) fail(name, "cannot open dataset");
+    if (collective() && is_virtual(d.ds.get())) {
+      // libhdf5 1.10 cannot read a virtual dataset through MPI-IO, and would open its sources
+      // collectively on the ranks whose rows they hold; each rank reads it on its own instead.
+      if (!serial_file_) serial_file_ = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+      if (!serial_file_) fail_file(why_open_failed(path_));
+      d.ds = h5::dataset(H5Dopen2(serial_file_.get(), name.c_str(), H5P_DEFAULT));
+      if (!d.ds) fail(name, "cannot open dataset");
+      d.independent = true;
+    }
     d.type = h5::datatype(H5Dget_type(d.ds.get()));
     if (!d.type) fail(name, "cannot read datatype");
     const bool ok = want_float ? H5Tget_class(d.type.get()) == H5T_FLOAT : is_integer_like(d.type.get());
@@ -260,19 +273,10 @@ class Reader {
     for (std::size_t i = 0; i < expected_shape.size(); ++i)
       if (expected_shape[i] != kAny && expected_shape[i] != d.dims[i])
         fail(name, "expected shape " + shape_desc + " = " + shape_str(expected_shape) + ", got " + shape_str(d.dims));
-    // A dataset whose storage was never written reads back as fill values; treat it as
-    // missing data rather than silently loading zeros.
-    hsize_t logical = 1;
-    for (hsize_t x : d.dims) logical *= x;
-    const hsize_t stored = H5Dget_storage_size(d.ds.get());
-    if (logical > 0 && stored == 0) fail(name, "no data stored (storage never written)");
-    // A corrupt header can declare far more elements than the file holds; refuse before
-    // allocating. Deflate compresses at most 1032:1, so more than 1100 bytes per stored byte
-    // cannot be real data (unwritten chunks would read back as fill values anyway).
-    const double logical_bytes = static_cast<double>(logical) * static_cast<double>(H5Tget_size(d.type.get()));
-    if (logical_bytes > 1100.0 * static_cast<double>(stored))
-      fail(name, "declares " + std::to_string(logical) + " elements but stores only " + std::to_string(stored) +
-                     " bytes (truncated or corrupt file)");
+    // Storage never written reads back as fill values: missing data, never zeros (and a header
+    // declaring more than the file stores is refused before anything is allocated for it).
+    const std::string missing = unwritten_data(d.ds.get());
+    if (!missing.empty()) fail(name, missing);
     return d;
   }
 
@@ -338,6 +342,11 @@ class Reader {
   bool collective() const { return dxpl_.valid(); }
 
  private:
+  static bool is_virtual(hid_t ds) {
+    Hid dcpl = h5::plist(H5Dget_create_plist(ds));
+    return dcpl && H5Pget_layout(dcpl.get()) == H5D_VIRTUAL;
+  }
+
   static bool is_integer_like(hid_t type) {
     const H5T_class_t cls = H5Tget_class(type);
     if (cls == H5T_INTEGER) return true;
@@ -369,7 +378,7 @@ class Reader {
     hsize_t extent = 1;
     for (hsize_t x : d.dims) extent *= x;
     if (extent == 0) return;
-    const hid_t dxpl = dxpl_.valid() ? dxpl_.get() : H5P_DEFAULT;
+    const hid_t dxpl = dxpl_.valid() && !d.independent ? dxpl_.get() : H5P_DEFAULT;
     herr_t rc = 0;
     if (slab.count.empty()) {
       rc = H5Dread(d.ds.get(), memtype, H5S_ALL, H5S_ALL, dxpl, buf);
@@ -392,9 +401,21 @@ class Reader {
     if (rc < 0) fail(d.name, "cannot read data (corrupt file, or a compression filter this build lacks)");
   }
 
+  // A plain (not MPI-IO) open before the real one, closed again before it: it takes HDF5's file
+  // lock, which the MPI-IO driver does not, so a file another process is writing is refused on
+  // every rank count alike; and every file this one reads through libhdf5 is noted as an input
+  // too, which AtomicFile then refuses to replace (io/files/safe_files.hpp).
+  void open_plain_first() const {
+    Hid f = h5::file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (!f) fail_file(why_open_failed(path_));
+    if (io::inputs_guarded())
+      for (const ReachedFile& r : files_read_through(f.get())) io::note_input_file(r.path);
+  }
+
   std::string path_;
   Hid file_;
   Hid dxpl_;  // collective transfer properties under MPI-IO
+  mutable Hid serial_file_;  // under MPI-IO, a plain handle for the virtual datasets
 };
 
 // The root attributes and the opened datasets of a format v1 file, every shape checked

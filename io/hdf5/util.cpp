@@ -1,5 +1,6 @@
 #include "io/hdf5/util.hpp"
 
+#include <cstring>
 #include <mutex>
 
 namespace plexus::h5 {
@@ -7,6 +8,31 @@ namespace plexus::h5 {
 void silence_errors() {
   static std::once_flag once;
   std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+namespace {
+struct OpenFailure {
+  bool locked = false, marked_open = false;
+};
+herr_t on_error(unsigned, const H5E_error2_t* e, void* data) {
+  auto* f = static_cast<OpenFailure*>(data);
+  if (e->desc == nullptr) return 0;
+  if (std::strstr(e->desc, "unable to lock the file") != nullptr) f->locked = true;
+  if (std::strstr(e->desc, "file is already open for write") != nullptr) f->marked_open = true;
+  return 0;
+}
+}  // namespace
+
+std::string why_open_failed(const std::string& path) {
+  OpenFailure f;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, on_error, &f);
+  if (f.locked)
+    return "is locked by another process that has it open for writing (HDF5 file locking); wait for it to "
+           "finish, or, if no process writes it (a stale lock), read it with HDF5_USE_FILE_LOCKING=FALSE";
+  if (f.marked_open)
+    return "is marked as open for writing by another process (the superblock's status flag): a writer is still "
+           "running, or one stopped without closing it; if none is running, `h5clear -s " + path + "` clears the mark";
+  return "cannot open as HDF5 (corrupt or truncated file?)";
 }
 
 std::string type_name(hid_t type) {

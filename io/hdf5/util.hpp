@@ -80,6 +80,12 @@ inline Hid dataspace(hid_t id) { return Hid(id, H5Sclose); }
 inline Hid datatype(hid_t id) { return Hid(id, H5Tclose); }
 inline Hid plist(hid_t id) { return Hid(id, H5Pclose); }
 
+// Why H5Fopen of `path` just failed, for a message: read from libhdf5's error stack, which
+// tells a file another process holds locked for writing (HDF5 file locking) and one whose
+// superblock marks it open for writing (a writer still running, or one that crashed) from a
+// corrupt one. Call it right after the failed open.
+std::string why_open_failed(const std::string& path);
+
 // "int64", "uint8", "float32", "string", "enum(int8)", ... for messages.
 std::string type_name(hid_t type);
 

@@ -219,9 +219,10 @@ std::vector<std::string> read_vocab_chars(const h5::Reader& r, hid_t file, std::
   if (n != static_cast<hsize_t>(vocab))
     r.fail(name, "holds " + std::to_string(n) + " characters, but the vocabulary has vocab = " +
                      std::to_string(vocab) + " tokens");
-  // Checked against the stored wte [vocab, embed] already, so n is backed by the file; an
-  // unwritten dataset would read back as empty strings.
-  if (H5Dget_storage_size(ds.get()) == 0) r.fail(name, "no data stored (storage never written)");
+  // Checked against the stored wte [vocab, embed] already, so n is backed by the file; storage
+  // never written would read back as empty strings.
+  const std::string missing = h5::unwritten_data(ds.get());
+  if (!missing.empty()) r.fail(name, missing);
 
   Hid mem = h5::datatype(H5Tcopy(H5T_C_S1));
   if (!mem || H5Tset_size(mem.get(), H5T_VARIABLE) < 0 || H5Tset_cset(mem.get(), H5Tget_cset(type.get())) < 0)
@@ -270,7 +271,7 @@ GptModelFile read_model(const h5::Reader& r, const std::string& path) {
   // A second handle on the same (already checked) file for what Reader does not offer: listing
   // the root's links. HDF5 shares the open file between the two.
   Hid file = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!file) r.fail_file("cannot open as HDF5 (corrupt or truncated file?)");
+  if (!file) r.fail_file(h5::why_open_failed(path));
 
   if (H5Aexists(file.get(), "format") <= 0) r.fail("attribute format", "missing (is this a Plexus GPT model file?)");
   const std::string format = r.string_attr("format");
