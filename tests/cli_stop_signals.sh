@@ -75,7 +75,7 @@ if stopped "SIGTERM to mpirun -np 2 within an epoch" term; then
   mpirun -np 2 "$plexus" "${train[@]}" --resume term --metrics resumed.jsonl >/dev/null &&
     "$py" - full.jsonl resumed.jsonl "$done_k" <<'EOF' && ok || fail "resumed after an abandoned epoch: bit for bit"
 import json, sys
-full, resumed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+full, resumed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
 f = {r["epoch"]: r for r in full if "epoch" in r}
 r = {x["epoch"]: x for x in resumed if "epoch" in x}
 assert sorted(r) == list(range(int(sys.argv[3]) + 1, 5)), sorted(r)
