@@ -46,6 +46,9 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/plexus-red-team.XXXXXX")
 chmod 755 "$W"  # the permission cases run as `nobody`
 bg_pids=()
 cleanup() {
+  # Only the script itself: a watchdog subshell killed just after its fork can still run the
+  # script's traps before bash resets them in the child, and must not remove the scratch folder.
+  [[ $BASHPID == "$$" ]] || return 0
   local p
   for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done
   chmod -R u+rwX "$W" 2>/dev/null
@@ -728,7 +731,7 @@ accept train "command line wins over config" 'said "test accuracy"' --config "$I
 refuse train "metrics in a missing directory" "nodir" "${tr1[@]}" --metrics "$OUT/nodir/m.jsonl"
 refuse train "metrics is a directory" "adir" "${tr1[@]}" --metrics "$OUT/adir"
 refuse train "metrics under a plain file" "plainfile" "${tr1[@]}" --metrics "$OUT/plainfile/m.jsonl"
-refuse train "metrics name of 255 characters" "$long" "${tr1[@]}" --metrics "$OUT/$long"
+refuse train "metrics name of 255 characters (shortened in the line)" "file name is too long" "${tr1[@]}" --metrics "$OUT/$long"
 refuse train "metrics name of 300 characters" "nnnn" "${tr1[@]}" --metrics "$OUT/$long$long"
 refuse train "metrics to /dev/full" "/dev/full" "${tr1[@]}" --metrics /dev/full
 refuse train "metrics to a FIFO without a reader" "fifo" "${tr1[@]}" --metrics "$OUT/fifo"
@@ -809,7 +812,7 @@ refuse prepare "output is a directory" "adir" "$IN/g.h5" -o "$OUT/adir"
 refuse prepare "output in a missing dir" "nodir" "$IN/g.h5" -o "$OUT/nodir/p.h5"
 refuse prepare "output to /dev/full" "/dev/full" "$IN/g.h5" -o /dev/full
 refuse prepare "output to a FIFO" "fifo" "$IN/g.h5" -o "$OUT/fifo"
-refuse prepare "output name of 255 characters" "$long" "$IN/g.h5" -o "$OUT/$long"
+refuse prepare "output name of 255 characters (shortened in the line)" "file name is too long" "$IN/g.h5" -o "$OUT/$long"
 AS=1 refuse prepare "output in a read-only dir (user)" "ro" "$IN/g.h5" -o "$OUT/ro/p.h5"
 AS=1 refuse prepare "output over a read-only file (user)" "locked.h5" "$IN/g.h5" -o "$OUT/rw/locked.h5"
 refuse prepare "--balance metis without --grid" "--grid" "$IN/g.h5" -o "$OUT/p.h5" --balance metis
@@ -846,7 +849,7 @@ refuse "$g" "-o in a missing directory" "nodir" --scale 4 -o "$OUT/nodir/r.h5"
 refuse "$g" "-o is a directory" "adir" --scale 4 -o "$OUT/adir"
 refuse "$g" "-o to /dev/full" "/dev/full" --scale 4 -o /dev/full
 refuse "$g" "-o to a FIFO" "fifo" --scale 4 -o "$OUT/fifo"
-refuse "$g" "-o name of 255 characters" "$long" --scale 4 -o "$OUT/$long"
+refuse "$g" "-o name of 255 characters (shortened in the line)" "file name is too long" --scale 4 -o "$OUT/$long"
 refuse "$g" "-o over an input-like file via loop" "loop-a" --scale 4 -o "$IN/loop-a"
 AS=1 refuse "$g" "-o in a read-only dir (user)" "ro" --scale 4 -o "$OUT/ro/r.h5"
 refuse "$g" "--scale 1 (2 nodes: a split without a node)" "--scale" --scale 1 --edge-factor 1 --feature-width 1 --classes 2 -o "$OUT/r1.h5"
@@ -871,7 +874,8 @@ refuse "$g" "train + val fractions above 1" "fraction" --nodes 100 --train-fract
 refuse "$g" "--train-fraction 0 (empty train mask)" "--train-fraction" --nodes 100 --train-fraction 0 -o "$OUT/s.h5"
 refuse "$g" "--val-fraction nan" "--val-fraction" --nodes 100 --val-fraction nan -o "$OUT/s.h5"
 refuse "$g" "-o to /dev/full" "/dev/full" --nodes 100 -o /dev/full
-accept "$g" "--nodes 1 --classes 1" 'graph_ok "$OUT/s1.h5"' --nodes 2 --classes 1 --avg-degree 1 -o "$OUT/s1.h5"
+refuse "$g" "--nodes 2 --classes 1: a split without a node" "fraction" --nodes 2 --classes 1 --avg-degree 1 -o "$OUT/s1.h5"
+accept "$g" "--nodes 20 --classes 1" 'graph_ok "$OUT/s1.h5"' --nodes 20 --classes 1 --avg-degree 1 -o "$OUT/s1.h5"
 accept "$g" "--avg-degree 0 (no edges)" 'graph_ok "$OUT/s0.h5"' --nodes 50 --avg-degree 0 -o "$OUT/s0.h5"
 
 # ==== convert edgelist ===========================================================================
