@@ -106,7 +106,7 @@ refuse prepare "-o a symbolic link to an external link's target" "$reads" "$H/el
 refuse prepare "-o a relative name of a virtual dataset's source" "$reads" "$H/vds.h5" -o "in/h5/src.h5"
 refuse train "--save-model onto its data's external raw data" "$reads" "${tr1[@]}" --data "$H/ext.h5" --save-model "$H/feat.bin"
 refuse train "--metrics onto its data's virtual source" "$reads" "${tr1[@]}" --data "$H/vds.h5" --metrics "$H/src.h5"
-refuse train "--checkpoint-dir whose checkpoint its data reads" "cannot write" --epochs 2 --quiet --threads 1 --data "$H/vds-ckpt.h5" \
+refuse train "--checkpoint-dir whose checkpoint its data reads (another run's)" "that are not this run's" --epochs 2 --quiet --threads 1 --data "$H/vds-ckpt.h5" \
   --checkpoint-dir "$H/ck" --checkpoint-every 1
 refuse predict "-o its data's external link target" "$reads" --quiet --threads 1 --data "$H/elink.h5" --checkpoint "$IN/gcn.h5" -o "$H/featfile.h5"
 if [[ ${RED_TEAM_MPI:-1} != 0 ]] && command -v mpirun >/dev/null; then
@@ -114,7 +114,7 @@ if [[ ${RED_TEAM_MPI:-1} != 0 ]] && command -v mpirun >/dev/null; then
     --save-model "$H/feat.bin"
   NP=2 refuse train "MPI 2: --metrics onto an external link target" "$reads" --grid 2x1x1 "${tr1[@]}" --data "$H/elink.h5" \
     --metrics "$H/featfile.h5"
-  NP=2 refuse train "MPI 2: a checkpoint its data reads" "cannot write" --grid 2x1x1 --epochs 2 --quiet --threads 1 \
+  NP=2 refuse train "MPI 2: a checkpoint its data reads (another run's)" "that are not this run's" --grid 2x1x1 --epochs 2 --quiet --threads 1 \
     --data "$H/vds-ckpt.h5" --checkpoint-dir "$H/ck" --checkpoint-every 1
   NP=4 refuse predict "MPI 4: -o a virtual dataset's source" "$reads" --grid 2x2x1 --quiet --threads 1 --data "$H/vds.h5" \
     --checkpoint "$IN/gcn.h5" -o "$H/src.h5"
