@@ -83,10 +83,12 @@ print(r.get("interrupted"), r.get("epochs_done", r.get("iters_done")), r.get("ch
 }
 abandoned() { grep -q "(work after it abandoned)" "$d/out"; }
 
-# GCN: epochs of seconds, 4 layers (a stop point every layer).
-CHECK=abandoned stop_case train "SIGTERM to mpirun -np 2 within an epoch of seconds" TERM 2 '"epoch":1,' 1+ 3000 "${gcn_slow[@]}"
-CHECK=abandoned stop_case train "SIGINT to mpirun -np 2 within an epoch" INT 2 '"epoch":1,' 1+ 3000 "${gcn_slow[@]}"
-CHECK=abandoned OMPI_MCA_odls_base_sigkill_timeout=4 stop_case train "SIGTERM to mpirun -np 2, odls_base_sigkill_timeout 4" \
+# GCN: epochs of seconds, 4 layers (a stop point every layer). Under mpirun the ranks hear of
+# the signal a second late, wherever the run then is: the checkpoint of the last finished epoch
+# is what counts (inside an epoch or at its end); one process is signalled inside an epoch.
+stop_case train "SIGTERM to mpirun -np 2 within an epoch of seconds" TERM 2 '"epoch":1,' 1+ 3000 "${gcn_slow[@]}"
+stop_case train "SIGINT to mpirun -np 2 within an epoch" INT 2 '"epoch":1,' 1+ 3000 "${gcn_slow[@]}"
+OMPI_MCA_odls_base_sigkill_timeout=4 stop_case train "SIGTERM to mpirun -np 2, odls_base_sigkill_timeout 4" \
   TERM 2 '"epoch":1,' 1+ 9000 "${gcn_slow[@]}"
 CHECK=abandoned stop_case train "SIGTERM to one process within an epoch" TERM 0 '"epoch":1,' 1 1500 "${gcn_slow[@]}"
 CHECK=abandoned stop_case train "SIGINT to one process within an epoch" INT 0 '"epoch":1,' 1 1500 "${gcn_slow[@]}"
