@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpt_test_util.hpp"
 #include "models/gpt.hpp"
 #include "plexus/gpt.hpp"
 #include "train/gpt_batches.hpp"
@@ -17,16 +18,7 @@
 namespace plexus {
 namespace {
 
-GptConfig shaped(int layers, int heads, index_t embed, index_t block, index_t vocab, bool tied) {
-  GptConfig c;
-  c.layers = layers;
-  c.heads = heads;
-  c.embed = embed;
-  c.block = block;
-  c.vocab = vocab;
-  c.tied = tied;
-  return c;
-}
+using testing::shaped;
 
 GptConfig tiny(bool tied) { return shaped(2, 2, 8, 5, 7, tied); }
 

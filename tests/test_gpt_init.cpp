@@ -13,22 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "gpt_test_util.hpp"
 #include "models/gpt.hpp"
 #include "plexus/gpt.hpp"
 
 namespace plexus {
 namespace {
 
-GptConfig shaped(int layers, int heads, index_t embed, index_t block, index_t vocab, bool tied) {
-  GptConfig c;
-  c.layers = layers;
-  c.heads = heads;
-  c.embed = embed;
-  c.block = block;
-  c.vocab = vocab;
-  c.tied = tied;
-  return c;
-}
+using testing::shaped;
 
 enum class Kind { Normal, Residual, Zero, One };
 

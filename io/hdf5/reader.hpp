@@ -180,26 +180,16 @@ class Reader {
 
   // A finite scalar of floating-point class, read as double (float32 values come back exact).
   double float_attr(const std::string& name, const std::string& on = "/") const {
-    const std::string obj = attr_label(name, on);
-    Hid a = open_attr(name, on);
-    Hid type = h5::datatype(H5Aget_type(a.get()));
-    if (!type || H5Tget_class(type.get()) != H5T_FLOAT) fail(obj, "expected a floating-point scalar");
-    double v = 0;
-    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) fail(obj, "cannot read");
-    if (!std::isfinite(v)) fail(obj, "not finite");
+    const double v = float_scalar_attr(name, on);
+    if (!std::isfinite(v)) fail(attr_label(name, on), "not finite");
     return v;
   }
 
   // The same, NaN allowed: a figure that was not evaluated (an accuracy over a split without a
   // node, plexus/trainer.hpp). Infinities are refused.
   double evaluated_attr(const std::string& name, const std::string& on = "/") const {
-    const std::string obj = attr_label(name, on);
-    Hid a = open_attr(name, on);
-    Hid type = h5::datatype(H5Aget_type(a.get()));
-    if (!type || H5Tget_class(type.get()) != H5T_FLOAT) fail(obj, "expected a floating-point scalar");
-    double v = 0;
-    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) fail(obj, "cannot read");
-    if (std::isinf(v)) fail(obj, "infinite");
+    const double v = float_scalar_attr(name, on);
+    if (std::isinf(v)) fail(attr_label(name, on), "infinite");
     return v;
   }
 
@@ -342,6 +332,17 @@ class Reader {
   bool collective() const { return dxpl_.valid(); }
 
  private:
+  // A scalar attribute of floating-point class, read as double, whatever its value.
+  double float_scalar_attr(const std::string& name, const std::string& on) const {
+    const std::string obj = attr_label(name, on);
+    Hid a = open_attr(name, on);
+    Hid type = h5::datatype(H5Aget_type(a.get()));
+    if (!type || H5Tget_class(type.get()) != H5T_FLOAT) fail(obj, "expected a floating-point scalar");
+    double v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) fail(obj, "cannot read");
+    return v;
+  }
+
   static bool is_virtual(hid_t ds) {
     Hid dcpl = h5::plist(H5Dget_create_plist(ds));
     return dcpl && H5Pget_layout(dcpl.get()) == H5D_VIRTUAL;
