@@ -24,7 +24,28 @@ const char* comm_variant_name(CommVariant v);
 // Parses "baseline" | "rs-ag" | "rs-ag-reuse"; throws InputError("--comm-variant", ...).
 CommVariant parse_comm_variant(const std::string& text);
 
+// The GNN a run trains (docs/gnn-models.md). Every kind is built of sparse aggregations over
+// the balanced Â blocks and Linear3Ds on the same X×Y×Z grid.
+enum class GnnKind {
+  Gcn,   // Kipf & Welling: act(Â·H·W + b), Â = D^-1/2 (A + I) D^-1/2
+  Sage,  // GraphSAGE (PyG SAGEConv): act(agg_{j∈N(i)} h_j ·W + h_i·W_root + b)
+  Gin,   // GIN (PyG GINConv): act(MLP((1 + ε)·h_i + Σ_{j∈N(i)} h_j)), MLP = Linear, ReLU, Linear
+};
+const char* gnn_kind_name(GnnKind k);
+// Parses "gcn" | "sage" | "gin"; throws InputError("--model", ...).
+GnnKind parse_gnn_kind(const std::string& text);
+// GraphSAGE's neighbour aggregation: the mean (D⁻¹A, no self-loops) or the sum (A).
+enum class SageAggregator { Mean, Sum };
+const char* sage_aggregator_name(SageAggregator a);
+// Parses "mean" | "sum"; throws InputError("--aggregator", ...).
+SageAggregator parse_sage_aggregator(const std::string& text);
+
 struct TrainConfig {
+  GnnKind model = GnnKind::Gcn;
+  SageAggregator aggregator = SageAggregator::Mean;  // sage only
+  bool sage_normalize = false;  // sage only: L2-normalise each output row (PyG's normalize=True)
+  float gin_eps = 0.0f;         // gin only: ε of (1 + ε)·h_i (its initial value when trained)
+  bool gin_train_eps = false;   // gin only: ε is a parameter of each layer, trained by Adam
   int layers = 2;
   index_t hidden = 16;
   int epochs = 200;

@@ -62,6 +62,16 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   w.scalar_attr<std::uint8_t>("adamw", H5T_STD_U8LE, o.adamw ? 1 : 0, kOptions);
   w.scalar_attr<float>("dropout", H5T_IEEE_F32LE, o.dropout, kOptions);
   w.scalar_attr<std::uint64_t>("seed", H5T_STD_U64LE, o.seed, kOptions);
+  // The model kind and its options (docs/gnn-models.md); a file without `model` is a GCN.
+  w.string_attr("model", gnn_kind_name(o.model), kOptions);
+  if (o.model == GnnKind::Sage) {
+    w.string_attr("aggregator", sage_aggregator_name(o.aggregator), kOptions);
+    w.scalar_attr<std::uint8_t>("normalize", H5T_STD_U8LE, o.sage_normalize ? 1 : 0, kOptions);
+  }
+  if (o.model == GnnKind::Gin) {
+    w.scalar_attr<float>("gin_eps", H5T_IEEE_F32LE, o.gin_eps, kOptions);
+    w.scalar_attr<std::uint8_t>("train_eps", H5T_STD_U8LE, o.gin_train_eps ? 1 : 0, kOptions);
+  }
   for (const char* g : kGroups) w.group(g);
   for (std::size_t k = 0; k + 1 < dims.size(); ++k)
     for (const char* g : kGroups) w.group((std::string(g) + "/layer" + std::to_string(k)).c_str());
@@ -107,6 +117,28 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   o.adamw = r.int_attr("adamw", "uint8", kOptions) != 0;
   o.dropout = static_cast<float>(r.float_attr("dropout", kOptions));
   o.seed = r.uint64_attr("seed", kOptions);
+  if (r.attr_exists("model", kOptions)) {
+    const std::string kind = r.string_attr("model", kOptions);
+    const std::string where = std::string(kOptions) + ": attribute ";
+    try {
+      o.model = parse_gnn_kind(kind);
+    } catch (const InputError&) {
+      r.fail(where + "model", "unknown model '" + kind + "' (this build trains gcn, sage, gin)");
+    }
+    if (o.model == GnnKind::Sage) {
+      const std::string agg = r.string_attr("aggregator", kOptions);
+      try {
+        o.aggregator = parse_sage_aggregator(agg);
+      } catch (const InputError&) {
+        r.fail(where + "aggregator", "unknown aggregator '" + agg + "' (mean or sum)");
+      }
+      o.sage_normalize = r.int_attr("normalize", "uint8", kOptions) != 0;
+    }
+    if (o.model == GnnKind::Gin) {
+      o.gin_eps = static_cast<float>(r.float_attr("gin_eps", kOptions));
+      o.gin_train_eps = r.int_attr("train_eps", "uint8", kOptions) != 0;
+    }
+  }
   return r;
 }
 

@@ -30,6 +30,29 @@ CommVariant parse_comm_variant(const std::string& text) {
   throw InputError("--comm-variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
 }
 
+const char* gnn_kind_name(GnnKind k) {
+  switch (k) {
+    case GnnKind::Gcn: return "gcn";
+    case GnnKind::Sage: return "sage";
+    case GnnKind::Gin: return "gin";
+  }
+  return "?";
+}
+
+GnnKind parse_gnn_kind(const std::string& text) {
+  for (GnnKind k : {GnnKind::Gcn, GnnKind::Sage, GnnKind::Gin})
+    if (text == gnn_kind_name(k)) return k;
+  throw InputError("--model", "'" + text + "' is not one of gcn, sage, gin");
+}
+
+const char* sage_aggregator_name(SageAggregator a) { return a == SageAggregator::Mean ? "mean" : "sum"; }
+
+SageAggregator parse_sage_aggregator(const std::string& text) {
+  for (SageAggregator a : {SageAggregator::Mean, SageAggregator::Sum})
+    if (text == sage_aggregator_name(a)) return a;
+  throw InputError("--aggregator", "'" + text + "' is not one of mean, sum");
+}
+
 void validate(const TrainConfig& c) {
   if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
   if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
@@ -39,6 +62,8 @@ void validate(const TrainConfig& c) {
     throw InputError("--weight-decay", "must be a non-negative number");
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
   if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
+  if (!std::isfinite(c.gin_eps) || std::fabs(c.gin_eps) > 1e6f)
+    throw InputError("--gin-eps", "must be a finite number of magnitude at most 1e6");
 }
 
 TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,

@@ -481,6 +481,15 @@ void GcnTrainer::resume(const std::string& path) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   };
+  differs("--model", gnn_kind_name(was.model), gnn_kind_name(now.model));
+  if (now.model == GnnKind::Sage) {
+    differs("--aggregator", sage_aggregator_name(was.aggregator), sage_aggregator_name(now.aggregator));
+    differs("--normalize", was.sage_normalize ? "on" : "off", now.sage_normalize ? "on" : "off");
+  }
+  if (now.model == GnnKind::Gin) {
+    differs("--gin-eps", f(was.gin_eps), f(now.gin_eps));
+    differs("--train-eps", was.gin_train_eps ? "on" : "off", now.gin_train_eps ? "on" : "off");
+  }
   differs("--layers", std::to_string(was.layers), std::to_string(now.layers));
   differs("--hidden", std::to_string(was.hidden), std::to_string(now.hidden));
   differs("--lr", f(was.lr), f(now.lr));
