@@ -141,6 +141,24 @@ std::pair<HostCsr, HostCsr> cut_adj_block(const HostCsr& a, const AdjBlockRange&
   return {std::move(part), csr_transpose(extract_block(a, b.rows, b.part_cols))};
 }
 
+std::vector<index_t> block_self_columns(Range rows, Range cols, const index_t* row_nodes, const index_t* col_nodes) {
+  std::vector<index_t> self(static_cast<std::size_t>(rows.size()), -1);
+  if (row_nodes == nullptr || col_nodes == nullptr) {
+    for (index_t r = std::max(rows.begin, cols.begin); r < std::min(rows.end, cols.end); ++r)
+      self[static_cast<std::size_t>(r - rows.begin)] = r - cols.begin;
+    return self;
+  }
+  // Columns sorted by node: each row's node is found by binary search (node ids are unique).
+  std::vector<std::pair<index_t, index_t>> by_node(static_cast<std::size_t>(cols.size()));
+  for (index_t c = 0; c < cols.size(); ++c) by_node[static_cast<std::size_t>(c)] = {col_nodes[c], c};
+  std::sort(by_node.begin(), by_node.end());
+  for (index_t r = 0; r < rows.size(); ++r) {
+    const auto it = std::lower_bound(by_node.begin(), by_node.end(), std::pair<index_t, index_t>{row_nodes[r], -1});
+    if (it != by_node.end() && it->first == row_nodes[r]) self[static_cast<std::size_t>(r)] = it->second;
+  }
+  return self;
+}
+
 namespace {
 
 // Cuts the shards of `sr` from whole matrices: Â1/Â2, the features (in the input order of
@@ -165,6 +183,13 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
     auto [part, part_t] = cut_adj_block(*w.adj[b.which], b);
     s.adj.push_back(std::move(part));
     s.adj_t.push_back(std::move(part_t));
+    // Â1 (which 0) has rows in P order (ids[1]) and columns in P2 order (ids[0]); Â2 the reverse.
+    const std::vector<index_t>* row_ids = w.ids[1 - b.which];
+    const std::vector<index_t>* col_ids = w.ids[b.which];
+    const bool ids = row_ids != nullptr && col_ids != nullptr && row_ids != col_ids;
+    s.adj_self_col.push_back(ids ? block_self_columns(b.rows, b.cols, row_ids->data() + b.rows.begin,
+                                                      col_ids->data() + b.cols.begin)
+                                 : block_self_columns(b.rows, b.cols));
   }
   s.adj_blocks = sr.adj;
   s.adj_of_layout = sr.adj_of_layout;

@@ -188,6 +188,18 @@ class Backend {
   void gelu_forward(ConstMatrixView x, MatrixView y);
   void gelu_backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx);
 
+  // ---- row L2 normalisation (GraphSAGE's normalize) ---------------------------------------
+  // Rows whose columns may be split over ranks: the caller all-reduces the partial sums over
+  // the axis that splits the columns between the phases (kernels/*/row_norm.*).
+  //   row_dots                     out[i] = Σ_j a[i][j]·b[i][j]                 (partial → all-reduce)
+  //   l2_normalize_rows            x[i] /= max(sqrt(sumsq[i]), eps), in place
+  //   l2_normalize_rows_backward   with y the normalised x, n = max(sqrt(sumsq[i]), eps) and
+  //                                dots[i] = Σ_j y·dy (all-reduced): dy = (dy − y·dots)/n where
+  //                                sqrt(sumsq) > eps, else dy/eps; in place
+  void row_dots(ConstMatrixView a, ConstMatrixView b, float* out);
+  void l2_normalize_rows(MatrixView x, const float* sumsq, float eps);
+  void l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, const float* dots, float eps, MatrixView dy);
+
   // ---- LayerNorm ------------------------------------------------------------------------
   // LayerNorm over the feature axis of a row-major matrix whose columns may be
   // split over ranks. Each row is normalised over its *global* width; a rank holds `cols` of
@@ -324,6 +336,10 @@ class Backend {
                                     MatrixView y, float* lse) = 0;
   virtual void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                                      const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
+  virtual void do_row_dots(ConstMatrixView a, ConstMatrixView b, float* out) = 0;
+  virtual void do_l2_normalize_rows(MatrixView x, const float* sumsq, float eps) = 0;
+  virtual void do_l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, const float* dots, float eps,
+                                             MatrixView dy) = 0;
   virtual void do_row_max(ConstMatrixView x, float* row_max) = 0;
   virtual void do_row_sumexp(ConstMatrixView x, const float* row_max, float* row_sumexp) = 0;
   virtual LossTerms do_softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,

@@ -42,7 +42,13 @@ struct GcnModelInfo;
 struct TrainConfig;
 void write_gcn_model_h5(const ModelState& state, const std::vector<index_t>& dims, const TrainConfig& options,
                         const std::string& path);
-ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims);
+// The parameters a model of some kind holds (GcnTrainer's): their names and whole shapes.
+struct ParameterShape {
+  std::string name;  // "layer0/weight", ...
+  index_t rows = 0, cols = 0;
+};
+ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims,
+                             const std::vector<ParameterShape>& parameters);
 GcnModelInfo read_gcn_model_info_h5(const std::string& path);
 // A predictions file (docs/predictions.md): every node's class and logits, row k = node k, from
 // each rank's Predictions (GcnTrainer::predict()) of a graph of `num_nodes` nodes. Collective

@@ -76,6 +76,12 @@ struct GcnShards {
   std::array<int, 6> adj_of_layout{};  // index into adj for a layer with layout l % 6
   const HostCsr& adj_for_layer(int l) const { return adj[adj_of_layout[l % 6]]; }
   const HostCsr& adj_t_for_layer(int l) const { return adj_t[adj_of_layout[l % 6]]; }
+  // Where each node's self-loop Â[v, v] lies in block k: for every row of the whole block
+  // (adj_blocks[k].rows), the block's local column of that row's node, or -1 when the node's
+  // column is outside the block. SAGE and GIN separate a node from its neighbours with it
+  // (models/gnn_operators.hpp); with two node orders a row's self-loop is not column r. Filled
+  // by the loaders and build_shards (empty for shape-only shards).
+  std::vector<std::vector<index_t>> adj_self_col;
   Range feat_rows, feat_cols;    // this rank's stored feature block (rows also split over d)
   std::vector<float> features;   // feat_rows × feat_cols, row-major
   Range label_rows;              // rows of the last layer's output
@@ -119,6 +125,12 @@ GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const st
 // The Â part of a rank's shards cut from a whole matrix: rows b.part_rows of its block of `a`
 // and rows b.part_cols of the block's transpose.
 std::pair<HostCsr, HostCsr> cut_adj_block(const HostCsr& a, const AdjBlockRange& b);
+
+// adj_self_col of a block of rows `rows` and columns `cols` whose rows and columns hold the
+// nodes row_nodes[0, rows.size()) and col_nodes[0, cols.size()) (original ids); with null
+// pointers both orders are the identity (row r's node is column r's).
+std::vector<index_t> block_self_columns(Range rows, Range cols, const index_t* row_nodes = nullptr,
+                                        const index_t* col_nodes = nullptr);
 
 // Rows [rows) and columns [cols) of a CSR with sorted column indices, re-indexed locally.
 HostCsr extract_block(const HostCsr& a, Range rows, Range cols);

@@ -477,6 +477,29 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
         r.fail(ids_name, "node id " + std::to_string(s.label_ids[i]) + " at position " +
                              std::to_string(s.label_rows.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
   }
+  // 3. Where each block's self-loops lie (GcnShards::adj_self_col). With two orders a row's
+  // node is found among the block's columns by original id: each rank reads the ids of its
+  // blocks' rows and columns (collective reads: once per layout of the period, as above).
+  s.adj_self_col.resize(sr.adj.size());
+  for (int l = 0; l < period; ++l) {
+    const int slot = sr.adj_of_layout[l];
+    const AdjBlockRange& b = sr.adj[slot];
+    if (!(ph.prepared && ph.two_orders)) {
+      s.adj_self_col[slot] = block_self_columns(b.rows, b.cols);
+      continue;
+    }
+    // Â1 (which 0): rows in P order, columns in P2 order; Â2 the reverse.
+    const char* row_name = b.which == 0 ? "/prepared/node_id_p" : "/prepared/node_id_p2";
+    const char* col_name = b.which == 0 ? "/prepared/node_id_p2" : "/prepared/node_id_p";
+    const auto ids_of = [&](const char* name, Range range) {
+      const auto n = static_cast<hsize_t>(range.size());
+      const Reader::Dataset d = r.open_dataset(name, false, "int64", {static_cast<hsize_t>(h.num_nodes)}, "[num_nodes]");
+      return r.read_ints<index_t>(d, n, Slab{{static_cast<hsize_t>(range.begin)}, {n}});
+    };
+    const std::vector<index_t> row_ids = ids_of(row_name, b.rows);
+    const std::vector<index_t> col_ids = ids_of(col_name, b.cols);
+    s.adj_self_col[slot] = block_self_columns(b.rows, b.cols, row_ids.data(), col_ids.data());
+  }
   in.finished();
   return s;
 }

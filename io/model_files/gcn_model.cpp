@@ -179,7 +179,8 @@ GcnModelInfo read_gcn_model_info_h5(const std::string& path) {
   return info;
 }
 
-ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims) {
+ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims,
+                             const std::vector<ParameterShape>& parameters) {
   GcnModelInfo info;
   h5::Reader r = open_model(path, info);
   const auto want_layers = static_cast<std::int64_t>(dims.size()) - 1;
@@ -192,26 +193,23 @@ ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>
   ModelState s;
   s.epochs_done = info.epochs_done;
   s.best = info.best;
-  for (std::size_t k = 0; k + 1 < dims.size(); ++k) {
-    const std::string layer = "layer" + std::to_string(k);
-    for (const auto& [name, rows] : {std::pair{layer + "/weight", dims[k]}, std::pair{layer + "/bias", index_t{1}}}) {
-      ParameterState p;
-      p.name = name;
-      p.rows = rows;
-      p.cols = dims[k + 1];
-      std::vector<float>* data[3] = {&p.value, &p.adam_m, &p.adam_v};
-      for (int g = 0; g < 3; ++g) {
-        const std::string full = std::string(kGroups[g]) + "/" + name;
-        const std::vector<hsize_t> shape{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
-        const auto ds = r.open_dataset(full, true, "float32", shape, h5::shape_str(shape));
-        *data[g] = r.read_floats(ds, static_cast<std::size_t>(p.rows * p.cols));
-        for (std::size_t i = 0; i < data[g]->size(); ++i)
-          if (!std::isfinite((*data[g])[i]) || (g == 2 && (*data[g])[i] < 0.0f))
-            r.fail(full, "value " + std::to_string((*data[g])[i]) + " at position " + std::to_string(i) +
-                             (g == 2 ? " (must be finite and >= 0)" : " (must be finite)"));
-      }
-      s.parameters.push_back(std::move(p));
+  for (const ParameterShape& want : parameters) {
+    ParameterState p;
+    p.name = want.name;
+    p.rows = want.rows;
+    p.cols = want.cols;
+    std::vector<float>* data[3] = {&p.value, &p.adam_m, &p.adam_v};
+    for (int g = 0; g < 3; ++g) {
+      const std::string full = std::string(kGroups[g]) + "/" + p.name;
+      const std::vector<hsize_t> shape{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
+      const auto ds = r.open_dataset(full, true, "float32", shape, h5::shape_str(shape));
+      *data[g] = r.read_floats(ds, static_cast<std::size_t>(p.rows * p.cols));
+      for (std::size_t i = 0; i < data[g]->size(); ++i)
+        if (!std::isfinite((*data[g])[i]) || (g == 2 && (*data[g])[i] < 0.0f))
+          r.fail(full, "value " + std::to_string((*data[g])[i]) + " at position " + std::to_string(i) +
+                           (g == 2 ? " (must be finite and >= 0)" : " (must be finite)"));
     }
+    s.parameters.push_back(std::move(p));
   }
   return s;
 }

@@ -212,6 +212,23 @@ void Backend::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMa
   observed("attention_backward", [&] { do_attention_backward(qkv, y, dy, lse, s, dropout_p, key, dqkv); });
 }
 
+// ---- row L2 normalisation -------------------------------------------------------------------
+void Backend::row_dots(ConstMatrixView a, ConstMatrixView b, float* out) {
+  check_same_shape(a, b, "row_dots");
+  observed("row_dots", [&] { do_row_dots(a, b, out); });
+}
+void Backend::l2_normalize_rows(MatrixView x, const float* sumsq, float eps) {
+  check_view(x, "l2_normalize_rows");
+  require(eps > 0.0f, "l2_normalize_rows", "eps must be positive");
+  observed("l2_normalize_rows", [&] { do_l2_normalize_rows(x, sumsq, eps); });
+}
+void Backend::l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, const float* dots, float eps,
+                                         MatrixView dy) {
+  check_same_shape(y, dy, "l2_normalize_rows_backward");
+  require(eps > 0.0f, "l2_normalize_rows_backward", "eps must be positive");
+  observed("l2_normalize_rows_backward", [&] { do_l2_normalize_rows_backward(y, sumsq, dots, eps, dy); });
+}
+
 // ---- loss -----------------------------------------------------------------------------------
 void Backend::row_max(ConstMatrixView x, float* row_max) {
   check_view(x, "row_max");

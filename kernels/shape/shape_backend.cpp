@@ -121,6 +121,9 @@ void ShapeBackend::do_layernorm_backward_sums(ConstMatrixView, ConstMatrixView, 
                                               const float*, index_t, float*, float*) {}
 void ShapeBackend::do_layernorm_backward(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*,
                                          const float*, const float*, float, MatrixView, float, float*, float*) {}
+void ShapeBackend::do_row_dots(ConstMatrixView, ConstMatrixView, float*) {}
+void ShapeBackend::do_l2_normalize_rows(MatrixView, const float*, float) {}
+void ShapeBackend::do_l2_normalize_rows_backward(ConstMatrixView, const float*, const float*, float, MatrixView) {}
 void ShapeBackend::do_row_max(ConstMatrixView, float*) {}
 void ShapeBackend::do_row_sumexp(ConstMatrixView, const float*, float*) {}
 LossTerms ShapeBackend::do_softmax_xent(ConstMatrixView, const float*, const float*, const std::int32_t*, const float*,

@@ -1,8 +1,14 @@
 #include "models/gcn.hpp"
 
 #include <algorithm>
-#include <vector>
 #include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "plexus/sparse.hpp"
+#include "pmm/gin_layer_3d.hpp"
+#include "pmm/neighbour_operators.hpp"
+#include "pmm/sage_layer_3d.hpp"
 
 namespace plexus {
 
@@ -20,27 +26,86 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
       adj_width[k] = std::max(adj_width[k],
                               layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]).in_cols.size());
   }
+  // SAGE and GIN multiply by operators on Â's pattern (pmm/neighbour_operators.hpp): the
+  // values are replaced before the blocks go up, and each block's self-loop selector S is
+  // built beside it. The mean's degree collectives run once per layer layout (as the loaders'
+  // reads do), so every rank issues the same sequence whichever of its blocks coincide.
+  const bool gcn = cfg.kind == GnnKind::Gcn;
+  const bool self_loops = cfg.kind == GnnKind::Sage || (cfg.kind == GnnKind::Gin && cfg.gin_train_eps);
+  const NeighbourOperator op{cfg.kind == GnnKind::Sage && cfg.aggregator == SageAggregator::Mean,
+                             cfg.kind == GnnKind::Gin && !cfg.gin_train_eps ? 1.0f + cfg.gin_eps : 0.0f};
+  const auto block = [&](std::size_t k) {
+    // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
+    return k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
+  };
+  const auto self_col = [&](std::size_t k) {
+    const AdjBlockRange b = block(k);
+    return k < shards.adj_self_col.size() ? shards.adj_self_col[k] : block_self_columns(b.rows, b.cols);
+  };
+  if (!gcn) {
+    std::vector<bool> done(num_blocks, false);
+    for (int l = 0; l < std::min(n_layers, 6); ++l) {
+      const auto k = static_cast<std::size_t>(shards.adj_of_layout[l]);
+      const AdjBlockRange b = block(k);
+      Communicator& row_peers = grid.comm(roles_for_layer(l).o);
+      Communicator* part_axis = b.sharded ? &grid.comm(b.axis) : nullptr;
+      if (shards.shape_only) {
+        if (op.mean) neighbour_value_collectives(b, row_peers, part_axis);
+      } else if (op.mean || !done[k]) {
+        set_neighbour_values(shards.adj[k], shards.adj_t[k], b, self_col(k), op, row_peers, part_axis);
+      }
+      done[k] = true;
+    }
+  }
   // Each distinct Â block once on the backend (layers of the same layout share it); the host
   // copy goes as soon as it is up. A sharded block keeps its part and is gathered per use.
   for (std::size_t k = 0; k < num_blocks; ++k) {
-    // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
-    const AdjBlockRange b = k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
+    const AdjBlockRange b = block(k);
     Communicator* axis = b.sharded ? &grid.comm(b.axis) : nullptr;
+    if (self_loops) {
+      AdjBlockRange whole = b;  // S is small (a row each): never sharded, never chunked
+      whole.sharded = false;
+      whole.part_rows = b.rows;
+      whole.part_cols = b.cols;
+      if (shards.shape_only)
+        self_loops_.push_back(std::make_unique<DeviceAdj>(be, whole, self_loop_selector_nnz(b.rows.size(), b.cols.size()),
+                                                          1, nullptr, &adj_ws_, adj_width[k]));
+      else
+        self_loops_.push_back(std::make_unique<DeviceAdj>(be, whole, self_loop_selector(self_col(k), b.cols.size()),
+                                                          self_loop_selector_t(self_col(k), b.cols.size()), 1, nullptr,
+                                                          &adj_ws_, adj_width[k]));
+    }
     if (shards.shape_only)
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, shards.adj_nnz.at(k), cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
     else
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, std::move(shards.adj[k]), std::move(shards.adj_t[k]),
                                                  cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
   }
+  shards.adj_self_col.clear();
+  shards.adj_self_col.shrink_to_fit();
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
     LayerCommOptions comm;
-    comm.scatter_output = cfg.scatter_logits && l + 1 == n_layers;
+    comm.scatter_output = gcn && cfg.scatter_logits && l + 1 == n_layers;  // (rs-ag: the GCN's last layer)
     comm.reuse_weight = cfg.reuse_gathers;
     comm.agg_chunks = cfg.agg_chunks;
-    layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, *adj_[shards.adj_of_layout[l % 6]],
-                                                   /*relu=*/l + 1 < n_layers, cfg.seed, /*constant_input=*/l == 0,
-                                                   comm));
+    const auto k = static_cast<std::size_t>(shards.adj_of_layout[l % 6]);
+    const bool relu = l + 1 < n_layers;
+    switch (cfg.kind) {
+      case GnnKind::Gcn:
+        layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, *adj_[k], relu, cfg.seed,
+                                                       /*constant_input=*/l == 0, comm));
+        break;
+      case GnnKind::Sage:
+        layers_.push_back(std::make_unique<SageLayer3D>(be, grid, geo, *adj_[k], *self_loops_[k], relu,
+                                                        cfg.sage_normalize, cfg.seed, comm));
+        break;
+      case GnnKind::Gin:
+        layers_.push_back(std::make_unique<GinLayer3D>(be, grid, geo, *adj_[k],
+                                                       cfg.gin_train_eps ? self_loops_[k].get() : nullptr, relu,
+                                                       cfg.gin_eps, cfg.gin_train_eps, cfg.seed, comm));
+        break;
+    }
   }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
   if (!shards.shape_only) features_.upload(shards.features);
@@ -91,15 +156,21 @@ void GcnModel::weights_updated() {
   for (auto& layer : layers_) layer->weight_updated();
 }
 
+std::vector<ModelParam> GcnModel::named_parameters() {
+  std::vector<ModelParam> all;
+  for (int l = 0; l < num_layers(); ++l)
+    // Kipf & Welling decay only the first layer's weights (every kind: its weight matrices).
+    for (LayerParam& p : layers_[l]->parameters(/*decay_weights=*/l == 0)) {
+      p.name = "layer" + std::to_string(l) + "/" + p.name;
+      all.push_back(std::move(p));
+    }
+  return all;
+}
+
 std::vector<ParamRef> GcnModel::parameters() {
-  std::vector<ParamRef> p;
-  for (int l = 0; l < num_layers(); ++l) {
-    GcnLayer3D& layer = *layers_[l];
-    // Kipf & Welling decay only the first layer's weights.
-    p.push_back({layer.weight().data(), layer.weight().grad(), layer.weight().size(), l == 0});
-    p.push_back({layer.bias().data(), layer.bias().grad(), layer.bias().size(), false});
-  }
-  return p;
+  std::vector<ParamRef> refs;
+  for (ModelParam& p : named_parameters()) refs.push_back({p.slot->data(), p.slot->grad(), p.slot->size(), p.decay});
+  return refs;
 }
 
 }  // namespace plexus

@@ -1,12 +1,15 @@
 #pragma once
-// GCN (Kipf & Welling, ICLR'17): L layers of H_{l+1} = act(Â · dropout(H_l) · W_l + b_l),
-// ReLU between layers, logits out. Each layer is a GcnLayer3D over the process grid.
+// A GNN of L layers over the process grid, ReLU between layers, logits out: the GCN (Kipf &
+// Welling, ICLR'17: H_{l+1} = act(Â · dropout(H_l) · W_l + b_l), GcnLayer3D), GraphSAGE
+// (SageLayer3D) or GIN (GinLayer3D) — docs/gnn-models.md. Every kind reads the same shards.
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "optim/adam.hpp"
+#include "plexus/train.hpp"
 #include "pmm/gcn_layer_3d.hpp"
+#include "pmm/gnn_layer_3d.hpp"
 
 namespace plexus {
 
@@ -16,7 +19,16 @@ struct GcnConfig {
   bool scatter_logits = false;  // last layer reduce-scatters its output over i (comm variant rs-ag)
   bool reuse_gathers = false;   // gather W once per update, the features once (rs-ag-reuse)
   int agg_chunks = 1;           // blocked aggregation (TrainConfig::agg_chunks)
+  // The kind and its options (TrainConfig's fields of the same names).
+  GnnKind kind = GnnKind::Gcn;
+  SageAggregator aggregator = SageAggregator::Mean;
+  bool sage_normalize = false;
+  float gin_eps = 0.0f;
+  bool gin_train_eps = false;
 };
+
+// One parameter of the model: its layer's LayerParam, named "layer<l>/<name>".
+using ModelParam = LayerParam;
 
 // A parameter tensor of this rank: value, gradient, and whether weight decay applies.
 
@@ -33,6 +45,9 @@ class GcnModel {
   const Matrix& forward(int epoch, bool training, const std::function<void()>& between_layers = {});
   void backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers = {});
   std::vector<ParamRef> parameters();
+  // The same parameters, in the same order, with their names and places in the whole tensors
+  // (what model files hold): each layer's in turn.
+  std::vector<ModelParam> named_parameters();
   const LayerGeometry& output_geometry() const { return layers_.back()->geometry(); }
   const LayerGeometry& geometry_of_layer(int layer) const { return layers_[static_cast<std::size_t>(layer)]->geometry(); }
   // The last layer's geometry with out_rows narrowed to the rows forward() returns.
@@ -52,7 +67,8 @@ class GcnModel {
   bool features_gathered_ = false;
   AdjWorkspace adj_ws_;                          // gathered sharded Â (one block at a time)
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them
-  std::vector<std::unique_ptr<GcnLayer3D>> layers_;
+  std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε: S of each block
+  std::vector<std::unique_ptr<GnnLayer3D>> layers_;
 };
 
 }  // namespace plexus

@@ -32,25 +32,13 @@
 //             dOUT = gather(dOUT_slice)   all-gather   over i   (training passes only)
 #include "pmm/gcn_layer_3d.hpp"
 
+#include "pmm/spmm_all_reduce.hpp"
+
 #include <cmath>
 #include <memory>
 #include <vector>
 
 namespace plexus {
-
-namespace {
-// Glorot/Xavier uniform on global indices, so every grid initialises the same weights.
-std::vector<float> glorot_shard(const LayerGeometry& g, std::uint64_t seed) {
-  const float limit = std::sqrt(6.0f / static_cast<float>(g.in_dim + g.out_dim));
-  const DropoutKey key{seed ^ 0x5EEDC0DEULL, 0, static_cast<std::uint32_t>(g.layer) + 1000u};
-  std::vector<float> w(static_cast<std::size_t>(g.w_rows.size() * g.out_cols.size()));
-  for (index_t r = g.w_rows.begin; r < g.w_rows.end; ++r)
-    for (index_t c = g.out_cols.begin; c < g.out_cols.end; ++c)
-      w[(r - g.w_rows.begin) * g.out_cols.size() + (c - g.out_cols.begin)] =
-          (2.0f * counter_uniform(key, static_cast<std::uint64_t>(r), static_cast<std::uint32_t>(c)) - 1.0f) * limit;
-  return w;
-}
-}  // namespace
 
 namespace {
 Linear3DLayout linear_layout(const LayerGeometry& g) {
@@ -71,7 +59,9 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),  // local: float4 rows
       agg_(be, geo.out_rows.size(), geo.in_cols.size()),
       constant_input_(constant_input) {
-  if (be.computes()) linear_.weight().upload(glorot_shard(geo, seed));  // a dry run draws nothing
+  if (be.computes())  // (stream layer + 1000: the GCN's weights since the first release)
+    linear_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, geo.w_rows, geo.out_cols, seed,
+                                         static_cast<std::uint32_t>(geo.layer) + 1000u));  // a dry run draws nothing
   if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
   if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
   if (adj.chunks() != comm_.agg_chunks)
@@ -83,32 +73,9 @@ Range GcnLayer3D::out_slice_rows() const {
   return {geo_.out_rows.begin + local.begin, geo_.out_rows.begin + local.end};
 }
 
-void GcnLayer3D::spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis) {
-  Communicator& comm = grid_.comm(axis);
-  if (a.chunks.empty()) {
-    be_.spmm(a.whole, b, c.view(), 0.0f, a.whole_plan);
-    comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
-    return;
-  }
-  // Chunk k's rows of c are contiguous (row-major, ld == cols): its all-reduce starts as soon
-  // as its SpMM is done. Between chunks every outstanding request is tested, because Open MPI
-  // advances a non-blocking collective only inside MPI calls.
-  std::vector<std::unique_ptr<Communicator::Request>> pending;
-  index_t row = 0;
-  for (std::size_t k = 0; k < a.chunks.size(); ++k) {
-    const CsrView& chunk = a.chunks[k];
-    MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
-    be_.spmm(chunk, b, rows, 0.0f, k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
-    if (comm.size() > 1) {
-      // No synchronize: a device communicator orders the call after the SpMM with an event
-      // (NCCL) or reads the chunk with a copy that waits for it (staging), so the host never
-      // waits and the next chunk's SpMM overlaps this chunk's all-reduce.
-      for (auto& r : pending) r->test();
-      pending.push_back(comm.iall_reduce(rows.data, static_cast<std::size_t>(rows.rows * rows.cols)));
-    }
-    row += chunk.rows;
-  }
-  for (auto& r : pending) r->wait();
+std::vector<LayerParam> GcnLayer3D::parameters(bool decay_weights) {
+  return {linear_weight_param(linear_, grid_, "weight", geo_.in_dim, geo_.out_dim, decay_weights),
+          linear_bias_param(linear_, grid_, "bias", geo_.out_dim)};
 }
 
 const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
@@ -116,7 +83,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
-      spmm_all_reduce(adj_.operand(false), h_in.view(), agg_clean_, o);
+      spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h_in.view(), agg_clean_);
       agg_clean_valid_ = true;
     }
     last_agg_ = &agg_clean_;
@@ -126,7 +93,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
       be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
       h = h_drop_.view();
     }
-    spmm_all_reduce(adj_.operand(false), h, agg_, o);
+    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h, agg_);
     last_agg_ = &agg_;
   }
 
@@ -144,7 +111,7 @@ Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_all_reduce(adj_.operand(true), d_agg.view(), d_h, d);
+  spmm_all_reduce(be_, grid_.comm(d), adj_.operand(true), d_agg.view(), d_h);
   if (dropout.p > 0.0f)
     be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
   return d_h;

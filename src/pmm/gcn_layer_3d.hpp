@@ -9,14 +9,10 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "pmm/device_adj.hpp"
+#include "pmm/gnn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
 
 namespace plexus {
-
-struct DropoutSpec {
-  float p = 0.0f;  // 0 = off (evaluation)
-  DropoutKey key{};
-};
 
 // Communication options of one layer (docs/communication-variants.md).
 struct LayerCommOptions {
@@ -30,7 +26,7 @@ struct LayerCommOptions {
   int agg_chunks = 1;
 };
 
-class GcnLayer3D {
+class GcnLayer3D : public GnnLayer3D {
  public:
   // `constant_input`: the input never changes (layer 0: the features), so the aggregation
   // without dropout, Â·H, is computed once and reused by every evaluation pass.
@@ -41,24 +37,22 @@ class GcnLayer3D {
   // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output
   // block [out_rows × out_cols], replicated over the i axis — or, with scatter_output, its
   // row slice [out_slice_rows() × out_cols], this rank's block of out_rows split over i.
-  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout);
+  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
   // d_out: gradient of forward's result (modified in place). Accumulates dW and db; returns
   // dH_in [in_rows × in_cols] unless `need_input_grad` is false (layer 0).
-  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
+  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   // The optimizer changed this rank's W shard: the next use gathers it again (reuse_weight).
-  void weight_updated() { linear_.weight_updated(); }
+  void weight_updated() override { linear_.weight_updated(); }
   // Global rows of forward's result (out_rows, or its slice over i with scatter_output).
-  Range out_slice_rows() const;
+  Range out_slice_rows() const override;
 
-  const LayerGeometry& geometry() const { return geo_; }
+  const LayerGeometry& geometry() const override { return geo_; }
+  // "weight" [in_dim × out_dim], "bias" [1 × out_dim].
+  std::vector<LayerParam> parameters(bool decay_weights) override;
   ParamSlot& weight() { return linear_.weight(); }  // this rank's shard [w_rows × out_cols]
   ParamSlot& bias() { return linear_.bias(); }      // [1 × out_cols], replicated over i and d
 
  private:
-  // c = a·b summed over `axis` (all-reduce), in comm_.agg_chunks row chunks whose
-  // all-reduces overlap the next chunk's SpMM (a.chunks: the row blocks of a.whole).
-  void spmm_all_reduce(const AdjOperand& a, ConstMatrixView b, Matrix& c, Axis axis);
-
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;

@@ -47,6 +47,11 @@ GcnConfig model_config(const TrainConfig& cfg) {
   mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline;
   mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
   mc.agg_chunks = cfg.agg_chunks;
+  mc.kind = cfg.model;
+  mc.aggregator = cfg.aggregator;
+  mc.sage_normalize = cfg.sage_normalize;
+  mc.gin_eps = cfg.gin_eps;
+  mc.gin_train_eps = cfg.gin_train_eps;
   return mc;
 }
 
@@ -86,15 +91,10 @@ struct ParamPlace {
   bool contributes = true;
 };
 
-std::vector<ParamPlace> param_places(const GcnModel& model, const ProcessGrid& grid) {
+std::vector<ParamPlace> param_places(GcnModel& model) {
   std::vector<ParamPlace> places;
-  for (int l = 0; l < model.num_layers(); ++l) {
-    const LayerGeometry& g = model.geometry_of_layer(l);
-    const std::string layer = "layer" + std::to_string(l);
-    places.push_back({layer + "/weight", g.in_dim, g.out_dim, g.w_rows, g.out_cols, true});
-    places.push_back({layer + "/bias", 1, g.out_dim, Range{0, 1}, g.out_cols,
-                      grid.coord(g.roles.i) == 0 && grid.coord(g.roles.d) == 0});
-  }
+  for (const ModelParam& p : model.named_parameters())
+    places.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes});
   return places;
 }
 
@@ -365,7 +365,7 @@ Predictions GcnTrainer::predict() {
 
 ModelState GcnTrainer::state() {
   Impl& t = *impl_;
-  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamPlace> places = param_places(t.model);
   const std::vector<ParamRef> params = t.model.parameters();
   const std::vector<AdamMoments> moments = t.adam.moments();
   ModelState s;
@@ -385,7 +385,7 @@ ModelState GcnTrainer::state() {
 
 void GcnTrainer::set_state(const ModelState& s) {
   Impl& t = *impl_;
-  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamPlace> places = param_places(t.model);
   if (s.parameters.size() != places.size())
     throw InputError("model state", std::to_string(s.parameters.size()) + " parameters, this model has " +
                                         std::to_string(places.size()) + " (" + std::to_string(t.cfg.layers) + " layers)");
@@ -430,7 +430,7 @@ std::vector<index_t> GcnTrainer::Impl::dims() const {
 void GcnTrainer::save(const std::string& path) {
   Impl& t = *impl_;
   // Each rank writes the blocks it holds, once per replica: no rank assembles the model.
-  const std::vector<ParamPlace> places = param_places(t.model, t.grid);
+  const std::vector<ParamPlace> places = param_places(t.model);
   const std::vector<ParamRef> params = t.model.parameters();
   const std::vector<AdamMoments> moments = t.adam.moments();
   std::vector<std::vector<float>> host;  // value, m, v of each parameter, on the host
@@ -459,7 +459,13 @@ void GcnTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
 
 void GcnTrainer::load(const std::string& path) {
   Impl& t = *impl_;
-  ModelState s = read_gcn_model_h5(path, t.dims());
+  const GcnModelInfo info = read_gcn_model_info_h5(path);
+  if (info.config.model != t.cfg.model)
+    throw InputError(path, std::string("is a ") + gnn_kind_name(info.config.model) + " model, this one is a " +
+                               gnn_kind_name(t.cfg.model) + " (--model)");
+  std::vector<ParameterShape> shapes;
+  for (const ParamPlace& p : param_places(t.model)) shapes.push_back({p.name, p.rows, p.cols});
+  ModelState s = read_gcn_model_h5(path, t.dims(), shapes);
   try {
     set_state(s);
   } catch (const InputError& e) {

@@ -1,0 +1,142 @@
+// GIN layer forward/backward: the collectives listed in gin_layer_3d.hpp, in that order.
+#include "pmm/gin_layer_3d.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "pmm/spmm_all_reduce.hpp"
+
+namespace plexus {
+
+namespace {
+Linear3DLayout first_layout(const LayerGeometry& g) {
+  return {g.roles.d, g.roles.i, g.roles.o, g.out_rows.size(), g.in_cols, g.out_cols};
+}
+// The second linear's output columns: out_dim split over the first one's `in` axis (i).
+Range second_out_cols(const ProcessGrid& grid, const LayerGeometry& g) {
+  return block_range(g.out_dim, grid.dim(g.roles.i), grid.coord(g.roles.i));
+}
+}  // namespace
+
+GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours,
+                       DeviceAdj* self_loops, bool relu, float eps, bool train_eps, std::uint64_t seed,
+                       LayerCommOptions comm)
+    : be_(be),
+      grid_(grid),
+      geo_(geo),
+      relu_(relu),
+      train_eps_(train_eps),
+      fixed_eps_(eps),
+      neighbours_(neighbours),
+      self_loops_(self_loops),
+      lin1_(be, grid, first_layout(geo), Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
+      lin2_(be, grid, first_layout(geo).transposed(second_out_cols(grid, geo)),
+            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
+      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),
+      z_(be, geo.out_rows.size(), geo.in_cols.size()),
+      out_(be, geo.out_rows.size(), geo.out_cols.size()),
+      d_y2_(be, geo.out_rows.size(), second_out_cols(grid, geo).size()),
+      gathered_(be, geo.out_rows.size(), geo.out_dim) {
+  if (train_eps_) {
+    if (self_loops_ == nullptr) throw std::invalid_argument("GinLayer3D: a trained ε needs the self-loop selector");
+    root_h_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+    eps_ = ParamSlot(be, 1, 1);
+    eps_.allocate(eps);
+  }
+  if (be.computes()) {  // streams: layer + 1000 (W, as the GCN's) and layer + 3000 (W2)
+    const auto layer = static_cast<std::uint32_t>(geo.layer);
+    lin1_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, lin1_.w_rows(), geo.out_cols, seed, layer + 1000u));
+    lin2_.weight().upload(
+        glorot_block(geo.out_dim, geo.out_dim, lin2_.w_rows(), lin2_.layout().out_cols, seed, layer + 3000u));
+  }
+}
+
+std::vector<LayerParam> GinLayer3D::parameters(bool decay_weights) {
+  std::vector<LayerParam> p{linear_weight_param(lin1_, grid_, "weight", geo_.in_dim, geo_.out_dim, decay_weights),
+                            linear_bias_param(lin1_, grid_, "bias", geo_.out_dim),
+                            linear_weight_param(lin2_, grid_, "weight2", geo_.out_dim, geo_.out_dim, decay_weights),
+                            linear_bias_param(lin2_, grid_, "bias2", geo_.out_dim)};
+  if (train_eps_) {
+    const bool first = grid_.coord(Axis::X) == 0 && grid_.coord(Axis::Y) == 0 && grid_.coord(Axis::Z) == 0;
+    p.push_back({"eps", &eps_, 1, 1, Range{0, 1}, Range{0, 1}, first, false});
+  }
+  return p;
+}
+
+float GinLayer3D::current_eps() {
+  if (!train_eps_) return fixed_eps_;
+  float eps = 0.0f;
+  if (be_.computes()) be_.copy_to_host(&eps, eps_.data(), sizeof eps);
+  return eps;
+}
+
+void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out) {
+  const int parts = grid_.dim(from);
+  const index_t rows = x.rows, dim = gathered_.cols();
+  const auto counts = block_counts(dim, parts, rows);  // block k: rows × (its columns), row-major
+  if (x.ld != x.cols) throw std::invalid_argument("GinLayer3D::relayout: a padded block");
+  grid_.comm(from).all_gather(x.data, gathered_.data(), counts);
+  index_t offset = 0;
+  for (int k = 0; k < parts; ++k) {
+    const Range cols = block_range(dim, parts, k);
+    const index_t begin = std::max(cols.begin, keep.begin), end = std::min(cols.end, keep.end);
+    if (begin < end)
+      be_.copy(ConstMatrixView{gathered_.data() + offset + (begin - cols.begin), rows, end - begin, cols.size()},
+               MatrixView{out.data() + (begin - keep.begin), rows, end - begin, keep.size()});
+    offset += rows * cols.size();
+  }
+}
+
+const Matrix& GinLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  Communicator& o = grid_.comm(geo_.roles.o);
+  ConstMatrixView h = h_in.view();
+  if (dropout.p > 0.0f) {
+    be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+    h = h_drop_.view();
+  }
+  spmm_all_reduce(be_, o, neighbours_.operand(false), h, z_);
+  if (train_eps_) {
+    spmm_all_reduce(be_, o, self_loops_->operand(false), h, root_h_);
+    be_.axpby(z_.size(), 1.0f + current_eps(), root_h_.data(), 1.0f, z_.data());
+  }
+  Matrix& y1 = lin1_.forward(z_.view());
+  be_.relu(y1.view());
+  const Matrix& y2 = lin2_.forward(y1.view());
+  relayout(y2.view(), geo_.roles.i, geo_.out_cols, out_);
+  if (relu_) be_.relu(out_.view());
+  return out_;
+}
+
+Matrix GinLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  if (relu_) be_.relu_backward(out_.view(), d_out.view());
+  relayout(d_out.view(), geo_.roles.o, lin2_.layout().out_cols, d_y2_);
+  Matrix& y1 = lin1_.output();
+  Matrix d_y1 = lin2_.backward(y1.view(), d_y2_, true);
+  be_.relu_backward(y1.view(), d_y1.view());
+  Matrix d_z = lin1_.backward(z_.view(), d_y1, need_input_grad || train_eps_);
+  if (train_eps_) {
+    // dε = Σ dZ ⊙ (S·H) over this rank's block (a 1 × n by n × 1 product), summed over the
+    // blocks: Z is split over d (rows) and i (columns) and replicated over o.
+    be_.gemm(Trans::No, Trans::No, 1.0f, ConstMatrixView{d_z.data(), 1, static_cast<index_t>(d_z.size()), static_cast<index_t>(d_z.size())},
+             ConstMatrixView{root_h_.data(), static_cast<index_t>(root_h_.size()), 1, 1}, 0.0f,
+             MatrixView{eps_.grad(), 1, 1, 1});
+    grid_.comm(geo_.roles.d).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
+    grid_.comm(geo_.roles.i).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
+  }
+  if (!need_input_grad) return {};
+
+  Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
+  float beta = 0.0f;
+  if (train_eps_) {
+    const AdjOperand s_t = self_loops_->operand(true);
+    be_.spmm(s_t.whole, d_z.view(), d_h.view(), 0.0f, s_t.whole_plan);
+    be_.axpby(d_h.size(), 0.0f, d_h.data(), 1.0f + current_eps(), d_h.data());
+    beta = 1.0f;
+  }
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_z.view(), d_h, beta);
+  if (dropout.p > 0.0f)
+    be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+  return d_h;
+}
+
+}  // namespace plexus

@@ -1,0 +1,68 @@
+#pragma once
+// One GIN layer (Xu et al. 2019; PyG's GINConv) on the 3D grid:
+//   OUT = act(MLP((1 + ε)·h_i + Σ_{j∈N(i)} h_j)),  MLP = Linear, ReLU, Linear
+// ε fixed (then the whole sum is one operator on the Â block's pattern: 1 on the edges, 1 + ε
+// on the self-loops) or trained (the neighbours' sum N·H and the node's own row S·H apart,
+// pmm/neighbour_operators.hpp). Dropout on H as the GCN's.
+//
+// The MLP's two Linear3Ds chain (linear_3d.hpp): the first has row = d, in = i, out = o, the
+// second in = o, out = i, so its output Y2 [rows over d × features over i] is replicated over
+// o — the transpose of the layout the next layer reads. A relayout puts it back.
+//
+// Collectives (roles o, i, d of the layer):
+//   forward   Z = N·H (+ (1+ε)·S·H)       all-reduce(sum) over o  (trained ε: two of them)
+//             Y1 = relu(Z·W + b)          Linear3D (row d, in i, out o)
+//             Y2 = Y1·W2 + b2             Linear3D (row d, in o, out i)
+//             OUT = Y2 relaid             all-gather over i, keep this rank's columns over o
+//   backward  dY2 = dOUT relaid           all-gather over o, keep this rank's columns over i
+//             dY1, dW2, db2; dZ, dW, db   (the Linear3Ds')
+//             trained ε: dε = Σ dZ ⊙ S·H  all-reduce(sum) over d and over i (1 value each)
+//             dH = Nᵀ·dZ (+ (1+ε)·Sᵀ·dZ)  all-reduce(sum) over d
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "pmm/device_adj.hpp"
+#include "pmm/gcn_layer_3d.hpp"
+#include "pmm/gnn_layer_3d.hpp"
+#include "pmm/linear_3d.hpp"
+
+namespace plexus {
+
+class GinLayer3D : public GnnLayer3D {
+ public:
+  // `neighbours`: N on this layer's block (self-loops 1 + ε with a fixed ε, 0 with a trained
+  // one); `self_loops`: S, unchunked (only read with a trained ε: may be null otherwise).
+  GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours, DeviceAdj* self_loops,
+             bool relu, float eps, bool train_eps, std::uint64_t seed, LayerCommOptions comm = {});
+
+  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
+  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
+  void weight_updated() override {
+    lin1_.weight_updated();
+    lin2_.weight_updated();
+  }
+  Range out_slice_rows() const override { return geo_.out_rows; }
+  const LayerGeometry& geometry() const override { return geo_; }
+  // "weight" [in_dim × out_dim], "bias", "weight2" [out_dim × out_dim], "bias2" [1 × out_dim],
+  // and with a trained ε "eps" [1 × 1].
+  std::vector<LayerParam> parameters(bool decay_weights) override;
+
+ private:
+  // Columns `keep` of a matrix [rows × dim] split by columns over `from` (this rank's block
+  // `x`), given that it is replicated over the other axes: all-gathered over `from`.
+  void relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out);
+  float current_eps();
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  LayerGeometry geo_;
+  bool relu_, train_eps_;
+  float fixed_eps_;
+  DeviceAdj& neighbours_;
+  DeviceAdj* self_loops_;
+  Linear3D lin1_, lin2_;
+  ParamSlot eps_;  // trained ε: [1 × 1], replicated on every rank
+  Matrix h_drop_, z_, root_h_, out_, d_y2_, gathered_;
+};
+
+}  // namespace plexus

@@ -1,0 +1,31 @@
+#include "pmm/gnn_layer_3d.hpp"
+
+#include <cmath>
+#include <utility>
+
+namespace plexus {
+
+std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
+                                std::uint32_t stream) {
+  const float limit = std::sqrt(6.0f / static_cast<float>(in_dim + out_dim));
+  const DropoutKey key{seed ^ 0x5EEDC0DEULL, 0, stream};
+  std::vector<float> w(static_cast<std::size_t>(rows.size() * cols.size()));
+  for (index_t r = rows.begin; r < rows.end; ++r)
+    for (index_t c = cols.begin; c < cols.end; ++c)
+      w[(r - rows.begin) * cols.size() + (c - cols.begin)] =
+          (2.0f * counter_uniform(key, static_cast<std::uint64_t>(r), static_cast<std::uint32_t>(c)) - 1.0f) * limit;
+  return w;
+}
+
+LayerParam linear_weight_param(Linear3D& lin, const ProcessGrid&, std::string name, index_t in_dim, index_t out_dim,
+                               bool decay) {
+  return {std::move(name), &lin.weight(), in_dim, out_dim, lin.w_rows(), lin.layout().out_cols, true, decay};
+}
+
+LayerParam linear_bias_param(Linear3D& lin, const ProcessGrid& grid, std::string name, index_t out_dim) {
+  const Linear3DLayout& l = lin.layout();
+  return {std::move(name), &lin.bias(), 1, out_dim, Range{0, 1}, l.out_cols,
+          grid.coord(l.in) == 0 && grid.coord(l.row) == 0, false};
+}
+
+}  // namespace plexus

@@ -1,0 +1,64 @@
+#pragma once
+// What every GNN layer on the 3D grid is to its model (models/gcn.hpp): a forward and a
+// backward pass over the same layouts (input H_l [rows over o × features over i], output
+// [rows over d × features over o] replicated over i: the next layer's input), and the list of
+// its parameters. The kinds: GcnLayer3D (gcn_layer_3d.hpp), SageLayer3D (sage_layer_3d.hpp),
+// GinLayer3D (gin_layer_3d.hpp); docs/gnn-models.md gives each one's collectives.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/rng.hpp"
+#include "plexus/shard.hpp"
+#include "pmm/linear_3d.hpp"
+#include "pmm/param_slot.hpp"
+
+namespace plexus {
+
+struct DropoutSpec {
+  float p = 0.0f;  // 0 = off (evaluation)
+  DropoutKey key{};
+};
+
+// One parameter tensor of a layer: its slot on this rank, the whole tensor's shape and this
+// rank's block of it (what model files and checkpoints read and write).
+struct LayerParam {
+  std::string name;  // within the layer: "weight", "bias", "root_weight", "weight2", "bias2", "eps"
+  ParamSlot* slot = nullptr;
+  index_t rows = 0, cols = 0;
+  Range shard_rows, shard_cols;
+  bool contributes = true;  // this rank's copy is the one that counts (replicas hold others)
+  bool decay = false;       // weight decay applies
+};
+
+class GnnLayer3D {
+ public:
+  virtual ~GnnLayer3D() = default;
+  // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output block
+  // [out_rows × out_cols] replicated over i (or its row slice over i: out_slice_rows()).
+  virtual const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) = 0;
+  // d_out: the gradient of forward's result (may be modified in place). Accumulates the
+  // parameters' gradients; returns dH_in [in_rows × in_cols] unless !need_input_grad.
+  virtual Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) = 0;
+  // The optimizer changed this rank's weight shards (reuse_weight gathers them again).
+  virtual void weight_updated() = 0;
+  // Global rows of forward's result.
+  virtual Range out_slice_rows() const = 0;
+  virtual const LayerGeometry& geometry() const = 0;
+  // `decay_weights`: weight decay applies to this layer's weight matrices (not to biases or ε).
+  virtual std::vector<LayerParam> parameters(bool decay_weights) = 0;
+};
+
+// Glorot/Xavier uniform for the block rows × cols of an in_dim × out_dim weight, drawn on
+// global indices from stream `stream` of `seed`, so every grid initialises the same weights.
+std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
+                                std::uint32_t stream);
+// A Linear3D's weight and bias as LayerParams: W [in_dim × out_dim] (this rank's w_rows ×
+// out_cols; unique to it) and b [1 × out_dim] (replicated over the row and in axes).
+LayerParam linear_weight_param(Linear3D& lin, const ProcessGrid& grid, std::string name, index_t in_dim,
+                               index_t out_dim, bool decay);
+LayerParam linear_bias_param(Linear3D& lin, const ProcessGrid& grid, std::string name, index_t out_dim);
+
+}  // namespace plexus

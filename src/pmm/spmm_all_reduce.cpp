@@ -1,0 +1,35 @@
+#include "pmm/spmm_all_reduce.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace plexus {
+
+void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c, float beta) {
+  if (a.chunks.empty()) {
+    be.spmm(a.whole, b, c.view(), beta, a.whole_plan);
+    comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
+    return;
+  }
+  // Chunk k's rows of c are contiguous (row-major, ld == cols): its all-reduce starts as soon
+  // as its SpMM is done. Between chunks every outstanding request is tested, because Open MPI
+  // advances a non-blocking collective only inside MPI calls.
+  std::vector<std::unique_ptr<Communicator::Request>> pending;
+  index_t row = 0;
+  for (std::size_t k = 0; k < a.chunks.size(); ++k) {
+    const CsrView& chunk = a.chunks[k];
+    MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
+    be.spmm(chunk, b, rows, beta, k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
+    if (comm.size() > 1) {
+      // No synchronize: a device communicator orders the call after the SpMM with an event
+      // (NCCL) or reads the chunk with a copy that waits for it (staging), so the host never
+      // waits and the next chunk's SpMM overlaps this chunk's all-reduce.
+      for (auto& r : pending) r->test();
+      pending.push_back(comm.iall_reduce(rows.data, static_cast<std::size_t>(rows.rows * rows.cols)));
+    }
+    row += chunk.rows;
+  }
+  for (auto& r : pending) r->wait();
+}
+
+}  // namespace plexus
