@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Plexus builds against, only those that are missing.
-# Usage: scripts/install-deps.sh [--with-peer]   (--with-peer adds SciPy for the GCN benchmark peer)
+# Usage: scripts/install-deps.sh
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config
@@ -8,14 +8,12 @@ pkgs=(build-essential cmake pkg-config
       libmetis-dev libopenblas-openmp-dev libgtest-dev
       libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev zlib1g-dev
       python3-numpy python3-h5py python3-torch  # python3-torch: the GPT's PyTorch parity test
+      python3-scipy  # tests/gcn_reference.py (its Philox masks serve the PyG peer too), the benchmark peers
       # PyTorch Geometric's imports (its wheel is installed below): tests/cli_gnn_pyg_parity.sh
       python3-fsspec python3-psutil python3-jinja2 python3-pyparsing python3-requests python3-tqdm
       python3-matplotlib  # the scaling study's plots (examples/scaling) and its test
       clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer)
       slurm-wlm munge)  # tests/cli_slurm.sh: a one-node Slurm cluster for the stop signals
-if [[ "${1:-}" == "--with-peer" ]]; then
-  pkgs+=(python3-scipy)
-fi
 
 # PyTorch Geometric 2.6.1 (pure Python, runs on Debian's torch): from PyPI without its
 # dependencies, which are the Debian packages above. Only when it cannot be imported.
