@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Plexus builds against, only those that are missing.
-# Usage: scripts/install-deps.sh [--with-peer]   (--with-peer adds SciPy for the GCN benchmark peer)
+# Usage: scripts/install-deps.sh
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config
@@ -8,12 +8,22 @@ pkgs=(build-essential cmake pkg-config
       libmetis-dev libopenblas-openmp-dev libgtest-dev
       libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev zlib1g-dev
       python3-numpy python3-h5py python3-torch  # python3-torch: the GPT's PyTorch parity test
+      python3-scipy  # tests/gcn_reference.py (its Philox masks serve the PyG peer too), the benchmark peers
+      # PyTorch Geometric's imports (its wheel is installed below): tests/cli_gnn_pyg_parity.sh
+      python3-fsspec python3-psutil python3-jinja2 python3-pyparsing python3-requests python3-tqdm
       python3-matplotlib  # the scaling study's plots (examples/scaling) and its test
       clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer)
       slurm-wlm munge)  # tests/cli_slurm.sh: a one-node Slurm cluster for the stop signals
-if [[ "${1:-}" == "--with-peer" ]]; then
-  pkgs+=(python3-scipy)
-fi
+
+# PyTorch Geometric 2.6.1 (pure Python, runs on Debian's torch): from PyPI without its
+# dependencies, which are the Debian packages above. Only when it cannot be imported.
+install_pyg() {
+  if /usr/bin/python3 -c "import torch_geometric" 2>/dev/null; then return; fi
+  echo "install-deps: installing torch_geometric 2.6.1 (pip, --no-deps)"
+  local pip=(/usr/bin/python3 -m pip install -q --no-deps --root-user-action=ignore torch_geometric==2.6.1)
+  "${pip[@]}" 2>/dev/null || "${pip[@]}" --break-system-packages
+  /usr/bin/python3 -c "import torch_geometric"
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -23,6 +33,7 @@ for p in "${pkgs[@]}"; do
 done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#pkgs[@]} packages present"
+  install_pyg
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
@@ -31,4 +42,5 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_pyg
 echo "install-deps: done"

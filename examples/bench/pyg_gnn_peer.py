@@ -1,0 +1,412 @@
+#!/usr/bin/env python3
+"""PyTorch Geometric peer of Plexus's GNNs (GCN, GraphSAGE, GIN): the models `plexus train
+--model gcn|sage|gin` trains, built from PyG's GCNConv, SAGEConv and GINConv, on the same
+Plexus format-v1 graph file (docs/format-v1.md). CPU, float32. Run it with /usr/bin/python3
+(Debian's torch; scripts/install-deps.sh installs torch_geometric 2.6.1 beside it).
+
+Continue a Plexus run from its model file (a checkpoint or --save-model; docs/gcn-model.md):
+
+    pyg_gnn_peer.py GRAPH.h5 MODEL.h5 [--epochs E] [--metrics METRICS.jsonl [--rel-loss R]]
+        [--time] [--threads T] [--json]
+
+  The kind, widths and training options come from MODEL.h5; its weights are loaded into the
+  convolutions (transposed to PyTorch's Linear layout) and its Adam moments and step count into
+  torch.optim.Adam (AdamW when /options adamw is 1). It trains until epoch E (default: the last
+  epoch of METRICS), printing each epoch's training loss and, after the update, the validation
+  loss and the three accuracies. With --metrics (the JSON Lines of the engine's `--metrics`) it
+  compares the `loss` of every epoch after epochs_done, and the `val_loss` of every epoch from
+  epochs_done on (the model file's own state included), with its own: relative error <= R
+  (default 1e-4), else it exits 1 naming the first epoch that differs. Dropout masks are the
+  engine's Philox masks (tests/gcn_reference.py's keep_scale, which needs SciPy), so runs with
+  dropout compare too.
+
+Train from PyG's own initialisation (the quality comparison):
+
+    pyg_gnn_peer.py GRAPH.h5 --fresh [--model gcn|sage|gin] [--layers L] [--hidden H] [--epochs E]
+        [--lr LR] [--weight-decay WD] [--adamw] [--dropout P] [--seeds 0,1,2]
+        [--aggregator mean|sum] [--normalize] [--gin-eps EPS] [--train-eps] [--time] [--threads T] [--json]
+
+  For each seed: torch.manual_seed(seed), the convolutions' own reset_parameters, F.dropout;
+  reports the test accuracy at the best-validation epoch (the highest validation accuracy, ties
+  to the lower validation loss, as the engine picks it) and the mean over the seeds.
+
+--time skips the evaluations and reports the time of an epoch's forward + loss + backward +
+Adam step (the median after the first, warm-up, epoch); --threads T sets torch.set_num_threads.
+In model-file mode the dropout masks are drawn before each epoch's timer starts. --json prints
+one JSON object instead of the text.
+
+The model, as the engine defines it: widths D_0 = features, hidden x (L-1), D_L = classes; layer
+K maps D_K to D_K+1 as dropout(H) -> conv -> ReLU (no ReLU after the last layer). The graph's
+self-loops are dropped and its duplicate edges merged (their weights summed); messages run
+from j to i for every j in row i of the CSR.
+
+  gcn   GCNConv(D_K, D_K+1): A_hat H W + b, A_hat = D^-1/2 (A + I) D^-1/2 with the file's edge
+        weights and one self-loop of weight 1 (PyG adds it: the graph's own were dropped).
+        Model file: layerK/weight [D_K x D_K+1] (H W, PyTorch's lin.weight transposed), layerK/bias.
+  sage  SAGEConv(aggr=mean|sum, normalize, root_weight=True): lin_l(agg_{j in N(i)} h_j) + lin_r(h_i),
+        lin_l with the bias; normalize: F.normalize(out, p=2, dim=-1) before the ReLU. Edge
+        weights are ignored; a node without neighbours aggregates 0. Model file: layerK/weight
+        (lin_l), layerK/root_weight (lin_r), layerK/bias.
+  gin   GINConv(Linear(D_K, D_K+1) -> ReLU -> Linear(D_K+1, D_K+1), eps, train_eps):
+        MLP((1 + eps) h_i + sum_{j in N(i)} h_j), edge weights ignored. Model file: layerK/weight,
+        layerK/bias (first Linear), layerK/weight2, layerK/bias2 (second), layerK/eps [1 x 1] when
+        eps is trained (else eps is /options gin_eps).
+
+Loss: mean cross-entropy over the training rows. Adam in PyTorch's formulation (betas 0.9,
+0.999, eps 1e-8) with L2 weight decay (or AdamW's decoupled decay) on layer 0's weight matrices
+only (sage: weight and root_weight; gin: weight and weight2), never on biases or eps.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+KINDS = ("gcn", "sage", "gin")
+
+
+class Graph:
+    """The file's features, labels and splits, and the cleaned edges as PyG's edge_index."""
+
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            self.n = int(f.attrs["num_nodes"])
+            self.classes = int(f.attrs["num_classes"])
+            indptr = f["graph/indptr"][...].astype(np.int64)
+            cols = f["graph/indices"][...].astype(np.int64)
+            values = f["graph/values"][...].astype(np.float64) if "values" in f["graph"] else np.ones(len(cols))
+            self.x = torch.from_numpy(f["features"][...].astype(np.float32))
+            labels = f["labels"][...].astype(np.int64)
+            masks = [f[f"masks/{s}"][...].astype(bool) & (labels >= 0) for s in ("train", "val", "test")]
+        self.labels = torch.from_numpy(labels)
+        self.splits = [torch.from_numpy(np.nonzero(m)[0]) for m in masks]
+        rows = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(indptr))
+        off = rows != cols
+        keys, where = np.unique(rows[off] * self.n + cols[off], return_inverse=True)
+        i, j = keys // self.n, keys % self.n
+        self.edge_index = torch.from_numpy(np.vstack([j, i]))  # PyG's (source, target): j -> i
+        self.edge_weight = torch.from_numpy(
+            np.bincount(where, weights=values[off], minlength=len(keys)).astype(np.float32))
+
+
+class Options:
+    """The kind and its options, from a model file's /options or from the command line."""
+
+    def __init__(self, kind, aggregator="mean", normalize=False, gin_eps=0.0, train_eps=False):
+        if kind not in KINDS:
+            sys.exit(f"pyg_gnn_peer: unknown model kind '{kind}' (gcn, sage, gin)")
+        if aggregator not in ("mean", "sum"):
+            sys.exit(f"pyg_gnn_peer: unknown aggregator '{aggregator}' (mean, sum)")
+        self.kind, self.aggregator, self.normalize = kind, aggregator, normalize
+        self.gin_eps, self.train_eps = gin_eps, train_eps
+
+
+class Net(torch.nn.Module):
+    """The L convolutions of one kind, widths `dims`, with PyG's own initialisation."""
+
+    def __init__(self, dims, opt):
+        from torch_geometric.nn import GCNConv, GINConv, SAGEConv
+
+        super().__init__()
+        self.kind = opt.kind
+        convs = []
+        for d_in, d_out in zip(dims[:-1], dims[1:]):
+            if opt.kind == "gcn":
+                convs.append(GCNConv(d_in, d_out, cached=True))  # A_hat normalised once
+            elif opt.kind == "sage":
+                convs.append(SAGEConv(d_in, d_out, aggr=opt.aggregator, normalize=opt.normalize, root_weight=True))
+            else:
+                mlp = torch.nn.Sequential(torch.nn.Linear(d_in, d_out), torch.nn.ReLU(), torch.nn.Linear(d_out, d_out))
+                convs.append(GINConv(mlp, eps=opt.gin_eps, train_eps=opt.train_eps))
+        self.convs = torch.nn.ModuleList(convs)
+
+    def forward(self, g, dropout):
+        """dropout(h, k) is layer k's input dropout."""
+        h = g.x
+        for k, conv in enumerate(self.convs):
+            h = dropout(h, k)
+            h = conv(h, g.edge_index, g.edge_weight) if self.kind == "gcn" else conv(h, g.edge_index)
+            if k + 1 < len(self.convs):
+                h = F.relu(h)
+        return h
+
+    def engine_params(self):
+        """[(engine name, parameter, stored transposed)] in the model file's naming; the ones
+        weight decay applies to are layer 0's matrices."""
+        out = []
+        for k, c in enumerate(self.convs):
+            if self.kind == "gcn":
+                named = [("weight", c.lin.weight, True), ("bias", c.bias, False)]
+            elif self.kind == "sage":
+                named = [("weight", c.lin_l.weight, True), ("root_weight", c.lin_r.weight, True),
+                         ("bias", c.lin_l.bias, False)]
+            else:
+                named = [("weight", c.nn[0].weight, True), ("bias", c.nn[0].bias, False),
+                         ("weight2", c.nn[2].weight, True), ("bias2", c.nn[2].bias, False)]
+                if isinstance(c.eps, torch.nn.Parameter):
+                    named.append(("eps", c.eps, False))
+            out += [(f"layer{k}/{name}", p, t) for name, p, t in named]
+        return out
+
+
+def make_optimizer(net, lr, weight_decay, adamw):
+    params = net.engine_params()
+    decayed = [p for name, p, _ in params if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2")]
+    rest = [p for _, p, _ in params if not any(p is q for q in decayed)]
+    cls = torch.optim.AdamW if adamw else torch.optim.Adam
+    return cls([{"params": decayed, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
+               lr=lr, betas=(0.9, 0.999), eps=1e-8)
+
+
+def evaluate(net, g):
+    net.eval()
+    with torch.no_grad():
+        out = net(g, lambda h, k: h)
+        pred = out.argmax(dim=1)
+        accs = [float((pred[s] == g.labels[s]).float().mean()) if len(s) else float("nan") for s in g.splits]
+        val = g.splits[1]
+        val_loss = float(F.cross_entropy(out[val], g.labels[val])) if len(val) else float("nan")
+    return {"val_loss": val_loss, "train_acc": accs[0], "val_acc": accs[1], "test_acc": accs[2]}
+
+
+def train_epoch(net, g, opt, dropout):
+    """One epoch: forward + loss + backward + Adam step; (loss, seconds)."""
+    t0 = time.perf_counter()
+    net.train()
+    opt.zero_grad(set_to_none=True)
+    out = net(g, dropout)
+    train = g.splits[0]
+    loss = F.cross_entropy(out[train], g.labels[train])
+    loss.backward()
+    opt.step()
+    return float(loss), time.perf_counter() - t0
+
+
+def timing(seconds):
+    timed = seconds[1:] if len(seconds) > 1 else seconds
+    return {"train_seconds_median": statistics.median(timed), "train_seconds_first": seconds[0]}
+
+
+class ModelFile:
+    """A Plexus model file: kind and options, widths, parameters and Adam moments."""
+
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            o = f["options"].attrs
+            text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
+            kind = text(o["model"]) if "model" in o else "gcn"
+            self.opt = Options(kind, text(o.get("aggregator", "mean")), bool(o.get("normalize", 0)),
+                               float(np.float32(o.get("gin_eps", 0.0))), bool(o.get("train_eps", 0)))
+            self.lr, self.weight_decay = float(np.float32(o["lr"])), float(np.float32(o["weight_decay"]))
+            self.adamw, self.dropout, self.seed = bool(o["adamw"]), float(np.float32(o["dropout"])), int(o["seed"])
+            self.epochs_done = int(f.attrs["epochs_done"])
+            self.dims = [int(d) for d in f["dims"][...]]
+            self.tensors = {}
+            for group in ("value", "adam_m", "adam_v"):
+                f[group].visititems(lambda name, obj, group=group: self.tensors.__setitem__(
+                    f"{group}/{name}", obj[...]) if isinstance(obj, h5py.Dataset) else None)
+
+    def load_into(self, net, opt):
+        """Copies the weights into `net` and the moments and step count into `opt`."""
+        params = net.engine_params()
+        expected = {f"{g}/{name}" for g in ("value", "adam_m", "adam_v") for name, _, _ in params}
+        have = set(self.tensors)
+        if have != expected:
+            sys.exit(f"pyg_gnn_peer: the model file's tensors are not those of a {self.opt.kind} model: "
+                     f"missing {sorted(expected - have)}, unexpected {sorted(have - expected)}")
+
+        def torch_layout(key, p, transposed):
+            a = self.tensors[key].astype(np.float32)
+            a = a.T if transposed else a.reshape(p.shape)
+            if tuple(a.shape) != tuple(p.shape):
+                sys.exit(f"pyg_gnn_peer: {key} has shape {self.tensors[key].shape}, the model wants {tuple(p.shape)}")
+            return torch.from_numpy(np.ascontiguousarray(a))
+
+        with torch.no_grad():
+            for name, p, t in params:
+                p.copy_(torch_layout(f"value/{name}", p, t))
+                opt.state[p] = {"step": torch.tensor(float(self.epochs_done)),
+                                "exp_avg": torch_layout(f"adam_m/{name}", p, t),
+                                "exp_avg_sq": torch_layout(f"adam_v/{name}", p, t)}
+
+
+def philox_dropout(p, seed, epoch, g):
+    """The engine's dropout for epoch `epoch` (0-based): Philox masks, drawn now, as dropout(h, k)."""
+    if p == 0:
+        return lambda h, k: h
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+    from gcn_reference import keep_scale
+
+    masks = {}
+
+    def drop(h, k):
+        if k not in masks:
+            masks[k] = torch.from_numpy(keep_scale(g.n, h.shape[1], p, seed, epoch, k).astype(np.float32))
+        return h * masks[k]
+
+    return drop
+
+
+def read_metrics(path):
+    lines = {}
+    for text in open(path):
+        rec = json.loads(text)
+        if "epoch" in rec and "loss" in rec:
+            lines[int(rec["epoch"])] = rec
+    return lines
+
+
+def continue_run(args, g, say):
+    mf = ModelFile(args.model_file)
+    if mf.dims[0] != g.x.shape[1] or mf.dims[-1] != g.classes:
+        sys.exit(f"pyg_gnn_peer: the model's widths {mf.dims} do not fit the graph "
+                 f"({g.x.shape[1]} features, {g.classes} classes)")
+    metrics = read_metrics(args.metrics) if args.metrics else {}
+    end = args.epochs if args.epochs is not None else max(metrics, default=0)
+    if end <= mf.epochs_done:
+        sys.exit(f"pyg_gnn_peer: nothing to train: the model has {mf.epochs_done} epochs done, "
+                 f"the run ends at epoch {end} (--epochs, or the last epoch of --metrics)")
+    net = Net(mf.dims, mf.opt)
+    opt = make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw)
+    mf.load_into(net, opt)
+    o = mf.opt
+    say(f"{o.kind} {mf.dims}" + (f" aggregator={o.aggregator} normalize={int(o.normalize)}" if o.kind == "sage" else "")
+        + (f" eps={o.gin_eps:g} train_eps={int(o.train_eps)}" if o.kind == "gin" else "")
+        + f"; lr {mf.lr:g}, weight decay {mf.weight_decay:g}{' (AdamW)' if mf.adamw else ''}, dropout {mf.dropout:g}; "
+        f"from epoch {mf.epochs_done} to {end}")
+
+    errors, worst = [], 0.0
+
+    def compare(epoch, key, got):
+        nonlocal worst
+        line = metrics.get(epoch)
+        if line is None or key not in line or line[key] is None:
+            return
+        rel = abs(line[key] - got) / max(abs(got), 1e-12)
+        worst = max(worst, rel)
+        if rel > args.rel_loss:
+            errors.append(f"epoch {epoch} {key}: engine {line[key]:.8g}, PyG {got:.8g} "
+                          f"(relative {rel:.2e} > {args.rel_loss:g})")
+
+    records, seconds = [], []
+    if not args.time:
+        compare(mf.epochs_done, "val_loss", evaluate(net, g)["val_loss"])
+    for e in range(mf.epochs_done, end):
+        loss, s = train_epoch(net, g, opt, philox_dropout(mf.dropout, mf.seed, e, g))
+        seconds.append(s)
+        rec = {"epoch": e + 1, "loss": loss, "train_seconds": s}
+        compare(e + 1, "loss", loss)
+        if not args.time:
+            rec.update(evaluate(net, g))
+            compare(e + 1, "val_loss", rec["val_loss"])
+        records.append(rec)
+        say(" ".join(f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()))
+    result = {"kind": o.kind, "dims": mf.dims, "epochs_done": mf.epochs_done, "epochs": records, **timing(seconds)}
+    say(f"train epoch (forward + loss + backward + Adam): median {result['train_seconds_median'] * 1e3:.1f} ms "
+        f"(first {result['train_seconds_first'] * 1e3:.1f} ms), {torch.get_num_threads()} threads")
+    if args.metrics:
+        result.update({"compared": len(errors) == 0, "worst_rel_error": worst, "errors": errors})
+        say(f"against {args.metrics}: worst relative error {worst:.1e}" + (
+            f"; {len(errors)} above {args.rel_loss:g}, the first: {errors[0]}" if errors else f" (<= {args.rel_loss:g})"))
+    return result, 1 if errors else 0
+
+
+def fresh_runs(args, g, say):
+    o = Options(args.model, args.aggregator, args.normalize, args.gin_eps, args.train_eps)
+    dims = [g.x.shape[1]] + [args.hidden] * (args.layers - 1) + [g.classes]
+    runs = []
+    for seed in args.seeds:
+        torch.manual_seed(seed)
+        net = Net(dims, o)
+        opt = make_optimizer(net, args.lr, args.weight_decay, args.adamw)
+        best, seconds, loss = None, [], float("nan")
+        for e in range(args.epochs):
+            loss, s = train_epoch(net, g, opt, lambda h, k: F.dropout(h, args.dropout, training=True))
+            seconds.append(s)
+            if args.time:
+                continue
+            m = evaluate(net, g)
+            if best is None or m["val_acc"] > best["val_acc"] or (
+                    m["val_acc"] == best["val_acc"] and m["val_loss"] < best["val_loss"]):
+                best = {"best_epoch": e + 1, **m}
+        run = {"seed": seed, "final_loss": loss, **timing(seconds), **(best or {})}
+        runs.append(run)
+        say(f"seed {seed}: final loss {loss:.4f}, epoch {run['train_seconds_median'] * 1e3:.1f} ms"
+            + ("" if args.time else f", best validation {best['val_acc']:.4f} at epoch {best['best_epoch']}, "
+               f"test {best['test_acc']:.4f}"))
+    result = {"kind": o.kind, "dims": dims, "epochs": args.epochs, "runs": runs}
+    if not args.time:
+        tests = [r["test_acc"] for r in runs]
+        result["test_acc_mean"] = statistics.mean(tests)
+        result["test_acc_std"] = statistics.stdev(tests) if len(tests) > 1 else 0.0
+        say(f"test accuracy at the best-validation epoch: {result['test_acc_mean']:.4f} "
+            f"+- {result['test_acc_std']:.4f} over {len(tests)} seeds")
+    return result, 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("graph", help="Plexus format-v1 graph (HDF5)")
+    ap.add_argument("model_file", nargs="?", help="Plexus model file to continue (not with --fresh)")
+    ap.add_argument("--epochs", type=int, help="train until this epoch (--fresh: default 200)")
+    ap.add_argument("--metrics", help="the engine's metrics (JSON Lines) to compare with")
+    ap.add_argument("--rel-loss", type=float, default=1e-4, help="largest relative loss error (default 1e-4)")
+    ap.add_argument("--time", action="store_true", help="time the epochs, without evaluations")
+    ap.add_argument("--threads", type=int, help="torch.set_num_threads")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    ap.add_argument("--fresh", action="store_true", help="train from PyG's initialisation (no model file)")
+    fresh = ap.add_argument_group("--fresh only (a model file brings its own)")
+    fresh.add_argument("--model", choices=KINDS, help="default gcn")
+    fresh.add_argument("--layers", type=int, help="default 2")
+    fresh.add_argument("--hidden", type=int, help="default 16")
+    fresh.add_argument("--lr", type=float, help="default 0.01")
+    fresh.add_argument("--weight-decay", type=float, help="default 5e-4")
+    fresh.add_argument("--adamw", action="store_const", const=True)
+    fresh.add_argument("--dropout", type=float, help="default 0.5")
+    fresh.add_argument("--seeds", type=lambda s: [int(v) for v in s.split(",")], help="default 0")
+    fresh.add_argument("--aggregator", choices=("mean", "sum"), help="sage: default mean")
+    fresh.add_argument("--normalize", action="store_const", const=True, help="sage")
+    fresh.add_argument("--gin-eps", type=float, help="gin: default 0")
+    fresh.add_argument("--train-eps", action="store_const", const=True, help="gin")
+    args = ap.parse_args()
+    if args.fresh == (args.model_file is not None):
+        ap.error("give either MODEL.h5 or --fresh")
+    defaults = {"model": "gcn", "layers": 2, "hidden": 16, "lr": 0.01, "weight_decay": 5e-4, "adamw": False,
+                "dropout": 0.5, "seeds": [0], "aggregator": "mean", "normalize": False, "gin_eps": 0.0,
+                "train_eps": False}
+    given = [k for k in defaults if getattr(args, k) is not None]
+    if not args.fresh and given:
+        ap.error(f"--{given[0].replace('_', '-')} is for --fresh: MODEL.h5 brings its own")
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.time and args.metrics:
+        ap.error("--time does not compare: leave out --metrics")
+    if not args.fresh and args.epochs is None and not args.metrics:
+        ap.error("MODEL.h5 needs --epochs or --metrics (where to stop)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    say = (lambda text: None) if args.json else (lambda text: print(text, flush=True))
+    g = Graph(args.graph)
+    if args.fresh:
+        args.epochs = 200 if args.epochs is None else args.epochs
+        result, rc = fresh_runs(args, g, say)
+    else:
+        result, rc = continue_run(args, g, say)
+    if args.json:
+        import torch_geometric
+
+        print(json.dumps({"torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+                          "threads": torch.get_num_threads(), "graph": args.graph, **result}))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

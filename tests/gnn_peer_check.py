@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Checks examples/bench/pyg_gnn_peer.py itself, before tests/cli_gnn_pyg_parity.sh compares the
+engine with it: on a 5-node graph, for every model variant, the peer's forward pass and one
+Adam step against a float64 numpy computation written from the definitions alone.
+
+    gnn_peer_check.py
+
+The graph is directed (row i lists the j that node i aggregates, so a transposed edge direction
+shows), has a self-loop (dropped by every kind; GCN adds its own of weight 1), a duplicate edge
+(merged: its weights summed for GCN, one neighbour for SAGE and GIN), an edge weight other than 1
+(used by GCN only) and a node without neighbours. For each variant a model file with random
+weights and Adam moments after 3 epochs is written in the engine's layout (docs/gcn-model.md),
+read by the peer's own loaders, and checked:
+
+  forward   the peer's logits against dense numpy: gcn  Â H W + b with Â = D^-1/2 (A + I) D^-1/2;
+            sage  agg(H) W + H W_root + b (agg: the sum over the neighbours or their mean, 0 without
+            any), then row-wise L2 normalisation if set; gin  ReLU(((1 + ε) H + B H) W + b) W2 + b2;
+            ReLU between layers.
+  step      the parameters after the peer's Adam step against numpy's Adam (step 4, L2 or
+            decoupled decay on layer 0's matrices only) fed with central-difference gradients of
+            the numpy loss (mean cross-entropy over the training rows).
+"""
+import os
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "bench"))
+import pyg_gnn_peer as peer  # noqa: E402
+
+N, DIMS = 5, [3, 4, 2]
+# Row i lists the nodes i aggregates: 0 <- 1, 2, 2 (duplicate), 0 (self-loop); 1 <- 2;
+# 2 <- 0, 3; 3 <- 1; 4 <- none.
+INDPTR = np.array([0, 4, 5, 7, 8, 8])
+INDICES = np.array([1, 2, 2, 0, 2, 0, 3, 1])
+VALUES = np.array([1.0, 0.5, 1.5, 3.0, 1.0, 2.0, 1.0, 1.0], dtype=np.float32)
+TRAIN = np.array([1, 1, 0, 1, 1], dtype=np.uint8)
+LABELS = np.array([0, 1, 1, 0, 1], dtype=np.int32)
+LR, WD, STEPS_DONE = 0.05, 0.1, 3
+
+VARIANTS = {
+    "gcn": dict(model="gcn"),
+    "sage-mean": dict(model="sage", aggregator="mean", normalize=0),
+    "sage-sum": dict(model="sage", aggregator="sum", normalize=0),
+    "sage-mean-normalize": dict(model="sage", aggregator="mean", normalize=1),
+    "sage-sum-normalize-adamw": dict(model="sage", aggregator="sum", normalize=1, adamw=1),
+    "gin-eps0.1": dict(model="gin", gin_eps=0.1, train_eps=0),
+    "gin-train-eps": dict(model="gin", gin_eps=0.3, train_eps=1),
+    "gin-train-eps-adamw": dict(model="gin", gin_eps=-0.2, train_eps=1, adamw=1),
+}
+
+
+def dense_adjacency():
+    a = np.zeros((N, N))
+    for i in range(N):
+        for k in range(INDPTR[i], INDPTR[i + 1]):
+            if INDICES[k] != i:
+                a[i, INDICES[k]] += VALUES[k]
+    return a, (a != 0).astype(float)
+
+
+def param_names(o):
+    names = {"gcn": ["weight", "bias"], "sage": ["weight", "root_weight", "bias"],
+             "gin": ["weight", "bias", "weight2", "bias2"] + (["eps"] if o.get("train_eps") else [])}[o["model"]]
+    return [f"layer{k}/{n}" for k in range(len(DIMS) - 1) for n in names]
+
+
+def shape(name):
+    k, n = int(name[5]), name.split("/")[1]
+    d_in, d_out = DIMS[k], DIMS[k + 1]
+    shapes = {"weight": (d_in, d_out), "root_weight": (d_in, d_out), "weight2": (d_out, d_out), "eps": (1, 1)}
+    return shapes.get(n, (1, d_out))  # the biases: 1 x d_out
+
+
+def forward(o, x, p):
+    """Dense float64 logits from the definitions; p maps the engine's names to arrays."""
+    a, b = dense_adjacency()
+    a_hat = a + np.eye(N)
+    d = 1.0 / np.sqrt(a_hat.sum(axis=1))
+    a_hat = d[:, None] * a_hat * d[None, :]
+    h = x
+    for k in range(len(DIMS) - 1):
+        w = lambda n: p[f"layer{k}/{n}"]  # noqa: E731
+        if o["model"] == "gcn":
+            z = a_hat @ h @ w("weight") + w("bias")
+        elif o["model"] == "sage":
+            agg = b @ h
+            if o["aggregator"] == "mean":
+                agg = agg / np.maximum(b.sum(axis=1, keepdims=True), 1)
+            z = agg @ w("weight") + h @ w("root_weight") + w("bias")
+            if o["normalize"]:
+                z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+        else:
+            eps = w("eps")[0, 0] if o["train_eps"] else np.float32(o["gin_eps"])
+            z = np.maximum(((1 + eps) * h + b @ h) @ w("weight") + w("bias"), 0) @ w("weight2") + w("bias2")
+        h = np.maximum(z, 0) if k + 2 < len(DIMS) else z
+    return h
+
+
+def loss(o, x, p):
+    z = forward(o, x, p)
+    lp = z - z.max(axis=1, keepdims=True)
+    lp = lp - np.log(np.exp(lp).sum(axis=1, keepdims=True))
+    t = TRAIN.astype(bool)
+    return -lp[t, LABELS[t]].mean()
+
+
+def adam_step(o, x, p, m, v):
+    """numpy's Adam step STEPS_DONE + 1 with central-difference gradients."""
+    out, h = {}, 1e-6
+    b1, b2, step = 0.9, 0.999, STEPS_DONE + 1
+    for name in p:
+        g = np.zeros_like(p[name])
+        for idx in np.ndindex(*g.shape):
+            plus = {**p, name: p[name].copy()}
+            minus = {**p, name: p[name].copy()}
+            plus[name][idx] += h
+            minus[name][idx] -= h
+            g[idx] = (loss(o, x, plus) - loss(o, x, minus)) / (2 * h)
+        wd = WD if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2") else 0.0
+        w = p[name]
+        if o.get("adamw"):
+            w = w * (1 - LR * wd)
+        else:
+            g = g + wd * w
+        mm, vv = b1 * m[name] + (1 - b1) * g, b2 * v[name] + (1 - b2) * g * g
+        out[name] = w - LR / (1 - b1 ** step) * mm / (np.sqrt(vv) / np.sqrt(1 - b2 ** step) + 1e-8)
+    return out
+
+
+def write_files(folder, o, rng):
+    graph, model = os.path.join(folder, "g.h5"), os.path.join(folder, "m.h5")
+    x = rng.standard_normal((N, DIMS[0])).astype(np.float32)
+    with h5py.File(graph, "w") as f:
+        f.attrs.update({"num_nodes": N, "num_features": DIMS[0], "num_classes": DIMS[-1], "directed": 1})
+        f["graph/indptr"], f["graph/indices"], f["graph/values"] = INDPTR, INDICES, VALUES
+        f["features"], f["labels"] = x, LABELS
+        f["masks/train"], f["masks/val"], f["masks/test"] = TRAIN, 1 - TRAIN, 1 - TRAIN
+    tensors = {}
+    with h5py.File(model, "w") as f:
+        f.attrs.update({"layers": len(DIMS) - 1, "epochs_done": STEPS_DONE})
+        f["dims"] = np.array(DIMS)
+        f.create_group("options").attrs.update(
+            {"lr": np.float32(LR), "weight_decay": np.float32(WD), "dropout": np.float32(0), "seed": np.uint64(1),
+             "adamw": np.uint8(o.get("adamw", 0)), "model": o["model"],
+             **{k: np.uint8(v) if isinstance(v, int) else np.float32(v) if isinstance(v, float) else v
+                for k, v in o.items() if k not in ("model", "adamw")}})
+        for name in param_names(o):
+            val = (rng.standard_normal(shape(name)) * 0.7).astype(np.float32)
+            if name.endswith("/eps"):
+                val[...] = o["gin_eps"]
+            mom = (rng.standard_normal(shape(name)) * 0.05).astype(np.float32)
+            sq = rng.uniform(0.001, 0.01, shape(name)).astype(np.float32)
+            for group, arr in (("value", val), ("adam_m", mom), ("adam_v", sq)):
+                f[f"{group}/{name}"] = arr
+                tensors.setdefault(group, {})[name] = arr.astype(np.float64)
+    return graph, model, x.astype(np.float64), tensors
+
+
+def check(name, o, folder, rng):
+    graph, model, x, t = write_files(folder, o, rng)
+    g, mf = peer.Graph(graph), peer.ModelFile(model)
+    net = peer.Net(mf.dims, mf.opt)
+    opt = peer.make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw)
+    mf.load_into(net, opt)
+    with torch.no_grad():
+        got = net(g, lambda h, k: h).double().numpy()
+    want = forward(o, x, t["value"])
+    problems = [] if np.ptp(want, axis=0).min() > 1e-2 else ["the logits barely differ across nodes: pick another seed"]
+    fwd = np.abs(got - want).max() / np.abs(want).max()
+    if fwd > 1e-5:
+        problems.append(f"forward: largest difference {fwd:.1e} of the largest logit")
+    peer.train_epoch(net, g, opt, lambda h, k: h)
+    after = adam_step(o, x, t["value"], t["adam_m"], t["adam_v"])
+    step = 0.0
+    for pname, p, transposed in net.engine_params():
+        mine = p.detach().double().numpy()
+        mine = mine.T if transposed else mine.reshape(after[pname].shape)
+        moved = np.abs(after[pname] - t["value"][pname]).max()
+        err = np.abs(mine - after[pname]).max() / max(moved, 1e-12)
+        step = max(step, err)
+        if err > 1e-3:
+            problems.append(f"step: {pname} off by {err:.1e} of its move {moved:.1e}")
+    print(("ok   " if not problems else "FAIL ") + f"{name}: forward {fwd:.1e}, step {step:.1e} (relative)")
+    for p in problems:
+        print("  " + p)
+    return not problems
+
+
+def main():
+    rng = np.random.default_rng(8)  # every variant's logits differ across nodes
+    with tempfile.TemporaryDirectory() as folder:
+        results = [check(name, o, folder, rng) for name, o in VARIANTS.items()]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
