@@ -30,6 +30,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/trainer.hpp"
+#include "mpi_scratch.hpp"
 
 namespace plexus {
 namespace {
@@ -318,17 +319,7 @@ TEST(Trainer, GridsOnSubCommunicatorsTrainSideBySide) {
   MPI_Comm_free(&half);
 }
 
-// A scratch path every rank of the job agrees on, unique to the job (rank 0's process id) and
-// to the running test (its suite and name).
-std::string shared_scratch(const std::string& name) {
-  int pid = static_cast<int>(getpid());
-  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string tag = test ? std::string(test->test_suite_name()) + "." + test->name() : "no-test";
-  std::replace(tag.begin(), tag.end(), '/', '_');  // parameterised names hold a '/'
-  return std::filesystem::temp_directory_path() /
-         ("plexus-trainer-" + std::to_string(pid) + "-" + tag + "-" + name);
-}
+using testing::shared_scratch;
 
 bool same_state(const ModelState& a, const ModelState& b) {
   if (a.epochs_done != b.epochs_done || a.parameters.size() != b.parameters.size()) return false;

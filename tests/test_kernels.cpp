@@ -545,6 +545,59 @@ TEST_P(Kernels, ColumnSumOverZeroRowsScalesOut) {
   }
 }
 
+// ---- row L2 normalisation (GraphSAGE's normalize) ------------------------------------------
+
+// Each backend against the reference, and both against float64 by hand: row_dots of a matrix
+// with itself is its rows' squared norms; normalising and its backward follow the formulas of
+// backend.hpp, including rows whose norm is below eps (divided by eps, not by their norm).
+TEST_P(Kernels, RowDotsAndL2NormalizeRows) {
+  struct Case {
+    index_t rows, cols, pad;
+  };
+  for (const Case cs : {Case{1, 1, 0}, Case{17, 33, 2}, Case{0, 5, 0}, Case{5, 0, 1}, Case{3000, 70, 3}, Case{4, 3000, 0}}) {
+    const std::string what = "rows=" + std::to_string(cs.rows) + " cols=" + std::to_string(cs.cols);
+    HostMat x = random_mat(rng, cs.rows, cs.cols, cs.pad);
+    if (cs.rows > 1)
+      for (index_t j = 0; j < cs.cols; ++j) x.at(1, j) = 1e-14f;  // a row of norm below eps
+    const HostMat dy = random_mat(rng, cs.rows, cs.cols, cs.pad);
+    const float eps = 1e-12f;
+    std::vector<double> sq(static_cast<std::size_t>(cs.rows), 0.0);
+    for (index_t i = 0; i < cs.rows; ++i)
+      for (index_t j = 0; j < cs.cols; ++j) sq[i] += static_cast<double>(x.at(i, j)) * x.at(i, j);
+    auto [got, want] = both([&](Backend& b) {
+      DevMat dx(b, x), ddy(b, dy);
+      Buffer<float> sumsq(b, static_cast<std::size_t>(cs.rows)), dots(b, static_cast<std::size_t>(cs.rows));
+      b.row_dots(dx.cview(), dx.cview(), sumsq.data());
+      b.l2_normalize_rows(dx.view(), sumsq.data(), eps);
+      b.row_dots(dx.cview(), ddy.cview(), dots.data());
+      b.l2_normalize_rows_backward(dx.cview(), sumsq.data(), dots.data(), eps, ddy.view());
+      std::vector<float> all = sumsq.to_host();
+      const HostMat y = dx.download(), g = ddy.download();
+      for (index_t i = 0; i < cs.rows; ++i)
+        for (index_t j = 0; j < cs.cols; ++j) {
+          all.push_back(y.at(i, j));
+          all.push_back(g.at(i, j));
+        }
+      return all;
+    });
+    expect_close(got, want, kTol, "row norms " + what);
+    // float64 by hand: the squared norms, y = x/n and dx = (dy - y·(y·dy))/n (or dy/eps).
+    for (index_t i = 0; i < cs.rows; ++i) {
+      EXPECT_NEAR(want[static_cast<std::size_t>(i)], sq[static_cast<std::size_t>(i)], 1e-5 * (1.0 + sq[i])) << what;
+      const double norm = std::sqrt(sq[i]), n = std::max(norm, static_cast<double>(eps));
+      double dot = 0.0;
+      for (index_t j = 0; j < cs.cols; ++j) dot += x.at(i, j) / n * dy.at(i, j);
+      for (index_t j = 0; j < cs.cols; j += std::max<index_t>(1, cs.cols / 7)) {
+        const std::size_t at = static_cast<std::size_t>(cs.rows + 2 * (i * cs.cols + j));
+        const double y = x.at(i, j) / n;
+        const double g = norm > eps ? (dy.at(i, j) - y * dot) / n : dy.at(i, j) / eps;
+        EXPECT_NEAR(want[at], y, 1e-5 * (1.0 + std::abs(y))) << what << " y(" << i << "," << j << ")";
+        EXPECT_NEAR(want[at + 1], g, 1e-4 * (1.0 + std::abs(g))) << what << " dx(" << i << "," << j << ")";
+      }
+    }
+  }
+}
+
 // ---- dropout ------------------------------------------------------------------------------
 
 HostMat run_dropout(Backend& x, const HostMat& in, float p, DropoutKey key, index_t row0, index_t col0) {

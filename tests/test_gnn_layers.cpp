@@ -1,0 +1,164 @@
+// What each GNN kind computes, against a float64 forward written from the definitions
+// (docs/gnn-models.md; PyG's SAGEConv and GINConv), on one rank: a directed graph with a node
+// without neighbours, 3 layers, random weights and biases. The grid tests compare ranks with
+// one rank and the gradient tests the backward with the forward, so this is where the forward
+// itself is pinned down.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/gcn.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+namespace {
+
+// 9 nodes, directed; node 8 has no neighbours (row 8 is empty).
+GraphData graph() {
+  GraphData g;
+  g.num_nodes = 9;
+  g.num_features = 4;
+  g.num_classes = 3;
+  g.directed = true;
+  const std::vector<std::vector<index_t>> rows = {{1, 2}, {0, 4, 7}, {3}, {5, 6}, {1}, {0, 2, 8}, {4, 5, 7}, {6}, {}};
+  g.indptr = {0};
+  for (const auto& r : rows) {
+    for (index_t j : r) g.indices.push_back(j);
+    g.indptr.push_back(static_cast<index_t>(g.indices.size()));
+  }
+  for (index_t k = 0; k < g.num_nodes * g.num_features; ++k) g.features.push_back(std::cos(0.9f * static_cast<float>(k)));
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    g.labels.push_back(static_cast<std::int32_t>(i % 3));
+    g.train_mask.push_back(1);
+    g.val_mask.push_back(0);
+    g.test_mask.push_back(0);
+  }
+  return g;
+}
+
+using Mat = std::vector<std::vector<double>>;
+
+Mat matmul(const Mat& a, const std::vector<float>& w, index_t cols) {
+  Mat out(a.size(), std::vector<double>(static_cast<std::size_t>(cols), 0.0));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t k = 0; k < a[i].size(); ++k)
+      for (index_t j = 0; j < cols; ++j) out[i][j] += a[i][k] * w[k * static_cast<std::size_t>(cols) + j];
+  return out;
+}
+void add_bias(Mat& a, const std::vector<float>& b) {
+  for (auto& row : a)
+    for (std::size_t j = 0; j < row.size(); ++j) row[j] += b[j];
+}
+void relu(Mat& a) {
+  for (auto& row : a)
+    for (double& v : row) v = std::max(v, 0.0);
+}
+// Σ_{j ∈ N(i)} h_j (or the mean), N(i) the row's entries of the cleaned graph (no self-loop).
+Mat aggregate(const GraphData& g, const Mat& h, bool mean) {
+  Mat out(h.size(), std::vector<double>(h[0].size(), 0.0));
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    const index_t deg = g.indptr[i + 1] - g.indptr[i];
+    for (index_t k = g.indptr[i]; k < g.indptr[i + 1]; ++k)
+      for (std::size_t c = 0; c < h[0].size(); ++c) out[i][c] += h[g.indices[k]][c] / (mean ? deg : 1);
+  }
+  return out;
+}
+
+void check_forward(const GcnConfig& cfg) {
+  const GraphData g = graph();
+  auto be = make_reference_backend();
+  auto grid = ProcessGrid::single();
+  const std::vector<index_t> dims{4, 5, 6, 3};
+  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims);
+  GcnModel model(*be, *grid, shards, cfg);
+  // Random values for every parameter (biases and ε too), kept by name for the reference.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-0.8f, 0.8f);
+  std::map<std::string, std::vector<float>> value;
+  for (ModelParam& p : model.named_parameters()) {
+    std::vector<float> v(p.slot->size());
+    for (float& x : v) x = p.name.ends_with("eps") ? 0.3f : u(rng);
+    p.slot->upload(v);
+    value[p.name] = v;
+  }
+  if (cfg.kind == GnnKind::Gin) model.weights_updated();
+  const Matrix& out = model.forward(0, /*training=*/false);
+  std::vector<float> got(static_cast<std::size_t>(out.rows() * out.cols()));
+  be->copy_to_host(got.data(), out.data(), got.size() * sizeof(float));
+
+  Mat h(static_cast<std::size_t>(g.num_nodes), std::vector<double>(4));
+  for (index_t i = 0; i < g.num_nodes; ++i)
+    for (int c = 0; c < 4; ++c) h[i][c] = g.features[i * 4 + c];
+  for (int l = 0; l < 3; ++l) {
+    const std::string L = "layer" + std::to_string(l) + "/";
+    const index_t out_dim = dims[l + 1];
+    Mat next;
+    if (cfg.kind == GnnKind::Sage) {
+      next = matmul(aggregate(g, h, cfg.aggregator == SageAggregator::Mean), value[L + "weight"], out_dim);
+      const Mat root = matmul(h, value[L + "root_weight"], out_dim);
+      for (std::size_t i = 0; i < next.size(); ++i)
+        for (index_t j = 0; j < out_dim; ++j) next[i][j] += root[i][j];
+      add_bias(next, value[L + "bias"]);
+      if (cfg.sage_normalize)
+        for (auto& row : next) {
+          double n2 = 0;
+          for (double v : row) n2 += v * v;
+          const double n = std::max(std::sqrt(n2), 1e-12);
+          for (double& v : row) v /= n;
+        }
+    } else {
+      const double eps = cfg.gin_train_eps ? value[L + "eps"][0] : cfg.gin_eps;
+      Mat z = aggregate(g, h, false);
+      for (std::size_t i = 0; i < z.size(); ++i)
+        for (std::size_t c = 0; c < z[i].size(); ++c) z[i][c] += (1.0 + eps) * h[i][c];
+      next = matmul(z, value[L + "weight"], out_dim);
+      add_bias(next, value[L + "bias"]);
+      relu(next);
+      next = matmul(next, value[L + "weight2"], out_dim);
+      add_bias(next, value[L + "bias2"]);
+    }
+    if (l < 2) relu(next);
+    h = next;
+  }
+  ASSERT_EQ(got.size(), h.size() * 3);
+  for (std::size_t i = 0; i < h.size(); ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      EXPECT_NEAR(got[i * 3 + j], h[i][j], 1e-4 * (1.0 + std::abs(h[i][j]))) << "node " << i << " class " << j;
+}
+
+GcnConfig kind(GnnKind k) {
+  GcnConfig c{0.0f, 7};
+  c.kind = k;
+  return c;
+}
+
+TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnKind::Sage)); }
+TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) {
+  GcnConfig c = kind(GnnKind::Sage);
+  c.aggregator = SageAggregator::Sum;
+  check_forward(c);
+}
+TEST(GnnLayers, SageNormalizeDividesEachRowByItsNorm) {
+  GcnConfig c = kind(GnnKind::Sage);
+  c.sage_normalize = true;
+  check_forward(c);
+}
+TEST(GnnLayers, GinWithAFixedEpsIsPyGsGINConv) {
+  GcnConfig c = kind(GnnKind::Gin);
+  c.gin_eps = 0.7f;
+  check_forward(c);
+}
+TEST(GnnLayers, GinWithATrainedEpsReadsItsParameter) {
+  GcnConfig c = kind(GnnKind::Gin);
+  c.gin_eps = 5.0f;  // the initial value; the parameter is then set to 0.3
+  c.gin_train_eps = true;
+  check_forward(c);
+}
+
+}  // namespace
+}  // namespace plexus
