@@ -109,6 +109,25 @@ printf 'adamw = 1\n' >"$work/int-flag.toml"
 opt toml-number-for-flag "int-flag.toml: key 'adamw' is a flag: true or false" --config "$work/int-flag.toml"
 printf 'lr = -3.0\n' >"$work/neg-lr.toml"
 opt toml-bad-value "--lr: " --config "$work/neg-lr.toml"
+# The GNN kind (--model) and the options of each kind: an unknown kind or aggregator, and an
+# option of another kind than the run's, named in one line (on the command line or in --config).
+opt model-unknown "--model: 'gat' is not one of gcn, sage, gin" --model gat
+opt aggregator-unknown "--aggregator: 'max' is not one of mean, sum" --model sage --aggregator max
+opt aggregator-of-gcn "--aggregator: only with --model sage" --aggregator sum
+opt aggregator-of-gin "--aggregator: only with --model sage" --model gin --aggregator mean
+opt normalize-of-gcn "--normalize: only with --model sage" --model gcn --normalize
+opt gin-eps-of-sage "--gin-eps: only with --model gin" --model sage --gin-eps 0.1
+opt train-eps-of-gcn "--train-eps: only with --model gin" --train-eps
+opt gin-eps-nan "command line: --gin-eps: expected a finite number, got 'nan'" --model gin --gin-eps nan
+opt gin-eps-huge "--gin-eps: must be a finite number of magnitude at most 1e6" --model gin --gin-eps 1e7
+printf 'model = "gcn"\naggregator = "sum"\n' >"$work/gcn-aggregator.toml"
+opt toml-aggregator-of-gcn "--aggregator: only with --model sage" --config "$work/gcn-aggregator.toml"
+printf 'model = "sage"\n' >"$work/sage.toml"
+opt toml-sage-with-gin-eps "--gin-eps: only with --model gin" --config "$work/sage.toml" --gin-eps 0.5
+printf 'model = 3\n' >"$work/model-number.toml"
+opt toml-model-number "--model: '3' is not one of gcn, sage, gin" --config "$work/model-number.toml"
+expect_error plan-aggregator-of-gcn "--aggregator: only with --model sage" -- plan --ranks 2 --data "$work/good.h5" --aggregator sum
+expect_error plan-model-unknown "--model: 'gat' is not one of" -- plan --ranks 2 --data "$work/good.h5" --model gat
 expect_error gen-bad-scale "--scale" -- generate rmat --scale 0 -o "$work/x.h5"
 expect_error sbm-classes-above-nodes "--classes: 11 classes for 10 nodes" -- generate sbm --nodes 10 --classes 11 -o "$work/x.h5"
 expect_error sbm-empty-train "--train-fraction: must be in (0, 1]" -- generate sbm --nodes 100 --train-fraction 0 -o "$work/x.h5"
@@ -130,6 +149,7 @@ mpi_error() {
   fi
 }
 mpi_error missing-file "nope.h5: no such file" --data "$work/nope.h5"
+mpi_error option-of-another-kind "--train-eps: only with --model gin" --data "$work/good.h5" --model sage --train-eps
 mpi_error memory-budget "--memory-per-rank: .* does not fit: " --data "$work/good.h5" --memory-per-rank 1K
 mpi_error one-rank-bad-column "/graph/indices: column index" --data "$work/bad-col.h5"
 mutate last-row-bad "d = f['graph/indices'][...]; d[-1] = 1 << 20; f['graph/indices'][...] = d"

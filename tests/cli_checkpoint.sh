@@ -141,7 +141,14 @@ cp one/checkpoint-00000010.h5 trunc/checkpoint-00000010.h5
 head -c 20000 one/checkpoint-00000012.h5 >trunc/checkpoint-00000012.h5  # the newest is broken: no fallback
 expect_error "resume: truncated newest" "trunc/checkpoint-00000012.h5" train "${common[@]}" --epochs 20 --resume trunc
 cp "$cora" foreign/checkpoint-00000003.h5
-expect_error "resume: a graph file" "attribute" train "${common[@]}" --epochs 20 --resume foreign
+expect_error "resume: a graph file" "foreign/checkpoint-00000003.h5: is a graph (Plexus format v1), not a GNN model file" \
+  train "${common[@]}" --epochs 20 --resume foreign
+# The model kind is an option of the run like the others; a GPT's checkpoints are named as such.
+expect_error "resume: other --model" "was trained with --model gcn, this run has --model sage" train "${common[@]}" --epochs 20 --resume one --model sage
+"$plexus" gpt train --layers 1 --heads 1 --embed 8 --block 8 --batch 2 --iters 2 --eval-every 0 --threads 1 -q \
+  --checkpoint-dir gpt --checkpoint-every 1 >/dev/null || fail "gpt train --checkpoint-dir"
+expect_error "resume: a GPT checkpoint" "gpt/checkpoint-00000002.h5: is a GPT model file (plexus gpt train --save or --checkpoint-dir), not a GNN model file" \
+  train "${common[@]}" --epochs 20 --resume gpt
 "$plexus" generate sbm --nodes 300 --feature-width 1433 --classes 7 -o other.h5 >/dev/null
 expect_error "resume: another graph of the same widths" "was trained on a graph of 2708 nodes, this one has 300" train --data other.h5 --threads 1 -q --epochs 20 --resume one
 expect_error "resume: a file" "is not a directory" train "${common[@]}" --resume "$data"

@@ -162,7 +162,8 @@ expect_error "other text" "was trained on text of another vocabulary" "${base[@]
 mkdir -p plain && "$plexus" "${base[@]}" --data text.txt --iters 2 --embed 32 --save plain/checkpoint-00000002.h5 >/dev/null
 expect_error "a plain model file" "optimizer: missing" "${gpt[@]}" --resume plain
 mkdir -p gcn && "$plexus" train --epochs 2 --threads 1 -q --checkpoint-dir gcn >/dev/null
-expect_error "a GCN checkpoint" "attribute format" "${gpt[@]}" --resume gcn
+expect_error "a GCN checkpoint" "gcn/checkpoint-[0-9]*\.h5: is a GNN model file (plexus train --save-model or --checkpoint-dir), not a GPT model file" \
+  "${gpt[@]}" --resume gcn
 expect_error "--checkpoint-every 0" "--checkpoint-every" "${gpt[@]}" --checkpoint-dir x --checkpoint-every 0
 
 echo "cli_gpt_checkpoint: $passed passed, $failures failed"

@@ -40,5 +40,42 @@ expect_error missing "$work/nope.h5: no such file" inspect "$work/nope.h5"
 echo "hello" >"$work/text.h5"
 expect_error not-hdf5 "$work/text.h5: not an HDF5 file" inspect "$work/text.h5"
 
+# A GNN model file: its kind and options, widths, epochs and training options, as text and JSON.
+# Copies marked as GraphSAGE's and GIN's (the /options attributes the trainer writes,
+# docs/gcn-model.md) show each kind's options without training one.
+"$plexus" train --epochs 2 --hidden 8 --threads 1 --quiet --save-model "$work/m.h5" >/dev/null 2>&1 || fail "train --save-model"
+if "$plexus" inspect "$work/m.h5" >"$work/out" 2>&1 && grep -q "^$work/m.h5: GNN model file$" "$work/out" &&
+   grep -Eq "^  model +gcn$" "$work/out" && grep -Eq "^  layers +2 \(widths 1433 8 7\)$" "$work/out" &&
+   grep -Eq "^  trained +2 epochs on a graph of 2708 nodes$" "$work/out" &&
+   grep -q -- "--hidden 8 --lr 0.01 --weight-decay 0.0005 --dropout 0.5 --seed 42$" "$work/out"; then ok; else fail model-text; cat "$work/out"; fi
+cp "$work/m.h5" "$work/sage.h5"
+cp "$work/m.h5" "$work/gin.h5"
+$py -c "
+import h5py, numpy as np
+with h5py.File('$work/sage.h5', 'r+') as f:
+    f['options'].attrs['model'] = 'sage'; f['options'].attrs['aggregator'] = 'sum'; f['options'].attrs['normalize'] = np.uint8(1)
+with h5py.File('$work/gin.h5', 'r+') as f:
+    f['options'].attrs['model'] = 'gin'; f['options'].attrs['gin_eps'] = np.float32(0.25); f['options'].attrs['train_eps'] = np.uint8(0)
+" || fail "mark model files"
+if "$plexus" inspect "$work/sage.h5" >"$work/sage" 2>&1 && grep -Eq "^  model +sage \(sum aggregator, normalized\)$" "$work/sage" &&
+   "$plexus" inspect "$work/gin.h5" >"$work/gin" 2>&1 && grep -Eq "^  model +gin \(eps 0.25\)$" "$work/gin"; then ok
+else fail model-kinds; cat "$work/sage" "$work/gin"; fi
+if "$plexus" inspect "$work/m.h5" --json >"$work/j" 2>&1 && "$plexus" inspect "$work/sage.h5" --json >"$work/js" 2>&1 &&
+   "$plexus" inspect "$work/gin.h5" --json >"$work/jg" 2>&1 && $py -c "
+import json
+d = json.load(open('$work/j'))
+assert d['format'] == 'plexus-gcn' and d['model'] == 'gcn' and 'aggregator' not in d and 'gin_eps' not in d, d
+assert d['dims'] == [1433, 8, 7] and d['layers'] == 2 and d['epochs_done'] == 2 and d['num_nodes'] == 2708, d
+assert d['options'] == {'hidden': 8, 'lr': 0.01, 'weight_decay': 0.0005, 'adamw': False, 'dropout': 0.5, 'seed': 42}, d
+s, g = json.load(open('$work/js')), json.load(open('$work/jg'))
+assert (s['model'], s['aggregator'], s['normalize']) == ('sage', 'sum', True) and 'gin_eps' not in s, s
+assert (g['model'], g['gin_eps'], g['train_eps']) == ('gin', 0.25, False) and 'aggregator' not in g, g
+"; then ok; else fail model-json; cat "$work/j" "$work/js" "$work/jg"; fi
+expect_error model-grid "--grid: $work/m.h5 is a GNN model file: it has no layout" inspect "$work/m.h5" --grid 2x1x1
+"$plexus" gpt train --layers 1 --heads 1 --embed 8 --block 8 --batch 2 --iters 0 --threads 1 --quiet \
+  --save "$work/gpt.h5" >/dev/null 2>&1 || fail "gpt train --save"
+expect_error gpt-model "gpt.h5: is a GPT model file (plexus gpt train --save or --checkpoint-dir); plexus inspect reads graphs and GNN model files" \
+  inspect "$work/gpt.h5"
+
 echo "cli_inspect: $passed passed, $failures failed"
 ((failures == 0))

@@ -28,6 +28,10 @@ expect_error chunks-zero "--agg-chunks: must be between 1 and 4096" plan --ranks
 expect_error chunks-text "--agg-chunks" plan --ranks 4 --agg-chunks two
 expect_error budget "--memory-per-rank" plan --ranks 4 --memory-per-rank 12Q
 expect_error data-missing "nope.h5" plan "$work/nope.h5" --ranks 2
+expect_error model-unknown "--model: 'gat' is not one of gcn, sage, gin" plan --ranks 4 --model gat
+expect_error aggregator-of-gin "--aggregator: only with --model sage" plan --ranks 4 --model gin --aggregator sum
+expect_error gin-eps-of-gcn "--gin-eps: only with --model gin" plan --ranks 4 --gin-eps 0.5
+expect_error gin-eps-range "--gin-eps: must be a finite number" plan --ranks 4 --model gin --gin-eps 1e9
 expect_error gpt-ranks-missing "--ranks: is required" plan gpt
 expect_error gpt-ranks "--ranks" plan gpt --ranks 1.5
 expect_error gpt-gemm "--gemm-gflops: must be a positive number" plan gpt --ranks 2 --gemm-gflops -1
@@ -115,6 +119,19 @@ if bad:
     sys.exit(1)
 PY
 ); then ok; else fail "plan output: $msg"; fi
+
+# The GNN kind and its options are echoed (text and JSON) and reach the dry run's model
+# (whose bytes follow the kind once the engine builds SAGE and GIN: cli_gnn_models.sh).
+if "$plexus" plan --ranks 4 --model sage --aggregator sum --normalize >"$work/sage" 2>&1 &&
+   grep -q "^model sage (sum aggregator, normalized), comm variant baseline" "$work/sage" &&
+   "$plexus" plan --ranks 4 >"$work/gcn" 2>&1 && grep -q "^model gcn, comm variant baseline" "$work/gcn" &&
+   "$plexus" plan --ranks 4 --model gin --gin-eps 0.5 --train-eps --json >"$work/gin.json" 2>&1 &&
+   $py -c "
+import json
+d = json.load(open('$work/gin.json'))
+assert d['gnn'] == {'model': 'gin', 'gin_eps': 0.5, 'train_eps': True}, d['gnn']
+assert json.load(open('$work/default'))['gnn'] == {'model': 'gcn'}
+"; then ok; else fail "plan --model"; cat "$work/sage" "$work/gcn" "$work/gin.json"; fi
 
 # A data path that is not UTF-8 (any bytes may name a file): --json has it with \xHH escapes,
 # as the error line writes it (was: exit 1 from the JSON library).

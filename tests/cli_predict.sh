@@ -93,7 +93,8 @@ cp "$cora" "$work/g.h5"
 "$plexus" generate sbm --nodes 200 --classes 7 --feature-width 20 -o "$work/f20.h5" >/dev/null 2>&1 || fail "generate sbm"
 "$plexus" generate sbm --nodes 200 --classes 4 --feature-width 1433 -o "$work/c4.h5" >/dev/null 2>&1 || fail "generate sbm"
 expect_error "missing checkpoint" "$work/none.h5: no such file" predict --checkpoint "$work/none.h5" -o "$work/x.h5"
-expect_error "checkpoint not a model" "g.h5: .*plexus-gcn" predict --data "$work/g.h5" --checkpoint "$work/g.h5" -o "$work/x.h5"
+expect_error "checkpoint not a model" "g.h5: is a graph (Plexus format v1), not a GNN model file" \
+  predict --data "$work/g.h5" --checkpoint "$work/g.h5" -o "$work/x.h5"
 expect_error "feature width" "m.h5: a model of 1433 features and 7 classes does not fit .*f20.h5 (20 features" \
   predict --data "$work/f20.h5" --checkpoint "$work/m.h5" -o "$work/x.h5"
 expect_error "class count" "does not fit .*c4.h5 (1433 features, 4 classes)" \
@@ -105,6 +106,37 @@ expect_error "no --checkpoint" "checkpoint" predict -o "$work/x.h5"
 mpi_error "missing checkpoint" "no such file" predict --grid 2x2x1 --threads 1 --checkpoint "$work/none.h5" -o "$work/x.h5"
 mpi_error "output over the data" "is the same file as the input" predict --grid 2x2x1 --threads 1 --data "$work/g.h5" \
   --checkpoint "$work/m.h5" -o "$work/g.h5"
+# The GNN's kind comes from the model file: --model may repeat it, never contradict it. A copy of
+# m.h5 marked as GraphSAGE's (the /options attributes the trainer writes, docs/gcn-model.md)
+# shows the kind in both directions without training one.
+if "$plexus" predict --checkpoint "$work/m.h5" --model gcn -o "$work/pk.h5" --threads 1 >"$work/pk.out" 2>&1 &&
+   grep -q "model $work/m.h5: gcn, 2 layers, hidden 16, 5 epochs" "$work/pk.out"; then ok; else fail "predict --model gcn"; cat "$work/pk.out"; fi
+cp "$work/m.h5" "$work/sage.h5"
+$py -c "
+import h5py, numpy as np
+with h5py.File('$work/sage.h5', 'r+') as f:
+    o = f['options']
+    o.attrs['model'] = 'sage'; o.attrs['aggregator'] = 'sum'; o.attrs['normalize'] = np.uint8(1)
+" || fail "mark a model file as sage's"
+expect_error "--model of another kind" "--model: $work/m.h5 holds a gcn model, not sage (the kind comes from the model file" \
+  predict --checkpoint "$work/m.h5" --model sage -o "$work/x.h5"
+expect_error "--model of another kind (sage file)" "--model: $work/sage.h5 holds a sage model, not gcn" \
+  predict --checkpoint "$work/sage.h5" --model gcn -o "$work/x.h5"
+expect_error "--model unknown" "--model: 'gat' is not one of gcn, sage, gin" predict --checkpoint "$work/m.h5" --model gat -o "$work/x.h5"
+expect_error "--aggregator is the file's" "unknown option '--aggregator' of plexus predict" \
+  predict --checkpoint "$work/sage.h5" --aggregator sum -o "$work/x.h5"
+mpi_error "--model of another kind" "holds a gcn model, not gin" predict --grid 2x2x1 --threads 1 --checkpoint "$work/m.h5" \
+  --model gin -o "$work/x.h5"
+# A GPT model file to predict, and a GNN model file to the GPT's sampler: each named as such.
+"$plexus" gpt train --layers 1 --heads 1 --embed 8 --block 8 --batch 2 --iters 0 --threads 1 --quiet \
+  --save "$work/gpt.h5" >/dev/null 2>&1 || fail "gpt train --save"
+expect_error "a GPT model file" "gpt.h5: is a GPT model file (plexus gpt train --save or --checkpoint-dir), not a GNN model file" \
+  predict --checkpoint "$work/gpt.h5" -o "$work/x.h5"
+mpi_error "a GPT model file" "gpt.h5: is a GPT model file" predict --grid 2x2x1 --threads 1 --checkpoint "$work/gpt.h5" -o "$work/x.h5"
+expect_error "a GNN model file to gpt sample" "m.h5: is a GNN model file (plexus train --save-model or --checkpoint-dir), not a GPT model file" \
+  gpt sample --model "$work/m.h5"
+expect_error "predictions to predict" "p1.h5: is a predictions file (plexus predict), not a GNN model file" \
+  predict --checkpoint "$work/p1.h5" -o "$work/x.h5"
 [[ -e "$work/x.h5" || -e "$work/none" ]] && fail "an output written on error"
 cmp -s "$cora" "$work/g.h5" || fail "the data file changed"
 compgen -G "$work/*.tmp.*" >/dev/null && fail "a temporary file left"

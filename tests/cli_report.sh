@@ -72,12 +72,43 @@ assert d[0]['median_step_seconds'] == 0.6 and abs(d[1]['speedup'] - 3.0) < 1e-12
 if "$plexus" report "$work/gpt.jsonl" >"$work/table" 2>&1 && grep -Eq '^step s \(median\) +0\.2000$' "$work/table" &&
    grep -Eq '^best val loss +3\.7000$' "$work/table" && ! grep -q 'val acc' "$work/table"; then ok; else fail gpt; cat "$work/table"; fi
 
+# The GNN's kind is a row of every GNN comparison, first among the options, and each kind's
+# options are rows where a run has that kind ("-" for the others); a file from before --model
+# (none recorded) is a GCN's, a GPT run has no kind.
+kind_header() {  # kind_header FIELDS: a newer-form header whose run resolved its model to FIELDS
+  echo '{"config": true, "command": "train", "version": "0.1.0", "data": "g.h5", "grid": "1x2x1", "ranks": 2, "threads": 1, "backend": "cpu", "started": "2026-11-25T02:00:00Z", '"$1"', "options": {"model": "gcn", "aggregator": null, "normalize": false, "gin-eps": null, "train-eps": false, "layers": 2, "hidden": 16}, "reductions": {}}'
+}
+{ kind_header '"model": "sage", "aggregator": "sum", "normalize": true'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/sage.jsonl"
+{ kind_header '"model": "gin", "gin_eps": 0.25, "train_eps": false'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/gin.jsonl"
+{ kind_header '"model": "gcn"'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/gcn.jsonl"
+if "$plexus" report "$work/old.jsonl" "$work/gcn.jsonl" "$work/sage.jsonl" "$work/gin.jsonl" >"$work/table" 2>&1 &&
+   grep -Eq '^--model +gcn +gcn +sage +gin$' "$work/table" &&
+   grep -Eq '^--aggregator +- +- +sum +-$' "$work/table" && grep -Eq '^--normalize +- +- +true +-$' "$work/table" &&
+   grep -Eq '^--gin-eps +- +- +- +0.25$' "$work/table" && grep -Eq '^--train-eps +- +- +- +false$' "$work/table" &&
+   [[ $(grep -m1 -n -- '^--' "$work/table" | cut -d: -f2) == --model* ]] &&
+   "$plexus" report "$work/new.jsonl" "$work/gcn.jsonl" >"$work/gcn-only" 2>&1 &&
+   grep -Eq '^--model +gcn +gcn$' "$work/gcn-only" && ! grep -Eq -- '^--(aggregator|normalize|gin-eps|train-eps)' "$work/gcn-only" &&
+   "$plexus" report "$work/gpt.jsonl" >"$work/gpt-only" 2>&1 && ! grep -q -- '--model' "$work/gpt-only" &&
+   "$plexus" report --csv "$work/sage.jsonl" "$work/gin.jsonl" "$work/gpt.jsonl" >"$work/csv" 2>&1 &&
+   $py -c "
+import csv
+sage, gin, gpt = csv.DictReader(open('$work/csv'))
+assert (sage['--model'], sage['--aggregator'], sage['--normalize'], sage['--gin-eps']) == ('sage', 'sum', 'true', ''), sage
+assert (gin['--model'], gin['--gin-eps'], gin['--train-eps'], gin['--aggregator']) == ('gin', '0.25', 'false', ''), gin
+assert gpt['--model'] == '', gpt
+"; then ok; else fail "model kinds"; cat "$work/table" "$work/csv"; fi
+{ kind_header '"model": 3'; new_epoch 1 1.0 0.5; } >"$work/model-number.jsonl"
+expect_error model-type "model-number.jsonl: line 1: field 'model': expected a string, got 3" report "$work/model-number.jsonl"
+{ kind_header '"model": "gin", "gin_eps": "small"'; new_epoch 1 1.0 0.5; } >"$work/eps-text.jsonl"
+expect_error gin-eps-type "eps-text.jsonl: line 1: field 'gin_eps': expected a number or null, got a string" report "$work/eps-text.jsonl"
+
 # Real runs on Cora: the options that differ, and medians that match the files.
 for h in 16 32; do
   "$plexus" train --epochs 3 --hidden $h --quiet --metrics "$work/cora$h.jsonl" >/dev/null 2>&1 || fail "train $h"
 done
 if "$plexus" report "$work/cora16.jsonl" "$work/cora32.jsonl" >"$work/table" 2>&1 &&
    grep -Eq '^--hidden +16 +32$' "$work/table" && ! grep -q -- '--epochs' "$work/table" &&
+   grep -Eq '^--model +gcn +gcn$' "$work/table" &&
    grep -Eq '^speed-up vs first +1\.00x' "$work/table" &&
    "$plexus" report --csv "$work/cora16.jsonl" "$work/cora32.jsonl" >"$work/csv" 2>&1 &&
    $py -c "

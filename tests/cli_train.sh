@@ -34,5 +34,10 @@ assert a[-1]["loss"] < a[0]["loss"] * 0.8, "the loss must fall"
 assert sa["best_val_acc"] == max(r["val_acc"] for r in a)
 assert sa["matmul_precision"] == "fp32" and se["matmul_precision"] == "tf32"
 assert [r["loss"] for r in a] == [r["loss"] for r in e], "the CPU backend multiplies in fp32 whatever is asked"
+# The model kind, recorded in the header (resolved and as an option) and in the summary.
+header = json.loads(open(f"{work}/a.jsonl").readline())
+assert header["model"] == "gcn" and header["options"]["model"] == "gcn", header
+assert "aggregator" not in header and header["options"]["aggregator"] is None, header
+assert sa["model"] == "gcn" and "gin_eps" not in sa, sa
 print("1 passed, 0 failed")
 PY

@@ -43,6 +43,12 @@ struct ProblemSize {
   // Row chunks of the aggregation all-reduces (TrainConfig::agg_chunks): the same bytes in
   // agg_chunks calls each, so only the latency terms grow.
   int agg_chunks = 1;
+  // The GNN (TrainConfig::model and the options of its kind): the dry run builds this model,
+  // so the bytes, calls and memory are those of its layers.
+  GnnKind model = GnnKind::Gcn;
+  SageAggregator aggregator = SageAggregator::Mean;
+  bool sage_normalize = false, gin_train_eps = false;
+  float gin_eps = 0.0f;
   // The graph's two node orders (a prepared, balanced file): even layers use Â1, odd ones Â2,
   // so a rank holds the blocks of both.
   bool two_orders = false;
@@ -52,8 +58,9 @@ struct ProblemSize {
   int layers() const { return static_cast<int>(dims.size()) - 1; }
 };
 
-// The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (layers, hidden,
-// dropout, shard_adj, comm_variant, agg_chunks; the rest of cfg moves no bytes).
+// The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (the model and its
+// kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks; the rest of cfg
+// moves no bytes).
 ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges

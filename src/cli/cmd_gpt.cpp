@@ -15,6 +15,7 @@
 #include "plexus/gpt_trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
+#include "src/cli/model_options.hpp"
 #include "src/cli/training_run.hpp"
 
 namespace plexus::cli {
@@ -130,6 +131,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   const std::string& resume_from = training.resume_from();
   std::optional<GptCheckpoint> resume;
   if (!resume_from.empty()) {
+    require_model_file(resume_from, ModelFamily::Gpt);  // a GNN's checkpoint is named as one
     resume = read_gpt_checkpoint_h5(resume_from);
     if (resume->model.chars != corpus.chars)
       throw InputError(resume_from, "was trained on " + std::string(resume->model.chars.empty() ? "a token file" : "text") +
@@ -201,6 +203,7 @@ struct GptSampleOptions {
 };
 
 void run_gpt_sample(GptSampleOptions& o) {
+  require_model_file(o.model, ModelFamily::Gpt);  // a GNN model file is named as one
   const GptModelFile m = read_gpt_model_h5(o.model);
   if (m.chars.empty()) throw InputError(o.model, "has no character vocabulary: sampling text needs a character-level model");
   check_sample_memory(m.config, o.model);  // sizes from the file's attributes, before the forward pass

@@ -1,5 +1,6 @@
 // `plexus inspect`: statistics of a dataset and, for a grid, how evenly the 3D layout spreads
-// the nnz of Â over the blocks of every layer under a node ordering (docs/balancing.md).
+// the nnz of Â over the blocks of every layer under a node ordering (docs/balancing.md); or, given
+// a GNN model file (plexus train --save-model, a checkpoint), its kind, options, widths and epochs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,12 +12,15 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "io/hdf5/file_format.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
+#include "plexus/trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
+#include "src/cli/model_options.hpp"
 
 namespace plexus::cli {
 
@@ -48,7 +52,56 @@ std::string bucket_label(int k) {
   return fmt::format("{}-{}", index_t{1} << (k - 1), (index_t{1} << k) - 1);
 }
 
+// A GNN model file: what read_gcn_model_info_h5 says of the model and of the run that wrote it.
+void inspect_model(const InspectOptions& o) {
+  if (!o.grid.empty() || !o.balance.empty())
+    throw InputError(o.grid.empty() ? "--balance" : "--grid",
+                     o.data + " is a GNN model file: it has no layout (inspect the graph it was trained on)");
+  const GcnModelInfo m = read_gcn_model_info_h5(o.data);
+  const TrainConfig& c = m.config;
+  const std::int64_t best = m.best.epoch < 0 ? 0 : m.best.epoch + 1;  // 1-based, as the metrics; 0: none
+  if (o.json) {
+    nlohmann::ordered_json doc = {{"data", o.data}, {"format", "plexus-gcn"}};
+    doc.update(model_json(c));
+    doc.update(nlohmann::ordered_json{
+        {"layers", c.layers},
+        {"dims", m.dims},
+        {"num_nodes", m.num_nodes},
+        {"epochs_done", m.epochs_done},
+        {"best_epoch", best > 0 ? nlohmann::ordered_json(best) : nlohmann::ordered_json()},
+        {"best_val_acc", evaluated_json(m.best.val_acc)},  // null: not evaluated (a split without a node)
+        {"best_val_loss", evaluated_json(m.best.val_loss)},
+        {"best_test_acc", evaluated_json(m.best.test_acc)},
+        {"options",
+         {{"hidden", c.hidden},
+          {"lr", json_float(c.lr)},
+          {"weight_decay", json_float(c.weight_decay)},
+          {"adamw", c.adamw},
+          {"dropout", json_float(c.dropout)},
+          {"seed", c.seed}}}});
+    fmt::print("{}\n", json_text(std::move(doc), 2));
+    return;
+  }
+  std::string widths;
+  for (index_t d : m.dims) widths += (widths.empty() ? "" : " ") + std::to_string(d);
+  fmt::print("{}: GNN model file\n", o.data);
+  fmt::print("  model          {}\n", model_text(c));
+  fmt::print("  layers         {} (widths {})\n", c.layers, widths);
+  fmt::print("  trained        {} epochs on a graph of {} nodes\n", m.epochs_done, m.num_nodes);
+  if (best > 0)
+    fmt::print("  best epoch     {} (val acc {}, test acc {})\n", best, evaluated_text(m.best.val_acc),
+               evaluated_text(m.best.test_acc));
+  fmt::print("  options        --hidden {} --lr {} --weight-decay {}{} --dropout {} --seed {}\n", c.hidden, c.lr,
+             c.weight_decay, c.adamw ? " --adamw" : "", c.dropout, c.seed);
+}
+
 void run_inspect(const InspectOptions& o) {
+  // A model file rather than a graph: shown as one (a GPT's named as such).
+  const std::string format = h5::file_format(o.data);
+  if (format == "plexus-gcn") return inspect_model(o);
+  if (format == "plexus-gpt")
+    throw InputError(o.data, "is a GPT model file (plexus gpt train --save or --checkpoint-dir); plexus inspect "
+                             "reads graphs and GNN model files");
   // Options first (cheap, one line each), then the file.
   Balance balance = o.balance.empty() ? Balance::kNone : parse_balance(o.balance);
   if (o.layers < 1 || o.layers > 64) throw InputError("--layers", fmt::format("must be between 1 and 64, got {}", o.layers));
@@ -187,8 +240,10 @@ void run_inspect(const InspectOptions& o) {
 
 void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Print graph statistics and the nnz balance of the 3D layout");
-  add_data_option(cmd, o->data, "Dataset in Plexus format v1")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Print graph statistics and the nnz balance of the 3D layout, or a GNN model file's kind and options");
+  add_data_option(cmd, o->data, "Dataset in Plexus format v1, or a GNN model file (plexus train --save-model)")
+      ->required();
   cmd->add_option("--grid", o->grid, "Process grid XxYxZ: report the max/mean nnz over the Â blocks of every layer");
   cmd->add_option("--balance", o->balance,
                   "Node ordering: none, permute (double permutation) or metis; default: the file's own (none "

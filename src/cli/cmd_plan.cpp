@@ -17,6 +17,7 @@
 #include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
+#include "src/cli/model_options.hpp"
 
 namespace plexus::cli {
 
@@ -36,7 +37,8 @@ struct MachineOptions {
 struct PlanOptions {
   MachineOptions machine;
   std::string data;
-  TrainConfig train;  // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
+  ModelOptions model;  // --model and its kind's options, into train
+  TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
   std::string memory_per_rank, transport = "mpi";
 };
@@ -105,6 +107,7 @@ std::pair<int, MachineModel> machine_model(const MachineOptions& o) {
 void run_plan(PlanOptions& o) {
   // Options first (cheap, one line each), then the file.
   const auto [ranks, m] = machine_model(o.machine);
+  apply_model_options(o.model, o.train);  // the dry run builds this model
   o.train.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
@@ -142,6 +145,7 @@ void run_plan(PlanOptions& o) {
         {"dims", p.dims},
         {"ranks", ranks},
         {"ranks_per_node", m.ranks_per_node},
+        {"gnn", model_json(o.train)},
         {"host_graph_bytes_per_rank", host_graph},
         {"model",
          {{"bandwidth_gbs", {m.bw_intra_gbs, m.bw_inter_gbs}},
@@ -164,7 +168,8 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops);
-  fmt::print("comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}\n", comm_variant_name(p.comm_variant),
+  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}\n", model_text(o.train),
+             comm_variant_name(p.comm_variant),
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
              p.shard_adj ? "; Â sharded over each layer's third axis" : "",
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
@@ -303,7 +308,8 @@ void add_plan_command(CLI::App& app) {
   add_machine_options(cmd, o->machine);
   cmd->add_option("--spmm-gbs", o->machine.spmm_gbs, "SpMM memory-traffic rate per rank, GB/s")->capture_default_str();
   TrainConfig& t = o->train;
-  cmd->add_option("--layers", t.layers, "Number of GCN layers (as train)")->capture_default_str();
+  add_model_options(cmd, o->model, "The GNN whose epoch is predicted, as train");
+  cmd->add_option("--layers", t.layers, "Number of GNN layers (as train)")->capture_default_str();
   cmd->add_option("--hidden", t.hidden, "Hidden feature width (as train)")->capture_default_str();
   cmd->add_option("--dropout", t.dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();

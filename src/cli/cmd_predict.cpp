@@ -1,5 +1,6 @@
-// `plexus predict`: a trained GCN (a model file of plexus train --save-model, or a checkpoint)
-// applied to every node of a graph; the predicted classes and the last layer's outputs written
+// `plexus predict`: a trained GNN (GCN, GraphSAGE or GIN: a model file of plexus train
+// --save-model, or a checkpoint; the kind and its options come from the file) applied to every
+// node of a graph; the predicted classes and the last layer's outputs written
 // as one HDF5 file (docs/predictions.md, write_predictions_h5: every rank writes its block of
 // nodes collectively, nothing gathered to one rank).
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "io/files/safe_files.hpp"
@@ -17,6 +19,7 @@
 #include "plexus/trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
+#include "src/cli/model_options.hpp"
 
 namespace plexus::cli {
 
@@ -24,6 +27,7 @@ namespace {
 
 struct PredictOptions {
   std::string data, checkpoint, out, backend = "auto", grid = "auto", memory_per_rank;
+  std::optional<std::string> model;  // --model: must be the file's kind where given
   int threads = 0;
   bool quiet = false;
 };
@@ -38,16 +42,19 @@ void require_checkpoint(const std::string& path) {
 }
 
 void run_predict(PredictOptions& o) {
+  if (o.model) parse_gnn_kind(*o.model);  // a bad value before any file is read
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   // Inputs and the output are checked before anything is loaded or computed (io/files/safe_files.hpp).
   require_checkpoint(o.checkpoint);
+  require_model_file(o.checkpoint, ModelFamily::Gnn);  // a GPT model is named as one
   if (launched_rank() == 0)
     io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});
 
   // The model: its widths and options from the file, so that none need repeating here.
   const GcnModelInfo model = read_gcn_model_info_h5(o.checkpoint);
+  require_model_kind(o.model, model.config.model, o.checkpoint);
   const GraphInfo graph = read_graph_info_h5(o.data);
   if (model.dims.size() < 2 || model.dims.front() != graph.num_features || model.dims.back() != graph.num_classes)
     throw InputError(o.checkpoint,
@@ -87,9 +94,9 @@ void run_predict(PredictOptions& o) {
   if (!o.quiet) acc = trainer.evaluate();
   const double predict_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   if (quiet) return;
-  spdlog::info("{}: {} nodes, {} classes; model {} ({} layers, hidden {}, {} epochs); backend {}, grid {} "
+  spdlog::info("{}: {} nodes, {} classes; model {}: {}, {} layers, hidden {}, {} epochs; backend {}, grid {} "
                "(loaded in {:.2f} s)",
-               o.data, num_nodes, classes, o.checkpoint, cfg.layers, cfg.hidden, epochs, backend.name(),
+               o.data, num_nodes, classes, o.checkpoint, model_text(cfg), cfg.layers, cfg.hidden, epochs, backend.name(),
                grid->shape().str(), load_s);
   fmt::print("wrote {} ({} nodes x {} classes) in {:.2f} s; accuracy train {}  val {}  test {}\n", o.out, num_nodes,
              classes, predict_s, evaluated_text(acc.train_acc), evaluated_text(acc.val_acc), evaluated_text(acc.test_acc));
@@ -100,11 +107,15 @@ void run_predict(PredictOptions& o) {
 void add_predict_command(CLI::App& app) {
   auto opts = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "predict", "Apply a trained GCN (a --save-model file or checkpoint) to every node; write classes and logits");
+      "predict",
+      "Apply a trained GNN (a --save-model file or checkpoint) to every node; write classes and logits");
   add_data_option(cmd, opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
   cmd->add_option("--checkpoint", opts->checkpoint,
-                  "GCN model file (plexus train --save-model, docs/gcn-model.md); its layers and widths are used")
+                  "GNN model file (plexus train --save-model, docs/gcn-model.md); its kind, layers and widths are "
+                  "used")
       ->required();
+  cmd->add_option("--model", opts->model,
+                  "gcn, sage or gin: taken from the model file; where given, it must be the file's (a check)");
   cmd->add_option("--out,-o", opts->out, "Output file (HDF5, docs/predictions.md)")->required();
   cmd->add_option("--grid", opts->grid,
                   "Process grid XxYxZ (product = number of MPI ranks), or auto: the grid plexus plan predicts "

@@ -1,7 +1,7 @@
 // `plexus report RUN.jsonl ...`: compares the metrics files of `plexus train --metrics` and
-// `plexus gpt train --metrics` side by side: the options that differ, the grid, medians of the
-// epoch (step), compute and communication times, bytes per axis, accuracy or loss, memory and
-// the speed-up over the first run. As a table (one column per run), CSV or JSON (one record per run).
+// `plexus gpt train --metrics` side by side: the GNN's kind and its options, the options that
+// differ, the grid, medians of the epoch (step), compute and communication times, bytes per
+// axis, accuracy or loss, memory and the speed-up over the first run. As a table (one column per run), CSV or JSON (one record per run).
 //
 // Both forms of train's metrics are read: the older one has no header line and one number for
 // "comm_seconds"; the newer one starts with {"config": true, ...} and has {"total","x","y","z"}
@@ -160,9 +160,20 @@ json run_record(const MetricsFile& f, const std::string& name) {
   return r;
 }
 
+// The GNN's kind and the options of each kind, by option name: shown for every run that has them
+// (not only where they differ), the kind first.
+// Each with the kind it belongs to ("": every GNN).
+const std::vector<std::pair<std::string, std::string>> kModelOptions = {
+    {"model", ""}, {"aggregator", "sage"}, {"normalize", "sage"}, {"gin-eps", "gin"}, {"train-eps", "gin"}};
+bool is_model_option(const std::string& key) {
+  return std::any_of(kModelOptions.begin(), kModelOptions.end(), [&](const auto& kv) { return kv.first == key; });
+}
+
 // What a run was asked to do, by option name ("comm-variant"): the header's options, overridden
 // by what they resolved to (its other plain values: "grid": "auto" became "2x2x2", "threads": 0
-// became 4); in the older form, the settings its summary records.
+// became 4); in the older form, the settings its summary records. A GNN run without a model
+// kind (before there were others) trained a GCN; the options of another kind than its own are
+// no setting of it.
 std::map<std::string, json> run_options(const MetricsFile& f) {
   std::map<std::string, json> o;
   const auto dashed = [](std::string key) {
@@ -176,31 +187,41 @@ std::map<std::string, json> run_options(const MetricsFile& f) {
       if (value.is_primitive()) o[dashed(key)] = value;
   }
   for (const char* key : {"comm_variant", "balance", "agg_chunks", "shard_adj", "backend", "matmul_precision",
-                          "precision", "dp", "zero"})
+                          "precision", "dp", "zero", "model", "aggregator", "normalize", "gin_eps", "train_eps"})
     if (f.summary.is_object() && f.summary.contains(key) && !f.summary[key].is_null())
       o.try_emplace(dashed(key), f.summary[key]);
   // Rows of their own, what every run has its own of (files it wrote, its start), or no setting.
   for (const char* key : {"grid", "ranks", "config", "started", "fields", "metrics", "quiet", "save-model", "save",
                           "checkpoint-dir"})
     o.erase(key);
+  if (!f.gpt) {
+    if (auto it = o.find("model"); it == o.end() || it->second.is_null()) o["model"] = "gcn";
+    for (const auto& [key, kind] : kModelOptions)
+      if (!kind.empty() && o["model"] != kind) o.erase(key);
+  }
   return o;
 }
 
-// The options whose values differ among the runs that record them (a run that does not is no
-// difference); each a column, its value per run added to the records.
+// The GNN's kind and its options where a run records them (kModelOptions), then the options
+// whose values differ among the runs that record them (a run that does not is no difference);
+// each a column, its value per run added to the records.
 std::vector<Column> differing_options(const std::vector<MetricsFile>& files, std::vector<json>& records) {
   std::vector<std::map<std::string, json>> options;
-  std::set<std::string> keys;
+  std::vector<std::string> keys;
+  for (const auto& kv : kModelOptions) keys.push_back(kv.first);
+  std::set<std::string> others;
   for (const MetricsFile& f : files) {
     options.push_back(run_options(f));
-    for (const auto& kv : options.back()) keys.insert(kv.first);
+    for (const auto& kv : options.back()) others.insert(kv.first);
   }
+  for (const std::string& key : others)
+    if (!is_model_option(key)) keys.push_back(key);
   std::vector<Column> columns;
   for (const std::string& key : keys) {
     std::set<std::string> values;
     for (const auto& o : options)
       if (auto it = o.find(key); it != o.end()) values.insert(it->second.dump());
-    if (values.size() < 2) continue;
+    if (values.size() < (is_model_option(key) ? 1u : 2u)) continue;
     const std::string column = "--" + key;
     columns.push_back({column, column, Shown::Text});
     for (std::size_t r = 0; r < files.size(); ++r) {
@@ -364,7 +385,8 @@ void add_report_command(CLI::App& app) {
   auto o = std::make_shared<ReportOptions>();
   CLI::App* cmd = app.add_subcommand(
       "report",
-      "Compare runs from their metrics files (train --metrics, gpt train --metrics): the options that differ, "
+      "Compare runs from their metrics files (train --metrics, gpt train --metrics): the GNN's kind and its "
+      "options, the options that differ, "
       "grid, median epoch/step, compute and communication seconds (the first epoch left out), bytes per axis, "
       "accuracy or loss, peak memory, speed-up over the first run. A file without its summary is a running run");
   cmd->add_option("files", o->files, "Metrics files (JSON Lines), the first the baseline of the speed-up")->required();

@@ -1,4 +1,5 @@
-// `plexus train`: full-graph GCN training with per-epoch progress and JSON Lines metrics.
+// `plexus train`: full-graph GNN training (GCN, GraphSAGE, GIN: --model) with per-epoch progress and JSON
+// Lines metrics.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +22,7 @@
 #include "plexus/trainer.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
+#include "src/cli/model_options.hpp"
 #include "src/cli/progress_display.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/training_run.hpp"
@@ -33,11 +35,12 @@ struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   std::string matmul_precision;
-  std::string save_model;  // the final weights, as a GCN model file (docs/gcn-model.md)
+  std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
   bool quiet = false, profile = false;
+  ModelOptions model;  // --model and its kind's options, into cfg
   TrainConfig cfg;
 };
 
@@ -97,6 +100,7 @@ InjectedFault parse_injected_fault(const std::string& text, int ranks) {
 }
 
 void run_train(TrainOptions& o, const CLI::App& cmd) {
+  apply_model_options(o.model, o.cfg);
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
@@ -116,14 +120,16 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (!o.quiet && !grid_choice.why.empty()) spdlog::info("--grid auto: {} ({})", grid->shape().str(), grid_choice.why);
   TrainingRun training(*grid, "epoch", {o.metrics, "--save-model", o.save_model, o.checkpoints, {o.data, o.config}, true},
                        o.quiet, profiler);
-  training.header("train", cmd,
-                  {{"data", o.data},
-                   {"grid", grid->shape().str()},
-                   {"ranks", grid->size()},
-                   {"threads", o.threads},
-                   {"backend", backend->name()},
-                   {"matmul_precision", matmul_precision_name(backend->matmul_precision())}},
-                  kEpochReductions);
+  nlohmann::ordered_json run_fields = {{"data", o.data},
+                                       {"grid", grid->shape().str()},
+                                       {"ranks", grid->size()},
+                                       {"threads", o.threads},
+                                       {"backend", backend->name()},
+                                       {"matmul_precision", matmul_precision_name(backend->matmul_precision())}};
+  run_fields.update(model_json(o.cfg));  // the kind and its options as resolved (plexus report reads them)
+  training.header("train", cmd, run_fields, kEpochReductions);
+  // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
+  if (!training.resume_from().empty()) require_model_file(training.resume_from(), ModelFamily::Gnn);
 
   // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
   const PreparedInfo prep = read_prepared_info_h5(o.data);
@@ -164,8 +170,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     const index_t edges = in_memory ? whole.num_edges() : shards.num_edges;
     const index_t feats = in_memory ? whole.num_features : shards.dims.front();
     const index_t classes = in_memory ? whole.num_classes : shards.dims.back();
-    spdlog::info("{}: {} nodes, {} edges, {} features, {} classes (loaded in {:.2f} s); backend {}, grid {}, balance {}{}",
-                 o.data, nodes, edges, feats, classes, load_s, backend->name(), grid->shape().str(),
+    spdlog::info("{}: {} nodes, {} edges, {} features, {} classes (loaded in {:.2f} s); model {}, backend {}, grid {}, "
+                 "balance {}{}",
+                 o.data, nodes, edges, feats, classes, load_s, model_text(o.cfg), backend->name(), grid->shape().str(),
                  balance_name(balance),
                  in_memory ? " (ordered in memory on every rank; plexus prepare does it once, ahead of time)"
                  : prep.prepared ? " (prepared)"
@@ -208,36 +215,39 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                r.best_epoch + 1, evaluated_text(r.test_acc), r.total_seconds);
   double comm_seconds = 0;
   for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
-  training.summary(r.total_seconds, comm_seconds, "epochs_done", trainer->epochs_done(),
-                   {{"best_epoch", r.best_epoch + 1},
-                    {"best_val_acc", evaluated_json(r.best_val_acc)},
-                    {"test_acc", evaluated_json(r.test_acc)},
-                    {"total_seconds", r.total_seconds},
-                    {"load_seconds", load_s},
-                    {"base_rss_bytes", training.base_rss()},
-                    {"load_peak_rss_bytes", load_rss},
-                    {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
-                    {"peak_rss_bytes", training.peak_rss()},
-                    {"peak_tensor_bytes", r.max_peak_tensor_bytes},
-                    {"ranks", grid->size()},
-                    {"grid", grid->shape().str()},
-                    {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
-                    {"balance", balance_name(balance)},
-                    {"agg_chunks", o.cfg.agg_chunks},
-                    {"shard_adj", o.cfg.shard_adj},
-                    {"backend", backend->name()},
-                    {"matmul_precision", matmul_precision_name(backend->matmul_precision())}});
+  nlohmann::ordered_json summary = {{"best_epoch", r.best_epoch + 1},
+                                     {"best_val_acc", evaluated_json(r.best_val_acc)},
+                                     {"test_acc", evaluated_json(r.test_acc)},
+                                     {"total_seconds", r.total_seconds},
+                                     {"load_seconds", load_s},
+                                     {"base_rss_bytes", training.base_rss()},
+                                     {"load_peak_rss_bytes", load_rss},
+                                     {"shard_bytes", in_memory ? nlohmann::json() : nlohmann::json(shard_bytes)},
+                                     {"peak_rss_bytes", training.peak_rss()},
+                                     {"peak_tensor_bytes", r.max_peak_tensor_bytes},
+                                     {"ranks", grid->size()},
+                                     {"grid", grid->shape().str()},
+                                     {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
+                                     {"balance", balance_name(balance)},
+                                     {"agg_chunks", o.cfg.agg_chunks},
+                                     {"shard_adj", o.cfg.shard_adj},
+                                     {"backend", backend->name()},
+                                     {"matmul_precision", matmul_precision_name(backend->matmul_precision())}};
+  summary.update(model_json(o.cfg));
+  training.summary(r.total_seconds, comm_seconds, "epochs_done", trainer->epochs_done(), summary);
 }
 
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a GCN (defaults: Kipf & Welling on the bundled Cora)");
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a GNN: GCN, GraphSAGE or GIN (defaults: Kipf & Welling's GCN on the bundled Cora)");
   TrainConfig& c = opts->cfg;
   add_data_option(cmd, opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
   cmd->add_option("--config", opts->config, "TOML file of option values (keys = long option names)");
-  cmd->add_option("--layers", c.layers, "Number of GCN layers")->capture_default_str();
+  add_model_options(cmd, opts->model, "The GNN to train");
+  cmd->add_option("--layers", c.layers, "Number of GNN layers")->capture_default_str();
   cmd->add_option("--hidden", c.hidden, "Hidden feature width")->capture_default_str();
   cmd->add_option("--epochs", c.epochs, "Training epochs")->capture_default_str();
   cmd->add_option("--lr", c.lr, "Adam learning rate")->capture_default_str();
@@ -276,7 +286,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics", opts->metrics, "Write per-epoch metrics as JSON Lines to FILE");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");
   cmd->add_option("--save-model", opts->save_model,
-                  "Write the final weights and Adam state to FILE (HDF5, docs/gcn-model.md)");
+                  "Write the final weights, Adam state and model kind to FILE (HDF5, docs/gcn-model.md)");
   add_checkpoint_options(cmd, opts->checkpoints, "epochs");
   cmd->add_option("--debug-fail", opts->debug_fail,
                   "Testing: rank RANK fails with an internal error after epoch EPOCH (RANK:EPOCH; docs/failures.md)");

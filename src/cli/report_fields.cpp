@@ -45,7 +45,8 @@ constexpr Field kFields[] = {
     {"peak_tensor_bytes", Kind::Amount}, {"train_acc", Kind::Fraction}, {"val_acc", Kind::Fraction},
     {"test_acc", Kind::Fraction},    {"best_val_acc", Kind::Fraction}, {"val_loss", Kind::Figure},
     {"best_val_loss", Kind::Figure}, {"comm_seconds", Kind::AxisOrAmount}, {"comm_bytes", Kind::AxisAmounts},
-    {"options", Kind::Options},
+    {"options", Kind::Options},      {"model", Kind::Text},            {"aggregator", Kind::Text},
+    {"normalize", Kind::Flag},       {"train_eps", Kind::Flag},        {"gin_eps", Kind::Figure},
 };
 
 const char* expected(Kind k) {

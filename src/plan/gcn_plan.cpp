@@ -56,6 +56,11 @@ TrainConfig dry_run_config(const ProblemSize& p) {
   cfg.comm_variant = p.comm_variant;
   cfg.agg_chunks = std::max(1, p.agg_chunks);
   cfg.shard_adj = p.shard_adj;
+  cfg.model = p.model;
+  cfg.aggregator = p.aggregator;
+  cfg.sage_normalize = p.sage_normalize;
+  cfg.gin_eps = p.gin_eps;
+  cfg.gin_train_eps = p.gin_train_eps;
   return cfg;
 }
 
@@ -153,6 +158,11 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.shard_adj = cfg.shard_adj;
   p.comm_variant = cfg.comm_variant;
   p.agg_chunks = cfg.agg_chunks;
+  p.model = cfg.model;
+  p.aggregator = cfg.aggregator;
+  p.sage_normalize = cfg.sage_normalize;
+  p.gin_eps = cfg.gin_eps;
+  p.gin_train_eps = cfg.gin_train_eps;
   return p;
 }
 

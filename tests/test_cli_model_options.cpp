@@ -1,0 +1,189 @@
+// The GNN kind on the command line (src/cli/model_options.hpp): --model and the options of each
+// kind parsed into a TrainConfig, an option of another kind refused naming it, predict's --model
+// checked against the model file's kind, the kind shown as text and JSON, and a model file of
+// the other family (GNN / GPT) named as such.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "plexus/train.hpp"
+#include "plexus/trainer.hpp"
+#include "scratch_dir.hpp"
+#include "src/cli/model_options.hpp"
+
+namespace plexus::cli {
+namespace {
+
+// The TrainConfig that `args` (after the command name) give through the CLI's own options.
+TrainConfig parsed(std::vector<std::string> args) {
+  CLI::App app{"test"};
+  ModelOptions o;
+  add_model_options(&app, o, "The GNN");
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+  app.parse(args);
+  TrainConfig cfg;
+  apply_model_options(o, cfg);
+  return cfg;
+}
+
+// The option and message of the InputError that `args` end with ("" when none).
+std::string refusal(const std::vector<std::string>& args) {
+  try {
+    parsed(args);
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(ModelOptions, DefaultIsTheGcnWithEveryKindsDefaults) {
+  const TrainConfig c = parsed({});
+  const TrainConfig d;
+  EXPECT_EQ(c.model, GnnKind::Gcn);
+  EXPECT_EQ(c.aggregator, d.aggregator);
+  EXPECT_EQ(c.sage_normalize, d.sage_normalize);
+  EXPECT_EQ(c.gin_eps, d.gin_eps);
+  EXPECT_EQ(c.gin_train_eps, d.gin_train_eps);
+  EXPECT_EQ(parsed({"--model", "gcn"}).model, GnnKind::Gcn);
+}
+
+TEST(ModelOptions, SageTakesItsAggregatorAndNormalisation) {
+  TrainConfig c = parsed({"--model", "sage"});
+  EXPECT_EQ(c.model, GnnKind::Sage);
+  EXPECT_EQ(c.aggregator, SageAggregator::Mean);
+  EXPECT_FALSE(c.sage_normalize);
+  c = parsed({"--model", "sage", "--aggregator", "sum", "--normalize"});
+  EXPECT_EQ(c.aggregator, SageAggregator::Sum);
+  EXPECT_TRUE(c.sage_normalize);
+  EXPECT_EQ(parsed({"--aggregator=mean", "--model=sage"}).aggregator, SageAggregator::Mean);  // any order
+}
+
+TEST(ModelOptions, GinTakesItsEpsilon) {
+  TrainConfig c = parsed({"--model", "gin"});
+  EXPECT_EQ(c.model, GnnKind::Gin);
+  EXPECT_EQ(c.gin_eps, 0.0f);
+  EXPECT_FALSE(c.gin_train_eps);
+  c = parsed({"--model", "gin", "--gin-eps", "-0.25", "--train-eps"});
+  EXPECT_EQ(c.gin_eps, -0.25f);
+  EXPECT_TRUE(c.gin_train_eps);
+  // Past float's range: infinite, which validate() refuses naming --gin-eps.
+  c = parsed({"--model", "gin", "--gin-eps", "1e300"});
+  try {
+    validate(c);
+    ADD_FAILURE() << "1e300 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--gin-eps");
+  }
+}
+
+TEST(ModelOptions, AnOptionOfAnotherKindIsRefusedNamingIt) {
+  for (const std::string kind : {"gcn", "gin"}) {
+    EXPECT_EQ(refusal({"--model", kind, "--aggregator", "mean"}), "--aggregator: only with --model sage");
+    EXPECT_EQ(refusal({"--model", kind, "--normalize"}), "--normalize: only with --model sage");
+  }
+  for (const std::string kind : {"gcn", "sage"}) {
+    EXPECT_EQ(refusal({"--model", kind, "--gin-eps", "0"}), "--gin-eps: only with --model gin");
+    EXPECT_EQ(refusal({"--model", kind, "--train-eps"}), "--train-eps: only with --model gin");
+  }
+  // Without --model the run is a GCN: the same.
+  EXPECT_EQ(refusal({"--aggregator", "sum"}), "--aggregator: only with --model sage");
+  EXPECT_EQ(refusal({"--gin-eps", "0.5"}), "--gin-eps: only with --model gin");
+  // Even a value the other kind would refuse: the kind is the first thing wrong.
+  EXPECT_EQ(refusal({"--model", "gin", "--aggregator", "max"}), "--aggregator: only with --model sage");
+}
+
+TEST(ModelOptions, BadValuesAreRefusedNamingTheOption) {
+  EXPECT_EQ(refusal({"--model", "gat"}), "--model: 'gat' is not one of gcn, sage, gin");
+  EXPECT_EQ(refusal({"--model", "GCN"}), "--model: 'GCN' is not one of gcn, sage, gin");
+  EXPECT_EQ(refusal({"--model", "sage", "--aggregator", "max"}), "--aggregator: 'max' is not one of mean, sum");
+  // Flags set false (a --config file's `normalize = false`) are not given.
+  ModelOptions o;
+  o.normalize = false;
+  o.train_eps = false;
+  TrainConfig c;
+  EXPECT_NO_THROW(apply_model_options(o, c));
+}
+
+TEST(ModelOptions, PredictsModelMustBeTheFilesKind) {
+  EXPECT_NO_THROW(require_model_kind(std::nullopt, GnnKind::Sage, "m.h5"));
+  EXPECT_NO_THROW(require_model_kind(std::string("sage"), GnnKind::Sage, "m.h5"));
+  try {
+    require_model_kind(std::string("gcn"), GnnKind::Gin, "m.h5");
+    ADD_FAILURE() << "gcn accepted for a gin model";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--model");
+    const std::string what = e.what();
+    EXPECT_NE(what.find("m.h5 holds a gin model, not gcn"), std::string::npos) << what;
+  }
+  try {
+    require_model_kind(std::string("gin "), GnnKind::Gin, "m.h5");
+    ADD_FAILURE() << "'gin ' accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.message(), "--model: 'gin ' is not one of gcn, sage, gin");
+  }
+}
+
+TEST(ModelOptions, TextAndJsonShowTheKindAndItsOptions) {
+  TrainConfig c;
+  EXPECT_EQ(model_text(c), "gcn");
+  EXPECT_EQ(model_json(c).dump(), R"({"model":"gcn"})");
+  c.model = GnnKind::Sage;
+  EXPECT_EQ(model_text(c), "sage (mean aggregator)");
+  c.aggregator = SageAggregator::Sum;
+  c.sage_normalize = true;
+  EXPECT_EQ(model_text(c), "sage (sum aggregator, normalized)");
+  EXPECT_EQ(model_json(c).dump(), R"({"model":"sage","aggregator":"sum","normalize":true})");
+  c.model = GnnKind::Gin;
+  EXPECT_EQ(model_text(c), "gin (eps 0)");
+  c.gin_eps = 0.1f;
+  c.gin_train_eps = true;
+  EXPECT_EQ(model_text(c), "gin (eps 0.1, trained)");
+  EXPECT_EQ(model_json(c).dump(), R"({"model":"gin","gin_eps":0.1,"train_eps":true})");
+  EXPECT_EQ(json_float(0.01f), 0.01);
+}
+
+TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
+  plexus::testing::ScratchDir dir;
+  // A one-layer GNN model file (2 features, 3 classes) of a sage run.
+  ModelState state;
+  for (const auto& [name, rows] : {std::pair<std::string, index_t>{"layer0/weight", 2}, {"layer0/bias", 1}}) {
+    ParameterState p;
+    p.name = name;
+    p.rows = rows;
+    p.cols = 3;
+    p.value.assign(static_cast<std::size_t>(rows * 3), 0.5f);
+    p.adam_m.assign(p.value.size(), 0.0f);
+    p.adam_v.assign(p.value.size(), 0.0f);
+    state.parameters.push_back(p);
+  }
+  state.epochs_done = 1;
+  state.best.epoch = 0;
+  TrainConfig options;
+  options.layers = 1;
+  options.model = GnnKind::Sage;
+  const std::string gnn = dir.file("gnn.h5");
+  write_gcn_model_h5(state, {2, 3}, options, gnn);
+  EXPECT_NO_THROW(require_model_file(gnn, ModelFamily::Gnn));
+  try {
+    require_model_file(gnn, ModelFamily::Gpt);
+    ADD_FAILURE() << "a GNN model file accepted as a GPT's";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), gnn);
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("is a GNN model file (plexus train --save-model", 0), 0u) << what;
+    EXPECT_NE(what.find("not a GPT model file"), std::string::npos) << what;
+  }
+  EXPECT_EQ(read_gcn_model_info_h5(gnn).config.model, GnnKind::Sage);
+  // Files of no Plexus kind are left to their reader, which says what is wrong with them.
+  EXPECT_NO_THROW(require_model_file(dir.file("missing.h5"), ModelFamily::Gnn));
+  EXPECT_NO_THROW(require_model_file(dir.write("text.h5", "not HDF5"), ModelFamily::Gpt));
+  EXPECT_NO_THROW(require_model_file(dir.path().string(), ModelFamily::Gnn));
+}
+
+}  // namespace
+}  // namespace plexus::cli
