@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # GraphSAGE and GIN end to end (`plexus train --model sage|gin`, issue 33).
 #
-# NEEDS THE ENGINE'S SAGE AND GIN LAYERS (src/models, src/pmm, src/train). Until they land, the
-# engine trains a GCN whatever --model says, and this script fails: the losses of every kind
-# equal the GCN's, and plan predicts the GCN's bytes for them. The refusals and what the command
-# line records without the engine are tested in cli_bad_input.sh, cli_plan.sh, cli_predict.sh,
-# cli_inspect.sh, cli_report.sh, cli_checkpoint.sh and tests/test_cli_model_options.cpp.
+# A command line that trained a GCN whatever --model says fails here: the losses of every kind
+# would equal the GCN's, and plan would predict the GCN's bytes for them. The refusals are tested
+# in cli_bad_input.sh, cli_plan.sh, cli_predict.sh, cli_inspect.sh, cli_report.sh,
+# cli_checkpoint.sh and tests/test_cli_model_options.cpp.
 #
 # On an SBM graph (planted classes), for sage (mean), sage --aggregator sum --normalize, gin and
 # gin --gin-eps 0.5 --train-eps, each against the GCN of the same seed:

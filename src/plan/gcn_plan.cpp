@@ -91,6 +91,8 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
     // The last layer's row slice over i (rs-ag) and the feature block's rows over d.
     add(sub_range(ge.out_rows, g.dim(ge.roles.i), coords[static_cast<int>(ge.roles.i)]));
     add(sub_range(ge.in_rows, g.dim(ge.roles.d), coords[static_cast<int>(ge.roles.d)]));
+    // GIN's second linear: the output features over i.
+    add(block_range(ge.out_dim, g.dim(ge.roles.i), coords[static_cast<int>(ge.roles.i)]));
   }
   for (const AdjBlockRange& b : sr.adj) {
     for (const Range& r : {b.rows, b.cols, b.part_rows, b.part_cols}) add(r);
