@@ -4,7 +4,8 @@
 # per-axis comm_bytes of epochs 1 and 3 of `mpirun plexus train` must equal the prediction
 # of `plexus plan --json` (first and steady epoch) to 1e-9 relative, given the same options:
 # the baseline, every --comm-variant (last layer's i axis of 1 to 4 ranks, uneven splits, one
-# layer to three) and --agg-chunks (same bytes). With --shard-adj the model splits the Â
+# layer to three), --agg-chunks (same bytes) and every --model (gcn, sage, gin; also on a
+# prepared R-MAT file with two node orders, below). With --shard-adj the model splits the Â
 # gathers over ranks by average, but their sum per axis is exact too. The predicted memory is
 # the measured peak tensor bytes of the largest rank to the byte (within 0.3 % with --shard-adj).
 # Usage: cli_mpi_comm_model.sh PLEXUS_BINARY SOURCE_DIR
@@ -42,6 +43,13 @@ cases=(
   "4x1x1 2 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 4"    # i_L = X, 4 ranks; every d axis 1 rank
   "1x1x4 3 16 0.5 --comm-variant rs-ag --shard-adj"             # i_L = Z, 4 ranks, Â gathered there too
   "1x2x2 3 16 0.5 --agg-chunks 5"
+  # Every GNN kind (docs/gnn-models.md): SAGE's two aggregations and normalisation, GIN's MLP
+  # relayout and trained ε, on uneven grids, sharded and chunked.
+  "2x2x2 3 16 0.5 --model sage"
+  "3x2x1 2 16 0.5 --model sage --aggregator sum --normalize --agg-chunks 3"
+  "1x2x3 3 16 0.5 --model gin --train-eps"
+  "2x1x3 2 16 0.5 --model gin --gin-eps 0.2 --shard-adj"
+  "1x3x2 3 16 0 --model sage --shard-adj"
 )
 for c in "${cases[@]}"; do
   read -r grid layers hidden dropout options <<<"$c"
@@ -105,7 +113,8 @@ done
 "$plexus" generate rmat --scale 11 --edge-factor 8 --feature-width 24 --classes 5 -o "$work/rmat.h5" >/dev/null &&
   "$plexus" prepare "$work/rmat.h5" -o "$work/rmat.prep.h5" --balance permute -q >/dev/null ||
   { echo "FAIL rmat: generate or prepare"; failed=$((failed + 1)); }
-for c in "2x2x1 2" "1x2x2 3" "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg-chunks 2"; do
+for c in "2x2x1 2" "1x2x2 3" "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg-chunks 2" \
+  "2x1x2 3 --model sage --aggregator mean" "1x3x1 2 --model gin --train-eps"; do
   read -r grid layers options <<<"$c"
   IFS=x read -r gx gy gz <<<"$grid"
   np=$((gx * gy * gz))
