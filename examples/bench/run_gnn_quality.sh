@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Test accuracy of Plexus's GNNs against the PyTorch Geometric peer trained with the same
+# hyperparameters, split and epochs, in the same run: for each model, the mean over SEEDS seeds
+# of the test accuracy at the best-validation epoch (both pick it the same way: the highest
+# validation accuracy, ties to the lower validation loss), on the bundled Cora and on an SBM graph
+# with informative features.
+#   examples/bench/run_gnn_quality.sh [--seeds N] [--epochs E] [--hidden H] [--models "gcn sage gin"]
+# Prints a table and one `BENCH_JSON {...}` line per (graph, model). Env: BUILD, PYTHON.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${BUILD:-$ROOT/build}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+SEEDS=10 EPOCHS=200 HIDDEN=64 MODELS="gcn sage gin"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seeds) SEEDS="$2"; shift 2 ;;
+    --epochs) EPOCHS="$2"; shift 2 ;;
+    --hidden) HIDDEN="$2"; shift 2 ;;
+    --models) MODELS="$2"; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+DIR="$BUILD/bench"
+mkdir -p "$DIR"
+SBM="$DIR/sbm_quality.h5"
+[[ -f "$SBM" ]] || "$BUILD/plexus" generate sbm --nodes 3000 --classes 6 --feature-width 64 --homophily 0.6 --feature-signal 0.15 --train-fraction 0.1 --val-fraction 0.2 -o "$SBM" >/dev/null
+seeds=$(seq -s, 0 $((SEEDS - 1)))
+printf "%-6s %-6s %10s %10s %8s\n" graph model plexus pyg diff
+for graph in "$ROOT/data/cora.h5" "$SBM"; do
+  name=$(basename "$graph" .h5)
+  for model in $MODELS; do
+    accs=()
+    for s in $(seq 0 $((SEEDS - 1))); do
+      out="$DIR/quality_${name}_${model}_$s.jsonl"
+      "$BUILD/plexus" train --data "$graph" --model "$model" --hidden "$HIDDEN" --epochs "$EPOCHS" --seed "$s" \
+        --threads 2 --quiet --metrics "$out" >/dev/null
+      accs+=("$out")
+    done
+    peer=$("$PYTHON" -W ignore "$ROOT/examples/bench/pyg_gnn_peer.py" "$graph" --fresh --model "$model" \
+      --hidden "$HIDDEN" --epochs "$EPOCHS" --seeds "$seeds" --threads 2 --json)
+    "$PYTHON" - "$name" "$model" "${accs[@]}" <<PY
+import json, statistics, sys
+name, model, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+ours = statistics.mean(json.loads(open(f).read().splitlines()[-1])["test_acc"] for f in files)
+peer = json.loads('''$peer''')["test_acc_mean"]
+print(f"{name:6s} {model:6s} {100 * ours:10.2f} {100 * peer:10.2f} {100 * (ours - peer):+8.2f}")
+print("BENCH_JSON " + json.dumps({"graph": name, "model": model, "seeds": len(files),
+      "plexus_test_acc": ours, "pyg_test_acc": peer, "points": 100 * (ours - peer)}))
+PY
+  done
+done
