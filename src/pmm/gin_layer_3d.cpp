@@ -89,11 +89,7 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
 
 const Matrix& GinLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
-  ConstMatrixView h = h_in.view();
-  if (dropout.p > 0.0f) {
-    be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    h = h_drop_.view();
-  }
+  const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
   spmm_all_reduce(be_, o, neighbours_.operand(false), h, z_);
   if (train_eps_) {
     spmm_all_reduce(be_, o, self_loops_->operand(false), h, root_h_);
@@ -134,8 +130,7 @@ Matrix GinLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
     beta = 1.0f;
   }
   spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_z.view(), d_h, beta);
-  if (dropout.p > 0.0f)
-    be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+  input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
 }
 

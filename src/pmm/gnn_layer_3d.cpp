@@ -5,6 +5,17 @@
 
 namespace plexus {
 
+ConstMatrixView input_dropout(Backend& be, const Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo,
+                              Matrix& scratch) {
+  if (dropout.p <= 0.0f) return h.view();
+  be.dropout(h.view(), scratch.view(), dropout.p, dropout.key, geo.in_rows.begin, geo.in_cols.begin);
+  return scratch.view();
+}
+
+void input_dropout_backward(Backend& be, Matrix& d_h, const DropoutSpec& dropout, const LayerGeometry& geo) {
+  if (dropout.p > 0.0f) be.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo.in_rows.begin, geo.in_cols.begin);
+}
+
 std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
                                 std::uint32_t stream) {
   const float limit = std::sqrt(6.0f / static_cast<float>(in_dim + out_dim));

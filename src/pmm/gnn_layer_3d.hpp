@@ -51,6 +51,13 @@ class GnnLayer3D {
   virtual std::vector<LayerParam> parameters(bool decay_weights) = 0;
 };
 
+// A layer's input dropout, keyed by the global (row, column) of H_l (geo.in_rows, geo.in_cols),
+// so every grid draws the same mask: returns h itself when off, else its masked copy in `scratch`
+// ([in_rows × in_cols]). The backward is the same mask on dH, in place.
+ConstMatrixView input_dropout(Backend& be, const Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo,
+                              Matrix& scratch);
+void input_dropout_backward(Backend& be, Matrix& d_h, const DropoutSpec& dropout, const LayerGeometry& geo);
+
 // Glorot/Xavier uniform for the block rows × cols of an in_dim × out_dim weight, drawn on
 // global indices from stream `stream` of `seed`, so every grid initialises the same weights.
 std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,

@@ -47,11 +47,7 @@ std::vector<LayerParam> SageLayer3D::parameters(bool decay_weights) {
 
 const Matrix& SageLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
-  ConstMatrixView h = h_in.view();
-  if (dropout.p > 0.0f) {
-    be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    h = h_drop_.view();
-  }
+  const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
   spmm_all_reduce(be_, o, neighbours_.operand(false), h, agg_);
   spmm_all_reduce(be_, o, self_loops_.operand(false), h, root_h_);
   Matrix& out = neigh_.forward(agg_.view());
@@ -84,8 +80,7 @@ Matrix SageLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool nee
   const AdjOperand s_t = self_loops_.operand(true);
   be_.spmm(s_t.whole, d_root.view(), d_h.view(), 0.0f, s_t.whole_plan);
   spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_agg.view(), d_h, 1.0f);
-  if (dropout.p > 0.0f)
-    be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+  input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
 }
 
