@@ -37,7 +37,7 @@ import json, sys
 T, A = 'transform-first', 'aggregate-first'
 want = {'auto': ([T, A, T], ['1x2', '2x1', '1x2']), 'aggregate-first': ([A, A, A], ['1x2', '3x1', '2x3'])}['$o']
 ls = json.load(open('$work/o'))['balance']['layers']
-got = ([l['order'] for l in ls], [f"{l['row_blocks']}x{l['col_blocks']}" for l in ls])
+got = ([l['order'] for l in ls], [str(l['row_blocks']) + 'x' + str(l['col_blocks']) for l in ls])
 assert got == want, got
 "; then ok; else fail "layer-order-$o"; cat "$work/o"; fi
 done
