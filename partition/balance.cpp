@@ -193,13 +193,14 @@ NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int p
 }
 
 std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrder& order, GridShape grid,
-                                               int layers) {
+                                               int layers, const std::vector<bool>& transform_first) {
   const index_t n = g.num_nodes;
   if (static_cast<index_t>(order.row.size()) != n || static_cast<index_t>(order.col.size()) != n)
     throw std::invalid_argument("block_nnz_imbalance: order does not match the graph");
   std::vector<LayerBlockNnz> out;
+  const std::vector<LayerRoles> all_roles = layer_roles(layers, transform_first);
   for (int l = 0; l < layers; ++l) {
-    const LayerRoles roles = roles_for_layer(l);
+    const LayerRoles roles = all_roles[static_cast<std::size_t>(l)];
     const int gd = grid.dim(roles.d), go = grid.dim(roles.o);
     // The layout repeats when the axis sizes and the parity of the order repeat.
     bool reused = false;

@@ -1,6 +1,7 @@
 // Cutting a graph into the per-rank blocks of the 3D layout (include/plexus/shard.hpp).
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "plexus/prepare.hpp"
 #include "plexus/shard.hpp"
@@ -25,27 +26,42 @@ std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale) {
   return counts;
 }
 
+std::vector<bool> transform_first_layers(LayerOrder order, const std::vector<index_t>& dims) {
+  const int layers = static_cast<int>(dims.size()) - 1;
+  std::vector<bool> tf(static_cast<std::size_t>(std::max(layers, 0)), order == LayerOrder::TransformFirst);
+  if (order == LayerOrder::Auto)
+    for (int l = 0; l < layers; ++l) tf[static_cast<std::size_t>(l)] = dims[l + 1] < dims[l];
+  return tf;
+}
+
 LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coords, int layer, index_t num_nodes,
-                                index_t in_dim, index_t out_dim) {
+                                const std::vector<index_t>& dims, const std::vector<bool>& transform_first) {
+  const int layers = static_cast<int>(dims.size()) - 1;
+  if (layer < 0 || layer >= layers) throw std::invalid_argument("layer_geometry: no layer " + std::to_string(layer));
   LayerGeometry g;
   g.layer = layer;
-  g.roles = roles_for_layer(layer);
-  g.in_dim = in_dim;
-  g.out_dim = out_dim;
-  const auto [o, i, d] = g.roles;
+  g.roles = layer_roles(layer + 1, transform_first)[static_cast<std::size_t>(layer)];
+  g.transform_first = layer < static_cast<int>(transform_first.size()) && transform_first[layer];
+  g.in_dim = dims[layer];
+  g.out_dim = dims[layer + 1];
   const auto at = [&](Axis a) { return coords[static_cast<int>(a)]; };
+  const Axis o = g.roles.o, d = g.roles.d;
   g.in_rows = block_range(num_nodes, shape.dim(o), at(o));
-  g.in_cols = block_range(in_dim, shape.dim(i), at(i));
+  g.in_cols = block_range(g.in_dim, shape.dim(g.in_feat()), at(g.in_feat()));
   g.out_rows = block_range(num_nodes, shape.dim(d), at(d));
-  g.out_cols = block_range(out_dim, shape.dim(o), at(o));
-  g.w_rows = sub_range(g.in_cols, shape.dim(d), at(d));
+  g.out_cols = block_range(g.out_dim, shape.dim(g.out_feat()), at(g.out_feat()));
+  // W's rows are split over the Linear3D's row axis: the output rows' axis d aggregating first
+  // (Linear3D row = d, in = i, out = o), the input rows' axis o transforming first (row = o,
+  // in = d, out = i).
+  const Axis w_split = g.transform_first ? o : d;
+  g.w_rows = sub_range(g.in_cols, shape.dim(w_split), at(w_split));
   return g;
 }
 
-LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim,
-                             index_t out_dim) {
+LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, const std::vector<index_t>& dims,
+                             const std::vector<bool>& transform_first) {
   return layer_geometry_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, layer,
-                           num_nodes, in_dim, out_dim);
+                           num_nodes, dims, transform_first);
 }
 
 std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes) {
@@ -87,18 +103,35 @@ std::size_t GcnShards::host_bytes() const {
 }
 
 ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
-                            const std::vector<index_t>& dims, bool two_orders, bool shard_adj) {
+                            const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
+                            const std::vector<bool>& transform_first) {
   ShardRanges sr;
   const int layers = static_cast<int>(dims.size()) - 1;
-  const auto geometry = [&](int l) { return layer_geometry_at(shape, coords, l, num_nodes, dims[l], dims[l + 1]); };
-  // One Â block per layout (rotation l % 3, and with two orders parity l % 2) that some
-  // layer uses, shared where the ranges, the matrix and the sharding coincide.
-  for (int l = 0; l < std::min(layers, 6); ++l) {
+  sr.transform_first.assign(static_cast<std::size_t>(std::max(layers, 0)), false);
+  for (int l = 0; l < layers && l < static_cast<int>(transform_first.size()); ++l)
+    sr.transform_first[static_cast<std::size_t>(l)] = transform_first[l];
+  const std::vector<LayerRoles> roles = layer_roles(layers, sr.transform_first);
+  const auto geometry = [&](int l) {
+    return layer_geometry_at(shape, coords, l, num_nodes, dims, sr.transform_first);
+  };
+  // One Â block per layout (the layer's roles, and with two orders its parity) that some layer
+  // uses, shared where the ranges, the matrix and the sharding coincide. The layouts depend on
+  // the layers' orders only, not on the coordinates: every rank lists the same ones.
+  for (int l = 0; l < layers; ++l) {
+    const int which = which_adj(l, two_orders);
+    const auto same = std::find_if(sr.layouts.begin(), sr.layouts.end(), [&](int m) {
+      return roles[static_cast<std::size_t>(m)] == roles[static_cast<std::size_t>(l)] && which_adj(m, two_orders) == which;
+    });
+    if (same != sr.layouts.end()) {
+      sr.adj_of_layer.push_back(sr.adj_of_layer[static_cast<std::size_t>(*same)]);
+      continue;
+    }
+    sr.layouts.push_back(l);
     const LayerGeometry geo = geometry(l);
     AdjBlockRange b;
     b.rows = geo.out_rows;
     b.cols = geo.in_rows;
-    b.which = adj_of_layer(l, two_orders);
+    b.which = which;
     b.part_rows = b.rows;
     b.part_cols = b.cols;
     const int parts = shape.dim(geo.roles.i);
@@ -111,12 +144,14 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
     }
     const auto k = std::find(sr.adj.begin(), sr.adj.end(), b) - sr.adj.begin();
     if (k == static_cast<std::ptrdiff_t>(sr.adj.size())) sr.adj.push_back(b);
-    sr.adj_of_layout[l] = static_cast<int>(k);
+    sr.adj_of_layer.push_back(static_cast<int>(k));
   }
-  // Layer-0 input: H_0 block [in_rows × in_cols], stored split over d along rows and
-  // all-gathered over d in the forward pass.
+  // Layer-0 input: H_0 block [in_rows × in_cols], stored with its rows split over the axis it
+  // is replicated on (d aggregating first, i transforming first) and all-gathered there in the
+  // forward pass.
   const LayerGeometry g0 = geometry(0);
-  sr.feat_rows = sub_range(g0.in_rows, shape.dim(g0.roles.d), coords[static_cast<int>(g0.roles.d)]);
+  const Axis repl = g0.in_repl();
+  sr.feat_rows = sub_range(g0.in_rows, shape.dim(repl), coords[static_cast<int>(repl)]);
   sr.feat_cols = g0.in_cols;
   // Labels and masks: the rows of the last layer's output, in that layer's output order (an
   // even layer multiplies by Â1 = P·Â·P2ᵀ, whose rows are in P order).
@@ -126,9 +161,9 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
 }
 
 ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
-                         bool two_orders, bool shard_adj) {
+                         bool two_orders, bool shard_adj, const std::vector<bool>& transform_first) {
   return shard_ranges_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, num_nodes,
-                         dims, two_orders, shard_adj);
+                         dims, two_orders, shard_adj, transform_first);
 }
 
 std::pair<HostCsr, HostCsr> cut_adj_block(const HostCsr& a, const AdjBlockRange& b) {
@@ -191,8 +226,10 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
                                                       col_ids->data() + b.cols.begin)
                                  : block_self_columns(b.rows, b.cols));
   }
+  s.transform_first = sr.transform_first;
   s.adj_blocks = sr.adj;
-  s.adj_of_layout = sr.adj_of_layout;
+  s.adj_of_layer = sr.adj_of_layer;
+  s.layouts = sr.layouts;
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.features.resize(static_cast<std::size_t>(s.feat_rows.size() * s.feat_cols.size()));
@@ -215,14 +252,14 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
 }  // namespace
 
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
-                       const std::vector<index_t>& dims, bool shard_adj) {
+                       const std::vector<index_t>& dims, bool shard_adj, const std::vector<bool>& transform_first) {
   const WholeData w{{&a_hat, &a_hat}, &g, {&g.labels, &g.labels}, {&g.train_mask, &g.train_mask},
                     {&g.val_mask, &g.val_mask}, {&g.test_mask, &g.test_mask}, {nullptr, nullptr}};
-  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, false, shard_adj), dims);
+  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, false, shard_adj, transform_first), dims);
 }
 
 GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
-                       bool shard_adj) {
+                       bool shard_adj, const std::vector<bool>& transform_first) {
   const GraphData& g = p.graph;
   const bool two = p.two_orders();
   const WholeData w{{&p.a1, two ? &p.a2 : &p.a1},
@@ -232,7 +269,7 @@ GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const st
                     {&g.val_mask, two ? &p.val_p : &g.val_mask},
                     {&g.test_mask, two ? &p.test_p : &g.test_mask},
                     {&p.node_id_p2, two ? &p.node_id_p : &p.node_id_p2}};
-  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, two, shard_adj), dims);
+  return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, two, shard_adj, transform_first), dims);
 }
 
 }  // namespace plexus

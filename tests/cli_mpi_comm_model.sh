@@ -4,8 +4,8 @@
 # per-axis comm_bytes of epochs 1 and 3 of `mpirun plexus train` must equal the prediction
 # of `plexus plan --json` (first and steady epoch) to 1e-9 relative, given the same options:
 # the baseline, every --comm-variant (last layer's i axis of 1 to 4 ranks, uneven splits, one
-# layer to three), --agg-chunks (same bytes) and every --model (gcn, sage, gin; also on a
-# prepared R-MAT file with two node orders, below). With --shard-adj the model splits the Â
+# layer to three), --agg-chunks (same bytes), the layer orders (--layer-order) and every --model
+# (gcn, sage, gin; also on a prepared R-MAT file with two node orders, below). With --shard-adj the model splits the Â
 # gathers over ranks by average, but their sum per axis is exact too. The predicted memory is
 # the measured peak tensor bytes of the largest rank to the byte (within 0.3 % with --shard-adj).
 # Usage: cli_mpi_comm_model.sh PLEXUS_BINARY SOURCE_DIR
@@ -33,16 +33,24 @@ cases=(
   "3x2x1 2 16 0.5" "1x2x3 2 16 0.5" "2x1x3 3 16 0.5" "2x1x3 2 16 0"
   "2x2x2 2 16 0.5" "8x1x1 2 16 0.5" "1x1x8 2 16 0.5" "2x2x2 3 16 0.5"
   "2x2x2 3 16 0.5 --shard-adj" "3x2x1 2 16 0 --shard-adj" "1x1x3 4 16 0.5 --shard-adj"
-  # Comm variants (last layer's roles (o, i, d): (X,Y,Z), (Z,X,Y), (Y,Z,X) for L % 3 = 1, 2, 0).
-  "2x2x2 3 16 0.5 --comm-variant rs-ag"                         # i_L = Z, 2 ranks
-  "2x2x2 3 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 3"
-  "3x2x1 2 16 0.5 --comm-variant rs-ag-reuse"                   # i_L = X, 3 ranks: uneven row slices
-  "1x2x3 2 16 0.5 --comm-variant rs-ag"                         # i_L = X, 1 rank: only the loss split
-  "2x1x3 2 16 0 --comm-variant rs-ag-reuse --agg-chunks 2"      # no dropout; layer 0's d = Z, 3 ranks
-  "1x3x1 1 16 0.5 --comm-variant rs-ag"                         # one layer: i_L = Y, 3 ranks
-  "4x1x1 2 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 4"    # i_L = X, 4 ranks; every d axis 1 rank
-  "1x1x4 3 16 0.5 --comm-variant rs-ag --shard-adj"             # i_L = Z, 4 ranks, Â gathered there too
-  "1x2x2 3 16 0.5 --agg-chunks 5"
+  # (The cases above use --layer-order auto: on Cora's widths 1433 -> 16 (-> 16) -> 7 the
+  # narrowing layers transform first, a 16 -> 16 layer aggregates first.)
+  # Comm variants aggregating first (last layer's roles (o, i, d): (X,Y,Z), (Z,X,Y), (Y,Z,X) for
+  # L % 3 = 1, 2, 0).
+  "2x2x2 3 16 0.5 --layer-order aggregate-first --comm-variant rs-ag"                      # i_L = Z, 2 ranks
+  "2x2x2 3 16 0.5 --layer-order aggregate-first --comm-variant rs-ag-reuse --agg-chunks 3"
+  "3x2x1 2 16 0.5 --layer-order aggregate-first --comm-variant rs-ag-reuse"  # i_L = X, 3 ranks: uneven row slices
+  "1x2x3 2 16 0.5 --layer-order aggregate-first --comm-variant rs-ag"        # i_L = X, 1 rank: only the loss split
+  "2x1x3 2 16 0 --layer-order aggregate-first --comm-variant rs-ag-reuse --agg-chunks 2"  # no dropout; layer 0's d = Z
+  "1x3x1 1 16 0.5 --layer-order aggregate-first --comm-variant rs-ag"        # one layer: i_L = Y, 3 ranks
+  "4x1x1 2 16 0.5 --layer-order aggregate-first --comm-variant rs-ag-reuse --agg-chunks 4"  # i_L = X; d axes 1 rank
+  "1x1x4 3 16 0.5 --layer-order aggregate-first --comm-variant rs-ag --shard-adj"  # i_L = Z, Â gathered there too
+  "1x2x2 3 16 0.5 --layer-order aggregate-first --agg-chunks 5"
+  # Comm variants with transform-first last layers (the output replicated over o_L: split there).
+  "2x2x2 3 16 0.5 --comm-variant rs-ag"                          # auto: T, A, T; o_L = X, 2 ranks
+  "3x2x1 2 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 3"     # auto: T, T; o_L = Z, 1 rank
+  "1x3x2 2 16 0.5 --layer-order transform-first --comm-variant rs-ag --shard-adj"  # o_L = Z, 2 ranks
+  "1x1x3 3 16 0 --layer-order transform-first --agg-chunks 2"    # no dropout: nothing cached
   # Every GNN kind (docs/gnn-models.md): SAGE's two aggregations and normalisation, GIN's MLP
   # relayout and trained ε, on uneven grids, sharded and chunked.
   "2x2x2 3 16 0.5 --model sage"

@@ -3,7 +3,10 @@
 # P ∈ {2, 3, 4, 6, 8}, 20 epochs give per-epoch losses within 1e-5 relative of the 1x1x1 run
 # and the same final accuracies — on Cora (N=2708, F=1433, C=7: uneven for most grids) with
 # 2 layers, and on a synthetic graph whose N, F and C divide by no grid (N=1001, F=37, C=5)
-# with 3 layers; 4 layers on some grids. So every role rotation (layer % 3) runs.
+# with 3 layers; 4 layers on some grids. With --layer-order auto (the default) the narrowing
+# layers transform first (Cora: T, T; the synthetic graph: T, A, T and T, A, A, T), so both
+# orders and mixed role layouts run; every Cora grid is also compared with the one-rank run
+# that aggregates first (the same math, another order of the sums).
 # Usage: cli_mpi_grids.sh PLEXUS_BINARY SOURCE_DIR
 set -u
 plexus=$1 src=$2
@@ -70,11 +73,14 @@ cora=(--data "$src/data/cora.h5" --epochs 20 --layers 2)
 odd3=(--data "$work/odd.h5" --epochs 20 --layers 3 --hidden 13)
 odd4=(--data "$work/odd.h5" --epochs 20 --layers 4 --hidden 11)
 run cora-1x1x1 1x1x1 "${cora[@]}"
+run cora-af-1x1x1 1x1x1 "${cora[@]}" --layer-order aggregate-first
+compare "cora 1x1x1 auto vs aggregate-first" "$work/cora-af-1x1x1.jsonl" "$work/cora-1x1x1.jsonl"
 run odd3-1x1x1 1x1x1 "${odd3[@]}"
 run odd4-1x1x1 1x1x1 "${odd4[@]}"
 for p in 2 3 4 6 8; do
   for g in $(grids $p); do
-    run "cora-$g" "$g" "${cora[@]}" && compare "cora $g" "$work/cora-1x1x1.jsonl" "$work/cora-$g.jsonl"
+    run "cora-$g" "$g" "${cora[@]}" && compare "cora $g" "$work/cora-1x1x1.jsonl" "$work/cora-$g.jsonl" &&
+      compare "cora $g vs aggregate-first" "$work/cora-af-1x1x1.jsonl" "$work/cora-$g.jsonl"
     run "odd3-$g" "$g" "${odd3[@]}" && compare "odd 3 layers $g" "$work/odd3-1x1x1.jsonl" "$work/odd3-$g.jsonl"
   done
 done

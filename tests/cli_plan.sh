@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `plexus plan` on one process (docs/plan.md): numeric options typed and range-checked (exit 2,
 # one line naming the option), the graph as positional argument or --data, the options of
-# `train` that change bytes (--comm-variant, --agg-chunks) echoed and applied, --memory-per-rank
+# `train` that change bytes (--comm-variant, --agg-chunks, --layer-order) echoed and applied, --memory-per-rank
 # keeping exactly the grids that fit, and every table column and JSON field documented (the
 # --help footer and docs/plan.md). Bytes against measurement: cli_mpi_comm_model.sh.
 # Usage: cli_plan.sh PLEXUS_BINARY SOURCE_DIR
@@ -26,6 +26,7 @@ expect_error bandwidth "--bandwidth" plan --ranks 4 --bandwidth 1,x
 expect_error variant "--comm-variant" plan --ranks 4 --comm-variant rs
 expect_error chunks-zero "--agg-chunks: must be between 1 and 4096" plan --ranks 4 --agg-chunks 0
 expect_error chunks-text "--agg-chunks" plan --ranks 4 --agg-chunks two
+expect_error layer-order "--layer-order" plan --ranks 4 --layer-order sideways
 expect_error budget "--memory-per-rank" plan --ranks 4 --memory-per-rank 12Q
 expect_error data-missing "nope.h5" plan "$work/nope.h5" --ranks 2
 expect_error model-unknown "--model: 'gat' is not one of gcn, sage, gin" plan --ranks 4 --model gat
@@ -49,6 +50,9 @@ for v in baseline rs-ag rs-ag-reuse; do
   run "$v-4" --ranks 8 --layers 3 --comm-variant "$v" --agg-chunks 4 --json
 done
 run table --ranks 8 --layers 3 --comm-variant rs-ag --agg-chunks 4 --memory-per-rank 2G
+for o in auto aggregate-first transform-first; do
+  run "order-$o" --ranks 4 --layers 3 --layer-order "$o" --json
+done
 "$plexus" plan --help >"$work/help" 2>&1 || fail "plan --help"
 # The budget: the median predicted memory of the 8-rank grids, in bytes.
 budget=$($py -c 'import json,sys; m=sorted(g["memory_bytes_per_rank"] for g in json.load(open(sys.argv[1]))["grids"]); print(int(m[len(m)//2]))' "$work/baseline-1")
@@ -71,12 +75,35 @@ for v in ("baseline", "rs-ag", "rs-ag-reuse"):
     if (one["model"]["comm_variant"], one["model"]["agg_chunks"], four["model"]["agg_chunks"]) != (v, 1, 4):
         bad.append(f"{v}: model says {one['model']['comm_variant']}, chunks {one['model']['agg_chunks']}/{four['model']['agg_chunks']}")
     by_grid = {g["grid"]: g for g in one["grids"]}
+    # The axes some SpMM sums over, from the layers' orders (layer_roles): each layer's o, and its
+    # d where it has a backward SpMM (every layer but an aggregate-first layer 0). Chunks add
+    # ring steps on a grid where one of them has more than one rank.
+    tf = [o == "transform-first" for o in four["layer_orders"]]
+    roles = [("x", "y", "z")]
+    for l in range(1, len(tf)):
+        o, i, d = roles[-1]
+        rows, feat, repl = (d, i, o) if tf[l - 1] else (d, o, i)
+        roles.append((rows, repl, feat) if tf[l] else (rows, feat, repl))
+    summed = {r[0] for r in roles} | {r[2] for l, r in enumerate(roles) if l > 0 or tf[l]}
     for g in four["grids"]:
         h = by_grid[g["grid"]]
         if g["bytes_steady"] != h["bytes_steady"] or g["bytes_first"] != h["bytes_first"]:
             bad.append(f"{v} {g['grid']}: --agg-chunks 4 changed the bytes")
-        if not g["latency_steps_per_rank"] > h["latency_steps_per_rank"]:
+        size = dict(zip("xyz", map(int, g["grid"].split("x"))))
+        if any(size[a] > 1 for a in summed) and not g["latency_steps_per_rank"] > h["latency_steps_per_rank"]:
             bad.append(f"{v} {g['grid']}: --agg-chunks 4 did not add ring steps")
+# The layers' orders: echoed, and each layer's listed (Cora 1433 -> 16 -> 16 -> 7: auto
+# transforms first where the layer narrows); another order is another plan.
+orders = {o: load(f"order-{o}") for o in ("auto", "aggregate-first", "transform-first")}
+T, A = "transform-first", "aggregate-first"
+for o, want in (("auto", [T, A, T]), ("aggregate-first", [A, A, A]), ("transform-first", [T, T, T])):
+    if orders[o]["model"]["layer_order"] != o or orders[o]["layer_orders"] != want:
+        bad.append(f"--layer-order {o}: {orders[o]['model']['layer_order']}, {orders[o]['layer_orders']}")
+if orders["auto"]["grids"] == orders["aggregate-first"]["grids"]:
+    bad.append("--layer-order auto and aggregate-first predict the same")
+if not any(l.startswith("layer order auto: 1433->16 transform-first, 16->16 aggregate-first, 16->7 transform-first")
+           for l in open(f"{work}/table").read().splitlines()[:5]):
+    bad.append("the text does not list each layer's order")
 base = {g["grid"]: g["bytes_steady"]["total"] for g in load("baseline-1")["grids"]}
 if all(g["bytes_steady"]["total"] == base[g["grid"]] for g in load("rs-ag-1")["grids"]):
     bad.append("rs-ag predicts the baseline's bytes on every grid")

@@ -196,29 +196,36 @@ void expect_metrics(const EvalMetrics& m, const Reference& ref, const std::strin
   expect_rel(m.val_loss, ref.val_loss, what + " val_loss");
 }
 
-// DistLoss for the last layer of a `layers`-layer GCN of `g` on `grid`, built as GcnTrainer
-// builds it (shards by build_shards, the logits' geometry from the model: its loss_geometry,
-// whose rows are split over the last layer's i axis with rs-ag, and that axis as `row_split`),
-// on this rank's block of the hand-set logits: evaluate() and train_loss_and_grad() against
-// `ref`. Returns the first evaluate(). Collective over `grid`.
+// DistLoss for the last layer of a `layers`-layer GCN of `g` on `grid`, every layer in `order`,
+// built as GcnTrainer builds it (shards by build_shards, the logits' geometry from the model: its
+// loss_geometry, whose rows are split over the last layer's out_repl axis with rs-ag — i
+// aggregating first, o transforming first — and that axis as `row_split`), on this rank's block
+// of the hand-set logits: evaluate() and train_loss_and_grad() against `ref`. Returns the first
+// evaluate(). Collective over `grid`.
 EvalMetrics check_on(ProcessGrid& grid, const GraphData& g, const Reference& ref, int layers, CommVariant variant,
-                     const std::string& where) {
-  const std::string what = where + " layers " + std::to_string(layers) + " " + comm_variant_name(variant);
+                     LayerOrder order, const std::string& where) {
+  const std::string what = where + " layers " + std::to_string(layers) + " " + comm_variant_name(variant) + " " +
+                           layer_order_name(order);
   const bool split_rows = variant != CommVariant::Baseline;
   auto be = make_cpu_backend(1);
   const std::vector<index_t> dims = gcn_dims(g.num_features, layers, kHidden, g.num_classes);
-  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), grid, dims);
+  const std::vector<bool> tf = transform_first_layers(order, dims);
+  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), grid, dims, false, tf);
   EXPECT_TRUE(shards.label_ids.empty()) << what << ": the label rows are the nodes in input order";
   GcnModel model(*be, grid, shards, GcnConfig{.dropout = 0.0f, .seed = 1, .scatter_logits = split_rows});
   const LayerGeometry out = model.loss_geometry();
-  const Axis split_axis = out.roles.i;
+  const Axis split_axis = out.out_repl();
   DistLoss loss(*be, grid, out, shards, split_rows ? &split_axis : nullptr);
 
   // The test covers what it claims: the last layer's block (layer L-1's roles), its rows
-  // further split over i with rs-ag.
-  const LayerGeometry last = layer_geometry(grid, layers - 1, g.num_nodes, dims[dims.size() - 2], dims.back());
-  const Range rows = split_rows ? sub_range(last.out_rows, grid.dim(last.roles.i), grid.coord(last.roles.i))
-                                : last.out_rows;
+  // further split over i (o transforming first) with rs-ag, its classes over o (i).
+  const LayerGeometry last = layer_geometry(grid, layers - 1, g.num_nodes, dims, tf);
+  const bool last_tf = order == LayerOrder::TransformFirst;
+  EXPECT_EQ(last.transform_first, last_tf) << what;
+  const Axis repl = last_tf ? last.roles.o : last.roles.i;
+  EXPECT_EQ(last.out_repl(), repl) << what;
+  EXPECT_EQ(last.out_feat(), last_tf ? last.roles.i : last.roles.o) << what;
+  const Range rows = split_rows ? sub_range(last.out_rows, grid.dim(repl), grid.coord(repl)) : last.out_rows;
   EXPECT_EQ(out.layer, layers - 1) << what;
   EXPECT_EQ(out.out_rows.begin, rows.begin) << what;
   EXPECT_EQ(out.out_rows.end, rows.end) << what;
@@ -259,22 +266,26 @@ EvalMetrics check_on(ProcessGrid& grid, const GraphData& g, const Reference& ref
 // Every configuration: one rank by itself, then every grid shape of the world. Also against
 // the accuracies stated by hand (train, val, test), literally.
 void check_everywhere(const GraphData& g, const Reference& ref, const std::array<double, 3>& stated) {
-  const auto one = [&](ProcessGrid& grid, int layers, CommVariant v, const std::string& where) {
-    const EvalMetrics m = check_on(grid, g, ref, layers, v, where);
-    const std::string what = where + " layers " + std::to_string(layers) + " " + comm_variant_name(v);
+  const auto one = [&](ProcessGrid& grid, int layers, CommVariant v, LayerOrder order, const std::string& where) {
+    const EvalMetrics m = check_on(grid, g, ref, layers, v, order, where);
+    const std::string what =
+        where + " layers " + std::to_string(layers) + " " + comm_variant_name(v) + " " + layer_order_name(order);
     expect_same(m.train_acc, stated[0], what + " train_acc");
     expect_same(m.val_acc, stated[1], what + " val_acc");
     expect_same(m.test_acc, stated[2], what + " test_acc");
   };
+  constexpr LayerOrder kOrders[] = {LayerOrder::AggregateFirst, LayerOrder::TransformFirst};
   for (int layers : {1, 2, 3})
-    for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) {
-      auto single = ProcessGrid::single();
-      one(*single, layers, v, "1x1x1 (single)");
-    }
+    for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg})
+      for (LayerOrder order : kOrders) {
+        auto single = ProcessGrid::single();
+        one(*single, layers, v, order, "1x1x1 (single)");
+      }
   for (const GridShape& shape : all_grids(world_size())) {
     auto grid = ProcessGrid::from_mpi(shape);
     for (int layers : {1, 2, 3})
-      for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) one(*grid, layers, v, shape.str());
+      for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg})
+        for (LayerOrder order : kOrders) one(*grid, layers, v, order, shape.str());
   }
 }
 

@@ -18,8 +18,10 @@ using namespace plexus;
 namespace {
 
 ProblemSize problem(index_t n, std::vector<index_t> dims, bool dropout = true,
-                    CommVariant variant = CommVariant::Baseline, int agg_chunks = 1) {
+                    CommVariant variant = CommVariant::Baseline, int agg_chunks = 1,
+                    LayerOrder order = LayerOrder::Auto) {
   ProblemSize p;
+  p.layer_order = order;
   p.num_nodes = n;
   p.nnz = 10 * n;
   p.dims = std::move(dims);
@@ -30,6 +32,7 @@ ProblemSize problem(index_t n, std::vector<index_t> dims, bool dropout = true,
 }
 
 constexpr CommVariant kVariants[] = {CommVariant::Baseline, CommVariant::RsAg, CommVariant::RsAgReuse};
+constexpr LayerOrder kOrders[] = {LayerOrder::Auto, LayerOrder::AggregateFirst, LayerOrder::TransformFirst};
 
 // Cora's sizes with `layers` layers of width 16: nothing divides evenly.
 std::vector<index_t> cora_dims(int layers) {
@@ -39,8 +42,10 @@ std::vector<index_t> cora_dims(int layers) {
   return dims;
 }
 
-// The (o, i, d) roles of layer l (ProcessGrid::roles_for_layer): X,Y,Z rotated.
-Axis role_i(int layer) { return roles_for_layer(layer).i; }
+// The geometry of layer l of p (its roles and order: layer_roles) at rank 0.
+LayerGeometry geometry(const ProblemSize& p, int layer) {
+  return layer_geometry_at(GridShape{}, {0, 0, 0}, layer, p.num_nodes, p.dims, p.transform_first());
+}
 
 std::array<int, 4> summed_calls(const std::vector<RankCost>& ranks) {
   std::array<int, 4> sum{};
@@ -119,6 +124,7 @@ TEST(CommModel, TinyMemoryCountedByHand) {
   p.nnz = 6;
   p.dims = {3, 2};
   p.dropout = true;
+  p.layer_order = LayerOrder::AggregateFirst;
   const std::vector<RankCost> ranks = predict_ranks(p, GridShape{1, 1, 1}, false);
   ASSERT_EQ(ranks.size(), 1u);
   EXPECT_DOUBLE_EQ(ranks[0].memory_bytes, 812.0);
@@ -129,30 +135,84 @@ TEST(CommModel, TinyMemoryCountedByHand) {
   EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 1100.0);
 }
 
+// The same one layer transforming first (F = 3 -> C = 2; what Auto picks for it):
+//   Â and Âᵀ, features, W and b, dropout copy of the input: as above        240 + 48 + 128 + 64
+//   Y = H·W 4x2 and OUT 4x2 (no AGG, nothing cached)                                       64
+//   per logits row 116, correct counts 24, scratch gradient and dlogits 64                204
+//   the backward's dY 4x2 while dlogits is alive                                           32
+// => 780. Two layers (3 -> 2 -> 2: layer 1 aggregates first, a tie): layer 1 adds W and b
+// 96, its dropout copy 64, AGG 32 and OUT 32; its backward holds dAGG and dH (4x2 each) = 64
+// while dlogits is alive; layer 0's backward later holds dH and its dY (64) once dlogits (32)
+// is freed, less than that peak: 780 - 32 + 224 + 64 = 1036.
+TEST(CommModel, TinyTransformFirstMemoryCountedByHand) {
+  ProblemSize p;
+  p.num_nodes = 4;
+  p.nnz = 6;
+  p.dims = {3, 2};
+  p.dropout = true;
+  ASSERT_EQ(p.transform_first(), std::vector<bool>{true});
+  EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 780.0);
+  p.dims = {3, 2, 2};
+  ASSERT_EQ(p.transform_first(), (std::vector<bool>{true, false}));
+  EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 1036.0);
+}
+
 // Sizes that divide by every grid: the closed form is exact.
 TEST(CommModel, ClosedFormMatchesExactWhenDivisible) {
   for (int layers : {1, 2, 3, 4}) {
     std::vector<index_t> dims{240};
     for (int l = 0; l + 1 < layers; ++l) dims.push_back(24);
     dims.push_back(48);
-    const ProblemSize p = problem(960, dims);
-    for (int P : {2, 4, 6, 8})
-      for (GridShape g : all_grids(P))
-        for (bool first : {true, false})
-          expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
-                          g.str() + " L=" + std::to_string(layers));
+    for (LayerOrder order : kOrders) {
+      const ProblemSize p = problem(960, dims, true, CommVariant::Baseline, 1, order);
+      for (int P : {2, 4, 6, 8})
+        for (GridShape g : all_grids(P))
+          for (bool first : {true, false})
+            expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
+                            g.str() + " L=" + std::to_string(layers) + " " + layer_order_name(order));
+    }
   }
 }
 
 // The first epoch differs from the steady ones only by layer 0's clean aggregation:
-// one all-reduce over X of [N/G_z x F/G_y], 8 (G_x - 1) N F bytes over all ranks.
+// one all-reduce over X of [N/G_z x F/G_y], 8 (G_x - 1) N F bytes over all ranks. A layer 0
+// that transforms first caches nothing (H·W changes every step): every epoch is the same.
 TEST(CommModel, FirstEpochAddsLayerZeroAggregation) {
-  const ProblemSize p = problem(2708, {1433, 16, 7});
+  const ProblemSize p = problem(2708, {1433, 16, 7}, true, CommVariant::Baseline, 1, LayerOrder::AggregateFirst);
+  const ProblemSize t = problem(2708, {1433, 16, 7});  // Auto: both layers transform first
+  ASSERT_EQ(t.transform_first(), (std::vector<bool>{true, true}));
   for (GridShape g : all_grids(6)) {
     const AxisBytes f = predict_epoch(p, g, true), s = predict_epoch(p, g, false);
     EXPECT_NEAR(f.bytes[0] - s.bytes[0], 8.0 * (g.x - 1) * 2708 * 1433, 1e-6) << g.str();
     EXPECT_EQ(f.bytes[1], s.bytes[1]);
     EXPECT_EQ(f.bytes[2], s.bytes[2]);
+    const AxisBytes tf = predict_epoch(t, g, true), ts = predict_epoch(t, g, false);
+    for (int a = 0; a < 3; ++a) EXPECT_EQ(tf.bytes[a], ts.bytes[a]) << g.str() << " axis " << a;
+  }
+}
+
+// On Cora's widths (1433 -> 16 -> 7) layer 0's aggregation all-reduce over X is 16 columns
+// wide transforming first instead of 1433. The features' all-gather moves from Z (layer 0's d,
+// aggregating first) to Y (its i, transforming first), so the totals compare grid by grid; with
+// the features gathered once per run (rs-ag-reuse), a steady epoch transforming first moves
+// fewer bytes on every grid whose X has more than one rank.
+TEST(CommModel, TransformFirstNarrowsTheAggregation) {
+  for (GridShape g : all_grids(8)) {
+    const auto bytes = [&](CommVariant v, LayerOrder o) {
+      return predict_epoch(problem(2708, {1433, 16, 7}, true, v, 1, o), g, false);
+    };
+    const AxisBytes a = bytes(CommVariant::RsAgReuse, LayerOrder::AggregateFirst);
+    const AxisBytes t = bytes(CommVariant::RsAgReuse, LayerOrder::Auto);
+    if (g.x > 1) {
+      EXPECT_LT(t.total(), a.total()) << g.str();
+    }
+    // The baseline's feature gathers, 2 per epoch, 4 (G - 1) N F over all ranks each.
+    const double gathers_a = 2 * 4.0 * (g.z - 1) * 2708 * 1433, gathers_t = 2 * 4.0 * (g.y - 1) * 2708 * 1433;
+    const AxisBytes ba = bytes(CommVariant::Baseline, LayerOrder::AggregateFirst);
+    const AxisBytes bt = bytes(CommVariant::Baseline, LayerOrder::Auto);
+    if (g.x > 1) {
+      EXPECT_LT(bt.total() - gathers_t, ba.total() - gathers_a) << g.str();
+    }
   }
 }
 
@@ -164,18 +224,29 @@ TEST(CommModel, FirstEpochAddsLayerZeroAggregation) {
 TEST(CommModel, ClosedFormExactForUnevenSizes) {
   for (int layers : {1, 2, 3}) {
     for (CommVariant v : kVariants) {
-      ProblemSize p = problem(2708, cora_dims(layers), true, v);
-      for (bool shard : {false, true}) {
-        p.shard_adj = shard;
-        for (int P : {2, 3, 5, 6, 7, 8})
-          for (GridShape g : all_grids(P))
-            for (bool first : {true, false})
-              expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
-                              g.str() + " L=" + std::to_string(layers) + " " + comm_variant_name(v) +
-                                  (shard ? " sharded" : ""));
+      for (LayerOrder order : kOrders) {
+        ProblemSize p = problem(2708, cora_dims(layers), true, v, 1, order);
+        for (bool shard : {false, true}) {
+          p.shard_adj = shard;
+          for (int P : {2, 3, 5, 6, 7, 8})
+            for (GridShape g : all_grids(P))
+              for (bool first : {true, false})
+                expect_bytes_eq(predict_epoch(p, g, first), predict_epoch_closed_form(p, g, first),
+                                g.str() + " L=" + std::to_string(layers) + " " + comm_variant_name(v) + " " +
+                                    layer_order_name(order) + (shard ? " sharded" : ""));
+        }
       }
     }
   }
+  // A mixed order (widths that grow, then narrow): aggregate, aggregate, transform first.
+  ProblemSize p = problem(2708, {50, 60, 60, 7});
+  ASSERT_EQ(p.transform_first(), (std::vector<bool>{false, false, true}));
+  for (CommVariant v : kVariants)
+    for (GridShape g : all_grids(6)) {
+      p.comm_variant = v;
+      expect_bytes_eq(predict_epoch(p, g, false), predict_epoch_closed_form(p, g, false),
+                      g.str() + " mixed " + comm_variant_name(v));
+    }
 }
 
 // rs-ag by hand: one layer (F = C = 2), N = 4 on 1x2x1, so only Y (the layer's i axis)
@@ -211,19 +282,21 @@ TEST(CommModel, RsAgReuseCountedByHand) {
   EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, true), 2 * 96.0);
 }
 
-// On a graph of Cora's size rs-ag saves bytes exactly when the last layer's i axis has more
-// than one rank (its output rows are then split there); otherwise it moves what the baseline
-// moves, axis by axis, and holds the same memory.
+// On a graph of Cora's size rs-ag saves bytes exactly when the axis the last layer's output is
+// replicated on (i aggregating first, o transforming first) has more than one rank (its output
+// rows are then split there); otherwise it moves what the baseline moves, axis by axis, and
+// holds the same memory.
 TEST(CommModel, RsAgSavesBytesIffLastLayerIAxisIsSplit) {
+  for (LayerOrder order : kOrders)
   for (int layers : {1, 2, 3})
     for (int P : {4, 6, 8})
       for (GridShape g : all_grids(P))
         for (bool first : {true, false}) {
-          const std::string what = g.str() + " L=" + std::to_string(layers);
-          const ProblemSize base = problem(2708, cora_dims(layers));
-          const ProblemSize rs_ag = problem(2708, cora_dims(layers), true, CommVariant::RsAg);
+          const std::string what = g.str() + " L=" + std::to_string(layers) + " " + layer_order_name(order);
+          const ProblemSize base = problem(2708, cora_dims(layers), true, CommVariant::Baseline, 1, order);
+          const ProblemSize rs_ag = problem(2708, cora_dims(layers), true, CommVariant::RsAg, 1, order);
           const AxisBytes b = predict_epoch(base, g, first), r = predict_epoch(rs_ag, g, first);
-          if (g.dim(role_i(layers - 1)) > 1) {
+          if (g.dim(geometry(base, layers - 1).out_repl()) > 1) {
             EXPECT_LT(r.total(), b.total()) << what;
           } else {
             expect_bytes_eq(r, b, what);
@@ -233,22 +306,26 @@ TEST(CommModel, RsAgSavesBytesIffLastLayerIAxisIsSplit) {
         }
 }
 
-// rs-ag-reuse differs from rs-ag only on each layer's d axis: per epoch it skips, summed over
-// ranks, 4 (G_d - 1) N F per feature gather and 4 (G_d - 1) D_l D_{l+1} per W gather, 2 of
-// each in a steady epoch and 1 of each in the first. Memory is the same (the gathered
-// buffers exist anyway).
+// rs-ag-reuse differs from rs-ag only on the axes the gathers run over: per epoch it skips,
+// summed over ranks, 4 (G - 1) N F per feature gather (over layer 0's in_repl axis: d
+// aggregating first, i transforming first) and 4 (G - 1) D_l D_{l+1} per W gather (over the
+// Linear3D's row axis: d aggregating first, o transforming first), 2 of each in a steady epoch
+// and 1 of each in the first. Memory is the same (the gathered buffers exist anyway).
 TEST(CommModel, RsAgReuseSkipsRepeatedGathers) {
   const std::vector<index_t> dims = cora_dims(3);
+  for (LayerOrder order : kOrders)
   for (GridShape g : all_grids(8))
     for (bool first : {true, false}) {
-      const ProblemSize rs_ag = problem(2708, dims, true, CommVariant::RsAg);
-      const ProblemSize reuse = problem(2708, dims, true, CommVariant::RsAgReuse);
+      const ProblemSize rs_ag = problem(2708, dims, true, CommVariant::RsAg, 1, order);
+      const ProblemSize reuse = problem(2708, dims, true, CommVariant::RsAgReuse, 1, order);
       const double skipped = first ? 1 : 2;
       std::array<double, 3> want{};
-      want[static_cast<int>(roles_for_layer(0).d)] += skipped * 4.0 * (g.dim(roles_for_layer(0).d) - 1) * 2708 * dims[0];
+      const Axis f = geometry(rs_ag, 0).in_repl();
+      want[static_cast<int>(f)] += skipped * 4.0 * (g.dim(f) - 1) * 2708 * dims[0];
       for (int l = 0; l < 3; ++l) {
-        const Axis d = roles_for_layer(l).d;
-        want[static_cast<int>(d)] += skipped * 4.0 * (g.dim(d) - 1) * static_cast<double>(dims[l] * dims[l + 1]);
+        const LayerGeometry ge = geometry(rs_ag, l);
+        const Axis w = ge.transform_first ? ge.roles.o : ge.roles.d;
+        want[static_cast<int>(w)] += skipped * 4.0 * (g.dim(w) - 1) * static_cast<double>(dims[l] * dims[l + 1]);
       }
       const AxisBytes a = predict_epoch(rs_ag, g, first), b = predict_epoch(reuse, g, first);
       for (int k = 0; k < 3; ++k) EXPECT_NEAR(a.bytes[k] - b.bytes[k], want[k], 1e-6) << g.str() << " axis " << k;
@@ -264,12 +341,22 @@ TEST(CommModel, AggChunksMultiplyAggregationCallsNotBytes) {
   EXPECT_EQ(predict_ranks(problem(4, {2, 2}), GridShape{2, 1, 1}, false)[0].calls[0], 24);
   EXPECT_EQ(predict_ranks(problem(4, {2, 2}, true, CommVariant::Baseline, 4), GridShape{2, 1, 1}, false)[0].calls[0], 30);
   MachineModel m;
+  for (LayerOrder order : kOrders)
   for (CommVariant v : kVariants)
     for (GridShape g : all_grids(8))
       for (bool first : {true, false}) {
-        const ProblemSize one = problem(2708, cora_dims(3), true, v);
-        const ProblemSize two = problem(2708, cora_dims(3), true, v, 2);
-        const ProblemSize five = problem(2708, cora_dims(3), true, v, 5);
+        const ProblemSize one = problem(2708, cora_dims(3), true, v, 1, order);
+        const ProblemSize two = problem(2708, cora_dims(3), true, v, 2, order);
+        const ProblemSize five = problem(2708, cora_dims(3), true, v, 5, order);
+        // The axes some SpMM sums over: each layer's o (forward; dropout is on, so layer 0's
+        // aggregation is not all cached) and its d (the backward SpMM: every layer but an
+        // aggregate-first layer 0).
+        std::array<bool, 3> summed{};
+        for (int l = 0; l < 3; ++l) {
+          const LayerGeometry ge = geometry(one, l);
+          summed[static_cast<int>(ge.roles.o)] = true;
+          if (l > 0 || ge.transform_first) summed[static_cast<int>(ge.roles.d)] = true;
+        }
         expect_bytes_eq(predict_epoch(five, g, first), predict_epoch(one, g, first), g.str());
         // Linear in K: calls(K) = calls(1) + (K - 1)·(the aggregation all-reduces' steps).
         const std::array<int, 4> c1 = summed_calls(predict_ranks(one, g, first));
@@ -277,10 +364,14 @@ TEST(CommModel, AggChunksMultiplyAggregationCallsNotBytes) {
         const std::array<int, 4> c5 = summed_calls(predict_ranks(five, g, first));
         for (int a = 0; a < 3; ++a) {
           EXPECT_EQ(c5[a] - c1[a], 4 * (c2[a] - c1[a])) << g.str() << " axis " << a;
-          // Some layer aggregates over each axis of more than one rank (3 layers: every axis is o once).
-          EXPECT_EQ(c2[a] > c1[a], g.dim(static_cast<Axis>(a)) > 1) << g.str() << " axis " << a;
+          // Chunks add steps on exactly the axes of more than one rank that some SpMM sums over
+          // (aggregating first, 3 layers make every axis o once; Auto's T, A, T leaves Y out).
+          EXPECT_EQ(c2[a] > c1[a], summed[a] && g.dim(static_cast<Axis>(a)) > 1)
+              << g.str() << " axis " << a << " " << layer_order_name(order);
         }
-        if (!first) {
+        bool some_summed = false;
+        for (int a = 0; a < 3; ++a) some_summed = some_summed || (summed[a] && g.dim(static_cast<Axis>(a)) > 1);
+        if (!first && some_summed) {
           const GridPlan p1 = plan_grid(one, g, m), p5 = plan_grid(five, g, m);
           EXPECT_GT(p5.latency_steps, p1.latency_steps) << g.str();
           EXPECT_GT(p5.comm_seconds, p1.comm_seconds) << g.str();

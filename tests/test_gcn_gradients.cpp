@@ -1,9 +1,12 @@
 // The hand-written backward pass against central finite differences, for every parameter of
-// a 3-layer GNN of every kind (GCN, SAGE, GIN; all three role rotations run) on a *directed*
-// graph: Â is not symmetric there, so using Â where Âᵀ belongs, or a wrong sign, fails this test.
+// a 3-layer GNN of every kind (GCN in both layer orders, SAGE, GIN; all three role rotations
+// run) on a *directed* graph: Â is not symmetric there, so using Â where Âᵀ belongs, or a wrong
+// sign, fails this test.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "models/gcn.hpp"
 #include "plexus/graph.hpp"
@@ -46,9 +49,9 @@ struct Harness {
   GcnShards shards;
   std::unique_ptr<GcnModel> model;
   std::unique_ptr<DistLoss> loss;
-  explicit Harness(const GcnConfig& cfg) {
+  explicit Harness(const GcnConfig& cfg, const std::vector<bool>& transform_first = {}) {
     const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
-    shards = build_shards(g, a_hat, *grid, {5, 4, 6, 3});
+    shards = build_shards(g, a_hat, *grid, {5, 4, 6, 3}, false, transform_first);
     model = std::make_unique<GcnModel>(*be, *grid, shards, cfg);
     loss = std::make_unique<DistLoss>(*be, *grid, model->output_geometry(), shards);
   }
@@ -61,8 +64,11 @@ GcnConfig kind_config(float dropout, GnnKind kind) {
   return c;
 }
 
-void check_gradients(const GcnConfig& cfg, float eps = 1e-3f) {
-  Harness h(cfg);
+void check_gradients(const GcnConfig& cfg, float eps = 1e-3f, const std::vector<bool>& transform_first = {}) {
+  Harness h(cfg, transform_first);
+  for (int l = 0; l < h.model->num_layers(); ++l)
+    EXPECT_EQ(h.model->geometry_of_layer(l).transform_first,
+              l < static_cast<int>(transform_first.size()) && transform_first[static_cast<std::size_t>(l)]);
   // Biases start at zero, so a row whose aggregated input is all zero sits exactly on a
   // ReLU kink, where central differences measure half a one-sided slope. Move every bias
   // off zero first.
@@ -117,6 +123,18 @@ TEST(GcnGradients, MatchFiniteDifferencesWithoutDropout) { check_gradients(kind_
 // Dropout masks are a pure function of (seed, epoch, layer, row, col), so the loss is a
 // deterministic function of the weights and finite differences still apply.
 TEST(GcnGradients, MatchFiniteDifferencesWithDropout) { check_gradients(kind_config(0.3f, GnnKind::Gcn)); }
+
+// Transform-first layers (Â·(H·W) + b, PyG's GCNConv), every layer and mixed with aggregate-first
+// ones (5 -> 4 -> 6 -> 3: Auto's transform, aggregate, transform first, and the reverse).
+TEST(GcnGradients, TransformFirstLayersMatchFiniteDifferences) {
+  for (const std::vector<bool>& tf : {std::vector<bool>{true, true, true}, std::vector<bool>{true, false, true},
+                                      std::vector<bool>{false, true, false}})
+    for (const float dropout : {0.0f, 0.3f}) {
+      SCOPED_TRACE(std::string(tf[0] ? "T" : "A") + (tf[1] ? "T" : "A") + (tf[2] ? "T" : "A") + " dropout " +
+                   std::to_string(dropout));
+      check_gradients(kind_config(dropout, GnnKind::Gcn), 1e-3f, tf);
+    }
+}
 
 TEST(SageGradients, MeanAndSumMatchFiniteDifferences) {
   for (const SageAggregator a : {SageAggregator::Mean, SageAggregator::Sum}) {

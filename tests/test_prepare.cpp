@@ -325,10 +325,15 @@ TEST(Prepare, PreparedFileLoadsTheSameShards) {
     EXPECT_EQ(v1.indices, p.graph.indices);
     EXPECT_EQ(v1.features, p.graph.features);
     auto grid = ProcessGrid::single();
-    for (int layers = 1; layers <= 4; ++layers) {
+    for (int layers = 1; layers <= 4; ++layers)
+    for (LayerOrder order : {LayerOrder::AggregateFirst, LayerOrder::TransformFirst, LayerOrder::Auto}) {
       const auto dims = gcn_dims(g.num_features, layers, 6, g.num_classes);
-      const GcnShards mem = build_shards(p, *grid, dims);
-      const GcnShards file = load_shards_h5(path, *grid, layers, 6);
+      const GcnShards mem = build_shards(p, *grid, dims, false, transform_first_layers(order, dims));
+      const GcnShards file = load_shards_h5(path, *grid, layers, 6, false, order);
+      EXPECT_EQ(file.transform_first, transform_first_layers(order, dims));
+      EXPECT_EQ(file.transform_first, mem.transform_first);
+      EXPECT_EQ(file.adj_of_layer, mem.adj_of_layer);
+      EXPECT_EQ(file.layouts, mem.layouts);
       ASSERT_EQ(file.adj.size(), mem.adj.size());
       for (int l = 0; l < layers; ++l) {
         EXPECT_EQ(file.adj_for_layer(l).indptr, mem.adj_for_layer(l).indptr);

@@ -67,10 +67,11 @@ struct LayerBlockNnz {
 
 // For layers 0..layers-1: Â = A + I (stored self-loops replaced by one per node, stored
 // entries otherwise counted as they are) renumbered by `order`, cut as layer_geometry_at cuts
-// it (rows over G_d, columns over G_o). One pass over the edges per distinct layout;
-// O(n + nnz / threads) time, O(n) extra memory.
+// it (rows over G_d, columns over G_o, the roles of layers whose orders `transform_first`
+// gives: layer_roles). One pass over the edges per distinct layout; O(n + nnz / threads) time,
+// O(n) extra memory.
 std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrder& order, GridShape grid,
-                                               int layers);
+                                               int layers, const std::vector<bool>& transform_first = {});
 
 // The block (of `parts` near-equal blocks of [0, n), as block_range) holding index i: O(1).
 inline int block_of(index_t n, int parts, index_t i) {

@@ -49,6 +49,9 @@ struct ProblemSize {
   SageAggregator aggregator = SageAggregator::Mean;
   bool sage_normalize = false, gin_train_eps = false;
   float gin_eps = 0.0f;
+  // The GCN layers' orders (TrainConfig::layer_order; transform_first() resolves Auto).
+  LayerOrder layer_order = LayerOrder::Auto;
+  std::vector<bool> transform_first() const { return transform_first_layers(layer_order, dims); }
   // The graph's two node orders (a prepared, balanced file): even layers use Â1, odd ones Â2,
   // so a rank holds the blocks of both.
   bool two_orders = false;
@@ -59,8 +62,8 @@ struct ProblemSize {
 };
 
 // The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (the model and its
-// kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks; the rest of cfg
-// moves no bytes).
+// kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks, layer_order; the
+// rest of cfg moves no bytes).
 ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges

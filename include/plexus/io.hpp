@@ -29,8 +29,10 @@ GraphInfo read_graph_info_h5(const std::string& path);
 // ranks (every rank of the grid must call it). Validates everything it reads; the ranks
 // together read, and so validate, the whole file. `shard_adj`: store Â sharded over each
 // layer's i axis (TrainConfig::shard_adj), so that no rank holds more than its 1/P of it.
+// `order`: the layers' orders the shards are cut for (transform_first_layers on the file's
+// widths; layer_order_of(TrainConfig) for a training run).
 GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
-                         bool shard_adj = false);
+                         bool shard_adj = false, LayerOrder order = LayerOrder::AggregateFirst);
 // GCN model files (docs/gcn-model.md): the whole parameters and Adam moments of a GcnTrainer
 // (ModelState, plexus/trainer.hpp), the widths `dims` = gcn_dims(...) of its model and the
 // training options. GcnTrainer::save writes one (sharded, collectively); write_gcn_model_h5

@@ -5,14 +5,15 @@
 // X, Y and Z are the tensor-parallel axes of one model replica; D (data parallelism) joins the
 // D replicas' ranks that hold the same shards. rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y, so a
 // replica's ranks are contiguous (one node when they fit: tensor parallelism moves the most
-// bytes) and within a replica the Y axis is contiguous. Layer l of a GCN gives the axes roles (o, i, d) that rotate with period 3:
-//   l % 3 == 0 → (X, Y, Z);   1 → (Z, X, Y);   2 → (Y, Z, X)
-// so that layer l's output layout is exactly layer l+1's input layout.
+// bytes) and within a replica the Y axis is contiguous. Layer l of a GNN gives the axes roles
+// (o, i, d) (layer_roles): layer 0 takes (X, Y, Z), and each later layer the roles that make its
+// input layout exactly layer l-1's output layout.
 #include <mpi.h>
 
 #include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plexus/comm.hpp"
 
@@ -42,10 +43,23 @@ int grid_ranks(GridShape shape, int dp);
 // rank = d·(X·Y·Z) + z·(X·Y) + x·Y + y.
 std::array<int, 4> grid_coords(GridShape shape, int rank);
 
+// The roles of a layer's axes, named after its aggregation: its Â block is [rows of N over d ×
+// columns of N over o], replicated over i, and the aggregation's SpMM sums over o. Where the
+// layer's dense tensors live depends on its order (docs/gcn-model.md, "Layer order"):
+//   aggregate first  input (rows o, features i, replicated over d)
+//                    → output (rows d, features o, replicated over i)
+//   transform first  input (rows o, features d, replicated over i)
+//                    → output (rows d, features i, replicated over o)
 struct LayerRoles {
-  Axis o, i, d;  // rows of H / cols of Â (o), cols of H (i), rows of Â (d)
+  Axis o, i, d;  // rows of H / cols of Â (o), the third axis (i), rows of Â (d)
+  bool operator==(const LayerRoles&) const = default;
 };
-LayerRoles roles_for_layer(int layer);
+// The roles of layers 0..layers-1, layer l transforming first where transform_first[l] (entries
+// past the end: aggregate first). Layer 0 takes (X, Y, Z); layer l+1 takes the roles whose input
+// layout is layer l's output layout (rows, features, replicated): (o, i, d) = (rows, features,
+// replicated) if it aggregates first, (o, d, i) = (rows, features, replicated) if it transforms
+// first. All aggregating first, the roles rotate with period 3: (X,Y,Z), (Z,X,Y), (Y,Z,X).
+std::vector<LayerRoles> layer_roles(int layers, const std::vector<bool>& transform_first = {});
 
 class ProcessGrid {
  public:

@@ -25,25 +25,46 @@ Range sub_range(Range r, int parts, int idx);
 // The sizes of all `parts` blocks of [0, n), times `scale` (counts for all-gather/reduce-scatter).
 std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale);
 
-// Where one layer's tensors live on this rank (global index ranges).
+// Which way round a GCN layer computes OUT = act(Â·H·W + b) (docs/gcn-model.md, "Layer
+// order"): aggregate first, (Â·H)·W, whose SpMM is D_l wide, or transform first, Â·(H·W) as
+// PyG's GCNConv, whose SpMM is D_{l+1} wide. Auto picks, per layer, the narrower SpMM.
+enum class LayerOrder { Auto, AggregateFirst, TransformFirst };
+// Per layer of a GCN of widths `dims`: does layer l transform first? Auto: when
+// D_{l+1} < D_l (ties aggregate first); the other two force every layer.
+std::vector<bool> transform_first_layers(LayerOrder order, const std::vector<index_t>& dims);
+
+// Where one layer's tensors live on this rank (global index ranges). The rows of the input
+// lie over o and those of the output over d, whichever the order; the features and the
+// replication axis depend on it (LayerRoles, include/plexus/process_grid.hpp).
 struct LayerGeometry {
   int layer = 0;
   LayerRoles roles{};
+  bool transform_first = false;
   index_t in_dim = 0, out_dim = 0;  // D_l, D_{l+1}
-  Range in_rows, in_cols;    // H_l block:   rows of N over o, cols of D_l over i
-  Range out_rows, out_cols;  // output block: rows of N over d, cols of D_{l+1} over o
-  Range w_rows;              // this rank's rows of W_l: the i-block of D_l, further split over d
+  Range in_rows, in_cols;    // H_l block:   rows of N over o, cols of D_l over in_feat()
+  Range out_rows, out_cols;  // output block: rows of N over d, cols of D_{l+1} over out_feat()
+  // This rank's rows of W_l: in_cols further split over the Linear3D's row axis (d when
+  // aggregating first, o when transforming first).
+  Range w_rows;
+  // The axes of the input's features and replication, and of the output's.
+  Axis in_feat() const { return transform_first ? roles.d : roles.i; }
+  Axis in_repl() const { return transform_first ? roles.i : roles.d; }
+  Axis out_feat() const { return transform_first ? roles.i : roles.o; }
+  Axis out_repl() const { return transform_first ? roles.o : roles.i; }
 };
-LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, index_t in_dim, index_t out_dim);
+// Layer `layer` of a GNN of widths `dims` whose layers transform first where transform_first
+// says (layer_roles; empty: every layer aggregates first).
+LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nodes, const std::vector<index_t>& dims,
+                             const std::vector<bool>& transform_first = {});
 // The same for the rank at `coords` (x, y, z) of a grid of `shape` (no communicators needed).
 LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coords, int layer, index_t num_nodes,
-                                index_t in_dim, index_t out_dim);
+                                const std::vector<index_t>& dims, const std::vector<bool>& transform_first = {});
 // Feature widths D_0..D_L of an L-layer GCN: features, hidden × (L-1), classes.
 std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes);
 
 // Which Â a layer multiplies by: with two node orders (a prepared, balanced graph) even
 // layers use Â1 and odd layers Â2 (include/plexus/prepare.hpp); otherwise always Â1 = Â.
-inline int adj_of_layer(int layer, bool two_orders) { return two_orders ? layer % 2 : 0; }
+inline int which_adj(int layer, bool two_orders) { return two_orders ? layer % 2 : 0; }
 
 // The global index ranges of every shard this rank holds (what build_shards and
 // load_shards_h5 cut or read).
@@ -60,29 +81,38 @@ struct AdjBlockRange {
   Range part_rows, part_cols;
   bool operator==(const AdjBlockRange&) const = default;
 };
-// Everything one rank holds of the dataset. A layer's Â block depends on its role rotation
-// (l % 3) and, with two orders, on its parity (l % 2): on layout l % 6.
+// Everything one rank holds of the dataset. A layer's Â block depends on its layout: its roles
+// (layer_roles) and, with two orders, its parity (l % 2).
 struct GcnShards {
   index_t num_nodes = 0;
   index_t num_edges = 0;      // of the whole graph (as stored, before normalisation)
   std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
   int layers() const { return static_cast<int>(dims.size()) - 1; }
+  // The layer orders the shards were cut for (one entry per layer; TrainConfig::layer_order):
+  // the model built on them follows it.
+  std::vector<bool> transform_first;
   // Distinct Â blocks and their transposes (for the backward SpMM). Layouts whose blocks
   // coincide (always on a 1-rank grid with one order) share one. adj[k] holds rows
   // adj_blocks[k].part_rows of the block, adj_t[k] rows adj_blocks[k].part_cols of its
   // transpose: the whole block and transpose unless the block is sharded.
   std::vector<HostCsr> adj, adj_t;
   std::vector<AdjBlockRange> adj_blocks;
-  std::array<int, 6> adj_of_layout{};  // index into adj for a layer with layout l % 6
-  const HostCsr& adj_for_layer(int l) const { return adj[adj_of_layout[l % 6]]; }
-  const HostCsr& adj_t_for_layer(int l) const { return adj_t[adj_of_layout[l % 6]]; }
+  std::vector<int> adj_of_layer;  // per layer: its block's index into adj
+  // The first layer of each distinct layout (roles, Â1 or Â2), in layer order: the same list on
+  // every rank, so that work done once per layout (collective reads, the degree collectives of
+  // SAGE's mean) is issued in the same sequence everywhere.
+  std::vector<int> layouts;
+  const HostCsr& adj_for_layer(int l) const { return adj[static_cast<std::size_t>(adj_of_layer[l])]; }
+  const HostCsr& adj_t_for_layer(int l) const { return adj_t[static_cast<std::size_t>(adj_of_layer[l])]; }
   // Where each node's self-loop Â[v, v] lies in block k: for every row of the whole block
   // (adj_blocks[k].rows), the block's local column of that row's node, or -1 when the node's
   // column is outside the block. SAGE and GIN separate a node from its neighbours with it
   // (models/gnn_operators.hpp); with two node orders a row's self-loop is not column r. Filled
   // by the loaders and build_shards (empty for shape-only shards).
   std::vector<std::vector<index_t>> adj_self_col;
-  Range feat_rows, feat_cols;    // this rank's stored feature block (rows also split over d)
+  // This rank's stored feature block: layer 0's input block with its rows further split over
+  // its replication axis (LayerGeometry::in_repl), all-gathered there in the forward pass.
+  Range feat_rows, feat_cols;
   std::vector<float> features;   // feat_rows × feat_cols, row-major
   Range label_rows;              // rows of the last layer's output
   std::vector<std::int32_t> labels;
@@ -101,27 +131,32 @@ struct GcnShards {
 };
 
 struct ShardRanges {
-  std::vector<AdjBlockRange> adj;  // distinct Â blocks
-  std::array<int, 6> adj_of_layout{};
+  std::vector<bool> transform_first;  // per layer (as given, padded to one entry a layer)
+  std::vector<AdjBlockRange> adj;     // distinct Â blocks
+  std::vector<int> adj_of_layer;      // per layer: index into adj
+  std::vector<int> layouts;           // first layer of each distinct layout (GcnShards::layouts)
   Range feat_rows, feat_cols, label_rows;
   int label_order = 0;  // the labels' order: that of the last layer's output (0: P2, 1: P)
 };
 // `shard_adj`: store each Â block split over its layer's i axis (AdjBlockRange), so that Â
-// memory per rank falls as 1/P; TrainConfig::shard_adj.
+// memory per rank falls as 1/P; TrainConfig::shard_adj. `transform_first`: the layers' orders
+// (transform_first_layers; empty: every layer aggregates first).
 ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,
-                         bool two_orders = false, bool shard_adj = false);
+                         bool two_orders = false, bool shard_adj = false, const std::vector<bool>& transform_first = {});
 // The same for the rank at `coords` (x, y, z) of a grid of `shape`.
 ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
-                            const std::vector<index_t>& dims, bool two_orders = false, bool shard_adj = false);
+                            const std::vector<index_t>& dims, bool two_orders = false, bool shard_adj = false,
+                            const std::vector<bool>& transform_first = {});
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
-// (global CSR, int32 columns). `dims` as in GcnShards.
+// (global CSR, int32 columns). `dims` as in GcnShards, `transform_first` as in shard_ranges.
 GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
-                       const std::vector<index_t>& dims, bool shard_adj = false);
+                       const std::vector<index_t>& dims, bool shard_adj = false,
+                       const std::vector<bool>& transform_first = {});
 // The same from a prepared graph (Â1/Â2, features in P2 order, labels in both orders).
 struct PreparedGraph;
 GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
-                       bool shard_adj = false);
+                       bool shard_adj = false, const std::vector<bool>& transform_first = {});
 // The Â part of a rank's shards cut from a whole matrix: rows b.part_rows of its block of `a`
 // and rows b.part_cols of the block's transpose.
 std::pair<HostCsr, HostCsr> cut_adj_block(const HostCsr& a, const AdjBlockRange& b);

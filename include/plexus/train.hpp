@@ -40,6 +40,15 @@ const char* sage_aggregator_name(SageAggregator a);
 // Parses "mean" | "sum"; throws InputError("--aggregator", ...).
 SageAggregator parse_sage_aggregator(const std::string& text);
 
+// The names of LayerOrder (include/plexus/shard.hpp): "auto", "aggregate-first",
+// "transform-first"; the parser throws InputError("--layer-order", ...).
+const char* layer_order_name(LayerOrder o);
+LayerOrder parse_layer_order(const std::string& text);
+// The order of one layer as transform_first_layers decided it.
+inline LayerOrder layer_order_of(bool transform_first) {
+  return transform_first ? LayerOrder::TransformFirst : LayerOrder::AggregateFirst;
+}
+
 struct TrainConfig {
   GnnKind model = GnnKind::Gcn;
   SageAggregator aggregator = SageAggregator::Mean;  // sage only
@@ -48,6 +57,11 @@ struct TrainConfig {
   bool gin_train_eps = false;   // gin only: ε is a parameter of each layer, trained by Adam
   int layers = 2;
   index_t hidden = 16;
+  // GCN layers: aggregate first, (Â·H)·W, or transform first, Â·(H·W); Auto picks per layer
+  // the narrower SpMM (transform first where D_{l+1} < D_l). SAGE and GIN layers always
+  // aggregate first (Auto; TransformFirst is refused). The same numbers either way, and a
+  // state saved with one order loads into the other. Used where shards are cut, as shard_adj.
+  LayerOrder layer_order = LayerOrder::Auto;
   int epochs = 200;
   float lr = 0.01f;
   float weight_decay = 5e-4f;  // L2 on the first layer's weights (Kipf & Welling)
@@ -117,5 +131,11 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
 
 // Checks option values; throws InputError("--name", ...) for the first bad one.
 void validate(const TrainConfig& cfg);
+
+// The layer order that shards for `cfg` are cut with: cfg.layer_order for a GCN, aggregate first
+// for SAGE and GIN (what load_shards_h5 takes).
+LayerOrder layer_order_of(const TrainConfig& cfg);
+// Per layer of a model of `cfg` with widths `dims`: transform first? (transform_first_layers)
+std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vector<index_t>& dims);
 
 }  // namespace plexus

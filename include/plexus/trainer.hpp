@@ -84,7 +84,8 @@ class GcnTrainer {
   // From a whole graph every rank holds (validated; shards cut as train_gcn does).
   GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
   // From the shards this rank holds (load_shards_h5 or build_shards), cut for
-  // gcn_dims(features, cfg.layers, cfg.hidden, classes).
+  // gcn_dims(features, cfg.layers, cfg.hidden, classes); the layers take the orders the shards
+  // were cut for (cfg.layer_order is used where shards are cut).
   GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
   ~GcnTrainer();
   GcnTrainer(const GcnTrainer&) = delete;
@@ -116,6 +117,8 @@ class GcnTrainer {
   Predictions predict();
   int epochs_done() const;
   const TrainConfig& config() const;
+  // Per layer: does it transform first? (the orders its shards were cut for)
+  std::vector<bool> transform_first() const;
   const BestEpoch& best() const;
 
   // The whole parameters and optimizer state, assembled from every rank's shards (each rank

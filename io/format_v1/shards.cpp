@@ -301,17 +301,18 @@ void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Hea
 }  // namespace
 
 namespace {
-GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj);
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
+               LayerOrder order);
 }
 
 GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
-                         bool shard_adj) {
+                         bool shard_adj, LayerOrder order) {
   h5::silence_errors();
   const MPI_Comm comm = grid.size() > 1 ? grid.mpi_comm() : MPI_COMM_NULL;
   Reader r(path);
   try {
     r.open(comm);
-    return load(r, comm, grid, layers, hidden, shard_adj);
+    return load(r, comm, grid, layers, hidden, shard_adj, order);
   } catch (...) {
     // Under MPI-IO, closing the file is collective: unwinding would wait for ranks that are
     // blocked in another collective. Leave it open; the caller ends the job.
@@ -322,7 +323,8 @@ GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int l
 
 namespace {
 
-GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj) {
+GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
+               LayerOrder order) {
   h5::Header h = h5::read_header(r);
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
@@ -339,7 +341,8 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   s.num_nodes = h.num_nodes;
   s.num_edges = h.nnz;
   s.dims = gcn_dims(h.num_features, layers, hidden, h.num_classes);
-  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders, shard_adj);
+  const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders, shard_adj,
+                                      transform_first_layers(order, s.dims));
 
   // 1. Split sizes from this rank's 1/P of the masks; for a raw graph also the degrees of
   // its 1/P of the rows, then everyone's (a prepared graph stores Â normalised).
@@ -350,8 +353,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
       return h.num_nodes > 0 ? static_cast<double>(h.nnz) * static_cast<double>(rows.size()) / h.num_nodes : 0.0;
     };
     if (!ph.prepared) in.expect(per_edge * edges_of(own));
-    const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
-    for (int l = 0; l < period; ++l) in.expect(per_edge * edges_of(sr.adj[sr.adj_of_layout[l]].rows));
+    for (int l : sr.layouts) in.expect(per_edge * edges_of(sr.adj[sr.adj_of_layer[l]].rows));
     in.expect(4.0 * static_cast<double>(sr.feat_rows.size()) * static_cast<double>(sr.feat_cols.size()));
   }
   std::vector<double> inv_sqrt_deg;
@@ -398,16 +400,18 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
 
   // 2. The Â blocks: stream each block's rows and keep the columns of the block; a raw graph
   // is normalised on the way. Collective reads need the same sequence on every rank, so each
-  // rank reads once per layout period (3 rotations, × 2 parities with two orders) even where
-  // its blocks coincide (coincidence depends on the coordinates); the first read fills a slot.
+  // rank reads once per layout (sr.layouts: the distinct roles, × 2 parities with two orders,
+  // the same list on every rank) even where its blocks coincide (coincidence depends on the
+  // coordinates); the first read fills a slot.
   s.adj.resize(sr.adj.size());
   s.adj_t.resize(sr.adj.size());
+  s.transform_first = sr.transform_first;
   s.adj_blocks = sr.adj;
-  s.adj_of_layout = sr.adj_of_layout;
+  s.adj_of_layer = sr.adj_of_layer;
+  s.layouts = sr.layouts;
   std::vector<bool> filled(sr.adj.size(), false);
-  const int period = std::min(layers, ph.prepared && ph.two_orders ? 6 : 3);
-  for (int l = 0; l < period; ++l) {
-    const int slot = sr.adj_of_layout[l];
+  for (int l : sr.layouts) {
+    const int slot = sr.adj_of_layer[l];
     const AdjBlockRange& b = sr.adj[slot];
     const CsrDatasets& c = ph.prepared ? ph.adj[b.which] : graph;
     // rows part_rows of the block; and, sharded, columns part_cols of all its rows (the
@@ -479,10 +483,10 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   }
   // 3. Where each block's self-loops lie (GcnShards::adj_self_col). With two orders a row's
   // node is found among the block's columns by original id: each rank reads the ids of its
-  // blocks' rows and columns (collective reads: once per layout of the period, as above).
+  // blocks' rows and columns (collective reads: once per layout, as above).
   s.adj_self_col.resize(sr.adj.size());
-  for (int l = 0; l < period; ++l) {
-    const int slot = sr.adj_of_layout[l];
+  for (int l : sr.layouts) {
+    const int slot = sr.adj_of_layer[l];
     const AdjBlockRange& b = sr.adj[slot];
     if (!(ph.prepared && ph.two_orders)) {
       s.adj_self_col[slot] = block_self_columns(b.rows, b.cols);

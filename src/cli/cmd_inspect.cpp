@@ -18,6 +18,7 @@
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/trainer.hpp"
+#include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
@@ -28,7 +29,9 @@ namespace {
 
 struct InspectOptions {
   std::string data, grid, balance;  // balance empty: the file's order
+  std::string layer_order = "auto";
   int layers = 2;
+  index_t hidden = 16;  // with the file's features and classes, the widths that decide the layers' orders
   std::uint64_t seed = 1;
   bool json = false;
 };
@@ -105,6 +108,8 @@ void run_inspect(const InspectOptions& o) {
   // Options first (cheap, one line each), then the file.
   Balance balance = o.balance.empty() ? Balance::kNone : parse_balance(o.balance);
   if (o.layers < 1 || o.layers > 64) throw InputError("--layers", fmt::format("must be between 1 and 64, got {}", o.layers));
+  if (o.hidden < 1) throw InputError("--hidden", "must be at least 1");
+  const LayerOrder layer_order = parse_layer_order(o.layer_order);
   const int layers = o.layers;
   const std::uint64_t seed = o.seed;
   GridShape shape;
@@ -147,6 +152,10 @@ void run_inspect(const InspectOptions& o) {
   const index_t n_train = count(g.train_mask), n_val = count(g.val_mask), n_test = count(g.test_mask);
 
   // ---- balance ----
+  // The layers' orders decide their roles, and so how Â is cut (docs/gcn-model.md).
+  const std::vector<bool> transform_first =
+      transform_first_layers(layer_order, gcn_dims(g.num_features, layers, o.hidden, g.num_classes));
+  const auto order_name = [&](int l) { return layer_order_name(layer_order_of(transform_first[static_cast<std::size_t>(l)])); };
   std::vector<LayerBlockNnz> imb;
   double order_s = 0, imb_s = 0;
   int parts = 1;
@@ -170,7 +179,7 @@ void run_inspect(const InspectOptions& o) {
     }
     order_s = seconds_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
-    imb = block_nnz_imbalance(g, order, shape, layers);
+    imb = block_nnz_imbalance(g, order, shape, layers, transform_first);
     imb_s = seconds_since(t1);
   }
 
@@ -198,6 +207,7 @@ void run_inspect(const InspectOptions& o) {
       nlohmann::json ls = nlohmann::json::array();
       for (const LayerBlockNnz& r : imb)
         ls.push_back({{"layer", r.layer},
+                      {"order", order_name(r.layer)},
                       {"row_blocks", r.row_parts},
                       {"col_blocks", r.col_parts},
                       {"nnz", r.total},
@@ -230,10 +240,11 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("balance {}{} on grid {}{} (order {:.3f} s, block counts {:.3f} s)\n", balance_name(balance),
              stored_order ? " (as prepared in the file)" : "", shape.str(),
              balance == Balance::kMetis ? fmt::format(", {} METIS parts", parts) : std::string(), order_s, imb_s);
-  fmt::print("  {:>5} {:>9} {:>14} {:>14} {:>14} {:>9}\n", "layer", "blocks", "nnz(Â)", "max", "mean", "max/mean");
+  fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14} {:>9}\n", "layer", "order", "blocks", "nnz(Â)", "max", "mean",
+             "max/mean");
   for (const LayerBlockNnz& r : imb)
-    fmt::print("  {:>5} {:>9} {:>14} {:>14} {:>14.1f} {:>9.4f}\n", r.layer, fmt::format("{}x{}", r.row_parts, r.col_parts),
-               r.total, r.max, r.mean, r.imbalance());
+    fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14.1f} {:>9.4f}\n", r.layer, order_name(r.layer),
+               fmt::format("{}x{}", r.row_parts, r.col_parts), r.total, r.max, r.mean, r.imbalance());
 }
 
 }  // namespace
@@ -249,6 +260,13 @@ void add_inspect_command(CLI::App& app) {
                   "Node ordering: none, permute (double permutation) or metis; default: the file's own (none "
                   "unless prepared)");
   cmd->add_option("--layers", o->layers, "Number of GCN layers")->capture_default_str();
+  cmd->add_option("--hidden", o->hidden, "Hidden feature width (with --layer-order, as train: the layers' orders)")
+      ->capture_default_str();
+  cmd->add_option("--layer-order", o->layer_order,
+                  "GCN layers' order, as train: auto | aggregate-first | transform-first (each layer's roles, "
+                  "so its blocks, follow it)")
+      ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}))
+      ->capture_default_str();
   cmd->add_option("--balance-seed", o->seed, "Seed of --balance permute")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print everything as JSON");
   cmd->callback([o] { run_inspect(*o); });

@@ -2,6 +2,7 @@
 // analytic model (include/plexus/comm_model.hpp, docs/communication.md; columns and fields:
 // docs/plan.md). Reads only the sizes of the dataset.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
@@ -40,8 +41,20 @@ struct PlanOptions {
   ModelOptions model;  // --model and its kind's options, into train
   TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
+  std::string layer_order = layer_order_name(LayerOrder::Auto);
   std::string memory_per_rank, transport = "mpi";
 };
+
+// Each layer's order ("transform-first"), and for the text its widths ("1433->16 transform-first").
+std::vector<std::string> layer_orders(const ProblemSize& p, bool with_widths) {
+  const std::vector<bool> tf = p.transform_first();
+  std::vector<std::string> out;
+  for (int l = 0; l < p.layers(); ++l) {
+    const char* name = layer_order_name(layer_order_of(tf[static_cast<std::size_t>(l)]));
+    out.push_back(with_widths ? fmt::format("{}->{} {}", p.dims[l], p.dims[l + 1], name) : std::string(name));
+  }
+  return out;
+}
 
 constexpr int kMaxRanks = 65536;
 
@@ -109,6 +122,7 @@ void run_plan(PlanOptions& o) {
   const auto [ranks, m] = machine_model(o.machine);
   apply_model_options(o.model, o.train);  // the dry run builds this model
   o.train.comm_variant = parse_comm_variant(o.comm_variant);
+  o.train.layer_order = parse_layer_order(o.layer_order);
   validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
   const Transport transport = parse_transport(o.transport);
@@ -143,6 +157,7 @@ void run_plan(PlanOptions& o) {
         {"num_nodes", p.num_nodes},
         {"nnz", p.nnz},
         {"dims", p.dims},
+        {"layer_orders", layer_orders(p, false)},
         {"ranks", ranks},
         {"ranks_per_node", m.ranks_per_node},
         {"gnn", model_json(o.train)},
@@ -156,6 +171,7 @@ void run_plan(PlanOptions& o) {
           {"shard_adj", p.shard_adj},
           {"comm_variant", comm_variant_name(p.comm_variant)},
           {"agg_chunks", p.agg_chunks},
+          {"layer_order", layer_order_name(p.layer_order)},
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
@@ -173,6 +189,7 @@ void run_plan(PlanOptions& o) {
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
              p.shard_adj ? "; Â sharded over each layer's third axis" : "",
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
+  fmt::print("layer order {}: {}\n", layer_order_name(p.layer_order), fmt::join(layer_orders(p, true), ", "));
   if (plans.empty()) {
     fmt::print("no grid fits: more ranks, --shard-adj, a smaller --hidden, or a larger --memory-per-rank\n");
     return;
@@ -320,6 +337,10 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--agg-chunks", t.agg_chunks,
                   "Row chunks of the aggregation all-reduces, as train: same bytes, more ring steps")
+      ->capture_default_str();
+  cmd->add_option("--layer-order", o->layer_order,
+                  "GCN layers' order, as train: auto | aggregate-first | transform-first")
+      ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}))
       ->capture_default_str();
   cmd->add_option("--memory-per-rank", o->memory_per_rank,
                   "List only the grids whose predicted memory per rank fits (e.g. 512M, 2G)");

@@ -75,7 +75,7 @@ void run_predict(PredictOptions& o) {
   check_train_memory(o.data, cfg, grid->shape(), /*whole_graph=*/false);  // before the load
 
   const auto t0 = std::chrono::steady_clock::now();
-  GcnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj);
+  GcnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg));
   const index_t num_nodes = shards.num_nodes;
   GcnTrainer trainer(std::move(shards), cfg, backend, *grid);
   trainer.load(o.checkpoint);

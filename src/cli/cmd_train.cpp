@@ -1,6 +1,7 @@
 // `plexus train`: full-graph GNN training (GCN, GraphSAGE, GIN: --model) with per-epoch progress and JSON
 // Lines metrics.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ namespace {
 
 struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
+  std::string layer_order = "auto";
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
@@ -102,6 +104,7 @@ InjectedFault parse_injected_fault(const std::string& text, int ranks) {
 void run_train(TrainOptions& o, const CLI::App& cmd) {
   apply_model_options(o.model, o.cfg);
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
+  o.cfg.layer_order = parse_layer_order(o.layer_order);
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
@@ -154,7 +157,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (in_memory) {
     whole = read_graph_h5(o.data);
   } else {
-    shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj);
+    shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj, layer_order_of(o.cfg));
   }
   const double load_s = loading.seconds();
   // Peak resident memory of the load (the process's high-water mark so far), largest rank.
@@ -183,6 +186,10 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
       in_memory ? about_file(o.data, [&] { return std::make_unique<GcnTrainer>(whole, o.cfg, *backend, *grid); })
                 : std::make_unique<GcnTrainer>(std::move(shards), o.cfg, *backend, *grid);
   trainer->set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
+  // Each layer's order (--layer-order auto: transform first where the layer narrows).
+  std::vector<std::string> layer_orders;
+  for (const bool tf : trainer->transform_first()) layer_orders.emplace_back(layer_order_name(layer_order_of(tf)));
+  if (!o.quiet) spdlog::info("layer order {}: {}", o.layer_order, fmt::join(layer_orders, ", "));
   if (const std::string& resume_from = training.resume_from(); !resume_from.empty()) {
     trainer->resume(resume_from);
     if (!o.quiet) spdlog::info("resumed from {} ({} epochs done)", resume_from, trainer->epochs_done());
@@ -230,6 +237,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
                                      {"balance", balance_name(balance)},
                                      {"agg_chunks", o.cfg.agg_chunks},
+                                     {"layer_orders", layer_orders},
                                      {"shard_adj", o.cfg.shard_adj},
                                      {"backend", backend->name()},
                                      {"matmul_precision", matmul_precision_name(backend->matmul_precision())}};
@@ -274,6 +282,11 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")
+      ->capture_default_str();
+  cmd->add_option("--layer-order", opts->layer_order,
+                  "GCN layers: aggregate-first (Â·H)·W, transform-first Â·(H·W), or auto: transform first where "
+                  "the layer narrows (its SpMM is then the narrower; docs/gcn-model.md)")
+      ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}))
       ->capture_default_str();
   cmd->add_flag("--shard-adj", c.shard_adj,
                 "Store each Â block split over its layer's third grid axis and all-gather it per SpMM: Â memory "

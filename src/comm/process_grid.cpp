@@ -1,5 +1,6 @@
 #include "plexus/process_grid.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "plexus/error.hpp"
@@ -47,12 +48,22 @@ std::array<int, 4> grid_coords(GridShape shape, int rank) {
   return {(t / shape.y) % shape.x, t % shape.y, t / (shape.x * shape.y), rank / shape.size()};
 }
 
-LayerRoles roles_for_layer(int layer) {
-  switch (layer % 3) {
-    case 0: return {Axis::X, Axis::Y, Axis::Z};
-    case 1: return {Axis::Z, Axis::X, Axis::Y};
-    default: return {Axis::Y, Axis::Z, Axis::X};
+std::vector<LayerRoles> layer_roles(int layers, const std::vector<bool>& transform_first) {
+  const auto tf = [&](int l) { return l < static_cast<int>(transform_first.size()) && transform_first[l]; };
+  std::vector<LayerRoles> roles;
+  roles.reserve(static_cast<std::size_t>(std::max(layers, 0)));
+  for (int l = 0; l < layers; ++l) {
+    if (l == 0) {
+      roles.push_back({Axis::X, Axis::Y, Axis::Z});
+      continue;
+    }
+    const LayerRoles& p = roles.back();
+    // Layer l-1's output: rows over its d; features over its o (aggregate first) or i
+    // (transform first); replicated over the remaining axis.
+    const Axis rows = p.d, feat = tf(l - 1) ? p.i : p.o, repl = tf(l - 1) ? p.o : p.i;
+    roles.push_back(tf(l) ? LayerRoles{rows, repl, feat} : LayerRoles{rows, feat, repl});
   }
+  return roles;
 }
 
 ProcessGrid::ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,

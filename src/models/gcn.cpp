@@ -15,22 +15,32 @@ namespace plexus {
 GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg)
     : be_(be), grid_(grid), cfg_(cfg), adj_ws_(be) {
   const int n_layers = shards.layers();
-  // The widest dense operand each Â block multiplies: a layer's SpMMs (Â·H forward, Âᵀ·dAGG
-  // backward) both take its input-feature block, in_cols wide. Sizes the blocks' SpMM plans.
   if (shards.shape_only && be.computes()) throw std::invalid_argument("GcnModel: shards of sizes only on a backend that computes");
+  if (static_cast<int>(shards.adj_of_layer.size()) != n_layers)
+    throw std::invalid_argument("GcnModel: the shards give no Â block for every layer");
+  const bool gcn = cfg.kind == GnnKind::Gcn;
+  if (!gcn && std::find(shards.transform_first.begin(), shards.transform_first.end(), true) != shards.transform_first.end())
+    throw std::invalid_argument(std::string("GcnModel: shards cut for transform-first layers; ") +
+                                gnn_kind_name(cfg.kind) + " layers aggregate first");
+  std::vector<LayerGeometry> geos;
+  for (int l = 0; l < n_layers; ++l)
+    geos.push_back(layer_geometry(grid, l, shards.num_nodes, shards.dims, shards.transform_first));
+  // The widest dense operand each Â block multiplies: a layer's SpMMs (forward and backward)
+  // both take a block as wide as its input features aggregating first (Â·H, Âᵀ·dAGG) and as
+  // its output features transforming first (Â·Y, Âᵀ·dOUT). Sizes the blocks' SpMM plans.
   const std::size_t num_blocks = shards.shape_only ? shards.adj_blocks.size() : shards.adj.size();
   std::vector<index_t> adj_width(num_blocks, 0);
   for (int l = 0; l < n_layers; ++l) {
-    const std::size_t k = static_cast<std::size_t>(shards.adj_of_layout[l % 6]);
+    const std::size_t k = static_cast<std::size_t>(shards.adj_of_layer[l]);
+    const LayerGeometry& g = geos[static_cast<std::size_t>(l)];
     if (k < adj_width.size())
-      adj_width[k] = std::max(adj_width[k],
-                              layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]).in_cols.size());
+      adj_width[k] = std::max(adj_width[k], (g.transform_first ? g.out_cols : g.in_cols).size());
   }
   // SAGE and GIN multiply by operators on Â's pattern (pmm/neighbour_operators.hpp): the
   // values are replaced before the blocks go up, and each block's self-loop selector S is
-  // built beside it. The mean's degree collectives run once per layer layout (as the loaders'
-  // reads do), so every rank issues the same sequence whichever of its blocks coincide.
-  const bool gcn = cfg.kind == GnnKind::Gcn;
+  // built beside it. The mean's degree collectives run once per layer layout (shards.layouts,
+  // as the loaders' reads do), so every rank issues the same sequence whichever of its blocks
+  // coincide.
   const bool self_loops = cfg.kind == GnnKind::Sage || (cfg.kind == GnnKind::Gin && cfg.gin_train_eps);
   const NeighbourOperator op{cfg.kind == GnnKind::Sage && cfg.aggregator == SageAggregator::Mean,
                              cfg.kind == GnnKind::Gin && !cfg.gin_train_eps ? 1.0f + cfg.gin_eps : 0.0f};
@@ -44,10 +54,10 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   };
   if (!gcn) {
     std::vector<bool> done(num_blocks, false);
-    for (int l = 0; l < std::min(n_layers, 6); ++l) {
-      const auto k = static_cast<std::size_t>(shards.adj_of_layout[l]);
+    for (int l : shards.layouts) {
+      const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
       const AdjBlockRange b = block(k);
-      Communicator& row_peers = grid.comm(roles_for_layer(l).o);
+      Communicator& row_peers = grid.comm(geos[static_cast<std::size_t>(l)].roles.o);
       Communicator* part_axis = b.sharded ? &grid.comm(b.axis) : nullptr;
       if (shards.shape_only) {
         if (op.mean) neighbour_value_collectives(b, row_peers, part_axis);
@@ -84,12 +94,12 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   shards.adj_self_col.clear();
   shards.adj_self_col.shrink_to_fit();
   for (int l = 0; l < n_layers; ++l) {
-    const LayerGeometry geo = layer_geometry(grid, l, shards.num_nodes, shards.dims[l], shards.dims[l + 1]);
+    const LayerGeometry& geo = geos[static_cast<std::size_t>(l)];
     LayerCommOptions comm;
     comm.scatter_output = gcn && cfg.scatter_logits && l + 1 == n_layers;  // (rs-ag: the GCN's last layer)
     comm.reuse_weight = cfg.reuse_gathers;
     comm.agg_chunks = cfg.agg_chunks;
-    const auto k = static_cast<std::size_t>(shards.adj_of_layout[l % 6]);
+    const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
     const bool relu = l + 1 < n_layers;
     switch (cfg.kind) {
       case GnnKind::Gcn:
@@ -110,7 +120,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
   if (!shards.shape_only) features_.upload(shards.features);
   const LayerGeometry& g0 = layers_.front()->geometry();
-  if (grid.dim(g0.roles.d) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
+  if (grid.dim(g0.in_repl()) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }
 
 DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
@@ -119,15 +129,17 @@ DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
 }
 
 const Matrix& GcnModel::forward(int epoch, bool training, const std::function<void()>& between_layers) {
-  // Layer 0's input: the feature rows are stored split over d; all-gather them over d.
-  // (With one rank on d the stored block is already the whole input.)
+  // Layer 0's input: the feature rows are stored split over the axis layer 0's input is
+  // replicated on (d aggregating first, i transforming first); all-gather them there. (With one
+  // rank on it the stored block is already the whole input.)
   const LayerGeometry& g0 = layers_.front()->geometry();
+  const Axis repl = g0.in_repl();
   const Matrix* h = &features_;
-  if (grid_.dim(g0.roles.d) > 1) {
+  if (grid_.dim(repl) > 1) {
     // The features never change: with reuse_gathers they are gathered on the first pass only.
     if (!cfg_.reuse_gathers || !features_gathered_)
-      grid_.comm(g0.roles.d).all_gather(features_.data(), features_full_.data(),
-                                      block_counts(g0.in_rows.size(), grid_.dim(g0.roles.d), g0.in_cols.size()));
+      grid_.comm(repl).all_gather(features_.data(), features_full_.data(),
+                                  block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size()));
     features_gathered_ = true;
     h = &features_full_;
   }

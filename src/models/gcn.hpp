@@ -34,11 +34,14 @@ using ModelParam = LayerParam;
 
 class GcnModel {
  public:
+  // The layers take the orders the shards were cut for (shards.transform_first; SAGE and GIN
+  // refuse shards cut for transform-first layers).
   // Uploads the shards to the backend, releasing each host block of `shards` as soon as it is
   // uploaded (so host and backend copies of Â never coexist whole).
   GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg);
-  // Logits block of this rank: [rows of N over d_L × classes over o_L] of the last layer
-  // (with scatter_logits: only the slice of those rows over i_L, loss_geometry().out_rows).
+  // Logits block of this rank: [rows of N over d_L × classes over the last layer's out_feat]
+  // (with scatter_logits: only the slice of those rows over its out_repl axis,
+  // loss_geometry().out_rows).
   // `between_layers`, when given, is called between two layers (after each but the last): a
   // trainer's stop point (GcnTrainer), which may throw to abandon the pass; every collective
   // of the layers before it has completed then.
@@ -62,8 +65,8 @@ class GcnModel {
   Backend& be_;
   ProcessGrid& grid_;
   GcnConfig cfg_;
-  Matrix features_;       // stored block, rows split over d
-  Matrix features_full_;  // all-gathered over d: layer 0's input
+  Matrix features_;       // stored block, rows split over layer 0's in_repl axis
+  Matrix features_full_;  // all-gathered over it: layer 0's input
   bool features_gathered_ = false;
   AdjWorkspace adj_ws_;                          // gathered sharded Â (one block at a time)
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them

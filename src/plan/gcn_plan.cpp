@@ -61,6 +61,7 @@ TrainConfig dry_run_config(const ProblemSize& p) {
   cfg.sage_normalize = p.sage_normalize;
   cfg.gin_eps = p.gin_eps;
   cfg.gin_train_eps = p.gin_train_eps;
+  cfg.layer_order = p.layer_order;
   return cfg;
 }
 
@@ -71,8 +72,10 @@ GcnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.num_nodes = p.num_nodes;
   s.num_edges = p.nnz;
   s.dims = p.dims;
+  s.transform_first = sr.transform_first;
   s.adj_blocks = sr.adj;
-  s.adj_of_layout = sr.adj_of_layout;
+  s.adj_of_layer = sr.adj_of_layer;
+  s.layouts = sr.layouts;
   for (const AdjBlockRange& b : sr.adj) s.adj_nnz.push_back(block_entries(p, b));
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
@@ -86,11 +89,12 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
               std::vector<index_t>& k) {
   const auto add = [&](const Range& r) { k.push_back(r.size()); };
   for (int l = 0; l < p.layers(); ++l) {
-    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, p.dims[l], p.dims[l + 1]);
+    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, p.dims, sr.transform_first);
     for (const Range& r : {ge.in_rows, ge.in_cols, ge.out_rows, ge.out_cols, ge.w_rows}) add(r);
-    // The last layer's row slice over i (rs-ag) and the feature block's rows over d.
-    add(sub_range(ge.out_rows, g.dim(ge.roles.i), coords[static_cast<int>(ge.roles.i)]));
-    add(sub_range(ge.in_rows, g.dim(ge.roles.d), coords[static_cast<int>(ge.roles.d)]));
+    // The last layer's row slice over its out_repl axis (rs-ag) and the feature block's rows
+    // over layer 0's in_repl axis.
+    add(sub_range(ge.out_rows, g.dim(ge.out_repl()), coords[static_cast<int>(ge.out_repl())]));
+    add(sub_range(ge.in_rows, g.dim(ge.in_repl()), coords[static_cast<int>(ge.in_repl())]));
     // GIN's second linear: the output features over i.
     add(block_range(ge.out_dim, g.dim(ge.roles.i), coords[static_cast<int>(ge.roles.i)]));
   }
@@ -99,7 +103,7 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
     // A sharded block's parts hold different entries: which part is this rank's.
     if (b.sharded) k.push_back(coords[static_cast<int>(b.axis)]);
   }
-  k.insert(k.end(), sr.adj_of_layout.begin(), sr.adj_of_layout.end());
+  k.insert(k.end(), sr.adj_of_layer.begin(), sr.adj_of_layer.end());
   for (const AdjBlockRange& b : sr.adj) k.push_back(block_entries(p, b));
 }
 
@@ -109,7 +113,7 @@ struct RankEpochs {
 
 RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
   DryRun run(g, 1, rank, p.transport);
-  const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, p.two_orders, p.shard_adj);
+  const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, p.two_orders, p.shard_adj, p.transform_first());
   GcnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
   run.measure();  // not the setup's collectives
   trainer.epoch();
@@ -134,7 +138,8 @@ std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const Probl
       g.size(),
       [&](int r, std::vector<index_t>& key) {
         const std::array<int, 3> coords = coords_of(r);
-        rank_key(shard_ranges_at(g, coords, p.num_nodes, p.dims, p.two_orders, p.shard_adj), g, coords, p, key);
+        rank_key(shard_ranges_at(g, coords, p.num_nodes, p.dims, p.two_orders, p.shard_adj, p.transform_first()), g,
+                 coords, p, key);
       },
       [&](int r) { return dry_run(p, g, r); });
   std::pair<std::vector<RankCost>, std::vector<RankCost>> out;
@@ -165,6 +170,7 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.sage_normalize = cfg.sage_normalize;
   p.gin_eps = cfg.gin_eps;
   p.gin_train_eps = cfg.gin_train_eps;
+  p.layer_order = layer_order_of(cfg);
   return p;
 }
 

@@ -1,9 +1,12 @@
-// GCN layer forward/backward with the collectives of the Plexus algorithm.
+// GCN layer forward/backward with the collectives of the Plexus algorithm, in either order.
 //
-// Roles (o, i, d) of this layer's axes (ProcessGrid::roles_for_layer). Local blocks:
-//   H   [N/G_o × D/G_i]    Â [N/G_d × N/G_o] (replicated over i)
+// Roles (o, i, d) of this layer's axes (layer_roles, include/plexus/process_grid.hpp): Â's
+// block is [N/G_d × N/G_o], replicated over i, and every aggregation sums over o.
+//
+// Aggregate first, OUT = act((Â·H)·W + b). Local blocks:
+//   H   [N/G_o × D/G_i], replicated over d
 //   W   [D/G_i × D'/G_o], stored split over d along rows
-//   OUT [N/G_d × D'/G_o]   = layer l+1's input layout, replicated over i
+//   OUT [N/G_d × D'/G_o]  replicated over i
 //
 // Collectives, in order (the aggregation's here; the ones marked L are the Linear3D's, with
 // row = d, in = i, out = o: pmm/linear_3d.cpp):
@@ -17,6 +20,26 @@
 //             dH  = Âᵀ·dAGG        all-reduce(sum)    over d     [1]
 //   (layer 0 needs no dH: the input features take no gradient. Its aggregation without
 //    dropout is constant, so evaluation passes compute it once and reuse it.)
+//
+// Transform first, OUT = act(Â·(H·W) + b) (PyG's GCNConv: the bias after the aggregation).
+// Local blocks:
+//   H   [N/G_o × D/G_d], replicated over i
+//   W   [D/G_d × D'/G_i], stored split over o along rows
+//   Y   [N/G_o × D'/G_i], replicated over d
+//   OUT [N/G_d × D'/G_i]  replicated over o
+//
+// Collectives, in order (L: the Linear3D's, with row = o, in = d, out = i, no bias):
+//   forward   W   = gather(W_o)    all-gather         over o     [2]  L
+//             Y   = H·W            all-reduce(sum)    over d          L
+//             OUT = Â·Y            all-reduce(sum)    over o     [1] [3]
+//   backward  db  = colsum(dOUT)   all-reduce(sum)    over d
+//             dY  = Âᵀ·dOUT        all-reduce(sum)    over d     [1]
+//             W   = gather(W_o)    all-gather         over o     [2]  L
+//             dW  = Hᵀ·dY          reduce-scatter     over o          L
+//             dH  = dY·Wᵀ          all-reduce(sum)    over i          L
+//   (layer 0 needs no dH, but dY all the same, for dW; nothing is cached: H·W changes with
+//    every step.)
+//
 //   Sharded Â (TrainConfig::shard_adj): before each SpMM, Â (forward) or Âᵀ (backward) is
 //   all-gathered over i from its parts (DeviceAdj::operand, src/pmm/device_adj.hpp).
 //
@@ -26,23 +49,37 @@
 //       overlapping chunk k+1's SpMM. Same bytes, same sums.
 //   [2] reuse_weight: W is all-gathered only after weight_updated() (once per Adam step),
 //       not in every forward and backward.
-//   [3] scatter_output (last layer, comm variant rs-ag): OUT = AGG·W  reduce-scatter over i,
-//       rows of OUT split over i; bias (and ReLU) on the slice; the loss works on the slice.
-//       The all-gather is deferred to backward and applied to the gradient:
-//             dOUT = gather(dOUT_slice)   all-gather   over i   (training passes only)
+//   [3] scatter_output (last layer, comm variant rs-ag): OUT's all-reduce over the axis it is
+//       replicated on (i aggregating first, o transforming first) becomes a reduce-scatter
+//       there, rows of OUT split over it; bias (and ReLU) on the slice; the loss works on the
+//       slice. The all-gather is deferred to backward and applied to the gradient:
+//             dOUT = gather(dOUT_slice)   all-gather   over i (o)   (training passes only)
+//       Transforming first with agg_chunks > 1 the chunks' SpMMs run in turn and one
+//       reduce-scatter follows (spmm_reduce_scatter).
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
 
 #include <cmath>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace plexus {
 
 namespace {
 Linear3DLayout linear_layout(const LayerGeometry& g) {
+  if (g.transform_first) return {g.roles.o, g.roles.d, g.roles.i, g.in_rows.size(), g.in_cols, g.out_cols};
   return {g.roles.d, g.roles.i, g.roles.o, g.out_rows.size(), g.in_cols, g.out_cols};
+}
+Linear3DOptions linear_options(const LayerGeometry& g, const LayerCommOptions& comm) {
+  // Transforming first, the bias and the scatter of OUT belong to the aggregation (here).
+  if (g.transform_first) return {.bias = false, .scatter_output = false, .reuse_weight = comm.reuse_weight};
+  return {.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight};
+}
+// This rank's rows of OUT with scatter_output transforming first: out_rows split over o.
+Range scattered_rows(const ProcessGrid& grid, const LayerGeometry& g) {
+  return sub_range(Range{0, g.out_rows.size()}, grid.dim(g.roles.o), grid.coord(g.roles.o));
 }
 }  // namespace
 
@@ -54,31 +91,89 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       relu_(relu),
       comm_(comm),
       adj_(adj),
-      linear_(be, grid, linear_layout(geo),
-              Linear3DOptions{.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight}),
+      linear_(be, grid, linear_layout(geo), linear_options(geo, comm)),
       h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),  // local: float4 rows
-      agg_(be, geo.out_rows.size(), geo.in_cols.size()),
-      constant_input_(constant_input) {
+      constant_input_(constant_input && !geo.transform_first) {
   if (be.computes())  // (stream layer + 1000: the GCN's weights since the first release)
     linear_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, geo.w_rows, geo.out_cols, seed,
                                          static_cast<std::uint32_t>(geo.layer) + 1000u));  // a dry run draws nothing
   if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
-  if (grid.dim(geo.roles.i) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
+  if (grid.dim(geo.out_repl()) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
   if (adj.chunks() != comm_.agg_chunks)
     throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
+  if (!geo.transform_first) {
+    agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+    return;
+  }
+  bias_ = ParamSlot(be, 1, geo.out_cols.size());
+  bias_.allocate();
+  out_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
+  if (comm_.scatter_output) {
+    out_slice_ = Matrix(be, scattered_rows(grid, geo).size(), geo.out_cols.size());
+    d_out_full_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
+  }
 }
 
 Range GcnLayer3D::out_slice_rows() const {
-  const Range local = linear_.output_rows();
+  const Range local = !geo_.transform_first     ? linear_.output_rows()
+                      : comm_.scatter_output    ? scattered_rows(grid_, geo_)
+                                                : Range{0, geo_.out_rows.size()};
   return {geo_.out_rows.begin + local.begin, geo_.out_rows.begin + local.end};
 }
 
 std::vector<LayerParam> GcnLayer3D::parameters(bool decay_weights) {
-  return {linear_weight_param(linear_, grid_, "weight", geo_.in_dim, geo_.out_dim, decay_weights),
-          linear_bias_param(linear_, grid_, "bias", geo_.out_dim)};
+  LayerParam w = linear_weight_param(linear_, grid_, "weight", geo_.in_dim, geo_.out_dim, decay_weights);
+  if (!geo_.transform_first) return {std::move(w), linear_bias_param(linear_, grid_, "bias", geo_.out_dim)};
+  // The bias [1 × out_cols] is replicated over o and d: the copy at coordinate 0 of both counts.
+  const bool contributes = grid_.coord(geo_.roles.o) == 0 && grid_.coord(geo_.roles.d) == 0;
+  return {std::move(w), LayerParam{"bias", &bias_, 1, geo_.out_dim, Range{0, 1}, geo_.out_cols, contributes, false}};
 }
 
 const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  return geo_.transform_first ? forward_transform_first(h_in, dropout) : forward_aggregate_first(h_in, dropout);
+}
+
+const Matrix& GcnLayer3D::forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout) {
+  last_in_ = &h_in;
+  if (dropout.p > 0.0f) {
+    be_.dropout(h_in.view(), h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+    last_in_ = &h_drop_;
+  }
+  const Matrix& y = linear_.forward(last_in_->view());
+  Communicator& o = grid_.comm(geo_.roles.o);
+  Matrix* out = &out_;
+  if (comm_.scatter_output) {
+    spmm_reduce_scatter(be_, o, adj_.operand(false), y.view(), out_, out_slice_);
+    out = &out_slice_;
+  } else {
+    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out_);
+  }
+  be_.add_bias(out->view(), std::as_const(bias_).data());
+  if (relu_) be_.relu(out->view());
+  return *out;
+}
+
+Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec& dropout, bool need_input_grad) {
+  if (relu_) be_.relu_backward((comm_.scatter_output ? out_slice_ : out_).view(), d_out_arg.view());
+  Matrix* d_out = &d_out_arg;
+  if (comm_.scatter_output) {
+    Communicator& o = grid_.comm(geo_.roles.o);
+    o.all_gather(d_out_arg.data(), d_out_full_.data(), block_counts(geo_.out_rows.size(), o.size(), geo_.out_cols.size()));
+    d_out = &d_out_full_;
+  }
+  Communicator& d = grid_.comm(geo_.roles.d);
+  be_.column_sum(d_out->view(), 0.0f, bias_.grad());
+  d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
+  Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
+  spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y);
+  Matrix d_h = linear_.backward(last_in_->view(), d_y, need_input_grad);
+  if (!need_input_grad) return {};
+  if (dropout.p > 0.0f)
+    be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+  return d_h;
+}
+
+const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout) {
   const Axis o = geo_.roles.o;
   if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
@@ -103,6 +198,7 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
 }
 
 Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  if (geo_.transform_first) return backward_transform_first(d_out, dropout, need_input_grad);
   const Axis d = geo_.roles.d;
   // ReLU backward on what forward returned (with scatter_output: this rank's row slice; the
   // linear all-gathers the gradient over i afterwards).

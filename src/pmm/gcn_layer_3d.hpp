@@ -1,7 +1,9 @@
 #pragma once
-// One GCN layer as a 3D parallel matrix multiply (Plexus, SC'25): OUT = act(Â·H·W + b), the
-// sparse aggregation Â·H followed by a Linear3D (pmm/linear_3d.hpp). The aggregation's
-// collectives are issued in gcn_layer_3d.cpp, the linear's in linear_3d.cpp.
+// One GCN layer as a 3D parallel matrix multiply (Plexus, SC'25): OUT = act(Â·H·W + b), in
+// either order (LayerGeometry::transform_first): the sparse aggregation Â·H followed by a
+// Linear3D (pmm/linear_3d.hpp), or the Linear3D H·W followed by the aggregation Â·(H·W) and
+// the bias (PyG's GCNConv). The aggregation's collectives are issued in gcn_layer_3d.cpp, the
+// linear's in linear_3d.cpp; gcn_layer_3d.cpp lists both orders'.
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -16,9 +18,11 @@ namespace plexus {
 
 // Communication options of one layer (docs/communication-variants.md).
 struct LayerCommOptions {
-  // Reduce-scatter OUT over i instead of all-reducing it: forward returns only this rank's
-  // row slice (out_slice_rows()); backward takes the gradient of that slice and all-gathers
-  // it over i. Used for the last layer, whose consumer (the loss) works on row slices.
+  // Reduce-scatter OUT over the axis it is replicated on (LayerGeometry::out_repl: i when
+  // aggregating first, o when transforming first) instead of all-reducing it: forward returns
+  // only this rank's row slice (out_slice_rows()); backward takes the gradient of that slice
+  // and all-gathers it over that axis. Used for the last layer, whose consumer (the loss)
+  // works on row slices.
   bool scatter_output = false;
   // Gather W over d only after weight_updated(), not in every forward and backward.
   bool reuse_weight = false;
@@ -29,14 +33,17 @@ struct LayerCommOptions {
 class GcnLayer3D : public GnnLayer3D {
  public:
   // `constant_input`: the input never changes (layer 0: the features), so the aggregation
-  // without dropout, Â·H, is computed once and reused by every evaluation pass.
+  // without dropout, Â·H, is computed once and reused by every evaluation pass (aggregating
+  // first only: transforming first, H·W changes with every step).
   // `adj` (this layer's Â block) must outlive the layer; its chunking must match comm.agg_chunks.
   GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, bool relu, std::uint64_t seed,
              bool constant_input = false, LayerCommOptions comm = {});
 
-  // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output
-  // block [out_rows × out_cols], replicated over the i axis — or, with scatter_output, its
-  // row slice [out_slice_rows() × out_cols], this rank's block of out_rows split over i.
+  // h_in: [in_rows × in_cols] (layer 0: already all-gathered over its replication axis).
+  // Transforming first, the layer reads h_in again in backward: it must not change in between
+  // (the model's features, or the previous layer's output). Returns the output block
+  // [out_rows × out_cols], replicated over geo.out_repl() — or, with scatter_output, its row
+  // slice [out_slice_rows() × out_cols], this rank's block of out_rows split over that axis.
   const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
   // d_out: gradient of forward's result (modified in place). Accumulates dW and db; returns
   // dH_in [in_rows × in_cols] unless `need_input_grad` is false (layer 0).
@@ -50,22 +57,36 @@ class GcnLayer3D : public GnnLayer3D {
   // "weight" [in_dim × out_dim], "bias" [1 × out_dim].
   std::vector<LayerParam> parameters(bool decay_weights) override;
   ParamSlot& weight() { return linear_.weight(); }  // this rank's shard [w_rows × out_cols]
-  ParamSlot& bias() { return linear_.bias(); }      // [1 × out_cols], replicated over i and d
+  // [1 × out_cols], replicated over the two axes other than out_feat's (i and d aggregating
+  // first, o and d transforming first).
+  ParamSlot& bias() { return geo_.transform_first ? bias_ : linear_.bias(); }
 
  private:
+  const Matrix& forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout);
+  const Matrix& forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout);
+  Matrix backward_transform_first(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
+
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
   bool relu_;
   LayerCommOptions comm_;
   DeviceAdj& adj_;
-  // OUT = AGG·W + b: rows over d, input features over i, output features over o.
+  // Aggregating first, OUT = AGG·W + b: rows over d, input features over i, output features
+  // over o. Transforming first, Y = H·W (no bias): rows over o, input features over d, output
+  // features over i.
   Linear3D linear_;
   Matrix h_drop_, agg_;
   bool constant_input_ = false;
   Matrix agg_clean_;                 // cached Â·H without dropout (constant_input only)
   bool agg_clean_valid_ = false;
   const Matrix* last_agg_ = nullptr;  // the aggregation the last forward used (for backward)
+  // Transforming first: the bias (added after the aggregation), the input the last forward
+  // multiplied (h_in or h_drop_), OUT (with scatter_output: the partial sums before the
+  // reduce-scatter, and the slice) and the gathered gradient of the slice.
+  ParamSlot bias_;
+  const Matrix* last_in_ = nullptr;
+  Matrix out_, out_slice_, d_out_full_;
 };
 
 }  // namespace plexus

@@ -1,8 +1,10 @@
 #pragma once
 // What every GNN layer on the 3D grid is to its model (models/gcn.hpp): a forward and a
-// backward pass over the same layouts (input H_l [rows over o × features over i], output
-// [rows over d × features over o] replicated over i: the next layer's input), and the list of
-// its parameters. The kinds: GcnLayer3D (gcn_layer_3d.hpp), SageLayer3D (sage_layer_3d.hpp),
+// backward pass over the layouts its geometry gives (aggregating first: input H_l [rows over o
+// × features over i], output [rows over d × features over o] replicated over i; a GCN layer
+// that transforms first: input [rows over o × features over d], output [rows over d × features
+// over i] replicated over o — LayerGeometry::in_feat and out_feat; each the next layer's
+// input), and the list of its parameters. The kinds: GcnLayer3D (gcn_layer_3d.hpp), SageLayer3D (sage_layer_3d.hpp),
 // GinLayer3D (gin_layer_3d.hpp); docs/gnn-models.md gives each one's collectives.
 #include <cstdint>
 #include <string>
@@ -36,8 +38,9 @@ struct LayerParam {
 class GnnLayer3D {
  public:
   virtual ~GnnLayer3D() = default;
-  // h_in: [in_rows × in_cols] (layer 0: already all-gathered over d). Returns the output block
-  // [out_rows × out_cols] replicated over i (or its row slice over i: out_slice_rows()).
+  // h_in: [in_rows × in_cols] (layer 0: already all-gathered over its in_repl axis). Returns the
+  // output block [out_rows × out_cols] replicated over out_repl (or its row slice there:
+  // out_slice_rows()).
   virtual const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) = 0;
   // d_out: the gradient of forward's result (may be modified in place). Accumulates the
   // parameters' gradients; returns dH_in [in_rows × in_cols] unless !need_input_grad.

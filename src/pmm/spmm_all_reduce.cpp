@@ -3,6 +3,8 @@
 #include <memory>
 #include <vector>
 
+#include "plexus/shard.hpp"
+
 namespace plexus {
 
 void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c, float beta) {
@@ -30,6 +32,22 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
     row += chunk.rows;
   }
   for (auto& r : pending) r->wait();
+}
+
+void spmm_reduce_scatter(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c_full,
+                         Matrix& c_slice) {
+  if (a.chunks.empty()) {
+    be.spmm(a.whole, b, c_full.view(), 0.0f, a.whole_plan);
+  } else {
+    index_t row = 0;
+    for (std::size_t k = 0; k < a.chunks.size(); ++k) {
+      const CsrView& chunk = a.chunks[k];
+      be.spmm(chunk, b, rows_of(c_full.view(), row, row + chunk.rows), 0.0f,
+              k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
+      row += chunk.rows;
+    }
+  }
+  comm.reduce_scatter(c_full.data(), c_slice.data(), block_counts(c_full.rows(), comm.size(), c_full.cols()));
 }
 
 }  // namespace plexus

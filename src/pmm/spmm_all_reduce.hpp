@@ -14,4 +14,11 @@ namespace plexus {
 void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c,
                      float beta = 0.0f);
 
+// c_slice = this rank's block of the rows of a·b summed over `comm` (reduce-scatter by rows,
+// block comm.rank() of block_counts), with c_full [a's rows × b's cols] holding this rank's
+// partial product first. With row chunks the chunks' SpMMs fill c_full in turn, then one
+// reduce-scatter.
+void spmm_reduce_scatter(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c_full,
+                         Matrix& c_slice);
+
 }  // namespace plexus

@@ -38,7 +38,7 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
       row_split_(row_split != nullptr),
       row_split_axis_(row_split ? *row_split : Axis::X),
       split_sizes_(shards.split_sizes),
-      xent_(be, grid, last.roles.o, last.out_rows.size()) {
+      xent_(be, grid, last.out_feat(), last.out_rows.size()) {
   // Shards of sizes only (a plan's dry run) have no labels or masks: the buffers are sized
   // for the rows, and nothing is uploaded.
   const auto n = static_cast<std::size_t>(last.out_rows.size());
@@ -89,7 +89,7 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   // max of the values, then max of -column among the shards that hold that value. The values
   // and keys stay on the device (in the loss's row buffers, free between its calls); only the
   // three counts are copied back.
-  const Axis classes = geo_.roles.o, rows = geo_.roles.d;
+  const Axis classes = geo_.out_feat(), rows = geo_.roles.d;
   const std::size_t n = best_col_.size();
   float* const best = xent_.row_max();    // this shard's best value per row
   float* const global = xent_.row_sum();  // the best over the shards, then the keys

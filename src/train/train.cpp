@@ -53,6 +53,29 @@ SageAggregator parse_sage_aggregator(const std::string& text) {
   throw InputError("--aggregator", "'" + text + "' is not one of mean, sum");
 }
 
+const char* layer_order_name(LayerOrder o) {
+  switch (o) {
+    case LayerOrder::Auto: return "auto";
+    case LayerOrder::AggregateFirst: return "aggregate-first";
+    case LayerOrder::TransformFirst: return "transform-first";
+  }
+  return "?";
+}
+
+LayerOrder parse_layer_order(const std::string& text) {
+  for (LayerOrder o : {LayerOrder::Auto, LayerOrder::AggregateFirst, LayerOrder::TransformFirst})
+    if (text == layer_order_name(o)) return o;
+  throw InputError("--layer-order", "'" + text + "' is not one of auto, aggregate-first, transform-first");
+}
+
+LayerOrder layer_order_of(const TrainConfig& cfg) {
+  return cfg.model == GnnKind::Gcn ? cfg.layer_order : LayerOrder::AggregateFirst;
+}
+
+std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vector<index_t>& dims) {
+  return transform_first_layers(layer_order_of(cfg), dims);
+}
+
 void validate(const TrainConfig& c) {
   if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
   if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
@@ -64,6 +87,9 @@ void validate(const TrainConfig& c) {
   if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
   if (!std::isfinite(c.gin_eps) || std::fabs(c.gin_eps) > 1e6f)
     throw InputError("--gin-eps", "must be a finite number of magnitude at most 1e6");
+  if (c.model != GnnKind::Gcn && c.layer_order == LayerOrder::TransformFirst)
+    throw InputError("--layer-order", std::string("transform-first is for GCN layers; ") + gnn_kind_name(c.model) +
+                                          " layers aggregate first");
 }
 
 TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,

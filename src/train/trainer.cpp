@@ -72,14 +72,14 @@ GcnShards shards_of(const GraphData& graph, const TrainConfig& cfg, ProcessGrid&
   const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   if (cfg.balance == Balance::kNone)
     return build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
-                        cfg.shard_adj);
+                        cfg.shard_adj, transform_first_layers(cfg, dims));
   PrepareOptions po;
   po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
   po.balance = cfg.balance;
   po.seed = cfg.balance_seed;
   const GridShape g = grid.shape();
   po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
-  return build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj);
+  return build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims));
 }
 
 // Where one parameter's shard lies in the whole tensor, and whether this rank's copy is the
@@ -130,18 +130,18 @@ struct GcnTrainer::Impl {
         grid(g),
         model(be, g, shards, model_config(c)),
         out(model.loss_geometry()),
-        split_axis(out.roles.i),
+        split_axis(out.out_repl()),
         loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr),
         adam(be, model.parameters(), adam_params(c)),
         num_nodes(shards.num_nodes) {
     // The rows predict() reports: the logits' rows (the last layer's output rows, replicated
-    // over its i axis unless already split there: comm variant rs-ag) are the same on every
-    // rank of the o axis once their classes are gathered, so split them over i and o.
+    // over its out_repl axis unless already split there: comm variant rs-ag) are the same on
+    // every rank of its out_feat axis once their classes are gathered, so split them over both.
     const LayerGeometry& last = model.output_geometry();
     const Range rows = model_config(c).scatter_logits
                            ? out.out_rows
-                           : sub_range(out.out_rows, g.dim(last.roles.i), g.coord(last.roles.i));
-    owned_rows = sub_range(rows, g.dim(last.roles.o), g.coord(last.roles.o));
+                           : sub_range(out.out_rows, g.dim(last.out_repl()), g.coord(last.out_repl()));
+    owned_rows = sub_range(rows, g.dim(last.out_feat()), g.coord(last.out_feat()));
     if (shards.shape_only) return;  // a plan's dry run predicts nothing
     owned_ids.resize(static_cast<std::size_t>(owned_rows.size()));
     for (index_t r = owned_rows.begin; r < owned_rows.end; ++r)
@@ -221,6 +221,12 @@ GcnTrainer::~GcnTrainer() = default;
 int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
 const BestEpoch& GcnTrainer::best() const { return impl_->best; }
 const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
+
+std::vector<bool> GcnTrainer::transform_first() const {
+  std::vector<bool> tf;
+  for (int l = 0; l < impl_->model.num_layers(); ++l) tf.push_back(impl_->model.geometry_of_layer(l).transform_first);
+  return tf;
+}
 
 EpochMetrics GcnTrainer::epoch() { return *impl_->run_epoch(false); }
 
@@ -333,10 +339,10 @@ Predictions GcnTrainer::predict() {
   Impl& t = *impl_;
   const Matrix& logits = t.model.forward(t.epochs_done, /*training=*/false);
   // This rank holds rows out.out_rows × classes out.out_cols; the classes are split over the
-  // last layer's o axis: gather them (host values, so over the axis's host communicator).
+  // last layer's out_feat axis: gather them (host values, so over the axis's host communicator).
   const LayerGeometry& g = t.out;
   const std::vector<float> mine = logits.to_host();
-  Communicator& o = t.grid.host_comm(g.roles.o);
+  Communicator& o = t.grid.host_comm(g.out_feat());
   const index_t classes = g.out_dim, rows = g.out_rows.size();
   std::vector<float> blocks(static_cast<std::size_t>(rows * classes));
   o.all_gather(mine.data(), blocks.data(), block_counts(classes, o.size(), rows));
