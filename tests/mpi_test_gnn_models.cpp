@@ -63,7 +63,8 @@ const std::vector<Variant>& variants() {
   return v;
 }
 
-TrainConfig config(const Variant& v, Balance balance, bool shard_adj, int chunks) {
+TrainConfig config(const Variant& v, Balance balance, bool shard_adj, int chunks,
+                   CommVariant comm = CommVariant::Baseline) {
   TrainConfig c;
   c.model = v.kind;
   c.aggregator = v.aggregator;
@@ -79,6 +80,7 @@ TrainConfig config(const Variant& v, Balance balance, bool shard_adj, int chunks
   c.balance = balance;
   c.shard_adj = shard_adj;
   c.agg_chunks = chunks;
+  c.comm_variant = comm;
   return c;
 }
 
@@ -146,6 +148,9 @@ TEST(GnnModels, EveryKindOnEveryGridMatchesOneRank) {
       // Sharded Â and chunked aggregation on the last (most mixed) grid.
       auto grid = ProcessGrid::from_mpi(all_grids(p).back());
       expect_same(train_on(*grid, config(v, balance, true, 3)), want, v.name + " sharded, 3 chunks");
+      // rs-ag-reuse: the weights gathered once per update; the last layer stays the baseline's
+      // (only the GCN's reduce-scatters), so the loss must not split its rows either.
+      expect_same(train_on(*grid, config(v, balance, false, 1, CommVariant::RsAgReuse)), want, v.name + " rs-ag-reuse");
     }
 }
 

@@ -44,7 +44,9 @@ GcnConfig model_config(const TrainConfig& cfg) {
   GcnConfig mc;
   mc.dropout = cfg.dropout;
   mc.seed = cfg.seed;
-  mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline;
+  // rs-ag's reduce-scatter of the last layer is the GCN's (SAGE and GIN keep the baseline
+  // last layer): the loss splits its rows only where the logits are split.
+  mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline && cfg.model == GnnKind::Gcn;
   mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
   mc.agg_chunks = cfg.agg_chunks;
   mc.kind = cfg.model;
