@@ -22,6 +22,8 @@ epochs=21
 # neighbours (SAGE and GIN aggregate 0 for them).
 variants=(
   "gcn|sbm|"
+  "gcn-aggregate-first|sbm|--layer-order aggregate-first"
+  "gcn-transform-first|sbm|--layer-order transform-first --dropout 0.3"
   "gcn-dropout0.3-adamw|sbm|--dropout 0.3 --adamw"
   "gcn-messy|messy|"
   "sage-mean|sbm|--model sage --aggregator mean"
