@@ -157,6 +157,10 @@ TEST(GinGradients, FixedAndTrainedEpsMatchFiniteDifferences) {
     GcnConfig c = kind_config(0.3f, GnnKind::Gin);
     c.gin_eps = 0.25f;
     c.gin_train_eps = train;
+    // GIN's MLP puts a ReLU inside every layer: with PyTorch's Linear initialisation (biases
+    // not zero) a kink lies within 1e-3 of the point for most seeds; seed 21's point is clear
+    // of them (seed 7: 17 % error on one weight, shrinking with the step, so a kink).
+    c.seed = 21;
     SCOPED_TRACE(train ? "trained eps" : "fixed eps");
     check_gradients(c);
   }

@@ -45,9 +45,8 @@ GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   }
   if (be.computes()) {  // streams: layer + 1000 (W, as the GCN's) and layer + 3000 (W2)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
-    lin1_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, lin1_.w_rows(), geo.out_cols, seed, layer + 1000u));
-    lin2_.weight().upload(
-        glorot_block(geo.out_dim, geo.out_dim, lin2_.w_rows(), lin2_.layout().out_cols, seed, layer + 3000u));
+    torch_linear_init(lin1_, geo.in_dim, geo.out_dim, seed, layer + 1000u);
+    torch_linear_init(lin2_, geo.out_dim, geo.out_dim, seed, layer + 3000u);
   }
 }
 

@@ -67,6 +67,11 @@ std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Ran
                                 std::uint32_t stream);
 // A Linear3D's weight and bias as LayerParams: W [in_dim × out_dim] (this rank's w_rows ×
 // out_cols; unique to it) and b [1 × out_dim] (replicated over the row and in axes).
+// PyTorch's nn.Linear initialisation (PyG's SAGEConv and GINConv use it): weight and bias
+// uniform in ±1/√in_dim, drawn on global indices from `stream` (the bias from stream + 500).
+// Glorot's wider range makes GIN's unnormalised sums explode on graphs of high degree.
+void torch_linear_init(Linear3D& lin, index_t in_dim, index_t out_dim, std::uint64_t seed, std::uint32_t stream);
+
 LayerParam linear_weight_param(Linear3D& lin, const ProcessGrid& grid, std::string name, index_t in_dim,
                                index_t out_dim, bool decay);
 LayerParam linear_bias_param(Linear3D& lin, const ProcessGrid& grid, std::string name, index_t out_dim);

@@ -29,8 +29,8 @@ SageLayer3D::SageLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Devi
       root_h_(be, geo.out_rows.size(), geo.in_cols.size()) {
   if (be.computes()) {  // streams: layer + 1000 (W, as the GCN's) and layer + 2000 (W_root)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
-    neigh_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, neigh_.w_rows(), geo.out_cols, seed, layer + 1000u));
-    root_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, root_.w_rows(), geo.out_cols, seed, layer + 2000u));
+    torch_linear_init(neigh_, geo.in_dim, geo.out_dim, seed, layer + 1000u);
+    torch_linear_init(root_, geo.in_dim, geo.out_dim, seed, layer + 2000u);
   }
   if (normalize_) {
     row_sq_ = Buffer<float>(be, static_cast<std::size_t>(geo.out_rows.size()));
