@@ -20,27 +20,18 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/trainer.hpp"
+#include "mpi_grid_runs.hpp"
 #include "mpi_scratch.hpp"
 
 namespace plexus {
 namespace {
 
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using testing::expect_same;
+using testing::world_size;
+using KindRun = testing::GridRun;
 
 const GraphData& uneven_graph() {
-  static const GraphData g = [] {
-    SbmOptions o;
-    o.nodes = 157;
-    o.classes = 5;
-    o.features = 11;
-    o.avg_degree = 6;
-    o.seed = 11;
-    return generate_sbm(o);
-  }();
+  static const GraphData g = testing::uneven_sbm(11);
   return g;
 }
 
@@ -84,38 +75,7 @@ TrainConfig config(const Variant& v, Balance balance, bool shard_adj, int chunks
   return c;
 }
 
-struct KindRun {
-  std::vector<double> losses;
-  ModelState state;
-};
-
-KindRun train_on(ProcessGrid& grid, const TrainConfig& cfg) {
-  auto be = make_cpu_backend(1);
-  GcnTrainer t(uneven_graph(), cfg, *be, grid);
-  KindRun r;
-  for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
-  r.state = t.state();
-  return r;
-}
-
-void expect_same(const KindRun& got, const KindRun& want, const std::string& what) {
-  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
-  for (std::size_t e = 0; e < got.losses.size(); ++e)
-    EXPECT_NEAR(got.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << what << ": epoch " << e + 1;
-  ASSERT_EQ(got.state.parameters.size(), want.state.parameters.size()) << what;
-  for (std::size_t k = 0; k < got.state.parameters.size(); ++k) {
-    const ParameterState& g = got.state.parameters[k];
-    const ParameterState& w = want.state.parameters[k];
-    EXPECT_EQ(g.name, w.name) << what;
-    ASSERT_EQ(g.value.size(), w.value.size()) << what << ": " << w.name;
-    double err = 0, ref = 0;
-    for (std::size_t i = 0; i < g.value.size(); ++i) {
-      err = std::max(err, std::abs(static_cast<double>(g.value[i]) - w.value[i]));
-      ref = std::max(ref, std::abs(static_cast<double>(w.value[i])));
-    }
-    EXPECT_LE(err, 1e-4 * std::max(ref, 1.0)) << what << ": " << w.name;
-  }
-}
+KindRun train_on(ProcessGrid& grid, const TrainConfig& cfg) { return testing::train_run(grid, uneven_graph(), cfg); }
 
 // The losses decrease and the parameters list is the kind's: a run that learns nothing or a
 // model that lost a parameter would pass the grid comparison by itself.

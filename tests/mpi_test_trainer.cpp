@@ -30,6 +30,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/trainer.hpp"
+#include "mpi_grid_runs.hpp"
 #include "mpi_scratch.hpp"
 
 namespace plexus {
@@ -43,15 +44,7 @@ int size_of(MPI_Comm c) {
 
 // Small but uneven: 157 nodes and 5 classes split unevenly over every grid axis.
 const GraphData& graph() {
-  static const GraphData g = [] {
-    SbmOptions o;
-    o.nodes = 157;
-    o.classes = 5;
-    o.features = 11;
-    o.avg_degree = 6;
-    o.seed = 7;
-    return generate_sbm(o);
-  }();
+  static const GraphData g = testing::uneven_sbm(7);
   return g;
 }
 

@@ -168,8 +168,7 @@ Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec
   spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y);
   Matrix d_h = linear_.backward(last_in_->view(), d_y, need_input_grad);
   if (!need_input_grad) return {};
-  if (dropout.p > 0.0f)
-    be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+  input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
 }
 
@@ -183,12 +182,7 @@ const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const Drop
     }
     last_agg_ = &agg_clean_;
   } else {
-    ConstMatrixView h = h_in.view();
-    if (dropout.p > 0.0f) {
-      be_.dropout(h, h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-      h = h_drop_.view();
-    }
-    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h, agg_);
+    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), input_dropout(be_, h_in, dropout, geo_, h_drop_), agg_);
     last_agg_ = &agg_;
   }
 
@@ -208,8 +202,7 @@ Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
   spmm_all_reduce(be_, grid_.comm(d), adj_.operand(true), d_agg.view(), d_h);
-  if (dropout.p > 0.0f)
-    be_.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+  input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
 }
 
