@@ -35,7 +35,12 @@ variants=(
   "sage-sum-messy|messy|--model sage --aggregator sum"
   "gin-eps0.1|sbm|--model gin --gin-eps 0.1"
   "gin-train-eps|sbm|--model gin --gin-eps 0.1 --train-eps"
-  "gin-train-eps-adamw-dropout0.3|sbm|--model gin --train-eps --adamw --dropout 0.3"
+  "gin0-train-eps-adamw|sbm|--model gin --train-eps --adamw"
+  # Dropout 0.2, not 0.3: at 0.3 a first-layer unit of this run sits within float32 rounding of its
+  # ReLU kink at epoch 8, and which side it lands on is chance (PyG in float32 and in float64 land
+  # on one side, the engine on the other; restarted from each of the engine's checkpoints, PyG's
+  # next step agrees within 2e-7): the losses part by 1e-4 by epoch 17 with no error in any step.
+  "gin0-train-eps-adamw-dropout0.2|sbm|--model gin --train-eps --adamw --dropout 0.2"
   "gin-eps0.1-messy|messy|--model gin --gin-eps 0.1"
 )
 # Variants the engine refuses (each must still be refused cleanly): none today.
