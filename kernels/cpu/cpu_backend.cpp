@@ -32,18 +32,15 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes) {
 }
 }  // namespace
 
-CpuBackend::~CpuBackend() {
-  for (auto& [bytes, blocks] : cached_)
-    for (void* p : blocks) detail::host_free(p);
-}
+CpuBackend::~CpuBackend() { cache_.clear(detail::host_free); }
 
 void* CpuBackend::do_allocate(std::size_t bytes) {
-  void* p = nullptr;
-  if (auto it = cached_.find(bytes); it != cached_.end() && !it->second.empty()) {
-    p = it->second.back();
-    it->second.pop_back();
-    cached_bytes_ -= bytes;
-  } else {
+  void* p = cache_.take(bytes);
+  const bool from_cache = p != nullptr;
+  if (!from_cache) {
+    const std::size_t live_after = live_bytes() + bytes;
+    high_water_ = std::max(high_water_, live_after);
+    cache_.trim_to(high_water_ - live_after, detail::host_free);
     p = detail::host_aligned_alloc(bytes);
   }
   if (bytes >= kParallelZeroBytes)
@@ -57,15 +54,7 @@ void* CpuBackend::do_allocate(std::size_t bytes) {
 void CpuBackend::deallocate(void* p, std::size_t bytes) noexcept {
   if (!p) return;
   count_free(bytes);
-  if (bytes <= kCachedBlockMax && cached_bytes_ + bytes <= kCachedTotalMax) {
-    try {
-      cached_[bytes].push_back(p);
-      cached_bytes_ += bytes;
-      return;
-    } catch (...) {  // no memory for the bookkeeping: just free it
-    }
-  }
-  detail::host_free(p);
+  if (!cache_.keep(p, bytes)) detail::host_free(p);
 }
 
 // Host and "device" are the same memory here; memmove also tolerates overlapping ranges.

@@ -13,9 +13,7 @@
 // by one thread in a fixed order, and partial results are combined in a fixed order.
 #include <omp.h>
 
-#include <unordered_map>
-#include <vector>
-
+#include "kernels/common/block_cache.hpp"
 #include "plexus/backend.hpp"
 
 namespace plexus::cpu {
@@ -28,6 +26,10 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) : threads_(threads) {}
   ~CpuBackend() override;
+  // Bytes of freed buffers kept for reuse, and the most live bytes this backend ever held: the
+  // first never exceeds the second minus live_bytes().
+  std::size_t cached_bytes() const { return cache_.cached_bytes(); }
+  std::size_t high_water_bytes() const { return high_water_; }
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
   Device device() const override { return Device::CPU; }
@@ -58,14 +60,10 @@ class CpuBackend final : public Backend {
 
 
   int threads_;  // <= 0: the OpenMP default
-  // Freed buffers kept for the next request of the same size: a training step allocates the
-  // same temporaries every time, and fresh pages from the kernel would be faulted in again on
-  // every step. Only buffers up to kCachedBlockMax bytes, kCachedTotalMax in all; larger ones
-  // (a graph's feature blocks) go straight back to the system.
-  static constexpr std::size_t kCachedBlockMax = std::size_t{64} << 20;
-  static constexpr std::size_t kCachedTotalMax = std::size_t{256} << 20;
-  std::unordered_map<std::size_t, std::vector<void*>> cached_;
-  std::size_t cached_bytes_ = 0;
+  // Freed buffers kept for the next request of the same size, live + cached never above the
+  // high water mark of live bytes (kernels/common/block_cache.hpp says why).
+  detail::BlockCache cache_;
+  std::size_t high_water_ = 0;
 };
 
 }  // namespace plexus::cpu
