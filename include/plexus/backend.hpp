@@ -200,6 +200,61 @@ class Backend {
   void l2_normalize_rows(MatrixView x, const float* sumsq, float eps);
   void l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, const float* dots, float eps, MatrixView dy);
 
+  // ---- graph attention (GAT) on an Â block's pattern (kernels/*/edge_attention.*) ----------
+  // Edge arrays hold one value per stored entry of `a` and head, head-major: the value of entry
+  // k (in a's CSR order) for head h is at [h·a.nnz + k]. Row r of `a` is a destination node,
+  // column c a source node (out = Â·Z aggregates over a row's columns). Per-node arrays of
+  // `heads` values are row-major [nodes × heads]. A row's softmax may span blocks held by other
+  // ranks: the caller combines the partial row maxima and sums between the phases
+  // (all-reduce max, then sum). a.values is not read. Deterministic, no atomics, every result
+  // independent of the thread count.
+  //   gat_edge_scores           e[h,k] = leaky(s_dst[r,h] + s_src[c,h]), leaky(x) = x > 0 ? x : slope·x
+  //   gat_edge_scores_backward  de[h,k] *= (s_dst[r,h] + s_src[c,h] > 0 ? 1 : slope), in place
+  //   edge_row_max              row_max[r,h] = max_k e[h,k] over row r (-inf for an empty row)
+  //   edge_softmax_exp          e[h,k] = exp(e[h,k] − row_max[r,h]) in place;
+  //                             row_sum[r,h] = Σ_k of the new e over row r (partial)
+  //   edge_softmax_normalize    e[h,k] /= row_sum[r,h]
+  //   edge_dropout              e[h,k] *= keep / (1−p), keep = counter_uniform(key,
+  //                             (row0 + r)·heads + h, col0 + c) >= p: keyed by the global entry
+  //                             and head, so every grid draws the same mask; the backward is the
+  //                             same call on the gradient
+  //   edge_softmax_backward     d[h,k] = alpha[h,k]·(d[h,k] − row_dot[r,h]) in place, row_dot the
+  //                             all-reduced Σ_k alpha·d over row r (edge_row_sum)
+  //   edge_row_sum              out[r,h] = Σ_k x[h,p(k)]·(y ? y[h,p(k)] : 1) over row r,
+  //                             p(k) = perm ? perm[k] : k. With `a` the transpose of a block
+  //                             and perm its entry map (edge_gather), these are the block's
+  //                             column sums.
+  //   edge_gather               dst[h,k] = src[h,perm[k]] for k < nnz: an edge array in the
+  //                             order of the transpose (perm[k]: the block's entry that entry k
+  //                             of the transpose is)
+  //   edge_dots                 out[h,k] = Σ_j x[r,j]·y[c,j] over the columns j of head h,
+  //                             the head of local column j being (col0 + j) / head_width
+  //                             (x: a.rows × w, y: a.cols × w; the feature axis may be split:
+  //                             col0 is this rank's first global column; a head with no
+  //                             local column gets 0) — partial over the feature axis
+  //   head_dots                 out[i,h] = Σ_j z[i,j]·att[j] over the columns j of head h (as
+  //                             edge_dots; partial over the feature axis)
+  //   head_dots_backward        dz[i,j] += ds[i,h(j)]·att[j];  datt[j] += Σ_i ds[i,h(j)]·z[i,j]
+  //   elu                       m = m > 0 ? m : exp(m) − 1, in place
+  //   elu_backward              grad *= activated > 0 ? 1 : activated + 1 (activated: elu's output)
+  void gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope, float* e);
+  void gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
+                                float* de);
+  void edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max);
+  void edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum);
+  void edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e);
+  void edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0, float* e);
+  void edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot, float* d);
+  void edge_row_sum(const CsrView& a, index_t heads, const float* x, const float* y, const index_t* perm, float* out);
+  void edge_gather(index_t nnz, index_t heads, const index_t* perm, const float* src, float* dst);
+  void edge_dots(const CsrView& a, index_t heads, index_t head_width, index_t col0, ConstMatrixView x,
+                 ConstMatrixView y, float* out);
+  void head_dots(ConstMatrixView z, const float* att, index_t heads, index_t head_width, index_t col0, float* out);
+  void head_dots_backward(ConstMatrixView z, const float* att, index_t heads, index_t head_width, index_t col0,
+                          const float* ds, MatrixView dz, float* datt);
+  void elu(MatrixView m);
+  void elu_backward(ConstMatrixView activated, MatrixView grad);
+
   // ---- LayerNorm ------------------------------------------------------------------------
   // LayerNorm over the feature axis of a row-major matrix whose columns may be
   // split over ranks. Each row is normalised over its *global* width; a rank holds `cols` of
@@ -336,6 +391,28 @@ class Backend {
                                     MatrixView y, float* lse) = 0;
   virtual void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                                      const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
+  virtual void do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
+                                  float* e) = 0;
+  virtual void do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
+                                           float slope, float* de) = 0;
+  virtual void do_edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max) = 0;
+  virtual void do_edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum) = 0;
+  virtual void do_edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e) = 0;
+  virtual void do_edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0,
+                               float* e) = 0;
+  virtual void do_edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot,
+                                        float* d) = 0;
+  virtual void do_edge_row_sum(const CsrView& a, index_t heads, const float* x, const float* y, const index_t* perm,
+                               float* out) = 0;
+  virtual void do_edge_gather(index_t nnz, index_t heads, const index_t* perm, const float* src, float* dst) = 0;
+  virtual void do_edge_dots(const CsrView& a, index_t heads, index_t head_width, index_t col0, ConstMatrixView x,
+                            ConstMatrixView y, float* out) = 0;
+  virtual void do_head_dots(ConstMatrixView z, const float* att, index_t heads, index_t head_width, index_t col0,
+                            float* out) = 0;
+  virtual void do_head_dots_backward(ConstMatrixView z, const float* att, index_t heads, index_t head_width,
+                                     index_t col0, const float* ds, MatrixView dz, float* datt) = 0;
+  virtual void do_elu(MatrixView m) = 0;
+  virtual void do_elu_backward(ConstMatrixView activated, MatrixView grad) = 0;
   virtual void do_row_dots(ConstMatrixView a, ConstMatrixView b, float* out) = 0;
   virtual void do_l2_normalize_rows(MatrixView x, const float* sumsq, float eps) = 0;
   virtual void do_l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, const float* dots, float eps,
