@@ -30,9 +30,10 @@ enum class GnnKind {
   Gcn,   // Kipf & Welling: act(Â·H·W + b), Â = D^-1/2 (A + I) D^-1/2
   Sage,  // GraphSAGE (PyG SAGEConv): act(agg_{j∈N(i)} h_j ·W + h_i·W_root + b)
   Gin,   // GIN (PyG GINConv): act(MLP((1 + ε)·h_i + Σ_{j∈N(i)} h_j)), MLP = Linear, ReLU, Linear
+  Gat,   // GAT (PyG GATConv): heads of Σ_{j∈N(i)∪{i}} α_ij·W h_j, α a softmax of attention scores; ELU
 };
 const char* gnn_kind_name(GnnKind k);
-// Parses "gcn" | "sage" | "gin"; throws InputError("--model", ...).
+// Parses "gcn" | "sage" | "gin" | "gat"; throws InputError("--model", ...).
 GnnKind parse_gnn_kind(const std::string& text);
 // GraphSAGE's neighbour aggregation: the mean (D⁻¹A, no self-loops) or the sum (A).
 enum class SageAggregator { Mean, Sum };
@@ -55,11 +56,20 @@ struct TrainConfig {
   bool sage_normalize = false;  // sage only: L2-normalise each output row (PyG's normalize=True)
   float gin_eps = 0.0f;         // gin only: ε of (1 + ε)·h_i (its initial value when trained)
   bool gin_train_eps = false;   // gin only: ε is a parameter of each layer, trained by Adam
+  // gat only. Hidden layers have `gat_heads` heads of hidden / gat_heads features each,
+  // concatenated (hidden must be a multiple of gat_heads); the last layer has `gat_out_heads`
+  // heads of one feature per class, averaged. `attn_dropout`: dropout on the attention
+  // coefficients (PyG's GATConv dropout); `negative_slope`: the LeakyReLU of the scores.
+  int gat_heads = 8;
+  int gat_out_heads = 1;
+  float attn_dropout = 0.0f;
+  float negative_slope = 0.2f;
   int layers = 2;
   index_t hidden = 16;
   // GCN layers: aggregate first, (Â·H)·W, or transform first, Â·(H·W); Auto picks per layer
   // the narrower SpMM (transform first where D_{l+1} < D_l). SAGE and GIN layers always
-  // aggregate first (Auto; TransformFirst is refused). The same numbers either way, and a
+  // aggregate first (Auto; TransformFirst is refused), GAT layers always transform first
+  // (Auto; AggregateFirst is refused). The same numbers either way, and a
   // state saved with one order loads into the other. Used where shards are cut, as shard_adj.
   LayerOrder layer_order = LayerOrder::Auto;
   int epochs = 200;
@@ -133,7 +143,7 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
 void validate(const TrainConfig& cfg);
 
 // The layer order that shards for `cfg` are cut with: cfg.layer_order for a GCN, aggregate first
-// for SAGE and GIN (what load_shards_h5 takes).
+// for SAGE and GIN, transform first for GAT (what load_shards_h5 takes).
 LayerOrder layer_order_of(const TrainConfig& cfg);
 // Per layer of a model of `cfg` with widths `dims`: transform first? (transform_first_layers)
 std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vector<index_t>& dims);

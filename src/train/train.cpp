@@ -35,14 +35,15 @@ const char* gnn_kind_name(GnnKind k) {
     case GnnKind::Gcn: return "gcn";
     case GnnKind::Sage: return "sage";
     case GnnKind::Gin: return "gin";
+    case GnnKind::Gat: return "gat";
   }
   return "?";
 }
 
 GnnKind parse_gnn_kind(const std::string& text) {
-  for (GnnKind k : {GnnKind::Gcn, GnnKind::Sage, GnnKind::Gin})
+  for (GnnKind k : {GnnKind::Gcn, GnnKind::Sage, GnnKind::Gin, GnnKind::Gat})
     if (text == gnn_kind_name(k)) return k;
-  throw InputError("--model", "'" + text + "' is not one of gcn, sage, gin");
+  throw InputError("--model", "'" + text + "' is not one of gcn, sage, gin, gat");
 }
 
 const char* sage_aggregator_name(SageAggregator a) { return a == SageAggregator::Mean ? "mean" : "sum"; }
@@ -69,7 +70,11 @@ LayerOrder parse_layer_order(const std::string& text) {
 }
 
 LayerOrder layer_order_of(const TrainConfig& cfg) {
-  return cfg.model == GnnKind::Gcn ? cfg.layer_order : LayerOrder::AggregateFirst;
+  switch (cfg.model) {
+    case GnnKind::Gcn: return cfg.layer_order;
+    case GnnKind::Gat: return LayerOrder::TransformFirst;
+    default: return LayerOrder::AggregateFirst;
+  }
 }
 
 std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vector<index_t>& dims) {
@@ -87,9 +92,23 @@ void validate(const TrainConfig& c) {
   if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
   if (!std::isfinite(c.gin_eps) || std::fabs(c.gin_eps) > 1e6f)
     throw InputError("--gin-eps", "must be a finite number of magnitude at most 1e6");
-  if (c.model != GnnKind::Gcn && c.layer_order == LayerOrder::TransformFirst)
-    throw InputError("--layer-order", std::string("transform-first is for GCN layers; ") + gnn_kind_name(c.model) +
-                                          " layers aggregate first");
+  if ((c.model == GnnKind::Sage || c.model == GnnKind::Gin) && c.layer_order == LayerOrder::TransformFirst)
+    throw InputError("--layer-order", std::string("transform-first is for GCN and GAT layers; ") +
+                                          gnn_kind_name(c.model) + " layers aggregate first");
+  if (c.model == GnnKind::Gat) {
+    if (c.layer_order == LayerOrder::AggregateFirst)
+      throw InputError("--layer-order", "aggregate-first is not for GAT layers: they transform first");
+    if (c.gat_heads < 1 || c.gat_heads > 1024) throw InputError("--heads", "must be between 1 and 1024");
+    if (c.gat_out_heads < 1 || c.gat_out_heads > 1024) throw InputError("--out-heads", "must be between 1 and 1024");
+    if (c.layers > 1 && c.hidden % c.gat_heads != 0)
+      throw InputError("--hidden", "must be a multiple of --heads (" + std::to_string(c.gat_heads) +
+                                       "): the hidden width is the heads' features concatenated");
+    if (!(c.attn_dropout >= 0.0f && c.attn_dropout < 1.0f)) throw InputError("--attn-dropout", "must be in [0, 1)");
+    if (!std::isfinite(c.negative_slope) || c.negative_slope < 0.0f || c.negative_slope > 1e3f)
+      throw InputError("--negative-slope", "must be a number between 0 and 1000");
+    if (c.shard_adj) throw InputError("--shard-adj", "is not supported for GAT yet (its Â blocks are held whole)");
+    if (c.agg_chunks > 1) throw InputError("--agg-chunks", "is not supported for GAT yet (must be 1)");
+  }
 }
 
 TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
