@@ -25,6 +25,10 @@ struct GcnConfig {
   bool sage_normalize = false;
   float gin_eps = 0.0f;
   bool gin_train_eps = false;
+  int gat_heads = 8;
+  int gat_out_heads = 1;
+  float attn_dropout = 0.0f;
+  float negative_slope = 0.2f;
 };
 
 // One parameter of the model: its layer's LayerParam, named "layer<l>/<name>".

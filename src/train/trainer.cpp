@@ -54,6 +54,10 @@ GcnConfig model_config(const TrainConfig& cfg) {
   mc.sage_normalize = cfg.sage_normalize;
   mc.gin_eps = cfg.gin_eps;
   mc.gin_train_eps = cfg.gin_train_eps;
+  mc.gat_heads = cfg.gat_heads;
+  mc.gat_out_heads = cfg.gat_out_heads;
+  mc.attn_dropout = cfg.attn_dropout;
+  mc.negative_slope = cfg.negative_slope;
   return mc;
 }
 
