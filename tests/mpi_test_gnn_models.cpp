@@ -174,5 +174,57 @@ TEST(GnnModels, StateMovesAcrossGrids) {
   }
 }
 
+// GAT (transform-first layers, attention over each rank's block): every grid equals one rank,
+// with feature and attention dropout, in one and two node orders, 2 and 3 layers, one head and
+// several (averaged in the last layer), and the state moves to another grid.
+TEST(GatModels, EveryGridMatchesOneRank) {
+  const int p = world_size();
+  struct GatVariant {
+    std::string name;
+    int layers, heads, out_heads;
+  };
+  for (const GatVariant& v : {GatVariant{"gat-3-layers-2-heads-2-averaged", 3, 2, 2},
+                              GatVariant{"gat-2-layers-1-head", 2, 1, 1}})
+    for (const Balance balance : {Balance::kNone, Balance::kPermute}) {
+      TrainConfig cfg = config(Variant{v.name, GnnKind::Gat}, balance, false, 1);
+      cfg.layers = v.layers;
+      cfg.hidden = 8;
+      cfg.gat_heads = v.heads;
+      cfg.gat_out_heads = v.out_heads;
+      cfg.attn_dropout = 0.3f;
+      auto single = ProcessGrid::single();
+      const KindRun want = train_on(*single, cfg);
+      EXPECT_LT(want.losses.back(), 0.9 * want.losses.front()) << v.name;
+      std::vector<std::string> names, expected;
+      for (const ParameterState& s : want.state.parameters) names.push_back(s.name);
+      for (int l = 0; l < v.layers; ++l)
+        for (const char* n : {"weight", "att_src", "att_dst", "bias"})
+          expected.push_back("layer" + std::to_string(l) + "/" + n);
+      EXPECT_EQ(names, expected) << v.name;
+      for (const GridShape& shape : all_grids(p)) {
+        auto grid = ProcessGrid::from_mpi(shape);
+        const std::string what = v.name + (balance == Balance::kNone ? "" : " permute") + " on " + shape.str();
+        expect_same(train_on(*grid, cfg), want, what);
+      }
+      if (balance == Balance::kNone) continue;
+      // Half the run on the last grid, the rest on the first from its state.
+      TrainConfig half = cfg;
+      half.epochs = 10;
+      auto from = ProcessGrid::from_mpi(all_grids(p).back());
+      auto be = make_cpu_backend(1);
+      GcnTrainer first(uneven_graph(), half, *be, *from);
+      for (int e = 0; e < 10; ++e) first.epoch();
+      const ModelState state = first.state();
+      auto to = ProcessGrid::from_mpi(all_grids(p).front());
+      auto be2 = make_cpu_backend(1);
+      GcnTrainer second(uneven_graph(), cfg, *be2, *to);
+      second.set_state(state);
+      for (int e = 10; e < cfg.epochs; ++e)
+        EXPECT_NEAR(second.epoch().loss, want.losses[static_cast<std::size_t>(e)],
+                    1e-5 * want.losses[static_cast<std::size_t>(e)])
+            << v.name << " moved across grids: epoch " << e + 1;
+    }
+}
+
 }  // namespace
 }  // namespace plexus

@@ -1,5 +1,5 @@
 // The hand-written backward pass against central finite differences, for every parameter of
-// a 3-layer GNN of every kind (GCN in both layer orders, SAGE, GIN; all three role rotations
+// a 3-layer GNN of every kind (GCN in both layer orders, SAGE, GIN, GAT; all three role rotations
 // run) on a *directed* graph: Â is not symmetric there, so using Â where Âᵀ belongs, or a wrong
 // sign, fails this test.
 #include <gtest/gtest.h>
@@ -112,8 +112,11 @@ void check_gradients(const GcnConfig& cfg, float eps = 1e-3f, const std::vector<
   }
   // Every element of every parameter: widths 5 -> 4 -> 6 -> 3.
   const int weights = 5 * 4 + 4 * 6 + 6 * 3, biases = 4 + 6 + 3;
+  // GAT's last layer: out_heads × 3 columns of W, a_src and a_dst; its hidden ones: 4 and 6.
+  const int gat_last = 3 * cfg.gat_out_heads;
   const int want = cfg.kind == GnnKind::Gcn    ? weights + biases
                    : cfg.kind == GnnKind::Sage ? 2 * weights + biases
+                   : cfg.kind == GnnKind::Gat  ? (5 * 4 + 4 * 6 + 6 * gat_last) + 2 * (4 + 6 + gat_last) + biases
                                                : weights + biases + (4 * 4 + 6 * 6 + 3 * 3) + biases +
                                                      (cfg.gin_train_eps ? 3 : 0);
   EXPECT_EQ(checked, want);
@@ -152,6 +155,21 @@ TEST(SageGradients, NormalizedRowsMatchFiniteDifferences) {
   c.sage_normalize = true;
   check_gradients(c);
 }
+// GAT: 2 heads in the hidden layers (4 = 2 × 2, 6 = 2 × 3), 1 or 2 averaged in the last, with
+// feature and attention dropout (masks keyed by the global entry: a fixed function of the
+// weights again) and without.
+TEST(GatGradients, HeadsAndAttentionDropoutMatchFiniteDifferences) {
+  for (const int out_heads : {1, 2})
+    for (const float dropout : {0.0f, 0.3f}) {
+      GcnConfig c = kind_config(dropout, GnnKind::Gat);
+      c.gat_heads = 2;
+      c.gat_out_heads = out_heads;
+      c.attn_dropout = dropout;
+      SCOPED_TRACE("out heads " + std::to_string(out_heads) + ", dropout " + std::to_string(dropout));
+      check_gradients(c, 1e-3f, {true, true, true});
+    }
+}
+
 TEST(GinGradients, FixedAndTrainedEpsMatchFiniteDifferences) {
   for (const bool train : {false, true}) {
     GcnConfig c = kind_config(0.3f, GnnKind::Gin);

@@ -1,5 +1,5 @@
 // What each GNN kind computes, against a float64 forward written from the definitions
-// (docs/gnn-models.md; PyG's SAGEConv and GINConv), on one rank: a directed graph with a node
+// (docs/gnn-models.md; PyG's SAGEConv, GINConv and GATConv), on one rank: a directed graph with a node
 // without neighbours, 3 layers, random weights and biases. The grid tests compare ranks with
 // one rank and the gradient tests the backward with the forward, so this is where the forward
 // itself is pinned down.
@@ -69,12 +69,48 @@ Mat aggregate(const GraphData& g, const Mat& h, bool mean) {
   return out;
 }
 
-void check_forward(const GcnConfig& cfg) {
+// GAT (PyG's GATConv, self-loops added): for every head h of F features, attention over N(i) ∪ {i}
+// of the scores LeakyReLU(a_dst·z_i + a_src·z_j); the heads concatenated, or averaged.
+Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vector<float>>& value, const std::string& L,
+              int heads, index_t width, bool average, float slope) {
+  const index_t f = average ? width : width / heads;
+  const Mat z = matmul(h, value[L + "weight"], heads * f);
+  const std::vector<float>& a_src = value[L + "att_src"];
+  const std::vector<float>& a_dst = value[L + "att_dst"];
+  Mat out(h.size(), std::vector<double>(static_cast<std::size_t>(width), 0.0));
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    std::vector<index_t> nbrs(g.indices.begin() + g.indptr[i], g.indices.begin() + g.indptr[i + 1]);
+    nbrs.push_back(i);
+    for (int hd = 0; hd < heads; ++hd) {
+      const auto score = [&](index_t node, const std::vector<float>& a) {
+        double s = 0;
+        for (index_t c = 0; c < f; ++c) s += z[node][hd * f + c] * a[hd * f + c];
+        return s;
+      };
+      std::vector<double> e;
+      for (index_t j : nbrs) {
+        const double x = score(i, a_dst) + score(j, a_src);
+        e.push_back(x > 0 ? x : slope * x);
+      }
+      const double m = *std::max_element(e.begin(), e.end());
+      double sum = 0;
+      for (double& v : e) sum += (v = std::exp(v - m));
+      for (std::size_t k = 0; k < nbrs.size(); ++k)
+        for (index_t c = 0; c < f; ++c)
+          out[i][average ? c : hd * f + c] += e[k] / sum * z[nbrs[k]][hd * f + c] / (average ? heads : 1);
+    }
+  }
+  add_bias(out, value[L + "bias"]);
+  return out;
+}
+
+void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 5, 6, 3}) {
   const GraphData g = graph();
   auto be = make_reference_backend();
   auto grid = ProcessGrid::single();
-  const std::vector<index_t> dims{4, 5, 6, 3};
-  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims);
+  const bool gat = cfg.kind == GnnKind::Gat;
+  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
+                                  std::vector<bool>(3, gat));
   GcnModel model(*be, *grid, shards, cfg);
   // Random values for every parameter (biases and ε too), kept by name for the reference.
   std::mt19937 rng(3);
@@ -98,7 +134,14 @@ void check_forward(const GcnConfig& cfg) {
     const std::string L = "layer" + std::to_string(l) + "/";
     const index_t out_dim = dims[l + 1];
     Mat next;
-    if (cfg.kind == GnnKind::Sage) {
+    if (gat) {
+      next = gat_layer(g, h, value, L, l < 2 ? cfg.gat_heads : cfg.gat_out_heads, out_dim, l == 2, cfg.negative_slope);
+      if (l < 2)
+        for (auto& row : next)
+          for (double& v : row) v = v > 0 ? v : std::expm1(v);
+      h = next;
+      continue;
+    } else if (cfg.kind == GnnKind::Sage) {
       next = matmul(aggregate(g, h, cfg.aggregator == SageAggregator::Mean), value[L + "weight"], out_dim);
       const Mat root = matmul(h, value[L + "root_weight"], out_dim);
       for (std::size_t i = 0; i < next.size(); ++i)
@@ -135,6 +178,20 @@ GcnConfig kind(GnnKind k) {
   GcnConfig c{0.0f, 7};
   c.kind = k;
   return c;
+}
+
+TEST(GnnLayers, GatWithConcatenatedAndAveragedHeadsIsPyGsGATConv) {
+  GcnConfig c = kind(GnnKind::Gat);
+  c.gat_heads = 2;      // hidden layers: 2 heads of 3 and of 2 features, concatenated
+  c.gat_out_heads = 3;  // the last: 3 heads of 3 classes, averaged
+  c.negative_slope = 0.3f;
+  check_forward(c, {4, 6, 4, 3});
+}
+TEST(GnnLayers, GatWithOneHeadPerLayer) {
+  GcnConfig c = kind(GnnKind::Gat);
+  c.gat_heads = 1;
+  c.gat_out_heads = 1;
+  check_forward(c);
 }
 
 TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnKind::Sage)); }

@@ -9,6 +9,11 @@ namespace plexus {
 
 // Aᵀ as CSR (a counting sort: O(nnz + rows + cols), column indices stay sorted per row).
 HostCsr csr_transpose(const HostCsr& a);
+// For `a` and its transpose `a_t` (the pattern csr_transpose gives: each row's columns sorted):
+// map[q] = the entry of `a` that entry q of `a_t` is, so that an array of per-entry values of
+// `a` is gathered into `a_t`'s order (GAT's attention coefficients for the backward product).
+// Throws invalid_argument when `a_t` is not that transpose.
+std::vector<index_t> csr_transpose_map(const HostCsr& a, const HostCsr& a_t);
 
 // Â = D^-1/2 (A + I) D^-1/2 for a square adjacency given by global CSR arrays (int64 column
 // ids, optional weights). Existing self-loops are replaced by a single loop of weight 1 and

@@ -12,6 +12,24 @@
 
 namespace plexus {
 
+std::vector<index_t> csr_transpose_map(const HostCsr& a, const HostCsr& a_t) {
+  if (a_t.rows != a.cols || a_t.cols != a.rows || a_t.nnz() != a.nnz() ||
+      static_cast<index_t>(a_t.indptr.size()) != a_t.rows + 1 || static_cast<index_t>(a.indptr.size()) != a.rows + 1)
+    throw std::invalid_argument("csr_transpose_map: the shapes are not those of a matrix and its transpose");
+  std::vector<index_t> map(static_cast<std::size_t>(a.nnz()));
+  std::vector<index_t> next(a_t.indptr.begin(), a_t.indptr.end() - 1);  // write cursor per row of Aᵀ
+  for (index_t i = 0; i < a.rows; ++i)
+    for (index_t p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+      const col_t c = a.indices[p];
+      if (c < 0 || c >= a.cols) throw std::invalid_argument("csr_transpose_map: column index out of range");
+      const index_t q = next[static_cast<std::size_t>(c)]++;
+      if (q >= a_t.indptr[c + 1] || a_t.indices[q] != i)
+        throw std::invalid_argument("csr_transpose_map: the second matrix is not the sorted transpose of the first");
+      map[static_cast<std::size_t>(q)] = p;
+    }
+  return map;
+}
+
 HostCsr csr_transpose(const HostCsr& a) {
   const index_t nnz = a.nnz();
   if (a.rows < 0 || a.cols < 0 || static_cast<index_t>(a.indptr.size()) != a.rows + 1 || a.indptr.front() != 0 ||

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plexus/sparse.hpp"
+#include "pmm/gat_layer_3d.hpp"
 #include "pmm/gin_layer_3d.hpp"
 #include "pmm/neighbour_operators.hpp"
 #include "pmm/sage_layer_3d.hpp"
@@ -18,10 +19,18 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   if (shards.shape_only && be.computes()) throw std::invalid_argument("GcnModel: shards of sizes only on a backend that computes");
   if (static_cast<int>(shards.adj_of_layer.size()) != n_layers)
     throw std::invalid_argument("GcnModel: the shards give no Â block for every layer");
-  const bool gcn = cfg.kind == GnnKind::Gcn;
-  if (!gcn && std::find(shards.transform_first.begin(), shards.transform_first.end(), true) != shards.transform_first.end())
-    throw std::invalid_argument(std::string("GcnModel: shards cut for transform-first layers; ") +
-                                gnn_kind_name(cfg.kind) + " layers aggregate first");
+  const bool gcn = cfg.kind == GnnKind::Gcn, gat = cfg.kind == GnnKind::Gat;
+  const bool neighbour_kind = cfg.kind == GnnKind::Sage || cfg.kind == GnnKind::Gin;
+  const auto transform_first = [&](int l) {
+    return l < static_cast<int>(shards.transform_first.size()) && shards.transform_first[static_cast<std::size_t>(l)];
+  };
+  for (int l = 0; l < n_layers; ++l) {
+    if (neighbour_kind && transform_first(l))
+      throw std::invalid_argument(std::string("GcnModel: shards cut for transform-first layers; ") +
+                                  gnn_kind_name(cfg.kind) + " layers aggregate first");
+    if (gat && !transform_first(l))
+      throw std::invalid_argument("GcnModel: shards cut for aggregate-first layers; GAT layers transform first");
+  }
   std::vector<LayerGeometry> geos;
   for (int l = 0; l < n_layers; ++l)
     geos.push_back(layer_geometry(grid, l, shards.num_nodes, shards.dims, shards.transform_first));
@@ -41,7 +50,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   // built beside it. The mean's degree collectives run once per layer layout (shards.layouts,
   // as the loaders' reads do), so every rank issues the same sequence whichever of its blocks
   // coincide.
-  const bool self_loops = cfg.kind == GnnKind::Sage || (cfg.kind == GnnKind::Gin && cfg.gin_train_eps);
+  const bool self_loops = cfg.kind == GnnKind::Sage || (cfg.kind == GnnKind::Gin && cfg.gin_train_eps) || gat;
   const NeighbourOperator op{cfg.kind == GnnKind::Sage && cfg.aggregator == SageAggregator::Mean,
                              cfg.kind == GnnKind::Gin && !cfg.gin_train_eps ? 1.0f + cfg.gin_eps : 0.0f};
   const auto block = [&](std::size_t k) {
@@ -52,7 +61,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
     const AdjBlockRange b = block(k);
     return k < shards.adj_self_col.size() ? shards.adj_self_col[k] : block_self_columns(b.rows, b.cols);
   };
-  if (!gcn) {
+  if (neighbour_kind) {
     std::vector<bool> done(num_blocks, false);
     for (int l : shards.layouts) {
       const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
@@ -85,6 +94,12 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
                                                           self_loop_selector_t(self_col(k), b.cols.size()), 1, nullptr,
                                                           &adj_ws_, adj_width[k]));
     }
+    if (gat) {  // GAT gathers its per-entry values into the transpose's order (pmm/gat_layer_3d.hpp)
+      if (b.sharded) throw std::invalid_argument("GcnModel: GAT holds its Â blocks whole (no sharded Â)");
+      const index_t nnz = shards.shape_only ? shards.adj_nnz.at(k) : shards.adj[k].nnz();
+      transpose_maps_.emplace_back(be, static_cast<std::size_t>(nnz));
+      if (!shards.shape_only) transpose_maps_.back().upload(csr_transpose_map(shards.adj[k], shards.adj_t[k]).data());
+    }
     if (shards.shape_only)
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, shards.adj_nnz.at(k), cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
     else
@@ -115,6 +130,14 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
                                                        cfg.gin_train_eps ? self_loops_[k].get() : nullptr, relu,
                                                        cfg.gin_eps, cfg.gin_train_eps, cfg.seed, comm));
         break;
+      case GnnKind::Gat: {
+        const bool last = l + 1 == n_layers;
+        const GatOptions opt{last ? cfg.gat_out_heads : cfg.gat_heads, last, cfg.attn_dropout, cfg.negative_slope,
+                             !last};
+        layers_.push_back(std::make_unique<GatLayer3D>(be, grid, geo, *adj_[k], transpose_maps_[k].data(),
+                                                       *self_loops_[k], opt, cfg.seed, cfg.reuse_gathers));
+        break;
+      }
     }
   }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
@@ -124,8 +147,9 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
 }
 
 DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
-  if (!training || cfg_.dropout <= 0.0f) return {};
-  return {cfg_.dropout, DropoutKey{cfg_.seed, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(layer)}};
+  if (!training) return {};
+  return {std::max(cfg_.dropout, 0.0f),
+          DropoutKey{cfg_.seed, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(layer)}, true};
 }
 
 const Matrix& GcnModel::forward(int epoch, bool training, const std::function<void()>& between_layers) {
@@ -171,8 +195,9 @@ void GcnModel::weights_updated() {
 std::vector<ModelParam> GcnModel::named_parameters() {
   std::vector<ModelParam> all;
   for (int l = 0; l < num_layers(); ++l)
-    // Kipf & Welling decay only the first layer's weights (every kind: its weight matrices).
-    for (LayerParam& p : layers_[l]->parameters(/*decay_weights=*/l == 0)) {
+    // Kipf & Welling decay only the first layer's weights (GCN, SAGE, GIN: its weight
+    // matrices); GAT, as PyG's GAT example, every parameter.
+    for (LayerParam& p : layers_[l]->parameters(/*decay_weights=*/l == 0 || cfg_.kind == GnnKind::Gat)) {
       p.name = "layer" + std::to_string(l) + "/" + p.name;
       all.push_back(std::move(p));
     }

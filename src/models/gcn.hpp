@@ -1,7 +1,8 @@
 #pragma once
-// A GNN of L layers over the process grid, ReLU between layers, logits out: the GCN (Kipf &
-// Welling, ICLR'17: H_{l+1} = act(Â · dropout(H_l) · W_l + b_l), GcnLayer3D), GraphSAGE
-// (SageLayer3D) or GIN (GinLayer3D) — docs/gnn-models.md. Every kind reads the same shards.
+// A GNN of L layers over the process grid, ReLU between layers (ELU for GAT), logits out: the
+// GCN (Kipf & Welling, ICLR'17: H_{l+1} = act(Â · dropout(H_l) · W_l + b_l), GcnLayer3D),
+// GraphSAGE (SageLayer3D), GIN (GinLayer3D) or GAT (GatLayer3D) — docs/gnn-models.md. Every
+// kind reads the same shards.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -74,7 +75,8 @@ class GcnModel {
   bool features_gathered_ = false;
   AdjWorkspace adj_ws_;                          // gathered sharded Â (one block at a time)
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them
-  std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε: S of each block
+  std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
+  std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
 };
 

@@ -22,6 +22,8 @@ namespace plexus {
 struct DropoutSpec {
   float p = 0.0f;  // 0 = off (evaluation)
   DropoutKey key{};
+  // A training pass (key set even where p is 0: GAT's attention dropout draws from it too).
+  bool training = false;
 };
 
 // One parameter tensor of a layer: its slot on this rank, the whole tensor's shape and this

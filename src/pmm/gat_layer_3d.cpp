@@ -1,0 +1,229 @@
+// GAT layer forward/backward: the collectives listed in gat_layer_3d.hpp, in that order.
+#include "pmm/gat_layer_3d.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "pmm/spmm_all_reduce.hpp"
+
+namespace plexus {
+
+namespace {
+// Model files and the dropout keys count attention-dropout streams from here, past any layer's
+// feature-dropout stream (its layer index).
+constexpr std::uint32_t kAttentionStream = 256;
+
+index_t z_width(const LayerGeometry& g, const GatOptions& o) {
+  return o.average_heads ? g.out_dim * o.heads : g.out_dim;
+}
+}  // namespace
+
+GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj,
+                       const index_t* transpose_map, DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed,
+                       bool reuse_weight)
+    : be_(be),
+      grid_(grid),
+      geo_(geo),
+      opt_(opt),
+      adj_(adj),
+      transpose_map_(transpose_map),
+      self_loops_(self_loops),
+      z_cols_(block_range(z_width(geo, opt), grid.dim(geo.roles.i), grid.coord(geo.roles.i))),
+      linear_(be, grid, Linear3DLayout{geo.roles.o, geo.roles.d, geo.roles.i, geo.in_rows.size(), geo.in_cols, z_cols_},
+              Linear3DOptions{.bias = false, .reuse_weight = reuse_weight}),
+      att_src_(be, 1, z_cols_.size()),
+      att_dst_(be, 1, z_cols_.size()),
+      bias_(be, 1, geo.out_cols.size()),
+      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}) {
+  if (!geo.transform_first) throw std::invalid_argument("GatLayer3D: GAT layers transform first");
+  if (opt.heads < 1 || (!opt.average_heads && geo.out_dim % opt.heads != 0))
+    throw std::invalid_argument("GatLayer3D: the output width is not heads × features");
+  if (adj.chunks() != 1) throw std::invalid_argument("GatLayer3D: Â blocks in row chunks are not supported");
+  const index_t heads = opt.heads, width = z_width(geo, opt);
+  att_src_.allocate();
+  att_dst_.allocate();
+  bias_.allocate();
+  if (be.computes()) {  // streams: layer + 1000 (W, as every kind's), + 3000 (a_src), + 4000 (a_dst)
+    const auto layer = static_cast<std::uint32_t>(geo.layer);
+    linear_.weight().upload(glorot_block(geo.in_dim, width, linear_.w_rows(), z_cols_, seed, layer + 1000u));
+    // PyG's glorot of a (1, heads, F) tensor: ±√(6 / (heads + F)).
+    att_src_.upload(glorot_block(heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 3000u));
+    att_dst_.upload(glorot_block(heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 4000u));
+  }
+  nnz_ = adj.operand(false).whole.nnz;
+  const index_t in_rows = geo.in_rows.size(), out_rows = geo.out_rows.size();
+  s_cols_ = Matrix(be, 2 * in_rows, heads);
+  s_dst_ = Matrix(be, out_rows, heads);
+  row_max_ = Matrix(be, out_rows, heads);
+  row_sum_ = Matrix(be, out_rows, heads);
+  const auto edge_values = static_cast<std::size_t>(heads * nnz_);
+  alpha_ = Buffer<float>(be, edge_values);
+  if (opt.attn_dropout > 0.0f) alpha_drop_ = Buffer<float>(be, edge_values);
+  alpha_drop_t_ = Buffer<float>(be, edge_values);
+  agg_ = Matrix(be, out_rows, z_cols_.size());
+  if (opt.average_heads) {
+    std::vector<float> map(static_cast<std::size_t>(z_cols_.size() * geo.out_dim), 0.0f);
+    for (index_t j = 0; j < z_cols_.size(); ++j)
+      map[static_cast<std::size_t>(j * geo.out_dim + (z_cols_.begin + j) % geo.out_dim)] =
+          1.0f / static_cast<float>(heads);
+    mean_map_ = Matrix(be, z_cols_.size(), geo.out_dim);
+    if (be.computes()) mean_map_.upload(map);
+    out_full_ = Matrix(be, out_rows, geo.out_dim);
+    out_ = Matrix(be, out_rows, geo.out_cols.size());
+  }
+}
+
+std::vector<LayerParam> GatLayer3D::parameters(bool decay_weights) {
+  const index_t width = z_width(geo_, opt_);
+  // a_src, a_dst and b are replicated over o and d: the copy at coordinate 0 of both counts.
+  const bool contributes = grid_.coord(geo_.roles.o) == 0 && grid_.coord(geo_.roles.d) == 0;
+  return {linear_weight_param(linear_, grid_, "weight", geo_.in_dim, width, decay_weights),
+          LayerParam{"att_src", &att_src_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
+          LayerParam{"att_dst", &att_dst_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
+          LayerParam{"bias", &bias_, 1, geo_.out_dim, Range{0, 1}, geo_.out_cols, contributes, decay_weights}};
+}
+
+DropoutKey GatLayer3D::attention_key(const DropoutSpec& dropout) const {
+  return DropoutKey{dropout.key.seed, dropout.key.epoch, kAttentionStream + static_cast<std::uint32_t>(geo_.layer)};
+}
+
+void GatLayer3D::multiply_heads(const AdjOperand& a, const float* alpha, ConstMatrixView z, Matrix& out) {
+  const index_t width = head_width(), first = z_cols_.begin, end = z_cols_.end;
+  if (first == end) return;
+  MatrixView o = out.view();
+  for (index_t h = first / width; h * width < end; ++h) {
+    const index_t j0 = std::max(h * width, first) - first, j1 = std::min((h + 1) * width, end) - first;
+    CsrView head = a.whole;
+    head.values = alpha + h * nnz_;
+    be_.spmm(head, ConstMatrixView{z.data + j0, z.rows, j1 - j0, z.ld}, MatrixView{o.data + j0, o.rows, j1 - j0, o.ld},
+             0.0f, a.whole_plan);
+  }
+}
+
+const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  last_in_ = &h_in;
+  if (dropout.p > 0.0f) {
+    be_.dropout(h_in.view(), h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
+    last_in_ = &h_drop_;
+  }
+  const Matrix& z = linear_.forward(last_in_->view());
+  Communicator& o = grid_.comm(geo_.roles.o);
+  Communicator& i = grid_.comm(geo_.roles.i);
+  const index_t heads = opt_.heads, in_rows = geo_.in_rows.size();
+  float* s_src = s_cols_.data();
+  float* s_dst_in = s_cols_.data() + in_rows * heads;
+  be_.head_dots(z.view(), att_src_.data(), heads, head_width(), z_cols_.begin, s_src);
+  be_.head_dots(z.view(), att_dst_.data(), heads, head_width(), z_cols_.begin, s_dst_in);
+  i.all_reduce(s_cols_.data(), s_cols_.size(), ReduceOp::Sum);
+  spmm_all_reduce(be_, o, self_loops_.operand(false), ConstMatrixView{s_dst_in, in_rows, heads, heads}, s_dst_);
+
+  // The softmax of a row spans the blocks of its row over o: maxima and sums are all-reduced.
+  const AdjOperand a = adj_.operand(false);
+  float* alpha = alpha_.data();
+  be_.gat_edge_scores(a.whole, heads, s_dst_.data(), s_src, opt_.negative_slope, alpha);
+  be_.edge_row_max(a.whole, heads, alpha, row_max_.data());
+  o.all_reduce(row_max_.data(), row_max_.size(), ReduceOp::Max);
+  be_.edge_softmax_exp(a.whole, heads, row_max_.data(), alpha, row_sum_.data());
+  o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
+  be_.edge_softmax_normalize(a.whole, heads, row_sum_.data(), alpha);
+  const float* used = alpha;
+  if (dropout.training && opt_.attn_dropout > 0.0f) {
+    be_.axpby(alpha_.size(), 1.0f, alpha, 0.0f, alpha_drop_.data());
+    be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
+                     geo_.in_rows.begin, alpha_drop_.data());
+    used = alpha_drop_.data();
+  }
+  multiply_heads(a, used, z.view(), agg_);
+  o.all_reduce(agg_.data(), agg_.size(), ReduceOp::Sum);
+
+  Matrix* out = &agg_;
+  if (opt_.average_heads) {
+    if (z_cols_.size() > 0)
+      be_.gemm(Trans::No, Trans::No, 1.0f, agg_.view(), mean_map_.view(), 0.0f, out_full_.view());
+    else
+      be_.fill(out_full_.view(), 0.0f);
+    i.all_reduce(out_full_.data(), out_full_.size(), ReduceOp::Sum);
+    const ConstMatrixView full = out_full_.view();
+    be_.copy(ConstMatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld}, out_.view());
+    out = &out_;
+  }
+  be_.add_bias(out->view(), bias_.data());
+  if (opt_.elu) be_.elu(out->view());
+  return *out;
+}
+
+Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  if (opt_.elu) be_.elu_backward((opt_.average_heads ? out_ : agg_).view(), d_out.view());
+  Communicator& o = grid_.comm(geo_.roles.o);
+  Communicator& i = grid_.comm(geo_.roles.i);
+  Communicator& d = grid_.comm(geo_.roles.d);
+  const index_t heads = opt_.heads, in_rows = geo_.in_rows.size(), out_rows = geo_.out_rows.size();
+  be_.column_sum(d_out.view(), 0.0f, bias_.grad());
+  d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
+
+  // dAGG: dOUT itself, or with averaged heads spread back over the heads' columns.
+  Matrix* d_agg = &d_out;
+  Matrix d_spread;
+  if (opt_.average_heads) {
+    Matrix d_full(be_, out_rows, geo_.out_dim);
+    const MatrixView full = d_full.view();
+    be_.copy(d_out.view(), MatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld});
+    i.all_reduce(d_full.data(), d_full.size(), ReduceOp::Sum);
+    d_spread = Matrix(be_, out_rows, z_cols_.size());
+    if (z_cols_.size() > 0)
+      be_.gemm(Trans::No, Trans::Yes, 1.0f, d_full.view(), mean_map_.view(), 0.0f, d_spread.view());
+    d_agg = &d_spread;
+  }
+
+  const Matrix& z = linear_.output();
+  const AdjOperand a = adj_.operand(false);
+  Buffer<float> d_alpha(be_, alpha_.size());
+  be_.edge_dots(a.whole, heads, head_width(), z_cols_.begin, d_agg->view(), z.view(), d_alpha.data());
+  i.all_reduce(d_alpha.data(), d_alpha.size(), ReduceOp::Sum);
+
+  const bool dropped = dropout.training && opt_.attn_dropout > 0.0f;
+  const AdjOperand a_t = adj_.operand(true);
+  be_.edge_gather(nnz_, heads, transpose_map_, dropped ? alpha_drop_.data() : alpha_.data(), alpha_drop_t_.data());
+  Matrix d_z(be_, in_rows, z_cols_.size());
+  multiply_heads(a_t, alpha_drop_t_.data(), d_agg->view(), d_z);
+  d.all_reduce(d_z.data(), d_z.size(), ReduceOp::Sum);
+
+  // Through the attention dropout, the softmax and the LeakyReLU to the scores' gradient.
+  if (dropped)
+    be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
+                     geo_.in_rows.begin, d_alpha.data());
+  be_.edge_row_sum(a.whole, heads, alpha_.data(), d_alpha.data(), nullptr, row_sum_.data());
+  o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
+  be_.edge_softmax_backward(a.whole, heads, alpha_.data(), row_sum_.data(), d_alpha.data());
+  const float* s_src = s_cols_.data();
+  be_.gat_edge_scores_backward(a.whole, heads, s_dst_.data(), s_src, opt_.negative_slope, d_alpha.data());
+
+  // ds_dst of the rows (summed over the row's blocks), then ds_src (the block's column sums) and
+  // ds_dst moved back to the input order by Sᵀ, both summed over the blocks of the column.
+  Matrix ds_dst_rows(be_, out_rows, heads);
+  be_.edge_row_sum(a.whole, heads, d_alpha.data(), nullptr, nullptr, ds_dst_rows.data());
+  o.all_reduce(ds_dst_rows.data(), ds_dst_rows.size(), ReduceOp::Sum);
+  Matrix ds_cols(be_, 2 * in_rows, heads);
+  be_.edge_row_sum(a_t.whole, heads, d_alpha.data(), nullptr, transpose_map_, ds_cols.data());
+  const AdjOperand s_t = self_loops_.operand(true);
+  be_.spmm(s_t.whole, ds_dst_rows.view(), MatrixView{ds_cols.data() + in_rows * heads, in_rows, heads, heads}, 0.0f,
+           s_t.whole_plan);
+  d.all_reduce(ds_cols.data(), ds_cols.size(), ReduceOp::Sum);
+
+  be_.fill(att_src_.grad_view(), 0.0f);
+  be_.fill(att_dst_.grad_view(), 0.0f);
+  be_.head_dots_backward(z.view(), att_src_.data(), heads, head_width(), z_cols_.begin, ds_cols.data(), d_z.view(),
+                         att_src_.grad());
+  be_.head_dots_backward(z.view(), att_dst_.data(), heads, head_width(), z_cols_.begin,
+                         ds_cols.data() + in_rows * heads, d_z.view(), att_dst_.grad());
+  o.all_reduce(att_src_.grad(), att_src_.size(), ReduceOp::Sum);
+  o.all_reduce(att_dst_.grad(), att_dst_.size(), ReduceOp::Sum);
+
+  Matrix d_h = linear_.backward(last_in_->view(), d_z, need_input_grad);
+  if (!need_input_grad) return {};
+  input_dropout_backward(be_, d_h, dropout, geo_);
+  return d_h;
+}
+
+}  // namespace plexus

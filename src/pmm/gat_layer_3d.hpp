@@ -1,0 +1,112 @@
+#pragma once
+// One graph attention layer (Veličković et al. 2018; PyG's GATConv) on the 3D grid, in the
+// transform-first layout of the GCN (pmm/gcn_layer_3d.hpp):
+//   Z    = dropout(H)·W                  heads × F columns, head-major (column h·F + f)
+//   s_src[j,h] = a_src[h]·Z[j,h],  s_dst[i,h] = a_dst[h]·Z[i,h]
+//   e_ij = LeakyReLU(s_dst[i] + s_src[j]) over the entries of Â's pattern (A + I)
+//   α    = softmax_j(e_ij) per row i and head, dropout on α (attention dropout)
+//   OUT  = Σ_j α_ij·Z[j]  concatenated over heads (hidden layers, then ELU) or averaged (the
+//          last layer) + b
+// The per-edge tensors (e, α, their gradients) exist only for the entries of this rank's Â
+// block: attention memory falls as 1/P with the blocks.
+//
+// Roles (o, i, d) as transforming first: H [N/G_o × D/G_d] replicated over i; Z [N/G_o ×
+// HF/G_i] replicated over d; Â's block [N/G_d × N/G_o] replicated over i; OUT [N/G_d × D'/G_i]
+// replicated over o. S (pmm/neighbour_operators.hpp) moves a node's values from the input
+// order (the block's columns) to the output order (its rows).
+//
+// Collectives, in order (L: the Linear3D's, row = o, in = d, out = i, no bias):
+//   forward   W = gather(W_o)            all-gather        over o     L
+//             Z = H·W                    all-reduce(sum)   over d     L
+//             s_src, s_dst = Z·a         all-reduce(sum)   over i     (nodes × 2·heads)
+//             s_dst of the rows = S·s_dst all-reduce(sum)  over o     (nodes × heads)
+//             row max of e               all-reduce(max)   over o     (nodes × heads)
+//             row sum of exp             all-reduce(sum)   over o     (nodes × heads)
+//             OUT = α·Z (per head)       all-reduce(sum)   over o
+//             averaged heads: the mean   all-reduce(sum)   over i     (nodes × classes)
+//   backward  averaged heads: dOUT whole all-reduce(sum)   over i     (nodes × classes)
+//             db = colsum(dOUT)          all-reduce(sum)   over d
+//             dα = dOUT·Zᵀ on the block  all-reduce(sum)   over i     (entries × heads)
+//             dZ = αᵀ·dOUT (per head)    all-reduce(sum)   over d
+//             Σ_j α·dα per row           all-reduce(sum)   over o     (nodes × heads)
+//             ds_dst of the rows         all-reduce(sum)   over o     (nodes × heads)
+//             ds_src, Sᵀ·ds_dst          all-reduce(sum)   over d     (nodes × 2·heads)
+//             da_src, da_dst             all-reduce(sum)   over o     (features)
+//             W = gather(W_o)            all-gather        over o     L
+//             dW = Hᵀ·dZ                 reduce-scatter    over o     L
+//             dH = dZ·Wᵀ                 all-reduce(sum)   over i     L
+#include <cstdint>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "pmm/device_adj.hpp"
+#include "pmm/gnn_layer_3d.hpp"
+#include "pmm/linear_3d.hpp"
+
+namespace plexus {
+
+struct GatOptions {
+  int heads = 1;               // this layer's heads
+  bool average_heads = false;  // the last layer: heads of `out_dim` features each, averaged
+  float attn_dropout = 0.0f;
+  float negative_slope = 0.2f;
+  bool elu = false;            // ELU on the output (every layer but the last)
+};
+
+class GatLayer3D : public GnnLayer3D {
+ public:
+  // `adj`: this layer's Â block (its pattern: values are not read); `transpose_map` (device,
+  // the block's nnz entries): entry k of the block's transpose is entry transpose_map[k] of the
+  // block; `self_loops`: the block's S. All outlive the layer. geo.out_dim is the layer's output
+  // width: heads × F concatenated, or F (= out_dim) averaged.
+  GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, const index_t* transpose_map,
+             DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed, bool reuse_weight = false);
+
+  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
+  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
+  void weight_updated() override { linear_.weight_updated(); }
+  Range out_slice_rows() const override { return geo_.out_rows; }
+  const LayerGeometry& geometry() const override { return geo_; }
+  // "weight" [in_dim × heads·F], "att_src" and "att_dst" [1 × heads·F], "bias" [1 × out_dim].
+  // Weight decay applies to every one of them when `decay_weights` (PyG's GAT example decays
+  // all parameters).
+  std::vector<LayerParam> parameters(bool decay_weights) override;
+
+  // The attention coefficients α of the last forward pass (before attention dropout), head-major
+  // [heads × the block's entries], in the block's CSR order.
+  const Buffer<float>& attention() const { return alpha_; }
+
+ private:
+  index_t head_width() const { return opt_.average_heads ? geo_.out_dim : geo_.out_dim / opt_.heads; }
+  // The attention dropout of one pass: keyed by the global entry and head (Backend::edge_dropout).
+  DropoutKey attention_key(const DropoutSpec& dropout) const;
+  // out[:, head columns] = α_h · z[:, head columns] for each head with columns here (the block
+  // or its transpose, α in the matching order).
+  void multiply_heads(const AdjOperand& a, const float* alpha, ConstMatrixView z, Matrix& out);
+
+  Backend& be_;
+  ProcessGrid& grid_;
+  LayerGeometry geo_;
+  GatOptions opt_;
+  DeviceAdj& adj_;
+  const index_t* transpose_map_;
+  DeviceAdj& self_loops_;
+  Range z_cols_;  // this rank's columns of Z (of heads·F, split over i)
+  Linear3D linear_;
+  ParamSlot att_src_, att_dst_, bias_;
+  index_t nnz_ = 0;
+  Matrix h_drop_;
+  const Matrix* last_in_ = nullptr;
+  Matrix s_cols_;   // [2 × in_rows × heads]: s_src then s_dst of the input order
+  Matrix s_dst_;    // [out_rows × heads]: s_dst of the output order
+  Matrix row_max_, row_sum_;
+  Buffer<float> alpha_, alpha_drop_, alpha_drop_t_;  // [heads × nnz] each
+  Matrix agg_;       // [out_rows × z_cols]
+  Matrix mean_map_;  // averaged heads: [z_cols × out_dim], 1/heads where column j is class j mod F
+  Matrix out_full_;  // averaged heads: [out_rows × out_dim]
+  Matrix out_;       // [out_rows × out_cols]
+};
+
+}  // namespace plexus
