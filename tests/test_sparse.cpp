@@ -53,6 +53,25 @@ TEST(CsrTranspose, TwiceIsIdentity) {
   }
 }
 
+// The entry map gathers per-entry values of A into Aᵀ's order: with A's values v, v[map[q]] is
+// the value csr_transpose put at entry q. Another matrix in place of the transpose is refused.
+TEST(CsrTransposeMap, GathersEachEntrysValueIntoTheTransposesOrder) {
+  std::mt19937_64 rng(8);
+  for (const auto& [rows, cols] : std::vector<std::pair<index_t, index_t>>{{0, 0}, {1, 1}, {17, 33}, {300, 40}, {5, 0}}) {
+    const HostCsr a = random_csr(rng, rows, cols, 4, /*with_values=*/true);
+    const HostCsr t = csr_transpose(a);
+    const std::vector<index_t> map = csr_transpose_map(a, t);
+    ASSERT_EQ(static_cast<index_t>(map.size()), a.nnz());
+    for (std::size_t q = 0; q < map.size(); ++q) EXPECT_EQ(a.values[static_cast<std::size_t>(map[q])], t.values[q]) << q;
+    if (a.nnz() > 1) {
+      HostCsr wrong = t;
+      std::swap(wrong.indices.front(), wrong.indices.back());
+      if (wrong.indices != t.indices) EXPECT_THROW(csr_transpose_map(a, wrong), std::invalid_argument);
+    }
+    if (a.rows + a.cols > 0) EXPECT_THROW(csr_transpose_map(a, a.rows == a.cols ? HostCsr{} : a), std::invalid_argument);
+  }
+}
+
 TEST(CsrTranspose, RejectsBadIndices) {
   HostCsr a;
   a.rows = 1;
