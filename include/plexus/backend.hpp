@@ -217,7 +217,7 @@ class Backend {
   //   edge_dropout              e[h,k] *= keep / (1−p), keep = counter_uniform(key,
   //                             (row0 + r)·heads + h, col0 + c) >= p: keyed by the global entry
   //                             and head, so every grid draws the same mask; the backward is the
-  //                             same call on the gradient
+  //                             same call on the gradient. p in [0, 1); 0 changes nothing
   //   edge_softmax_backward     d[h,k] = alpha[h,k]·(d[h,k] − row_dot[r,h]) in place, row_dot the
   //                             all-reduced Σ_k alpha·d over row r (edge_row_sum)
   //   edge_row_sum              out[r,h] = Σ_k x[h,p(k)]·(y ? y[h,p(k)] : 1) over row r,

@@ -57,6 +57,19 @@ void check_rows(ConstMatrixView m, const AttentionShape& s, index_t min_cols, co
   require(valid_view(m) && m.rows == s.batch * s.seq && m.cols >= min_cols, kernel, what);
 }
 
+// Graph attention: a CSR block's shape and its heads (edge arrays are heads·nnz long).
+void check_edges(const CsrView& a, index_t heads, const char* kernel) {
+  require(a.rows >= 0 && a.cols >= 0 && a.nnz >= 0, kernel, "invalid CSR shape");
+  require(heads >= 1, kernel, "heads must be >= 1");
+}
+// Graph attention over `cols` local feature columns, the first being global column col0: each
+// must fall in a head (that of column j is (col0 + j) / head_width), or its result has no slot.
+void check_heads(index_t cols, index_t heads, index_t head_width, index_t col0, const char* kernel) {
+  require(heads >= 1 && head_width >= 1, kernel, "heads and head_width must be >= 1");
+  require(col0 >= 0 && col0 + cols <= heads * head_width, kernel,
+          "local columns must lie in the heads: need 0 <= col0 and col0 + cols <= heads·head_width");
+}
+
 }  // namespace
 
 template <class F>
@@ -227,6 +240,84 @@ void Backend::l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, 
   check_same_shape(y, dy, "l2_normalize_rows_backward");
   require(eps > 0.0f, "l2_normalize_rows_backward", "eps must be positive");
   observed("l2_normalize_rows_backward", [&] { do_l2_normalize_rows_backward(y, sumsq, dots, eps, dy); });
+}
+
+// ---- graph attention (GAT) ------------------------------------------------------------------
+void Backend::gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
+                              float* e) {
+  check_edges(a, heads, "gat_edge_scores");
+  observed("gat_edge_scores", [&] { do_gat_edge_scores(a, heads, s_dst, s_src, slope, e); });
+}
+void Backend::gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
+                                       float slope, float* de) {
+  check_edges(a, heads, "gat_edge_scores_backward");
+  observed("gat_edge_scores_backward", [&] { do_gat_edge_scores_backward(a, heads, s_dst, s_src, slope, de); });
+}
+void Backend::edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max) {
+  check_edges(a, heads, "edge_row_max");
+  observed("edge_row_max", [&] { do_edge_row_max(a, heads, e, row_max); });
+}
+void Backend::edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum) {
+  check_edges(a, heads, "edge_softmax_exp");
+  observed("edge_softmax_exp", [&] { do_edge_softmax_exp(a, heads, row_max, e, row_sum); });
+}
+void Backend::edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e) {
+  check_edges(a, heads, "edge_softmax_normalize");
+  observed("edge_softmax_normalize", [&] { do_edge_softmax_normalize(a, heads, row_sum, e); });
+}
+void Backend::edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0,
+                           float* e) {
+  check_edges(a, heads, "edge_dropout");
+  // At p = 1 the scale 1/(1−p) is infinite and no edge is left in a row's softmax.
+  require(p >= 0.0f && p < 1.0f, "edge_dropout", "p must be in [0, 1)");  // also rejects NaN
+  require(row0 >= 0 && col0 >= 0, "edge_dropout", "row0 and col0 must be >= 0");
+  require(col0 + a.cols <= index_t{1} + std::numeric_limits<std::uint32_t>::max(), "edge_dropout",
+          "columns exceed the dropout column range (2^32)");
+  observed("edge_dropout", [&] { do_edge_dropout(a, heads, p, key, row0, col0, e); });
+}
+void Backend::edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot,
+                                    float* d) {
+  check_edges(a, heads, "edge_softmax_backward");
+  observed("edge_softmax_backward", [&] { do_edge_softmax_backward(a, heads, alpha, row_dot, d); });
+}
+void Backend::edge_row_sum(const CsrView& a, index_t heads, const float* x, const float* y, const index_t* perm,
+                           float* out) {
+  check_edges(a, heads, "edge_row_sum");
+  observed("edge_row_sum", [&] { do_edge_row_sum(a, heads, x, y, perm, out); });
+}
+void Backend::edge_gather(index_t nnz, index_t heads, const index_t* perm, const float* src, float* dst) {
+  require(nnz >= 0, "edge_gather", "nnz must be >= 0");
+  require(heads >= 1, "edge_gather", "heads must be >= 1");
+  observed("edge_gather", [&] { do_edge_gather(nnz, heads, perm, src, dst); });
+}
+void Backend::edge_dots(const CsrView& a, index_t heads, index_t head_width, index_t col0, ConstMatrixView x,
+                        ConstMatrixView y, float* out) {
+  check_edges(a, heads, "edge_dots");
+  require(valid_view(x) && valid_view(y), "edge_dots", "invalid matrix view (ld < cols)");
+  require(x.rows == a.rows && y.rows == a.cols && x.cols == y.cols, "edge_dots",
+          "x must be A.rows × w and y A.cols × w");
+  check_heads(x.cols, heads, head_width, col0, "edge_dots");
+  observed("edge_dots", [&] { do_edge_dots(a, heads, head_width, col0, x, y, out); });
+}
+void Backend::head_dots(ConstMatrixView z, const float* att, index_t heads, index_t head_width, index_t col0,
+                        float* out) {
+  check_view(z, "head_dots");
+  check_heads(z.cols, heads, head_width, col0, "head_dots");
+  observed("head_dots", [&] { do_head_dots(z, att, heads, head_width, col0, out); });
+}
+void Backend::head_dots_backward(ConstMatrixView z, const float* att, index_t heads, index_t head_width,
+                                 index_t col0, const float* ds, MatrixView dz, float* datt) {
+  check_same_shape(z, dz, "head_dots_backward");
+  check_heads(z.cols, heads, head_width, col0, "head_dots_backward");
+  observed("head_dots_backward", [&] { do_head_dots_backward(z, att, heads, head_width, col0, ds, dz, datt); });
+}
+void Backend::elu(MatrixView m) {
+  check_view(m, "elu");
+  observed("elu", [&] { do_elu(m); });
+}
+void Backend::elu_backward(ConstMatrixView activated, MatrixView grad) {
+  check_same_shape(activated, grad, "elu_backward");
+  observed("elu_backward", [&] { do_elu_backward(activated, grad); });
 }
 
 // ---- loss -----------------------------------------------------------------------------------

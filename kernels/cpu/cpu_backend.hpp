@@ -7,6 +7,7 @@
 //   precision.cpp    to_bf16, from_bf16 (bfloat16 conversions)
 //   layernorm.cpp    LayerNorm             activation.cpp   GELU
 //   attention.cpp    fused causal attention  reduction.cpp  squared norm
+//   edge_attention.cpp  graph attention (GAT) on a CSR block's pattern, ELU
 //
 // Determinism rule: every result is bit-for-bit independent of the number of threads. Work is
 // split into pieces whose boundaries depend only on the problem shape, each piece is computed

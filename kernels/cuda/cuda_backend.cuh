@@ -8,7 +8,8 @@
 // puts on the legacy default stream.
 //
 // Kernel families live in one file each: spmm.cu, dense.cu, elementwise.cu, loss.cu, adam.cu,
-// precision.cu (bfloat16 conversions), layernorm.cu, activation.cu, attention.cu, reduction.cu.
+// precision.cu (bfloat16 conversions), layernorm.cu, activation.cu, attention.cu, reduction.cu,
+// edge_attention.cu (graph attention).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>

@@ -5,7 +5,7 @@
 // to be obviously correct, so keep it that way (no SIMD, no blocking, no OpenMP). The class is
 // declared here and its kernels are defined one family per file: reference_backend.cpp (memory,
 // the GCN's kernels, optimizer, precision), layernorm.cpp, activation.cpp, attention.cpp,
-// reduction.cpp.
+// reduction.cpp, edge_attention.cpp (graph attention).
 #include "plexus/backend.hpp"
 
 namespace plexus::reference {

@@ -121,6 +121,21 @@ void ShapeBackend::do_layernorm_backward_sums(ConstMatrixView, ConstMatrixView, 
                                               const float*, index_t, float*, float*) {}
 void ShapeBackend::do_layernorm_backward(ConstMatrixView, ConstMatrixView, const float*, const float*, const float*,
                                          const float*, const float*, float, MatrixView, float, float*, float*) {}
+void ShapeBackend::do_gat_edge_scores(const CsrView&, index_t, const float*, const float*, float, float*) {}
+void ShapeBackend::do_gat_edge_scores_backward(const CsrView&, index_t, const float*, const float*, float, float*) {}
+void ShapeBackend::do_edge_row_max(const CsrView&, index_t, const float*, float*) {}
+void ShapeBackend::do_edge_softmax_exp(const CsrView&, index_t, const float*, float*, float*) {}
+void ShapeBackend::do_edge_softmax_normalize(const CsrView&, index_t, const float*, float*) {}
+void ShapeBackend::do_edge_dropout(const CsrView&, index_t, float, DropoutKey, index_t, index_t, float*) {}
+void ShapeBackend::do_edge_softmax_backward(const CsrView&, index_t, const float*, const float*, float*) {}
+void ShapeBackend::do_edge_row_sum(const CsrView&, index_t, const float*, const float*, const index_t*, float*) {}
+void ShapeBackend::do_edge_gather(index_t, index_t, const index_t*, const float*, float*) {}
+void ShapeBackend::do_edge_dots(const CsrView&, index_t, index_t, index_t, ConstMatrixView, ConstMatrixView, float*) {}
+void ShapeBackend::do_head_dots(ConstMatrixView, const float*, index_t, index_t, index_t, float*) {}
+void ShapeBackend::do_head_dots_backward(ConstMatrixView, const float*, index_t, index_t, index_t, const float*,
+                                         MatrixView, float*) {}
+void ShapeBackend::do_elu(MatrixView) {}
+void ShapeBackend::do_elu_backward(ConstMatrixView, MatrixView) {}
 void ShapeBackend::do_row_dots(ConstMatrixView, ConstMatrixView, float*) {}
 void ShapeBackend::do_l2_normalize_rows(MatrixView, const float*, float) {}
 void ShapeBackend::do_l2_normalize_rows_backward(ConstMatrixView, const float*, const float*, float, MatrixView) {}

@@ -132,6 +132,7 @@ void print_profile(const KernelProfiler& p, double wall_seconds, double comm_sec
       {"matrix products (gemm)", {"gemm"}},
       {"sparse products (spmm)", {"spmm"}},
       {"attention", {"attention_"}},
+      {"graph attention (gat, elu)", {"gat_", "edge_", "head_dots", "elu"}},
       {"layernorm", {"layernorm_"}},
       {"gelu", {"gelu_"}},
       {"optimizer (adam, norm)", {"adam_step", "squared_norm"}},
