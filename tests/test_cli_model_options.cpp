@@ -49,6 +49,10 @@ TEST(ModelOptions, DefaultIsTheGcnWithEveryKindsDefaults) {
   EXPECT_EQ(c.sage_normalize, d.sage_normalize);
   EXPECT_EQ(c.gin_eps, d.gin_eps);
   EXPECT_EQ(c.gin_train_eps, d.gin_train_eps);
+  EXPECT_EQ(c.gat_heads, d.gat_heads);
+  EXPECT_EQ(c.gat_out_heads, d.gat_out_heads);
+  EXPECT_EQ(c.attn_dropout, d.attn_dropout);
+  EXPECT_EQ(c.negative_slope, d.negative_slope);
   EXPECT_EQ(parsed({"--model", "gcn"}).model, GnnKind::Gcn);
 }
 
@@ -81,25 +85,86 @@ TEST(ModelOptions, GinTakesItsEpsilon) {
   }
 }
 
+TEST(ModelOptions, GatTakesItsHeadsDropoutAndSlope) {
+  TrainConfig c = parsed({"--model", "gat"});
+  EXPECT_EQ(c.model, GnnKind::Gat);
+  EXPECT_EQ(c.gat_heads, 8);  // PyG's GAT example on Cora: 8 heads, 1 output head
+  EXPECT_EQ(c.gat_out_heads, 1);
+  EXPECT_EQ(c.attn_dropout, 0.0f);
+  EXPECT_EQ(c.negative_slope, 0.2f);
+  c = parsed({"--model", "gat", "--heads", "4", "--out-heads", "3", "--attn-dropout", "0.6", "--negative-slope",
+              "0.1"});
+  EXPECT_EQ(c.gat_heads, 4);
+  EXPECT_EQ(c.gat_out_heads, 3);
+  EXPECT_EQ(c.attn_dropout, 0.6f);
+  EXPECT_EQ(c.negative_slope, 0.1f);
+  EXPECT_EQ(parsed({"--heads=2", "--model=gat"}).gat_heads, 2);  // any order
+}
+
+// validate()'s refusal of `args` (the option it names and its message; "" when none).
+std::string invalid(std::vector<std::string> args) {
+  CLI::App app{"test"};
+  ModelOptions o;
+  TrainConfig cfg;
+  add_model_options(&app, o, "The GNN");
+  app.add_option("--hidden", cfg.hidden);
+  app.add_option("--layers", cfg.layers);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  try {
+    apply_model_options(o, cfg);
+    validate(cfg);
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(ModelOptions, GatsBadValuesAreRefusedNamingTheOption) {
+  EXPECT_EQ(invalid({"--model", "gat", "--heads", "0"}), "--heads: must be between 1 and 1024");
+  EXPECT_EQ(invalid({"--model", "gat", "--out-heads", "-1"}), "--out-heads: must be between 1 and 1024");
+  EXPECT_EQ(invalid({"--model", "gat", "--attn-dropout", "1"}), "--attn-dropout: must be in [0, 1)");
+  EXPECT_EQ(invalid({"--model", "gat", "--attn-dropout", "nan"}), "--attn-dropout: must be in [0, 1)");
+  EXPECT_EQ(invalid({"--model", "gat", "--negative-slope", "-0.2"}),
+            "--negative-slope: must be a number between 0 and 1000");
+  // Past float's range: infinite, refused as any other value out of range.
+  EXPECT_EQ(invalid({"--model", "gat", "--negative-slope", "1e300"}),
+            "--negative-slope: must be a number between 0 and 1000");
+  // The hidden width is the hidden heads' features concatenated.
+  EXPECT_EQ(invalid({"--model", "gat", "--hidden", "12", "--heads", "8"}).rfind("--hidden: must be a multiple of --heads (8)", 0),
+            0u);
+  EXPECT_EQ(invalid({"--model", "gat", "--hidden", "16", "--heads", "4"}), "");
+  // One layer has no hidden layer: only its output heads count.
+  EXPECT_EQ(invalid({"--model", "gat", "--layers", "1", "--hidden", "12", "--heads", "8"}), "");
+}
+
 TEST(ModelOptions, AnOptionOfAnotherKindIsRefusedNamingIt) {
-  for (const std::string kind : {"gcn", "gin"}) {
+  for (const std::string kind : {"gcn", "gin", "gat"}) {
     EXPECT_EQ(refusal({"--model", kind, "--aggregator", "mean"}), "--aggregator: only with --model sage");
     EXPECT_EQ(refusal({"--model", kind, "--normalize"}), "--normalize: only with --model sage");
   }
-  for (const std::string kind : {"gcn", "sage"}) {
+  for (const std::string kind : {"gcn", "sage", "gat"}) {
     EXPECT_EQ(refusal({"--model", kind, "--gin-eps", "0"}), "--gin-eps: only with --model gin");
     EXPECT_EQ(refusal({"--model", kind, "--train-eps"}), "--train-eps: only with --model gin");
+  }
+  for (const std::string kind : {"gcn", "sage", "gin"}) {
+    EXPECT_EQ(refusal({"--model", kind, "--heads", "8"}), "--heads: only with --model gat");
+    EXPECT_EQ(refusal({"--model", kind, "--out-heads", "1"}), "--out-heads: only with --model gat");
+    EXPECT_EQ(refusal({"--model", kind, "--attn-dropout", "0.6"}), "--attn-dropout: only with --model gat");
+    EXPECT_EQ(refusal({"--model", kind, "--negative-slope", "0.2"}), "--negative-slope: only with --model gat");
   }
   // Without --model the run is a GCN: the same.
   EXPECT_EQ(refusal({"--aggregator", "sum"}), "--aggregator: only with --model sage");
   EXPECT_EQ(refusal({"--gin-eps", "0.5"}), "--gin-eps: only with --model gin");
+  EXPECT_EQ(refusal({"--heads", "8"}), "--heads: only with --model gat");
   // Even a value the other kind would refuse: the kind is the first thing wrong.
   EXPECT_EQ(refusal({"--model", "gin", "--aggregator", "max"}), "--aggregator: only with --model sage");
+  EXPECT_EQ(refusal({"--model", "sage", "--heads", "0"}), "--heads: only with --model gat");
 }
 
 TEST(ModelOptions, BadValuesAreRefusedNamingTheOption) {
-  EXPECT_EQ(refusal({"--model", "gat"}), "--model: 'gat' is not one of gcn, sage, gin");
-  EXPECT_EQ(refusal({"--model", "GCN"}), "--model: 'GCN' is not one of gcn, sage, gin");
+  EXPECT_EQ(refusal({"--model", "gpt"}), "--model: 'gpt' is not one of gcn, sage, gin, gat");
+  EXPECT_EQ(refusal({"--model", "GCN"}), "--model: 'GCN' is not one of gcn, sage, gin, gat");
   EXPECT_EQ(refusal({"--model", "sage", "--aggregator", "max"}), "--aggregator: 'max' is not one of mean, sum");
   // Flags set false (a --config file's `normalize = false`) are not given.
   ModelOptions o;
@@ -124,7 +189,13 @@ TEST(ModelOptions, PredictsModelMustBeTheFilesKind) {
     require_model_kind(std::string("gin "), GnnKind::Gin, "m.h5");
     ADD_FAILURE() << "'gin ' accepted";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.message(), "--model: 'gin ' is not one of gcn, sage, gin");
+    EXPECT_EQ(e.message(), "--model: 'gin ' is not one of gcn, sage, gin, gat");
+  }
+  try {
+    require_model_kind(std::string("gcn"), GnnKind::Gat, "m.h5");
+    ADD_FAILURE() << "gcn accepted for a gat model";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.h5 holds a gat model, not gcn"), std::string::npos) << e.what();
   }
 }
 
@@ -144,6 +215,17 @@ TEST(ModelOptions, TextAndJsonShowTheKindAndItsOptions) {
   c.gin_train_eps = true;
   EXPECT_EQ(model_text(c), "gin (eps 0.1, trained)");
   EXPECT_EQ(model_json(c).dump(), R"({"model":"gin","gin_eps":0.1,"train_eps":true})");
+  c.model = GnnKind::Gat;
+  EXPECT_EQ(model_text(c), "gat (8 heads, 1 output head, attention dropout 0, slope 0.2)");
+  EXPECT_EQ(model_json(c).dump(),
+            R"({"model":"gat","heads":8,"out_heads":1,"attn_dropout":0.0,"negative_slope":0.2})");
+  c.gat_heads = 1;
+  c.gat_out_heads = 6;
+  c.attn_dropout = 0.6f;
+  c.negative_slope = 0.01f;
+  EXPECT_EQ(model_text(c), "gat (1 head, 6 output heads, attention dropout 0.6, slope 0.01)");
+  EXPECT_EQ(model_json(c).dump(),
+            R"({"model":"gat","heads":1,"out_heads":6,"attn_dropout":0.6,"negative_slope":0.01})");
   EXPECT_EQ(json_float(0.01f), 0.01);
 }
 
