@@ -229,9 +229,9 @@ TEST(ModelOptions, TextAndJsonShowTheKindAndItsOptions) {
   EXPECT_EQ(json_float(0.01f), 0.01);
 }
 
-TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
-  plexus::testing::ScratchDir dir;
-  // A one-layer GNN model file (2 features, 3 classes) of a sage run.
+// A one-layer GNN model's state (2 features, 3 classes) after one epoch: its options say the
+// kind (model files are read here for what they say of it, not for its parameters).
+ModelState one_layer_state() {
   ModelState state;
   for (const auto& [name, rows] : {std::pair<std::string, index_t>{"layer0/weight", 2}, {"layer0/bias", 1}}) {
     ParameterState p;
@@ -245,6 +245,64 @@ TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
   }
   state.epochs_done = 1;
   state.best.epoch = 0;
+  return state;
+}
+
+TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
+  plexus::testing::ScratchDir dir;
+  TrainConfig options;
+  options.model = GnnKind::Gat;
+  options.layers = 1;
+  options.gat_heads = 4;
+  options.gat_out_heads = 3;
+  options.attn_dropout = 0.6f;
+  options.negative_slope = 0.1f;
+  const std::string path = dir.file("gat.h5");
+  write_gcn_model_h5(one_layer_state(), {2, 3}, options, path);
+  const TrainConfig read = read_gcn_model_info_h5(path).config;
+  EXPECT_EQ(read.model, GnnKind::Gat);
+  EXPECT_EQ(read.gat_heads, 4);
+  EXPECT_EQ(read.gat_out_heads, 3);
+  EXPECT_EQ(read.attn_dropout, 0.6f);
+  EXPECT_EQ(read.negative_slope, 0.1f);
+  EXPECT_EQ(model_text(read), "gat (4 heads, 3 output heads, attention dropout 0.6, slope 0.1)");
+  // Options a run would refuse are refused in the file too, naming the attribute: a model built
+  // from them would not be the one the parameters belong to.
+  const auto refusal_of = [&](const TrainConfig& bad) {
+    write_gcn_model_h5(one_layer_state(), {2, 3}, bad, path);
+    try {
+      read_gcn_model_info_h5(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  TrainConfig bad = options;
+  bad.gat_out_heads = 0;
+  EXPECT_NE(refusal_of(bad).find("/options: attribute out_heads: 0 is out of range [1, 1024]"), std::string::npos)
+      << refusal_of(bad);
+  bad = options;
+  bad.layers = 2;  // the file's layers come from its widths: hidden 16 with 3 heads
+  bad.hidden = 16;
+  bad.gat_heads = 3;
+  write_gcn_model_h5(one_layer_state(), {2, 16, 3}, bad, path);
+  try {
+    read_gcn_model_info_h5(path);
+    ADD_FAILURE() << "3 heads of hidden 16 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/options: attribute heads: 3 heads do not divide hidden 16"),
+              std::string::npos)
+        << e.what();
+  }
+  bad = options;
+  bad.attn_dropout = 1.0f;
+  EXPECT_NE(refusal_of(bad).find("/options: attribute attn_dropout"), std::string::npos) << refusal_of(bad);
+}
+
+TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
+  plexus::testing::ScratchDir dir;
+  // A one-layer GNN model file of a sage run.
+  const ModelState state = one_layer_state();
   TrainConfig options;
   options.layers = 1;
   options.model = GnnKind::Sage;
