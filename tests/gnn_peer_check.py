@@ -34,7 +34,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "bench"))
 import pyg_gnn_peer as peer  # noqa: E402
-from gcn_reference import counter_uniform  # noqa: E402  (tests/, beside this file)
+from gcn_reference import counter_uniform, keep_scale  # noqa: E402  (tests/, beside this file)
 
 N, DIMS = 5, [3, 4, 2]
 # Row i lists the nodes i aggregates: 0 <- 1, 2, 2 (duplicate), 0 (self-loop); 1 <- 2;
@@ -259,10 +259,24 @@ def check(name, o, folder, rng):
     return not problems
 
 
+def check_counter_uniform():
+    """counter_uniform at single elements (GAT's attention masks) keeps what keep_scale's dense
+    masks keep (the input dropout's, which tests/cli_gcn_reference.sh holds to the engine's),
+    for a seed with high bits and a layer past 255."""
+    seed, epoch, layer, p = (5 << 32) + 7, 4, 257, 0.4
+    want = keep_scale(9, 11, p, seed, epoch, layer) != 0
+    r, c = np.meshgrid(np.arange(9), np.arange(11), indexing="ij")
+    got = counter_uniform(seed, epoch, layer, r, c) >= np.float32(p)
+    ok = np.array_equal(got, want)
+    print(("ok   " if ok else "FAIL ") + "counter_uniform: the same elements as keep_scale")
+    return ok
+
+
 def main():
     rng = np.random.default_rng(8)  # every variant's logits differ across nodes
     with tempfile.TemporaryDirectory() as folder:
         results = [check(name, o, folder, rng) for name, o in VARIANTS.items()]
+    results.append(check_counter_uniform())
     return 0 if all(results) else 1
 
 
