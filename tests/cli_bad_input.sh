@@ -111,7 +111,7 @@ printf 'lr = -3.0\n' >"$work/neg-lr.toml"
 opt toml-bad-value "--lr: " --config "$work/neg-lr.toml"
 # The GNN kind (--model) and the options of each kind: an unknown kind or aggregator, and an
 # option of another kind than the run's, named in one line (on the command line or in --config).
-opt model-unknown "--model: 'gat' is not one of gcn, sage, gin" --model gat
+opt model-unknown "--model: 'gpt' is not one of gcn, sage, gin, gat" --model gpt
 opt aggregator-unknown "--aggregator: 'max' is not one of mean, sum" --model sage --aggregator max
 opt aggregator-of-gcn "--aggregator: only with --model sage" --aggregator sum
 opt aggregator-of-gin "--aggregator: only with --model sage" --model gin --aggregator mean
@@ -120,14 +120,30 @@ opt gin-eps-of-sage "--gin-eps: only with --model gin" --model sage --gin-eps 0.
 opt train-eps-of-gcn "--train-eps: only with --model gin" --train-eps
 opt gin-eps-nan "command line: --gin-eps: expected a finite number, got 'nan'" --model gin --gin-eps nan
 opt gin-eps-huge "--gin-eps: must be a finite number of magnitude at most 1e6" --model gin --gin-eps 1e7
+opt heads-of-gcn "--heads: only with --model gat" --heads 4
+opt out-heads-of-sage "--out-heads: only with --model gat" --model sage --out-heads 2
+opt attn-dropout-of-gin "--attn-dropout: only with --model gat" --model gin --attn-dropout 0.5
+opt negative-slope-of-gcn "--negative-slope: only with --model gat" --model gcn --negative-slope 0.1
+opt heads-zero "--heads: must be between 1 and 1024" --model gat --heads 0
+opt out-heads-text "command line: --out-heads: expected a whole number" --model gat --out-heads two
+opt attn-dropout-one "--attn-dropout: must be in .0, 1)" --model gat --attn-dropout 1
+opt negative-slope-negative "--negative-slope: must be a number between 0 and 1000" --model gat --negative-slope -0.2
+opt hidden-of-heads "--hidden: must be a multiple of --heads (8)" --model gat --hidden 12
+opt gat-aggregate-first "--layer-order: aggregate-first is not for GAT layers" --model gat --layer-order aggregate-first
+opt gat-shard-adj "--shard-adj: is not supported for GAT yet" --model gat --shard-adj
 printf 'model = "gcn"\naggregator = "sum"\n' >"$work/gcn-aggregator.toml"
 opt toml-aggregator-of-gcn "--aggregator: only with --model sage" --config "$work/gcn-aggregator.toml"
 printf 'model = "sage"\n' >"$work/sage.toml"
 opt toml-sage-with-gin-eps "--gin-eps: only with --model gin" --config "$work/sage.toml" --gin-eps 0.5
+printf 'model = "sage"\nheads = 4\n' >"$work/sage-heads.toml"
+opt toml-heads-of-sage "--heads: only with --model gat" --config "$work/sage-heads.toml"
+printf 'model = "gat"\nheads = 3\nhidden = 16\n' >"$work/gat-heads.toml"
+opt toml-gat-heads "--hidden: must be a multiple of --heads (3)" --config "$work/gat-heads.toml"
 printf 'model = 3\n' >"$work/model-number.toml"
-opt toml-model-number "--model: '3' is not one of gcn, sage, gin" --config "$work/model-number.toml"
+opt toml-model-number "--model: '3' is not one of gcn, sage, gin, gat" --config "$work/model-number.toml"
 expect_error plan-aggregator-of-gcn "--aggregator: only with --model sage" -- plan --ranks 2 --data "$work/good.h5" --aggregator sum
-expect_error plan-model-unknown "--model: 'gat' is not one of" -- plan --ranks 2 --data "$work/good.h5" --model gat
+expect_error plan-model-unknown "--model: 'gpt' is not one of" -- plan --ranks 2 --data "$work/good.h5" --model gpt
+expect_error plan-heads-of-gcn "--heads: only with --model gat" -- plan --ranks 2 --data "$work/good.h5" --heads 2
 expect_error gen-bad-scale "--scale" -- generate rmat --scale 0 -o "$work/x.h5"
 expect_error sbm-classes-above-nodes "--classes: 11 classes for 10 nodes" -- generate sbm --nodes 10 --classes 11 -o "$work/x.h5"
 expect_error sbm-empty-train "--train-fraction: must be in (0, 1]" -- generate sbm --nodes 100 --train-fraction 0 -o "$work/x.h5"
@@ -150,6 +166,7 @@ mpi_error() {
 }
 mpi_error missing-file "nope.h5: no such file" --data "$work/nope.h5"
 mpi_error option-of-another-kind "--train-eps: only with --model gin" --data "$work/good.h5" --model sage --train-eps
+mpi_error gat-option-of-another-kind "--attn-dropout: only with --model gat" --data "$work/good.h5" --attn-dropout 0.5
 mpi_error memory-budget "--memory-per-rank: .* does not fit: " --data "$work/good.h5" --memory-per-rank 1K
 mpi_error one-rank-bad-column "/graph/indices: column index" --data "$work/bad-col.h5"
 mutate last-row-bad "d = f['graph/indices'][...]; d[-1] = 1 << 20; f['graph/indices'][...] = d"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# GraphSAGE and GIN end to end (`plexus train --model sage|gin`, issue 33).
+# GraphSAGE, GIN and GAT end to end (`plexus train --model sage|gin|gat`, issue 33 and GAT's).
 #
 # A command line that trained a GCN whatever --model says fails here: the losses of every kind
 # would equal the GCN's, and plan would predict the GCN's bytes for them. The refusals are tested
 # in cli_bad_input.sh, cli_plan.sh, cli_predict.sh, cli_inspect.sh, cli_report.sh,
 # cli_checkpoint.sh and tests/test_cli_model_options.cpp.
 #
-# On an SBM graph (planted classes), for sage (mean), sage --aggregator sum --normalize, gin and
-# gin --gin-eps 0.5 --train-eps, each against the GCN of the same seed:
+# On an SBM graph (planted classes), for sage (mean), sage --aggregator sum --normalize, gin,
+# gin --gin-eps 0.5 --train-eps, gat (8 heads) and gat --heads 4 --out-heads 2 --attn-dropout 0.3
+# --negative-slope 0.1, each against the GCN of the same seed:
 #  - training learns (the loss falls), and the losses differ from the GCN's and from the same
 #    kind with other options;
 #  - the metrics header and summary and the model file's /options record the kind and options;
@@ -32,6 +33,8 @@ declare -A kinds=(
   [sage-sum]="--model sage --aggregator sum --normalize"
   [gin]="--model gin"
   [gin-eps]="--model gin --gin-eps 0.5 --train-eps"
+  [gat]="--model gat"
+  [gat-opts]="--model gat --heads 4 --out-heads 2 --attn-dropout 0.3 --negative-slope 0.1"
 )
 
 # ---- train each kind on one rank ---------------------------------------------------------------
@@ -48,14 +51,17 @@ want = {
     "sage-sum": {"model": "sage", "aggregator": "sum", "normalize": True},
     "gin": {"model": "gin", "gin_eps": 0.0, "train_eps": False},
     "gin-eps": {"model": "gin", "gin_eps": 0.5, "train_eps": True},
+    "gat": {"model": "gat", "heads": 8, "out_heads": 1, "attn_dropout": 0.0, "negative_slope": 0.2},
+    "gat-opts": {"model": "gat", "heads": 4, "out_heads": 2, "attn_dropout": 0.3, "negative_slope": 0.1},
 }
+GAT = ("heads", "out_heads", "attn_dropout", "negative_slope")
 losses, bad = {}, []
 for k, fields in want.items():
     rows = [json.loads(l) for l in open(f"{k}.jsonl")]
     header, epochs, summary = rows[0], rows[1:-1], rows[-1]
     losses[k] = [e["loss"] for e in epochs]
     for line, name in ((header, "header"), (summary, "summary")):
-        got = {f: line.get(f) for f in ("model", "aggregator", "normalize", "gin_eps", "train_eps") if f in line}
+        got = {f: line.get(f) for f in ("model", "aggregator", "normalize", "gin_eps", "train_eps") + GAT if f in line}
         if got != fields: bad.append(f"{k}: {name} records {got}, wanted {fields}")
     if not losses[k][-1] < losses[k][0]: bad.append(f"{k}: the loss does not fall: {losses[k]}")
     with h5py.File(f"{k}.h5", "r") as f:
@@ -63,10 +69,14 @@ for k, fields in want.items():
     stored = {"model": o.get("model")}
     if "aggregator" in fields: stored.update(aggregator=o.get("aggregator"), normalize=bool(o.get("normalize")))
     if "gin_eps" in fields: stored.update(gin_eps=float(o.get("gin_eps")), train_eps=bool(o.get("train_eps")))
+    if "heads" in fields:  # float32 in the file: compared as the JSON's shortest decimals
+        stored.update(heads=int(o.get("heads")), out_heads=int(o.get("out_heads")),
+                      attn_dropout=float(f"{o.get('attn_dropout'):g}"), negative_slope=float(f"{o.get('negative_slope'):g}"))
     if stored != fields: bad.append(f"{k}: the model file records {stored}, wanted {fields}")
 # The engine builds the model the options name: no two of these runs compute the same losses.
 for a, b in (("sage", "gcn"), ("sage-sum", "gcn"), ("gin", "gcn"), ("gin-eps", "gcn"), ("sage", "sage-sum"),
-             ("gin", "gin-eps"), ("sage", "gin")):
+             ("gin", "gin-eps"), ("sage", "gin"), ("gat", "gcn"), ("gat-opts", "gcn"), ("gat", "gat-opts"),
+             ("gat", "sage")):
     if losses[a] == losses[b]: bad.append(f"{a} trains the same losses as {b} (does the engine build {a.split('-')[0]}?)")
 if bad:
     print("\n".join(bad))
@@ -74,7 +84,7 @@ if bad:
 PY
 
 # ---- predict from the model files, on 1 and 2 ranks ---------------------------------------------
-for k in sage-sum gin-eps; do
+for k in sage-sum gin-eps gat-opts; do
   "$plexus" predict --data g.h5 --checkpoint "$k.h5" -o "p1-$k.h5" --threads 1 >"p1-$k.out" 2>&1 &&
     grep -q "model $k.h5: $(cut -d' ' -f2 <<<"${kinds[$k]}") (" "p1-$k.out" && ok || { fail "predict $k"; cat "p1-$k.out"; }
   timeout 120 mpirun -np 2 "$plexus" predict --data g.h5 --checkpoint "$k.h5" -o "p2-$k.h5" --grid 1x2x1 --threads 1 \
@@ -97,7 +107,7 @@ PY
 done
 
 # ---- resume on another grid ---------------------------------------------------------------------
-for k in sage gin-eps; do
+for k in sage gin-eps gat-opts; do
   # shellcheck disable=SC2086
   if timeout 120 mpirun -np 2 "$plexus" train "${common[@]}" ${kinds[$k]} --grid 1x2x1 --epochs 6 \
        --checkpoint-dir "ck-$k" --checkpoint-every 3 >"ck-$k.out" 2>&1 &&
@@ -120,13 +130,17 @@ expect_error "resume gin: other --gin-eps" "was trained with --gin-eps 0.5, this
   train "${common[@]}" --model gin --gin-eps 0.25 --train-eps --epochs 10 --resume ck-gin-eps
 expect_error "resume sage: other --aggregator" "was trained with --aggregator mean, this run has --aggregator sum" \
   train "${common[@]}" --model sage --aggregator sum --epochs 10 --resume ck-sage
+expect_error "resume gat: other --heads" "was trained with --heads 4, this run has --heads 8" \
+  train "${common[@]}" --model gat --out-heads 2 --attn-dropout 0.3 --negative-slope 0.1 --epochs 10 --resume ck-gat-opts
+expect_error "resume gat: other --attn-dropout" "was trained with --attn-dropout 0.3, this run has --attn-dropout 0" \
+  train "${common[@]}" --model gat --heads 4 --out-heads 2 --negative-slope 0.1 --epochs 10 --resume ck-gat-opts
 
 # ---- plan: the bytes train measures, the kind's own -------------------------------------------
-for k in gcn sage-sum gin-eps; do
+for k in gcn sage-sum gin-eps gat-opts; do
   # shellcheck disable=SC2086
   "$plexus" plan --data g.h5 --ranks 4 --json ${kinds[$k]} >"plan-$k.json" 2>"plan-$k.err" || { fail "plan $k"; cat "plan-$k.err"; }
 done
-for k in sage-sum gin-eps; do
+for k in sage-sum gin-eps gat-opts; do
   # shellcheck disable=SC2086
   if timeout 120 mpirun -np 4 "$plexus" train "${common[@]}" ${kinds[$k]} --grid 2x2x1 --epochs 2 \
        --metrics "m4-$k.jsonl" >"m4-$k.out" 2>&1 && $py - "$k" <<'PY'
@@ -147,12 +161,16 @@ PY
 done
 
 # ---- report and inspect show the kind -----------------------------------------------------------
-if "$plexus" report gcn.jsonl sage-sum.jsonl gin-eps.jsonl >report.txt 2>&1 &&
-   grep -Eq '^--model +gcn +sage +gin$' report.txt && grep -Eq '^--aggregator +- +sum +-$' report.txt &&
-   grep -Eq '^--gin-eps +- +- +0.5$' report.txt && grep -Eq '^--train-eps +- +- +true$' report.txt
+if "$plexus" report gcn.jsonl sage-sum.jsonl gin-eps.jsonl gat-opts.jsonl >report.txt 2>&1 &&
+   grep -Eq '^--model +gcn +sage +gin +gat$' report.txt && grep -Eq '^--aggregator +- +sum +- +-$' report.txt &&
+   grep -Eq '^--gin-eps +- +- +0.5 +-$' report.txt && grep -Eq '^--train-eps +- +- +true +-$' report.txt &&
+   grep -Eq '^--heads +- +- +- +4$' report.txt && grep -Eq '^--out-heads +- +- +- +2$' report.txt &&
+   grep -Eq '^--attn-dropout +- +- +- +0.3$' report.txt && grep -Eq '^--negative-slope +- +- +- +0.1$' report.txt
 then ok; else fail report; cat report.txt; fi
 if "$plexus" inspect sage-sum.h5 >inspect.txt 2>&1 && grep -Eq '^  model +sage \(sum aggregator, normalized\)$' inspect.txt &&
-   "$plexus" inspect gin-eps.h5 >>inspect.txt 2>&1 && grep -Eq '^  model +gin \(eps 0.5, trained\)$' inspect.txt
+   "$plexus" inspect gin-eps.h5 >>inspect.txt 2>&1 && grep -Eq '^  model +gin \(eps 0.5, trained\)$' inspect.txt &&
+   "$plexus" inspect gat-opts.h5 >>inspect.txt 2>&1 &&
+   grep -Eq '^  model +gat \(4 heads, 2 output heads, attention dropout 0.3, slope 0.1\)$' inspect.txt
 then ok; else fail inspect; cat inspect.txt; fi
 
 echo "cli_gnn_models: $passed passed, $failures failed"

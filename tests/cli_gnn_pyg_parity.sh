@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `plexus train --model gcn|sage|gin` against PyTorch Geometric (examples/bench/pyg_gnn_peer.py:
-# PyG 2.6.1's GCNConv, SAGEConv, GINConv). First tests/gnn_peer_check.py checks the peer itself
+# `plexus train --model gcn|sage|gin|gat` against PyTorch Geometric (examples/bench/pyg_gnn_peer.py:
+# PyG 2.6.1's GCNConv, SAGEConv, GINConv, GATConv). First tests/gnn_peer_check.py checks the peer itself
 # against dense numpy on a 5-node graph. Then, for each variant, the engine trains a 3-layer
 # model on a small graph for 21 epochs, writing its metrics and a checkpoint after every epoch;
 # from the checkpoint of epoch 1 (weights, Adam moments, step count) the peer trains the other
@@ -17,9 +17,9 @@ peer=$src/examples/bench/pyg_gnn_peer.py
 epochs=21
 
 # NAME|GRAPH|TRAIN_OPTIONS (besides the common ones below; dropout 0 unless named). GRAPH: sbm, a
-# plain SBM graph, or messy: edge weights other than 1 (GCN's Â uses them, SAGE and GIN do not),
-# duplicate edges (merged), self-loops (dropped; GCN adds its own of weight 1) and nodes without
-# neighbours (SAGE and GIN aggregate 0 for them).
+# plain SBM graph, or messy: edge weights other than 1 (GCN's Â uses them, SAGE, GIN and GAT do
+# not), duplicate edges (merged), self-loops (dropped; GCN and GAT add their own) and nodes without
+# neighbours (SAGE and GIN aggregate 0 for them, GAT attends to the node alone).
 variants=(
   "gcn|sbm|"
   "gcn-aggregate-first|sbm|--layer-order aggregate-first"
@@ -42,6 +42,13 @@ variants=(
   # next step agrees within 2e-7): the losses part by 1e-4 by epoch 17 with no error in any step.
   "gin0-train-eps-adamw-dropout0.2|sbm|--model gin --train-eps --adamw --dropout 0.2"
   "gin-eps0.1-messy|messy|--model gin --gin-eps 0.1"
+  # GAT decays every parameter (PyG's GAT example); the peer replays the engine's attention
+  # dropout masks as it does the input dropout's.
+  "gat|sbm|--model gat"
+  "gat-heads4-out2-slope0.1|sbm|--model gat --heads 4 --out-heads 2 --negative-slope 0.1"
+  "gat-dropout0.3-adamw|sbm|--model gat --heads 4 --dropout 0.3 --adamw"
+  "gat-attn-dropout0.3|sbm|--model gat --heads 4 --attn-dropout 0.3"
+  "gat-messy|messy|--model gat --heads 4 --out-heads 2"
 )
 # Variants the engine refuses (each must still be refused cleanly): none today.
 pending=()

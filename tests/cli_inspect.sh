@@ -63,7 +63,7 @@ echo "hello" >"$work/text.h5"
 expect_error not-hdf5 "$work/text.h5: not an HDF5 file" inspect "$work/text.h5"
 
 # A GNN model file: its kind and options, widths, epochs and training options, as text and JSON.
-# Copies marked as GraphSAGE's and GIN's (the /options attributes the trainer writes,
+# Copies marked as GraphSAGE's, GIN's and GAT's (the /options attributes the trainer writes,
 # docs/gcn-model.md) show each kind's options without training one.
 "$plexus" train --epochs 2 --hidden 8 --threads 1 --quiet --save-model "$work/m.h5" >/dev/null 2>&1 || fail "train --save-model"
 if "$plexus" inspect "$work/m.h5" >"$work/out" 2>&1 && grep -q "^$work/m.h5: GNN model file$" "$work/out" &&
@@ -72,18 +72,25 @@ if "$plexus" inspect "$work/m.h5" >"$work/out" 2>&1 && grep -q "^$work/m.h5: GNN
    grep -q -- "--hidden 8 --lr 0.01 --weight-decay 0.0005 --dropout 0.5 --seed 42$" "$work/out"; then ok; else fail model-text; cat "$work/out"; fi
 cp "$work/m.h5" "$work/sage.h5"
 cp "$work/m.h5" "$work/gin.h5"
+cp "$work/m.h5" "$work/gat.h5"
 $py -c "
 import h5py, numpy as np
 with h5py.File('$work/sage.h5', 'r+') as f:
     f['options'].attrs['model'] = 'sage'; f['options'].attrs['aggregator'] = 'sum'; f['options'].attrs['normalize'] = np.uint8(1)
 with h5py.File('$work/gin.h5', 'r+') as f:
     f['options'].attrs['model'] = 'gin'; f['options'].attrs['gin_eps'] = np.float32(0.25); f['options'].attrs['train_eps'] = np.uint8(0)
+with h5py.File('$work/gat.h5', 'r+') as f:
+    o = f['options'].attrs
+    o['model'] = 'gat'; o['heads'] = np.int32(4); o['out_heads'] = np.int32(1)
+    o['attn_dropout'] = np.float32(0.6); o['negative_slope'] = np.float32(0.2)
 " || fail "mark model files"
 if "$plexus" inspect "$work/sage.h5" >"$work/sage" 2>&1 && grep -Eq "^  model +sage \(sum aggregator, normalized\)$" "$work/sage" &&
-   "$plexus" inspect "$work/gin.h5" >"$work/gin" 2>&1 && grep -Eq "^  model +gin \(eps 0.25\)$" "$work/gin"; then ok
-else fail model-kinds; cat "$work/sage" "$work/gin"; fi
+   "$plexus" inspect "$work/gin.h5" >"$work/gin" 2>&1 && grep -Eq "^  model +gin \(eps 0.25\)$" "$work/gin" &&
+   "$plexus" inspect "$work/gat.h5" >"$work/gat" 2>&1 &&
+   grep -Eq "^  model +gat \(4 heads, 1 output head, attention dropout 0.6, slope 0.2\)$" "$work/gat"; then ok
+else fail model-kinds; cat "$work/sage" "$work/gin" "$work/gat"; fi
 if "$plexus" inspect "$work/m.h5" --json >"$work/j" 2>&1 && "$plexus" inspect "$work/sage.h5" --json >"$work/js" 2>&1 &&
-   "$plexus" inspect "$work/gin.h5" --json >"$work/jg" 2>&1 && $py -c "
+   "$plexus" inspect "$work/gin.h5" --json >"$work/jg" 2>&1 && "$plexus" inspect "$work/gat.h5" --json >"$work/jt" 2>&1 && $py -c "
 import json
 d = json.load(open('$work/j'))
 assert d['format'] == 'plexus-gcn' and d['model'] == 'gcn' and 'aggregator' not in d and 'gin_eps' not in d, d
@@ -92,7 +99,19 @@ assert d['options'] == {'hidden': 8, 'lr': 0.01, 'weight_decay': 0.0005, 'adamw'
 s, g = json.load(open('$work/js')), json.load(open('$work/jg'))
 assert (s['model'], s['aggregator'], s['normalize']) == ('sage', 'sum', True) and 'gin_eps' not in s, s
 assert (g['model'], g['gin_eps'], g['train_eps']) == ('gin', 0.25, False) and 'aggregator' not in g, g
-"; then ok; else fail model-json; cat "$work/j" "$work/js" "$work/jg"; fi
+t = json.load(open('$work/jt'))
+assert [(k, t[k]) for k in ('model', 'heads', 'out_heads', 'attn_dropout', 'negative_slope')] == \\
+    [('model', 'gat'), ('heads', 4), ('out_heads', 1), ('attn_dropout', 0.6), ('negative_slope', 0.2)], t
+assert 'gin_eps' not in t and 'aggregator' not in t, t
+"; then ok; else fail model-json; cat "$work/j" "$work/js" "$work/jg" "$work/jt"; fi
+# A GAT file whose heads do not divide its hidden width (8) is refused naming the attribute.
+cp "$work/gat.h5" "$work/gat-bad.h5"
+$py -c "
+import h5py, numpy as np
+with h5py.File('$work/gat-bad.h5', 'r+') as f:
+    f['options'].attrs['heads'] = np.int32(3)
+" || fail "mark gat-bad.h5"
+expect_error gat-heads "gat-bad.h5: /options: attribute heads: 3 heads do not divide hidden 8" inspect "$work/gat-bad.h5"
 expect_error model-grid "--grid: $work/m.h5 is a GNN model file: it has no layout" inspect "$work/m.h5" --grid 2x1x1
 "$plexus" gpt train --layers 1 --heads 1 --embed 8 --block 8 --batch 2 --iters 0 --threads 1 --quiet \
   --save "$work/gpt.h5" >/dev/null 2>&1 || fail "gpt train --save"

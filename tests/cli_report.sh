@@ -76,18 +76,22 @@ if "$plexus" report "$work/gpt.jsonl" >"$work/table" 2>&1 && grep -Eq '^step s \
 # options are rows where a run has that kind ("-" for the others); a file from before --model
 # (none recorded) is a GCN's, a GPT run has no kind.
 kind_header() {  # kind_header FIELDS: a newer-form header whose run resolved its model to FIELDS
-  echo '{"config": true, "command": "train", "version": "0.1.0", "data": "g.h5", "grid": "1x2x1", "ranks": 2, "threads": 1, "backend": "cpu", "started": "2026-11-25T02:00:00Z", '"$1"', "options": {"model": "gcn", "aggregator": null, "normalize": false, "gin-eps": null, "train-eps": false, "layers": 2, "hidden": 16}, "reductions": {}}'
+  echo '{"config": true, "command": "train", "version": "0.1.0", "data": "g.h5", "grid": "1x2x1", "ranks": 2, "threads": 1, "backend": "cpu", "started": "2026-11-25T02:00:00Z", '"$1"', "options": {"model": "gcn", "aggregator": null, "normalize": false, "gin-eps": null, "train-eps": false, "heads": null, "out-heads": null, "attn-dropout": null, "negative-slope": null, "layers": 2, "hidden": 16}, "reductions": {}}'
 }
 { kind_header '"model": "sage", "aggregator": "sum", "normalize": true'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/sage.jsonl"
 { kind_header '"model": "gin", "gin_eps": 0.25, "train_eps": false'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/gin.jsonl"
+{ kind_header '"model": "gat", "heads": 8, "out_heads": 1, "attn_dropout": 0.6, "negative_slope": 0.2'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/gat.jsonl"
 { kind_header '"model": "gcn"'; new_epoch 1 1.0 0.5; new_epoch 2 0.5 0.6; } >"$work/gcn.jsonl"
-if "$plexus" report "$work/old.jsonl" "$work/gcn.jsonl" "$work/sage.jsonl" "$work/gin.jsonl" >"$work/table" 2>&1 &&
-   grep -Eq '^--model +gcn +gcn +sage +gin$' "$work/table" &&
-   grep -Eq '^--aggregator +- +- +sum +-$' "$work/table" && grep -Eq '^--normalize +- +- +true +-$' "$work/table" &&
-   grep -Eq '^--gin-eps +- +- +- +0.25$' "$work/table" && grep -Eq '^--train-eps +- +- +- +false$' "$work/table" &&
+if "$plexus" report "$work/old.jsonl" "$work/gcn.jsonl" "$work/sage.jsonl" "$work/gin.jsonl" "$work/gat.jsonl" >"$work/table" 2>&1 &&
+   grep -Eq '^--model +gcn +gcn +sage +gin +gat$' "$work/table" &&
+   grep -Eq '^--aggregator +- +- +sum +- +-$' "$work/table" && grep -Eq '^--normalize +- +- +true +- +-$' "$work/table" &&
+   grep -Eq '^--gin-eps +- +- +- +0.25 +-$' "$work/table" && grep -Eq '^--train-eps +- +- +- +false +-$' "$work/table" &&
+   grep -Eq '^--heads +- +- +- +- +8$' "$work/table" && grep -Eq '^--out-heads +- +- +- +- +1$' "$work/table" &&
+   grep -Eq '^--attn-dropout +- +- +- +- +0.6$' "$work/table" && grep -Eq '^--negative-slope +- +- +- +- +0.2$' "$work/table" &&
    [[ $(grep -m1 -n -- '^--' "$work/table" | cut -d: -f2) == --model* ]] &&
    "$plexus" report "$work/new.jsonl" "$work/gcn.jsonl" >"$work/gcn-only" 2>&1 &&
-   grep -Eq '^--model +gcn +gcn$' "$work/gcn-only" && ! grep -Eq -- '^--(aggregator|normalize|gin-eps|train-eps)' "$work/gcn-only" &&
+   grep -Eq '^--model +gcn +gcn$' "$work/gcn-only" &&
+   ! grep -Eq -- '^--(aggregator|normalize|gin-eps|train-eps|heads|out-heads|attn-dropout|negative-slope)' "$work/gcn-only" &&
    "$plexus" report "$work/gpt.jsonl" >"$work/gpt-only" 2>&1 && ! grep -q -- '--model' "$work/gpt-only" &&
    "$plexus" report --csv "$work/sage.jsonl" "$work/gin.jsonl" "$work/gpt.jsonl" >"$work/csv" 2>&1 &&
    $py -c "
@@ -101,6 +105,17 @@ assert gpt['--model'] == '', gpt
 expect_error model-type "model-number.jsonl: line 1: field 'model': expected a string, got 3" report "$work/model-number.jsonl"
 { kind_header '"model": "gin", "gin_eps": "small"'; new_epoch 1 1.0 0.5; } >"$work/eps-text.jsonl"
 expect_error gin-eps-type "eps-text.jsonl: line 1: field 'gin_eps': expected a number or null, got a string" report "$work/eps-text.jsonl"
+{ kind_header '"model": "gat", "heads": 0'; new_epoch 1 1.0 0.5; } >"$work/heads-zero.jsonl"
+expect_error gat-heads-type "heads-zero.jsonl: line 1: field 'heads': expected an integer >= 1, got 0" report "$work/heads-zero.jsonl"
+# A GPT run's --heads is its own option, not GAT's: a row only where GPT runs differ in it.
+gpt_header() {  # gpt_header HEADS
+  echo '{"config": true, "command": "gpt train", "version": "0.1.0", "data": "t.txt", "grid": "1x1x1", "ranks": 1, "options": {"heads": '"$1"', "layers": 2}, "reductions": {}}'
+}
+{ gpt_header 4; cat "$work/gpt.jsonl"; } >"$work/gpt4.jsonl"
+{ gpt_header 6; cat "$work/gpt.jsonl"; } >"$work/gpt6.jsonl"
+if "$plexus" report "$work/gpt4.jsonl" >"$work/table" 2>&1 && ! grep -q -- '--heads' "$work/table" &&
+   "$plexus" report "$work/gpt4.jsonl" "$work/gpt6.jsonl" >"$work/table" 2>&1 && grep -Eq '^--heads +4 +6$' "$work/table"
+then ok; else fail "gpt heads"; cat "$work/table"; fi
 
 # Real runs on Cora: the options that differ, and medians that match the files.
 for h in 16 32; do

@@ -45,17 +45,33 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1):
     return c
 
 
+def dropout_key(seed, layer):
+    """The Philox key (k0, k1) of DropoutKey{seed, epoch, layer} (counter_block in rng.hpp)."""
+    return seed & 0xFFFFFFFF, ((seed >> 32) ^ ((layer * 0x9E3779B9) & 0xFFFFFFFF)) & 0xFFFFFFFF
+
+
+def word_to_uniform(w):
+    return (w >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
+
+
 def keep_scale(rows, cols, p, seed, epoch, layer):
     """rows x cols factors of dropout: 1/(1-p) where kept, 0 where dropped."""
     groups = (cols + 3) // 4
     r = np.repeat(np.arange(rows, dtype=np.uint64), groups)
     g = np.tile(np.arange(groups, dtype=np.uint64), rows)
-    k1 = ((seed >> 32) ^ ((layer * 0x9E3779B9) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    words = philox4x32_10(r & MASK32, r >> np.uint64(32), g, np.full_like(r, epoch), seed & 0xFFFFFFFF, k1)
+    words = philox4x32_10(r & MASK32, r >> np.uint64(32), g, np.full_like(r, epoch), *dropout_key(seed, layer))
     w = np.stack(words, axis=1).reshape(rows, groups * 4)[:, :cols]
-    uniform = (w >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / 16777216.0)
     p32 = np.float32(p)
-    return np.where(uniform >= p32, 1.0 / (1.0 - float(p32)), 0.0)
+    return np.where(word_to_uniform(w) >= p32, 1.0 / (1.0 - float(p32)), 0.0)
+
+
+def counter_uniform(seed, epoch, layer, rows, cols):
+    """counter_uniform(DropoutKey{seed, epoch, layer}, row, col) of rng.hpp at arrays of (row, col):
+    for masks whose elements are not a dense grid (GAT's attention dropout, one per edge and head)."""
+    r, c = np.asarray(rows, dtype=np.uint64), np.asarray(cols, dtype=np.uint64)
+    words = philox4x32_10(r & MASK32, r >> np.uint64(32), c >> np.uint64(2), np.full_like(r, epoch),
+                          *dropout_key(seed, layer))
+    return word_to_uniform(np.choose((c & np.uint64(3)).astype(np.int64), words))
 
 
 def normalized_adjacency(f):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch Geometric peer of Plexus's GNNs (GCN, GraphSAGE, GIN): the models `plexus train
---model gcn|sage|gin` trains, built from PyG's GCNConv, SAGEConv and GINConv, on the same
+"""PyTorch Geometric peer of Plexus's GNNs (GCN, GraphSAGE, GIN, GAT): the models `plexus train
+--model gcn|sage|gin|gat` trains, built from PyG's GCNConv, SAGEConv, GINConv and GATConv, on the same
 Plexus format-v1 graph file (docs/format-v1.md). CPU, float32. Run it with /usr/bin/python3
 (Debian's torch; scripts/install-deps.sh installs torch_geometric 2.6.1 beside it).
 
@@ -18,15 +18,18 @@ Continue a Plexus run from its model file (a checkpoint or --save-model; docs/gc
   epochs_done on (the model file's own state included), with its own: relative error <= R
   (default 1e-4), else it exits 1 naming the first epoch that differs. Dropout masks are the
   engine's Philox masks (tests/gcn_reference.py's keep_scale, which needs SciPy), so runs with
-  dropout compare too.
+  dropout compare too; so are GAT's attention dropout masks (gcn_reference.counter_uniform).
 
 Train from PyG's own initialisation (the quality comparison):
 
-    pyg_gnn_peer.py GRAPH.h5 --fresh [--model gcn|sage|gin] [--layers L] [--hidden H] [--epochs E]
+    pyg_gnn_peer.py GRAPH.h5 --fresh [--model gcn|sage|gin|gat] [--layers L] [--hidden H] [--epochs E]
         [--lr LR] [--weight-decay WD] [--adamw] [--dropout P] [--seeds 0,1,2]
-        [--aggregator mean|sum] [--normalize] [--gin-eps EPS] [--train-eps] [--time] [--threads T] [--json]
+        [--aggregator mean|sum] [--normalize] [--gin-eps EPS] [--train-eps]
+        [--heads H] [--out-heads H2] [--attn-dropout P] [--negative-slope S]
+        [--time] [--threads T] [--json]
 
-  For each seed: torch.manual_seed(seed), the convolutions' own reset_parameters, F.dropout;
+  For each seed: torch.manual_seed(seed), the convolutions' own reset_parameters, F.dropout
+  (and GATConv's own attention dropout);
   reports the test accuracy at the best-validation epoch (the highest validation accuracy, ties
   to the lower validation loss, as the engine picks it) and the mean over the seeds.
 
@@ -36,7 +39,7 @@ In model-file mode the dropout masks are drawn before each epoch's timer starts.
 one JSON object instead of the text.
 
 The model, as the engine defines it: widths D_0 = features, hidden x (L-1), D_L = classes; layer
-K maps D_K to D_K+1 as dropout(H) -> conv -> ReLU (no ReLU after the last layer). The graph's
+K maps D_K to D_K+1 as dropout(H) -> conv -> ReLU (gat: ELU; none after the last layer). The graph's
 self-loops are dropped and its duplicate edges merged (their weights summed); messages run
 from j to i for every j in row i of the CSR.
 
@@ -51,12 +54,23 @@ from j to i for every j in row i of the CSR.
         MLP((1 + eps) h_i + sum_{j in N(i)} h_j), edge weights ignored. Model file: layerK/weight,
         layerK/bias (first Linear), layerK/weight2, layerK/bias2 (second), layerK/eps [1 x 1] when
         eps is trained (else eps is /options gin_eps).
+  gat   GATConv(D_K, F, heads, concat, negative_slope, dropout=attn_dropout, add_self_loops=True):
+        z = H W (no bias), e_ij = LeakyReLU(att_dst . z_i + att_src . z_j) per head over the edges
+        j -> i and one self-loop per node, alpha = softmax_j(e_ij), attention dropout on alpha,
+        out_i = sum_j alpha_ij z_j, then + bias. Hidden layers: /options heads heads of
+        F = D_K+1 / heads, concatenated; the last: out_heads heads of F = D_L, averaged. Edge
+        weights ignored. Model file: layerK/weight [D_K x heads*F] (head-major columns h*F + f),
+        layerK/att_src and layerK/att_dst [1 x heads*F] (PyG's (1, heads, F)), layerK/bias [1 x D_K+1].
+        The engine's attention dropout mask of layer K keeps alpha_ij of head h where
+        counter_uniform(DropoutKey{seed, epoch, 256 + K}, i * heads + h, j) >= attn_dropout.
 
 Loss: mean cross-entropy over the training rows. Adam in PyTorch's formulation (betas 0.9,
 0.999, eps 1e-8) with L2 weight decay (or AdamW's decoupled decay) on layer 0's weight matrices
-only (sage: weight and root_weight; gin: weight and weight2), never on biases or eps.
+only (sage: weight and root_weight; gin: weight and weight2), never on biases or eps; gat decays
+every parameter of every layer (PyG's GAT example: Adam(model.parameters(), weight_decay=5e-4)).
 """
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -68,7 +82,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-KINDS = ("gcn", "sage", "gin")
+KINDS = ("gcn", "sage", "gin", "gat")
+# The layer index of GAT's attention dropout keys: DropoutKey{seed, epoch, ATTENTION_LAYER + K}, apart
+# from the input dropout's {seed, epoch, K}.
+ATTENTION_LAYER = 256
 
 
 class Graph:
@@ -98,13 +115,59 @@ class Graph:
 class Options:
     """The kind and its options, from a model file's /options or from the command line."""
 
-    def __init__(self, kind, aggregator="mean", normalize=False, gin_eps=0.0, train_eps=False):
+    def __init__(self, kind, aggregator="mean", normalize=False, gin_eps=0.0, train_eps=False, heads=8, out_heads=1,
+                 attn_dropout=0.0, negative_slope=0.2):
         if kind not in KINDS:
-            sys.exit(f"pyg_gnn_peer: unknown model kind '{kind}' (gcn, sage, gin)")
+            sys.exit(f"pyg_gnn_peer: unknown model kind '{kind}' ({', '.join(KINDS)})")
         if aggregator not in ("mean", "sum"):
             sys.exit(f"pyg_gnn_peer: unknown aggregator '{aggregator}' (mean, sum)")
+        if heads < 1 or out_heads < 1:
+            sys.exit(f"pyg_gnn_peer: heads {heads} and out heads {out_heads} must be at least 1")
         self.kind, self.aggregator, self.normalize = kind, aggregator, normalize
         self.gin_eps, self.train_eps = gin_eps, train_eps
+        self.heads, self.out_heads = heads, out_heads
+        self.attn_dropout, self.negative_slope = attn_dropout, negative_slope
+
+    def text(self):
+        """The kind and the options that shape it, as the peer reports them."""
+        return self.kind + {"sage": f" aggregator={self.aggregator} normalize={int(self.normalize)}",
+                            "gin": f" eps={self.gin_eps:g} train_eps={int(self.train_eps)}",
+                            "gat": f" heads={self.heads} out_heads={self.out_heads} attn_dropout={self.attn_dropout:g}"
+                                   f" negative_slope={self.negative_slope:g}"}.get(self.kind, "")
+
+
+@functools.lru_cache(maxsize=None)
+def engine_gat_conv_class():
+    """GATConv whose attention dropout can be the engine's: while `attention_mask` is set (a
+    function of the edges' sources and targets giving the [edges x heads] factors, 0 or 1/(1-p)),
+    those factors replace F.dropout on alpha; unset, it is GATConv itself. Made once (PyG
+    compiles each MessagePassing class's propagate), when PyG is first needed."""
+    from torch_geometric.nn import GATConv
+
+    class EngineGATConv(GATConv):
+        attention_mask = None
+
+        def edge_update(self, alpha_j, alpha_i, edge_attr, index, ptr, dim_size, edge_index_j):
+            if self.attention_mask is None:
+                return super().edge_update(alpha_j, alpha_i, edge_attr, index, ptr, dim_size)
+            p, self.dropout = self.dropout, 0.0  # GATConv's own code, without its dropout
+            try:
+                alpha = super().edge_update(alpha_j, alpha_i, edge_attr, index, ptr, dim_size)
+            finally:
+                self.dropout = p
+            return alpha * self.attention_mask(edge_index_j, index)
+
+    return EngineGATConv
+
+
+def gat_conv(d_in, d_out, last, opt):
+    """A layer of the engine's GAT: hidden layers concatenate `heads` heads of d_out / heads
+    features; the last averages `out_heads` heads of d_out (= classes) features."""
+    heads = opt.out_heads if last else opt.heads
+    if not last and d_out % heads:
+        sys.exit(f"pyg_gnn_peer: the hidden width {d_out} is not a multiple of the heads ({heads})")
+    return engine_gat_conv_class()(d_in, d_out if last else d_out // heads, heads=heads, concat=not last,
+                                   negative_slope=opt.negative_slope, dropout=opt.attn_dropout, add_self_loops=True)
 
 
 class Net(torch.nn.Module):
@@ -116,8 +179,10 @@ class Net(torch.nn.Module):
         super().__init__()
         self.kind = opt.kind
         convs = []
-        for d_in, d_out in zip(dims[:-1], dims[1:]):
-            if opt.kind == "gcn":
+        for k, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
+            if opt.kind == "gat":
+                convs.append(gat_conv(d_in, d_out, k + 2 == len(dims), opt))
+            elif opt.kind == "gcn":
                 convs.append(GCNConv(d_in, d_out, cached=True))  # A_hat normalised once
             elif opt.kind == "sage":
                 convs.append(SAGEConv(d_in, d_out, aggr=opt.aggregator, normalize=opt.normalize, root_weight=True))
@@ -126,19 +191,22 @@ class Net(torch.nn.Module):
                 convs.append(GINConv(mlp, eps=opt.gin_eps, train_eps=opt.train_eps))
         self.convs = torch.nn.ModuleList(convs)
 
-    def forward(self, g, dropout):
-        """dropout(h, k) is layer k's input dropout."""
+    def forward(self, g, dropout, attention=None):
+        """dropout(h, k) is layer k's input dropout; attention(k), where given, is GAT layer k's
+        attention dropout (an EngineGATConv.attention_mask; None: GATConv's own)."""
         h = g.x
         for k, conv in enumerate(self.convs):
             h = dropout(h, k)
+            if self.kind == "gat":
+                conv.attention_mask = attention(k) if attention else None
             h = conv(h, g.edge_index, g.edge_weight) if self.kind == "gcn" else conv(h, g.edge_index)
             if k + 1 < len(self.convs):
-                h = F.relu(h)
+                h = F.elu(h) if self.kind == "gat" else F.relu(h)
         return h
 
     def engine_params(self):
         """[(engine name, parameter, stored transposed)] in the model file's naming; the ones
-        weight decay applies to are layer 0's matrices."""
+        weight decay applies to are layer 0's matrices (gat: all of them)."""
         out = []
         for k, c in enumerate(self.convs):
             if self.kind == "gcn":
@@ -146,6 +214,9 @@ class Net(torch.nn.Module):
             elif self.kind == "sage":
                 named = [("weight", c.lin_l.weight, True), ("root_weight", c.lin_r.weight, True),
                          ("bias", c.lin_l.bias, False)]
+            elif self.kind == "gat":  # att_src, att_dst: PyG's (1, heads, F) is the file's [1 x heads*F]
+                named = [("weight", c.lin.weight, True), ("att_src", c.att_src, False),
+                         ("att_dst", c.att_dst, False), ("bias", c.bias, False)]
             else:
                 named = [("weight", c.nn[0].weight, True), ("bias", c.nn[0].bias, False),
                          ("weight2", c.nn[2].weight, True), ("bias2", c.nn[2].bias, False)]
@@ -157,7 +228,10 @@ class Net(torch.nn.Module):
 
 def make_optimizer(net, lr, weight_decay, adamw):
     params = net.engine_params()
-    decayed = [p for name, p, _ in params if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2")]
+    if net.kind == "gat":  # as PyG's GAT example: every parameter
+        decayed = [p for _, p, _ in params]
+    else:  # Kipf & Welling's rule, which the engine keeps for these kinds
+        decayed = [p for name, p, _ in params if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2")]
     rest = [p for _, p, _ in params if not any(p is q for q in decayed)]
     cls = torch.optim.AdamW if adamw else torch.optim.Adam
     return cls([{"params": decayed, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
@@ -175,12 +249,12 @@ def evaluate(net, g):
     return {"val_loss": val_loss, "train_acc": accs[0], "val_acc": accs[1], "test_acc": accs[2]}
 
 
-def train_epoch(net, g, opt, dropout):
+def train_epoch(net, g, opt, dropout, attention=None):
     """One epoch: forward + loss + backward + Adam step; (loss, seconds)."""
     t0 = time.perf_counter()
     net.train()
     opt.zero_grad(set_to_none=True)
-    out = net(g, dropout)
+    out = net(g, dropout, attention)
     train = g.splits[0]
     loss = F.cross_entropy(out[train], g.labels[train])
     loss.backward()
@@ -202,7 +276,10 @@ class ModelFile:
             text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
             kind = text(o["model"]) if "model" in o else "gcn"
             self.opt = Options(kind, text(o.get("aggregator", "mean")), bool(o.get("normalize", 0)),
-                               float(np.float32(o.get("gin_eps", 0.0))), bool(o.get("train_eps", 0)))
+                               float(np.float32(o.get("gin_eps", 0.0))), bool(o.get("train_eps", 0)),
+                               int(o.get("heads", 8)), int(o.get("out_heads", 1)),
+                               float(np.float32(o.get("attn_dropout", 0.0))),
+                               float(np.float32(o.get("negative_slope", 0.2))))
             self.lr, self.weight_decay = float(np.float32(o["lr"])), float(np.float32(o["weight_decay"]))
             self.adamw, self.dropout, self.seed = bool(o["adamw"]), float(np.float32(o["dropout"])), int(o["seed"])
             self.epochs_done = int(f.attrs["epochs_done"])
@@ -253,6 +330,38 @@ def philox_dropout(p, seed, epoch, g):
     return drop
 
 
+def philox_attention(p, seed, epoch, g, net):
+    """The engine's attention dropout of `net` (a GAT) for epoch `epoch` (0-based), drawn now, as
+    attention(k): layer k's EngineGATConv.attention_mask. Element (edge j -> i, head h) is kept
+    where counter_uniform(seed, epoch, ATTENTION_LAYER + k; i * heads + h, j) >= p, i and j in the
+    file's node order; None without attention dropout."""
+    if p == 0:
+        return None
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+    from gcn_reference import counter_uniform
+
+    # GATConv's edges: the graph's (it has no self-loop left to remove), then one loop per node.
+    loops = torch.arange(g.n, dtype=g.edge_index.dtype)
+    src, dst = torch.cat([g.edge_index[0], loops]), torch.cat([g.edge_index[1], loops])
+    p32 = np.float32(p)
+    masks = []
+    for k, conv in enumerate(net.convs):
+        h = np.arange(conv.heads, dtype=np.uint64)
+        i, j = dst.numpy().astype(np.uint64)[:, None], src.numpy().astype(np.uint64)[:, None]
+        u = counter_uniform(seed, epoch, ATTENTION_LAYER + k, i * np.uint64(conv.heads) + h,
+                            np.broadcast_to(j, (len(j), len(h))))
+        masks.append(torch.from_numpy(np.where(u >= p32, 1.0 / (1.0 - float(p32)), 0.0).astype(np.float32)))
+
+    def attention(k):
+        def mask(s, d):
+            if not (torch.equal(s, src) and torch.equal(d, dst)):
+                sys.exit("pyg_gnn_peer: GATConv's edges are not the graph's followed by one self-loop per node")
+            return masks[k]
+        return mask
+
+    return attention
+
+
 def read_metrics(path):
     lines = {}
     for text in open(path):
@@ -276,9 +385,8 @@ def continue_run(args, g, say):
     opt = make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw)
     mf.load_into(net, opt)
     o = mf.opt
-    say(f"{o.kind} {mf.dims}" + (f" aggregator={o.aggregator} normalize={int(o.normalize)}" if o.kind == "sage" else "")
-        + (f" eps={o.gin_eps:g} train_eps={int(o.train_eps)}" if o.kind == "gin" else "")
-        + f"; lr {mf.lr:g}, weight decay {mf.weight_decay:g}{' (AdamW)' if mf.adamw else ''}, dropout {mf.dropout:g}; "
+    say(f"{o.text()} {mf.dims}; lr {mf.lr:g}, weight decay {mf.weight_decay:g}{' (AdamW)' if mf.adamw else ''}, "
+        f"dropout {mf.dropout:g}; "
         f"from epoch {mf.epochs_done} to {end}")
 
     errors, worst = [], 0.0
@@ -298,7 +406,8 @@ def continue_run(args, g, say):
     if not args.time:
         compare(mf.epochs_done, "val_loss", evaluate(net, g)["val_loss"])
     for e in range(mf.epochs_done, end):
-        loss, s = train_epoch(net, g, opt, philox_dropout(mf.dropout, mf.seed, e, g))
+        attention = philox_attention(o.attn_dropout, mf.seed, e, g, net) if o.kind == "gat" else None
+        loss, s = train_epoch(net, g, opt, philox_dropout(mf.dropout, mf.seed, e, g), attention)
         seconds.append(s)
         rec = {"epoch": e + 1, "loss": loss, "train_seconds": s}
         compare(e + 1, "loss", loss)
@@ -318,7 +427,8 @@ def continue_run(args, g, say):
 
 
 def fresh_runs(args, g, say):
-    o = Options(args.model, args.aggregator, args.normalize, args.gin_eps, args.train_eps)
+    o = Options(args.model, args.aggregator, args.normalize, args.gin_eps, args.train_eps, args.heads, args.out_heads,
+                args.attn_dropout, args.negative_slope)
     dims = [g.x.shape[1]] + [args.hidden] * (args.layers - 1) + [g.classes]
     runs = []
     for seed in args.seeds:
@@ -375,12 +485,16 @@ def main():
     fresh.add_argument("--normalize", action="store_const", const=True, help="sage")
     fresh.add_argument("--gin-eps", type=float, help="gin: default 0")
     fresh.add_argument("--train-eps", action="store_const", const=True, help="gin")
+    fresh.add_argument("--heads", type=int, help="gat: hidden layers' heads, default 8 (--hidden a multiple)")
+    fresh.add_argument("--out-heads", type=int, help="gat: the last layer's heads, averaged; default 1")
+    fresh.add_argument("--attn-dropout", type=float, help="gat: GATConv's dropout on alpha; default 0")
+    fresh.add_argument("--negative-slope", type=float, help="gat: default 0.2")
     args = ap.parse_args()
     if args.fresh == (args.model_file is not None):
         ap.error("give either MODEL.h5 or --fresh")
     defaults = {"model": "gcn", "layers": 2, "hidden": 16, "lr": 0.01, "weight_decay": 5e-4, "adamw": False,
                 "dropout": 0.5, "seeds": [0], "aggregator": "mean", "normalize": False, "gin_eps": 0.0,
-                "train_eps": False}
+                "train_eps": False, "heads": 8, "out_heads": 1, "attn_dropout": 0.0, "negative_slope": 0.2}
     given = [k for k in defaults if getattr(args, k) is not None]
     if not args.fresh and given:
         ap.error(f"--{given[0].replace('_', '-')} is for --fresh: MODEL.h5 brings its own")

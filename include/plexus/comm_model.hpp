@@ -49,6 +49,10 @@ struct ProblemSize {
   SageAggregator aggregator = SageAggregator::Mean;
   bool sage_normalize = false, gin_train_eps = false;
   float gin_eps = 0.0f;
+  // GAT's (TrainConfig's gat_heads, gat_out_heads, attn_dropout, negative_slope): the heads
+  // size the per-edge attention arrays, so memory follows them.
+  int gat_heads = 8, gat_out_heads = 1;
+  float attn_dropout = 0.0f, negative_slope = 0.2f;
   // The GCN layers' orders (TrainConfig::layer_order; transform_first() resolves Auto).
   LayerOrder layer_order = LayerOrder::Auto;
   std::vector<bool> transform_first() const { return transform_first_layers(layer_order, dims); }

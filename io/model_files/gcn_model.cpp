@@ -72,9 +72,34 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
     w.scalar_attr<float>("gin_eps", H5T_IEEE_F32LE, o.gin_eps, kOptions);
     w.scalar_attr<std::uint8_t>("train_eps", H5T_STD_U8LE, o.gin_train_eps ? 1 : 0, kOptions);
   }
+  if (o.model == GnnKind::Gat) {
+    w.scalar_attr<std::int32_t>("heads", H5T_STD_I32LE, o.gat_heads, kOptions);
+    w.scalar_attr<std::int32_t>("out_heads", H5T_STD_I32LE, o.gat_out_heads, kOptions);
+    w.scalar_attr<float>("attn_dropout", H5T_IEEE_F32LE, o.attn_dropout, kOptions);
+    w.scalar_attr<float>("negative_slope", H5T_IEEE_F32LE, o.negative_slope, kOptions);
+  }
   for (const char* g : kGroups) w.group(g);
   for (std::size_t k = 0; k + 1 < dims.size(); ++k)
     for (const char* g : kGroups) w.group((std::string(g) + "/layer" + std::to_string(k)).c_str());
+}
+
+// GAT's options, in the ranges `plexus train` accepts (validate()): a file that says otherwise
+// would build a model its parameters do not fit.
+void read_gat_options(const h5::Reader& r, TrainConfig& o) {
+  const std::string where = std::string(kOptions) + ": attribute ";
+  for (auto [name, value] : {std::pair<const char*, int*>{"heads", &o.gat_heads}, {"out_heads", &o.gat_out_heads}}) {
+    const std::int64_t v = r.int_attr(name, "int32", kOptions);
+    if (v < 1 || v > 1024) r.fail(where + name, std::to_string(v) + " is out of range [1, 1024]");
+    *value = static_cast<int>(v);
+  }
+  if (o.layers > 1 && o.hidden % o.gat_heads != 0)
+    r.fail(where + "heads", std::to_string(o.gat_heads) + " heads do not divide hidden " + std::to_string(o.hidden));
+  o.attn_dropout = static_cast<float>(r.float_attr("attn_dropout", kOptions));
+  if (!(o.attn_dropout >= 0.0f && o.attn_dropout < 1.0f))
+    r.fail(where + "attn_dropout", std::to_string(o.attn_dropout) + " is not in [0, 1)");
+  o.negative_slope = static_cast<float>(r.float_attr("negative_slope", kOptions));
+  if (!(o.negative_slope >= 0.0f && o.negative_slope <= 1e3f))
+    r.fail(where + "negative_slope", std::to_string(o.negative_slope) + " is not in [0, 1000]");
 }
 
 h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
@@ -123,7 +148,7 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
     try {
       o.model = parse_gnn_kind(kind);
     } catch (const InputError&) {
-      r.fail(where + "model", "unknown model '" + kind + "' (this build trains gcn, sage, gin)");
+      r.fail(where + "model", "unknown model '" + kind + "' (this build trains gcn, sage, gin, gat)");
     }
     if (o.model == GnnKind::Sage) {
       const std::string agg = r.string_attr("aggregator", kOptions);
@@ -138,6 +163,7 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
       o.gin_eps = static_cast<float>(r.float_attr("gin_eps", kOptions));
       o.gin_train_eps = r.int_attr("train_eps", "uint8", kOptions) != 0;
     }
+    if (o.model == GnnKind::Gat) read_gat_options(r, o);
   }
   return r;
 }

@@ -164,7 +164,9 @@ json run_record(const MetricsFile& f, const std::string& name) {
 // (not only where they differ), the kind first.
 // Each with the kind it belongs to ("": every GNN).
 const std::vector<std::pair<std::string, std::string>> kModelOptions = {
-    {"model", ""}, {"aggregator", "sage"}, {"normalize", "sage"}, {"gin-eps", "gin"}, {"train-eps", "gin"}};
+    {"model", ""},          {"aggregator", "sage"},  {"normalize", "sage"},    {"gin-eps", "gin"},
+    {"train-eps", "gin"},   {"heads", "gat"},        {"out-heads", "gat"},     {"attn-dropout", "gat"},
+    {"negative-slope", "gat"}};
 bool is_model_option(const std::string& key) {
   return std::any_of(kModelOptions.begin(), kModelOptions.end(), [&](const auto& kv) { return kv.first == key; });
 }
@@ -187,7 +189,8 @@ std::map<std::string, json> run_options(const MetricsFile& f) {
       if (value.is_primitive()) o[dashed(key)] = value;
   }
   for (const char* key : {"comm_variant", "balance", "agg_chunks", "shard_adj", "backend", "matmul_precision",
-                          "precision", "dp", "zero", "model", "aggregator", "normalize", "gin_eps", "train_eps"})
+                          "precision", "dp", "zero", "model", "aggregator", "normalize", "gin_eps", "train_eps",
+                          "heads", "out_heads", "attn_dropout", "negative_slope"})
     if (f.summary.is_object() && f.summary.contains(key) && !f.summary[key].is_null())
       o.try_emplace(dashed(key), f.summary[key]);
   // Rows of their own, what every run has its own of (files it wrote, its start), or no setting.
@@ -202,26 +205,28 @@ std::map<std::string, json> run_options(const MetricsFile& f) {
   return o;
 }
 
-// The GNN's kind and its options where a run records them (kModelOptions), then the options
+// The GNN's kind and its options where a GNN run records them (kModelOptions), then the options
 // whose values differ among the runs that record them (a run that does not is no difference);
-// each a column, its value per run added to the records.
+// each a column, its value per run added to the records. A GPT run's options of the same names
+// (its --heads) are its own: rows only where they differ.
 std::vector<Column> differing_options(const std::vector<MetricsFile>& files, std::vector<json>& records) {
   std::vector<std::map<std::string, json>> options;
-  std::vector<std::string> keys;
-  for (const auto& kv : kModelOptions) keys.push_back(kv.first);
-  std::set<std::string> others;
+  std::set<std::string> others, of_gnn;
   for (const MetricsFile& f : files) {
     options.push_back(run_options(f));
-    for (const auto& kv : options.back()) others.insert(kv.first);
+    for (const auto& kv : options.back()) (f.gpt || !is_model_option(kv.first) ? others : of_gnn).insert(kv.first);
   }
+  std::vector<std::string> keys;
+  for (const auto& kv : kModelOptions)
+    if (of_gnn.count(kv.first)) keys.push_back(kv.first);
   for (const std::string& key : others)
-    if (!is_model_option(key)) keys.push_back(key);
+    if (!of_gnn.count(key)) keys.push_back(key);
   std::vector<Column> columns;
   for (const std::string& key : keys) {
     std::set<std::string> values;
     for (const auto& o : options)
       if (auto it = o.find(key); it != o.end()) values.insert(it->second.dump());
-    if (values.size() < (is_model_option(key) ? 1u : 2u)) continue;
+    if (values.size() < (of_gnn.count(key) ? 1u : 2u)) continue;
     const std::string column = "--" + key;
     columns.push_back({column, column, Shown::Text});
     for (std::size_t r = 0; r < files.size(); ++r) {

@@ -1,4 +1,4 @@
-// `plexus train`: full-graph GNN training (GCN, GraphSAGE, GIN: --model) with per-epoch progress and JSON
+// `plexus train`: full-graph GNN training (GCN, GraphSAGE, GIN, GAT: --model) with per-epoch progress and JSON
 // Lines metrics.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -250,7 +250,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
 void add_train_command(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a GNN: GCN, GraphSAGE or GIN (defaults: Kipf & Welling's GCN on the bundled Cora)");
+      "train", "Train a GNN: GCN, GraphSAGE, GIN or GAT (defaults: Kipf & Welling's GCN on the bundled Cora)");
   TrainConfig& c = opts->cfg;
   add_data_option(cmd, opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
   cmd->add_option("--config", opts->config, "TOML file of option values (keys = long option names)");
@@ -259,7 +259,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--hidden", c.hidden, "Hidden feature width")->capture_default_str();
   cmd->add_option("--epochs", c.epochs, "Training epochs")->capture_default_str();
   cmd->add_option("--lr", c.lr, "Adam learning rate")->capture_default_str();
-  cmd->add_option("--weight-decay", c.weight_decay, "L2 weight decay on the first layer's weights")
+  cmd->add_option("--weight-decay", c.weight_decay, "L2 weight decay on the first layer's weights (gat: on every parameter)")
       ->capture_default_str();
   cmd->add_flag("--adamw", c.adamw, "Decoupled weight decay (AdamW) instead of L2");
   cmd->add_option("--dropout", c.dropout, "Dropout probability on every layer's input")->capture_default_str();
@@ -285,7 +285,8 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--layer-order", opts->layer_order,
                   "GCN layers: aggregate-first (Â·H)·W, transform-first Â·(H·W), or auto: transform first where "
-                  "the layer narrows (its SpMM is then the narrower; docs/gcn-model.md)")
+                  "the layer narrows (its SpMM is then the narrower; docs/gcn-model.md). SAGE and GIN layers "
+                  "aggregate first, GAT layers transform first")
       ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}))
       ->capture_default_str();
   cmd->add_flag("--shard-adj", c.shard_adj,

@@ -19,13 +19,22 @@ namespace {
 
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what) {
   cmd->add_option("--model", o.model,
-                  what + ": gcn (Kipf & Welling), sage (GraphSAGE) or gin (GIN, a two-layer MLP per layer)")
+                  what + ": gcn (Kipf & Welling), sage (GraphSAGE), gin (GIN, a two-layer MLP per layer) or gat "
+                         "(graph attention, PyG's GATConv)")
       ->default_str(gnn_kind_name(GnnKind::Gcn));
   cmd->add_option("--aggregator", o.aggregator,
                   "sage only: mean or sum of the neighbours' rows (default mean)");
   cmd->add_flag("--normalize", o.normalize, "sage only: L2-normalise every layer's output rows");
   cmd->add_option("--gin-eps", o.gin_eps, "gin only: epsilon of (1 + eps)·h_i, the node's own row (default 0)");
   cmd->add_flag("--train-eps", o.train_eps, "gin only: epsilon is a parameter of each layer, trained by Adam");
+  cmd->add_option("--heads", o.heads,
+                  "gat only: attention heads of each hidden layer, concatenated (--hidden must be a multiple; "
+                  "default 8)");
+  cmd->add_option("--out-heads", o.out_heads, "gat only: attention heads of the last layer, averaged (default 1)");
+  cmd->add_option("--attn-dropout", o.attn_dropout,
+                  "gat only: dropout on the attention coefficients while training (default 0)");
+  cmd->add_option("--negative-slope", o.negative_slope,
+                  "gat only: slope of the LeakyReLU of the attention scores (default 0.2)");
 }
 
 void apply_model_options(const ModelOptions& o, TrainConfig& cfg) {
@@ -45,6 +54,24 @@ void apply_model_options(const ModelOptions& o, TrainConfig& cfg) {
   if (o.train_eps) {
     if (cfg.model != GnnKind::Gin) only_with("--train-eps", GnnKind::Gin);
     cfg.gin_train_eps = true;
+  }
+  // Ranges are validate()'s (--hidden a multiple of --heads among them); out of float's range is
+  // inf, refused there too.
+  if (o.heads) {
+    if (cfg.model != GnnKind::Gat) only_with("--heads", GnnKind::Gat);
+    cfg.gat_heads = *o.heads;
+  }
+  if (o.out_heads) {
+    if (cfg.model != GnnKind::Gat) only_with("--out-heads", GnnKind::Gat);
+    cfg.gat_out_heads = *o.out_heads;
+  }
+  if (o.attn_dropout) {
+    if (cfg.model != GnnKind::Gat) only_with("--attn-dropout", GnnKind::Gat);
+    cfg.attn_dropout = static_cast<float>(*o.attn_dropout);
+  }
+  if (o.negative_slope) {
+    if (cfg.model != GnnKind::Gat) only_with("--negative-slope", GnnKind::Gat);
+    cfg.negative_slope = static_cast<float>(*o.negative_slope);
   }
 }
 
@@ -76,6 +103,10 @@ std::string model_text(const TrainConfig& cfg) {
       return fmt::format("sage ({} aggregator{})", sage_aggregator_name(cfg.aggregator),
                          cfg.sage_normalize ? ", normalized" : "");
     case GnnKind::Gin: return fmt::format("gin (eps {:g}{})", cfg.gin_eps, cfg.gin_train_eps ? ", trained" : "");
+    case GnnKind::Gat:
+      return fmt::format("gat ({} head{}, {} output head{}, attention dropout {:g}, slope {:g})", cfg.gat_heads,
+                         cfg.gat_heads == 1 ? "" : "s", cfg.gat_out_heads, cfg.gat_out_heads == 1 ? "" : "s",
+                         cfg.attn_dropout, cfg.negative_slope);
     case GnnKind::Gcn: break;
   }
   return gnn_kind_name(cfg.model);
@@ -90,6 +121,12 @@ nlohmann::ordered_json model_json(const TrainConfig& cfg) {
   if (cfg.model == GnnKind::Gin) {
     j["gin_eps"] = json_float(cfg.gin_eps);
     j["train_eps"] = cfg.gin_train_eps;
+  }
+  if (cfg.model == GnnKind::Gat) {
+    j["heads"] = cfg.gat_heads;
+    j["out_heads"] = cfg.gat_out_heads;
+    j["attn_dropout"] = json_float(cfg.attn_dropout);
+    j["negative_slope"] = json_float(cfg.negative_slope);
   }
   return j;
 }

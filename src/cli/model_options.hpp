@@ -1,7 +1,8 @@
 #pragma once
-// The GNN a command builds or reads: `--model gcn|sage|gin` and the options of each kind
-// (`--aggregator mean|sum` and `--normalize` for sage, `--gin-eps X` and `--train-eps` for gin),
-// as `plexus train` and `plexus plan` take them (on the command line or in --config), and how
+// The GNN a command builds or reads: `--model gcn|sage|gin|gat` and the options of each kind
+// (`--aggregator mean|sum` and `--normalize` for sage, `--gin-eps X` and `--train-eps` for gin,
+// `--heads`, `--out-heads`, `--attn-dropout` and `--negative-slope` for gat), as `plexus train`
+// and `plexus plan` take them (on the command line or in --config), and how
 // the kind and its options are shown (progress lines, metrics, report, inspect, plan).
 #include <optional>
 #include <string>
@@ -20,14 +21,19 @@ struct ModelOptions {
   std::optional<double> gin_eps;          // --gin-eps (gin)
   bool normalize = false;                 // --normalize (sage)
   bool train_eps = false;                 // --train-eps (gin)
+  std::optional<int> heads;               // --heads (gat)
+  std::optional<int> out_heads;           // --out-heads (gat)
+  std::optional<double> attn_dropout;     // --attn-dropout (gat)
+  std::optional<double> negative_slope;   // --negative-slope (gat)
 };
 
-// Declares the five options on `cmd` (`what`: how the command uses the model, for --model's help).
+// Declares the nine options on `cmd` (`what`: how the command uses the model, for --model's help).
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what);
 
 // Sets cfg.model and the options of its kind from `o` (the rest keep their defaults). Throws
 // InputError naming the option: an unknown kind or aggregator ("--model: 'x' is not one of gcn,
-// sage, gin"), or an option of another kind ("--aggregator: only with --model sage").
+// sage, gin, gat"), or an option of another kind ("--aggregator: only with --model sage",
+// "--heads: only with --model gat"). Ranges are validate()'s.
 void apply_model_options(const ModelOptions& o, TrainConfig& cfg);
 
 // `plexus predict`: the kind comes from the model file; a --model that names another is
@@ -45,11 +51,14 @@ enum class ModelFamily { Gnn, Gpt };
 void require_model_file(const std::string& path, ModelFamily want);
 
 // "gcn", "sage (mean aggregator)", "sage (sum aggregator, normalized)", "gin (eps 0)",
-// "gin (eps 0.1, trained)": the kind and the options that shape it.
+// "gin (eps 0.1, trained)", "gat (8 heads, 1 output head, attention dropout 0.6, slope 0.2)":
+// the kind and the options that shape it.
 std::string model_text(const TrainConfig& cfg);
 
 // {"model": "sage", "aggregator": "mean", "normalize": false} or {"model": "gin", "gin_eps": 0,
-// "train_eps": false} or {"model": "gcn"}: the same, as metrics and JSON outputs record it.
+// "train_eps": false} or {"model": "gat", "heads": 8, "out_heads": 1, "attn_dropout": 0,
+// "negative_slope": 0.2} or {"model": "gcn"}: the same, as metrics and JSON outputs record it
+// (each key an option's name with '_' for '-', which `plexus report` relies on).
 nlohmann::ordered_json model_json(const TrainConfig& cfg);
 
 // A float option (lr, dropout, eps) as the double its shortest decimal form reads as, for JSON:

@@ -47,6 +47,8 @@ constexpr Field kFields[] = {
     {"best_val_loss", Kind::Figure}, {"comm_seconds", Kind::AxisOrAmount}, {"comm_bytes", Kind::AxisAmounts},
     {"options", Kind::Options},      {"model", Kind::Text},            {"aggregator", Kind::Text},
     {"normalize", Kind::Flag},       {"train_eps", Kind::Flag},        {"gin_eps", Kind::Figure},
+    {"heads", Kind::Ordinal},        {"out_heads", Kind::Ordinal},     {"attn_dropout", Kind::Figure},
+    {"negative_slope", Kind::Figure},
 };
 
 const char* expected(Kind k) {

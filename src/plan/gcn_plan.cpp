@@ -61,6 +61,10 @@ TrainConfig dry_run_config(const ProblemSize& p) {
   cfg.sage_normalize = p.sage_normalize;
   cfg.gin_eps = p.gin_eps;
   cfg.gin_train_eps = p.gin_train_eps;
+  cfg.gat_heads = p.gat_heads;
+  cfg.gat_out_heads = p.gat_out_heads;
+  cfg.attn_dropout = p.attn_dropout;
+  cfg.negative_slope = p.negative_slope;
   cfg.layer_order = p.layer_order;
   return cfg;
 }
@@ -170,6 +174,10 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.sage_normalize = cfg.sage_normalize;
   p.gin_eps = cfg.gin_eps;
   p.gin_train_eps = cfg.gin_train_eps;
+  p.gat_heads = cfg.gat_heads;
+  p.gat_out_heads = cfg.gat_out_heads;
+  p.attn_dropout = cfg.attn_dropout;
+  p.negative_slope = cfg.negative_slope;
   p.layer_order = layer_order_of(cfg);
   return p;
 }

@@ -508,6 +508,12 @@ void GcnTrainer::resume(const std::string& path) {
     differs("--gin-eps", f(was.gin_eps), f(now.gin_eps));
     differs("--train-eps", was.gin_train_eps ? "on" : "off", now.gin_train_eps ? "on" : "off");
   }
+  if (now.model == GnnKind::Gat) {
+    differs("--heads", std::to_string(was.gat_heads), std::to_string(now.gat_heads));
+    differs("--out-heads", std::to_string(was.gat_out_heads), std::to_string(now.gat_out_heads));
+    differs("--attn-dropout", f(was.attn_dropout), f(now.attn_dropout));
+    differs("--negative-slope", f(was.negative_slope), f(now.negative_slope));
+  }
   differs("--layers", std::to_string(was.layers), std::to_string(now.layers));
   differs("--hidden", std::to_string(was.hidden), std::to_string(now.hidden));
   differs("--lr", f(was.lr), f(now.lr));
