@@ -322,6 +322,22 @@ TEST_P(EdgeAttention, DropoutIndependentOfBlockSplit) {
   }
 }
 
+// A rank holding heads 1 and 2 of 4 draws their masks as one holding all 4 does (head0,
+// total_heads: the key counts heads globally).
+TEST_P(EdgeAttention, DropoutOfSomeHeadsIsTheirPartOfAllHeads) {
+  const HostCsr a = random_csr(rng, 23, 17, 4, false);
+  const DropoutKey key{9, 4, 257};
+  const auto e = random_vec(rng, per_head(a.nnz(), 4), 0.5f, 1.5f);
+  const auto all = run_edge_dropout(*be, a, 4, e, 0.4f, key, 3, 2);
+  const std::vector<float> e_some(e.begin() + a.nnz(), e.begin() + 3 * a.nnz());
+  const CsrMatrix da(*be, a);
+  Buffer<float> de(*be, e_some);
+  be->edge_dropout(da.view(), 2, 0.4f, key, 3, 2, de.data(), /*head0=*/1, /*total_heads=*/4);
+  const std::vector<float> some = de.to_host();
+  for (std::size_t q = 0; q < some.size(); ++q) ASSERT_EQ(some[q], all[static_cast<std::size_t>(a.nnz()) + q]) << q;
+  EXPECT_THROW(be->edge_dropout(da.view(), 2, 0.4f, key, 3, 2, de.data(), 3, 4), std::invalid_argument);
+}
+
 // p = 0 leaves every value as it was (infinities too); p must lie in [0, 1).
 TEST_P(EdgeAttention, DropoutZeroIsNoOpAndPIsChecked) {
   const HostCsr a = random_csr(rng, 30, 20, 5, false);

@@ -215,7 +215,7 @@ class Backend {
   //                             row_sum[r,h] = Σ_k of the new e over row r (partial)
   //   edge_softmax_normalize    e[h,k] /= row_sum[r,h]
   //   edge_dropout              e[h,k] *= keep / (1−p), keep = counter_uniform(key,
-  //                             (row0 + r)·heads + h, col0 + c) >= p: keyed by the global entry
+  //                             (row0 + r)·total_heads + head0 + h, col0 + c) >= p: keyed by the global entry
   //                             and head, so every grid draws the same mask; the backward is the
   //                             same call on the gradient. p in [0, 1); 0 changes nothing
   //   edge_softmax_backward     d[h,k] = alpha[h,k]·(d[h,k] − row_dot[r,h]) in place, row_dot the
@@ -243,7 +243,11 @@ class Backend {
   void edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max);
   void edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum);
   void edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e);
-  void edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0, float* e);
+  // `heads` arrays of heads head0 .. head0 + heads − 1 of total_heads (0: heads) in all: the key
+  // counts heads globally, (row0 + r)·total_heads + head0 + h, so a rank holding some heads
+  // draws their masks as one holding all of them does.
+  void edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0, float* e,
+                    index_t head0 = 0, index_t total_heads = 0);
   void edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot, float* d);
   void edge_row_sum(const CsrView& a, index_t heads, const float* x, const float* y, const index_t* perm, float* out);
   void edge_gather(index_t nnz, index_t heads, const index_t* perm, const float* src, float* dst);
@@ -399,7 +403,7 @@ class Backend {
   virtual void do_edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum) = 0;
   virtual void do_edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e) = 0;
   virtual void do_edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0,
-                               float* e) = 0;
+                               float* e, index_t head0, index_t total_heads) = 0;
   virtual void do_edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot,
                                         float* d) = 0;
   virtual void do_edge_row_sum(const CsrView& a, index_t heads, const float* x, const float* y, const index_t* perm,

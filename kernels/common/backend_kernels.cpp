@@ -266,14 +266,16 @@ void Backend::edge_softmax_normalize(const CsrView& a, index_t heads, const floa
   observed("edge_softmax_normalize", [&] { do_edge_softmax_normalize(a, heads, row_sum, e); });
 }
 void Backend::edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0, index_t col0,
-                           float* e) {
+                           float* e, index_t head0, index_t total_heads) {
+  if (total_heads == 0) total_heads = heads;
+  require(head0 >= 0 && head0 + heads <= total_heads, "edge_dropout", "heads past total_heads");
   check_edges(a, heads, "edge_dropout");
   // At p = 1 the scale 1/(1−p) is infinite and no edge is left in a row's softmax.
   require(p >= 0.0f && p < 1.0f, "edge_dropout", "p must be in [0, 1)");  // also rejects NaN
   require(row0 >= 0 && col0 >= 0, "edge_dropout", "row0 and col0 must be >= 0");
   require(col0 + a.cols <= index_t{1} + std::numeric_limits<std::uint32_t>::max(), "edge_dropout",
           "columns exceed the dropout column range (2^32)");
-  observed("edge_dropout", [&] { do_edge_dropout(a, heads, p, key, row0, col0, e); });
+  observed("edge_dropout", [&] { do_edge_dropout(a, heads, p, key, row0, col0, e, head0, total_heads); });
 }
 void Backend::edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot,
                                     float* d) {

@@ -124,14 +124,14 @@ void CpuBackend::do_edge_softmax_normalize(const CsrView& a, index_t heads, cons
 }
 
 void CpuBackend::do_edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0,
-                                 index_t col0, float* e) {
+                                 index_t col0, float* e, index_t head0, index_t total_heads) {
   if (p == 0.0f) return;  // every edge kept, scaled by 1
   const float scale = 1.0f / (1.0f - p);
   // A Philox call per entry and head: the columns of a sparse row are too scattered to share the
   // four words of one call, as dense dropout does.
   for_each_row(a, threads_for(8 * edge_work(a, heads)), [&](index_t r, index_t begin, index_t end) {
     for (index_t h = 0; h < heads; ++h) {
-      const auto row = static_cast<std::uint64_t>((row0 + r) * heads + h);
+      const auto row = static_cast<std::uint64_t>((row0 + r) * total_heads + head0 + h);
       float* __restrict eh = e + h * a.nnz;
       for (index_t k = begin; k < end; ++k)
         eh[k] = dropout_keep(key, row, static_cast<std::uint32_t>(col0 + a.indices[k]), p) ? eh[k] * scale : 0.0f;

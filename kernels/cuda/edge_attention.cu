@@ -135,9 +135,10 @@ struct EdgeDropoutOp {
   DropoutKey key;
   index_t row0, col0;
   float* e;
+  index_t head0, total_heads;
   __device__ void operator()(index_t r, index_t begin, index_t end, int lane) const {
     for (index_t h = 0; h < g.heads; ++h) {
-      const auto row = static_cast<std::uint64_t>((row0 + r) * g.heads + h);
+      const auto row = static_cast<std::uint64_t>((row0 + r) * total_heads + head0 + h);
       for (index_t k = begin + lane; k < end; k += 32) {
         float& v = e[h * g.nnz + k];
         v = dropout_keep(key, row, static_cast<std::uint32_t>(col0 + g.indices[k]), p) ? v * scale : 0.0f;
@@ -349,11 +350,11 @@ void CudaBackend::do_edge_softmax_normalize(const CsrView& a, index_t heads, con
 }
 
 void CudaBackend::do_edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0,
-                                  index_t col0, float* e) {
+                                  index_t col0, float* e, index_t head0, index_t total_heads) {
   if (p == 0.0f) return;  // every edge kept, scaled by 1
   activate();
   for_each_row(a, stream_, "edge_dropout",
-               EdgeDropoutOp{{a.indices, a.nnz, heads}, p, 1.0f / (1.0f - p), key, row0, col0, e});
+               EdgeDropoutOp{{a.indices, a.nnz, heads}, p, 1.0f / (1.0f - p), key, row0, col0, e, head0, total_heads});
 }
 
 void CudaBackend::do_edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot,

@@ -65,11 +65,11 @@ void ReferenceBackend::do_edge_softmax_normalize(const CsrView& a, index_t heads
 }
 
 void ReferenceBackend::do_edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey key, index_t row0,
-                                       index_t col0, float* e) {
+                                       index_t col0, float* e, index_t head0, index_t total_heads) {
   for (index_t r = 0; r < a.rows; ++r)
     for (index_t h = 0; h < heads; ++h)
       for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k) {
-        const bool keep = dropout_keep(key, static_cast<std::uint64_t>((row0 + r) * heads + h),
+        const bool keep = dropout_keep(key, static_cast<std::uint64_t>((row0 + r) * total_heads + head0 + h),
                                        static_cast<std::uint32_t>(col0 + a.indices[k]), p);
         float& v = e[at(a, h, k)];
         v = keep ? static_cast<float>(v / (1.0 - p)) : 0.0f;

@@ -126,7 +126,8 @@ void ShapeBackend::do_gat_edge_scores_backward(const CsrView&, index_t, const fl
 void ShapeBackend::do_edge_row_max(const CsrView&, index_t, const float*, float*) {}
 void ShapeBackend::do_edge_softmax_exp(const CsrView&, index_t, const float*, float*, float*) {}
 void ShapeBackend::do_edge_softmax_normalize(const CsrView&, index_t, const float*, float*) {}
-void ShapeBackend::do_edge_dropout(const CsrView&, index_t, float, DropoutKey, index_t, index_t, float*) {}
+void ShapeBackend::do_edge_dropout(const CsrView&, index_t, float, DropoutKey, index_t, index_t, float*, index_t,
+                                   index_t) {}
 void ShapeBackend::do_edge_softmax_backward(const CsrView&, index_t, const float*, const float*, float*) {}
 void ShapeBackend::do_edge_row_sum(const CsrView&, index_t, const float*, const float*, const index_t*, float*) {}
 void ShapeBackend::do_edge_gather(index_t, index_t, const index_t*, const float*, float*) {}

@@ -40,7 +40,18 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   if (opt.heads < 1 || (!opt.average_heads && geo.out_dim % opt.heads != 0))
     throw std::invalid_argument("GatLayer3D: the output width is not heads × features");
   if (adj.chunks() != 1) throw std::invalid_argument("GatLayer3D: Â blocks in row chunks are not supported");
-  const index_t heads = opt.heads, width = z_width(geo, opt);
+  const index_t width = z_width(geo, opt);
+  // Whole heads on every rank of i (the column blocks of heads·F cut at head boundaries): each
+  // rank scores its own heads alone, and the per-edge arrays hold only those.
+  bool whole = true;
+  for (int k = 0; k < grid.dim(geo.roles.i); ++k) {
+    const Range r = block_range(width, grid.dim(geo.roles.i), k);
+    whole = whole && r.size() > 0 && r.begin % head_width() == 0 && r.end % head_width() == 0;
+  }
+  heads_whole_ = whole;
+  head0_ = whole ? z_cols_.begin / head_width() : 0;
+  const index_t heads = whole ? z_cols_.size() / head_width() : opt.heads;
+  local_heads_ = heads;
   att_src_.allocate();
   att_dst_.allocate();
   bias_.allocate();
@@ -48,8 +59,8 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
     const auto layer = static_cast<std::uint32_t>(geo.layer);
     linear_.weight().upload(glorot_block(geo.in_dim, width, linear_.w_rows(), z_cols_, seed, layer + 1000u));
     // PyG's glorot of a (1, heads, F) tensor: ±√(6 / (heads + F)).
-    att_src_.upload(glorot_block(heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 3000u));
-    att_dst_.upload(glorot_block(heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 4000u));
+    att_src_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 3000u));
+    att_dst_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 4000u));
   }
   nnz_ = adj.operand(false).whole.nnz;
   const index_t in_rows = geo.in_rows.size(), out_rows = geo.out_rows.size();
@@ -66,7 +77,7 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
     std::vector<float> map(static_cast<std::size_t>(z_cols_.size() * geo.out_dim), 0.0f);
     for (index_t j = 0; j < z_cols_.size(); ++j)
       map[static_cast<std::size_t>(j * geo.out_dim + (z_cols_.begin + j) % geo.out_dim)] =
-          1.0f / static_cast<float>(heads);
+          1.0f / static_cast<float>(opt.heads);
     mean_map_ = Matrix(be, z_cols_.size(), geo.out_dim);
     if (be.computes()) mean_map_.upload(map);
     out_full_ = Matrix(be, out_rows, geo.out_dim);
@@ -95,7 +106,7 @@ void GatLayer3D::multiply_heads(const AdjOperand& a, const float* alpha, ConstMa
   for (index_t h = first / width; h * width < end; ++h) {
     const index_t j0 = std::max(h * width, first) - first, j1 = std::min((h + 1) * width, end) - first;
     CsrView head = a.whole;
-    head.values = alpha + h * nnz_;
+    head.values = alpha + (h - head0_) * nnz_;
     be_.spmm(head, ConstMatrixView{z.data + j0, z.rows, j1 - j0, z.ld}, MatrixView{o.data + j0, o.rows, j1 - j0, o.ld},
              0.0f, a.whole_plan);
   }
@@ -110,12 +121,12 @@ const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   const Matrix& z = linear_.forward(last_in_->view());
   Communicator& o = grid_.comm(geo_.roles.o);
   Communicator& i = grid_.comm(geo_.roles.i);
-  const index_t heads = opt_.heads, in_rows = geo_.in_rows.size();
+  const index_t heads = local_heads_, in_rows = geo_.in_rows.size();
   float* s_src = s_cols_.data();
   float* s_dst_in = s_cols_.data() + in_rows * heads;
-  be_.head_dots(z.view(), att_src_.data(), heads, head_width(), z_cols_.begin, s_src);
-  be_.head_dots(z.view(), att_dst_.data(), heads, head_width(), z_cols_.begin, s_dst_in);
-  i.all_reduce(s_cols_.data(), s_cols_.size(), ReduceOp::Sum);
+  be_.head_dots(z.view(), att_src_.data(), heads, head_width(), feature0(), s_src);
+  be_.head_dots(z.view(), att_dst_.data(), heads, head_width(), feature0(), s_dst_in);
+  if (!heads_whole_) i.all_reduce(s_cols_.data(), s_cols_.size(), ReduceOp::Sum);
   spmm_all_reduce(be_, o, self_loops_.operand(false), ConstMatrixView{s_dst_in, in_rows, heads, heads}, s_dst_);
 
   // The softmax of a row spans the blocks of its row over o: maxima and sums are all-reduced.
@@ -131,7 +142,7 @@ const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   if (dropout.training && opt_.attn_dropout > 0.0f) {
     be_.axpby(alpha_.size(), 1.0f, alpha, 0.0f, alpha_drop_.data());
     be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
-                     geo_.in_rows.begin, alpha_drop_.data());
+                     geo_.in_rows.begin, alpha_drop_.data(), head0_, opt_.heads);
     used = alpha_drop_.data();
   }
   multiply_heads(a, used, z.view(), agg_);
@@ -158,7 +169,7 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   Communicator& o = grid_.comm(geo_.roles.o);
   Communicator& i = grid_.comm(geo_.roles.i);
   Communicator& d = grid_.comm(geo_.roles.d);
-  const index_t heads = opt_.heads, in_rows = geo_.in_rows.size(), out_rows = geo_.out_rows.size();
+  const index_t heads = local_heads_, in_rows = geo_.in_rows.size(), out_rows = geo_.out_rows.size();
   be_.column_sum(d_out.view(), 0.0f, bias_.grad());
   d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
 
@@ -179,8 +190,8 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   const Matrix& z = linear_.output();
   const AdjOperand a = adj_.operand(false);
   Buffer<float> d_alpha(be_, alpha_.size());
-  be_.edge_dots(a.whole, heads, head_width(), z_cols_.begin, d_agg->view(), z.view(), d_alpha.data());
-  i.all_reduce(d_alpha.data(), d_alpha.size(), ReduceOp::Sum);
+  be_.edge_dots(a.whole, heads, head_width(), feature0(), d_agg->view(), z.view(), d_alpha.data());
+  if (!heads_whole_) i.all_reduce(d_alpha.data(), d_alpha.size(), ReduceOp::Sum);
 
   const bool dropped = dropout.training && opt_.attn_dropout > 0.0f;
   const AdjOperand a_t = adj_.operand(true);
@@ -192,7 +203,7 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   // Through the attention dropout, the softmax and the LeakyReLU to the scores' gradient.
   if (dropped)
     be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
-                     geo_.in_rows.begin, d_alpha.data());
+                     geo_.in_rows.begin, d_alpha.data(), head0_, opt_.heads);
   be_.edge_row_sum(a.whole, heads, alpha_.data(), d_alpha.data(), nullptr, row_sum_.data());
   o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
   be_.edge_softmax_backward(a.whole, heads, alpha_.data(), row_sum_.data(), d_alpha.data());
@@ -213,9 +224,9 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
 
   be_.fill(att_src_.grad_view(), 0.0f);
   be_.fill(att_dst_.grad_view(), 0.0f);
-  be_.head_dots_backward(z.view(), att_src_.data(), heads, head_width(), z_cols_.begin, ds_cols.data(), d_z.view(),
+  be_.head_dots_backward(z.view(), att_src_.data(), heads, head_width(), feature0(), ds_cols.data(), d_z.view(),
                          att_src_.grad());
-  be_.head_dots_backward(z.view(), att_dst_.data(), heads, head_width(), z_cols_.begin,
+  be_.head_dots_backward(z.view(), att_dst_.data(), heads, head_width(), feature0(),
                          ds_cols.data() + in_rows * heads, d_z.view(), att_dst_.grad());
   o.all_reduce(att_src_.grad(), att_src_.size(), ReduceOp::Sum);
   o.all_reduce(att_dst_.grad(), att_dst_.size(), ReduceOp::Sum);

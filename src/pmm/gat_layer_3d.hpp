@@ -18,7 +18,7 @@
 // Collectives, in order (L: the Linear3D's, row = o, in = d, out = i, no bias):
 //   forward   W = gather(W_o)            all-gather        over o     L
 //             Z = H·W                    all-reduce(sum)   over d     L
-//             s_src, s_dst = Z·a         all-reduce(sum)   over i     (nodes × 2·heads)
+//             s_src, s_dst = Z·a         all-reduce(sum)   over i     (nodes × 2·heads)      [h]
 //             s_dst of the rows = S·s_dst all-reduce(sum)  over o     (nodes × heads)
 //             row max of e               all-reduce(max)   over o     (nodes × heads)
 //             row sum of exp             all-reduce(sum)   over o     (nodes × heads)
@@ -26,7 +26,7 @@
 //             averaged heads: the mean   all-reduce(sum)   over i     (nodes × classes)
 //   backward  averaged heads: dOUT whole all-reduce(sum)   over i     (nodes × classes)
 //             db = colsum(dOUT)          all-reduce(sum)   over d
-//             dα = dOUT·Zᵀ on the block  all-reduce(sum)   over i     (entries × heads)
+//             dα = dOUT·Zᵀ on the block  all-reduce(sum)   over i     (entries × heads)      [h]
 //             dZ = αᵀ·dOUT (per head)    all-reduce(sum)   over d
 //             Σ_j α·dα per row           all-reduce(sum)   over o     (nodes × heads)
 //             ds_dst of the rows         all-reduce(sum)   over o     (nodes × heads)
@@ -35,6 +35,10 @@
 //             W = gather(W_o)            all-gather        over o     L
 //             dW = Hᵀ·dZ                 reduce-scatter    over o     L
 //             dH = dZ·Wᵀ                 all-reduce(sum)   over i     L
+//   [h] Only where a head's columns are split between ranks of i. Where the column blocks of
+//       heads·F over i are cut at head boundaries (G_i divides the heads), each rank of i holds
+//       whole heads: it scores and differentiates its own heads alone, with no collective, and
+//       its per-edge arrays hold only its heads — attention memory then falls as 1/P.
 #include <cstdint>
 #include <vector>
 
@@ -75,13 +79,17 @@ class GatLayer3D : public GnnLayer3D {
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
   // The attention coefficients α of the last forward pass (before attention dropout), head-major
-  // [heads × the block's entries], in the block's CSR order.
+  // [local heads × the block's entries] (heads first_head() on), in the block's CSR order.
   const Buffer<float>& attention() const { return alpha_; }
+  index_t first_head() const { return head0_; }
 
  private:
   index_t head_width() const { return opt_.average_heads ? geo_.out_dim : geo_.out_dim / opt_.heads; }
   // The attention dropout of one pass: keyed by the global entry and head (Backend::edge_dropout).
   DropoutKey attention_key(const DropoutSpec& dropout) const;
+  // The global feature column of the first local head's first feature: the col0 of the head
+  // kernels (their heads counted from head0_).
+  index_t feature0() const { return z_cols_.begin - head0_ * head_width(); }
   // out[:, head columns] = α_h · z[:, head columns] for each head with columns here (the block
   // or its transpose, α in the matching order).
   void multiply_heads(const AdjOperand& a, const float* alpha, ConstMatrixView z, Matrix& out);
@@ -94,6 +102,9 @@ class GatLayer3D : public GnnLayer3D {
   const index_t* transpose_map_;
   DeviceAdj& self_loops_;
   Range z_cols_;  // this rank's columns of Z (of heads·F, split over i)
+  // The heads this rank scores: its own (heads_whole_: every rank of i holds whole heads) or all.
+  bool heads_whole_ = false;
+  index_t head0_ = 0, local_heads_ = 0;
   Linear3D linear_;
   ParamSlot att_src_, att_dst_, bias_;
   index_t nnz_ = 0;
