@@ -66,9 +66,13 @@ TEST(CsrTransposeMap, GathersEachEntrysValueIntoTheTransposesOrder) {
     if (a.nnz() > 1) {
       HostCsr wrong = t;
       std::swap(wrong.indices.front(), wrong.indices.back());
-      if (wrong.indices != t.indices) EXPECT_THROW(csr_transpose_map(a, wrong), std::invalid_argument);
+      if (wrong.indices != t.indices) {
+        EXPECT_THROW(csr_transpose_map(a, wrong), std::invalid_argument);
+      }
     }
-    if (a.rows + a.cols > 0) EXPECT_THROW(csr_transpose_map(a, a.rows == a.cols ? HostCsr{} : a), std::invalid_argument);
+    if (a.rows + a.cols > 0) {
+      EXPECT_THROW(csr_transpose_map(a, a.rows == a.cols ? HostCsr{} : a), std::invalid_argument);
+    }
   }
 }
 
