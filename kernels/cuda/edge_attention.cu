@@ -12,6 +12,7 @@
 // sums of ds·z by a fixed shared-memory tree; a second kernel adds the chunks to datt in order.
 #include <cstdint>
 
+#include "kernels/cuda/column_tree.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -255,18 +256,7 @@ struct EluBackwardOp {
 };
 
 // ---- head_dots_backward: dz, and datt as deterministic column sums ------------------------------
-constexpr int kBx = 32, kBy = 8;
-
-// Sums v over threadIdx.y with a fixed tree; the total is in sh[0][threadIdx.x].
-__device__ __forceinline__ void tree_y(double v, double (*sh)[kBx + 1]) {
-  sh[threadIdx.y][threadIdx.x] = v;
-  __syncthreads();
-#pragma unroll
-  for (int s = kBy / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.y) < s) sh[threadIdx.y][threadIdx.x] += sh[threadIdx.y + s][threadIdx.x];
-    __syncthreads();
-  }
-}
+// (kBx, kBy, tree_y: kernels/cuda/column_tree.cuh)
 
 struct HeadDotsBackwardArgs {
   const float* z;

@@ -9,6 +9,7 @@
 // only, so every result is bitwise reproducible and no atomics are needed.
 #include <cmath>
 
+#include "kernels/cuda/column_tree.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace plexus::cuda {
@@ -99,18 +100,7 @@ __global__ void ln_backward_sums_kernel(const float* __restrict__ x, index_t xld
 }
 
 // ---- backward: dx, and dγ/dβ as deterministic column sums -----------------------------------
-constexpr int kBx = 32, kBy = 8;
-
-// Sums v over threadIdx.y with a fixed tree; the total is in sh[0][threadIdx.x].
-__device__ __forceinline__ void tree_y(double v, double (*sh)[kBx + 1]) {
-  sh[threadIdx.y][threadIdx.x] = v;
-  __syncthreads();
-#pragma unroll
-  for (int s = kBy / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.y) < s) sh[threadIdx.y][threadIdx.x] += sh[threadIdx.y + s][threadIdx.x];
-    __syncthreads();
-  }
-}
+// (kBx, kBy, tree_y: kernels/cuda/column_tree.cuh)
 
 struct BackwardArgs {
   const float* x;
