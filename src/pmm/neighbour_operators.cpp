@@ -45,7 +45,12 @@ void set_neighbour_values(HostCsr& part, HostCsr& part_t, const AdjBlockRange& b
     throw std::invalid_argument("set_neighbour_values: self_col is not one entry per row of the block");
   if (b.sharded && b.part_rows != sub_range(b.rows, part_axis->size(), part_axis->rank()))
     throw std::invalid_argument("set_neighbour_values: the part is not this rank's rows of the block");
-  const std::vector<index_t> deg = block_degrees(&part, b, &self_col, row_peers, part_axis);
+  // Only the mean needs the degrees, and only the mean may issue their collectives: the model
+  // sets the sum's values once per distinct block, and which layouts share a block differs
+  // between ranks (on 2x2x2, the ranks whose row and column ranges coincide), so collectives
+  // here for the sum deadlocked those grids.
+  const std::vector<index_t> deg = op.mean ? block_degrees(&part, b, &self_col, row_peers, part_axis)
+                                           : std::vector<index_t>(static_cast<std::size_t>(b.rows.size()), 0);
   const index_t first_row = b.part_rows.begin - b.rows.begin;
   part.values.resize(part.indices.size());
   for (index_t r = 0; r < part.rows; ++r) {
