@@ -1,4 +1,4 @@
-// Every GNN kind under MPI (mpi_test_trainer, on 1 to 8 ranks): on every grid the
+// Every GNN kind under MPI (mpi_test_trainer, on 1 to 4, 6 and 8 ranks): on every grid the
 // ranks compute what one rank computes alone, epoch by epoch with dropout on — on an uneven
 // graph (157 nodes, 11 features, 5 classes, 3 layers), with one node order and with the double
 // permutation (two orders: a node's self-loop is not on the diagonal), whole and sharded Â, one
