@@ -21,19 +21,15 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
     throw std::invalid_argument("GcnModel: the shards give no Â block for every layer");
   const bool gcn = cfg.kind == GnnKind::Gcn, gat = cfg.kind == GnnKind::Gat;
   const bool neighbour_kind = cfg.kind == GnnKind::Sage || cfg.kind == GnnKind::Gin;
-  const auto transform_first = [&](int l) {
-    return l < static_cast<int>(shards.transform_first.size()) && shards.transform_first[static_cast<std::size_t>(l)];
-  };
+  std::vector<LayerGeometry> geos;
   for (int l = 0; l < n_layers; ++l) {
-    if (neighbour_kind && transform_first(l))
+    geos.push_back(layer_geometry(grid, l, shards.num_nodes, shards.dims, shards.transform_first));
+    if (neighbour_kind && geos.back().transform_first)
       throw std::invalid_argument(std::string("GcnModel: shards cut for transform-first layers; ") +
                                   gnn_kind_name(cfg.kind) + " layers aggregate first");
-    if (gat && !transform_first(l))
+    if (gat && !geos.back().transform_first)
       throw std::invalid_argument("GcnModel: shards cut for aggregate-first layers; GAT layers transform first");
   }
-  std::vector<LayerGeometry> geos;
-  for (int l = 0; l < n_layers; ++l)
-    geos.push_back(layer_geometry(grid, l, shards.num_nodes, shards.dims, shards.transform_first));
   // The widest dense operand each Â block multiplies: a layer's SpMMs (forward and backward)
   // both take a block as wide as its input features aggregating first (Â·H, Âᵀ·dAGG) and as
   // its output features transforming first (Â·Y, Âᵀ·dOUT). Sizes the blocks' SpMM plans.

@@ -113,12 +113,8 @@ void GatLayer3D::multiply_heads(const AdjOperand& a, const float* alpha, ConstMa
 }
 
 const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
-  last_in_ = &h_in;
-  if (dropout.p > 0.0f) {
-    be_.dropout(h_in.view(), h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    last_in_ = &h_drop_;
-  }
-  const Matrix& z = linear_.forward(last_in_->view());
+  last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
+  const Matrix& z = linear_.forward(last_in_);
   Communicator& o = grid_.comm(geo_.roles.o);
   Communicator& i = grid_.comm(geo_.roles.i);
   const index_t heads = local_heads_, in_rows = geo_.in_rows.size();
@@ -231,7 +227,7 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   o.all_reduce(att_src_.grad(), att_src_.size(), ReduceOp::Sum);
   o.all_reduce(att_dst_.grad(), att_dst_.size(), ReduceOp::Sum);
 
-  Matrix d_h = linear_.backward(last_in_->view(), d_z, need_input_grad);
+  Matrix d_h = linear_.backward(last_in_, d_z, need_input_grad);
   if (!need_input_grad) return {};
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;

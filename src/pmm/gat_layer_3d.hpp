@@ -78,11 +78,6 @@ class GatLayer3D : public GnnLayer3D {
   // all parameters).
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
-  // The attention coefficients α of the last forward pass (before attention dropout), head-major
-  // [local heads × the block's entries] (heads first_head() on), in the block's CSR order.
-  const Buffer<float>& attention() const { return alpha_; }
-  index_t first_head() const { return head0_; }
-
  private:
   index_t head_width() const { return opt_.average_heads ? geo_.out_dim : geo_.out_dim / opt_.heads; }
   // The attention dropout of one pass: keyed by the global entry and head (Backend::edge_dropout).
@@ -109,7 +104,7 @@ class GatLayer3D : public GnnLayer3D {
   ParamSlot att_src_, att_dst_, bias_;
   index_t nnz_ = 0;
   Matrix h_drop_;
-  const Matrix* last_in_ = nullptr;
+  ConstMatrixView last_in_{};  // what the last forward multiplied: h_in or h_drop_
   Matrix s_cols_;   // [2 × in_rows × heads]: s_src then s_dst of the input order
   Matrix s_dst_;    // [out_rows × heads]: s_dst of the output order
   Matrix row_max_, row_sum_;

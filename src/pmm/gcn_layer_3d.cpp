@@ -134,12 +134,8 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
 }
 
 const Matrix& GcnLayer3D::forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout) {
-  last_in_ = &h_in;
-  if (dropout.p > 0.0f) {
-    be_.dropout(h_in.view(), h_drop_.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    last_in_ = &h_drop_;
-  }
-  const Matrix& y = linear_.forward(last_in_->view());
+  last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
+  const Matrix& y = linear_.forward(last_in_);
   Communicator& o = grid_.comm(geo_.roles.o);
   Matrix* out = &out_;
   if (comm_.scatter_output) {
@@ -166,7 +162,7 @@ Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec
   d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
   Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
   spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y);
-  Matrix d_h = linear_.backward(last_in_->view(), d_y, need_input_grad);
+  Matrix d_h = linear_.backward(last_in_, d_y, need_input_grad);
   if (!need_input_grad) return {};
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;

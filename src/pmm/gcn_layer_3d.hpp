@@ -85,7 +85,7 @@ class GcnLayer3D : public GnnLayer3D {
   // multiplied (h_in or h_drop_), OUT (with scatter_output: the partial sums before the
   // reduce-scatter, and the slice) and the gathered gradient of the slice.
   ParamSlot bias_;
-  const Matrix* last_in_ = nullptr;
+  ConstMatrixView last_in_{};
   Matrix out_, out_slice_, d_out_full_;
 };
 
