@@ -97,6 +97,8 @@ std::size_t GcnShards::host_bytes() const {
   const auto vec = [](const auto& v) { return v.size() * sizeof(v[0]); };
   const auto csr = [&](const HostCsr& a) { return vec(a.indptr) + vec(a.indices) + vec(a.values); };
   std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test) + vec(label_ids);
+  for (const auto& ids : adj_row_ids) b += vec(ids);
+  for (const auto& ids : adj_col_ids) b += vec(ids);
   for (const HostCsr& a : adj) b += csr(a);
   for (const HostCsr& a : adj_t) b += csr(a);
   return b;
@@ -225,6 +227,12 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
     s.adj_self_col.push_back(ids ? block_self_columns(b.rows, b.cols, row_ids->data() + b.rows.begin,
                                                       col_ids->data() + b.cols.begin)
                                  : block_self_columns(b.rows, b.cols));
+    const auto slice_of = [](const std::vector<index_t>* v, Range r) {
+      return v != nullptr && !v->empty() ? std::vector<index_t>(v->begin() + r.begin, v->begin() + r.end)
+                                         : std::vector<index_t>{};
+    };
+    s.adj_row_ids.push_back(slice_of(row_ids, b.rows));
+    s.adj_col_ids.push_back(slice_of(col_ids, b.cols));
   }
   s.transform_first = sr.transform_first;
   s.adj_blocks = sr.adj;

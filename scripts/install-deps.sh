@@ -13,7 +13,8 @@ pkgs=(build-essential cmake pkg-config
       python3-fsspec python3-psutil python3-jinja2 python3-pyparsing python3-requests python3-tqdm
       python3-matplotlib  # the scaling study's plots (examples/scaling) and its test
       clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer)
-      slurm-wlm munge)  # tests/cli_slurm.sh: a one-node Slurm cluster for the stop signals
+      slurm-wlm munge  # tests/cli_slurm.sh: a one-node Slurm cluster for the stop signals
+      time)  # /usr/bin/time: peak memory of both sides in examples/bench/run_gat_scale.sh
 
 # PyTorch Geometric 2.6.1 (pure Python, runs on Debian's torch): from PyPI without its
 # dependencies, which are the Debian packages above. Only when it cannot be imported.

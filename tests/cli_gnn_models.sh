@@ -17,6 +17,8 @@
 #  - a run checkpointed at epoch 6 on 1x2x1 and resumed on 2x2x1 gives the uninterrupted
 #    one-rank run's epochs 7..10 (to rounding); a resume with other kind options is refused;
 #  - plan --model predicts the bytes train measures on 2x2x1, and not the GCN's;
+#  - predict --attention writes GATConv's coefficients (the peer compares) on 1 and 3 ranks and on a
+#    double-permuted file on 4;
 #  - report and inspect show the kind.
 # Usage: cli_gnn_models.sh PLEXUS_BINARY SOURCE_DIR
 set -u
@@ -105,6 +107,25 @@ acc = float(np.mean(ca[test] == labels[test]))
 assert abs(acc - last["test_acc"]) < 1e-9, (acc, last["test_acc"])
 PY
 done
+
+# ---- predict --attention: GATConv's coefficients, named by the input's node ids on any grid ------
+# 1 rank; 2x2x1 on the double-permuted file (its blocks renumbered in two orders, whole heads);
+# 3x1x1 (heads split between ranks). The peer compares each file's every entry and head with
+# GATConv's return_attention_weights for the same model file, on the input graph.
+"$plexus" prepare g.h5 -o g.prep.h5 --balance permute -q >/dev/null || fail "prepare g.h5"
+for run in "1 1x1x1 g.h5" "4 2x2x1 g.prep.h5" "3 3x1x1 g.h5"; do
+  read -r np grid data <<<"$run"
+  if timeout 120 mpirun -np "$np" "$plexus" predict --data "$data" --checkpoint gat-opts.h5 --attention \
+       -o "att-$grid.h5" --grid "$grid" --threads 1 --quiet >"att-$grid.out" 2>&1 &&
+     "$py" -W ignore "$src/examples/bench/pyg_gnn_peer.py" g.h5 gat-opts.h5 --attention "att-$grid.h5" --rel-loss 1e-5 \
+       >>"att-$grid.out" 2>&1
+  then ok; else fail "predict --attention on $grid ($data) against GATConv"; cat "att-$grid.out"; fi
+done
+if "$py" -W ignore "$src/examples/bench/pyg_gnn_peer.py" g.h5 gat.h5 --attention att-1x1x1.h5 >att-other.out 2>&1; then
+  fail "the peer finds another model's attention equal to gat-opts's"
+else ok; fi
+expect_error "predict --attention of a sage model" "--attention: sage-sum.h5 holds a sage model: only GAT models" \
+  predict --data g.h5 --checkpoint sage-sum.h5 --attention -o x.h5
 
 # ---- resume on another grid ---------------------------------------------------------------------
 for k in sage gin-eps gat-opts; do

@@ -122,7 +122,8 @@ done
   "$plexus" prepare "$work/rmat.h5" -o "$work/rmat.prep.h5" --balance permute -q >/dev/null ||
   { echo "FAIL rmat: generate or prepare"; failed=$((failed + 1)); }
 for c in "2x2x1 2" "1x2x2 3" "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg-chunks 2" \
-  "2x1x2 3 --model sage --aggregator mean" "1x3x1 2 --model gin --train-eps"; do
+  "2x1x2 3 --model sage --aggregator mean" "1x3x1 2 --model gin --train-eps" \
+  "2x2x2 2 --model gat --heads 4 --hidden 16 --attn-dropout 0.5" "1x1x3 3 --model gat --heads 3 --hidden 12 --out-heads 2"; do
   read -r grid layers options <<<"$c"
   IFS=x read -r gx gy gz <<<"$grid"
   np=$((gx * gy * gz))
@@ -134,7 +135,7 @@ for c in "2x2x1 2" "1x2x2 3" "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg
     failed=$((failed + 1))
     continue
   fi
-  if msg=$($py - "$work/rplan.json" "$work/rm.jsonl" "$grid" <<'PY'
+  if msg=$($py - "$work/rplan.json" "$work/rm.jsonl" "$grid" "$options" <<'PY'
 import json, sys
 plan, metrics, grid = sys.argv[1:4]
 g = next(x for x in json.load(open(plan))["grids"] if x["grid"] == grid)
@@ -149,6 +150,10 @@ for epoch, key in ((1, "bytes_first"), (2, "bytes_steady")):
 peak = lines[-1]["peak_tensor_bytes"]
 if peak != g["memory_bytes_per_rank"]:
     bad.append(f"memory: measured peak {peak}, predicted {g['memory_bytes_per_rank']:.0f}")
+if lines[-1]["memory_by_kind"] != g["memory_by_kind"]:
+    bad.append(f"memory by kind: measured {lines[-1]['memory_by_kind']}, predicted {g['memory_by_kind']}")
+if ("--model gat" in sys.argv[4]) != (g["memory_by_kind"]["edge"] > 0):
+    bad.append(f"edge memory {g['memory_by_kind']['edge']} for {sys.argv[4]}")
 print("; ".join(bad) if bad else f"memory {peak} bytes")
 sys.exit(1 if bad else 0)
 PY

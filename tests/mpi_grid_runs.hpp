@@ -1,13 +1,15 @@
 #pragma once
 // What the grid-against-one-rank MPI tests share (mpi_test_gnn_models, mpi_test_layer_order):
 // a small uneven graph, a run of a GcnTrainer for cfg.epochs epochs (losses, transform-first
-// layers, final state), and the comparison of two runs.
+// layers, final state and, for GAT, the attention coefficients), and the comparison of two runs.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -34,11 +36,47 @@ inline GraphData uneven_sbm(std::uint64_t seed) {
   return generate_sbm(o);
 }
 
+// Per GAT layer: (dst, src) → α of every head, from every rank's share.
+using AttentionMaps = std::vector<std::map<std::pair<index_t, index_t>, std::vector<float>>>;
+
 struct GridRun {
   std::vector<double> losses;
   std::vector<bool> transform_first;
   ModelState state;
+  AttentionMaps attention;
+  int attention_duplicates = 0;  // entries reported by more than one rank (or twice by one)
 };
+
+// Every rank's GcnTrainer::attention() gathered on every rank (as doubles: dst, src, α...).
+inline void gather_attention(ProcessGrid& grid, const std::vector<EdgeAttention>& mine, GridRun& r) {
+  for (const EdgeAttention& a : mine) {
+    const auto heads = static_cast<std::size_t>(a.heads), rec = 2 + heads;
+    std::vector<double> send;
+    for (std::size_t k = 0; k < a.dst.size(); ++k) {
+      send.push_back(static_cast<double>(a.dst[k]));
+      send.push_back(static_cast<double>(a.src[k]));
+      for (std::size_t h = 0; h < heads; ++h) send.push_back(a.alpha[k * heads + h]);
+    }
+    std::vector<double> all = send;
+    if (grid.size() > 1) {
+      int n = static_cast<int>(send.size());
+      std::vector<int> counts(static_cast<std::size_t>(grid.size())), displs(counts.size(), 0);
+      MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, grid.mpi_comm());
+      for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
+      all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+      MPI_Allgatherv(send.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
+                     grid.mpi_comm());
+    }
+    auto& layer = r.attention.emplace_back();
+    for (std::size_t at = 0; at + rec <= all.size(); at += rec) {
+      const std::pair<index_t, index_t> key{static_cast<index_t>(all[at]), static_cast<index_t>(all[at + 1])};
+      const bool fresh = layer.emplace(key, std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(at + 2),
+                                                               all.begin() + static_cast<std::ptrdiff_t>(at + rec)))
+                             .second;
+      if (!fresh) ++r.attention_duplicates;
+    }
+  }
+}
 
 inline GridRun train_run(ProcessGrid& grid, const GraphData& graph, const TrainConfig& cfg) {
   auto be = make_cpu_backend(1);
@@ -47,6 +85,7 @@ inline GridRun train_run(ProcessGrid& grid, const GraphData& graph, const TrainC
   r.transform_first = t.transform_first();
   for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
   r.state = t.state();
+  gather_attention(grid, t.attention(), r);
   return r;
 }
 
@@ -67,6 +106,20 @@ inline void expect_same(const GridRun& got, const GridRun& want, const std::stri
       ref = std::max(ref, std::abs(static_cast<double>(w.value[i])));
     }
     EXPECT_LE(err, 1e-4 * std::max(ref, 1.0)) << what << ": " << w.name;
+  }
+  // GAT: the same entries, each reported once, the same α.
+  EXPECT_EQ(got.attention_duplicates, 0) << what;
+  ASSERT_EQ(got.attention.size(), want.attention.size()) << what;
+  for (std::size_t l = 0; l < want.attention.size(); ++l) {
+    ASSERT_EQ(got.attention[l].size(), want.attention[l].size()) << what << ": layer " << l << " entries";
+    double err = 0;
+    for (const auto& [key, alpha] : want.attention[l]) {
+      const auto it = got.attention[l].find(key);
+      ASSERT_NE(it, got.attention[l].end()) << what << ": layer " << l << " lacks " << key.second << " -> " << key.first;
+      ASSERT_EQ(it->second.size(), alpha.size()) << what;
+      for (std::size_t h = 0; h < alpha.size(); ++h) err = std::max(err, std::abs(static_cast<double>(it->second[h]) - alpha[h]));
+    }
+    EXPECT_LE(err, 1e-4) << what << ": layer " << l << " attention";
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,19 @@ TEST(GatModels, EveryGridMatchesOneRank) {
         for (const char* n : {"weight", "att_src", "att_dst", "bias"})
           expected.push_back("layer" + std::to_string(l) + "/" + n);
       EXPECT_EQ(names, expected) << v.name;
+      // One rank's attention: every entry of Â (the graph's edges both ways and a self-loop per
+      // node), once, each row's α summing to 1 per head.
+      const GraphData& g = uneven_graph();
+      EXPECT_EQ(want.attention_duplicates, 0) << v.name;
+      ASSERT_EQ(want.attention.size(), static_cast<std::size_t>(v.layers)) << v.name;
+      for (const auto& layer : want.attention) {
+        EXPECT_EQ(static_cast<index_t>(layer.size()), g.num_edges() + g.num_nodes) << v.name;
+        std::map<std::pair<index_t, std::size_t>, double> sums;
+        for (const auto& [key, alpha] : layer)
+          for (std::size_t h = 0; h < alpha.size(); ++h) sums[{key.first, h}] += alpha[h];
+        for (const auto& [row, sum] : sums) EXPECT_NEAR(sum, 1.0, 1e-5) << v.name << ": node " << row.first;
+        for (index_t i = 0; i < g.num_nodes; ++i) EXPECT_TRUE(layer.contains({i, i})) << v.name << ": self-loop " << i;
+      }
       for (const GridShape& shape : all_grids(p)) {
         auto grid = ProcessGrid::from_mpi(shape);
         const std::string what = v.name + (balance == Balance::kNone ? "" : " permute") + " on " + shape.str();

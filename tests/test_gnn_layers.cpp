@@ -71,8 +71,10 @@ Mat aggregate(const GraphData& g, const Mat& h, bool mean) {
 
 // GAT (PyG's GATConv, self-loops added): for every head h of F features, attention over N(i) ∪ {i}
 // of the scores LeakyReLU(a_dst·z_i + a_src·z_j); the heads concatenated, or averaged.
+// `alpha_out`, where given, receives α: (dst, src) → every head's.
+using AlphaMap = std::map<std::pair<index_t, index_t>, std::vector<double>>;
 Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vector<float>>& value, const std::string& L,
-              int heads, index_t width, bool average, float slope) {
+              int heads, index_t width, bool average, float slope, AlphaMap* alpha_out = nullptr) {
   const index_t f = average ? width : width / heads;
   const Mat z = matmul(h, value[L + "weight"], heads * f);
   const std::vector<float>& a_src = value[L + "att_src"];
@@ -95,6 +97,12 @@ Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vecto
       const double m = *std::max_element(e.begin(), e.end());
       double sum = 0;
       for (double& v : e) sum += (v = std::exp(v - m));
+      if (alpha_out != nullptr)
+        for (std::size_t k = 0; k < nbrs.size(); ++k) {
+          std::vector<double>& a = (*alpha_out)[{i, nbrs[k]}];
+          a.resize(static_cast<std::size_t>(heads));
+          a[static_cast<std::size_t>(hd)] = e[k] / sum;
+        }
       for (std::size_t k = 0; k < nbrs.size(); ++k)
         for (index_t c = 0; c < f; ++c)
           out[i][average ? c : hd * f + c] += e[k] / sum * z[nbrs[k]][hd * f + c] / (average ? heads : 1);
@@ -126,6 +134,8 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
   const Matrix& out = model.forward(0, /*training=*/false);
   std::vector<float> got(static_cast<std::size_t>(out.rows() * out.cols()));
   be->copy_to_host(got.data(), out.data(), got.size() * sizeof(float));
+  const std::vector<EdgeAttention> attention = model.attention();
+  EXPECT_EQ(attention.size(), gat ? 3u : 0u);
 
   Mat h(static_cast<std::size_t>(g.num_nodes), std::vector<double>(4));
   for (index_t i = 0; i < g.num_nodes; ++i)
@@ -135,7 +145,21 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
     const index_t out_dim = dims[l + 1];
     Mat next;
     if (gat) {
-      next = gat_layer(g, h, value, L, l < 2 ? cfg.gat_heads : cfg.gat_out_heads, out_dim, l == 2, cfg.negative_slope);
+      AlphaMap alpha;
+      next = gat_layer(g, h, value, L, l < 2 ? cfg.gat_heads : cfg.gat_out_heads, out_dim, l == 2, cfg.negative_slope,
+                       &alpha);
+      // The model's attention coefficients (what predict --attention writes) are these α.
+      const EdgeAttention& a = attention.at(static_cast<std::size_t>(l));
+      EXPECT_EQ(a.layer, l);
+      ASSERT_EQ(a.heads, l < 2 ? cfg.gat_heads : cfg.gat_out_heads);
+      ASSERT_EQ(a.dst.size(), alpha.size()) << "layer " << l;
+      for (std::size_t k = 0; k < a.dst.size(); ++k) {
+        const auto it = alpha.find({a.dst[k], a.src[k]});
+        ASSERT_NE(it, alpha.end()) << "layer " << l << ": no entry " << a.src[k] << " -> " << a.dst[k];
+        for (std::size_t hd = 0; hd < it->second.size(); ++hd)
+          EXPECT_NEAR(a.alpha[k * it->second.size() + hd], it->second[hd], 1e-5)
+              << "layer " << l << ": " << a.src[k] << " -> " << a.dst[k] << " head " << hd;
+      }
       if (l < 2)
         for (auto& row : next)
           for (double& v : row) v = v > 0 ? v : std::expm1(v);

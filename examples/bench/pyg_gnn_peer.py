@@ -426,6 +426,46 @@ def continue_run(args, g, say):
     return result, 1 if errors else 0
 
 
+def compare_attention(args, g, say):
+    """The engine's attention coefficients (plexus predict --attention, of the same model file)
+    against GATConv's own (return_attention_weights) for the model file's weights: every
+    entry and head within --rel-loss, used here as an absolute bound on alpha."""
+    import h5py
+
+    mf = ModelFile(args.model_file)
+    if mf.opt.kind != "gat":
+        sys.exit(f"pyg_gnn_peer: --attention needs a GAT model, {args.model_file} holds {mf.opt.kind}")
+    net = Net(mf.dims, mf.opt)
+    mf.load_into(net, make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw))
+    net.eval()
+    worst, errors = 0.0, []
+    with h5py.File(args.attention) as f, torch.no_grad():
+        h = g.x
+        for k, conv in enumerate(net.convs):
+            conv.attention_mask = None
+            h, (edges, alpha) = conv(h, g.edge_index, return_attention_weights=True)
+            if k + 1 < len(net.convs):
+                h = F.elu(h)
+            theirs = {(int(d), int(s_)): a for s_, d, a in zip(edges[0].tolist(), edges[1].tolist(), alpha.numpy())}
+            group = f[f"attention/layer{k}"]
+            dst, src, ours = group["dst"][()], group["src"][()], group["alpha"][()]
+            if len(dst) != len(theirs) or ours.shape[1] != alpha.shape[1]:
+                errors.append(f"layer {k}: {len(dst)} entries x {ours.shape[1]} heads, GATConv {len(theirs)} x "
+                              f"{alpha.shape[1]}")
+                continue
+            for d, s_, a in zip(dst.tolist(), src.tolist(), ours):
+                t = theirs.get((d, s_))
+                if t is None:
+                    errors.append(f"layer {k}: entry {s_} -> {d} is not one of GATConv's")
+                    break
+                worst = max(worst, float(np.abs(a - t).max()))
+    if worst > args.rel_loss:
+        errors.append(f"largest difference of alpha {worst:.2e} > {args.rel_loss:g}")
+    say(f"attention of {args.attention} against GATConv's: largest difference {worst:.1e}"
+        + (f"; {errors[0]}" if errors else ""))
+    return {"kind": "gat", "compared": not errors, "worst_abs_error": worst, "errors": errors}, 1 if errors else 0
+
+
 def fresh_runs(args, g, say):
     o = Options(args.model, args.aggregator, args.normalize, args.gin_eps, args.train_eps, args.heads, args.out_heads,
                 args.attn_dropout, args.negative_slope)
@@ -472,6 +512,9 @@ def main():
     ap.add_argument("--threads", type=int, help="torch.set_num_threads")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     ap.add_argument("--fresh", action="store_true", help="train from PyG's initialisation (no model file)")
+    ap.add_argument("--attention", metavar="PREDICTIONS",
+                    help="gat: compare the attention coefficients of this predictions file (plexus predict "
+                         "--attention of MODEL.h5) with GATConv's; trains nothing")
     fresh = ap.add_argument_group("--fresh only (a model file brings its own)")
     fresh.add_argument("--model", choices=KINDS, help="default gcn")
     fresh.add_argument("--layers", type=int, help="default 2")
@@ -503,13 +546,17 @@ def main():
             setattr(args, k, v)
     if args.time and args.metrics:
         ap.error("--time does not compare: leave out --metrics")
-    if not args.fresh and args.epochs is None and not args.metrics:
+    if args.attention and args.fresh:
+        ap.error("--attention compares a model file's attention: give MODEL.h5, not --fresh")
+    if not args.fresh and args.epochs is None and not args.metrics and not args.attention:
         ap.error("MODEL.h5 needs --epochs or --metrics (where to stop)")
     if args.threads:
         torch.set_num_threads(args.threads)
     say = (lambda text: None) if args.json else (lambda text: print(text, flush=True))
     g = Graph(args.graph)
-    if args.fresh:
+    if args.attention:
+        result, rc = compare_attention(args, g, say)
+    elif args.fresh:
         args.epochs = 200 if args.epochs is None else args.epochs
         result, rc = fresh_runs(args, g, say)
     else:

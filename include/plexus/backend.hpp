@@ -26,11 +26,14 @@ namespace plexus {
 enum class Trans { No, Yes };
 
 // What a buffer holds, for the memory report of a training run (parameters, gradients,
-// optimizer state, activations, workspace: ZeRO's categories). Buffers take the backend's
-// current kind when they are allocated (MemoryScope sets it); the default is Activations.
-enum class MemoryKind { Parameters = 0, Gradients, Optimizer, Activations, Workspace };
-inline constexpr int kMemoryKinds = 5;
-const char* memory_kind_name(MemoryKind k);  // "param", "grad", "optimizer", "activation", "workspace"
+// optimizer state, activations, workspace: ZeRO's categories; and per-edge values, the
+// attention coefficients of GAT layers and their gradients, which grow with the edges rather
+// than the nodes). Buffers take the backend's current kind when they are allocated
+// (MemoryScope sets it); the default is Activations.
+enum class MemoryKind { Parameters = 0, Gradients, Optimizer, Activations, Workspace, EdgeValues };
+inline constexpr int kMemoryKinds = 6;
+// "param", "grad", "optimizer", "activation", "workspace", "edge"
+const char* memory_kind_name(MemoryKind k);
 
 // Softmax statistics and loss inputs are split so that the class axis can be sharded over
 // ranks: row maxima and exp-sums are partial per shard and combined by collectives between

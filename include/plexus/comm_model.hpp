@@ -94,8 +94,8 @@ struct RankCost {
   double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
   double gemm_flops = 0;              // 2·m·k·n per GEMM
   double memory_bytes = 0;            // peak tensor bytes (the backend's peak_bytes from the start)
-  // The peak of each MemoryKind (parameters, gradients, optimizer, activations, workspace);
-  // each kind's own peak, so their sum may exceed memory_bytes.
+  // The peak of each MemoryKind (parameters, gradients, optimizer, activations, workspace,
+  // per-edge values); each kind's own peak, so their sum may exceed memory_bytes.
   std::array<double, kMemoryKinds> memory_by_kind{};
 };
 
@@ -125,7 +125,7 @@ struct GridPlan {
   double total_seconds = 0;       // steady epoch: max over ranks of comm + compute
   double first_epoch_seconds = 0;
   double memory_bytes = 0;        // max over ranks
-  std::array<double, kMemoryKinds> memory_by_kind{};  // of the rank with the most memory
+  std::array<double, kMemoryKinds> memory_by_kind{};  // each kind's max over ranks
   int latency_steps = 0;          // steady epoch: max over ranks of RankCost::calls, all axes
   std::array<bool, 4> intra_node{};  // every group of that axis (x, y, z, d) lies within one node
 };

@@ -57,10 +57,14 @@ GcnModelInfo read_gcn_model_info_h5(const std::string& path);
 // over `grid`: the rows move to the rank whose block of the nodes holds them, and each rank
 // writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
 struct Predictions;
+struct EdgeAttention;
 // `ids_from`: the graph file; where it stores original ids (/node_ids), the `/node_id` column
-// holds them instead of 0..N-1 (row k is still node k).
+// holds them instead of 0..N-1 (row k is still node k). `attention` (GcnTrainer::attention(),
+// GAT): each layer's coefficients are written too, under /attention/layer<l>, their rows
+// sorted by (dst, src) — the same file whatever the grid.
 void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
-                          const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {});
+                          const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {},
+                          const std::vector<EdgeAttention>& attention = {});
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.

@@ -110,6 +110,11 @@ struct GcnShards {
   // (models/gnn_operators.hpp); with two node orders a row's self-loop is not column r. Filled
   // by the loaders and build_shards (empty for shape-only shards).
   std::vector<std::vector<index_t>> adj_self_col;
+  // The input graph's id of each row and of each column of block k (adj_blocks[k].rows and
+  // .cols: a renumbered graph's blocks are in its orders); both empty when the block's rows and
+  // columns are in the input order (row r is node r). What reports per edge (GAT's attention)
+  // name their nodes by. Filled by the loaders and build_shards.
+  std::vector<std::vector<index_t>> adj_row_ids, adj_col_ids;
   // This rank's stored feature block: layer 0's input block with its rows further split over
   // its replication axis (LayerGeometry::in_repl), all-gathered there in the forward pass.
   Range feat_rows, feat_cols;

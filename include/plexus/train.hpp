@@ -127,6 +127,8 @@ struct TrainResult {
   double total_seconds = 0;
   std::size_t peak_tensor_bytes = 0;      // this rank's peak backend allocation
   std::size_t max_peak_tensor_bytes = 0;  // the largest peak over all ranks
+  // The largest peak over all ranks of each MemoryKind (each kind its own largest rank).
+  std::array<std::size_t, kMemoryKinds> max_kind_bytes{};
 };
 
 // Trains on `graph` (validated; Â is built from its adjacency). Every rank of `grid` calls

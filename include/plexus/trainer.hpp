@@ -45,6 +45,17 @@ struct Predictions {
   std::vector<float> logits;           // node_ids.size() × num_classes, row-major: the last layer's output
 };
 
+// The attention coefficients of one GAT layer (GcnTrainer::attention()): α of every head for
+// each entry of Â — each edge (target dst ← source src) and each node's self-loop — that this
+// rank reports. Over the ranks of a replica every entry is reported exactly once; for each dst
+// and head the α over its entries sum to 1.
+struct EdgeAttention {
+  int layer = 0;
+  index_t heads = 0;
+  std::vector<index_t> dst, src;  // node ids of the input graph (before any reordering)
+  std::vector<float> alpha;       // dst.size() × heads, row-major
+};
+
 // One parameter of the model, whole (by global index: the same whatever the grid), with its
 // Adam moments: what a checkpoint stores.
 struct ParameterState {
@@ -115,6 +126,10 @@ class GcnTrainer {
   // The current weights' accuracies and losses (no step).
   EvalMetrics evaluate();
   Predictions predict();
+  // GAT: each layer's attention coefficients of the current weights (an evaluation forward
+  // pass, without dropout), this rank's share (EdgeAttention); empty for the other kinds.
+  // Collective: every rank calls it.
+  std::vector<EdgeAttention> attention();
   int epochs_done() const;
   const TrainConfig& config() const;
   // Per layer: does it transform first? (the orders its shards were cut for)

@@ -484,25 +484,36 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   // 3. Where each block's self-loops lie (GcnShards::adj_self_col). With two orders a row's
   // node is found among the block's columns by original id: each rank reads the ids of its
   // blocks' rows and columns (collective reads: once per layout, as above).
+  // The same ids are kept per block (GcnShards::adj_row_ids): a prepared graph's blocks are
+  // renumbered even with one order (its P2 order, rows and columns alike).
   s.adj_self_col.resize(sr.adj.size());
+  s.adj_row_ids.resize(sr.adj.size());
+  s.adj_col_ids.resize(sr.adj.size());
   for (int l : sr.layouts) {
     const int slot = sr.adj_of_layer[l];
     const AdjBlockRange& b = sr.adj[slot];
-    if (!(ph.prepared && ph.two_orders)) {
+    if (!ph.prepared) {
       s.adj_self_col[slot] = block_self_columns(b.rows, b.cols);
       continue;
     }
     // Â1 (which 0): rows in P order, columns in P2 order; Â2 the reverse.
-    const char* row_name = b.which == 0 ? "/prepared/node_id_p" : "/prepared/node_id_p2";
-    const char* col_name = b.which == 0 ? "/prepared/node_id_p2" : "/prepared/node_id_p";
+    const bool two = ph.two_orders;
+    const char* row_name = two && b.which == 0 ? "/prepared/node_id_p" : "/prepared/node_id_p2";
+    const char* col_name = two && b.which == 1 ? "/prepared/node_id_p" : "/prepared/node_id_p2";
     const auto ids_of = [&](const char* name, Range range) {
       const auto n = static_cast<hsize_t>(range.size());
       const Reader::Dataset d = r.open_dataset(name, false, "int64", {static_cast<hsize_t>(h.num_nodes)}, "[num_nodes]");
-      return r.read_ints<index_t>(d, n, Slab{{static_cast<hsize_t>(range.begin)}, {n}});
+      std::vector<index_t> ids = r.read_ints<index_t>(d, n, Slab{{static_cast<hsize_t>(range.begin)}, {n}});
+      for (std::size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || ids[i] >= h.num_nodes)
+          r.fail(name, "node id " + std::to_string(ids[i]) + " at position " +
+                           std::to_string(range.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
+      return ids;
     };
-    const std::vector<index_t> row_ids = ids_of(row_name, b.rows);
-    const std::vector<index_t> col_ids = ids_of(col_name, b.cols);
-    s.adj_self_col[slot] = block_self_columns(b.rows, b.cols, row_ids.data(), col_ids.data());
+    s.adj_row_ids[slot] = ids_of(row_name, b.rows);
+    s.adj_col_ids[slot] = ids_of(col_name, b.cols);
+    s.adj_self_col[slot] = two ? block_self_columns(b.rows, b.cols, s.adj_row_ids[slot].data(), s.adj_col_ids[slot].data())
+                               : block_self_columns(b.rows, b.cols);
   }
   in.finished();
   return s;

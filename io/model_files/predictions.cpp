@@ -4,10 +4,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +34,56 @@ struct NodeBlock {
   std::vector<float> logits;  // n × classes, row-major
 };
 
+// The rank whose block of a block split of [0, N) over `ranks` ranks holds a node.
+class NodeOwners {
+ public:
+  NodeOwners(index_t num_nodes, int ranks) : bounds_(static_cast<std::size_t>(ranks) + 1) {
+    for (int r = 0; r < ranks; ++r) bounds_[static_cast<std::size_t>(r)] = block_range(num_nodes, ranks, r).begin;
+    bounds_.back() = num_nodes;
+  }
+  int operator()(index_t node) const {
+    return static_cast<int>(std::upper_bound(bounds_.begin(), bounds_.end(), node) - bounds_.begin()) - 1;
+  }
+
+ private:
+  std::vector<index_t> bounds_;
+};
+
+// Where each destination's records start in a buffer ordered by destination.
+std::vector<std::size_t> displacements(const std::vector<int>& counts) {
+  std::vector<std::size_t> d(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + static_cast<std::size_t>(counts[r - 1]);
+  return d;
+}
+
+// Records of `record` bytes, `send_counts[r]` of them for rank r in rank order, sent to their
+// ranks (MPI_Alltoallv over `comm`; without one, or on one rank, they stay): the records
+// received, in rank order. MPI counts are ints: a rank's records must fit one.
+std::vector<char> exchange(const std::vector<char>& send, const std::vector<int>& send_counts, std::size_t record,
+                           MPI_Comm comm) {
+  int ranks = 1;
+  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &ranks);
+  if (ranks == 1) return send;
+  std::vector<int> recv_counts(send_counts.size(), 0);
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  std::size_t total = 0;
+  for (const int c : recv_counts) total += static_cast<std::size_t>(c);
+  if (send.size() / record > static_cast<std::size_t>(INT_MAX) || total > static_cast<std::size_t>(INT_MAX))
+    throw InputError("--grid", std::to_string(std::max(send.size() / record, total)) +
+                                   " rows on one rank exceed what one MPI message may count (" + std::to_string(INT_MAX) +
+                                   "); use more ranks");
+  const auto to_int = [](const std::vector<std::size_t>& v) { return std::vector<int>(v.begin(), v.end()); };
+  const std::vector<int> send_displs = to_int(displacements(send_counts)), recv_displs = to_int(displacements(recv_counts));
+  std::vector<char> received(total * record);
+  MPI_Datatype row_type;
+  MPI_Type_contiguous(static_cast<int>(record), MPI_BYTE, &row_type);
+  MPI_Type_commit(&row_type);
+  MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), row_type, received.data(), recv_counts.data(),
+                recv_displs.data(), row_type, comm);
+  MPI_Type_free(&row_type);
+  return received;
+}
+
 // Every node's predictions moved to the rank whose block of a block split of [0, N) over the
 // ranks holds it (MPI_Alltoallv over `comm`; no MPI call without one), in node order. Each row
 // travels as one record: its id (int64), its class (int32), then its `classes` logits.
@@ -43,12 +95,7 @@ NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
   }
   const index_t classes = p.num_classes;
   const Range mine = block_range(num_nodes, ranks, rank);
-  std::vector<index_t> bounds(static_cast<std::size_t>(ranks) + 1);
-  for (int r = 0; r < ranks; ++r) bounds[static_cast<std::size_t>(r)] = block_range(num_nodes, ranks, r).begin;
-  bounds.back() = num_nodes;
-  const auto owner = [&](index_t id) {
-    return static_cast<int>(std::upper_bound(bounds.begin(), bounds.end(), id) - bounds.begin()) - 1;
-  };
+  const NodeOwners owner(num_nodes, ranks);
   const std::size_t local = p.node_ids.size();
   if (p.classes.size() != local || p.logits.size() != local * static_cast<std::size_t>(classes))
     throw std::logic_error("predictions: sizes of node_ids, classes and logits disagree");
@@ -57,54 +104,19 @@ NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
       throw std::logic_error("predictions: node id " + std::to_string(id) + " outside [0, " + std::to_string(num_nodes) + ")");
 
   const std::size_t record = sizeof(std::int64_t) + sizeof(std::int32_t) + static_cast<std::size_t>(classes) * sizeof(float);
-  std::vector<char> received;
-  std::size_t received_rows = 0;
-  if (comm == MPI_COMM_NULL || ranks == 1) {
-    received.resize(local * record);
-    received_rows = local;
-    for (std::size_t k = 0; k < local; ++k) {
-      char* at = received.data() + k * record;
-      const std::int64_t id = p.node_ids[k];
-      std::memcpy(at, &id, sizeof id);
-      std::memcpy(at + 8, &p.classes[k], sizeof(std::int32_t));
-      std::memcpy(at + 12, p.logits.data() + k * static_cast<std::size_t>(classes), classes * sizeof(float));
-    }
-  } else {
-    // MPI counts are ints (in records): a rank's rows must fit one.
-    if (local > static_cast<std::size_t>(INT_MAX) || mine.size() > INT_MAX)
-      throw InputError("--grid", std::to_string(std::max<index_t>(static_cast<index_t>(local), mine.size())) +
-                                             " nodes on one rank exceed what one MPI message may count (" +
-                                             std::to_string(INT_MAX) + "); use more ranks");
-    std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0), recv_counts(send_counts.size(), 0);
-    for (const index_t id : p.node_ids) ++send_counts[static_cast<std::size_t>(owner(id))];
-    MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
-    std::vector<int> send_displs(send_counts.size(), 0), recv_displs(send_counts.size(), 0);
-    for (std::size_t r = 1; r < send_counts.size(); ++r) {
-      send_displs[r] = send_displs[r - 1] + send_counts[r - 1];
-      recv_displs[r] = recv_displs[r - 1] + recv_counts[r - 1];
-    }
-    std::size_t total = 0;
-    for (const int c : recv_counts) total += static_cast<std::size_t>(c);
-    if (total != static_cast<std::size_t>(mine.size()))
-      throw std::logic_error("predictions: rank " + std::to_string(rank) + " receives " + std::to_string(total) + " rows for its " + std::to_string(mine.size()) + " nodes");
-    std::vector<char> send(local * record);
-    std::vector<int> next = send_displs;
-    for (std::size_t k = 0; k < local; ++k) {
-      char* at = send.data() + static_cast<std::size_t>(next[static_cast<std::size_t>(owner(p.node_ids[k]))]++) * record;
-      const std::int64_t id = p.node_ids[k];
-      std::memcpy(at, &id, sizeof id);
-      std::memcpy(at + 8, &p.classes[k], sizeof(std::int32_t));
-      std::memcpy(at + 12, p.logits.data() + k * static_cast<std::size_t>(classes), classes * sizeof(float));
-    }
-    received.resize(total * record);
-    received_rows = total;
-    MPI_Datatype row_type;
-    MPI_Type_contiguous(static_cast<int>(record), MPI_BYTE, &row_type);
-    MPI_Type_commit(&row_type);
-    MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), row_type, received.data(), recv_counts.data(),
-                  recv_displs.data(), row_type, comm);
-    MPI_Type_free(&row_type);
+  std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
+  for (const index_t id : p.node_ids) ++send_counts[static_cast<std::size_t>(owner(id))];
+  std::vector<char> send(local * record);
+  std::vector<std::size_t> next = displacements(send_counts);
+  for (std::size_t k = 0; k < local; ++k) {
+    char* at = send.data() + next[static_cast<std::size_t>(owner(p.node_ids[k]))]++ * record;
+    const std::int64_t id = p.node_ids[k];
+    std::memcpy(at, &id, sizeof id);
+    std::memcpy(at + 8, &p.classes[k], sizeof(std::int32_t));
+    std::memcpy(at + 12, p.logits.data() + k * static_cast<std::size_t>(classes), classes * sizeof(float));
   }
+  const std::vector<char> received = exchange(send, send_counts, record, comm);
+  const std::size_t received_rows = received.size() / record;
 
   NodeBlock b;
   b.begin = mine.begin;
@@ -127,6 +139,72 @@ NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
     std::memcpy(b.logits.data() + row * static_cast<std::size_t>(classes), at + 12, classes * sizeof(float));
   }
   return b;
+}
+
+// One GAT layer's attention rows whose dst this rank's block of the nodes holds, sorted by
+// (dst, src), and where they start among all the layer's rows.
+struct AttentionRows {
+  std::vector<std::int64_t> dst, src;
+  std::vector<float> alpha;  // rows × heads
+  std::uint64_t first = 0, total = 0;
+};
+
+// The rows moved to the rank of their dst (one record each: dst, src, then the heads' α), sorted
+// there; `first` and `total` by a scan of the row counts. An entry reported twice or a node id
+// out of range is a logic error (every entry of Â is reported once).
+AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, MPI_Comm comm) {
+  int ranks = 1;
+  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &ranks);
+  const NodeOwners owner(num_nodes, ranks);
+  const auto heads = static_cast<std::size_t>(a.heads);
+  const std::size_t local = a.dst.size();
+  if (a.src.size() != local || a.alpha.size() != local * heads)
+    throw std::logic_error("attention: sizes of dst, src and alpha disagree");
+  for (std::size_t k = 0; k < local; ++k)
+    if (a.dst[k] < 0 || a.dst[k] >= num_nodes || a.src[k] < 0 || a.src[k] >= num_nodes)
+      throw std::logic_error("attention: an edge " + std::to_string(a.src[k]) + " -> " + std::to_string(a.dst[k]) +
+                             " outside [0, " + std::to_string(num_nodes) + ")");
+  const std::size_t record = 2 * sizeof(std::int64_t) + heads * sizeof(float);
+  std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
+  for (const index_t d : a.dst) ++send_counts[static_cast<std::size_t>(owner(d))];
+  std::vector<char> send(local * record);
+  std::vector<std::size_t> next = displacements(send_counts);
+  for (std::size_t k = 0; k < local; ++k) {
+    char* at = send.data() + next[static_cast<std::size_t>(owner(a.dst[k]))]++ * record;
+    const std::int64_t ends[2] = {a.dst[k], a.src[k]};
+    std::memcpy(at, ends, sizeof ends);
+    std::memcpy(at + sizeof ends, a.alpha.data() + k * heads, heads * sizeof(float));
+  }
+  const std::vector<char> received = exchange(send, send_counts, record, comm);
+  const std::size_t rows = received.size() / record;
+  std::vector<std::array<std::int64_t, 2>> ends(rows);
+  for (std::size_t k = 0; k < rows; ++k) std::memcpy(ends[k].data(), received.data() + k * record, 16);
+  std::vector<std::size_t> order(rows);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return ends[x] < ends[y]; });
+  AttentionRows out;
+  out.dst.resize(rows);
+  out.src.resize(rows);
+  out.alpha.resize(rows * heads);
+  for (std::size_t k = 0; k < rows; ++k) {
+    const std::size_t from = order[k];
+    if (k > 0 && ends[from] == ends[order[k - 1]])
+      throw std::logic_error("attention: the entry " + std::to_string(ends[from][1]) + " -> " +
+                             std::to_string(ends[from][0]) + " reported twice");
+    out.dst[k] = ends[from][0];
+    out.src[k] = ends[from][1];
+    std::memcpy(out.alpha.data() + k * heads, received.data() + from * record + 16, heads * sizeof(float));
+  }
+  std::uint64_t count = rows;
+  out.total = count;
+  if (ranks > 1) {
+    MPI_Exscan(&count, &out.first, 1, MPI_UINT64_T, MPI_SUM, comm);
+    MPI_Allreduce(&count, &out.total, 1, MPI_UINT64_T, MPI_SUM, comm);
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) out.first = 0;  // MPI_Exscan leaves rank 0's undefined
+  }
+  return out;
 }
 
 // The original ids of the block's nodes where `ids_from` (the graph file) stores them
@@ -152,8 +230,11 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, const std::string& ids
 }  // namespace
 
 void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
-                          const std::string& path, const std::string& ids_from) {
+                          const std::string& path, const std::string& ids_from,
+                          const std::vector<EdgeAttention>& attention) {
   const NodeBlock block = redistribute(p, num_nodes, grid.mpi_comm());
+  std::vector<AttentionRows> layers;
+  for (const EdgeAttention& a : attention) layers.push_back(redistribute_attention(a, num_nodes, grid.mpi_comm()));
   const std::vector<std::int64_t> ids = row_ids(block, ids_from, grid.mpi_comm());
   const auto n = static_cast<hsize_t>(num_nodes), c = static_cast<hsize_t>(p.num_classes);
   const auto r0 = static_cast<hsize_t>(block.begin), rows = static_cast<hsize_t>(block.n);
@@ -166,6 +247,19 @@ void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t 
     w.block_dataset<std::int64_t, 1>("/node_id", H5T_STD_I64LE, {n}, {r0}, {rows}, ids.data(), true);
     w.block_dataset<std::int32_t, 1>("/class", H5T_STD_I32LE, {n}, {r0}, {rows}, block.classes.data(), true);
     w.block_dataset<float, 2>("/logits", H5T_IEEE_F32LE, {n, c}, {r0, 0}, {rows, c}, block.logits.data(), true);
+    if (layers.empty()) return;
+    w.group("/attention");
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+      const AttentionRows& a = layers[k];
+      const std::string g = "/attention/layer" + std::to_string(attention[k].layer);
+      const auto e = static_cast<hsize_t>(a.total), e0 = static_cast<hsize_t>(a.first);
+      const auto mine = static_cast<hsize_t>(a.dst.size()), h = static_cast<hsize_t>(attention[k].heads);
+      w.group(g.c_str());
+      w.scalar_attr<std::int64_t>("heads", H5T_STD_I64LE, attention[k].heads, g.c_str());
+      w.block_dataset<std::int64_t, 1>((g + "/dst").c_str(), H5T_STD_I64LE, {e}, {e0}, {mine}, a.dst.data(), true);
+      w.block_dataset<std::int64_t, 1>((g + "/src").c_str(), H5T_STD_I64LE, {e}, {e0}, {mine}, a.src.data(), true);
+      w.block_dataset<float, 2>((g + "/alpha").c_str(), H5T_IEEE_F32LE, {e, h}, {e0, 0}, {mine, h}, a.alpha.data(), true);
+    }
   });
 }
 

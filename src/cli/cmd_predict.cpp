@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
@@ -30,6 +31,7 @@ struct PredictOptions {
   std::optional<std::string> model;  // --model: must be the file's kind where given
   int threads = 0;
   bool quiet = false;
+  bool attention = false;  // GAT: each layer's attention coefficients too
 };
 
 // A missing or unreadable --checkpoint is named as such before anything is loaded.
@@ -62,6 +64,9 @@ void run_predict(PredictOptions& o) {
                                  model.dims.empty() ? 0 : model.dims.front(), model.dims.empty() ? 0 : model.dims.back(),
                                  o.data, graph.num_features, graph.num_classes));
   TrainConfig cfg = model.config;
+  if (o.attention && cfg.model != GnnKind::Gat)
+    throw InputError("--attention", fmt::format("{} holds a {} model: only GAT models have attention coefficients",
+                                                o.checkpoint, gnn_kind_name(cfg.model)));
 
   set_rank_memory_budget(memory_limit);
   const GridChoice grid_choice = choose_gcn_grid(o.grid, o.data, cfg);
@@ -86,7 +91,8 @@ void run_predict(PredictOptions& o) {
   {
     const Predictions p = trainer.predict();
     classes = p.num_classes;
-    write_predictions_h5(p, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data);  // original ids, if stored
+    const std::vector<EdgeAttention> attention = o.attention ? trainer.attention() : std::vector<EdgeAttention>{};
+    write_predictions_h5(p, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data, attention);  // original ids, if stored
   }
   // The accuracies of the loaded weights on the data's splits (a second forward pass; every
   // rank takes part, so it follows the user's --quiet, not rank 0's).
@@ -128,6 +134,9 @@ void add_predict_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--memory-per-rank", opts->memory_per_rank,
                   "Refuse to allocate past this many bytes per rank (e.g. 512M, 2G)");
+  cmd->add_flag("--attention", opts->attention,
+                "gat only: write each layer's attention coefficients too, every head's per edge (/attention, "
+                "docs/predictions.md)");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print nothing (and skip the accuracy pass)");
   cmd->callback([opts] { run_predict(*opts); });
 }

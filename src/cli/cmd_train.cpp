@@ -241,6 +241,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"shard_adj", o.cfg.shard_adj},
                                      {"backend", backend->name()},
                                      {"matmul_precision", matmul_precision_name(backend->matmul_precision())}};
+  nlohmann::ordered_json kinds;
+  for (int k = 0; k < kMemoryKinds; ++k) kinds[memory_kind_name(MemoryKind(k))] = r.max_kind_bytes[static_cast<std::size_t>(k)];
+  summary["memory_by_kind"] = kinds;
   summary.update(model_json(o.cfg));
   training.summary(r.total_seconds, comm_seconds, "epochs_done", trainer->epochs_done(), summary);
 }

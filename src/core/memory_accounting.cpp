@@ -16,6 +16,7 @@ const char* memory_kind_name(MemoryKind k) {
     case MemoryKind::Optimizer: return "optimizer";
     case MemoryKind::Activations: return "activation";
     case MemoryKind::Workspace: return "workspace";
+    case MemoryKind::EdgeValues: return "edge";
   }
   return "?";
 }

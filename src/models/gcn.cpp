@@ -104,6 +104,12 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   }
   shards.adj_self_col.clear();
   shards.adj_self_col.shrink_to_fit();
+  if (gat) {
+    adj_of_layer_ = shards.adj_of_layer;
+    adj_blocks_ = shards.adj_blocks;
+    adj_row_ids_ = std::move(shards.adj_row_ids);
+    adj_col_ids_ = std::move(shards.adj_col_ids);
+  }
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry& geo = geos[static_cast<std::size_t>(l)];
     LayerCommOptions comm;
@@ -204,6 +210,48 @@ std::vector<ParamRef> GcnModel::parameters() {
   std::vector<ParamRef> refs;
   for (ModelParam& p : named_parameters()) refs.push_back({p.slot->data(), p.slot->grad(), p.slot->size(), p.decay});
   return refs;
+}
+
+}  // namespace plexus
+
+namespace plexus {
+
+std::vector<EdgeAttention> GcnModel::attention() {
+  std::vector<EdgeAttention> out;
+  for (int l = 0; l < num_layers(); ++l) {
+    auto* gat = dynamic_cast<GatLayer3D*>(layers_[static_cast<std::size_t>(l)].get());
+    if (gat == nullptr) continue;
+    const std::vector<float> alpha = gat->attention_on_host();  // collective over the layer's i
+    EdgeAttention a;
+    a.layer = l;
+    a.heads = gat->heads();
+    if (!alpha.empty()) {
+      // The block's entries on the host (its pattern, in the order of α's columns).
+      const auto k = static_cast<std::size_t>(adj_of_layer_[static_cast<std::size_t>(l)]);
+      const CsrView block = adj_[k]->operand(false).whole;
+      std::vector<index_t> indptr(static_cast<std::size_t>(block.rows + 1));
+      std::vector<col_t> indices(static_cast<std::size_t>(block.nnz));
+      be_.copy_to_host(indptr.data(), block.indptr, indptr.size() * sizeof(index_t));
+      if (!indices.empty()) be_.copy_to_host(indices.data(), block.indices, indices.size() * sizeof(col_t));
+      const AdjBlockRange& b = adj_blocks_[k];
+      const std::vector<index_t>& row_ids = adj_row_ids_.empty() ? std::vector<index_t>{} : adj_row_ids_[k];
+      const std::vector<index_t>& col_ids = adj_col_ids_.empty() ? std::vector<index_t>{} : adj_col_ids_[k];
+      const auto nnz = static_cast<std::size_t>(block.nnz), heads = static_cast<std::size_t>(a.heads);
+      a.dst.resize(nnz);
+      a.src.resize(nnz);
+      a.alpha.resize(nnz * heads);
+      for (index_t r = 0; r < block.rows; ++r)
+        for (index_t e = indptr[static_cast<std::size_t>(r)]; e < indptr[static_cast<std::size_t>(r) + 1]; ++e) {
+          const auto entry = static_cast<std::size_t>(e);
+          const index_t c = indices[entry];
+          a.dst[entry] = row_ids.empty() ? b.rows.begin + r : row_ids[static_cast<std::size_t>(r)];
+          a.src[entry] = col_ids.empty() ? b.cols.begin + c : col_ids[static_cast<std::size_t>(c)];
+          for (std::size_t h = 0; h < heads; ++h) a.alpha[entry * heads + h] = alpha[h * nnz + entry];
+        }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace plexus

@@ -9,6 +9,7 @@
 
 #include "optim/adam.hpp"
 #include "plexus/train.hpp"
+#include "plexus/trainer.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 
@@ -62,6 +63,9 @@ class GcnModel {
   LayerGeometry loss_geometry() const;
   // Call after the optimizer step (lets reuse_gathers gather W again).
   void weights_updated();
+  // GAT: each layer's attention coefficients of the last forward pass, this rank's share
+  // (GcnTrainer::attention(), plexus/trainer.hpp); empty for the other kinds. Collective.
+  std::vector<EdgeAttention> attention();
   int num_layers() const { return static_cast<int>(layers_.size()); }
 
  private:
@@ -78,6 +82,10 @@ class GcnModel {
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
+  // GAT: each layer's block, and the input ids of its rows and columns (GcnShards::adj_row_ids).
+  std::vector<int> adj_of_layer_;
+  std::vector<AdjBlockRange> adj_blocks_;
+  std::vector<std::vector<index_t>> adj_row_ids_, adj_col_ids_;
 };
 
 }  // namespace plexus

@@ -73,10 +73,9 @@ GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const 
     for (int a = 0; a < 4; ++a) plan.first.bytes[a] += rc.bytes[a];
   for (const RankCost& rc : steady) {
     for (int a = 0; a < 4; ++a) plan.steady.bytes[a] += rc.bytes[a];
-    if (rc.memory_bytes > plan.memory_bytes) {
-      plan.memory_bytes = rc.memory_bytes;
-      plan.memory_by_kind = rc.memory_by_kind;
-    }
+    plan.memory_bytes = std::max(plan.memory_bytes, rc.memory_bytes);
+    for (std::size_t k = 0; k < plan.memory_by_kind.size(); ++k)
+      plan.memory_by_kind[k] = std::max(plan.memory_by_kind[k], rc.memory_by_kind[k]);
   }
   double c1 = 0, x1 = 0;
   plan.first_epoch_seconds = time(first, &c1, &x1);

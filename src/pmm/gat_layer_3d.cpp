@@ -69,9 +69,12 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   row_max_ = Matrix(be, out_rows, heads);
   row_sum_ = Matrix(be, out_rows, heads);
   const auto edge_values = static_cast<std::size_t>(heads * nnz_);
-  alpha_ = Buffer<float>(be, edge_values);
-  if (opt.attn_dropout > 0.0f) alpha_drop_ = Buffer<float>(be, edge_values);
-  alpha_drop_t_ = Buffer<float>(be, edge_values);
+  {
+    MemoryScope scope(be, MemoryKind::EdgeValues, "attention coefficients");
+    alpha_ = Buffer<float>(be, edge_values);
+    if (opt.attn_dropout > 0.0f) alpha_drop_ = Buffer<float>(be, edge_values);
+    alpha_drop_t_ = Buffer<float>(be, edge_values);
+  }
   agg_ = Matrix(be, out_rows, z_cols_.size());
   if (opt.average_heads) {
     std::vector<float> map(static_cast<std::size_t>(z_cols_.size() * geo.out_dim), 0.0f);
@@ -93,6 +96,24 @@ std::vector<LayerParam> GatLayer3D::parameters(bool decay_weights) {
           LayerParam{"att_src", &att_src_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
           LayerParam{"att_dst", &att_dst_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
           LayerParam{"bias", &bias_, 1, geo_.out_dim, Range{0, 1}, geo_.out_cols, contributes, decay_weights}};
+}
+
+std::vector<float> GatLayer3D::attention_on_host() {
+  std::vector<float> mine(alpha_.size());
+  if (!mine.empty()) be_.copy_to_host(mine.data(), alpha_.data(), mine.size() * sizeof(float));
+  Communicator& i = grid_.host_comm(geo_.roles.i);
+  if (heads_whole_ && i.size() > 1) {
+    // Rank k of i holds the heads of its columns of heads·F: gathered in order, all the heads.
+    const index_t width = z_width(geo_, opt_);
+    std::vector<std::size_t> counts;
+    for (int k = 0; k < i.size(); ++k)
+      counts.push_back(static_cast<std::size_t>(block_range(width, i.size(), k).size() / head_width() * nnz_));
+    std::vector<float> all(static_cast<std::size_t>(opt_.heads * nnz_));
+    i.all_gather(mine.data(), all.data(), counts);
+    mine = std::move(all);
+  }
+  if (grid_.coord(geo_.roles.i) != 0) return {};
+  return mine;
 }
 
 DropoutKey GatLayer3D::attention_key(const DropoutSpec& dropout) const {
@@ -185,7 +206,10 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
 
   const Matrix& z = linear_.output();
   const AdjOperand a = adj_.operand(false);
-  Buffer<float> d_alpha(be_, alpha_.size());
+  Buffer<float> d_alpha = [&] {
+    MemoryScope scope(be_, MemoryKind::EdgeValues, "attention gradients");
+    return Buffer<float>(be_, alpha_.size());
+  }();
   be_.edge_dots(a.whole, heads, head_width(), feature0(), d_agg->view(), z.view(), d_alpha.data());
   if (!heads_whole_) i.all_reduce(d_alpha.data(), d_alpha.size(), ReduceOp::Sum);
 

@@ -328,9 +328,11 @@ TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   result.test_acc = t.best.test_acc;
   result.total_seconds = seconds_since(t_start);
   result.peak_tensor_bytes = t.backend.peak_bytes();
-  double peak = static_cast<double>(result.peak_tensor_bytes);
-  t.grid.world().all_reduce(&peak, 1, ReduceOp::Max);
-  result.max_peak_tensor_bytes = static_cast<std::size_t>(peak);
+  std::vector<double> peaks = {static_cast<double>(result.peak_tensor_bytes)};
+  for (int k = 0; k < kMemoryKinds; ++k) peaks.push_back(static_cast<double>(t.backend.peak_bytes(MemoryKind(k))));
+  t.grid.world().all_reduce(peaks.data(), peaks.size(), ReduceOp::Max);
+  result.max_peak_tensor_bytes = static_cast<std::size_t>(peaks[0]);
+  for (int k = 0; k < kMemoryKinds; ++k) result.max_kind_bytes[static_cast<std::size_t>(k)] = static_cast<std::size_t>(peaks[1 + k]);
   return result;
 }
 
@@ -373,6 +375,13 @@ Predictions GcnTrainer::predict() {
     p.classes[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
   }
   return p;
+}
+
+std::vector<EdgeAttention> GcnTrainer::attention() {
+  Impl& t = *impl_;
+  if (t.cfg.model != GnnKind::Gat) return {};
+  t.model.forward(t.epochs_done, /*training=*/false);
+  return t.model.attention();
 }
 
 ModelState GcnTrainer::state() {
