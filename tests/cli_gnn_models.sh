@@ -17,6 +17,7 @@
 #  - a run checkpointed at epoch 6 on 1x2x1 and resumed on 2x2x1 gives the uninterrupted
 #    one-rank run's epochs 7..10 (to rounding); a resume with other kind options is refused;
 #  - plan --model predicts the bytes train measures on 2x2x1, and not the GCN's;
+#  - predict --embeddings writes the hidden layer's rows, the same on 1 and 2 ranks;
 #  - predict --attention writes GATConv's coefficients (the peer compares) on 1 and 3 ranks and on a
 #    double-permuted file on 4;
 #  - report and inspect show the kind.
@@ -87,10 +88,10 @@ PY
 
 # ---- predict from the model files, on 1 and 2 ranks ---------------------------------------------
 for k in sage-sum gin-eps gat-opts; do
-  "$plexus" predict --data g.h5 --checkpoint "$k.h5" -o "p1-$k.h5" --threads 1 >"p1-$k.out" 2>&1 &&
+  "$plexus" predict --data g.h5 --checkpoint "$k.h5" -o "p1-$k.h5" --threads 1 --embeddings >"p1-$k.out" 2>&1 &&
     grep -q "model $k.h5: $(cut -d' ' -f2 <<<"${kinds[$k]}") (" "p1-$k.out" && ok || { fail "predict $k"; cat "p1-$k.out"; }
   timeout 120 mpirun -np 2 "$plexus" predict --data g.h5 --checkpoint "$k.h5" -o "p2-$k.h5" --grid 1x2x1 --threads 1 \
-    --quiet >"p2-$k.out" 2>&1 && ok || { fail "predict $k on 1x2x1"; cat "p2-$k.out"; }
+    --embeddings --quiet >"p2-$k.out" 2>&1 && ok || { fail "predict $k on 1x2x1"; cat "p2-$k.out"; }
   expect_error "predict $k: --model gcn" "holds a $(cut -d' ' -f2 <<<"${kinds[$k]}") model, not gcn" \
     predict --data g.h5 --checkpoint "$k.h5" --model gcn -o x.h5
   if $py - "$k" <<'PY'; then ok; else fail "predictions of $k"; fi
@@ -103,6 +104,12 @@ with h5py.File(f"p1-{k}.h5", "r") as a, h5py.File(f"p2-{k}.h5", "r") as b:
     la, lb, ca = a["logits"][()], b["logits"][()], a["class"][()]
 assert np.array_equal(ca, np.argmax(la, axis=1)), "class is not argmax(logits)"
 assert np.allclose(la, lb, rtol=1e-4, atol=1e-5), f"1 rank and 1x2x1 differ by {np.abs(la - lb).max()}"
+with h5py.File(f"p1-{k}.h5", "r") as a, h5py.File(f"p2-{k}.h5", "r") as b:  # --embeddings: the hidden layer
+    assert list(a["embeddings"]) == ["layer0"], list(a["embeddings"])
+    ea, eb = a["embeddings/layer0"][()], b["embeddings/layer0"][()]
+assert ea.shape == (len(la), 16), ea.shape
+assert np.allclose(ea, eb, rtol=1e-4, atol=1e-5), f"embeddings: 1 rank and 1x2x1 differ by {np.abs(ea - eb).max()}"
+assert np.abs(ea).max() > 0 and len(np.unique(ea.round(5), axis=0)) > len(ea) // 2, "embeddings: rows alike"
 acc = float(np.mean(ca[test] == labels[test]))
 assert abs(acc - last["test_acc"]) < 1e-9, (acc, last["test_acc"])
 PY

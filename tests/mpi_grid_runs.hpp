@@ -45,7 +45,35 @@ struct GridRun {
   ModelState state;
   AttentionMaps attention;
   int attention_duplicates = 0;  // entries reported by more than one rank (or twice by one)
+  // Per hidden layer, then the logits: node → its row, from every rank's share.
+  std::vector<std::map<index_t, std::vector<float>>> node_outputs;
+  int node_duplicates = 0;  // nodes reported by more than one rank
 };
+
+// Every rank's rows of a per-node output gathered on every rank (as doubles: id, values...).
+inline void gather_rows(ProcessGrid& grid, const NodeRows& mine, GridRun& r) {
+  const auto rec = static_cast<std::size_t>(mine.width) + 1;
+  std::vector<double> send;
+  for (std::size_t k = 0; k < mine.node_ids.size(); ++k) {
+    send.push_back(static_cast<double>(mine.node_ids[k]));
+    for (std::size_t c = 0; c + 1 < rec; ++c) send.push_back(mine.values[k * (rec - 1) + c]);
+  }
+  std::vector<double> all = send;
+  if (grid.size() > 1) {
+    int n = static_cast<int>(send.size());
+    std::vector<int> counts(static_cast<std::size_t>(grid.size())), displs(counts.size(), 0);
+    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, grid.mpi_comm());
+    for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
+    all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+    MPI_Allgatherv(send.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, grid.mpi_comm());
+  }
+  auto& rows = r.node_outputs.emplace_back();
+  for (std::size_t at = 0; at + rec <= all.size(); at += rec)
+    if (!rows.emplace(static_cast<index_t>(all[at]), std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                                                                         all.begin() + static_cast<std::ptrdiff_t>(at + rec)))
+             .second)
+      ++r.node_duplicates;
+}
 
 // Every rank's GcnTrainer::attention() gathered on every rank (as doubles: dst, src, α...).
 inline void gather_attention(ProcessGrid& grid, const std::vector<EdgeAttention>& mine, GridRun& r) {
@@ -86,6 +114,9 @@ inline GridRun train_run(ProcessGrid& grid, const GraphData& graph, const TrainC
   for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
   r.state = t.state();
   gather_attention(grid, t.attention(), r);
+  for (const NodeRows& e : t.embeddings()) gather_rows(grid, e, r);
+  const Predictions p = t.predict();
+  gather_rows(grid, NodeRows{p.node_ids, p.num_classes, p.logits}, r);
   return r;
 }
 
@@ -106,6 +137,23 @@ inline void expect_same(const GridRun& got, const GridRun& want, const std::stri
       ref = std::max(ref, std::abs(static_cast<double>(w.value[i])));
     }
     EXPECT_LE(err, 1e-4 * std::max(ref, 1.0)) << what << ": " << w.name;
+  }
+  // Every node's embeddings and logits, each node reported once.
+  EXPECT_EQ(got.node_duplicates, 0) << what;
+  ASSERT_EQ(got.node_outputs.size(), want.node_outputs.size()) << what;
+  for (std::size_t l = 0; l < want.node_outputs.size(); ++l) {
+    ASSERT_EQ(got.node_outputs[l].size(), want.node_outputs[l].size()) << what << ": output " << l << " nodes";
+    double err = 0, ref = 0;
+    for (const auto& [node, row] : want.node_outputs[l]) {
+      const auto it = got.node_outputs[l].find(node);
+      ASSERT_NE(it, got.node_outputs[l].end()) << what << ": output " << l << " lacks node " << node;
+      ASSERT_EQ(it->second.size(), row.size()) << what;
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        err = std::max(err, std::abs(static_cast<double>(it->second[c]) - row[c]));
+        ref = std::max(ref, std::abs(static_cast<double>(row[c])));
+      }
+    }
+    EXPECT_LE(err, 1e-4 * std::max(ref, 1.0)) << what << ": output " << l << " (embeddings, then logits)";
   }
   // GAT: the same entries, each reported once, the same α.
   EXPECT_EQ(got.attention_duplicates, 0) << what;

@@ -101,6 +101,27 @@ TEST(GnnModels, EveryKindOnEveryGridMatchesOneRank) {
       auto single = ProcessGrid::single();
       const KindRun want = train_on(*single, config(v, balance, false, 1));
       expect_learns(want, v);
+      // One rank's embeddings (2 hidden layers of 7) and logits (5 classes) cover every node,
+      // named by the input's ids: with --balance permute a node's row is another's position.
+      ASSERT_EQ(want.node_outputs.size(), 3u) << v.name;
+      for (std::size_t l = 0; l < 3; ++l) {
+        EXPECT_EQ(static_cast<index_t>(want.node_outputs[l].size()), uneven_graph().num_nodes) << v.name;
+        EXPECT_EQ(want.node_outputs[l].begin()->second.size(), l < 2 ? 7u : 5u) << v.name;
+      }
+      if (balance == Balance::kPermute) {
+        // Without dropout (whose masks follow the node order) the permuted graph trains the
+        // same model: each node's outputs must be the unpermuted run's for that node.
+        TrainConfig plain_cfg = config(v, Balance::kNone, false, 1), permuted_cfg = config(v, balance, false, 1);
+        plain_cfg.dropout = permuted_cfg.dropout = 0.0f;
+        auto one = ProcessGrid::single();
+        const KindRun plain = train_on(*one, plain_cfg), permuted = train_on(*one, permuted_cfg);
+        double err = 0;
+        for (std::size_t l = 0; l < 3; ++l)
+          for (const auto& [node, row] : plain.node_outputs[l])
+            for (std::size_t c = 0; c < row.size(); ++c)
+              err = std::max(err, static_cast<double>(std::abs(row[c] - permuted.node_outputs[l].at(node)[c])));
+        EXPECT_LE(err, 1e-3) << v.name << ": a permuted graph's outputs are not its nodes'";
+      }
       for (const GridShape& shape : all_grids(p)) {
         auto grid = ProcessGrid::from_mpi(shape);
         const std::string what = v.name + (balance == Balance::kNone ? "" : " permute") + " on " + shape.str();

@@ -58,13 +58,16 @@ GcnModelInfo read_gcn_model_info_h5(const std::string& path);
 // writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
 struct Predictions;
 struct EdgeAttention;
+struct NodeRows;
 // `ids_from`: the graph file; where it stores original ids (/node_ids), the `/node_id` column
 // holds them instead of 0..N-1 (row k is still node k). `attention` (GcnTrainer::attention(),
 // GAT): each layer's coefficients are written too, under /attention/layer<l>, their rows
-// sorted by (dst, src) — the same file whatever the grid.
+// sorted by (dst, src) — the same file whatever the grid. `embeddings` (GcnTrainer::
+// embeddings()): hidden layer l's rows as /embeddings/layer<l>, row k = node k.
 void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
                           const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {},
-                          const std::vector<EdgeAttention>& attention = {});
+                          const std::vector<EdgeAttention>& attention = {},
+                          const std::vector<NodeRows>& embeddings = {});
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.

@@ -56,6 +56,14 @@ struct EdgeAttention {
   std::vector<float> alpha;       // dst.size() × heads, row-major
 };
 
+// A per-node output (a layer's embeddings) for the nodes this rank owns: as Predictions, every
+// node is owned by exactly one rank of a replica.
+struct NodeRows {
+  std::vector<index_t> node_ids;  // the node ids of the input graph (before any reordering)
+  index_t width = 0;
+  std::vector<float> values;      // node_ids.size() × width, row-major
+};
+
 // One parameter of the model, whole (by global index: the same whatever the grid), with its
 // Adam moments: what a checkpoint stores.
 struct ParameterState {
@@ -130,8 +138,14 @@ class GcnTrainer {
   // pass, without dropout), this rank's share (EdgeAttention); empty for the other kinds.
   // Collective: every rank calls it.
   std::vector<EdgeAttention> attention();
+  // Each hidden layer's output (its embeddings: layer l's, after its activation, what layer
+  // l + 1 reads; dims[l + 1] wide) for the current weights (an evaluation forward pass, without
+  // dropout), this rank's nodes; L − 1 of them (the last layer's are predict()'s logits).
+  // Collective.
+  std::vector<NodeRows> embeddings();
   int epochs_done() const;
   const TrainConfig& config() const;
+  std::vector<index_t> dims() const;  // the model's widths: D_0 = features, hidden..., D_L = classes
   // Per layer: does it transform first? (the orders its shards were cut for)
   std::vector<bool> transform_first() const;
   const BestEpoch& best() const;

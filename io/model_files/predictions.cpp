@@ -141,6 +141,51 @@ NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
   return b;
 }
 
+// Rows of a per-node output moved to the rank whose block of the nodes holds them (one record
+// each: node id, then its values), in node order: the block's [n × width] values.
+std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MPI_Comm comm) {
+  int rank = 0, ranks = 1;
+  if (comm != MPI_COMM_NULL) {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+  }
+  const NodeOwners owner(num_nodes, ranks);
+  const Range mine = block_range(num_nodes, ranks, rank);
+  const auto width = static_cast<std::size_t>(rows.width), local = rows.node_ids.size();
+  if (rows.values.size() != local * width) throw std::logic_error("embeddings: sizes of node_ids and values disagree");
+  for (const index_t id : rows.node_ids)
+    if (id < 0 || id >= num_nodes)
+      throw std::logic_error("embeddings: node id " + std::to_string(id) + " outside [0, " + std::to_string(num_nodes) + ")");
+  const std::size_t record = sizeof(std::int64_t) + width * sizeof(float);
+  std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
+  for (const index_t id : rows.node_ids) ++send_counts[static_cast<std::size_t>(owner(id))];
+  std::vector<char> send(local * record);
+  std::vector<std::size_t> next = displacements(send_counts);
+  for (std::size_t k = 0; k < local; ++k) {
+    char* at = send.data() + next[static_cast<std::size_t>(owner(rows.node_ids[k]))]++ * record;
+    const std::int64_t id = rows.node_ids[k];
+    std::memcpy(at, &id, sizeof id);
+    std::memcpy(at + sizeof id, rows.values.data() + k * width, width * sizeof(float));
+  }
+  const std::vector<char> received = exchange(send, send_counts, record, comm);
+  const auto n = static_cast<std::size_t>(mine.size());
+  if (received.size() / record != n)
+    throw std::logic_error("embeddings: " + std::to_string(received.size() / record) + " rows for the " +
+                           std::to_string(n) + " nodes of rank " + std::to_string(rank));
+  std::vector<float> out(n * width);
+  std::vector<bool> seen(n, false);
+  for (std::size_t k = 0; k < n; ++k) {
+    std::int64_t id = 0;
+    std::memcpy(&id, received.data() + k * record, sizeof id);
+    if (id < mine.begin || id >= mine.end || seen[static_cast<std::size_t>(id - mine.begin)])
+      throw std::logic_error("embeddings: node " + std::to_string(id) + " on rank " + std::to_string(rank) + " twice or out of place");
+    seen[static_cast<std::size_t>(id - mine.begin)] = true;
+    std::memcpy(out.data() + static_cast<std::size_t>(id - mine.begin) * width, received.data() + k * record + sizeof id,
+                width * sizeof(float));
+  }
+  return out;
+}
+
 // One GAT layer's attention rows whose dst this rank's block of the nodes holds, sorted by
 // (dst, src), and where they start among all the layer's rows.
 struct AttentionRows {
@@ -231,8 +276,10 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, const std::string& ids
 
 void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
                           const std::string& path, const std::string& ids_from,
-                          const std::vector<EdgeAttention>& attention) {
+                          const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
   const NodeBlock block = redistribute(p, num_nodes, grid.mpi_comm());
+  std::vector<std::vector<float>> hidden;
+  for (const NodeRows& e : embeddings) hidden.push_back(redistribute_rows(e, num_nodes, grid.mpi_comm()));
   std::vector<AttentionRows> layers;
   for (const EdgeAttention& a : attention) layers.push_back(redistribute_attention(a, num_nodes, grid.mpi_comm()));
   const std::vector<std::int64_t> ids = row_ids(block, ids_from, grid.mpi_comm());
@@ -247,6 +294,14 @@ void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t 
     w.block_dataset<std::int64_t, 1>("/node_id", H5T_STD_I64LE, {n}, {r0}, {rows}, ids.data(), true);
     w.block_dataset<std::int32_t, 1>("/class", H5T_STD_I32LE, {n}, {r0}, {rows}, block.classes.data(), true);
     w.block_dataset<float, 2>("/logits", H5T_IEEE_F32LE, {n, c}, {r0, 0}, {rows, c}, block.logits.data(), true);
+    if (!hidden.empty()) {
+      w.group("/embeddings");
+      for (std::size_t l = 0; l < hidden.size(); ++l) {
+        const auto width = static_cast<hsize_t>(embeddings[l].width);
+        w.block_dataset<float, 2>(("/embeddings/layer" + std::to_string(l)).c_str(), H5T_IEEE_F32LE, {n, width}, {r0, 0},
+                                  {rows, width}, hidden[l].data(), true);
+      }
+    }
     if (layers.empty()) return;
     w.group("/attention");
     for (std::size_t k = 0; k < layers.size(); ++k) {

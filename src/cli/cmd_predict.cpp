@@ -31,7 +31,8 @@ struct PredictOptions {
   std::optional<std::string> model;  // --model: must be the file's kind where given
   int threads = 0;
   bool quiet = false;
-  bool attention = false;  // GAT: each layer's attention coefficients too
+  bool attention = false;   // GAT: each layer's attention coefficients too
+  bool embeddings = false;  // each hidden layer's output too
 };
 
 // A missing or unreadable --checkpoint is named as such before anything is loaded.
@@ -92,7 +93,9 @@ void run_predict(PredictOptions& o) {
     const Predictions p = trainer.predict();
     classes = p.num_classes;
     const std::vector<EdgeAttention> attention = o.attention ? trainer.attention() : std::vector<EdgeAttention>{};
-    write_predictions_h5(p, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data, attention);  // original ids, if stored
+    const std::vector<NodeRows> embeddings = o.embeddings ? trainer.embeddings() : std::vector<NodeRows>{};
+    write_predictions_h5(p, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data, attention,  // original ids, if stored
+                         embeddings);
   }
   // The accuracies of the loaded weights on the data's splits (a second forward pass; every
   // rank takes part, so it follows the user's --quiet, not rank 0's).
@@ -137,6 +140,8 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--attention", opts->attention,
                 "gat only: write each layer's attention coefficients too, every head's per edge (/attention, "
                 "docs/predictions.md)");
+  cmd->add_flag("--embeddings", opts->embeddings,
+                "Write each hidden layer's output too, a row per node (/embeddings, docs/predictions.md)");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print nothing (and skip the accuracy pass)");
   cmd->callback([opts] { run_predict(*opts); });
 }

@@ -104,12 +104,10 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   }
   shards.adj_self_col.clear();
   shards.adj_self_col.shrink_to_fit();
-  if (gat) {
-    adj_of_layer_ = shards.adj_of_layer;
-    adj_blocks_ = shards.adj_blocks;
-    adj_row_ids_ = std::move(shards.adj_row_ids);
-    adj_col_ids_ = std::move(shards.adj_col_ids);
-  }
+  adj_of_layer_ = shards.adj_of_layer;
+  adj_blocks_ = shards.adj_blocks;
+  adj_row_ids_ = std::move(shards.adj_row_ids);
+  if (gat) adj_col_ids_ = std::move(shards.adj_col_ids);
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry& geo = geos[static_cast<std::size_t>(l)];
     LayerCommOptions comm;
@@ -169,9 +167,11 @@ const Matrix& GcnModel::forward(int epoch, bool training, const std::function<vo
     features_gathered_ = true;
     h = &features_full_;
   }
+  outputs_.assign(layers_.size(), nullptr);
   for (int l = 0; l < num_layers(); ++l) {
     if (l > 0 && between_layers) between_layers();
     h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+    outputs_[static_cast<std::size_t>(l)] = h;
   }
   return *h;
 }
@@ -251,6 +251,51 @@ std::vector<EdgeAttention> GcnModel::attention() {
     }
     out.push_back(std::move(a));
   }
+  return out;
+}
+
+}  // namespace plexus
+
+namespace plexus {
+
+NodeRows GcnModel::owned_output(int layer) {
+  const auto l = static_cast<std::size_t>(layer);
+  if (l >= outputs_.size() || outputs_[l] == nullptr)
+    throw std::logic_error("GcnModel::owned_output: no forward pass has computed layer " + std::to_string(layer));
+  const bool last = layer + 1 == num_layers();
+  const LayerGeometry g = last ? loss_geometry() : geometry_of_layer(layer);
+  // The output's rows are the same on every rank of its replication axis (unless already split
+  // there: the last layer's under scatter_logits) and on every rank of its feature axis once
+  // their columns are gathered: split them over both, so that each node has one owner.
+  const Range rows = last && cfg_.scatter_logits
+                         ? g.out_rows
+                         : sub_range(g.out_rows, grid_.dim(g.out_repl()), grid_.coord(g.out_repl()));
+  const Range owned = sub_range(rows, grid_.dim(g.out_feat()), grid_.coord(g.out_feat()));
+  const std::vector<float> mine = outputs_[l]->to_host();
+  Communicator& f = grid_.host_comm(g.out_feat());
+  const index_t width = g.out_dim, n = owned.size(), first = owned.begin - g.out_rows.begin;
+  std::vector<float> blocks(static_cast<std::size_t>(g.out_rows.size() * width));
+  f.all_gather(mine.data(), blocks.data(), block_counts(width, f.size(), g.out_rows.size()));
+
+  NodeRows out;
+  out.width = width;
+  out.values.resize(static_cast<std::size_t>(n * width));
+  // blocks: rank k's [rows × cols_k] block after rank k-1's; interleaved into whole rows.
+  index_t offset = 0;
+  for (int k = 0; k < f.size(); ++k) {
+    const Range cols = block_range(width, f.size(), k);
+    for (index_t r = 0; r < n; ++r)
+      std::copy_n(blocks.data() + offset + (first + r) * cols.size(), cols.size(),
+                  out.values.data() + r * width + cols.begin);
+    offset += g.out_rows.size() * cols.size();
+  }
+  // The layer's output rows are its Â block's rows: their input ids are the block's.
+  const auto k = static_cast<std::size_t>(adj_of_layer_[l]);
+  const std::vector<index_t>* ids = adj_row_ids_.empty() || adj_row_ids_[k].empty() ? nullptr : &adj_row_ids_[k];
+  out.node_ids.resize(static_cast<std::size_t>(n));
+  for (index_t r = 0; r < n; ++r)
+    out.node_ids[static_cast<std::size_t>(r)] =
+        ids ? (*ids)[static_cast<std::size_t>(owned.begin + r - adj_blocks_[k].rows.begin)] : owned.begin + r;
   return out;
 }
 

@@ -66,6 +66,10 @@ class GcnModel {
   // GAT: each layer's attention coefficients of the last forward pass, this rank's share
   // (GcnTrainer::attention(), plexus/trainer.hpp); empty for the other kinds. Collective.
   std::vector<EdgeAttention> attention();
+  // Layer l's output (after its activation) for the nodes this rank owns, its columns gathered
+  // over the layer's feature axis: after a forward pass (the last layer's: the logits of
+  // forward()). Collective over that axis.
+  NodeRows owned_output(int layer);
   int num_layers() const { return static_cast<int>(layers_.size()); }
 
  private:
@@ -82,7 +86,9 @@ class GcnModel {
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
-  // GAT: each layer's block, and the input ids of its rows and columns (GcnShards::adj_row_ids).
+  std::vector<const Matrix*> outputs_;  // each layer's output of the last forward pass
+  // Each layer's block, and the input ids of its rows and columns (GcnShards::adj_row_ids): the
+  // node each output row or attention entry belongs to.
   std::vector<int> adj_of_layer_;
   std::vector<AdjBlockRange> adj_blocks_;
   std::vector<std::vector<index_t>> adj_row_ids_, adj_col_ids_;

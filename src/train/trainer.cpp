@@ -17,6 +17,7 @@
 #include "plexus/sparse.hpp"
 #include "plexus/trainer.hpp"
 #include "train/dist_loss.hpp"
+#include "train/graph_shards.hpp"
 #include "train/finite_loss.hpp"
 
 namespace plexus {
@@ -69,12 +70,12 @@ AdamParams adam_params(const TrainConfig& cfg) {
   return hp;
 }
 
-// graph → shards: Â = D^-1/2 (A+I) D^-1/2 (in the balanced orders), then this rank's blocks
-// of Â, F, labels.
-GcnShards shards_of(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid) {
+}  // namespace
+
+GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training) {
   validate(cfg);
   validate(graph, "graph");
-  require_labelled_training_node(graph, "graph");
+  if (for_training) require_labelled_training_node(graph, "graph");
   const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   if (cfg.balance == Balance::kNone)
     return build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
@@ -87,6 +88,8 @@ GcnShards shards_of(const GraphData& graph, const TrainConfig& cfg, ProcessGrid&
   po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
   return build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims));
 }
+
+namespace {
 
 // Where one parameter's shard lies in the whole tensor, and whether this rank's copy is the
 // one that counts (biases are replicated over a layer's i and d axes).
@@ -139,21 +142,7 @@ struct GcnTrainer::Impl {
         split_axis(out.out_repl()),
         loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr),
         adam(be, model.parameters(), adam_params(c)),
-        num_nodes(shards.num_nodes) {
-    // The rows predict() reports: the logits' rows (the last layer's output rows, replicated
-    // over its out_repl axis unless already split there: comm variant rs-ag) are the same on
-    // every rank of its out_feat axis once their classes are gathered, so split them over both.
-    const LayerGeometry& last = model.output_geometry();
-    const Range rows = model_config(c).scatter_logits
-                           ? out.out_rows
-                           : sub_range(out.out_rows, g.dim(last.out_repl()), g.coord(last.out_repl()));
-    owned_rows = sub_range(rows, g.dim(last.out_feat()), g.coord(last.out_feat()));
-    if (shards.shape_only) return;  // a plan's dry run predicts nothing
-    owned_ids.resize(static_cast<std::size_t>(owned_rows.size()));
-    for (index_t r = owned_rows.begin; r < owned_rows.end; ++r)
-      owned_ids[static_cast<std::size_t>(r - owned_rows.begin)] =
-          shards.label_ids.empty() ? r : shards.label_ids[static_cast<std::size_t>(r - shards.label_rows.begin)];
-  }
+        num_nodes(shards.num_nodes) {}
 
   TrainConfig cfg;
   Backend& backend;
@@ -168,8 +157,6 @@ struct GcnTrainer::Impl {
   BestEpoch best;
   index_t num_nodes = 0;  // of the graph
   std::string run_id;     // stored by save() (set_run_id)
-  Range owned_rows;
-  std::vector<index_t> owned_ids;
   std::vector<index_t> dims() const;  // D_0..D_L
 
   // The graceful stop (set_stop_check), and each parameter's value and Adam moments as they
@@ -213,7 +200,7 @@ void GcnTrainer::Impl::undo_step(int epoch) {
 }
 
 GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
-    : GcnTrainer(shards_of(graph, cfg, grid), cfg, backend, grid) {}
+    : GcnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true), cfg, backend, grid) {}
 
 GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
   validate(cfg);
@@ -227,6 +214,7 @@ GcnTrainer::~GcnTrainer() = default;
 int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
 const BestEpoch& GcnTrainer::best() const { return impl_->best; }
 const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
+std::vector<index_t> GcnTrainer::dims() const { return impl_->dims(); }
 
 std::vector<bool> GcnTrainer::transform_first() const {
   std::vector<bool> tf;
@@ -345,36 +333,27 @@ EvalMetrics GcnTrainer::evaluate() {
 
 Predictions GcnTrainer::predict() {
   Impl& t = *impl_;
-  const Matrix& logits = t.model.forward(t.epochs_done, /*training=*/false);
-  // This rank holds rows out.out_rows × classes out.out_cols; the classes are split over the
-  // last layer's out_feat axis: gather them (host values, so over the axis's host communicator).
-  const LayerGeometry& g = t.out;
-  const std::vector<float> mine = logits.to_host();
-  Communicator& o = t.grid.host_comm(g.out_feat());
-  const index_t classes = g.out_dim, rows = g.out_rows.size();
-  std::vector<float> blocks(static_cast<std::size_t>(rows * classes));
-  o.all_gather(mine.data(), blocks.data(), block_counts(classes, o.size(), rows));
-
+  t.model.forward(t.epochs_done, /*training=*/false);
+  NodeRows logits = t.model.owned_output(t.model.num_layers() - 1);
   Predictions p;
-  p.num_classes = classes;
-  p.node_ids = t.owned_ids;
-  const index_t first = t.owned_rows.begin - g.out_rows.begin, n = t.owned_rows.size();
-  p.logits.resize(static_cast<std::size_t>(n * classes));
+  p.num_classes = logits.width;
+  p.node_ids = std::move(logits.node_ids);
+  p.logits = std::move(logits.values);
+  const index_t classes = p.num_classes, n = static_cast<index_t>(p.node_ids.size());
   p.classes.resize(static_cast<std::size_t>(n));
-  // blocks: rank k's [rows × cols_k] block after rank k-1's; interleave into whole rows.
-  index_t offset = 0;
-  for (int k = 0; k < o.size(); ++k) {
-    const Range cols = block_range(classes, o.size(), k);
-    for (index_t r = 0; r < n; ++r)
-      std::copy_n(blocks.data() + offset + (first + r) * cols.size(), cols.size(),
-                  p.logits.data() + r * classes + cols.begin);
-    offset += rows * cols.size();
-  }
   for (index_t r = 0; r < n; ++r) {
     const float* row = p.logits.data() + r * classes;
     p.classes[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
   }
   return p;
+}
+
+std::vector<NodeRows> GcnTrainer::embeddings() {
+  Impl& t = *impl_;
+  t.model.forward(t.epochs_done, /*training=*/false);
+  std::vector<NodeRows> out;
+  for (int l = 0; l + 1 < t.model.num_layers(); ++l) out.push_back(t.model.owned_output(l));
+  return out;
 }
 
 std::vector<EdgeAttention> GcnTrainer::attention() {

@@ -1,0 +1,73 @@
+#pragma once
+// A trained GNN for inference — any kind the engine trains (GCN, GraphSAGE, GIN, GAT) — apart
+// from the trainer and the graph it was trained on: its options, widths and weights, applied to
+// any graph of the same features and classes (a later snapshot with new nodes, unlabelled or
+// not), on any grid.
+//
+//   plexus::GnnModel model = plexus::GnnModel::load("model.h5");  // or GnnModel(trainer)
+//   plexus::Inference out = model.predict(snapshot, *backend, *grid, {.embeddings = true});
+//   // out.predictions: this rank's nodes (ids, classes, logits); out.embeddings[l]: hidden layer l's
+//
+// The forward pass of each kind is written in docs/gcn-model.md ("The forward pass").
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
+#include "plexus/train.hpp"
+#include "plexus/trainer.hpp"
+
+namespace plexus {
+
+struct InferenceOptions {
+  bool embeddings = false;  // each hidden layer's output (GcnTrainer::embeddings())
+  bool attention = false;   // GAT: each layer's attention coefficients (GcnTrainer::attention())
+};
+
+// What predict() returns on each rank: its share of the nodes (and, for attention, of the
+// entries of Â); every node once over the ranks of the grid.
+struct Inference {
+  Predictions predictions;
+  std::vector<NodeRows> embeddings;     // with InferenceOptions::embeddings: L − 1 layers
+  std::vector<EdgeAttention> attention;  // with InferenceOptions::attention (GAT)
+};
+
+class GnnModel {
+ public:
+  // A model file or checkpoint (plexus train --save-model / --checkpoint-dir, GcnTrainer::save;
+  // docs/gcn-model.md), written on any grid: its kind, options and widths are read here, its
+  // weights by the first predict() (collectively), and kept. InputError(path, ...) when it is
+  // not a readable GNN model file.
+  static GnnModel load(const std::string& path);
+  // The trainer's current weights (collective over the trainer's grid: GcnTrainer::state()).
+  explicit GnnModel(GcnTrainer& trainer);
+
+  const TrainConfig& config() const { return config_; }
+  const std::vector<index_t>& dims() const { return dims_; }  // D_0 = features, hidden..., D_L = classes
+  std::int64_t epochs_done() const { return epochs_done_; }
+
+  // Applies the model to `graph` (every rank of `grid` passes the same graph; validated): its
+  // feature width must be dims().front(); its num_classes dims().back(), or 0 when it has no
+  // labels. Labels and masks may be empty (no labels); the scores do not depend on them.
+  // Collective. InputError("graph", ...) when the graph does not fit the model.
+  Inference predict(const GraphData& graph, Backend& backend, ProcessGrid& grid,
+                    const InferenceOptions& options = {});
+  // The same on shards this rank holds (load_shards_h5 of a file too large for one rank, cut
+  // for this model: its layers, hidden width and layer order).
+  Inference predict(GcnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options = {});
+
+ private:
+  GnnModel() = default;
+  Inference run(GcnTrainer& trainer, const InferenceOptions& options);
+
+  TrainConfig config_;
+  std::vector<index_t> dims_;
+  std::int64_t epochs_done_ = 0;
+  std::string path_;                     // load(): read by the first predict()
+  std::shared_ptr<const ModelState> state_;  // the weights, once read
+};
+
+}  // namespace plexus
