@@ -16,6 +16,8 @@
 #include "plexus/backend.hpp"
 #include "plexus/comm_model.hpp"  // all_grids
 #include "plexus/convert.hpp"
+#include "plexus/gnn_model.hpp"
+#include "plexus/tables.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
@@ -259,6 +261,55 @@ TEST(GatModels, EveryGridMatchesOneRank) {
                     1e-5 * want.losses[static_cast<std::size_t>(e)])
             << v.name << " moved across grids: epoch " << e + 1;
     }
+}
+
+}  // namespace
+}  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// The inference object on every grid: a model trained on one rank, applied to a graph with
+// ids of its own by every grid, gathers to one table equal to one rank's — on every rank
+// (root -1) and on the last rank alone.
+TEST(GnnModelInference, EveryGridGathersOneRanksTable) {
+  const int p = world_size();
+  GraphData g = uneven_graph();
+  for (index_t k = 0; k < g.num_nodes; ++k) g.node_ids.push_back(5'000'000'000 - 3 * k);
+  for (const GnnKind kind : {GnnKind::Sage, GnnKind::Gat}) {
+    TrainConfig cfg = config(Variant{"inference", kind}, Balance::kPermute, false, 1);
+    cfg.hidden = 8;
+    cfg.gat_heads = 2;
+    auto single = ProcessGrid::single();
+    auto be = make_cpu_backend(1);
+    GcnTrainer trainer(g, cfg, *be, *single);
+    for (int e = 0; e < 5; ++e) trainer.epoch();
+    GnnModel model(trainer);
+    const NodeTable want = gather_table(model.predict(g, *be, *single, {.embeddings = true}), g, *single, -1);
+    ASSERT_EQ(want.rows(), static_cast<std::size_t>(g.num_nodes));
+    EXPECT_EQ(want.ids, g.node_ids);
+    for (const GridShape& shape : all_grids(p)) {
+      auto grid = ProcessGrid::from_mpi(shape);
+      const std::string what = std::string(gnn_kind_name(kind)) + " on " + shape.str();
+      const Inference mine = model.predict(g, *be, *grid, {.embeddings = true});
+      const NodeTable everywhere = gather_table(mine, g, *grid, -1);
+      const NodeTable at_last = gather_table(mine, g, *grid, p - 1);
+      EXPECT_EQ(at_last.rows(), grid->rank() == p - 1 ? want.rows() : 0u) << what;
+      for (const NodeTable* t : {&everywhere, &at_last}) {
+        if (t->rows() == 0) continue;
+        EXPECT_EQ(t->ids, want.ids) << what;
+        ASSERT_EQ(t->logits.size(), want.logits.size()) << what;
+        for (std::size_t k = 0; k < want.logits.size(); ++k)
+          EXPECT_NEAR(t->logits[k], want.logits[k], 1e-4 * (1.0 + std::abs(want.logits[k]))) << what << " logit " << k;
+        ASSERT_EQ(t->embeddings.size(), 2u) << what;
+        for (std::size_t l = 0; l < 2; ++l)
+          for (std::size_t k = 0; k < want.embeddings[l].values.size(); ++k)
+            EXPECT_NEAR(t->embeddings[l].values[k], want.embeddings[l].values[k],
+                        1e-4 * (1.0 + std::abs(want.embeddings[l].values[k])))
+                << what << " layer " << l;
+      }
+    }
+  }
 }
 
 }  // namespace

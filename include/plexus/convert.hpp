@@ -98,6 +98,33 @@ struct OgbOptions {
 };
 GraphData read_ogb(const std::string& dir, const OgbOptions& opt = {});
 
+// ---- a graph built in memory from your arrays ---------------------------------------------
+// Edges between nodes named by your own 64-bit ids (account numbers, ...), and optionally what
+// you know of each node, to a validated GraphData whose node k is nodes.ids[k] (kept in
+// GraphData::node_ids, and so in predictions). Self-loops are dropped and duplicate edges merged
+// (the first one keeps its weight), as every converter does: Â adds each node's own loop.
+struct EdgeArrays {
+  std::vector<std::int64_t> src, dst;  // one entry per edge
+  std::vector<float> weights;          // one per edge, or empty (unweighted)
+};
+struct NodeArrays {
+  // Every node, isolated ones too, in the order of the rows below; empty: the ids that occur
+  // in the edges, ascending (then features, labels and split must be empty too).
+  std::vector<std::int64_t> ids;
+  index_t num_features = 0;            // 0: one feature, log(1 + degree)
+  std::vector<float> features;         // ids.size() × num_features, row-major
+  std::vector<std::int32_t> labels;    // one per node (-1: unlabelled), or empty: none labelled
+  std::int32_t num_classes = 0;        // 0: the largest label + 1 (at least 1)
+  std::vector<std::uint8_t> split;     // one per node: 0 none, 1 train, 2 validation, 3 test; or empty
+};
+struct GraphBuildOptions {
+  bool symmetrize = true;  // store every edge both ways (an undirected graph); else directed
+};
+// InputError("EdgeArrays.<field>" or "NodeArrays.<field>", ...) naming the first problem: sizes
+// that disagree, an edge endpoint that is not one of nodes.ids, an id given twice, a non-finite
+// weight or feature, a label outside [-1, num_classes), a split value above 3.
+GraphData build_graph(const EdgeArrays& edges, const NodeArrays& nodes = {}, const GraphBuildOptions& options = {});
+
 // ---- your own node data: node files, .npy features, stratified splits ---------------------
 // A node file (`plexus convert edgelist --nodes`, docs/converters.md): CSV or TSV with a header
 // line (tab-separated when the header holds a tab, else comma-separated; fields may be quoted

@@ -1,6 +1,7 @@
 // plexus::validate: the shape and semantic invariants of format v1 (docs/format-v1.md),
 // checked on an in-memory GraphData. Messages name the format-v1 dataset that a field maps to
 // ("/graph/indptr", "/features", ...), so they read the same for files and in-memory graphs.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -97,6 +98,13 @@ void validate(const GraphData& g, const std::string& where) {
   check_mask(where, "/masks/train", g.train_mask, n);
   check_mask(where, "/masks/val", g.val_mask, n);
   check_mask(where, "/masks/test", g.test_mask, n);
+  if (!g.node_ids.empty()) {
+    check_length(where, "node_ids", g.node_ids.size(), n, "num_nodes, or empty");
+    std::vector<std::int64_t> sorted = g.node_ids;
+    std::sort(sorted.begin(), sorted.end());
+    const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+    if (twice != sorted.end()) fail(where, "node_ids", "id " + std::to_string(*twice) + " names two nodes");
+  }
 }
 
 std::string no_labelled_training_node(index_t train_nodes) {
