@@ -1,22 +1,60 @@
 #!/usr/bin/env bash
-# The CMake package as a consumer sees it: installs BUILD_DIR (default build/) into a temporary
-# prefix, configures examples/embed (a separate C++-only project) with nothing but
-# CMAKE_PREFIX_PATH, builds it, and runs it on one process and under mpirun on 2 and 4 ranks.
+# The CMake package as a consumer sees it, somewhere else than where it was built or installed:
+# installs BUILD_DIR (default build/) into a temporary prefix, checks that its export files hold
+# no path into the source or build tree or into that prefix, moves the prefix (copies it to
+# another directory and deletes the original), configures examples/embed (a separate C++-only
+# project) against the copy with nothing but CMAKE_PREFIX_PATH and a plain find_package(plexus),
+# builds it, checks that the program depends on no CUDA library (ldd), and runs it on one
+# process and under mpirun on 2 and 4 ranks. When the package has the `cuda` component, embed is
+# also built with it (-DEMBED_CUDA=ON) and run once (on the CPU where no GPU is visible).
 # Exit status 0 when every step passed (the example itself checks its accuracy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 work=$(mktemp -d "${TMPDIR:-/tmp}/plexus-package.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+fail() { echo "check-package: FAILED: $*" >&2; exit 1; }
 
-echo "== install $build into $work/prefix"
-cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
-echo "== configure and build examples/embed against it"
-cmake -S examples/embed -B "$work/embed" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" ||
-  { cat "$work/configure.log"; exit 1; }
-cmake --build "$work/embed" -j2 > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+echo "== install $build into $work/installed"
+cmake --install "$build" --prefix "$work/installed" > "$work/install.log"
+exports=("$work"/installed/lib*/cmake/plexus/*.cmake)
+[ -e "${exports[0]}" ] || fail "no lib*/cmake/plexus/*.cmake under the prefix"
+src=$(pwd -P)
+bld=$(cd "$build" && pwd -P)
+for path in "$src" "$bld" "$work/installed"; do
+  if grep -nF "$path" "${exports[@]}"; then
+    fail "the installed package files above hold the absolute path $path: the package would not travel"
+  fi
+done
+
+echo "== move the prefix to $work/moved (the original is deleted)"
+cp -a "$work/installed" "$work/moved"
+rm -rf "$work/installed"
+
+echo "== configure and build examples/embed against it (find_package(plexus): CPU only)"
+cmake -S examples/embed -B "$work/embed" -DCMAKE_PREFIX_PATH="$work/moved" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" ||
+  { cat "$work/configure.log"; fail "configure"; }
+cmake --build "$work/embed" -j2 > "$work/build.log" || { cat "$work/build.log"; fail "build"; }
+if grep -q "^CUDAToolkit_" "$work/embed/CMakeCache.txt"; then
+  fail "a plain find_package(plexus) looked for the CUDA toolkit"
+fi
+echo "== ldd: the consumer loads no CUDA library"
+if ldd "$work/embed/embed" | grep -E 'lib(cudart|cublas|cublasLt|cusparse|nccl|cuda)\.so'; then
+  fail "the CPU-only consumer depends on the CUDA libraries above: it would not start on a node without CUDA"
+fi
+
 echo "== run"
 "$work/embed/embed"
 mpirun --oversubscribe -np 2 "$work/embed/embed" 1x2x1
 mpirun --oversubscribe -np 4 "$work/embed/embed" 2x1x2
+
+cuda_exports=("$work"/moved/lib*/cmake/plexus/plexusCudaTargets.cmake)
+if [ -e "${cuda_exports[0]}" ]; then
+  echo "== the cuda component: examples/embed with find_package(plexus COMPONENTS cuda)"
+  cmake -S examples/embed -B "$work/embed-cuda" -DEMBED_CUDA=ON -DCMAKE_PREFIX_PATH="$work/moved" \
+    -DCMAKE_BUILD_TYPE=Release > "$work/configure-cuda.log" || { cat "$work/configure-cuda.log"; fail "configure (cuda)"; }
+  cmake --build "$work/embed-cuda" -j2 > "$work/build-cuda.log" || { cat "$work/build-cuda.log"; fail "build (cuda)"; }
+  ldd "$work/embed-cuda/embed" | grep -qE 'libcudart\.so' || fail "the cuda component's consumer does not link libcudart"
+  "$work/embed-cuda/embed"
+fi
 echo "package check passed"

@@ -4,6 +4,10 @@
 //   embed              one process, grid 1x1x1
 //   mpirun -np 4 embed 2x2x1
 //
+// Built against plexus::plexus alone it is CPU-only and needs no CUDA library to start. Built
+// with -DEMBED_CUDA=ON (find_package(plexus COMPONENTS cuda), plexus::cuda) it enables the CUDA
+// backend and trains on the GPU when this process sees one, else on the CPU.
+//
 // The graph: 4 communities of 50 nodes, each node linked to its 6 nearest neighbours in its
 // community and to one node of the next community; features are noise plus a weak hint of the
 // community, which is the label. Exit status 0 when the test accuracy is at least 0.8.
@@ -16,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "plexus/backend.hpp"
-#include "plexus/error.hpp"
-#include "plexus/process_grid.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/plexus.hpp"  // the whole CPU library's API
+#if defined(EMBED_CUDA)
+#include "plexus/cuda.hpp"
+#endif
 
 namespace {
 
@@ -87,7 +91,18 @@ int main(int argc, char** argv) {
     cfg.hidden = 16;
     const plexus::GridShape shape = plexus::parse_grid(argc > 1 ? argv[1] : std::to_string(size) + "x1x1");
     auto grid = plexus::ProcessGrid::from_mpi(shape, 1, MPI_COMM_WORLD);
+#if defined(EMBED_CUDA)
+    plexus::cuda::enable();  // make_cuda_backend and cuda_available reach the CUDA library
+    const int gpus = plexus::cuda_device_count();
+    auto backend = gpus ? plexus::make_cuda_backend(plexus::ProcessGrid::node_placement().local_rank % gpus)
+                        : plexus::make_cpu_backend();
+    // Device tensors cross ranks through host copies over MPI (safe when ranks share a GPU);
+    // with a GPU per rank, grid->use_nccl(*backend) gives each axis an NCCL communicator.
+    if (gpus && grid->size() > 1) grid->stage_through_host(*backend);
+#else
     auto backend = plexus::make_cpu_backend();
+#endif
+    if (rank == 0) std::printf("backend %s (this program can make: %s)\n", backend->name().c_str(), plexus::compiled_backends());
 
     plexus::GcnTrainer trainer(graph, cfg, *backend, *grid);
     for (int e = 0; e < cfg.epochs; ++e) {

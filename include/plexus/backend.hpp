@@ -4,7 +4,8 @@
 // backend as the protected do_<kernel>:
 //   kernels/reference/  plain loops, double accumulation: the oracle tests compare against
 //   kernels/cpu/        OpenMP + SIMD + OpenBLAS: the fast CPU path
-//   kernels/cuda/       cuSPARSE / cuBLAS / CUDA kernels (built when nvcc is present)
+//   kernels/cuda/       cuSPARSE / cuBLAS / CUDA kernels (built when nvcc is present, as the
+//                       separate CUDA library: include/plexus/cuda.hpp)
 //   kernels/shape/      computes nothing, counts FLOPs: plans run the real model code on it
 // Model and training code only ever talk to a Backend&, so they never know which one runs.
 //
@@ -482,9 +483,11 @@ class MemoryScope {
 // Factories. `threads` <= 0 means the OpenMP default.
 std::unique_ptr<Backend> make_reference_backend();
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
-// Throws std::runtime_error when Plexus was built without CUDA or no GPU is present.
+// The CUDA backend lives in the CUDA library (plexus::cuda, include/plexus/cuda.hpp): these work
+// once a program linked with it has called plexus::cuda::enable(). Throws std::runtime_error
+// when it has not (a CPU-only program) or no GPU is present.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
-bool cuda_available();  // built with CUDA and a device is visible
-int cuda_device_count();  // devices visible to this process (0 without CUDA)
+bool cuda_available();  // the CUDA library is enabled and a device is visible
+int cuda_device_count();  // devices visible to this process (0 without the CUDA library)
 
 }  // namespace plexus

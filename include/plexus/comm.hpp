@@ -82,7 +82,8 @@ class Backend;
 std::unique_ptr<Communicator> make_staging_communicator(std::unique_ptr<Communicator> host, Backend& backend,
                                                         std::function<bool(const void*)> on_device = {});
 
-// Whether this build has NCCL (the CUDA backend's device communicators).
+// Whether this program has NCCL: the CUDA library (include/plexus/cuda.hpp) is enabled and was
+// built with NCCL (the CUDA backend's device communicators).
 bool nccl_available();
 // An NCCL communicator over the ranks of `host` (an MPI communicator of the same ranks in the
 // same order; the NCCL unique id is sent over it). Its collectives take `device`'s buffers

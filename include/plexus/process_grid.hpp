@@ -65,9 +65,10 @@ class ProcessGrid {
  public:
   // A 1×1×1 grid on this process alone.
   static std::unique_ptr<ProcessGrid> single();
-  // The grid over the ranks of `comm` (MPI must be initialised; the size of `comm` must equal
-  // dp·shape.size(), else InputError("--grid", ...)). The grid works on its own duplicate of
-  // `comm`, so its messages never mix with the caller's; collective over `comm`.
+  // The grid over the ranks of `comm` (the size of `comm` must equal dp·shape.size(), else
+  // InputError("--grid", ...)). MPI must be initialised and not finalised, else
+  // InputError("ProcessGrid::from_mpi", ...). The grid works on its own duplicate of `comm`, so
+  // its messages never mix with the caller's; collective over `comm`.
   static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape, int dp = 1, MPI_Comm comm = MPI_COMM_WORLD);
   // This rank's place on its node (MPI_Comm_split_type SHARED): its index among the job's
   // ranks there and how many there are (0 and 1 without MPI). The index picks the GPU; the

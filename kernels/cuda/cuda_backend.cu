@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_backend.cuh"
+#include "kernels/cuda/factory.hpp"
 
 namespace plexus::cuda {
 
@@ -224,10 +225,11 @@ void CudaBackend::synchronize() {
 
 }  // namespace plexus::cuda
 
-// ---- factories -------------------------------------------------------------------------------
-namespace plexus {
+// ---- factories (kernels/cuda/factory.hpp; programs reach them through plexus::make_cuda_backend
+// and plexus::cuda_device_count once plexus::cuda::enable() ran) ------------------------------
+namespace plexus::cuda {
 
-int cuda_device_count() {
+int device_count() {
   try {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
@@ -241,9 +243,7 @@ int cuda_device_count() {
   }
 }
 
-bool cuda_available() { return cuda_device_count() > 0; }
-
-std::unique_ptr<Backend> make_cuda_backend(int device) {
+std::unique_ptr<Backend> make_backend(int device) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -255,7 +255,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
   if (device < 0 || device >= n)
     throw std::runtime_error("CUDA device " + std::to_string(device) + " does not exist (" +
                              std::to_string(n) + " visible)");
-  return std::make_unique<cuda::CudaBackend>(device);
+  return std::make_unique<CudaBackend>(device);
 }
 
-}  // namespace plexus
+}  // namespace plexus::cuda

@@ -237,6 +237,13 @@ class MpiCommunicator final : public Communicator {
 
 std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp, MPI_Comm comm) {
   int world_size = 1, rank = 0;
+  // Any other MPI call before MPI_Init (or after MPI_Finalize) aborts inside the MPI library;
+  // these two may be called at any time.
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized) throw InputError("ProcessGrid::from_mpi", "MPI is not initialised (call MPI_Init first)");
+  if (finalized) throw InputError("ProcessGrid::from_mpi", "MPI is already finalised (MPI_Finalize was called)");
   if (comm == MPI_COMM_NULL) throw std::invalid_argument("ProcessGrid::from_mpi: MPI_COMM_NULL");
   MPI_Comm_size(comm, &world_size);
   MPI_Comm_rank(comm, &rank);

@@ -18,39 +18,27 @@
 //
 // Uneven counts: src/comm/nccl_schedule.hpp picks padded or grouped per call, identically on
 // every rank; bytes are counted with its rank_bytes, which the analytic model uses too.
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
-#include "plexus/backend.hpp"
-#include "plexus/comm.hpp"
-
-#if defined(PLEXUS_WITH_NCCL)
+//
+// Part of the CUDA library (plexus::cuda), compiled only when NCCL was found; the CPU library
+// reaches it through plexus::make_nccl_communicator once plexus::cuda::enable() ran.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "comm/nccl_schedule.hpp"
-#endif
+#include "cuda/entry_points.hpp"
+#include "plexus/backend.hpp"
+#include "plexus/comm.hpp"
 
-namespace plexus {
-
-#if !defined(PLEXUS_WITH_NCCL)
-
-bool nccl_available() { return false; }
-
-std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, Backend&) {
-  throw std::logic_error("this build of plexus has no NCCL (configure with the CUDA toolkit's NCCL)");
-}
-
-#else
-
-bool nccl_available() { return true; }
+namespace plexus::cuda {
 
 namespace {
 
@@ -427,6 +415,4 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Backend
   return std::make_unique<NcclCommunicator>(host, device);
 }
 
-#endif
-
-}  // namespace plexus
+}  // namespace plexus::cuda
