@@ -218,6 +218,32 @@ TEST(GnnLayers, GatWithOneHeadPerLayer) {
   check_forward(c);
 }
 
+// GAT's per-edge arrays are the backend's "edge" memory (MemoryKind::EdgeValues), and nothing
+// else is: per layer α, its dropped copy and its transposed copy (heads × entries each), plus
+// one layer's dα at a time in the backward pass. What plan and train report as `edge`.
+TEST(GnnLayers, GatEdgeMemoryIsItsAttentionArrays) {
+  const GraphData g = graph();
+  auto be = make_reference_backend();
+  auto grid = ProcessGrid::single();
+  const std::vector<index_t> dims{4, 6, 4, 3};
+  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
+                                  std::vector<bool>(3, true));
+  GcnConfig c = kind(GnnKind::Gat);
+  c.gat_heads = 2;
+  c.gat_out_heads = 3;
+  c.attn_dropout = 0.5f;
+  GcnModel model(*be, *grid, shards, c);
+  const auto entries = static_cast<std::size_t>(g.num_edges() + g.num_nodes);  // Â = A + I
+  const std::size_t persistent = 3 * (2 + 2 + 3) * entries * sizeof(float);
+  EXPECT_EQ(be->live_bytes(MemoryKind::EdgeValues), persistent);
+  const Matrix& out = model.forward(0, /*training=*/true);
+  Matrix d_logits(*be, out.rows(), out.cols());
+  be->fill(d_logits.view(), 0.1f);
+  model.backward(d_logits, 0);
+  EXPECT_EQ(be->peak_bytes(MemoryKind::EdgeValues), persistent + 3 * entries * sizeof(float));  // the widest dα
+  EXPECT_EQ(be->live_bytes(MemoryKind::EdgeValues), persistent);
+}
+
 TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnKind::Sage)); }
 TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) {
   GcnConfig c = kind(GnnKind::Sage);

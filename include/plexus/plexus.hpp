@@ -23,6 +23,8 @@
 // Training: GCN-family models and the GPT, whole runs or one epoch/step at a time.
 #include "plexus/train.hpp"
 #include "plexus/trainer.hpp"
+#include "plexus/gnn_model.hpp"
+#include "plexus/tables.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/stop_check.hpp"
