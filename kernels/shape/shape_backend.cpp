@@ -2,7 +2,9 @@
 #include "kernels/shape/shape_backend.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -35,8 +37,14 @@ class AddressSpace {
  private:
   static constexpr std::size_t kAlign = 256;
   AddressSpace() {
-    // Ask for 1 TiB of address space, less where the process may not have it.
-    for (std::size_t size = std::size_t{1} << 40; size >= (std::size_t{1} << 30); size /= 4) {
+    // Ask for 1 TiB of address space, less where the process may not have it. Under a limit of
+    // address space (ulimit -v) at most 1/64 of it: the reservation lasts as long as the process,
+    // and what a dry run checks (train's memory check) must leave the limit to the real run.
+    std::size_t most = std::size_t{1} << 40;
+    struct rlimit limit {};
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      most = std::min<std::size_t>(most, static_cast<std::size_t>(limit.rlim_cur) / 64);
+    for (std::size_t size = most; size >= (std::size_t{1} << 20); size /= 4) {
       void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p != MAP_FAILED) {
         base_ = static_cast<char*>(p);
