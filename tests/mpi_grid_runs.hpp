@@ -36,6 +36,18 @@ inline GraphData uneven_sbm(std::uint64_t seed) {
   return generate_sbm(o);
 }
 
+// Every rank's `send` concatenated in rank order, on every rank.
+inline std::vector<double> all_gather(ProcessGrid& grid, const std::vector<double>& send) {
+  if (grid.size() == 1) return send;
+  int n = static_cast<int>(send.size());
+  std::vector<int> counts(static_cast<std::size_t>(grid.size())), displs(counts.size(), 0);
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, grid.mpi_comm());
+  for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
+  std::vector<double> all(static_cast<std::size_t>(displs.back() + counts.back()));
+  MPI_Allgatherv(send.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, grid.mpi_comm());
+  return all;
+}
+
 // Per GAT layer: (dst, src) → α of every head, from every rank's share.
 using AttentionMaps = std::vector<std::map<std::pair<index_t, index_t>, std::vector<float>>>;
 
@@ -58,15 +70,7 @@ inline void gather_rows(ProcessGrid& grid, const NodeRows& mine, GridRun& r) {
     send.push_back(static_cast<double>(mine.node_ids[k]));
     for (std::size_t c = 0; c + 1 < rec; ++c) send.push_back(mine.values[k * (rec - 1) + c]);
   }
-  std::vector<double> all = send;
-  if (grid.size() > 1) {
-    int n = static_cast<int>(send.size());
-    std::vector<int> counts(static_cast<std::size_t>(grid.size())), displs(counts.size(), 0);
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, grid.mpi_comm());
-    for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
-    all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
-    MPI_Allgatherv(send.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, grid.mpi_comm());
-  }
+  const std::vector<double> all = all_gather(grid, send);
   auto& rows = r.node_outputs.emplace_back();
   for (std::size_t at = 0; at + rec <= all.size(); at += rec)
     if (!rows.emplace(static_cast<index_t>(all[at]), std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(at + 1),
@@ -85,16 +89,7 @@ inline void gather_attention(ProcessGrid& grid, const std::vector<EdgeAttention>
       send.push_back(static_cast<double>(a.src[k]));
       for (std::size_t h = 0; h < heads; ++h) send.push_back(a.alpha[k * heads + h]);
     }
-    std::vector<double> all = send;
-    if (grid.size() > 1) {
-      int n = static_cast<int>(send.size());
-      std::vector<int> counts(static_cast<std::size_t>(grid.size())), displs(counts.size(), 0);
-      MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, grid.mpi_comm());
-      for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
-      all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
-      MPI_Allgatherv(send.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE,
-                     grid.mpi_comm());
-    }
+    const std::vector<double> all = all_gather(grid, send);
     auto& layer = r.attention.emplace_back();
     for (std::size_t at = 0; at + rec <= all.size(); at += rec) {
       const std::pair<index_t, index_t> key{static_cast<index_t>(all[at]), static_cast<index_t>(all[at + 1])};
