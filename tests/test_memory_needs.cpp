@@ -96,6 +96,23 @@ TEST_F(MemoryNeeds, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionTha
   EXPECT_EQ(std::adjacent_find(needs.begin(), needs.end()), needs.end());
 }
 
+// Naming the option that drives a refused need dry-runs the narrowest model: for a GAT one
+// feature per head (a hidden width of 1 is not a GAT of 8 heads, and once made the refusal a
+// "--hidden: must be a multiple of --heads" error).
+TEST_F(MemoryNeeds, GatRefusesItsBudgetNotItsOwnOptions) {
+  TrainConfig cfg;
+  cfg.model = GnnKind::Gat;
+  cfg.gat_heads = 8;
+  cfg.hidden = 64;
+  for (const GridShape grid : {GridShape{1, 1, 1}, GridShape{2, 1, 2}}) {
+    SCOPED_TRACE("grid " + grid.str());
+    const GraphInfo info = read_graph_info_h5(graph());
+    const double host = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true) / grid.size();
+    expect_boundary(largest(predict_ranks(gcn_problem(graph(), cfg), grid, true)) + host,
+                    [&] { check_train_memory(graph(), cfg, grid, false); });
+  }
+}
+
 TEST(MemoryNeedsGpt, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionThatChangesIt) {
   struct Case {
     std::string name;

@@ -56,8 +56,11 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
   const double device = tensors(cfg.hidden, cfg.layers);
   const double bytes = device + host;
   if (fits_memory(bytes)) return;
-  const std::string where =
-      driver({{"--hidden", tensors(1, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
+  // The option to name: the one whose smallest value would fit (the narrowest hidden layer a
+  // kind takes: one feature per head for a GAT).
+  const index_t narrowest = cfg.model == GnnKind::Gat ? cfg.gat_heads : 1;
+  const std::string where = driver(
+      {{"--hidden", tensors(narrowest, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
   require_memory(bytes, where, "training",
                  "largest rank of grid " + grid.str() + ": " + human_bytes(device) +
                      " of tensors (plexus plan's MB/rank) + " + human_bytes(host) + " of the graph on the host (" +
