@@ -212,9 +212,9 @@ std::vector<ParamRef> GcnModel::parameters() {
   return refs;
 }
 
-}  // namespace plexus
-
-namespace plexus {
+const index_t* GcnModel::block_ids(const std::vector<std::vector<index_t>>& ids, std::size_t k) const {
+  return k < ids.size() && !ids[k].empty() ? ids[k].data() : nullptr;
+}
 
 std::vector<EdgeAttention> GcnModel::attention() {
   std::vector<EdgeAttention> out;
@@ -234,8 +234,8 @@ std::vector<EdgeAttention> GcnModel::attention() {
       be_.copy_to_host(indptr.data(), block.indptr, indptr.size() * sizeof(index_t));
       if (!indices.empty()) be_.copy_to_host(indices.data(), block.indices, indices.size() * sizeof(col_t));
       const AdjBlockRange& b = adj_blocks_[k];
-      const std::vector<index_t>& row_ids = adj_row_ids_.empty() ? std::vector<index_t>{} : adj_row_ids_[k];
-      const std::vector<index_t>& col_ids = adj_col_ids_.empty() ? std::vector<index_t>{} : adj_col_ids_[k];
+      const index_t* row_ids = block_ids(adj_row_ids_, k);
+      const index_t* col_ids = block_ids(adj_col_ids_, k);
       const auto nnz = static_cast<std::size_t>(block.nnz), heads = static_cast<std::size_t>(a.heads);
       a.dst.resize(nnz);
       a.src.resize(nnz);
@@ -244,8 +244,8 @@ std::vector<EdgeAttention> GcnModel::attention() {
         for (index_t e = indptr[static_cast<std::size_t>(r)]; e < indptr[static_cast<std::size_t>(r) + 1]; ++e) {
           const auto entry = static_cast<std::size_t>(e);
           const index_t c = indices[entry];
-          a.dst[entry] = row_ids.empty() ? b.rows.begin + r : row_ids[static_cast<std::size_t>(r)];
-          a.src[entry] = col_ids.empty() ? b.cols.begin + c : col_ids[static_cast<std::size_t>(c)];
+          a.dst[entry] = row_ids ? row_ids[r] : b.rows.begin + r;
+          a.src[entry] = col_ids ? col_ids[c] : b.cols.begin + c;
           for (std::size_t h = 0; h < heads; ++h) a.alpha[entry * heads + h] = alpha[h * nnz + entry];
         }
     }
@@ -253,10 +253,6 @@ std::vector<EdgeAttention> GcnModel::attention() {
   }
   return out;
 }
-
-}  // namespace plexus
-
-namespace plexus {
 
 NodeRows GcnModel::owned_output(int layer) {
   const auto l = static_cast<std::size_t>(layer);
@@ -291,11 +287,10 @@ NodeRows GcnModel::owned_output(int layer) {
   }
   // The layer's output rows are its Â block's rows: their input ids are the block's.
   const auto k = static_cast<std::size_t>(adj_of_layer_[l]);
-  const std::vector<index_t>* ids = adj_row_ids_.empty() || adj_row_ids_[k].empty() ? nullptr : &adj_row_ids_[k];
+  const index_t* ids = block_ids(adj_row_ids_, k);
   out.node_ids.resize(static_cast<std::size_t>(n));
   for (index_t r = 0; r < n; ++r)
-    out.node_ids[static_cast<std::size_t>(r)] =
-        ids ? (*ids)[static_cast<std::size_t>(owned.begin + r - adj_blocks_[k].rows.begin)] : owned.begin + r;
+    out.node_ids[static_cast<std::size_t>(r)] = ids ? ids[owned.begin + r - adj_blocks_[k].rows.begin] : owned.begin + r;
   return out;
 }
 

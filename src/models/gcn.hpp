@@ -92,6 +92,8 @@ class GcnModel {
   std::vector<int> adj_of_layer_;
   std::vector<AdjBlockRange> adj_blocks_;
   std::vector<std::vector<index_t>> adj_row_ids_, adj_col_ids_;
+  // Block k's ids of `ids` (adj_row_ids_ or adj_col_ids_), or nullptr: the input order.
+  const index_t* block_ids(const std::vector<std::vector<index_t>>& ids, std::size_t k) const;
 };
 
 }  // namespace plexus

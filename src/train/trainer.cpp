@@ -157,6 +157,14 @@ struct GcnTrainer::Impl {
   BestEpoch best;
   index_t num_nodes = 0;  // of the graph
   std::string run_id;     // stored by save() (set_run_id)
+  // Whether the model's layer outputs are an evaluation pass of the current weights: predict(),
+  // embeddings() and attention() read the same pass (one forward for all three), until an epoch
+  // or set_state() changes the weights or the outputs.
+  bool outputs_current = false;
+  void evaluation_pass() {
+    if (!outputs_current) model.forward(epochs_done, /*training=*/false);
+    outputs_current = true;
+  }
   std::vector<index_t> dims() const;  // D_0..D_L
 
   // The graceful stop (set_stop_check), and each parameter's value and Adam moments as they
@@ -231,6 +239,7 @@ std::optional<EpochMetrics> GcnTrainer::epoch_unless_stopped() { return impl_->r
 std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
   Impl& t = *this;
   const int epoch = t.epochs_done;
+  t.outputs_current = false;
   t.grid.reset_stats();
   const auto t_epoch = Clock::now();
   EpochMetrics m;
@@ -327,13 +336,14 @@ TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
 EvalMetrics GcnTrainer::evaluate() {
   Impl& t = *impl_;
   const EvalMetrics e = t.loss.evaluate(t.model.forward(t.epochs_done, /*training=*/false));
+  t.outputs_current = true;
   t.backend.synchronize();
   return e;
 }
 
 Predictions GcnTrainer::predict() {
   Impl& t = *impl_;
-  t.model.forward(t.epochs_done, /*training=*/false);
+  t.evaluation_pass();
   NodeRows logits = t.model.owned_output(t.model.num_layers() - 1);
   Predictions p;
   p.num_classes = logits.width;
@@ -350,7 +360,7 @@ Predictions GcnTrainer::predict() {
 
 std::vector<NodeRows> GcnTrainer::embeddings() {
   Impl& t = *impl_;
-  t.model.forward(t.epochs_done, /*training=*/false);
+  t.evaluation_pass();
   std::vector<NodeRows> out;
   for (int l = 0; l + 1 < t.model.num_layers(); ++l) out.push_back(t.model.owned_output(l));
   return out;
@@ -359,7 +369,7 @@ std::vector<NodeRows> GcnTrainer::embeddings() {
 std::vector<EdgeAttention> GcnTrainer::attention() {
   Impl& t = *impl_;
   if (t.cfg.model != GnnKind::Gat) return {};
-  t.model.forward(t.epochs_done, /*training=*/false);
+  t.evaluation_pass();
   return t.model.attention();
 }
 
@@ -385,6 +395,7 @@ ModelState GcnTrainer::state() {
 
 void GcnTrainer::set_state(const ModelState& s) {
   Impl& t = *impl_;
+  t.outputs_current = false;
   const std::vector<ParamPlace> places = param_places(t.model);
   if (s.parameters.size() != places.size())
     throw InputError("model state", std::to_string(s.parameters.size()) + " parameters, this model has " +
