@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plexus/graph.hpp"
+#include "plexus/predictions.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 
@@ -56,9 +57,6 @@ GcnModelInfo read_gcn_model_info_h5(const std::string& path);
 // each rank's Predictions (GcnTrainer::predict()) of a graph of `num_nodes` nodes. Collective
 // over `grid`: the rows move to the rank whose block of the nodes holds them, and each rank
 // writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
-struct Predictions;
-struct EdgeAttention;
-struct NodeRows;
 // `ids_from`: the graph file; where it stores original ids (/node_ids), the `/node_id` column
 // holds them instead of 0..N-1 (row k is still node k). `attention` (GcnTrainer::attention(),
 // GAT): each layer's coefficients are written too, under /attention/layer<l>, their rows

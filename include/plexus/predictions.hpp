@@ -1,0 +1,39 @@
+#pragma once
+// What a trained model outputs for the nodes a rank owns (GcnTrainer::predict(), attention(),
+// embeddings(); GnnModel::predict()), and what write_predictions_h5 (plexus/io.hpp) writes.
+#include <cstdint>
+#include <vector>
+
+#include "plexus/graph.hpp"
+
+namespace plexus {
+
+// The model's output for the nodes this rank owns. Every node is owned by exactly one rank
+// of a replica, so the union over the ranks is the whole graph.
+struct Predictions {
+  std::vector<index_t> node_ids;       // the node ids of the input graph (before any reordering)
+  std::vector<std::int32_t> classes;   // argmax of each node's logits (the lowest class on ties)
+  index_t num_classes = 0;
+  std::vector<float> logits;           // node_ids.size() × num_classes, row-major: the last layer's output
+};
+
+// The attention coefficients of one GAT layer (GcnTrainer::attention()): α of every head for
+// each entry of Â — each edge (target dst ← source src) and each node's self-loop — that this
+// rank reports. Over the ranks of a replica every entry is reported exactly once; for each dst
+// and head the α over its entries sum to 1.
+struct EdgeAttention {
+  int layer = 0;
+  index_t heads = 0;
+  std::vector<index_t> dst, src;  // node ids of the input graph (before any reordering)
+  std::vector<float> alpha;       // dst.size() × heads, row-major
+};
+
+// A per-node output (a layer's embeddings) for the nodes this rank owns: as Predictions, every
+// node is owned by exactly one rank of a replica.
+struct NodeRows {
+  std::vector<index_t> node_ids;  // the node ids of the input graph (before any reordering)
+  index_t width = 0;
+  std::vector<float> values;      // node_ids.size() × width, row-major
+};
+
+}  // namespace plexus
