@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Run THERE, on a lent GPU machine, from the repository root (after scripts/gpu-setup.sh): builds
 # for sm_90 and verifies the CUDA backend. Logs go to $OUT (default /tmp/plexus-gpu).
-#   scripts/gpu-verify.sh [steps...]   steps: env build unit sanitize cora suite (default: all)
+#   scripts/gpu-verify.sh [steps...]   steps: env build unit sanitize cora models ranks suite
+#                                      (default: all). Env: TARGETS (build only these targets),
+#                                      SANITIZE_TOOLS (default: memcheck racecheck synccheck).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/plexus-gpu}; mkdir -p "$OUT"
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
+DEV=${DEV:-cuda}  # DEV=cpu tries the steps on a machine without a GPU
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-steps=("$@"); ((${#steps[@]})) || steps=(env build unit sanitize cora suite)
+steps=("$@"); ((${#steps[@]})) || steps=(env build unit sanitize cora models ranks suite)
 t0=$SECONDS
 say() { echo "== [$((SECONDS - t0)) s] $*"; }
 has() { local s; for s in "${steps[@]}"; do [[ $s == "$1" ]] && return 0; done; return 1; }
@@ -23,32 +26,39 @@ fi
 if has build; then
   say "configure + build ($BUILD, -j$JOBS)"
   if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLEXUS_CUDA=ON -DPLEXUS_CUDA_ARCH=90 &&
-         cmake --build "$BUILD" -j "$JOBS"; } > "$OUT/build.log" 2>&1; then
+         cmake --build "$BUILD" -j "$JOBS" ${TARGETS:+--target $TARGETS}; } > "$OUT/build.log" 2>&1; then
     tail -40 "$OUT/build.log"; say "BUILD FAILED"; exit 1
   fi
   grep -iE "warning" "$OUT/build.log" | head -20
 fi
-# The CUDA tests: test_cuda_backend (Cora left out under the sanitizers: too slow there) and the
-# cuda instances of the backend-parameterised kernel suite.
-cuda_tests=("test_cuda_backend --gtest_filter=-*Cora*" "test_kernels --gtest_filter=*/cuda")
+# The CUDA tests: all of test_cuda_backend (Cora left out under the sanitizers: too slow there)
+# and the cuda instances (named .../cuda) of the backend-parameterised suites.
+gpu_suites=("test_kernels" "test_attention" "test_edge_attention" "test_transformer_kernels")
+cuda_tests=("test_cuda_backend --gtest_filter=-*Cora*" "test_gpt --gtest_filter=*Cuda*:*/cuda")
+for t in "${gpu_suites[@]}"; do cuda_tests+=("$t --gtest_filter=*/cuda"); done
 if has unit; then
-  say "test_cuda_backend, test_kernels (cuda)"
-  for t in "test_cuda_backend" "test_kernels --gtest_filter=*/cuda"; do
+  say "the CUDA tests: ${cuda_tests[*]} (and test_cuda_backend's Cora)"
+  for t in "test_cuda_backend --gtest_filter=*" "${cuda_tests[@]:1}"; do
     read -r bin filter <<< "$t"
-    "$BUILD/tests/$bin" ${filter:+"$filter"} 2>&1 | tee "$OUT/$bin.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|cora|Failure|error" | head -60
+    "$BUILD/tests/$bin" "$filter" > "$OUT/unit_$bin.log" 2>&1
+    echo "$bin: exit $? ($(grep -cE '^\[       OK' "$OUT/unit_$bin.log") ok)"
+    grep -E "^\[  FAILED|Failure|rror:" "$OUT/unit_$bin.log" | head -20
   done
 fi
 if has sanitize; then
-  say "compute-sanitizer memcheck / racecheck / synccheck (${cuda_tests[*]})"
-  for tool in memcheck racecheck synccheck; do
+  # Every (tool, test) pair at once, each under its own time limit: the sanitizers are CPU-bound.
+  say "compute-sanitizer ${SANITIZE_TOOLS:-memcheck racecheck synccheck} on ${cuda_tests[*]}"
+  mkdir -p "$OUT/sanitize"
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     for t in "${cuda_tests[@]}"; do
       read -r bin filter <<< "$t"
-      log="$OUT/sanitize_${tool}_$bin.log"
-      PLEXUS_CUDA_SYNC_CHECK=1 timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        "$BUILD/tests/$bin" "$filter" > "$log" 2>&1
-      echo "$tool $bin: exit $? ($(grep -cE '^\[       OK' "$log") tests ok) $(grep -m1 'ERROR SUMMARY' "$log")"
+      ( PLEXUS_CUDA_SYNC_CHECK=1 timeout "${SANITIZE_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+          "$BUILD/tests/$bin" "$filter" > "$OUT/sanitize/${tool}_$bin.log" 2>&1
+        rc=$?; log="$OUT/sanitize/${tool}_$bin.log"
+        echo "$tool $bin: exit $rc$( ((rc == 124)) && echo ' (time limit)') ($(grep -cE '^\[       OK' "$log") tests ok) $(grep -m1 'ERROR SUMMARY' "$log")" ) &
     done
   done
+  wait
 fi
 if has cora; then
   say "Cora, 200 epochs: plexus train --backend cuda vs --backend cpu"
@@ -68,6 +78,55 @@ print(f"epochs {len(g)}: worst relative loss difference {rel[k]:.3g} at epoch {k
       f"median epoch cuda {sorted(r['epoch_seconds'] for r in g)[len(g) // 2] * 1e3:.2f} ms "
       f"cpu {sorted(r['epoch_seconds'] for r in c)[len(c) // 2] * 1e3:.2f} ms")
 PY
+fi
+# The worst relative difference of the per-epoch (or per-step) losses of two metrics files:
+#   compare_losses A.jsonl B.jsonl LABEL LIMIT
+compare_losses() {
+  python3 - "$@" <<'PY'
+import json, sys
+a, b, label, limit = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+def losses(f):
+    rows = [json.loads(l) for l in open(f)]
+    return [r["loss"] for r in rows if ("epoch" in r or "iter" in r) and isinstance(r.get("loss"), float)]
+x, y = losses(a), losses(b)
+if not x or len(x) != len(y):
+    print(f"{label}: FAILED (loss counts {len(x)} vs {len(y)})"); sys.exit(1)
+rel = [abs(p - q) / max(abs(q), 1e-30) for p, q in zip(x, y)]
+k = max(range(len(rel)), key=rel.__getitem__)
+ok = rel[k] <= limit
+print(f"{label}: {len(x)} losses, worst relative difference {rel[k]:.3g} at {k + 1} "
+      f"({x[k]:.8g} vs {y[k]:.8g}); limit {limit:g}: {'ok' if ok else 'FAILED'}")
+sys.exit(0 if ok else 1)
+PY
+}
+if has models; then
+  say "every GNN on Cora, 200 epochs: CUDA vs CPU backend per epoch (limit 1e-4 relative)"
+  for m in gcn sage gin gat; do
+    for be in "$DEV" cpu; do
+      "$BUILD/plexus" train --model "$m" --backend "$be" --epochs 200 --metrics "$OUT/models_${m}_$be.jsonl" \
+        > "$OUT/models_${m}_$be.txt" 2>&1 || { echo "$m $be failed:"; tail -3 "$OUT/models_${m}_$be.txt"; }
+    done
+    compare_losses "$OUT/models_${m}_$DEV.jsonl" "$OUT/models_${m}_cpu.jsonl" "$m cuda vs cpu" 1e-4
+    for f in "$OUT/models_${m}_$DEV.jsonl" "$OUT/models_${m}_cpu.jsonl"; do tail -1 "$f" | grep -o '"test_acc":[^,}]*' | tr "\n" " "; done; echo
+  done
+fi
+if has ranks; then
+  say "ranks sharing the GPU (collectives staged through host memory) vs one rank (limit 1e-5 relative)"
+  for m in gcn gat; do
+    "$BUILD/plexus" train --model "$m" --backend "$DEV" --epochs 50 --metrics "$OUT/ranks_${m}_1.jsonl" > /dev/null 2>&1
+    for g in 1x2x1 2x1x1 1x1x2 2x2x1 1x2x2; do
+      n=$(( ${g:0:1} * ${g:2:1} * ${g:4:1} ))
+      timeout 300 mpirun -np "$n" "$BUILD/plexus" train --model "$m" --backend "$DEV" --grid "$g" --epochs 50 \
+        --metrics "$OUT/ranks_${m}_$g.jsonl" > "$OUT/ranks_${m}_$g.txt" 2>&1 || { echo "$m $g failed:"; tail -3 "$OUT/ranks_${m}_$g.txt"; }
+      compare_losses "$OUT/ranks_${m}_$g.jsonl" "$OUT/ranks_${m}_1.jsonl" "$m cuda grid $g vs 1 rank" 1e-5
+    done
+  done
+  gpt=(gpt train --data data/tinyshakespeare.txt --backend "$DEV" --precision bf16 --iters 30 --eval-every 0
+       --layers 2 --heads 4 --embed 128 --block 64 --batch 16 -q)
+  "$BUILD/plexus" "${gpt[@]}" --metrics "$OUT/ranks_gpt_1.jsonl" > /dev/null 2>&1
+  timeout 300 mpirun -np 4 "$BUILD/plexus" "${gpt[@]}" --dp 2 --grid 1x1x2 --zero 3 --metrics "$OUT/ranks_gpt_4.jsonl" \
+    > "$OUT/ranks_gpt_4.txt" 2>&1 || { echo "gpt 4 ranks failed:"; tail -3 "$OUT/ranks_gpt_4.txt"; }
+  compare_losses "$OUT/ranks_gpt_4.jsonl" "$OUT/ranks_gpt_1.jsonl" "gpt bf16 2 replicas x grid 1x1x2, ZeRO-3 vs 1 rank" 1e-5
 fi
 if has suite; then
   say "the whole suite: ctest -j$JOBS"

@@ -28,6 +28,7 @@ METRICS.jsonl checks its losses (and validation losses) against the engine's wit
 relative (exit 1 on a mismatch).
 """
 import argparse
+import contextlib
 import json
 import math
 import platform
@@ -176,6 +177,9 @@ def main():
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--tf32", action="store_true", help="cuda: allow TF32 matrix products (default: full fp32)")
     ap.add_argument("--flash", action="store_true", help="attention by F.scaled_dot_product_attention")
+    ap.add_argument("--bf16", action="store_true",
+                    help="cuda: forward and backward under torch.autocast(bfloat16) -- bf16 matrix products with "
+                         "fp32 accumulation and fp32 weights/Adam, as plexus --matmul-precision bf16")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--steps", type=int, default=None, help="run only this many of the --iters steps")
     ap.add_argument("--jsonl", action="store_true")
@@ -188,6 +192,8 @@ def main():
         ap.error(f"--flash: torch {torch.__version__} has no scaled_dot_product_attention")
     if a.compile and not hasattr(torch, "compile"):
         ap.error(f"--compile: torch {torch.__version__} has no torch.compile")
+    if a.bf16 and a.device != "cuda":
+        ap.error("--bf16 needs --device cuda")
     if a.eval_every > 0 and a.eval_iters < 1:
         ap.error("--eval-iters must be at least 1")
     dev = torch.device(a.device)
@@ -269,7 +275,8 @@ def main():
             if counter % CHUNK == 0:  # the batch starts, drawn CHUNK micro-batches at a time
                 starts = batch_offsets(a.seed, TRAIN_STREAM, counter, CHUNK, a.batch, len(train) - a.block)
             x, y = get_batch(train, starts[counter % CHUNK], a.block, dev)
-            loss = fwd(x, y) / a.grad_accum
+            with torch.autocast("cuda", dtype=torch.bfloat16) if a.bf16 else contextlib.nullcontext():
+                loss = fwd(x, y) / a.grad_accum
             loss.backward()
             micro_losses.append(loss.detach())
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip if a.grad_clip > 0 else float("inf"))

@@ -249,8 +249,15 @@ def evaluate(net, g):
     return {"val_loss": val_loss, "train_acc": accs[0], "val_acc": accs[1], "test_acc": accs[2]}
 
 
+def sync(g):
+    """Waits for the GPU when the graph is on one (so that a time covers the work)."""
+    if g.x.is_cuda:
+        torch.cuda.synchronize()
+
+
 def train_epoch(net, g, opt, dropout, attention=None):
     """One epoch: forward + loss + backward + Adam step; (loss, seconds)."""
+    sync(g)
     t0 = time.perf_counter()
     net.train()
     opt.zero_grad(set_to_none=True)
@@ -259,6 +266,7 @@ def train_epoch(net, g, opt, dropout, attention=None):
     loss = F.cross_entropy(out[train], g.labels[train])
     loss.backward()
     opt.step()
+    sync(g)
     return float(loss), time.perf_counter() - t0
 
 
@@ -473,7 +481,7 @@ def fresh_runs(args, g, say):
     runs = []
     for seed in args.seeds:
         torch.manual_seed(seed)
-        net = Net(dims, o)
+        net = Net(dims, o).to(g.x.device)
         opt = make_optimizer(net, args.lr, args.weight_decay, args.adamw)
         best, seconds, loss = None, [], float("nan")
         for e in range(args.epochs):
@@ -510,6 +518,7 @@ def main():
     ap.add_argument("--rel-loss", type=float, default=1e-4, help="largest relative loss error (default 1e-4)")
     ap.add_argument("--time", action="store_true", help="time the epochs, without evaluations")
     ap.add_argument("--threads", type=int, help="torch.set_num_threads")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="--fresh: where to train (default cpu)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     ap.add_argument("--fresh", action="store_true", help="train from PyG's initialisation (no model file)")
     ap.add_argument("--attention", metavar="PREDICTIONS",
@@ -554,6 +563,12 @@ def main():
         torch.set_num_threads(args.threads)
     say = (lambda text: None) if args.json else (lambda text: print(text, flush=True))
     g = Graph(args.graph)
+    if args.device == "cuda":
+        if not args.fresh:
+            ap.error("--device cuda is for --fresh runs")
+        for name in ("x", "labels", "edge_index", "edge_weight"):
+            setattr(g, name, getattr(g, name).cuda())
+        g.splits = [s.cuda() for s in g.splits]
     if args.attention:
         result, rc = compare_attention(args, g, say)
     elif args.fresh:

@@ -3,14 +3,18 @@
 # same GPU, the same file and the same math, in the same run; then the SpMM/GEMM kernels alone
 # against cuSPARSE/cuBLAS and the GPU's copy bandwidth (examples/bench/bench_spmm_cuda.cpp).
 #   examples/bench/run_gpu_bench.sh [--nodes N] [--avg-degree D] [--features F] [--classes C]
-#                                   [--epochs E] [--layers L] [--hidden H]
+#                                   [--epochs E] [--layers L] [--hidden H] [--models "sage gat"]
+#                                   [--skip-gcn]
 # Default: a graph shaped like ogbn-products (2,449,029 nodes, ~62M undirected edges, 100
-# features, 47 classes, 8 % train), 3 layers, hidden 128. Env: BUILD (default build), PYTHON.
+# features, 47 classes, 8 % train), 3 layers, hidden 128. --models: the other GNNs too, each
+# against examples/bench/pyg_gnn_peer.py --device cuda (SAGEConv, GATConv with 8 heads) on the
+# same file. Env: BUILD (default build), PYTHON, PYG_ADJ (the GCN peer's --adj: csr, edge_index
+# or both, the default).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
 PYTHON="${PYTHON:-python3}"
-NODES=2449029 DEG=50.6 FEATURES=100 CLASSES=47 EPOCHS=10 LAYERS=3 HIDDEN=128
+NODES=2449029 DEG=50.6 FEATURES=100 CLASSES=47 EPOCHS=10 LAYERS=3 HIDDEN=128 MODELS="" GCN=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) NODES="$2"; shift 2 ;;
@@ -20,6 +24,8 @@ while [[ $# -gt 0 ]]; do
     --epochs) EPOCHS="$2"; shift 2 ;;
     --layers) LAYERS="$2"; shift 2 ;;
     --hidden) HIDDEN="$2"; shift 2 ;;
+    --models) MODELS="$2"; shift 2 ;;
+    --skip-gcn) GCN=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -32,12 +38,34 @@ if [[ ! -f "$GRAPH" ]]; then
     --train-fraction 0.08 --val-fraction 0.016 -o "$GRAPH"
 fi
 LOG="$DIR/gpu_$(date +%Y%m%d_%H%M%S)"
+for m in $MODELS; do
+  echo "== $m: plexus train --backend cuda, then pyg_gnn_peer.py --device cuda"
+  "$BUILD/plexus" train --model "$m" --backend cuda --data "$GRAPH" --layers "$LAYERS" --hidden "$HIDDEN" \
+    --epochs "$EPOCHS" --metrics "$LOG.$m.plexus.jsonl" | tail -2 || echo "plexus $m failed"
+  PYTHONUNBUFFERED=1 "$PYTHON" -W ignore "$ROOT/examples/bench/pyg_gnn_peer.py" "$GRAPH" --fresh --model "$m" \
+    --layers "$LAYERS" --hidden "$HIDDEN" --epochs "$EPOCHS" --time --device cuda --json > "$LOG.$m.pyg.json" \
+    || echo "pyg $m failed"
+  "$PYTHON" - "$m" "$LOG.$m.plexus.jsonl" "$LOG.$m.pyg.json" <<'PY' || true
+import json, statistics, sys
+m, px_file, pyg_file = sys.argv[1:]
+rows = [json.loads(l) for l in open(px_file)]
+ep = [r for r in rows if "epoch" in r and "summary" not in r]
+px = statistics.median(r["train_seconds"] for r in (ep[1:] if len(ep) > 1 else ep))
+pyg = json.load(open(pyg_file))
+t = pyg["runs"][0]["train_seconds_median"]
+print(f"{m}: train step plexus {px * 1e3:.1f} ms, PyG {t * 1e3:.1f} ms (torch {pyg['torch']}, PyG "
+      f"{pyg['torch_geometric']}): ratio plexus/pyg {px / t:.3f}")
+print("BENCH_JSON " + json.dumps({"impl": "gpu_gnn_side_by_side", "model": m, "plexus_train_seconds": px,
+                                  "pyg_train_seconds": t}))
+PY
+done
+((GCN)) || exit 0
 echo "== plexus train --backend cuda"
 "$BUILD/plexus" train --backend cuda --data "$GRAPH" --layers "$LAYERS" --hidden "$HIDDEN" --epochs "$EPOCHS" \
   --metrics "$LOG.plexus.jsonl" | tail -3
 echo "== PyG peer"
 PYTHONUNBUFFERED=1 "$PYTHON" -W ignore "$ROOT/examples/bench/pyg_gcn_peer.py" "$GRAPH" --epochs "$EPOCHS" \
-  --layers "$LAYERS" --hidden "$HIDDEN" | tee "$LOG.pyg.txt"
+  --layers "$LAYERS" --hidden "$HIDDEN" --adj "${PYG_ADJ:-both}" | tee "$LOG.pyg.txt"
 "$PYTHON" - "$LOG.plexus.jsonl" "$LOG.pyg.txt" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
