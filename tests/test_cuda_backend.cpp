@@ -186,9 +186,10 @@ TEST_F(CudaBackendTest, NcclCommunicatorOfOneRank) {
   nccl->reduce_scatter(b.data(), c.data(), {x.size()});
   EXPECT_EQ(c.to_host(), x);
   auto req = nccl->iall_reduce(c.data(), x.size());
-  req->wait();
-  EXPECT_TRUE(req->test());
-  EXPECT_EQ(c.to_host(), x);
+  req->wait();  // stream-ordered: the compute stream waits; the host does not
+  EXPECT_EQ(c.to_host(), x);  // reads on the compute stream, after the collective
+  EXPECT_TRUE(req->test());   // so the collective has finished by now (test() right after wait()
+                              // could be false: flaky after a long test kept the GPU busy)
   EXPECT_EQ(nccl->stats().calls, 4u);
   EXPECT_EQ(nccl->stats().bytes, 0.0);  // one rank receives nothing
   EXPECT_GE(nccl->stats().seconds, 0.0);

@@ -434,6 +434,11 @@ void point_dense(cusparseDnMatDescr_t& d, index_t (&shape)[3], index_t rows, ind
 bool spmm_cusparse(CudaBackend& be, const CudaSpmmPlan& p, const CsrView& a, ConstMatrixView b, MatrixView c,
                           float beta) {
   if (p.refused_) return false;
+  // CSR_ALG3 loads row-major B with vector reads and faults (cudaErrorMisalignedAddress, seen on
+  // an H200 with ld = 605) when B's rows are not aligned to them: rows that are not float4
+  // aligned, in B or in C, go to the custom kernel for this call.
+  const auto vector_rows = [](const void* data, index_t ld) { return ld % 4 == 0 && aligned(data, 16); };
+  if (!vector_rows(b.data, b.ld) || !vector_rows(c.data, c.ld)) return false;
   cusparseHandle_t h = be.cusparse();
   const float* values = a.values;
   if (values == nullptr) {

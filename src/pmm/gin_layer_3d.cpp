@@ -74,6 +74,11 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
   const index_t rows = x.rows, dim = gathered_.cols();
   const auto counts = block_counts(dim, parts, rows);  // block k: rows × (its columns), row-major
   if (x.ld != x.cols) throw std::invalid_argument("GinLayer3D::relayout: a padded block");
+  if (parts == 1) {  // the whole width is here; a one-rank communicator copies with memmove, which
+                     // cannot reach a device buffer
+    be_.copy(ConstMatrixView{x.data + keep.begin, rows, keep.size(), x.ld}, out.view());
+    return;
+  }
   grid_.comm(from).all_gather(x.data, gathered_.data(), counts);
   index_t offset = 0;
   for (int k = 0; k < parts; ++k) {
