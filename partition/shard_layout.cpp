@@ -96,7 +96,7 @@ HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
 std::size_t GcnShards::host_bytes() const {
   const auto vec = [](const auto& v) { return v.size() * sizeof(v[0]); };
   const auto csr = [&](const HostCsr& a) { return vec(a.indptr) + vec(a.indices) + vec(a.values); };
-  std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test) + vec(label_ids);
+  std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test) + vec(label_ids) + vec(loss_weights);
   for (const auto& ids : adj_row_ids) b += vec(ids);
   for (const auto& ids : adj_col_ids) b += vec(ids);
   for (const HostCsr& a : adj) b += csr(a);

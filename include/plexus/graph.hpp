@@ -20,6 +20,9 @@ struct GraphData {
   std::vector<float> values;     // nnz or empty
   std::vector<float> features;   // num_nodes * num_features, row-major
   std::vector<std::int32_t> labels;  // num_nodes; -1 = unlabelled
+  // Optional: each node's weight in the loss (finite, >= 0; TrainConfig's class weights
+  // multiply it); empty: every node 1. Checked when a trainer takes the graph.
+  std::vector<float> node_weights;
   std::vector<std::uint8_t> train_mask, val_mask, test_mask;  // num_nodes each, 0/1
   // Optional: your id of each node (node k is node_ids[k]; distinct), e.g. from build_graph
   // (plexus/convert.hpp); empty: the node's row is its id. gather_predictions

@@ -125,6 +125,8 @@ struct GcnShards {
   // The input graph's id of each label row's node (a balanced graph is renumbered); empty
   // when the rows are in the input order (row r is node r).
   std::vector<index_t> label_ids;
+  // Each label row's node weight in the loss (GraphData::node_weights); empty: every node 1.
+  std::vector<float> loss_weights;
   std::array<index_t, 3> split_sizes{};  // global train / val / test counts
   // Shards of sizes only, for a plan's dry run on a backend that does not compute (src/plan/):
   // adj, adj_t, features, labels and masks stay empty, and block k of adj_blocks holds

@@ -78,6 +78,22 @@ struct TrainConfig {
   bool adamw = false;          // decoupled weight decay instead of L2
   float dropout = 0.5f;
   std::uint64_t seed = 42;
+  // Loss weights (docs/gnn-models.md, "The loss"): each node's cross-entropy term is weighted
+  // by its class's weight and by its own (GraphData::node_weights), and the loss is the
+  // weighted mean, Σ w·CE / Σ w (PyTorch's CrossEntropyLoss(weight=...)); the validation loss
+  // alike. class_weights_auto: inverse frequency over the training nodes, n / (C·n_c) for the
+  // C classes that have training nodes (scikit-learn's "balanced"); else class_weights, one per
+  // class (finite, >= 0, not all 0), or empty: every class 1.
+  bool class_weights_auto = false;
+  std::vector<float> class_weights;
+  // Early stopping: run() ends once `patience` epochs have passed since the epoch the
+  // validation set picks (GcnTrainer::best()); 0: off. Needs validation nodes.
+  int patience = 0;
+  // Keep the picked epoch's weights: run() ends with them in the model, so that predict(),
+  // save() and --save-model give the model whose accuracy run() reports (the model file says
+  // which epoch its weights are: weights_epoch). Checkpoints carry them, so a resumed run ends
+  // with the same weights as an uninterrupted one.
+  bool restore_best = false;
   CommVariant comm_variant = CommVariant::Baseline;
   // Blocked aggregation: the SpMMs followed by an all-reduce (forward Â·H over o, backward
   // Âᵀ·dAGG over d) run in this many row chunks, chunk k's non-blocking all-reduce
@@ -121,6 +137,8 @@ struct EpochMetrics {
 struct TrainResult {
   std::vector<EpochMetrics> epochs;
   int best_epoch = -1;
+  // run() ended early: `patience` epochs without a better validation pick (TrainConfig::patience).
+  bool stopped_early = false;
   // The test accuracy at the best-validation epoch. Without validation nodes best_epoch is the
   // last epoch and best_val_acc NaN; without test nodes test_acc is NaN (not evaluated).
   double best_val_acc = 0, test_acc = 0;
@@ -140,6 +158,11 @@ TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& b
 // the whole graph. `shards` must have been cut for gcn_dims(features, cfg.layers, cfg.hidden, classes).
 TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch = {});
+
+// "w0,w1,..." (one weight per class) as TrainConfig::class_weights; throws
+// InputError("--class-weights", ...) for text that is not a list of numbers (their ranges are
+// validate()'s).
+std::vector<float> parse_class_weights(const std::string& text);
 
 // Checks option values; throws InputError("--name", ...) for the first bad one.
 void validate(const TrainConfig& cfg);

@@ -43,6 +43,13 @@ struct ParameterState {
   std::string name;                   // "layer0/weight" [D_0 × D_1], "layer0/bias" [1 × D_1], ...
   index_t rows = 0, cols = 0;
   std::vector<float> value, adam_m, adam_v;  // rows × cols each, row-major
+  // The value at the epoch the validation set picked, kept for TrainConfig::restore_best;
+  // empty when not kept.
+  std::vector<float> best_value;
+  // The last epoch's value while `value` holds restored weights (ModelState::weights_epoch <
+  // epochs_done − 1), so that a run resumed for more epochs continues from where training
+  // was; empty otherwise.
+  std::vector<float> last_value;
 };
 // The epoch the validation set picks so far (best validation accuracy, ties to the lower
 // validation loss): kept with the state, so that a resumed run picks what the uninterrupted
@@ -56,6 +63,9 @@ struct BestEpoch {
 struct ModelState {
   std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken
   BestEpoch best;
+  // The epoch whose weights `value` holds: epochs_done − 1, or best.epoch once run() restored
+  // the picked epoch's weights (TrainConfig::restore_best); -1: epochs_done − 1.
+  std::int64_t weights_epoch = -1;
   std::vector<ParameterState> parameters;
 };
 
@@ -66,6 +76,7 @@ struct GcnModelInfo {
   index_t num_nodes = 0;              // of the graph it was trained on
   std::int64_t epochs_done = 0;
   BestEpoch best;
+  std::int64_t weights_epoch = -1;    // the epoch whose weights the file holds (ModelState)
   // The options of the run that wrote it: layers, hidden, lr, weight_decay, adamw, dropout,
   // seed (the other fields keep their defaults).
   TrainConfig config;
@@ -83,8 +94,10 @@ class GcnTrainer {
   GcnTrainer(const GcnTrainer&) = delete;
   GcnTrainer& operator=(const GcnTrainer&) = delete;
 
-  // The remaining epochs up to config().epochs, calling `on_epoch` after each, and the model
-  // the validation set picks (best validation accuracy, ties to the lower validation loss;
+  // The remaining epochs up to config().epochs (fewer with TrainConfig::patience), calling
+  // `on_epoch` after each; a run not ended by `stop` then restores the picked epoch's weights
+  // (TrainConfig::restore_best; epoch() alone does neither). Returns the model the validation
+  // set picks (best validation accuracy, ties to the lower validation loss;
   // over every epoch trained, those before a load() included). `stop`, when given, is asked
   // after each epoch (after on_epoch) whether to end the run early; it must answer alike on
   // every rank. An epoch the stop check abandons (epoch_unless_stopped) ends the run too, after
@@ -122,6 +135,9 @@ class GcnTrainer {
   // Per layer: does it transform first? (the orders its shards were cut for)
   std::vector<bool> transform_first() const;
   const BestEpoch& best() const;
+  // The epoch (0-based) whose weights the model holds: the last trained, or best().epoch after
+  // run() restored them (TrainConfig::restore_best); -1 before any.
+  std::int64_t weights_epoch() const;
 
   // The whole parameters and optimizer state, assembled from every rank's shards (each rank
   // gets the same); and the reverse, which keeps this rank's shards of `state`. set_state

@@ -11,10 +11,14 @@
 // and its Adam moments under /adam_m and /adam_v, by global index: the file does not depend on
 // the grid. Read defensively: every attribute and shape is checked, every value must be finite
 // (moments: v ≥ 0), and every problem is an InputError(path, "<object>: <what is wrong>").
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "io/hdf5/collective_write.hpp"
@@ -31,12 +35,25 @@ constexpr const char* kGcnFormat = "plexus-gcn";
 constexpr std::int64_t kGcnVersion = 1;
 constexpr const char* kGroups[3] = {"/value", "/adam_m", "/adam_v"};
 constexpr const char* kOptions = "/options";
+constexpr const char* kBest = "/best_value";  // the picked epoch's values, when kept (restore_best)
+constexpr const char* kLast = "/last_value";  // the last epoch's values, while /value holds restored ones
 
 std::string dims_str(const std::vector<index_t>& d) {
   std::string s;
   for (const index_t w : d) {
     if (!s.empty()) s += ' ';
     s += std::to_string(w);
+  }
+  return s;
+}
+
+// "w0,w1,...", each the shortest text that reads back as the float.
+std::string class_weights_text(const std::vector<float>& w) {
+  std::string s;
+  for (const float v : w) {
+    char buf[32];
+    if (!s.empty()) s += ',';
+    s.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   }
   return s;
 }
@@ -53,6 +70,7 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   w.scalar_attr<double>("best_val_loss", H5T_IEEE_F64LE, h.best.val_loss);
   w.scalar_attr<double>("best_test_acc", H5T_IEEE_F64LE, h.best.test_acc);
   if (!h.run_id.empty()) w.string_attr("run_id", h.run_id);  // docs/checkpoints.md, "Whose checkpoints"
+  w.scalar_attr<std::int64_t>("weights_epoch", H5T_STD_I64LE, h.weights_epoch >= 0 ? h.weights_epoch : h.epochs_done - 1);
   w.block_dataset<index_t, 1>("dims", H5T_STD_I64LE, {dims.size()}, {0}, {dims.size()}, dims.data(), true);
   const TrainConfig& o = h.options;
   w.group(kOptions);
@@ -62,6 +80,10 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   w.scalar_attr<std::uint8_t>("adamw", H5T_STD_U8LE, o.adamw ? 1 : 0, kOptions);
   w.scalar_attr<float>("dropout", H5T_IEEE_F32LE, o.dropout, kOptions);
   w.scalar_attr<std::uint64_t>("seed", H5T_STD_U64LE, o.seed, kOptions);
+  // The loss weighting (docs/gnn-models.md, "The loss"): "auto", or one weight per class; none
+  // when unweighted.
+  if (o.class_weights_auto) w.string_attr("class_weights", "auto", kOptions);
+  if (!o.class_weights.empty()) w.string_attr("class_weights", class_weights_text(o.class_weights), kOptions);
   // The model kind and its options (docs/gnn-models.md); a file without `model` is a GCN.
   w.string_attr("model", gnn_kind_name(o.model), kOptions);
   if (o.model == GnnKind::Sage) {
@@ -81,6 +103,11 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   for (const char* g : kGroups) w.group(g);
   for (std::size_t k = 0; k + 1 < dims.size(); ++k)
     for (const char* g : kGroups) w.group((std::string(g) + "/layer" + std::to_string(k)).c_str());
+  for (const auto& [present, group] : {std::pair{h.best_values, kBest}, std::pair{h.last_values, kLast}}) {
+    if (!present) continue;
+    w.group(group);
+    for (std::size_t k = 0; k + 1 < dims.size(); ++k) w.group((std::string(group) + "/layer" + std::to_string(k)).c_str());
+  }
 }
 
 // GAT's options, in the ranges `plexus train` accepts (validate()): a file that says otherwise
@@ -125,6 +152,10 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   if (info.best.epoch < -1 || info.best.epoch >= info.epochs_done)
     r.fail("attribute best_epoch", std::to_string(info.best.epoch) + " is not an epoch trained (epochs_done " +
                                        std::to_string(info.epochs_done) + ")");
+  info.weights_epoch = r.attr_exists("weights_epoch") ? r.int_attr("weights_epoch", "int64") : info.epochs_done - 1;
+  if (info.weights_epoch < -1 || info.weights_epoch >= std::max<std::int64_t>(info.epochs_done, 0))
+    r.fail("attribute weights_epoch", std::to_string(info.weights_epoch) + " is not an epoch trained (epochs_done " +
+                                          std::to_string(info.epochs_done) + ")");
   info.best.val_acc = r.evaluated_attr("best_val_acc");
   info.best.val_loss = r.evaluated_attr("best_val_loss");
   info.best.test_acc = r.evaluated_attr("best_test_acc");
@@ -142,6 +173,18 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
   o.adamw = r.int_attr("adamw", "uint8", kOptions) != 0;
   o.dropout = static_cast<float>(r.float_attr("dropout", kOptions));
   o.seed = r.uint64_attr("seed", kOptions);
+  if (r.attr_exists("class_weights", kOptions)) {
+    const std::string text = r.string_attr("class_weights", kOptions);
+    if (text == "auto") {
+      o.class_weights_auto = true;
+    } else {
+      try {
+        o.class_weights = parse_class_weights(text);
+      } catch (const InputError& e) {
+        r.fail(std::string(kOptions) + ": attribute class_weights", e.message());
+      }
+    }
+  }
   if (r.attr_exists("model", kOptions)) {
     const std::string kind = r.string_attr("model", kOptions);
     const std::string where = std::string(kOptions) + ": attribute ";
@@ -185,6 +228,12 @@ void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const Gcn
       for (int g = 0; g < 3; ++g)
         w.block_dataset((std::string(kGroups[g]) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
                         data[g] != nullptr ? data[g] : &dummy, p.writes);
+      if (header.best_values)
+        w.block_dataset((std::string(kBest) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
+                        p.best_value != nullptr ? p.best_value : &dummy, p.writes);
+      if (header.last_values)
+        w.block_dataset((std::string(kLast) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
+                        p.last_value != nullptr ? p.last_value : &dummy, p.writes);
     }
   });
 }
@@ -192,10 +241,14 @@ void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const Gcn
 void write_gcn_model_h5(const ModelState& s, const std::vector<index_t>& dims, const TrainConfig& options,
                         const std::string& path) {
   GcnModelHeader h{dims, 0, s.epochs_done, s.best, options, ""};  // the graph unknown here: 0
+  h.weights_epoch = s.weights_epoch;
+  h.best_values = !s.parameters.empty() && !s.parameters.front().best_value.empty();
+  h.last_values = !s.parameters.empty() && !s.parameters.front().last_value.empty();
   std::vector<ParameterBlock> blocks;
   for (const ParameterState& p : s.parameters)
     blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),
-                      p.adam_m.data(), p.adam_v.data()});
+                      p.adam_m.data(), p.adam_v.data(), h.best_values ? p.best_value.data() : nullptr,
+                      h.last_values ? p.last_value.data() : nullptr});
   write_gcn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
 }
 
@@ -219,6 +272,8 @@ ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>
   ModelState s;
   s.epochs_done = info.epochs_done;
   s.best = info.best;
+  s.weights_epoch = info.weights_epoch;
+  const bool best_values = r.exists(kBest), last_values = r.exists(kLast);
   for (const ParameterShape& want : parameters) {
     ParameterState p;
     p.name = want.name;
@@ -234,6 +289,17 @@ ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>
         if (!std::isfinite((*data[g])[i]) || (g == 2 && (*data[g])[i] < 0.0f))
           r.fail(full, "value " + std::to_string((*data[g])[i]) + " at position " + std::to_string(i) +
                            (g == 2 ? " (must be finite and >= 0)" : " (must be finite)"));
+    }
+    for (const auto& [present, group, to] : {std::tuple{best_values, kBest, &p.best_value},
+                                              std::tuple{last_values, kLast, &p.last_value}}) {
+      if (!present) continue;
+      const std::string full = std::string(group) + "/" + p.name;
+      const std::vector<hsize_t> shape{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
+      const auto ds = r.open_dataset(full, true, "float32", shape, h5::shape_str(shape));
+      *to = r.read_floats(ds, static_cast<std::size_t>(p.rows * p.cols));
+      for (std::size_t i = 0; i < to->size(); ++i)
+        if (!std::isfinite((*to)[i]))
+          r.fail(full, "value " + std::to_string((*to)[i]) + " at position " + std::to_string(i) + " (must be finite)");
     }
     s.parameters.push_back(std::move(p));
   }

@@ -22,6 +22,8 @@ struct ParameterBlock {
   const float* value = nullptr;  // block_rows.size() × block_cols.size(), row-major, host
   const float* adam_m = nullptr;
   const float* adam_v = nullptr;
+  const float* best_value = nullptr;  // the picked epoch's values (restore_best), or none
+  const float* last_value = nullptr;  // the last epoch's values while value holds restored ones
 };
 
 struct GcnModelHeader {
@@ -31,6 +33,9 @@ struct GcnModelHeader {
   BestEpoch best;
   TrainConfig options;
   std::string run_id;  // the run that wrote a checkpoint (root attribute run_id); "" writes none
+  std::int64_t weights_epoch = -1;  // the epoch whose weights /value holds; -1: the last (epochs_done - 1)
+  bool best_values = false;         // the blocks carry best_value: written under /best_value
+  bool last_values = false;         // the blocks carry last_value: written under /last_value
 };
 
 void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,

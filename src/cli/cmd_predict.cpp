@@ -103,10 +103,12 @@ void run_predict(PredictOptions& o) {
   if (!o.quiet) acc = trainer.evaluate();
   const double predict_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   if (quiet) return;
-  spdlog::info("{}: {} nodes, {} classes; model {}: {}, {} layers, hidden {}, {} epochs; backend {}, grid {} "
+  const std::int64_t weights_epoch = trainer.weights_epoch();  // restored weights are an earlier epoch's
+  spdlog::info("{}: {} nodes, {} classes; model {}: {}, {} layers, hidden {}, {} epochs{}; backend {}, grid {} "
                "(loaded in {:.2f} s)",
-               o.data, num_nodes, classes, o.checkpoint, model_text(cfg), cfg.layers, cfg.hidden, epochs, backend.name(),
-               grid->shape().str(), load_s);
+               o.data, num_nodes, classes, o.checkpoint, model_text(cfg), cfg.layers, cfg.hidden, epochs,
+               weights_epoch + 1 < epochs ? fmt::format(" (the weights of epoch {})", weights_epoch + 1) : "",
+               backend.name(), grid->shape().str(), load_s);
   fmt::print("wrote {} ({} nodes x {} classes) in {:.2f} s; accuracy train {}  val {}  test {}\n", o.out, num_nodes,
              classes, predict_s, evaluated_text(acc.train_acc), evaluated_text(acc.val_acc), evaluated_text(acc.test_acc));
 }

@@ -38,6 +38,7 @@ struct TrainOptions {
   std::string balance;  // empty: the file's own order (none for a file not prepared)
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
+  std::string class_weights;  // --class-weights: auto or w0,w1,...
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
@@ -105,6 +106,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   apply_model_options(o.model, o.cfg);
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   o.cfg.layer_order = parse_layer_order(o.layer_order);
+  if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
+  else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
@@ -130,6 +133,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                        {"backend", backend->name()},
                                        {"matmul_precision", matmul_precision_name(backend->matmul_precision())}};
   run_fields.update(model_json(o.cfg));  // the kind and its options as resolved (plexus report reads them)
+  run_fields["class_weights"] = o.class_weights.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.class_weights);
+  run_fields["patience"] = o.cfg.patience;
+  run_fields["restore_best"] = o.cfg.restore_best;
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
   if (!training.resume_from().empty()) require_model_file(training.resume_from(), ModelFamily::Gnn);
@@ -213,6 +219,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   });
   if (!root) return;
   training.print_interruption();
+  if (r.stopped_early)
+    fmt::print("stopped early: {} epochs without a better validation accuracy (--patience)\n", o.cfg.patience);
   if (std::isnan(r.best_val_acc))  // no validation node: the last epoch is the result
     fmt::print("best validation accuracy not evaluated (no validation node); last epoch {}; test accuracy {} "
                "({:.2f} s training)\n",
@@ -223,6 +231,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   double comm_seconds = 0;
   for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
   nlohmann::ordered_json summary = {{"best_epoch", r.best_epoch + 1},
+                                     {"stopped_early", r.stopped_early},
+                                     {"weights_epoch", trainer->weights_epoch() + 1},
                                      {"best_val_acc", evaluated_json(r.best_val_acc)},
                                      {"test_acc", evaluated_json(r.test_acc)},
                                      {"total_seconds", r.total_seconds},
@@ -267,6 +277,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--adamw", c.adamw, "Decoupled weight decay (AdamW) instead of L2");
   cmd->add_option("--dropout", c.dropout, "Dropout probability on every layer's input")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Seed of weights and dropout masks")->capture_default_str();
+  cmd->add_option("--class-weights", opts->class_weights,
+                  "Weight each node's loss term by its class: auto (inverse frequency over the training nodes) or "
+                  "w0,w1,... (one per class); the loss is the weighted mean (docs/gnn-models.md)");
+  cmd->add_option("--patience", c.patience,
+                  "Early stopping: end once this many epochs pass without a better validation accuracy (0 = off)")
+      ->capture_default_str();
+  cmd->add_flag("--restore-best", c.restore_best,
+                "End with the weights of the epoch the validation set picks: --save-model writes the model whose "
+                "accuracy is reported (checkpoints carry them too)");
   cmd->add_option("--grid", opts->grid,
                   "Process grid XxYxZ (product = number of MPI ranks), or auto: the grid plexus plan predicts "
                   "fastest for the ranks started")

@@ -1,9 +1,12 @@
 #include "train/dist_loss.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#include "plexus/error.hpp"
 
 namespace plexus {
 
@@ -14,6 +17,16 @@ std::vector<float> mask_weights(const std::vector<std::uint8_t>& mask, index_t g
   for (std::size_t r = 0; r < mask.size(); ++r)
     if (mask[r]) w[r] = 1.0f / static_cast<float>(global_count);
   return w;
+}
+// The weight of each row's loss term: its class's weight times its node weight (0 for an
+// unlabelled row).
+std::vector<double> row_weights(const std::vector<std::int32_t>& labels, const std::vector<double>& class_w,
+                                const std::vector<float>& node_w) {
+  std::vector<double> u(labels.size(), 0.0);
+  for (std::size_t r = 0; r < labels.size(); ++r)
+    if (labels[r] >= 0 && static_cast<std::size_t>(labels[r]) < class_w.size())
+      u[r] = class_w[static_cast<std::size_t>(labels[r])] * (node_w.empty() ? 1.0 : static_cast<double>(node_w[r]));
+  return u;
 }
 // Per row, bit s set when masks[s] holds the row.
 std::vector<std::uint8_t> split_bits(const std::array<std::vector<std::uint8_t>, 3>& masks) {
@@ -31,7 +44,7 @@ std::vector<T> slice_rows(const std::vector<T>& v, index_t base, Range rows) {
 }  // namespace
 
 DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards,
-                   const Axis* row_split)
+                   const Axis* row_split, const TrainConfig* weights)
     : be_(be),
       grid_(grid),
       geo_(last),
@@ -60,9 +73,55 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   scratch_grad_ = Matrix(be, last.out_rows.size(), last.out_cols.size());
   if (shards.shape_only) return;
   labels_.upload(labels.data());
-  train_w_.upload(mask_weights(masks[0], shards.split_sizes[0]).data());
-  val_w_.upload(mask_weights(masks[1], shards.split_sizes[1]).data());
   splits_.upload(split_bits(masks).data());
+  const bool class_weighted = weights != nullptr && (weights->class_weights_auto || !weights->class_weights.empty());
+  if (!class_weighted && shards.loss_weights.empty()) {  // plain means: 1 / count per row
+    train_w_.upload(mask_weights(masks[0], shards.split_sizes[0]).data());
+    val_w_.upload(mask_weights(masks[1], shards.split_sizes[1]).data());
+    return;
+  }
+  // Weighted means: row r of split s weighs u_r / Σ_{split s} u, u_r = class weight × node weight.
+  const auto classes = static_cast<std::size_t>(shards.dims.back());
+  std::vector<double> class_w(classes, 1.0);
+  if (class_weighted && weights->class_weights_auto) {  // n / (C·n_c) over the training nodes
+    std::vector<double> count(classes, 0.0);
+    for (std::size_t r = 0; r < n; ++r)
+      if (masks[0][r] && labels[r] >= 0 && static_cast<std::size_t>(labels[r]) < classes)
+        count[static_cast<std::size_t>(labels[r])] += 1.0;
+    sum_over_rows(count.data(), count.size());
+    double total = 0, present = 0;
+    for (const double c : count) total += c, present += c > 0;
+    for (std::size_t c = 0; c < classes; ++c) class_w[c] = count[c] > 0 ? total / (present * count[c]) : 0.0;
+  } else if (class_weighted) {
+    if (weights->class_weights.size() != classes)
+      throw InputError("--class-weights", std::to_string(weights->class_weights.size()) + " weights for " +
+                                              std::to_string(classes) + " classes");
+    class_w.assign(weights->class_weights.begin(), weights->class_weights.end());
+  }
+  const std::vector<float> node_w =
+      shards.loss_weights.empty() ? std::vector<float>{} : slice_rows(shards.loss_weights, shards.label_rows.begin, last.out_rows);
+  const std::vector<double> u = row_weights(labels, class_w, node_w);
+  double sums[2] = {0, 0};
+  for (std::size_t r = 0; r < n; ++r)
+    for (int s = 0; s < 2; ++s)
+      if (masks[static_cast<std::size_t>(s)][r]) sums[s] += u[r];
+  sum_over_rows(sums, 2);
+  if (shards.split_sizes[0] > 0 && !(sums[0] > 0))
+    throw InputError(class_weighted ? "--class-weights" : "node weights",
+                     "the training nodes' loss weights sum to 0: nothing would be trained");
+  for (int s = 0; s < 2; ++s) {
+    std::vector<float> w(n, 0.0f);
+    if (sums[s] > 0)
+      for (std::size_t r = 0; r < n; ++r)
+        if (masks[static_cast<std::size_t>(s)][r]) w[r] = static_cast<float>(u[r] / sums[s]);
+    if (s == 1 && !(sums[1] > 0)) w = mask_weights(masks[1], shards.split_sizes[1]);  // weightless: plain mean
+    (s == 0 ? train_w_ : val_w_).upload(w.data());
+  }
+}
+
+void DistLoss::sum_over_rows(double* v, std::size_t n) {
+  grid_.host_comm(geo_.roles.d).all_reduce(v, n, ReduceOp::Sum);
+  if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(v, n, ReduceOp::Sum);
 }
 
 double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad) {

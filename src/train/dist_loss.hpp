@@ -21,6 +21,7 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "plexus/train.hpp"    // TrainConfig
 #include "plexus/trainer.hpp"  // EvalMetrics
 #include "pmm/cross_entropy_3d.hpp"
 
@@ -30,8 +31,11 @@ class DistLoss {
  public:
   // `last`: the geometry of the logits this rank holds; its out_rows may be a sub-range of
   // shards.label_rows, the rows being further split over `row_split` (or nullptr).
+  // `weights`: the class weights of TrainConfig (class_weights_auto, class_weights); with
+  // those and the shards' node weights (GcnShards::loss_weights) the train and validation
+  // losses are weighted means (docs/gnn-models.md, "The loss"), else plain means.
   DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards,
-           const Axis* row_split = nullptr);
+           const Axis* row_split = nullptr, const TrainConfig* weights = nullptr);
   // Mean NLL over the training rows; writes dLoss/dlogits into `grad` (same shape as logits).
   double train_loss_and_grad(const Matrix& logits, Matrix& grad);
   // Accuracies on the three splits and the mean train / val losses (no gradient); NaN for a
@@ -42,6 +46,9 @@ class DistLoss {
 
  private:
   double masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad);
+  // Sums of per-row values over every row of the graph: this rank's rows are replicated over
+  // the class axis and over i (unless row_split), distinct over d.
+  void sum_over_rows(double* v, std::size_t n);
 
   Backend& be_;
   ProcessGrid& grid_;

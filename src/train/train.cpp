@@ -1,5 +1,7 @@
 // train_gcn: GcnTrainer (src/train/trainer.cpp) run for config.epochs epochs, keeping the
 // epoch the validation set picks; and the options' checks.
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 
@@ -81,6 +83,23 @@ std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vect
   return transform_first_layers(layer_order_of(cfg), dims);
 }
 
+std::vector<float> parse_class_weights(const std::string& text) {
+  std::vector<float> w;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    float v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      throw InputError("--class-weights", "expected auto or numbers separated by commas (one per class), got '" +
+                                              text + "'");
+    w.push_back(v);
+    at = end + 1;
+  }
+  return w;
+}
+
 void validate(const TrainConfig& c) {
   if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
   if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
@@ -90,6 +109,17 @@ void validate(const TrainConfig& c) {
     throw InputError("--weight-decay", "must be a non-negative number");
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
   if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
+  if (c.patience < 0) throw InputError("--patience", "must be 0 (off) or a number of epochs");
+  if (c.class_weights_auto && !c.class_weights.empty())
+    throw InputError("--class-weights", "either auto or one weight per class, not both");
+  bool any_weight = c.class_weights.empty();
+  for (std::size_t k = 0; k < c.class_weights.size(); ++k) {
+    if (!std::isfinite(c.class_weights[k]) || c.class_weights[k] < 0.0f)
+      throw InputError("--class-weights", "weight " + std::to_string(c.class_weights[k]) + " of class " +
+                                              std::to_string(k) + " is not a finite number >= 0");
+    any_weight = any_weight || c.class_weights[k] > 0.0f;
+  }
+  if (!any_weight) throw InputError("--class-weights", "every class weight is 0: nothing would be trained");
   if (!std::isfinite(c.gin_eps) || std::fabs(c.gin_eps) > 1e6f)
     throw InputError("--gin-eps", "must be a finite number of magnitude at most 1e6");
   if ((c.model == GnnKind::Sage || c.model == GnnKind::Gin) && c.layer_order == LayerOrder::TransformFirst)

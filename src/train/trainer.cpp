@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -72,21 +73,47 @@ AdamParams adam_params(const TrainConfig& cfg) {
 
 }  // namespace
 
+namespace {
+
+// The label rows' node weights (by the input graph's id of each row: a balanced graph is
+// renumbered), after checking them: GraphData::node_weights is optional.
+GcnShards with_node_weights(GcnShards s, const GraphData& g) {
+  const std::vector<float>& w = g.node_weights;
+  if (w.empty()) return s;
+  if (static_cast<index_t>(w.size()) != g.num_nodes)
+    throw InputError("GraphData.node_weights", std::to_string(w.size()) + " weights for " +
+                                                   std::to_string(g.num_nodes) + " nodes");
+  for (std::size_t v = 0; v < w.size(); ++v)
+    if (!std::isfinite(w[v]) || w[v] < 0.0f)
+      throw InputError("GraphData.node_weights", "weight " + std::to_string(w[v]) + " of node " + std::to_string(v) +
+                                                     " is not a finite number >= 0");
+  const index_t rows = s.label_rows.size();
+  s.loss_weights.resize(static_cast<std::size_t>(rows));
+  for (index_t r = 0; r < rows; ++r)
+    s.loss_weights[static_cast<std::size_t>(r)] =
+        w[static_cast<std::size_t>(s.label_ids.empty() ? s.label_rows.begin + r : s.label_ids[static_cast<std::size_t>(r)])];
+  return s;
+}
+
+}  // namespace
+
 GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training) {
   validate(cfg);
   validate(graph, "graph");
   if (for_training) require_labelled_training_node(graph, "graph");
   const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   if (cfg.balance == Balance::kNone)
-    return build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
-                        cfg.shard_adj, transform_first_layers(cfg, dims));
+    return with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
+                                          grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
+                             graph);
   PrepareOptions po;
   po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
   po.balance = cfg.balance;
   po.seed = cfg.balance_seed;
   const GridShape g = grid.shape();
   po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
-  return build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims));
+  return with_node_weights(
+      build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)), graph);
 }
 
 namespace {
@@ -140,7 +167,7 @@ struct GcnTrainer::Impl {
         model(be, g, shards, model_config(c)),
         out(model.loss_geometry()),
         split_axis(out.out_repl()),
-        loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr),
+        loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr, &c),
         adam(be, model.parameters(), adam_params(c)),
         num_nodes(shards.num_nodes) {}
 
@@ -174,6 +201,22 @@ struct GcnTrainer::Impl {
   std::vector<std::vector<float>> before_step;  // value, m, v of each parameter in turn
   void keep_state_before_step();
   void undo_step(int epoch);
+
+  // TrainConfig::restore_best: this rank's shard of each parameter's value at the picked epoch
+  // (host copies), taken when the pick changes; and the epoch whose weights the model holds
+  // (epochs_done - 1 until run() restores the picked one).
+  std::vector<std::vector<float>> best_values;
+  std::int64_t weights_epoch = -1;
+  // While the model holds restored weights: the last epoch's (host copies), put back when a
+  // run continues (resumed with more epochs), and saved with the model.
+  std::vector<std::vector<float>> last_values;
+  void keep_best_values();
+  void restore_best_values();
+  void put_back_last_values();
+  // Early stopping (TrainConfig::patience): the picked epoch is `patience` epochs behind.
+  bool out_of_patience() const {
+    return cfg.patience > 0 && best.epoch >= 0 && epochs_done - 1 - best.epoch >= cfg.patience;
+  }
   std::optional<EpochMetrics> run_epoch(bool stoppable);
 };
 
@@ -203,6 +246,41 @@ void GcnTrainer::Impl::undo_step(int epoch) {
   }
   adam.set_steps(epoch);
   epochs_done = epoch;
+  weights_epoch = epoch - 1;
+  model.weights_updated();
+  backend.synchronize();
+}
+
+void GcnTrainer::Impl::keep_best_values() {
+  const std::vector<ParamRef> params = model.parameters();
+  best_values.resize(params.size());
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    best_values[k].resize(params[k].size);
+    backend.copy_to_host(best_values[k].data(), params[k].value, params[k].size * sizeof(float));
+  }
+}
+
+void GcnTrainer::Impl::restore_best_values() {
+  const std::vector<ParamRef> params = model.parameters();
+  last_values.resize(params.size());
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    last_values[k].resize(params[k].size);
+    backend.copy_to_host(last_values[k].data(), params[k].value, params[k].size * sizeof(float));
+    backend.copy_from_host(params[k].value, best_values[k].data(), best_values[k].size() * sizeof(float));
+  }
+  weights_epoch = best.epoch;
+  outputs_current = false;
+  model.weights_updated();
+  backend.synchronize();
+}
+
+void GcnTrainer::Impl::put_back_last_values() {
+  const std::vector<ParamRef> params = model.parameters();
+  for (std::size_t k = 0; k < params.size(); ++k)
+    backend.copy_from_host(params[k].value, last_values[k].data(), last_values[k].size() * sizeof(float));
+  last_values.clear();
+  weights_epoch = epochs_done - 1;
+  outputs_current = false;
   model.weights_updated();
   backend.synchronize();
 }
@@ -215,12 +293,15 @@ GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backen
   if (shards.layers() != cfg.layers) throw std::invalid_argument("GcnTrainer: shards were cut for another depth");
   backend.reset_peak();
   impl_ = std::make_unique<Impl>(shards, cfg, backend, grid);
+  if (cfg.patience > 0 && impl_->loss.split_size(1) == 0)
+    throw InputError("--patience", "early stopping needs validation nodes (the validation mask is empty)");
 }
 
 GcnTrainer::~GcnTrainer() = default;
 
 int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
 const BestEpoch& GcnTrainer::best() const { return impl_->best; }
+std::int64_t GcnTrainer::weights_epoch() const { return impl_->weights_epoch; }
 const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
 std::vector<index_t> GcnTrainer::dims() const { return impl_->dims(); }
 
@@ -240,6 +321,7 @@ std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
   Impl& t = *this;
   const int epoch = t.epochs_done;
   t.outputs_current = false;
+  t.last_values.clear();  // an epoch trained on from whatever weights the model holds
   t.grid.reset_stats();
   const auto t_epoch = Clock::now();
   EpochMetrics m;
@@ -300,8 +382,11 @@ std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
                       "check the features' scale or lower --lr");
   // Without validation nodes nothing picks an epoch: the last one trained is the result.
   BestEpoch& b = t.best;
-  if (b.epoch < 0 || !validated || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss))
+  t.weights_epoch = m.epoch;
+  if (b.epoch < 0 || !validated || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss)) {
     b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
+    if (t.cfg.restore_best) t.keep_best_values();
+  }
   return m;
 }
 
@@ -310,16 +395,29 @@ TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   Impl& t = *impl_;
   const auto t_start = Clock::now();
   TrainResult result;
-  while (t.epochs_done < t.cfg.epochs) {
+  bool interrupted = false;
+  // Restored weights (a finished run's, resumed for more epochs): training goes on from the
+  // last epoch's, as an uninterrupted longer run would.
+  if (!t.last_values.empty() && t.epochs_done < t.cfg.epochs && !t.out_of_patience()) t.put_back_last_values();
+  while (t.epochs_done < t.cfg.epochs && !t.out_of_patience()) {
     std::optional<EpochMetrics> m = t.run_epoch(true);
     if (!m) {  // abandoned by the stop check: `stop` ends the run as after a finished epoch
       if (stop) stop();
+      interrupted = true;
       break;
     }
     result.epochs.push_back(*m);
     if (on_epoch) on_epoch(result.epochs.back());
-    if (stop && stop()) break;
+    if (stop && stop()) {
+      interrupted = true;
+      break;
+    }
   }
+  result.stopped_early = t.out_of_patience() && t.epochs_done < t.cfg.epochs;
+  // A finished run ends with the picked epoch's weights; an interrupted one keeps the last
+  // epoch's (its checkpoint resumes from them).
+  if (t.cfg.restore_best && !interrupted && !t.best_values.empty() && t.weights_epoch != t.best.epoch)
+    t.restore_best_values();
   result.best_epoch = static_cast<int>(t.best.epoch);
   result.best_val_acc = t.best.val_acc;
   result.test_acc = t.best.test_acc;
@@ -381,6 +479,7 @@ ModelState GcnTrainer::state() {
   ModelState s;
   s.epochs_done = t.epochs_done;
   s.best = t.best;
+  s.weights_epoch = t.weights_epoch;
   for (std::size_t k = 0; k < places.size(); ++k) {
     const auto host = [&](const float* p) {
       std::vector<float> h(params[k].size);
@@ -388,7 +487,9 @@ ModelState GcnTrainer::state() {
       return assemble(places[k], h, t.grid);
     };
     s.parameters.push_back(
-        {places[k].name, places[k].rows, places[k].cols, host(params[k].value), host(moments[k].m), host(moments[k].v)});
+        {places[k].name, places[k].rows, places[k].cols, host(params[k].value), host(moments[k].m), host(moments[k].v),
+         t.best_values.empty() ? std::vector<float>{} : assemble(places[k], t.best_values[k], t.grid),
+         t.last_values.empty() ? std::vector<float>{} : assemble(places[k], t.last_values[k], t.grid)});
   }
   return s;
 }
@@ -404,11 +505,16 @@ void GcnTrainer::set_state(const ModelState& s) {
     throw InputError("model state", "epochs done " + std::to_string(s.epochs_done) + " out of range");
   if (s.best.epoch < -1 || s.best.epoch >= std::max<std::int64_t>(s.epochs_done, 0))
     throw InputError("model state", "best epoch " + std::to_string(s.best.epoch) + " is not an epoch trained");
+  if (s.weights_epoch < -1 || s.weights_epoch >= std::max<std::int64_t>(s.epochs_done, 0))
+    throw InputError("model state", "weights epoch " + std::to_string(s.weights_epoch) + " is not an epoch trained");
   for (std::size_t k = 0; k < places.size(); ++k) {
     const ParameterState& p = s.parameters[k];
     const auto n = static_cast<std::size_t>(places[k].rows * places[k].cols);
     if (p.name != places[k].name || p.rows != places[k].rows || p.cols != places[k].cols || p.value.size() != n ||
-        p.adam_m.size() != n || p.adam_v.size() != n)
+        p.adam_m.size() != n || p.adam_v.size() != n || (!p.best_value.empty() && p.best_value.size() != n) ||
+        p.best_value.empty() != s.parameters.front().best_value.empty() ||
+        (!p.last_value.empty() && p.last_value.size() != n) ||
+        p.last_value.empty() != s.parameters.front().last_value.empty())
       throw InputError("model state", p.name + " [" + std::to_string(p.rows) + " x " + std::to_string(p.cols) +
                                           "] does not fit this model's " + places[k].name + " [" +
                                           std::to_string(places[k].rows) + " x " + std::to_string(places[k].cols) + "]");
@@ -424,9 +530,20 @@ void GcnTrainer::set_state(const ModelState& s) {
     put(moments[k].m, s.parameters[k].adam_m);
     put(moments[k].v, s.parameters[k].adam_v);
   }
+  t.best_values.clear();
+  t.last_values.clear();
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    if (!s.parameters[k].best_value.empty()) t.best_values.push_back(cut(places[k], s.parameters[k].best_value));
+    if (!s.parameters[k].last_value.empty()) t.last_values.push_back(cut(places[k], s.parameters[k].last_value));
+  }
   t.adam.set_steps(s.epochs_done);
   t.epochs_done = static_cast<int>(s.epochs_done);
   t.best = s.best;
+  t.weights_epoch = s.weights_epoch >= 0 ? s.weights_epoch : s.epochs_done - 1;
+  // Kept weights were the picked epoch's; a state without them whose weights are the picked
+  // epoch's gives them (a checkpoint of the epoch it picked).
+  if (t.cfg.restore_best && t.best_values.empty() && t.best.epoch >= 0 && t.weights_epoch == t.best.epoch)
+    t.keep_best_values();
   t.model.weights_updated();
   t.backend.synchronize();
 }
@@ -457,12 +574,17 @@ void GcnTrainer::save(const std::string& path) {
   }
   std::vector<ParameterBlock> blocks;
   const bool first_replica = t.grid.coord(Axis::D) == 0;
+  const bool best_values = !t.best_values.empty(), last_values = !t.last_values.empty();
   for (std::size_t k = 0; k < places.size(); ++k) {
     const ParamPlace& p = places[k];
     blocks.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes && first_replica,
-                      host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data()});
+                      host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data(),
+                      best_values ? t.best_values[k].data() : nullptr, last_values ? t.last_values[k].data() : nullptr});
   }
-  const GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
+  GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
+  header.weights_epoch = t.weights_epoch;
+  header.best_values = best_values;
+  header.last_values = last_values;
   write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
 }
 
@@ -520,6 +642,13 @@ void GcnTrainer::resume(const std::string& path) {
   differs("--adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
   differs("--dropout", f(was.dropout), f(now.dropout));
   differs("--seed", std::to_string(was.seed), std::to_string(now.seed));
+  const auto weights_text = [&](const TrainConfig& c) {
+    if (c.class_weights_auto) return std::string("auto");
+    std::string text;
+    for (const float w : c.class_weights) text += (text.empty() ? "" : ",") + f(w);
+    return text.empty() ? std::string("none") : text;
+  };
+  differs("--class-weights", weights_text(was), weights_text(now));
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gcn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
                                std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");
@@ -527,6 +656,9 @@ void GcnTrainer::resume(const std::string& path) {
     throw InputError(path, "has " + std::to_string(info.epochs_done) + " epochs done, more than --epochs " +
                                std::to_string(now.epochs));
   load(path);
+  if (now.restore_best && t.best_values.empty() && t.best.epoch >= 0)
+    throw InputError(path, "holds no weights of the epoch it picked (" + std::to_string(t.best.epoch + 1) +
+                               "; written without --restore-best): resume it without --restore-best");
 }
 
 }  // namespace plexus
