@@ -6,7 +6,9 @@
 # project) against the copy with nothing but CMAKE_PREFIX_PATH and a plain find_package(plexus),
 # builds it, checks that the program depends on no CUDA library (ldd), and runs it on one
 # process and under mpirun on 2 and 4 ranks. When the package has the `cuda` component, embed is
-# also built with it (-DEMBED_CUDA=ON) and run once (on the CPU where no GPU is visible).
+# also built with it (-DEMBED_CUDA=ON) and run once (on the CPU where no GPU is visible). Then
+# examples/pipeline (train with class weights and the best weights restored, save, score an
+# unlabelled snapshot with new nodes, one table keyed by id) on 1, 2 and 4 ranks: the same table.
 # Exit status 0 when every step passed (the example itself checks its accuracy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +49,34 @@ echo "== run"
 "$work/embed/embed"
 mpirun --oversubscribe -np 2 "$work/embed/embed" 1x2x1
 mpirun --oversubscribe -np 4 "$work/embed/embed" 2x1x2
+
+echo "== examples/pipeline against it: train, save, score a snapshot, one table; 1, 2 and 4 ranks"
+cmake -S examples/pipeline -B "$work/pipeline" -DCMAKE_PREFIX_PATH="$work/moved" -DCMAKE_BUILD_TYPE=Release \
+  > "$work/configure-pipeline.log" || { cat "$work/configure-pipeline.log"; fail "configure (pipeline)"; }
+cmake --build "$work/pipeline" -j2 > "$work/build-pipeline.log" || { cat "$work/build-pipeline.log"; fail "build (pipeline)"; }
+if ldd "$work/pipeline/pipeline" | grep -E 'lib(cudart|cublas|cublasLt|cusparse|nccl|cuda)\.so'; then
+  fail "the pipeline depends on the CUDA libraries above"
+fi
+for np in 1 2 4; do
+  mkdir -p "$work/run$np"
+  mpirun --oversubscribe -np "$np" "$work/pipeline/pipeline" "$work/run$np"
+done
+# The same table on every rank count: every id and class equal, every score within 1e-4 of the
+# column's largest magnitude (the sums run in another order on another grid).
+for np in 2 4; do
+  python3 - "$work/run1/scores.csv" "$work/run$np/scores.csv" <<'PY' || fail "the pipeline's table on $np ranks differs from 1 rank's"
+import csv, sys
+a, b = (list(csv.reader(open(f))) for f in sys.argv[1:3])
+assert a[0] == b[0] and len(a) == len(b) and len(a) > 1, "header or row count"
+for ra, rb in zip(a[1:], b[1:]):
+    assert ra[:2] == rb[:2], f"id/class {ra[:2]} vs {rb[:2]}"
+for c in range(2, len(a[0])):
+    x, y = [float(r[c]) for r in a[1:]], [float(r[c]) for r in b[1:]]
+    top = max(max(abs(v) for v in x), 1e-30)
+    err = max(abs(p - q) for p, q in zip(x, y))
+    assert err <= 1e-4 * max(top, 1.0), f"column {a[0][c]}: {err} of {top}"
+PY
+done
 
 cuda_exports=("$work"/moved/lib*/cmake/plexus/plexusCudaTargets.cmake)
 if [ -e "${cuda_exports[0]}" ]; then
