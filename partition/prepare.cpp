@@ -234,6 +234,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   out.train_mask = permute_rows(g.train_mask, p2);
   out.val_mask = permute_rows(g.val_mask, p2);
   out.test_mask = permute_rows(g.test_mask, p2);
+  if (!g.node_weights.empty()) out.node_weights = permute_rows(g.node_weights, p2);  // stored like /labels
   if (p.two_orders()) {
     p.labels_p = permute_rows(g.labels, order.row);
     p.train_p = permute_rows(g.train_mask, order.row);

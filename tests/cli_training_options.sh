@@ -55,6 +55,36 @@ else
   fail "checkpoint and resume with --restore-best"; cat ck1.out ck2.out
 fi
 
+# Node weights in the file (/node_weights): all 1 trains as without them; other weights change
+# the loss; a bad weight is refused; a prepared file (its copy in P2 order) trains alike.
+"$py" - "$cora" <<'PY'
+import shutil, sys, h5py, numpy as np
+for name, w in (("ones", None), ("skewed", "skew"), ("bad", "nan")):
+    shutil.copy(sys.argv[1], f"{name}.h5")
+    with h5py.File(f"{name}.h5", "r+") as f:
+        n = int(f.attrs["num_nodes"])
+        x = np.ones(n, np.float32) if w is None else (np.arange(n) % 5).astype(np.float32)
+        if w == "nan":
+            x[17] = np.nan
+        f.create_dataset("node_weights", data=x)
+PY
+for f in plain ones skewed; do
+  data=$cora; [[ $f != plain ]] && data=$f.h5
+  "$plexus" train --threads 1 --quiet --epochs 5 --data "$data" --metrics "nw_$f.jsonl" >/dev/null 2>&1 || fail "train on $f node weights"
+done
+loss() { sed -n 2p "$1" | "$py" -c "import json, sys; print(json.loads(sys.stdin.read())['loss'])"; }
+[[ $(loss nw_ones.jsonl) == "$(loss nw_plain.jsonl)" ]] && ok || fail "node weights of 1 changed the loss"
+[[ $(loss nw_skewed.jsonl) != "$(loss nw_plain.jsonl)" ]] && ok || fail "node weights did not change the loss"
+expect_error "a NaN node weight" "/node_weights: weight nan of node 17" train --epochs 2 --data bad.h5
+if "$plexus" prepare skewed.h5 -o skewed_prep.h5 --balance permute >/dev/null 2>&1 &&
+   "$plexus" train --threads 1 --quiet --epochs 5 --dropout 0 --data skewed_prep.h5 --metrics nw_prep.jsonl >/dev/null 2>&1 &&
+   "$plexus" train --threads 1 --quiet --epochs 5 --dropout 0 --data skewed.h5 --metrics nw_skew0.jsonl >/dev/null 2>&1; then
+  "$py" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-5 * b)" \
+    "$(loss nw_prep.jsonl)" "$(loss nw_skew0.jsonl)" && ok || fail "a prepared file's node weights do not follow its nodes"
+else
+  fail "prepare and train a file with node weights"
+fi
+
 expect_error "class weights of another count" "--class-weights: 2 weights for 7 classes" train --epochs 2 --class-weights 1,2
 expect_error "class weights not numbers" "--class-weights: expected auto or numbers" train --epochs 2 --class-weights heavy
 expect_error "negative class weight" "--class-weights: weight -1" train --epochs 2 --class-weights 1,1,1,-1,1,1,1

@@ -222,6 +222,22 @@ TEST_F(IoH5, RoundTripWeightedDirected) {
   EXPECT_EQ(r.values.size(), g.indices.size());
 }
 
+// Node loss weights (/node_weights, optional) are written and read back; a file without them
+// reads as none; a negative one is refused naming the node.
+TEST_F(IoH5, RoundTripNodeWeights) {
+  GraphData g = small_graph(false, false);
+  g.node_weights.resize(static_cast<std::size_t>(g.num_nodes));
+  for (std::size_t v = 0; v < g.node_weights.size(); ++v) g.node_weights[v] = 0.25f * static_cast<float>(v);
+  const std::string p = file("nw.h5");
+  plexus::write_graph_h5(g, p);
+  EXPECT_EQ(plexus::read_graph_h5(p).node_weights, g.node_weights);
+  EXPECT_TRUE(plexus::read_graph_h5(good_file()).node_weights.empty());
+  g.node_weights[2] = -1.0f;
+  const std::string bad = file("nw_bad.h5");
+  plexus::write_graph_h5(g, bad);  // the writer stores what it is given; the reader checks
+  expect_read_error(bad, {"/node_weights", "weight -1", "of node 2"});
+}
+
 TEST_F(IoH5, RoundTripNoEdgesAndLargerChunkedGraph) {
   // No edges: zero-length /graph/indices (stored contiguous, cannot be chunked).
   GraphData g = small_graph();

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,7 @@ GraphData read_graph_h5(const std::string& path) {
   g.train_mask = r.read_ints<std::uint8_t>(h.train, n);
   g.val_mask = r.read_ints<std::uint8_t>(h.val, n);
   g.test_mask = r.read_ints<std::uint8_t>(h.test, n);
+  if (r.exists(kNodeWeights)) g.node_weights = read_node_weights(r, n, Range{0, h.num_nodes});
 
   validate(g, path);
   return g;

@@ -481,6 +481,14 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
         r.fail(ids_name, "node id " + std::to_string(s.label_ids[i]) + " at position " +
                              std::to_string(s.label_rows.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
   }
+  // The optional node weights of the label rows (stored like /labels: in a prepared file in
+  // P2 order; a P-order copy is not written, so a file whose labels are read in P order refuses).
+  if (r.exists(h5::kNodeWeights)) {
+    if (p_order)
+      r.fail(h5::kNodeWeights, "node weights in a prepared file with two orders are not read yet: train on the "
+                               "plain file (plexus train --balance orders it in memory)");
+    s.loss_weights = h5::read_node_weights(r, static_cast<hsize_t>(h.num_nodes), s.label_rows);
+  }
   // 3. Where each block's self-loops lie (GcnShards::adj_self_col). With two orders a row's
   // node is found among the block's columns by original id: each rank reads the ids of its
   // blocks' rows and columns (collective reads: once per layout, as above).

@@ -42,6 +42,7 @@ constexpr const char* kLabels = "/labels";
 constexpr const char* kTrain = "/masks/train";
 constexpr const char* kVal = "/masks/val";
 constexpr const char* kTest = "/masks/test";
+constexpr const char* kNodeWeights = "/node_weights";  // optional: each node's loss weight
 
 inline std::string shape_str(const std::vector<hsize_t>& d) {
   std::string s = "[";
@@ -428,6 +429,18 @@ struct Header {
   bool has_values = false;
   Reader::Dataset indptr, indices, values, features, labels, train, val, test;
 };
+
+// The optional /node_weights of rows [rows.begin, rows.end): each finite and >= 0.
+inline std::vector<float> read_node_weights(const Reader& r, hsize_t num_nodes, Range rows) {
+  const Reader::Dataset d = r.open_dataset(kNodeWeights, true, "float32", {num_nodes}, "[num_nodes]");
+  const auto count = static_cast<hsize_t>(rows.size());
+  std::vector<float> w = r.read_floats(d, count, Reader::Slab{{static_cast<hsize_t>(rows.begin)}, {count}});
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (!std::isfinite(w[i]) || w[i] < 0.0f)
+      r.fail(kNodeWeights, "weight " + std::to_string(w[i]) + " of node " + std::to_string(rows.begin + static_cast<index_t>(i)) +
+                               " is not a finite number >= 0");
+  return w;
+}
 
 inline Header read_header(const Reader& r) {
   const std::string format = r.string_attr("format");

@@ -213,6 +213,7 @@ void write_atomically(const GraphData& g, const std::string& path, Extra&& extra
   w.dataset(kTrain, H5T_STD_U8LE, g.train_mask.data(), {n}, chunk_1d(n, 1));
   w.dataset(kVal, H5T_STD_U8LE, g.val_mask.data(), {n}, chunk_1d(n, 1));
   w.dataset(kTest, H5T_STD_U8LE, g.test_mask.data(), {n}, chunk_1d(n, 1));
+  if (!g.node_weights.empty()) w.dataset(kNodeWeights, H5T_IEEE_F32LE, g.node_weights.data(), {n}, chunk_1d(n, 4));
   extra(w);
   w.close();
 
