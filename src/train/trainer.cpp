@@ -12,6 +12,7 @@
 #include "models/gcn.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
+#include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
@@ -72,10 +73,15 @@ AdamParams adam_params(const TrainConfig& cfg) {
 
 }  // namespace
 
-GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training) {
+GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
+                          bool strict) {
   validate(cfg);
-  validate(graph, "graph");
-  if (for_training) require_labelled_training_node(graph, "graph");
+  // Strict: the collective first, before any rank can throw about its own graph (a graph
+  // invalid on one rank only is then a different graph, refused on every rank).
+  if (strict) require_same_graph(graph, grid, "graph");
+  validate(graph, "graph", GraphNames::Memory);
+  if (strict) validate_strict(graph, "graph", GraphNames::Memory);
+  if (for_training) require_labelled_training_node(graph, "graph", GraphNames::Memory);
   const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   if (cfg.balance == Balance::kNone)
     return build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values), grid, dims,
@@ -208,7 +214,7 @@ void GcnTrainer::Impl::undo_step(int epoch) {
 }
 
 GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
-    : GcnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true), cfg, backend, grid) {}
+    : GcnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {}
 
 GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
   validate(cfg);
