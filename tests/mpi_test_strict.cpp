@@ -112,7 +112,7 @@ TEST(RequireSameGraph, TheStrictTrainerRefusesDifferentGraphsOnEveryRank) {
   GraphData g = sbm();
   EXPECT_EQ(error_of([&] { GcnTrainer t(g, c, *be, *grid); }), "");
   if (rank() == size() - 1) g.labels[0] = g.labels[0] == 0 ? 1 : 0;
-  const std::string got = error_of([&] { GcnTrainer t(g, c, *be, *grid); });
+  std::string got = error_of([&] { GcnTrainer t(g, c, *be, *grid); });
   EXPECT_TRUE(same_everywhere(got)) << got;
   if (size() > 1) {
     EXPECT_NE(got.find("hold different graphs"), std::string::npos) << got;
