@@ -161,6 +161,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   } else {
     shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj, layer_order_of(o.cfg));
   }
+  // Named as the file's datasets: the trainer would name an in-memory graph's members.
+  if (in_memory) require_labelled_training_node(whole, o.data);
   if (o.strict) {  // the file's names; the same-graph hash has no meaning for one file
     if (in_memory) validate_strict(whole, o.data, GraphNames::File);
     else validate_strict(shards, read_graph_info_h5(o.data).directed, *grid, o.data);
