@@ -144,7 +144,7 @@ void symmetrize_sorted(GraphData& g) {
 }  // namespace
 
 GraphData clean_graph(GraphData g, bool symmetrize) {
-  validate(g, "graph");
+  validate(g, "graph", GraphNames::Memory);
   const index_t n = g.num_nodes;
   const std::vector<index_t> kept = dedupe_rows(g);
   // Compact the kept entries.
@@ -178,7 +178,7 @@ HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const
 }
 
 PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
-  validate(g, "graph");
+  validate(g, "graph", GraphNames::Memory);
   if (g.num_nodes > std::numeric_limits<col_t>::max())
     throw InputError("graph", "num_nodes: more than 2^31-1 nodes are not supported yet");
   // Progress by stage (plexus/progress.hpp): kStages steps of unequal length, a rough ETA.

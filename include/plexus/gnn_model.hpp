@@ -25,6 +25,9 @@ namespace plexus {
 struct InferenceOptions {
   bool embeddings = false;  // each hidden layer's output (GcnTrainer::embeddings())
   bool attention = false;   // GAT: each layer's attention coefficients (GcnTrainer::attention())
+  // predict(GraphData) runs the strict checks of plexus/graph_checks.hpp on the graph
+  // (symmetry when undirected, disjoint masks, the same graph on every rank; TrainConfig::strict).
+  bool strict = false;
 };
 
 // What predict() returns on each rank: its share of the nodes (and, for attention, of the

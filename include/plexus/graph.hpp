@@ -32,14 +32,21 @@ struct GraphData {
   index_t num_edges() const { return static_cast<index_t>(indices.size()); }
 };
 
+// Which names a validation message gives the fields of a GraphData: a graph read from a file
+// names the format-v1 datasets ("/graph/indptr", "/masks/train", ...), one a library caller
+// built in memory names the members ("GraphData.indptr", "GraphData.train_mask", ...).
+enum class GraphNames { File, Memory };
+
 // Checks every invariant of format v1 (shapes, monotone indptr ending at nnz, column range,
-// finite features, label range, mask lengths, non-empty). Throws InputError(where, ...)
-// naming the first violation.
-void validate(const GraphData& g, const std::string& where);
+// finite features, label range, mask lengths, distinct node_ids, non-empty). Throws
+// InputError(where, "<field>: <problem>") naming the first violation, the field as `names` says.
+void validate(const GraphData& g, const std::string& where, GraphNames names = GraphNames::File);
 
 // Training needs a labelled node in the train mask: InputError(where, "/masks/train: ...")
-// when there is none (an empty mask, or every label -1), instead of a run at loss 0.
-void require_labelled_training_node(const GraphData& g, const std::string& where);
+// (or "GraphData.train_mask: ...") when there is none (an empty mask, or every label -1),
+// instead of a run at loss 0.
+void require_labelled_training_node(const GraphData& g, const std::string& where,
+                                    GraphNames names = GraphNames::File);
 // Why training cannot start with `train_nodes` nodes in the train mask and none labelled.
 std::string no_labelled_training_node(index_t train_nodes);
 

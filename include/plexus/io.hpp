@@ -23,6 +23,7 @@ GraphData read_graph_h5(const std::string& path);
 struct GraphInfo {
   index_t num_nodes = 0, num_features = 0, nnz = 0;
   std::int32_t num_classes = 0;
+  bool directed = false;  // the root attribute `directed`
 };
 GraphInfo read_graph_info_h5(const std::string& path);
 // This rank's shards of a `layers`-layer GCN (hidden width `hidden`) over `grid`, reading
@@ -66,6 +67,23 @@ void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std
                           const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {},
                           const std::vector<EdgeAttention>& attention = {},
                           const std::vector<NodeRows>& embeddings = {});
+// The same with the ids of the nodes from memory. Set the fields by name:
+//   PredictionsFileOptions o;
+//   o.node_ids = graph.node_ids;  // GraphData::node_ids of the graph predicted: /node_id holds them
+//   write_predictions_h5(predictions, graph.num_nodes, epochs, grid, "out.h5", o);
+struct PredictionsFileOptions {
+  explicit PredictionsFileOptions() = default;  // no `{}` argument: it would also read as an ids_from
+  // Every node's id (node k is node_ids[k]; num_nodes of them, distinct; every rank passes all of
+  // them, e.g. GraphData::node_ids), written as /node_id. Empty: ids_from's, else 0..N-1. Not
+  // both. InputError("PredictionsFileOptions.node_ids", ...) on every rank when any rank's list
+  // has another length or an id twice.
+  std::vector<std::int64_t> node_ids;
+  std::string ids_from;  // the graph file whose /node_ids to write, as above
+  std::vector<EdgeAttention> attention;
+  std::vector<NodeRows> embeddings;
+};
+void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
+                          const ProcessGrid& grid, const std::string& path, const PredictionsFileOptions& options);
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.

@@ -6,6 +6,7 @@
 
 // Data: the in-memory graph, its HDF5 file format, preparation ahead of training.
 #include "plexus/graph.hpp"
+#include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/balance.hpp"
@@ -33,6 +34,7 @@
 
 // Plans and measures: costs of a grid, kernel timings, checked sizes, random numbers.
 #include "plexus/comm_model.hpp"
+#include "plexus/launch.hpp"
 #include "plexus/profiling.hpp"
 #include "plexus/sizes.hpp"
 #include "plexus/rng.hpp"

@@ -110,6 +110,11 @@ struct TrainConfig {
   // so that Â memory per rank falls as 1/P instead of 1/(G_o·G_d). Used where shards are cut
   // (train_gcn(GraphData); load_shards_h5 takes it as an argument). Same numbers either way.
   bool shard_adj = false;
+  // Strict input checks (plexus/graph_checks.hpp) where a GraphData is cut into shards
+  // (GcnTrainer(GraphData), train_gcn(GraphData)): an undirected graph's edges both ways with
+  // equal values, disjoint train/val/test masks, and the same graph on every rank of the grid
+  // (a collective). Off: only validate()'s format-v1 invariants are checked.
+  bool strict = false;
 };
 
 struct EpochMetrics {

@@ -108,7 +108,7 @@ GraphData build_graph(const EdgeArrays& edges, const NodeArrays& nodes, const Gr
     }
   }
   g.node_ids = std::move(ids);
-  validate(g, "build_graph");
+  validate(g, "build_graph", GraphNames::Memory);
   return g;
 }
 

@@ -13,6 +13,7 @@ GraphInfo read_graph_info_h5(const std::string& path) {
   info.num_features = h.num_features;
   info.num_classes = h.num_classes;
   info.nnz = h.nnz;
+  info.directed = h.directed;
   return info;
 }
 

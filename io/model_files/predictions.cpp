@@ -255,9 +255,29 @@ AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, 
 // The original ids of the block's nodes where `ids_from` (the graph file) stores them
 // (/node_ids), else the block's own ids. Every rank reads its slice; a rank that fails ends
 // every rank with its message, before the collective writes.
-std::vector<std::int64_t> row_ids(const NodeBlock& block, const std::string& ids_from, MPI_Comm comm) {
+// Or, given `node_ids` (every node's, from memory), the block's slice of them, once every rank's
+// list was found to be of num_nodes distinct ids.
+std::vector<std::int64_t> row_ids(const NodeBlock& block, index_t num_nodes, const std::string& ids_from,
+                                  const std::vector<std::int64_t>& node_ids, MPI_Comm comm) {
   std::vector<std::int64_t> ids;
   std::exception_ptr error;
+  if (!node_ids.empty()) {
+    const char* where = "PredictionsFileOptions.node_ids";
+    std::string problem;
+    if (!ids_from.empty()) problem = "given with ids_from; give one of them";
+    else if (node_ids.size() != static_cast<std::size_t>(num_nodes))
+      problem = std::to_string(node_ids.size()) + " ids for " + std::to_string(num_nodes) + " nodes";
+    else {
+      std::vector<std::int64_t> sorted = node_ids;
+      std::sort(sorted.begin(), sorted.end());
+      const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+      if (twice != sorted.end()) problem = "id " + std::to_string(*twice) + " names two nodes";
+    }
+    const int bad = h5::detail::first_failed_rank(!problem.empty(), comm);
+    if (!problem.empty()) throw InputError(where, problem);
+    if (bad >= 0) throw InputError(where, "rank " + std::to_string(bad) + "'s list is wrong");
+    return {node_ids.begin() + block.begin, node_ids.begin() + block.begin + block.n};
+  }
   if (!ids_from.empty()) {
     try {
       ids = read_original_node_ids_h5(ids_from, block.begin, block.n);
@@ -274,15 +294,17 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, const std::string& ids
 
 }  // namespace
 
-void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
-                          const std::string& path, const std::string& ids_from,
-                          const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
+namespace {
+
+void write_file(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
+                const std::string& path, const std::string& ids_from, const std::vector<std::int64_t>& node_ids,
+                const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
   const NodeBlock block = redistribute(p, num_nodes, grid.mpi_comm());
   std::vector<std::vector<float>> hidden;
   for (const NodeRows& e : embeddings) hidden.push_back(redistribute_rows(e, num_nodes, grid.mpi_comm()));
   std::vector<AttentionRows> layers;
   for (const EdgeAttention& a : attention) layers.push_back(redistribute_attention(a, num_nodes, grid.mpi_comm()));
-  const std::vector<std::int64_t> ids = row_ids(block, ids_from, grid.mpi_comm());
+  const std::vector<std::int64_t> ids = row_ids(block, num_nodes, ids_from, node_ids, grid.mpi_comm());
   const auto n = static_cast<hsize_t>(num_nodes), c = static_cast<hsize_t>(p.num_classes);
   const auto r0 = static_cast<hsize_t>(block.begin), rows = static_cast<hsize_t>(block.n);
   h5::write_collectively(path, grid.mpi_comm(), [&](h5::Writer& w) {
@@ -316,6 +338,19 @@ void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t 
       w.block_dataset<float, 2>((g + "/alpha").c_str(), H5T_IEEE_F32LE, {e, h}, {e0, 0}, {mine, h}, a.alpha.data(), true);
     }
   });
+}
+
+}  // namespace
+
+void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
+                          const std::string& path, const std::string& ids_from,
+                          const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
+  write_file(p, num_nodes, epochs_done, grid, path, ids_from, {}, attention, embeddings);
+}
+
+void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
+                          const std::string& path, const PredictionsFileOptions& o) {
+  write_file(p, num_nodes, epochs_done, grid, path, o.ids_from, o.node_ids, o.attention, o.embeddings);
 }
 
 }  // namespace plexus

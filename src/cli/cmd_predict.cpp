@@ -17,6 +17,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
+#include "plexus/graph_checks.hpp"
 #include "plexus/trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
@@ -33,6 +34,7 @@ struct PredictOptions {
   bool quiet = false;
   bool attention = false;   // GAT: each layer's attention coefficients too
   bool embeddings = false;  // each hidden layer's output too
+  bool strict = false;      // the strict checks of the file's shards (plexus/graph_checks.hpp)
 };
 
 // A missing or unreadable --checkpoint is named as such before anything is loaded.
@@ -82,6 +84,7 @@ void run_predict(PredictOptions& o) {
 
   const auto t0 = std::chrono::steady_clock::now();
   GcnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg));
+  if (o.strict) validate_strict(shards, graph.directed, *grid, o.data);
   const index_t num_nodes = shards.num_nodes;
   GcnTrainer trainer(std::move(shards), cfg, backend, *grid);
   trainer.load(o.checkpoint);
@@ -142,6 +145,9 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--attention", opts->attention,
                 "gat only: write each layer's attention coefficients too, every head's per edge (/attention, "
                 "docs/predictions.md)");
+  cmd->add_flag("--strict", opts->strict,
+                "Refuse an undirected graph with an edge stored one way only and nodes in two of the masks "
+                "(docs/format-v1.md, Validation)");
   cmd->add_flag("--embeddings", opts->embeddings,
                 "Write each hidden layer's output too, a row per node (/embeddings, docs/predictions.md)");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print nothing (and skip the accuracy pass)");

@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "plexus/error.hpp"
+#include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
@@ -43,6 +44,7 @@ struct TrainOptions {
   CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
   bool quiet = false, profile = false;
+  bool strict = false;  // the strict checks of what the ranks read (plexus/graph_checks.hpp)
   ModelOptions model;  // --model and its kind's options, into cfg
   TrainConfig cfg;
 };
@@ -164,6 +166,12 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     whole = read_graph_h5(o.data);
   } else {
     shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj, layer_order_of(o.cfg));
+  }
+  // Named as the file's datasets: the trainer would name an in-memory graph's members.
+  if (in_memory) require_labelled_training_node(whole, o.data);
+  if (o.strict) {  // the file's names; the same-graph hash has no meaning for one file
+    if (in_memory) validate_strict(whole, o.data, GraphNames::File);
+    else validate_strict(shards, read_graph_info_h5(o.data).directed, *grid, o.data);
   }
   const double load_s = loading.seconds();
   // Peak resident memory of the load (the process's high-water mark so far), largest rank.
@@ -311,6 +319,9 @@ void add_train_command(CLI::App& app) {
                   "aggregate first, GAT layers transform first")
       ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}))
       ->capture_default_str();
+  cmd->add_flag("--strict", opts->strict,
+                "Refuse an undirected graph with an edge stored one way only and nodes in two of the masks "
+                "(docs/format-v1.md, Validation)");
   cmd->add_flag("--shard-adj", c.shard_adj,
                 "Store each Â block split over its layer's third grid axis and all-gather it per SpMM: Â memory "
                 "per rank falls as 1/P, for 8 bytes a nonzero per use (docs/communication.md)");

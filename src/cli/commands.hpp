@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plexus/launch.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/profiling.hpp"
@@ -45,8 +46,7 @@ CLI::Option* add_data_option(CLI::App* cmd, std::string& path, const std::string
 // Values from a TOML file (`--config`) fill every option of `cmd` not given on the command
 // line. Keys are the long option names without dashes, e.g. `hidden = 64`.
 void apply_config_file(const std::string& path, CLI::App& cmd);
-// One process's --backend (auto: CUDA when a device is visible); `gpu`: which device.
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int gpu = 0);
+// One process's --backend: plexus::make_backend (plexus/launch.hpp).
 // The backend a run computes on: --backend's, observed by a KernelProfiler with --profile.
 // On a grid of more than one rank, auto means the CPU and cuda is refused (no NCCL collectives yet).
 struct RunBackend {
@@ -54,10 +54,9 @@ struct RunBackend {
   std::unique_ptr<KernelProfiler> profiler;  // declared after the device: destroyed before it
   Backend& get() { return *device; }
 };
-// The --backend of this rank (auto: CUDA when every rank has a GPU of its own, else the CPU);
-// a device backend on several ranks makes `grid` stage its buffers through host memory.
+// The --backend of this rank: plexus::make_node_backend (plexus/launch.hpp), which says how.
 RunBackend make_run_backend(const std::string& name, int threads, bool profile, ProcessGrid& grid);
-// --threads: 0 means the node's cores divided among its ranks.
+// --threads: 0 means the node's cores divided among its ranks (plexus::cpu_threads_per_rank).
 int threads_per_rank(int threads);
 
 // This process's peak resident set size so far, in bytes (getrusage).

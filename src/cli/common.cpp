@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "plexus/error.hpp"
+#include "plexus/launch.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/sizes.hpp"
 #include "io/files/safe_files.hpp"
@@ -76,55 +77,16 @@ void apply_config_file(const std::string& path, CLI::App& cmd) {
   }
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int gpu) {
-  if (name == "cpu") return make_cpu_backend(threads);
-  if (name == "reference") return make_reference_backend();
-  if (name == "cuda") {
-    if (!cuda_available()) throw InputError("--backend", "cuda requested but no CUDA device is available");
-    return make_cuda_backend(gpu);
-  }
-  return cuda_available() ? make_cuda_backend(gpu) : make_cpu_backend(threads);
-}
-
 RunBackend make_run_backend(const std::string& name, int threads, bool profile, ProcessGrid& grid) {
-  // Each rank takes the GPU of its index on its node; several ranks share one when a node has
-  // fewer GPUs than ranks (docs/cuda.md, device selection).
-  const ProcessGrid::NodePlacement node = ProcessGrid::node_placement();
-  const int gpus = cuda_device_count();
-  double lacking = node.local_rank < gpus ? 0.0 : 1.0;  // ranks without a GPU of their own
-  grid.world().all_reduce(&lacking, 1, ReduceOp::Sum);
-  const bool own_gpus = lacking == 0.0;  // auto: CUDA only when every rank has its own GPU
   RunBackend r;
-  r.device = make_backend(name == "auto" && !own_gpus ? "cpu" : name, threads, gpus ? node.local_rank % gpus : 0);
-  if (r.device->device() == Device::CUDA && grid.size() > 1) {
-    if (own_gpus && nccl_available()) {
-      // One NCCL communicator per axis for the tensors; the axis's MPI one for host values.
-      grid.use_nccl(*r.device);
-      if (grid.rank() == 0) spdlog::info("CUDA on {} ranks: an NCCL communicator per grid axis", grid.size());
-    } else {
-      // Ranks share a GPU (or no NCCL): device tensors go over MPI through pinned host copies.
-      grid.stage_through_host(*r.device);
-      if (grid.rank() == 0)
-        spdlog::info("CUDA on {} ranks{}: collectives are staged through host memory over MPI", grid.size(),
-                     lacking > 0 ? fmt::format(" ({} share a GPU)", static_cast<int>(lacking))
-                                 : std::string(" (this build has no NCCL)"));
-    }
-  }
+  std::string arrangement;
+  r.device = make_node_backend(name, threads, grid, &arrangement);
+  if (!arrangement.empty() && grid.rank() == 0) spdlog::info("CUDA on {} ranks: {}", grid.size(), arrangement);
   if (profile) r.profiler = std::make_unique<KernelProfiler>(*r.device);
   return r;
 }
 
-int threads_per_rank(int threads) {
-  if (threads < 0) throw InputError("--threads", "must be 0 (all cores) or positive");
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  // OpenMP cannot start tens of thousands of threads (libgomp crashes trying); more than
-  // 4 per hardware thread never helps.
-  const int most = std::max(1024, 4 * cores);
-  if (threads > most)
-    throw InputError("--threads", fmt::format("{} is too many (at most {}: 4 per hardware thread, or 1024)", threads, most));
-  if (threads > 0) return threads;
-  return std::max(1, cores / ProcessGrid::ranks_on_this_node());
-}
+int threads_per_rank(int threads) { return cpu_threads_per_rank(threads, "--threads"); }
 
 void print_profile(const KernelProfiler& p, double wall_seconds, double comm_seconds) {
   // Families, in print order; a kernel belongs to the first whose prefix it starts with.

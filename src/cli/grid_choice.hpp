@@ -4,6 +4,7 @@
 // given once (`mpirun -np 8 plexus train`).
 #include <string>
 
+#include "plexus/launch.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/train.hpp"
@@ -14,16 +15,11 @@ namespace plexus::cli {
 int started_ranks();
 int launched_rank();
 
-struct GridChoice {
-  GridShape shape;
-  std::string why;  // for auto: how it was chosen ("best of 10 grids ..."); empty otherwise
-};
-// `text` = "auto" or XxYxZ (whose product must then be started_ranks()). For auto the model
-// reads the sizes of `data` and uses `cfg`'s layers, widths and options, ranks_per_node from
-// the job's placement, and prefers the fastest grid that fits the memory budget (sizes.hpp).
+// `text` = "auto" or XxYxZ (whose product must then be started_ranks()). For auto:
+// plexus::choose_gcn_grid(data, cfg, started_ranks()) (plexus/launch.hpp).
 GridChoice choose_gcn_grid(const std::string& text, const std::string& data, const TrainConfig& cfg);
-// The tensor-parallel grid of each of `dp` replicas (`plexus gpt train --grid`): for auto, of
-// the started ranks divided by dp, the one `plexus plan gpt` ranks first at cfg's ZeRO stage.
+// The tensor-parallel grid of each of `dp` replicas (`plexus gpt train --grid`): for auto,
+// plexus::choose_gpt_grid(cfg, started_ranks(), dp).
 GridChoice choose_gpt_grid(const std::string& text, const GptTrainConfig& cfg, int dp);
 
 }  // namespace plexus::cli

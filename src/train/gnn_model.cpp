@@ -38,7 +38,7 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
                                   ", the model predicts " + std::to_string(dims_.back()) + " classes (or give 0)");
   const bool complete = graph.num_classes == dims_.back() && !graph.labels.empty() && !graph.train_mask.empty() &&
                         !graph.val_mask.empty() && !graph.test_mask.empty();
-  if (complete) return predict(shards_of_graph(graph, config_, grid, /*for_training=*/false), backend, grid, options);
+  if (complete) return predict(shards_of_graph(graph, config_, grid, /*for_training=*/false, options.strict), backend, grid, options);
   // No labels (or no masks): the same graph with every node unlabelled and in no split.
   GraphData g = graph;
   const auto n = static_cast<std::size_t>(graph.num_nodes);
@@ -46,7 +46,7 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
   if (g.labels.empty()) g.labels.assign(n, -1);
   for (auto* mask : {&g.train_mask, &g.val_mask, &g.test_mask})
     if (mask->empty()) mask->assign(n, 0);
-  return predict(shards_of_graph(g, config_, grid, /*for_training=*/false), backend, grid, options);
+  return predict(shards_of_graph(g, config_, grid, /*for_training=*/false, options.strict), backend, grid, options);
 }
 
 Inference GnnModel::predict(GcnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options) {

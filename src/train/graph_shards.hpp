@@ -8,8 +8,10 @@
 
 namespace plexus {
 
-// Validates cfg and the graph; `for_training` also requires a labelled training node (inference
-// does not: its graph may have no labels at all).
-GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training);
+// Validates cfg and the graph (messages name GraphData's members); `for_training` also requires a
+// labelled training node (inference does not: its graph may have no labels at all). `strict`:
+// the checks of plexus/graph_checks.hpp too (symmetry, disjoint masks, the same graph on every rank).
+GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
+                          bool strict);
 
 }  // namespace plexus

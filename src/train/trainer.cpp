@@ -13,6 +13,7 @@
 #include "models/gcn.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
+#include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
@@ -97,10 +98,15 @@ GcnShards with_node_weights(GcnShards s, const GraphData& g) {
 
 }  // namespace
 
-GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training) {
+GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
+                          bool strict) {
   validate(cfg);
-  validate(graph, "graph");
-  if (for_training) require_labelled_training_node(graph, "graph");
+  // Strict: the collective first, before any rank can throw about its own graph (a graph
+  // invalid on one rank only is then a different graph, refused on every rank).
+  if (strict) require_same_graph(graph, grid, "graph");
+  validate(graph, "graph", GraphNames::Memory);
+  if (strict) validate_strict(graph, "graph", GraphNames::Memory);
+  if (for_training) require_labelled_training_node(graph, "graph", GraphNames::Memory);
   const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   if (cfg.balance == Balance::kNone)
     return with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
@@ -286,7 +292,7 @@ void GcnTrainer::Impl::put_back_last_values() {
 }
 
 GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
-    : GcnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true), cfg, backend, grid) {}
+    : GcnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {}
 
 GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
   validate(cfg);
