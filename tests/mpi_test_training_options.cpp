@@ -150,10 +150,10 @@ TEST(TrainingOptions, BadWeightsAndPatienceAreRefused) {
   cfg.class_weights.clear();
   GraphData bad = g;
   bad.node_weights = {1.0f, 2.0f};
-  refused(bad, cfg, "GraphData.node_weights", "2 weights for 157 nodes");
+  refused(bad, cfg, "graph", "GraphData.node_weights: expected 157 entries");
   bad.node_weights.assign(static_cast<std::size_t>(g.num_nodes), 1.0f);
   bad.node_weights[5] = std::nanf("");
-  refused(bad, cfg, "GraphData.node_weights", "of node 5");
+  refused(bad, cfg, "graph", "GraphData.node_weights: weight nan of node 5");
   bad.node_weights.assign(static_cast<std::size_t>(g.num_nodes), 0.0f);
   refused(bad, cfg, "node weights", "sum to 0");
   GraphData no_val = g;

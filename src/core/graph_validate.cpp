@@ -23,15 +23,15 @@ std::string str(index_t v) { return std::to_string(v); }
 // The name of each field in messages.
 struct Names {
   const char *num_nodes, *num_features, *num_classes, *indptr, *indices, *values, *features, *labels, *train, *val,
-      *test, *node_ids;
+      *test, *node_ids, *node_weights;
 };
 constexpr Names kFileNames{"num_nodes", "num_features", "num_classes", "/graph/indptr", "/graph/indices",
                            "/graph/values", "/features", "/labels", "/masks/train", "/masks/val", "/masks/test",
-                           "node_ids"};
+                           "node_ids", "/node_weights"};
 constexpr Names kMemoryNames{"GraphData.num_nodes", "GraphData.num_features", "GraphData.num_classes",
                              "GraphData.indptr", "GraphData.indices", "GraphData.values", "GraphData.features",
                              "GraphData.labels", "GraphData.train_mask", "GraphData.val_mask",
-                             "GraphData.test_mask", "GraphData.node_ids"};
+                             "GraphData.test_mask", "GraphData.node_ids", "GraphData.node_weights"};
 const Names& names_of(GraphNames names) { return names == GraphNames::Memory ? kMemoryNames : kFileNames; }
 std::string str(std::size_t v) { return std::to_string(v); }
 
@@ -114,6 +114,13 @@ void validate(const GraphData& g, const std::string& where, GraphNames field_nam
   check_mask(where, nm.train, g.train_mask, n);
   check_mask(where, nm.val, g.val_mask, n);
   check_mask(where, nm.test, g.test_mask, n);
+  if (!g.node_weights.empty()) {
+    check_length(where, nm.node_weights, g.node_weights.size(), n, "num_nodes, or empty");
+    for (std::size_t i = 0; i < g.node_weights.size(); ++i)
+      if (!std::isfinite(g.node_weights[i]) || g.node_weights[i] < 0.0f)
+        fail(where, nm.node_weights, "weight " + std::to_string(g.node_weights[i]) + " of node " + str(i) +
+                                         " is not a finite number >= 0");
+  }
   if (!g.node_ids.empty()) {
     check_length(where, nm.node_ids, g.node_ids.size(), n, "num_nodes, or empty");
     std::vector<std::int64_t> sorted = g.node_ids;

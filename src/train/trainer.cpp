@@ -77,17 +77,10 @@ AdamParams adam_params(const TrainConfig& cfg) {
 namespace {
 
 // The label rows' node weights (by the input graph's id of each row: a balanced graph is
-// renumbered), after checking them: GraphData::node_weights is optional.
+// renumbered; validate() checked them). GraphData::node_weights is optional.
 GcnShards with_node_weights(GcnShards s, const GraphData& g) {
   const std::vector<float>& w = g.node_weights;
   if (w.empty()) return s;
-  if (static_cast<index_t>(w.size()) != g.num_nodes)
-    throw InputError("GraphData.node_weights", std::to_string(w.size()) + " weights for " +
-                                                   std::to_string(g.num_nodes) + " nodes");
-  for (std::size_t v = 0; v < w.size(); ++v)
-    if (!std::isfinite(w[v]) || w[v] < 0.0f)
-      throw InputError("GraphData.node_weights", "weight " + std::to_string(w[v]) + " of node " + std::to_string(v) +
-                                                     " is not a finite number >= 0");
   const index_t rows = s.label_rows.size();
   s.loss_weights.resize(static_cast<std::size_t>(rows));
   for (index_t r = 0; r < rows; ++r)
@@ -651,7 +644,10 @@ void GcnTrainer::resume(const std::string& path) {
   const auto weights_text = [&](const TrainConfig& c) {
     if (c.class_weights_auto) return std::string("auto");
     std::string text;
-    for (const float w : c.class_weights) text += (text.empty() ? "" : ",") + f(w);
+    for (const float w : c.class_weights) {
+      if (!text.empty()) text += ',';
+      text += f(w);
+    }
     return text.empty() ? std::string("none") : text;
   };
   differs("--class-weights", weights_text(was), weights_text(now));
