@@ -6,7 +6,8 @@
 //   pipeline OUT_DIR              one process
 //   mpirun -np 4 pipeline OUT_DIR the same results on any number of ranks
 //
-// Stage 1 (train): build_graph from edge and node arrays keyed by account id; a GraphSAGE with
+// Stage 1 (train): build_graph from edge and node arrays keyed by account id; the grid and backend
+// the `plexus` command would choose (choose_gcn_grid, make_node_backend); a GraphSAGE with
 // class weights (fraud is rare: --class-weights auto), early stopping and the best-validation
 // weights restored (what is saved is the model whose accuracy is reported); GcnTrainer::save.
 // Stage 2 (score): GnnModel::load on the snapshot (every account, old and new, unlabelled),
@@ -82,16 +83,13 @@ int main(int argc, char** argv) {
   try {
     if (argc < 2) throw plexus::InputError("usage", "pipeline OUT_DIR");
     const std::string dir = argv[1], model_path = dir + "/model.h5", table_path = dir + "/scores.csv";
-    const plexus::GridShape shape = plexus::parse_grid(std::to_string(size) + "x1x1");
-    auto grid = plexus::ProcessGrid::from_mpi(shape, 1, MPI_COMM_WORLD);
-    auto backend = plexus::make_cpu_backend(1);
-
     // ---- stage 1: train on the labelled accounts, keep the best weights, save ----------------
     plexus::EdgeArrays edges;
     plexus::NodeArrays nodes;
     accounts(false, edges, nodes);
     const plexus::GraphData labelled = plexus::build_graph(edges, nodes);  // symmetrised, ids kept
     plexus::TrainConfig cfg;
+    cfg.strict = true;  // also: every rank built the same graph (a hash compared), masks disjoint
     cfg.model = plexus::GnnKind::Sage;
     cfg.hidden = 16;
     cfg.epochs = 300;
@@ -99,6 +97,11 @@ int main(int argc, char** argv) {
     cfg.class_weights_auto = true;  // fraud is rare: weigh it up
     cfg.patience = 40;
     cfg.restore_best = true;        // save the model whose accuracy is reported
+    // The grid `plexus train --grid auto` would take, and a CPU backend with this node's cores
+    // divided among its ranks (plexus/launch.hpp).
+    const plexus::GridShape shape = plexus::choose_gcn_grid(labelled, cfg, size).shape;
+    auto grid = plexus::ProcessGrid::from_mpi(shape, 1, MPI_COMM_WORLD);
+    auto backend = plexus::make_node_backend("cpu", /*threads=*/0, *grid);
     plexus::GcnTrainer trainer(labelled, cfg, *backend, *grid);
     const plexus::TrainResult r = trainer.run();
     trainer.save(model_path);
@@ -122,6 +125,7 @@ int main(int argc, char** argv) {
     plexus::GnnModel model = plexus::GnnModel::load(model_path);
     plexus::InferenceOptions want;
     want.embeddings = true;
+    want.strict = true;  // every rank holds the same snapshot
     const plexus::Inference out = model.predict(snapshot, *backend, *grid, want);
     const plexus::NodeTable table = plexus::gather_table(out, snapshot, *grid, /*root=*/0);
     if (rank == 0) {
