@@ -100,6 +100,17 @@ TEST(TrainingOptions, WeightedLossIsTheFloat64WeightedMeanOnEveryGrid) {
       const double got = t.epoch().loss;
       EXPECT_NEAR(got, want, 1e-5 * want) << what << " on " << shape.str();
     }
+    // Under a renumbering (balance permute) the node weights follow their nodes: without
+    // dropout the permuted graph's first loss is the plain order's.
+    {
+      TrainConfig permuted = cfg;
+      permuted.balance = Balance::kPermute;
+      auto one = ProcessGrid::single();
+      auto be = make_cpu_backend(1);
+      GcnTrainer plain_t(g, cfg, *be, *one), permuted_t(g, permuted, *be, *one);
+      const double a = plain_t.epoch().loss, b = permuted_t.epoch().loss;
+      EXPECT_NEAR(b, a, 1e-5 * a) << what << ": permuted";
+    }
     // A run on every grid equals one rank's, node weights following their nodes under a
     // renumbering (balance permute).
     for (const Balance balance : {Balance::kNone, Balance::kPermute}) {
