@@ -168,6 +168,9 @@ TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend
 // InputError("--class-weights", ...) for text that is not a list of numbers (their ranges are
 // validate()'s).
 std::vector<float> parse_class_weights(const std::string& text);
+// The reverse, what --class-weights takes for cfg: "auto", "w0,w1,..." (each weight the
+// shortest text that reads back as it), or "" when the loss is unweighted by class.
+std::string class_weights_text(const TrainConfig& cfg);
 
 // Checks option values; throws InputError("--name", ...) for the first bad one.
 void validate(const TrainConfig& cfg);

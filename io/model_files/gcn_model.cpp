@@ -13,7 +13,6 @@
 // (moments: v ≥ 0), and every problem is an InputError(path, "<object>: <what is wrong>").
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -47,18 +46,8 @@ std::string dims_str(const std::vector<index_t>& d) {
   return s;
 }
 
-// "w0,w1,...", each the shortest text that reads back as the float.
-std::string class_weights_text(const std::vector<float>& w) {
-  std::string s;
-  for (const float v : w) {
-    char buf[32];
-    if (!s.empty()) s += ',';
-    s.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-  }
-  return s;
-}
-
-void write_header(h5::Writer& w, const GcnModelHeader& h) {
+// `best_values`, `last_values`: the groups /best_value and /last_value are written too.
+void write_header(h5::Writer& w, const GcnModelHeader& h, bool best_values, bool last_values) {
   const std::vector<index_t>& dims = h.dims;
   w.string_attr("format", kGcnFormat);
   w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, static_cast<std::int32_t>(kGcnVersion));
@@ -82,8 +71,8 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   w.scalar_attr<std::uint64_t>("seed", H5T_STD_U64LE, o.seed, kOptions);
   // The loss weighting (docs/gnn-models.md, "The loss"): "auto", or one weight per class; none
   // when unweighted.
-  if (o.class_weights_auto) w.string_attr("class_weights", "auto", kOptions);
-  if (!o.class_weights.empty()) w.string_attr("class_weights", class_weights_text(o.class_weights), kOptions);
+  if (const std::string weights = class_weights_text(o); !weights.empty())
+    w.string_attr("class_weights", weights, kOptions);
   // The model kind and its options (docs/gnn-models.md); a file without `model` is a GCN.
   w.string_attr("model", gnn_kind_name(o.model), kOptions);
   if (o.model == GnnKind::Sage) {
@@ -103,7 +92,7 @@ void write_header(h5::Writer& w, const GcnModelHeader& h) {
   for (const char* g : kGroups) w.group(g);
   for (std::size_t k = 0; k + 1 < dims.size(); ++k)
     for (const char* g : kGroups) w.group((std::string(g) + "/layer" + std::to_string(k)).c_str());
-  for (const auto& [present, group] : {std::pair{h.best_values, kBest}, std::pair{h.last_values, kLast}}) {
+  for (const auto& [present, group] : {std::pair{best_values, kBest}, std::pair{last_values, kLast}}) {
     if (!present) continue;
     w.group(group);
     for (std::size_t k = 0; k + 1 < dims.size(); ++k) w.group((std::string(group) + "/layer" + std::to_string(k)).c_str());
@@ -216,8 +205,10 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
 void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,
                                const std::vector<ParameterBlock>& blocks) {
   const float dummy = 0;  // a rank that writes nothing still passes a buffer
+  const bool best_values = !blocks.empty() && blocks.front().best_value != nullptr;
+  const bool last_values = !blocks.empty() && blocks.front().last_value != nullptr;
   h5::write_collectively(path, comm, [&](h5::Writer& w) {
-    write_header(w, header);
+    write_header(w, header, best_values, last_values);
     for (const ParameterBlock& p : blocks) {
       const std::array<hsize_t, 2> dims{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
       const std::array<hsize_t, 2> start{static_cast<hsize_t>(p.block_rows.begin),
@@ -228,10 +219,10 @@ void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const Gcn
       for (int g = 0; g < 3; ++g)
         w.block_dataset((std::string(kGroups[g]) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
                         data[g] != nullptr ? data[g] : &dummy, p.writes);
-      if (header.best_values)
+      if (best_values)
         w.block_dataset((std::string(kBest) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
                         p.best_value != nullptr ? p.best_value : &dummy, p.writes);
-      if (header.last_values)
+      if (last_values)
         w.block_dataset((std::string(kLast) + "/" + p.name).c_str(), H5T_IEEE_F32LE, dims, start, block,
                         p.last_value != nullptr ? p.last_value : &dummy, p.writes);
     }
@@ -242,13 +233,11 @@ void write_gcn_model_h5(const ModelState& s, const std::vector<index_t>& dims, c
                         const std::string& path) {
   GcnModelHeader h{dims, 0, s.epochs_done, s.best, options, ""};  // the graph unknown here: 0
   h.weights_epoch = s.weights_epoch;
-  h.best_values = !s.parameters.empty() && !s.parameters.front().best_value.empty();
-  h.last_values = !s.parameters.empty() && !s.parameters.front().last_value.empty();
   std::vector<ParameterBlock> blocks;
   for (const ParameterState& p : s.parameters)
     blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),
-                      p.adam_m.data(), p.adam_v.data(), h.best_values ? p.best_value.data() : nullptr,
-                      h.last_values ? p.last_value.data() : nullptr});
+                      p.adam_m.data(), p.adam_v.data(), p.best_value.empty() ? nullptr : p.best_value.data(),
+                      p.last_value.empty() ? nullptr : p.last_value.data()});
   write_gcn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
 }
 

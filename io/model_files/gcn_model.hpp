@@ -22,8 +22,11 @@ struct ParameterBlock {
   const float* value = nullptr;  // block_rows.size() × block_cols.size(), row-major, host
   const float* adam_m = nullptr;
   const float* adam_v = nullptr;
-  const float* best_value = nullptr;  // the picked epoch's values (restore_best), or none
-  const float* last_value = nullptr;  // the last epoch's values while value holds restored ones
+  // The picked epoch's values (restore_best) and the last epoch's while `value` holds restored
+  // ones, each under its own group (/best_value, /last_value) when the blocks carry them (all
+  // or none: nullptr on every block writes no group).
+  const float* best_value = nullptr;
+  const float* last_value = nullptr;
 };
 
 struct GcnModelHeader {
@@ -34,8 +37,6 @@ struct GcnModelHeader {
   TrainConfig options;
   std::string run_id;  // the run that wrote a checkpoint (root attribute run_id); "" writes none
   std::int64_t weights_epoch = -1;  // the epoch whose weights /value holds; -1: the last (epochs_done - 1)
-  bool best_values = false;         // the blocks carry best_value: written under /best_value
-  bool last_values = false;         // the blocks carry last_value: written under /last_value
 };
 
 void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,

@@ -28,8 +28,7 @@ constexpr std::int32_t kPredictionsVersion = 1;
 
 // The predictions of the nodes [begin, begin + n) of the graph, row k being node begin + k.
 struct NodeBlock {
-  index_t begin = 0, n = 0;
-  std::vector<index_t> ids;
+  index_t begin = 0, n = 0;  // nodes [begin, begin + n), in order
   std::vector<std::int32_t> classes;
   std::vector<float> logits;  // n × classes, row-major
 };
@@ -84,66 +83,10 @@ std::vector<char> exchange(const std::vector<char>& send, const std::vector<int>
   return received;
 }
 
-// Every node's predictions moved to the rank whose block of a block split of [0, N) over the
-// ranks holds it (MPI_Alltoallv over `comm`; no MPI call without one), in node order. Each row
-// travels as one record: its id (int64), its class (int32), then its `classes` logits.
-NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
-  int rank = 0, ranks = 1;
-  if (comm != MPI_COMM_NULL) {
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &ranks);
-  }
-  const index_t classes = p.num_classes;
-  const Range mine = block_range(num_nodes, ranks, rank);
-  const NodeOwners owner(num_nodes, ranks);
-  const std::size_t local = p.node_ids.size();
-  if (p.classes.size() != local || p.logits.size() != local * static_cast<std::size_t>(classes))
-    throw std::logic_error("predictions: sizes of node_ids, classes and logits disagree");
-  for (const index_t id : p.node_ids)
-    if (id < 0 || id >= num_nodes)
-      throw std::logic_error("predictions: node id " + std::to_string(id) + " outside [0, " + std::to_string(num_nodes) + ")");
-
-  const std::size_t record = sizeof(std::int64_t) + sizeof(std::int32_t) + static_cast<std::size_t>(classes) * sizeof(float);
-  std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
-  for (const index_t id : p.node_ids) ++send_counts[static_cast<std::size_t>(owner(id))];
-  std::vector<char> send(local * record);
-  std::vector<std::size_t> next = displacements(send_counts);
-  for (std::size_t k = 0; k < local; ++k) {
-    char* at = send.data() + next[static_cast<std::size_t>(owner(p.node_ids[k]))]++ * record;
-    const std::int64_t id = p.node_ids[k];
-    std::memcpy(at, &id, sizeof id);
-    std::memcpy(at + 8, &p.classes[k], sizeof(std::int32_t));
-    std::memcpy(at + 12, p.logits.data() + k * static_cast<std::size_t>(classes), classes * sizeof(float));
-  }
-  const std::vector<char> received = exchange(send, send_counts, record, comm);
-  const std::size_t received_rows = received.size() / record;
-
-  NodeBlock b;
-  b.begin = mine.begin;
-  b.n = mine.size();
-  const auto n = static_cast<std::size_t>(b.n);
-  if (received_rows != n)
-    throw std::logic_error("predictions: " + std::to_string(received_rows) + " rows for the " + std::to_string(n) + " nodes of rank " + std::to_string(rank));
-  b.ids.assign(n, -1);
-  b.classes.resize(n);
-  b.logits.resize(n * static_cast<std::size_t>(classes));
-  for (std::size_t k = 0; k < received_rows; ++k) {
-    const char* at = received.data() + k * record;
-    std::int64_t id = 0;
-    std::memcpy(&id, at, sizeof id);
-    if (id < mine.begin || id >= mine.end || b.ids[static_cast<std::size_t>(id - mine.begin)] != -1)
-      throw std::logic_error("predictions: node " + std::to_string(id) + " on rank " + std::to_string(rank) + " (its nodes [" + std::to_string(mine.begin) + ", " + std::to_string(mine.end) + ")) twice or out of place");
-    const auto row = static_cast<std::size_t>(id - mine.begin);
-    b.ids[row] = id;
-    std::memcpy(&b.classes[row], at + 8, sizeof(std::int32_t));
-    std::memcpy(b.logits.data() + row * static_cast<std::size_t>(classes), at + 12, classes * sizeof(float));
-  }
-  return b;
-}
-
 // Rows of a per-node output moved to the rank whose block of the nodes holds them (one record
 // each: node id, then its values), in node order: the block's [n × width] values.
-std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MPI_Comm comm) {
+// `what` names the output in the logic errors (an id out of range or twice is a bug upstream).
+std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MPI_Comm comm, const std::string& what) {
   int rank = 0, ranks = 1;
   if (comm != MPI_COMM_NULL) {
     MPI_Comm_rank(comm, &rank);
@@ -152,10 +95,10 @@ std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MP
   const NodeOwners owner(num_nodes, ranks);
   const Range mine = block_range(num_nodes, ranks, rank);
   const auto width = static_cast<std::size_t>(rows.width), local = rows.node_ids.size();
-  if (rows.values.size() != local * width) throw std::logic_error("embeddings: sizes of node_ids and values disagree");
+  if (rows.values.size() != local * width) throw std::logic_error(what + ": sizes of node_ids and values disagree");
   for (const index_t id : rows.node_ids)
     if (id < 0 || id >= num_nodes)
-      throw std::logic_error("embeddings: node id " + std::to_string(id) + " outside [0, " + std::to_string(num_nodes) + ")");
+      throw std::logic_error(what + ": node id " + std::to_string(id) + " outside [0, " + std::to_string(num_nodes) + ")");
   const std::size_t record = sizeof(std::int64_t) + width * sizeof(float);
   std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
   for (const index_t id : rows.node_ids) ++send_counts[static_cast<std::size_t>(owner(id))];
@@ -170,7 +113,7 @@ std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MP
   const std::vector<char> received = exchange(send, send_counts, record, comm);
   const auto n = static_cast<std::size_t>(mine.size());
   if (received.size() / record != n)
-    throw std::logic_error("embeddings: " + std::to_string(received.size() / record) + " rows for the " +
+    throw std::logic_error(what + ": " + std::to_string(received.size() / record) + " rows for the " +
                            std::to_string(n) + " nodes of rank " + std::to_string(rank));
   std::vector<float> out(n * width);
   std::vector<bool> seen(n, false);
@@ -178,12 +121,45 @@ std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MP
     std::int64_t id = 0;
     std::memcpy(&id, received.data() + k * record, sizeof id);
     if (id < mine.begin || id >= mine.end || seen[static_cast<std::size_t>(id - mine.begin)])
-      throw std::logic_error("embeddings: node " + std::to_string(id) + " on rank " + std::to_string(rank) + " twice or out of place");
+      throw std::logic_error(what + ": node " + std::to_string(id) + " on rank " + std::to_string(rank) + " twice or out of place");
     seen[static_cast<std::size_t>(id - mine.begin)] = true;
     std::memcpy(out.data() + static_cast<std::size_t>(id - mine.begin) * width, received.data() + k * record + sizeof id,
                 width * sizeof(float));
   }
   return out;
+}
+
+// Every node's predictions moved to the rank whose block of a block split of [0, N) over the
+// ranks holds it (redistribute_rows), in node order: the class travels as one more 4-byte
+// column before the logits, its bits copied (never converted to a float).
+NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
+  const std::size_t local = p.node_ids.size(), classes = static_cast<std::size_t>(p.num_classes);
+  if (p.classes.size() != local || p.logits.size() != local * classes)
+    throw std::logic_error("predictions: sizes of node_ids, classes and logits disagree");
+  const std::size_t width = classes + 1;
+  NodeRows rows{p.node_ids, static_cast<index_t>(width), std::vector<float>(local * width)};
+  for (std::size_t k = 0; k < local; ++k) {
+    std::memcpy(rows.values.data() + k * width, &p.classes[k], sizeof(std::int32_t));
+    std::copy_n(p.logits.data() + k * classes, classes, rows.values.data() + k * width + 1);
+  }
+  const std::vector<float> moved = redistribute_rows(rows, num_nodes, comm, "predictions");
+  int rank = 0, ranks = 1;
+  if (comm != MPI_COMM_NULL) {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+  }
+  const Range mine = block_range(num_nodes, ranks, rank);
+  NodeBlock b;
+  b.begin = mine.begin;
+  b.n = mine.size();
+  const auto n = static_cast<std::size_t>(b.n);
+  b.classes.resize(n);
+  b.logits.resize(n * classes);
+  for (std::size_t k = 0; k < n; ++k) {
+    std::memcpy(&b.classes[k], moved.data() + k * width, sizeof(std::int32_t));
+    std::copy_n(moved.data() + k * width + 1, classes, b.logits.data() + k * classes);
+  }
+  return b;
 }
 
 // One GAT layer's attention rows whose dst this rank's block of the nodes holds, sorted by
@@ -288,20 +264,19 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, index_t num_nodes, con
   const int bad = h5::detail::first_failed_rank(error != nullptr, comm);
   if (error) std::rethrow_exception(error);
   if (bad >= 0) throw InputError(ids_from, "/node_ids: rank " + std::to_string(bad) + " could not read it");
-  if (ids.empty()) ids.assign(block.ids.begin(), block.ids.end());
+  if (ids.empty()) {
+    ids.resize(static_cast<std::size_t>(block.n));
+    std::iota(ids.begin(), ids.end(), std::int64_t{block.begin});
+  }
   return ids;
 }
-
-}  // namespace
-
-namespace {
 
 void write_file(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
                 const std::string& path, const std::string& ids_from, const std::vector<std::int64_t>& node_ids,
                 const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
   const NodeBlock block = redistribute(p, num_nodes, grid.mpi_comm());
   std::vector<std::vector<float>> hidden;
-  for (const NodeRows& e : embeddings) hidden.push_back(redistribute_rows(e, num_nodes, grid.mpi_comm()));
+  for (const NodeRows& e : embeddings) hidden.push_back(redistribute_rows(e, num_nodes, grid.mpi_comm(), "embeddings"));
   std::vector<AttentionRows> layers;
   for (const EdgeAttention& a : attention) layers.push_back(redistribute_attention(a, num_nodes, grid.mpi_comm()));
   const std::vector<std::int64_t> ids = row_ids(block, num_nodes, ids_from, node_ids, grid.mpi_comm());

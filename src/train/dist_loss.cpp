@@ -109,14 +109,15 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   if (shards.split_sizes[0] > 0 && !(sums[0] > 0))
     throw InputError(class_weighted ? "--class-weights" : "node weights",
                      "the training nodes' loss weights sum to 0: nothing would be trained");
-  for (int s = 0; s < 2; ++s) {
+  const auto split_weights = [&](std::size_t s) {
+    if (!(sums[s] > 0)) return mask_weights(masks[s], shards.split_sizes[s]);  // weightless: the plain mean
     std::vector<float> w(n, 0.0f);
-    if (sums[s] > 0)
-      for (std::size_t r = 0; r < n; ++r)
-        if (masks[static_cast<std::size_t>(s)][r]) w[r] = static_cast<float>(u[r] / sums[s]);
-    if (s == 1 && !(sums[1] > 0)) w = mask_weights(masks[1], shards.split_sizes[1]);  // weightless: plain mean
-    (s == 0 ? train_w_ : val_w_).upload(w.data());
-  }
+    for (std::size_t r = 0; r < n; ++r)
+      if (masks[s][r]) w[r] = static_cast<float>(u[r] / sums[s]);
+    return w;
+  };
+  train_w_.upload(split_weights(0).data());
+  val_w_.upload(split_weights(1).data());
 }
 
 void DistLoss::sum_over_rows(double* v, std::size_t n) {
@@ -126,8 +127,7 @@ void DistLoss::sum_over_rows(double* v, std::size_t n) {
 
 double DistLoss::masked_loss(const Matrix& logits, const Buffer<float>& weights, Matrix& grad) {
   double loss = xent_.loss_and_grad(logits.view(), labels_.data(), weights.data(), geo_.out_cols.begin, grad.view());
-  grid_.host_comm(geo_.roles.d).all_reduce(&loss, 1, ReduceOp::Sum);
-  if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(&loss, 1, ReduceOp::Sum);
+  sum_over_rows(&loss, 1);
   return loss;
 }
 
@@ -148,7 +148,7 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   // max of the values, then max of -column among the shards that hold that value. The values
   // and keys stay on the device (in the loss's row buffers, free between its calls); only the
   // three counts are copied back.
-  const Axis classes = geo_.out_feat(), rows = geo_.roles.d;
+  const Axis classes = geo_.out_feat();
   const std::size_t n = best_col_.size();
   float* const best = xent_.row_max();    // this shard's best value per row
   float* const global = xent_.row_sum();  // the best over the shards, then the keys
@@ -164,8 +164,7 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   double correct[3];
   be_.copy_to_host(correct_host_.get(), correct_.data(), sizeof correct);
   std::memcpy(correct, correct_host_.get(), sizeof correct);
-  grid_.host_comm(rows).all_reduce(correct, 3, ReduceOp::Sum);
-  if (row_split_) grid_.host_comm(row_split_axis_).all_reduce(correct, 3, ReduceOp::Sum);
+  sum_over_rows(correct, 3);
   // More correct rows than the split has would be an accuracy above 1: the masks counted for
   // split_sizes_ are not those trained on. Never report that as a result.
   for (int s = 0; s < 3; ++s)

@@ -100,6 +100,17 @@ std::vector<float> parse_class_weights(const std::string& text) {
   return w;
 }
 
+std::string class_weights_text(const TrainConfig& cfg) {
+  if (cfg.class_weights_auto) return "auto";
+  std::string text;
+  for (const float w : cfg.class_weights) {
+    char buf[32];
+    if (!text.empty()) text += ',';
+    text.append(buf, std::to_chars(buf, buf + sizeof buf, w).ptr);
+  }
+  return text;
+}
+
 void validate(const TrainConfig& c) {
   if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
   if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");

@@ -72,10 +72,6 @@ AdamParams adam_params(const TrainConfig& cfg) {
   return hp;
 }
 
-}  // namespace
-
-namespace {
-
 // The label rows' node weights (by the input graph's id of each row: a balanced graph is
 // renumbered; validate() checked them). GraphData::node_weights is optional.
 GcnShards with_node_weights(GcnShards s, const GraphData& g) {
@@ -209,7 +205,9 @@ struct GcnTrainer::Impl {
   // While the model holds restored weights: the last epoch's (host copies), put back when a
   // run continues (resumed with more epochs), and saved with the model.
   std::vector<std::vector<float>> last_values;
-  void keep_best_values();
+  // This rank's shard of every parameter's value, to host copies and back.
+  void values_to_host(std::vector<std::vector<float>>& to);
+  void values_from_host(const std::vector<std::vector<float>>& from);
   void restore_best_values();
   void put_back_last_values();
   // Early stopping (TrainConfig::patience): the picked epoch is `patience` epochs behind.
@@ -250,38 +248,34 @@ void GcnTrainer::Impl::undo_step(int epoch) {
   backend.synchronize();
 }
 
-void GcnTrainer::Impl::keep_best_values() {
+void GcnTrainer::Impl::values_to_host(std::vector<std::vector<float>>& to) {
   const std::vector<ParamRef> params = model.parameters();
-  best_values.resize(params.size());
+  to.resize(params.size());
   for (std::size_t k = 0; k < params.size(); ++k) {
-    best_values[k].resize(params[k].size);
-    backend.copy_to_host(best_values[k].data(), params[k].value, params[k].size * sizeof(float));
+    to[k].resize(params[k].size);
+    backend.copy_to_host(to[k].data(), params[k].value, params[k].size * sizeof(float));
   }
+}
+
+void GcnTrainer::Impl::values_from_host(const std::vector<std::vector<float>>& from) {
+  const std::vector<ParamRef> params = model.parameters();
+  for (std::size_t k = 0; k < params.size(); ++k)
+    backend.copy_from_host(params[k].value, from[k].data(), from[k].size() * sizeof(float));
+  outputs_current = false;
+  model.weights_updated();
+  backend.synchronize();
 }
 
 void GcnTrainer::Impl::restore_best_values() {
-  const std::vector<ParamRef> params = model.parameters();
-  last_values.resize(params.size());
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    last_values[k].resize(params[k].size);
-    backend.copy_to_host(last_values[k].data(), params[k].value, params[k].size * sizeof(float));
-    backend.copy_from_host(params[k].value, best_values[k].data(), best_values[k].size() * sizeof(float));
-  }
+  values_to_host(last_values);
+  values_from_host(best_values);
   weights_epoch = best.epoch;
-  outputs_current = false;
-  model.weights_updated();
-  backend.synchronize();
 }
 
 void GcnTrainer::Impl::put_back_last_values() {
-  const std::vector<ParamRef> params = model.parameters();
-  for (std::size_t k = 0; k < params.size(); ++k)
-    backend.copy_from_host(params[k].value, last_values[k].data(), last_values[k].size() * sizeof(float));
+  values_from_host(last_values);
   last_values.clear();
   weights_epoch = epochs_done - 1;
-  outputs_current = false;
-  model.weights_updated();
-  backend.synchronize();
 }
 
 GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
@@ -384,7 +378,7 @@ std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
   t.weights_epoch = m.epoch;
   if (b.epoch < 0 || !validated || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss)) {
     b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
-    if (t.cfg.restore_best) t.keep_best_values();
+    if (t.cfg.restore_best) t.values_to_host(t.best_values);
   }
   return m;
 }
@@ -542,7 +536,7 @@ void GcnTrainer::set_state(const ModelState& s) {
   // Kept weights were the picked epoch's; a state without them whose weights are the picked
   // epoch's gives them (a checkpoint of the epoch it picked).
   if (t.cfg.restore_best && t.best_values.empty() && t.best.epoch >= 0 && t.weights_epoch == t.best.epoch)
-    t.keep_best_values();
+    t.values_to_host(t.best_values);
   t.model.weights_updated();
   t.backend.synchronize();
 }
@@ -582,8 +576,6 @@ void GcnTrainer::save(const std::string& path) {
   }
   GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
   header.weights_epoch = t.weights_epoch;
-  header.best_values = best_values;
-  header.last_values = last_values;
   write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
 }
 
@@ -641,13 +633,8 @@ void GcnTrainer::resume(const std::string& path) {
   differs("--adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
   differs("--dropout", f(was.dropout), f(now.dropout));
   differs("--seed", std::to_string(was.seed), std::to_string(now.seed));
-  const auto weights_text = [&](const TrainConfig& c) {
-    if (c.class_weights_auto) return std::string("auto");
-    std::string text;
-    for (const float w : c.class_weights) {
-      if (!text.empty()) text += ',';
-      text += f(w);
-    }
+  const auto weights_text = [](const TrainConfig& c) {
+    const std::string text = class_weights_text(c);
     return text.empty() ? std::string("none") : text;
   };
   differs("--class-weights", weights_text(was), weights_text(now));
