@@ -25,17 +25,6 @@ std::vector<std::int32_t> tile_of_nodes(const std::vector<index_t>& cuts) {
   return tile;
 }
 
-std::vector<index_t> count_tiles(const HostCsr& a, const std::vector<std::int32_t>& tile, std::size_t tiles) {
-  if (a.rows != static_cast<index_t>(tile.size()) || a.cols != a.rows)
-    throw std::invalid_argument("count_adj_blocks: not an n x n matrix");
-  std::vector<index_t> counts(tiles * tiles, 0);
-  for (index_t r = 0; r < a.rows; ++r) {
-    index_t* row = counts.data() + static_cast<std::size_t>(tile[static_cast<std::size_t>(r)]) * tiles;
-    for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k) ++row[tile[static_cast<std::size_t>(a.indices[k])]];
-  }
-  return counts;
-}
-
 // The index of `x` in the sorted cuts, or -1.
 std::ptrdiff_t cut_index(const std::vector<index_t>& cuts, index_t x) {
   const auto it = std::lower_bound(cuts.begin(), cuts.end(), x);
@@ -44,13 +33,26 @@ std::ptrdiff_t cut_index(const std::vector<index_t>& cuts, index_t x) {
 
 }  // namespace
 
+std::vector<index_t> count_tiles_of_rows(const std::vector<index_t>& cuts, index_t row0, index_t rows,
+                                         const index_t* indptr, const col_t* indices) {
+  const std::vector<std::int32_t> tile = tile_of_nodes(cuts);
+  const std::size_t tiles = cuts.size() - 1;
+  std::vector<index_t> counts(tiles * tiles, 0);
+  for (index_t r = 0; r < rows; ++r) {
+    index_t* row = counts.data() + static_cast<std::size_t>(tile[static_cast<std::size_t>(row0 + r)]) * tiles;
+    for (index_t k = indptr[r]; k < indptr[r + 1]; ++k) ++row[tile[static_cast<std::size_t>(indices[k])]];
+  }
+  return counts;
+}
+
 AdjBlockCounts count_adj_blocks(const HostCsr& a1, const HostCsr& a2) {
   AdjBlockCounts c;
   c.cuts = block_count_cuts(a1.rows);
-  const std::vector<std::int32_t> tile = tile_of_nodes(c.cuts);
-  const std::size_t tiles = c.cuts.size() - 1;
-  c.tiles[0] = count_tiles(a1, tile, tiles);
-  c.tiles[1] = a2.rows > 0 ? count_tiles(a2, tile, tiles) : c.tiles[0];
+  for (const HostCsr* a : {&a1, &a2})
+    if (a->rows > 0 && (a->rows != a1.rows || a->cols != a->rows))
+      throw std::invalid_argument("count_adj_blocks: not an n x n matrix");
+  c.tiles[0] = count_tiles_of_rows(c.cuts, 0, a1.rows, a1.indptr.data(), a1.indices.data());
+  c.tiles[1] = a2.rows > 0 ? count_tiles_of_rows(c.cuts, 0, a2.rows, a2.indptr.data(), a2.indices.data()) : c.tiles[0];
   c.sum_tiles();
   return c;
 }

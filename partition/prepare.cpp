@@ -12,6 +12,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
+#include "partition/clean_rows.hpp"
 
 namespace plexus {
 
@@ -61,34 +62,6 @@ std::vector<T> permute_rows(const std::vector<T>& v, const std::vector<index_t>&
   return out;
 }
 
-// Per row: self-loops dropped, sorted by column, duplicates dropped (the first in row order
-// kept). In place on the row's slice; returns the kept length of every row.
-std::vector<index_t> dedupe_rows(GraphData& g) {
-  const index_t n = g.num_nodes;
-  const bool weighted = !g.values.empty();
-  std::vector<index_t> kept(static_cast<std::size_t>(n), 0);
-#pragma omp parallel
-  {
-    std::vector<std::pair<index_t, float>> row;
-#pragma omp for schedule(dynamic, 512)
-    for (index_t u = 0; u < n; ++u) {
-      row.clear();
-      for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k)
-        if (g.indices[k] != u) row.emplace_back(g.indices[k], weighted ? g.values[k] : 1.0f);
-      std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      index_t o = g.indptr[u];
-      for (std::size_t i = 0; i < row.size(); ++i) {
-        if (i > 0 && row[i].first == row[i - 1].first) continue;
-        g.indices[o] = row[i].first;
-        if (weighted) g.values[o] = row[i].second;
-        ++o;
-      }
-      kept[u] = o - g.indptr[u];
-    }
-  }
-  return kept;
-}
-
 // A's rows (sorted, unique) merged with Aᵀ's: the union, A's own weight where both exist.
 void symmetrize_sorted(GraphData& g) {
   const index_t n = g.num_nodes;
@@ -106,14 +79,74 @@ void symmetrize_sorted(GraphData& g) {
       if (weighted) t_val[q] = g.values[k];
     }
   cursor = {};
+  detail::merge_union(g.indptr, g.indices, g.values, t_ptr, t_idx, t_val);
+  g.directed = false;
+}
+
+}  // namespace
+
+GraphData clean_graph(GraphData g, bool symmetrize) {
+  validate(g, "graph", GraphNames::Memory);
+  detail::dedupe_rows(0, g.indptr, g.indices, g.values);
+  if (symmetrize) symmetrize_sorted(g);
+  return g;
+}
+
+namespace detail {
+
+void dedupe_rows(index_t row0, std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values) {
+  const auto n = static_cast<index_t>(indptr.size()) - 1;
+  const bool weighted = !values.empty();
+  std::vector<index_t> kept(static_cast<std::size_t>(n), 0);
+#pragma omp parallel
+  {
+    std::vector<std::pair<index_t, float>> row;
+#pragma omp for schedule(dynamic, 512)
+    for (index_t u = 0; u < n; ++u) {
+      row.clear();
+      for (index_t k = indptr[u]; k < indptr[u + 1]; ++k)
+        if (indices[k] != row0 + u) row.emplace_back(indices[k], weighted ? values[k] : 1.0f);
+      std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      index_t o = indptr[u];
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        if (i > 0 && row[i].first == row[i - 1].first) continue;
+        indices[o] = row[i].first;
+        if (weighted) values[o] = row[i].second;
+        ++o;
+      }
+      kept[u] = o - indptr[u];
+    }
+  }
+  // Compact the kept entries.
+  index_t q = 0;
+  for (index_t u = 0; u < n; ++u) {
+    const index_t b = indptr[u];
+    std::copy_n(indices.begin() + b, kept[u], indices.begin() + q);
+    if (weighted) std::copy_n(values.begin() + b, kept[u], values.begin() + q);
+    indptr[u] = q;
+    q += kept[u];
+  }
+  indptr[n] = q;
+  indices.resize(static_cast<std::size_t>(q));
+  indices.shrink_to_fit();
+  if (weighted) {
+    values.resize(static_cast<std::size_t>(q));
+    values.shrink_to_fit();
+  }
+}
+
+void merge_union(std::vector<index_t>& a_ptr, std::vector<index_t>& a_idx, std::vector<float>& a_val,
+                 const std::vector<index_t>& t_ptr, const std::vector<index_t>& t_idx, const std::vector<float>& t_val) {
+  const auto n = static_cast<index_t>(a_ptr.size()) - 1;
+  const bool weighted = !a_val.empty();
   // Row lengths of the union, then the merge.
   std::vector<index_t> ptr(static_cast<std::size_t>(n) + 1, 0);
 #pragma omp parallel for schedule(dynamic, 512)
   for (index_t u = 0; u < n; ++u) {
-    index_t a = g.indptr[u], b = t_ptr[u], c = 0;
-    while (a < g.indptr[u + 1] || b < t_ptr[u + 1]) {
-      if (b == t_ptr[u + 1] || (a < g.indptr[u + 1] && g.indices[a] < t_idx[b])) ++a;
-      else if (a == g.indptr[u + 1] || t_idx[b] < g.indices[a]) ++b;
+    index_t a = a_ptr[u], b = t_ptr[u], c = 0;
+    while (a < a_ptr[u + 1] || b < t_ptr[u + 1]) {
+      if (b == t_ptr[u + 1] || (a < a_ptr[u + 1] && a_idx[a] < t_idx[b])) ++a;
+      else if (a == a_ptr[u + 1] || t_idx[b] < a_idx[a]) ++b;
       else ++a, ++b;
       ++c;
     }
@@ -124,48 +157,23 @@ void symmetrize_sorted(GraphData& g) {
   std::vector<float> val(weighted ? idx.size() : 0);
 #pragma omp parallel for schedule(dynamic, 512)
   for (index_t u = 0; u < n; ++u) {
-    index_t a = g.indptr[u], b = t_ptr[u], o = ptr[u];
-    while (a < g.indptr[u + 1] || b < t_ptr[u + 1]) {
-      const bool take_a = b == t_ptr[u + 1] || (a < g.indptr[u + 1] && g.indices[a] <= t_idx[b]);
-      const bool both = take_a && b < t_ptr[u + 1] && g.indices[a] == t_idx[b];
-      idx[o] = take_a ? g.indices[a] : t_idx[b];
-      if (weighted) val[o] = take_a ? g.values[a] : t_val[b];
+    index_t a = a_ptr[u], b = t_ptr[u], o = ptr[u];
+    while (a < a_ptr[u + 1] || b < t_ptr[u + 1]) {
+      const bool take_a = b == t_ptr[u + 1] || (a < a_ptr[u + 1] && a_idx[a] <= t_idx[b]);
+      const bool both = take_a && b < t_ptr[u + 1] && a_idx[a] == t_idx[b];
+      idx[o] = take_a ? a_idx[a] : t_idx[b];
+      if (weighted) val[o] = take_a ? a_val[a] : t_val[b];
       ++o;
       if (take_a) ++a;
       if (!take_a || both) ++b;
     }
   }
-  g.indptr = std::move(ptr);
-  g.indices = std::move(idx);
-  g.values = std::move(val);
-  g.directed = false;
+  a_ptr = std::move(ptr);
+  a_idx = std::move(idx);
+  a_val = std::move(val);
 }
 
-}  // namespace
-
-GraphData clean_graph(GraphData g, bool symmetrize) {
-  validate(g, "graph", GraphNames::Memory);
-  const index_t n = g.num_nodes;
-  const std::vector<index_t> kept = dedupe_rows(g);
-  // Compact the kept entries.
-  index_t q = 0;
-  for (index_t u = 0; u < n; ++u) {
-    const index_t b = g.indptr[u];
-    std::copy_n(g.indices.begin() + b, kept[u], g.indices.begin() + q);
-    if (!g.values.empty()) std::copy_n(g.values.begin() + b, kept[u], g.values.begin() + q);
-    g.indptr[u] = q;
-    q += kept[u];
-  }
-  g.indptr[n] = q;
-  g.indices.resize(static_cast<std::size_t>(q));
-  g.indices.shrink_to_fit();
-  if (!g.values.empty()) {
-    g.values.resize(static_cast<std::size_t>(q));
-    g.values.shrink_to_fit();
-  }
-  if (symmetrize) symmetrize_sorted(g);
-  return g;
-}
+}  // namespace detail
 
 HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const std::vector<index_t>& col_new) {
   if (static_cast<index_t>(row_new.size()) != a.rows || static_cast<index_t>(col_new.size()) != a.cols)

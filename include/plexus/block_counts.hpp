@@ -37,5 +37,10 @@ struct AdjBlockCounts {
 std::vector<index_t> block_count_cuts(index_t n);
 // Counts the entries of `a1` and `a2` (n × n CSR; a2 with 0 rows: one order, the same tiles).
 AdjBlockCounts count_adj_blocks(const HostCsr& a1, const HostCsr& a2);
+// The entries of rows [row0, row0 + rows) of an n × n matrix (n = cuts.back(); indptr[0 ..= rows]
+// of those rows) counted by tile: one rank's share of a `tiles` table, summed over the ranks
+// (prepare_graph_distributed). indptr holds offsets into `indices`.
+std::vector<index_t> count_tiles_of_rows(const std::vector<index_t>& cuts, index_t row0, index_t rows,
+                                         const index_t* indptr, const col_t* indices);
 
 }  // namespace plexus

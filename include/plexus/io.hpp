@@ -115,4 +115,16 @@ NodeNames read_node_names_h5(const std::string& path);
 struct PreparedGraph;
 void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std::string& path);
 
+// The distributed prepare's input and output (plexus/prepare_distributed.hpp), collectively
+// over `comm` through MPI-IO. read_graph_slice_h5: this rank's rows of the file (the ranks'
+// ranges split the rows so each holds about as many bytes of edges and node rows), every value
+// checked as read_graph_h5 checks it, with the node ids and class names; a bad value throws
+// InputError(path, ...) on the rank that read it (the CLI then ends every rank).
+// write_prepared_h5: the file write_prepared_h5 above writes, dataset for dataset, each rank
+// writing its rows; atomic (io/hdf5/collective_write.hpp).
+struct GraphSlice;
+struct PreparedSlice;
+GraphSlice read_graph_slice_h5(const std::string& path, MPI_Comm comm);
+void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm comm);
+
 }  // namespace plexus

@@ -164,6 +164,21 @@ std::vector<std::string> read_class_names(const std::string& path, std::int32_t 
 
 }  // namespace
 
+namespace h5 {
+std::vector<std::string> read_class_names_h5(const std::string& path) {
+  h5::silence_errors();
+  std::int32_t classes = 0;
+  bool has_class_names = false;
+  {
+    h5::Reader r(path);
+    r.open();
+    classes = h5::read_header(r).num_classes;
+    has_class_names = r.exists(kClassNames);
+  }
+  return has_class_names ? read_class_names(path, classes) : std::vector<std::string>{};
+}
+}  // namespace h5
+
 NodeNames read_node_names_h5(const std::string& path) {
   h5::silence_errors();
   NodeNames names;

@@ -38,4 +38,8 @@ PreparedHeader read_prepared_header(const Reader& r, const Header& h);
 // one per node, class names other than one per class (io/format_v1/node_names.cpp).
 void check_node_names(const GraphData& g, const NodeNames& names, const std::string& path);
 
+// The /class_names of a file (serial read; empty when it has none), checked as
+// read_node_names_h5 checks them.
+std::vector<std::string> read_class_names_h5(const std::string& path);
+
 }  // namespace plexus::h5

@@ -55,9 +55,11 @@ inline std::string broadcast_string(std::string s, MPI_Comm comm) {
 }
 }  // namespace detail
 
-// `body(writer)` writes the file's contents; every rank calls this with the same path.
-template <class Body>
-void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
+// `body(writer)` writes the file's contents; every rank calls this with the same path. Then
+// `serial_tail(writer)` runs on rank 0 alone on the closed file reopened serially, for what
+// MPI-IO cannot write (variable-length strings), before the file is committed.
+template <class Body, class Tail>
+void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tail&& serial_tail) {
   h5::silence_errors();
   int rank = 0;
   if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
@@ -99,7 +101,18 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
       w.close();
     }));
   }
+  agree(rank == 0 && attempt([&] {
+          Writer w(path);
+          w.open_existing(temp);
+          serial_tail(w);
+          w.close();
+        }));
   agree(rank == 0 && attempt([&] { file->commit(); }));
+}
+
+template <class Body>
+void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
+  write_collectively(path, comm, std::forward<Body>(body), [](Writer&) {});
 }
 
 }  // namespace plexus::h5

@@ -42,6 +42,12 @@ class Writer {
     if (!file_) fail("cannot create HDF5 file " + tmp);
   }
 
+  // Reopens the file `tmp` a create() made and closed, serially, to add to it.
+  void open_existing(const std::string& tmp) {
+    file_ = h5::file(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    if (!file_) fail("cannot reopen " + tmp);
+  }
+
   void close() {
     if (!file_.reset()) fail("closing (flushing) the file failed (disk full?)");
   }

@@ -1,15 +1,18 @@
 // `plexus prepare`: clean, normalise and balance a graph once, ahead of training
 // (include/plexus/prepare.hpp, docs/balancing.md).
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <chrono>
 #include <memory>
 #include <numeric>
 
 #include "io/files/safe_files.hpp"
+#include "io/files/shared_output.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
+#include "plexus/prepare_distributed.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/progress_display.hpp"
@@ -24,7 +27,7 @@ struct PrepareCliOptions {
   bool directed = false, quiet = false;
 };
 
-void run_prepare(const PrepareCliOptions& o) {
+PrepareOptions prepare_options(const PrepareCliOptions& o) {
   PrepareOptions po;
   po.balance = parse_balance(o.balance);
   po.seed = o.seed;
@@ -38,6 +41,11 @@ void run_prepare(const PrepareCliOptions& o) {
     parse_grid(o.grid);  // checked, but only METIS depends on it
   }
   if (o.out.empty()) throw InputError("--out", "an output file is required");
+  return po;
+}
+
+// One process: the whole graph in memory (prepare_graph).
+void prepare_in_one_process(const PrepareCliOptions& o, const PrepareOptions& po) {
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work, not after it
 
   // Phases shown as they run (src/cli/progress_display.hpp): on a terminal each with a ticking clock.
@@ -63,6 +71,54 @@ void run_prepare(const PrepareCliOptions& o) {
              p.balance == Balance::kMetis ? fmt::format(" ({} parts)", p.metis_parts) : std::string());
   fmt::print("time: read {:.2f} s, prepare {:.2f} s, write {:.2f} s; peak RSS {:.2f} GiB\n", read_s, prep_s, write_s,
              peak_rss_bytes() / (1024.0 * 1024.0 * 1024.0));
+}
+
+// P ranks (mpirun -np P plexus prepare): each reads a slice of the rows, the ranks exchange
+// entries and node rows, and each writes its rows of the output (prepare_graph_distributed).
+void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  check_distributed_prepare(po, size);  // before reading anything
+  if (rank == 0) io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work
+  io::check_shared_output(o.out, comm);
+  const ProgressStyle style = progress_style(o.quiet || rank != 0);
+  Phase reading(style, fmt::format("reading {} on {} ranks", o.input, size));
+  GraphSlice slice = read_graph_slice_h5(o.input, comm);
+  const index_t in_edges = [&] {
+    index_t e = static_cast<index_t>(slice.indices.size());
+    MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_INT64_T, MPI_SUM, comm);
+    return e;
+  }();
+  reading.done(fmt::format("{} nodes, {} stored edges", slice.num_nodes, in_edges));
+  const double read_s = reading.seconds();
+  Phase preparing(style, fmt::format("cleaning, normalising and ordering ({})", balance_name(po.balance)));
+  PreparedSlice p = about_file(o.input, [&] { return prepare_graph_distributed(std::move(slice), po, comm); });
+  preparing.done(fmt::format("Â {} nnz", p.a1.total));
+  const double prep_s = preparing.seconds();
+  Phase writing(style, "writing " + o.out);
+  write_prepared_h5(p, o.out, comm);
+  writing.done();
+  const double write_s = writing.seconds();
+  double rss = peak_rss_bytes();
+  MPI_Allreduce(MPI_IN_PLACE, &rss, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (o.quiet || rank != 0) return;
+  fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}; {} ranks\n", o.out, p.num_nodes,
+             in_edges, p.graph.total, p.directed ? "directed" : "symmetric", p.a1.total,
+             p.two_orders ? " (Â1 and Â2)" : "", balance_name(p.balance), size);
+  fmt::print("time: read {:.2f} s, prepare {:.2f} s, write {:.2f} s; peak RSS {:.2f} GiB (the largest rank's)\n",
+             read_s, prep_s, write_s, rss / (1024.0 * 1024.0 * 1024.0));
+}
+
+void run_prepare(const PrepareCliOptions& o) {
+  const PrepareOptions po = prepare_options(o);
+  int size = 1, initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1)
+    prepare_on_ranks(o, po, MPI_COMM_WORLD);
+  else
+    prepare_in_one_process(o, po);
 }
 
 }  // namespace

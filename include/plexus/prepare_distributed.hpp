@@ -1,0 +1,111 @@
+#pragma once
+// Preparing a graph on P ranks (`mpirun -np P plexus prepare`, docs/balancing.md "Prepare on
+// many ranks"): every rank holds a slice of the input's rows and ends with a slice of every
+// output dataset; no rank ever holds the whole graph. The result equals prepare_graph's
+// (plexus/prepare.hpp), value for value, for balance none and permute. METIS needs the whole
+// graph in one process: prepare_graph_distributed refuses it on more than one rank.
+//
+// How (each step one collective over the ranks):
+//   1. clean: every rank dedupes its rows; with symmetrize, each stored edge u→v is sent to
+//      the rank holding row v and merged into it (A's own weight where both directions exist);
+//   2. degrees: each rank's rows' weighted degrees in A + I, all-gathered (8 bytes per node);
+//      the permute orders' weights (row nnz in Â) likewise, so every rank computes the same
+//      orders P and P2 (16 bytes per node each, with their inverses);
+//   3. every entry of the cleaned graph, of Â1 = P·Â·P2ᵀ and of Â2 = P2·Â·Pᵀ travels to the
+//      rank writing its output row (output rows: block_range(N, P, rank)), in rounds of at most
+//      exchange_round_entries() entries per rank; features, labels, masks, node weights and
+//      node ids travel with their node likewise.
+// Memory per rank: about 60 bytes per entry of its share of the edges (input, cleaned graph,
+// Â and the three output CSRs, held at once at the peak) plus about 100 bytes per node of the
+// whole graph (orders, inverses, degrees, tiles) — docs/balancing.md states the terms.
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plexus/block_counts.hpp"
+#include "plexus/prepare.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+
+// One rank's rows of a graph: rows [rows) of the CSR (indptr from 0, global column ids) and
+// the per-node data of those rows. The ranks' row ranges must tile [0, num_nodes) in rank
+// order (empty ranges allowed). Sizes (num_*) and `directed` are the whole graph's.
+struct GraphSlice {
+  index_t num_nodes = 0;
+  index_t num_features = 0;
+  std::int32_t num_classes = 0;
+  bool directed = false;
+  bool weighted = false;  // values stored (every rank alike)
+  Range rows;
+  std::vector<index_t> indptr;  // rows.size() + 1, from 0
+  std::vector<index_t> indices;
+  std::vector<float> values;    // like indices, or empty when !weighted
+  std::vector<float> features;  // rows.size() * num_features
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint8_t> train_mask, val_mask, test_mask;
+  std::vector<float> node_weights;   // rows.size() or empty (every rank alike)
+  std::vector<std::int64_t> node_ids;  // the nodes' original ids: rows.size() or empty (alike)
+  std::vector<std::string> class_names;  // passed through (every rank alike; may be empty)
+};
+
+// Rows [rows) of a CSR whose indices are `Idx`: indptr holds the global offsets of rows
+// rows.begin ..= rows.end (so indptr.front() is where this rank's entries start in the whole
+// CSR), `total` the whole CSR's entry count.
+template <class Idx>
+struct CsrSlice {
+  std::vector<index_t> indptr;
+  std::vector<Idx> indices;
+  std::vector<float> values;  // empty: unweighted
+  index_t total = 0;
+  index_t begin() const { return indptr.empty() ? 0 : indptr.front(); }
+  index_t size() const { return static_cast<index_t>(indices.size()); }
+};
+
+// One rank's rows [rows) = block_range(N, P, rank) of every dataset of a prepared file (what
+// PreparedGraph holds whole; names as there).
+struct PreparedSlice {
+  index_t num_nodes = 0;
+  index_t num_features = 0;
+  std::int32_t num_classes = 0;
+  bool directed = false;
+  Balance balance = Balance::kNone;
+  std::uint64_t seed = 1;
+  int metis_parts = 1;
+  bool two_orders = false;
+  bool weighted = false;  // the graph stores edge weights (/graph/values)
+  Range rows;
+  CsrSlice<index_t> graph;  // the cleaned graph in P2 order (rows and columns)
+  CsrSlice<col_t> a1, a2;   // Â1 = P·Â·P2ᵀ, Â2 = P2·Â·Pᵀ (a2 empty with one order)
+  // P2 order:
+  std::vector<float> features;
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint8_t> train_mask, val_mask, test_mask;
+  std::vector<float> node_weights;     // has_node_weights: rows.size() values
+  std::vector<std::int64_t> node_ids;  // has_node_ids: the original ids, rows.size() values
+  bool has_node_weights = false, has_node_ids = false;  // the whole graph's (every rank alike)
+  std::vector<std::string> class_names;
+  // P order (two orders only):
+  std::vector<std::int32_t> labels_p;
+  std::vector<std::uint8_t> train_p, val_p, test_p;
+  std::vector<index_t> node_id_p, node_id_p2;  // the original node at each position of P, P2
+  AdjBlockCounts block_counts;                 // the whole graph's (the same on every rank)
+};
+
+// Collective over `comm` (every rank calls it with its slice and the same options). Throws
+// InputError on every rank when any rank's slice is invalid (the failing rank names the
+// problem, the others name that rank), or when opt.balance is metis on more than one rank.
+PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, MPI_Comm comm);
+
+// The options prepare_graph_distributed refuses on `ranks` ranks (metis on more than one;
+// clean off), as InputError: callers check before reading the input.
+void check_distributed_prepare(const PrepareOptions& opt, int ranks);
+
+// Entries one rank sends per exchange round (2^22, ~64 MB of entries in flight); the
+// environment variable PLEXUS_PREPARE_ROUND overrides it (a positive integer: tests use a few
+// entries, to exercise many rounds).
+index_t exchange_round_entries();
+
+}  // namespace plexus

@@ -1,0 +1,446 @@
+// prepare_graph_distributed: prepare_graph on P ranks, each holding a slice of the rows
+// (include/plexus/prepare_distributed.hpp). The row operations are prepare_graph's own
+// (partition/clean_rows.hpp, merge_rows / normalized_block of plexus/sparse.hpp), so every row
+// comes out as the one-process prepare makes it; what is added here is moving rows and entries
+// between ranks.
+#include "plexus/prepare_distributed.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "partition/clean_rows.hpp"
+#include "plexus/error.hpp"
+#include "plexus/progress.hpp"
+#include "plexus/sparse.hpp"
+
+namespace plexus {
+
+index_t exchange_round_entries() {
+  const char* env = std::getenv("PLEXUS_PREPARE_ROUND");
+  if (env == nullptr) return index_t{1} << 22;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*env == '\0' || *end != '\0' || errno != 0 || v < 1)
+    throw InputError("PLEXUS_PREPARE_ROUND", "must be a positive integer (entries per exchange round), got '" +
+                                                 std::string(env) + "'");
+  return static_cast<index_t>(v);
+}
+
+void check_distributed_prepare(const PrepareOptions& opt, int ranks) {
+  if (opt.balance == Balance::kMetis && ranks > 1)
+    throw InputError("--balance", "metis partitions the whole graph in one process: prepare with --balance metis on "
+                                  "one rank, or use --balance permute on " + std::to_string(ranks) + " ranks");
+  if (!opt.clean) throw InputError("PrepareOptions.clean", "the distributed prepare always cleans");
+}
+
+namespace {
+
+constexpr const char* kWhere = "graph";  // what the errors of a slice name (as prepare_graph's do)
+
+struct Ranks {
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  explicit Ranks(MPI_Comm c) : comm(c) {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+  }
+  index_t sum(index_t v) const {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_SUM, comm);
+    return v;
+  }
+  index_t max(index_t v) const {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm);
+    return v;
+  }
+  index_t exscan(index_t v) const {  // the sum over the ranks below this one
+    index_t below = 0;
+    MPI_Exscan(&v, &below, 1, MPI_INT64_T, MPI_SUM, comm);
+    return rank == 0 ? 0 : below;
+  }
+  // Every rank's value, in rank order.
+  std::vector<index_t> all(index_t v) const {
+    std::vector<index_t> out(static_cast<std::size_t>(size));
+    MPI_Allgather(&v, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm);
+    return out;
+  }
+  // The concatenation of every rank's `part` (rank order), `total` values in all.
+  template <class T>
+  std::vector<T> all_gather(const std::vector<T>& part, index_t total) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const std::vector<index_t> counts64 = all(static_cast<index_t>(part.size()));
+    std::vector<int> counts(counts64.size()), displs(counts64.size());
+    index_t at = 0;
+    for (std::size_t p = 0; p < counts64.size(); ++p) {
+      counts[p] = static_cast<int>(counts64[p]);
+      displs[p] = static_cast<int>(at);
+      at += counts64[p];
+    }
+    if (at != total) throw std::logic_error("all_gather: the parts do not add up");
+    MPI_Datatype type;
+    MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
+    MPI_Type_commit(&type);
+    std::vector<T> out(static_cast<std::size_t>(total));
+    MPI_Allgatherv(part.data(), counts[rank], type, out.data(), counts.data(), displs.data(), type, comm);
+    MPI_Type_free(&type);
+    return out;
+  }
+
+  // The first failing rank's message on that rank, "rank K: <its message>" is not known
+  // elsewhere, so the others name the rank. Throws on every rank when any failed.
+  void agree(const std::string& why) const {
+    int mine = why.empty() ? size : rank, first = size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == size) return;
+    if (first == rank) throw InputError(kWhere, why);
+    throw InputError(kWhere, "rank " + std::to_string(first) + " failed on its slice of the graph");
+  }
+};
+
+// Items of `bytes` bytes each, sent to the ranks `dest` names and received in rank order,
+// in rounds of at most `round` items per sender. produce(i0, i1, emit) emits the items of
+// local positions [i0, i1) through emit(dest rank, const void* item); receive(const char* items,
+// count) gets each round's arrivals.
+template <class Produce, class Receive>
+void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t bytes, index_t round, Produce&& produce,
+                        Receive&& receive) {
+  const index_t rounds = ranks.max((local_items + round - 1) / round);
+  MPI_Datatype type;
+  MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type);
+  MPI_Type_commit(&type);
+  const auto p = static_cast<std::size_t>(ranks.size);
+  std::vector<int> send_counts(p), recv_counts(p), send_displs(p), recv_displs(p);
+  std::vector<int> dests;
+  std::vector<char> staged, send, recv;
+  for (index_t k = 0; k < rounds; ++k) {
+    const index_t i0 = std::min(local_items, k * round), i1 = std::min(local_items, i0 + round);
+    dests.clear();
+    staged.clear();
+    produce(i0, i1, [&](int dest, const void* item) {
+      dests.push_back(dest);
+      const std::size_t at = staged.size();
+      staged.resize(at + bytes);
+      std::memcpy(staged.data() + at, item, bytes);
+    });
+    // Counting sort by destination, keeping the order of each destination's items.
+    std::fill(send_counts.begin(), send_counts.end(), 0);
+    for (int d : dests) ++send_counts[static_cast<std::size_t>(d)];
+    for (std::size_t q = 1; q < p; ++q) send_displs[q] = send_displs[q - 1] + send_counts[q - 1];
+    send.resize(staged.size());
+    std::vector<int> cursor(send_displs);
+    for (std::size_t i = 0; i < dests.size(); ++i)
+      std::memcpy(send.data() + static_cast<std::size_t>(cursor[static_cast<std::size_t>(dests[i])]++) * bytes,
+                  staged.data() + i * bytes, bytes);
+    MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, ranks.comm);
+    for (std::size_t q = 1; q < p; ++q) recv_displs[q] = recv_displs[q - 1] + recv_counts[q - 1];
+    const std::size_t arrivals = static_cast<std::size_t>(recv_displs[p - 1]) + static_cast<std::size_t>(recv_counts[p - 1]);
+    recv.resize(arrivals * bytes);
+    MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), type, recv.data(), recv_counts.data(),
+                  recv_displs.data(), type, ranks.comm);
+    receive(recv.data(), static_cast<index_t>(arrivals));
+  }
+  MPI_Type_free(&type);
+}
+
+struct Entry {
+  index_t row, col;
+  float value;
+};
+
+// Entries of a CSR slice (rows [row0, row0 + rows), indptr from 0) sent to the owners of their
+// new rows: map(u, c, row, col) renumbers entry (u, c), which travels with its weight to rank
+// dest_of(row). Each rank gets back the rows [out) of the renumbered CSR, each row sorted by
+// column (the columns of a row must be distinct).
+template <class Idx, class InIdx, class Map, class Dest>
+CsrSlice<Idx> move_entries(const Ranks& ranks, index_t row0, const std::vector<index_t>& indptr,
+                           const std::vector<InIdx>& indices, const std::vector<float>& values, bool weighted,
+                           Map&& map, Dest&& dest_of, Range out, index_t round) {
+  std::vector<Entry> got;
+  const auto local = static_cast<index_t>(indices.size());
+  exchange_in_rounds(
+      ranks, local, sizeof(Entry), round,
+      [&](index_t e0, index_t e1, auto&& emit) {
+        if (e0 == e1) return;
+        // The row of entry e0, then walk.
+        index_t u = static_cast<index_t>(std::upper_bound(indptr.begin(), indptr.end(), e0) - indptr.begin()) - 1;
+        for (index_t e = e0; e < e1; ++e) {
+          while (indptr[u + 1] <= e) ++u;
+          Entry x{0, 0, weighted ? values[e] : 1.0f};
+          map(row0 + u, static_cast<index_t>(indices[e]), x.row, x.col);
+          emit(dest_of(x.row), &x);
+        }
+      },
+      [&](const char* items, index_t count) {
+        const std::size_t at = got.size();
+        got.resize(at + static_cast<std::size_t>(count));
+        std::memcpy(got.data() + at, items, static_cast<std::size_t>(count) * sizeof(Entry));
+      });
+  // Counting sort by row, then each row by column (columns are distinct within a row).
+  CsrSlice<Idx> s;
+  std::vector<index_t> ptr(static_cast<std::size_t>(out.size()) + 1, 0);
+  for (const Entry& x : got) ++ptr[static_cast<std::size_t>(x.row - out.begin) + 1];
+  for (index_t i = 0; i < out.size(); ++i) ptr[i + 1] += ptr[i];
+  std::vector<std::pair<index_t, float>> sorted(got.size());
+  {
+    std::vector<index_t> cursor(ptr.begin(), ptr.end() - 1);
+    for (const Entry& x : got) sorted[static_cast<std::size_t>(cursor[static_cast<std::size_t>(x.row - out.begin)]++)] = {x.col, x.value};
+  }
+  got = {};
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (index_t i = 0; i < out.size(); ++i)
+    std::sort(sorted.begin() + ptr[i], sorted.begin() + ptr[i + 1], [](const auto& a, const auto& b) { return a.first < b.first; });
+  s.indices.resize(sorted.size());
+  if (weighted) s.values.resize(sorted.size());
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    s.indices[k] = static_cast<Idx>(sorted[k].first);
+    if (weighted) s.values[k] = sorted[k].second;
+  }
+  const index_t base = ranks.exscan(static_cast<index_t>(sorted.size()));
+  s.total = ranks.sum(static_cast<index_t>(sorted.size()));
+  s.indptr.resize(ptr.size());
+  for (std::size_t i = 0; i < ptr.size(); ++i) s.indptr[i] = base + ptr[i];
+  return s;
+}
+
+// Per-node rows (`width` values of T each) of rows [row0, row0 + count) sent to their new
+// positions new_id[row0 + u]; returns the rows [out) of the new order.
+template <class T>
+std::vector<T> move_node_rows(const Ranks& ranks, index_t n, index_t row0, const std::vector<T>& rows, index_t width,
+                              const std::vector<index_t>& new_id, Range out, index_t round) {
+  std::vector<T> result(static_cast<std::size_t>(out.size() * width));
+  const auto count = static_cast<index_t>(width > 0 ? rows.size() / static_cast<std::size_t>(width) : 0);
+  const auto local = static_cast<index_t>(new_id.empty() ? 0 : count);
+  const std::size_t bytes = sizeof(index_t) + static_cast<std::size_t>(width) * sizeof(T);
+  const index_t per_round = std::max<index_t>(1, round * static_cast<index_t>(sizeof(Entry)) / static_cast<index_t>(bytes));
+  std::vector<char> item(bytes);
+  exchange_in_rounds(
+      ranks, local, bytes, per_round,
+      [&](index_t u0, index_t u1, auto&& emit) {
+        for (index_t u = u0; u < u1; ++u) {
+          const index_t pos = new_id[static_cast<std::size_t>(row0 + u)];
+          std::memcpy(item.data(), &pos, sizeof pos);
+          std::memcpy(item.data() + sizeof pos, rows.data() + u * width, static_cast<std::size_t>(width) * sizeof(T));
+          emit(block_of(n, ranks.size, pos), item.data());
+        }
+      },
+      [&](const char* items, index_t arrivals) {
+        for (index_t i = 0; i < arrivals; ++i) {
+          index_t pos = 0;
+          std::memcpy(&pos, items + static_cast<std::size_t>(i) * bytes, sizeof pos);
+          std::memcpy(result.data() + (pos - out.begin) * width, items + static_cast<std::size_t>(i) * bytes + sizeof pos,
+                      static_cast<std::size_t>(width) * sizeof(T));
+        }
+      });
+  return result;
+}
+
+// This rank's slice checked as validate() checks a whole graph, in its names.
+std::string check_slice(const GraphSlice& s, const std::vector<index_t>& starts, int rank) {
+  const index_t rows = s.rows.size();
+  const auto at = [&](index_t i) { return std::to_string(s.rows.begin + i); };
+  if (s.rows.begin != starts[static_cast<std::size_t>(rank)] || s.rows.end != starts[static_cast<std::size_t>(rank) + 1])
+    return "GraphSlice.rows: the ranks' row ranges do not tile [0, num_nodes) in rank order";
+  if (static_cast<index_t>(s.indptr.size()) != rows + 1 || s.indptr.front() != 0 ||
+      s.indptr.back() != static_cast<index_t>(s.indices.size()))
+    return "GraphSlice.indptr: expected rows + 1 entries from 0 to the number of indices";
+  for (index_t i = 0; i < rows; ++i)
+    if (s.indptr[i + 1] < s.indptr[i]) return "GraphSlice.indptr: not monotone at row " + at(i);
+  for (std::size_t k = 0; k < s.indices.size(); ++k)
+    if (s.indices[k] < 0 || s.indices[k] >= s.num_nodes)
+      return "GraphSlice.indices: node id " + std::to_string(s.indices[k]) + " out of range [0, num_nodes = " +
+             std::to_string(s.num_nodes) + ")";
+  if (s.weighted != !s.values.empty() && !(s.weighted && s.indices.empty()))
+    return "GraphSlice.values: expected one value per index exactly when weighted";
+  if (s.weighted && s.values.size() != s.indices.size()) return "GraphSlice.values: expected one value per index";
+  for (float v : s.values)
+    if (!std::isfinite(v)) return "GraphSlice.values: non-finite edge weight";
+  if (static_cast<index_t>(s.features.size()) != rows * s.num_features)
+    return "GraphSlice.features: expected rows x num_features values";
+  for (float v : s.features)
+    if (!std::isfinite(v)) return "GraphSlice.features: non-finite value";
+  if (static_cast<index_t>(s.labels.size()) != rows) return "GraphSlice.labels: expected one label per row";
+  for (index_t i = 0; i < rows; ++i)
+    if (s.labels[i] < -1 || s.labels[i] >= s.num_classes)
+      return "GraphSlice.labels: label " + std::to_string(s.labels[i]) + " at node " + at(i) +
+             " out of range [-1, num_classes)";
+  for (const auto* m : {&s.train_mask, &s.val_mask, &s.test_mask}) {
+    if (static_cast<index_t>(m->size()) != rows) return "GraphSlice masks: expected one entry per row";
+    for (std::uint8_t b : *m)
+      if (b > 1) return "GraphSlice masks: expected 0 or 1";
+  }
+  if (!s.node_weights.empty() && static_cast<index_t>(s.node_weights.size()) != rows)
+    return "GraphSlice.node_weights: expected one weight per row";
+  for (float w : s.node_weights)
+    if (!std::isfinite(w) || w < 0) return "GraphSlice.node_weights: expected finite weights >= 0";
+  if (!s.node_ids.empty() && static_cast<index_t>(s.node_ids.size()) != rows)
+    return "GraphSlice.node_ids: expected one id per row";
+  return {};
+}
+
+}  // namespace
+
+PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, MPI_Comm comm) {
+  const Ranks ranks(comm);
+  const index_t n = in.num_nodes;
+  check_distributed_prepare(opt, ranks.size);
+  if (n > std::numeric_limits<col_t>::max())
+    throw InputError(kWhere, "num_nodes: more than 2^31-1 nodes are not supported yet");
+  // The ranks agree on the sizes, then each checks its slice.
+  {
+    const index_t mine[4] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0) +
+                                                                    (in.node_weights.empty() ? 0 : 4) + (in.node_ids.empty() ? 0 : 8)};
+    index_t lo[4], hi[4];
+    MPI_Allreduce(mine, lo, 4, MPI_INT64_T, MPI_MIN, comm);
+    MPI_Allreduce(mine, hi, 4, MPI_INT64_T, MPI_MAX, comm);
+    // Node weights and ids may be absent on ranks with no rows.
+    const bool sizes_differ = lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2] || (lo[3] & 3) != (hi[3] & 3);
+    if (sizes_differ) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
+    const auto present = static_cast<std::uint64_t>(hi[3]);
+    if ((present & 4) && in.node_weights.empty() && in.rows.size() > 0)
+      in.node_weights.assign(1, -1.0f);  // caught by check_slice: some ranks have weights
+    if ((present & 8) && in.node_ids.empty() && in.rows.size() > 0) in.node_ids.assign(1, 0);
+  }
+  const bool has_weights = ranks.max(in.node_weights.empty() ? 0 : 1) == 1;
+  const bool has_ids = ranks.max(in.node_ids.empty() ? 0 : 1) == 1;
+  std::vector<index_t> starts = ranks.all(in.rows.begin);
+  starts.push_back(n);
+  ranks.agree(check_slice(in, starts, ranks.rank));
+  const index_t round = exchange_round_entries();
+  const Range own = in.rows;
+  const auto owner_of_input_row = [&](index_t v) {
+    return static_cast<int>(std::upper_bound(starts.begin(), starts.end() - 1, v) - starts.begin()) - 1;
+  };
+  constexpr std::uint64_t kStages = 6;
+
+  // 1. Clean: dedupe the rows, then merge in the transposed entries (prepare_graph's clean_graph).
+  detail::dedupe_rows(own.begin, in.indptr, in.indices, in.values);
+  const bool weighted = in.weighted;
+  if (opt.symmetrize) {
+    CsrSlice<index_t> t = move_entries<index_t>(
+        ranks, own.begin, in.indptr, in.indices, in.values, weighted,
+        [](index_t u, index_t c, index_t& row, index_t& col) { row = c, col = u; }, owner_of_input_row, own, round);
+    const index_t base = t.begin();
+    for (index_t& x : t.indptr) x -= base;
+    detail::merge_union(in.indptr, in.indices, in.values, t.indptr, t.indices, t.values);
+    in.directed = false;
+  }
+  report_progress(1, kStages);
+
+  // 2. Degrees and orders. Â's rows of this slice as gcn_normalize makes them, with every
+  // node's 1/sqrt(degree) (merge_rows, inv_sqrt_degrees, normalized_block).
+  HostCsr a_hat;
+  {
+    MergedRows m = merge_rows(n, own.begin, own.size(), in.indptr.data(), in.indices.data(),
+                              weighted ? in.values.data() : nullptr);
+    std::vector<double> part;
+    std::string why;
+    try {
+      part = inv_sqrt_degrees(m);
+    } catch (const std::invalid_argument& e) {
+      why = std::string("/graph/values: ") + e.what();
+    }
+    ranks.agree(why);
+    const std::vector<double> inv_sqrt_deg = ranks.all_gather(part, n);
+    a_hat = normalized_block(m, inv_sqrt_deg, 0, n);
+  }
+  report_progress(2, kStages);
+  NodeOrder order;
+  order.kind = opt.balance;
+  if (opt.balance == Balance::kPermute) {
+    // Weighted by the nnz of each row in Â, as make_order weighs them.
+    std::vector<index_t> w(static_cast<std::size_t>(own.size()));
+    for (index_t u = 0; u < own.size(); ++u) w[u] = in.indptr[u + 1] - in.indptr[u] + 1;
+    w = ranks.all_gather(w, n);
+    order.row = stratified_permutation(w, opt.seed, 0);
+    order.col = stratified_permutation(w, opt.seed, 1);
+  } else {
+    order.row.resize(static_cast<std::size_t>(n));
+    std::iota(order.row.begin(), order.row.end(), index_t{0});
+    order.col = order.row;
+  }
+  const bool two = order.row != order.col;
+  report_progress(3, kStages);
+
+  // 3. Every entry and node row to the rank that writes its output row.
+  PreparedSlice p;
+  p.num_nodes = n;
+  p.num_features = in.num_features;
+  p.num_classes = in.num_classes;
+  p.directed = in.directed;
+  p.balance = opt.balance;
+  p.seed = opt.seed;
+  p.metis_parts = opt.metis_parts;
+  p.two_orders = two;
+  p.weighted = weighted;
+  p.has_node_weights = has_weights;
+  p.has_node_ids = has_ids;
+  p.class_names = std::move(in.class_names);
+  p.rows = block_range(n, ranks.size, ranks.rank);
+  const std::vector<index_t>& pr = order.row;
+  const std::vector<index_t>& pc = order.col;
+  const auto out_owner = [&](index_t row) { return block_of(n, ranks.size, row); };
+  const auto renumber = [](const std::vector<index_t>& rows, const std::vector<index_t>& cols) {
+    return [&rows, &cols](index_t u, index_t c, index_t& row, index_t& col) { row = rows[u], col = cols[c]; };
+  };
+  {
+    std::vector<index_t> a_ptr(a_hat.indptr.begin(), a_hat.indptr.end());
+    p.a1 = move_entries<col_t>(ranks, own.begin, a_ptr, a_hat.indices, a_hat.values, true, renumber(pr, pc), out_owner,
+                               p.rows, round);
+    if (two)
+      p.a2 = move_entries<col_t>(ranks, own.begin, a_ptr, a_hat.indices, a_hat.values, true, renumber(pc, pr),
+                                 out_owner, p.rows, round);
+    a_hat = HostCsr{};
+  }
+  report_progress(4, kStages);
+  p.graph = move_entries<index_t>(ranks, own.begin, in.indptr, in.indices, in.values, weighted, renumber(pc, pc),
+                                  out_owner, p.rows, round);
+  in.indptr = {};
+  in.indices = {};
+  in.values = {};
+  report_progress(5, kStages);
+  p.features = move_node_rows(ranks, n, own.begin, in.features, in.num_features, pc, p.rows, round);
+  in.features = {};
+  p.labels = move_node_rows(ranks, n, own.begin, in.labels, 1, pc, p.rows, round);
+  p.train_mask = move_node_rows(ranks, n, own.begin, in.train_mask, 1, pc, p.rows, round);
+  p.val_mask = move_node_rows(ranks, n, own.begin, in.val_mask, 1, pc, p.rows, round);
+  p.test_mask = move_node_rows(ranks, n, own.begin, in.test_mask, 1, pc, p.rows, round);
+  if (has_weights) p.node_weights = move_node_rows(ranks, n, own.begin, in.node_weights, 1, pc, p.rows, round);
+  if (has_ids) p.node_ids = move_node_rows(ranks, n, own.begin, in.node_ids, 1, pc, p.rows, round);
+  if (two) {
+    p.labels_p = move_node_rows(ranks, n, own.begin, in.labels, 1, pr, p.rows, round);
+    p.train_p = move_node_rows(ranks, n, own.begin, in.train_mask, 1, pr, p.rows, round);
+    p.val_p = move_node_rows(ranks, n, own.begin, in.val_mask, 1, pr, p.rows, round);
+    p.test_p = move_node_rows(ranks, n, own.begin, in.test_mask, 1, pr, p.rows, round);
+  }
+  // The node at each position of this rank's rows, in P and in P2.
+  p.node_id_p.assign(static_cast<std::size_t>(p.rows.size()), 0);
+  p.node_id_p2.assign(static_cast<std::size_t>(p.rows.size()), 0);
+  for (index_t v = 0; v < n; ++v) {
+    if (p.rows.begin <= pr[v] && pr[v] < p.rows.end) p.node_id_p[pr[v] - p.rows.begin] = v;
+    if (p.rows.begin <= pc[v] && pc[v] < p.rows.end) p.node_id_p2[pc[v] - p.rows.begin] = v;
+  }
+
+  // The block counts: this rank's rows of each order counted by tile, summed over the ranks.
+  AdjBlockCounts& b = p.block_counts;
+  b.cuts = block_count_cuts(n);
+  for (int o = 0; o < 2; ++o) {
+    const CsrSlice<col_t>& a = o == 1 && two ? p.a2 : p.a1;
+    std::vector<index_t> local(a.indptr.size());
+    for (std::size_t i = 0; i < local.size(); ++i) local[i] = a.indptr[i] - a.begin();
+    b.tiles[o] = count_tiles_of_rows(b.cuts, p.rows.begin, p.rows.size(), local.data(), a.indices.data());
+    MPI_Allreduce(MPI_IN_PLACE, b.tiles[o].data(), static_cast<int>(b.tiles[o].size()), MPI_INT64_T, MPI_SUM, comm);
+  }
+  b.sum_tiles();
+  report_progress(kStages, kStages);
+  return p;
+}
+
+}  // namespace plexus
