@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# `mpirun -np P plexus prepare` (prepare_graph_distributed): the file equals the one-process
+# prepare's, dataset for dataset and attribute for attribute (tests/h5_same_datasets.py), on
+# 2, 3, 4 and 8 ranks, for Cora and for a small weighted graph with duplicates, self-loops,
+# isolated nodes, original node ids, class names and node weights (37 nodes: no rank count
+# divides it), with balance none and permute, symmetrized and --directed; some runs exchange
+# in rounds of a few entries and read in stripes of a few edges. Bad input on one rank's slice
+# and metis on several ranks end every rank with one line and leave no file behind.
+# Usage: cli_prepare_ranks.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1
+src=$2
+source "$src/tests/lib_cli.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+same() { $py "$src/tests/h5_same_datasets.py" "$1" "$2"; }
+
+# The small graph: 12-digit ids, weights, a duplicate edge (first weight kept), self-loops,
+# an edge stored both ways with different weights, two isolated nodes (in the node file only).
+$py - "$work" <<'PY'
+import random, sys
+work = sys.argv[1]
+rng = random.Random(5)
+ids = [100000000000 + 7919 * k for k in range(37)]
+edges = []
+for _ in range(90):
+    u, v = rng.randrange(35), rng.randrange(35)
+    edges.append((ids[u], ids[v], round(rng.uniform(0.1, 2.0), 3)))
+edges += [(ids[3], ids[3], 1.5), (ids[4], ids[9], 0.5), (ids[4], ids[9], 0.7), (ids[9], ids[4], 1.25)]
+with open(f"{work}/edges.txt", "w") as f:
+    for u, v, w in edges: f.write(f"{u} {v} {w}\n")
+names = ["cat", "dog", "emu"]
+with open(f"{work}/nodes.csv", "w") as f:
+    f.write("id,label,split,f0,f1,f2\n")
+    for k, i in enumerate(ids):
+        split = ["train", "val", "test", ""][k % 4]
+        f.write(f"{i},{names[k % 3]},{split},{rng.random():.5f},{rng.random():.5f},{k}\n")
+PY
+"$plexus" convert edgelist "$work/edges.txt" --nodes "$work/nodes.csv" -o "$work/small.h5" >/dev/null &&
+  $py -c "
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], 'r+') as f:
+    n = int(f.attrs['num_nodes'])
+    f['node_weights'] = np.linspace(0.5, 2.0, n).astype(np.float32)
+" "$work/small.h5" && ok || fail "make the small graph"
+"$plexus" convert edgelist "$work/edges.txt" --nodes "$work/nodes.csv" --directed -o "$work/small_directed.h5" >/dev/null &&
+  ok || fail "make the directed graph"
+
+# case NAME INPUT RANKS [prepare options...]: one process vs RANKS ranks.
+case_() {
+  local name=$1 input=$2 ranks=$3; shift 3
+  rm -f "$work/one.h5" "$work/many.h5"
+  if ! "$plexus" prepare "$input" -o "$work/one.h5" -q "$@" 2>"$work/err"; then fail "$name: one process"; cat "$work/err"; return; fi
+  if ! timeout 120 mpirun -np "$ranks" "$plexus" prepare "$input" -o "$work/many.h5" -q "$@" >"$work/out" 2>&1; then
+    fail "$name: $ranks ranks"; tail -n 5 "$work/out"; return
+  fi
+  if same "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
+}
+for r in 2 3 4 8; do case_ "small permute" "$work/small.h5" $r --balance permute; done
+case_ "small none" "$work/small.h5" 3 --balance none
+case_ "small directed permute" "$work/small_directed.h5" 4 --balance permute --directed
+case_ "small one-way edges symmetrized" "$work/small_directed.h5" 3 --balance permute
+case_ "small seed 9" "$work/small.h5" 2 --balance permute --balance-seed 9
+PLEXUS_PREPARE_ROUND=3 PLEXUS_READ_EDGES=4 case_ "small in rounds of 3" "$work/small.h5" 3 --balance permute
+case_ "cora permute" "$cora" 4 --balance permute
+case_ "cora none" "$cora" 2 --balance none
+PLEXUS_PREPARE_ROUND=500 case_ "cora rounds of 500" "$cora" 3 --balance permute --directed
+
+# The distributed file trains like the one-process file (bit for bit: the same datasets).
+"$plexus" prepare "$cora" -o "$work/one.h5" -q &&
+  timeout 120 mpirun -np 4 "$plexus" prepare "$cora" -o "$work/four.h5" -q &&
+  "$plexus" train "$work/one.h5" --epochs 3 --threads 1 -q --metrics "$work/one.jsonl" >/dev/null &&
+  "$plexus" train "$work/four.h5" --epochs 3 --threads 1 -q --metrics "$work/four.jsonl" >/dev/null &&
+  [ "$(grep '"epoch"' "$work/one.jsonl" | sed 's/"seconds[^,]*,//g; s/"[a-z_]*seconds":[^,}]*//g' | md5sum)" = \
+    "$(grep '"epoch"' "$work/four.jsonl" | sed 's/"seconds[^,]*,//g; s/"[a-z_]*seconds":[^,}]*//g' | md5sum)" ] &&
+  ok || fail "train on the 4-rank file"
+
+# The summary names the ranks and the largest rank's peak memory.
+if timeout 120 mpirun -np 2 "$plexus" prepare "$cora" -o "$work/two.h5" >"$work/out" 2>&1 &&
+   grep -q "; 2 ranks" "$work/out" && grep -q "peak RSS .* (the largest rank's)" "$work/out"; then ok
+else fail "summary"; cat "$work/out"; fi
+
+# Errors: metis on several ranks; a bad column id in the last rank's rows. One line, exit 2,
+# the existing output untouched, no temporary file.
+echo "keep me" >"$work/existing.h5"
+mpi_error "metis on 4 ranks" "metis partitions the whole graph in one process" prepare "$cora" -o "$work/existing.h5" --balance metis --grid 2x2x1
+$py -c "
+import h5py, sys
+with h5py.File(sys.argv[1], 'r+') as f:
+    idx = f['graph/indices']
+    idx[len(idx) - 1] = 10**9
+" "$work/small.h5"
+mpi_error "bad column in the last slice" "/graph/indices" prepare "$work/small.h5" -o "$work/existing.h5" --balance permute
+[ "$(cat "$work/existing.h5")" = "keep me" ] && ok || fail "existing output overwritten"
+ls "$work" | grep -q '\.tmp' && fail "temporary files left: $(ls "$work" | grep '\.tmp')" || ok
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]
