@@ -25,7 +25,7 @@ namespace plexus {
 
 index_t exchange_round_entries() {
   const char* env = std::getenv("PLEXUS_PREPARE_ROUND");
-  if (env == nullptr) return index_t{1} << 22;
+  if (env == nullptr) return index_t{1} << 20;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(env, &end, 10);
@@ -106,8 +106,9 @@ struct Ranks {
 };
 
 // Items of `bytes` bytes each, sent to the ranks `dest` names and received in rank order,
-// in rounds of at most `round` items per sender. produce(i0, i1, emit) emits the items of
-// local positions [i0, i1) through emit(dest rank, const void* item); receive(const char* items,
+// in rounds of at most `round` items per sender. produce(i0, i1, emit) emits the items of local
+// positions [i0, i1) through emit(dest rank, const void* item), the same items in the same order
+// each time it is called (twice a round: to count, then to copy); receive(const char* items,
 // count) gets each round's arrivals.
 template <class Produce, class Receive>
 void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t bytes, index_t round, Produce&& produce,
@@ -118,27 +119,20 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
   MPI_Type_commit(&type);
   const auto p = static_cast<std::size_t>(ranks.size);
   std::vector<int> send_counts(p), recv_counts(p), send_displs(p), recv_displs(p);
-  std::vector<int> dests;
-  std::vector<char> staged, send, recv;
+  std::vector<char> send, recv;
+  std::vector<int> cursor(p);
   for (index_t k = 0; k < rounds; ++k) {
     const index_t i0 = std::min(local_items, k * round), i1 = std::min(local_items, i0 + round);
-    dests.clear();
-    staged.clear();
-    produce(i0, i1, [&](int dest, const void* item) {
-      dests.push_back(dest);
-      const std::size_t at = staged.size();
-      staged.resize(at + bytes);
-      std::memcpy(staged.data() + at, item, bytes);
-    });
-    // Counting sort by destination, keeping the order of each destination's items.
+    // Two passes over the round's items: count them by destination, then copy each into its
+    // place (no staging copy: the send buffer is the only one of this size).
     std::fill(send_counts.begin(), send_counts.end(), 0);
-    for (int d : dests) ++send_counts[static_cast<std::size_t>(d)];
+    produce(i0, i1, [&](int dest, const void*) { ++send_counts[static_cast<std::size_t>(dest)]; });
     for (std::size_t q = 1; q < p; ++q) send_displs[q] = send_displs[q - 1] + send_counts[q - 1];
-    send.resize(staged.size());
-    std::vector<int> cursor(send_displs);
-    for (std::size_t i = 0; i < dests.size(); ++i)
-      std::memcpy(send.data() + static_cast<std::size_t>(cursor[static_cast<std::size_t>(dests[i])]++) * bytes,
-                  staged.data() + i * bytes, bytes);
+    send.resize(static_cast<std::size_t>(send_displs[p - 1] + send_counts[p - 1]) * bytes);
+    std::copy(send_displs.begin(), send_displs.end(), cursor.begin());
+    produce(i0, i1, [&](int dest, const void* item) {
+      std::memcpy(send.data() + static_cast<std::size_t>(cursor[static_cast<std::size_t>(dest)]++) * bytes, item, bytes);
+    });
     MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, ranks.comm);
     for (std::size_t q = 1; q < p; ++q) recv_displs[q] = recv_displs[q - 1] + recv_counts[q - 1];
     const std::size_t arrivals = static_cast<std::size_t>(recv_displs[p - 1]) + static_cast<std::size_t>(recv_counts[p - 1]);
@@ -150,8 +144,9 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
   MPI_Type_free(&type);
 }
 
+// An entry in flight: 12 bytes (node ids fit 32 bits: prepare refuses 2^31 nodes or more).
 struct Entry {
-  index_t row, col;
+  std::int32_t row, col;
   float value;
 };
 
@@ -173,9 +168,10 @@ CsrSlice<Idx> move_entries(const Ranks& ranks, index_t row0, const std::vector<i
         index_t u = static_cast<index_t>(std::upper_bound(indptr.begin(), indptr.end(), e0) - indptr.begin()) - 1;
         for (index_t e = e0; e < e1; ++e) {
           while (indptr[u + 1] <= e) ++u;
-          Entry x{0, 0, weighted ? values[e] : 1.0f};
-          map(row0 + u, static_cast<index_t>(indices[e]), x.row, x.col);
-          emit(dest_of(x.row), &x);
+          index_t row = 0, col = 0;
+          map(row0 + u, static_cast<index_t>(indices[e]), row, col);
+          const Entry x{static_cast<std::int32_t>(row), static_cast<std::int32_t>(col), weighted ? values[e] : 1.0f};
+          emit(dest_of(row), &x);
         }
       },
       [&](const char* items, index_t count) {
@@ -183,28 +179,40 @@ CsrSlice<Idx> move_entries(const Ranks& ranks, index_t row0, const std::vector<i
         got.resize(at + static_cast<std::size_t>(count));
         std::memcpy(got.data() + at, items, static_cast<std::size_t>(count) * sizeof(Entry));
       });
-  // Counting sort by row, then each row by column (columns are distinct within a row).
+  // Counting sort by row into the output arrays, then each row by column (the columns of a row
+  // are distinct). Only the arrivals and the output are held: 12 + 8 or 12 bytes per entry.
   CsrSlice<Idx> s;
   std::vector<index_t> ptr(static_cast<std::size_t>(out.size()) + 1, 0);
   for (const Entry& x : got) ++ptr[static_cast<std::size_t>(x.row - out.begin) + 1];
   for (index_t i = 0; i < out.size(); ++i) ptr[i + 1] += ptr[i];
-  std::vector<std::pair<index_t, float>> sorted(got.size());
+  s.indices.resize(got.size());
+  if (weighted) s.values.resize(got.size());
   {
     std::vector<index_t> cursor(ptr.begin(), ptr.end() - 1);
-    for (const Entry& x : got) sorted[static_cast<std::size_t>(cursor[static_cast<std::size_t>(x.row - out.begin)]++)] = {x.col, x.value};
+    for (const Entry& x : got) {
+      const index_t k = cursor[static_cast<std::size_t>(x.row - out.begin)]++;
+      s.indices[k] = static_cast<Idx>(x.col);
+      if (weighted) s.values[k] = x.value;
+    }
   }
   got = {};
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (index_t i = 0; i < out.size(); ++i)
-    std::sort(sorted.begin() + ptr[i], sorted.begin() + ptr[i + 1], [](const auto& a, const auto& b) { return a.first < b.first; });
-  s.indices.resize(sorted.size());
-  if (weighted) s.values.resize(sorted.size());
-  for (std::size_t k = 0; k < sorted.size(); ++k) {
-    s.indices[k] = static_cast<Idx>(sorted[k].first);
-    if (weighted) s.values[k] = sorted[k].second;
+#pragma omp parallel
+  {
+    std::vector<std::pair<Idx, float>> row;
+#pragma omp for schedule(dynamic, 1024)
+    for (index_t i = 0; i < out.size(); ++i) {
+      row.clear();
+      for (index_t k = ptr[i]; k < ptr[i + 1]; ++k) row.emplace_back(s.indices[k], weighted ? s.values[k] : 1.0f);
+      std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (std::size_t j = 0; j < row.size(); ++j) {
+        s.indices[ptr[i] + static_cast<index_t>(j)] = row[j].first;
+        if (weighted) s.values[ptr[i] + static_cast<index_t>(j)] = row[j].second;
+      }
+    }
   }
-  const index_t base = ranks.exscan(static_cast<index_t>(sorted.size()));
-  s.total = ranks.sum(static_cast<index_t>(sorted.size()));
+  const auto held = static_cast<index_t>(s.indices.size());
+  const index_t base = ranks.exscan(held);
+  s.total = ranks.sum(held);
   s.indptr.resize(ptr.size());
   for (std::size_t i = 0; i < ptr.size(); ++i) s.indptr[i] = base + ptr[i];
   return s;
@@ -390,21 +398,19 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   const auto renumber = [](const std::vector<index_t>& rows, const std::vector<index_t>& cols) {
     return [&rows, &cols](index_t u, index_t c, index_t& row, index_t& col) { row = rows[u], col = cols[c]; };
   };
-  {
-    std::vector<index_t> a_ptr(a_hat.indptr.begin(), a_hat.indptr.end());
-    p.a1 = move_entries<col_t>(ranks, own.begin, a_ptr, a_hat.indices, a_hat.values, true, renumber(pr, pc), out_owner,
-                               p.rows, round);
-    if (two)
-      p.a2 = move_entries<col_t>(ranks, own.begin, a_ptr, a_hat.indices, a_hat.values, true, renumber(pc, pr),
-                                 out_owner, p.rows, round);
-    a_hat = HostCsr{};
-  }
-  report_progress(4, kStages);
+  // The cleaned graph first, so its input rows are freed before Â's two orders move.
   p.graph = move_entries<index_t>(ranks, own.begin, in.indptr, in.indices, in.values, weighted, renumber(pc, pc),
                                   out_owner, p.rows, round);
   in.indptr = {};
   in.indices = {};
   in.values = {};
+  report_progress(4, kStages);
+  p.a1 = move_entries<col_t>(ranks, own.begin, a_hat.indptr, a_hat.indices, a_hat.values, true, renumber(pr, pc),
+                             out_owner, p.rows, round);
+  if (two)
+    p.a2 = move_entries<col_t>(ranks, own.begin, a_hat.indptr, a_hat.indices, a_hat.values, true, renumber(pc, pr),
+                               out_owner, p.rows, round);
+  a_hat = HostCsr{};
   report_progress(5, kStages);
   p.features = move_node_rows(ranks, n, own.begin, in.features, in.num_features, pc, p.rows, round);
   in.features = {};

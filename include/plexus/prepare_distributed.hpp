@@ -15,9 +15,9 @@
 //      rank writing its output row (output rows: block_range(N, P, rank)), in rounds of at most
 //      exchange_round_entries() entries per rank; features, labels, masks, node weights and
 //      node ids travel with their node likewise.
-// Memory per rank: about 60 bytes per entry of its share of the edges (input, cleaned graph,
-// Â and the three output CSRs, held at once at the peak) plus about 100 bytes per node of the
-// whole graph (orders, inverses, degrees, tiles) — docs/balancing.md states the terms.
+// Memory per rank: about 48 bytes per entry of its share of the edges (its cleaned rows, Â's
+// rows, the output CSRs, one exchange in flight), 4 bytes per feature of its rows, and 16 bytes
+// per node of the whole graph (the orders; 56 while they are drawn) — docs/balancing.md.
 #include <mpi.h>
 
 #include <cstdint>
@@ -103,7 +103,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& 
 // clean off), as InputError: callers check before reading the input.
 void check_distributed_prepare(const PrepareOptions& opt, int ranks);
 
-// Entries one rank sends per exchange round (2^22, ~64 MB of entries in flight); the
+// Entries one rank sends per exchange round (2^20, 12 MB of entries in flight); the
 // environment variable PLEXUS_PREPARE_ROUND overrides it (a positive integer: tests use a few
 // entries, to exercise many rounds).
 index_t exchange_round_entries();
