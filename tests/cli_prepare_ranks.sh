@@ -93,5 +93,18 @@ mpi_error "bad column in the last slice" "/graph/indices" prepare "$work/small.h
 [ "$(cat "$work/existing.h5")" = "keep me" ] && ok || fail "existing output overwritten"
 ls "$work" | grep -q '\.tmp' && fail "temporary files left: $(ls "$work" | grep '\.tmp')" || ok
 
+# SIGTERM to mpirun while the ranks prepare: every rank ends, no output and no temporary file
+# (rank 0's temporary output is removed by the signal handler of io/files/safe_files).
+"$plexus" generate sbm --nodes 120000 --avg-degree 16 --feature-width 32 --seed 3 -o "$work/big.h5" >/dev/null
+mpirun -np 4 "$plexus" prepare "$work/big.h5" -o "$work/stopped.h5" >"$work/stop.out" 2>&1 &
+runner=$!
+for _ in $(seq 1 300); do grep -q "cleaning" "$work/stop.out" && break; sleep 0.1; done
+kill -TERM $runner
+wait $runner
+rc=$?
+if [[ $rc -ne 0 && ! -e "$work/stopped.h5" ]]; then ok; else fail "SIGTERM: rc=$rc, output $(ls "$work" | grep stopped)"; fi
+ls "$work" | grep -q '\.tmp' && fail "SIGTERM left $(ls "$work" | grep '\.tmp')" || ok
+pgrep -f "prepare $work/big.h5" >/dev/null && fail "ranks left after SIGTERM" || ok
+
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]
