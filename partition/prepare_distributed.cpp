@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "partition/clean_rows.hpp"
+#include "src/comm/rank_exchange.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/sparse.hpp"
@@ -44,105 +45,10 @@ void check_distributed_prepare(const PrepareOptions& opt, int ranks) {
 
 namespace {
 
+using comm::Ranks;
+using comm::exchange_in_rounds;
+
 constexpr const char* kWhere = "graph";  // what the errors of a slice name (as prepare_graph's do)
-
-struct Ranks {
-  MPI_Comm comm;
-  int rank = 0, size = 1;
-  explicit Ranks(MPI_Comm c) : comm(c) {
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-  }
-  index_t sum(index_t v) const {
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_SUM, comm);
-    return v;
-  }
-  index_t max(index_t v) const {
-    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm);
-    return v;
-  }
-  index_t exscan(index_t v) const {  // the sum over the ranks below this one
-    index_t below = 0;
-    MPI_Exscan(&v, &below, 1, MPI_INT64_T, MPI_SUM, comm);
-    return rank == 0 ? 0 : below;
-  }
-  // Every rank's value, in rank order.
-  std::vector<index_t> all(index_t v) const {
-    std::vector<index_t> out(static_cast<std::size_t>(size));
-    MPI_Allgather(&v, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm);
-    return out;
-  }
-  // The concatenation of every rank's `part` (rank order), `total` values in all.
-  template <class T>
-  std::vector<T> all_gather(const std::vector<T>& part, index_t total) const {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const std::vector<index_t> counts64 = all(static_cast<index_t>(part.size()));
-    std::vector<int> counts(counts64.size()), displs(counts64.size());
-    index_t at = 0;
-    for (std::size_t p = 0; p < counts64.size(); ++p) {
-      counts[p] = static_cast<int>(counts64[p]);
-      displs[p] = static_cast<int>(at);
-      at += counts64[p];
-    }
-    if (at != total) throw std::logic_error("all_gather: the parts do not add up");
-    MPI_Datatype type;
-    MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
-    MPI_Type_commit(&type);
-    std::vector<T> out(static_cast<std::size_t>(total));
-    MPI_Allgatherv(part.data(), counts[rank], type, out.data(), counts.data(), displs.data(), type, comm);
-    MPI_Type_free(&type);
-    return out;
-  }
-
-  // The first failing rank's message on that rank, "rank K: <its message>" is not known
-  // elsewhere, so the others name the rank. Throws on every rank when any failed.
-  void agree(const std::string& why) const {
-    int mine = why.empty() ? size : rank, first = size;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (first == size) return;
-    if (first == rank) throw InputError(kWhere, why);
-    throw InputError(kWhere, "rank " + std::to_string(first) + " failed on its slice of the graph");
-  }
-};
-
-// Items of `bytes` bytes each, sent to the ranks `dest` names and received in rank order,
-// in rounds of at most `round` items per sender. produce(i0, i1, emit) emits the items of local
-// positions [i0, i1) through emit(dest rank, const void* item), the same items in the same order
-// each time it is called (twice a round: to count, then to copy); receive(const char* items,
-// count) gets each round's arrivals.
-template <class Produce, class Receive>
-void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t bytes, index_t round, Produce&& produce,
-                        Receive&& receive) {
-  const index_t rounds = ranks.max((local_items + round - 1) / round);
-  MPI_Datatype type;
-  MPI_Type_contiguous(static_cast<int>(bytes), MPI_BYTE, &type);
-  MPI_Type_commit(&type);
-  const auto p = static_cast<std::size_t>(ranks.size);
-  std::vector<int> send_counts(p), recv_counts(p), send_displs(p), recv_displs(p);
-  std::vector<char> send, recv;
-  std::vector<int> cursor(p);
-  for (index_t k = 0; k < rounds; ++k) {
-    const index_t i0 = std::min(local_items, k * round), i1 = std::min(local_items, i0 + round);
-    // Two passes over the round's items: count them by destination, then copy each into its
-    // place (no staging copy: the send buffer is the only one of this size).
-    std::fill(send_counts.begin(), send_counts.end(), 0);
-    produce(i0, i1, [&](int dest, const void*) { ++send_counts[static_cast<std::size_t>(dest)]; });
-    for (std::size_t q = 1; q < p; ++q) send_displs[q] = send_displs[q - 1] + send_counts[q - 1];
-    send.resize(static_cast<std::size_t>(send_displs[p - 1] + send_counts[p - 1]) * bytes);
-    std::copy(send_displs.begin(), send_displs.end(), cursor.begin());
-    produce(i0, i1, [&](int dest, const void* item) {
-      std::memcpy(send.data() + static_cast<std::size_t>(cursor[static_cast<std::size_t>(dest)]++) * bytes, item, bytes);
-    });
-    MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, ranks.comm);
-    for (std::size_t q = 1; q < p; ++q) recv_displs[q] = recv_displs[q - 1] + recv_counts[q - 1];
-    const std::size_t arrivals = static_cast<std::size_t>(recv_displs[p - 1]) + static_cast<std::size_t>(recv_counts[p - 1]);
-    recv.resize(arrivals * bytes);
-    MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), type, recv.data(), recv_counts.data(),
-                  recv_displs.data(), type, ranks.comm);
-    receive(recv.data(), static_cast<index_t>(arrivals));
-  }
-  MPI_Type_free(&type);
-}
 
 // An entry in flight: 12 bytes (node ids fit 32 bits: prepare refuses 2^31 nodes or more).
 struct Entry {
@@ -320,7 +226,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   const bool has_ids = ranks.max(in.node_ids.empty() ? 0 : 1) == 1;
   std::vector<index_t> starts = ranks.all(in.rows.begin);
   starts.push_back(n);
-  ranks.agree(check_slice(in, starts, ranks.rank));
+  ranks.agree(check_slice(in, starts, ranks.rank), kWhere);
   const index_t round = exchange_round_entries();
   const Range own = in.rows;
   const auto owner_of_input_row = [&](index_t v) {
@@ -355,7 +261,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
     } catch (const std::invalid_argument& e) {
       why = std::string("/graph/values: ") + e.what();
     }
-    ranks.agree(why);
+    ranks.agree(why, kWhere);
     const std::vector<double> inv_sqrt_deg = ranks.all_gather(part, n);
     a_hat = normalized_block(m, inv_sqrt_deg, 0, n);
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
 #include "plexus/graph.hpp"
 
 namespace plexus {
@@ -80,6 +82,15 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
 // `symmetric` files store the lower triangle and are expanded; `general` ones are symmetrized
 // when opt.symmetrize (else @directed = 1). real/integer values become edge weights.
 // opt.num_nodes and opt.base are ignored (the size line gives N; ids are 1-based).
+struct GraphSlice;  // plexus/prepare_distributed.hpp
+// read_edge_list on the ranks of `comm` (collective; `mpirun -np P plexus convert edgelist`):
+// each rank parses the lines that start in its 1/P of the file's bytes, so a plain (not gzip)
+// regular file is needed, and gets back the rows the ids it owns after relabelling (a run of the
+// sorted distinct ids, or block_range(--num-nodes, P, rank)) with their node ids. The rows of
+// all ranks together equal read_edge_list's graph and original ids. No node file (opt.node_ids).
+// A bad line throws InputError("<file>:<line>", ...) on the rank that read it.
+GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm);
+
 GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt = {});
 
 // OGB node-property-prediction raw layout, DIR = the dataset directory (e.g. ogbn_arxiv/):

@@ -126,5 +126,8 @@ struct GraphSlice;
 struct PreparedSlice;
 GraphSlice read_graph_slice_h5(const std::string& path, MPI_Comm comm);
 void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm comm);
+// A plain format v1 file (write_graph_h5 with its names) from the ranks' slices: each rank writes
+// its rows (`g.rows`, tiling [0, N) in rank order), collectively and atomically.
+void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm);
 
 }  // namespace plexus

@@ -46,6 +46,13 @@ void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symm
       edges.push_back({e.v, e.u, e.order, e.w});
     }
   }
+  g.num_nodes = n;
+  g.directed = !symmetrize;
+  csr_rows_from_edges(0, n, edges, weighted, g.indptr, g.indices, g.values);
+}
+
+void csr_rows_from_edges(index_t row0, index_t rows, std::vector<Edge>& edges, bool weighted,
+                         std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values) {
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
     if (a.u != b.u) return a.u < b.u;
     if (a.v != b.v) return a.v < b.v;
@@ -56,42 +63,43 @@ void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symm
   });
   edges.erase(last, edges.end());
 
-  g.num_nodes = n;
-  g.directed = !symmetrize;
-  g.indptr.assign(static_cast<std::size_t>(n) + 1, 0);
-  g.indices.resize(edges.size());
-  g.values.clear();
-  if (weighted) g.values.resize(edges.size());
+  indptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  indices.resize(edges.size());
+  values.clear();
+  if (weighted) values.resize(edges.size());
   for (std::size_t k = 0; k < edges.size(); ++k) {
-    ++g.indptr[static_cast<std::size_t>(edges[k].u) + 1];
-    g.indices[k] = edges[k].v;
-    if (weighted) g.values[k] = edges[k].w;
+    ++indptr[static_cast<std::size_t>(edges[k].u - row0) + 1];
+    indices[k] = edges[k].v;
+    if (weighted) values[k] = edges[k].w;
   }
-  for (std::size_t i = 1; i < g.indptr.size(); ++i) g.indptr[i] += g.indptr[i - 1];
+  for (std::size_t i = 1; i < indptr.size(); ++i) indptr[i] += indptr[i - 1];
   std::vector<Edge>().swap(edges);
 }
 
 void synthetic_features(GraphData& g, SyntheticFeatures kind, index_t width, std::uint64_t seed) {
-  const index_t n = g.num_nodes;
+  synthetic_feature_rows(kind, width, seed, g.num_nodes, 0, g.num_nodes, g.indptr.data(), g.features);
+  g.num_features = kind == SyntheticFeatures::kRandom ? width : 1;
+}
+
+void synthetic_feature_rows(SyntheticFeatures kind, index_t width, std::uint64_t seed, index_t n, index_t row0,
+                            index_t rows, const index_t* indptr, std::vector<float>& out) {
   if (kind != SyntheticFeatures::kRandom) width = 1;
   if (width < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(width));
   if (width > std::numeric_limits<index_t>::max() / 8 / std::max<index_t>(n, 1) || n * width > (index_t{1} << 34)) {
     throw InputError("--feature-width", "num_nodes x features (" + std::to_string(n) + " x " + std::to_string(width) +
                                        ") is too large");
   }
-  g.num_features = width;
-  g.features.assign(static_cast<std::size_t>(n * width), 1.0f);
+  out.assign(static_cast<std::size_t>(rows * width), 1.0f);
   if (kind == SyntheticFeatures::kDegree) {
-    for (index_t i = 0; i < n; ++i)
-      g.features[static_cast<std::size_t>(i)] =
-          static_cast<float>(std::log1p(static_cast<double>(g.indptr[i + 1] - g.indptr[i])));
+    for (index_t i = 0; i < rows; ++i)
+      out[static_cast<std::size_t>(i)] = static_cast<float>(std::log1p(static_cast<double>(indptr[i + 1] - indptr[i])));
   } else if (kind == SyntheticFeatures::kRandom) {
     constexpr std::uint32_t kTagFeat = 0x46454154u;  // "FEAT"
     const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
 #pragma omp parallel for schedule(static)
-    for (index_t i = 0; i < n; ++i) {
-      const auto u = static_cast<std::uint64_t>(i);
-      float* row = g.features.data() + i * width;
+    for (index_t i = 0; i < rows; ++i) {
+      const auto u = static_cast<std::uint64_t>(row0 + i);
+      float* row = out.data() + i * width;
       for (index_t j = 0; j < width; j += 4) {
         const auto blk = static_cast<std::uint64_t>(j / 4);
         const Philox4x32 r = philox4x32_10(static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(u >> 32),

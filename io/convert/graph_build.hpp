@@ -49,10 +49,18 @@ void require_every_split(const GraphData& g, const SplitOptions& names);
 // self-loops; g.values only when `weighted`). With `symmetrize` each edge is also stored
 // reversed with the same weight. Ids must already be in [0, n). Consumes `edges`.
 void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symmetrize, bool weighted);
+// Rows [row0, row0 + rows) of that CSR from their edges (every e.u in the range; self-loops
+// dropped and reversed copies added already): indptr from 0. Consumes `edges`.
+void csr_rows_from_edges(index_t row0, index_t rows, std::vector<Edge>& edges, bool weighted,
+                         std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values);
 
 // Fills g.features / g.num_features for inputs without features (see SyntheticFeatures).
 // `where` names the option in errors (e.g. "--features").
 void synthetic_features(GraphData& g, SyntheticFeatures kind, index_t width, std::uint64_t seed);
+// The same for rows [row0, row0 + rows) of a graph of n nodes (indptr of those rows, any base):
+// `width` values a row into `out` (width 1 unless kind is random; checked as above).
+void synthetic_feature_rows(SyntheticFeatures kind, index_t width, std::uint64_t seed, index_t n, index_t row0,
+                            index_t rows, const index_t* indptr, std::vector<float>& out);
 
 // Labels all -1, masks all 0, num_classes = classes (>= 1).
 void unlabelled(GraphData& g, std::int32_t classes);

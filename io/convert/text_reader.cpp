@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -52,6 +53,25 @@ TextReader::TextReader(const std::string& path) : path_(path), buf_(kBuffer) {
   }
 }
 
+TextReader::TextReader(const std::string& path, std::uint64_t begin, std::uint64_t end, std::int64_t first_line)
+    : TextReader(path) {
+  if (is_gzip_file(path))
+    throw InputError(path, "a gzip file cannot be split among ranks: decompress it, or convert on one rank");
+  end_ = end;
+  if (begin > 0) {
+    // From the byte before the range: a line starts at `begin` only after a newline there;
+    // otherwise the partial line at the start is the previous range's.
+    if (gzseek(file_, static_cast<z_off_t>(begin - 1), SEEK_SET) < 0) throw InputError(path, "cannot seek");
+    offset_ = begin - 1;
+    const std::uint64_t saved_end = end_;
+    end_ = ~std::uint64_t{0};
+    std::string_view skipped;
+    next(skipped);  // the rest of the line holding byte begin - 1 (just its "\n" when one starts at begin)
+    end_ = saved_end;
+  }
+  lineno_ = first_line - 1;
+}
+
 TextReader::~TextReader() {
   if (file_ != nullptr) gzclose_r(file_);
 }
@@ -61,6 +81,7 @@ std::string TextReader::where() const { return path_ + ":" + std::to_string(line
 void TextReader::fail(const std::string& what) const { throw InputError(where(), what); }
 
 void TextReader::fill() {
+  offset_ += len_;
   pos_ = len_ = 0;
   const int n = gzread(file_, buf_.data(), static_cast<unsigned>(buf_.size()));
   int err = Z_OK;
@@ -81,6 +102,7 @@ void TextReader::fill() {
 }
 
 bool TextReader::next(std::string_view& out) {
+  if (offset_ + pos_ >= end_) return false;
   line_.clear();
   bool any = false;
   for (;;) {
@@ -109,6 +131,35 @@ bool TextReader::next(std::string_view& out) {
   if (!line_.empty() && line_.back() == '\r') line_.pop_back();
   out = line_;
   return true;
+}
+
+std::int64_t count_newlines(const std::string& path, std::uint64_t begin, std::uint64_t end) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+  std::int64_t count = 0;
+  std::vector<char> buf(kBuffer);
+  if (std::fseek(f, static_cast<long>(begin), SEEK_SET) != 0) {
+    std::fclose(f);
+    throw InputError(path, "cannot seek");
+  }
+  for (std::uint64_t at = begin; at < end;) {
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - at));
+    const std::size_t got = std::fread(buf.data(), 1, want, f);
+    if (got == 0) break;
+    count += std::count(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(got), '\n');
+    at += got;
+  }
+  std::fclose(f);
+  return count;
+}
+
+bool is_gzip_file(const std::string& path) {
+  unsigned char magic[2] = {0, 0};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  const bool gz = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  std::fclose(f);
+  return gz;
 }
 
 namespace {

@@ -25,6 +25,10 @@ class TextReader {
   static constexpr const char* kStandardInput = "-";
 
   explicit TextReader(const std::string& path);
+  // The lines of a plain (not gzip) file that start in bytes [begin, end): one rank's share of
+  // a file split among ranks (a line belongs to the range holding its first byte).
+  // `first_line` is the number of the first such line (the caller counts the lines before it).
+  TextReader(const std::string& path, std::uint64_t begin, std::uint64_t end, std::int64_t first_line);
   TextReader(const TextReader&) = delete;
   TextReader& operator=(const TextReader&) = delete;
   ~TextReader();
@@ -50,7 +54,14 @@ class TextReader {
   std::int64_t lineno_ = 0;
   std::string line_;
   std::uint64_t file_bytes_ = 0;  // the size of a regular file (0: a stream), for progress
+  std::uint64_t offset_ = 0;      // the file offset of buf_[0]
+  std::uint64_t end_ = ~std::uint64_t{0};  // no line starting at or after this offset is returned
 };
+
+// The newlines in bytes [begin, end) of a plain file (to number the lines of a range).
+std::int64_t count_newlines(const std::string& path, std::uint64_t begin, std::uint64_t end);
+// True when the file starts with gzip's magic bytes (a gzip file cannot be split into ranges).
+bool is_gzip_file(const std::string& path);
 
 // Splits a line into fields separated by runs of spaces/tabs, or by a comma (with optional
 // blanks around it; "1,,2" has an empty middle field). A blank line has no fields.

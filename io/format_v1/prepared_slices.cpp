@@ -121,13 +121,86 @@ GraphSlice read_graph_slice_h5(const std::string& path, MPI_Comm comm) {
   }
 }
 
+namespace {
+
+// Rows [rows) of an n × n CSR as datasets of `group`: indptr (global offsets: each rank its
+// rows', the last rank also the end), indices [begin, begin + count) of `total`, and values.
+template <class Idx>
+void write_csr_rows(h5::Writer& w, const std::string& group, hid_t index_type, index_t n, Range rows, bool last,
+                    const index_t* indptr, const Idx* indices, const float* values, bool with_values, index_t total) {
+  const auto r0 = static_cast<hsize_t>(rows.begin), count_rows = static_cast<hsize_t>(rows.size());
+  w.group(group.c_str());
+  w.block_dataset<index_t, 1>((group + "/indptr").c_str(), H5T_STD_I64LE, {static_cast<hsize_t>(n) + 1}, {r0},
+                              {count_rows + (last ? 1 : 0)}, indptr, true);
+  const auto begin = static_cast<hsize_t>(indptr[0]), count = static_cast<hsize_t>(indptr[rows.size()] - indptr[0]);
+  w.block_dataset<Idx, 1>((group + "/indices").c_str(), index_type, {static_cast<hsize_t>(total)}, {begin}, {count},
+                          indices, true);
+  if (with_values)
+    w.block_dataset<float, 1>((group + "/values").c_str(), H5T_IEEE_F32LE, {static_cast<hsize_t>(total)}, {begin},
+                              {count}, values, true);
+}
+
+// The format v1 part of a file, this rank's rows of it: the root attributes but `format` (a
+// string: the serial tail's), /graph, /features, /labels, /masks, /node_weights and /node_ids.
+struct V1Rows {
+  index_t num_nodes = 0, num_features = 0;
+  std::int32_t num_classes = 0;
+  bool directed = false, weighted = false;
+  Range rows;
+  const index_t* indptr = nullptr;  // global offsets
+  const index_t* indices = nullptr;
+  const float* values = nullptr;
+  index_t edges = 0;  // of the whole graph
+  const float* features = nullptr;
+  const std::int32_t* labels = nullptr;
+  const std::uint8_t *train = nullptr, *val = nullptr, *test = nullptr;
+  const float* node_weights = nullptr;    // null: none in the file
+  const std::int64_t* node_ids = nullptr;  // null: none in the file
+};
+
+void write_v1_rows(h5::Writer& w, const V1Rows& v, bool last) {
+  using namespace h5;
+  const auto n = static_cast<hsize_t>(v.num_nodes), f = static_cast<hsize_t>(v.num_features);
+  const auto r0 = static_cast<hsize_t>(v.rows.begin), rows = static_cast<hsize_t>(v.rows.size());
+  w.scalar_attr<std::int32_t>("format_version", H5T_STD_I32LE, kFormatVersion);
+  w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, v.num_nodes);
+  w.scalar_attr<std::int64_t>("num_features", H5T_STD_I64LE, v.num_features);
+  w.scalar_attr<std::int32_t>("num_classes", H5T_STD_I32LE, v.num_classes);
+  w.scalar_attr<std::uint8_t>("directed", H5T_STD_U8LE, v.directed ? 1 : 0);
+  write_csr_rows(w, "/graph", H5T_STD_I64LE, v.num_nodes, v.rows, last, v.indptr, v.indices, v.values, v.weighted,
+                 v.edges);
+  w.block_dataset<float, 2>(kFeatures, H5T_IEEE_F32LE, {n, f}, {r0, 0}, {rows, f}, v.features, true);
+  w.block_dataset<std::int32_t, 1>(kLabels, H5T_STD_I32LE, {n}, {r0}, {rows}, v.labels, true);
+  w.group("/masks");
+  w.block_dataset<std::uint8_t, 1>(kTrain, H5T_STD_U8LE, {n}, {r0}, {rows}, v.train, true);
+  w.block_dataset<std::uint8_t, 1>(kVal, H5T_STD_U8LE, {n}, {r0}, {rows}, v.val, true);
+  w.block_dataset<std::uint8_t, 1>(kTest, H5T_STD_U8LE, {n}, {r0}, {rows}, v.test, true);
+  if (v.node_weights != nullptr)
+    w.block_dataset<float, 1>(kNodeWeights, H5T_IEEE_F32LE, {n}, {r0}, {rows}, v.node_weights, true);
+}
+
+void write_node_ids(h5::Writer& w, const V1Rows& v) {
+  const auto n = static_cast<hsize_t>(v.num_nodes);
+  if (v.node_ids != nullptr)
+    w.block_dataset<std::int64_t, 1>(kNodeIds, H5T_STD_I64LE, {n}, {static_cast<hsize_t>(v.rows.begin)},
+                                     {static_cast<hsize_t>(v.rows.size())}, v.node_ids, true);
+}
+
+// Some ranks hold no rows: a null pointer would read as "no such dataset" there.
+template <class T>
+const T* data_or_empty(const std::vector<T>& v, bool present) {
+  static const T none{};
+  return !present ? nullptr : v.empty() ? &none : v.data();
+}
+
+}  // namespace
+
 void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm comm) {
   using namespace h5;
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   const auto n = static_cast<hsize_t>(p.num_nodes);
-  const auto f = static_cast<hsize_t>(p.num_features);
   const auto r0 = static_cast<hsize_t>(p.rows.begin), rows = static_cast<hsize_t>(p.rows.size());
   const bool last = rank == size - 1;
   if (!p.class_names.empty() && p.class_names.size() != static_cast<std::size_t>(p.num_classes))
@@ -135,45 +208,41 @@ void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm
                                std::to_string(p.num_classes) + " classes");
 
   const auto write = [&](Writer& w) {
-    w.scalar_attr<std::int32_t>("format_version", H5T_STD_I32LE, kFormatVersion);
-    w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, p.num_nodes);
-    w.scalar_attr<std::int64_t>("num_features", H5T_STD_I64LE, p.num_features);
-    w.scalar_attr<std::int32_t>("num_classes", H5T_STD_I32LE, p.num_classes);
-    w.scalar_attr<std::uint8_t>("directed", H5T_STD_U8LE, p.directed ? 1 : 0);
+    V1Rows v;
+    v.num_nodes = p.num_nodes;
+    v.num_features = p.num_features;
+    v.num_classes = p.num_classes;
+    v.directed = p.directed;
+    v.weighted = p.weighted;
+    v.rows = p.rows;
+    v.indptr = p.graph.indptr.data();
+    v.indices = p.graph.indices.data();
+    v.values = p.graph.values.data();
+    v.edges = p.graph.total;
+    v.features = p.features.data();
+    v.labels = p.labels.data();
+    v.train = p.train_mask.data();
+    v.val = p.val_mask.data();
+    v.test = p.test_mask.data();
+    v.node_weights = data_or_empty(p.node_weights, p.has_node_weights);
+    v.node_ids = data_or_empty(p.node_ids, p.has_node_ids);
+    write_v1_rows(w, v, last);
     // Per-node datasets: this rank's rows.
-    const auto node_rows = [&](const char* name, hid_t type, const auto& v) {
-      w.block_dataset<std::remove_cvref_t<decltype(v[0])>, 1>(name, type, {n}, {r0}, {rows}, v.data(), true);
+    const auto node_rows = [&](const char* name, hid_t type, const auto& d) {
+      w.block_dataset<std::remove_cvref_t<decltype(d[0])>, 1>(name, type, {n}, {r0}, {rows}, d.data(), true);
     };
-    // A CSR: indptr (each rank its rows' offsets, the last rank also the end), indices, values.
-    const auto csr = [&](const auto& a, const std::string& group, hid_t index_type, bool values) {
-      w.group(group.c_str());
-      w.block_dataset<index_t, 1>((group + "/indptr").c_str(), H5T_STD_I64LE, {n + 1}, {r0}, {rows + (last ? 1 : 0)},
-                                  a.indptr.data(), true);
-      const auto total = static_cast<hsize_t>(a.total), begin = static_cast<hsize_t>(a.begin()),
-                 count = static_cast<hsize_t>(a.size());
-      w.block_dataset<std::remove_cvref_t<decltype(a.indices[0])>, 1>((group + "/indices").c_str(), index_type, {total},
-                                                                      {begin}, {count}, a.indices.data(), true);
-      if (values)
-        w.block_dataset<float, 1>((group + "/values").c_str(), H5T_IEEE_F32LE, {total}, {begin}, {count},
-                                  a.values.data(), true);
+    const auto csr = [&](const CsrSlice<col_t>& a, const std::string& group) {
+      write_csr_rows(w, group, H5T_STD_I32LE, p.num_nodes, p.rows, last, a.indptr.data(), a.indices.data(),
+                     a.values.data(), true, a.total);
     };
-    csr(p.graph, "/graph", H5T_STD_I64LE, p.weighted);
-    w.block_dataset<float, 2>(kFeatures, H5T_IEEE_F32LE, {n, f}, {r0, 0}, {rows, f}, p.features.data(), true);
-    node_rows(kLabels, H5T_STD_I32LE, p.labels);
-    w.group("/masks");
-    node_rows(kTrain, H5T_STD_U8LE, p.train_mask);
-    node_rows(kVal, H5T_STD_U8LE, p.val_mask);
-    node_rows(kTest, H5T_STD_U8LE, p.test_mask);
-    if (p.has_node_weights) node_rows(kNodeWeights, H5T_IEEE_F32LE, p.node_weights);
-
     w.group(kPrepared);
     w.scalar_attr<std::uint64_t>("seed", H5T_STD_U64LE, p.seed, kPrepared);
     w.scalar_attr<std::int32_t>("metis_parts", H5T_STD_I32LE, p.metis_parts, kPrepared);
     w.scalar_attr<std::uint8_t>("two_orders", H5T_STD_U8LE, p.two_orders ? 1 : 0, kPrepared);
-    csr(p.a1, "/prepared/a1", H5T_STD_I32LE, true);
+    csr(p.a1, "/prepared/a1");
     node_rows("/prepared/node_id_p2", H5T_STD_I64LE, p.node_id_p2);
     if (p.two_orders) {
-      csr(p.a2, "/prepared/a2", H5T_STD_I32LE, true);
+      csr(p.a2, "/prepared/a2");
       node_rows("/prepared/node_id_p", H5T_STD_I64LE, p.node_id_p);
       node_rows("/prepared/labels_p", H5T_STD_I32LE, p.labels_p);
       w.group("/prepared/masks_p");
@@ -197,7 +266,7 @@ void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm
                                   b.tiles[1].data(), rank == 0);
     else
       w.hard_link("/prepared/block_counts/a1", "/prepared/block_counts/a2");
-    if (p.has_node_ids) node_rows(kNodeIds, H5T_STD_I64LE, p.node_ids);
+    write_node_ids(w, v);
   };
   // Variable-length strings cannot be written through MPI-IO: rank 0 adds them (the string
   // attributes too, so they are stored as one process stores them) once the collective file is
@@ -209,6 +278,50 @@ void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm
     if (!p.class_names.empty()) w.string_dataset(kClassNames, p.class_names);
   };
   write_collectively(path, comm, write, names);
+}
+
+void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  // The rows' offsets in the whole CSR, and the flags every rank must agree on.
+  const auto local = static_cast<index_t>(g.indices.size());
+  index_t base = 0, edges = 0;
+  MPI_Exscan(&local, &base, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (rank == 0) base = 0;
+  MPI_Allreduce(&local, &edges, 1, MPI_INT64_T, MPI_SUM, comm);
+  int present[2] = {g.node_weights.empty() ? 0 : 1, g.node_ids.empty() ? 0 : 1};
+  MPI_Allreduce(MPI_IN_PLACE, present, 2, MPI_INT, MPI_MAX, comm);
+  std::vector<index_t> indptr(g.indptr.size());
+  for (std::size_t i = 0; i < indptr.size(); ++i) indptr[i] = base + g.indptr[i];
+  V1Rows v;
+  v.num_nodes = g.num_nodes;
+  v.num_features = g.num_features;
+  v.num_classes = g.num_classes;
+  v.directed = g.directed;
+  v.weighted = g.weighted;
+  v.rows = g.rows;
+  v.indptr = indptr.data();
+  v.indices = g.indices.data();
+  v.values = g.values.data();
+  v.edges = edges;
+  v.features = g.features.data();
+  v.labels = g.labels.data();
+  v.train = g.train_mask.data();
+  v.val = g.val_mask.data();
+  v.test = g.test_mask.data();
+  v.node_weights = data_or_empty(g.node_weights, present[0] != 0);
+  v.node_ids = data_or_empty(g.node_ids, present[1] != 0);
+  h5::write_collectively(
+      path, comm,
+      [&](h5::Writer& w) {
+        write_v1_rows(w, v, rank == size - 1);
+        write_node_ids(w, v);
+      },
+      [&](h5::Writer& w) {
+        w.string_attr("format", h5::kFormatName);
+        if (!g.class_names.empty()) w.string_dataset(kClassNames, g.class_names);
+      });
 }
 
 }  // namespace plexus

@@ -1,5 +1,6 @@
 // `plexus convert`: bring graphs from other formats into Plexus format v1.
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <filesystem>
 #include <memory>
@@ -7,9 +8,11 @@
 #include <type_traits>
 
 #include "io/files/safe_files.hpp"
+#include "io/files/shared_output.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/prepare_distributed.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/progress_display.hpp"
 
@@ -138,8 +141,38 @@ void check_node_features(const TextOptions& o, const NodeFile& nodes) {
 // --classes where the node file has labels: checked by apply_node_file (0 = not given).
 std::int32_t classes_option(const TextOptions& o) { return o.classes_given->count() > 0 ? o.opt.classes : 0; }
 
+// `mpirun -np P plexus convert edgelist`: each rank parses 1/P of the file's bytes and writes its
+// rows (read_edge_list_on_ranks); what needs the whole node set in one process is refused.
+void convert_edgelist_on_ranks(TextOptions& o, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const std::string ranks = " on one rank (this converts on " + std::to_string(size) + ")";
+  if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + ranks);
+  if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + ranks);
+  if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + ranks);
+  if (rank == 0) io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});
+  io::check_shared_output(o.out, comm);
+  const ProgressStyle style = progress_style(rank != 0);
+  Phase reading(style, fmt::format("reading {} on {} ranks", o.input, size));
+  GraphSlice g = read_edge_list_on_ranks(o.input, text_options(o), comm);
+  reading.done();
+  Phase writing(style, "writing " + o.out);
+  write_graph_h5(g, o.out, comm);
+  writing.done();
+  index_t edges = static_cast<index_t>(g.indices.size());
+  MPI_Allreduce(MPI_IN_PLACE, &edges, 1, MPI_INT64_T, MPI_SUM, comm);
+  if (rank == 0)
+    fmt::print("{}: {} nodes, {} edges, {} features, {} classes{}; {} ranks\n", o.out, g.num_nodes, edges,
+               g.num_features, g.num_classes, g.directed ? " (directed)" : "", size);
+}
+
 void convert_edgelist(TextOptions& o) {
   check_edgelist_options(o);
+  int size = 1, initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) return convert_edgelist_on_ranks(o, MPI_COMM_WORLD);
   NodeFileOptions& cols = o.columns;
   cols.features_from = o.features_file;
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input, o.nodes, o.features_file});

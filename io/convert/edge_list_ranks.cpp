@@ -1,0 +1,245 @@
+// read_edge_list on P ranks (plexus/convert.hpp): each rank parses the lines that start in its
+// 1/P of the file's bytes; the ids that occur are relabelled by a distributed sort (each rank
+// owns a run of the sorted distinct ids: those are its rows); every edge and its reverse travel
+// to the rank owning their row, which builds its rows as the one-process converter does
+// (graph_build.hpp). The result equals read_edge_list's, row for row.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/convert/graph_build.hpp"
+#include "io/convert/text_reader.hpp"
+#include "plexus/convert.hpp"
+#include "plexus/error.hpp"
+#include "plexus/prepare_distributed.hpp"
+#include "src/comm/rank_exchange.hpp"
+
+namespace plexus {
+
+namespace {
+
+using comm::exchange_in_rounds;
+using comm::Ranks;
+using text::TextReader;
+
+struct ParsedLines {
+  std::vector<build::Edge> edges;  // ids as read (minus --base when --num-nodes is given)
+  std::size_t columns = 0;         // of this rank's first edge line (0: none)
+  std::int64_t first_edge_line = 0;
+};
+
+// This rank's lines: [begin, end) of the file's bytes, numbered from the lines before them.
+ParsedLines parse_range(const std::string& path, const EdgeListOptions& opt, const Ranks& ranks) {
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError(path, "cannot read the size of the file (a regular file is needed on several ranks)");
+  const auto p = static_cast<std::uint64_t>(ranks.size), r = static_cast<std::uint64_t>(ranks.rank);
+  const std::uint64_t begin = size * r / p, end = size * (r + 1) / p;
+  // The number of the first line starting in the range: the newlines before it, plus one.
+  const std::int64_t newlines_before = ranks.exscan(text::count_newlines(path, begin, end));
+  const bool starts_mid_line = begin > 0 && text::count_newlines(path, begin - 1, begin) == 0;
+  TextReader in(path, begin, end, 1 + newlines_before + (starts_mid_line ? 1 : 0));
+  ParsedLines out;
+  const bool dense = opt.num_nodes > 0;
+  std::vector<std::string_view> f;
+  std::string_view line;
+  while (in.next(line)) {
+    if (text::is_comment_or_blank(line)) continue;
+    text::split_fields(line, f);
+    if (f.size() < 2 || f.size() > 3) in.fail("expected 2 or 3 columns (u v [weight]), got " + std::to_string(f.size()));
+    if (out.columns == 0) {
+      out.columns = f.size();
+      out.first_edge_line = in.line_number();
+    }
+    if (f.size() != out.columns)
+      in.fail("expected " + std::to_string(out.columns) + " columns like the first edge line, got " +
+              std::to_string(f.size()));
+    build::Edge e{0, 0, in.line_number(), 1.0f};
+    index_t* ends[2] = {&e.u, &e.v};
+    for (int k = 0; k < 2; ++k) {
+      const std::int64_t id = text::parse_id(in, f[static_cast<std::size_t>(k)], "node id");
+      if (id < opt.base) in.fail("node id " + std::to_string(id) + " is below the first id " + std::to_string(opt.base));
+      *ends[k] = id - opt.base;
+      if (dense && *ends[k] >= opt.num_nodes)
+        in.fail("node id " + std::to_string(id) + " out of range: --num-nodes " + std::to_string(opt.num_nodes) +
+                " allows ids " + std::to_string(opt.base) + ".." + std::to_string(opt.num_nodes - 1 + opt.base));
+    }
+    if (out.columns == 3) e.w = text::parse_float(in, f[2], "edge weight");
+    out.edges.push_back(e);
+  }
+  return out;
+}
+
+// The ranks' first edge lines must agree on the column count (the file's first edge line
+// decides): the first rank whose own first line differs names it.
+std::size_t agree_on_columns(const std::string& path, const ParsedLines& mine, const Ranks& ranks) {
+  const std::vector<index_t> all = ranks.all(static_cast<index_t>(mine.columns));
+  std::size_t columns = 0;
+  for (const index_t c : all)
+    if (c != 0) {
+      columns = static_cast<std::size_t>(c);
+      break;
+    }
+  std::string why;
+  if (mine.columns != 0 && mine.columns != columns)
+    why = "expected " + std::to_string(columns) + " columns like the first edge line, got " + std::to_string(mine.columns);
+  ranks.agree(why, path + ":" + std::to_string(mine.first_edge_line));
+  return columns;
+}
+
+// Relabels the ids that occur to 0..n-1 in increasing order: returns n and this rank's run of
+// the sorted distinct ids (its rows), rewriting the edges' ends in place.
+index_t relabel(std::vector<build::Edge>& edges, const Ranks& ranks, index_t round, std::vector<std::int64_t>& own_ids,
+                index_t& first_row) {
+  std::vector<index_t> ids;
+  ids.reserve(edges.size() * 2);
+  for (const build::Edge& e : edges) {
+    ids.push_back(e.u);
+    ids.push_back(e.v);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // Splitters from every rank's evenly spaced samples: rank k owns ids in [split[k-1], split[k]).
+  constexpr std::size_t kSamples = 64;
+  std::vector<index_t> samples;
+  for (std::size_t s = 0; s < kSamples && !ids.empty(); ++s) samples.push_back(ids[s * ids.size() / kSamples]);
+  const index_t total_samples = ranks.sum(static_cast<index_t>(samples.size()));
+  std::vector<index_t> all = ranks.all_gather(samples, total_samples);
+  std::sort(all.begin(), all.end());
+  std::vector<index_t> split;
+  for (int k = 1; k < ranks.size; ++k)
+    split.push_back(all.empty() ? 0 : all[static_cast<std::size_t>(k) * all.size() / static_cast<std::size_t>(ranks.size)]);
+  const auto owner = [&](index_t id) { return static_cast<int>(std::upper_bound(split.begin(), split.end(), id) - split.begin()); };
+  // Each rank's distinct ids to their owners, with the sender; each owner sorts its run, numbers
+  // it from the ids on the ranks below, and answers every sender with (id, new id) pairs.
+  struct Ask {
+    index_t id;
+    std::int64_t from;
+  };
+  struct Pair {
+    index_t id, label;
+  };
+  std::vector<Ask> asks;
+  exchange_in_rounds(
+      ranks, static_cast<index_t>(ids.size()), sizeof(Ask), round,
+      [&](index_t i0, index_t i1, auto&& emit) {
+        for (index_t i = i0; i < i1; ++i) {
+          const Ask a{ids[i], ranks.rank};
+          emit(owner(ids[i]), &a);
+        }
+      },
+      [&](const char* items, index_t count) {
+        const std::size_t at = asks.size();
+        asks.resize(at + static_cast<std::size_t>(count));
+        std::memcpy(static_cast<void*>(asks.data() + at), items, static_cast<std::size_t>(count) * sizeof(Ask));
+      });
+  std::vector<index_t> bucket;
+  bucket.reserve(asks.size());
+  for (const Ask& a : asks) bucket.push_back(a.id);
+  std::sort(bucket.begin(), bucket.end());
+  bucket.erase(std::unique(bucket.begin(), bucket.end()), bucket.end());
+  first_row = ranks.exscan(static_cast<index_t>(bucket.size()));
+  const index_t n = ranks.sum(static_cast<index_t>(bucket.size()));
+  std::vector<Pair> answers;
+  exchange_in_rounds(
+      ranks, static_cast<index_t>(asks.size()), sizeof(Pair), round,
+      [&](index_t i0, index_t i1, auto&& emit) {
+        for (index_t i = i0; i < i1; ++i) {
+          const index_t label = first_row + (std::lower_bound(bucket.begin(), bucket.end(), asks[i].id) - bucket.begin());
+          const Pair pr{asks[i].id, label};
+          emit(static_cast<int>(asks[i].from), &pr);
+        }
+      },
+      [&](const char* items, index_t count) {
+        const std::size_t at = answers.size();
+        answers.resize(at + static_cast<std::size_t>(count));
+        std::memcpy(static_cast<void*>(answers.data() + at), items, static_cast<std::size_t>(count) * sizeof(Pair));
+      });
+  asks = {};
+  std::sort(answers.begin(), answers.end(), [](const Pair& a, const Pair& b) { return a.id < b.id; });
+  const auto label_of = [&](index_t id) {
+    return std::lower_bound(answers.begin(), answers.end(), id, [](const Pair& a, index_t x) { return a.id < x; })->label;
+  };
+  for (build::Edge& e : edges) {
+    e.u = label_of(e.u);
+    e.v = label_of(e.v);
+  }
+  own_ids.assign(bucket.begin(), bucket.end());
+  return n;
+}
+
+}  // namespace
+
+GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm) {
+  const Ranks ranks(comm);
+  if (opt.node_ids != nullptr)
+    throw InputError("--nodes", "a node file is read on one rank: convert with --nodes on one rank");
+  if (opt.base != 0 && opt.base != 1) throw InputError("--base", "must be 0 or 1, got " + std::to_string(opt.base));
+  if (opt.num_nodes < 0) throw InputError("--num-nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
+  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+  const index_t round = exchange_round_entries();
+  ParsedLines lines = parse_range(path, opt, ranks);
+  const std::size_t columns = agree_on_columns(path, lines, ranks);
+  if (ranks.sum(static_cast<index_t>(lines.edges.size())) == 0) throw InputError(path, "no edges");
+  const bool weighted = columns == 3;
+
+  GraphSlice s;
+  index_t n = opt.num_nodes;
+  if (n > 0) {
+    s.rows = block_range(n, ranks.size, ranks.rank);
+    if (opt.base != 0)
+      for (index_t k = s.rows.begin; k < s.rows.end; ++k) s.node_ids.push_back(k + opt.base);
+  } else {
+    index_t first_row = 0;
+    n = relabel(lines.edges, ranks, round, s.node_ids, first_row);
+    if (n > opt.max_nodes) throw InputError(path, std::to_string(n) + " distinct node ids exceed the node limit");
+    s.rows = Range{first_row, first_row + static_cast<index_t>(s.node_ids.size())};
+    for (std::int64_t& id : s.node_ids) id += opt.base;
+  }
+  // Every edge (and, symmetrized, its reverse) to the rank owning its row; self-loops dropped.
+  std::vector<index_t> starts = ranks.all(s.rows.begin);
+  starts.push_back(n);
+  const auto owner = [&](index_t row) {
+    return static_cast<int>(std::upper_bound(starts.begin(), starts.end() - 1, row) - starts.begin()) - 1;
+  };
+  std::erase_if(lines.edges, [](const build::Edge& e) { return e.u == e.v; });
+  std::vector<build::Edge> mine;
+  exchange_in_rounds(
+      ranks, static_cast<index_t>(lines.edges.size()), sizeof(build::Edge), round,
+      [&](index_t i0, index_t i1, auto&& emit) {
+        for (index_t i = i0; i < i1; ++i) {
+          const build::Edge& e = lines.edges[static_cast<std::size_t>(i)];
+          emit(owner(e.u), &e);
+          if (opt.symmetrize) {
+            const build::Edge back{e.v, e.u, e.order, e.w};
+            emit(owner(e.v), &back);
+          }
+        }
+      },
+      [&](const char* items, index_t count) {
+        const std::size_t at = mine.size();
+        mine.resize(at + static_cast<std::size_t>(count));
+        std::memcpy(static_cast<void*>(mine.data() + at), items, static_cast<std::size_t>(count) * sizeof(build::Edge));
+      });
+  lines.edges = {};
+  build::csr_rows_from_edges(s.rows.begin, s.rows.size(), mine, weighted, s.indptr, s.indices, s.values);
+  s.num_nodes = n;
+  s.directed = !opt.symmetrize;
+  s.weighted = weighted;
+  build::synthetic_feature_rows(opt.features, opt.feature_width, opt.seed, n, s.rows.begin, s.rows.size(),
+                                s.indptr.data(), s.features);
+  s.num_features = opt.features == SyntheticFeatures::kRandom ? opt.feature_width : 1;
+  s.num_classes = opt.classes;
+  const auto rows = static_cast<std::size_t>(s.rows.size());
+  s.labels.assign(rows, -1);
+  s.train_mask.assign(rows, 0);
+  s.val_mask.assign(rows, 0);
+  s.test_mask.assign(rows, 0);
+  return s;
+}
+
+}  // namespace plexus

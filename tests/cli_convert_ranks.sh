@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `mpirun -np P plexus convert edgelist` (read_edge_list_on_ranks): the file equals the one-process
+# conversion's, dataset for dataset (tests/h5_same_datasets.py), on 2, 3, 4 and 8 ranks: ids
+# relabelled (12-digit, skewed) or kept (--num-nodes, --base 1), weighted and not, symmetrized
+# and --directed, each synthetic feature kind; comments, blank lines, CRLF endings and lines
+# that straddle the ranks' byte ranges; exchanges in rounds of a few items. A bad line names its
+# file and line number (counted across the ranks); a gzip input, a node file and a
+# one-process-only option are refused with one line.
+# Usage: cli_convert_ranks.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1
+src=$2
+source "$src/tests/lib_cli.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+same() { $py "$src/tests/h5_same_datasets.py" "$1" "$2"; }
+
+$py - "$work" <<'PY'
+import random, sys
+work = sys.argv[1]
+rng = random.Random(7)
+# Weighted, 12-digit ids, skewed degrees, duplicates (different weights), self-loops, comments.
+ids = [300000000000 + rng.randrange(10**9) for _ in range(400)]
+with open(f"{work}/weighted.txt", "w") as f:
+    f.write("# a comment\n% another\n\n")
+    for k in range(3000):
+        u = ids[int(len(ids) * rng.random() ** 3)]
+        v = ids[rng.randrange(len(ids))]
+        f.write(f"{u}\t{v}\t{rng.uniform(0.1, 3):.4f}\n")
+        if k % 97 == 0: f.write(f"{u} {u} 1.0\n# mid comment\n")
+        if k % 89 == 0: f.write(f"{u},{v},{rng.uniform(5, 6):.3f}\n")
+# Unweighted, 1-based dense ids, CRLF endings.
+with open(f"{work}/dense.txt", "w", newline="") as f:
+    for _ in range(2500):
+        f.write(f"{rng.randrange(1, 301)} {rng.randrange(1, 301)}\r\n")
+PY
+
+# case NAME RANKS INPUT [convert options...]: one process vs RANKS ranks.
+case_() {
+  local name=$1 ranks=$2 input=$3; shift 3
+  rm -f "$work/one.h5" "$work/many.h5"
+  if ! "$plexus" convert edgelist "$input" -o "$work/one.h5" "$@" >/dev/null 2>"$work/err"; then fail "$name: one process"; cat "$work/err"; return; fi
+  if ! timeout 120 mpirun -np "$ranks" "$plexus" convert edgelist "$input" -o "$work/many.h5" "$@" >"$work/out" 2>&1; then
+    fail "$name: $ranks ranks"; tail -n 5 "$work/out"; return
+  fi
+  if same "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
+}
+for r in 2 3 4 8; do case_ "weighted relabelled" $r "$work/weighted.txt"; done
+case_ "weighted directed random features" 3 "$work/weighted.txt" --directed --synthetic-features random --feature-width 5
+case_ "dense 1-based" 4 "$work/dense.txt" --num-nodes 300 --base 1
+case_ "dense relabelled ones" 2 "$work/dense.txt" --synthetic-features ones --classes 3
+PLEXUS_PREPARE_ROUND=3 case_ "rounds of 3" 3 "$work/weighted.txt"
+PLEXUS_PREPARE_ROUND=1 case_ "rounds of 1, directed" 4 "$work/dense.txt" --directed
+
+# Convert on 4 ranks, prepare on 3: the file equals convert and prepare in one process.
+"$plexus" convert edgelist "$work/weighted.txt" -o "$work/c1.h5" >/dev/null &&
+  "$plexus" prepare "$work/c1.h5" -o "$work/p1.h5" -q &&
+  timeout 120 mpirun -np 4 "$plexus" convert edgelist "$work/weighted.txt" -o "$work/c4.h5" >/dev/null &&
+  timeout 120 mpirun -np 3 "$plexus" prepare "$work/c4.h5" -o "$work/p3.h5" -q &&
+  same "$work/p1.h5" "$work/p3.h5" >/dev/null && ok || fail "convert on 4 ranks, prepare on 3"
+
+# A bad line in the last rank's bytes: its file and global line number, one line, no output.
+cp "$work/dense.txt" "$work/bad.txt"
+printf '12 x\n' >>"$work/bad.txt"
+lines=$(wc -l <"$work/bad.txt")
+mpi_error "bad line" "bad.txt:$lines: " convert edgelist "$work/bad.txt" -o "$work/bad.h5"
+[ -e "$work/bad.h5" ] && fail "output left after a bad line" || ok
+# Two columns in the file's first edge line, three later on another rank: named at its line.
+{ echo "1 2"; for i in $(seq 1 400); do echo "$i $((i + 1)) 0.5"; done; } >"$work/mixed.txt"
+mpi_error "columns differ across ranks" "expected 2 columns like the first edge line, got 3" convert edgelist "$work/mixed.txt" -o "$work/mixed.h5"
+gzip -c "$work/dense.txt" >"$work/dense.txt.gz"
+mpi_error "gzip on ranks" "a gzip file cannot be split among ranks" convert edgelist "$work/dense.txt.gz" -o "$work/gz.h5"
+mpi_error "node file on ranks" "--nodes: a node file is read on one rank" convert edgelist "$work/dense.txt" --nodes "$work/dense.txt" -o "$work/n.h5"
+ls "$work" | grep -q '\.tmp' && fail "temporary files left" || ok
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]
