@@ -93,6 +93,30 @@ mpi_error "bad column in the last slice" "/graph/indices" prepare "$work/small.h
 [ "$(cat "$work/existing.h5")" = "keep me" ] && ok || fail "existing output overwritten"
 ls "$work" | grep -q '\.tmp' && fail "temporary files left: $(ls "$work" | grep '\.tmp')" || ok
 
+# Memory per rank (docs/balancing.md): at most the process's own (a 4-rank prepare of Cora) plus
+# 48 bytes per Â entry of its share, 4 per feature of its rows, 16 per node and two 12 MB
+# exchange buffers, with 20 % slack; and at most half the one-process peak (R-MAT scale 17).
+"$plexus" generate rmat --scale 17 -o "$work/r17.h5" >/dev/null
+/usr/bin/time -f "%M" -o "$work/rss_one" "$plexus" prepare "$work/r17.h5" -o "$work/r17_one.h5" -q
+rm -f "$work"/rss_four.*
+mpirun -np 4 bash -c '/usr/bin/time -f "%M" -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$work/rss_four" \
+  "$plexus" prepare "$work/r17.h5" -o "$work/r17_four.h5" -q
+mpirun -np 4 bash -c '/usr/bin/time -f "%M" -o "$0.$OMPI_COMM_WORLD_RANK" "$@"' "$work/rss_base" \
+  "$plexus" prepare "$cora" -o "$work/cora_four.h5" -q
+if $py - "$work" <<'PY'
+import glob, h5py, sys
+w = sys.argv[1]
+kib = lambda pattern: [int(open(f).read().split()[-1]) * 1024 for f in glob.glob(f"{w}/{pattern}")]
+one, four, base = kib("rss_one")[0], max(kib("rss_four.*")), max(kib("rss_base.*"))
+with h5py.File(f"{w}/r17_four.h5") as f:
+    n, feats, entries = int(f.attrs["num_nodes"]), int(f.attrs["num_features"]), len(f["prepared/a1/indices"])
+model = 48 * entries / 4 + 4 * feats * n / 4 + 16 * n + 2 * 12 * 2**20
+print(f"one process {one / 2**20:.0f} MiB, 4 ranks {four / 2**20:.0f} MiB a rank (base {base / 2**20:.0f} + model {model / 2**20:.0f})")
+sys.exit(0 if four <= base + 1.2 * model and four <= 0.5 * one else 1)
+PY
+then ok; else fail "memory per rank"; fi
+same "$work/r17_one.h5" "$work/r17_four.h5" >/dev/null && ok || fail "R-MAT scale 17 on 4 ranks differs"
+
 # SIGTERM to mpirun while the ranks prepare: every rank ends, no output and no temporary file
 # (rank 0's temporary output is removed by the signal handler of io/files/safe_files).
 "$plexus" generate sbm --nodes 120000 --avg-degree 16 --feature-width 32 --seed 3 -o "$work/big.h5" >/dev/null
