@@ -28,6 +28,21 @@ with open(f"{work}/weighted.txt", "w") as f:
         f.write(f"{u}\t{v}\t{rng.uniform(0.1, 3):.4f}\n")
         if k % 97 == 0: f.write(f"{u} {u} 1.0\n# mid comment\n")
         if k % 89 == 0: f.write(f"{u},{v},{rng.uniform(5, 6):.3f}\n")
+# MatrixMarket: general real with comments, symmetric pattern, integer.
+n = 211
+with open(f"{work}/general.mtx", "w") as f:
+    lines = [f"{rng.randrange(1, n + 1)} {rng.randrange(1, n + 1)} {rng.uniform(-1, 3):.5f}" for _ in range(1800)]
+    f.write(f"%%MatrixMarket matrix coordinate real general\n% comment\n%\n{n} {n} {len(lines)}\n")
+    for k, l in enumerate(lines):
+        f.write(l + "\n")
+        if k % 301 == 0: f.write("% in between\n")
+with open(f"{work}/sym.mtx", "w") as f:
+    pairs = sorted({(max(a, b), min(a, b)) for a, b in ((rng.randrange(1, n + 1), rng.randrange(1, n + 1)) for _ in range(900))})
+    f.write(f"%%MatrixMarket matrix coordinate pattern symmetric\n{n} {n} {len(pairs)}\n")
+    for a, b in pairs: f.write(f"{a} {b}\n")
+with open(f"{work}/int.mtx", "w") as f:
+    f.write(f"%%MatrixMarket matrix coordinate integer general\n{n} {n} 700\n")
+    for _ in range(700): f.write(f"{rng.randrange(1, n + 1)} {rng.randrange(1, n + 1)} {rng.randrange(1, 9)}\n")
 # Unweighted, 1-based dense ids, CRLF endings.
 with open(f"{work}/dense.txt", "w", newline="") as f:
     for _ in range(2500):
@@ -50,6 +65,26 @@ case_ "dense 1-based" 4 "$work/dense.txt" --num-nodes 300 --base 1
 case_ "dense relabelled ones" 2 "$work/dense.txt" --synthetic-features ones --classes 3
 PLEXUS_PREPARE_ROUND=3 case_ "rounds of 3" 3 "$work/weighted.txt"
 PLEXUS_PREPARE_ROUND=1 case_ "rounds of 1, directed" 4 "$work/dense.txt" --directed
+
+# mtx_case NAME RANKS INPUT [options...]
+mtx_case() {
+  local name=$1 ranks=$2 input=$3; shift 3
+  rm -f "$work/one.h5" "$work/many.h5"
+  "$plexus" convert mtx "$input" -o "$work/one.h5" "$@" >/dev/null 2>"$work/err" || { fail "$name: one process"; cat "$work/err"; return; }
+  timeout 120 mpirun -np "$ranks" "$plexus" convert mtx "$input" -o "$work/many.h5" "$@" >"$work/out" 2>&1 ||
+    { fail "$name: $ranks ranks"; tail -n 5 "$work/out"; return; }
+  if same "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
+}
+for r in 2 4; do mtx_case "mtx general" $r "$work/general.mtx"; done
+mtx_case "mtx general directed" 3 "$work/general.mtx" --directed
+mtx_case "mtx symmetric pattern" 8 "$work/sym.mtx" --directed
+mtx_case "mtx integer" 3 "$work/int.mtx" --synthetic-features random --feature-width 3
+PLEXUS_PREPARE_ROUND=2 mtx_case "mtx rounds of 2" 4 "$work/general.mtx"
+# Entry counts against the size line: one more (named at its line), one fewer.
+sed 's/^211 211 700$/211 211 699/' "$work/int.mtx" >"$work/more.mtx"
+mpi_error "mtx more entries" "more.mtx:702: more entries than the 699 announced" convert mtx "$work/more.mtx" -o "$work/more.h5"
+sed 's/^211 211 700$/211 211 701/' "$work/int.mtx" >"$work/fewer.mtx"
+mpi_error "mtx fewer entries" "fewer.mtx:702: expected 701 entries, found 700" convert mtx "$work/fewer.mtx" -o "$work/fewer.h5"
 
 # Convert on 4 ranks, prepare on 3: the file equals convert and prepare in one process.
 "$plexus" convert edgelist "$work/weighted.txt" -o "$work/c1.h5" >/dev/null &&

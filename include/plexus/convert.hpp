@@ -90,6 +90,9 @@ struct GraphSlice;  // plexus/prepare_distributed.hpp
 // all ranks together equal read_edge_list's graph and original ids. No node file (opt.node_ids).
 // A bad line throws InputError("<file>:<line>", ...) on the rank that read it.
 GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm);
+// read_matrix_market likewise: rank 0 reads the header, every rank the entry lines starting in
+// its 1/P of the bytes after it; rank k gets rows block_range(rows, P, k).
+GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm);
 
 GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt = {});
 

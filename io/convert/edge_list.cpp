@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/convert/graph_build.hpp"
+#include "io/convert/matrix_market.hpp"
 #include "io/convert/text_reader.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
@@ -173,9 +174,10 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
   return g;
 }
 
-GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt) {
-  check_common(opt);
-  TextReader in(path);
+namespace mtx {
+
+Header read_header(TextReader& in, const EdgeListOptions& opt) {
+  const std::string& path = in.path();
   std::string_view line;
   std::vector<std::string_view> f;
   if (!in.next(line)) throw InputError(path, "empty file, expected a %%MatrixMarket header");
@@ -190,9 +192,11 @@ GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt
     in.fail("unsupported field " + text::printable(f[3]) + ", expected real, integer or pattern");
   if (symmetry != "general" && symmetry != "symmetric")
     in.fail("unsupported symmetry " + text::printable(f[4]) + ", expected general or symmetric");
-  const bool weighted = field != "pattern";
+  Header h;
+  h.weighted = field != "pattern";
+  h.integer = field == "integer";
   // A symmetric file stores one triangle; either triangle is accepted and mirrored.
-  const bool symmetric = symmetry == "symmetric";
+  h.symmetric = symmetry == "symmetric";
 
   // Size line (after comments).
   bool have_size = false;
@@ -206,40 +210,61 @@ GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt
   if (f.size() != 3) in.fail("expected the size line 'rows columns entries', got " + std::to_string(f.size()) + " fields");
   const std::int64_t rows = text::parse_id(in, f[0], "row count");
   const std::int64_t cols = text::parse_id(in, f[1], "column count");
-  const std::int64_t nnz = text::parse_id(in, f[2], "entry count");
+  h.nnz = text::parse_id(in, f[2], "entry count");
   if (rows != cols)
     in.fail("matrix is " + std::to_string(rows) + " x " + std::to_string(cols) + ", expected a square adjacency matrix");
   if (rows < 1) in.fail("empty matrix (0 rows)");
   if (rows > opt.max_nodes)
     in.fail(std::to_string(rows) + " rows exceed the limit of " + std::to_string(opt.max_nodes) + " nodes");
+  h.rows = rows;
+  return h;
+}
+
+build::Edge parse_entry(const TextReader& in, std::string_view line, const Header& h,
+                        std::vector<std::string_view>& f) {
+  const std::size_t want = h.weighted ? 3 : 2;
+  text::split_fields(line, f);
+  if (f.size() != want)
+    in.fail("expected " + std::to_string(want) + " columns (row column" + (h.weighted ? " value" : "") + "), got " +
+            std::to_string(f.size()));
+  index_t ij[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::int64_t id = text::parse_id(in, f[static_cast<std::size_t>(k)], k == 0 ? "row index" : "column index");
+    if (id < 1 || id > h.rows)
+      in.fail(std::string(k == 0 ? "row" : "column") + " index " + std::to_string(id) + " out of range [1, " +
+              std::to_string(h.rows) + "]");
+    ij[k] = id - 1;
+  }
+  // An `integer` file's values are whole numbers: "2.5" there is a corrupt file, not a weight.
+  const float w = !h.weighted  ? 1.0f
+                  : h.integer ? static_cast<float>(text::parse_int(in, f[2], "value (field integer)"))
+                              : text::parse_float(in, f[2], "value");
+  return {ij[0], ij[1], 0, w};
+}
+
+}  // namespace mtx
+
+GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt) {
+  check_common(opt);
+  TextReader in(path);
+  const mtx::Header h = mtx::read_header(in, opt);
+  const std::int64_t rows = h.rows, nnz = h.nnz;
+  const bool weighted = h.weighted, symmetric = h.symmetric;
+  std::string_view line;
+  std::vector<std::string_view> f;
   // The size line decides what the build allocates: check it before reading the entries.
   build::require_graph_memory(path, std::to_string(rows) + " rows and " + std::to_string(nnz) + " entries declared",
                               rows, nnz, symmetric || opt.symmetrize, weighted, feature_width(opt));
 
-  const std::size_t want = weighted ? 3 : 2;
   std::vector<build::Edge> edges;
   edges.reserve(static_cast<std::size_t>(std::min<std::int64_t>(nnz, std::int64_t{1} << 20)));
   std::int64_t seen = 0;
   while (in.next(line)) {
     if (text::is_comment_or_blank(line)) continue;
     if (seen == nnz) in.fail("more entries than the " + std::to_string(nnz) + " announced in the size line");
-    text::split_fields(line, f);
-    if (f.size() != want)
-      in.fail("expected " + std::to_string(want) + " columns (row column" + (weighted ? " value" : "") + "), got " +
-              std::to_string(f.size()));
-    index_t ij[2];
-    for (int k = 0; k < 2; ++k) {
-      const std::int64_t id = text::parse_id(in, f[static_cast<std::size_t>(k)], k == 0 ? "row index" : "column index");
-      if (id < 1 || id > rows)
-        in.fail(std::string(k == 0 ? "row" : "column") + " index " + std::to_string(id) + " out of range [1, " +
-                std::to_string(rows) + "]");
-      ij[k] = id - 1;
-    }
-    // An `integer` file's values are whole numbers: "2.5" there is a corrupt file, not a weight.
-    const float w = !weighted           ? 1.0f
-                    : field == "integer" ? static_cast<float>(text::parse_int(in, f[2], "value (field integer)"))
-                                         : text::parse_float(in, f[2], "value");
-    edges.push_back({ij[0], ij[1], static_cast<index_t>(seen), w});
+    build::Edge e = mtx::parse_entry(in, line, h, f);
+    e.order = seen;
+    edges.push_back(e);
     ++seen;
   }
   if (seen != nnz)

@@ -39,6 +39,8 @@ class TextReader {
   // 1-based number of the line last returned (0 before the first).
   std::int64_t line_number() const { return lineno_; }
   const std::string& path() const { return path_; }
+  // The file offset of the next line (of a plain file).
+  std::uint64_t offset() const { return offset_ + pos_; }
   // "<file>:<line>"
   std::string where() const;
   [[noreturn]] void fail(const std::string& what) const;

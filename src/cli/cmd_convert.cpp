@@ -141,21 +141,32 @@ void check_node_features(const TextOptions& o, const NodeFile& nodes) {
 // --classes where the node file has labels: checked by apply_node_file (0 = not given).
 std::int32_t classes_option(const TextOptions& o) { return o.classes_given->count() > 0 ? o.opt.classes : 0; }
 
-// `mpirun -np P plexus convert edgelist`: each rank parses 1/P of the file's bytes and writes its
-// rows (read_edge_list_on_ranks); what needs the whole node set in one process is refused.
-void convert_edgelist_on_ranks(TextOptions& o, MPI_Comm comm) {
+// The world communicator when the command runs on more than one rank (MPI_COMM_NULL otherwise).
+MPI_Comm ranks_comm() {
+  int size = 1, initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size > 1 ? MPI_COMM_WORLD : MPI_COMM_NULL;
+}
+
+std::string on_one_rank(MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  return " on one rank (this converts on " + std::to_string(size) + ")";
+}
+
+// `mpirun -np P plexus convert edgelist|mtx`: each rank parses 1/P of the file's bytes and writes
+// its rows (read_edge_list_on_ranks, read_matrix_market_on_ranks).
+template <class Read>
+void convert_on_ranks(const TextOptions& o, MPI_Comm comm, Read&& read) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const std::string ranks = " on one rank (this converts on " + std::to_string(size) + ")";
-  if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + ranks);
-  if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + ranks);
-  if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + ranks);
   if (rank == 0) io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});
   io::check_shared_output(o.out, comm);
   const ProgressStyle style = progress_style(rank != 0);
   Phase reading(style, fmt::format("reading {} on {} ranks", o.input, size));
-  GraphSlice g = read_edge_list_on_ranks(o.input, text_options(o), comm);
+  GraphSlice g = read(o.input, text_options(o), comm);
   reading.done();
   Phase writing(style, "writing " + o.out);
   write_graph_h5(g, o.out, comm);
@@ -169,10 +180,13 @@ void convert_edgelist_on_ranks(TextOptions& o, MPI_Comm comm) {
 
 void convert_edgelist(TextOptions& o) {
   check_edgelist_options(o);
-  int size = 1, initialized = 0;
-  MPI_Initialized(&initialized);
-  if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1) return convert_edgelist_on_ranks(o, MPI_COMM_WORLD);
+  if (const MPI_Comm comm = ranks_comm(); comm != MPI_COMM_NULL) {
+    // What needs every node in one process is refused.
+    if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + on_one_rank(comm));
+    if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(comm));
+    if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + on_one_rank(comm));
+    return convert_on_ranks(o, comm, read_edge_list_on_ranks);
+  }
   NodeFileOptions& cols = o.columns;
   cols.features_from = o.features_file;
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input, o.nodes, o.features_file});
@@ -276,6 +290,10 @@ void add_convert_command(CLI::App& app) {
   add_text_options(mc, *mm);
   mc->callback([mm] {
     check_features_file(*mm);
+    if (const MPI_Comm comm = ranks_comm(); comm != MPI_COMM_NULL) {
+      if (!mm->features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(comm));
+      return convert_on_ranks(*mm, comm, read_matrix_market_on_ranks);
+    }
     io::check_output(mm->out, io::OutputNeeds::Seekable, {mm->input, mm->features_file});
     GraphData g = in_phase("reading " + mm->input, [&] { return read_matrix_market(mm->input, text_options(*mm)); });
     if (!mm->features_file.empty())

@@ -1,4 +1,4 @@
-// read_edge_list on P ranks (plexus/convert.hpp): each rank parses the lines that start in its
+// read_edge_list and read_matrix_market on P ranks (plexus/convert.hpp): each rank parses the lines that start in its
 // 1/P of the file's bytes; the ids that occur are relabelled by a distributed sort (each rank
 // owns a run of the sorted distinct ids: those are its rows); every edge and its reverse travel
 // to the rank owning their row, which builds its rows as the one-process converter does
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/convert/graph_build.hpp"
+#include "io/convert/matrix_market.hpp"
 #include "io/convert/text_reader.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
@@ -32,17 +33,33 @@ struct ParsedLines {
   std::int64_t first_edge_line = 0;
 };
 
-// This rank's lines: [begin, end) of the file's bytes, numbered from the lines before them.
-ParsedLines parse_range(const std::string& path, const EdgeListOptions& opt, const Ranks& ranks) {
+// This rank's share of the lines of bytes [data_begin, file size): those starting in its 1/P of
+// them, numbered from `lines_before` (the lines before data_begin) and the newlines the ranks
+// below counted.
+struct LineRange {
+  std::uint64_t begin = 0, end = 0;
+  std::int64_t first_line = 1;
+};
+LineRange rank_lines(const std::string& path, const Ranks& ranks, std::uint64_t data_begin, std::int64_t lines_before) {
   std::error_code ec;
   const std::uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) throw InputError(path, "cannot read the size of the file (a regular file is needed on several ranks)");
   const auto p = static_cast<std::uint64_t>(ranks.size), r = static_cast<std::uint64_t>(ranks.rank);
-  const std::uint64_t begin = size * r / p, end = size * (r + 1) / p;
+  const std::uint64_t data = size - std::min(size, data_begin);
+  LineRange range;
+  range.begin = data_begin + data * r / p;
+  range.end = data_begin + data * (r + 1) / p;
   // The number of the first line starting in the range: the newlines before it, plus one.
-  const std::int64_t newlines_before = ranks.exscan(text::count_newlines(path, begin, end));
-  const bool starts_mid_line = begin > 0 && text::count_newlines(path, begin - 1, begin) == 0;
-  TextReader in(path, begin, end, 1 + newlines_before + (starts_mid_line ? 1 : 0));
+  const std::int64_t newlines_before = ranks.exscan(text::count_newlines(path, range.begin, range.end));
+  const bool starts_mid_line = range.begin > 0 && text::count_newlines(path, range.begin - 1, range.begin) == 0;
+  range.first_line = 1 + lines_before + newlines_before + (starts_mid_line ? 1 : 0);
+  return range;
+}
+
+// This rank's edge lines.
+ParsedLines parse_range(const std::string& path, const EdgeListOptions& opt, const Ranks& ranks) {
+  const LineRange range = rank_lines(path, ranks, 0, 0);
+  TextReader in(path, range.begin, range.end, range.first_line);
   ParsedLines out;
   const bool dense = opt.num_nodes > 0;
   std::vector<std::string_view> f;
@@ -172,6 +189,50 @@ index_t relabel(std::vector<build::Edge>& edges, const Ranks& ranks, index_t rou
   return n;
 }
 
+// Every edge, and with `symmetrize` its reverse (same order and weight), to the rank owner(row)
+// names; returns the edges this rank receives. Consumes `edges`.
+template <class Owner>
+std::vector<build::Edge> move_edges(const Ranks& ranks, std::vector<build::Edge>& edges, bool symmetrize, Owner&& owner,
+                                    index_t round) {
+  std::vector<build::Edge> got;
+  exchange_in_rounds(
+      ranks, static_cast<index_t>(edges.size()), sizeof(build::Edge), round,
+      [&](index_t i0, index_t i1, auto&& emit) {
+        for (index_t i = i0; i < i1; ++i) {
+          const build::Edge& e = edges[static_cast<std::size_t>(i)];
+          emit(owner(e.u), &e);
+          if (symmetrize) {
+            const build::Edge back{e.v, e.u, e.order, e.w};
+            emit(owner(e.v), &back);
+          }
+        }
+      },
+      [&](const char* items, index_t count) {
+        const std::size_t at = got.size();
+        got.resize(at + static_cast<std::size_t>(count));
+        std::memcpy(static_cast<void*>(got.data() + at), items, static_cast<std::size_t>(count) * sizeof(build::Edge));
+      });
+  edges = {};
+  return got;
+}
+
+// The rest of a converted slice as the one-process converters make it: synthetic features
+// (of the rows' degrees), no labels, empty masks.
+void finish_slice(GraphSlice& s, index_t n, bool directed, bool weighted, const EdgeListOptions& opt) {
+  s.num_nodes = n;
+  s.directed = directed;
+  s.weighted = weighted;
+  build::synthetic_feature_rows(opt.features, opt.feature_width, opt.seed, n, s.rows.begin, s.rows.size(),
+                                s.indptr.data(), s.features);
+  s.num_features = opt.features == SyntheticFeatures::kRandom ? opt.feature_width : 1;
+  s.num_classes = opt.classes;
+  const auto rows = static_cast<std::size_t>(s.rows.size());
+  s.labels.assign(rows, -1);
+  s.train_mask.assign(rows, 0);
+  s.val_mask.assign(rows, 0);
+  s.test_mask.assign(rows, 0);
+}
+
 }  // namespace
 
 GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm) {
@@ -207,38 +268,63 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
     return static_cast<int>(std::upper_bound(starts.begin(), starts.end() - 1, row) - starts.begin()) - 1;
   };
   std::erase_if(lines.edges, [](const build::Edge& e) { return e.u == e.v; });
-  std::vector<build::Edge> mine;
-  exchange_in_rounds(
-      ranks, static_cast<index_t>(lines.edges.size()), sizeof(build::Edge), round,
-      [&](index_t i0, index_t i1, auto&& emit) {
-        for (index_t i = i0; i < i1; ++i) {
-          const build::Edge& e = lines.edges[static_cast<std::size_t>(i)];
-          emit(owner(e.u), &e);
-          if (opt.symmetrize) {
-            const build::Edge back{e.v, e.u, e.order, e.w};
-            emit(owner(e.v), &back);
-          }
-        }
-      },
-      [&](const char* items, index_t count) {
-        const std::size_t at = mine.size();
-        mine.resize(at + static_cast<std::size_t>(count));
-        std::memcpy(static_cast<void*>(mine.data() + at), items, static_cast<std::size_t>(count) * sizeof(build::Edge));
-      });
-  lines.edges = {};
+  std::vector<build::Edge> mine = move_edges(ranks, lines.edges, opt.symmetrize, owner, round);
   build::csr_rows_from_edges(s.rows.begin, s.rows.size(), mine, weighted, s.indptr, s.indices, s.values);
-  s.num_nodes = n;
-  s.directed = !opt.symmetrize;
-  s.weighted = weighted;
-  build::synthetic_feature_rows(opt.features, opt.feature_width, opt.seed, n, s.rows.begin, s.rows.size(),
-                                s.indptr.data(), s.features);
-  s.num_features = opt.features == SyntheticFeatures::kRandom ? opt.feature_width : 1;
-  s.num_classes = opt.classes;
-  const auto rows = static_cast<std::size_t>(s.rows.size());
-  s.labels.assign(rows, -1);
-  s.train_mask.assign(rows, 0);
-  s.val_mask.assign(rows, 0);
-  s.test_mask.assign(rows, 0);
+  finish_slice(s, n, !opt.symmetrize, weighted, opt);
+  return s;
+}
+
+GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm) {
+  const Ranks ranks(comm);
+  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+  const index_t round = exchange_round_entries();
+  // Rank 0 reads the header and the size line; every rank learns them and where the entries start.
+  struct Shared {
+    mtx::Header h;
+    std::uint64_t data_begin = 0;
+    std::int64_t lines_before = 0;
+  } shared;
+  if (ranks.rank == 0) {
+    TextReader in(path);
+    shared.h = mtx::read_header(in, opt);
+    shared.data_begin = in.offset();
+    shared.lines_before = in.line_number();
+  }
+  MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, comm);
+  const mtx::Header& h = shared.h;
+  const LineRange range = rank_lines(path, ranks, shared.data_begin, shared.lines_before);
+  TextReader in(path, range.begin, range.end, range.first_line);
+  std::vector<build::Edge> edges;
+  std::vector<std::string_view> f;
+  std::string_view line;
+  while (in.next(line)) {
+    if (text::is_comment_or_blank(line)) continue;
+    build::Edge e = mtx::parse_entry(in, line, h, f);
+    e.order = in.line_number();
+    edges.push_back(e);
+  }
+  // As many entries as the size line announced: the first one past them names its line.
+  const auto mine = static_cast<index_t>(edges.size());
+  const index_t before = ranks.exscan(mine), seen = ranks.sum(mine);
+  if (seen > h.nnz) {  // every rank names the line of entry nnz + 1, which one rank holds
+    const bool holds = before <= h.nnz && h.nnz < before + mine;
+    const index_t line_of_extra = ranks.max(holds ? edges[static_cast<std::size_t>(h.nnz - before)].order : 0);
+    throw InputError(path + ":" + std::to_string(line_of_extra),
+                     "more entries than the " + std::to_string(h.nnz) + " announced in the size line");
+  }
+  const index_t last_line = ranks.max(in.line_number());
+  if (seen < h.nnz)
+    throw InputError(path + ":" + std::to_string(last_line),
+                     "expected " + std::to_string(h.nnz) + " entries, found " + std::to_string(seen));
+
+  GraphSlice s;
+  const index_t n = h.rows;
+  s.rows = block_range(n, ranks.size, ranks.rank);
+  const bool symmetrize = h.symmetric || opt.symmetrize;
+  std::erase_if(edges, [](const build::Edge& e) { return e.u == e.v; });
+  std::vector<build::Edge> rows_edges = move_edges(ranks, edges, symmetrize, [&](index_t row) { return block_of(n, ranks.size, row); }, round);
+  build::csr_rows_from_edges(s.rows.begin, s.rows.size(), rows_edges, h.weighted, s.indptr, s.indices, s.values);
+  finish_slice(s, n, !symmetrize, h.weighted, opt);
   return s;
 }
 
