@@ -209,24 +209,23 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
     throw InputError(kWhere, "num_nodes: more than 2^31-1 nodes are not supported yet");
   // The ranks agree on the sizes, then each checks its slice.
   {
-    const index_t mine[4] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0) +
-                                                                    (in.node_weights.empty() ? 0 : 4) + (in.node_ids.empty() ? 0 : 8)};
+    const index_t mine[4] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0)};
     index_t lo[4], hi[4];
     MPI_Allreduce(mine, lo, 4, MPI_INT64_T, MPI_MIN, comm);
     MPI_Allreduce(mine, hi, 4, MPI_INT64_T, MPI_MAX, comm);
-    // Node weights and ids may be absent on ranks with no rows.
-    const bool sizes_differ = lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2] || (lo[3] & 3) != (hi[3] & 3);
-    if (sizes_differ) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
-    const auto present = static_cast<std::uint64_t>(hi[3]);
-    if ((present & 4) && in.node_weights.empty() && in.rows.size() > 0)
-      in.node_weights.assign(1, -1.0f);  // caught by check_slice: some ranks have weights
-    if ((present & 8) && in.node_ids.empty() && in.rows.size() > 0) in.node_ids.assign(1, 0);
+    if (!std::equal(lo, lo + 4, hi)) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
   }
+  // Node weights and ids are optional, but all or none (a rank without rows holds none).
   const bool has_weights = ranks.max(in.node_weights.empty() ? 0 : 1) == 1;
   const bool has_ids = ranks.max(in.node_ids.empty() ? 0 : 1) == 1;
   std::vector<index_t> starts = ranks.all(in.rows.begin);
   starts.push_back(n);
-  ranks.agree(check_slice(in, starts, ranks.rank), kWhere);
+  std::string why = check_slice(in, starts, ranks.rank);
+  if (why.empty() && in.rows.size() > 0 && has_weights && in.node_weights.empty())
+    why = "GraphSlice.node_weights: other ranks' slices have node weights, this one has none";
+  if (why.empty() && in.rows.size() > 0 && has_ids && in.node_ids.empty())
+    why = "GraphSlice.node_ids: other ranks' slices have node ids, this one has none";
+  ranks.agree(why, kWhere);
   const index_t round = exchange_round_entries();
   const Range own = in.rows;
   const auto owner_of_input_row = [&](index_t v) {

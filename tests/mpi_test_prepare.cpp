@@ -213,6 +213,22 @@ TEST(DistributedPrepare, BadSliceFailsOnEveryRank) {
     EXPECT_NE(what.find("rank " + std::to_string(world_size() - 1) + " failed"), std::string::npos) << what;
 }
 
+TEST(DistributedPrepare, NodeWeightsOnSomeRanksOnlyFailEveryRank) {
+  if (world_size() == 1) GTEST_SKIP() << "needs a rank without the weights the others have";
+  GraphData g = messy_graph(31, 2, 60, true, 7);
+  const Range rows{31 * world_rank() / world_size(), 31 * (world_rank() + 1) / world_size()};
+  GraphSlice s = slice_of(g, rows, true);
+  const bool last = world_rank() == world_size() - 1;
+  if (last) s.node_weights.clear();
+  std::string what;
+  try {
+    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kNone}, MPI_COMM_WORLD);
+  } catch (const InputError& e) {
+    what = e.message();
+  }
+  EXPECT_NE(what.find(last ? "GraphSlice.node_weights: other ranks" : "failed on its slice"), std::string::npos) << what;
+}
+
 TEST(DistributedPrepare, MetisRefusedOnSeveralRanks) {
   if (world_size() == 1) GTEST_SKIP() << "metis runs on one rank";
   GraphData g = messy_graph(20, 1, 30, false, 6);
