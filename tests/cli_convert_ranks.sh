@@ -12,7 +12,6 @@ plexus=$1
 src=$2
 source "$src/tests/lib_cli.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-same() { $py "$src/tests/h5_same_datasets.py" "$1" "$2"; }
 
 $py - "$work" <<'PY'
 import random, sys
@@ -57,7 +56,7 @@ case_() {
   if ! timeout 120 mpirun -np "$ranks" "$plexus" convert edgelist "$input" -o "$work/many.h5" "$@" >"$work/out" 2>&1; then
     fail "$name: $ranks ranks"; tail -n 5 "$work/out"; return
   fi
-  if same "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
+  if same_datasets "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
 }
 for r in 2 3 4 8; do case_ "weighted relabelled" $r "$work/weighted.txt"; done
 case_ "weighted directed random features" 3 "$work/weighted.txt" --directed --synthetic-features random --feature-width 5
@@ -73,7 +72,7 @@ mtx_case() {
   "$plexus" convert mtx "$input" -o "$work/one.h5" "$@" >/dev/null 2>"$work/err" || { fail "$name: one process"; cat "$work/err"; return; }
   timeout 120 mpirun -np "$ranks" "$plexus" convert mtx "$input" -o "$work/many.h5" "$@" >"$work/out" 2>&1 ||
     { fail "$name: $ranks ranks"; tail -n 5 "$work/out"; return; }
-  if same "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
+  if same_datasets "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
 }
 for r in 2 4; do mtx_case "mtx general" $r "$work/general.mtx"; done
 mtx_case "mtx general directed" 3 "$work/general.mtx" --directed
@@ -91,7 +90,7 @@ mpi_error "mtx fewer entries" "fewer.mtx:702: expected 701 entries, found 700" c
   "$plexus" prepare "$work/c1.h5" -o "$work/p1.h5" -q &&
   timeout 120 mpirun -np 4 "$plexus" convert edgelist "$work/weighted.txt" -o "$work/c4.h5" >/dev/null &&
   timeout 120 mpirun -np 3 "$plexus" prepare "$work/c4.h5" -o "$work/p3.h5" -q &&
-  same "$work/p1.h5" "$work/p3.h5" >/dev/null && ok || fail "convert on 4 ranks, prepare on 3"
+  same_datasets "$work/p1.h5" "$work/p3.h5" >/dev/null && ok || fail "convert on 4 ranks, prepare on 3"
 
 # A bad line in the last rank's bytes: its file and global line number, one line, no output.
 cp "$work/dense.txt" "$work/bad.txt"

@@ -12,7 +12,6 @@ plexus=$1
 src=$2
 source "$src/tests/lib_cli.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-same() { $py "$src/tests/h5_same_datasets.py" "$1" "$2"; }
 
 # The small graph: 12-digit ids, weights, a duplicate edge (first weight kept), self-loops,
 # an edge stored both ways with different weights, two isolated nodes (in the node file only).
@@ -53,7 +52,7 @@ case_() {
   if ! timeout 120 mpirun -np "$ranks" "$plexus" prepare "$input" -o "$work/many.h5" -q "$@" >"$work/out" 2>&1; then
     fail "$name: $ranks ranks"; tail -n 5 "$work/out"; return
   fi
-  if same "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
+  if same_datasets "$work/one.h5" "$work/many.h5" >"$work/diff"; then ok; else fail "$name: $ranks ranks differ"; head -n 8 "$work/diff"; fi
 }
 for r in 2 3 4 8; do case_ "small permute" "$work/small.h5" $r --balance permute; done
 case_ "small none" "$work/small.h5" 3 --balance none
@@ -115,7 +114,7 @@ print(f"one process {one / 2**20:.0f} MiB, 4 ranks {four / 2**20:.0f} MiB a rank
 sys.exit(0 if four <= base + 1.2 * model and four <= 0.5 * one else 1)
 PY
 then ok; else fail "memory per rank"; fi
-same "$work/r17_one.h5" "$work/r17_four.h5" >/dev/null && ok || fail "R-MAT scale 17 on 4 ranks differs"
+same_datasets "$work/r17_one.h5" "$work/r17_four.h5" >/dev/null && ok || fail "R-MAT scale 17 on 4 ranks differs"
 
 # SIGTERM to mpirun while the ranks prepare: every rank ends, no output and no temporary file
 # (rank 0's temporary output is removed by the signal handler of io/files/safe_files).

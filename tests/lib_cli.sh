@@ -30,3 +30,7 @@ mpi_error() {
     fail "mpi $name"; echo "  rc=$rc (124 = hang), $lines error lines:"; cat "$work/err"
   else ok; fi
 }
+
+# same_datasets A B: two HDF5 files hold the same objects, values and attributes
+# (tests/h5_same_datasets.py); prints the differences.
+same_datasets() { $py "$src/tests/h5_same_datasets.py" "$1" "$2"; }

@@ -27,6 +27,17 @@ struct PreparedHeader {
   Reader::Dataset labels_p, train_p, val_p, test_p;
 };
 
+// The /graph CSR of a file's header, its datasets moved out of `h`.
+inline CsrDatasets take_graph_csr(Header& h) {
+  CsrDatasets graph;
+  graph.indptr = std::move(h.indptr);
+  graph.indices = std::move(h.indices);
+  graph.values = std::move(h.values);
+  graph.has_values = h.has_values;
+  graph.nnz = h.nnz;
+  return graph;
+}
+
 // Opens `<group>/indptr`, `indices` and (optional) `values` of an N × N CSR.
 CsrDatasets open_csr(const Reader& r, const std::string& group, std::int64_t num_nodes, bool values_required);
 

@@ -51,12 +51,7 @@ GraphSlice read_slice(const Reader& r, MPI_Comm comm) {
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
   h5::ShardReader in(r, h, comm);
-  h5::CsrDatasets graph;
-  graph.indptr = std::move(h.indptr);
-  graph.indices = std::move(h.indices);
-  graph.values = std::move(h.values);
-  graph.has_values = h.has_values;
-  graph.nnz = h.nnz;
+  const h5::CsrDatasets graph = h5::take_graph_csr(h);
 
   GraphSlice s;
   s.num_nodes = h.num_nodes;

@@ -160,12 +160,7 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
   const h5::PreparedHeader ph = h5::read_prepared_header(r, h);
   ShardReader in(r, h, comm);
-  CsrDatasets graph;
-  graph.indptr = std::move(h.indptr);
-  graph.indices = std::move(h.indices);
-  graph.values = std::move(h.values);
-  graph.has_values = h.has_values;
-  graph.nnz = h.nnz;
+  const h5::CsrDatasets graph = h5::take_graph_csr(h);
 
   GcnShards s;
   s.num_nodes = h.num_nodes;
