@@ -172,6 +172,7 @@ void run_plan(PlanOptions& o) {
           {"comm_variant", comm_variant_name(p.comm_variant)},
           {"agg_chunks", p.agg_chunks},
           {"layer_order", layer_order_name(p.layer_order)},
+          {"precision", p.precision == Precision::BF16 ? "bf16" : "fp32"},
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
