@@ -56,6 +56,11 @@
 //             dOUT = gather(dOUT_slice)   all-gather   over i (o)   (training passes only)
 //       Transforming first with agg_chunks > 1 the chunks' SpMMs run in turn and one
 //       reduce-scatter follows (spmm_reduce_scatter).
+//   [4] bf16 (--precision bf16, docs/precision.md): the all-reduces marked [1] and the
+//       Linear3D's Y and dH/dAGG all-reduces move bf16 summed in fp32 (all_reduce_in_bf16: half
+//       the bytes); W's gathers, dW's reduce-scatters, db's all-reduces and [3]'s collectives
+//       stay fp32. Transforming first, H·W and Hᵀ·dY read the input in row chunks (its dropout
+//       drawn again per chunk), so no dropped-out copy is kept.
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
