@@ -211,7 +211,7 @@ const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const Drop
     }
     last_agg_ = &agg_clean_;
   } else {
-    if (!dropout_applied && dropout.p > 0.0f && h_drop_.size() == 0)
+    if (!dropout_applied && dropout.p > 0.0f && comm_.bf16 && constant_input_)
       throw std::logic_error("GcnLayer3D: an fp32 input to a layer that takes bf16 (no dropout buffer)");
     const ConstMatrixView h = dropout_applied ? h_in.view() : input_dropout(be_, h_in, dropout, geo_, h_drop_);
     spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h, agg_, 0.0f, comm_.bf16);
