@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -249,6 +250,15 @@ TEST(Bf16Tensors, FeaturesStoredAsBf16ReadAsTheirValues) {
   auto grid = ProcessGrid::single();
   const GcnShards s = load_shards_h5(path, *grid, 2, 16);
   EXPECT_EQ(s.features, want);
+  // The command line takes it too (its probe of the file, inspect, train in both precisions).
+  const std::string plexus = PLEXUS_BINARY;
+  EXPECT_EQ(std::system((plexus + " inspect " + path + " >/dev/null").c_str()), 0);
+  for (const char* p : {"fp32", "bf16"})
+    EXPECT_EQ(std::system((plexus + " train --data " + path + " --epochs 2 --quiet --threads 1 --precision " + p +
+                           " >/dev/null")
+                              .c_str()),
+              0)
+        << p;
 }
 
 }  // namespace
