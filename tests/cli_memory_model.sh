@@ -4,7 +4,7 @@
 # where Â's blocks hold their average number of entries, which a complete graph gives: every
 # block of Â is dense. 50 nodes, 37 features, 5 classes, so no size divides the grid evenly;
 # every axis split, 1 to 3 layers, dropout on and off, each comm variant, --agg-chunks and
-# --shard-adj. Any tensor the model forgets or counts twice, however small, fails a case.
+# --shard-adj, and --precision bf16. Any tensor the model forgets or counts twice, however small, fails a case.
 # (tests/cli_mpi_comm_model.sh checks the traffic on Cora, where the memory is near, not exact.)
 # Usage: cli_memory_model.sh PLEXUS_BINARY SOURCE_DIR
 set -u
@@ -36,6 +36,10 @@ cases=(
   "2x2x1 3 0.5 --comm-variant rs-ag" "1x3x1 1 0.5 --comm-variant rs-ag-reuse"
   "2x1x2 2 0 --comm-variant rs-ag-reuse --agg-chunks 3" "1x2x2 2 0.5 --agg-chunks 2"
   "2x2x1 2 0.5 --shard-adj" "1x1x4 3 0.5 --shard-adj --comm-variant rs-ag"
+  # bf16 graph tensors (docs/precision.md): the bf16 features, the row-chunk and bf16 all-reduce
+  # workspaces, no dropout copy of a transform-first input.
+  "1x1x1 2 0.5 --precision bf16" "2x1x3 2 0.5 --precision bf16" "1x3x1 1 0.5 --precision bf16 --comm-variant rs-ag-reuse"
+  "2x2x2 3 0.3 --precision bf16 --layer-order aggregate-first" "1x2x2 2 0.5 --precision bf16 --agg-chunks 2 --shard-adj"
 )
 for c in "${cases[@]}"; do
   read -r grid layers dropout options <<<"$c"

@@ -269,5 +269,36 @@ TEST(CollectivesBf16, SumsRoundToNearestEvenAtTheCombine) {
   for (std::size_t i = 0; i < recv.size(); ++i) EXPECT_EQ(bf16_to_float(recv[i]), want[i]) << "element " << i;
 }
 
+// all_reduce_bf16 (--precision bf16's activation sums): each rank's bf16 values summed in float in
+// rank order and rounded once, on the MPI, staged and single-rank communicators, for sizes that
+// do not divide by the ranks (blocks of 0 elements included). Every rank holds 256 at element 0
+// and 1 elsewhere below it: a sum rounded to bf16 at each combine stays at 256 (256 + 1 ties to
+// 256), the float sum is 256 + (p - 1) rounded once. The bytes are an all-reduce's of 2-byte
+// elements.
+TEST(CollectivesBf16, AllReduceBf16SumsInFloatAndRoundsOnce) {
+  Comms comms;
+  for (Communicator* c : comms.all()) {
+    const int p = c->size(), q = c->rank();
+    for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{7}, std::size_t{1001}}) {
+      std::vector<bf16> buf(n);
+      for (std::size_t i = 0; i < n; ++i)
+        buf[i] = float_to_bf16(i % 5 == 0 ? (q == 0 ? 256.0f : 1.0f) : ramp(i + static_cast<std::size_t>(q), 9) / 8);
+      std::vector<float> want(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        float sum = 0;  // the float sum of every rank's bf16 value, in rank order
+        for (int r = 0; r < p; ++r)
+          sum += bf16_to_float(float_to_bf16(
+              i % 5 == 0 ? (r == 0 ? 256.0f : 1.0f) : ramp(i + static_cast<std::size_t>(r), 9) / 8));
+        want[i] = bf16_to_float(float_to_bf16(sum));
+      }
+      c->reset_stats();
+      c->all_reduce_bf16(buf.data(), n);
+      for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(bf16_to_float(buf[i]), want[i]) << "n " << n << " element " << i;
+      if (p == 3) EXPECT_EQ(bf16_to_float(buf[0]), 258.0f) << "256 + 1 + 1 in float, then rounded";
+      EXPECT_DOUBLE_EQ(c->stats().bytes, comms.is_self(c) ? 0.0 : all_reduce_bytes(*c, n, 2)) << "n " << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace plexus

@@ -62,6 +62,14 @@ class Communicator {
                                                    const std::vector<std::size_t>& counts) = 0;
   virtual std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv,
                                                const std::vector<std::size_t>& counts) = 0;
+  // Blocking all-reduce (sum) of bfloat16 values whose sum is accumulated in float: every
+  // rank's values enter the sum as they are, the sum of each element is taken in float in rank
+  // order and rounded to bf16 once (the GNN's bf16 activations and gradients, --precision bf16;
+  // docs/precision.md). Bytes count as an all-reduce of n bf16 (2 per element). MPI: a
+  // reduce-scatter by all-to-all, each rank summing its block in float, then an all-gather of the
+  // rounded blocks, so the result does not depend on MPI's reduction order. This default (the
+  // NCCL communicators') runs iall_reduce(bf16), which rounds to bf16 at each combine.
+  virtual void all_reduce_bf16(bf16* buf, std::size_t n) { iall_reduce(buf, n)->wait(); }
 
   virtual const CommStats& stats() const { return stats_; }
   virtual void reset_stats() { stats_ = {}; }

@@ -53,6 +53,8 @@ struct ProblemSize {
   // size the per-edge attention arrays, so memory follows them.
   int gat_heads = 8, gat_out_heads = 1;
   float attn_dropout = 0.0f, negative_slope = 0.2f;
+  // TrainConfig::precision: bf16 graph tensors (half the features' memory and bytes).
+  Precision precision = Precision::FP32;
   // The GCN layers' orders (TrainConfig::layer_order; transform_first() resolves Auto).
   LayerOrder layer_order = LayerOrder::Auto;
   std::vector<bool> transform_first() const { return transform_first_layers(layer_order, dims); }

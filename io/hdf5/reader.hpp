@@ -27,6 +27,7 @@
 #include "io/hdf5/util.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/tensor.hpp"
 
 namespace plexus::h5 {
 
@@ -50,6 +51,23 @@ inline std::string shape_str(const std::vector<hsize_t>& d) {
   return s + "]";
 }
 
+// bfloat16 as an HDF5 floating-point type (format v1's 16-bit /features, docs/format-v1.md):
+// 2 bytes little-endian, sign bit 15, exponent bits 7-14 (bias 127, as float32's), mantissa
+// bits 0-6 with an implied leading 1. HDF5 converts it to and from float32 on read and write;
+// bf16 -> float32 is exact. Created once, kept for the process.
+inline hid_t bf16_type() {
+  static const hid_t type = [] {
+    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    if (t < 0 || H5Tset_fields(t, 15, 7, 8, 0, 7) < 0 || H5Tset_offset(t, 0) < 0 || H5Tset_precision(t, 16) < 0 ||
+        H5Tset_size(t, 2) < 0 || H5Tset_ebias(t, 127) < 0)
+      throw std::runtime_error("HDF5: cannot define the bfloat16 type");
+    return t;
+  }();
+  return type;
+}
+// Whether `type` is bf16_type()'s layout.
+inline bool is_bf16_type(hid_t type) { return H5Tequal(type, bf16_type()) > 0; }
+
 template <class T>
 inline hid_t native_type() {
   if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
@@ -58,6 +76,7 @@ inline hid_t native_type() {
   else if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
   else if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
   else if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+  else if constexpr (std::is_same_v<T, bf16>) return bf16_type();  // the bits as they are: no conversion
   else static_assert(sizeof(T) == 0, "unsupported element type");
 }
 

@@ -187,6 +187,16 @@ inline std::vector<hsize_t> chunk_features(hsize_t n, hsize_t f) {
 
 
 
+// --feature-precision bf16 (docs/format-v1.md): the features rounded to bfloat16 (nearest even,
+// float_to_bf16), for a writer to store as /features with file type bf16_type():
+//   w.dataset(kFeatures, bf16_type(), bf16_values(g.features).data(), {n, f}, chunk_features(n, f));
+// (a collective writer alike, with native_type<bf16>(): the bits go to the file unconverted).
+inline std::vector<bf16> bf16_values(const std::vector<float>& values) {
+  std::vector<bf16> out(values.size());
+  std::transform(values.begin(), values.end(), out.begin(), float_to_bf16);
+  return out;
+}
+
 // Validates `g`, writes a temporary file (io::AtomicFile) with the v1 datasets of `g`, lets
 // `extra(writer)` add more objects, flushes, closes and renames it over `path`. Any failure
 // removes the temporary file and leaves `path` as it was.

@@ -172,6 +172,7 @@ void run_plan(PlanOptions& o) {
           {"comm_variant", comm_variant_name(p.comm_variant)},
           {"agg_chunks", p.agg_chunks},
           {"layer_order", layer_order_name(p.layer_order)},
+          {"precision", p.precision == Precision::BF16 ? "bf16" : "fp32"},
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
@@ -184,9 +185,10 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops);
-  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}\n", model_text(o.train),
+  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}\n", model_text(o.train),
              comm_variant_name(p.comm_variant),
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
+             p.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
              p.shard_adj ? "; Â sharded over each layer's third axis" : "",
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(p.layer_order), fmt::join(layer_orders(p, true), ", "));

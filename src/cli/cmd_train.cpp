@@ -138,6 +138,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   run_fields["class_weights"] = o.class_weights.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.class_weights);
   run_fields["patience"] = o.cfg.patience;
   run_fields["restore_best"] = o.cfg.restore_best;
+  run_fields["precision"] = o.cfg.precision == Precision::BF16 ? "bf16" : "fp32";
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
   if (!training.resume_from().empty()) require_model_file(training.resume_from(), ModelFamily::Gnn);

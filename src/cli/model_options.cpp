@@ -35,10 +35,16 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what) 
                   "gat only: dropout on the attention coefficients while training (default 0)");
   cmd->add_option("--negative-slope", o.negative_slope,
                   "gat only: slope of the LeakyReLU of the attention scores (default 0.2)");
+  cmd->add_option("--precision", o.precision,
+                  "fp32, or bf16: features, activations and their gradients stored and communicated in bfloat16, "
+                  "computed in fp32 (gcn only; docs/precision.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
 }
 
 void apply_model_options(const ModelOptions& o, TrainConfig& cfg) {
   cfg.model = o.model ? parse_gnn_kind(*o.model) : GnnKind::Gcn;
+  cfg.precision = o.precision == "bf16" ? Precision::BF16 : Precision::FP32;  // (validate(): gcn only)
   if (o.aggregator) {
     if (cfg.model != GnnKind::Sage) only_with("--aggregator", GnnKind::Sage);
     cfg.aggregator = parse_sage_aggregator(*o.aggregator);

@@ -25,9 +25,10 @@ struct ModelOptions {
   std::optional<int> out_heads;           // --out-heads (gat)
   std::optional<double> attn_dropout;     // --attn-dropout (gat)
   std::optional<double> negative_slope;   // --negative-slope (gat)
+  std::string precision = "fp32";         // --precision fp32|bf16 (bf16: gcn only)
 };
 
-// Declares the nine options on `cmd` (`what`: how the command uses the model, for --model's help).
+// Declares the ten options on `cmd` (`what`: how the command uses the model, for --model's help).
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what);
 
 // Sets cfg.model and the options of its kind from `o` (the rest keep their defaults). Throws

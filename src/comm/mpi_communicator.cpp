@@ -136,6 +136,33 @@ class MpiCommunicator final : public Communicator {
                                        const std::vector<std::size_t>& counts) override {
     return start_all_gather(send, recv, counts);
   }
+  void all_reduce_bf16(bf16* buf, std::size_t n) override {
+    Timer t(stats_, all_reduce_bytes(n * sizeof(bf16)));
+    if (size_ == 1) return;
+    // Block r of the n elements, [n·r/p, n·(r+1)/p), is summed by rank r.
+    std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      const std::size_t begin = n * static_cast<std::size_t>(r) / static_cast<std::size_t>(size_);
+      const std::size_t end = n * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(size_);
+      displs[static_cast<std::size_t>(r)] = to_int_count(begin);
+      counts[static_cast<std::size_t>(r)] = to_int_count(end - begin);
+    }
+    const int mine = counts[static_cast<std::size_t>(rank_)];
+    std::vector<bf16> parts(static_cast<std::size_t>(mine) * static_cast<std::size_t>(size_));
+    std::vector<int> part_counts(static_cast<std::size_t>(size_), mine), part_displs(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) part_displs[static_cast<std::size_t>(r)] = r * mine;
+    check(MPI_Alltoallv(buf, counts.data(), displs.data(), MPI_UINT16_T, parts.data(), part_counts.data(),
+                        part_displs.data(), MPI_UINT16_T, comm_),
+          "all-reduce (bf16: all-to-all)");
+    bf16* own = buf + displs[static_cast<std::size_t>(rank_)];
+    for (int i = 0; i < mine; ++i) {
+      float sum = 0.0f;  // in rank order: the same sum on every run
+      for (int r = 0; r < size_; ++r) sum += bf16_to_float(parts[static_cast<std::size_t>(r * mine + i)]);
+      own[i] = float_to_bf16(sum);
+    }
+    check(MPI_Allgatherv(MPI_IN_PLACE, mine, MPI_UINT16_T, buf, counts.data(), displs.data(), MPI_UINT16_T, comm_),
+          "all-reduce (bf16: all-gather)");
+  }
 
  private:
   // A pending non-blocking collective; its time inside wait()/test() counts as the axis's time.

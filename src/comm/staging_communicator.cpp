@@ -188,6 +188,11 @@ class StagingCommunicator final : public Communicator {
   std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts) override {
     return start_gather(send, recv, counts, [this](auto... a) { return host_->iall_gather(a...); });
   }
+  void all_reduce_bf16(bf16* buf, std::size_t n) override {
+    auto b = stage(buf, n, true);
+    host_->all_reduce_bf16(b->host(), n);
+    b->finish();
+  }
 
  private:
   static void wait_on(std::unique_ptr<Request> r) { r->wait(); }

@@ -114,6 +114,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
     comm.scatter_output = gcn && cfg.scatter_logits && l + 1 == n_layers;  // (rs-ag: the GCN's last layer)
     comm.reuse_weight = cfg.reuse_gathers;
     comm.agg_chunks = cfg.agg_chunks;
+    comm.bf16 = cfg.bf16;
     const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
     const bool relu = l + 1 < n_layers;
     switch (cfg.kind) {
@@ -140,10 +141,33 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
       }
     }
   }
+  const LayerGeometry& g0 = layers_.front()->geometry();
+  if (cfg.bf16) {
+    if (!gcn) throw std::invalid_argument("GcnModel: bf16 graph tensors are for GCN layers only");
+    features16_ = Bf16Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
+    if (!shards.shape_only) features16_.upload(shards.features);
+    if (grid.dim(g0.in_repl()) > 1) features16_full_ = Bf16Matrix(be, g0.in_rows.size(), g0.in_cols.size());
+    return;
+  }
   features_ = Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
   if (!shards.shape_only) features_.upload(shards.features);
-  const LayerGeometry& g0 = layers_.front()->geometry();
   if (grid.dim(g0.in_repl()) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
+}
+
+const Matrix& GcnModel::forward_bf16_input(const DropoutSpec& dropout) {
+  const LayerGeometry& g0 = layers_.front()->geometry();
+  const Axis repl = g0.in_repl();
+  const Bf16Matrix* h = &features16_;
+  if (grid_.dim(repl) > 1) {
+    if (!cfg_.reuse_gathers || !features_gathered_)
+      grid_.comm(repl)
+          .iall_gather(features16_.data(), features16_full_.data(),
+                       block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size()))
+          ->wait();
+    features_gathered_ = true;
+    h = &features16_full_;
+  }
+  return static_cast<GcnLayer3D&>(*layers_.front()).forward(*h, dropout);
 }
 
 DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
@@ -159,7 +183,7 @@ const Matrix& GcnModel::forward(int epoch, bool training, const std::function<vo
   const LayerGeometry& g0 = layers_.front()->geometry();
   const Axis repl = g0.in_repl();
   const Matrix* h = &features_;
-  if (grid_.dim(repl) > 1) {
+  if (!cfg_.bf16 && grid_.dim(repl) > 1) {
     // The features never change: with reuse_gathers they are gathered on the first pass only.
     if (!cfg_.reuse_gathers || !features_gathered_)
       grid_.comm(repl).all_gather(features_.data(), features_full_.data(),
@@ -170,7 +194,10 @@ const Matrix& GcnModel::forward(int epoch, bool training, const std::function<vo
   outputs_.assign(layers_.size(), nullptr);
   for (int l = 0; l < num_layers(); ++l) {
     if (l > 0 && between_layers) between_layers();
-    h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+    if (l == 0 && cfg_.bf16)
+      h = &forward_bf16_input(dropout_for(epoch, l, training));
+    else
+      h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
     outputs_[static_cast<std::size_t>(l)] = h;
   }
   return *h;

@@ -10,6 +10,7 @@
 #include "optim/adam.hpp"
 #include "plexus/train.hpp"
 #include "plexus/trainer.hpp"
+#include "pmm/bf16_tensors.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 
@@ -31,6 +32,9 @@ struct GcnConfig {
   int gat_out_heads = 1;
   float attn_dropout = 0.0f;
   float negative_slope = 0.2f;
+  // --precision bf16 (GCN only; docs/precision.md): the features stored and all-gathered in
+  // bf16, the layers' activation-sized all-reduces in bf16 summed in fp32 (LayerCommOptions::bf16).
+  bool bf16 = false;
 };
 
 // One parameter of the model: its layer's LayerParam, named "layer<l>/<name>".
@@ -74,12 +78,15 @@ class GcnModel {
 
  private:
   DropoutSpec dropout_for(int epoch, int layer, bool training) const;
+  // Layer 0's forward on the bf16 features (cfg.bf16), gathered over its in_repl axis in bf16.
+  const Matrix& forward_bf16_input(const DropoutSpec& dropout);
 
   Backend& be_;
   ProcessGrid& grid_;
   GcnConfig cfg_;
   Matrix features_;       // stored block, rows split over layer 0's in_repl axis
   Matrix features_full_;  // all-gathered over it: layer 0's input
+  Bf16Matrix features16_, features16_full_;  // the same two in bf16 (cfg.bf16; the fp32 ones empty)
   bool features_gathered_ = false;
   AdjWorkspace adj_ws_;                          // gathered sharded Â (one block at a time)
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them

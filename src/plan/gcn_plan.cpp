@@ -66,6 +66,7 @@ TrainConfig dry_run_config(const ProblemSize& p) {
   cfg.attn_dropout = p.attn_dropout;
   cfg.negative_slope = p.negative_slope;
   cfg.layer_order = p.layer_order;
+  cfg.precision = p.precision;
   return cfg;
 }
 
@@ -179,6 +180,7 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.attn_dropout = cfg.attn_dropout;
   p.negative_slope = cfg.negative_slope;
   p.layer_order = layer_order_of(cfg);
+  p.precision = cfg.precision;
   return p;
 }
 

@@ -56,12 +56,18 @@
 //             dOUT = gather(dOUT_slice)   all-gather   over i (o)   (training passes only)
 //       Transforming first with agg_chunks > 1 the chunks' SpMMs run in turn and one
 //       reduce-scatter follows (spmm_reduce_scatter).
+//   [4] bf16 (--precision bf16, docs/precision.md): the all-reduces marked [1] and the
+//       Linear3D's Y and dH/dAGG all-reduces move bf16 summed in fp32 (all_reduce_in_bf16: half
+//       the bytes); W's gathers, dW's reduce-scatters, db's all-reduces and [3]'s collectives
+//       stay fp32. Transforming first, H·W and Hᵀ·dY read the input in row chunks (its dropout
+//       drawn again per chunk), so no dropped-out copy is kept.
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
 
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -74,8 +80,10 @@ Linear3DLayout linear_layout(const LayerGeometry& g) {
 }
 Linear3DOptions linear_options(const LayerGeometry& g, const LayerCommOptions& comm) {
   // Transforming first, the bias and the scatter of OUT belong to the aggregation (here).
-  if (g.transform_first) return {.bias = false, .scatter_output = false, .reuse_weight = comm.reuse_weight};
-  return {.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight};
+  if (g.transform_first)
+    return {.bias = false, .scatter_output = false, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16};
+  return {.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight,
+          .bf16_comm = comm.bf16};
 }
 // This rank's rows of OUT with scatter_output transforming first: out_rows split over o.
 Range scattered_rows(const ProcessGrid& grid, const LayerGeometry& g) {
@@ -92,7 +100,11 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       comm_(comm),
       adj_(adj),
       linear_(be, grid, linear_layout(geo), linear_options(geo, comm)),
-      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),  // local: float4 rows
+      // local: float4 rows. Not with comm.bf16 transforming first (the input is read by rows),
+      // nor for a bf16 input aggregating first (its fp32 copy takes the dropout).
+      h_drop_(comm.bf16 && (geo.transform_first || constant_input)
+                  ? Matrix()
+                  : Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{})),
       constant_input_(constant_input && !geo.transform_first) {
   if (be.computes())  // (stream layer + 1000: the GCN's weights since the first release)
     linear_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, geo.w_rows, geo.out_cols, seed,
@@ -133,16 +145,36 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   return geo_.transform_first ? forward_transform_first(h_in, dropout) : forward_aggregate_first(h_in, dropout);
 }
 
+const Matrix& GcnLayer3D::forward(const Bf16Matrix& h_in, const DropoutSpec& dropout) {
+  if (!comm_.bf16) throw std::logic_error("GcnLayer3D: a bf16 input to a layer without bf16");
+  if (geo_.transform_first) {
+    last_src_ = row_source(h_in, dropout, geo_);
+    return aggregate_output(linear_.forward(last_src_));
+  }
+  if (constant_input_ && dropout.p == 0.0f && agg_clean_valid_) return forward_aggregate_first(Matrix(), dropout);
+  MemoryScope scope(be_, MemoryKind::Workspace, "the fp32 input of an aggregation");
+  Matrix h(be_, h_in.rows(), h_in.cols());
+  row_source(h_in, dropout, geo_).fill(be_, 0, h.rows(), h.view());
+  return forward_aggregate_first(h, dropout, /*dropout_applied=*/true);
+}
+
 const Matrix& GcnLayer3D::forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout) {
+  if (comm_.bf16) {
+    last_src_ = row_source(h_in, dropout, geo_);
+    return aggregate_output(linear_.forward(last_src_));
+  }
   last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  const Matrix& y = linear_.forward(last_in_);
+  return aggregate_output(linear_.forward(last_in_));
+}
+
+const Matrix& GcnLayer3D::aggregate_output(const Matrix& y) {
   Communicator& o = grid_.comm(geo_.roles.o);
   Matrix* out = &out_;
   if (comm_.scatter_output) {
     spmm_reduce_scatter(be_, o, adj_.operand(false), y.view(), out_, out_slice_);
     out = &out_slice_;
   } else {
-    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out_);
+    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out_, 0.0f, comm_.bf16);
   }
   be_.add_bias(out->view(), std::as_const(bias_).data());
   if (relu_) be_.relu(out->view());
@@ -161,24 +193,28 @@ Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec
   be_.column_sum(d_out->view(), 0.0f, bias_.grad());
   d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
   Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
-  spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y);
-  Matrix d_h = linear_.backward(last_in_, d_y, need_input_grad);
+  spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y, 0.0f, comm_.bf16);
+  Matrix d_h = comm_.bf16 ? linear_.backward(last_src_, d_y, need_input_grad)
+                          : linear_.backward(last_in_, d_y, need_input_grad);
   if (!need_input_grad) return {};
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
 }
 
-const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout) {
+const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout, bool dropout_applied) {
   const Axis o = geo_.roles.o;
   if (constant_input_ && dropout.p == 0.0f) {
     if (!agg_clean_valid_) {
       agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
-      spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h_in.view(), agg_clean_);
+      spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h_in.view(), agg_clean_, 0.0f, comm_.bf16);
       agg_clean_valid_ = true;
     }
     last_agg_ = &agg_clean_;
   } else {
-    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), input_dropout(be_, h_in, dropout, geo_, h_drop_), agg_);
+    if (!dropout_applied && dropout.p > 0.0f && comm_.bf16 && constant_input_)
+      throw std::logic_error("GcnLayer3D: an fp32 input to a layer that takes bf16 (no dropout buffer)");
+    const ConstMatrixView h = dropout_applied ? h_in.view() : input_dropout(be_, h_in, dropout, geo_, h_drop_);
+    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h, agg_, 0.0f, comm_.bf16);
     last_agg_ = &agg_;
   }
 
@@ -197,7 +233,7 @@ Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_all_reduce(be_, grid_.comm(d), adj_.operand(true), d_agg.view(), d_h);
+  spmm_all_reduce(be_, grid_.comm(d), adj_.operand(true), d_agg.view(), d_h, 0.0f, comm_.bf16);
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
 }

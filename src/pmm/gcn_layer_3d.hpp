@@ -10,6 +10,7 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
+#include "pmm/bf16_tensors.hpp"
 #include "pmm/device_adj.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
@@ -28,6 +29,12 @@ struct LayerCommOptions {
   bool reuse_weight = false;
   // Row chunks of the aggregation SpMMs, each chunk's all-reduce non-blocking (1 = off).
   int agg_chunks = 1;
+  // --precision bf16 (docs/precision.md): the activation-sized all-reduces (the aggregations',
+  // Y's and dH's) travel as bf16 summed in fp32; transforming first, the input is read in row
+  // chunks by H·W and by dW = Hᵀ·dY (its dropout drawn again for each), so no dropped-out copy
+  // of it is kept; a bf16 input (layer 0: the features) is accepted by forward(Bf16Matrix).
+  // The reduce-scatter and all-gather of scatter_output stay fp32.
+  bool bf16 = false;
 };
 
 class GcnLayer3D : public GnnLayer3D {
@@ -45,6 +52,11 @@ class GcnLayer3D : public GnnLayer3D {
   // [out_rows × out_cols], replicated over geo.out_repl() — or, with scatter_output, its row
   // slice [out_slice_rows() × out_cols], this rank's block of out_rows split over that axis.
   const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
+  // The same for a bf16 input (comm.bf16 only; layer 0: the bf16 features). Transforming first
+  // it is read again in backward and must not change in between; aggregating first it is
+  // converted to an fp32 workspace for the SpMM (the layer aggregates first where its input is
+  // the narrower side).
+  const Matrix& forward(const Bf16Matrix& h_in, const DropoutSpec& dropout);
   // d_out: gradient of forward's result (modified in place). Accumulates dW and db; returns
   // dH_in [in_rows × in_cols] unless `need_input_grad` is false (layer 0).
   Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
@@ -62,8 +74,11 @@ class GcnLayer3D : public GnnLayer3D {
   ParamSlot& bias() { return geo_.transform_first ? bias_ : linear_.bias(); }
 
  private:
-  const Matrix& forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout);
+  // `dropout_applied`: h_in is already the dropped-out input (a bf16 input's fp32 copy).
+  const Matrix& forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout, bool dropout_applied = false);
   const Matrix& forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout);
+  // Transforming first, OUT = act(Â·Y + b) for Y = H·W of the last forward.
+  const Matrix& aggregate_output(const Matrix& y);
   Matrix backward_transform_first(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
 
   Backend& be_;
@@ -86,6 +101,7 @@ class GcnLayer3D : public GnnLayer3D {
   // reduce-scatter, and the slice) and the gathered gradient of the slice.
   ParamSlot bias_;
   ConstMatrixView last_in_{};
+  RowSource last_src_{};  // comm.bf16: the input (and its dropout) of the last forward, by rows
   Matrix out_, out_slice_, d_out_full_;
 };
 

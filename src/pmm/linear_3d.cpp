@@ -1,6 +1,9 @@
 // Linear3D: the collectives listed in linear_3d.hpp, issued in that order.
 #include "pmm/linear_3d.hpp"
 
+#include "pmm/bf16_tensors.hpp"
+
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -49,23 +52,62 @@ ConstMatrixView Linear3D::full_weight() {
   return w_full_.view();
 }
 
-Matrix& Linear3D::forward(ConstMatrixView x) {
-  if (x.rows != layout_.rows || x.cols != layout_.in_cols.size())
+namespace {
+// f(r0, r1, X's rows [r0, r1)) over X: whole, or in chunks of `src` through one workspace
+// (at least one call, so that a product over no rows still writes its zeros).
+template <class F>
+void over_rows(Backend& be, ConstMatrixView x, const RowSource* src, F&& f) {
+  if (src == nullptr) return f(index_t{0}, x.rows, x);
+  const index_t step = chunk_rows(src->rows, src->cols);
+  MemoryScope scope(be, MemoryKind::Workspace, "input row chunks");
+  Matrix ws(be, step, src->cols);
+  index_t r0 = 0;
+  do {
+    const index_t r1 = std::min(src->rows, r0 + step);
+    const MatrixView chunk{ws.data(), r1 - r0, src->cols, src->cols};
+    src->fill(be, r0, r1, chunk);
+    f(r0, r1, ConstMatrixView(chunk));
+    r0 = r1;
+  } while (r0 < src->rows);
+}
+ConstMatrixView whole_shape(const RowSource& src) { return {nullptr, src.rows, src.cols, src.cols}; }
+}  // namespace
+
+void Linear3D::all_reduce_activation(Axis axis, Matrix& m) {
+  if (opt_.bf16_comm)
+    all_reduce_in_bf16(be_, grid_.comm(axis), m.data(), m.size());
+  else
+    grid_.comm(axis).all_reduce(m.data(), m.size(), ReduceOp::Sum);
+}
+
+Matrix& Linear3D::forward(ConstMatrixView x) { return forward_impl(x, nullptr); }
+Matrix& Linear3D::forward(const RowSource& x) { return forward_impl(whole_shape(x), &x); }
+Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad) {
+  return backward_impl(x, nullptr, d_y, need_input_grad);
+}
+Matrix Linear3D::backward(const RowSource& x, Matrix& d_y, bool need_input_grad) {
+  return backward_impl(whole_shape(x), &x, d_y, need_input_grad);
+}
+
+Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
+  if (x_whole.rows != layout_.rows || x_whole.cols != layout_.in_cols.size())
     throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols]");
   const ConstMatrixView w = full_weight();
-  be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, y_.view());
+  over_rows(be_, x_whole, src, [&](index_t r0, index_t r1, ConstMatrixView x) {
+    be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, rows_of(y_.view(), r0, r1));
+  });
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
     grid_.comm(layout_.in).reduce_scatter(y_.data(), y_slice_.data(), counts);
   } else {
-    grid_.comm(layout_.in).all_reduce(y_.data(), y_.size(), ReduceOp::Sum);
+    all_reduce_activation(layout_.in, y_);
   }
   if (opt_.bias) be_.add_bias(y.view(), std::as_const(b_).data());
   return y;
 }
 
-Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_grad) {
+Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Matrix& d_y_arg, bool need_input_grad) {
   Matrix* d_y_ptr = &d_y_arg;
   if (opt_.scatter_output) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
@@ -87,10 +129,14 @@ Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_gr
   const ConstMatrixView w = full_weight();
   // dW = Xᵀ·dY, or dWᵀ = dYᵀ·X.
   const auto weight_grad = [&](float beta, MatrixView into) {
-    if (opt_.store_transposed)
-      be_.gemm(Trans::Yes, Trans::No, 1.0f, d_y.view(), x, beta, into);
-    else
-      be_.gemm(Trans::Yes, Trans::No, 1.0f, x, d_y.view(), beta, into);
+    over_rows(be_, x_whole, src, [&](index_t r0, index_t r1, ConstMatrixView x) {
+      const ConstMatrixView dy = rows_of(d_y.cview(), r0, r1);
+      const float b = r0 == 0 ? beta : 1.0f;  // later chunks add to the first's product
+      if (opt_.store_transposed)
+        be_.gemm(Trans::Yes, Trans::No, 1.0f, dy, x, b, into);
+      else
+        be_.gemm(Trans::Yes, Trans::No, 1.0f, x, dy, b, into);
+    });
   };
   if (grid_.dim(row) == 1) {
     weight_grad(acc ? 1.0f : 0.0f, w_.grad_view());
@@ -102,7 +148,7 @@ Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y_arg, bool need_input_gr
   if (!need_input_grad) return {};
   Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y.view(), w, 0.0f, d_x.view());
-  grid_.comm(layout_.out).all_reduce(d_x.data(), d_x.size(), ReduceOp::Sum);
+  all_reduce_activation(layout_.out, d_x);
   return d_x;
 }
 

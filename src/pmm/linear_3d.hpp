@@ -33,6 +33,10 @@
 #include "pmm/param_slot.hpp"
 
 namespace plexus {
+struct RowSource;  // pmm/bf16_tensors.hpp
+}
+
+namespace plexus {
 
 // Where a Linear3D's tensors live on this rank.
 struct Linear3DLayout {
@@ -57,6 +61,10 @@ struct Linear3DOptions {
   // W and b (and their gradients) are bound by the caller (ParamSlot::bind) before first
   // use instead of being owned by the layer (a data-parallel optimizer's storage).
   bool external_params = false;
+  // --precision bf16 (docs/precision.md): the activation-sized all-reduces (Y over `in`, dX over
+  // `out`) travel as bf16 with an fp32 sum (all_reduce_in_bf16). W's gathers, dW's
+  // reduce-scatters and db stay fp32 (parameter-sized).
+  bool bf16_comm = false;
 };
 
 class Linear3D {
@@ -66,10 +74,15 @@ class Linear3D {
   // Y = X·W (+ b) for x [rows × in_cols]. Returns Y [rows × out_cols] replicated over `in`,
   // or with scatter_output its row slice [output_rows() × out_cols].
   Matrix& forward(ConstMatrixView x);
+  // The same with X read in row chunks (pmm/bf16_tensors.hpp: a bf16 input, or an input whose
+  // dropout is applied chunk by chunk): only one chunk of X is ever held in fp32.
+  Matrix& forward(const RowSource& x);
   // Given X of the forward pass and dY (the gradient of what forward returned; with
   // scatter_output it is all-gathered over `in` first), computes dW and db and, when
   // `need_input_grad`, returns dX [rows × in_cols] (else an empty matrix).
   Matrix backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad);
+  // The same with X read in row chunks, as the forward that took it (dW = Σ_chunks X_cᵀ·dY_c).
+  Matrix backward(const RowSource& x, Matrix& d_y, bool need_input_grad);
   // The optimizer changed this rank's W shard (reuse_weight: gather it again on next use).
   void weight_updated() { w_full_valid_ = false; }
 
@@ -93,6 +106,11 @@ class Linear3D {
  private:
   // Reduce-scatters dw_full_ over `row` into this rank's shard (added to it, or replacing it).
   void scatter_weight_grad(bool accumulate);
+  // forward and backward with X whole (`src` null) or read in chunks from *src.
+  Matrix& forward_impl(ConstMatrixView x, const RowSource* src);
+  Matrix backward_impl(ConstMatrixView x, const RowSource* src, Matrix& d_y, bool need_input_grad);
+  // A sum over this layer's input-feature ranks (`in` or `out`), fp32 or bf16_comm.
+  void all_reduce_activation(Axis axis, Matrix& m);
 
   Backend& be_;
   ProcessGrid& grid_;

@@ -4,13 +4,18 @@
 #include <vector>
 
 #include "plexus/shard.hpp"
+#include "pmm/bf16_tensors.hpp"
 
 namespace plexus {
 
-void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c, float beta) {
+void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c, float beta,
+                     bool bf16) {
   if (a.chunks.empty()) {
     be.spmm(a.whole, b, c.view(), beta, a.whole_plan);
-    comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
+    if (bf16)
+      all_reduce_in_bf16(be, comm, c.data(), c.size());
+    else
+      comm.all_reduce(c.data(), c.size(), ReduceOp::Sum);
     return;
   }
   // Chunk k's rows of c are contiguous (row-major, ld == cols): its all-reduce starts as soon
@@ -22,7 +27,9 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
     const CsrView& chunk = a.chunks[k];
     MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
     be.spmm(chunk, b, rows, beta, k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
-    if (comm.size() > 1) {
+    if (bf16) {
+      all_reduce_in_bf16(be, comm, rows.data, static_cast<std::size_t>(rows.rows * rows.cols));
+    } else if (comm.size() > 1) {
       // No synchronize: a device communicator orders the call after the SpMM with an event
       // (NCCL) or reads the chunk with a copy that waits for it (staging), so the host never
       // waits and the next chunk's SpMM overlaps this chunk's all-reduce.

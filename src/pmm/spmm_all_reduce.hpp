@@ -11,8 +11,10 @@ namespace plexus {
 // c = a·b + beta·c, then c summed over `comm` (all-reduce). With row chunks (a.chunks, the row
 // blocks of a.whole) each chunk's all-reduce is non-blocking and overlaps the next chunk's
 // SpMM. beta scales what c held before (added once: only by this rank's share of the sum).
+// `bf16`: the all-reduces travel as bf16 with an fp32 sum (all_reduce_in_bf16, --precision
+// bf16); with row chunks each chunk's is then blocking.
 void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c,
-                     float beta = 0.0f);
+                     float beta = 0.0f, bool bf16 = false);
 
 // c_slice = this rank's block of the rows of a·b summed over `comm` (reduce-scatter by rows,
 // block comm.rank() of block_counts), with c_full [a's rows × b's cols] holding this rank's

@@ -133,6 +133,9 @@ void validate(const TrainConfig& c) {
   if (!any_weight) throw InputError("--class-weights", "every class weight is 0: nothing would be trained");
   if (!std::isfinite(c.gin_eps) || std::fabs(c.gin_eps) > 1e6f)
     throw InputError("--gin-eps", "must be a finite number of magnitude at most 1e6");
+  if (c.precision == Precision::BF16 && c.model != GnnKind::Gcn)
+    throw InputError("--precision", std::string("bf16 graph tensors are done for --model gcn only, not ") +
+                                        gnn_kind_name(c.model));
   if ((c.model == GnnKind::Sage || c.model == GnnKind::Gin) && c.layer_order == LayerOrder::TransformFirst)
     throw InputError("--layer-order", std::string("transform-first is for GCN and GAT layers; ") +
                                           gnn_kind_name(c.model) + " layers aggregate first");

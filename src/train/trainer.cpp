@@ -61,6 +61,7 @@ GcnConfig model_config(const TrainConfig& cfg) {
   mc.gat_out_heads = cfg.gat_out_heads;
   mc.attn_dropout = cfg.attn_dropout;
   mc.negative_slope = cfg.negative_slope;
+  mc.bf16 = cfg.precision == Precision::BF16;
   return mc;
 }
 

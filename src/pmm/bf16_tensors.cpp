@@ -1,0 +1,56 @@
+#include "pmm/bf16_tensors.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace plexus {
+
+void Bf16Matrix::upload(const std::vector<float>& host) {
+  if (host.size() != buf_.size()) throw std::invalid_argument("Bf16Matrix::upload: not rows × cols values");
+  std::vector<bf16> h(host.size());
+  std::transform(host.begin(), host.end(), h.begin(), float_to_bf16);
+  buf_.upload(h.data());
+}
+
+void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t n) {
+  if (comm.size() == 1) return;
+  MemoryScope scope(be, MemoryKind::Workspace, "a bf16 all-reduce");
+  Buffer<bf16> wire(be, n);
+  be.to_bf16(n, buf, 0.0f, wire.data());
+  comm.all_reduce_bf16(wire.data(), n);
+  be.from_bf16(n, wire.data(), buf);
+}
+
+void RowSource::fill(Backend& be, index_t r0, index_t r1, MatrixView into) const {
+  if (r0 < 0 || r1 > rows || r0 > r1 || into.rows != r1 - r0 || into.cols != cols || into.ld != cols)
+    throw std::invalid_argument("RowSource::fill: rows out of range or a workspace of another shape");
+  const bool drop = dropout.p > 0.0f;
+  const index_t row0 = row_ids.begin + r0;
+  if (b16 != nullptr) {
+    be.from_bf16(static_cast<std::size_t>((r1 - r0) * cols), b16 + r0 * cols, into.data);
+    if (drop) be.dropout(into, into, dropout.p, dropout.key, row0, col_ids.begin);
+    return;
+  }
+  const ConstMatrixView src{f32 + r0 * ld, r1 - r0, cols, ld};
+  if (drop)
+    be.dropout(src, into, dropout.p, dropout.key, row0, col_ids.begin);
+  else
+    be.copy(src, into);
+}
+
+RowSource row_source(const Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo) {
+  return {h.data(), nullptr, h.rows(), h.cols(), h.ld(), dropout, geo.in_rows, geo.in_cols};
+}
+
+RowSource row_source(const Bf16Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo) {
+  return {nullptr, h.data(), h.rows(), h.cols(), h.cols(), dropout, geo.in_rows, geo.in_cols};
+}
+
+index_t chunk_rows(index_t rows, index_t cols) {
+  constexpr index_t kWorkspaceFloats = index_t{1} << 18;  // 1 MiB
+  constexpr index_t kMinChunks = 8;                       // at most 1/8 of the input in fp32
+  return std::max<index_t>(1, std::min((rows + kMinChunks - 1) / kMinChunks, kWorkspaceFloats / std::max<index_t>(cols, 1)));
+}
+
+}  // namespace plexus

@@ -1,0 +1,84 @@
+// --precision bf16 under MPI (mpi_test_trainer, on 1, 2, 3, 4, 6 and 8 ranks): the GCN with bf16
+// graph tensors (docs/precision.md) on every grid of the ranks, on an uneven graph (157 nodes,
+// 11 features: every size uneven over every axis), in each layer order, matches the one-rank bf16
+// run and the one-rank fp32 run to bf16's precision epoch by epoch, with dropout on; a second run
+// on the same grid gives the same losses bit for bit; chunked aggregation, sharded Â and the comm
+// variants on the last grid. Every rank runs every collective in the same order: checks are
+// EXPECTs, never early returns.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "plexus/comm_model.hpp"  // all_grids
+#include "plexus/process_grid.hpp"
+#include "plexus/train.hpp"
+#include "mpi_grid_runs.hpp"
+
+namespace plexus {
+namespace {
+
+using testing::world_size;
+
+const GraphData& graph() {
+  static const GraphData g = testing::uneven_sbm(21);
+  return g;
+}
+
+TrainConfig config(Precision precision, LayerOrder order, bool shard_adj = false, int chunks = 1,
+                   CommVariant variant = CommVariant::Baseline) {
+  TrainConfig c;
+  c.layers = 3;
+  c.hidden = 7;
+  c.epochs = 10;
+  c.dropout = 0.3f;
+  c.lr = 0.03f;
+  c.seed = 11;
+  c.precision = precision;
+  c.layer_order = order;
+  c.shard_adj = shard_adj;
+  c.agg_chunks = chunks;
+  c.comm_variant = variant;
+  return c;
+}
+
+std::vector<double> losses(ProcessGrid& grid, const TrainConfig& cfg) {
+  return testing::train_run(grid, graph(), cfg).losses;
+}
+
+// bf16 rounds the features once and every activation sum once per all-reduce: a few 1e-3 of
+// the loss over ten epochs.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t e = 0; e < got.size(); ++e)
+    EXPECT_NEAR(got[e], want[e], rel * want[e]) << what << ": epoch " << e + 1;
+}
+
+TEST(Bf16Grids, EveryGridMatchesOneRankToBf16Precision) {
+  const int p = world_size();
+  for (const LayerOrder order : {LayerOrder::Auto, LayerOrder::AggregateFirst, LayerOrder::TransformFirst}) {
+    const std::string name = layer_order_name(order);
+    auto single = ProcessGrid::single();
+    const std::vector<double> fp32 = losses(*single, config(Precision::FP32, order));
+    const std::vector<double> one = losses(*single, config(Precision::BF16, order));
+    EXPECT_LT(one.back(), 0.9 * one.front()) << name << ": the one-rank bf16 run learns";
+    expect_close(one, fp32, 5e-3, name + ": one rank, bf16 against fp32");
+    for (const GridShape& shape : all_grids(p)) {
+      auto grid = ProcessGrid::from_mpi(shape);
+      const std::vector<double> got = losses(*grid, config(Precision::BF16, order));
+      expect_close(got, one, 5e-3, name + " on " + shape.str() + " against one rank");
+      expect_close(got, fp32, 1e-2, name + " on " + shape.str() + " against fp32");
+      EXPECT_EQ(losses(*grid, config(Precision::BF16, order)), got) << name << " on " << shape.str() << ": rerun";
+    }
+    auto grid = ProcessGrid::from_mpi(all_grids(p).back());
+    const std::string last = " on " + all_grids(p).back().str();
+    expect_close(losses(*grid, config(Precision::BF16, order, true, 3)), one, 5e-3, name + " sharded, 3 chunks" + last);
+    for (const CommVariant v : {CommVariant::RsAg, CommVariant::RsAgReuse})
+      expect_close(losses(*grid, config(Precision::BF16, order, false, 2, v)), one, 5e-3,
+                   name + " 2 chunks, " + comm_variant_name(v) + last);
+  }
+}
+
+}  // namespace
+}  // namespace plexus
