@@ -197,6 +197,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   p.balance = opt.balance;
   p.seed = opt.seed;
   p.metis_parts = opt.metis_parts;
+  p.features_bf16 = opt.features_bf16;
 
   // Â in the original order, then in the orders of the layers (values untouched, so a layer
   // computes the same products in another order).

@@ -291,6 +291,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   p.balance = opt.balance;
   p.seed = opt.seed;
   p.metis_parts = opt.metis_parts;
+  p.features_bf16 = opt.features_bf16;
   p.two_orders = two;
   p.weighted = weighted;
   p.has_node_weights = has_weights;

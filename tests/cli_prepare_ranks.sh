@@ -64,6 +64,23 @@ case_ "cora permute" "$cora" 4 --balance permute
 case_ "cora none" "$cora" 2 --balance none
 PLEXUS_PREPARE_ROUND=500 case_ "cora rounds of 500" "$cora" 3 --balance permute --directed
 
+# --feature-precision bf16: the same file on ranks; /features are the fp32 file's, rounded to
+# nearest even (read as float32), in half the bytes.
+case_ "cora bf16 features" "$cora" 3 --balance permute --feature-precision bf16
+"$plexus" prepare "$cora" -o "$work/f32.h5" -q && "$plexus" prepare "$cora" -o "$work/b16.h5" -q --feature-precision bf16 &&
+  $py - "$work/f32.h5" "$work/b16.h5" <<'PY' && ok || fail "bf16 features are the rounded fp32 ones"
+import h5py, numpy as np, sys
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+x = a["features"][...].astype(np.float32)
+bits = x.view(np.uint32).astype(np.uint64)
+rounded = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+got = np.empty(x.shape, np.float32)
+b["features"].id.read(h5py.h5s.ALL, h5py.h5s.ALL, got, mtype=h5py.h5t.IEEE_F32LE)
+assert b["features"].id.get_type().get_size() == 2
+assert np.array_equal(got, rounded), "features differ"
+assert not np.array_equal(got, x), "nothing was rounded"
+PY
+
 # The distributed file trains like the one-process file (bit for bit: the same datasets).
 "$plexus" prepare "$cora" -o "$work/one.h5" -q &&
   timeout 120 mpirun -np 4 "$plexus" prepare "$cora" -o "$work/four.h5" -q &&
@@ -121,7 +138,7 @@ same_datasets "$work/r17_one.h5" "$work/r17_four.h5" >/dev/null && ok || fail "R
 "$plexus" generate sbm --nodes 120000 --avg-degree 16 --feature-width 32 --seed 3 -o "$work/big.h5" >/dev/null
 mpirun -np 4 "$plexus" prepare "$work/big.h5" -o "$work/stopped.h5" >"$work/stop.out" 2>&1 &
 runner=$!
-for _ in $(seq 1 300); do grep -q "cleaning" "$work/stop.out" && break; sleep 0.1; done
+for _ in $(seq 1 300); do grep -q "cleaning" "$work/stop.out" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $runner
 wait $runner
 rc=$?

@@ -19,6 +19,15 @@ def walk(name, obj):
     if other is None: bad.append(f"missing in 2nd: {name}"); return
     attrs(obj, other, name)
     if isinstance(obj, h5py.Dataset):
+        if obj.id.get_type().get_class() == h5py.h5t.FLOAT and obj.id.get_type().get_size() == 2:
+            # 16-bit floats (bfloat16 /features): the types must be equal, the values read as float32
+            if not obj.id.get_type().equal(other.id.get_type()): bad.append(f"{name}: 16-bit float types differ"); return
+            def f32(d):
+                out = np.empty(d.shape, np.float32)
+                d.id.read(h5py.h5s.ALL, h5py.h5s.ALL, out, mtype=h5py.h5t.IEEE_F32LE)
+                return out
+            if not np.array_equal(f32(obj), f32(other)): bad.append(f"{name}: values differ")
+            return
         x, y = obj[()], other[()]
         if obj.dtype != other.dtype: bad.append(f"{name}: dtype {obj.dtype} vs {other.dtype}")
         elif not np.array_equal(np.asarray(x), np.asarray(y)):

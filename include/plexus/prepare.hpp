@@ -30,6 +30,9 @@ struct PrepareOptions {
   Balance balance = Balance::kNone;
   std::uint64_t seed = 1;  // of the permutations
   int metis_parts = 1;     // METIS parts: lcm of the grid's axis sizes (`--grid`)
+  // Store /features in bfloat16, rounded to nearest even (`--feature-precision bf16`; half the
+  // bytes; docs/format-v1.md): readers convert them to float32 exactly.
+  bool features_bf16 = false;
 };
 
 struct PreparedGraph {
@@ -50,6 +53,7 @@ struct PreparedGraph {
   std::vector<std::uint8_t> train_p, val_p, test_p;
   // Each order's entries counted by block (plexus/block_counts.hpp): what plans read to be exact.
   AdjBlockCounts block_counts;
+  bool features_bf16 = false;  // how the writer stores /features (PrepareOptions::features_bf16)
 };
 
 // Self-loops and duplicates dropped (and, with `symmetrize`, every edge stored both ways),

@@ -92,6 +92,7 @@ struct PreparedSlice {
   std::vector<std::uint8_t> train_p, val_p, test_p;
   std::vector<index_t> node_id_p, node_id_p2;  // the original node at each position of P, P2
   AdjBlockCounts block_counts;                 // the whole graph's (the same on every rank)
+  bool features_bf16 = false;                  // PrepareOptions::features_bf16
 };
 
 // Collective over `comm` (every rank calls it with its slice and the same options). Throws

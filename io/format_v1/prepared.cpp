@@ -128,7 +128,7 @@ void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std
     }
     if (!ids_p2.empty()) w.dataset("/node_ids", H5T_STD_I64LE, ids_p2.data(), {n}, chunk_1d(n, 8));
     if (!names.class_names.empty()) w.string_dataset("/class_names", names.class_names);
-  });
+  }, p.features_bf16);
 }
 
 PreparedInfo read_prepared_info_h5(const std::string& path, bool with_ids) {

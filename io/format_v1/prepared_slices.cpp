@@ -151,6 +151,7 @@ struct V1Rows {
   const std::uint8_t *train = nullptr, *val = nullptr, *test = nullptr;
   const float* node_weights = nullptr;    // null: none in the file
   const std::int64_t* node_ids = nullptr;  // null: none in the file
+  bool features_bf16 = false;              // /features stored in bfloat16
 };
 
 void write_v1_rows(h5::Writer& w, const V1Rows& v, bool last) {
@@ -164,7 +165,13 @@ void write_v1_rows(h5::Writer& w, const V1Rows& v, bool last) {
   w.scalar_attr<std::uint8_t>("directed", H5T_STD_U8LE, v.directed ? 1 : 0);
   write_csr_rows(w, "/graph", H5T_STD_I64LE, v.num_nodes, v.rows, last, v.indptr, v.indices, v.values, v.weighted,
                  v.edges);
-  w.block_dataset<float, 2>(kFeatures, H5T_IEEE_F32LE, {n, f}, {r0, 0}, {rows, f}, v.features, true);
+  if (v.features_bf16) {  // rounded to nearest even, as the one-process writer does
+    std::vector<bf16> rounded(static_cast<std::size_t>(rows * f));
+    for (std::size_t k = 0; k < rounded.size(); ++k) rounded[k] = float_to_bf16(v.features[k]);
+    w.block_dataset<bf16, 2>(kFeatures, bf16_type(), {n, f}, {r0, 0}, {rows, f}, rounded.data(), true);
+  } else {
+    w.block_dataset<float, 2>(kFeatures, H5T_IEEE_F32LE, {n, f}, {r0, 0}, {rows, f}, v.features, true);
+  }
   w.block_dataset<std::int32_t, 1>(kLabels, H5T_STD_I32LE, {n}, {r0}, {rows}, v.labels, true);
   w.group("/masks");
   w.block_dataset<std::uint8_t, 1>(kTrain, H5T_STD_U8LE, {n}, {r0}, {rows}, v.train, true);
@@ -221,6 +228,7 @@ void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm
     v.test = p.test_mask.data();
     v.node_weights = data_or_empty(p.node_weights, p.has_node_weights);
     v.node_ids = data_or_empty(p.node_ids, p.has_node_ids);
+    v.features_bf16 = p.features_bf16;
     write_v1_rows(w, v, last);
     // Per-node datasets: this rank's rows.
     const auto node_rows = [&](const char* name, hid_t type, const auto& d) {

@@ -201,7 +201,7 @@ inline std::vector<bf16> bf16_values(const std::vector<float>& values) {
 // `extra(writer)` add more objects, flushes, closes and renames it over `path`. Any failure
 // removes the temporary file and leaves `path` as it was.
 template <class Extra>
-void write_atomically(const GraphData& g, const std::string& path, Extra&& extra) {
+void write_atomically(const GraphData& g, const std::string& path, Extra&& extra, bool features_bf16 = false) {
   h5::silence_errors();
   validate(g, path);
 
@@ -223,7 +223,10 @@ void write_atomically(const GraphData& g, const std::string& path, Extra&& extra
   w.dataset(kIndptr, H5T_STD_I64LE, g.indptr.data(), {n + 1}, chunk_1d(n + 1, 8));
   w.dataset(kIndices, H5T_STD_I64LE, g.indices.data(), {nnz}, chunk_1d(nnz, 8));
   if (!g.values.empty()) w.dataset(kValues, H5T_IEEE_F32LE, g.values.data(), {nnz}, chunk_1d(nnz, 4));
-  w.dataset(kFeatures, H5T_IEEE_F32LE, g.features.data(), {n, f}, chunk_features(n, f));
+  if (features_bf16)  // rounded to nearest even, stored in 16 bits (docs/format-v1.md)
+    w.dataset(kFeatures, bf16_type(), bf16_values(g.features).data(), {n, f}, chunk_features(n, f));
+  else
+    w.dataset(kFeatures, H5T_IEEE_F32LE, g.features.data(), {n, f}, chunk_features(n, f));
   w.dataset(kLabels, H5T_STD_I32LE, g.labels.data(), {n}, chunk_1d(n, 4));
   w.group("/masks");
   w.dataset(kTrain, H5T_STD_U8LE, g.train_mask.data(), {n}, chunk_1d(n, 1));

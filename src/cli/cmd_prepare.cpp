@@ -22,7 +22,7 @@ namespace plexus::cli {
 namespace {
 
 struct PrepareCliOptions {
-  std::string input, out, balance = "permute", grid;
+  std::string input, out, balance = "permute", grid, feature_precision = "fp32";
   std::uint64_t seed = 1;
   bool directed = false, quiet = false;
 };
@@ -32,6 +32,7 @@ PrepareOptions prepare_options(const PrepareCliOptions& o) {
   po.balance = parse_balance(o.balance);
   po.seed = o.seed;
   po.symmetrize = !o.directed;
+  po.features_bf16 = o.feature_precision == "bf16";
   if (po.balance == Balance::kMetis) {
     if (o.grid.empty())
       throw InputError("--grid", "--balance metis needs the grid to train on (its blocks decide the METIS parts)");
@@ -135,6 +136,10 @@ void add_prepare_command(CLI::App& app) {
   cmd->add_option("--balance-seed", o->seed, "Seed of --balance permute")->capture_default_str();
   cmd->add_option("--grid", o->grid, "Grid XxYxZ to train on (required by --balance metis)");
   cmd->add_flag("--directed", o->directed, "Keep edge directions (default: store every edge both ways)");
+  cmd->add_option("--feature-precision", o->feature_precision,
+                  "Store /features as fp32 or bf16 (rounded to nearest even: half the bytes; train reads either)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", o->quiet, "Print nothing");
   cmd->callback([o] { run_prepare(*o); });
 }
