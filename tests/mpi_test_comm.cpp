@@ -294,7 +294,9 @@ TEST(CollectivesBf16, AllReduceBf16SumsInFloatAndRoundsOnce) {
       c->reset_stats();
       c->all_reduce_bf16(buf.data(), n);
       for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(bf16_to_float(buf[i]), want[i]) << "n " << n << " element " << i;
-      if (p == 3) EXPECT_EQ(bf16_to_float(buf[0]), 258.0f) << "256 + 1 + 1 in float, then rounded";
+      if (p == 3) {
+        EXPECT_EQ(bf16_to_float(buf[0]), 258.0f) << "256 + 1 + 1 in float, then rounded";
+      }
       EXPECT_DOUBLE_EQ(c->stats().bytes, comms.is_self(c) ? 0.0 : all_reduce_bytes(*c, n, 2)) << "n " << n;
     }
   }
