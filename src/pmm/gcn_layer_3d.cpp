@@ -56,6 +56,12 @@
 //             dOUT = gather(dOUT_slice)   all-gather   over i (o)   (training passes only)
 //       Transforming first with agg_chunks > 1 the chunks' SpMMs run in turn and one
 //       reduce-scatter follows (spmm_reduce_scatter).
+//
+// Recomputation (LayerCommOptions::recompute): between forward and backward the layer holds
+// only its input (and OUT, the next layer's input). Aggregating first, backward computes AGG
+// again — Â·dropout(H) and its all-reduce over o [1], repeated — before the Linear3D's
+// backward (layer 0 without dropout keeps its cached AGG: nothing to recompute); transforming
+// first, it draws dropout(H) again (no collective).
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
@@ -92,7 +98,8 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       comm_(comm),
       adj_(adj),
       linear_(be, grid, linear_layout(geo), linear_options(geo, comm)),
-      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),  // local: float4 rows
+      h_drop_(comm.recompute ? Matrix()  // recompute: allocated in each pass (held)
+                             : Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{})),  // local: float4 rows
       constant_input_(constant_input && !geo.transform_first) {
   if (be.computes())  // (stream layer + 1000: the GCN's weights since the first release)
     linear_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, geo.w_rows, geo.out_cols, seed,
@@ -102,7 +109,7 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   if (adj.chunks() != comm_.agg_chunks)
     throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
   if (!geo.transform_first) {
-    agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+    if (!comm_.recompute) agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
     return;
   }
   bias_ = ParamSlot(be, 1, geo.out_cols.size());
@@ -134,8 +141,11 @@ const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
 }
 
 const Matrix& GcnLayer3D::forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout) {
+  last_h_in_ = &h_in;
+  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
   last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
   const Matrix& y = linear_.forward(last_in_);
+  release_if(comm_.recompute, h_drop_);  // (backward draws it again)
   Communicator& o = grid_.comm(geo_.roles.o);
   Matrix* out = &out_;
   if (comm_.scatter_output) {
@@ -162,7 +172,12 @@ Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec
   d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
   Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
   spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y);
+  if (comm_.recompute) {  // the input forward multiplied: dropout(H) drawn again
+    if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+    last_in_ = input_dropout(be_, *last_h_in_, dropout, geo_, h_drop_);
+  }
   Matrix d_h = linear_.backward(last_in_, d_y, need_input_grad);
+  release_if(comm_.recompute, h_drop_);
   if (!need_input_grad) return {};
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
@@ -178,13 +193,23 @@ const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const Drop
     }
     last_agg_ = &agg_clean_;
   } else {
-    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), input_dropout(be_, h_in, dropout, geo_, h_drop_), agg_);
+    aggregate(h_in, dropout);
     last_agg_ = &agg_;
   }
+  last_h_in_ = &h_in;
 
   Matrix& out = linear_.forward(last_agg_->view());
+  release_if(comm_.recompute, agg_);  // (backward computes it again)
   if (relu_) be_.relu(out.view());
   return out;
+}
+
+void GcnLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout) {
+  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+  held(be_, agg_, geo_.out_rows.size(), geo_.in_cols.size());
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), adj_.operand(false), input_dropout(be_, h_in, dropout, geo_, h_drop_),
+                  agg_);
+  release_if(comm_.recompute, h_drop_);
 }
 
 Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
@@ -193,7 +218,9 @@ Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   // ReLU backward on what forward returned (with scatter_output: this rank's row slice; the
   // linear all-gathers the gradient over i afterwards).
   if (relu_) be_.relu_backward(linear_.output().view(), d_out.view());
+  if (comm_.recompute && last_agg_ == &agg_) aggregate(*last_h_in_, dropout);  // (not the cached AGG)
   Matrix d_agg = linear_.backward(last_agg_->view(), d_out, need_input_grad);
+  release_if(comm_.recompute, agg_);
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());

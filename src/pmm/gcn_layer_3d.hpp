@@ -28,6 +28,10 @@ struct LayerCommOptions {
   bool reuse_weight = false;
   // Row chunks of the aggregation SpMMs, each chunk's all-reduce non-blocking (1 = off).
   int agg_chunks = 1;
+  // Not a communication option, but one every kind's layer takes alike: keep only the input from
+  // forward to backward and compute the intermediates again there (TrainConfig::recompute,
+  // held() in pmm/gnn_layer_3d.hpp). Recomputing repeats their collectives.
+  bool recompute = false;
 };
 
 class GcnLayer3D : public GnnLayer3D {
@@ -65,6 +69,8 @@ class GcnLayer3D : public GnnLayer3D {
   const Matrix& forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout);
   const Matrix& forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout);
   Matrix backward_transform_first(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
+  // Aggregating first: agg_ = Â·dropout(h_in), summed over o.
+  void aggregate(const Matrix& h_in, const DropoutSpec& dropout);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -81,6 +87,7 @@ class GcnLayer3D : public GnnLayer3D {
   Matrix agg_clean_;                 // cached Â·H without dropout (constant_input only)
   bool agg_clean_valid_ = false;
   const Matrix* last_agg_ = nullptr;  // the aggregation the last forward used (for backward)
+  const Matrix* last_h_in_ = nullptr;  // the last forward's input (recompute: backward starts from it)
   // Transforming first: the bias (added after the aggregation), the input the last forward
   // multiplied (h_in or h_drop_), OUT (with scatter_output: the partial sums before the
   // reduce-scatter, and the slice) and the gathered gradient of the slice.
