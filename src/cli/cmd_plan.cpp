@@ -172,6 +172,7 @@ void run_plan(PlanOptions& o) {
           {"comm_variant", comm_variant_name(p.comm_variant)},
           {"agg_chunks", p.agg_chunks},
           {"layer_order", layer_order_name(p.layer_order)},
+          {"recompute", p.recompute},
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
@@ -184,10 +185,11 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops);
-  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}\n", model_text(o.train),
+  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}\n", model_text(o.train),
              comm_variant_name(p.comm_variant),
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
              p.shard_adj ? "; Â sharded over each layer's third axis" : "",
+             p.recompute ? "; activations recomputed in backward" : "",
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(p.layer_order), fmt::join(layer_orders(p, true), ", "));
   if (plans.empty()) {
@@ -331,6 +333,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--dropout", t.dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();
   cmd->add_flag("--shard-adj", t.shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
+  cmd->add_flag("--recompute", t.recompute,
+                "Each layer keeps only its input for backward and recomputes the rest (as train --recompute)");
   cmd->add_option("--comm-variant", o->comm_variant,
                   "Collective arrangement, as train: baseline | rs-ag | rs-ag-reuse (docs/communication-variants.md)")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
