@@ -72,6 +72,7 @@ struct TrainedRun {
   TrainResult result;
   ModelState state;
   std::vector<EdgeAttention> attention;  // gat
+  std::size_t live_after = 0;            // tensor bytes still allocated after the last epoch
 };
 
 TrainedRun train(const TrainConfig& cfg) {
@@ -80,6 +81,7 @@ TrainedRun train(const TrainConfig& cfg) {
   GcnTrainer trainer(graph(), cfg, *be, *grid);
   TrainedRun r;
   r.result = trainer.run();
+  r.live_after = be->live_bytes();
   r.state = trainer.state();
   if (cfg.model == GnnKind::Gat) r.attention = trainer.attention();
   return r;
@@ -139,6 +141,16 @@ TEST_P(Recompute, SameLossesAndParametersBitForBitWithLessActivationMemory) {
         most = std::max(most, bytes);
       }
       EXPECT_GE(plain.result.max_peak_tensor_bytes - re.result.max_peak_tensor_bytes, sum - most) << what;
+    }
+    // Between passes a recomputing layer holds none of its intermediates; aggregating first, a
+    // GCN layer without recompute holds dropout(H) and AGG, every layer its own.
+    EXPECT_LT(re.live_after, plain.live_after) << what;
+    if (GetParam().kind == GnnKind::Gcn && GetParam().order == LayerOrder::AggregateFirst) {
+      const std::vector<index_t> dims{graph().num_features, 12, 12, graph().num_classes};
+      std::size_t held = 0;
+      for (std::size_t l = 0; l + 1 < dims.size(); ++l)
+        held += static_cast<std::size_t>(graph().num_nodes * (Matrix::padded_ld(dims[l]) + dims[l])) * sizeof(float);
+      EXPECT_EQ(plain.live_after - re.live_after, held) << what;
     }
     // The other kinds are not recomputation's to change.
     for (const MemoryKind k : {MemoryKind::Parameters, MemoryKind::Gradients, MemoryKind::Optimizer})
