@@ -53,6 +53,10 @@ Matrix& Linear3D::forward(ConstMatrixView x) {
   if (x.rows != layout_.rows || x.cols != layout_.in_cols.size())
     throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols]");
   const ConstMatrixView w = full_weight();
+  if (y_.backend() == nullptr) {  // (released by release_output)
+    y_ = Matrix(be_, layout_.rows, layout_.out_cols.size());
+    if (opt_.scatter_output) y_slice_ = Matrix(be_, output_rows().size(), layout_.out_cols.size());
+  }
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, y_.view());
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
