@@ -267,16 +267,18 @@ void run_plan_gpt(GptPlanOptions& o) {
     fmt::print("{}\n", json_text(nlohmann::json{{"ranks", ranks},
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
+                                      {"recompute", o.model.recompute},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids}},
                                   2));
     return;
   }
   fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}; {} ranks, {} "
-             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}\n",
+             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}{}\n",
              o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum,
              o.precision, ranks,
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
+             o.model.recompute ? "; activations recomputed in backward" : "",
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
     fmt::print("no choice of replicas, grid and ZeRO stage fits: more ranks, or a smaller model or batch\n");
@@ -364,6 +366,7 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--batch", g->batch, "Sequences per micro-batch")->capture_default_str();
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
+  gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   add_precision_option(gpt, g->precision);
