@@ -3,6 +3,7 @@
 #  - a run stopped after epoch 12 and resumed to 20 gives the uninterrupted run's per-epoch
 #    losses bit for bit on the same grid (1 rank; 4 ranks on 2x2x1), and within 1e-5 when
 #    resumed on another grid or rank count; it reports the same best epoch and test accuracy;
+#    resumed with --recompute (not a model option), bit for bit on the same grid;
 #  - --keep K leaves the K newest checkpoints, named by epochs done;
 #  - SIGTERM under mpirun, and SIGTERM or SIGINT to one process, end the run after its epoch
 #    with a checkpoint, metrics ending in a summary marked interrupted, exit status 128+signal
@@ -51,6 +52,9 @@ files=$(cd one && ls)
 [[ "$files" == $'checkpoint-00000010.h5\ncheckpoint-00000012.h5' ]] && ok || { fail "checkpoint names, keep 2"; echo "$files"; }
 "$plexus" train "${common[@]}" --epochs 20 --resume one --metrics res1.jsonl >/dev/null &&
   compare full1.jsonl res1.jsonl 0 && ok || fail "resume on 1 rank, bit for bit"
+# --recompute changes no value: a checkpoint written without it resumes with it, bit for bit.
+"$plexus" train "${common[@]}" --epochs 20 --resume one --recompute --metrics res1r.jsonl >/dev/null &&
+  compare full1.jsonl res1r.jsonl 0 && ok || fail "resume on 1 rank with --recompute, bit for bit"
 "$plexus" train "${common[@]}" --epochs 9 --checkpoint-dir all --checkpoint-every 2 --keep 0 >/dev/null
 [[ $(ls all | wc -l) -eq 5 ]] && ok || { fail "--keep 0 keeps all"; ls all; }
 
@@ -59,6 +63,8 @@ mpirun -np 4 "$plexus" train "${common[@]}" --grid 2x2x1 --epochs 20 --metrics f
 mpirun -np 4 "$plexus" train "${common[@]}" --grid 2x2x1 --epochs 12 --checkpoint-dir four --checkpoint-every 6 >/dev/null
 mpirun -np 4 "$plexus" train "${common[@]}" --grid 2x2x1 --epochs 20 --resume four --metrics res4.jsonl >/dev/null &&
   compare full4.jsonl res4.jsonl 0 && ok || fail "resume on 2x2x1, bit for bit"
+mpirun -np 4 "$plexus" train "${common[@]}" --grid 2x2x1 --epochs 20 --resume four --recompute --metrics res4r.jsonl \
+  >/dev/null && compare full4.jsonl res4r.jsonl 0 && ok || fail "resume on 2x2x1 with --recompute, bit for bit"
 mpirun -np 4 "$plexus" train "${common[@]}" --grid 1x2x2 --epochs 20 --resume four --metrics res4b.jsonl >/dev/null &&
   compare full4.jsonl res4b.jsonl 1e-5 && ok || fail "resume 2x2x1 -> 1x2x2"
 mpirun -np 3 "$plexus" train "${common[@]}" --grid 3x1x1 --epochs 20 --resume four --metrics res3.jsonl >/dev/null &&

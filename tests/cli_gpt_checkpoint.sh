@@ -2,7 +2,7 @@
 # GPT checkpoints and resume (docs/checkpoints.md), from the user's side:
 #  - a run checkpointed after step 4 and resumed to 10 gives the uninterrupted run's per-step
 #    losses and validation losses bit for bit on the same grid and replicas, at ZeRO stages 0-3,
-#    with bf16, and within 1e-6 when resumed with other replicas, ZeRO stage or grid;
+#    with bf16, with --recompute, and within 1e-6 when resumed with other replicas, ZeRO stage or grid;
 #  - SIGTERM to one process ends it after its step with a checkpoint and exit status 143;
 #  - SIGTERM during an evaluation of seconds abandons the evaluation at once (its step's
 #    val_loss null), checkpoints the step, and the resumed run makes the evaluation up: the
@@ -59,6 +59,9 @@ run zero1 2 --dp 2 --zero 1
 run zero3 2 --dp 2 --zero 3
 run grid-zero2 4 --grid 2x1x1 --dp 2 --zero 2
 run bf16 2 --dp 2 --zero 2 --precision bf16
+# --recompute is no model option: a checkpoint written without it resumes with it, bit for bit.
+"$plexus" "${gpt[@]}" --resume ck-one --recompute --metrics res-one-recompute.jsonl >/dev/null &&
+  compare full-one.jsonl res-one-recompute.jsonl 0 && ok || fail "resume with --recompute bit for bit"
 
 # Other replicas, stage or grid: the same run within rounding.
 "$plexus" "${gpt[@]}" --resume ck-zero3 --metrics x1.jsonl >/dev/null &&

@@ -3,8 +3,9 @@
 # peak tensor bytes of `plexus train` (the largest rank's), to the byte. The model is exact
 # where Â's blocks hold their average number of entries, which a complete graph gives: every
 # block of Â is dense. 50 nodes, 37 features, 5 classes, so no size divides the grid evenly;
-# every axis split, 1 to 3 layers, dropout on and off, each comm variant, --agg-chunks and
-# --shard-adj, and --precision bf16. Any tensor the model forgets or counts twice, however small, fails a case.
+# every axis split, 1 to 3 layers, dropout on and off, each comm variant, --agg-chunks,
+# --shard-adj, --precision bf16 and --recompute (GCN in both orders, SAGE, GIN, GAT). Any tensor
+# the model forgets or counts twice, however small, fails a case.
 # (tests/cli_mpi_comm_model.sh checks the traffic on Cora, where the memory is near, not exact.)
 # Usage: cli_memory_model.sh PLEXUS_BINARY SOURCE_DIR
 set -u
@@ -40,6 +41,13 @@ cases=(
   # workspaces, no dropout copy of a transform-first input.
   "1x1x1 2 0.5 --precision bf16" "2x1x3 2 0.5 --precision bf16" "1x3x1 1 0.5 --precision bf16 --comm-variant rs-ag-reuse"
   "2x2x2 3 0.3 --precision bf16 --layer-order aggregate-first" "1x2x2 2 0.5 --precision bf16 --agg-chunks 2 --shard-adj"
+  # --recompute: each layer's intermediates live only in its own forward and backward
+  "1x1x1 2 0.5 --recompute" "1x1x1 3 0 --recompute" "1x1x1 3 0.3 --recompute --layer-order aggregate-first"
+  "2x1x1 3 0.5 --recompute --layer-order transform-first" "1x2x3 3 0.5 --recompute"
+  "2x2x2 2 0.5 --recompute" "2x2x2 3 0.3 --recompute --layer-order aggregate-first"
+  "2x2x2 3 0.5 --recompute --model sage --normalize" "1x1x3 2 0.5 --recompute --model gin --train-eps"
+  "2x1x2 2 0.5 --recompute --shard-adj --agg-chunks 2" "2x2x1 3 0.5 --recompute --comm-variant rs-ag"
+  "1x1x1 2 0.5 --recompute --model gat --heads 2 --attn-dropout 0.3" "2x2x1 3 0.5 --recompute --model gat --heads 4"
 )
 for c in "${cases[@]}"; do
   read -r grid layers dropout options <<<"$c"

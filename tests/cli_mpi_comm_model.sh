@@ -5,7 +5,7 @@
 # of `plexus plan --json` (first and steady epoch) to 1e-9 relative, given the same options:
 # the baseline, every --comm-variant (last layer's i axis of 1 to 4 ranks, uneven splits, one
 # layer to three), --agg-chunks (same bytes), the layer orders (--layer-order) and every --model
-# (gcn, sage, gin; also on a prepared R-MAT file with two node orders, below). With --shard-adj the model splits the Â
+# (gcn, sage, gin; also on a prepared R-MAT file with two node orders, below) and --recompute. With --shard-adj the model splits the Â
 # gathers over ranks by average, but their sum per axis is exact too. The predicted memory is
 # the measured peak tensor bytes of the largest rank to the byte (within 0.3 % with --shard-adj).
 # Usage: cli_mpi_comm_model.sh PLEXUS_BINARY SOURCE_DIR
@@ -58,6 +58,10 @@ cases=(
   "1x2x3 3 16 0.5 --model gin --train-eps"
   "2x1x3 2 16 0.5 --model gin --gin-eps 0.2 --shard-adj"
   "1x3x2 3 16 0 --model sage --shard-adj"
+  # --recompute: the recomputed aggregations repeat their all-reduces (more bytes than without).
+  "2x2x2 3 16 0.5 --recompute" "2x1x3 3 16 0.5 --recompute --layer-order aggregate-first --comm-variant rs-ag"
+  "1x2x3 2 16 0.5 --recompute --model gin --train-eps" "3x2x1 2 16 0.5 --recompute --model sage --agg-chunks 3"
+  "2x3x1 2 16 0.5 --recompute --model gat --heads 4 --attn-dropout 0.2"
 )
 for c in "${cases[@]}"; do
   read -r grid layers hidden dropout options <<<"$c"

@@ -43,6 +43,10 @@ struct ProblemSize {
   // Row chunks of the aggregation all-reduces (TrainConfig::agg_chunks): the same bytes in
   // agg_chunks calls each, so only the latency terms grow.
   int agg_chunks = 1;
+  // Activation recomputation (TrainConfig::recompute): the dry run's layers free their
+  // intermediates after forward and compute them again in backward, so memory, FLOPs and bytes
+  // follow.
+  bool recompute = false;
   // The GNN (TrainConfig::model and the options of its kind): the dry run builds this model,
   // so the bytes, calls and memory are those of its layers.
   GnnKind model = GnnKind::Gcn;
@@ -68,7 +72,7 @@ struct ProblemSize {
 };
 
 // The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (the model and its
-// kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks, layer_order; the
+// kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks, layer_order, recompute; the
 // rest of cfg moves no bytes).
 ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its

@@ -27,6 +27,10 @@ struct GptConfig {
   index_t block = 64;  // context length
   index_t vocab = 65;
   bool tied = true;    // LM head = token embedding (GPT-2); false: its own weight
+  // Not part of the model (model files and checkpoints do not record it): each block keeps only
+  // its input from forward to backward and runs its forward again there (`--recompute`,
+  // docs/gpt.md). The same numbers bit for bit, less activation memory.
+  bool recompute = false;
 };
 // Throws InputError naming the option for the first bad value.
 void validate(const GptConfig& c);

@@ -114,6 +114,12 @@ struct TrainConfig {
   // so that Â memory per rank falls as 1/P instead of 1/(G_o·G_d). Used where shards are cut
   // (train_gcn(GraphData); load_shards_h5 takes it as an argument). Same numbers either way.
   bool shard_adj = false;
+  // Activation recomputation: each layer keeps only its input from forward to backward and
+  // computes its intermediates (the dropout copy, the aggregations) again in backward, with
+  // their collectives (docs/gnn-models.md, "Recomputation"): less activation memory per rank
+  // for a second aggregation per layer. The same numbers bit for bit, so a checkpoint resumes
+  // with it on or off.
+  bool recompute = false;
   // Strict input checks (plexus/graph_checks.hpp) where a GraphData is cut into shards
   // (GcnTrainer(GraphData), train_gcn(GraphData)): an undirected graph's edges both ways with
   // equal values, disjoint train/val/test masks, and the same graph on every rank of the grid

@@ -189,6 +189,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
                     {"grid", grid->shape().str()},
                     {"dp", grid->dp()},
                     {"zero", o.cfg.zero_stage},
+                    {"recompute", o.cfg.model.recompute},
                     {"precision", o.precision},
                     {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
                     {"memory", memory_json(r)},
@@ -234,6 +235,9 @@ void add_gpt_command(CLI::App& app) {
   train->add_option("--embed", c.model.embed, "Embedding width (divisible by --heads)")->capture_default_str();
   train->add_option("--block", c.model.block, "Context length")->capture_default_str();
   train->add_flag("--untie", t->untie, "Give the LM head its own weight instead of the token embedding");
+  train->add_flag("--recompute", t->cfg.model.recompute,
+                  "Each block keeps only its input from forward to backward and runs its forward again there: less "
+                  "activation memory, the same losses (docs/gpt.md)");
   train->add_option("--batch", c.batch, "Sequences per micro-batch")->capture_default_str();
   train->add_option("--iters", c.iters, "Optimizer steps (0: initialise, evaluate and save only)")->capture_default_str();
   train->add_option("--lr", c.lr, "Peak learning rate (AdamW)")->capture_default_str();

@@ -173,6 +173,7 @@ void run_plan(PlanOptions& o) {
           {"agg_chunks", p.agg_chunks},
           {"layer_order", layer_order_name(p.layer_order)},
           {"precision", p.precision == Precision::BF16 ? "bf16" : "fp32"},
+          {"recompute", p.recompute},
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
@@ -190,6 +191,7 @@ void run_plan(PlanOptions& o) {
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
              p.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
              p.shard_adj ? "; Â sharded over each layer's third axis" : "",
+             p.recompute ? "; activations recomputed in backward" : "",
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(p.layer_order), fmt::join(layer_orders(p, true), ", "));
   if (plans.empty()) {
@@ -267,16 +269,18 @@ void run_plan_gpt(GptPlanOptions& o) {
     fmt::print("{}\n", json_text(nlohmann::json{{"ranks", ranks},
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
+                                      {"recompute", o.model.recompute},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids}},
                                   2));
     return;
   }
   fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}; {} ranks, {} "
-             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}\n",
+             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}{}\n",
              o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum,
              o.precision, ranks,
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
+             o.model.recompute ? "; activations recomputed in backward" : "",
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
     fmt::print("no choice of replicas, grid and ZeRO stage fits: more ranks, or a smaller model or batch\n");
@@ -333,6 +337,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--dropout", t.dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
       ->capture_default_str();
   cmd->add_flag("--shard-adj", t.shard_adj, "Â sharded over each layer's third axis (as train --shard-adj)");
+  cmd->add_flag("--recompute", t.recompute,
+                "Each layer keeps only its input for backward and recomputes the rest (as train --recompute)");
   cmd->add_option("--comm-variant", o->comm_variant,
                   "Collective arrangement, as train: baseline | rs-ag | rs-ag-reuse (docs/communication-variants.md)")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
@@ -362,6 +368,7 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--batch", g->batch, "Sequences per micro-batch")->capture_default_str();
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
+  gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   add_precision_option(gpt, g->precision);

@@ -188,7 +188,7 @@ std::map<std::string, json> run_options(const MetricsFile& f) {
     for (const auto& [key, value] : f.header.items())
       if (value.is_primitive()) o[dashed(key)] = value;
   }
-  for (const char* key : {"comm_variant", "balance", "agg_chunks", "shard_adj", "backend", "matmul_precision",
+  for (const char* key : {"comm_variant", "balance", "agg_chunks", "shard_adj", "recompute", "backend", "matmul_precision",
                           "precision", "dp", "zero", "model", "aggregator", "normalize", "gin_eps", "train_eps",
                           "heads", "out_heads", "attn_dropout", "negative_slope"})
     if (f.summary.is_object() && f.summary.contains(key) && !f.summary[key].is_null())

@@ -258,6 +258,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"agg_chunks", o.cfg.agg_chunks},
                                      {"layer_orders", layer_orders},
                                      {"shard_adj", o.cfg.shard_adj},
+                                     {"recompute", o.cfg.recompute},
                                      {"backend", backend->name()},
                                      {"matmul_precision", matmul_precision_name(backend->matmul_precision())}};
   nlohmann::ordered_json kinds;
@@ -326,6 +327,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--shard-adj", c.shard_adj,
                 "Store each Â block split over its layer's third grid axis and all-gather it per SpMM: Â memory "
                 "per rank falls as 1/P, for 8 bytes a nonzero per use (docs/communication.md)");
+  cmd->add_flag("--recompute", c.recompute,
+                "Each layer keeps only its input from forward to backward and computes the rest again there: less "
+                "activation memory for a second aggregation per layer, the same losses (docs/gnn-models.md)");
   cmd->add_option("--balance", opts->balance,
                   "Node order: none | permute | metis (docs/balancing.md). A prepared file (plexus prepare) "
                   "brings its own; a plain file is ordered in memory on every rank")

@@ -48,7 +48,7 @@ constexpr Field kFields[] = {
     {"options", Kind::Options},      {"model", Kind::Text},            {"aggregator", Kind::Text},
     {"normalize", Kind::Flag},       {"train_eps", Kind::Flag},        {"gin_eps", Kind::Figure},
     {"heads", Kind::Ordinal},        {"out_heads", Kind::Ordinal},     {"attn_dropout", Kind::Figure},
-    {"negative_slope", Kind::Figure},
+    {"negative_slope", Kind::Figure}, {"recompute", Kind::Flag},
 };
 
 const char* expected(Kind k) {

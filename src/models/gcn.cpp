@@ -115,6 +115,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
     comm.reuse_weight = cfg.reuse_gathers;
     comm.agg_chunks = cfg.agg_chunks;
     comm.bf16 = cfg.bf16;
+    comm.recompute = cfg.recompute;
     const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
     const bool relu = l + 1 < n_layers;
     switch (cfg.kind) {
@@ -134,7 +135,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
       case GnnKind::Gat: {
         const bool last = l + 1 == n_layers;
         const GatOptions opt{last ? cfg.gat_out_heads : cfg.gat_heads, last, cfg.attn_dropout, cfg.negative_slope,
-                             !last};
+                             !last, cfg.recompute};
         layers_.push_back(std::make_unique<GatLayer3D>(be, grid, geo, *adj_[k], transpose_maps_[k].data(),
                                                        *self_loops_[k], opt, cfg.seed, cfg.reuse_gathers));
         break;

@@ -22,6 +22,7 @@ struct GcnConfig {
   bool scatter_logits = false;  // last layer reduce-scatters its output over i (comm variant rs-ag)
   bool reuse_gathers = false;   // gather W once per update, the features once (rs-ag-reuse)
   int agg_chunks = 1;           // blocked aggregation (TrainConfig::agg_chunks)
+  bool recompute = false;       // layers keep only their input for backward (TrainConfig::recompute)
   // The kind and its options (TrainConfig's fields of the same names).
   GnnKind kind = GnnKind::Gcn;
   SageAggregator aggregator = SageAggregator::Mean;

@@ -13,11 +13,8 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
       be_(be),
       layout_(l),
       index_(index),
-      att_(be, l.rows, l.att_cols.size()),
-      mid_(be, l.rows, l.embed.size()),
-      gelu_(be, l.rows, l.ff.size()),
-      out_(be, l.rows, l.embed.size()),
-      lse_(be, static_cast<std::size_t>(l.rows * l.heads.size())) {
+      recompute_(cfg.recompute),
+      out_(be, l.rows, l.embed.size()) {
   shape_.batch = l.seqs.size();
   shape_.seq = cfg.block;
   shape_.heads = l.heads.size();
@@ -25,6 +22,15 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
   shape_.batch0 = l.seqs.begin;
   shape_.head0 = l.heads.begin;
   shape_.total_heads = cfg.heads;
+  if (!recompute_) allocate_intermediates();
+}
+
+void GptBlock::allocate_intermediates() {
+  const GptLayout& l = layout_;
+  att_ = Matrix(be_, l.rows, l.att_cols.size());
+  mid_ = Matrix(be_, l.rows, l.embed.size());
+  gelu_ = Matrix(be_, l.rows, l.ff.size());
+  lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.rows * l.heads.size()));
 }
 
 void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
@@ -32,7 +38,24 @@ void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t
     be_.dropout(m, m, drop.p, drop.key(s), layout_.seqs.begin * shape_.seq, layout_.embed.begin);
 }
 
+void GptBlock::release_intermediates() {
+  for (Linear3D* lin : {&qkv, &proj, &fc, &fc2}) lin->release_output();
+  ln1.release_output();
+  ln2.release_output();
+  att_ = Matrix();
+  mid_ = Matrix();
+  gelu_ = Matrix();
+  lse_ = Buffer<float>();
+}
+
 const Matrix& GptBlock::forward(const Matrix& x, const GptDropout& drop) {
+  compute(x, drop);
+  if (recompute_) release_intermediates();  // (backward computes them again)
+  return out_;
+}
+
+void GptBlock::compute(const Matrix& x, const GptDropout& drop) {
+  if (att_.backend() == nullptr) allocate_intermediates();  // (released by recompute)
   const Matrix& h1 = ln1.forward(x.view());
   Matrix& q = qkv.forward(h1.view());
   be_.attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
@@ -48,10 +71,10 @@ const Matrix& GptBlock::forward(const Matrix& x, const GptDropout& drop) {
   drop_residual(m.view(), drop, site(2));
   be_.copy(mid_.view(), out_.view());
   be_.axpby(out_.size(), 1.0f, m.data(), 1.0f, out_.data());
-  return out_;
 }
 
 void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
+  if (recompute_) compute(x, drop);  // every intermediate as forward had it (out_ too, unchanged)
   Matrix branch(be_, d.rows(), d.cols());
   // MLP branch: d is ∂L/∂out = ∂L/∂mid through the residual, plus what the branch adds.
   be_.copy(d.view(), branch.view());
@@ -70,6 +93,7 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
                                        drop.key(site(0)), d_qkv.view());
   Matrix d_h1 = qkv.backward(ln1.forward_output().view(), d_qkv, true);
   ln1.backward(x.view(), d_h1.view(), d.view());
+  if (recompute_) release_intermediates();
 }
 
 }  // namespace plexus

@@ -4,6 +4,11 @@
 //   out = mid + drop(fc2(gelu(fc(ln2(mid)))))
 // qkv and fc are Linear3Ds Y → X, proj and fc2 X → Y; attention runs on this rank's whole
 // sequences (Z) and whole heads (X), replicated over Y.
+// With GptConfig::recompute the block keeps only its input x (and `out`, the next block's input)
+// from forward to backward: every intermediate (the LayerNorms' and linears' outputs, the
+// attention output and its log-sum-exps, mid, GELU) is freed after forward, and backward runs
+// the forward again first — the same kernels, collectives and dropout masks (keyed by site and
+// global index), so the same values bit for bit.
 #include <cstdint>
 
 #include "models/gpt_layout.hpp"
@@ -36,6 +41,11 @@ class GptBlock {
   Linear3D qkv, proj, fc, fc2;
 
  private:
+  // forward without releasing the intermediates.
+  void compute(const Matrix& x, const GptDropout& drop);
+  void allocate_intermediates();  // att_, mid_, gelu_, lse_
+  // Recompute: frees every intermediate of forward (not out_).
+  void release_intermediates();
   // The residual-branch dropout of `site` on m (in place), rows of this rank's sequences.
   void drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t site);
   std::uint32_t site(int k) const { return static_cast<std::uint32_t>(1 + 3 * index_ + k); }
@@ -44,6 +54,7 @@ class GptBlock {
   const GptLayout& layout_;
   int index_;
   AttentionShape shape_;
+  bool recompute_ = false;
   Matrix att_, mid_, gelu_, out_;
   Buffer<float> lse_;
 };

@@ -56,6 +56,7 @@ TrainConfig dry_run_config(const ProblemSize& p) {
   cfg.comm_variant = p.comm_variant;
   cfg.agg_chunks = std::max(1, p.agg_chunks);
   cfg.shard_adj = p.shard_adj;
+  cfg.recompute = p.recompute;
   cfg.model = p.model;
   cfg.aggregator = p.aggregator;
   cfg.sage_normalize = p.sage_normalize;
@@ -168,6 +169,7 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.dims = gcn_dims(info.num_features, cfg.layers, cfg.hidden, info.num_classes);
   p.dropout = cfg.dropout > 0;
   p.shard_adj = cfg.shard_adj;
+  p.recompute = cfg.recompute;
   p.comm_variant = cfg.comm_variant;
   p.agg_chunks = cfg.agg_chunks;
   p.model = cfg.model;

@@ -35,7 +35,8 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       att_src_(be, 1, z_cols_.size()),
       att_dst_(be, 1, z_cols_.size()),
       bias_(be, 1, geo.out_cols.size()),
-      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}) {
+      h_drop_(opt.recompute ? Matrix()  // recompute: allocated in each pass (held)
+                            : Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{})) {
   if (!geo.transform_first) throw std::invalid_argument("GatLayer3D: GAT layers transform first");
   if (opt.heads < 1 || (!opt.average_heads && geo.out_dim % opt.heads != 0))
     throw std::invalid_argument("GatLayer3D: the output width is not heads × features");
@@ -64,12 +65,12 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   }
   nnz_ = adj.operand(false).whole.nnz;
   const index_t in_rows = geo.in_rows.size(), out_rows = geo.out_rows.size();
-  s_cols_ = Matrix(be, 2 * in_rows, heads);
-  s_dst_ = Matrix(be, out_rows, heads);
   row_max_ = Matrix(be, out_rows, heads);
   row_sum_ = Matrix(be, out_rows, heads);
   const auto edge_values = static_cast<std::size_t>(heads * nnz_);
-  {
+  if (!opt.recompute) {  // recompute: allocated in each pass (attend)
+    s_cols_ = Matrix(be, 2 * in_rows, heads);
+    s_dst_ = Matrix(be, out_rows, heads);
     MemoryScope scope(be, MemoryKind::EdgeValues, "attention coefficients");
     alpha_ = Buffer<float>(be, edge_values);
     if (opt.attn_dropout > 0.0f) alpha_drop_ = Buffer<float>(be, edge_values);
@@ -99,8 +100,10 @@ std::vector<LayerParam> GatLayer3D::parameters(bool decay_weights) {
 }
 
 std::vector<float> GatLayer3D::attention_on_host() {
+  if (opt_.recompute) attend(DropoutSpec{});  // (collective over o and i, as forward)
   std::vector<float> mine(alpha_.size());
   if (!mine.empty()) be_.copy_to_host(mine.data(), alpha_.data(), mine.size() * sizeof(float));
+  if (opt_.recompute) release_attention();
   Communicator& i = grid_.host_comm(geo_.roles.i);
   if (heads_whole_ && i.size() > 1) {
     // Rank k of i holds the heads of its columns of heads·F: gathered in order, all the heads.
@@ -134,11 +137,46 @@ void GatLayer3D::multiply_heads(const AdjOperand& a, const float* alpha, ConstMa
 }
 
 const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  last_h_in_ = &h_in;
+  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
   last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
   const Matrix& z = linear_.forward(last_in_);
+  release_if(opt_.recompute, h_drop_);  // (backward draws it again)
+  const float* used = attend(dropout);
+  multiply_heads(adj_.operand(false), used, z.view(), agg_);
+  if (opt_.recompute) release_attention();  // (backward computes it again)
+  grid_.comm(geo_.roles.o).all_reduce(agg_.data(), agg_.size(), ReduceOp::Sum);
+
+  Matrix* out = &agg_;
+  if (opt_.average_heads) {
+    if (z_cols_.size() > 0)
+      be_.gemm(Trans::No, Trans::No, 1.0f, agg_.view(), mean_map_.view(), 0.0f, out_full_.view());
+    else
+      be_.fill(out_full_.view(), 0.0f);
+    grid_.comm(geo_.roles.i).all_reduce(out_full_.data(), out_full_.size(), ReduceOp::Sum);
+    const ConstMatrixView full = out_full_.view();
+    be_.copy(ConstMatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld}, out_.view());
+    out = &out_;
+  }
+  be_.add_bias(out->view(), bias_.data());
+  if (opt_.elu) be_.elu(out->view());
+  return *out;
+}
+
+const float* GatLayer3D::attend(const DropoutSpec& dropout) {
+  const Matrix& z = linear_.output();
   Communicator& o = grid_.comm(geo_.roles.o);
   Communicator& i = grid_.comm(geo_.roles.i);
   const index_t heads = local_heads_, in_rows = geo_.in_rows.size();
+  const bool dropped = dropout.training && opt_.attn_dropout > 0.0f;
+  held(be_, s_cols_, 2 * in_rows, heads);
+  held(be_, s_dst_, geo_.out_rows.size(), heads);
+  {
+    MemoryScope scope(be_, MemoryKind::EdgeValues, "attention coefficients");
+    const auto edge_values = static_cast<std::size_t>(heads * nnz_);
+    if (alpha_.backend() == nullptr) alpha_ = Buffer<float>(be_, edge_values);
+    if (dropped && alpha_drop_.backend() == nullptr) alpha_drop_ = Buffer<float>(be_, edge_values);
+  }
   float* s_src = s_cols_.data();
   float* s_dst_in = s_cols_.data() + in_rows * heads;
   be_.head_dots(z.view(), att_src_.data(), heads, head_width(), feature0(), s_src);
@@ -156,29 +194,20 @@ const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout
   o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
   be_.edge_softmax_normalize(a.whole, heads, row_sum_.data(), alpha);
   const float* used = alpha;
-  if (dropout.training && opt_.attn_dropout > 0.0f) {
+  if (dropped) {
     be_.axpby(alpha_.size(), 1.0f, alpha, 0.0f, alpha_drop_.data());
     be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
                      geo_.in_rows.begin, alpha_drop_.data(), head0_, opt_.heads);
     used = alpha_drop_.data();
   }
-  multiply_heads(a, used, z.view(), agg_);
-  o.all_reduce(agg_.data(), agg_.size(), ReduceOp::Sum);
+  return used;
+}
 
-  Matrix* out = &agg_;
-  if (opt_.average_heads) {
-    if (z_cols_.size() > 0)
-      be_.gemm(Trans::No, Trans::No, 1.0f, agg_.view(), mean_map_.view(), 0.0f, out_full_.view());
-    else
-      be_.fill(out_full_.view(), 0.0f);
-    i.all_reduce(out_full_.data(), out_full_.size(), ReduceOp::Sum);
-    const ConstMatrixView full = out_full_.view();
-    be_.copy(ConstMatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld}, out_.view());
-    out = &out_;
-  }
-  be_.add_bias(out->view(), bias_.data());
-  if (opt_.elu) be_.elu(out->view());
-  return *out;
+void GatLayer3D::release_attention() {
+  s_cols_ = Matrix();
+  s_dst_ = Matrix();
+  alpha_ = Buffer<float>();
+  alpha_drop_ = Buffer<float>();
 }
 
 Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
@@ -206,6 +235,7 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
 
   const Matrix& z = linear_.output();
   const AdjOperand a = adj_.operand(false);
+  if (opt_.recompute) attend(dropout);  // s_src, s_dst, α (and its dropped copy) as forward had them
   Buffer<float> d_alpha = [&] {
     MemoryScope scope(be_, MemoryKind::EdgeValues, "attention gradients");
     return Buffer<float>(be_, alpha_.size());
@@ -215,9 +245,15 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
 
   const bool dropped = dropout.training && opt_.attn_dropout > 0.0f;
   const AdjOperand a_t = adj_.operand(true);
+  if (alpha_drop_t_.backend() == nullptr) {  // (recompute: only while backward uses it)
+    MemoryScope scope(be_, MemoryKind::EdgeValues, "attention coefficients");
+    alpha_drop_t_ = Buffer<float>(be_, alpha_.size());
+  }
   be_.edge_gather(nnz_, heads, transpose_map_, dropped ? alpha_drop_.data() : alpha_.data(), alpha_drop_t_.data());
+  if (opt_.recompute) alpha_drop_ = Buffer<float>();
   Matrix d_z(be_, in_rows, z_cols_.size());
   multiply_heads(a_t, alpha_drop_t_.data(), d_agg->view(), d_z);
+  if (opt_.recompute) alpha_drop_t_ = Buffer<float>();
   d.all_reduce(d_z.data(), d_z.size(), ReduceOp::Sum);
 
   // Through the attention dropout, the softmax and the LeakyReLU to the scores' gradient.
@@ -229,6 +265,7 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   be_.edge_softmax_backward(a.whole, heads, alpha_.data(), row_sum_.data(), d_alpha.data());
   const float* s_src = s_cols_.data();
   be_.gat_edge_scores_backward(a.whole, heads, s_dst_.data(), s_src, opt_.negative_slope, d_alpha.data());
+  if (opt_.recompute) release_attention();
 
   // ds_dst of the rows (summed over the row's blocks), then ds_src (the block's column sums) and
   // ds_dst moved back to the input order by Sᵀ, both summed over the blocks of the column.
@@ -251,7 +288,12 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   o.all_reduce(att_src_.grad(), att_src_.size(), ReduceOp::Sum);
   o.all_reduce(att_dst_.grad(), att_dst_.size(), ReduceOp::Sum);
 
+  if (opt_.recompute) {  // the input forward multiplied: dropout(H) drawn again
+    if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+    last_in_ = input_dropout(be_, *last_h_in_, dropout, geo_, h_drop_);
+  }
   Matrix d_h = linear_.backward(last_in_, d_z, need_input_grad);
+  release_if(opt_.recompute, h_drop_);
   if (!need_input_grad) return {};
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;

@@ -39,6 +39,10 @@
 //       heads·F over i are cut at head boundaries (G_i divides the heads), each rank of i holds
 //       whole heads: it scores and differentiates its own heads alone, with no collective, and
 //       its per-edge arrays hold only its heads — attention memory then falls as 1/P.
+//   recompute (GatOptions::recompute): backward first computes s_src, s_dst and α again from Z
+//   (the forward's collectives from s_src, s_dst = Z·a to the row sum of exp, repeated) and
+//   draws dropout(H) again before the Linear3D's backward; attention_on_host() computes α
+//   again (without attention dropout) when asked.
 #include <cstdint>
 #include <vector>
 
@@ -57,6 +61,9 @@ struct GatOptions {
   float attn_dropout = 0.0f;
   float negative_slope = 0.2f;
   bool elu = false;            // ELU on the output (every layer but the last)
+  // Keep only H and Z from forward to backward (TrainConfig::recompute): dropout(H), the scores
+  // and α (with its dropout) are computed again in backward, with their collectives.
+  bool recompute = false;
 };
 
 class GatLayer3D : public GnnLayer3D {
@@ -94,6 +101,12 @@ class GatLayer3D : public GnnLayer3D {
   // out[:, head columns] = α_h · z[:, head columns] for each head with columns here (the block
   // or its transpose, α in the matching order).
   void multiply_heads(const AdjOperand& a, const float* alpha, ConstMatrixView z, Matrix& out);
+  // s_src, s_dst and α (and, training with attention dropout, its dropped copy) from Z, the
+  // output of the last forward's Linear3D; allocates them where recompute released them.
+  // Returns the coefficients the aggregation multiplies by.
+  const float* attend(const DropoutSpec& dropout);
+  // Recompute: releases what attend() computed.
+  void release_attention();
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -111,6 +124,7 @@ class GatLayer3D : public GnnLayer3D {
   index_t nnz_ = 0;
   Matrix h_drop_;
   ConstMatrixView last_in_{};  // what the last forward multiplied: h_in or h_drop_
+  const Matrix* last_h_in_ = nullptr;  // the last forward's input (recompute)
   Matrix s_cols_;   // [2 × in_rows × heads]: s_src then s_dst of the input order
   Matrix s_dst_;    // [out_rows × heads]: s_dst of the output order
   Matrix row_max_, row_sum_;

@@ -61,6 +61,14 @@
 //       the bytes); W's gathers, dW's reduce-scatters, db's all-reduces and [3]'s collectives
 //       stay fp32. Transforming first, H·W and Hᵀ·dY read the input in row chunks (its dropout
 //       drawn again per chunk), so no dropped-out copy is kept.
+//
+// Recomputation (LayerCommOptions::recompute): between forward and backward the layer holds
+// only its input (and OUT, the next layer's input). Aggregating first, backward computes AGG
+// again — Â·dropout(H) and its all-reduce over o [1], repeated — before the Linear3D's
+// backward (layer 0 without dropout keeps its cached AGG: nothing to recompute); transforming
+// first, it draws dropout(H) again (no collective). With bf16 transforming first there is
+// nothing to add (the input is read again in any case); a bf16 input aggregating first (layer
+// 0's features) keeps its AGG, its fp32 copy not outliving forward.
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
@@ -100,9 +108,10 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       comm_(comm),
       adj_(adj),
       linear_(be, grid, linear_layout(geo), linear_options(geo, comm)),
-      // local: float4 rows. Not with comm.bf16 transforming first (the input is read by rows),
-      // nor for a bf16 input aggregating first (its fp32 copy takes the dropout).
-      h_drop_(comm.bf16 && (geo.transform_first || constant_input)
+      // local: float4 rows. None with recompute (allocated in each pass: held), with comm.bf16
+      // transforming first (the input is read by rows), nor for a bf16 input aggregating first
+      // (its fp32 copy takes the dropout).
+      h_drop_(comm.recompute || (comm.bf16 && (geo.transform_first || constant_input))
                   ? Matrix()
                   : Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{})),
       constant_input_(constant_input && !geo.transform_first) {
@@ -114,7 +123,7 @@ GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   if (adj.chunks() != comm_.agg_chunks)
     throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
   if (!geo.transform_first) {
-    agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+    if (!comm_.recompute) agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
     return;
   }
   bias_ = ParamSlot(be, 1, geo.out_cols.size());
@@ -159,12 +168,16 @@ const Matrix& GcnLayer3D::forward(const Bf16Matrix& h_in, const DropoutSpec& dro
 }
 
 const Matrix& GcnLayer3D::forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout) {
-  if (comm_.bf16) {
+  if (comm_.bf16) {  // read in row chunks, the dropout drawn again: nothing kept to recompute
     last_src_ = row_source(h_in, dropout, geo_);
     return aggregate_output(linear_.forward(last_src_));
   }
+  last_h_in_ = &h_in;
+  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
   last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  return aggregate_output(linear_.forward(last_in_));
+  const Matrix& y = linear_.forward(last_in_);
+  release_if(comm_.recompute, h_drop_);  // (backward draws it again)
+  return aggregate_output(y);
 }
 
 const Matrix& GcnLayer3D::aggregate_output(const Matrix& y) {
@@ -194,8 +207,17 @@ Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec
   d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
   Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
   spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y, 0.0f, comm_.bf16);
-  Matrix d_h = comm_.bf16 ? linear_.backward(last_src_, d_y, need_input_grad)
-                          : linear_.backward(last_in_, d_y, need_input_grad);
+  Matrix d_h;
+  if (comm_.bf16) {
+    d_h = linear_.backward(last_src_, d_y, need_input_grad);
+  } else {
+    if (comm_.recompute) {  // the input forward multiplied: dropout(H) drawn again
+      if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+      last_in_ = input_dropout(be_, *last_h_in_, dropout, geo_, h_drop_);
+    }
+    d_h = linear_.backward(last_in_, d_y, need_input_grad);
+    release_if(comm_.recompute, h_drop_);
+  }
   if (!need_input_grad) return {};
   input_dropout_backward(be_, d_h, dropout, geo_);
   return d_h;
@@ -213,14 +235,25 @@ const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const Drop
   } else {
     if (!dropout_applied && dropout.p > 0.0f && comm_.bf16 && constant_input_)
       throw std::logic_error("GcnLayer3D: an fp32 input to a layer that takes bf16 (no dropout buffer)");
-    const ConstMatrixView h = dropout_applied ? h_in.view() : input_dropout(be_, h_in, dropout, geo_, h_drop_);
-    spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h, agg_, 0.0f, comm_.bf16);
+    aggregate(h_in, dropout, dropout_applied);
     last_agg_ = &agg_;
   }
+  // A bf16 input's fp32 copy (dropout_applied) does not outlive forward: its AGG is kept.
+  last_h_in_ = dropout_applied ? nullptr : &h_in;
 
   Matrix& out = linear_.forward(last_agg_->view());
+  release_if(comm_.recompute && last_h_in_ != nullptr, agg_);  // (backward computes it again)
   if (relu_) be_.relu(out.view());
   return out;
+}
+
+void GcnLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout, bool dropout_applied) {
+  const bool drop = !dropout_applied && dropout.p > 0.0f;
+  if (drop) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+  held(be_, agg_, geo_.out_rows.size(), geo_.in_cols.size());
+  const ConstMatrixView h = dropout_applied ? h_in.view() : input_dropout(be_, h_in, dropout, geo_, h_drop_);
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), adj_.operand(false), h, agg_, 0.0f, comm_.bf16);
+  release_if(comm_.recompute, h_drop_);
 }
 
 Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
@@ -229,7 +262,10 @@ Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   // ReLU backward on what forward returned (with scatter_output: this rank's row slice; the
   // linear all-gathers the gradient over i afterwards).
   if (relu_) be_.relu_backward(linear_.output().view(), d_out.view());
+  if (comm_.recompute && last_agg_ == &agg_ && last_h_in_ != nullptr)  // (not the cached AGG, nor a bf16 input's)
+    aggregate(*last_h_in_, dropout, false);
   Matrix d_agg = linear_.backward(last_agg_->view(), d_out, need_input_grad);
+  release_if(comm_.recompute, agg_);
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());

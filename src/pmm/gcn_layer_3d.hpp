@@ -35,6 +35,10 @@ struct LayerCommOptions {
   // of it is kept; a bf16 input (layer 0: the features) is accepted by forward(Bf16Matrix).
   // The reduce-scatter and all-gather of scatter_output stay fp32.
   bool bf16 = false;
+  // Not a communication option, but one every kind's layer takes alike: keep only the input from
+  // forward to backward and compute the intermediates again there (TrainConfig::recompute,
+  // held() in pmm/gnn_layer_3d.hpp). Recomputing repeats their collectives.
+  bool recompute = false;
 };
 
 class GcnLayer3D : public GnnLayer3D {
@@ -80,6 +84,8 @@ class GcnLayer3D : public GnnLayer3D {
   // Transforming first, OUT = act(Â·Y + b) for Y = H·W of the last forward.
   const Matrix& aggregate_output(const Matrix& y);
   Matrix backward_transform_first(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
+  // Aggregating first: agg_ = Â·dropout(h_in) (h_in itself when `dropout_applied`), summed over o.
+  void aggregate(const Matrix& h_in, const DropoutSpec& dropout, bool dropout_applied);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -96,6 +102,7 @@ class GcnLayer3D : public GnnLayer3D {
   Matrix agg_clean_;                 // cached Â·H without dropout (constant_input only)
   bool agg_clean_valid_ = false;
   const Matrix* last_agg_ = nullptr;  // the aggregation the last forward used (for backward)
+  const Matrix* last_h_in_ = nullptr;  // the last forward's input (recompute: backward starts from it)
   // Transforming first: the bias (added after the aggregation), the input the last forward
   // multiplied (h_in or h_drop_), OUT (with scatter_output: the partial sums before the
   // reduce-scatter, and the slice) and the gathered gradient of the slice.

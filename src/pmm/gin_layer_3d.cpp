@@ -32,14 +32,17 @@ GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       lin1_(be, grid, first_layout(geo), Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
       lin2_(be, grid, first_layout(geo).transposed(second_out_cols(grid, geo)),
             Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
-      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),
-      z_(be, geo.out_rows.size(), geo.in_cols.size()),
+      recompute_(comm.recompute),
       out_(be, geo.out_rows.size(), geo.out_cols.size()),
       d_y2_(be, geo.out_rows.size(), second_out_cols(grid, geo).size()),
       gathered_(be, geo.out_rows.size(), geo.out_dim) {
+  if (!recompute_) {  // recompute: allocated in each pass (held)
+    h_drop_ = Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{});
+    z_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+  }
   if (train_eps_) {
     if (self_loops_ == nullptr) throw std::invalid_argument("GinLayer3D: a trained ε needs the self-loop selector");
-    root_h_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+    if (!recompute_) root_h_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
     eps_ = ParamSlot(be, 1, 1);
     eps_.allocate(eps);
   }
@@ -91,15 +94,26 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
   }
 }
 
-const Matrix& GinLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+void GinLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
+  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+  held(be_, z_, geo_.out_rows.size(), geo_.in_cols.size());
   const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
   spmm_all_reduce(be_, o, neighbours_.operand(false), h, z_);
   if (train_eps_) {
+    held(be_, root_h_, geo_.out_rows.size(), geo_.in_cols.size());
     spmm_all_reduce(be_, o, self_loops_->operand(false), h, root_h_);
     be_.axpby(z_.size(), 1.0f + current_eps(), root_h_.data(), 1.0f, z_.data());
   }
+  release_if(recompute_, h_drop_);
+}
+
+const Matrix& GinLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  last_h_in_ = &h_in;
+  aggregate(h_in, dropout);
   Matrix& y1 = lin1_.forward(z_.view());
+  release_if(recompute_, z_);  // (backward computes Z and S·H again)
+  release_if(recompute_, root_h_);
   be_.relu(y1.view());
   const Matrix& y2 = lin2_.forward(y1.view());
   relayout(y2.view(), geo_.roles.i, geo_.out_cols, out_);
@@ -113,7 +127,9 @@ Matrix GinLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
   Matrix& y1 = lin1_.output();
   Matrix d_y1 = lin2_.backward(y1.view(), d_y2_, true);
   be_.relu_backward(y1.view(), d_y1.view());
+  if (recompute_) aggregate(*last_h_in_, dropout);
   Matrix d_z = lin1_.backward(z_.view(), d_y1, need_input_grad || train_eps_);
+  release_if(recompute_, z_);
   if (train_eps_) {
     // dε = Σ dZ ⊙ (S·H) over this rank's block (a 1 × n by n × 1 product), summed over the
     // blocks: Z is split over d (rows) and i (columns) and replicated over o.
@@ -123,6 +139,7 @@ Matrix GinLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
     grid_.comm(geo_.roles.d).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
     grid_.comm(geo_.roles.i).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
   }
+  release_if(recompute_, root_h_);
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());

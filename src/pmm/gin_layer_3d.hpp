@@ -18,6 +18,8 @@
 //             dY1, dW2, db2; dZ, dW, db   (the Linear3Ds')
 //             trained ε: dε = Σ dZ ⊙ S·H  all-reduce(sum) over d and over i (1 value each)
 //             dH = Nᵀ·dZ (+ (1+ε)·Sᵀ·dZ)  all-reduce(sum) over d
+//   recompute (LayerCommOptions::recompute): Z (and S·H) again, with their all-reduces over
+//   o, from the input at the start of backward; Y1 and OUT are kept.
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -52,6 +54,8 @@ class GinLayer3D : public GnnLayer3D {
   // `x`), given that it is replicated over the other axes: all-gathered over `from`.
   void relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out);
   float current_eps();
+  // Z = N·dropout(h_in) (+ (1+ε)·S·dropout(h_in), S·dropout(h_in) kept in root_h_); held.
+  void aggregate(const Matrix& h_in, const DropoutSpec& dropout);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -62,6 +66,8 @@ class GinLayer3D : public GnnLayer3D {
   DeviceAdj* self_loops_;
   Linear3D lin1_, lin2_;
   ParamSlot eps_;  // trained ε: [1 × 1], replicated on every rank
+  bool recompute_ = false;
+  const Matrix* last_h_in_ = nullptr;  // the last forward's input
   Matrix h_drop_, z_, root_h_, out_, d_y2_, gathered_;
 };
 

@@ -16,6 +16,11 @@ void input_dropout_backward(Backend& be, Matrix& d_h, const DropoutSpec& dropout
   if (dropout.p > 0.0f) be.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo.in_rows.begin, geo.in_cols.begin);
 }
 
+Matrix& held(Backend& be, Matrix& m, index_t rows, index_t cols, bool padded) {
+  if (m.backend() == nullptr) m = padded ? Matrix(be, rows, cols, Matrix::PaddedRows{}) : Matrix(be, rows, cols);
+  return m;
+}
+
 std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
                                 std::uint32_t stream) {
   const float limit = std::sqrt(6.0f / static_cast<float>(in_dim + out_dim));

@@ -63,6 +63,17 @@ ConstMatrixView input_dropout(Backend& be, const Matrix& h, const DropoutSpec& d
                               Matrix& scratch);
 void input_dropout_backward(Backend& be, Matrix& d_h, const DropoutSpec& dropout, const LayerGeometry& geo);
 
+// Recomputation (TrainConfig::recompute): a layer keeps only its input from forward to backward.
+// Its intermediates (the dropout copy, the aggregations) are allocated where they are computed
+// and released once used; backward computes them again from the input — the same kernels and
+// collectives, the dropout masks drawn again from their global indices — so every value is
+// the one forward had, bit for bit. `m` is allocated [rows × cols] unless it holds a matrix.
+Matrix& held(Backend& be, Matrix& m, index_t rows, index_t cols, bool padded = false);
+// Releases `m` when `recompute` (its memory goes back to the backend).
+inline void release_if(bool recompute, Matrix& m) {
+  if (recompute) m = Matrix();
+}
+
 // Glorot/Xavier uniform for the block rows × cols of an in_dim × out_dim weight, drawn on
 // global indices from stream `stream` of `seed`, so every grid initialises the same weights.
 std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,

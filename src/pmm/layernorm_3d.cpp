@@ -30,7 +30,9 @@ LayerNorm3D::LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, 
 }
 
 const Matrix& LayerNorm3D::forward(ConstMatrixView x) {
-  if (x.rows != y_.rows() || x.cols != y_.cols()) throw std::invalid_argument("LayerNorm3D: input shape");
+  const auto rows = static_cast<index_t>(mean_.size());
+  if (x.rows != rows || x.cols != cols_.size()) throw std::invalid_argument("LayerNorm3D: input shape");
+  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size());  // (released by release_output)
   Communicator& hid = grid_.comm(hidden_);
   be_.layernorm_mean(x, width_, mean_.data());
   hid.all_reduce(mean_.data(), mean_.size(), ReduceOp::Sum);

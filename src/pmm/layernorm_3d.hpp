@@ -27,6 +27,8 @@ class LayerNorm3D {
   void backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx);
 
   const Matrix& forward_output() const { return y_; }
+  // Frees the output until the next forward allocates it again (recomputing callers).
+  void release_output() { y_ = Matrix(); }
   ParamSlot& gamma() { return gamma_; }  // [1 × cols], initially ones
   ParamSlot& beta() { return beta_; }
   Range cols() const { return cols_; }

@@ -93,6 +93,10 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   if (x_whole.rows != layout_.rows || x_whole.cols != layout_.in_cols.size())
     throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols]");
   const ConstMatrixView w = full_weight();
+  if (y_.backend() == nullptr) {  // (released by release_output)
+    y_ = Matrix(be_, layout_.rows, layout_.out_cols.size());
+    if (opt_.scatter_output) y_slice_ = Matrix(be_, output_rows().size(), layout_.out_cols.size());
+  }
   over_rows(be_, x_whole, src, [&](index_t r0, index_t r1, ConstMatrixView x) {
     be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, rows_of(y_.view(), r0, r1));
   });

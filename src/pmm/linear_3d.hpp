@@ -89,6 +89,12 @@ class Linear3D {
   // What the last forward returned (a caller's in-place activation changes it; backward
   // does not read it).
   Matrix& output() { return opt_.scatter_output ? y_slice_ : y_; }
+  // Frees Y until the next forward allocates it again (a caller that recomputes its
+  // activations: the GPT's blocks under GptConfig::recompute).
+  void release_output() {
+    y_ = Matrix();
+    y_slice_ = Matrix();
+  }
   // This rank's rows of what forward returns: all `rows`, or the slice over `in`.
   Range output_rows() const;
   const Linear3DLayout& layout() const { return layout_; }

@@ -24,9 +24,12 @@ SageLayer3D::SageLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Devi
       self_loops_(self_loops),
       neigh_(be, grid, linear_layout(geo), Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
       root_(be, grid, linear_layout(geo), Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight}),
-      h_drop_(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{}),
-      agg_(be, geo.out_rows.size(), geo.in_cols.size()),
-      root_h_(be, geo.out_rows.size(), geo.in_cols.size()) {
+      recompute_(comm.recompute) {
+  if (!recompute_) {  // recompute: allocated in each pass (held)
+    h_drop_ = Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{});
+    agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+    root_h_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
+  }
   if (be.computes()) {  // streams: layer + 1000 (W, as the GCN's) and layer + 2000 (W_root)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
     torch_linear_init(neigh_, geo.in_dim, geo.out_dim, seed, layer + 1000u);
@@ -45,13 +48,25 @@ std::vector<LayerParam> SageLayer3D::parameters(bool decay_weights) {
           linear_bias_param(neigh_, grid_, "bias", geo_.out_dim)};
 }
 
-const Matrix& SageLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+void SageLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
+  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
+  held(be_, agg_, geo_.out_rows.size(), geo_.in_cols.size());
+  held(be_, root_h_, geo_.out_rows.size(), geo_.in_cols.size());
   const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
   spmm_all_reduce(be_, o, neighbours_.operand(false), h, agg_);
   spmm_all_reduce(be_, o, self_loops_.operand(false), h, root_h_);
+  release_if(recompute_, h_drop_);
+}
+
+const Matrix& SageLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  Communicator& o = grid_.comm(geo_.roles.o);
+  last_h_in_ = &h_in;
+  aggregate(h_in, dropout);
   Matrix& out = neigh_.forward(agg_.view());
   const Matrix& root = root_.forward(root_h_.view());
+  release_if(recompute_, agg_);  // (backward computes them again)
+  release_if(recompute_, root_h_);
   be_.axpby(out.size(), 1.0f, root.data(), 1.0f, out.data());
   if (normalize_) {
     be_.row_dots(out.view(), out.view(), row_sq_.data());
@@ -72,8 +87,11 @@ Matrix SageLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool nee
     grid_.comm(geo_.roles.o).all_reduce(row_dot_.data(), row_dot_.size(), ReduceOp::Sum);
     be_.l2_normalize_rows_backward(y, row_sq_.data(), row_dot_.data(), kNormEps, d_out.view());
   }
+  if (recompute_) aggregate(*last_h_in_, dropout);
   Matrix d_agg = neigh_.backward(agg_.view(), d_out, need_input_grad);
+  release_if(recompute_, agg_);
   Matrix d_root = root_.backward(root_h_.view(), d_out, need_input_grad);
+  release_if(recompute_, root_h_);
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());

@@ -15,6 +15,8 @@
 //   backward  normalize: row sums of OUT·dOUT, all-reduce over o
 //             dAGG, dW, db; dROOT, dW_root  (each Linear3D's: reduce-scatter over d, all-reduce over o, ...)
 //             dH = Nᵀ·dAGG + Sᵀ·dROOT     all-reduce(sum)  over d   (one: both products summed first)
+//   recompute (LayerCommOptions::recompute): AGG and ROOT (and their all-reduces) again,
+//   from the input, at the start of backward.
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -50,6 +52,11 @@ class SageLayer3D : public GnnLayer3D {
   DeviceAdj& neighbours_;
   DeviceAdj& self_loops_;
   Linear3D neigh_, root_;
+  // AGG and ROOT from dropout(h_in) (held: recompute allocates them here).
+  void aggregate(const Matrix& h_in, const DropoutSpec& dropout);
+
+  bool recompute_ = false;
+  const Matrix* last_h_in_ = nullptr;  // the last forward's input
   Matrix h_drop_, agg_, root_h_;
   Buffer<float> row_sq_, row_dot_;  // normalize: each output row's squared norm, and OUT·dOUT
   Matrix normed_;                   // normalize with ReLU: the normalised output before the ReLU

@@ -52,6 +52,7 @@ GcnConfig model_config(const TrainConfig& cfg) {
   mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline && cfg.model == GnnKind::Gcn;
   mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
   mc.agg_chunks = cfg.agg_chunks;
+  mc.recompute = cfg.recompute;
   mc.kind = cfg.model;
   mc.aggregator = cfg.aggregator;
   mc.sage_normalize = cfg.sage_normalize;
