@@ -41,6 +41,8 @@ cases=(
   # workspaces, no dropout copy of a transform-first input.
   "1x1x1 2 0.5 --precision bf16" "2x1x3 2 0.5 --precision bf16" "1x3x1 1 0.5 --precision bf16 --comm-variant rs-ag-reuse"
   "2x2x2 3 0.3 --precision bf16 --layer-order aggregate-first" "1x2x2 2 0.5 --precision bf16 --agg-chunks 2 --shard-adj"
+  # both at once
+  "1x1x1 3 0.5 --precision bf16 --recompute --layer-order aggregate-first" "2x1x2 2 0.5 --precision bf16 --recompute"
   # --recompute: each layer's intermediates live only in its own forward and backward
   "1x1x1 2 0.5 --recompute" "1x1x1 3 0 --recompute" "1x1x1 3 0.3 --recompute --layer-order aggregate-first"
   "2x1x1 3 0.5 --recompute --layer-order transform-first" "1x2x3 3 0.5 --recompute"
