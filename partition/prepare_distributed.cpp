@@ -141,7 +141,8 @@ std::vector<T> move_node_rows(const Ranks& ranks, index_t n, index_t row0, const
         for (index_t u = u0; u < u1; ++u) {
           const index_t pos = new_id[static_cast<std::size_t>(row0 + u)];
           std::memcpy(item.data(), &pos, sizeof pos);
-          std::memcpy(item.data() + sizeof pos, rows.data() + u * width, static_cast<std::size_t>(width) * sizeof(T));
+          if (width > 0)
+            std::memcpy(item.data() + sizeof pos, rows.data() + u * width, static_cast<std::size_t>(width) * sizeof(T));
           emit(block_of(n, ranks.size, pos), item.data());
         }
       },
@@ -149,8 +150,9 @@ std::vector<T> move_node_rows(const Ranks& ranks, index_t n, index_t row0, const
         for (index_t i = 0; i < arrivals; ++i) {
           index_t pos = 0;
           std::memcpy(&pos, items + static_cast<std::size_t>(i) * bytes, sizeof pos);
-          std::memcpy(result.data() + (pos - out.begin) * width, items + static_cast<std::size_t>(i) * bytes + sizeof pos,
-                      static_cast<std::size_t>(width) * sizeof(T));
+          if (width > 0)
+            std::memcpy(result.data() + (pos - out.begin) * width, items + static_cast<std::size_t>(i) * bytes + sizeof pos,
+                        static_cast<std::size_t>(width) * sizeof(T));
         }
       });
   return result;

@@ -109,7 +109,7 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
     recv.resize(arrivals * bytes);
     MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), type, recv.data(), recv_counts.data(),
                   recv_displs.data(), type, ranks.comm);
-    receive(recv.data(), static_cast<index_t>(arrivals));
+    if (arrivals > 0) receive(recv.data(), static_cast<index_t>(arrivals));  // (no null pointers to memcpy)
   }
   MPI_Type_free(&type);
 }
