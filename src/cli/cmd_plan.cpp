@@ -186,7 +186,7 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops);
-  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}\n", model_text(o.train),
+  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n", model_text(o.train),
              comm_variant_name(p.comm_variant),
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
              p.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
