@@ -220,9 +220,8 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   // Node weights and ids are optional, but all or none (a rank without rows holds none).
   const bool has_weights = ranks.max(in.node_weights.empty() ? 0 : 1) == 1;
   const bool has_ids = ranks.max(in.node_ids.empty() ? 0 : 1) == 1;
-  std::vector<index_t> starts = ranks.all(in.rows.begin);
-  starts.push_back(n);
-  std::string why = check_slice(in, starts, ranks.rank);
+  const comm::RowOwners owner_of_input_row(ranks, in.rows.begin, n);
+  std::string why = check_slice(in, owner_of_input_row.starts(), ranks.rank);
   if (why.empty() && in.rows.size() > 0 && has_weights && in.node_weights.empty())
     why = "GraphSlice.node_weights: other ranks' slices have node weights, this one has none";
   if (why.empty() && in.rows.size() > 0 && has_ids && in.node_ids.empty())
@@ -230,9 +229,6 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   ranks.agree(why, kWhere);
   const index_t round = exchange_round_entries();
   const Range own = in.rows;
-  const auto owner_of_input_row = [&](index_t v) {
-    return static_cast<int>(std::upper_bound(starts.begin(), starts.end() - 1, v) - starts.begin()) - 1;
-  };
   constexpr std::uint64_t kStages = 6;
 
   // 1. Clean: dedupe the rows, then merge in the transposed entries (prepare_graph's clean_graph).

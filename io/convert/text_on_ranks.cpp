@@ -262,11 +262,7 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
     for (std::int64_t& id : s.node_ids) id += opt.base;
   }
   // Every edge (and, symmetrized, its reverse) to the rank owning its row; self-loops dropped.
-  std::vector<index_t> starts = ranks.all(s.rows.begin);
-  starts.push_back(n);
-  const auto owner = [&](index_t row) {
-    return static_cast<int>(std::upper_bound(starts.begin(), starts.end() - 1, row) - starts.begin()) - 1;
-  };
+  const comm::RowOwners owner(ranks, s.rows.begin, n);
   std::erase_if(lines.edges, [](const build::Edge& e) { return e.u == e.v; });
   std::vector<build::Edge> mine = move_edges(ranks, lines.edges, opt.symmetrize, owner, round);
   build::csr_rows_from_edges(s.rows.begin, s.rows.size(), mine, weighted, s.indptr, s.indices, s.values);

@@ -17,6 +17,7 @@
 #include "io/hdf5/writer.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare_distributed.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus {
 
@@ -284,17 +285,12 @@ void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm
 }
 
 void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  const comm::Ranks ranks(comm);
   // The rows' offsets in the whole CSR, and the flags every rank must agree on.
   const auto local = static_cast<index_t>(g.indices.size());
-  index_t base = 0, edges = 0;
-  MPI_Exscan(&local, &base, 1, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) base = 0;
-  MPI_Allreduce(&local, &edges, 1, MPI_INT64_T, MPI_SUM, comm);
-  int present[2] = {g.node_weights.empty() ? 0 : 1, g.node_ids.empty() ? 0 : 1};
-  MPI_Allreduce(MPI_IN_PLACE, present, 2, MPI_INT, MPI_MAX, comm);
+  const index_t base = ranks.exscan(local), edges = ranks.sum(local);
+  const bool has_weights = ranks.max(g.node_weights.empty() ? 0 : 1) == 1;
+  const bool has_ids = ranks.max(g.node_ids.empty() ? 0 : 1) == 1;
   std::vector<index_t> indptr(g.indptr.size());
   for (std::size_t i = 0; i < indptr.size(); ++i) indptr[i] = base + g.indptr[i];
   V1Rows v;
@@ -313,12 +309,12 @@ void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm)
   v.train = g.train_mask.data();
   v.val = g.val_mask.data();
   v.test = g.test_mask.data();
-  v.node_weights = data_or_empty(g.node_weights, present[0] != 0);
-  v.node_ids = data_or_empty(g.node_ids, present[1] != 0);
+  v.node_weights = data_or_empty(g.node_weights, has_weights);
+  v.node_ids = data_or_empty(g.node_ids, has_ids);
   h5::write_collectively(
       path, comm,
       [&](h5::Writer& w) {
-        write_v1_rows(w, v, rank == size - 1);
+        write_v1_rows(w, v, ranks.rank == ranks.size - 1);
         write_node_ids(w, v);
       },
       [&](h5::Writer& w) {

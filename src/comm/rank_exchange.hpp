@@ -114,4 +114,21 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
   MPI_Type_free(&type);
 }
 
+// The rank holding each row when every rank holds one run of rows starting at its `first_row`,
+// the runs tiling [0, rows_total) in rank order (empty runs allowed). Collective to build.
+class RowOwners {
+ public:
+  RowOwners(const Ranks& ranks, index_t first_row, index_t rows_total) : starts_(ranks.all(first_row)) {
+    starts_.push_back(rows_total);
+  }
+  int operator()(index_t row) const {  // the last run starting at or below `row` (skipping empty ones)
+    return static_cast<int>(std::upper_bound(starts_.begin(), starts_.end() - 1, row) - starts_.begin()) - 1;
+  }
+  // Rank k's run is [starts()[k], starts()[k + 1]).
+  const std::vector<index_t>& starts() const { return starts_; }
+
+ private:
+  std::vector<index_t> starts_;
+};
+
 }  // namespace plexus::comm
