@@ -135,13 +135,15 @@ PY
 then ok; else fail "memory per rank"; fi
 same_datasets "$work/r17_one.h5" "$work/r17_four.h5" >/dev/null && ok || fail "R-MAT scale 17 on 4 ranks differs"
 
-# SIGTERM to mpirun while the ranks prepare: every rank ends, no output and no temporary file
+# SIGTERM to the ranks while they prepare: every rank ends, no output and no temporary file
 # (rank 0's temporary output is removed by the signal handler of io/files/safe_files).
 "$plexus" generate sbm --nodes 120000 --avg-degree 16 --feature-width 32 --seed 3 -o "$work/big.h5" >/dev/null
 mpirun -np 4 "$plexus" prepare "$work/big.h5" -o "$work/stopped.h5" >"$work/stop.out" 2>&1 &
 runner=$!
 for _ in $(seq 1 300); do grep -q "cleaning" "$work/stop.out" 2>/dev/null && break; sleep 0.1; done
-kill -TERM $runner
+# To the ranks themselves: mpirun would pass it on only a second later, when a fast machine
+# may have finished.
+pkill -TERM -f "prepare $work/big.h5 -o $work/stopped.h5" || kill -TERM $runner
 wait $runner
 rc=$?
 if [[ $rc -ne 0 && ! -e "$work/stopped.h5" ]]; then ok; else fail "SIGTERM: rc=$rc, output $(ls "$work" | grep stopped)"; fi
