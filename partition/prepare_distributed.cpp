@@ -17,6 +17,8 @@
 #include <type_traits>
 
 #include "partition/clean_rows.hpp"
+#include "partition/entry_moves.hpp"
+#include "partition/slice_checks.hpp"
 #include "src/comm/rank_exchange.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
@@ -50,11 +52,7 @@ using comm::exchange_in_rounds;
 
 constexpr const char* kWhere = "graph";  // what the errors of a slice name (as prepare_graph's do)
 
-// An entry in flight: 12 bytes (node ids fit 32 bits: prepare refuses 2^31 nodes or more).
-struct Entry {
-  std::int32_t row, col;
-  float value;
-};
+using detail::Entry;
 
 // Entries of a CSR slice (rows [row0, row0 + rows), indptr from 0) sent to the owners of their
 // new rows: map(u, c, row, col) renumbers entry (u, c), which travels with its weight to rank
@@ -65,62 +63,18 @@ CsrSlice<Idx> move_entries(const Ranks& ranks, index_t row0, const std::vector<i
                            const std::vector<InIdx>& indices, const std::vector<float>& values, bool weighted,
                            Map&& map, Dest&& dest_of, Range out, index_t round) {
   std::vector<Entry> got;
-  const auto local = static_cast<index_t>(indices.size());
-  exchange_in_rounds(
-      ranks, local, sizeof(Entry), round,
-      [&](index_t e0, index_t e1, auto&& emit) {
-        if (e0 == e1) return;
-        // The row of entry e0, then walk.
-        index_t u = static_cast<index_t>(std::upper_bound(indptr.begin(), indptr.end(), e0) - indptr.begin()) - 1;
-        for (index_t e = e0; e < e1; ++e) {
-          while (indptr[u + 1] <= e) ++u;
-          index_t row = 0, col = 0;
-          map(row0 + u, static_cast<index_t>(indices[e]), row, col);
-          const Entry x{static_cast<std::int32_t>(row), static_cast<std::int32_t>(col), weighted ? values[e] : 1.0f};
-          emit(dest_of(row), &x);
-        }
-      },
-      [&](const char* items, index_t count) {
-        const std::size_t at = got.size();
-        got.resize(at + static_cast<std::size_t>(count));
-        std::memcpy(got.data() + at, items, static_cast<std::size_t>(count) * sizeof(Entry));
-      });
-  // Counting sort by row into the output arrays, then each row by column (the columns of a row
-  // are distinct). Only the arrivals and the output are held: 12 + 8 or 12 bytes per entry.
+  exchange_in_rounds(ranks, static_cast<index_t>(indices.size()), sizeof(Entry), round,
+                     detail::entry_producer(row0, indptr, indices, values, weighted, map, dest_of),
+                     [&](const char* items, index_t count) { detail::append_entries(got, items, count); });
+  detail::LocalCsr<Idx> local = detail::rows_of_entries<Idx>(got, out, weighted);
   CsrSlice<Idx> s;
-  std::vector<index_t> ptr(static_cast<std::size_t>(out.size()) + 1, 0);
-  for (const Entry& x : got) ++ptr[static_cast<std::size_t>(x.row - out.begin) + 1];
-  for (index_t i = 0; i < out.size(); ++i) ptr[i + 1] += ptr[i];
-  s.indices.resize(got.size());
-  if (weighted) s.values.resize(got.size());
-  {
-    std::vector<index_t> cursor(ptr.begin(), ptr.end() - 1);
-    for (const Entry& x : got) {
-      const index_t k = cursor[static_cast<std::size_t>(x.row - out.begin)]++;
-      s.indices[k] = static_cast<Idx>(x.col);
-      if (weighted) s.values[k] = x.value;
-    }
-  }
-  got = {};
-#pragma omp parallel
-  {
-    std::vector<std::pair<Idx, float>> row;
-#pragma omp for schedule(dynamic, 1024)
-    for (index_t i = 0; i < out.size(); ++i) {
-      row.clear();
-      for (index_t k = ptr[i]; k < ptr[i + 1]; ++k) row.emplace_back(s.indices[k], weighted ? s.values[k] : 1.0f);
-      std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (std::size_t j = 0; j < row.size(); ++j) {
-        s.indices[ptr[i] + static_cast<index_t>(j)] = row[j].first;
-        if (weighted) s.values[ptr[i] + static_cast<index_t>(j)] = row[j].second;
-      }
-    }
-  }
+  s.indices = std::move(local.indices);
+  s.values = std::move(local.values);
   const auto held = static_cast<index_t>(s.indices.size());
   const index_t base = ranks.exscan(held);
   s.total = ranks.sum(held);
-  s.indptr.resize(ptr.size());
-  for (std::size_t i = 0; i < ptr.size(); ++i) s.indptr[i] = base + ptr[i];
+  s.indptr = std::move(local.indptr);
+  for (index_t& x : s.indptr) x += base;
   return s;
 }
 
@@ -160,45 +114,10 @@ std::vector<T> move_node_rows(const Ranks& ranks, index_t n, index_t row0, const
 
 // This rank's slice checked as validate() checks a whole graph, in its names.
 std::string check_slice(const GraphSlice& s, const std::vector<index_t>& starts, int rank) {
-  const index_t rows = s.rows.size();
-  const auto at = [&](index_t i) { return std::to_string(s.rows.begin + i); };
   if (s.rows.begin != starts[static_cast<std::size_t>(rank)] || s.rows.end != starts[static_cast<std::size_t>(rank) + 1])
     return "GraphSlice.rows: the ranks' row ranges do not tile [0, num_nodes) in rank order";
-  if (static_cast<index_t>(s.indptr.size()) != rows + 1 || s.indptr.front() != 0 ||
-      s.indptr.back() != static_cast<index_t>(s.indices.size()))
-    return "GraphSlice.indptr: expected rows + 1 entries from 0 to the number of indices";
-  for (index_t i = 0; i < rows; ++i)
-    if (s.indptr[i + 1] < s.indptr[i]) return "GraphSlice.indptr: not monotone at row " + at(i);
-  for (std::size_t k = 0; k < s.indices.size(); ++k)
-    if (s.indices[k] < 0 || s.indices[k] >= s.num_nodes)
-      return "GraphSlice.indices: node id " + std::to_string(s.indices[k]) + " out of range [0, num_nodes = " +
-             std::to_string(s.num_nodes) + ")";
-  if (s.weighted != !s.values.empty() && !(s.weighted && s.indices.empty()))
-    return "GraphSlice.values: expected one value per index exactly when weighted";
-  if (s.weighted && s.values.size() != s.indices.size()) return "GraphSlice.values: expected one value per index";
-  for (float v : s.values)
-    if (!std::isfinite(v)) return "GraphSlice.values: non-finite edge weight";
-  if (static_cast<index_t>(s.features.size()) != rows * s.num_features)
-    return "GraphSlice.features: expected rows x num_features values";
-  for (float v : s.features)
-    if (!std::isfinite(v)) return "GraphSlice.features: non-finite value";
-  if (static_cast<index_t>(s.labels.size()) != rows) return "GraphSlice.labels: expected one label per row";
-  for (index_t i = 0; i < rows; ++i)
-    if (s.labels[i] < -1 || s.labels[i] >= s.num_classes)
-      return "GraphSlice.labels: label " + std::to_string(s.labels[i]) + " at node " + at(i) +
-             " out of range [-1, num_classes)";
-  for (const auto* m : {&s.train_mask, &s.val_mask, &s.test_mask}) {
-    if (static_cast<index_t>(m->size()) != rows) return "GraphSlice masks: expected one entry per row";
-    for (std::uint8_t b : *m)
-      if (b > 1) return "GraphSlice masks: expected 0 or 1";
-  }
-  if (!s.node_weights.empty() && static_cast<index_t>(s.node_weights.size()) != rows)
-    return "GraphSlice.node_weights: expected one weight per row";
-  for (float w : s.node_weights)
-    if (!std::isfinite(w) || w < 0) return "GraphSlice.node_weights: expected finite weights >= 0";
-  if (!s.node_ids.empty() && static_cast<index_t>(s.node_ids.size()) != rows)
-    return "GraphSlice.node_ids: expected one id per row";
-  return {};
+  std::string why = detail::check_slice_edges(s);
+  return why.empty() ? detail::check_slice_nodes(s) : why;
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 // Every reader validates what it reads and throws InputError naming the file (and the HDF5
 // dataset) on bad input.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "plexus/graph.hpp"
 #include "plexus/predictions.hpp"
+#include "plexus/prepare_passes.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 
@@ -129,5 +131,25 @@ void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm
 // A plain format v1 file (write_graph_h5 with its names) from the ranks' slices: each rank writes
 // its rows (`g.rows`, tiling [0, N) in rank order), collectively and atomically.
 void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm);
+
+// The prepare in passes' input and output (plexus/prepare_passes.hpp), serially.
+// open_graph_rows_h5: a format v1 file's rows a run at a time, every value checked as
+// read_graph_h5 checks it, with the class names. PreparedFileWriter: the file
+// write_prepared_h5(PreparedSlice) writes, dataset for dataset, written a run of rows at a time;
+// a temporary file beside `path` until finish() renames it over `path` (io/files/safe_files.hpp),
+// removed when the writer is destroyed unfinished.
+class GraphRowSource;
+std::unique_ptr<GraphRowSource> open_graph_rows_h5(const std::string& path);
+class PreparedFileWriter final : public PreparedRowSink {
+ public:
+  explicit PreparedFileWriter(const std::string& path);
+  ~PreparedFileWriter() override;
+  void write(const PreparedSlice& piece) override;
+  void finish() override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace plexus

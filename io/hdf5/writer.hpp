@@ -147,7 +147,9 @@ class Writer {
     Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
     if (!space || !dcpl) fail(std::string("dataset ") + name);
     H5Pset_obj_track_times(dcpl.get(), false);
-    Hid ds = h5::dataset(H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+    Hid ds = h5::dataset(in_pieces_ && H5Lexists(file_.get(), name, H5P_DEFAULT) > 0
+                             ? H5Dopen2(file_.get(), name, H5P_DEFAULT)
+                             : H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
     if (!ds) fail(std::string("dataset ") + name);
     const bool some = writes && std::all_of(block.begin(), block.end(), [](hsize_t b) { return b > 0; });
     Hid mem = h5::dataspace(H5Screate_simple(static_cast<int>(N), block.data(), nullptr));
@@ -160,12 +162,17 @@ class Writer {
     if (!ds.reset()) fail(std::string("dataset ") + name + ": write failed (disk full?)");
   }
 
+  // A file written a run of rows at a time (the prepare in passes): from now on block_dataset
+  // writes into the dataset of that name when an earlier call created it (same extent and type).
+  void write_in_pieces() { in_pieces_ = true; }
+
   static constexpr unsigned kGzipLevel = 4;
 
  private:
   std::string path_;
   Hid file_;
   Hid xfer_;  // collective transfers, under MPI-IO
+  bool in_pieces_ = false;
 };
 
 constexpr hsize_t kChunkBytes = hsize_t{1} << 20;  // ~1 MiB of uncompressed data per chunk

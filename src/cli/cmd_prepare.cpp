@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 
@@ -13,6 +14,7 @@
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/prepare_distributed.hpp"
+#include "plexus/prepare_passes.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/progress_display.hpp"
@@ -22,7 +24,7 @@ namespace plexus::cli {
 namespace {
 
 struct PrepareCliOptions {
-  std::string input, out, balance = "permute", grid, feature_precision = "fp32";
+  std::string input, out, balance = "permute", grid, feature_precision = "fp32", memory_per_rank, scratch;
   std::uint64_t seed = 1;
   bool directed = false, quiet = false;
 };
@@ -111,15 +113,85 @@ void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_
              read_s, prep_s, write_s, rss / (1024.0 * 1024.0 * 1024.0));
 }
 
+// One process in passes (--memory-per-rank M --scratch DIR): the rows a run at a time, the
+// entries moving between passes through scratch files (prepare_graph_in_passes).
+void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, int passes) {
+  io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work, not after it
+  const ProgressStyle style = progress_style(o.quiet);
+  Phase preparing(style, fmt::format("preparing {} in {} passes through {} ({})", o.input, passes, o.scratch,
+                                     balance_name(po.balance)));
+  const std::unique_ptr<GraphRowSource> in = open_graph_rows_h5(o.input);
+  PreparedFileWriter out(o.out);
+  PassOptions pass;
+  pass.passes = passes;
+  pass.scratch_dir = o.scratch;
+  pass.round = exchange_round_entries();
+  struct Totals final : PreparedRowSink {  // what the summary prints, as the pieces go by
+    PreparedRowSink& to;
+    index_t edges = 0, a1 = 0;
+    bool directed = false, two = false;
+    explicit Totals(PreparedRowSink& t) : to(t) {}
+    void write(const PreparedSlice& p) override {
+      edges = p.graph.total, a1 = p.a1.total, directed = p.directed, two = p.two_orders;
+      to.write(p);
+    }
+    void finish() override { to.finish(); }
+  } totals(out);
+  about_file(o.input, [&] {
+    prepare_graph_in_passes(*in, po, pass, totals);
+    return 0;
+  });
+  preparing.done(fmt::format("Â {} nnz", totals.a1));
+  if (o.quiet) return;
+  const GraphInfo info = read_graph_info_h5(o.input);
+  fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}; {} passes\n", o.out, info.num_nodes,
+             info.nnz, totals.edges, totals.directed ? "directed" : "symmetric", totals.a1,
+             totals.two ? " (Â1 and Â2)" : "", balance_name(po.balance), passes);
+  fmt::print("time: {:.2f} s; peak RSS {:.2f} GiB\n", preparing.seconds(), peak_rss_bytes() / (1024.0 * 1024.0 * 1024.0));
+}
+
 void run_prepare(const PrepareCliOptions& o) {
   const PrepareOptions po = prepare_options(o);
   int size = 1, initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1)
+  const std::size_t budget = parse_memory_budget(o.memory_per_rank);
+  if (size > 1) {
+    if (!o.scratch.empty())
+      throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "
+                                                "the graph already (drop --scratch, or run one process)", size, size));
     prepare_on_ranks(o, po, MPI_COMM_WORLD);
-  else
+    return;
+  }
+  if (budget == 0) {
+    if (!o.scratch.empty())
+      throw InputError("--scratch", "needs --memory-per-rank: the memory the passes are sized to (e.g. 4G)");
     prepare_in_one_process(o, po);
+    return;
+  }
+  const GraphInfo info = about_file(o.input, [&] { return read_graph_info_h5(o.input); });
+  int passes = passes_for_budget(info.num_nodes, info.nnz, info.num_features, po.symmetrize, budget);
+  if (const char* forced = std::getenv("PLEXUS_PREPARE_PASSES"); forced != nullptr && !o.scratch.empty()) {
+    // Tests force many passes on small graphs (a positive integer).
+    char* end = nullptr;
+    const long v = std::strtol(forced, &end, 10);
+    if (*forced == '\0' || *end != '\0' || v < 1 || v > (1 << 20))
+      throw InputError("PLEXUS_PREPARE_PASSES", std::string("must be a positive integer, got '") + forced + "'");
+    passes = static_cast<int>(std::min<long>(v, std::max<index_t>(1, info.num_nodes)));  // one row a pass at most
+  }
+  if (!o.scratch.empty()) {
+    prepare_in_passes(o, po, passes);
+  } else if (passes == 1) {
+    prepare_in_one_process(o, po);
+  } else {
+    throw InputError("--memory-per-rank",
+                     fmt::format("preparing {} nodes and {} stored edges in one process needs about {:.2f} GiB; give "
+                                 "--scratch DIR to prepare them in {} passes through files in DIR, or run on more ranks",
+                                 info.num_nodes, info.nnz,
+                                 passes_memory_bytes(info.num_nodes, info.nnz, info.num_features, po.symmetrize, 1) /
+                                     (1024.0 * 1024.0 * 1024.0),
+                                 passes));
+  }
 }
 
 }  // namespace
@@ -140,6 +212,10 @@ void add_prepare_command(CLI::App& app) {
                   "Store /features as fp32 or bf16 (rounded to nearest even: half the bytes; train reads either)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
+  cmd->add_option("--memory-per-rank", o->memory_per_rank,
+                  "Memory to prepare within (e.g. 4G); on one process with --scratch, in as many passes as needed");
+  cmd->add_option("--scratch", o->scratch,
+                  "Directory for the passes' temporary files (with --memory-per-rank; nothing is left there)");
   cmd->add_flag("--quiet,-q", o->quiet, "Print nothing");
   cmd->callback([o] { run_prepare(*o); });
 }

@@ -1,0 +1,190 @@
+// prepare_graph_in_passes (plexus/prepare_passes.hpp) against prepare_graph, in memory: messy
+// random graphs (duplicates, self-loops, one-way edges, weights, isolated nodes, node weights and
+// ids) read from a source that cuts them into uneven runs (empty ones too), prepared in 1 to
+// more-than-N passes with spilled runs of a few entries; every piece's rows must equal the
+// one-process result's rows, dataset for dataset, the pieces must tile the rows in order, and the
+// last must carry the block counts. Also: bad rows, options the passes refuse, the budget's
+// pass count, and that nothing is left in the scratch directory.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "plexus/error.hpp"
+#include "plexus/prepare.hpp"
+#include "plexus/prepare_passes.hpp"
+#include "prepare_fixtures.hpp"
+
+namespace plexus {
+namespace {
+
+namespace fs = std::filesystem;
+using test::messy_graph;
+
+// A graph in memory, read a run of rows at a time; split() cuts unevenly (squares: the first
+// runs small, and run 1 empty when there are 3 or more).
+class MemorySource final : public GraphRowSource {
+ public:
+  MemorySource(const GraphData& g, bool extras) : g_(g), extras_(extras) {}
+  GraphSlice header() const override {
+    GraphSlice h = test::slice_of(g_, Range{0, 0}, extras_);
+    h.indptr.clear();
+    return h;
+  }
+  bool has_node_weights() const override { return extras_; }
+  bool has_node_ids() const override { return extras_; }
+  std::vector<index_t> split(int parts) const override {
+    const index_t n = g_.num_nodes;
+    std::vector<index_t> s(static_cast<std::size_t>(parts) + 1, n);
+    s[0] = 0;
+    for (int k = 1; k < parts; ++k) s[static_cast<std::size_t>(k)] = std::min(n, n * k * k / (parts * parts));
+    if (parts >= 3) s[2] = s[1];
+    return s;
+  }
+  GraphSlice read(Range rows, bool node_data) const override {
+    ++reads;
+    GraphSlice s = test::slice_of(g_, rows, extras_);
+    if (node_data) {
+      s.indptr.assign(1, 0), s.indices.clear(), s.values.clear();
+    } else {
+      s.features.clear(), s.labels.clear(), s.train_mask.clear(), s.val_mask.clear(), s.test_mask.clear();
+      s.node_weights.clear(), s.node_ids.clear();
+    }
+    if (corrupt_row >= rows.begin && corrupt_row < rows.end && !node_data && !s.indices.empty()) s.indices.back() = -1;
+    return s;
+  }
+  mutable int reads = 0;
+  index_t corrupt_row = -1;  // a bad column in the run holding this row
+
+ private:
+  const GraphData& g_;
+  bool extras_;
+};
+
+struct Pieces final : PreparedRowSink {
+  std::vector<PreparedSlice> got;
+  bool finished = false;
+  void write(const PreparedSlice& p) override { got.push_back(p); }
+  void finish() override { finished = true; }
+};
+
+// A scratch directory of its own, which must be empty again at the end.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("plexus-passes-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+  bool empty() const { return fs::is_empty(dir); }
+};
+
+void check_passes(const GraphData& g, const PrepareOptions& opt, bool extras, int passes, index_t round) {
+  SCOPED_TRACE("passes " + std::to_string(passes) + ", round " + std::to_string(round));
+  const PreparedGraph want = prepare_graph(g, opt);
+  const MemorySource in(g, extras);
+  const Scratch scratch;
+  Pieces out;
+  prepare_graph_in_passes(in, opt, PassOptions{passes, scratch.dir.string(), round}, out);
+  EXPECT_TRUE(out.finished);
+  EXPECT_TRUE(scratch.empty()) << "scratch files left";
+  ASSERT_EQ(static_cast<index_t>(out.got.size()), std::min<index_t>(passes, g.num_nodes));
+  index_t row = 0;
+  for (std::size_t j = 0; j < out.got.size(); ++j) {
+    SCOPED_TRACE("piece " + std::to_string(j));
+    const PreparedSlice& p = out.got[j];
+    ASSERT_EQ(p.rows.begin, row);
+    const bool last = j + 1 == out.got.size();
+    test::expect_prepared_rows(g, want, p, p.rows, extras, last);
+    row = p.rows.end;
+  }
+  EXPECT_EQ(row, g.num_nodes);
+}
+
+TEST(PrepareInPasses, EqualsOneProcessPermuteSymmetrized) {
+  PrepareOptions opt;
+  opt.balance = Balance::kPermute;
+  opt.seed = 3;
+  const GraphData g = messy_graph(61, 5, 300, true, 1);
+  for (int k : {1, 2, 3, 7}) check_passes(g, opt, true, k, index_t{1} << 20);
+}
+
+TEST(PrepareInPasses, EqualsOneProcessNoneUnweightedInRoundsOfThree) {
+  PrepareOptions opt;
+  opt.balance = Balance::kNone;
+  const GraphData g = messy_graph(47, 3, 200, false, 2);
+  for (int k : {2, 5}) check_passes(g, opt, false, k, 3);
+}
+
+TEST(PrepareInPasses, EqualsOneProcessDirected) {
+  PrepareOptions opt;
+  opt.balance = Balance::kPermute;
+  opt.symmetrize = false;
+  const GraphData g = messy_graph(53, 2, 250, true, 3);
+  for (int k : {1, 4}) check_passes(g, opt, true, k, 5);
+}
+
+TEST(PrepareInPasses, OneRowAPassAndMorePassesThanRows) {
+  PrepareOptions opt;
+  opt.balance = Balance::kPermute;
+  opt.seed = 11;
+  const GraphData g = messy_graph(13, 1, 40, true, 4);
+  check_passes(g, opt, false, 13, 1);
+  check_passes(g, opt, true, 40, 2);  // clamped to one pass a row
+}
+
+TEST(PrepareInPasses, BadRowsThrowAndLeaveNoScratchFiles) {
+  const GraphData g = messy_graph(29, 2, 80, true, 5);
+  MemorySource in(g, false);
+  in.corrupt_row = 27;
+  const Scratch scratch;
+  Pieces out;
+  try {
+    prepare_graph_in_passes(in, PrepareOptions{.balance = Balance::kPermute}, PassOptions{3, scratch.dir.string()}, out);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("GraphSlice.indices: node id -1"), std::string::npos) << e.message();
+  }
+  EXPECT_TRUE(out.got.empty());
+  EXPECT_FALSE(out.finished);
+  EXPECT_TRUE(scratch.empty());
+}
+
+TEST(PrepareInPasses, RefusesMetisAndAMissingScratchDirectory) {
+  const GraphData g = messy_graph(20, 1, 30, false, 6);
+  const MemorySource in(g, false);
+  Pieces out;
+  const Scratch scratch;
+  EXPECT_THROW(prepare_graph_in_passes(in, PrepareOptions{.balance = Balance::kMetis}, PassOptions{2, scratch.dir.string()}, out),
+               InputError);
+  try {
+    prepare_graph_in_passes(in, PrepareOptions{}, PassOptions{2, (scratch.dir / "missing").string()}, out);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("scratch directory"), std::string::npos) << e.message();
+  }
+  EXPECT_THROW(prepare_graph_in_passes(in, PrepareOptions{}, PassOptions{0, scratch.dir.string()}, out), InputError);
+  EXPECT_TRUE(out.got.empty());
+}
+
+// The pass count is the fewest whose modelled memory fits; the model falls as 1/K to its per-node part.
+TEST(PrepareInPasses, PassesForBudget) {
+  const index_t n = 1'000'000, e = 20'000'000, f = 128;
+  const double one = passes_memory_bytes(n, e, f, true, 1);
+  EXPECT_EQ(passes_for_budget(n, e, f, true, static_cast<std::uint64_t>(one) + 1), 1);
+  for (int k : {2, 3, 8, 50}) {
+    const auto budget = static_cast<std::uint64_t>(passes_memory_bytes(n, e, f, true, k));
+    const int got = passes_for_budget(n, e, f, true, budget + 1);
+    EXPECT_EQ(got, k) << "budget for " << k << " passes";
+    EXPECT_LE(passes_memory_bytes(n, e, f, true, got), static_cast<double>(budget) + 1);
+    EXPECT_GT(passes_memory_bytes(n, e, f, true, got - 1), static_cast<double>(budget) + 1);
+  }
+  // Symmetrizing doubles the entries: more passes for the same budget.
+  const auto mid = static_cast<std::uint64_t>(passes_memory_bytes(n, e, f, true, 4));
+  EXPECT_LT(passes_for_budget(n, e, f, false, mid), 4);
+  EXPECT_GT(passes_memory_bytes(n, e, f, true, 2), passes_memory_bytes(n, e, f, true, 4));
+  // Below the per-node part no pass count fits.
+  EXPECT_THROW(passes_for_budget(n, e, f, true, 40 * static_cast<std::uint64_t>(n)), InputError);
+}
+
+}  // namespace
+}  // namespace plexus
