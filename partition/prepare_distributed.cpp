@@ -26,9 +26,13 @@
 
 namespace plexus {
 
-index_t exchange_round_entries() {
+index_t exchange_round_entries(std::uint64_t budget) {
   const char* env = std::getenv("PLEXUS_PREPARE_ROUND");
-  if (env == nullptr) return index_t{1} << 20;
+  if (env == nullptr) {
+    // 12 MB of entries, or a 64th of the budget's worth of 12-byte entries when that is less.
+    constexpr index_t kDefault = index_t{1} << 20;
+    return budget == 0 ? kDefault : std::clamp<index_t>(static_cast<index_t>(budget / 64 / 12), 256, kDefault);
+  }
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(env, &end, 10);
@@ -122,7 +126,7 @@ std::string check_slice(const GraphSlice& s, const std::vector<index_t>& starts,
 
 }  // namespace
 
-PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, MPI_Comm comm) {
+PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, MPI_Comm comm, index_t round) {
   const Ranks ranks(comm);
   const index_t n = in.num_nodes;
   check_distributed_prepare(opt, ranks.size);
@@ -146,7 +150,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   if (why.empty() && in.rows.size() > 0 && has_ids && in.node_ids.empty())
     why = "GraphSlice.node_ids: other ranks' slices have node ids, this one has none";
   ranks.agree(why, kWhere);
-  const index_t round = exchange_round_entries();
+  if (round <= 0) round = exchange_round_entries();
   const Range own = in.rows;
   constexpr std::uint64_t kStages = 6;
 

@@ -80,6 +80,28 @@ mpi_error "bad column in the last slice" "/graph/indices" prepare "$work/small.h
 [ "$(cat "$work/existing.h5")" = "keep me" ] && ok || fail "existing output overwritten"
 ls "$work" | grep -q '\.tmp' && fail "temporary files left: $(ls "$work" | grep '\.tmp')" || ok
 
+# A full disk: rank 0 reserves the file's bytes before any rank writes (io/hdf5/collective_write.hpp),
+# so a disk too small ends every rank with one line, before the collective writes. Simulated by a
+# file size limit on rank 0 (fallocate past it fails with EFBIG, as past a full disk with ENOSPC);
+# and, where this user may mount one, on a real 6 MB tmpfs.
+rm -f "$work"/full.h5*
+timeout 120 mpirun -np 3 bash -c 'trap "" XFSZ; if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then ulimit -f 8000; fi; exec "$@"' _ \
+  "$plexus" prepare "$cora" -o "$work/full.h5" -q >"$work/out" 2>"$work/err"
+rc=$?
+if [[ $rc -eq 2 && $(grep -c "^plexus: error: " "$work/err") -eq 1 ]] && grep -q "no room on the disk for the" "$work/err" &&
+   [ -z "$(ls "$work" | grep full.h5)" ]; then ok
+else fail "full disk on rank 0: rc=$rc, left: $(ls "$work" | grep full.h5)"; grep -v "^mca_\|^vulcan" "$work/err" | head -5; fi
+mkdir -p "$work/small_fs"
+if mount -t tmpfs -o size=6m tmpfs "$work/small_fs" 2>/dev/null; then
+  timeout 120 mpirun -np 3 "$plexus" prepare "$cora" -o "$work/small_fs/full.h5" -q >"$work/out" 2>"$work/err"
+  rc=$?
+  if [[ $rc -eq 2 ]] && grep -q "no room on the disk.*No space left" "$work/err" && [ -z "$(ls -A "$work/small_fs")" ]; then ok
+  else fail "full tmpfs: rc=$rc, left: $(ls -A "$work/small_fs")"; fi
+  umount "$work/small_fs"
+else
+  echo "note: cannot mount a tmpfs here; the full-disk check ran with a file size limit only"
+fi
+
 # Memory per rank (docs/balancing.md): at most the process's own (a 4-rank prepare of Cora) plus
 # 48 bytes per Â entry of its share, 4 per feature of its rows, 16 per node and two 12 MB
 # exchange buffers, with 20 % slack; and, net of the process's own, at most half the

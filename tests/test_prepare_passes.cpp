@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -184,6 +185,18 @@ TEST(PrepareInPasses, PassesForBudget) {
   EXPECT_GT(passes_memory_bytes(n, e, f, true, 2), passes_memory_bytes(n, e, f, true, 4));
   // Below the per-node part no pass count fits.
   EXPECT_THROW(passes_for_budget(n, e, f, true, 40 * static_cast<std::uint64_t>(n)), InputError);
+}
+
+// The rounds in flight: 2^20 entries, or a 64th of a smaller budget's worth (at least 256).
+TEST(PrepareInPasses, RoundsFollowTheBudget) {
+  unsetenv("PLEXUS_PREPARE_ROUND");
+  EXPECT_EQ(exchange_round_entries(), index_t{1} << 20);
+  EXPECT_EQ(exchange_round_entries(std::uint64_t{1} << 30), index_t{1} << 20);
+  EXPECT_EQ(exchange_round_entries(std::uint64_t{64} << 20), (index_t{64} << 20) / 64 / 12);
+  EXPECT_EQ(exchange_round_entries(1000), 256);
+  setenv("PLEXUS_PREPARE_ROUND", "7", 1);
+  EXPECT_EQ(exchange_round_entries(std::uint64_t{64} << 20), 7);
+  unsetenv("PLEXUS_PREPARE_ROUND");
 }
 
 }  // namespace

@@ -98,15 +98,18 @@ struct PreparedSlice {
 // Collective over `comm` (every rank calls it with its slice and the same options). Throws
 // InputError on every rank when any rank's slice is invalid (the failing rank names the
 // problem, the others name that rank), or when opt.balance is metis on more than one rank.
-PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, MPI_Comm comm);
+// `round`: entries each rank sends per exchange round (0: exchange_round_entries()).
+PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, MPI_Comm comm, index_t round = 0);
 
 // The options prepare_graph_distributed refuses on `ranks` ranks (metis on more than one;
 // clean off), as InputError: callers check before reading the input.
 void check_distributed_prepare(const PrepareOptions& opt, int ranks);
 
-// Entries one rank sends per exchange round (2^20, 12 MB of entries in flight); the
-// environment variable PLEXUS_PREPARE_ROUND overrides it (a positive integer: tests use a few
-// entries, to exercise many rounds).
-index_t exchange_round_entries();
+// Entries one rank sends per exchange round (or one pass spills per run): 2^20 (12 MB of
+// entries in flight), or with a memory budget (`--memory-per-rank`, bytes) a 64th of it in
+// 12-byte entries when that is less (at least 256). The environment variable
+// PLEXUS_PREPARE_ROUND overrides both (a positive integer: tests use a few entries, to exercise
+// many rounds).
+index_t exchange_round_entries(std::uint64_t budget = 0);
 
 }  // namespace plexus

@@ -10,7 +10,12 @@
 // the target only when every rank succeeded. A failure on any rank throws InputError on every
 // rank — the failing rank's message there, "rank K could not write" elsewhere — and leaves the
 // target as it was. With MPI_COMM_NULL it is an ordinary single-process write.
+#include <fcntl.h>
 #include <mpi.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <filesystem>
@@ -45,6 +50,22 @@ inline void write_token(const std::string& file, const std::string& token) {
   if ((f != nullptr && std::fclose(f) != 0) || !ok) throw std::runtime_error("cannot write " + file);
 }
 
+// Reserves `bytes` (plus room for the metadata) of disk for `file` (fallocate: the file grows to
+// that size; HDF5 truncates it to its end when it closes it), so that later writes within them
+// cannot meet a full disk. Where the file system cannot reserve, nothing is reserved.
+inline void reserve_disk(const std::string& file, double bytes) {
+  const auto want = static_cast<off_t>(bytes * 1.01) + (off_t{1} << 20);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot reopen " + file + ": " + std::strerror(errno));
+  const int rc = ::fallocate(fd, 0, 0, want);
+  const int err = rc == 0 ? 0 : errno;
+  ::close(fd);
+  if (err == 0 || err == EOPNOTSUPP || err == ENOSYS || err == EINTR) return;
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(want) / 1e6);
+  throw std::runtime_error(std::string("no room on the disk for the ") + size + " file: " + std::strerror(err));
+}
+
 inline std::string broadcast_string(std::string s, MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return s;
   long long n = static_cast<long long>(s.size());
@@ -68,6 +89,8 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tai
     try {
       step();
       return false;
+    } catch (const LocalWriteError&) {
+      throw;  // the other ranks are in a collective call this rank will not make: end the job now
     } catch (const std::exception& e) {
       why = e.what();
       return true;
@@ -91,11 +114,26 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tai
   temp = detail::broadcast_string(temp, comm);
   // Every rank opens that very file (H5Fcreate truncates the token away), or none does.
   io::check_every_rank_reaches(path, temp, detail::broadcast_string(token, comm), comm);
+  // The file's data, sized by running the body through a writer that writes nothing: rank 0
+  // reserves that much disk for it before any rank writes, so a disk too small fails here, on
+  // every rank alike, and not half-way through collective writes (where HDF5 cannot fail one
+  // rank without leaving the others waiting).
+  double bytes = 0;
+  agree(attempt([&] {
+    Writer sizer(path);
+    sizer.size_only();
+    body(sizer);
+    bytes = sizer.bytes();
+  }));
   {
     Writer w(path);
     agree(attempt([&] { w.create(temp, comm); }));
-    // From here on every rank is inside collective HDF5 calls: a failure of one rank's local
-    // step (its data) is rare; a failing collective fails on every rank.
+    agree(rank == 0 && attempt([&] { detail::reserve_disk(temp, bytes); }));
+    // From here on every rank is inside collective HDF5 calls: a failing collective fails on
+    // every rank, and they agree below. A data write that fails on one rank only (its disk
+    // full) is a LocalWriteError: the others already wait in the next collective call, so it
+    // ends the job at once (the CLI aborts every rank; rank 0's temporary file goes with its
+    // SIGTERM handler, or with its destructor when rank 0 is the one that failed).
     agree(attempt([&] {
       body(w);
       w.close();

@@ -20,6 +20,11 @@
 
 namespace plexus::h5 {
 
+// A write that failed on one rank of a collective write (io/hdf5/collective_write.hpp).
+struct LocalWriteError : InputError {
+  using InputError::InputError;
+};
+
 class Writer {
  public:
   explicit Writer(std::string path) : path_(std::move(path)) {}
@@ -36,6 +41,15 @@ class Writer {
       xfer_ = h5::plist(H5Pcreate(H5P_DATASET_XFER));
       if (H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL) < 0 || !xfer_ ||
           H5Pset_dxpl_mpio(xfer_.get(), H5FD_MPIO_COLLECTIVE) < 0)
+        fail("cannot set up MPI-IO for " + tmp);
+      // Metadata written by rank 0 alone (HDF5's default spreads it over the ranks): a rank
+      // whose disk is full would otherwise fail inside H5Fclose's flush alone and leave the
+      // others waiting there for ever; rank 0's failure is seen by every rank.
+      H5AC_cache_config_t mdc{};
+      mdc.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+      if (H5Pget_mdc_config(fapl.get(), &mdc) < 0 ||
+          (mdc.metadata_write_strategy = H5AC_METADATA_WRITE_STRATEGY__PROCESS_0_ONLY,
+           H5Pset_mdc_config(fapl.get(), &mdc) < 0))
         fail("cannot set up MPI-IO for " + tmp);
     }
     file_ = h5::file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
@@ -54,6 +68,7 @@ class Writer {
 
   // Attributes go on the root group, or on the object at `on` (an absolute path).
   void string_attr(const char* name, const std::string& value, const char* on = "/") {
+    if (sizing_) return;
     // Fixed-length under MPI-IO (every rank writes the same bytes); variable-length otherwise.
     Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
     const std::size_t size = xfer_ ? std::max<std::size_t>(1, value.size()) : H5T_VARIABLE;
@@ -71,6 +86,7 @@ class Writer {
 
   template <class T>
   void scalar_attr(const char* name, hid_t file_type, T value, const char* on = "/") {
+    if (sizing_) return;
     Hid space = h5::dataspace(H5Screate(H5S_SCALAR));
     Hid a = h5::attribute(
         H5Acreate_by_name(file_.get(), on, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
@@ -78,6 +94,7 @@ class Writer {
   }
 
   void group(const char* name) {
+    if (sizing_) return;
     Hid g = h5::group(H5Gcreate2(file_.get(), name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     if (!g) fail(std::string("group ") + name);
   }
@@ -85,6 +102,7 @@ class Writer {
   // A second name for an existing object (an HDF5 hard link): readers see two datasets or
   // groups, stored once.
   void hard_link(const char* existing, const char* name) {
+    if (sizing_) return;
     if (H5Lcreate_hard(file_.get(), existing, file_.get(), name, H5P_DEFAULT, H5P_DEFAULT) < 0)
       fail(std::string("link ") + name + " -> " + existing);
   }
@@ -96,6 +114,11 @@ class Writer {
   template <class T>
   void dataset(const char* name, hid_t file_type, const T* data, const std::vector<hsize_t>& dims,
                const std::vector<hsize_t>& chunk, bool compress = true) {
+    if (sizing_) {
+      hsize_t count = 1;
+      for (hsize_t d : dims) count *= d;
+      return count_bytes(count, file_type);
+    }
     const int rank = static_cast<int>(dims.size());
     Hid space = h5::dataspace(H5Screate_simple(rank, dims.data(), nullptr));
     Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
@@ -119,6 +142,7 @@ class Writer {
   // A 1-D dataset of variable-length UTF-8 strings (serial writes only; contiguous: a few
   // names, e.g. /class_names).
   void string_dataset(const char* name, const std::vector<std::string>& values) {
+    if (sizing_) return;
     Hid type = h5::datatype(H5Tcopy(H5T_C_S1));
     if (!type || H5Tset_size(type.get(), H5T_VARIABLE) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
       fail(std::string("dataset ") + name);
@@ -143,6 +167,11 @@ class Writer {
                      const std::array<hsize_t, N>& start, const std::array<hsize_t, N>& block, const T* data,
                      bool writes) {
     static_assert(N == 1 || N == 2);
+    if (sizing_) {
+      hsize_t count = 1;
+      for (hsize_t d : dims) count *= d;
+      return count_bytes(count, file_type);  // counted once, however many ranks write blocks of it
+    }
     Hid space = h5::dataspace(H5Screate_simple(static_cast<int>(N), dims.data(), nullptr));
     Hid dcpl = h5::plist(H5Pcreate(H5P_DATASET_CREATE));
     if (!space || !dcpl) fail(std::string("dataset ") + name);
@@ -158,9 +187,14 @@ class Writer {
     if (!mem || sel < 0 || (!some && H5Sselect_none(mem.get()) < 0)) fail(std::string("dataset ") + name + ": selection");
     const hid_t xfer = xfer_ ? xfer_.get() : H5P_DEFAULT;
     if (H5Dwrite(ds.get(), native_type<T>(), mem.get(), space.get(), xfer, data) < 0)
-      fail(std::string("dataset ") + name + ": write failed (disk full?)");
-    if (!ds.reset()) fail(std::string("dataset ") + name + ": write failed (disk full?)");
+      fail_write(std::string("dataset ") + name + ": write failed (disk full?)");
+    if (!ds.reset()) fail_write(std::string("dataset ") + name + ": write failed (disk full?)");
   }
+
+  // A writer that writes nothing and only adds up the bytes of the datasets it is asked for
+  // (bytes()): the same body run through it sizes the file before it is written.
+  void size_only() { sizing_ = true; }
+  double bytes() const { return bytes_; }
 
   // A file written a run of rows at a time (the prepare in passes): from now on block_dataset
   // writes into the dataset of that name when an earlier call created it (same extent and type).
@@ -173,6 +207,20 @@ class Writer {
   Hid file_;
   Hid xfer_;  // collective transfers, under MPI-IO
   bool in_pieces_ = false;
+  bool sizing_ = false;
+  double bytes_ = 0;
+
+  void count_bytes(hsize_t count, hid_t file_type) {
+    bytes_ += static_cast<double>(count) * static_cast<double>(H5Tget_size(file_type));
+  }
+
+  // A failed data write (its disk full). Under MPI-IO it fails this rank alone, while the others
+  // go on to the next collective call: no agreement can be reached any more, so it is a
+  // LocalWriteError, which write_collectively lets through to end the job at once.
+  [[noreturn]] void fail_write(const std::string& what) const {
+    if (!xfer_) fail(what);
+    throw LocalWriteError(path_, "cannot write: " + what);
+  }
 };
 
 constexpr hsize_t kChunkBytes = hsize_t{1} << 20;  // ~1 MiB of uncompressed data per chunk

@@ -96,7 +96,9 @@ void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_
   reading.done(fmt::format("{} nodes, {} stored edges", slice.num_nodes, in_edges));
   const double read_s = reading.seconds();
   Phase preparing(style, fmt::format("cleaning, normalising and ordering ({})", balance_name(po.balance)));
-  PreparedSlice p = about_file(o.input, [&] { return prepare_graph_distributed(std::move(slice), po, comm); });
+  // Under --memory-per-rank the exchange rounds shrink to a 64th of the budget.
+  const index_t round = exchange_round_entries(parse_memory_budget(o.memory_per_rank));
+  PreparedSlice p = about_file(o.input, [&] { return prepare_graph_distributed(std::move(slice), po, comm, round); });
   preparing.done(fmt::format("Â {} nnz", p.a1.total));
   const double prep_s = preparing.seconds();
   Phase writing(style, "writing " + o.out);
@@ -125,7 +127,7 @@ void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, int
   PassOptions pass;
   pass.passes = passes;
   pass.scratch_dir = o.scratch;
-  pass.round = exchange_round_entries();
+  pass.round = exchange_round_entries(parse_memory_budget(o.memory_per_rank));
   struct Totals final : PreparedRowSink {  // what the summary prints, as the pieces go by
     PreparedRowSink& to;
     index_t edges = 0, a1 = 0;
