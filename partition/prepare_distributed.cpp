@@ -19,6 +19,7 @@
 #include "partition/clean_rows.hpp"
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
+#include "partition/slice_parts.hpp"
 #include "src/comm/rank_exchange.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
@@ -186,35 +187,19 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
     a_hat = normalized_block(m, inv_sqrt_deg, 0, n);
   }
   report_progress(2, kStages);
-  NodeOrder order;
-  order.kind = opt.balance;
+  std::vector<index_t> w;  // permute's weights: the nnz of each row in Â
   if (opt.balance == Balance::kPermute) {
-    // Weighted by the nnz of each row in Â, as make_order weighs them.
-    std::vector<index_t> w(static_cast<std::size_t>(own.size()));
+    w.resize(static_cast<std::size_t>(own.size()));
     for (index_t u = 0; u < own.size(); ++u) w[u] = in.indptr[u + 1] - in.indptr[u] + 1;
     w = ranks.all_gather(w, n);
-    order.row = stratified_permutation(w, opt.seed, 0);
-    order.col = stratified_permutation(w, opt.seed, 1);
-  } else {
-    order.row.resize(static_cast<std::size_t>(n));
-    std::iota(order.row.begin(), order.row.end(), index_t{0});
-    order.col = order.row;
   }
+  const NodeOrder order = detail::slice_orders(opt, n, w);
+  w = {};
   const bool two = order.row != order.col;
   report_progress(3, kStages);
 
   // 3. Every entry and node row to the rank that writes its output row.
-  PreparedSlice p;
-  p.num_nodes = n;
-  p.num_features = in.num_features;
-  p.num_classes = in.num_classes;
-  p.directed = in.directed;
-  p.balance = opt.balance;
-  p.seed = opt.seed;
-  p.metis_parts = opt.metis_parts;
-  p.features_bf16 = opt.features_bf16;
-  p.two_orders = two;
-  p.weighted = weighted;
+  PreparedSlice p = detail::slice_header(opt, n, in.num_features, in.num_classes, in.directed, weighted, two);
   p.has_node_weights = has_weights;
   p.has_node_ids = has_ids;
   p.class_names = std::move(in.class_names);
@@ -253,24 +238,13 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
     p.val_p = move_node_rows(ranks, n, own.begin, in.val_mask, 1, pr, p.rows, round);
     p.test_p = move_node_rows(ranks, n, own.begin, in.test_mask, 1, pr, p.rows, round);
   }
-  // The node at each position of this rank's rows, in P and in P2.
-  p.node_id_p.assign(static_cast<std::size_t>(p.rows.size()), 0);
-  p.node_id_p2.assign(static_cast<std::size_t>(p.rows.size()), 0);
-  for (index_t v = 0; v < n; ++v) {
-    if (p.rows.begin <= pr[v] && pr[v] < p.rows.end) p.node_id_p[pr[v] - p.rows.begin] = v;
-    if (p.rows.begin <= pc[v] && pc[v] < p.rows.end) p.node_id_p2[pc[v] - p.rows.begin] = v;
-  }
+  detail::fill_node_positions(p, pr, pc);
 
   // The block counts: this rank's rows of each order counted by tile, summed over the ranks.
   AdjBlockCounts& b = p.block_counts;
   b.cuts = block_count_cuts(n);
-  for (int o = 0; o < 2; ++o) {
-    const CsrSlice<col_t>& a = o == 1 && two ? p.a2 : p.a1;
-    std::vector<index_t> local(a.indptr.size());
-    for (std::size_t i = 0; i < local.size(); ++i) local[i] = a.indptr[i] - a.begin();
-    b.tiles[o] = count_tiles_of_rows(b.cuts, p.rows.begin, p.rows.size(), local.data(), a.indices.data());
-    MPI_Allreduce(MPI_IN_PLACE, b.tiles[o].data(), static_cast<int>(b.tiles[o].size()), MPI_INT64_T, MPI_SUM, comm);
-  }
+  b.tiles = detail::slice_tiles(p, b.cuts);
+  for (auto& t : b.tiles) MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_INT64_T, MPI_SUM, comm);
   b.sum_tiles();
   report_progress(kStages, kStages);
   return p;

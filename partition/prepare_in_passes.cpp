@@ -18,6 +18,7 @@
 #include "partition/clean_rows.hpp"
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
+#include "partition/slice_parts.hpp"
 #include "partition/spill_buckets.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/block_counts.hpp"
@@ -251,19 +252,13 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
       length[static_cast<std::size_t>(rows.begin + u)] = static_cast<std::int32_t>(s.indptr[u + 1] - s.indptr[u]);
     report_progress(++stage, stages);
   }
-  NodeOrder order;
-  order.kind = opt.balance;
+  std::vector<index_t> w;  // permute's weights: the nnz of each row in Â
   if (opt.balance == Balance::kPermute) {
-    // Weighted by the nnz of each row in Â, as make_order weighs them.
-    std::vector<index_t> w(static_cast<std::size_t>(n));
+    w.resize(static_cast<std::size_t>(n));
     for (index_t v = 0; v < n; ++v) w[v] = length[v] + 1;
-    order.row = stratified_permutation(w, opt.seed, 0);
-    order.col = stratified_permutation(w, opt.seed, 1);
-  } else {
-    order.row.resize(static_cast<std::size_t>(n));
-    std::iota(order.row.begin(), order.row.end(), index_t{0});
-    order.col = order.row;
   }
+  const NodeOrder order = detail::slice_orders(opt, n, w);
+  w = {};
   const bool two = order.row != order.col;
   const std::vector<index_t>& pr = order.row;
   const std::vector<index_t>& pc = order.col;
@@ -344,17 +339,8 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
   AdjBlockCounts counts;
   counts.cuts = block_count_cuts(n);
   for (int j = 0; j < k_passes; ++j) {
-    PreparedSlice p;
-    p.num_nodes = n;
-    p.num_features = h.num_features;
-    p.num_classes = h.num_classes;
-    p.directed = opt.symmetrize ? false : h.directed;
-    p.balance = opt.balance;
-    p.seed = opt.seed;
-    p.metis_parts = opt.metis_parts;
-    p.features_bf16 = opt.features_bf16;
-    p.two_orders = two;
-    p.weighted = weighted;
+    PreparedSlice p = detail::slice_header(opt, n, h.num_features, h.num_classes,
+                                           opt.symmetrize ? false : h.directed, weighted, two);
     p.has_node_weights = has_weights;
     p.has_node_ids = has_ids;
     p.class_names = h.class_names;
@@ -384,21 +370,12 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
           node_p.unpack(items + static_cast<std::size_t>(i) * node_p.bytes(), rows.begin, p);
       });
     }
-    // The node at each position of these rows, in P and in P2.
-    p.node_id_p.assign(count, 0);
-    p.node_id_p2.assign(count, 0);
-    for (index_t v = 0; v < n; ++v) {
-      if (rows.begin <= pr[v] && pr[v] < rows.end) p.node_id_p[pr[v] - rows.begin] = v;
-      if (rows.begin <= pc[v] && pc[v] < rows.end) p.node_id_p2[pc[v] - rows.begin] = v;
-    }
+    detail::fill_node_positions(p, pr, pc);
     // The block counts: these rows of each order counted by tile, summed over the passes.
+    std::array<std::vector<index_t>, 2> tiles = detail::slice_tiles(p, counts.cuts);
     for (int o = 0; o < 2; ++o) {
-      const CsrSlice<col_t>& a = o == 1 && two ? p.a2 : p.a1;
-      std::vector<index_t> local(a.indptr.size());
-      for (std::size_t i = 0; i < local.size(); ++i) local[i] = a.indptr[i] - a.begin();
-      std::vector<index_t> tiles = count_tiles_of_rows(counts.cuts, rows.begin, rows.size(), local.data(), a.indices.data());
-      if (counts.tiles[o].empty()) counts.tiles[o].assign(tiles.size(), 0);
-      for (std::size_t i = 0; i < tiles.size(); ++i) counts.tiles[o][i] += tiles[i];
+      if (counts.tiles[o].empty()) counts.tiles[o].assign(tiles[o].size(), 0);
+      for (std::size_t i = 0; i < tiles[o].size(); ++i) counts.tiles[o][i] += tiles[o][i];
     }
     if (j == k_passes - 1) {
       counts.sum_tiles();
