@@ -19,7 +19,7 @@
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
-#include "partition/spill_buckets.hpp"
+#include "io/files/spill_buckets.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/error.hpp"
@@ -31,7 +31,7 @@ namespace plexus {
 namespace {
 
 using detail::Entry;
-using detail::SpillBuckets;
+using io::SpillBuckets;
 
 constexpr const char* kWhere = "graph";  // what the errors name (as prepare_graph's do)
 

@@ -13,40 +13,7 @@ src=$2
 source "$src/tests/lib_cli.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
-$py - "$work" <<'PY'
-import random, sys
-work = sys.argv[1]
-rng = random.Random(7)
-# Weighted, 12-digit ids, skewed degrees, duplicates (different weights), self-loops, comments.
-ids = [300000000000 + rng.randrange(10**9) for _ in range(400)]
-with open(f"{work}/weighted.txt", "w") as f:
-    f.write("# a comment\n% another\n\n")
-    for k in range(3000):
-        u = ids[int(len(ids) * rng.random() ** 3)]
-        v = ids[rng.randrange(len(ids))]
-        f.write(f"{u}\t{v}\t{rng.uniform(0.1, 3):.4f}\n")
-        if k % 97 == 0: f.write(f"{u} {u} 1.0\n# mid comment\n")
-        if k % 89 == 0: f.write(f"{u},{v},{rng.uniform(5, 6):.3f}\n")
-# MatrixMarket: general real with comments, symmetric pattern, integer.
-n = 211
-with open(f"{work}/general.mtx", "w") as f:
-    lines = [f"{rng.randrange(1, n + 1)} {rng.randrange(1, n + 1)} {rng.uniform(-1, 3):.5f}" for _ in range(1800)]
-    f.write(f"%%MatrixMarket matrix coordinate real general\n% comment\n%\n{n} {n} {len(lines)}\n")
-    for k, l in enumerate(lines):
-        f.write(l + "\n")
-        if k % 301 == 0: f.write("% in between\n")
-with open(f"{work}/sym.mtx", "w") as f:
-    pairs = sorted({(max(a, b), min(a, b)) for a, b in ((rng.randrange(1, n + 1), rng.randrange(1, n + 1)) for _ in range(900))})
-    f.write(f"%%MatrixMarket matrix coordinate pattern symmetric\n{n} {n} {len(pairs)}\n")
-    for a, b in pairs: f.write(f"{a} {b}\n")
-with open(f"{work}/int.mtx", "w") as f:
-    f.write(f"%%MatrixMarket matrix coordinate integer general\n{n} {n} 700\n")
-    for _ in range(700): f.write(f"{rng.randrange(1, n + 1)} {rng.randrange(1, n + 1)} {rng.randrange(1, 9)}\n")
-# Unweighted, 1-based dense ids, CRLF endings.
-with open(f"{work}/dense.txt", "w", newline="") as f:
-    for _ in range(2500):
-        f.write(f"{rng.randrange(1, 301)} {rng.randrange(1, 301)}\r\n")
-PY
+make_text_graphs
 
 # case NAME RANKS INPUT [convert options...]: one process vs RANKS ranks.
 case_() {

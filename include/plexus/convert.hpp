@@ -3,6 +3,7 @@
 // command links; the core library plexus::plexus does not need it). Every function returns a
 // validated GraphData, which write_graph_h5 (plexus/io.hpp) stores or train_gcn trains on.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,29 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
 // read_matrix_market likewise: rank 0 reads the header, every rank the entry lines starting in
 // its 1/P of the bytes after it; rank k gets rows block_range(rows, P, k).
 GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm);
+
+// The same two converters in one process, in `passes` passes (`plexus convert edgelist|mtx
+// --memory-per-rank M --scratch DIR`): pass k parses the lines starting in its 1/K of the bytes,
+// and the edges and ids move between passes through scratch files in `scratch_dir` (they have no
+// name: nothing is left there, io/files/scratch_file.hpp). The rows reach `sink` a run at a time
+// in row order — as the ranks would hold them: a run of the sorted distinct ids with their node
+// ids, or block_range(rows, K, k) — with the entries of the rows before them and of the whole
+// graph (edges_before, edges_total). Together the runs equal read_edge_list's (read_matrix_market's)
+// graph and ids. Memory: a pass's share of the edges (about 32 bytes each, twice symmetrized, and
+// 16 more as ids) and of the rows; no node file (opt.node_ids).
+using GraphRowsSink = std::function<void(GraphSlice&& rows, index_t edges_before, index_t edges_total)>;
+void read_edge_list_in_passes(const std::string& path, const EdgeListOptions& opt, int passes,
+                              const std::string& scratch_dir, const GraphRowsSink& sink);
+void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions& opt, int passes,
+                                  const std::string& scratch_dir, const GraphRowsSink& sink);
+// The memory of converting a text graph of `lines` lines in `passes` passes, in bytes: about
+// (96·L + (4·W + 40)·N) / K + 36 MB, with W the feature width and N = num_nodes, or 2·L when the
+// ids are relabelled (at most two new nodes a line); symmetrizing counts in the 96 (each edge
+// travels twice). convert_passes_for_budget: the fewest passes that fit `budget`, or
+// InputError("--memory-per-rank", ...) when none does.
+double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize, int passes);
+int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize,
+                              std::uint64_t budget);
 
 GraphData read_matrix_market(const std::string& path, const EdgeListOptions& opt = {});
 

@@ -140,6 +140,20 @@ void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm)
 // removed when the writer is destroyed unfinished.
 class GraphRowSource;
 std::unique_ptr<GraphRowSource> open_graph_rows_h5(const std::string& path);
+// GraphFileWriter: the file write_graph_h5(GraphSlice) writes, a run of rows at a time (the
+// converters in passes, plexus/convert.hpp); `edges_before`/`edges_total` place the rows' entries
+// in the whole CSR. With `node_ids` every run carries its rows' ids, stored as /node_ids.
+class GraphFileWriter {
+ public:
+  GraphFileWriter(const std::string& path, bool node_ids);
+  ~GraphFileWriter();
+  void write(const GraphSlice& rows, index_t edges_before, index_t edges_total);
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 class PreparedFileWriter final : public PreparedRowSink {
  public:
   explicit PreparedFileWriter(const std::string& path);

@@ -13,6 +13,7 @@
 
 #include "io/convert/graph_build.hpp"
 #include "io/convert/matrix_market.hpp"
+#include "io/convert/text_ranges.hpp"
 #include "io/convert/text_reader.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
@@ -25,70 +26,24 @@ namespace {
 
 using comm::exchange_in_rounds;
 using comm::Ranks;
+using text::LineRange;
+using text::ParsedLines;
 using text::TextReader;
-
-struct ParsedLines {
-  std::vector<build::Edge> edges;  // ids as read (minus --base when --num-nodes is given)
-  std::size_t columns = 0;         // of this rank's first edge line (0: none)
-  std::int64_t first_edge_line = 0;
-};
 
 // This rank's share of the lines of bytes [data_begin, file size): those starting in its 1/P of
 // them, numbered from `lines_before` (the lines before data_begin) and the newlines the ranks
 // below counted.
-struct LineRange {
-  std::uint64_t begin = 0, end = 0;
-  std::int64_t first_line = 1;
-};
 LineRange rank_lines(const std::string& path, const Ranks& ranks, std::uint64_t data_begin, std::int64_t lines_before) {
   std::error_code ec;
   const std::uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) throw InputError(path, "cannot read the size of the file (a regular file is needed on several ranks)");
-  const auto p = static_cast<std::uint64_t>(ranks.size), r = static_cast<std::uint64_t>(ranks.rank);
-  const std::uint64_t data = size - std::min(size, data_begin);
-  LineRange range;
-  range.begin = data_begin + data * r / p;
-  range.end = data_begin + data * (r + 1) / p;
+  LineRange range = text::byte_range(size, data_begin, static_cast<std::uint64_t>(ranks.rank),
+                                     static_cast<std::uint64_t>(ranks.size));
   // The number of the first line starting in the range: the newlines before it, plus one.
   const std::int64_t newlines_before = ranks.exscan(text::count_newlines(path, range.begin, range.end));
   const bool starts_mid_line = range.begin > 0 && text::count_newlines(path, range.begin - 1, range.begin) == 0;
   range.first_line = 1 + lines_before + newlines_before + (starts_mid_line ? 1 : 0);
   return range;
-}
-
-// This rank's edge lines.
-ParsedLines parse_range(const std::string& path, const EdgeListOptions& opt, const Ranks& ranks) {
-  const LineRange range = rank_lines(path, ranks, 0, 0);
-  TextReader in(path, range.begin, range.end, range.first_line);
-  ParsedLines out;
-  const bool dense = opt.num_nodes > 0;
-  std::vector<std::string_view> f;
-  std::string_view line;
-  while (in.next(line)) {
-    if (text::is_comment_or_blank(line)) continue;
-    text::split_fields(line, f);
-    if (f.size() < 2 || f.size() > 3) in.fail("expected 2 or 3 columns (u v [weight]), got " + std::to_string(f.size()));
-    if (out.columns == 0) {
-      out.columns = f.size();
-      out.first_edge_line = in.line_number();
-    }
-    if (f.size() != out.columns)
-      in.fail("expected " + std::to_string(out.columns) + " columns like the first edge line, got " +
-              std::to_string(f.size()));
-    build::Edge e{0, 0, in.line_number(), 1.0f};
-    index_t* ends[2] = {&e.u, &e.v};
-    for (int k = 0; k < 2; ++k) {
-      const std::int64_t id = text::parse_id(in, f[static_cast<std::size_t>(k)], "node id");
-      if (id < opt.base) in.fail("node id " + std::to_string(id) + " is below the first id " + std::to_string(opt.base));
-      *ends[k] = id - opt.base;
-      if (dense && *ends[k] >= opt.num_nodes)
-        in.fail("node id " + std::to_string(id) + " out of range: --num-nodes " + std::to_string(opt.num_nodes) +
-                " allows ids " + std::to_string(opt.base) + ".." + std::to_string(opt.num_nodes - 1 + opt.base));
-    }
-    if (out.columns == 3) e.w = text::parse_float(in, f[2], "edge weight");
-    out.edges.push_back(e);
-  }
-  return out;
 }
 
 // The ranks' first edge lines must agree on the column count (the file's first edge line
@@ -216,23 +171,6 @@ std::vector<build::Edge> move_edges(const Ranks& ranks, std::vector<build::Edge>
   return got;
 }
 
-// The rest of a converted slice as the one-process converters make it: synthetic features
-// (of the rows' degrees), no labels, empty masks.
-void finish_slice(GraphSlice& s, index_t n, bool directed, bool weighted, const EdgeListOptions& opt) {
-  s.num_nodes = n;
-  s.directed = directed;
-  s.weighted = weighted;
-  build::synthetic_feature_rows(opt.features, opt.feature_width, opt.seed, n, s.rows.begin, s.rows.size(),
-                                s.indptr.data(), s.features);
-  s.num_features = opt.features == SyntheticFeatures::kRandom ? opt.feature_width : 1;
-  s.num_classes = opt.classes;
-  const auto rows = static_cast<std::size_t>(s.rows.size());
-  s.labels.assign(rows, -1);
-  s.train_mask.assign(rows, 0);
-  s.val_mask.assign(rows, 0);
-  s.test_mask.assign(rows, 0);
-}
-
 }  // namespace
 
 GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm) {
@@ -243,7 +181,7 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
   if (opt.num_nodes < 0) throw InputError("--num-nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
   if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
   const index_t round = exchange_round_entries();
-  ParsedLines lines = parse_range(path, opt, ranks);
+  ParsedLines lines = text::parse_edge_lines(path, opt, rank_lines(path, ranks, 0, 0));
   const std::size_t columns = agree_on_columns(path, lines, ranks);
   if (ranks.sum(static_cast<index_t>(lines.edges.size())) == 0) throw InputError(path, "no edges");
   const bool weighted = columns == 3;
@@ -266,7 +204,7 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
   std::erase_if(lines.edges, [](const build::Edge& e) { return e.u == e.v; });
   std::vector<build::Edge> mine = move_edges(ranks, lines.edges, opt.symmetrize, owner, round);
   build::csr_rows_from_edges(s.rows.begin, s.rows.size(), mine, weighted, s.indptr, s.indices, s.values);
-  finish_slice(s, n, !opt.symmetrize, weighted, opt);
+  text::finish_slice(s, n, !opt.symmetrize, weighted, opt);
   return s;
 }
 
@@ -320,7 +258,7 @@ GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOp
   std::erase_if(edges, [](const build::Edge& e) { return e.u == e.v; });
   std::vector<build::Edge> rows_edges = move_edges(ranks, edges, symmetrize, [&](index_t row) { return block_of(n, ranks.size, row); }, round);
   build::csr_rows_from_edges(s.rows.begin, s.rows.size(), rows_edges, h.weighted, s.indptr, s.indices, s.values);
-  finish_slice(s, n, !symmetrize, h.weighted, opt);
+  text::finish_slice(s, n, !symmetrize, h.weighted, opt);
   return s;
 }
 

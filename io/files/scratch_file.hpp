@@ -1,6 +1,6 @@
 #pragma once
 // A scratch file: bytes a long computation spills to disk and reads back (the prepare in
-// passes, partition/spill_buckets.hpp), in a directory the user names (`--scratch DIR`).
+// passes, io/files/spill_buckets.hpp), in a directory the user names (`--scratch DIR`).
 // The file is unlinked as soon as it is created, so it has no name: whatever ends the process
 // (an error, exit, SIGTERM, even SIGKILL) the system frees its space, and nothing is ever left
 // in DIR. Writes and reads are positioned (pwrite/pread); a failure (disk full, I/O error)

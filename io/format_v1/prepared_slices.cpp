@@ -483,4 +483,67 @@ void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm)
       });
 }
 
+struct GraphFileWriter::State {
+  std::string path;
+  io::AtomicFile file;
+  h5::Writer w;
+  index_t next_row = 0;
+  bool started = false, finished = false, has_ids = false;
+  std::vector<std::string> class_names;
+  explicit State(const std::string& out) : path(out), file(io::check_output(out, io::OutputNeeds::Seekable)), w(out) {}
+};
+
+GraphFileWriter::GraphFileWriter(const std::string& path, bool node_ids) {
+  h5::silence_errors();
+  s_ = std::make_unique<State>(path);
+  s_->has_ids = node_ids;
+  s_->w.create(s_->file.temp_path());
+  s_->w.write_in_pieces();
+}
+
+GraphFileWriter::~GraphFileWriter() = default;  // unfinished: the temporary file is removed
+
+void GraphFileWriter::write(const GraphSlice& g, index_t edges_before, index_t edges_total) {
+  if (s_->finished || g.rows.begin != s_->next_row || g.rows.end > g.num_nodes)
+    throw std::logic_error("GraphFileWriter: pieces must tile the rows in order");
+  const bool first = !s_->started, last = g.rows.end == g.num_nodes;
+  if (s_->has_ids && static_cast<index_t>(g.node_ids.size()) != g.rows.size())
+    throw std::logic_error("GraphFileWriter: every run needs its rows' node ids");
+  std::vector<index_t> indptr(g.indptr.size());
+  for (std::size_t i = 0; i < indptr.size(); ++i) indptr[i] = edges_before + g.indptr[i];
+  V1Rows v;
+  v.num_nodes = g.num_nodes;
+  v.num_features = g.num_features;
+  v.num_classes = g.num_classes;
+  v.directed = g.directed;
+  v.weighted = g.weighted;
+  v.rows = g.rows;
+  v.indptr = indptr.data();
+  v.indices = g.indices.data();
+  v.values = g.values.data();
+  v.edges = edges_total;
+  v.features = g.features.data();
+  v.labels = g.labels.data();
+  v.train = g.train_mask.data();
+  v.val = g.val_mask.data();
+  v.test = g.test_mask.data();
+  v.node_weights = data_or_empty(g.node_weights, !g.node_weights.empty());
+  v.node_ids = data_or_empty(g.node_ids, s_->has_ids);
+  write_v1_rows(s_->w, v, last, first);
+  write_node_ids(s_->w, v);
+  if (first) {
+    s_->w.string_attr("format", h5::kFormatName);
+    if (!g.class_names.empty()) s_->w.string_dataset(kClassNames, g.class_names);
+  }
+  s_->started = true;
+  s_->next_row = g.rows.end;
+  if (last) s_->finished = true;
+}
+
+void GraphFileWriter::finish() {
+  if (!s_->finished) throw std::logic_error("GraphFileWriter: finished before its last rows");
+  s_->w.close();
+  s_->file.commit();
+}
+
 }  // namespace plexus

@@ -2,11 +2,14 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <type_traits>
 
+#include "io/convert/text_reader.hpp"
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
 #include "plexus/convert.hpp"
@@ -30,6 +33,7 @@ struct TextOptions {
   bool directed = false;
   std::string synthetic = "degree";
   std::string features_file;  // --features x.npy
+  std::string memory_per_rank, scratch;  // convert in passes (edgelist, mtx)
   EdgeListOptions opt;
   // The option objects whose presence matters (given or not).
   CLI::Option *synthetic_given = nullptr, *classes_given = nullptr, *width_given = nullptr;
@@ -89,6 +93,10 @@ void add_text_options(CLI::App* cmd, TextOptions& o) {
                                     "num_classes to record: without labels (all -1), or above the labels' max + 1")
                         ->capture_default_str();
   cmd->add_option("--out,-o", o.out, "Output file (format v1 HDF5)")->required();
+  cmd->add_option("--memory-per-rank", o.memory_per_rank,
+                  "Memory to convert within (e.g. 4G); on one process with --scratch, in as many passes as needed");
+  cmd->add_option("--scratch", o.scratch,
+                  "Directory for the passes' temporary files (with --memory-per-rank; nothing is left there)");
 }
 
 EdgeListOptions text_options(const TextOptions& o) {
@@ -178,8 +186,75 @@ void convert_on_ranks(const TextOptions& o, MPI_Comm comm, Read&& read) {
                g.num_features, g.num_classes, g.directed ? " (directed)" : "", size);
 }
 
+// The passes a text conversion takes under --memory-per-rank (0: none asked for, convert in
+// memory), or InputError where the options do not fit together.
+int text_passes(const TextOptions& o, MPI_Comm comm) {
+  const std::size_t budget = parse_memory_budget(o.memory_per_rank);
+  if (comm != MPI_COMM_NULL) {
+    if (!o.scratch.empty())
+      throw InputError("--scratch", "the passes run in one process; on several ranks each holds its share already "
+                                    "(drop --scratch, or run one process)");
+    return 0;
+  }
+  if (budget == 0) {
+    if (!o.scratch.empty())
+      throw InputError("--scratch", "needs --memory-per-rank: the memory the passes are sized to (e.g. 4G)");
+    return 0;
+  }
+  if (text::is_gzip_file(o.input))
+    throw InputError(o.input, "a gzip file cannot be split into passes: decompress it, or convert without --scratch");
+  const std::uint64_t lines = static_cast<std::uint64_t>(std::max<std::int64_t>(
+      1, text::count_newlines(o.input, 0, std::numeric_limits<std::uint64_t>::max())));
+  const index_t width = o.synthetic == "random" ? o.opt.feature_width : 1;
+  const int passes = convert_passes_for_budget(lines, o.opt.num_nodes, width, !o.directed, budget);
+  if (o.scratch.empty()) {
+    if (passes == 1) return 0;
+    throw InputError("--memory-per-rank",
+                     fmt::format("converting {} lines in one process needs about {:.2f} GiB; give --scratch DIR to "
+                                 "convert them in {} passes through files in DIR, or run on more ranks",
+                                 lines, convert_memory_bytes(lines, o.opt.num_nodes, width, !o.directed, 1) / 1073741824.0,
+                                 passes));
+  }
+  if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read whole: convert it without passes");
+  return passes;
+}
+
+// One process in passes (--memory-per-rank M --scratch DIR): the rows a run at a time
+// (read_edge_list_in_passes, read_matrix_market_in_passes), written as they come.
+template <class Read>
+void convert_in_passes(const TextOptions& o, int passes, bool node_ids, Read&& read) {
+  io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});
+  if (const char* forced = std::getenv("PLEXUS_CONVERT_PASSES"); forced != nullptr) {
+    // Tests force many passes on small files (a positive integer).
+    char* end = nullptr;
+    const long v = std::strtol(forced, &end, 10);
+    if (*forced == '\0' || *end != '\0' || v < 1 || v > (1 << 20))
+      throw InputError("PLEXUS_CONVERT_PASSES", std::string("must be a positive integer, got '") + forced + "'");
+    passes = static_cast<int>(v);
+  }
+  GraphFileWriter out(o.out, node_ids);
+  index_t nodes = 0, edges = 0, features = 0;
+  std::int32_t classes = 0;
+  bool directed = false;
+  in_phase(fmt::format("converting {} in {} passes through {}", o.input, passes, o.scratch), [&] {
+    read(o.input, text_options(o), passes, o.scratch, [&](GraphSlice&& rows, index_t before, index_t total) {
+      nodes = rows.num_nodes, edges = total, features = rows.num_features, classes = rows.num_classes;
+      directed = rows.directed;
+      out.write(rows, before, total);
+    });
+    out.finish();
+  });
+  fmt::print("{}: {} nodes, {} edges, {} features, {} classes{}; {} passes\n", o.out, nodes, edges, features, classes,
+             directed ? " (directed)" : "", passes);
+}
+
 void convert_edgelist(TextOptions& o) {
   check_edgelist_options(o);
+  if (const int passes = text_passes(o, ranks_comm()); passes > 0) {
+    if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read whole: convert it without passes");
+    if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read whole: convert without passes");
+    return convert_in_passes(o, passes, o.opt.num_nodes == 0 || o.opt.base != 0, read_edge_list_in_passes);
+  }
   if (const MPI_Comm comm = ranks_comm(); comm != MPI_COMM_NULL) {
     // What needs every node in one process is refused.
     if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + on_one_rank(comm));
@@ -290,6 +365,8 @@ void add_convert_command(CLI::App& app) {
   add_text_options(mc, *mm);
   mc->callback([mm] {
     check_features_file(*mm);
+    if (const int passes = text_passes(*mm, ranks_comm()); passes > 0)
+      return convert_in_passes(*mm, passes, false, read_matrix_market_in_passes);
     if (const MPI_Comm comm = ranks_comm(); comm != MPI_COMM_NULL) {
       if (!mm->features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(comm));
       return convert_on_ranks(*mm, comm, read_matrix_market_on_ranks);

@@ -1,6 +1,7 @@
 #pragma once
-// Items of fixed size sorted into buckets through a scratch file (private to partition/): the
-// all-to-all of the prepare on P ranks, done in time instead of across ranks. Pass k adds its
+// Items of fixed size sorted into buckets through a scratch file (private: the prepare and the
+// converters in passes): the all-to-all of the work on P ranks, done in time instead of across
+// ranks. Pass k adds its
 // items — each to the bucket of the pass that will take it — and pass j later reads its bucket
 // back. The producer is the one an exchange between ranks takes (src/comm/rank_exchange.hpp):
 // produce(i0, i1, emit) emits the items of positions [i0, i1) through emit(bucket, item), the
@@ -16,7 +17,7 @@
 #include "io/files/scratch_file.hpp"
 #include "plexus/tensor.hpp"
 
-namespace plexus::detail {
+namespace plexus::io {
 
 class SpillBuckets {
  public:
@@ -75,4 +76,4 @@ class SpillBuckets {
   std::vector<Run> runs_;
 };
 
-}  // namespace plexus::detail
+}  // namespace plexus::io

@@ -1,0 +1,183 @@
+// read_edge_list_in_passes and read_matrix_market_in_passes (plexus/convert.hpp) against the
+// one-process converters, in memory: random edge lists (skewed 12-digit ids, duplicates with
+// other weights, self-loops, comments, lines the passes' byte ranges cut) and MatrixMarket files
+// in 1 to 13 passes with runs of a few items; the runs must tile the rows in order and together
+// equal read_edge_list's (read_matrix_market's) CSR, features and ids, with the right offsets.
+// Also: the pass count of a budget, and that nothing is left in the scratch directory.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plexus/convert.hpp"
+#include "plexus/error.hpp"
+#include "plexus/prepare_distributed.hpp"
+
+namespace plexus {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("plexus-convert-passes-" + std::to_string(::getpid()));
+  Dir() { fs::create_directories(path / "scratch"); }
+  ~Dir() { fs::remove_all(path); }
+  std::string scratch() const { return (path / "scratch").string(); }
+};
+
+std::string edge_list(const fs::path& p, bool weighted, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<long long> ids;
+  for (int k = 0; k < 150; ++k) ids.push_back(500000000000LL + static_cast<long long>(rng() % 1000000007));
+  std::ofstream f(p);
+  f << "# comment\n\n";
+  for (int e = 0; e < 900; ++e) {
+    const long long u = ids[static_cast<std::size_t>(150 * std::pow(static_cast<double>(rng() % 1000) / 1000.0, 3))];
+    const long long v = ids[rng() % 150];
+    f << u << (e % 3 ? ' ' : '\t') << v;
+    if (weighted) f << ' ' << 0.5 + static_cast<double>(rng() % 100) / 10.0;
+    f << '\n';
+    if (e % 50 == 0) f << u << ' ' << u << (weighted ? " 1.5" : "") << "\n% note\n";
+    if (e % 41 == 0) f << u << ',' << v << (weighted ? ",9.25" : "") << '\n';
+  }
+  return p.string();
+}
+
+// Collects the runs in order and checks their offsets.
+struct Runs {
+  GraphSlice whole;  // concatenated
+  std::vector<std::int64_t> ids;
+  index_t next_row = 0, next_edge = 0, total = -1;
+  void add(GraphSlice&& s, index_t before, index_t all) {
+    EXPECT_EQ(s.rows.begin, next_row);
+    EXPECT_EQ(before, next_edge);
+    if (total >= 0) {
+      EXPECT_EQ(all, total);
+    }
+    total = all;
+    EXPECT_EQ(static_cast<index_t>(s.indptr.size()), s.rows.size() + 1);
+    if (whole.indptr.empty()) whole.indptr.push_back(0);
+    for (std::size_t i = 1; i < s.indptr.size(); ++i) whole.indptr.push_back(before + s.indptr[i]);
+    whole.indices.insert(whole.indices.end(), s.indices.begin(), s.indices.end());
+    whole.values.insert(whole.values.end(), s.values.begin(), s.values.end());
+    whole.features.insert(whole.features.end(), s.features.begin(), s.features.end());
+    ids.insert(ids.end(), s.node_ids.begin(), s.node_ids.end());
+    whole.num_nodes = s.num_nodes;
+    whole.num_features = s.num_features;
+    whole.directed = s.directed;
+    next_row = s.rows.end;
+    next_edge = before + static_cast<index_t>(s.indices.size());
+  }
+};
+
+void expect_same(const GraphData& g, const std::vector<std::int64_t>& ids, const Runs& r) {
+  EXPECT_EQ(r.next_row, g.num_nodes);
+  EXPECT_EQ(r.total, g.num_edges());
+  EXPECT_EQ(r.whole.num_nodes, g.num_nodes);
+  EXPECT_EQ(r.whole.directed, g.directed);
+  EXPECT_EQ(r.whole.indptr, g.indptr);
+  EXPECT_EQ(r.whole.indices, g.indices);
+  EXPECT_EQ(r.whole.values, g.values);
+  EXPECT_EQ(r.whole.num_features, g.num_features);
+  EXPECT_EQ(r.whole.features, g.features);
+  EXPECT_EQ(r.ids, ids);
+}
+
+void check_edge_list(const std::string& path, const EdgeListOptions& opt, int passes, const Dir& dir) {
+  SCOPED_TRACE(std::to_string(passes) + " passes");
+  std::vector<std::int64_t> ids;
+  const GraphData g = read_edge_list(path, opt, ids);
+  Runs r;
+  read_edge_list_in_passes(path, opt, passes, dir.scratch(),
+                           [&](GraphSlice&& s, index_t before, index_t all) { r.add(std::move(s), before, all); });
+  expect_same(g, ids, r);
+  EXPECT_TRUE(fs::is_empty(dir.scratch()));
+}
+
+TEST(ConvertInPasses, EdgeListRelabelledEqualsOneProcess) {
+  const Dir dir;
+  const std::string path = edge_list(dir.path / "w.txt", true, 1);
+  for (int k : {1, 2, 3, 7, 13}) check_edge_list(path, EdgeListOptions{}, k, dir);
+}
+
+TEST(ConvertInPasses, EdgeListDirectedRandomFeaturesInRunsOfThree) {
+  const Dir dir;
+  const std::string path = edge_list(dir.path / "u.txt", false, 2);
+  setenv("PLEXUS_PREPARE_ROUND", "3", 1);
+  EdgeListOptions opt;
+  opt.symmetrize = false;
+  opt.features = SyntheticFeatures::kRandom;
+  opt.feature_width = 3;
+  check_edge_list(path, opt, 4, dir);
+  unsetenv("PLEXUS_PREPARE_ROUND");
+}
+
+TEST(ConvertInPasses, EdgeListDenseIdsFromOne) {
+  const Dir dir;
+  const fs::path p = dir.path / "d.txt";
+  {
+    std::mt19937 rng(3);
+    std::ofstream f(p);
+    for (int e = 0; e < 700; ++e) f << 1 + rng() % 120 << ' ' << 1 + rng() % 120 << "\r\n";
+  }
+  EdgeListOptions opt;
+  opt.num_nodes = 125;  // five isolated nodes past the ids
+  opt.base = 1;
+  for (int k : {2, 5}) check_edge_list(p.string(), opt, k, dir);
+}
+
+TEST(ConvertInPasses, MatrixMarketEqualsOneProcess) {
+  const Dir dir;
+  const fs::path p = dir.path / "m.mtx";
+  {
+    std::mt19937 rng(4);
+    std::ofstream f(p);
+    f << "%%MatrixMarket matrix coordinate real general\n% c\n90 90 500\n";
+    for (int e = 0; e < 500; ++e) f << 1 + rng() % 90 << ' ' << 1 + rng() % 90 << ' ' << (rng() % 100) / 7.0 << '\n';
+  }
+  const GraphData g = read_matrix_market(p.string());
+  for (int k : {1, 3, 6}) {
+    Runs r;
+    read_matrix_market_in_passes(p.string(), EdgeListOptions{}, k, dir.scratch(),
+                                 [&](GraphSlice&& s, index_t before, index_t all) { r.add(std::move(s), before, all); });
+    expect_same(g, {}, r);
+  }
+  EXPECT_TRUE(fs::is_empty(dir.scratch()));
+}
+
+TEST(ConvertInPasses, BadLineNamesItsLineAndLeavesNothing) {
+  const Dir dir;
+  const std::string path = edge_list(dir.path / "b.txt", true, 5);
+  { std::ofstream(path, std::ios::app) << "7 x 1.0\n"; }
+  std::ifstream in(path);
+  const auto lines = std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+  int runs = 0;
+  try {
+    read_edge_list_in_passes(path, EdgeListOptions{}, 4, dir.scratch(), [&](GraphSlice&&, index_t, index_t) { ++runs; });
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), path + ":" + std::to_string(lines));
+  }
+  EXPECT_EQ(runs, 0);
+  EXPECT_TRUE(fs::is_empty(dir.scratch()));
+}
+
+TEST(ConvertInPasses, PassesForBudget) {
+  const std::uint64_t lines = 100'000'000;
+  for (int k : {1, 2, 9}) {
+    const double need = convert_memory_bytes(lines, 0, 16, true, k);
+    EXPECT_EQ(convert_passes_for_budget(lines, 0, 16, true, static_cast<std::uint64_t>(need) + 1), k);
+  }
+  EXPECT_LT(convert_memory_bytes(lines, 0, 16, false, 1), convert_memory_bytes(lines, 0, 16, true, 1));
+  EXPECT_THROW(convert_passes_for_budget(lines, 0, 16, true, 1 << 20), InputError);
+}
+
+}  // namespace
+}  // namespace plexus
