@@ -50,7 +50,8 @@ class Runs {
 };
 
 // Boundaries splitting positions [0, cost.size()) into `parts` runs (parts <= positions) of
-// about equal summed cost, none empty (the sink is told the end by the last run).
+// about equal summed cost, each run leaving at least a position to every run after it: the last
+// run is never empty (the sink learns the end from the run that reaches it; only one may).
 std::vector<index_t> split_by_cost(const std::vector<double>& cost, int parts) {
   const auto n = static_cast<index_t>(cost.size());
   const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
@@ -60,8 +61,8 @@ std::vector<index_t> split_by_cost(const std::vector<double>& cost, int parts) {
   index_t i = 0;
   for (int k = 1; k < parts; ++k) {
     const double target = total * k / parts;
-    const index_t lo = starts[static_cast<std::size_t>(k) - 1] + 1, hi = n - (parts - k);
-    while (i < hi && (i < lo || sum + cost[static_cast<std::size_t>(i)] <= target)) sum += cost[static_cast<std::size_t>(i++)];
+    const index_t hi = n - (parts - k);
+    while (i < hi && sum + cost[static_cast<std::size_t>(i)] <= target) sum += cost[static_cast<std::size_t>(i++)];
     starts[static_cast<std::size_t>(k)] = i;
   }
   return starts;
