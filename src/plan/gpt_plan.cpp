@@ -58,8 +58,11 @@ RankCost dry_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
 // What decides a rank's costs apart from its replica: the sizes of everything it holds — its
 // blocks of the layout and the rows of each Linear3D's weight it stores (the linears' stored
 // rows, split over their row axis: embed for qkv and fc, the attention output for proj, the MLP
-// features for fc2, vocabulary and positions for the transposed tables).
+// features for fc2, vocabulary and positions for the transposed tables) — and which axes it is
+// first on: a tensor replicated over two axes counts in the gradient norm at coordinate 0 of
+// both (GptParam::owner), so only there does the norm read its gradient.
 void layout_key(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
+  for (int c : coords) k.push_back(c == 0);
   k.push_back(l.head_dim);
   k.push_back(l.rows);
   for (const Range& r : {l.seqs, l.embed, l.heads, l.qkv_cols, l.att_cols, l.ff, l.vocab, l.pos}) {
