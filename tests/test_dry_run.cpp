@@ -142,6 +142,7 @@ TEST(ShapeBackend, CountsTheBytesOfMemoryBoundKernelsAndTheDropoutDraws) {
   EXPECT_DOUBLE_EQ(added([&] { be.column_sum(a.view(), 0.0f, bias.data()); }), n + 24);
   EXPECT_DOUBLE_EQ(added([&] { be.axpby(60, 1.0f, a.data(), 1.0f, b.data()); }), 3 * n);
   EXPECT_DOUBLE_EQ(added([&] { be.axpby(60, 2.0f, b.data(), 0.0f, b.data()); }), 2 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.axpby(60, 1.0f, a.data(), 0.0f, b.data()); }), 2 * n);  // y not read
   EXPECT_DOUBLE_EQ(added([&] { be.adam_step(60, a.data(), b.data(), a.data(), b.data(), AdamParams{}); }), 7 * n);
   EXPECT_DOUBLE_EQ(added([&] { be.copy_on_device(a.data(), b.data(), 240); }), 480);
   EXPECT_EQ(be.counts().random_draws, 0.0);
@@ -289,6 +290,29 @@ TEST(DryRun, APlanFollowsACollectiveAddedToALayer) {
         EXPECT_GT(base.bytes[0] + base.bytes[1] + base.bytes[2], 0.0);
       }
     }
+  }
+}
+
+// A GPT step's dropout draws, counted by hand: the embeddings' sum and each block's two
+// residual branches, [batch·block × embed] each, forward and backward (the attention's own
+// dropout is part of its products); with recompute each block's forward runs again in its
+// backward, drawing its two masks again. The plan takes train's --dropout (GptParallel).
+TEST(DryRun, GptStepDrawsItsDropoutMasks) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.embed = 16;
+  c.block = 8;
+  c.vocab = 11;
+  const double mask = 3.0 * 8 * 16;  // batch 3
+  for (bool recompute : {false, true}) {
+    c.recompute = recompute;
+    GptParallel par;
+    EXPECT_EQ(predict_gpt_ranks(c, 3, 1, GridShape{}, true, par)[0].random_draws, 0.0);  // no dropout
+    par.dropout = 0.1f;
+    const RankCost step = predict_gpt_ranks(c, 3, 1, GridShape{}, true, par)[0];
+    EXPECT_DOUBLE_EQ(step.random_draws, (2 + 4 * 2 + (recompute ? 2 * 2 : 0)) * mask) << recompute;
+    EXPECT_GT(step.stream_bytes, 0.0);
   }
 }
 

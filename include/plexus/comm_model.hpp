@@ -124,8 +124,9 @@ struct MachineModel {
   double lat_intra_us = 2.0, lat_inter_us = 10.0;      // per ring step of a collective
   double spmm_gbs = 15.0;                              // SpMM memory-traffic rate, GB/s
   double gemm_gflops = 60.0;                          // SGEMM rate, GFLOP/s
-  double stream_gbs = 10.0;                           // memory-bound kernels' traffic rate, GB/s
-  double dropout_gdraws = 0.5;                        // dropout mask elements drawn, 10^9/s
+  // Measured on one core of a 2-core x86 host (docs/plan.md, "Calibrating"): 26.8 and 1.40.
+  double stream_gbs = 25.0;                           // memory-bound kernels' traffic rate, GB/s
+  double dropout_gdraws = 1.4;                        // dropout mask elements drawn, 10^9/s
 };
 
 // A rank's compute time under `m`: SpMM traffic / spmm_gbs + GEMM FLOPs / gemm_gflops +

@@ -228,6 +228,7 @@ struct GptPlanOptions {
   bool untie = false;
   std::string memory_per_rank, precision = "fp32", transport = "mpi";
   double bucket_mb = 25.0;
+  float dropout = 0.0f;
 };
 
 void run_plan_gpt(GptPlanOptions& o) {
@@ -238,6 +239,7 @@ void run_plan_gpt(GptPlanOptions& o) {
   check.batch = o.batch;
   check.grad_accum = o.grad_accum;
   check.bucket_mb = o.bucket_mb;
+  check.dropout = o.dropout;
   validate(check);
   // The model walks every gradient bucket of every rank of every grid: bound their number.
   const double e = static_cast<double>(o.model.embed);
@@ -252,12 +254,12 @@ void run_plan_gpt(GptPlanOptions& o) {
   const Precision precision = precision_of(o.precision);
   const Transport transport = parse_transport(o.transport);
   const std::vector<GridPlan> plans =
-      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport);
+      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport, o.dropout);
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
-      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport};
+      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport, o.dropout};
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
                        {"dp", g.dp},
@@ -275,16 +277,17 @@ void run_plan_gpt(GptPlanOptions& o) {
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
                                       {"recompute", o.model.recompute},
+                                      {"dropout", o.dropout},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids}},
                                   2));
     return;
   }
-  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}; {} ranks, {} "
-             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, "
+  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}, dropout {:g}; "
+             "{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, "
              "dropout {:g} G draws/s per rank{}{}\n",
              o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum,
-             o.precision, ranks,
+             o.precision, o.dropout, ranks,
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
              m.stream_gbs, m.dropout_gdraws,
              o.model.recompute ? "; activations recomputed in backward" : "",
@@ -382,6 +385,9 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
+  gpt->add_option("--dropout", g->dropout,
+                  "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
+      ->capture_default_str();
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   add_precision_option(gpt, g->precision);

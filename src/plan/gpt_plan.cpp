@@ -31,6 +31,7 @@ GptTrainConfig dry_run_config(const GptConfig& c, index_t batch, int grad_accum,
   cfg.zero_stage = par.zero;
   cfg.bucket_mb = par.bucket_mb;
   cfg.precision = par.precision;
+  cfg.dropout = par.dropout;
   return cfg;
 }
 
@@ -144,14 +145,14 @@ AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, Gr
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
                                const MachineModel& machine, double memory_per_rank, double bucket_mb,
-                               Precision precision, Transport transport) {
+                               Precision precision, Transport transport, float dropout) {
   std::vector<GridPlan> plans;
   for (int dp = 1; dp <= ranks; ++dp) {
     if (ranks % dp) continue;
     for (GridShape g : all_grids(ranks / dp))
       for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
         const std::vector<RankCost> step =
-            predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport});
+            predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport, dropout});
         GridPlan plan = plan_from_costs(g, step, step, machine, dp);
         plan.zero = stage;
         if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
