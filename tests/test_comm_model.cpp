@@ -498,6 +498,54 @@ TEST(CommModel, PlanRanksByPredictedTime) {
   for (GridShape g : all_grids(8)) EXPECT_GE(plan_grid(p, g, slow).total_seconds, plan_grid(p, g, m).total_seconds);
 }
 
+// Recomputation's extra work as the dry run records it, counted by hand, and its time in the
+// plan. Both layers transforming first, recompute adds no SpMM, GEMM or collective: per layer
+// l of input width F_l, the dropped-out input [N × ceil4(F_l)] is allocated (zero-filled) in
+// forward and again in backward (without recompute, once with the layer) and drawn again
+// (N·F_l draws). The plan's epoch is longer by exactly that work at the machine's memory-bound
+// and dropout rates.
+TEST(CommModel, RecomputePlansTheExtraWorkItRecords) {
+  const index_t N = 50;
+  const std::vector<index_t> dims{12, 6, 3};
+  ProblemSize plain = problem(N, dims, true, CommVariant::Baseline, 1, LayerOrder::TransformFirst);
+  ProblemSize rc = plain;
+  rc.recompute = true;
+  const RankCost a = predict_ranks(plain, GridShape{1, 1, 1}, false)[0];
+  const RankCost b = predict_ranks(rc, GridShape{1, 1, 1}, false)[0];
+  double bytes = 0, draws = 0;
+  for (index_t f : {dims[0], dims[1]}) {
+    const index_t ld = (f + 3) / 4 * 4;
+    bytes += 2 * 4.0 * N * ld;
+    draws += static_cast<double>(N * f);
+  }
+  EXPECT_DOUBLE_EQ(b.stream_bytes - a.stream_bytes, bytes);
+  EXPECT_DOUBLE_EQ(b.random_draws - a.random_draws, draws);
+  EXPECT_EQ(b.gemm_flops, a.gemm_flops);
+  EXPECT_EQ(b.spmm_bytes, a.spmm_bytes);
+  EXPECT_GT(a.stream_bytes, 0.0);
+  EXPECT_GT(a.random_draws, 0.0);
+
+  MachineModel m;
+  m.stream_gbs = 3;
+  m.dropout_gdraws = 0.25;
+  const GridPlan pa = plan_grid(plain, GridShape{1, 1, 1}, m), pb = plan_grid(rc, GridShape{1, 1, 1}, m);
+  EXPECT_NEAR(pb.total_seconds - pa.total_seconds, bytes / 3e9 + draws / 0.25e9, 1e-15);
+  EXPECT_DOUBLE_EQ(pa.compute_seconds, compute_seconds(a, m));
+  EXPECT_DOUBLE_EQ(compute_seconds(a, m), a.spmm_bytes / (m.spmm_gbs * 1e9) + a.gemm_flops / (m.gemm_gflops * 1e9) +
+                                              a.stream_bytes / 3e9 + a.random_draws / 0.25e9);
+  // Faster memory-bound kernels or dropout draws make every plan faster, and aggregating
+  // layers' recomputation costs time on every grid.
+  MachineModel fast = m;
+  fast.stream_gbs = 30;
+  fast.dropout_gdraws = 2.5;
+  ProblemSize agg = problem(N, dims, true, CommVariant::Baseline, 1, LayerOrder::AggregateFirst), agg_rc = agg;
+  agg_rc.recompute = true;
+  for (GridShape g : all_grids(8)) {
+    EXPECT_LT(plan_grid(agg, g, fast).compute_seconds, plan_grid(agg, g, m).compute_seconds) << g.str();
+    EXPECT_GT(plan_grid(agg_rc, g, m).total_seconds, plan_grid(agg, g, m).total_seconds) << g.str();
+  }
+}
+
 TEST(CommModel, GraphInfoOfBundledCora) {
   const GraphInfo info = read_graph_info_h5(std::string(PLEXUS_DATA_DIR) + "/cora.h5");
   EXPECT_EQ(info.num_nodes, 2708);

@@ -14,6 +14,7 @@
 #include "kernels/shape/shape_backend.hpp"
 #include "plan/dry_run.hpp"
 #include "pmm/device_adj.hpp"
+#include "pmm/gcn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/sparse.hpp"
@@ -119,6 +120,88 @@ TEST(ShapeBackend, CountsMemoryByKindAndFlopsAndComputesNothing) {
   EXPECT_EQ(be.counts().gemm_flops, 0.0);
 }
 
+// The memory-bound kernels count the bytes they would read and write, a dropout its draws,
+// an allocation its zero fill; GEMM and SpMM keep their own counts.
+TEST(ShapeBackend, CountsTheBytesOfMemoryBoundKernelsAndTheDropoutDraws) {
+  ShapeBackend be;
+  Matrix a(be, 10, 6), b(be, 10, 6);
+  Buffer<float> bias(be, 6);
+  EXPECT_DOUBLE_EQ(be.counts().stream_bytes, 4.0 * (60 + 60 + 6));  // zero fills
+  be.reset_counts();
+  const double n = 60 * 4.0;  // one 10 × 6 matrix
+  const auto added = [&](auto&& kernel) {
+    const double before = be.counts().stream_bytes;
+    kernel();
+    return be.counts().stream_bytes - before;
+  };
+  EXPECT_DOUBLE_EQ(added([&] { be.fill(a.view(), 1.0f); }), n);
+  EXPECT_DOUBLE_EQ(added([&] { be.copy(a.view(), b.view()); }), 2 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.relu(a.view()); }), 2 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.relu_backward(a.view(), b.view()); }), 3 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.add_bias(a.view(), bias.data()); }), 2 * n + 24);
+  EXPECT_DOUBLE_EQ(added([&] { be.column_sum(a.view(), 0.0f, bias.data()); }), n + 24);
+  EXPECT_DOUBLE_EQ(added([&] { be.axpby(60, 1.0f, a.data(), 1.0f, b.data()); }), 3 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.axpby(60, 2.0f, b.data(), 0.0f, b.data()); }), 2 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.axpby(60, 1.0f, a.data(), 0.0f, b.data()); }), 2 * n);  // y not read
+  EXPECT_DOUBLE_EQ(added([&] { be.adam_step(60, a.data(), b.data(), a.data(), b.data(), AdamParams{}); }), 7 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.copy_on_device(a.data(), b.data(), 240); }), 480);
+  EXPECT_EQ(be.counts().random_draws, 0.0);
+  EXPECT_DOUBLE_EQ(added([&] { be.dropout(a.view(), b.view(), 0.5f, DropoutKey{}, 0, 0); }), 0.0);  // priced by
+  EXPECT_DOUBLE_EQ(be.counts().random_draws, 60);                                                 // its draws
+  // p = 0 is a copy and p = 1 a fill, with no draw.
+  EXPECT_DOUBLE_EQ(added([&] { be.dropout(a.view(), b.view(), 0.0f, DropoutKey{}, 0, 0); }), 2 * n);
+  EXPECT_DOUBLE_EQ(added([&] { be.dropout(a.view(), b.view(), 1.0f, DropoutKey{}, 0, 0); }), n);
+  EXPECT_DOUBLE_EQ(be.counts().random_draws, 60);
+  EXPECT_DOUBLE_EQ(added([&] { (void)Matrix(be, 3, 5, Matrix::PaddedRows{}); }), 3 * 8 * 4.0);  // rows padded to 8
+  // A view counts its rows and columns, not its leading dimension.
+  EXPECT_DOUBLE_EQ(added([&] { be.fill(rows_of(a.view(), 2, 5), 0.0f); }), 3 * 6 * 4.0);
+  EXPECT_EQ(be.counts().gemm_flops, 0.0);
+  EXPECT_EQ(be.counts().spmm_bytes, 0.0);
+  be.reset_counts();
+  EXPECT_EQ(be.counts().stream_bytes, 0.0);
+  EXPECT_EQ(be.counts().random_draws, 0.0);
+}
+
+// One GCN layer's training step on one rank, counted by hand from gcn_layer_3d.cpp and
+// linear_3d.cpp: transforming first, N × F in, C out, no ReLU (a last layer), dropout 0.5 and
+// no input gradient (layer 0). With recompute the dropped-out input [N × ceil4(F)] is
+// allocated (zero-filled) in forward and in backward (without, once with the layer), and
+// drawn again.
+TEST(DryRun, AGcnLayerStepStreamsTheBytesCountedByHand) {
+  const index_t N = 10, F = 6, C = 3, ld = 8, nnz = 25;
+  for (bool recompute : {false, true}) {
+    SCOPED_TRACE(recompute ? "recompute" : "plain");
+    DryRun run(GridShape{1, 1, 1}, 1, 0, Transport::Mpi);
+    const LayerGeometry geo = layer_geometry(run.grid(), 0, N, {F, C}, {true});
+    ASSERT_TRUE(geo.transform_first);
+    AdjBlockRange range;
+    range.rows = range.part_rows = Range{0, N};
+    range.cols = range.part_cols = Range{0, N};
+    DeviceAdj adj(run.backend(), range, nnz, 1, nullptr, nullptr);
+    LayerCommOptions comm;
+    comm.recompute = recompute;
+    GcnLayer3D layer(run.backend(), run.grid(), geo, adj, /*relu=*/false, 1, /*constant_input=*/true, comm);
+    Matrix h(run.backend(), N, F), d_out(run.backend(), N, C);
+    run.measure();
+    const DropoutSpec drop{0.5f, DropoutKey{}, true};
+    layer.forward(h, drop);
+    layer.backward(d_out, drop, /*need_input_grad=*/false);
+    const RankCost step = run.measure();
+    // forward: dropout(H) (N·F draws), the bias added to OUT (read, write; the bias read);
+    // backward: db = colsum(dOUT) (read; db written), dY allocated [N × C].
+    double want = (8.0 * N * C + 4 * C) + (4.0 * N * C + 4 * C) + 4.0 * N * C;
+    double draws = N * F;
+    if (recompute) {
+      want += 2 * 4.0 * N * ld;  // dropout(H)'s buffer, allocated in forward and in backward
+      draws += N * F;            // and drawn again
+    }
+    EXPECT_DOUBLE_EQ(step.stream_bytes, want);
+    EXPECT_DOUBLE_EQ(step.random_draws, draws);
+    EXPECT_DOUBLE_EQ(step.gemm_flops, 2.0 * (2.0 * N * F * C));  // H·W and Hᵀ·dY
+    EXPECT_DOUBLE_EQ(step.spmm_flops, 2.0 * (2.0 * nnz * C));    // Â·Y and Âᵀ·dOUT
+  }
+}
+
 HostCsr random_block(index_t rows, index_t cols, double density, unsigned seed) {
   std::mt19937 rng(seed);
   std::bernoulli_distribution keep(density);
@@ -210,6 +293,29 @@ TEST(DryRun, APlanFollowsACollectiveAddedToALayer) {
   }
 }
 
+// A GPT step's dropout draws, counted by hand: the embeddings' sum and each block's two
+// residual branches, [batch·block × embed] each, forward and backward (the attention's own
+// dropout is part of its products); with recompute each block's forward runs again in its
+// backward, drawing its two masks again. The plan takes train's --dropout (GptParallel).
+TEST(DryRun, GptStepDrawsItsDropoutMasks) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.embed = 16;
+  c.block = 8;
+  c.vocab = 11;
+  const double mask = 3.0 * 8 * 16;  // batch 3
+  for (bool recompute : {false, true}) {
+    c.recompute = recompute;
+    GptParallel par;
+    EXPECT_EQ(predict_gpt_ranks(c, 3, 1, GridShape{}, true, par)[0].random_draws, 0.0);  // no dropout
+    par.dropout = 0.1f;
+    const RankCost step = predict_gpt_ranks(c, 3, 1, GridShape{}, true, par)[0];
+    EXPECT_DOUBLE_EQ(step.random_draws, (2 + 4 * 2 + (recompute ? 2 * 2 : 0)) * mask) << recompute;
+    EXPECT_GT(step.stream_bytes, 0.0);
+  }
+}
+
 // The GPT's plan holds, kind by kind, what a real run of one step holds on one rank (every token
 // id is held there, as the dry run assumes for the one-hot embedding matrices).
 TEST(DryRun, GptPlanHoldsWhatTrainingHoldsByKind) {
@@ -277,6 +383,8 @@ void expect_same_cost(const RankCost& a, const RankCost& b, const std::string& w
   EXPECT_EQ(a.calls, b.calls) << what;
   EXPECT_EQ(a.gemm_flops, b.gemm_flops) << what;
   EXPECT_EQ(a.spmm_flops, b.spmm_flops) << what;
+  EXPECT_EQ(a.stream_bytes, b.stream_bytes) << what;
+  EXPECT_EQ(a.random_draws, b.random_draws) << what;
   EXPECT_EQ(a.memory_bytes, b.memory_bytes) << what;
   EXPECT_EQ(a.memory_by_kind, b.memory_by_kind) << what;
 }

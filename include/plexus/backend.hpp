@@ -6,7 +6,8 @@
 //   kernels/cpu/        OpenMP + SIMD + OpenBLAS: the fast CPU path
 //   kernels/cuda/       cuSPARSE / cuBLAS / CUDA kernels (built when nvcc is present, as the
 //                       separate CUDA library: include/plexus/cuda.hpp)
-//   kernels/shape/      computes nothing, counts FLOPs: plans run the real model code on it
+//   kernels/shape/      computes nothing, counts FLOPs, bytes and dropout draws: plans run the real
+//                       model code on it
 // Model and training code only ever talk to a Backend&, so they never know which one runs.
 //
 // Memory: a Backend owns allocation on its device and counts live and peak bytes, which is

@@ -99,6 +99,10 @@ struct RankCost {
   std::array<int, 4> calls{};
   double spmm_flops = 0, spmm_bytes = 0;  // SpMM: 2·nnz·D flops; memory traffic (see docs)
   double gemm_flops = 0;              // 2·m·k·n per GEMM
+  // The memory-bound kernels (element-wise, fills, copies, reductions, loss, optimizer, the zero
+  // fill of allocations): bytes read and written (ShapeCounts::stream_bytes); and the dropout
+  // mask elements drawn, which price the dropout calls (ShapeCounts::random_draws).
+  double stream_bytes = 0, random_draws = 0;
   double memory_bytes = 0;            // peak tensor bytes (the backend's peak_bytes from the start)
   // The peak of each MemoryKind (parameters, gradients, optimizer, activations, workspace,
   // per-edge values); each kind's own peak, so their sum may exceed memory_bytes.
@@ -120,7 +124,14 @@ struct MachineModel {
   double lat_intra_us = 2.0, lat_inter_us = 10.0;      // per ring step of a collective
   double spmm_gbs = 15.0;                              // SpMM memory-traffic rate, GB/s
   double gemm_gflops = 60.0;                          // SGEMM rate, GFLOP/s
+  // Measured on one core of a 2-core x86 host (docs/plan.md, "Calibrating"): 26.8 and 1.40.
+  double stream_gbs = 25.0;                           // memory-bound kernels' traffic rate, GB/s
+  double dropout_gdraws = 1.4;                        // dropout mask elements drawn, 10^9/s
 };
+
+// A rank's compute time under `m`: SpMM traffic / spmm_gbs + GEMM FLOPs / gemm_gflops +
+// memory-bound traffic / stream_gbs + dropout draws / dropout_gdraws (no overlap).
+double compute_seconds(const RankCost& rc, const MachineModel& m);
 
 struct GridPlan {
   GridShape grid;

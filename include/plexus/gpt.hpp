@@ -184,6 +184,8 @@ struct GptParallel {
   double bucket_mb = 25.0;
   Precision precision = Precision::FP32;  // BF16: 2-byte parameters, gradients and D traffic
   Transport transport = Transport::Mpi;   // whose byte accounting (comm_model.hpp)
+  // GptTrainConfig::dropout: moves and holds nothing more, but its masks' draws are compute.
+  float dropout = 0.0f;
 };
 // Per-rank costs of one step of grad_accum micro-batches, from GptTrainer's step run dry at each
 // distinct rank (src/plan/gpt_plan.cpp): bytes per axis (x, y, z, d) exactly as the
@@ -201,7 +203,8 @@ AxisBytes predict_gpt_step(const GptConfig& model, index_t batch, int grad_accum
 // only with D > 1.
 std::vector<GridPlan> plan_gpt(const GptConfig& model, index_t batch, int grad_accum, int ranks,
                                const MachineModel& machine, double memory_per_rank = 0, double bucket_mb = 25.0,
-                               Precision precision = Precision::FP32, Transport transport = Transport::Mpi);
+                               Precision precision = Precision::FP32, Transport transport = Transport::Mpi,
+                               float dropout = 0.0f);
 
 // Generates `tokens` tokens after `prompt` (token ids) on one rank: temperature, top-k (0 = all).
 std::vector<std::int32_t> sample_gpt(const GptConfig& model, const GptWeights& weights,

@@ -3,7 +3,8 @@
 // address space that is never backed by memory (a PROT_NONE reservation: a stray read or write
 // faults instead of passing unnoticed), and is counted by the Backend base like any other, per
 // memory kind; each GEMM, SpMM and attention call adds its FLOPs (and an SpMM its memory
-// traffic). With recording communicators (src/comm/recording_communicator.hpp) the real model
+// traffic), every other kernel the bytes it would read and write (an allocation the bytes its
+// zero fill writes) and a dropout the mask elements it would draw. With recording communicators (src/comm/recording_communicator.hpp) the real model
 // code runs one step at a rank's coordinates in microseconds per layer, whatever the sizes:
 // that is how plans and memory checks learn what a run will move, hold and compute
 // (src/plan/). computes() is false, so code that prepares host data for a backend skips it.
@@ -17,6 +18,17 @@ struct ShapeCounts {
   double spmm_flops = 0;       // 2·nnz·n per SpMM
   double spmm_bytes = 0;       // an SpMM's memory traffic: index + value per entry, one n-wide
                                // row of the dense operand per entry, the output rows, the row pointers
+  // The memory-bound kernels (everything but GEMM, SpMM, attention and dropout): the bytes
+  // each call would read and write — element-wise kernels, fills, copies, reductions, the loss,
+  // the optimizer, the precision casts, the GAT edge kernels, host transfers, and the zero fill
+  // of every allocation (Backend::allocate hands out zeroed memory). Per kernel: shape_backend.cpp.
+  double stream_bytes = 0;
+  // Dropout mask elements drawn: dropout and edge_dropout with 0 < p < 1, one counter-based
+  // random number per element, which prices the whole call (a Philox draw costs more than the
+  // element's read and write on a CPU: kernels/cpu/elementwise.cpp). Dropout with p = 0 (a
+  // copy) or 1 (a fill) counts as stream bytes. The fused attention kernels' own dropout is
+  // part of their FLOPs.
+  double random_draws = 0;
 };
 
 class ShapeBackend final : public Backend {

@@ -30,6 +30,7 @@ struct MachineOptions {
   std::optional<int> ranks, ranks_per_node;
   std::string bandwidth, latency;  // "INTRA,INTER" or one value for both
   double spmm_gbs = MachineModel{}.spmm_gbs, gemm_gflops = MachineModel{}.gemm_gflops;
+  double stream_gbs = MachineModel{}.stream_gbs, dropout_gdraws = MachineModel{}.dropout_gdraws;
   bool json = false;
 };
 
@@ -114,6 +115,8 @@ std::pair<int, MachineModel> machine_model(const MachineOptions& o) {
   if (!o.latency.empty()) std::tie(m.lat_intra_us, m.lat_inter_us) = parse_pair("--latency", o.latency);
   m.spmm_gbs = positive("--spmm-gbs", o.spmm_gbs);
   m.gemm_gflops = positive("--gemm-gflops", o.gemm_gflops);
+  m.stream_gbs = positive("--stream-gbs", o.stream_gbs);
+  m.dropout_gdraws = positive("--dropout-gdraws", o.dropout_gdraws);
   return {ranks, m};
 }
 
@@ -167,6 +170,8 @@ void run_plan(PlanOptions& o) {
           {"latency_us", {m.lat_intra_us, m.lat_inter_us}},
           {"spmm_gbs", m.spmm_gbs},
           {"gemm_gflops", m.gemm_gflops},
+          {"stream_gbs", m.stream_gbs},
+          {"dropout_gdraws", m.dropout_gdraws},
           {"dropout", p.dropout},
           {"shard_adj", p.shard_adj},
           {"comm_variant", comm_variant_name(p.comm_variant)},
@@ -183,9 +188,9 @@ void run_plan(PlanOptions& o) {
   fmt::print("{}: {} nodes, {} edges, dims", path, p.num_nodes, p.nnz);
   for (index_t d : p.dims) fmt::print(" {}", d);
   fmt::print("\n{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us (intra/inter node); "
-             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s per rank\n",
+             "SpMM {:g} GB/s, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, dropout {:g} G draws/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
-             m.gemm_gflops);
+             m.gemm_gflops, m.stream_gbs, m.dropout_gdraws);
   fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n", model_text(o.train),
              comm_variant_name(p.comm_variant),
              p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
@@ -223,6 +228,7 @@ struct GptPlanOptions {
   bool untie = false;
   std::string memory_per_rank, precision = "fp32", transport = "mpi";
   double bucket_mb = 25.0;
+  float dropout = 0.0f;
 };
 
 void run_plan_gpt(GptPlanOptions& o) {
@@ -233,6 +239,7 @@ void run_plan_gpt(GptPlanOptions& o) {
   check.batch = o.batch;
   check.grad_accum = o.grad_accum;
   check.bucket_mb = o.bucket_mb;
+  check.dropout = o.dropout;
   validate(check);
   // The model walks every gradient bucket of every rank of every grid: bound their number.
   const double e = static_cast<double>(o.model.embed);
@@ -247,12 +254,12 @@ void run_plan_gpt(GptPlanOptions& o) {
   const Precision precision = precision_of(o.precision);
   const Transport transport = parse_transport(o.transport);
   const std::vector<GridPlan> plans =
-      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport);
+      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport, o.dropout);
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
-      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport};
+      const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport, o.dropout};
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
                        {"dp", g.dp},
@@ -270,16 +277,19 @@ void run_plan_gpt(GptPlanOptions& o) {
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
                                       {"recompute", o.model.recompute},
+                                      {"dropout", o.dropout},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids}},
                                   2));
     return;
   }
-  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}; {} ranks, {} "
-             "per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s per rank{}{}\n",
+  fmt::print("GPT: {} layers, {} heads, embed {}, block {}, vocabulary {}, batch {} x {} micro-batches, {}, dropout {:g}; "
+             "{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, "
+             "dropout {:g} G draws/s per rank{}{}\n",
              o.model.layers, o.model.heads, o.model.embed, o.model.block, o.model.vocab, o.batch, o.grad_accum,
-             o.precision, ranks,
+             o.precision, o.dropout, ranks,
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
+             m.stream_gbs, m.dropout_gdraws,
              o.model.recompute ? "; activations recomputed in backward" : "",
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
@@ -304,6 +314,11 @@ void add_machine_options(CLI::App* cmd, MachineOptions& o) {
   cmd->add_option("--bandwidth", o.bandwidth, "Per-rank bandwidth INTRA,INTER in GB/s, or one value for both (default 100,12.5)");
   cmd->add_option("--latency", o.latency, "Per ring step latency INTRA,INTER in microseconds, or one value for both (default 2,10)");
   cmd->add_option("--gemm-gflops", o.gemm_gflops, "SGEMM rate per rank, GFLOP/s")->capture_default_str();
+  cmd->add_option("--stream-gbs", o.stream_gbs,
+                  "Memory-bound kernels' traffic rate per rank (element-wise, fills, copies, optimizer), GB/s")
+      ->capture_default_str();
+  cmd->add_option("--dropout-gdraws", o.dropout_gdraws, "Dropout mask elements drawn per second per rank, in 10^9")
+      ->capture_default_str();
   cmd->add_flag("--json", o.json, "Print every grid as JSON");
 }
 
@@ -314,6 +329,7 @@ constexpr const char* kPlanColumns = R"(Columns (docs/plan.md has them in full, 
   epoch ms    steady epoch (epoch 2 on): max over ranks of that rank's comm + compute
   comm ms     steady epoch: max over ranks of bytes/bandwidth + steps*latency, all axes
   compute ms  steady epoch: max over ranks of SpMM traffic/--spmm-gbs + GEMM flops/--gemm-gflops
+              + memory-bound kernels' traffic/--stream-gbs + dropout draws/--dropout-gdraws
   first ms    the first epoch (layer 0's clean aggregation is computed and cached then), as epoch ms
   MB/epoch    steady epoch bytes, all axes, summed over ranks (= train --metrics comm_bytes.total; 1 MB = 1e6 B)
   x MB, y MB, z MB  the same per axis (comm_bytes.x, .y, .z)
@@ -369,6 +385,9 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
+  gpt->add_option("--dropout", g->dropout,
+                  "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
+      ->capture_default_str();
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   add_precision_option(gpt, g->precision);

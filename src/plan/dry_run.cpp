@@ -28,6 +28,8 @@ RankCost DryRun::measure() {
   rc.gemm_flops = c.gemm_flops;
   rc.spmm_flops = c.spmm_flops;
   rc.spmm_bytes = c.spmm_bytes;
+  rc.stream_bytes = c.stream_bytes;
+  rc.random_draws = c.random_draws;
   rc.memory_bytes = static_cast<double>(backend_.peak_bytes());
   for (int k = 0; k < kMemoryKinds; ++k)
     rc.memory_by_kind[static_cast<std::size_t>(k)] = static_cast<double>(backend_.peak_bytes(MemoryKind(k)));

@@ -26,7 +26,8 @@ class DryRun {
   Backend& backend() { return backend_; }
   ProcessGrid& grid() { return *grid_; }
   // What happened since the last measure() (or the start): bytes and ring steps per axis (x, y,
-  // z, d) with the transport's accounting, GEMM and SpMM FLOPs and SpMM traffic; and the
+  // z, d) with the transport's accounting, GEMM and SpMM FLOPs, SpMM traffic, the memory-bound
+  // kernels' traffic and the dropout draws; and the
   // backend's peak bytes since the start. Then starts counting anew.
   RankCost measure();
   // Dry runs started in this process so far: what a plan's size is measured in (a plan at the

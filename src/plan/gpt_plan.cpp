@@ -31,6 +31,7 @@ GptTrainConfig dry_run_config(const GptConfig& c, index_t batch, int grad_accum,
   cfg.zero_stage = par.zero;
   cfg.bucket_mb = par.bucket_mb;
   cfg.precision = par.precision;
+  cfg.dropout = par.dropout;
   return cfg;
 }
 
@@ -58,8 +59,11 @@ RankCost dry_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
 // What decides a rank's costs apart from its replica: the sizes of everything it holds — its
 // blocks of the layout and the rows of each Linear3D's weight it stores (the linears' stored
 // rows, split over their row axis: embed for qkv and fc, the attention output for proj, the MLP
-// features for fc2, vocabulary and positions for the transposed tables).
+// features for fc2, vocabulary and positions for the transposed tables) — and which axes it is
+// first on: a tensor replicated over two axes counts in the gradient norm at coordinate 0 of
+// both (GptParam::owner), so only there does the norm read its gradient.
 void layout_key(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
+  for (int c : coords) k.push_back(c == 0);
   k.push_back(l.head_dim);
   k.push_back(l.rows);
   for (const Range& r : {l.seqs, l.embed, l.heads, l.qkv_cols, l.att_cols, l.ff, l.vocab, l.pos}) {
@@ -141,14 +145,14 @@ AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, Gr
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
                                const MachineModel& machine, double memory_per_rank, double bucket_mb,
-                               Precision precision, Transport transport) {
+                               Precision precision, Transport transport, float dropout) {
   std::vector<GridPlan> plans;
   for (int dp = 1; dp <= ranks; ++dp) {
     if (ranks % dp) continue;
     for (GridShape g : all_grids(ranks / dp))
       for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
         const std::vector<RankCost> step =
-            predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport});
+            predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport, dropout});
         GridPlan plan = plan_from_costs(g, step, step, machine, dp);
         plan.zero = stage;
         if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);

@@ -69,7 +69,7 @@ GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp) {
                                  std::to_string(ranks) + (ranks == 1 ? " was" : " were") + " started");
   if (ranks == dp) return {GridShape{}, ""};
   const MachineModel m = this_machine();
-  const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi};
+  const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi, cfg.dropout};
   std::vector<GridPlan> plans;
   for (GridShape g : all_grids(ranks / dp)) {
     const std::vector<RankCost> step = predict_gpt_ranks(cfg.model, cfg.batch, cfg.grad_accum, g, true, par);

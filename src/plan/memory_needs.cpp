@@ -80,7 +80,7 @@ void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const s
   checked_product({m.vocab, m.embed, 4}, vocab_from, "vocabulary x --embed");
   checked_product({4, m.embed, m.embed, m.layers}, "--embed", "4 x --embed^2 x --layers");
   checked_product({cfg.batch, m.heads, m.block, m.block}, "--block", "--batch x --heads x --block^2");
-  const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi};
+  const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi, cfg.dropout};
   const auto need = [&](const std::function<void(GptConfig&, index_t&)>& smallest) {
     GptConfig c = m;
     index_t batch = cfg.batch;

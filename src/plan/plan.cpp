@@ -33,6 +33,11 @@ std::vector<GridShape> all_grids(int ranks) {
   return grids;
 }
 
+double compute_seconds(const RankCost& rc, const MachineModel& m) {
+  return rc.spmm_bytes / (m.spmm_gbs * 1e9) + rc.gemm_flops / (m.gemm_gflops * 1e9) +
+         rc.stream_bytes / (m.stream_gbs * 1e9) + rc.random_draws / (m.dropout_gdraws * 1e9);
+}
+
 GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
                          const MachineModel& m, int dp) {
   GridPlan plan;
@@ -62,7 +67,7 @@ GridPlan plan_from_costs(GridShape g, const std::vector<RankCost>& first, const 
         tc += rc.bytes[a] / ((in ? m.bw_intra_gbs : m.bw_inter_gbs) * 1e9) +
               rc.calls[a] * (in ? m.lat_intra_us : m.lat_inter_us) * 1e-6;
       }
-      const double tx = rc.spmm_bytes / (m.spmm_gbs * 1e9) + rc.gemm_flops / (m.gemm_gflops * 1e9);
+      const double tx = compute_seconds(rc, m);
       *comm = std::max(*comm, tc);
       *compute = std::max(*compute, tx);
       worst = std::max(worst, tc + tx);
