@@ -376,7 +376,7 @@ Bf16Matrix GcnLayer3D::backward_bf16(Matrix* d32, Bf16Matrix* d16, const Dropout
     Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
     spmm_rows(be_, at, d_out->view(), d_y.view());
     converted = Matrix();
-    {
+    if (d.size() > 1) {  // (on one rank there is no sum: dY stays fp32, read by rows below)
       Bf16Matrix wire(be_, d_y.rows(), d_y.cols());
       all_reduce_to_bf16(be_, d, at, d_y, wire);
     }
