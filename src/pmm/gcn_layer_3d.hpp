@@ -32,13 +32,13 @@ struct LayerCommOptions {
   // --precision bf16 (docs/precision.md): the activation-sized all-reduces (the aggregations',
   // Y's and dH's) travel as bf16 summed in fp32; transforming first, the input is read in row
   // chunks by H·W and by dW = Hᵀ·dY (its dropout drawn again for each), so no dropped-out copy
-  // of it is kept; a bf16 input (layer 0: the features) is accepted by forward(Bf16Matrix).
-  // The reduce-scatter and all-gather of scatter_output stay fp32. A bf16 layer takes its input
-  // in bf16 only (forward(Bf16Matrix), forward16).
+  // of it is kept; aggregating first, AGG kept for backward is bf16, read in row chunks by
+  // OUT = AGG·W and dW = AGGᵀ·dOUT. A bf16 layer takes its input in bf16 only (layer 0: the
+  // features; forward(Bf16Matrix), forward16) and passes dH down in bf16 (backward16). The
+  // reduce-scatter and all-gather of scatter_output stay fp32.
   bool bf16 = false;
   // With bf16, every layer but the last: the output (the next layer's input) is stored in bf16
-  // (forward16), computed in fp32 and rounded once stored; aggregating first, AGG kept for
-  // backward is bf16 too, read in row chunks by OUT = AGG·W and dW = AGGᵀ·dOUT.
+  // (forward16), computed in fp32 and rounded once stored, and its gradient comes in bf16.
   bool bf16_output = false;
   // Not a communication option, but one every kind's layer takes alike: keep only the input from
   // forward to backward and compute the intermediates again there (TrainConfig::recompute,
