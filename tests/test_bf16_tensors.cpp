@@ -193,7 +193,7 @@ TEST(Bf16Tensors, GcnInBf16FollowsFp32WithHalfTheMemory) {
     EXPECT_EQ(half.losses, again.losses) << name << ": same seed, same losses bit for bit";
     EXPECT_NE(half.losses, fp32.losses) << name << ": bf16 rounds";
     for (std::size_t e = 0; e < fp32.losses.size(); ++e)
-      EXPECT_NEAR(half.losses[e], fp32.losses[e], 1e-2 * fp32.losses[e]) << name << ": epoch " << e + 1;
+      EXPECT_NEAR(half.losses[e], fp32.losses[e], 2e-2 * fp32.losses[e]) << name << ": epoch " << e + 1;
     EXPECT_LT(half.losses.back(), 0.5 * half.losses.front()) << name << ": learns";
     std::printf("%s: peak tensor bytes bf16 %zu, fp32 %zu (%.3f)\n", name.c_str(), half.peak, fp32.peak,
                 static_cast<double>(half.peak) / static_cast<double>(fp32.peak));
@@ -202,6 +202,59 @@ TEST(Bf16Tensors, GcnInBf16FollowsFp32WithHalfTheMemory) {
           << "peak tensor bytes: bf16 " << half.peak << ", fp32 " << fp32.peak;
     else
       EXPECT_LT(half.peak, fp32.peak) << name;
+  }
+}
+
+// A graph whose hidden width is its feature width (64 and 64, 1200 nodes), so that the layers'
+// outputs, the aggregations kept for backward and the gradients between layers weigh as much as
+// the features: bf16 stores them too (docs/precision.md), and the peak is at most 0.55x fp32's
+// in the orders that transform the wide input first (auto: layer 0 aggregates first, its input
+// not narrower than its output, and layer 1 transforms first), with 2 and 3 layers. The losses
+// follow fp32's and repeat bit for bit; --recompute has nothing to add in bf16 (the AGG kept is
+// bf16, the transform-first input read again by rows): the same losses and memory.
+TEST(Bf16Tensors, HiddenWideGcnKeepsActivationsAndGradientsInBf16) {
+  SbmOptions o;
+  o.nodes = 1200;
+  o.classes = 4;
+  o.features = 64;
+  o.avg_degree = 8;
+  o.seed = 6;
+  const GraphData g = generate_sbm(o);
+  struct Case {
+    LayerOrder order;
+    int layers;
+  };
+  for (const Case c : {Case{LayerOrder::Auto, 2}, Case{LayerOrder::TransformFirst, 2}, Case{LayerOrder::Auto, 3},
+                       Case{LayerOrder::AggregateFirst, 3}}) {
+    const std::string name = std::string(layer_order_name(c.order)) + ", " + std::to_string(c.layers) + " layers";
+    const auto run = [&](Precision p, bool recompute) {
+      TrainConfig cfg;
+      cfg.epochs = 20;
+      cfg.precision = p;
+      cfg.layer_order = c.order;
+      cfg.layers = c.layers;
+      cfg.hidden = 64;
+      cfg.recompute = recompute;
+      cfg.seed = 4;
+      auto be = make_cpu_backend(1);
+      auto grid = ProcessGrid::single();
+      GcnTrainer t(g, cfg, *be, *grid);
+      TrainRun r;
+      for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
+      r.peak = be->peak_bytes();
+      return r;
+    };
+    const TrainRun fp32 = run(Precision::FP32, false), half = run(Precision::BF16, false);
+    EXPECT_EQ(run(Precision::BF16, false).losses, half.losses) << name << ": same seed, same losses bit for bit";
+    for (std::size_t e = 0; e < fp32.losses.size(); ++e)
+      EXPECT_NEAR(half.losses[e], fp32.losses[e], 2e-2 * fp32.losses[e]) << name << ": epoch " << e + 1;
+    EXPECT_LT(half.losses.back(), 0.5 * half.losses.front()) << name << ": learns";
+    const double ratio = static_cast<double>(half.peak) / static_cast<double>(fp32.peak);
+    std::printf("%s: peak tensor bytes bf16 %zu, fp32 %zu (%.3f)\n", name.c_str(), half.peak, fp32.peak, ratio);
+    EXPECT_LE(ratio, c.order == LayerOrder::AggregateFirst ? 0.65 : 0.55) << name;
+    const TrainRun again = run(Precision::BF16, true);
+    EXPECT_EQ(again.losses, half.losses) << name << ": --recompute, the same losses bit for bit";
+    EXPECT_EQ(again.peak, half.peak) << name << ": --recompute";
   }
 }
 

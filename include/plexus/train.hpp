@@ -72,9 +72,10 @@ struct TrainConfig {
   // (Auto; AggregateFirst is refused). The same numbers either way, and a
   // state saved with one order loads into the other. Used where shards are cut, as shard_adj.
   LayerOrder layer_order = LayerOrder::Auto;
-  // BF16 (GCN only; docs/precision.md): the features, stored and all-gathered, and the
+  // BF16 (GCN only; docs/precision.md): the features (stored and all-gathered), the hidden
+  // layers' outputs, the aggregations kept for backward, the gradients between layers and the
   // activation-sized all-reduces of the layers in bfloat16, every sum and product in fp32;
-  // parameters, their gradients and Adam stay fp32.
+  // parameters, their gradients, Adam and the logits stay fp32.
   Precision precision = Precision::FP32;
   int epochs = 200;
   float lr = 0.01f;

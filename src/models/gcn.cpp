@@ -115,6 +115,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
     comm.reuse_weight = cfg.reuse_gathers;
     comm.agg_chunks = cfg.agg_chunks;
     comm.bf16 = cfg.bf16;
+    comm.bf16_output = cfg.bf16 && l + 1 < n_layers;  // (the logits stay fp32)
     comm.recompute = cfg.recompute;
     const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
     const bool relu = l + 1 < n_layers;
@@ -155,7 +156,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   if (grid.dim(g0.in_repl()) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }
 
-const Matrix& GcnModel::forward_bf16_input(const DropoutSpec& dropout) {
+const Bf16Matrix& GcnModel::features_bf16() {
   const LayerGeometry& g0 = layers_.front()->geometry();
   const Axis repl = g0.in_repl();
   const Bf16Matrix* h = &features16_;
@@ -168,7 +169,7 @@ const Matrix& GcnModel::forward_bf16_input(const DropoutSpec& dropout) {
     features_gathered_ = true;
     h = &features16_full_;
   }
-  return static_cast<GcnLayer3D&>(*layers_.front()).forward(*h, dropout);
+  return *h;
 }
 
 DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
@@ -193,18 +194,46 @@ const Matrix& GcnModel::forward(int epoch, bool training, const std::function<vo
     h = &features_full_;
   }
   outputs_.assign(layers_.size(), nullptr);
+  outputs16_.assign(layers_.size(), nullptr);
+  if (cfg_.bf16) {
+    // Every layer takes a bf16 input (the features, then the previous layer's output) and all
+    // but the last store their output in bf16.
+    const Bf16Matrix* h16 = &features_bf16();
+    for (int l = 0; l + 1 < num_layers(); ++l) {
+      if (l > 0 && between_layers) between_layers();
+      h16 = &static_cast<GcnLayer3D&>(*layers_[l]).forward16(*h16, dropout_for(epoch, l, training));
+      outputs16_[static_cast<std::size_t>(l)] = h16;
+    }
+    const int last = num_layers() - 1;
+    if (last > 0 && between_layers) between_layers();
+    h = &static_cast<GcnLayer3D&>(*layers_.back()).forward(*h16, dropout_for(epoch, last, training));
+    outputs_.back() = h;
+    return *h;
+  }
   for (int l = 0; l < num_layers(); ++l) {
     if (l > 0 && between_layers) between_layers();
-    if (l == 0 && cfg_.bf16)
-      h = &forward_bf16_input(dropout_for(epoch, l, training));
-    else
-      h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+    h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
     outputs_[static_cast<std::size_t>(l)] = h;
   }
   return *h;
 }
 
 void GcnModel::backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers) {
+  if (cfg_.bf16) {
+    // The gradients between layers in bf16; each layer releases its bf16 output and AGG.
+    const int last = num_layers() - 1;
+    Bf16Matrix grad16;
+    {
+      Matrix logits_grad = std::move(d_logits);
+      grad16 = static_cast<GcnLayer3D&>(*layers_.back()).backward16(logits_grad, dropout_for(epoch, last, true), last > 0);
+    }
+    for (int l = last - 1; l >= 0; --l) {
+      if (between_layers) between_layers();
+      grad16 = static_cast<GcnLayer3D&>(*layers_[l]).backward16(grad16, dropout_for(epoch, l, true), l > 0);
+    }
+    outputs16_.assign(layers_.size(), nullptr);
+    return;
+  }
   Matrix grad = std::move(d_logits);
   for (int l = num_layers() - 1; l >= 0; --l) {
     if (l < num_layers() - 1 && between_layers) between_layers();
@@ -284,7 +313,7 @@ std::vector<EdgeAttention> GcnModel::attention() {
 
 NodeRows GcnModel::owned_output(int layer) {
   const auto l = static_cast<std::size_t>(layer);
-  if (l >= outputs_.size() || outputs_[l] == nullptr)
+  if (l >= outputs_.size() || (outputs_[l] == nullptr && outputs16_[l] == nullptr))
     throw std::logic_error("GcnModel::owned_output: no forward pass has computed layer " + std::to_string(layer));
   const bool last = layer + 1 == num_layers();
   const LayerGeometry g = last ? loss_geometry() : geometry_of_layer(layer);
@@ -295,7 +324,7 @@ NodeRows GcnModel::owned_output(int layer) {
                          ? g.out_rows
                          : sub_range(g.out_rows, grid_.dim(g.out_repl()), grid_.coord(g.out_repl()));
   const Range owned = sub_range(rows, grid_.dim(g.out_feat()), grid_.coord(g.out_feat()));
-  const std::vector<float> mine = outputs_[l]->to_host();
+  const std::vector<float> mine = outputs_[l] != nullptr ? outputs_[l]->to_host() : outputs16_[l]->to_host();
   Communicator& f = grid_.host_comm(g.out_feat());
   const index_t width = g.out_dim, n = owned.size(), first = owned.begin - g.out_rows.begin;
   std::vector<float> blocks(static_cast<std::size_t>(g.out_rows.size() * width));

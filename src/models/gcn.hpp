@@ -34,7 +34,9 @@ struct GcnConfig {
   float attn_dropout = 0.0f;
   float negative_slope = 0.2f;
   // --precision bf16 (GCN only; docs/precision.md): the features stored and all-gathered in
-  // bf16, the layers' activation-sized all-reduces in bf16 summed in fp32 (LayerCommOptions::bf16).
+  // bf16, the layers' activation-sized all-reduces in bf16 summed in fp32, the hidden layers'
+  // outputs and the aggregations kept for backward stored in bf16 (LayerCommOptions::bf16,
+  // bf16_output).
   bool bf16 = false;
 };
 
@@ -79,8 +81,8 @@ class GcnModel {
 
  private:
   DropoutSpec dropout_for(int epoch, int layer, bool training) const;
-  // Layer 0's forward on the bf16 features (cfg.bf16), gathered over its in_repl axis in bf16.
-  const Matrix& forward_bf16_input(const DropoutSpec& dropout);
+  // Layer 0's input in bf16 (cfg.bf16): the bf16 features, gathered over its in_repl axis in bf16.
+  const Bf16Matrix& features_bf16();
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -95,6 +97,7 @@ class GcnModel {
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
   std::vector<const Matrix*> outputs_;  // each layer's output of the last forward pass
+  std::vector<const Bf16Matrix*> outputs16_;  // cfg.bf16: those stored in bf16 (all but the last)
   // Each layer's block, and the input ids of its rows and columns (GcnShards::adj_row_ids): the
   // node each output row or attention entry belongs to.
   std::vector<int> adj_of_layer_;

@@ -32,9 +32,14 @@ struct LayerCommOptions {
   // --precision bf16 (docs/precision.md): the activation-sized all-reduces (the aggregations',
   // Y's and dH's) travel as bf16 summed in fp32; transforming first, the input is read in row
   // chunks by H·W and by dW = Hᵀ·dY (its dropout drawn again for each), so no dropped-out copy
-  // of it is kept; a bf16 input (layer 0: the features) is accepted by forward(Bf16Matrix).
-  // The reduce-scatter and all-gather of scatter_output stay fp32.
+  // of it is kept; aggregating first, AGG kept for backward is bf16, read in row chunks by
+  // OUT = AGG·W and dW = AGGᵀ·dOUT. A bf16 layer takes its input in bf16 only (layer 0: the
+  // features; forward(Bf16Matrix), forward16) and passes dH down in bf16 (backward16). The
+  // reduce-scatter and all-gather of scatter_output stay fp32.
   bool bf16 = false;
+  // With bf16, every layer but the last: the output (the next layer's input) is stored in bf16
+  // (forward16), computed in fp32 and rounded once stored, and its gradient comes in bf16.
+  bool bf16_output = false;
   // Not a communication option, but one every kind's layer takes alike: keep only the input from
   // forward to backward and compute the intermediates again there (TrainConfig::recompute,
   // held() in pmm/gnn_layer_3d.hpp). Recomputing repeats their collectives.
@@ -56,14 +61,26 @@ class GcnLayer3D : public GnnLayer3D {
   // [out_rows × out_cols], replicated over geo.out_repl() — or, with scatter_output, its row
   // slice [out_slice_rows() × out_cols], this rank's block of out_rows split over that axis.
   const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
-  // The same for a bf16 input (comm.bf16 only; layer 0: the bf16 features). Transforming first
-  // it is read again in backward and must not change in between; aggregating first it is
-  // converted to an fp32 workspace for the SpMM (the layer aggregates first where its input is
-  // the narrower side).
+  // The same for a bf16 input (comm.bf16 only; layer 0: the bf16 features, a later layer: the
+  // previous one's forward16). Transforming first it is read again by rows in backward (dW =
+  // Hᵀ·dY) and must not change in between. Aggregating first it is converted to an fp32
+  // workspace for the SpMM (the layer aggregates first where its input is the narrower side),
+  // AGG kept in bf16 for backward — with recompute too: computing it again would take two fp32
+  // workspaces in backward, more than the bf16 copy saves. Returns the fp32 output (the last
+  // layer's: comm.bf16_output false).
   const Matrix& forward(const Bf16Matrix& h_in, const DropoutSpec& dropout);
+  // comm.bf16_output: the same with the output stored in bf16 (valid until the next forward).
+  const Bf16Matrix& forward16(const Bf16Matrix& h_in, const DropoutSpec& dropout);
   // d_out: gradient of forward's result (modified in place). Accumulates dW and db; returns
   // dH_in [in_rows × in_cols] unless `need_input_grad` is false (layer 0).
   Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
+  // comm.bf16 (backward() refuses it): the backward of the last layer (d_out: the logits'
+  // gradient, fp32) and of a bf16_output layer (d_out: the next layer's dH in bf16, released
+  // here, as are the output and AGG the last forward kept). Returns dH_in in bf16 (summed over
+  // the layer's input-feature ranks in bf16, the input dropout's mask applied) unless
+  // `need_input_grad` is false. Only row chunks and the SpMMs' operands are fp32.
+  Bf16Matrix backward16(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
+  Bf16Matrix backward16(Bf16Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
   // The optimizer changed this rank's W shard: the next use gathers it again (reuse_weight).
   void weight_updated() override { linear_.weight_updated(); }
   // Global rows of forward's result (out_rows, or its slice over i with scatter_output).
@@ -78,14 +95,21 @@ class GcnLayer3D : public GnnLayer3D {
   ParamSlot& bias() { return geo_.transform_first ? bias_ : linear_.bias(); }
 
  private:
-  // `dropout_applied`: h_in is already the dropped-out input (a bf16 input's fp32 copy).
-  const Matrix& forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout, bool dropout_applied = false);
+  const Matrix& forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout);
   const Matrix& forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout);
   // Transforming first, OUT = act(Â·Y + b) for Y = H·W of the last forward.
   const Matrix& aggregate_output(const Matrix& y);
   Matrix backward_transform_first(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad);
-  // Aggregating first: agg_ = Â·dropout(h_in) (h_in itself when `dropout_applied`), summed over o.
-  void aggregate(const Matrix& h_in, const DropoutSpec& dropout, bool dropout_applied);
+  // Aggregating first: agg_ = Â·dropout(h_in), summed over o.
+  void aggregate(const Matrix& h_in, const DropoutSpec& dropout);
+  // comm.bf16: the forward of a bf16 input, its fp32 output returned (null with bf16_output:
+  // out16_ holds it).
+  const Matrix* forward_bf16(const Bf16Matrix& h_in, const DropoutSpec& dropout);
+  // comm.bf16, aggregating first: into = bf16(Â·dropout(h_in)) summed over o, through fp32
+  // workspaces for the input and the sum that live only in this call.
+  void aggregate_bf16(const Bf16Matrix& h_in, const DropoutSpec& dropout, Bf16Matrix& into);
+  // comm.bf16: the backward of a gradient in fp32 (d32) or bf16 (d16, released here).
+  Bf16Matrix backward_bf16(Matrix* d32, Bf16Matrix* d16, const DropoutSpec& dropout, bool need_input_grad);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -110,6 +134,11 @@ class GcnLayer3D : public GnnLayer3D {
   ConstMatrixView last_in_{};
   RowSource last_src_{};  // comm.bf16: the input (and its dropout) of the last forward, by rows
   Matrix out_, out_slice_, d_out_full_;
+  // comm.bf16 aggregating first: AGG kept for backward (with recompute too), the cached Â·H
+  // without dropout (constant_input) and the one the last forward used.
+  Bf16Matrix agg16_, agg_clean16_;
+  const Bf16Matrix* last_agg16_ = nullptr;
+  Bf16Matrix out16_;  // comm.bf16_output: the output
 };
 
 }  // namespace plexus

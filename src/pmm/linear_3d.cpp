@@ -156,6 +156,47 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Ma
   return d_x;
 }
 
+Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool need_input_grad) {
+  const index_t rows = layout_.rows, in = layout_.in_cols.size(), out = layout_.out_cols.size();
+  if (opt_.scatter_output || opt_.accumulate_grads || !opt_.bf16_comm)
+    throw std::logic_error("Linear3D::backward16: for a bf16 linear without scatter_output or accumulate_grads");
+  if (x.rows != rows || x.cols != in || d_y.rows != rows || d_y.cols != out)
+    throw std::invalid_argument("Linear3D::backward16: X is not [rows × in_cols] or dY not [rows × out_cols]");
+  const ConstMatrixView w = full_weight();
+  Bf16Matrix d_x = need_input_grad ? Bf16Matrix(be_, rows, in) : Bf16Matrix();
+  const MatrixView dw = grid_.dim(layout_.row) == 1 ? w_.grad_view() : dw_full_.view();
+  {
+    const index_t step = chunk_rows(rows, std::max(in, out));
+    MemoryScope scope(be_, MemoryKind::Workspace, "input and gradient row chunks");
+    Matrix xc(be_, step, in), dyc(be_, step, out), dxc(be_, need_input_grad ? step : 0, in);
+    index_t r0 = 0;
+    do {  // (at least once, so that a product over no rows still writes its zeros)
+      const index_t r1 = std::min(rows, r0 + step), n = r1 - r0;
+      const float beta = r0 == 0 ? 0.0f : 1.0f;  // later chunks add to the first's sums
+      const MatrixView dy{dyc.data(), n, out, out}, xv{xc.data(), n, in, in};
+      d_y.fill(be_, r0, r1, dy);
+      x.fill(be_, r0, r1, xv);
+      if (opt_.bias) be_.column_sum(dy, beta, b_.grad());
+      if (opt_.store_transposed)
+        be_.gemm(Trans::Yes, Trans::No, 1.0f, dy, xv, beta, dw);
+      else
+        be_.gemm(Trans::Yes, Trans::No, 1.0f, xv, dy, beta, dw);
+      if (need_input_grad && n > 0) {
+        const MatrixView dx{dxc.data(), n, in, in};
+        be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, dy, w, 0.0f, dx);
+        if (x.dropout.p > 0.0f)
+          be_.dropout(dx, dx, x.dropout.p, x.dropout.key, x.row_ids.begin + r0, x.col_ids.begin);
+        be_.to_bf16(static_cast<std::size_t>(n * in), dxc.data(), 0.0f, d_x.data() + r0 * in);
+      }
+      r0 = r1;
+    } while (r0 < rows);
+  }
+  if (opt_.bias) grid_.comm(layout_.row).all_reduce(b_.grad(), b_.size(), ReduceOp::Sum);
+  if (grid_.dim(layout_.row) > 1) scatter_weight_grad(false);
+  if (need_input_grad && grid_.dim(layout_.out) > 1) grid_.comm(layout_.out).all_reduce_bf16(d_x.data(), d_x.size());
+  return d_x;
+}
+
 void Linear3D::scatter_weight_grad(bool accumulate) {
   const auto counts = block_counts(stored_rows_, grid_.dim(layout_.row), stored_cols_);
   if (!accumulate) {

@@ -34,6 +34,7 @@
 
 namespace plexus {
 struct RowSource;  // pmm/bf16_tensors.hpp
+class Bf16Matrix;
 }
 
 namespace plexus {
@@ -83,6 +84,13 @@ class Linear3D {
   Matrix backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad);
   // The same with X read in row chunks, as the forward that took it (dW = Σ_chunks X_cᵀ·dY_c).
   Matrix backward(const RowSource& x, Matrix& d_y, bool need_input_grad);
+  // --precision bf16 between layers (bf16_comm; no scatter_output, no accumulate_grads): X and
+  // dY both read in the same row chunks (dY: e.g. a bf16 gradient with its ReLU mask,
+  // grad_source), db and dW summed over the chunks, and dX = dY·Wᵀ computed chunk by chunk, x's
+  // input dropout applied (the mask of its forward: dX is the gradient of X before it), and
+  // stored in bf16, then summed over `out` in place (Communicator::all_reduce_bf16). Returns dX
+  // [rows × in_cols] in bf16, or an empty matrix without need_input_grad. Only chunks are fp32.
+  Bf16Matrix backward16(const RowSource& x, const RowSource& d_y, bool need_input_grad);
   // The optimizer changed this rank's W shard (reuse_weight: gather it again on next use).
   void weight_updated() { w_full_valid_ = false; }
 

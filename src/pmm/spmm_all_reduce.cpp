@@ -1,6 +1,7 @@
 #include "pmm/spmm_all_reduce.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "plexus/shard.hpp"
@@ -39,6 +40,35 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
     row += chunk.rows;
   }
   for (auto& r : pending) r->wait();
+}
+
+void spmm_rows(Backend& be, const AdjOperand& a, ConstMatrixView b, MatrixView c) {
+  if (a.chunks.empty()) return be.spmm(a.whole, b, c, 0.0f, a.whole_plan);
+  index_t row = 0;
+  for (std::size_t k = 0; k < a.chunks.size(); ++k) {
+    be.spmm(a.chunks[k], b, rows_of(c, row, row + a.chunks[k].rows), 0.0f,
+            k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
+    row += a.chunks[k].rows;
+  }
+}
+
+void all_reduce_to_bf16(Backend& be, Communicator& comm, const AdjOperand& a, Matrix& ws, Bf16Matrix& c16) {
+  if (c16.rows() != ws.rows() || c16.cols() != ws.cols() || !ws.contiguous())
+    throw std::invalid_argument("all_reduce_to_bf16: the workspace and the bf16 sum differ in shape");
+  // Rows [r0, r1) of ws: rounded into c16, summed over comm there, and the sum back in ws.
+  const auto reduce = [&](index_t r0, index_t r1) {
+    const auto off = static_cast<std::size_t>(r0 * ws.cols()), n = static_cast<std::size_t>((r1 - r0) * ws.cols());
+    be.to_bf16(n, ws.data() + off, 0.0f, c16.data() + off);
+    if (comm.size() == 1) return;
+    comm.all_reduce_bf16(c16.data() + off, n);
+    be.from_bf16(n, c16.data() + off, ws.data() + off);
+  };
+  if (a.chunks.empty()) return reduce(0, ws.rows());
+  index_t row = 0;
+  for (const CsrView& chunk : a.chunks) {
+    reduce(row, row + chunk.rows);
+    row += chunk.rows;
+  }
 }
 
 void spmm_reduce_scatter(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c_full,
