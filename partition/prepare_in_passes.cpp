@@ -50,8 +50,9 @@ class Runs {
 };
 
 // Boundaries splitting positions [0, cost.size()) into `parts` runs (parts <= positions) of
-// about equal summed cost, each run leaving at least a position to every run after it: the last
-// run is never empty (the sink learns the end from the run that reaches it; only one may).
+// about equal summed cost. Every position costs more than 0 and every boundary's target is below
+// the total, so the last run is never empty: the sink learns the end from the one run that
+// reaches it (runs in the middle may be empty).
 std::vector<index_t> split_by_cost(const std::vector<double>& cost, int parts) {
   const auto n = static_cast<index_t>(cost.size());
   const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
@@ -61,8 +62,7 @@ std::vector<index_t> split_by_cost(const std::vector<double>& cost, int parts) {
   index_t i = 0;
   for (int k = 1; k < parts; ++k) {
     const double target = total * k / parts;
-    const index_t hi = n - (parts - k);
-    while (i < hi && sum + cost[static_cast<std::size_t>(i)] <= target) sum += cost[static_cast<std::size_t>(i++)];
+    while (i < n && sum + cost[static_cast<std::size_t>(i)] <= target) sum += cost[static_cast<std::size_t>(i++)];
     starts[static_cast<std::size_t>(k)] = i;
   }
   return starts;
