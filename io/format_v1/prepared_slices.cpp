@@ -279,6 +279,31 @@ const T* data_or_empty(const std::vector<T>& v, bool present) {
   return !present ? nullptr : v.empty() ? &none : v.data();
 }
 
+// A plain graph's rows (a GraphSlice) as V1Rows: `indptr` holds their global offsets, `edges`
+// the whole graph's entries; node weights and ids written when the graph has them.
+V1Rows v1_rows_of(const GraphSlice& g, const std::vector<index_t>& indptr, index_t edges, bool has_weights,
+                  bool has_ids) {
+  V1Rows v;
+  v.num_nodes = g.num_nodes;
+  v.num_features = g.num_features;
+  v.num_classes = g.num_classes;
+  v.directed = g.directed;
+  v.weighted = g.weighted;
+  v.rows = g.rows;
+  v.indptr = indptr.data();
+  v.indices = g.indices.data();
+  v.values = g.values.data();
+  v.edges = edges;
+  v.features = g.features.data();
+  v.labels = g.labels.data();
+  v.train = g.train_mask.data();
+  v.val = g.val_mask.data();
+  v.test = g.test_mask.data();
+  v.node_weights = data_or_empty(g.node_weights, has_weights);
+  v.node_ids = data_or_empty(g.node_ids, has_ids);
+  return v;
+}
+
 }  // namespace
 
 namespace {
@@ -453,24 +478,7 @@ void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm)
   const bool has_ids = ranks.max(g.node_ids.empty() ? 0 : 1) == 1;
   std::vector<index_t> indptr(g.indptr.size());
   for (std::size_t i = 0; i < indptr.size(); ++i) indptr[i] = base + g.indptr[i];
-  V1Rows v;
-  v.num_nodes = g.num_nodes;
-  v.num_features = g.num_features;
-  v.num_classes = g.num_classes;
-  v.directed = g.directed;
-  v.weighted = g.weighted;
-  v.rows = g.rows;
-  v.indptr = indptr.data();
-  v.indices = g.indices.data();
-  v.values = g.values.data();
-  v.edges = edges;
-  v.features = g.features.data();
-  v.labels = g.labels.data();
-  v.train = g.train_mask.data();
-  v.val = g.val_mask.data();
-  v.test = g.test_mask.data();
-  v.node_weights = data_or_empty(g.node_weights, has_weights);
-  v.node_ids = data_or_empty(g.node_ids, has_ids);
+  const V1Rows v = v1_rows_of(g, indptr, edges, has_weights, has_ids);
   h5::write_collectively(
       path, comm,
       [&](h5::Writer& w) {
@@ -511,24 +519,7 @@ void GraphFileWriter::write(const GraphSlice& g, index_t edges_before, index_t e
     throw std::logic_error("GraphFileWriter: every run needs its rows' node ids");
   std::vector<index_t> indptr(g.indptr.size());
   for (std::size_t i = 0; i < indptr.size(); ++i) indptr[i] = edges_before + g.indptr[i];
-  V1Rows v;
-  v.num_nodes = g.num_nodes;
-  v.num_features = g.num_features;
-  v.num_classes = g.num_classes;
-  v.directed = g.directed;
-  v.weighted = g.weighted;
-  v.rows = g.rows;
-  v.indptr = indptr.data();
-  v.indices = g.indices.data();
-  v.values = g.values.data();
-  v.edges = edges_total;
-  v.features = g.features.data();
-  v.labels = g.labels.data();
-  v.train = g.train_mask.data();
-  v.val = g.val_mask.data();
-  v.test = g.test_mask.data();
-  v.node_weights = data_or_empty(g.node_weights, !g.node_weights.empty());
-  v.node_ids = data_or_empty(g.node_ids, s_->has_ids);
+  const V1Rows v = v1_rows_of(g, indptr, edges_total, !g.node_weights.empty(), s_->has_ids);
   write_v1_rows(s_->w, v, last, first);
   write_node_ids(s_->w, v);
   if (first) {
