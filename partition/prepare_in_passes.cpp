@@ -19,6 +19,7 @@
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
+#include "src/comm/rank_exchange.hpp"
 #include "io/files/spill_buckets.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/block_counts.hpp"
@@ -36,18 +37,7 @@ using io::SpillBuckets;
 constexpr const char* kWhere = "graph";  // what the errors name (as prepare_graph's do)
 
 // Runs of rows tiling [0, n) in order (empty runs allowed): the pass holding each row.
-class Runs {
- public:
-  explicit Runs(std::vector<index_t> starts) : starts_(std::move(starts)) {}
-  int operator()(index_t row) const {  // the last run starting at or below `row` (skipping empty ones)
-    return static_cast<int>(std::upper_bound(starts_.begin(), starts_.end() - 1, row) - starts_.begin()) - 1;
-  }
-  Range of(int k) const { return Range{starts_[static_cast<std::size_t>(k)], starts_[static_cast<std::size_t>(k) + 1]}; }
-  int count() const { return static_cast<int>(starts_.size()) - 1; }
-
- private:
-  std::vector<index_t> starts_;
-};
+using Runs = comm::RowOwners;
 
 // Boundaries splitting positions [0, cost.size()) into `parts` runs (parts <= positions) of
 // about equal summed cost. Every position costs more than 0 and every boundary's target is below

@@ -12,7 +12,6 @@ plexus=$1
 src=$2
 source "$src/tests/lib_cli.sh"
 mkdir -p "$work/scratch"
-scratch_empty() { [ -z "$(ls -A "$work/scratch")" ] && ok || fail "$1: left in the scratch directory: $(ls -A "$work/scratch")"; }
 make_text_graphs
 
 # case KIND NAME PASSES INPUT [convert options...]: one process in memory vs in PASSES passes.

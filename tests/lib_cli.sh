@@ -109,3 +109,6 @@ with open(f"{work}/dense.txt", "w", newline="") as f:
         f.write(f"{rng.randrange(1, 301)} {rng.randrange(1, 301)}\r\n")
 PY
 }
+
+# scratch_empty NAME: $work/scratch (the passes' --scratch DIR) holds nothing.
+scratch_empty() { [ -z "$(ls -A "$work/scratch")" ] && ok || fail "$1: left in the scratch directory: $(ls -A "$work/scratch")"; }

@@ -24,6 +24,7 @@
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/prepare_distributed.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus {
 
@@ -114,9 +115,6 @@ void emit_rows(const SpillBuckets& rows_edges, const std::vector<index_t>& start
   }
 }
 
-int owner_of(const std::vector<index_t>& starts, index_t row) {  // the last run starting at or below row
-  return static_cast<int>(std::upper_bound(starts.begin(), starts.end() - 1, row) - starts.begin()) - 1;
-}
 
 void check_passes(int passes, const std::string& scratch_dir) {
   if (passes < 1) throw InputError("passes", "must be at least 1");
@@ -200,9 +198,10 @@ void read_edge_list_in_passes(const std::string& path, const EdgeListOptions& op
     std::vector<index_t> starts(static_cast<std::size_t>(k_passes) + 1);
     for (int j = 0; j <= k_passes; ++j) starts[static_cast<std::size_t>(j)] = n * j / k_passes;
     SpillBuckets rows_edges(scratch_dir, sizeof(Edge), k_passes);
+    const comm::RowOwners row_owner(starts);
     for_raw_runs([&](std::vector<Edge>& run) {
       drop_self_loops(run);
-      spill_edges(rows_edges, run, opt.symmetrize, [&](index_t row) { return owner_of(starts, row); }, round);
+      spill_edges(rows_edges, run, opt.symmetrize, row_owner, round);
     });
     emit_rows(rows_edges, starts, n, !opt.symmetrize, weighted, opt, [&](int j) {
       std::vector<std::int64_t> ids;
@@ -262,7 +261,7 @@ void read_edge_list_in_passes(const std::string& path, const EdgeListOptions& op
       for (index_t i = i0; i < i1; ++i) emit(bucket_of(edges[static_cast<std::size_t>(i)].v), &edges[static_cast<std::size_t>(i)]);
     });
   }
-  const auto row_owner = [&](index_t row) { return owner_of(first_row, row); };
+  const comm::RowOwners row_owner(first_row);
   SpillBuckets rows_edges(scratch_dir, sizeof(Edge), k_passes);
   for (int j = 0; j < k_passes; ++j) {
     const std::vector<index_t> mine = read_bucket<index_t>(distinct, j);
@@ -300,6 +299,7 @@ void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions
   for (int j = 0; j <= k_passes; ++j) starts[static_cast<std::size_t>(j)] = n * j / k_passes;
   const bool symmetrize = h.symmetric || opt.symmetrize;
   SpillBuckets rows_edges(scratch_dir, sizeof(Edge), k_passes);
+  const comm::RowOwners row_owner(starts);
   index_t seen = 0;
   std::int64_t last_line = lines_before;
   for (const LineRange& r : pass_ranges(path, data_begin, lines_before, k_passes)) {
@@ -320,7 +320,7 @@ void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions
     }
     last_line = std::max(last_line, in.line_number());
     std::erase_if(edges, [](const Edge& e) { return e.u == e.v; });
-    spill_edges(rows_edges, edges, symmetrize, [&](index_t row) { return owner_of(starts, row); }, round);
+    spill_edges(rows_edges, edges, symmetrize, row_owner, round);
   }
   if (seen < h.nnz)
     throw InputError(path + ":" + std::to_string(last_line),

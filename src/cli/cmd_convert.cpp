@@ -224,14 +224,7 @@ int text_passes(const TextOptions& o, MPI_Comm comm) {
 template <class Read>
 void convert_in_passes(const TextOptions& o, int passes, bool node_ids, Read&& read) {
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});
-  if (const char* forced = std::getenv("PLEXUS_CONVERT_PASSES"); forced != nullptr) {
-    // Tests force many passes on small files (a positive integer).
-    char* end = nullptr;
-    const long v = std::strtol(forced, &end, 10);
-    if (*forced == '\0' || *end != '\0' || v < 1 || v > (1 << 20))
-      throw InputError("PLEXUS_CONVERT_PASSES", std::string("must be a positive integer, got '") + forced + "'");
-    passes = static_cast<int>(v);
-  }
+  passes = forced_passes("PLEXUS_CONVERT_PASSES", passes, 1 << 20);  // tests force many passes on small files
   GraphFileWriter out(o.out, node_ids);
   index_t nodes = 0, edges = 0, features = 0;
   std::int32_t classes = 0;

@@ -117,7 +117,7 @@ void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_
 
 // One process in passes (--memory-per-rank M --scratch DIR): the rows a run at a time, the
 // entries moving between passes through scratch files (prepare_graph_in_passes).
-void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, int passes) {
+void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, const GraphInfo& info, int passes) {
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work, not after it
   const ProgressStyle style = progress_style(o.quiet);
   Phase preparing(style, fmt::format("preparing {} in {} passes through {} ({})", o.input, passes, o.scratch,
@@ -145,7 +145,6 @@ void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, int
   });
   preparing.done(fmt::format("Â {} nnz", totals.a1));
   if (o.quiet) return;
-  const GraphInfo info = read_graph_info_h5(o.input);
   fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}; {} passes\n", o.out, info.num_nodes,
              info.nnz, totals.edges, totals.directed ? "directed" : "symmetric", totals.a1,
              totals.two ? " (Â1 and Â2)" : "", balance_name(po.balance), passes);
@@ -173,16 +172,10 @@ void run_prepare(const PrepareCliOptions& o) {
   }
   const GraphInfo info = about_file(o.input, [&] { return read_graph_info_h5(o.input); });
   int passes = passes_for_budget(info.num_nodes, info.nnz, info.num_features, po.symmetrize, budget);
-  if (const char* forced = std::getenv("PLEXUS_PREPARE_PASSES"); forced != nullptr && !o.scratch.empty()) {
-    // Tests force many passes on small graphs (a positive integer).
-    char* end = nullptr;
-    const long v = std::strtol(forced, &end, 10);
-    if (*forced == '\0' || *end != '\0' || v < 1 || v > (1 << 20))
-      throw InputError("PLEXUS_PREPARE_PASSES", std::string("must be a positive integer, got '") + forced + "'");
-    passes = static_cast<int>(std::min<long>(v, std::max<index_t>(1, info.num_nodes)));  // one row a pass at most
-  }
+  // Tests force many passes on small graphs; one row a pass at most.
+  if (!o.scratch.empty()) passes = forced_passes("PLEXUS_PREPARE_PASSES", passes, info.num_nodes);
   if (!o.scratch.empty()) {
-    prepare_in_passes(o, po, passes);
+    prepare_in_passes(o, po, info, passes);
   } else if (passes == 1) {
     prepare_in_one_process(o, po);
   } else {

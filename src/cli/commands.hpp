@@ -79,6 +79,9 @@ nlohmann::json axis_bytes_json(const std::array<double, 4>& bytes);
 // --memory-per-rank: a byte count with an optional K/M/G (binary) suffix, 0 (no budget) when
 // empty; InputError("--memory-per-rank", ...) when malformed.
 std::size_t parse_memory_budget(const std::string& text);
+// The pass count a test forces through the environment variable `var` (a positive integer), or
+// `passes` when it is not set; at most `max_passes`. InputError(var, ...) when malformed.
+int forced_passes(const char* var, int passes, index_t max_passes);
 // Sets this process's budget for the size checks (plexus/sizes.hpp): --memory-per-rank
 // (`option_bytes`, 0 when not given) where that is below the memory available to this rank
 // (the node's divided by the ranks on it), else the latter. Collective: every rank calls it.

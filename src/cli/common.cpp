@@ -193,6 +193,16 @@ std::size_t parse_memory_budget(const std::string& text) {
   return static_cast<std::size_t>(v * scale);
 }
 
+int forced_passes(const char* var, int passes, index_t max_passes) {
+  const char* forced = std::getenv(var);
+  if (forced == nullptr) return passes;
+  char* end = nullptr;
+  const long v = std::strtol(forced, &end, 10);
+  if (*forced == '\0' || *end != '\0' || v < 1 || v > (1 << 20))
+    throw InputError(var, std::string("must be a positive integer, got '") + forced + "'");
+  return static_cast<int>(std::min<long>(v, std::max<index_t>(1, max_passes)));
+}
+
 void set_rank_memory_budget(std::size_t option_bytes) {
   const std::uint64_t available = available_memory_bytes(ProcessGrid::ranks_on_this_node());
   if (option_bytes > 0 && (available == 0 || option_bytes <= available)) set_memory_budget({option_bytes, true});

@@ -115,17 +115,22 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
 }
 
 // The rank holding each row when every rank holds one run of rows starting at its `first_row`,
-// the runs tiling [0, rows_total) in rank order (empty runs allowed). Collective to build.
+// the runs tiling [0, rows_total) in rank order (empty runs allowed). Collective to build (or
+// built from the runs' bounds, for passes in one process).
 class RowOwners {
  public:
   RowOwners(const Ranks& ranks, index_t first_row, index_t rows_total) : starts_(ranks.all(first_row)) {
     starts_.push_back(rows_total);
   }
+  // The same for runs known in one process (the passes of a prepare or convert in passes):
+  // `bounds` holds every run's first row and then the end, runs + 1 values in order.
+  explicit RowOwners(std::vector<index_t> bounds) : starts_(std::move(bounds)) {}
   int operator()(index_t row) const {  // the last run starting at or below `row` (skipping empty ones)
     return static_cast<int>(std::upper_bound(starts_.begin(), starts_.end() - 1, row) - starts_.begin()) - 1;
   }
   // Rank k's run is [starts()[k], starts()[k + 1]).
   const std::vector<index_t>& starts() const { return starts_; }
+  Range of(int k) const { return Range{starts_[static_cast<std::size_t>(k)], starts_[static_cast<std::size_t>(k) + 1]}; }
 
  private:
   std::vector<index_t> starts_;
