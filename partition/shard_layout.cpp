@@ -64,7 +64,7 @@ LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nod
                            num_nodes, dims, transform_first);
 }
 
-std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes) {
+std::vector<index_t> gnn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes) {
   std::vector<index_t> dims{num_features};
   for (int l = 0; l + 1 < layers; ++l) dims.push_back(hidden);
   dims.push_back(num_classes);
@@ -93,7 +93,7 @@ HostCsr extract_block(const HostCsr& a, Range rows, Range cols) {
   return b;
 }
 
-std::size_t GcnShards::host_bytes() const {
+std::size_t GnnShards::host_bytes() const {
   const auto vec = [](const auto& v) { return v.size() * sizeof(v[0]); };
   const auto csr = [&](const HostCsr& a) { return vec(a.indptr) + vec(a.indices) + vec(a.values); };
   std::size_t b = vec(features) + vec(labels) + vec(train) + vec(val) + vec(test) + vec(label_ids) + vec(loss_weights);
@@ -210,9 +210,9 @@ struct WholeData {
   const std::vector<index_t>* ids[2];  // original node ids in each order (nullptr: the identity)
 };
 
-GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vector<index_t>& dims) {
+GnnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vector<index_t>& dims) {
   const GraphData& g = *w.g;
-  GcnShards s;
+  GnnShards s;
   s.num_nodes = g.num_nodes;
   s.num_edges = g.num_edges();
   s.dims = dims;
@@ -259,14 +259,14 @@ GcnShards cut_shards(const WholeData& w, const ShardRanges& sr, const std::vecto
 
 }  // namespace
 
-GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
+GnnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
                        const std::vector<index_t>& dims, bool shard_adj, const std::vector<bool>& transform_first) {
   const WholeData w{{&a_hat, &a_hat}, &g, {&g.labels, &g.labels}, {&g.train_mask, &g.train_mask},
                     {&g.val_mask, &g.val_mask}, {&g.test_mask, &g.test_mask}, {nullptr, nullptr}};
   return cut_shards(w, shard_ranges(grid, g.num_nodes, dims, false, shard_adj, transform_first), dims);
 }
 
-GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
+GnnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
                        bool shard_adj, const std::vector<bool>& transform_first) {
   const GraphData& g = p.graph;
   const bool two = p.two_orders();

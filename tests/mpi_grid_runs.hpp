@@ -1,6 +1,6 @@
 #pragma once
 // What the grid-against-one-rank MPI tests share (mpi_test_gnn_models, mpi_test_layer_order):
-// a small uneven graph, a run of a GcnTrainer for cfg.epochs epochs (losses, transform-first
+// a small uneven graph, a run of a GnnTrainer for cfg.epochs epochs (losses, transform-first
 // layers, final state and, for GAT, the attention coefficients), and the comparison of two runs.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -15,7 +15,7 @@
 #include "plexus/backend.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/process_grid.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus::testing {
 
@@ -79,7 +79,7 @@ inline void gather_rows(ProcessGrid& grid, const NodeRows& mine, GridRun& r) {
       ++r.node_duplicates;
 }
 
-// Every rank's GcnTrainer::attention() gathered on every rank (as doubles: dst, src, α...).
+// Every rank's GnnTrainer::attention() gathered on every rank (as doubles: dst, src, α...).
 inline void gather_attention(ProcessGrid& grid, const std::vector<EdgeAttention>& mine, GridRun& r) {
   for (const EdgeAttention& a : mine) {
     const auto heads = static_cast<std::size_t>(a.heads), rec = 2 + heads;
@@ -103,7 +103,7 @@ inline void gather_attention(ProcessGrid& grid, const std::vector<EdgeAttention>
 
 inline GridRun train_run(ProcessGrid& grid, const GraphData& graph, const TrainConfig& cfg) {
   auto be = make_cpu_backend(1);
-  GcnTrainer t(graph, cfg, *be, grid);
+  GnnTrainer t(graph, cfg, *be, grid);
   GridRun r;
   r.transform_first = t.transform_first();
   for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);

@@ -127,10 +127,10 @@ TEST(NcclAccountingModel, EngineBytesEqualTheModelOnEveryGrid) {
       ProblemSize p;
       p.num_nodes = graph.num_nodes;
       p.nnz = graph.num_edges();
-      p.dims = gcn_dims(graph.num_features, layers, cfg.hidden, graph.num_classes);
+      p.dims = gnn_dims(graph.num_features, layers, cfg.hidden, graph.num_classes);
       p.transport = Transport::Nccl;
       int checked = 0;
-      train_gcn(graph, cfg, *backend, *grid, [&](const EpochMetrics& m) {
+      train_gnn(graph, cfg, *backend, *grid, [&](const EpochMetrics& m) {
         std::array<double, 3> forwarded{};
         for (Axis a : {Axis::X, Axis::Y, Axis::Z})
           if (auto* acc = dynamic_cast<NcclAccounting*>(&grid->comm(a))) forwarded[static_cast<int>(a)] = acc->forwarded();

@@ -112,7 +112,7 @@ TEST(Bf16Grids, HiddenWidePeakIsAtMost055OfFp32) {
     cfg.precision = precision;
     cfg.seed = 3;
     auto be = make_cpu_backend(1);
-    GcnTrainer t(g, cfg, *be, *grid);
+    GnnTrainer t(g, cfg, *be, *grid);
     Run r;
     for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
     double mine = static_cast<double>(be->peak_bytes());

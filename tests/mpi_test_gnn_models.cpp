@@ -22,7 +22,7 @@
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "mpi_grid_runs.hpp"
 #include "mpi_scratch.hpp"
 
@@ -150,7 +150,7 @@ TEST(GnnModels, PreparedFileReadByEveryGridMatchesOneRank) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank == 0) {
     PrepareOptions po;
-    po.clean = po.symmetrize = false;  // as train_gcn's in-memory balancing
+    po.clean = po.symmetrize = false;  // as train_gnn's in-memory balancing
     po.balance = Balance::kPermute;
     po.seed = 1;
     write_prepared_h5(prepare_graph(uneven_graph(), po), path);
@@ -164,7 +164,7 @@ TEST(GnnModels, PreparedFileReadByEveryGridMatchesOneRank) {
     for (const bool shard_adj : {false, true}) {
       auto grid = ProcessGrid::from_mpi(all_grids(p).back());
       auto be = make_cpu_backend(1);
-      GcnTrainer t(load_shards_h5(path, *grid, cfg.layers, cfg.hidden, shard_adj), cfg, *be, *grid);
+      GnnTrainer t(load_shards_h5(path, *grid, cfg.layers, cfg.hidden, shard_adj), cfg, *be, *grid);
       for (int e = 0; e < cfg.epochs; ++e)
         EXPECT_NEAR(t.epoch().loss, want.losses[static_cast<std::size_t>(e)], 1e-5 * want.losses[static_cast<std::size_t>(e)])
             << v.name << (shard_adj ? " sharded" : "") << ": epoch " << e + 1;
@@ -184,13 +184,13 @@ TEST(GnnModels, StateMovesAcrossGrids) {
     cfg.epochs = 10;
     auto from = ProcessGrid::from_mpi(all_grids(p).back());
     auto be = make_cpu_backend(1);
-    GcnTrainer first(uneven_graph(), cfg, *be, *from);
+    GnnTrainer first(uneven_graph(), cfg, *be, *from);
     for (int e = 0; e < 10; ++e) first.epoch();
     const ModelState half = first.state();
     cfg.epochs = 20;
     auto to = ProcessGrid::from_mpi(all_grids(p).front());
     auto be2 = make_cpu_backend(1);
-    GcnTrainer second(uneven_graph(), cfg, *be2, *to);
+    GnnTrainer second(uneven_graph(), cfg, *be2, *to);
     second.set_state(half);
     for (int e = 10; e < 20; ++e)
       EXPECT_NEAR(second.epoch().loss, whole.losses[static_cast<std::size_t>(e)], 1e-5 * whole.losses[static_cast<std::size_t>(e)])
@@ -249,12 +249,12 @@ TEST(GatModels, EveryGridMatchesOneRank) {
       half.epochs = 10;
       auto from = ProcessGrid::from_mpi(all_grids(p).back());
       auto be = make_cpu_backend(1);
-      GcnTrainer first(uneven_graph(), half, *be, *from);
+      GnnTrainer first(uneven_graph(), half, *be, *from);
       for (int e = 0; e < 10; ++e) first.epoch();
       const ModelState state = first.state();
       auto to = ProcessGrid::from_mpi(all_grids(p).front());
       auto be2 = make_cpu_backend(1);
-      GcnTrainer second(uneven_graph(), cfg, *be2, *to);
+      GnnTrainer second(uneven_graph(), cfg, *be2, *to);
       second.set_state(state);
       for (int e = 10; e < cfg.epochs; ++e)
         EXPECT_NEAR(second.epoch().loss, want.losses[static_cast<std::size_t>(e)],
@@ -282,7 +282,7 @@ TEST(GnnModelInference, EveryGridGathersOneRanksTable) {
     cfg.gat_heads = 2;
     auto single = ProcessGrid::single();
     auto be = make_cpu_backend(1);
-    GcnTrainer trainer(g, cfg, *be, *single);
+    GnnTrainer trainer(g, cfg, *be, *single);
     for (int e = 0; e < 5; ++e) trainer.epoch();
     GnnModel model(trainer);
     const NodeTable want = gather_table(model.predict(g, *be, *single, {.embeddings = true}), g, *single, -1);

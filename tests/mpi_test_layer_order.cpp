@@ -23,7 +23,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "mpi_grid_runs.hpp"
 
 namespace plexus {
@@ -109,11 +109,11 @@ TEST(LayerOrder, StateMovesBetweenOrders) {
       const OrderRun whole = train_on(*single, cfg);
       auto be = make_cpu_backend(1);
       auto a = ProcessGrid::from_mpi(all_grids(p).back());
-      GcnTrainer first(uneven_graph(), cfg, *be, *a);
+      GnnTrainer first(uneven_graph(), cfg, *be, *a);
       for (int e = 0; e < 6; ++e) first.epoch();
       const ModelState half = first.state();
       auto b = ProcessGrid::from_mpi(all_grids(p).front());
-      GcnTrainer second(uneven_graph(), config(to, Balance::kPermute), *be, *b);
+      GnnTrainer second(uneven_graph(), config(to, Balance::kPermute), *be, *b);
       EXPECT_EQ(second.transform_first(), expected_orders(to)) << what;
       second.set_state(half);
       // The whole tensors are those set, whatever the layout that holds them.
@@ -128,7 +128,7 @@ TEST(LayerOrder, StateMovesBetweenOrders) {
     }
 }
 
-// The same through a model file (GcnTrainer::save, load): saved transforming first, loaded
+// The same through a model file (GnnTrainer::save, load): saved transforming first, loaded
 // aggregating first (and back), bit for bit the same state.
 TEST(LayerOrder, ModelFileLoadsIntoTheOtherOrder) {
   int rank = 0;
@@ -143,12 +143,12 @@ TEST(LayerOrder, ModelFileLoadsIntoTheOtherOrder) {
     const LayerOrder to = from == LayerOrder::TransformFirst ? LayerOrder::AggregateFirst : LayerOrder::TransformFirst;
     const std::string what = std::string(layer_order_name(from)) + " -> " + layer_order_name(to);
     auto a = ProcessGrid::from_mpi(shapes.back());
-    GcnTrainer first(uneven_graph(), config(from), *be, *a);
+    GnnTrainer first(uneven_graph(), config(from), *be, *a);
     for (int e = 0; e < 3; ++e) first.epoch();
     const ModelState saved = first.state();
     first.save(path);
     auto b = ProcessGrid::from_mpi(shapes.front());
-    GcnTrainer second(uneven_graph(), config(to), *be, *b);
+    GnnTrainer second(uneven_graph(), config(to), *be, *b);
     second.load(path);
     const ModelState loaded = second.state();
     EXPECT_EQ(second.epochs_done(), 3) << what;
@@ -173,7 +173,7 @@ TEST(LayerOrder, SageAndGinAggregateFirst) {
   for (const GnnKind kind : {GnnKind::Sage, GnnKind::Gin}) {
     TrainConfig cfg = config(LayerOrder::Auto);
     cfg.model = kind;
-    GcnTrainer t(uneven_graph(), cfg, *be, *grid);
+    GnnTrainer t(uneven_graph(), cfg, *be, *grid);
     EXPECT_EQ(t.transform_first(), expected_orders(LayerOrder::AggregateFirst)) << gnn_kind_name(kind);
     cfg.layer_order = LayerOrder::TransformFirst;
     EXPECT_THROW(validate(cfg), InputError) << gnn_kind_name(kind);

@@ -20,14 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "models/gcn.hpp"
+#include "models/gnn_network.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/comm_model.hpp"  // all_grids
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "train/dist_loss.hpp"
 
 namespace plexus {
@@ -197,7 +197,7 @@ void expect_metrics(const EvalMetrics& m, const Reference& ref, const std::strin
 }
 
 // DistLoss for the last layer of a `layers`-layer GCN of `g` on `grid`, every layer in `order`,
-// built as GcnTrainer builds it (shards by build_shards, the logits' geometry from the model: its
+// built as GnnTrainer builds it (shards by build_shards, the logits' geometry from the model: its
 // loss_geometry, whose rows are split over the last layer's out_repl axis with rs-ag — i
 // aggregating first, o transforming first — and that axis as `row_split`), on this rank's block
 // of the hand-set logits: evaluate() and train_loss_and_grad() against `ref`. Returns the first
@@ -208,11 +208,11 @@ EvalMetrics check_on(ProcessGrid& grid, const GraphData& g, const Reference& ref
                            layer_order_name(order);
   const bool split_rows = variant != CommVariant::Baseline;
   auto be = make_cpu_backend(1);
-  const std::vector<index_t> dims = gcn_dims(g.num_features, layers, kHidden, g.num_classes);
+  const std::vector<index_t> dims = gnn_dims(g.num_features, layers, kHidden, g.num_classes);
   const std::vector<bool> tf = transform_first_layers(order, dims);
-  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), grid, dims, false, tf);
+  GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), grid, dims, false, tf);
   EXPECT_TRUE(shards.label_ids.empty()) << what << ": the label rows are the nodes in input order";
-  GcnModel model(*be, grid, shards, GcnConfig{.dropout = 0.0f, .seed = 1, .scatter_logits = split_rows});
+  GnnNetwork model(*be, grid, shards, GcnConfig{.dropout = 0.0f, .seed = 1, .scatter_logits = split_rows});
   const LayerGeometry out = model.loss_geometry();
   const Axis split_axis = out.out_repl();
   DistLoss loss(*be, grid, out, shards, split_rows ? &split_axis : nullptr);
@@ -332,7 +332,7 @@ namespace {
 // A graph without validation (or test) nodes trains: what was not evaluated is NaN in every
 // epoch and in the result, never 0, and with no validation accuracy to pick an epoch the last
 // one is the result (include/plexus/train.hpp), on every grid.
-TEST(GcnTrainer, SplitsWithoutNodesAreNotEvaluatedAndTheLastEpochIsKept) {
+TEST(GnnTrainer, SplitsWithoutNodesAreNotEvaluatedAndTheLastEpochIsKept) {
   GraphData no_val = hand_graph(/*val=*/false);
   GraphData no_test = hand_graph();
   std::fill(no_test.test_mask.begin(), no_test.test_mask.end(), 0);
@@ -343,7 +343,7 @@ TEST(GcnTrainer, SplitsWithoutNodesAreNotEvaluatedAndTheLastEpochIsKept) {
   auto be = make_cpu_backend(1);
   for (const GridShape& shape : all_grids(world_size())) {
     auto grid = ProcessGrid::from_mpi(shape);
-    const TrainResult a = train_gcn(no_val, cfg, *be, *grid);
+    const TrainResult a = train_gnn(no_val, cfg, *be, *grid);
     EXPECT_EQ(a.best_epoch, 2) << shape.str();
     EXPECT_TRUE(std::isnan(a.best_val_acc)) << shape.str();
     EXPECT_FALSE(std::isnan(a.test_acc)) << shape.str();
@@ -352,7 +352,7 @@ TEST(GcnTrainer, SplitsWithoutNodesAreNotEvaluatedAndTheLastEpochIsKept) {
       EXPECT_TRUE(std::isnan(m.val_acc) && std::isnan(m.val_loss)) << shape.str() << " epoch " << m.epoch;
       EXPECT_FALSE(std::isnan(m.train_acc) || std::isnan(m.test_acc) || std::isnan(m.loss)) << shape.str();
     }
-    const TrainResult b = train_gcn(no_test, cfg, *be, *grid);
+    const TrainResult b = train_gnn(no_test, cfg, *be, *grid);
     EXPECT_TRUE(std::isnan(b.test_acc)) << shape.str();
     EXPECT_FALSE(std::isnan(b.best_val_acc)) << shape.str();
     for (const EpochMetrics& m : b.epochs) EXPECT_TRUE(std::isnan(m.test_acc)) << shape.str();

@@ -18,7 +18,7 @@
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "mpi_grid_runs.hpp"
 
 namespace plexus {
@@ -71,7 +71,7 @@ struct TrainedRun {
 
 TrainedRun train(ProcessGrid& grid, const TrainConfig& cfg) {
   auto be = make_cpu_backend(1);
-  GcnTrainer t(uneven_graph(), cfg, *be, grid);
+  GnnTrainer t(uneven_graph(), cfg, *be, grid);
   TrainedRun r;
   for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
   r.state = t.state();

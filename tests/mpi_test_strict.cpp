@@ -20,7 +20,7 @@
 #include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 namespace {
@@ -110,9 +110,9 @@ TEST(RequireSameGraph, TheStrictTrainerRefusesDifferentGraphsOnEveryRank) {
   c.epochs = 1;
   c.strict = true;
   GraphData g = sbm();
-  EXPECT_EQ(error_of([&] { GcnTrainer t(g, c, *be, *grid); }), "");
+  EXPECT_EQ(error_of([&] { GnnTrainer t(g, c, *be, *grid); }), "");
   if (rank() == size() - 1) g.labels[0] = g.labels[0] == 0 ? 1 : 0;
-  std::string got = error_of([&] { GcnTrainer t(g, c, *be, *grid); });
+  std::string got = error_of([&] { GnnTrainer t(g, c, *be, *grid); });
   EXPECT_TRUE(same_everywhere(got)) << got;
   if (size() > 1) {
     EXPECT_NE(got.find("hold different graphs"), std::string::npos) << got;
@@ -122,7 +122,7 @@ TEST(RequireSameGraph, TheStrictTrainerRefusesDifferentGraphsOnEveryRank) {
   // A graph invalid on one rank only: every rank refuses it alike, none waits in a collective.
   g = sbm();
   if (rank() == size() - 1) g.features[0] = std::nanf("");
-  got = error_of([&] { GcnTrainer t(g, c, *be, *grid); });
+  got = error_of([&] { GnnTrainer t(g, c, *be, *grid); });
   EXPECT_TRUE(same_everywhere(got)) << got;
   EXPECT_NE(got.find(size() > 1 ? "hold different graphs" : "GraphData.features: NaN at [0, 0]"), std::string::npos)
       << got;
@@ -186,7 +186,7 @@ TEST(PredictionsFile, NodeIdsFromMemory) {
   TrainConfig c;
   c.hidden = 4;
   c.epochs = 1;
-  GcnTrainer trainer(g, c, *be, *grid);
+  GnnTrainer trainer(g, c, *be, *grid);
   const Predictions p = trainer.predict();
   const std::string path = shared_path("p.h5");
   PredictionsFileOptions o;

@@ -1,4 +1,4 @@
-// GcnTrainer under MPI (tests/CMakeLists.txt runs it on 1, 2, 3, 4 and 6 ranks): on every grid
+// GnnTrainer under MPI (tests/CMakeLists.txt runs it on 1, 2, 3, 4 and 6 ranks): on every grid
 // shape of the rank count, and on grids built over sub-communicators, against the one-rank
 // trainer that every rank also runs by itself:
 //  - predictions cover every node exactly once, by its original id (also after reordering),
@@ -8,7 +8,7 @@
 //    (or the same one) continues the run: within float tolerance, resp. bit for bit;
 //  - a graceful stop abandons an epoch at each of its stop points on every rank alike, leaving
 //    the state of the last finished epoch, from which the run continues bit for bit;
-//  - train_gcn is the trainer's loop.
+//  - train_gnn is the trainer's loop.
 // Every rank runs every collective in the same order: checks are EXPECTs, never early returns.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -29,7 +29,7 @@
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "mpi_grid_runs.hpp"
 #include "mpi_scratch.hpp"
 
@@ -68,7 +68,7 @@ struct TrainedRun {
   ModelState state;
 };
 
-TrainedRun train(GcnTrainer& t, int epochs) {
+TrainedRun train(GnnTrainer& t, int epochs) {
   TrainedRun r;
   for (int e = 0; e < epochs; ++e) {
     r.last = t.epoch();
@@ -82,7 +82,7 @@ TrainedRun train(GcnTrainer& t, int epochs) {
 
 TrainedRun train_on(ProcessGrid& grid, const TrainConfig& cfg, int epochs) {
   auto be = make_cpu_backend(1);
-  GcnTrainer t(graph(), cfg, *be, grid);
+  GnnTrainer t(graph(), cfg, *be, grid);
   return train(t, epochs);
 }
 
@@ -255,12 +255,12 @@ TEST(Trainer, StateMovesAcrossGridsAndContinuesTheRun) {
   const GridShape from = shapes.back(), to = shapes.front();
   auto be = make_cpu_backend(1);
   auto grid_from = ProcessGrid::from_mpi(from);
-  GcnTrainer first(graph(), config(), *be, *grid_from);
+  GnnTrainer first(graph(), config(), *be, *grid_from);
   const TrainedRun head = train(first, 3);
   for (const GridShape& shape : {from, to}) {
     auto grid = ProcessGrid::from_mpi(shape);
     auto be2 = make_cpu_backend(1);
-    GcnTrainer resumed(graph(), config(), *be2, *grid);
+    GnnTrainer resumed(graph(), config(), *be2, *grid);
     resumed.set_state(head.state);
     EXPECT_EQ(resumed.epochs_done(), 3);
     const TrainedRun tail = train(resumed, 3);
@@ -275,7 +275,7 @@ TEST(Trainer, StateMovesAcrossGridsAndContinuesTheRun) {
   // Also onto one rank.
   auto single = ProcessGrid::single();
   auto be3 = make_cpu_backend(1);
-  GcnTrainer alone(graph(), config(), *be3, *single);
+  GnnTrainer alone(graph(), config(), *be3, *single);
   alone.set_state(head.state);
   const TrainedRun tail = train(alone, 3);
   expect_close(tail.losses, std::vector<double>(reference().losses.begin() + 3, reference().losses.end()), 1e-4,
@@ -287,7 +287,7 @@ TEST(Trainer, StateOfAnotherModelIsRefused) {
   auto be = make_cpu_backend(1);
   TrainConfig wider = config();
   wider.hidden = 8;
-  GcnTrainer t(graph(), wider, *be, *grid);
+  GnnTrainer t(graph(), wider, *be, *grid);
   EXPECT_THROW(t.set_state(reference().state), InputError);
   ModelState truncated = reference().state;
   truncated.parameters.pop_back();
@@ -334,12 +334,12 @@ TEST(Trainer, ModelFileMovesAcrossGrids) {
   const std::string path = shared_scratch("model.h5"), cut = shared_scratch("cut.h5");
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::from_mpi(shapes.back());
-  GcnTrainer first(graph(), config(), *be, *grid);
+  GnnTrainer first(graph(), config(), *be, *grid);
   const TrainedRun head = train(first, 3);
   first.save(path);
   {
     auto grid2 = ProcessGrid::from_mpi(shapes.front());
-    GcnTrainer second(graph(), config(), *be, *grid2);
+    GnnTrainer second(graph(), config(), *be, *grid2);
     second.load(path);
     EXPECT_TRUE(same_state(second.state(), head.state)) << shapes.back().str() << " -> " << shapes.front().str();
     EXPECT_EQ(second.epochs_done(), 3);
@@ -347,7 +347,7 @@ TEST(Trainer, ModelFileMovesAcrossGrids) {
   TrainConfig wider = config();
   wider.hidden = 8;
   auto grid3 = ProcessGrid::from_mpi(shapes.front());
-  GcnTrainer other(graph(), wider, *be, *grid3);
+  GnnTrainer other(graph(), wider, *be, *grid3);
   EXPECT_THROW(other.load(path), InputError);
   if (rank == 0) {
     std::filesystem::copy_file(path, cut, std::filesystem::copy_options::overwrite_existing);
@@ -375,15 +375,15 @@ TEST(Trainer, ResumedRunPicksTheUninterruptedBestEpoch) {
   cfg.epochs = 12;
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::from_mpi(shape);
-  GcnTrainer whole(graph(), cfg, *be, *grid);
+  GnnTrainer whole(graph(), cfg, *be, *grid);
   const TrainResult want = whole.run();
-  GcnTrainer first(graph(), cfg, *be, *grid);
+  GnnTrainer first(graph(), cfg, *be, *grid);
   int asked = 0;
   const TrainResult head = first.run({}, [&] { return ++asked == 7; });
   EXPECT_EQ(head.epochs.size(), 7u);
   EXPECT_EQ(first.epochs_done(), 7);
   first.save(path);
-  GcnTrainer second(graph(), cfg, *be, *grid);
+  GnnTrainer second(graph(), cfg, *be, *grid);
   second.resume(path);
   EXPECT_EQ(second.best().epoch, first.best().epoch);
   const TrainResult tail = second.run();
@@ -398,7 +398,7 @@ TEST(Trainer, ResumedRunPicksTheUninterruptedBestEpoch) {
                                                                     [](TrainConfig& c) { c.epochs = 6; }}) {
     TrainConfig other = cfg;
     change(other);
-    GcnTrainer third(graph(), other, *be, *grid);
+    GnnTrainer third(graph(), other, *be, *grid);
     EXPECT_THROW(third.resume(path), InputError);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -412,11 +412,11 @@ TEST(Trainer, StopWithinAnEpochKeepsTheLastFinishedEpochOnEveryGrid) {
   for (const GridShape& shape : all_grids(size_of(MPI_COMM_WORLD))) {
     auto be = make_cpu_backend(1);
     auto grid = ProcessGrid::from_mpi(shape);
-    GcnTrainer whole(graph(), cfg, *be, *grid);
+    GnnTrainer whole(graph(), cfg, *be, *grid);
     const TrainResult want = whole.run();
     for (int k = 1; k <= 7; ++k) {
       SCOPED_TRACE(shape.str() + ", stop at question " + std::to_string(k));
-      GcnTrainer t(graph(), cfg, *be, *grid);
+      GnnTrainer t(graph(), cfg, *be, *grid);
       t.epoch();
       const ModelState before = t.state();
       int asked = 0;
@@ -442,7 +442,7 @@ TEST(Trainer, StopWithinAnEpochKeepsTheLastFinishedEpochOnEveryGrid) {
 TEST(Trainer, TrainGcnIsTheTrainerLoop) {
   auto grid = ProcessGrid::from_mpi(GridShape{1, size_of(MPI_COMM_WORLD), 1});
   auto be = make_cpu_backend(1);
-  const TrainResult r = train_gcn(graph(), config(), *be, *grid);
+  const TrainResult r = train_gnn(graph(), config(), *be, *grid);
   auto grid2 = ProcessGrid::from_mpi(GridShape{1, size_of(MPI_COMM_WORLD), 1});
   const TrainedRun t = train_on(*grid2, config(), config().epochs);
   ASSERT_EQ(r.epochs.size(), t.losses.size());

@@ -18,7 +18,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 namespace {
@@ -40,7 +40,7 @@ GraphData weighted_graph() {
 }
 
 // Every node's logits (gathered from every rank's predictions): node → row.
-std::map<index_t, std::vector<float>> all_logits(ProcessGrid& grid, GcnTrainer& t) {
+std::map<index_t, std::vector<float>> all_logits(ProcessGrid& grid, GnnTrainer& t) {
   testing::GridRun r;
   const Predictions p = t.predict();
   testing::gather_rows(grid, NodeRows{p.node_ids, p.num_classes, p.logits}, r);
@@ -95,7 +95,7 @@ TEST(TrainingOptions, WeightedLossIsTheFloat64WeightedMeanOnEveryGrid) {
     for (const GridShape& shape : all_grids(world_size())) {
       auto grid = ProcessGrid::from_mpi(shape);
       auto be = make_cpu_backend(1);
-      GcnTrainer t(g, cfg, *be, *grid);
+      GnnTrainer t(g, cfg, *be, *grid);
       const double want = weighted_loss(g, all_logits(*grid, t), class_w);
       const double got = t.epoch().loss;
       EXPECT_NEAR(got, want, 1e-5 * want) << what << " on " << shape.str();
@@ -107,7 +107,7 @@ TEST(TrainingOptions, WeightedLossIsTheFloat64WeightedMeanOnEveryGrid) {
       permuted.balance = Balance::kPermute;
       auto one = ProcessGrid::single();
       auto be = make_cpu_backend(1);
-      GcnTrainer plain_t(g, cfg, *be, *one), permuted_t(g, permuted, *be, *one);
+      GnnTrainer plain_t(g, cfg, *be, *one), permuted_t(g, permuted, *be, *one);
       const double a = plain_t.epoch().loss, b = permuted_t.epoch().loss;
       EXPECT_NEAR(b, a, 1e-5 * a) << what << ": permuted";
     }
@@ -143,7 +143,7 @@ TEST(TrainingOptions, BadWeightsAndPatienceAreRefused) {
   auto be = make_cpu_backend(1);
   const auto refused = [&](const GraphData& g, const TrainConfig& cfg, const std::string& where, const std::string& text) {
     try {
-      GcnTrainer t(g, cfg, *be, *grid);
+      GnnTrainer t(g, cfg, *be, *grid);
       ADD_FAILURE() << "accepted: " << where;
     } catch (const InputError& e) {
       EXPECT_EQ(e.where(), where);
@@ -190,7 +190,7 @@ TEST(TrainingOptions, PatienceStopsWhenThePickIsThatManyEpochsOld) {
   for (const GridShape& shape : all_grids(world_size())) {
     auto grid = ProcessGrid::from_mpi(shape);
     auto be = make_cpu_backend(1);
-    GcnTrainer t(g, cfg, *be, *grid);
+    GnnTrainer t(g, cfg, *be, *grid);
     std::vector<EpochMetrics> seen;
     const TrainResult r = t.run([&](const EpochMetrics& m) { seen.push_back(m); });
     const std::string what = shape.str();
@@ -219,7 +219,7 @@ TEST(TrainingOptions, RestoreBestEndsWithThePickedEpochsWeights) {
   for (const GridShape& shape : all_grids(world_size())) {
     auto grid = ProcessGrid::from_mpi(shape);
     auto be = make_cpu_backend(1);
-    GcnTrainer t(g, cfg, *be, *grid);
+    GnnTrainer t(g, cfg, *be, *grid);
     Recorded rec;
     const TrainResult r = t.run([&](const EpochMetrics& m) {
       rec.epochs.push_back(m);
@@ -252,17 +252,17 @@ TEST(TrainingOptions, ResumedRunEndsWithTheUninterruptedRunsWeights) {
   for (const GridShape& shape : all_grids(world_size())) {
     auto grid = ProcessGrid::from_mpi(shape);
     auto be = make_cpu_backend(1);
-    GcnTrainer whole(g, cfg, *be, *grid);
+    GnnTrainer whole(g, cfg, *be, *grid);
     const TrainResult want = whole.run();
     const ModelState want_state = whole.state();
     ASSERT_LT(want.best_epoch + 1, cfg.epochs) << shape.str() << ": the last epoch must not be the pick";
     // Interrupted after 30 epochs (past the pick or not), checkpointed, resumed.
-    GcnTrainer first(g, cfg, *be, *grid);
+    GnnTrainer first(g, cfg, *be, *grid);
     int n = 0;
     first.run({}, [&] { return ++n == 30; });
     EXPECT_EQ(first.weights_epoch(), 29) << "an interrupted run keeps its last weights";
     first.save(path);
-    GcnTrainer second(g, cfg, *be, *grid);
+    GnnTrainer second(g, cfg, *be, *grid);
     second.resume(path);
     const TrainResult got = second.run();
     const ModelState got_state = second.state();
@@ -275,10 +275,10 @@ TEST(TrainingOptions, ResumedRunEndsWithTheUninterruptedRunsWeights) {
     // epoch's weights: 60 then 120 epochs end as 120 did.
     TrainConfig short_cfg = cfg;
     short_cfg.epochs = 60;
-    GcnTrainer shorter(g, short_cfg, *be, *grid);
+    GnnTrainer shorter(g, short_cfg, *be, *grid);
     shorter.run();
     shorter.save(path);
-    GcnTrainer longer(g, cfg, *be, *grid);
+    GnnTrainer longer(g, cfg, *be, *grid);
     longer.resume(path);
     longer.run();
     const ModelState longer_state = longer.state();
@@ -289,11 +289,11 @@ TEST(TrainingOptions, ResumedRunEndsWithTheUninterruptedRunsWeights) {
     // restore_best run as the uninterrupted one would: refused.
     TrainConfig off = cfg;
     off.restore_best = false;
-    GcnTrainer without(g, off, *be, *grid);
+    GnnTrainer without(g, off, *be, *grid);
     without.run();
     if (without.best().epoch + 1 < without.epochs_done()) {
       without.save(plain);
-      GcnTrainer again(g, cfg, *be, *grid);
+      GnnTrainer again(g, cfg, *be, *grid);
       EXPECT_THROW(again.resume(plain), InputError) << what;
     }
   }

@@ -22,7 +22,7 @@
 #include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "pmm/bf16_tensors.hpp"
 #include "pmm/linear_3d.hpp"
 #include "scratch_dir.hpp"
@@ -175,7 +175,7 @@ TrainRun train(const GraphData& g, Precision precision, LayerOrder order = Layer
   cfg.seed = 4;
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer t(g, cfg, *be, *grid);
+  GnnTrainer t(g, cfg, *be, *grid);
   TrainRun r;
   for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
   r.peak = be->peak_bytes();
@@ -238,7 +238,7 @@ TEST(Bf16Tensors, HiddenWideGcnKeepsActivationsAndGradientsInBf16) {
       cfg.seed = 4;
       auto be = make_cpu_backend(1);
       auto grid = ProcessGrid::single();
-      GcnTrainer t(g, cfg, *be, *grid);
+      GnnTrainer t(g, cfg, *be, *grid);
       TrainRun r;
       for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
       r.peak = be->peak_bytes();
@@ -301,7 +301,7 @@ TEST(Bf16Tensors, FeaturesStoredAsBf16ReadAsTheirValues) {
   const GraphData back = read_graph_h5(path);
   EXPECT_EQ(back.features, want);
   auto grid = ProcessGrid::single();
-  const GcnShards s = load_shards_h5(path, *grid, 2, 16);
+  const GnnShards s = load_shards_h5(path, *grid, 2, 16);
   EXPECT_EQ(s.features, want);
   // The command line takes it too (its probe of the file, inspect, train in both precisions).
   const std::string plexus = PLEXUS_BINARY;

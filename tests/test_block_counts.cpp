@@ -89,16 +89,16 @@ TEST(BlockCounts, PrepareStoresTheTableOfItsOwnGraph) {
   EXPECT_TRUE(read_adj_block_counts_h5(plain).empty());  // a plain file has none
   // Plans of the prepared file know both orders and use the table; the plain one counts its own.
   TrainConfig cfg;
-  const ProblemSize pp = gcn_problem(prepared, cfg);
+  const ProblemSize pp = gnn_problem(prepared, cfg);
   EXPECT_TRUE(pp.two_orders);
   ASSERT_TRUE(pp.blocks);
   EXPECT_EQ(pp.blocks->tiles, p.block_counts.tiles);
-  const ProblemSize plain_problem = gcn_problem(plain, cfg);
+  const ProblemSize plain_problem = gnn_problem(plain, cfg);
   EXPECT_FALSE(plain_problem.two_orders);
   ASSERT_TRUE(plain_problem.blocks);
   EXPECT_EQ(plain_problem.blocks->entries(0, Range{0, 300}, Range{0, 300}), p.a1.nnz());
   cfg.balance = Balance::kPermute;  // ordered in memory: two orders, blocks unknown here
-  const ProblemSize balanced = gcn_problem(plain, cfg);
+  const ProblemSize balanced = gnn_problem(plain, cfg);
   EXPECT_TRUE(balanced.two_orders);
   EXPECT_FALSE(balanced.blocks);
 }

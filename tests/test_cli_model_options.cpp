@@ -12,7 +12,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "scratch_dir.hpp"
 #include "src/cli/model_options.hpp"
 
@@ -258,8 +258,8 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   options.attn_dropout = 0.6f;
   options.negative_slope = 0.1f;
   const std::string path = dir.file("gat.h5");
-  write_gcn_model_h5(one_layer_state(), {2, 3}, options, path);
-  const TrainConfig read = read_gcn_model_info_h5(path).config;
+  write_gnn_model_h5(one_layer_state(), {2, 3}, options, path);
+  const TrainConfig read = read_gnn_model_info_h5(path).config;
   EXPECT_EQ(read.model, GnnKind::Gat);
   EXPECT_EQ(read.gat_heads, 4);
   EXPECT_EQ(read.gat_out_heads, 3);
@@ -269,9 +269,9 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   // Options a run would refuse are refused in the file too, naming the attribute: a model built
   // from them would not be the one the parameters belong to.
   const auto refusal_of = [&](const TrainConfig& bad) {
-    write_gcn_model_h5(one_layer_state(), {2, 3}, bad, path);
+    write_gnn_model_h5(one_layer_state(), {2, 3}, bad, path);
     try {
-      read_gcn_model_info_h5(path);
+      read_gnn_model_info_h5(path);
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -285,9 +285,9 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   bad.layers = 2;  // the file's layers come from its widths: hidden 16 with 3 heads
   bad.hidden = 16;
   bad.gat_heads = 3;
-  write_gcn_model_h5(one_layer_state(), {2, 16, 3}, bad, path);
+  write_gnn_model_h5(one_layer_state(), {2, 16, 3}, bad, path);
   try {
-    read_gcn_model_info_h5(path);
+    read_gnn_model_info_h5(path);
     ADD_FAILURE() << "3 heads of hidden 16 accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("/options: attribute heads: 3 heads do not divide hidden 16"),
@@ -307,7 +307,7 @@ TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
   options.layers = 1;
   options.model = GnnKind::Sage;
   const std::string gnn = dir.file("gnn.h5");
-  write_gcn_model_h5(state, {2, 3}, options, gnn);
+  write_gnn_model_h5(state, {2, 3}, options, gnn);
   EXPECT_NO_THROW(require_model_file(gnn, ModelFamily::Gnn));
   try {
     require_model_file(gnn, ModelFamily::Gpt);
@@ -318,7 +318,7 @@ TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
     EXPECT_EQ(what.rfind("is a GNN model file (plexus train --save-model", 0), 0u) << what;
     EXPECT_NE(what.find("not a GPT model file"), std::string::npos) << what;
   }
-  EXPECT_EQ(read_gcn_model_info_h5(gnn).config.model, GnnKind::Sage);
+  EXPECT_EQ(read_gnn_model_info_h5(gnn).config.model, GnnKind::Sage);
   // Files of no Plexus kind are left to their reader, which says what is wrong with them.
   EXPECT_NO_THROW(require_model_file(dir.file("missing.h5"), ModelFamily::Gnn));
   EXPECT_NO_THROW(require_model_file(dir.write("text.h5", "not HDF5"), ModelFamily::Gpt));

@@ -399,7 +399,7 @@ TEST(CommModel, PlanAllWithinMemoryBudget) {
   EXPECT_TRUE(plan_all(p, 8, m, 1.0).empty());
 }
 
-// gcn_problem: what a `plexus train` configuration means to the model.
+// gnn_problem: what a `plexus train` configuration means to the model.
 TEST(CommModel, ProblemOfATrainConfig) {
   GraphInfo info;
   info.num_nodes = 2708;
@@ -413,7 +413,7 @@ TEST(CommModel, ProblemOfATrainConfig) {
   cfg.shard_adj = true;
   cfg.comm_variant = CommVariant::RsAgReuse;
   cfg.agg_chunks = 3;
-  const ProblemSize p = gcn_problem(info, cfg);
+  const ProblemSize p = gnn_problem(info, cfg);
   EXPECT_EQ(p.num_nodes, 2708);
   EXPECT_EQ(p.nnz, 10556);
   EXPECT_EQ(p.dims, (std::vector<index_t>{1433, 32, 32, 7}));

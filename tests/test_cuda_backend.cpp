@@ -134,9 +134,9 @@ TEST_F(CudaBackendTest, CoraTrainingMatchesCpuBackend) {
     cfg.epochs = c.epochs;
     cfg.adamw = c.adamw;
     auto grid_gpu = ProcessGrid::single(), grid_cpu = ProcessGrid::single(), grid_again = ProcessGrid::single();
-    const TrainResult g = train_gcn(cora, cfg, *gpu, *grid_gpu);
-    const TrainResult h = train_gcn(cora, cfg, *cpu, *grid_cpu);
-    const TrainResult again = train_gcn(cora, cfg, *gpu, *grid_again);
+    const TrainResult g = train_gnn(cora, cfg, *gpu, *grid_gpu);
+    const TrainResult h = train_gnn(cora, cfg, *cpu, *grid_cpu);
+    const TrainResult again = train_gnn(cora, cfg, *gpu, *grid_again);
     ASSERT_EQ(g.epochs.size(), static_cast<std::size_t>(c.epochs));
     ASSERT_EQ(h.epochs.size(), g.epochs.size());
     double worst = 0;

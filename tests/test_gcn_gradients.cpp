@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/gcn.hpp"
+#include "models/gnn_network.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/profiling.hpp"
 #include "plexus/sparse.hpp"
@@ -46,13 +46,13 @@ struct Harness {
   std::unique_ptr<Backend> be = make_reference_backend();
   std::unique_ptr<ProcessGrid> grid = ProcessGrid::single();
   GraphData g = small_directed_graph();
-  GcnShards shards;
-  std::unique_ptr<GcnModel> model;
+  GnnShards shards;
+  std::unique_ptr<GnnNetwork> model;
   std::unique_ptr<DistLoss> loss;
   explicit Harness(const GcnConfig& cfg, const std::vector<bool>& transform_first = {}) {
     const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
     shards = build_shards(g, a_hat, *grid, {5, 4, 6, 3}, false, transform_first);
-    model = std::make_unique<GcnModel>(*be, *grid, shards, cfg);
+    model = std::make_unique<GnnNetwork>(*be, *grid, shards, cfg);
     loss = std::make_unique<DistLoss>(*be, *grid, model->output_geometry(), shards);
   }
   double loss_value(Matrix& grad) { return loss->train_loss_and_grad(model->forward(3, true), grad); }
@@ -204,7 +204,7 @@ TEST(GinGradients, FixedAndTrainedEpsMatchFiniteDifferences) {
 
 // Every Â block and its transpose is prepared for SpMM once, when the model is built (whole, or
 // each row chunk with agg_chunks), and training passes prepare nothing more.
-TEST(GcnModel, PreparesEachAdjacencyBlockOnce) {
+TEST(GnnNetwork, PreparesEachAdjacencyBlockOnce) {
   for (const int chunks : {1, 3}) {
     auto backend = make_reference_backend();
     Backend& be = *backend;
@@ -212,11 +212,11 @@ TEST(GcnModel, PreparesEachAdjacencyBlockOnce) {
     auto grid = ProcessGrid::single();
     GraphData g = small_directed_graph();
     const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
-    GcnShards shards = build_shards(g, a_hat, *grid, {5, 4, 6, 3});
+    GnnShards shards = build_shards(g, a_hat, *grid, {5, 4, 6, 3});
     const std::size_t blocks = shards.adj.size();
     GcnConfig cfg{0.0f, 7};
     cfg.agg_chunks = chunks;
-    GcnModel model(be, *grid, shards, cfg);
+    GnnNetwork model(be, *grid, shards, cfg);
     EXPECT_EQ(prof.entries().at("spmm_prepare").calls, 2u * blocks * static_cast<unsigned>(chunks));
     DistLoss loss(be, *grid, model.output_geometry(), shards);
     const LayerGeometry& out = model.output_geometry();

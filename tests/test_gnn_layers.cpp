@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "models/gcn.hpp"
+#include "models/gnn_network.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/sparse.hpp"
 
@@ -117,9 +117,9 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
   auto be = make_reference_backend();
   auto grid = ProcessGrid::single();
   const bool gat = cfg.kind == GnnKind::Gat;
-  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
+  GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
                                   std::vector<bool>(3, gat));
-  GcnModel model(*be, *grid, shards, cfg);
+  GnnNetwork model(*be, *grid, shards, cfg);
   // Random values for every parameter (biases and ε too), kept by name for the reference.
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-0.8f, 0.8f);
@@ -226,13 +226,13 @@ TEST(GnnLayers, GatEdgeMemoryIsItsAttentionArrays) {
   auto be = make_reference_backend();
   auto grid = ProcessGrid::single();
   const std::vector<index_t> dims{4, 6, 4, 3};
-  GcnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
+  GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
                                   std::vector<bool>(3, true));
   GcnConfig c = kind(GnnKind::Gat);
   c.gat_heads = 2;
   c.gat_out_heads = 3;
   c.attn_dropout = 0.5f;
-  GcnModel model(*be, *grid, shards, c);
+  GnnNetwork model(*be, *grid, shards, c);
   const auto entries = static_cast<std::size_t>(g.num_edges() + g.num_nodes);  // Â = A + I
   const std::size_t persistent = 3 * (2 + 2 + 3) * entries * sizeof(float);
   EXPECT_EQ(be->live_bytes(MemoryKind::EdgeValues), persistent);

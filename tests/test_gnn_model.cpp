@@ -13,7 +13,7 @@
 #include "plexus/error.hpp"
 #include "plexus/gnn_model.hpp"
 #include "plexus/sparse.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "scratch_dir.hpp"
 
 namespace plexus {
@@ -58,7 +58,7 @@ TEST_P(GnnModelKinds, PredictsWhatTheTrainerPredictsFromATrainerAndFromItsFile) 
   const GraphData g = sbm(60, 1);
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(g, config(GetParam()), *be, *grid);
+  GnnTrainer trainer(g, config(GetParam()), *be, *grid);
   for (int e = 0; e < 5; ++e) trainer.epoch();
   const Predictions want = trainer.predict();
   const std::vector<NodeRows> want_embeddings = trainer.embeddings();
@@ -93,7 +93,7 @@ TEST_P(GnnModelKinds, ScoresAnUnlabelledGraphAndASnapshotWithNewNodes) {
   const GraphData g = sbm(60, 1);
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(g, config(GetParam()), *be, *grid);
+  GnnTrainer trainer(g, config(GetParam()), *be, *grid);
   for (int e = 0; e < 5; ++e) trainer.epoch();
   GnnModel model(trainer);
   const Inference labelled = model.predict(g, *be, *grid);
@@ -127,7 +127,7 @@ TEST(GnnModel, GcnEmbeddingsAreTheHiddenLayersAfterTheirActivation) {
   const GraphData g = sbm(40, 4);
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(g, config(GnnKind::Gcn), *be, *grid);
+  GnnTrainer trainer(g, config(GnnKind::Gcn), *be, *grid);
   for (int e = 0; e < 3; ++e) trainer.epoch();
   const ModelState state = trainer.state();
   std::map<std::string, const ParameterState*> p;
@@ -168,7 +168,7 @@ TEST(GnnModel, RefusesGraphsThatDoNotFitAndAttentionOfOtherKinds) {
   const GraphData g = sbm(40, 4);
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(g, config(GnnKind::Sage), *be, *grid);
+  GnnTrainer trainer(g, config(GnnKind::Sage), *be, *grid);
   GnnModel model(trainer);
   GraphData wide = sbm(40, 4);
   wide.num_features = 5;
@@ -196,7 +196,7 @@ TEST(GnnModel, GatAttentionComesWithThePredictions) {
   const GraphData g = sbm(40, 4);
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(g, config(GnnKind::Gat), *be, *grid);
+  GnnTrainer trainer(g, config(GnnKind::Gat), *be, *grid);
   trainer.epoch();
   GnnModel model(trainer);
   const Inference got = model.predict(g, *be, *grid, {.attention = true});

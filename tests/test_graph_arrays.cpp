@@ -110,7 +110,7 @@ TEST(NodeTables, OneTableKeyedByIdsAndItsCsv) {
   cfg.epochs = 3;
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(g, cfg, *be, *grid);
+  GnnTrainer trainer(g, cfg, *be, *grid);
   for (int e = 0; e < 3; ++e) trainer.epoch();
   GnnModel model(trainer);
   const Inference out = model.predict(g, *be, *grid, {.embeddings = true});

@@ -17,7 +17,7 @@
 #include "plexus/io.hpp"
 #include "plexus/launch.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 namespace {
@@ -171,11 +171,11 @@ TEST(GraphNamesTest, TrainerAndModelOnAGraphFromMemory) {
   auto grid = ProcessGrid::single();
   GraphData g = path4();
   g.features.pop_back();
-  EXPECT_NE(message([&] { GcnTrainer t(g, tiny_config(), *be, *grid); }).find("graph: GraphData.features: expected"),
+  EXPECT_NE(message([&] { GnnTrainer t(g, tiny_config(), *be, *grid); }).find("graph: GraphData.features: expected"),
             std::string::npos);
   g = path4();
   g.train_mask = {0, 0, 0, 0};
-  EXPECT_EQ(message([&] { train_gcn(g, tiny_config(), *be, *grid); }),
+  EXPECT_EQ(message([&] { train_gnn(g, tiny_config(), *be, *grid); }),
             "graph: GraphData.train_mask: empty train mask: nothing to train on");
 }
 
@@ -185,21 +185,21 @@ TEST(StrictConfig, TrainerAndTrainGcnCheckOnlyWhenAsked) {
   GraphData g = path4();
   g.test_mask[0] = 1;
   TrainConfig c = tiny_config();
-  EXPECT_NO_THROW(GcnTrainer(g, c, *be, *grid));  // off by default
+  EXPECT_NO_THROW(GnnTrainer(g, c, *be, *grid));  // off by default
   c.strict = true;
-  EXPECT_EQ(message([&] { GcnTrainer t(g, c, *be, *grid); }), "graph: GraphData.test_mask: node 0 is also in train_mask");
+  EXPECT_EQ(message([&] { GnnTrainer t(g, c, *be, *grid); }), "graph: GraphData.test_mask: node 0 is also in train_mask");
   GraphData one_way = path4();
   one_way.indptr = {0, 1, 3, 4, 5};
   one_way.indices = {1, 0, 2, 1, 2};
-  EXPECT_EQ(message([&] { train_gcn(one_way, c, *be, *grid); }),
+  EXPECT_EQ(message([&] { train_gnn(one_way, c, *be, *grid); }),
             "graph: GraphData.indices: undirected graph, but edge 3 -> 2 has no 2 -> 3");
-  EXPECT_NO_THROW(train_gcn(path4(), c, *be, *grid));
+  EXPECT_NO_THROW(train_gnn(path4(), c, *be, *grid));
 }
 
 TEST(StrictConfig, PredictChecksWithTheOption) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer trainer(path4(), tiny_config(), *be, *grid);
+  GnnTrainer trainer(path4(), tiny_config(), *be, *grid);
   GnnModel model(trainer);
   GraphData g = path4();
   g.val_mask[2] = 1;
@@ -259,7 +259,7 @@ TEST(Launch, GridChoice) {
     // plexus plan's first grid (no memory budget set here).
     MachineModel m;
     m.ranks_per_node = ProcessGrid::ranks_on_this_node();
-    EXPECT_EQ(got.shape.str(), plan_all(gcn_problem(info, c), ranks, m).front().grid.str()) << ranks;
+    EXPECT_EQ(got.shape.str(), plan_all(gnn_problem(info, c), ranks, m).front().grid.str()) << ranks;
     EXPECT_NE(got.why.find("grids for " + std::to_string(ranks) + " ranks"), std::string::npos) << got.why;
   }
   EXPECT_NE(message([&] { choose_gcn_grid(g, c, 0); }).find("ranks: must be >= 1"), std::string::npos);

@@ -86,7 +86,7 @@ TEST_F(MemoryNeeds, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionTha
         cfg.layers = layers;
         cfg.balance = balance;  // as plexus train sets it for a plain file before the check
         const bool in_memory = balance != Balance::kNone;
-        const double tensors = largest(predict_ranks(gcn_problem(graph(), cfg), grid, true));
+        const double tensors = largest(predict_ranks(gnn_problem(graph(), cfg), grid, true));
         const double need = tensors + (in_memory ? whole_graph : whole_graph / grid.size());
         expect_boundary(need, [&] { check_train_memory(graph(), cfg, grid, in_memory); });
         needs.push_back(need);
@@ -108,7 +108,7 @@ TEST_F(MemoryNeeds, GatRefusesItsBudgetNotItsOwnOptions) {
     SCOPED_TRACE("grid " + grid.str());
     const GraphInfo info = read_graph_info_h5(graph());
     const double host = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true) / grid.size();
-    expect_boundary(largest(predict_ranks(gcn_problem(graph(), cfg), grid, true)) + host,
+    expect_boundary(largest(predict_ranks(gnn_problem(graph(), cfg), grid, true)) + host,
                     [&] { check_train_memory(graph(), cfg, grid, false); });
   }
 }

@@ -26,7 +26,7 @@
 #include "io/files/run_lock.hpp"
 #include "io/files/safe_files.hpp"
 #include "io/model_files/checkpoint_dir.hpp"
-#include "io/model_files/gcn_model.hpp"
+#include "io/model_files/gnn_model_file.hpp"
 #include "plexus/error.hpp"
 #include "scratch_dir.hpp"
 
@@ -44,10 +44,10 @@ const std::string kRunB = "fedcba9876543210fedcba9876543210";
 std::string write_checkpoint(const std::string& path, const std::string& run_id, long long done = 1) {
   static const std::vector<float> w{1, 2, 3, 4}, b{0.5f, -0.5f}, zero(4, 0.0f);
   TrainConfig options;
-  GcnModelHeader h{{2, 2}, 3, done, BestEpoch{}, options, run_id};
+  GnnModelHeader h{{2, 2}, 3, done, BestEpoch{}, options, run_id};
   std::vector<ParameterBlock> blocks{{"layer0/weight", 2, 2, Range{0, 2}, Range{0, 2}, true, w.data(), zero.data(), zero.data()},
                                      {"layer0/bias", 1, 2, Range{0, 1}, Range{0, 2}, true, b.data(), zero.data(), zero.data()}};
-  write_gcn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
+  write_gnn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
   return path;
 }
 

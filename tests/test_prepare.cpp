@@ -195,10 +195,10 @@ TEST(Prepare, BalancingDoesNotChangeTraining) {
   c.hidden = 8;
   c.epochs = 15;
   c.dropout = 0;
-  const TrainResult base = train_gcn(g, c, *be, *grid);
+  const TrainResult base = train_gnn(g, c, *be, *grid);
   for (Balance b : {Balance::kPermute, Balance::kMetis}) {
     c.balance = b;
-    const TrainResult r = train_gcn(g, c, *be, *grid);
+    const TrainResult r = train_gnn(g, c, *be, *grid);
     ASSERT_EQ(r.epochs.size(), base.epochs.size());
     for (std::size_t e = 0; e < r.epochs.size(); ++e) {
       EXPECT_NEAR(r.epochs[e].loss, base.epochs[e].loss, 1e-5 * base.epochs[e].loss) << balance_name(b) << " " << e;
@@ -222,8 +222,8 @@ TEST(Prepare, TrainingNeedsALabelledTrainingNode) {
   std::fill(no_train.train_mask.begin(), no_train.train_mask.end(), 0);
   for (Balance b : {Balance::kNone, Balance::kPermute}) {
     c.balance = b;
-    EXPECT_THROW(train_gcn(unlabelled, c, *be, *grid), InputError) << balance_name(b);
-    EXPECT_THROW(train_gcn(no_train, c, *be, *grid), InputError) << balance_name(b);
+    EXPECT_THROW(train_gnn(unlabelled, c, *be, *grid), InputError) << balance_name(b);
+    EXPECT_THROW(train_gnn(no_train, c, *be, *grid), InputError) << balance_name(b);
   }
 }
 
@@ -277,9 +277,9 @@ TEST(Prepare, ShardsReadInSmallStripesAreTheSame) {
     for (int layers = 1; layers <= 3; ++layers)
       for (bool shard_adj : {false, true}) {
         ASSERT_EQ(::unsetenv("PLEXUS_READ_EDGES"), 0);
-        const GcnShards one = load_shards_h5(path, *grid, layers, 6, shard_adj);
+        const GnnShards one = load_shards_h5(path, *grid, layers, 6, shard_adj);
         ASSERT_EQ(::setenv("PLEXUS_READ_EDGES", "7", 1), 0);
-        const GcnShards striped = load_shards_h5(path, *grid, layers, 6, shard_adj);
+        const GnnShards striped = load_shards_h5(path, *grid, layers, 6, shard_adj);
         ASSERT_EQ(striped.adj.size(), one.adj.size());
         for (std::size_t k = 0; k < one.adj.size(); ++k) {
           EXPECT_EQ(striped.adj[k].indptr, one.adj[k].indptr) << path << " block " << k;
@@ -327,9 +327,9 @@ TEST(Prepare, PreparedFileLoadsTheSameShards) {
     auto grid = ProcessGrid::single();
     for (int layers = 1; layers <= 4; ++layers)
     for (LayerOrder order : {LayerOrder::AggregateFirst, LayerOrder::TransformFirst, LayerOrder::Auto}) {
-      const auto dims = gcn_dims(g.num_features, layers, 6, g.num_classes);
-      const GcnShards mem = build_shards(p, *grid, dims, false, transform_first_layers(order, dims));
-      const GcnShards file = load_shards_h5(path, *grid, layers, 6, false, order);
+      const auto dims = gnn_dims(g.num_features, layers, 6, g.num_classes);
+      const GnnShards mem = build_shards(p, *grid, dims, false, transform_first_layers(order, dims));
+      const GnnShards file = load_shards_h5(path, *grid, layers, 6, false, order);
       EXPECT_EQ(file.transform_first, transform_first_layers(order, dims));
       EXPECT_EQ(file.transform_first, mem.transform_first);
       EXPECT_EQ(file.adj_of_layer, mem.adj_of_layer);

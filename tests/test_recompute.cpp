@@ -20,7 +20,7 @@
 #include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 namespace {
@@ -80,7 +80,7 @@ struct TrainedRun {
 TrainedRun train(const TrainConfig& cfg) {
   auto grid = ProcessGrid::single();
   auto be = make_cpu_backend(1);
-  GcnTrainer trainer(graph(), cfg, *be, *grid);
+  GnnTrainer trainer(graph(), cfg, *be, *grid);
   TrainedRun r;
   r.result = trainer.run();
   r.live_after = be->live_bytes();
@@ -167,8 +167,8 @@ TEST_P(Recompute, SameLossesAndParametersBitForBitWithLessActivationMemory) {
     info.num_features = graph().num_features;
     info.nnz = graph().num_edges();
     info.num_classes = graph().num_classes;
-    const RankCost p0 = predict_ranks(gcn_problem(info, config(GetParam(), dropout, false)), GridShape{1, 1, 1}, false)[0];
-    const RankCost p1 = predict_ranks(gcn_problem(info, config(GetParam(), dropout, true)), GridShape{1, 1, 1}, false)[0];
+    const RankCost p0 = predict_ranks(gnn_problem(info, config(GetParam(), dropout, false)), GridShape{1, 1, 1}, false)[0];
+    const RankCost p1 = predict_ranks(gnn_problem(info, config(GetParam(), dropout, true)), GridShape{1, 1, 1}, false)[0];
     EXPECT_LT(p1.memory_bytes, p0.memory_bytes) << what;
     EXPECT_LT(p1.memory_by_kind[act], p0.memory_by_kind[act]) << what;
     EXPECT_EQ(p1.gemm_flops, p0.gemm_flops) << what;  // no GEMM is repeated

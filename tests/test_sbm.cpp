@@ -44,7 +44,7 @@ double train_test_accuracy(const GraphData& g) {
   plexus::TrainConfig cfg;
   cfg.epochs = 100;
   cfg.seed = 1;
-  return plexus::train_gcn(g, cfg, *be, *grid).test_acc;
+  return plexus::train_gnn(g, cfg, *be, *grid).test_acc;
 }
 
 }  // namespace

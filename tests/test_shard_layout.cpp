@@ -180,7 +180,7 @@ TEST(ShardLayout, ShardedPartsReassembleTheReplicatedBlocks) {
         if (P % (x * y) != 0) continue;
         const GridShape shape{x, y, P / (x * y)};
         for (int layers = 1; layers <= 4; ++layers) {
-          const std::vector<index_t> dims = gcn_dims(4, layers, 5, 3);
+          const std::vector<index_t> dims = gnn_dims(4, layers, 5, 3);
           std::vector<bool> tf = orders(order);
           tf.resize(static_cast<std::size_t>(layers));
           const std::vector<LayerRoles> roles = layer_roles(layers, tf);

@@ -1,5 +1,5 @@
 // The stop points of a graceful stop (plexus/stop_check.hpp, docs/checkpoints.md), one rank:
-//  - GcnTrainer: a stop check that answers true at its k-th question abandons the epoch at
+//  - GnnTrainer: a stop check that answers true at its k-th question abandons the epoch at
 //    each of the epoch's stop points — in the training forward, after the loss, in the
 //    backward pass and in the evaluation after the Adam step — leaving the weights, Adam
 //    moments, epochs done and best epoch exactly as before the epoch, and the run continues
@@ -18,7 +18,7 @@
 #include "plexus/convert.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/process_grid.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 namespace {
@@ -74,11 +74,11 @@ constexpr int kGcnStopPoints = 7;
 TEST(StopPoints, GcnEpochStopsAtEveryPointWithTheLastFinishedEpochsState) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer whole(graph(), gcn_config(), *be, *grid);
+  GnnTrainer whole(graph(), gcn_config(), *be, *grid);
   const TrainResult want = whole.run();
   for (int k = 1; k <= kGcnStopPoints + 1; ++k) {
     SCOPED_TRACE("stop at question " + std::to_string(k));
-    GcnTrainer t(graph(), gcn_config(), *be, *grid);
+    GnnTrainer t(graph(), gcn_config(), *be, *grid);
     t.epoch();
     t.epoch();
     const ModelState before = t.state();
@@ -111,7 +111,7 @@ TEST(StopPoints, GcnEpochStopsAtEveryPointWithTheLastFinishedEpochsState) {
 TEST(StopPoints, GcnRunEndsOnAnAbandonedEpochAfterAskingStop) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
-  GcnTrainer t(graph(), gcn_config(), *be, *grid);
+  GnnTrainer t(graph(), gcn_config(), *be, *grid);
   StopAt stop{kGcnStopPoints + 3};  // within the second epoch
   t.set_stop_check(stop.check());
   int epochs_seen = 0, stops_asked = 0;

@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   cfg.weight_decay = 5e-4f;
   auto grid = ProcessGrid::single();
   const double t0 = now_s();
-  const TrainResult r = train_gcn(g, cfg, *be, *grid);
+  const TrainResult r = train_gnn(g, cfg, *be, *grid);
   const double train_total = now_s() - t0;
   std::vector<double> ep;
   for (std::size_t i = (epochs > 1 ? 1 : 0); i < r.epochs.size(); ++i) ep.push_back(r.epochs[i].epoch_seconds);
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
   std::printf("%-34s %14.3f %14s\n", "GCN epoch (median, skip 1st)", epoch_med, "");
   std::printf("%-34s %14.3f %14s\n", "GCN epoch 1 (warm-up)", first_epoch, "");
   std::printf("%-34s %13.1f%% %14s\n", "SpMM / triad bandwidth", 100.0 * spmm_gbs / triad, "");
-  std::printf("train_gcn total %.2f s (incl. normalize/shard), final loss %.4f, peak tensor %.2f GiB\n",
+  std::printf("train_gnn total %.2f s (incl. normalize/shard), final loss %.4f, peak tensor %.2f GiB\n",
               train_total, r.epochs.back().loss, static_cast<double>(r.peak_tensor_bytes) / (1ull << 30));
 
   std::printf("BENCH_JSON {\"impl\":\"plexus\",\"graph\":\"%s\",\"threads\":%d,\"num_nodes\":%lld,"

@@ -1,4 +1,4 @@
-// Embedding Plexus: a graph built in memory (no file), trained with GcnTrainer on this process
+// Embedding Plexus: a graph built in memory (no file), trained with GnnTrainer on this process
 // or on an MPI job's grid, its predictions read back and scored by the caller.
 //
 //   embed              one process, grid 1x1x1
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
 #endif
     if (rank == 0) std::printf("backend %s (this program can make: %s)\n", backend->name().c_str(), plexus::compiled_backends());
 
-    plexus::GcnTrainer trainer(graph, cfg, *backend, *grid);
+    plexus::GnnTrainer trainer(graph, cfg, *backend, *grid);
     for (int e = 0; e < cfg.epochs; ++e) {
       const plexus::EpochMetrics m = trainer.epoch();
       if (rank == 0 && (e + 1) % 25 == 0)

@@ -9,7 +9,7 @@
 // Stage 1 (train): build_graph from edge and node arrays keyed by account id; the grid and backend
 // the `plexus` command would choose (choose_gcn_grid, make_node_backend); a GraphSAGE with
 // class weights (fraud is rare: --class-weights auto), early stopping and the best-validation
-// weights restored (what is saved is the model whose accuracy is reported); GcnTrainer::save.
+// weights restored (what is saved is the model whose accuracy is reported); GnnTrainer::save.
 // Stage 2 (score): GnnModel::load on the snapshot (every account, old and new, unlabelled),
 // predictions and the hidden layer's embeddings, gathered into one table on rank 0 and written
 // as OUT_DIR/scores.csv: id, class, logits, embeddings. OUT_DIR/model.h5 is the model.
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     const plexus::GridShape shape = plexus::choose_gcn_grid(labelled, cfg, size).shape;
     auto grid = plexus::ProcessGrid::from_mpi(shape, 1, MPI_COMM_WORLD);
     auto backend = plexus::make_node_backend("cpu", /*threads=*/0, *grid);
-    plexus::GcnTrainer trainer(labelled, cfg, *backend, *grid);
+    plexus::GnnTrainer trainer(labelled, cfg, *backend, *grid);
     const plexus::TrainResult r = trainer.run();
     trainer.save(model_path);
     // Against always answering "not fraud" (the majority class) on the test accounts.

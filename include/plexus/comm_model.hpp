@@ -74,11 +74,11 @@ struct ProblemSize {
 // The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (the model and its
 // kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks, layer_order, recompute; the
 // rest of cfg moves no bytes).
-ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg);
+ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges
 // stored edges trained without --balance, counted from its Â here.
-ProblemSize gcn_problem(const std::string& path, const TrainConfig& cfg);
+ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg);
 inline constexpr index_t kCountedPlanEdges = index_t{1} << 22;
 
 // Bytes of one epoch (or GPT step) per axis, summed over all ranks: what `plexus train` reports
@@ -110,8 +110,8 @@ struct RankCost {
 };
 
 // Per-rank costs of one epoch (epoch 0 when `first_epoch`: layer 0's clean aggregation is
-// computed and all-reduced then, and cached for every later evaluation pass): GcnTrainer's
-// epochs run dry at each distinct rank (src/plan/gcn_plan.cpp). The Â blocks hold their share
+// computed and all-reduced then, and cached for every later evaluation pass): GnnTrainer's
+// epochs run dry at each distinct rank (src/plan/gnn_plan.cpp). The Â blocks hold their share
 // of nnz + N entries (docs/dry-run.md), so bytes that depend on them are exact summed over ranks.
 std::vector<RankCost> predict_ranks(const ProblemSize& p, GridShape grid, bool first_epoch);
 // Exact per-axis bytes summed over all ranks.

@@ -1,7 +1,7 @@
 #pragma once
 // Graphs from other formats and generated ones (library plexus::tools, which the `plexus`
 // command links; the core library plexus::plexus does not need it). Every function returns a
-// validated GraphData, which write_graph_h5 (plexus/io.hpp) stores or train_gcn trains on.
+// validated GraphData, which write_graph_h5 (plexus/io.hpp) stores or train_gnn trains on.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -18,13 +18,13 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 
 struct InferenceOptions {
-  bool embeddings = false;  // each hidden layer's output (GcnTrainer::embeddings())
-  bool attention = false;   // GAT: each layer's attention coefficients (GcnTrainer::attention())
+  bool embeddings = false;  // each hidden layer's output (GnnTrainer::embeddings())
+  bool attention = false;   // GAT: each layer's attention coefficients (GnnTrainer::attention())
   // predict(GraphData) runs the strict checks of plexus/graph_checks.hpp on the graph
   // (symmetry when undirected, disjoint masks, the same graph on every rank; TrainConfig::strict).
   bool strict = false;
@@ -40,13 +40,13 @@ struct Inference {
 
 class GnnModel {
  public:
-  // A model file or checkpoint (plexus train --save-model / --checkpoint-dir, GcnTrainer::save;
+  // A model file or checkpoint (plexus train --save-model / --checkpoint-dir, GnnTrainer::save;
   // docs/gcn-model.md), written on any grid: its kind, options and widths are read here, its
   // weights by the first predict() (collectively), and kept. InputError(path, ...) when it is
   // not a readable GNN model file.
   static GnnModel load(const std::string& path);
-  // The trainer's current weights (collective over the trainer's grid: GcnTrainer::state()).
-  explicit GnnModel(GcnTrainer& trainer);
+  // The trainer's current weights (collective over the trainer's grid: GnnTrainer::state()).
+  explicit GnnModel(GnnTrainer& trainer);
 
   const TrainConfig& config() const { return config_; }
   const std::vector<index_t>& dims() const { return dims_; }  // D_0 = features, hidden..., D_L = classes
@@ -60,11 +60,11 @@ class GnnModel {
                     const InferenceOptions& options = {});
   // The same on shards this rank holds (load_shards_h5 of a file too large for one rank, cut
   // for this model: its layers, hidden width and layer order).
-  Inference predict(GcnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options = {});
+  Inference predict(GnnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options = {});
 
  private:
   GnnModel() = default;
-  Inference run(GcnTrainer& trainer, const InferenceOptions& options);
+  Inference run(GnnTrainer& trainer, const InferenceOptions& options);
 
   TrainConfig config_;
   std::vector<index_t> dims_;

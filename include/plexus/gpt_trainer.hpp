@@ -1,6 +1,6 @@
 #pragma once
-// GptTrainer: a GPT being trained, one optimizer step at a time, with the shape of GcnTrainer
-// (plexus/trainer.hpp), for programs that embed the engine.
+// GptTrainer: a GPT being trained, one optimizer step at a time, with the shape of GnnTrainer
+// (plexus/gnn_trainer.hpp), for programs that embed the engine.
 //
 //   plexus::GptTrainer trainer(corpus, config, backend, *grid);   // collective
 //   while (trainer.iters_done() < config.iters) trainer.step();   // or trainer.run(...)

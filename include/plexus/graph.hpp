@@ -26,7 +26,7 @@ struct GraphData {
   std::vector<std::uint8_t> train_mask, val_mask, test_mask;  // num_nodes each, 0/1
   // Optional: your id of each node (node k is node_ids[k]; distinct), e.g. from build_graph
   // (plexus/convert.hpp); empty: the node's row is its id. gather_predictions
-  // (plexus/trainer.hpp) keys its table by them.
+  // (plexus/gnn_trainer.hpp) keys its table by them.
   std::vector<std::int64_t> node_ids;
 
   index_t num_edges() const { return static_cast<index_t>(indices.size()); }

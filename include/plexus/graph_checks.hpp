@@ -1,7 +1,7 @@
 #pragma once
 // Strict checks of a GraphData, beyond validate() (plexus/graph.hpp), which every entry point
 // runs. Opt-in, because they cost a pass over the edges (sorted) and, for the cross-rank one, a
-// collective: TrainConfig::strict (GcnTrainer(GraphData), train_gcn(GraphData)),
+// collective: TrainConfig::strict (GnnTrainer(GraphData), train_gnn(GraphData)),
 // InferenceOptions::strict (GnnModel::predict(GraphData)) and `--strict` of plexus train and
 // predict run them. docs/format-v1.md ("Validation") lists what is checked by default and what
 // only under strict.
@@ -44,6 +44,6 @@ void require_same_graph(const GraphData& g, ProcessGrid& grid, const std::string
 // symmetric ("/graph/indices: undirected graph, but an edge is stored one way only"): a hash
 // of every rank's entries both ways, so it names no edge and compares no values. (The
 // same-graph check has no meaning here: every rank read the one file.)
-void validate_strict(const GcnShards& shards, bool directed, ProcessGrid& grid, const std::string& where);
+void validate_strict(const GnnShards& shards, bool directed, ProcessGrid& grid, const std::string& where);
 
 }  // namespace plexus

@@ -35,35 +35,35 @@ GraphInfo read_graph_info_h5(const std::string& path);
 // layer's i axis (TrainConfig::shard_adj), so that no rank holds more than its 1/P of it.
 // `order`: the layers' orders the shards are cut for (transform_first_layers on the file's
 // widths; layer_order_of(TrainConfig) for a training run).
-GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
+GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
                          bool shard_adj = false, LayerOrder order = LayerOrder::AggregateFirst);
-// GCN model files (docs/gcn-model.md): the whole parameters and Adam moments of a GcnTrainer
-// (ModelState, plexus/trainer.hpp), the widths `dims` = gcn_dims(...) of its model and the
-// training options. GcnTrainer::save writes one (sharded, collectively); write_gcn_model_h5
+// GCN model files (docs/gcn-model.md): the whole parameters and Adam moments of a GnnTrainer
+// (ModelState, plexus/gnn_trainer.hpp), the widths `dims` = gnn_dims(...) of its model and the
+// training options. GnnTrainer::save writes one (sharded, collectively); write_gnn_model_h5
 // writes a whole state from one process, atomically. Reading checks the file against `dims`
-// (InputError naming the file and what differs); read_gcn_model_info_h5 reads only what the
+// (InputError naming the file and what differs); read_gnn_model_info_h5 reads only what the
 // file says of its model and run (to build the model that loads it).
 struct ModelState;
-struct GcnModelInfo;
+struct GnnModelInfo;
 struct TrainConfig;
-void write_gcn_model_h5(const ModelState& state, const std::vector<index_t>& dims, const TrainConfig& options,
+void write_gnn_model_h5(const ModelState& state, const std::vector<index_t>& dims, const TrainConfig& options,
                         const std::string& path);
-// The parameters a model of some kind holds (GcnTrainer's): their names and whole shapes.
+// The parameters a model of some kind holds (GnnTrainer's): their names and whole shapes.
 struct ParameterShape {
   std::string name;  // "layer0/weight", ...
   index_t rows = 0, cols = 0;
 };
-ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims,
+ModelState read_gnn_model_h5(const std::string& path, const std::vector<index_t>& dims,
                              const std::vector<ParameterShape>& parameters);
-GcnModelInfo read_gcn_model_info_h5(const std::string& path);
+GnnModelInfo read_gnn_model_info_h5(const std::string& path);
 // A predictions file (docs/predictions.md): every node's class and logits, row k = node k, from
-// each rank's Predictions (GcnTrainer::predict()) of a graph of `num_nodes` nodes. Collective
+// each rank's Predictions (GnnTrainer::predict()) of a graph of `num_nodes` nodes. Collective
 // over `grid`: the rows move to the rank whose block of the nodes holds them, and each rank
 // writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
 // `ids_from`: the graph file; where it stores original ids (/node_ids), the `/node_id` column
-// holds them instead of 0..N-1 (row k is still node k). `attention` (GcnTrainer::attention(),
+// holds them instead of 0..N-1 (row k is still node k). `attention` (GnnTrainer::attention(),
 // GAT): each layer's coefficients are written too, under /attention/layer<l>, their rows
-// sorted by (dst, src) — the same file whatever the grid. `embeddings` (GcnTrainer::
+// sorted by (dst, src) — the same file whatever the grid. `embeddings` (GnnTrainer::
 // embeddings()): hidden layer l's rows as /embeddings/layer<l>, row k = node k.
 void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
                           const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {},

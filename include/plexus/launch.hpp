@@ -22,7 +22,7 @@ struct GridChoice {
 // (comm_model.hpp; ranks_per_node from this job's placement) that fits the memory budget
 // (sizes.hpp), or the fastest when none fits. 1x1x1 for one rank. `ranks` >= 1.
 GridChoice choose_gcn_grid(const ProblemSize& problem, int ranks);
-// The same for training `cfg` on the graph file `path` (gcn_problem(path, cfg)) or on an
+// The same for training `cfg` on the graph file `path` (gnn_problem(path, cfg)) or on an
 // in-memory graph (its sizes; Â taken as evenly dense).
 GridChoice choose_gcn_grid(const std::string& path, const TrainConfig& cfg, int ranks);
 GridChoice choose_gcn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks);

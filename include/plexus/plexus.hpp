@@ -24,7 +24,7 @@
 // Training: GCN-family models and the GPT, whole runs or one epoch/step at a time.
 #include "plexus/train.hpp"
 #include "plexus/predictions.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "plexus/gnn_model.hpp"
 #include "plexus/tables.hpp"
 #include "plexus/gpt.hpp"

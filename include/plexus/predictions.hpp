@@ -1,5 +1,5 @@
 #pragma once
-// What a trained model outputs for the nodes a rank owns (GcnTrainer::predict(), attention(),
+// What a trained model outputs for the nodes a rank owns (GnnTrainer::predict(), attention(),
 // embeddings(); GnnModel::predict()), and what write_predictions_h5 (plexus/io.hpp) writes.
 #include <cstdint>
 #include <vector>
@@ -17,7 +17,7 @@ struct Predictions {
   std::vector<float> logits;           // node_ids.size() × num_classes, row-major: the last layer's output
 };
 
-// The attention coefficients of one GAT layer (GcnTrainer::attention()): α of every head for
+// The attention coefficients of one GAT layer (GnnTrainer::attention()): α of every head for
 // each entry of Â — each edge (target dst ← source src) and each node's self-loop — that this
 // rank reports. Over the ranks of a replica every entry is reported exactly once; for each dst
 // and head the α over its entries sum to 1.

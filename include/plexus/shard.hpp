@@ -60,7 +60,7 @@ LayerGeometry layer_geometry(const ProcessGrid& grid, int layer, index_t num_nod
 LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coords, int layer, index_t num_nodes,
                                 const std::vector<index_t>& dims, const std::vector<bool>& transform_first = {});
 // Feature widths D_0..D_L of an L-layer GCN: features, hidden × (L-1), classes.
-std::vector<index_t> gcn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes);
+std::vector<index_t> gnn_dims(index_t num_features, int layers, index_t hidden, index_t num_classes);
 
 // Which Â a layer multiplies by: with two node orders (a prepared, balanced graph) even
 // layers use Â1 and odd layers Â2 (include/plexus/prepare.hpp); otherwise always Â1 = Â.
@@ -83,7 +83,7 @@ struct AdjBlockRange {
 };
 // Everything one rank holds of the dataset. A layer's Â block depends on its layout: its roles
 // (layer_roles) and, with two orders, its parity (l % 2).
-struct GcnShards {
+struct GnnShards {
   index_t num_nodes = 0;
   index_t num_edges = 0;      // of the whole graph (as stored, before normalisation)
   std::vector<index_t> dims;  // D_0 = features, hidden..., D_L = classes
@@ -141,7 +141,7 @@ struct ShardRanges {
   std::vector<bool> transform_first;  // per layer (as given, padded to one entry a layer)
   std::vector<AdjBlockRange> adj;     // distinct Â blocks
   std::vector<int> adj_of_layer;      // per layer: index into adj
-  std::vector<int> layouts;           // first layer of each distinct layout (GcnShards::layouts)
+  std::vector<int> layouts;           // first layer of each distinct layout (GnnShards::layouts)
   Range feat_rows, feat_cols, label_rows;
   int label_order = 0;  // the labels' order: that of the last layer's output (0: P2, 1: P)
 };
@@ -156,13 +156,13 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
                             const std::vector<bool>& transform_first = {});
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
-// (global CSR, int32 columns). `dims` as in GcnShards, `transform_first` as in shard_ranges.
-GcnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
+// (global CSR, int32 columns). `dims` as in GnnShards, `transform_first` as in shard_ranges.
+GnnShards build_shards(const GraphData& g, const HostCsr& a_hat, const ProcessGrid& grid,
                        const std::vector<index_t>& dims, bool shard_adj = false,
                        const std::vector<bool>& transform_first = {});
 // The same from a prepared graph (Â1/Â2, features in P2 order, labels in both orders).
 struct PreparedGraph;
-GcnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
+GnnShards build_shards(const PreparedGraph& p, const ProcessGrid& grid, const std::vector<index_t>& dims,
                        bool shard_adj = false, const std::vector<bool>& transform_first = {});
 // The Â part of a rank's shards cut from a whole matrix: rows b.part_rows of its block of `a`
 // and rows b.part_cols of the block's transpose.

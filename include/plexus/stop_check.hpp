@@ -1,6 +1,6 @@
 #pragma once
 // The question a trainer asks at its stop points during a graceful stop (docs/checkpoints.md,
-// "SIGTERM and SIGINT"): whether to stop now. GcnTrainer asks it between the layers of an
+// "SIGTERM and SIGINT"): whether to stop now. GnnTrainer asks it between the layers of an
 // epoch's passes, GptTrainer before each micro-batch and before each evaluation
 // batch, so that a stop is honoured within one layer or batch rather than at the
 // end of an epoch or step.

@@ -1,6 +1,6 @@
 #pragma once
 // One table of every node's outputs, keyed by your node ids: each rank's share of a prediction
-// (GcnTrainer::predict(), GnnModel::predict()) gathered to one rank or to every rank, and
+// (GnnTrainer::predict(), GnnModel::predict()) gathered to one rank or to every rank, and
 // written as CSV. (For graphs too large for one rank's memory, write_predictions_h5 in
 // plexus/io.hpp writes the same rows from every rank without gathering them.)
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "plexus/gnn_model.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 

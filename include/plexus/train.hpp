@@ -92,7 +92,7 @@ struct TrainConfig {
   bool class_weights_auto = false;
   std::vector<float> class_weights;
   // Early stopping: run() ends once `patience` epochs have passed since the epoch the
-  // validation set picks (GcnTrainer::best()); 0: off. Needs validation nodes.
+  // validation set picks (GnnTrainer::best()); 0: off. Needs validation nodes.
   int patience = 0;
   // Keep the picked epoch's weights: run() ends with them in the model, so that predict(),
   // save() and --save-model give the model whose accuracy run() reports (the model file says
@@ -104,16 +104,16 @@ struct TrainConfig {
   // Âᵀ·dAGG over d) run in this many row chunks, chunk k's non-blocking all-reduce
   // overlapping chunk k+1's SpMM. 1 = one blocking all-reduce (off).
   int agg_chunks = 1;
-  // Node ordering of the in-memory entry point train_gcn(GraphData): permute or metis
+  // Node ordering of the in-memory entry point train_gnn(GraphData): permute or metis
   // renumber Â into Â1/Â2 before it is cut (as `plexus prepare` does ahead of time; METIS
-  // parts = lcm of the grid's axis sizes). Shards already cut (train_gcn(GcnShards)) carry
+  // parts = lcm of the grid's axis sizes). Shards already cut (train_gnn(GnnShards)) carry
   // their order.
   Balance balance = Balance::kNone;
   std::uint64_t balance_seed = 1;
   // Sharded Â: each Â block, replicated over its layer's i axis in the Plexus layout, is
   // stored split over i and all-gathered there before each SpMM (8 bytes a nonzero per use),
   // so that Â memory per rank falls as 1/P instead of 1/(G_o·G_d). Used where shards are cut
-  // (train_gcn(GraphData); load_shards_h5 takes it as an argument). Same numbers either way.
+  // (train_gnn(GraphData); load_shards_h5 takes it as an argument). Same numbers either way.
   bool shard_adj = false;
   // Activation recomputation: each layer keeps only its input from forward to backward and
   // computes its intermediates (the dropout copy, the aggregations) again in backward, with
@@ -122,7 +122,7 @@ struct TrainConfig {
   // with it on or off.
   bool recompute = false;
   // Strict input checks (plexus/graph_checks.hpp) where a GraphData is cut into shards
-  // (GcnTrainer(GraphData), train_gcn(GraphData)): an undirected graph's edges both ways with
+  // (GnnTrainer(GraphData), train_gnn(GraphData)): an undirected graph's edges both ways with
   // equal values, disjoint train/val/test masks, and the same graph on every rank of the grid
   // (a collective). Off: only validate()'s format-v1 invariants are checked.
   bool strict = false;
@@ -131,7 +131,7 @@ struct TrainConfig {
 struct EpochMetrics {
   int epoch = 0;
   double loss = 0;  // training loss of this epoch's (dropout) forward pass
-  // NaN for a split without a node: not evaluated (plexus/trainer.hpp, EvalMetrics).
+  // NaN for a split without a node: not evaluated (plexus/gnn_trainer.hpp, EvalMetrics).
   double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
   // This rank's wall time of the epoch, its time inside collectives, and the difference.
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
@@ -167,12 +167,12 @@ struct TrainResult {
 
 // Trains on `graph` (validated; Â is built from its adjacency). Every rank of `grid` calls
 // this with the same graph and config. `on_epoch` is called after each epoch on every rank.
-TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+TrainResult train_gnn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch = {});
 
 // The same, on shards this rank already holds (e.g. read by load_shards_h5): no rank needs
-// the whole graph. `shards` must have been cut for gcn_dims(features, cfg.layers, cfg.hidden, classes).
-TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+// the whole graph. `shards` must have been cut for gnn_dims(features, cfg.layers, cfg.hidden, classes).
+TrainResult train_gnn(GnnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch = {});
 
 // "w0,w1,..." (one weight per class) as TrainConfig::class_weights; throws

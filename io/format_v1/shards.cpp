@@ -131,11 +131,11 @@ void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Hea
 }  // namespace
 
 namespace {
-GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
+GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
                LayerOrder order);
 }
 
-GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
+GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
                          bool shard_adj, LayerOrder order) {
   h5::silence_errors();
   const MPI_Comm comm = grid.size() > 1 ? grid.mpi_comm() : MPI_COMM_NULL;
@@ -153,7 +153,7 @@ GcnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int l
 
 namespace {
 
-GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
+GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
                LayerOrder order) {
   h5::Header h = h5::read_header(r);
   if (h.num_nodes > std::numeric_limits<col_t>::max())
@@ -162,10 +162,10 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
   ShardReader in(r, h, comm);
   const h5::CsrDatasets graph = h5::take_graph_csr(h);
 
-  GcnShards s;
+  GnnShards s;
   s.num_nodes = h.num_nodes;
   s.num_edges = h.nnz;
-  s.dims = gcn_dims(h.num_features, layers, hidden, h.num_classes);
+  s.dims = gnn_dims(h.num_features, layers, hidden, h.num_classes);
   const ShardRanges sr = shard_ranges(grid, h.num_nodes, s.dims, ph.prepared && ph.two_orders, shard_adj,
                                       transform_first_layers(order, s.dims));
 
@@ -314,10 +314,10 @@ GcnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
                                "plain file (plexus train --balance orders it in memory)");
     s.loss_weights = h5::read_node_weights(r, static_cast<hsize_t>(h.num_nodes), s.label_rows);
   }
-  // 3. Where each block's self-loops lie (GcnShards::adj_self_col). With two orders a row's
+  // 3. Where each block's self-loops lie (GnnShards::adj_self_col). With two orders a row's
   // node is found among the block's columns by original id: each rank reads the ids of its
   // blocks' rows and columns (collective reads: once per layout, as above).
-  // The same ids are kept per block (GcnShards::adj_row_ids): a prepared graph's blocks are
+  // The same ids are kept per block (GnnShards::adj_row_ids): a prepared graph's blocks are
   // renumbered even with one order (its P2 order, rows and columns alike).
   s.adj_self_col.resize(sr.adj.size());
   s.adj_row_ids.resize(sr.adj.size());

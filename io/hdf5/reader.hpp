@@ -206,7 +206,7 @@ class Reader {
   }
 
   // The same, NaN allowed: a figure that was not evaluated (an accuracy over a split without a
-  // node, plexus/trainer.hpp). Infinities are refused.
+  // node, plexus/gnn_trainer.hpp). Infinities are refused.
   double evaluated_attr(const std::string& name, const std::string& on = "/") const {
     const double v = float_scalar_attr(name, on);
     if (std::isinf(v)) fail(attr_label(name, on), "infinite");

@@ -19,7 +19,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/shard.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 namespace {

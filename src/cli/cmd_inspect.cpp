@@ -17,7 +17,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "plexus/train.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
@@ -55,12 +55,12 @@ std::string bucket_label(int k) {
   return fmt::format("{}-{}", index_t{1} << (k - 1), (index_t{1} << k) - 1);
 }
 
-// A GNN model file: what read_gcn_model_info_h5 says of the model and of the run that wrote it.
+// A GNN model file: what read_gnn_model_info_h5 says of the model and of the run that wrote it.
 void inspect_model(const InspectOptions& o) {
   if (!o.grid.empty() || !o.balance.empty())
     throw InputError(o.grid.empty() ? "--balance" : "--grid",
                      o.data + " is a GNN model file: it has no layout (inspect the graph it was trained on)");
-  const GcnModelInfo m = read_gcn_model_info_h5(o.data);
+  const GnnModelInfo m = read_gnn_model_info_h5(o.data);
   const TrainConfig& c = m.config;
   const std::int64_t best = m.best.epoch < 0 ? 0 : m.best.epoch + 1;  // 1-based, as the metrics; 0: none
   if (o.json) {
@@ -154,7 +154,7 @@ void run_inspect(const InspectOptions& o) {
   // ---- balance ----
   // The layers' orders decide their roles, and so how Â is cut (docs/gcn-model.md).
   const std::vector<bool> transform_first =
-      transform_first_layers(layer_order, gcn_dims(g.num_features, layers, o.hidden, g.num_classes));
+      transform_first_layers(layer_order, gnn_dims(g.num_features, layers, o.hidden, g.num_classes));
   const auto order_name = [&](int l) { return layer_order_name(layer_order_of(transform_first[static_cast<std::size_t>(l)])); };
   std::vector<LayerBlockNnz> imb;
   double order_s = 0, imb_s = 0;

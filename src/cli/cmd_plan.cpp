@@ -131,7 +131,7 @@ void run_plan(PlanOptions& o) {
   const Transport transport = parse_transport(o.transport);
 
   const std::string path = o.data.empty() ? default_dataset() : o.data;
-  ProblemSize p = gcn_problem(path, o.train);
+  ProblemSize p = gnn_problem(path, o.train);
   p.transport = transport;
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m, limit);

@@ -18,7 +18,7 @@
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
 #include "plexus/graph_checks.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
@@ -58,7 +58,7 @@ void run_predict(PredictOptions& o) {
     io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});
 
   // The model: its widths and options from the file, so that none need repeating here.
-  const GcnModelInfo model = read_gcn_model_info_h5(o.checkpoint);
+  const GnnModelInfo model = read_gnn_model_info_h5(o.checkpoint);
   require_model_kind(o.model, model.config.model, o.checkpoint);
   const GraphInfo graph = read_graph_info_h5(o.data);
   if (model.dims.size() < 2 || model.dims.front() != graph.num_features || model.dims.back() != graph.num_classes)
@@ -83,10 +83,10 @@ void run_predict(PredictOptions& o) {
   check_train_memory(o.data, cfg, grid->shape(), /*whole_graph=*/false);  // before the load
 
   const auto t0 = std::chrono::steady_clock::now();
-  GcnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg));
+  GnnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg));
   if (o.strict) validate_strict(shards, graph.directed, *grid, o.data);
   const index_t num_nodes = shards.num_nodes;
-  GcnTrainer trainer(std::move(shards), cfg, backend, *grid);
+  GnnTrainer trainer(std::move(shards), cfg, backend, *grid);
   trainer.load(o.checkpoint);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto t1 = std::chrono::steady_clock::now();

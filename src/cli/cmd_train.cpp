@@ -21,7 +21,7 @@
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
@@ -161,7 +161,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   // every rank reads the whole graph and orders it in memory).
   training.measure_base_rss();
   Phase loading(training.style(), "loading " + o.data);
-  GcnShards shards;
+  GnnShards shards;
   GraphData whole;
   if (in_memory) {
     whole = read_graph_h5(o.data);
@@ -197,9 +197,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                  : "");
   }
 
-  std::unique_ptr<GcnTrainer> trainer =
-      in_memory ? about_file(o.data, [&] { return std::make_unique<GcnTrainer>(whole, o.cfg, *backend, *grid); })
-                : std::make_unique<GcnTrainer>(std::move(shards), o.cfg, *backend, *grid);
+  std::unique_ptr<GnnTrainer> trainer =
+      in_memory ? about_file(o.data, [&] { return std::make_unique<GnnTrainer>(whole, o.cfg, *backend, *grid); })
+                : std::make_unique<GnnTrainer>(std::move(shards), o.cfg, *backend, *grid);
   trainer->set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
   // Each layer's order (--layer-order auto: transform first where the layer narrows).
   std::vector<std::string> layer_orders;

@@ -68,7 +68,7 @@ double current_rss_bytes();
 // (matrix products, attention, ...) its seconds, calls and share of `wall_seconds`, then the
 // collectives and what remains outside both (host code, launches).
 void print_profile(const KernelProfiler& p, double wall_seconds, double comm_seconds);
-// An accuracy or a loss of a split, NaN when the split has no node (plexus/trainer.hpp): the
+// An accuracy or a loss of a split, NaN when the split has no node (plexus/gnn_trainer.hpp): the
 // number, or `null` in JSON and "not evaluated" in text (never 0).
 nlohmann::json evaluated_json(double value);
 std::string evaluated_text(double value);

@@ -166,7 +166,7 @@ std::uint64_t sum_mod64(std::uint64_t mine, Communicator& world) {
 
 }  // namespace
 
-void validate_strict(const GcnShards& s, bool directed, ProcessGrid& grid, const std::string& where) {
+void validate_strict(const GnnShards& s, bool directed, ProcessGrid& grid, const std::string& where) {
   Communicator& world = grid.world();
   // Masks: this rank's label rows; the lowest node in two of them over all ranks, and which two.
   const char* pairs[3][2] = {{"/masks/val", "/masks/train"}, {"/masks/test", "/masks/train"}, {"/masks/test", "/masks/val"}};

@@ -50,7 +50,7 @@ GridChoice choose_gcn_grid(const ProblemSize& problem, int ranks) {
 GridChoice choose_gcn_grid(const std::string& path, const TrainConfig& cfg, int ranks) {
   require_ranks(ranks);
   if (ranks == 1) return {GridShape{}, ""};
-  return choose_gcn_grid(gcn_problem(path, cfg), ranks);  // the variant, chunks, orders and block counts too
+  return choose_gcn_grid(gnn_problem(path, cfg), ranks);  // the variant, chunks, orders and block counts too
 }
 
 GridChoice choose_gcn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks) {
@@ -59,7 +59,7 @@ GridChoice choose_gcn_grid(const GraphData& graph, const TrainConfig& cfg, int r
   info.num_features = graph.num_features;
   info.nnz = graph.num_edges();
   info.num_classes = graph.num_classes;
-  return choose_gcn_grid(gcn_problem(info, cfg), ranks);
+  return choose_gcn_grid(gnn_problem(info, cfg), ranks);
 }
 
 GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp) {

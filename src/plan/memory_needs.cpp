@@ -47,10 +47,10 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
   const double graph = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true);
   const double host = whole_graph ? graph : graph / grid.size();
   // The tensors of the largest rank: plan's MB/rank, from a dry run of the trainer.
-  const ProblemSize problem = gcn_problem(path, cfg);
+  const ProblemSize problem = gnn_problem(path, cfg);
   const auto tensors = [&](index_t hidden, int layers) {
     ProblemSize p = problem;
-    p.dims = gcn_dims(info.num_features, layers, hidden, info.num_classes);
+    p.dims = gnn_dims(info.num_features, layers, hidden, info.num_classes);
     return largest_rank(predict_ranks(p, grid, true));
   };
   const double device = tensors(cfg.hidden, cfg.layers);

@@ -14,7 +14,7 @@
 namespace plexus {
 
 // The largest rank of `grid` training on the graph file `path` with `cfg`: its tensors (plexus
-// plan's MB/rank, predict_ranks of gcn_problem(path, cfg), first epoch) plus the host copy of
+// plan's MB/rank, predict_ranks of gnn_problem(path, cfg), first epoch) plus the host copy of
 // the graph it loads (graph_host_bytes of the file's sizes, weighted): its 1/P share of the
 // file, or all of it when `whole_graph` (a plain file ordered in memory: every rank reads it).
 void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph);

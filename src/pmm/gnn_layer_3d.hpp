@@ -1,5 +1,5 @@
 #pragma once
-// What every GNN layer on the 3D grid is to its model (models/gcn.hpp): a forward and a
+// What every GNN layer on the 3D grid is to its model (models/gnn_network.hpp): a forward and a
 // backward pass over the layouts its geometry gives (aggregating first: input H_l [rows over o
 // × features over i], output [rows over d × features over o] replicated over i; a GCN layer
 // that transforms first: input [rows over o × features over d], output [rows over d × features

@@ -29,7 +29,7 @@ struct NeighbourOperator {
 
 // Replaces the values of this rank's part of block `b` in place: `part` (rows b.part_rows of
 // the block) and `part_t` (rows b.part_cols of its transpose). `self_col`: the block's
-// GcnShards::adj_self_col. `row_peers`: the communicator of the layer's o axis; `part_axis`:
+// GnnShards::adj_self_col. `row_peers`: the communicator of the layer's o axis; `part_axis`:
 // that of b.axis when the block is sharded (else unused).
 void set_neighbour_values(HostCsr& part, HostCsr& part_t, const AdjBlockRange& b, const std::vector<index_t>& self_col,
                           NeighbourOperator op, Communicator& row_peers, Communicator* part_axis);

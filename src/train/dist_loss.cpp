@@ -43,7 +43,7 @@ std::vector<T> slice_rows(const std::vector<T>& v, index_t base, Range rows) {
 }
 }  // namespace
 
-DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards,
+DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GnnShards& shards,
                    const Axis* row_split, const TrainConfig* weights)
     : be_(be),
       grid_(grid),

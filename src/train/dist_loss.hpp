@@ -22,7 +22,7 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"    // TrainConfig
-#include "plexus/trainer.hpp"  // EvalMetrics
+#include "plexus/gnn_trainer.hpp"  // EvalMetrics
 #include "pmm/cross_entropy_3d.hpp"
 
 namespace plexus {
@@ -32,9 +32,9 @@ class DistLoss {
   // `last`: the geometry of the logits this rank holds; its out_rows may be a sub-range of
   // shards.label_rows, the rows being further split over `row_split` (or nullptr).
   // `weights`: the class weights of TrainConfig (class_weights_auto, class_weights); with
-  // those and the shards' node weights (GcnShards::loss_weights) the train and validation
+  // those and the shards' node weights (GnnShards::loss_weights) the train and validation
   // losses are weighted means (docs/gnn-models.md, "The loss"), else plain means.
-  DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GcnShards& shards,
+  DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, const GnnShards& shards,
            const Axis* row_split = nullptr, const TrainConfig* weights = nullptr);
   // Mean NLL over the training rows; writes dLoss/dlogits into `grad` (same shape as logits).
   double train_loss_and_grad(const Matrix& logits, Matrix& grad);

@@ -1,5 +1,5 @@
 // GnnModel: a trained GNN applied to any graph on any grid. It runs the trainer's own forward
-// pass (a GcnTrainer built on the graph's shards, given the model's weights), so inference and
+// pass (a GnnTrainer built on the graph's shards, given the model's weights), so inference and
 // training can never compute two different models.
 #include "plexus/gnn_model.hpp"
 
@@ -13,7 +13,7 @@
 namespace plexus {
 
 GnnModel GnnModel::load(const std::string& path) {
-  const GcnModelInfo info = read_gcn_model_info_h5(path);
+  const GnnModelInfo info = read_gnn_model_info_h5(path);
   GnnModel m;
   m.config_ = info.config;
   m.dims_ = info.dims;
@@ -22,7 +22,7 @@ GnnModel GnnModel::load(const std::string& path) {
   return m;
 }
 
-GnnModel::GnnModel(GcnTrainer& trainer)
+GnnModel::GnnModel(GnnTrainer& trainer)
     : config_(trainer.config()),
       dims_(trainer.dims()),
       epochs_done_(trainer.epochs_done()),
@@ -49,14 +49,14 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
   return predict(shards_of_graph(g, config_, grid, /*for_training=*/false, options.strict), backend, grid, options);
 }
 
-Inference GnnModel::predict(GcnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options) {
+Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options) {
   if (shards.dims != dims_)
     throw InputError("shards", "they were cut for widths other than the model's (its features, hidden widths and "
                                "classes)");
   if (options.attention && config_.model != GnnKind::Gat)
     throw InputError("InferenceOptions.attention",
                      std::string("a ") + gnn_kind_name(config_.model) + " model has no attention coefficients");
-  GcnTrainer trainer(std::move(shards), config_, backend, grid);
+  GnnTrainer trainer(std::move(shards), config_, backend, grid);
   if (!state_) {
     trainer.load(path_);
     state_ = std::make_shared<const ModelState>(trainer.state());
@@ -66,7 +66,7 @@ Inference GnnModel::predict(GcnShards shards, Backend& backend, ProcessGrid& gri
   return run(trainer, options);
 }
 
-Inference GnnModel::run(GcnTrainer& trainer, const InferenceOptions& options) {
+Inference GnnModel::run(GnnTrainer& trainer, const InferenceOptions& options) {
   Inference out;
   out.predictions = trainer.predict();
   if (options.embeddings) out.embeddings = trainer.embeddings();

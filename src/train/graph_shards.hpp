@@ -1,5 +1,5 @@
 #pragma once
-// A whole in-memory graph to this rank's shards, as GcnTrainer and GnnModel cut them: Â =
+// A whole in-memory graph to this rank's shards, as GnnTrainer and GnnModel cut them: Â =
 // D^-1/2 (A+I) D^-1/2 in the orders cfg.balance gives, then this rank's blocks of Â, F, labels.
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
@@ -11,7 +11,7 @@ namespace plexus {
 // Validates cfg and the graph (messages name GraphData's members); `for_training` also requires a
 // labelled training node (inference does not: its graph may have no labels at all). `strict`:
 // the checks of plexus/graph_checks.hpp too (symmetry, disjoint masks, the same graph on every rank).
-GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
+GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict);
 
 }  // namespace plexus

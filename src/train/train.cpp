@@ -1,4 +1,4 @@
-// train_gcn: GcnTrainer (src/train/trainer.cpp) run for config.epochs epochs, keeping the
+// train_gnn: GnnTrainer (src/train/gnn_trainer.cpp) run for config.epochs epochs, keeping the
 // epoch the validation set picks; and the options' checks.
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 
@@ -155,19 +155,19 @@ void validate(const TrainConfig& c) {
   }
 }
 
-TrainResult train_gcn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+TrainResult train_gnn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch) {
   const auto t_start = Clock::now();
-  GcnTrainer trainer(graph, cfg, backend, grid);
+  GnnTrainer trainer(graph, cfg, backend, grid);
   TrainResult r = trainer.run(on_epoch);
   r.total_seconds = seconds_since(t_start);  // with the cutting of the shards
   return r;
 }
 
-TrainResult train_gcn(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
+TrainResult train_gnn(GnnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                       const std::function<void(const EpochMetrics&)>& on_epoch) {
   const auto t_start = Clock::now();
-  GcnTrainer trainer(std::move(shards), cfg, backend, grid);
+  GnnTrainer trainer(std::move(shards), cfg, backend, grid);
   TrainResult r = trainer.run(on_epoch);
   r.total_seconds = seconds_since(t_start);
   return r;

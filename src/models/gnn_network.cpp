@@ -1,4 +1,4 @@
-#include "models/gcn.hpp"
+#include "models/gnn_network.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -13,22 +13,22 @@
 
 namespace plexus {
 
-GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg)
+GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const GcnConfig& cfg)
     : be_(be), grid_(grid), cfg_(cfg), adj_ws_(be) {
   const int n_layers = shards.layers();
-  if (shards.shape_only && be.computes()) throw std::invalid_argument("GcnModel: shards of sizes only on a backend that computes");
+  if (shards.shape_only && be.computes()) throw std::invalid_argument("GnnNetwork: shards of sizes only on a backend that computes");
   if (static_cast<int>(shards.adj_of_layer.size()) != n_layers)
-    throw std::invalid_argument("GcnModel: the shards give no Â block for every layer");
+    throw std::invalid_argument("GnnNetwork: the shards give no Â block for every layer");
   const bool gcn = cfg.kind == GnnKind::Gcn, gat = cfg.kind == GnnKind::Gat;
   const bool neighbour_kind = cfg.kind == GnnKind::Sage || cfg.kind == GnnKind::Gin;
   std::vector<LayerGeometry> geos;
   for (int l = 0; l < n_layers; ++l) {
     geos.push_back(layer_geometry(grid, l, shards.num_nodes, shards.dims, shards.transform_first));
     if (neighbour_kind && geos.back().transform_first)
-      throw std::invalid_argument(std::string("GcnModel: shards cut for transform-first layers; ") +
+      throw std::invalid_argument(std::string("GnnNetwork: shards cut for transform-first layers; ") +
                                   gnn_kind_name(cfg.kind) + " layers aggregate first");
     if (gat && !geos.back().transform_first)
-      throw std::invalid_argument("GcnModel: shards cut for aggregate-first layers; GAT layers transform first");
+      throw std::invalid_argument("GnnNetwork: shards cut for aggregate-first layers; GAT layers transform first");
   }
   // The widest dense operand each Â block multiplies: a layer's SpMMs (forward and backward)
   // both take a block as wide as its input features aggregating first (Â·H, Âᵀ·dAGG) and as
@@ -91,7 +91,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
                                                           &adj_ws_, adj_width[k]));
     }
     if (gat) {  // GAT gathers its per-entry values into the transpose's order (pmm/gat_layer_3d.hpp)
-      if (b.sharded) throw std::invalid_argument("GcnModel: GAT holds its Â blocks whole (no sharded Â)");
+      if (b.sharded) throw std::invalid_argument("GnnNetwork: GAT holds its Â blocks whole (no sharded Â)");
       const index_t nnz = shards.shape_only ? shards.adj_nnz.at(k) : shards.adj[k].nnz();
       transpose_maps_.emplace_back(be, static_cast<std::size_t>(nnz));
       if (!shards.shape_only) transpose_maps_.back().upload(csr_transpose_map(shards.adj[k], shards.adj_t[k]).data());
@@ -145,7 +145,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   }
   const LayerGeometry& g0 = layers_.front()->geometry();
   if (cfg.bf16) {
-    if (!gcn) throw std::invalid_argument("GcnModel: bf16 graph tensors are for GCN layers only");
+    if (!gcn) throw std::invalid_argument("GnnNetwork: bf16 graph tensors are for GCN layers only");
     features16_ = Bf16Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
     if (!shards.shape_only) features16_.upload(shards.features);
     if (grid.dim(g0.in_repl()) > 1) features16_full_ = Bf16Matrix(be, g0.in_rows.size(), g0.in_cols.size());
@@ -156,7 +156,7 @@ GcnModel::GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnC
   if (grid.dim(g0.in_repl()) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }
 
-const Bf16Matrix& GcnModel::features_bf16() {
+const Bf16Matrix& GnnNetwork::features_bf16() {
   const LayerGeometry& g0 = layers_.front()->geometry();
   const Axis repl = g0.in_repl();
   const Bf16Matrix* h = &features16_;
@@ -172,13 +172,13 @@ const Bf16Matrix& GcnModel::features_bf16() {
   return *h;
 }
 
-DropoutSpec GcnModel::dropout_for(int epoch, int layer, bool training) const {
+DropoutSpec GnnNetwork::dropout_for(int epoch, int layer, bool training) const {
   if (!training) return {};
   return {std::max(cfg_.dropout, 0.0f),
           DropoutKey{cfg_.seed, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(layer)}, true};
 }
 
-const Matrix& GcnModel::forward(int epoch, bool training, const std::function<void()>& between_layers) {
+const Matrix& GnnNetwork::forward(int epoch, bool training, const std::function<void()>& between_layers) {
   // Layer 0's input: the feature rows are stored split over the axis layer 0's input is
   // replicated on (d aggregating first, i transforming first); all-gather them there. (With one
   // rank on it the stored block is already the whole input.)
@@ -218,7 +218,7 @@ const Matrix& GcnModel::forward(int epoch, bool training, const std::function<vo
   return *h;
 }
 
-void GcnModel::backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers) {
+void GnnNetwork::backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers) {
   if (cfg_.bf16) {
     // The gradients between layers in bf16; each layer releases its bf16 output and AGG.
     const int last = num_layers() - 1;
@@ -241,17 +241,17 @@ void GcnModel::backward(Matrix& d_logits, int epoch, const std::function<void()>
   }
 }
 
-LayerGeometry GcnModel::loss_geometry() const {
+LayerGeometry GnnNetwork::loss_geometry() const {
   LayerGeometry g = layers_.back()->geometry();
   g.out_rows = layers_.back()->out_slice_rows();
   return g;
 }
 
-void GcnModel::weights_updated() {
+void GnnNetwork::weights_updated() {
   for (auto& layer : layers_) layer->weight_updated();
 }
 
-std::vector<ModelParam> GcnModel::named_parameters() {
+std::vector<ModelParam> GnnNetwork::named_parameters() {
   std::vector<ModelParam> all;
   for (int l = 0; l < num_layers(); ++l)
     // Kipf & Welling decay only the first layer's weights (GCN, SAGE, GIN: its weight
@@ -263,17 +263,17 @@ std::vector<ModelParam> GcnModel::named_parameters() {
   return all;
 }
 
-std::vector<ParamRef> GcnModel::parameters() {
+std::vector<ParamRef> GnnNetwork::parameters() {
   std::vector<ParamRef> refs;
   for (ModelParam& p : named_parameters()) refs.push_back({p.slot->data(), p.slot->grad(), p.slot->size(), p.decay});
   return refs;
 }
 
-const index_t* GcnModel::block_ids(const std::vector<std::vector<index_t>>& ids, std::size_t k) const {
+const index_t* GnnNetwork::block_ids(const std::vector<std::vector<index_t>>& ids, std::size_t k) const {
   return k < ids.size() && !ids[k].empty() ? ids[k].data() : nullptr;
 }
 
-std::vector<EdgeAttention> GcnModel::attention() {
+std::vector<EdgeAttention> GnnNetwork::attention() {
   std::vector<EdgeAttention> out;
   for (int l = 0; l < num_layers(); ++l) {
     auto* gat = dynamic_cast<GatLayer3D*>(layers_[static_cast<std::size_t>(l)].get());
@@ -311,10 +311,10 @@ std::vector<EdgeAttention> GcnModel::attention() {
   return out;
 }
 
-NodeRows GcnModel::owned_output(int layer) {
+NodeRows GnnNetwork::owned_output(int layer) {
   const auto l = static_cast<std::size_t>(layer);
   if (l >= outputs_.size() || (outputs_[l] == nullptr && outputs16_[l] == nullptr))
-    throw std::logic_error("GcnModel::owned_output: no forward pass has computed layer " + std::to_string(layer));
+    throw std::logic_error("GnnNetwork::owned_output: no forward pass has computed layer " + std::to_string(layer));
   const bool last = layer + 1 == num_layers();
   const LayerGeometry g = last ? loss_geometry() : geometry_of_layer(layer);
   // The output's rows are the same on every rank of its replication axis (unless already split

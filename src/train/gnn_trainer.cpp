@@ -1,4 +1,4 @@
-// GcnTrainer (include/plexus/trainer.hpp): the model, its loss and its optimizer, and one
+// GnnTrainer (include/plexus/gnn_trainer.hpp): the model, its loss and its optimizer, and one
 // epoch of training, top to bottom: forward (dropout) → loss → backward → Adam step →
 // evaluation forward.
 #include <algorithm>
@@ -9,15 +9,15 @@
 #include <limits>
 #include <numeric>
 
-#include "io/model_files/gcn_model.hpp"
-#include "models/gcn.hpp"
+#include "io/model_files/gnn_model_file.hpp"
+#include "models/gnn_network.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "train/dist_loss.hpp"
 #include "train/graph_shards.hpp"
 #include "train/finite_loss.hpp"
@@ -76,7 +76,7 @@ AdamParams adam_params(const TrainConfig& cfg) {
 
 // The label rows' node weights (by the input graph's id of each row: a balanced graph is
 // renumbered; validate() checked them). GraphData::node_weights is optional.
-GcnShards with_node_weights(GcnShards s, const GraphData& g) {
+GnnShards with_node_weights(GnnShards s, const GraphData& g) {
   const std::vector<float>& w = g.node_weights;
   if (w.empty()) return s;
   const index_t rows = s.label_rows.size();
@@ -89,7 +89,7 @@ GcnShards with_node_weights(GcnShards s, const GraphData& g) {
 
 }  // namespace
 
-GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
+GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict) {
   validate(cfg);
   // Strict: the collective first, before any rank can throw about its own graph (a graph
@@ -98,7 +98,7 @@ GcnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, Proces
   validate(graph, "graph", GraphNames::Memory);
   if (strict) validate_strict(graph, "graph", GraphNames::Memory);
   if (for_training) require_labelled_training_node(graph, "graph", GraphNames::Memory);
-  const std::vector<index_t> dims = gcn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
+  const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
   if (cfg.balance == Balance::kNone)
     return with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
                                           grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
@@ -124,7 +124,7 @@ struct ParamPlace {
   bool contributes = true;
 };
 
-std::vector<ParamPlace> param_places(GcnModel& model) {
+std::vector<ParamPlace> param_places(GnnNetwork& model) {
   std::vector<ParamPlace> places;
   for (const ModelParam& p : model.named_parameters())
     places.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes});
@@ -156,8 +156,8 @@ struct EpochAbandoned {};
 
 }  // namespace
 
-struct GcnTrainer::Impl {
-  Impl(GcnShards& shards, const TrainConfig& c, Backend& be, ProcessGrid& g)
+struct GnnTrainer::Impl {
+  Impl(GnnShards& shards, const TrainConfig& c, Backend& be, ProcessGrid& g)
       : cfg(c),
         backend(be),
         grid(g),
@@ -171,7 +171,7 @@ struct GcnTrainer::Impl {
   TrainConfig cfg;
   Backend& backend;
   ProcessGrid& grid;
-  GcnModel model;
+  GnnNetwork model;
   LayerGeometry out;  // the rows of the logits this rank holds
   Axis split_axis;
   DistLoss loss;
@@ -219,7 +219,7 @@ struct GcnTrainer::Impl {
   std::optional<EpochMetrics> run_epoch(bool stoppable);
 };
 
-void GcnTrainer::Impl::keep_state_before_step() {
+void GnnTrainer::Impl::keep_state_before_step() {
   const std::vector<ParamRef> params = model.parameters();
   const std::vector<AdamMoments> moments = adam.moments();
   before_step.resize(3 * params.size());
@@ -233,7 +233,7 @@ void GcnTrainer::Impl::keep_state_before_step() {
   }
 }
 
-void GcnTrainer::Impl::undo_step(int epoch) {
+void GnnTrainer::Impl::undo_step(int epoch) {
   const std::vector<ParamRef> params = model.parameters();
   const std::vector<AdamMoments> moments = adam.moments();
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -250,7 +250,7 @@ void GcnTrainer::Impl::undo_step(int epoch) {
   backend.synchronize();
 }
 
-void GcnTrainer::Impl::values_to_host(std::vector<std::vector<float>>& to) {
+void GnnTrainer::Impl::values_to_host(std::vector<std::vector<float>>& to) {
   const std::vector<ParamRef> params = model.parameters();
   to.resize(params.size());
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -259,7 +259,7 @@ void GcnTrainer::Impl::values_to_host(std::vector<std::vector<float>>& to) {
   }
 }
 
-void GcnTrainer::Impl::values_from_host(const std::vector<std::vector<float>>& from) {
+void GnnTrainer::Impl::values_from_host(const std::vector<std::vector<float>>& from) {
   const std::vector<ParamRef> params = model.parameters();
   for (std::size_t k = 0; k < params.size(); ++k)
     backend.copy_from_host(params[k].value, from[k].data(), from[k].size() * sizeof(float));
@@ -268,51 +268,51 @@ void GcnTrainer::Impl::values_from_host(const std::vector<std::vector<float>>& f
   backend.synchronize();
 }
 
-void GcnTrainer::Impl::restore_best_values() {
+void GnnTrainer::Impl::restore_best_values() {
   values_to_host(last_values);
   values_from_host(best_values);
   weights_epoch = best.epoch;
 }
 
-void GcnTrainer::Impl::put_back_last_values() {
+void GnnTrainer::Impl::put_back_last_values() {
   values_from_host(last_values);
   last_values.clear();
   weights_epoch = epochs_done - 1;
 }
 
-GcnTrainer::GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
-    : GcnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {}
+GnnTrainer::GnnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
+    : GnnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {}
 
-GcnTrainer::GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
+GnnTrainer::GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
   validate(cfg);
-  if (shards.layers() != cfg.layers) throw std::invalid_argument("GcnTrainer: shards were cut for another depth");
+  if (shards.layers() != cfg.layers) throw std::invalid_argument("GnnTrainer: shards were cut for another depth");
   backend.reset_peak();
   impl_ = std::make_unique<Impl>(shards, cfg, backend, grid);
   if (cfg.patience > 0 && impl_->loss.split_size(1) == 0)
     throw InputError("--patience", "early stopping needs validation nodes (the validation mask is empty)");
 }
 
-GcnTrainer::~GcnTrainer() = default;
+GnnTrainer::~GnnTrainer() = default;
 
-int GcnTrainer::epochs_done() const { return impl_->epochs_done; }
-const BestEpoch& GcnTrainer::best() const { return impl_->best; }
-std::int64_t GcnTrainer::weights_epoch() const { return impl_->weights_epoch; }
-const TrainConfig& GcnTrainer::config() const { return impl_->cfg; }
-std::vector<index_t> GcnTrainer::dims() const { return impl_->dims(); }
+int GnnTrainer::epochs_done() const { return impl_->epochs_done; }
+const BestEpoch& GnnTrainer::best() const { return impl_->best; }
+std::int64_t GnnTrainer::weights_epoch() const { return impl_->weights_epoch; }
+const TrainConfig& GnnTrainer::config() const { return impl_->cfg; }
+std::vector<index_t> GnnTrainer::dims() const { return impl_->dims(); }
 
-std::vector<bool> GcnTrainer::transform_first() const {
+std::vector<bool> GnnTrainer::transform_first() const {
   std::vector<bool> tf;
   for (int l = 0; l < impl_->model.num_layers(); ++l) tf.push_back(impl_->model.geometry_of_layer(l).transform_first);
   return tf;
 }
 
-EpochMetrics GcnTrainer::epoch() { return *impl_->run_epoch(false); }
+EpochMetrics GnnTrainer::epoch() { return *impl_->run_epoch(false); }
 
-void GcnTrainer::set_stop_check(StopCheck check) { impl_->stop_check = std::move(check); }
+void GnnTrainer::set_stop_check(StopCheck check) { impl_->stop_check = std::move(check); }
 
-std::optional<EpochMetrics> GcnTrainer::epoch_unless_stopped() { return impl_->run_epoch(true); }
+std::optional<EpochMetrics> GnnTrainer::epoch_unless_stopped() { return impl_->run_epoch(true); }
 
-std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
+std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   Impl& t = *this;
   const int epoch = t.epochs_done;
   t.outputs_current = false;
@@ -385,7 +385,7 @@ std::optional<EpochMetrics> GcnTrainer::Impl::run_epoch(bool stoppable) {
   return m;
 }
 
-TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_epoch,
+TrainResult GnnTrainer::run(const std::function<void(const EpochMetrics&)>& on_epoch,
                             const std::function<bool()>& stop) {
   Impl& t = *impl_;
   const auto t_start = Clock::now();
@@ -426,7 +426,7 @@ TrainResult GcnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   return result;
 }
 
-EvalMetrics GcnTrainer::evaluate() {
+EvalMetrics GnnTrainer::evaluate() {
   Impl& t = *impl_;
   const EvalMetrics e = t.loss.evaluate(t.model.forward(t.epochs_done, /*training=*/false));
   t.outputs_current = true;
@@ -434,7 +434,7 @@ EvalMetrics GcnTrainer::evaluate() {
   return e;
 }
 
-Predictions GcnTrainer::predict() {
+Predictions GnnTrainer::predict() {
   Impl& t = *impl_;
   t.evaluation_pass();
   NodeRows logits = t.model.owned_output(t.model.num_layers() - 1);
@@ -451,7 +451,7 @@ Predictions GcnTrainer::predict() {
   return p;
 }
 
-std::vector<NodeRows> GcnTrainer::embeddings() {
+std::vector<NodeRows> GnnTrainer::embeddings() {
   Impl& t = *impl_;
   t.evaluation_pass();
   std::vector<NodeRows> out;
@@ -459,14 +459,14 @@ std::vector<NodeRows> GcnTrainer::embeddings() {
   return out;
 }
 
-std::vector<EdgeAttention> GcnTrainer::attention() {
+std::vector<EdgeAttention> GnnTrainer::attention() {
   Impl& t = *impl_;
   if (t.cfg.model != GnnKind::Gat) return {};
   t.evaluation_pass();
   return t.model.attention();
 }
 
-ModelState GcnTrainer::state() {
+ModelState GnnTrainer::state() {
   Impl& t = *impl_;
   const std::vector<ParamPlace> places = param_places(t.model);
   const std::vector<ParamRef> params = t.model.parameters();
@@ -489,7 +489,7 @@ ModelState GcnTrainer::state() {
   return s;
 }
 
-void GcnTrainer::set_state(const ModelState& s) {
+void GnnTrainer::set_state(const ModelState& s) {
   Impl& t = *impl_;
   t.outputs_current = false;
   const std::vector<ParamPlace> places = param_places(t.model);
@@ -543,14 +543,14 @@ void GcnTrainer::set_state(const ModelState& s) {
   t.backend.synchronize();
 }
 
-std::vector<index_t> GcnTrainer::Impl::dims() const {
+std::vector<index_t> GnnTrainer::Impl::dims() const {
   std::vector<index_t> d;
   for (int l = 0; l < model.num_layers(); ++l) d.push_back(model.geometry_of_layer(l).in_dim);
   d.push_back(model.output_geometry().out_dim);
   return d;
 }
 
-void GcnTrainer::save(const std::string& path) {
+void GnnTrainer::save(const std::string& path) {
   Impl& t = *impl_;
   // Each rank writes the blocks it holds, once per replica: no rank assembles the model.
   const std::vector<ParamPlace> places = param_places(t.model);
@@ -576,22 +576,22 @@ void GcnTrainer::save(const std::string& path) {
                       host[3 * k].data(), host[3 * k + 1].data(), host[3 * k + 2].data(),
                       best_values ? t.best_values[k].data() : nullptr, last_values ? t.last_values[k].data() : nullptr});
   }
-  GcnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
+  GnnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
   header.weights_epoch = t.weights_epoch;
-  write_gcn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
+  write_gnn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
 }
 
-void GcnTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
+void GnnTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
 
-void GcnTrainer::load(const std::string& path) {
+void GnnTrainer::load(const std::string& path) {
   Impl& t = *impl_;
-  const GcnModelInfo info = read_gcn_model_info_h5(path);
+  const GnnModelInfo info = read_gnn_model_info_h5(path);
   if (info.config.model != t.cfg.model)
     throw InputError(path, std::string("is a ") + gnn_kind_name(info.config.model) + " model, this one is a " +
                                gnn_kind_name(t.cfg.model) + " (--model)");
   std::vector<ParameterShape> shapes;
   for (const ParamPlace& p : param_places(t.model)) shapes.push_back({p.name, p.rows, p.cols});
-  ModelState s = read_gcn_model_h5(path, t.dims(), shapes);
+  ModelState s = read_gnn_model_h5(path, t.dims(), shapes);
   try {
     set_state(s);
   } catch (const InputError& e) {
@@ -599,9 +599,9 @@ void GcnTrainer::load(const std::string& path) {
   }
 }
 
-void GcnTrainer::resume(const std::string& path) {
+void GnnTrainer::resume(const std::string& path) {
   Impl& t = *impl_;
-  const GcnModelInfo info = read_gcn_model_info_h5(path);
+  const GnnModelInfo info = read_gnn_model_info_h5(path);
   const TrainConfig& was = info.config;
   const TrainConfig& now = t.cfg;
   const auto differs = [&](const char* option, const std::string& a, const std::string& b) {
@@ -640,7 +640,7 @@ void GcnTrainer::resume(const std::string& path) {
     return text.empty() ? std::string("none") : text;
   };
   differs("--class-weights", weights_text(was), weights_text(now));
-  if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gcn_model_h5)
+  if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
                                std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");
   if (info.epochs_done > now.epochs)

@@ -1,9 +1,9 @@
 #pragma once
-// GcnTrainer: a GCN being trained, one epoch at a time, for programs that embed the engine.
+// GnnTrainer: a GCN being trained, one epoch at a time, for programs that embed the engine.
 //
 //   plexus::CpuBackend backend;                        // or make_backend(...)
 //   auto grid = plexus::ProcessGrid::single();         // or from_mpi(shape, 1, my_comm)
-//   plexus::GcnTrainer trainer(graph, config, backend, *grid);
+//   plexus::GnnTrainer trainer(graph, config, backend, *grid);
 //   for (int e = 0; e < config.epochs; ++e) trainer.epoch();
 //   plexus::Predictions p = trainer.predict();         // this rank's nodes: ids, classes, logits
 //
@@ -11,7 +11,7 @@
 // (InputError for bad input); the library never aborts the job or exits. An exception thrown
 // on some ranks only may leave the others waiting in a collective: a multi-rank caller ends
 // the job then (MPI_Abort on its communicator), as the `plexus` command does.
-// train_gcn (plexus/train.hpp) is this loop run for config.epochs epochs.
+// train_gnn (plexus/train.hpp) is this loop run for config.epochs epochs.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,8 +70,8 @@ struct ModelState {
 };
 
 // What a GCN model file (a checkpoint: docs/gcn-model.md) says of its model and of the run
-// that wrote it, without its tensors: read_gcn_model_info_h5 (plexus/io.hpp).
-struct GcnModelInfo {
+// that wrote it, without its tensors: read_gnn_model_info_h5 (plexus/io.hpp).
+struct GnnModelInfo {
   std::vector<index_t> dims;          // D_0 (features), hidden..., D_L (classes)
   index_t num_nodes = 0;              // of the graph it was trained on
   std::int64_t epochs_done = 0;
@@ -82,17 +82,17 @@ struct GcnModelInfo {
   TrainConfig config;
 };
 
-class GcnTrainer {
+class GnnTrainer {
  public:
-  // From a whole graph every rank holds (validated; shards cut as train_gcn does).
-  GcnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
+  // From a whole graph every rank holds (validated; shards cut as train_gnn does).
+  GnnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
   // From the shards this rank holds (load_shards_h5 or build_shards), cut for
-  // gcn_dims(features, cfg.layers, cfg.hidden, classes); the layers take the orders the shards
+  // gnn_dims(features, cfg.layers, cfg.hidden, classes); the layers take the orders the shards
   // were cut for (cfg.layer_order is used where shards are cut).
-  GcnTrainer(GcnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
-  ~GcnTrainer();
-  GcnTrainer(const GcnTrainer&) = delete;
-  GcnTrainer& operator=(const GcnTrainer&) = delete;
+  GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
+  ~GnnTrainer();
+  GnnTrainer(const GnnTrainer&) = delete;
+  GnnTrainer& operator=(const GnnTrainer&) = delete;
 
   // The remaining epochs up to config().epochs (fewer with TrainConfig::patience), calling
   // `on_epoch` after each; a run not ended by `stop` then restores the picked epoch's weights

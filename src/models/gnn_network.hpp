@@ -9,7 +9,7 @@
 
 #include "optim/adam.hpp"
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "pmm/bf16_tensors.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
@@ -45,18 +45,18 @@ using ModelParam = LayerParam;
 
 // A parameter tensor of this rank: value, gradient, and whether weight decay applies.
 
-class GcnModel {
+class GnnNetwork {
  public:
   // The layers take the orders the shards were cut for (shards.transform_first; SAGE and GIN
   // refuse shards cut for transform-first layers).
   // Uploads the shards to the backend, releasing each host block of `shards` as soon as it is
   // uploaded (so host and backend copies of Â never coexist whole).
-  GcnModel(Backend& be, ProcessGrid& grid, GcnShards& shards, const GcnConfig& cfg);
+  GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const GcnConfig& cfg);
   // Logits block of this rank: [rows of N over d_L × classes over the last layer's out_feat]
   // (with scatter_logits: only the slice of those rows over its out_repl axis,
   // loss_geometry().out_rows).
   // `between_layers`, when given, is called between two layers (after each but the last): a
-  // trainer's stop point (GcnTrainer), which may throw to abandon the pass; every collective
+  // trainer's stop point (GnnTrainer), which may throw to abandon the pass; every collective
   // of the layers before it has completed then.
   const Matrix& forward(int epoch, bool training, const std::function<void()>& between_layers = {});
   void backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers = {});
@@ -71,7 +71,7 @@ class GcnModel {
   // Call after the optimizer step (lets reuse_gathers gather W again).
   void weights_updated();
   // GAT: each layer's attention coefficients of the last forward pass, this rank's share
-  // (GcnTrainer::attention(), plexus/trainer.hpp); empty for the other kinds. Collective.
+  // (GnnTrainer::attention(), plexus/gnn_trainer.hpp); empty for the other kinds. Collective.
   std::vector<EdgeAttention> attention();
   // Layer l's output (after its activation) for the nodes this rank owns, its columns gathered
   // over the layer's feature axis: after a forward pass (the last layer's: the logits of
@@ -98,7 +98,7 @@ class GcnModel {
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
   std::vector<const Matrix*> outputs_;  // each layer's output of the last forward pass
   std::vector<const Bf16Matrix*> outputs16_;  // cfg.bf16: those stored in bf16 (all but the last)
-  // Each layer's block, and the input ids of its rows and columns (GcnShards::adj_row_ids): the
+  // Each layer's block, and the input ids of its rows and columns (GnnShards::adj_row_ids): the
   // node each output row or attention entry belongs to.
   std::vector<int> adj_of_layer_;
   std::vector<AdjBlockRange> adj_blocks_;

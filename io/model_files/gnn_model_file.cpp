@@ -1,6 +1,6 @@
 // GCN model files (docs/gcn-model.md): written from every rank's shards at once
-// (write_gcn_model_blocks_h5) or from a whole state (write_gcn_model_h5); read whole
-// (read_gcn_model_h5) or only for what they say of the model (read_gcn_model_info_h5).
+// (write_gnn_model_blocks_h5) or from a whole state (write_gnn_model_h5); read whole
+// (read_gnn_model_h5) or only for what they say of the model (read_gnn_model_info_h5).
 //
 // Root attributes: format = "plexus-gcn", version = 1, layers, epochs_done, the best epoch so
 // far (best_epoch, best_val_acc, best_val_loss, best_test_acc: NaN when not evaluated, a split
@@ -23,7 +23,7 @@
 #include "io/hdf5/collective_write.hpp"
 #include "io/hdf5/reader.hpp"
 #include "io/hdf5/util.hpp"
-#include "io/model_files/gcn_model.hpp"
+#include "io/model_files/gnn_model_file.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 
@@ -47,7 +47,7 @@ std::string dims_str(const std::vector<index_t>& d) {
 }
 
 // `best_values`, `last_values`: the groups /best_value and /last_value are written too.
-void write_header(h5::Writer& w, const GcnModelHeader& h, bool best_values, bool last_values) {
+void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool last_values) {
   const std::vector<index_t>& dims = h.dims;
   w.string_attr("format", kGcnFormat);
   w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, static_cast<std::int32_t>(kGcnVersion));
@@ -118,7 +118,7 @@ void read_gat_options(const h5::Reader& r, TrainConfig& o) {
     r.fail(where + "negative_slope", std::to_string(o.negative_slope) + " is not in [0, 1000]");
 }
 
-h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
+h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
   h5::silence_errors();
   h5::Reader r(path);
   r.open();
@@ -202,7 +202,7 @@ h5::Reader open_model(const std::string& path, GcnModelInfo& info) {
 
 }  // namespace
 
-void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,
+void write_gnn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GnnModelHeader& header,
                                const std::vector<ParameterBlock>& blocks) {
   const float dummy = 0;  // a rank that writes nothing still passes a buffer
   const bool best_values = !blocks.empty() && blocks.front().best_value != nullptr;
@@ -229,27 +229,27 @@ void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const Gcn
   });
 }
 
-void write_gcn_model_h5(const ModelState& s, const std::vector<index_t>& dims, const TrainConfig& options,
+void write_gnn_model_h5(const ModelState& s, const std::vector<index_t>& dims, const TrainConfig& options,
                         const std::string& path) {
-  GcnModelHeader h{dims, 0, s.epochs_done, s.best, options, ""};  // the graph unknown here: 0
+  GnnModelHeader h{dims, 0, s.epochs_done, s.best, options, ""};  // the graph unknown here: 0
   h.weights_epoch = s.weights_epoch;
   std::vector<ParameterBlock> blocks;
   for (const ParameterState& p : s.parameters)
     blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),
                       p.adam_m.data(), p.adam_v.data(), p.best_value.empty() ? nullptr : p.best_value.data(),
                       p.last_value.empty() ? nullptr : p.last_value.data()});
-  write_gcn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
+  write_gnn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
 }
 
-GcnModelInfo read_gcn_model_info_h5(const std::string& path) {
-  GcnModelInfo info;
+GnnModelInfo read_gnn_model_info_h5(const std::string& path) {
+  GnnModelInfo info;
   open_model(path, info);
   return info;
 }
 
-ModelState read_gcn_model_h5(const std::string& path, const std::vector<index_t>& dims,
+ModelState read_gnn_model_h5(const std::string& path, const std::vector<index_t>& dims,
                              const std::vector<ParameterShape>& parameters) {
-  GcnModelInfo info;
+  GnnModelInfo info;
   h5::Reader r = open_model(path, info);
   const auto want_layers = static_cast<std::int64_t>(dims.size()) - 1;
   if (info.config.layers != want_layers)

@@ -1,6 +1,6 @@
 #pragma once
 // Writing a GCN model file (docs/gcn-model.md) from the shards the ranks hold (private to the
-// engine: GcnTrainer::save). Each rank passes its block of every parameter; the file is
+// engine: GnnTrainer::save). Each rank passes its block of every parameter; the file is
 // written collectively over `comm` (io/hdf5/collective_write.hpp), or by one process with
 // MPI_COMM_NULL.
 #include <mpi.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "plexus/train.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 
 namespace plexus {
 
@@ -29,7 +29,7 @@ struct ParameterBlock {
   const float* last_value = nullptr;
 };
 
-struct GcnModelHeader {
+struct GnnModelHeader {
   std::vector<index_t> dims;
   index_t num_nodes = 0;  // of the graph trained on
   std::int64_t epochs_done = 0;
@@ -39,7 +39,7 @@ struct GcnModelHeader {
   std::int64_t weights_epoch = -1;  // the epoch whose weights /value holds; -1: the last (epochs_done - 1)
 };
 
-void write_gcn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GcnModelHeader& header,
+void write_gnn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GnnModelHeader& header,
                                const std::vector<ParameterBlock>& blocks);
 
 }  // namespace plexus

@@ -1,5 +1,5 @@
 // The GCN's predictions (include/plexus/comm_model.hpp) from a dry run of the real trainer:
-// GcnTrainer runs its first two epochs at a rank's coordinates on recording communicators
+// GnnTrainer runs its first two epochs at a rank's coordinates on recording communicators
 // (src/comm/recording_communicator.hpp) and the shape-only backend (kernels/shape/), over
 // shards of sizes only. Bytes per axis are what the recording communicators counted with the
 // transport's accounting, memory the backend's peak, compute its FLOP and traffic counts: the
@@ -20,7 +20,7 @@
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/shard.hpp"
-#include "plexus/trainer.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "plan/distinct_runs.hpp"
 
 namespace plexus {
@@ -72,8 +72,8 @@ TrainConfig dry_run_config(const ProblemSize& p) {
 }
 
 // The shards of sizes only that a rank of `grid` holds.
-GcnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
-  GcnShards s;
+GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
+  GnnShards s;
   s.shape_only = true;
   s.num_nodes = p.num_nodes;
   s.num_edges = p.nnz;
@@ -120,7 +120,7 @@ struct RankEpochs {
 RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
   DryRun run(g, 1, rank, p.transport);
   const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, p.two_orders, p.shard_adj, p.transform_first());
-  GcnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
+  GnnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
   run.measure();  // not the setup's collectives
   trainer.epoch();
   const RankCost first = run.measure();
@@ -162,11 +162,11 @@ std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const Probl
 
 }  // namespace
 
-ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
+ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   ProblemSize p;
   p.num_nodes = info.num_nodes;
   p.nnz = info.nnz;
-  p.dims = gcn_dims(info.num_features, cfg.layers, cfg.hidden, info.num_classes);
+  p.dims = gnn_dims(info.num_features, cfg.layers, cfg.hidden, info.num_classes);
   p.dropout = cfg.dropout > 0;
   p.shard_adj = cfg.shard_adj;
   p.recompute = cfg.recompute;
@@ -186,9 +186,9 @@ ProblemSize gcn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   return p;
 }
 
-ProblemSize gcn_problem(const std::string& path, const TrainConfig& cfg) {
+ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg) {
   const GraphInfo info = read_graph_info_h5(path);
-  ProblemSize p = gcn_problem(info, cfg);
+  ProblemSize p = gnn_problem(info, cfg);
   const PreparedInfo prep = read_prepared_info_h5(path);
   if (prep.prepared) {
     p.two_orders = prep.two_orders;
