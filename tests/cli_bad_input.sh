@@ -119,18 +119,18 @@ opt normalize-of-gcn "--normalize: only with --model sage" --model gcn --normali
 opt gin-eps-of-sage "--gin-eps: only with --model gin" --model sage --gin-eps 0.1
 opt train-eps-of-gcn "--train-eps: only with --model gin" --train-eps
 opt gin-eps-nan "command line: --gin-eps: expected a finite number, got 'nan'" --model gin --gin-eps nan
-opt gin-eps-huge "--gin-eps: must be a finite number of magnitude at most 1e6" --model gin --gin-eps 1e7
+opt gin-eps-huge "--gin-eps: must be a number in .-1e+06, 1e+06." --model gin --gin-eps 1e7
 opt heads-of-gcn "--heads: only with --model gat" --heads 4
 opt out-heads-of-sage "--out-heads: only with --model gat" --model sage --out-heads 2
 opt attn-dropout-of-gin "--attn-dropout: only with --model gat" --model gin --attn-dropout 0.5
 opt negative-slope-of-gcn "--negative-slope: only with --model gat" --model gcn --negative-slope 0.1
 opt heads-zero "--heads: must be between 1 and 1024" --model gat --heads 0
 opt out-heads-text "command line: --out-heads: expected a whole number" --model gat --out-heads two
-opt attn-dropout-one "--attn-dropout: must be in .0, 1)" --model gat --attn-dropout 1
-opt negative-slope-negative "--negative-slope: must be a number between 0 and 1000" --model gat --negative-slope -0.2
+opt attn-dropout-one "--attn-dropout: must be a number in .0, 1)" --model gat --attn-dropout 1
+opt negative-slope-negative "--negative-slope: must be a number in .0, 1000." --model gat --negative-slope -0.2
 opt hidden-of-heads "--hidden: must be a multiple of --heads (8)" --model gat --hidden 12
-opt gat-aggregate-first "--layer-order: aggregate-first is not for GAT layers" --model gat --layer-order aggregate-first
-opt gat-shard-adj "--shard-adj: is not supported for GAT yet" --model gat --shard-adj
+opt gat-aggregate-first "--layer-order: aggregate-first is not for gat layers: they transform first" --model gat --layer-order aggregate-first
+opt gat-shard-adj "--shard-adj: is not supported for --model gat yet" --model gat --shard-adj
 printf 'model = "gcn"\naggregator = "sum"\n' >"$work/gcn-aggregator.toml"
 opt toml-aggregator-of-gcn "--aggregator: only with --model sage" --config "$work/gcn-aggregator.toml"
 printf 'model = "sage"\n' >"$work/sage.toml"

@@ -131,7 +131,7 @@ done
 if "$py" -W ignore "$src/examples/bench/pyg_gnn_peer.py" g.h5 gat.h5 --attention att-1x1x1.h5 >att-other.out 2>&1; then
   fail "the peer finds another model's attention equal to gat-opts's"
 else ok; fi
-expect_error "predict --attention of a sage model" "--attention: sage-sum.h5 holds a sage model: only GAT models" \
+expect_error "predict --attention of a sage model" "--attention: sage-sum.h5 holds a sage model: it has no attention coefficients" \
   predict --data g.h5 --checkpoint sage-sum.h5 --attention -o x.h5
 
 # ---- resume on another grid ---------------------------------------------------------------------
@@ -195,10 +195,10 @@ if "$plexus" report gcn.jsonl sage-sum.jsonl gin-eps.jsonl gat-opts.jsonl >repor
    grep -Eq '^--heads +- +- +- +4$' report.txt && grep -Eq '^--out-heads +- +- +- +2$' report.txt &&
    grep -Eq '^--attn-dropout +- +- +- +0.3$' report.txt && grep -Eq '^--negative-slope +- +- +- +0.1$' report.txt
 then ok; else fail report; cat report.txt; fi
-if "$plexus" inspect sage-sum.h5 >inspect.txt 2>&1 && grep -Eq '^  model +sage \(sum aggregator, normalized\)$' inspect.txt &&
-   "$plexus" inspect gin-eps.h5 >>inspect.txt 2>&1 && grep -Eq '^  model +gin \(eps 0.5, trained\)$' inspect.txt &&
+if "$plexus" inspect sage-sum.h5 >inspect.txt 2>&1 && grep -Eq '^  model +sage \(aggregator sum, normalize on\)$' inspect.txt &&
+   "$plexus" inspect gin-eps.h5 >>inspect.txt 2>&1 && grep -Eq '^  model +gin \(gin-eps 0.5, train-eps on\)$' inspect.txt &&
    "$plexus" inspect gat-opts.h5 >>inspect.txt 2>&1 &&
-   grep -Eq '^  model +gat \(4 heads, 2 output heads, attention dropout 0.3, slope 0.1\)$' inspect.txt
+   grep -Eq '^  model +gat \(heads 4, out-heads 2, attn-dropout 0.3, negative-slope 0.1\)$' inspect.txt
 then ok; else fail inspect; cat inspect.txt; fi
 
 echo "cli_gnn_models: $passed passed, $failures failed"

@@ -84,10 +84,10 @@ with h5py.File('$work/gat.h5', 'r+') as f:
     o['model'] = 'gat'; o['heads'] = np.int32(4); o['out_heads'] = np.int32(1)
     o['attn_dropout'] = np.float32(0.6); o['negative_slope'] = np.float32(0.2)
 " || fail "mark model files"
-if "$plexus" inspect "$work/sage.h5" >"$work/sage" 2>&1 && grep -Eq "^  model +sage \(sum aggregator, normalized\)$" "$work/sage" &&
-   "$plexus" inspect "$work/gin.h5" >"$work/gin" 2>&1 && grep -Eq "^  model +gin \(eps 0.25\)$" "$work/gin" &&
+if "$plexus" inspect "$work/sage.h5" >"$work/sage" 2>&1 && grep -Eq "^  model +sage \(aggregator sum, normalize on\)$" "$work/sage" &&
+   "$plexus" inspect "$work/gin.h5" >"$work/gin" 2>&1 && grep -Eq "^  model +gin \(gin-eps 0.25, train-eps off\)$" "$work/gin" &&
    "$plexus" inspect "$work/gat.h5" >"$work/gat" 2>&1 &&
-   grep -Eq "^  model +gat \(4 heads, 1 output head, attention dropout 0.6, slope 0.2\)$" "$work/gat"; then ok
+   grep -Eq "^  model +gat \(heads 4, out-heads 1, attn-dropout 0.6, negative-slope 0.2\)$" "$work/gat"; then ok
 else fail model-kinds; cat "$work/sage" "$work/gin" "$work/gat"; fi
 if "$plexus" inspect "$work/m.h5" --json >"$work/j" 2>&1 && "$plexus" inspect "$work/sage.h5" --json >"$work/js" 2>&1 &&
    "$plexus" inspect "$work/gin.h5" --json >"$work/jg" 2>&1 && "$plexus" inspect "$work/gat.h5" --json >"$work/jt" 2>&1 && $py -c "
@@ -111,7 +111,7 @@ import h5py, numpy as np
 with h5py.File('$work/gat-bad.h5', 'r+') as f:
     f['options'].attrs['heads'] = np.int32(3)
 " || fail "mark gat-bad.h5"
-expect_error gat-heads "gat-bad.h5: /options: attribute heads: 3 heads do not divide hidden 8" inspect "$work/gat-bad.h5"
+expect_error gat-heads "gat-bad.h5: /options: --hidden: must be a multiple of --heads (3)" inspect "$work/gat-bad.h5"
 expect_error model-grid "--grid: $work/m.h5 is a GNN model file: it has no layout" inspect "$work/m.h5" --grid 2x1x1
 "$plexus" gpt train --layers 1 --heads 1 --embed 8 --block 8 --batch 2 --iters 0 --threads 1 --quiet \
   --save "$work/gpt.h5" >/dev/null 2>&1 || fail "gpt train --save"

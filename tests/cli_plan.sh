@@ -32,11 +32,11 @@ expect_error data-missing "nope.h5" plan "$work/nope.h5" --ranks 2
 expect_error model-unknown "--model: 'gpt' is not one of gcn, sage, gin, gat" plan --ranks 4 --model gpt
 expect_error aggregator-of-gin "--aggregator: only with --model sage" plan --ranks 4 --model gin --aggregator sum
 expect_error gin-eps-of-gcn "--gin-eps: only with --model gin" plan --ranks 4 --gin-eps 0.5
-expect_error gin-eps-range "--gin-eps: must be a finite number" plan --ranks 4 --model gin --gin-eps 1e9
+expect_error gin-eps-range "--gin-eps: must be a number in .-1e+06, 1e+06." plan --ranks 4 --model gin --gin-eps 1e9
 expect_error heads-of-sage "--heads: only with --model gat" plan --ranks 4 --model sage --heads 4
 expect_error out-heads-range "--out-heads: must be between 1 and 1024" plan --ranks 4 --model gat --out-heads 2000
 expect_error hidden-of-heads "--hidden: must be a multiple of --heads (5)" plan --ranks 4 --model gat --heads 5
-expect_error gat-chunks "--agg-chunks: is not supported for GAT yet" plan --ranks 4 --model gat --agg-chunks 2
+expect_error gat-chunks "--agg-chunks: is not supported for --model gat yet" plan --ranks 4 --model gat --agg-chunks 2
 expect_error gpt-ranks-missing "--ranks: is required" plan gpt
 expect_error gpt-ranks "--ranks" plan gpt --ranks 1.5
 expect_error gpt-gemm "--gemm-gflops: must be a positive number" plan gpt --ranks 2 --gemm-gflops -1
@@ -154,7 +154,7 @@ PY
 # The GNN kind and its options are echoed (text and JSON) and reach the dry run's model
 # (whose bytes follow the kind once the engine builds SAGE and GIN: cli_gnn_models.sh).
 if "$plexus" plan --ranks 4 --model sage --aggregator sum --normalize >"$work/sage" 2>&1 &&
-   grep -q "^model sage (sum aggregator, normalized), comm variant baseline" "$work/sage" &&
+   grep -q "^model sage (aggregator sum, normalize on), comm variant baseline" "$work/sage" &&
    "$plexus" plan --ranks 4 >"$work/gcn" 2>&1 && grep -q "^model gcn, comm variant baseline" "$work/gcn" &&
    "$plexus" plan --ranks 4 --model gin --gin-eps 0.5 --train-eps --json >"$work/gin.json" 2>&1 &&
    $py -c "

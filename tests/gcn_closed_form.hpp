@@ -17,8 +17,9 @@ inline AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bo
   const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);
   const int L = p.layers();
   const auto G = [&](Axis a) { return static_cast<double>(g.dim(a)); };
-  const bool split = p.comm_variant != CommVariant::Baseline;  // rs-ag and rs-ag-reuse
-  const bool reuse = p.comm_variant == CommVariant::RsAgReuse;
+  const bool split = p.config.comm_variant != CommVariant::Baseline;  // rs-ag and rs-ag-reuse
+  const bool reuse = p.config.comm_variant == CommVariant::RsAgReuse;
+  const std::vector<index_t> dims = p.dims();
   const std::vector<bool> tf = p.transform_first();
   const std::vector<LayerRoles> roles = layer_roles(L, tf);
   // Features: all-gathered over the axis layer 0's input is replicated on (d aggregating
@@ -26,12 +27,12 @@ inline AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bo
   const LayerRoles r0 = roles[0];
   const Axis f_axis = tf[0] ? r0.i : r0.d;
   const double feature_gathers = reuse ? (first_epoch ? 1 : 0) : 2;
-  add(f_axis, feature_gathers * 4 * (G(f_axis) - 1) * N * static_cast<double>(p.dims[0]));
+  add(f_axis, feature_gathers * 4 * (G(f_axis) - 1) * N * static_cast<double>(dims[0]));
   // W gathers per layer: train forward, backward, eval forward (reuse: after each update only).
   const double w_gathers = reuse ? (first_epoch ? 2 : 1) : 3;
   for (int l = 0; l < L; ++l) {
     const auto [o, i, d] = roles[static_cast<std::size_t>(l)];
-    const double D = static_cast<double>(p.dims[l]), Dn = static_cast<double>(p.dims[l + 1]);
+    const double D = static_cast<double>(dims[l]), Dn = static_cast<double>(dims[l + 1]);
     const bool last = l == L - 1;
     if (tf[static_cast<std::size_t>(l)]) {
       // Transform first: W [D/G_d × D'/G_i] gathered over o and dW reduce-scattered there;
@@ -47,12 +48,12 @@ inline AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bo
       add(d, 8 * (G(d) - 1) * G(o) * Dn);  // db
       add(d, 8 * (G(d) - 1) * N * Dn);     // dY
       if (l > 0) add(i, 8 * (G(i) - 1) * N * D);  // dH
-      if (p.shard_adj) add(i, 3 * 8 * (G(i) - 1) * nnz_hat);  // Â gathered for 2 forward SpMMs and 1 backward
+      if (p.config.shard_adj) add(i, 3 * 8 * (G(i) - 1) * nnz_hat);  // Â gathered for 2 forward SpMMs and 1 backward
       continue;
     }
     // AGG all-reduces: 2 per epoch (train + eval); layer 0 only where not cached.
     double agg = 2;
-    if (l == 0) agg = (p.dropout ? 1 : 0) + (first_epoch ? 1 : 0);
+    if (l == 0) agg = (p.config.dropout > 0 ? 1 : 0) + (first_epoch ? 1 : 0);
     add(o, agg * 8 * (G(o) - 1) * N * D);
     // OUT, train + eval: all-reduces, or on the last layer split: two reduce-scatters and the
     // backward all-gather of dlogits, each 4 (G_i - 1) N D' over all ranks.
@@ -65,7 +66,7 @@ inline AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bo
     if (l > 0) add(o, 8 * (G(o) - 1) * N * D), add(d, 8 * (G(d) - 1) * N * D);  // dAGG, dH
     // Sharded Â: each use all-gathers every block over i, 8 bytes an entry from each of the
     // G_i − 1 other ranks; used by each aggregation and (l > 0) the backward SpMM.
-    if (p.shard_adj) add(i, (agg + (l > 0 ? 1 : 0)) * 8 * (G(i) - 1) * nnz_hat);
+    if (p.config.shard_adj) add(i, (agg + (l > 0 ? 1 : 0)) * 8 * (G(i) - 1) * nnz_hat);
   }
   // The loss on the last layer's output: rows over d, classes over c (o aggregating first, i
   // transforming first), replicated over r (i, resp. o).

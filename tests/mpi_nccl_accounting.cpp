@@ -127,7 +127,9 @@ TEST(NcclAccountingModel, EngineBytesEqualTheModelOnEveryGrid) {
       ProblemSize p;
       p.num_nodes = graph.num_nodes;
       p.nnz = graph.num_edges();
-      p.dims = gnn_dims(graph.num_features, layers, cfg.hidden, graph.num_classes);
+      p.num_features = graph.num_features;
+      p.num_classes = graph.num_classes;
+      p.config = cfg;
       p.transport = Transport::Nccl;
       int checked = 0;
       train_gnn(graph, cfg, *backend, *grid, [&](const EpochMetrics& m) {

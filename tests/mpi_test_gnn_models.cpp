@@ -40,19 +40,15 @@ const GraphData& uneven_graph() {
 
 struct Variant {
   std::string name;
-  GnnKind kind;
-  SageAggregator aggregator = SageAggregator::Mean;
-  bool normalize = false;
-  float eps = 0.0f;
-  bool train_eps = false;
+  GnnSpec model;
 };
 
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v{
-      {"sage-mean", GnnKind::Sage},
-      {"sage-sum-normalize", GnnKind::Sage, SageAggregator::Sum, true},
-      {"gin-fixed-eps", GnnKind::Gin, SageAggregator::Mean, false, 0.1f},
-      {"gin-trained-eps", GnnKind::Gin, SageAggregator::Mean, false, 0.0f, true},
+      {"sage-mean", GnnSpec("sage")},
+      {"sage-sum-normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
+      {"gin-fixed-eps", GnnSpec("gin").set("gin-eps", 0.1)},
+      {"gin-trained-eps", GnnSpec("gin").set("train-eps", true)},
   };
   return v;
 }
@@ -60,11 +56,7 @@ const std::vector<Variant>& variants() {
 TrainConfig config(const Variant& v, Balance balance, bool shard_adj, int chunks,
                    CommVariant comm = CommVariant::Baseline) {
   TrainConfig c;
-  c.model = v.kind;
-  c.aggregator = v.aggregator;
-  c.sage_normalize = v.normalize;
-  c.gin_eps = v.eps;
-  c.gin_train_eps = v.train_eps;
+  c.model = v.model;
   c.layers = 3;
   c.hidden = 7;
   c.epochs = 20;
@@ -87,9 +79,9 @@ void expect_learns(const KindRun& r, const Variant& v) {
   std::vector<std::string> names;
   for (const ParameterState& p : r.state.parameters) names.push_back(p.name);
   const std::vector<std::string> per_layer =
-      v.kind == GnnKind::Sage ? std::vector<std::string>{"weight", "root_weight", "bias"}
-      : v.train_eps           ? std::vector<std::string>{"weight", "bias", "weight2", "bias2", "eps"}
-                              : std::vector<std::string>{"weight", "bias", "weight2", "bias2"};
+      v.model.kind() == "sage"    ? std::vector<std::string>{"weight", "root_weight", "bias"}
+      : v.model.flag("train-eps") ? std::vector<std::string>{"weight", "bias", "weight2", "bias2", "eps"}
+                                  : std::vector<std::string>{"weight", "bias", "weight2", "bias2"};
   std::vector<std::string> want;
   for (int l = 0; l < 3; ++l)
     for (const std::string& n : per_layer) want.push_back("layer" + std::to_string(l) + "/" + n);
@@ -210,12 +202,10 @@ TEST(GatModels, EveryGridMatchesOneRank) {
   for (const GatVariant& v : {GatVariant{"gat-3-layers-2-heads-2-averaged", 3, 2, 2},
                               GatVariant{"gat-2-layers-1-head", 2, 1, 1}})
     for (const Balance balance : {Balance::kNone, Balance::kPermute}) {
-      TrainConfig cfg = config(Variant{v.name, GnnKind::Gat}, balance, false, 1);
+      const GnnSpec gat = GnnSpec("gat").set("heads", v.heads).set("out-heads", v.out_heads).set("attn-dropout", 0.3);
+      TrainConfig cfg = config(Variant{v.name, gat}, balance, false, 1);
       cfg.layers = v.layers;
       cfg.hidden = 8;
-      cfg.gat_heads = v.heads;
-      cfg.gat_out_heads = v.out_heads;
-      cfg.attn_dropout = 0.3f;
       auto single = ProcessGrid::single();
       const KindRun want = train_on(*single, cfg);
       EXPECT_LT(want.losses.back(), 0.9 * want.losses.front()) << v.name;
@@ -276,10 +266,11 @@ TEST(GnnModelInference, EveryGridGathersOneRanksTable) {
   const int p = world_size();
   GraphData g = uneven_graph();
   for (index_t k = 0; k < g.num_nodes; ++k) g.node_ids.push_back(5'000'000'000 - 3 * k);
-  for (const GnnKind kind : {GnnKind::Sage, GnnKind::Gat}) {
-    TrainConfig cfg = config(Variant{"inference", kind}, Balance::kPermute, false, 1);
+  for (const std::string kind : {"sage", "gat"}) {
+    GnnSpec spec(kind);
+    if (kind == "gat") spec.set("heads", 2);
+    TrainConfig cfg = config(Variant{"inference", spec}, Balance::kPermute, false, 1);
     cfg.hidden = 8;
-    cfg.gat_heads = 2;
     auto single = ProcessGrid::single();
     auto be = make_cpu_backend(1);
     GnnTrainer trainer(g, cfg, *be, *single);
@@ -290,7 +281,7 @@ TEST(GnnModelInference, EveryGridGathersOneRanksTable) {
     EXPECT_EQ(want.ids, g.node_ids);
     for (const GridShape& shape : all_grids(p)) {
       auto grid = ProcessGrid::from_mpi(shape);
-      const std::string what = std::string(gnn_kind_name(kind)) + " on " + shape.str();
+      const std::string what = kind + " on " + shape.str();
       const Inference mine = model.predict(g, *be, *grid, {.embeddings = true});
       const NodeTable everywhere = gather_table(mine, g, *grid, -1);
       const NodeTable at_last = gather_table(mine, g, *grid, p - 1);

@@ -212,7 +212,11 @@ EvalMetrics check_on(ProcessGrid& grid, const GraphData& g, const Reference& ref
   const std::vector<bool> tf = transform_first_layers(order, dims);
   GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), grid, dims, false, tf);
   EXPECT_TRUE(shards.label_ids.empty()) << what << ": the label rows are the nodes in input order";
-  GnnNetwork model(*be, grid, shards, GcnConfig{.dropout = 0.0f, .seed = 1, .scatter_logits = split_rows});
+  TrainConfig net;
+  net.dropout = 0.0f;
+  net.seed = 1;
+  net.comm_variant = split_rows ? CommVariant::RsAg : CommVariant::Baseline;
+  GnnNetwork model(*be, grid, shards, net);
   const LayerGeometry out = model.loss_geometry();
   const Axis split_axis = out.out_repl();
   DistLoss loss(*be, grid, out, shards, split_rows ? &split_axis : nullptr);

@@ -33,19 +33,14 @@ const GraphData& uneven_graph() {
 
 struct Case {
   std::string name;
-  GnnKind kind = GnnKind::Gcn;
+  GnnSpec model;
   LayerOrder order = LayerOrder::Auto;
-  SageAggregator aggregator = SageAggregator::Mean;
-  bool normalize = false, train_eps = false;
 };
 
 TrainConfig config(const Case& c, bool recompute) {
   TrainConfig t;
-  t.model = c.kind;
+  t.model = c.model;
   t.layer_order = c.order;
-  t.aggregator = c.aggregator;
-  t.sage_normalize = c.normalize;
-  t.gin_train_eps = c.train_eps;
   t.layers = 3;
   t.hidden = 7;
   t.epochs = 4;
@@ -53,10 +48,9 @@ TrainConfig config(const Case& c, bool recompute) {
   t.lr = 0.02f;
   t.seed = 9;
   t.recompute = recompute;
-  if (c.kind == GnnKind::Gat) {
+  if (c.model.kind() == "gat") {
     t.hidden = 8;  // 2 heads of 4 (on 3 ranks of i a head's columns are split)
-    t.gat_heads = 2;
-    t.attn_dropout = 0.2f;
+    t.model.set("heads", 2).set("attn-dropout", 0.2);
   }
   return t;
 }
@@ -76,7 +70,7 @@ TrainedRun train(ProcessGrid& grid, const TrainConfig& cfg) {
   for (int e = 0; e < cfg.epochs; ++e) r.losses.push_back(t.epoch().loss);
   r.state = t.state();
   r.peak = be->peak_bytes();  // (before attention(), which computes α again under recompute)
-  if (cfg.model == GnnKind::Gat) r.attention = t.attention();
+  r.attention = t.attention();  // (none but a GAT's)
   unsigned long long mine = r.peak, most = 0;
   MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, grid.mpi_comm());
   r.max_peak = static_cast<std::size_t>(most);
@@ -103,11 +97,11 @@ void expect_identical(const TrainedRun& got, const TrainedRun& want, const std::
 
 TEST(Recompute, EveryKindOnEveryGridMatchesTheRunWithoutIt) {
   const std::vector<Case> cases{
-      {"gcn aggregate-first", GnnKind::Gcn, LayerOrder::AggregateFirst},
-      {"gcn transform-first", GnnKind::Gcn, LayerOrder::TransformFirst},
-      {"sage sum normalize", GnnKind::Sage, LayerOrder::Auto, SageAggregator::Sum, true},
-      {"gin trained eps", GnnKind::Gin, LayerOrder::Auto, SageAggregator::Mean, false, true},
-      {"gat", GnnKind::Gat},
+      {"gcn aggregate-first", GnnSpec("gcn"), LayerOrder::AggregateFirst},
+      {"gcn transform-first", GnnSpec("gcn"), LayerOrder::TransformFirst},
+      {"sage sum normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
+      {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
+      {"gat", GnnSpec("gat")},
   };
   const int p = world_size();
   for (const Case& c : cases) {
@@ -120,7 +114,7 @@ TEST(Recompute, EveryKindOnEveryGridMatchesTheRunWithoutIt) {
     // (the GCN's last layer reduce-scatters its output).
     auto grid = ProcessGrid::from_mpi(all_grids(p).back());
     TrainConfig on = config(c, true), off = config(c, false);
-    if (c.kind != GnnKind::Gat) {  // (GAT holds its blocks whole, unchunked)
+    if (c.model.kind() != "gat") {  // (GAT holds its blocks whole, unchunked)
       on.shard_adj = off.shard_adj = true;
       on.agg_chunks = off.agg_chunks = 3;
       expect_identical(train(*grid, on), train(*grid, off), c.name + " sharded, 3 chunks");

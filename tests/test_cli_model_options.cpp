@@ -4,10 +4,12 @@
 // the other family (GNN / GPT) named as such.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <hdf5.h>
 
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
@@ -41,64 +43,68 @@ std::string refusal(const std::vector<std::string>& args) {
   return "";
 }
 
-TEST(ModelOptions, DefaultIsTheGcnWithEveryKindsDefaults) {
-  const TrainConfig c = parsed({});
-  const TrainConfig d;
-  EXPECT_EQ(c.model, GnnKind::Gcn);
-  EXPECT_EQ(c.aggregator, d.aggregator);
-  EXPECT_EQ(c.sage_normalize, d.sage_normalize);
-  EXPECT_EQ(c.gin_eps, d.gin_eps);
-  EXPECT_EQ(c.gin_train_eps, d.gin_train_eps);
-  EXPECT_EQ(c.gat_heads, d.gat_heads);
-  EXPECT_EQ(c.gat_out_heads, d.gat_out_heads);
-  EXPECT_EQ(c.attn_dropout, d.attn_dropout);
-  EXPECT_EQ(c.negative_slope, d.negative_slope);
-  EXPECT_EQ(parsed({"--model", "gcn"}).model, GnnKind::Gcn);
+TEST(ModelOptions, DefaultIsTheGcn) {
+  EXPECT_EQ(parsed({}).model, GnnSpec("gcn"));
+  EXPECT_EQ(parsed({"--model", "gcn"}).model, GnnSpec());
+}
+
+// Every kind's options with their defaults, and the values given on the command line: all that
+// the flags are made of is each kind's declaration.
+TEST(ModelOptions, EveryKindTakesItsOwnOptions) {
+  for (const GnnKindInfo& k : gnn_kinds()) {
+    EXPECT_EQ(parsed({"--model", k.name}).model, GnnSpec(k.name)) << k.name;
+    std::vector<std::string> args = {"--model", k.name};
+    GnnSpec want(k.name);
+    for (const GnnOptionInfo& o : k.options) {
+      switch (o.type) {
+        case GnnOptionType::Flag: args.push_back("--" + o.name); want.set(o.name, true); break;
+        case GnnOptionType::Integer: args.insert(args.end(), {"--" + o.name, "3"}); want.set(o.name, 3); break;
+        case GnnOptionType::Real: args.insert(args.end(), {"--" + o.name, "0.25"}); want.set(o.name, 0.25); break;
+        case GnnOptionType::Choice:
+          args.insert(args.end(), {"--" + o.name, o.choices.back()});
+          want.set(o.name, o.choices.back());
+          break;
+      }
+    }
+    EXPECT_EQ(parsed(args).model, want) << k.name;
+  }
 }
 
 TEST(ModelOptions, SageTakesItsAggregatorAndNormalisation) {
   TrainConfig c = parsed({"--model", "sage"});
-  EXPECT_EQ(c.model, GnnKind::Sage);
-  EXPECT_EQ(c.aggregator, SageAggregator::Mean);
-  EXPECT_FALSE(c.sage_normalize);
+  EXPECT_EQ(c.model.kind(), "sage");
+  EXPECT_EQ(c.model.choice("aggregator"), "mean");
+  EXPECT_FALSE(c.model.flag("normalize"));
   c = parsed({"--model", "sage", "--aggregator", "sum", "--normalize"});
-  EXPECT_EQ(c.aggregator, SageAggregator::Sum);
-  EXPECT_TRUE(c.sage_normalize);
-  EXPECT_EQ(parsed({"--aggregator=mean", "--model=sage"}).aggregator, SageAggregator::Mean);  // any order
+  EXPECT_EQ(c.model.choice("aggregator"), "sum");
+  EXPECT_TRUE(c.model.flag("normalize"));
+  EXPECT_EQ(parsed({"--aggregator=mean", "--model=sage"}).model.choice("aggregator"), "mean");  // any order
 }
 
 TEST(ModelOptions, GinTakesItsEpsilon) {
   TrainConfig c = parsed({"--model", "gin"});
-  EXPECT_EQ(c.model, GnnKind::Gin);
-  EXPECT_EQ(c.gin_eps, 0.0f);
-  EXPECT_FALSE(c.gin_train_eps);
+  EXPECT_EQ(c.model.real("gin-eps"), 0.0f);
+  EXPECT_FALSE(c.model.flag("train-eps"));
   c = parsed({"--model", "gin", "--gin-eps", "-0.25", "--train-eps"});
-  EXPECT_EQ(c.gin_eps, -0.25f);
-  EXPECT_TRUE(c.gin_train_eps);
-  // Past float's range: infinite, which validate() refuses naming --gin-eps.
-  c = parsed({"--model", "gin", "--gin-eps", "1e300"});
-  try {
-    validate(c);
-    ADD_FAILURE() << "1e300 accepted";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--gin-eps");
-  }
+  EXPECT_EQ(c.model.real("gin-eps"), -0.25f);
+  EXPECT_TRUE(c.model.flag("train-eps"));
+  // Past float's range: refused naming --gin-eps.
+  EXPECT_EQ(refusal({"--model", "gin", "--gin-eps", "1e300"}), "--gin-eps: must be a number in [-1e+06, 1e+06]");
 }
 
 TEST(ModelOptions, GatTakesItsHeadsDropoutAndSlope) {
   TrainConfig c = parsed({"--model", "gat"});
-  EXPECT_EQ(c.model, GnnKind::Gat);
-  EXPECT_EQ(c.gat_heads, 8);  // PyG's GAT example on Cora: 8 heads, 1 output head
-  EXPECT_EQ(c.gat_out_heads, 1);
-  EXPECT_EQ(c.attn_dropout, 0.0f);
-  EXPECT_EQ(c.negative_slope, 0.2f);
+  EXPECT_EQ(c.model.integer("heads"), 8);  // PyG's GAT example on Cora: 8 heads, 1 output head
+  EXPECT_EQ(c.model.integer("out-heads"), 1);
+  EXPECT_EQ(c.model.real("attn-dropout"), 0.0f);
+  EXPECT_EQ(c.model.real("negative-slope"), 0.2f);
   c = parsed({"--model", "gat", "--heads", "4", "--out-heads", "3", "--attn-dropout", "0.6", "--negative-slope",
               "0.1"});
-  EXPECT_EQ(c.gat_heads, 4);
-  EXPECT_EQ(c.gat_out_heads, 3);
-  EXPECT_EQ(c.attn_dropout, 0.6f);
-  EXPECT_EQ(c.negative_slope, 0.1f);
-  EXPECT_EQ(parsed({"--heads=2", "--model=gat"}).gat_heads, 2);  // any order
+  EXPECT_EQ(c.model.integer("heads"), 4);
+  EXPECT_EQ(c.model.integer("out-heads"), 3);
+  EXPECT_EQ(c.model.real("attn-dropout"), 0.6f);
+  EXPECT_EQ(c.model.real("negative-slope"), 0.1f);
+  EXPECT_EQ(parsed({"--heads=2", "--model=gat"}).model.integer("heads"), 2);  // any order
 }
 
 // validate()'s refusal of `args` (the option it names and its message; "" when none).
@@ -123,13 +129,12 @@ std::string invalid(std::vector<std::string> args) {
 TEST(ModelOptions, GatsBadValuesAreRefusedNamingTheOption) {
   EXPECT_EQ(invalid({"--model", "gat", "--heads", "0"}), "--heads: must be between 1 and 1024");
   EXPECT_EQ(invalid({"--model", "gat", "--out-heads", "-1"}), "--out-heads: must be between 1 and 1024");
-  EXPECT_EQ(invalid({"--model", "gat", "--attn-dropout", "1"}), "--attn-dropout: must be in [0, 1)");
-  EXPECT_EQ(invalid({"--model", "gat", "--attn-dropout", "nan"}), "--attn-dropout: must be in [0, 1)");
-  EXPECT_EQ(invalid({"--model", "gat", "--negative-slope", "-0.2"}),
-            "--negative-slope: must be a number between 0 and 1000");
+  EXPECT_EQ(invalid({"--model", "gat", "--heads", "x"}), "--heads: 'x' is not an integer");
+  EXPECT_EQ(invalid({"--model", "gat", "--attn-dropout", "1"}), "--attn-dropout: must be a number in [0, 1)");
+  EXPECT_EQ(invalid({"--model", "gat", "--attn-dropout", "nan"}), "--attn-dropout: must be a number in [0, 1)");
+  EXPECT_EQ(invalid({"--model", "gat", "--negative-slope", "-0.2"}), "--negative-slope: must be a number in [0, 1000]");
   // Past float's range: infinite, refused as any other value out of range.
-  EXPECT_EQ(invalid({"--model", "gat", "--negative-slope", "1e300"}),
-            "--negative-slope: must be a number between 0 and 1000");
+  EXPECT_EQ(invalid({"--model", "gat", "--negative-slope", "1e300"}), "--negative-slope: must be a number in [0, 1000]");
   // The hidden width is the hidden heads' features concatenated.
   EXPECT_EQ(invalid({"--model", "gat", "--hidden", "12", "--heads", "8"}).rfind("--hidden: must be a multiple of --heads (8)", 0),
             0u);
@@ -138,21 +143,22 @@ TEST(ModelOptions, GatsBadValuesAreRefusedNamingTheOption) {
   EXPECT_EQ(invalid({"--model", "gat", "--layers", "1", "--hidden", "12", "--heads", "8"}), "");
 }
 
+// Every option of every kind, given with --model of any other kind that lacks it: refused,
+// naming the option and the kinds that have it.
 TEST(ModelOptions, AnOptionOfAnotherKindIsRefusedNamingIt) {
-  for (const std::string kind : {"gcn", "gin", "gat"}) {
-    EXPECT_EQ(refusal({"--model", kind, "--aggregator", "mean"}), "--aggregator: only with --model sage");
-    EXPECT_EQ(refusal({"--model", kind, "--normalize"}), "--normalize: only with --model sage");
-  }
-  for (const std::string kind : {"gcn", "sage", "gat"}) {
-    EXPECT_EQ(refusal({"--model", kind, "--gin-eps", "0"}), "--gin-eps: only with --model gin");
-    EXPECT_EQ(refusal({"--model", kind, "--train-eps"}), "--train-eps: only with --model gin");
-  }
-  for (const std::string kind : {"gcn", "sage", "gin"}) {
-    EXPECT_EQ(refusal({"--model", kind, "--heads", "8"}), "--heads: only with --model gat");
-    EXPECT_EQ(refusal({"--model", kind, "--out-heads", "1"}), "--out-heads: only with --model gat");
-    EXPECT_EQ(refusal({"--model", kind, "--attn-dropout", "0.6"}), "--attn-dropout: only with --model gat");
-    EXPECT_EQ(refusal({"--model", kind, "--negative-slope", "0.2"}), "--negative-slope: only with --model gat");
-  }
+  for (const GnnKindInfo& owner : gnn_kinds())
+    for (const GnnOptionInfo& o : owner.options) {
+      const std::vector<std::string> kinds = kinds_with_option(o.name);
+      const std::string value = o.type == GnnOptionType::Choice ? o.choices.front() : "1";
+      for (const GnnKindInfo& other : gnn_kinds()) {
+        if (std::find(kinds.begin(), kinds.end(), other.name) != kinds.end()) continue;
+        std::vector<std::string> args = {"--model", other.name, "--" + o.name};
+        if (o.type != GnnOptionType::Flag) args.push_back(value);
+        EXPECT_EQ(refusal(args), "--" + o.name + ": only with --model " + owner.name) << other.name;
+      }
+    }
+  EXPECT_EQ(refusal({"--model", "gin", "--aggregator", "mean"}), "--aggregator: only with --model sage");
+  EXPECT_EQ(refusal({"--model", "gat", "--normalize"}), "--normalize: only with --model sage");
   // Without --model the run is a GCN: the same.
   EXPECT_EQ(refusal({"--aggregator", "sum"}), "--aggregator: only with --model sage");
   EXPECT_EQ(refusal({"--gin-eps", "0.5"}), "--gin-eps: only with --model gin");
@@ -168,17 +174,17 @@ TEST(ModelOptions, BadValuesAreRefusedNamingTheOption) {
   EXPECT_EQ(refusal({"--model", "sage", "--aggregator", "max"}), "--aggregator: 'max' is not one of mean, sum");
   // Flags set false (a --config file's `normalize = false`) are not given.
   ModelOptions o;
-  o.normalize = false;
-  o.train_eps = false;
+  o.options["normalize"].flag = false;
+  o.options["train-eps"].flag = false;
   TrainConfig c;
   EXPECT_NO_THROW(apply_model_options(o, c));
 }
 
 TEST(ModelOptions, PredictsModelMustBeTheFilesKind) {
-  EXPECT_NO_THROW(require_model_kind(std::nullopt, GnnKind::Sage, "m.h5"));
-  EXPECT_NO_THROW(require_model_kind(std::string("sage"), GnnKind::Sage, "m.h5"));
+  EXPECT_NO_THROW(require_model_kind(std::nullopt, "sage", "m.h5"));
+  EXPECT_NO_THROW(require_model_kind(std::string("sage"), "sage", "m.h5"));
   try {
-    require_model_kind(std::string("gcn"), GnnKind::Gin, "m.h5");
+    require_model_kind(std::string("gcn"), "gin", "m.h5");
     ADD_FAILURE() << "gcn accepted for a gin model";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "--model");
@@ -186,13 +192,13 @@ TEST(ModelOptions, PredictsModelMustBeTheFilesKind) {
     EXPECT_NE(what.find("m.h5 holds a gin model, not gcn"), std::string::npos) << what;
   }
   try {
-    require_model_kind(std::string("gin "), GnnKind::Gin, "m.h5");
+    require_model_kind(std::string("gin "), "gin", "m.h5");
     ADD_FAILURE() << "'gin ' accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.message(), "--model: 'gin ' is not one of gcn, sage, gin, gat");
   }
   try {
-    require_model_kind(std::string("gcn"), GnnKind::Gat, "m.h5");
+    require_model_kind(std::string("gcn"), "gat", "m.h5");
     ADD_FAILURE() << "gcn accepted for a gat model";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("m.h5 holds a gat model, not gcn"), std::string::npos) << e.what();
@@ -203,27 +209,22 @@ TEST(ModelOptions, TextAndJsonShowTheKindAndItsOptions) {
   TrainConfig c;
   EXPECT_EQ(model_text(c), "gcn");
   EXPECT_EQ(model_json(c).dump(), R"({"model":"gcn"})");
-  c.model = GnnKind::Sage;
-  EXPECT_EQ(model_text(c), "sage (mean aggregator)");
-  c.aggregator = SageAggregator::Sum;
-  c.sage_normalize = true;
-  EXPECT_EQ(model_text(c), "sage (sum aggregator, normalized)");
+  c.model = GnnSpec("sage");
+  EXPECT_EQ(model_text(c), "sage (aggregator mean, normalize off)");
+  c.model.set("aggregator", "sum").set("normalize", true);
+  EXPECT_EQ(model_text(c), "sage (aggregator sum, normalize on)");
   EXPECT_EQ(model_json(c).dump(), R"({"model":"sage","aggregator":"sum","normalize":true})");
-  c.model = GnnKind::Gin;
-  EXPECT_EQ(model_text(c), "gin (eps 0)");
-  c.gin_eps = 0.1f;
-  c.gin_train_eps = true;
-  EXPECT_EQ(model_text(c), "gin (eps 0.1, trained)");
+  c.model = GnnSpec("gin");
+  EXPECT_EQ(model_text(c), "gin (gin-eps 0, train-eps off)");
+  c.model.set("gin-eps", 0.1).set("train-eps", true);
+  EXPECT_EQ(model_text(c), "gin (gin-eps 0.1, train-eps on)");
   EXPECT_EQ(model_json(c).dump(), R"({"model":"gin","gin_eps":0.1,"train_eps":true})");
-  c.model = GnnKind::Gat;
-  EXPECT_EQ(model_text(c), "gat (8 heads, 1 output head, attention dropout 0, slope 0.2)");
+  c.model = GnnSpec("gat");
+  EXPECT_EQ(model_text(c), "gat (heads 8, out-heads 1, attn-dropout 0, negative-slope 0.2)");
   EXPECT_EQ(model_json(c).dump(),
             R"({"model":"gat","heads":8,"out_heads":1,"attn_dropout":0.0,"negative_slope":0.2})");
-  c.gat_heads = 1;
-  c.gat_out_heads = 6;
-  c.attn_dropout = 0.6f;
-  c.negative_slope = 0.01f;
-  EXPECT_EQ(model_text(c), "gat (1 head, 6 output heads, attention dropout 0.6, slope 0.01)");
+  c.model.set("heads", 1).set("out-heads", 6).set("attn-dropout", 0.6).set("negative-slope", 0.01);
+  EXPECT_EQ(model_text(c), "gat (heads 1, out-heads 6, attn-dropout 0.6, negative-slope 0.01)");
   EXPECT_EQ(model_json(c).dump(),
             R"({"model":"gat","heads":1,"out_heads":6,"attn_dropout":0.6,"negative_slope":0.01})");
   EXPECT_EQ(json_float(0.01f), 0.01);
@@ -248,28 +249,60 @@ ModelState one_layer_state() {
   return state;
 }
 
+// Overwrites attribute `name` of /options in the HDF5 file `path` with a scalar of `type`.
+template <class T>
+void put_option_attr(const std::string& path, const std::string& name, hid_t type, T value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t g = H5Gopen2(f, "/options", H5P_DEFAULT);
+  if (H5Aexists(g, name.c_str()) > 0) H5Adelete(g, name.c_str());
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(g, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(a, type, &value), 0);
+  H5Aclose(a);
+  H5Sclose(space);
+  H5Gclose(g);
+  H5Fclose(f);
+}
+
+// Every kind's options, each set away from its default, come back from the model file.
+TEST(ModelOptions, AModelFileRecordsEveryKindsOptions) {
+  plexus::testing::ScratchDir dir;
+  const std::string path = dir.file("m.h5");
+  for (const GnnKindInfo& k : gnn_kinds()) {
+    TrainConfig options;
+    options.layers = 1;
+    options.model = GnnSpec(k.name);
+    for (const GnnOptionInfo& o : k.options) {
+      switch (o.type) {
+        case GnnOptionType::Flag: options.model.set(o.name, true); break;
+        case GnnOptionType::Integer: options.model.set(o.name, 3); break;
+        case GnnOptionType::Real: options.model.set(o.name, 0.375); break;
+        case GnnOptionType::Choice: options.model.set(o.name, o.choices.back()); break;
+      }
+    }
+    write_gnn_model_h5(one_layer_state(), {2, 3}, options, path);
+    EXPECT_EQ(read_gnn_model_info_h5(path).config.model, options.model) << k.name;
+  }
+}
+
 TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   plexus::testing::ScratchDir dir;
   TrainConfig options;
-  options.model = GnnKind::Gat;
+  options.model = GnnSpec("gat").set("heads", 4).set("out-heads", 3).set("attn-dropout", 0.6).set("negative-slope", 0.1);
   options.layers = 1;
-  options.gat_heads = 4;
-  options.gat_out_heads = 3;
-  options.attn_dropout = 0.6f;
-  options.negative_slope = 0.1f;
   const std::string path = dir.file("gat.h5");
   write_gnn_model_h5(one_layer_state(), {2, 3}, options, path);
   const TrainConfig read = read_gnn_model_info_h5(path).config;
-  EXPECT_EQ(read.model, GnnKind::Gat);
-  EXPECT_EQ(read.gat_heads, 4);
-  EXPECT_EQ(read.gat_out_heads, 3);
-  EXPECT_EQ(read.attn_dropout, 0.6f);
-  EXPECT_EQ(read.negative_slope, 0.1f);
-  EXPECT_EQ(model_text(read), "gat (4 heads, 3 output heads, attention dropout 0.6, slope 0.1)");
+  EXPECT_EQ(read.model.kind(), "gat");
+  EXPECT_EQ(read.model.integer("heads"), 4);
+  EXPECT_EQ(read.model.integer("out-heads"), 3);
+  EXPECT_EQ(read.model.real("attn-dropout"), 0.6f);
+  EXPECT_EQ(read.model.real("negative-slope"), 0.1f);
+  EXPECT_EQ(model_text(read), "gat (heads 4, out-heads 3, attn-dropout 0.6, negative-slope 0.1)");
   // Options a run would refuse are refused in the file too, naming the attribute: a model built
   // from them would not be the one the parameters belong to.
-  const auto refusal_of = [&](const TrainConfig& bad) {
-    write_gnn_model_h5(one_layer_state(), {2, 3}, bad, path);
+  const auto refusal_of_file = [&] {
     try {
       read_gnn_model_info_h5(path);
     } catch (const InputError& e) {
@@ -277,26 +310,22 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
     }
     return std::string();
   };
-  TrainConfig bad = options;
-  bad.gat_out_heads = 0;
-  EXPECT_NE(refusal_of(bad).find("/options: attribute out_heads: 0 is out of range [1, 1024]"), std::string::npos)
-      << refusal_of(bad);
-  bad = options;
-  bad.layers = 2;  // the file's layers come from its widths: hidden 16 with 3 heads
-  bad.hidden = 16;
-  bad.gat_heads = 3;
-  write_gnn_model_h5(one_layer_state(), {2, 16, 3}, bad, path);
-  try {
-    read_gnn_model_info_h5(path);
-    ADD_FAILURE() << "3 heads of hidden 16 accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("/options: attribute heads: 3 heads do not divide hidden 16"),
-              std::string::npos)
-        << e.what();
-  }
-  bad = options;
-  bad.attn_dropout = 1.0f;
-  EXPECT_NE(refusal_of(bad).find("/options: attribute attn_dropout"), std::string::npos) << refusal_of(bad);
+  put_option_attr<std::int32_t>(path, "out_heads", H5T_NATIVE_INT32, 0);
+  EXPECT_NE(refusal_of_file().find("/options: attribute out_heads: must be between 1 and 1024"), std::string::npos)
+      << refusal_of_file();
+  write_gnn_model_h5(one_layer_state(), {2, 3}, options, path);
+  put_option_attr<float>(path, "attn_dropout", H5T_NATIVE_FLOAT, 1.0f);
+  EXPECT_NE(refusal_of_file().find("/options: attribute attn_dropout: must be a number in [0, 1)"), std::string::npos)
+      << refusal_of_file();
+  // The file's layers come from its widths: hidden 16 with 3 heads.
+  TrainConfig two = options;
+  two.layers = 2;
+  two.hidden = 16;
+  two.model.set("heads", 4);
+  write_gnn_model_h5(one_layer_state(), {2, 16, 3}, two, path);
+  put_option_attr<std::int32_t>(path, "heads", H5T_NATIVE_INT32, 3);
+  EXPECT_NE(refusal_of_file().find("/options: --hidden: must be a multiple of --heads (3)"), std::string::npos)
+      << refusal_of_file();
 }
 
 TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
@@ -305,7 +334,7 @@ TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
   const ModelState state = one_layer_state();
   TrainConfig options;
   options.layers = 1;
-  options.model = GnnKind::Sage;
+  options.model = GnnSpec("sage");
   const std::string gnn = dir.file("gnn.h5");
   write_gnn_model_h5(state, {2, 3}, options, gnn);
   EXPECT_NO_THROW(require_model_file(gnn, ModelFamily::Gnn));
@@ -318,7 +347,7 @@ TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {
     EXPECT_EQ(what.rfind("is a GNN model file (plexus train --save-model", 0), 0u) << what;
     EXPECT_NE(what.find("not a GPT model file"), std::string::npos) << what;
   }
-  EXPECT_EQ(read_gnn_model_info_h5(gnn).config.model, GnnKind::Sage);
+  EXPECT_EQ(read_gnn_model_info_h5(gnn).config.model.kind(), "sage");
   // Files of no Plexus kind are left to their reader, which says what is wrong with them.
   EXPECT_NO_THROW(require_model_file(dir.file("missing.h5"), ModelFamily::Gnn));
   EXPECT_NO_THROW(require_model_file(dir.write("text.h5", "not HDF5"), ModelFamily::Gpt));

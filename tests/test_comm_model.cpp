@@ -10,6 +10,7 @@
 
 #include "gcn_closed_form.hpp"
 #include "plexus/comm_model.hpp"
+#include "problem_util.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 
@@ -21,13 +22,13 @@ ProblemSize problem(index_t n, std::vector<index_t> dims, bool dropout = true,
                     CommVariant variant = CommVariant::Baseline, int agg_chunks = 1,
                     LayerOrder order = LayerOrder::Auto) {
   ProblemSize p;
-  p.layer_order = order;
+  p.config.layer_order = order;
   p.num_nodes = n;
   p.nnz = 10 * n;
-  p.dims = std::move(dims);
-  p.dropout = dropout;
-  p.comm_variant = variant;
-  p.agg_chunks = agg_chunks;
+  test::set_dims(p, dims);
+  p.config.dropout = dropout ? 0.5f : 0.0f;
+  p.config.comm_variant = variant;
+  p.config.agg_chunks = agg_chunks;
   return p;
 }
 
@@ -44,7 +45,7 @@ std::vector<index_t> cora_dims(int layers) {
 
 // The geometry of layer l of p (its roles and order: layer_roles) at rank 0.
 LayerGeometry geometry(const ProblemSize& p, int layer) {
-  return layer_geometry_at(GridShape{}, {0, 0, 0}, layer, p.num_nodes, p.dims, p.transform_first());
+  return layer_geometry_at(GridShape{}, {0, 0, 0}, layer, p.num_nodes, p.dims(), p.transform_first());
 }
 
 std::array<int, 4> summed_calls(const std::vector<RankCost>& ranks) {
@@ -122,16 +123,16 @@ TEST(CommModel, TinyMemoryCountedByHand) {
   ProblemSize p;
   p.num_nodes = 4;
   p.nnz = 6;
-  p.dims = {3, 2};
-  p.dropout = true;
-  p.layer_order = LayerOrder::AggregateFirst;
+  test::set_dims(p, {3, 2});
+  p.config.dropout = 0.5f;
+  p.config.layer_order = LayerOrder::AggregateFirst;
   const std::vector<RankCost> ranks = predict_ranks(p, GridShape{1, 1, 1}, false);
   ASSERT_EQ(ranks.size(), 1u);
   EXPECT_DOUBLE_EQ(ranks[0].memory_bytes, 812.0);
   // Two layers (F=3 -> H=2 -> C=2): layer 1 adds W (2x2) and b (2) x 4 = 96, its dropout copy
   // 4x4 floats = 64, AGG 4x2 = 32, OUT 4x2 = 32, and its backward holds dAGG and dH (4x2 each)
   // = 64 while dlogits is alive: 812 + 288 = 1100.
-  p.dims = {3, 2, 2};
+  test::set_dims(p, {3, 2, 2});
   EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 1100.0);
 }
 
@@ -148,11 +149,11 @@ TEST(CommModel, TinyTransformFirstMemoryCountedByHand) {
   ProblemSize p;
   p.num_nodes = 4;
   p.nnz = 6;
-  p.dims = {3, 2};
-  p.dropout = true;
+  test::set_dims(p, {3, 2});
+  p.config.dropout = 0.5f;
   ASSERT_EQ(p.transform_first(), std::vector<bool>{true});
   EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 780.0);
-  p.dims = {3, 2, 2};
+  test::set_dims(p, {3, 2, 2});
   ASSERT_EQ(p.transform_first(), (std::vector<bool>{true, false}));
   EXPECT_DOUBLE_EQ(predict_ranks(p, GridShape{1, 1, 1}, false)[0].memory_bytes, 1036.0);
 }
@@ -227,7 +228,7 @@ TEST(CommModel, ClosedFormExactForUnevenSizes) {
       for (LayerOrder order : kOrders) {
         ProblemSize p = problem(2708, cora_dims(layers), true, v, 1, order);
         for (bool shard : {false, true}) {
-          p.shard_adj = shard;
+          p.config.shard_adj = shard;
           for (int P : {2, 3, 5, 6, 7, 8})
             for (GridShape g : all_grids(P))
               for (bool first : {true, false})
@@ -243,7 +244,7 @@ TEST(CommModel, ClosedFormExactForUnevenSizes) {
   ASSERT_EQ(p.transform_first(), (std::vector<bool>{false, false, true}));
   for (CommVariant v : kVariants)
     for (GridShape g : all_grids(6)) {
-      p.comm_variant = v;
+      p.config.comm_variant = v;
       expect_bytes_eq(predict_epoch(p, g, false), predict_epoch_closed_form(p, g, false),
                       g.str() + " mixed " + comm_variant_name(v));
     }
@@ -416,11 +417,11 @@ TEST(CommModel, ProblemOfATrainConfig) {
   const ProblemSize p = gnn_problem(info, cfg);
   EXPECT_EQ(p.num_nodes, 2708);
   EXPECT_EQ(p.nnz, 10556);
-  EXPECT_EQ(p.dims, (std::vector<index_t>{1433, 32, 32, 7}));
-  EXPECT_FALSE(p.dropout);
-  EXPECT_TRUE(p.shard_adj);
-  EXPECT_EQ(p.comm_variant, CommVariant::RsAgReuse);
-  EXPECT_EQ(p.agg_chunks, 3);
+  EXPECT_EQ(p.dims(), (std::vector<index_t>{1433, 32, 32, 7}));
+  EXPECT_FALSE(p.config.dropout > 0);
+  EXPECT_TRUE(p.config.shard_adj);
+  EXPECT_EQ(p.config.comm_variant, CommVariant::RsAgReuse);
+  EXPECT_EQ(p.config.agg_chunks, 3);
   EXPECT_EQ(p.transport, Transport::Mpi);
 }
 
@@ -433,7 +434,7 @@ TEST(CommModel, ShardedAdjacencyTradesBytesForMemory) {
   const double nnz_hat = static_cast<double>(p.nnz + p.num_nodes);
   for (GridShape g : all_grids(8)) {
     ProblemSize s = p;
-    s.shard_adj = true;
+    s.config.shard_adj = true;
     const AxisBytes plain = predict_epoch(p, g, false), sharded = predict_epoch(s, g, false);
     // Steady epoch with dropout: layer 0 (i = Y) aggregates once and has no backward SpMM;
     // layers 1 (i = X) and 2 (i = Z) aggregate twice and run one backward SpMM.
@@ -509,7 +510,7 @@ TEST(CommModel, RecomputePlansTheExtraWorkItRecords) {
   const std::vector<index_t> dims{12, 6, 3};
   ProblemSize plain = problem(N, dims, true, CommVariant::Baseline, 1, LayerOrder::TransformFirst);
   ProblemSize rc = plain;
-  rc.recompute = true;
+  rc.config.recompute = true;
   const RankCost a = predict_ranks(plain, GridShape{1, 1, 1}, false)[0];
   const RankCost b = predict_ranks(rc, GridShape{1, 1, 1}, false)[0];
   double bytes = 0, draws = 0;
@@ -539,7 +540,7 @@ TEST(CommModel, RecomputePlansTheExtraWorkItRecords) {
   fast.stream_gbs = 30;
   fast.dropout_gdraws = 2.5;
   ProblemSize agg = problem(N, dims, true, CommVariant::Baseline, 1, LayerOrder::AggregateFirst), agg_rc = agg;
-  agg_rc.recompute = true;
+  agg_rc.config.recompute = true;
   for (GridShape g : all_grids(8)) {
     EXPECT_LT(plan_grid(agg, g, fast).compute_seconds, plan_grid(agg, g, m).compute_seconds) << g.str();
     EXPECT_GT(plan_grid(agg_rc, g, m).total_seconds, plan_grid(agg, g, m).total_seconds) << g.str();

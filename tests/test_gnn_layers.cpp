@@ -112,11 +112,12 @@ Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vecto
   return out;
 }
 
-void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 5, 6, 3}) {
+void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4, 5, 6, 3}) {
   const GraphData g = graph();
   auto be = make_reference_backend();
   auto grid = ProcessGrid::single();
-  const bool gat = cfg.kind == GnnKind::Gat;
+  const GnnSpec& m = cfg.model;
+  const bool gat = m.kind() == "gat";
   GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
                                   std::vector<bool>(3, gat));
   GnnNetwork model(*be, *grid, shards, cfg);
@@ -130,7 +131,7 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
     p.slot->upload(v);
     value[p.name] = v;
   }
-  if (cfg.kind == GnnKind::Gin) model.weights_updated();
+  if (m.kind() == "gin") model.weights_updated();
   const Matrix& out = model.forward(0, /*training=*/false);
   std::vector<float> got(static_cast<std::size_t>(out.rows() * out.cols()));
   be->copy_to_host(got.data(), out.data(), got.size() * sizeof(float));
@@ -146,12 +147,12 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
     Mat next;
     if (gat) {
       AlphaMap alpha;
-      next = gat_layer(g, h, value, L, l < 2 ? cfg.gat_heads : cfg.gat_out_heads, out_dim, l == 2, cfg.negative_slope,
-                       &alpha);
+      const int heads = static_cast<int>(m.integer(l < 2 ? "heads" : "out-heads"));
+      next = gat_layer(g, h, value, L, heads, out_dim, l == 2, m.real("negative-slope"), &alpha);
       // The model's attention coefficients (what predict --attention writes) are these α.
       const EdgeAttention& a = attention.at(static_cast<std::size_t>(l));
       EXPECT_EQ(a.layer, l);
-      ASSERT_EQ(a.heads, l < 2 ? cfg.gat_heads : cfg.gat_out_heads);
+      ASSERT_EQ(a.heads, heads);
       ASSERT_EQ(a.dst.size(), alpha.size()) << "layer " << l;
       for (std::size_t k = 0; k < a.dst.size(); ++k) {
         const auto it = alpha.find({a.dst[k], a.src[k]});
@@ -165,13 +166,13 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
           for (double& v : row) v = v > 0 ? v : std::expm1(v);
       h = next;
       continue;
-    } else if (cfg.kind == GnnKind::Sage) {
-      next = matmul(aggregate(g, h, cfg.aggregator == SageAggregator::Mean), value[L + "weight"], out_dim);
+    } else if (m.kind() == "sage") {
+      next = matmul(aggregate(g, h, m.choice("aggregator") == "mean"), value[L + "weight"], out_dim);
       const Mat root = matmul(h, value[L + "root_weight"], out_dim);
       for (std::size_t i = 0; i < next.size(); ++i)
         for (index_t j = 0; j < out_dim; ++j) next[i][j] += root[i][j];
       add_bias(next, value[L + "bias"]);
-      if (cfg.sage_normalize)
+      if (m.flag("normalize"))
         for (auto& row : next) {
           double n2 = 0;
           for (double v : row) n2 += v * v;
@@ -179,7 +180,7 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
           for (double& v : row) v /= n;
         }
     } else {
-      const double eps = cfg.gin_train_eps ? value[L + "eps"][0] : cfg.gin_eps;
+      const double eps = m.flag("train-eps") ? value[L + "eps"][0] : m.real("gin-eps");
       Mat z = aggregate(g, h, false);
       for (std::size_t i = 0; i < z.size(); ++i)
         for (std::size_t c = 0; c < z[i].size(); ++c) z[i][c] += (1.0 + eps) * h[i][c];
@@ -198,24 +199,21 @@ void check_forward(const GcnConfig& cfg, const std::vector<index_t>& dims = {4, 
       EXPECT_NEAR(got[i * 3 + j], h[i][j], 1e-4 * (1.0 + std::abs(h[i][j]))) << "node " << i << " class " << j;
 }
 
-GcnConfig kind(GnnKind k) {
-  GcnConfig c{0.0f, 7};
-  c.kind = k;
+TrainConfig kind(const GnnSpec& spec) {
+  TrainConfig c;
+  c.dropout = 0.0f;
+  c.seed = 7;
+  c.model = spec;
   return c;
 }
 
 TEST(GnnLayers, GatWithConcatenatedAndAveragedHeadsIsPyGsGATConv) {
-  GcnConfig c = kind(GnnKind::Gat);
-  c.gat_heads = 2;      // hidden layers: 2 heads of 3 and of 2 features, concatenated
-  c.gat_out_heads = 3;  // the last: 3 heads of 3 classes, averaged
-  c.negative_slope = 0.3f;
-  check_forward(c, {4, 6, 4, 3});
+  // Hidden layers: 2 heads of 3 and of 2 features, concatenated; the last: 3 heads of 3 classes,
+  // averaged.
+  check_forward(kind(GnnSpec("gat").set("heads", 2).set("out-heads", 3).set("negative-slope", 0.3)), {4, 6, 4, 3});
 }
 TEST(GnnLayers, GatWithOneHeadPerLayer) {
-  GcnConfig c = kind(GnnKind::Gat);
-  c.gat_heads = 1;
-  c.gat_out_heads = 1;
-  check_forward(c);
+  check_forward(kind(GnnSpec("gat").set("heads", 1).set("out-heads", 1)));
 }
 
 // GAT's per-edge arrays are the backend's "edge" memory (MemoryKind::EdgeValues), and nothing
@@ -228,11 +226,8 @@ TEST(GnnLayers, GatEdgeMemoryIsItsAttentionArrays) {
   const std::vector<index_t> dims{4, 6, 4, 3};
   GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
                                   std::vector<bool>(3, true));
-  GcnConfig c = kind(GnnKind::Gat);
-  c.gat_heads = 2;
-  c.gat_out_heads = 3;
-  c.attn_dropout = 0.5f;
-  GnnNetwork model(*be, *grid, shards, c);
+  GnnNetwork model(*be, *grid, shards,
+                   kind(GnnSpec("gat").set("heads", 2).set("out-heads", 3).set("attn-dropout", 0.5)));
   const auto entries = static_cast<std::size_t>(g.num_edges() + g.num_nodes);  // Â = A + I
   const std::size_t persistent = 3 * (2 + 2 + 3) * entries * sizeof(float);
   EXPECT_EQ(be->live_bytes(MemoryKind::EdgeValues), persistent);
@@ -244,27 +239,13 @@ TEST(GnnLayers, GatEdgeMemoryIsItsAttentionArrays) {
   EXPECT_EQ(be->live_bytes(MemoryKind::EdgeValues), persistent);
 }
 
-TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnKind::Sage)); }
-TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) {
-  GcnConfig c = kind(GnnKind::Sage);
-  c.aggregator = SageAggregator::Sum;
-  check_forward(c);
-}
-TEST(GnnLayers, SageNormalizeDividesEachRowByItsNorm) {
-  GcnConfig c = kind(GnnKind::Sage);
-  c.sage_normalize = true;
-  check_forward(c);
-}
-TEST(GnnLayers, GinWithAFixedEpsIsPyGsGINConv) {
-  GcnConfig c = kind(GnnKind::Gin);
-  c.gin_eps = 0.7f;
-  check_forward(c);
-}
+TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnSpec("sage"))); }
+TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) { check_forward(kind(GnnSpec("sage").set("aggregator", "sum"))); }
+TEST(GnnLayers, SageNormalizeDividesEachRowByItsNorm) { check_forward(kind(GnnSpec("sage").set("normalize", true))); }
+TEST(GnnLayers, GinWithAFixedEpsIsPyGsGINConv) { check_forward(kind(GnnSpec("gin").set("gin-eps", 0.7))); }
 TEST(GnnLayers, GinWithATrainedEpsReadsItsParameter) {
-  GcnConfig c = kind(GnnKind::Gin);
-  c.gin_eps = 5.0f;  // the initial value; the parameter is then set to 0.3
-  c.gin_train_eps = true;
-  check_forward(c);
+  // 5 is the initial value; the parameter is then set to 0.3.
+  check_forward(kind(GnnSpec("gin").set("gin-eps", 5.0).set("train-eps", true)));
 }
 
 }  // namespace

@@ -101,8 +101,7 @@ TEST_F(MemoryNeeds, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionTha
 // "--hidden: must be a multiple of --heads" error).
 TEST_F(MemoryNeeds, GatRefusesItsBudgetNotItsOwnOptions) {
   TrainConfig cfg;
-  cfg.model = GnnKind::Gat;
-  cfg.gat_heads = 8;
+  cfg.model = GnnSpec("gat").set("heads", 8);
   cfg.hidden = 64;
   for (const GridShape grid : {GridShape{1, 1, 1}, GridShape{2, 1, 2}}) {
     SCOPED_TRACE("grid " + grid.str());

@@ -17,6 +17,7 @@
 
 #include "comm/nccl_schedule.hpp"
 #include "plexus/comm_model.hpp"
+#include "problem_util.hpp"
 
 namespace plexus {
 namespace {
@@ -211,7 +212,12 @@ TEST(NcclSchedule, RingAllReduceBytes) {
 }
 
 ProblemSize problem(index_t n, std::vector<index_t> dims, Transport t) {
-  return ProblemSize{.num_nodes = n, .nnz = 5 * n, .dims = std::move(dims), .transport = t};
+  ProblemSize p;
+  p.num_nodes = n;
+  p.nnz = 5 * n;
+  test::set_dims(p, dims);
+  p.transport = t;
+  return p;
 }
 
 // Where every block splits evenly the NCCL model is the MPI model; elsewhere it is at least

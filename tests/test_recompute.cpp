@@ -40,24 +40,17 @@ const GraphData& graph() {
 
 struct Case {
   std::string name;
-  GnnKind kind = GnnKind::Gcn;
+  GnnSpec model;
   LayerOrder order = LayerOrder::Auto;
-  SageAggregator aggregator = SageAggregator::Mean;
-  bool normalize = false;
-  bool train_eps = false;
-  float eps = 0.0f;
+  bool gcn() const { return model.kind() == "gcn"; }
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
 
 TrainConfig config(const Case& c, float dropout, bool recompute) {
   TrainConfig t;
-  t.model = c.kind;
+  t.model = c.model;
   t.layer_order = c.order;
-  t.aggregator = c.aggregator;
-  t.sage_normalize = c.normalize;
-  t.gin_train_eps = c.train_eps;
-  t.gin_eps = c.eps;
   t.layers = 3;
   t.hidden = 12;
   t.epochs = 6;
@@ -65,8 +58,7 @@ TrainConfig config(const Case& c, float dropout, bool recompute) {
   t.lr = 0.02f;
   t.seed = 11;
   t.recompute = recompute;
-  t.gat_heads = 3;  // (gat: hidden 12 = 3 heads of 4)
-  t.attn_dropout = 0.2f;
+  if (c.model.kind() == "gat") t.model.set("heads", 3).set("attn-dropout", 0.2);  // hidden 12 = 3 heads of 4
   return t;
 }
 
@@ -85,7 +77,7 @@ TrainedRun train(const TrainConfig& cfg) {
   r.result = trainer.run();
   r.live_after = be->live_bytes();
   r.state = trainer.state();
-  if (cfg.model == GnnKind::Gat) r.attention = trainer.attention();
+  r.attention = trainer.attention();  // (none but a GAT's)
   return r;
 }
 
@@ -127,14 +119,14 @@ TEST_P(Recompute, SameLossesAndParametersBitForBitWithLessActivationMemory) {
     const auto act = static_cast<std::size_t>(MemoryKind::Activations);
     const auto edge = static_cast<std::size_t>(MemoryKind::EdgeValues);
     EXPECT_LT(re.result.max_kind_bytes[act], plain.result.max_kind_bytes[act]) << what;
-    if (GetParam().kind == GnnKind::Gat) {  // α, its dropped copy and its transpose: one layer's at a time
+    if (GetParam().model.kind() == "gat") {  // α, its dropped copy and its transpose: one layer's at a time
       EXPECT_LT(re.result.max_kind_bytes[edge], plain.result.max_kind_bytes[edge]) << what;
     }
     EXPECT_LT(re.result.max_peak_tensor_bytes, plain.result.max_peak_tensor_bytes) << what;
     // Aggregating first with dropout, a GCN layer holds dropout(H) [N × D_l padded to 4] and
     // AGG [N × D_l] from forward to backward; recomputing, only one layer's are live at a time,
     // so the peak falls by at least the sum over the layers less the largest layer's.
-    if (GetParam().kind == GnnKind::Gcn && GetParam().order == LayerOrder::AggregateFirst && dropout > 0) {
+    if (GetParam().gcn() && GetParam().order == LayerOrder::AggregateFirst && dropout > 0) {
       const std::vector<index_t> dims{graph().num_features, 12, 12, graph().num_classes};
       std::size_t sum = 0, most = 0;
       for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
@@ -147,7 +139,7 @@ TEST_P(Recompute, SameLossesAndParametersBitForBitWithLessActivationMemory) {
     // Between passes a recomputing layer holds none of its intermediates; aggregating first, a
     // GCN layer without recompute holds dropout(H) and AGG, every layer its own.
     EXPECT_LT(re.live_after, plain.live_after) << what;
-    if (GetParam().kind == GnnKind::Gcn && GetParam().order == LayerOrder::AggregateFirst) {
+    if (GetParam().gcn() && GetParam().order == LayerOrder::AggregateFirst) {
       const std::vector<index_t> dims{graph().num_features, 12, 12, graph().num_classes};
       std::size_t held = 0;
       for (std::size_t l = 0; l + 1 < dims.size(); ++l)
@@ -186,14 +178,14 @@ TEST_P(Recompute, SameLossesAndParametersBitForBitWithLessActivationMemory) {
 
 INSTANTIATE_TEST_SUITE_P(
     Kinds, Recompute,
-    ::testing::Values(Case{"gcn_aggregate_first", GnnKind::Gcn, LayerOrder::AggregateFirst},
-                      Case{"gcn_transform_first", GnnKind::Gcn, LayerOrder::TransformFirst},
-                      Case{"gcn_auto", GnnKind::Gcn, LayerOrder::Auto},
-                      Case{"sage_mean", GnnKind::Sage},
-                      Case{"sage_sum_normalize", GnnKind::Sage, LayerOrder::Auto, SageAggregator::Sum, true},
-                      Case{"gin_fixed_eps", GnnKind::Gin, LayerOrder::Auto, SageAggregator::Mean, false, false, 0.1f},
-                      Case{"gin_trained_eps", GnnKind::Gin, LayerOrder::Auto, SageAggregator::Mean, false, true},
-                      Case{"gat", GnnKind::Gat}),
+    ::testing::Values(Case{"gcn_aggregate_first", GnnSpec("gcn"), LayerOrder::AggregateFirst},
+                      Case{"gcn_transform_first", GnnSpec("gcn"), LayerOrder::TransformFirst},
+                      Case{"gcn_auto", GnnSpec("gcn"), LayerOrder::Auto},
+                      Case{"sage_mean", GnnSpec("sage")},
+                      Case{"sage_sum_normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
+                      Case{"gin_fixed_eps", GnnSpec("gin").set("gin-eps", 0.1)},
+                      Case{"gin_trained_eps", GnnSpec("gin").set("train-eps", true)},
+                      Case{"gat", GnnSpec("gat")}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 // GPT blocks (GptConfig::recompute): the same losses and weights bit for bit over steps with

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     const plexus::GraphData labelled = plexus::build_graph(edges, nodes);  // symmetrised, ids kept
     plexus::TrainConfig cfg;
     cfg.strict = true;  // also: every rank built the same graph (a hash compared), masks disjoint
-    cfg.model = plexus::GnnKind::Sage;
+    cfg.model = plexus::GnnSpec("sage");
     cfg.hidden = 16;
     cfg.epochs = 300;
     cfg.lr = 0.02f;

@@ -13,6 +13,7 @@
 #include "plexus/backend.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/process_grid.hpp"
+#include "plexus/shard.hpp"
 #include "plexus/tensor.hpp"
 #include "plexus/train.hpp"
 
@@ -29,51 +30,30 @@ Transport parse_transport(const std::string& s);  // throws InputError("--transp
 
 struct ProblemSize {
   index_t num_nodes = 0;
-  index_t nnz = 0;             // edges of the input graph (Â has about nnz + num_nodes entries)
-  std::vector<index_t> dims;   // D_0 = features, hidden..., D_L = classes
-  bool dropout = true;         // dropout > 0 (train default): layer 0's train aggregation is not cached
-  bool shard_adj = false;      // Â sharded over each layer's i axis (TrainConfig::shard_adj)
+  index_t nnz = 0;  // edges of the input graph (Â has about nnz + num_nodes entries)
+  index_t num_features = 0, num_classes = 0;
+  // The run: the model (its kind and options, layers, hidden) and how it runs (dropout > 0:
+  // layer 0's train aggregation is not cached; shard_adj, comm_variant, agg_chunks, layer_order,
+  // recompute, precision). The dry run trains this configuration, so the bytes, calls and memory
+  // are those of its layers; what moves no bytes (epochs, the learning rate, ...) is ignored.
+  TrainConfig config;
   // NCCL: exact for every gather of dense blocks; the sharded Â gathers, whose per-part nnz
   // the model takes as the average, are counted as under MPI (exact in sum only when grouped).
   Transport transport = Transport::Mpi;
-  // How the layers' collectives are arranged (TrainConfig::comm_variant): rs-ag reduce-scatters
-  // the last layer's output over its i axis and splits the loss's rows there; rs-ag-reuse
-  // also gathers W once per update and the features once per run.
-  CommVariant comm_variant = CommVariant::Baseline;
-  // Row chunks of the aggregation all-reduces (TrainConfig::agg_chunks): the same bytes in
-  // agg_chunks calls each, so only the latency terms grow.
-  int agg_chunks = 1;
-  // Activation recomputation (TrainConfig::recompute): the dry run's layers free their
-  // intermediates after forward and compute them again in backward, so memory, FLOPs and bytes
-  // follow.
-  bool recompute = false;
-  // The GNN (TrainConfig::model and the options of its kind): the dry run builds this model,
-  // so the bytes, calls and memory are those of its layers.
-  GnnKind model = GnnKind::Gcn;
-  SageAggregator aggregator = SageAggregator::Mean;
-  bool sage_normalize = false, gin_train_eps = false;
-  float gin_eps = 0.0f;
-  // GAT's (TrainConfig's gat_heads, gat_out_heads, attn_dropout, negative_slope): the heads
-  // size the per-edge attention arrays, so memory follows them.
-  int gat_heads = 8, gat_out_heads = 1;
-  float attn_dropout = 0.0f, negative_slope = 0.2f;
-  // TrainConfig::precision: bf16 graph tensors (half the features' memory and bytes).
-  Precision precision = Precision::FP32;
-  // The GCN layers' orders (TrainConfig::layer_order; transform_first() resolves Auto).
-  LayerOrder layer_order = LayerOrder::Auto;
-  std::vector<bool> transform_first() const { return transform_first_layers(layer_order, dims); }
   // The graph's two node orders (a prepared, balanced file): even layers use Â1, odd ones Â2,
   // so a rank holds the blocks of both.
   bool two_orders = false;
   // Each Â block's exact entries (a prepared file's table, or counted from a small plain file);
   // without them, or for a grid whose blocks the table does not cut, Â is taken as evenly dense.
   std::shared_ptr<const AdjBlockCounts> blocks = nullptr;
-  int layers() const { return static_cast<int>(dims.size()) - 1; }
+  int layers() const { return config.layers; }
+  // D_0 = features, hidden..., D_L = classes.
+  std::vector<index_t> dims() const { return gnn_dims(num_features, config.layers, config.hidden, num_classes); }
+  // Per layer: transform first? (the kind's order, or config.layer_order resolved on dims())
+  std::vector<bool> transform_first() const { return transform_first_layers(config, dims()); }
 };
 
-// The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes (the model and its
-// kind's options, layers, hidden, dropout, shard_adj, comm_variant, agg_chunks, layer_order, recompute; the
-// rest of cfg moves no bytes).
+// The problem `plexus train` with `cfg` solves on a graph of `info`'s sizes.
 ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges

@@ -7,6 +7,7 @@
 
 #include "plexus/backend.hpp"
 #include "plexus/balance.hpp"
+#include "plexus/gnn_spec.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
@@ -24,23 +25,6 @@ const char* comm_variant_name(CommVariant v);
 // Parses "baseline" | "rs-ag" | "rs-ag-reuse"; throws InputError("--comm-variant", ...).
 CommVariant parse_comm_variant(const std::string& text);
 
-// The GNN a run trains (docs/gnn-models.md). Every kind is built of sparse aggregations over
-// the balanced Â blocks and Linear3Ds on the same X×Y×Z grid.
-enum class GnnKind {
-  Gcn,   // Kipf & Welling: act(Â·H·W + b), Â = D^-1/2 (A + I) D^-1/2
-  Sage,  // GraphSAGE (PyG SAGEConv): act(agg_{j∈N(i)} h_j ·W + h_i·W_root + b)
-  Gin,   // GIN (PyG GINConv): act(MLP((1 + ε)·h_i + Σ_{j∈N(i)} h_j)), MLP = Linear, ReLU, Linear
-  Gat,   // GAT (PyG GATConv): heads of Σ_{j∈N(i)∪{i}} α_ij·W h_j, α a softmax of attention scores; ELU
-};
-const char* gnn_kind_name(GnnKind k);
-// Parses "gcn" | "sage" | "gin" | "gat"; throws InputError("--model", ...).
-GnnKind parse_gnn_kind(const std::string& text);
-// GraphSAGE's neighbour aggregation: the mean (D⁻¹A, no self-loops) or the sum (A).
-enum class SageAggregator { Mean, Sum };
-const char* sage_aggregator_name(SageAggregator a);
-// Parses "mean" | "sum"; throws InputError("--aggregator", ...).
-SageAggregator parse_sage_aggregator(const std::string& text);
-
 // The names of LayerOrder (include/plexus/shard.hpp): "auto", "aggregate-first",
 // "transform-first"; the parser throws InputError("--layer-order", ...).
 const char* layer_order_name(LayerOrder o);
@@ -51,28 +35,19 @@ inline LayerOrder layer_order_of(bool transform_first) {
 }
 
 struct TrainConfig {
-  GnnKind model = GnnKind::Gcn;
-  SageAggregator aggregator = SageAggregator::Mean;  // sage only
-  bool sage_normalize = false;  // sage only: L2-normalise each output row (PyG's normalize=True)
-  float gin_eps = 0.0f;         // gin only: ε of (1 + ε)·h_i (its initial value when trained)
-  bool gin_train_eps = false;   // gin only: ε is a parameter of each layer, trained by Adam
-  // gat only. Hidden layers have `gat_heads` heads of hidden / gat_heads features each,
-  // concatenated (hidden must be a multiple of gat_heads); the last layer has `gat_out_heads`
-  // heads of one feature per class, averaged. `attn_dropout`: dropout on the attention
-  // coefficients (PyG's GATConv dropout); `negative_slope`: the LeakyReLU of the scores.
-  int gat_heads = 8;
-  int gat_out_heads = 1;
-  float attn_dropout = 0.0f;
-  float negative_slope = 0.2f;
+  // The GNN: its kind and the kind's options (plexus/gnn_spec.hpp; docs/gnn-models.md). Every
+  // kind is built of sparse aggregations over the balanced Â blocks and Linear3Ds on the same
+  // X×Y×Z grid.
+  GnnSpec model;
   int layers = 2;
   index_t hidden = 16;
   // GCN layers: aggregate first, (Â·H)·W, or transform first, Â·(H·W); Auto picks per layer
-  // the narrower SpMM (transform first where D_{l+1} < D_l). SAGE and GIN layers always
-  // aggregate first (Auto; TransformFirst is refused), GAT layers always transform first
-  // (Auto; AggregateFirst is refused). The same numbers either way, and a
-  // state saved with one order loads into the other. Used where shards are cut, as shard_adj.
+  // the narrower SpMM (transform first where D_{l+1} < D_l). A kind whose layers take one order
+  // (SAGE and GIN aggregate first, GAT transforms first) takes Auto or that order. The same
+  // numbers either way, and a state saved with one order loads into the other. Used where
+  // shards are cut, as shard_adj.
   LayerOrder layer_order = LayerOrder::Auto;
-  // BF16 (GCN only; docs/precision.md): the features (stored and all-gathered), the hidden
+  // BF16 (the kinds that support it: GCN; docs/precision.md): the features (stored and all-gathered), the hidden
   // layers' outputs, the aggregations kept for backward, the gradients between layers and the
   // activation-sized all-reduces of the layers in bfloat16, every sum and product in fp32;
   // parameters, their gradients, Adam and the logits stay fp32.
@@ -186,8 +161,8 @@ std::string class_weights_text(const TrainConfig& cfg);
 // Checks option values; throws InputError("--name", ...) for the first bad one.
 void validate(const TrainConfig& cfg);
 
-// The layer order that shards for `cfg` are cut with: cfg.layer_order for a GCN, aggregate first
-// for SAGE and GIN, transform first for GAT (what load_shards_h5 takes).
+// The layer order that shards for `cfg` are cut with: cfg.layer_order for a kind whose layers take
+// either (GCN), else its layers' order (what load_shards_h5 takes).
 LayerOrder layer_order_of(const TrainConfig& cfg);
 // Per layer of a model of `cfg` with widths `dims`: transform first? (transform_first_layers)
 std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vector<index_t>& dims);

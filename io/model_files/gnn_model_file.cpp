@@ -73,21 +73,22 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
   // when unweighted.
   if (const std::string weights = class_weights_text(o); !weights.empty())
     w.string_attr("class_weights", weights, kOptions);
-  // The model kind and its options (docs/gnn-models.md); a file without `model` is a GCN.
-  w.string_attr("model", gnn_kind_name(o.model), kOptions);
-  if (o.model == GnnKind::Sage) {
-    w.string_attr("aggregator", sage_aggregator_name(o.aggregator), kOptions);
-    w.scalar_attr<std::uint8_t>("normalize", H5T_STD_U8LE, o.sage_normalize ? 1 : 0, kOptions);
-  }
-  if (o.model == GnnKind::Gin) {
-    w.scalar_attr<float>("gin_eps", H5T_IEEE_F32LE, o.gin_eps, kOptions);
-    w.scalar_attr<std::uint8_t>("train_eps", H5T_STD_U8LE, o.gin_train_eps ? 1 : 0, kOptions);
-  }
-  if (o.model == GnnKind::Gat) {
-    w.scalar_attr<std::int32_t>("heads", H5T_STD_I32LE, o.gat_heads, kOptions);
-    w.scalar_attr<std::int32_t>("out_heads", H5T_STD_I32LE, o.gat_out_heads, kOptions);
-    w.scalar_attr<float>("attn_dropout", H5T_IEEE_F32LE, o.attn_dropout, kOptions);
-    w.scalar_attr<float>("negative_slope", H5T_IEEE_F32LE, o.negative_slope, kOptions);
+  // The model kind and its options (docs/gnn-models.md), each an attribute named by its key
+  // and typed as declared; a file without `model` is a GCN.
+  w.string_attr("model", o.model.kind(), kOptions);
+  for (const GnnOptionInfo& opt : o.model.info().options) {
+    const std::string key = opt.key();
+    switch (opt.type) {
+      case GnnOptionType::Flag:
+        w.scalar_attr<std::uint8_t>(key.c_str(), H5T_STD_U8LE, o.model.flag(opt.name) ? 1 : 0, kOptions);
+        break;
+      case GnnOptionType::Integer:
+        w.scalar_attr<std::int32_t>(key.c_str(), H5T_STD_I32LE, static_cast<std::int32_t>(o.model.integer(opt.name)),
+                                    kOptions);
+        break;
+      case GnnOptionType::Real: w.scalar_attr<float>(key.c_str(), H5T_IEEE_F32LE, o.model.real(opt.name), kOptions); break;
+      case GnnOptionType::Choice: w.string_attr(key.c_str(), o.model.choice(opt.name), kOptions); break;
+    }
   }
   for (const char* g : kGroups) w.group(g);
   for (std::size_t k = 0; k + 1 < dims.size(); ++k)
@@ -99,23 +100,28 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
   }
 }
 
-// GAT's options, in the ranges `plexus train` accepts (validate()): a file that says otherwise
-// would build a model its parameters do not fit.
-void read_gat_options(const h5::Reader& r, TrainConfig& o) {
+// The model kind and its options, each checked as GnnSpec checks it.
+void read_model_options(const h5::Reader& r, TrainConfig& o) {
   const std::string where = std::string(kOptions) + ": attribute ";
-  for (auto [name, value] : {std::pair<const char*, int*>{"heads", &o.gat_heads}, {"out_heads", &o.gat_out_heads}}) {
-    const std::int64_t v = r.int_attr(name, "int32", kOptions);
-    if (v < 1 || v > 1024) r.fail(where + name, std::to_string(v) + " is out of range [1, 1024]");
-    *value = static_cast<int>(v);
+  const std::string kind = r.string_attr("model", kOptions);
+  try {
+    o.model = GnnSpec(kind);
+  } catch (const InputError&) {
+    r.fail(where + "model", "unknown model '" + kind + "' (this build trains " + gnn_kind_names() + ")");
   }
-  if (o.layers > 1 && o.hidden % o.gat_heads != 0)
-    r.fail(where + "heads", std::to_string(o.gat_heads) + " heads do not divide hidden " + std::to_string(o.hidden));
-  o.attn_dropout = static_cast<float>(r.float_attr("attn_dropout", kOptions));
-  if (!(o.attn_dropout >= 0.0f && o.attn_dropout < 1.0f))
-    r.fail(where + "attn_dropout", std::to_string(o.attn_dropout) + " is not in [0, 1)");
-  o.negative_slope = static_cast<float>(r.float_attr("negative_slope", kOptions));
-  if (!(o.negative_slope >= 0.0f && o.negative_slope <= 1e3f))
-    r.fail(where + "negative_slope", std::to_string(o.negative_slope) + " is not in [0, 1000]");
+  for (const GnnOptionInfo& opt : o.model.info().options) {
+    const std::string key = opt.key();
+    try {
+      switch (opt.type) {
+        case GnnOptionType::Flag: o.model.set(opt.name, r.int_attr(key, "uint8", kOptions) != 0); break;
+        case GnnOptionType::Integer: o.model.set(opt.name, r.int_attr(key, "int32", kOptions)); break;
+        case GnnOptionType::Real: o.model.set(opt.name, r.float_attr(key, kOptions)); break;
+        case GnnOptionType::Choice: o.model.set(opt.name, r.string_attr(key, kOptions)); break;
+      }
+    } catch (const InputError& e) {
+      r.fail(where + key, e.what());
+    }
+  }
 }
 
 h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
@@ -174,28 +180,13 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
       }
     }
   }
-  if (r.attr_exists("model", kOptions)) {
-    const std::string kind = r.string_attr("model", kOptions);
-    const std::string where = std::string(kOptions) + ": attribute ";
-    try {
-      o.model = parse_gnn_kind(kind);
-    } catch (const InputError&) {
-      r.fail(where + "model", "unknown model '" + kind + "' (this build trains gcn, sage, gin, gat)");
-    }
-    if (o.model == GnnKind::Sage) {
-      const std::string agg = r.string_attr("aggregator", kOptions);
-      try {
-        o.aggregator = parse_sage_aggregator(agg);
-      } catch (const InputError&) {
-        r.fail(where + "aggregator", "unknown aggregator '" + agg + "' (mean or sum)");
-      }
-      o.sage_normalize = r.int_attr("normalize", "uint8", kOptions) != 0;
-    }
-    if (o.model == GnnKind::Gin) {
-      o.gin_eps = static_cast<float>(r.float_attr("gin_eps", kOptions));
-      o.gin_train_eps = r.int_attr("train_eps", "uint8", kOptions) != 0;
-    }
-    if (o.model == GnnKind::Gat) read_gat_options(r, o);
+  if (r.attr_exists("model", kOptions)) read_model_options(r, o);
+  // The options as `plexus train` checks them (those the file does not record are valid
+  // defaults): a file that says otherwise would build a model its parameters do not fit.
+  try {
+    validate(o);
+  } catch (const InputError& e) {
+    r.fail(std::string(kOptions), e.message());
   }
   return r;
 }

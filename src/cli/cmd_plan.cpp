@@ -49,10 +49,11 @@ struct PlanOptions {
 // Each layer's order ("transform-first"), and for the text its widths ("1433->16 transform-first").
 std::vector<std::string> layer_orders(const ProblemSize& p, bool with_widths) {
   const std::vector<bool> tf = p.transform_first();
+  const std::vector<index_t> dims = p.dims();
   std::vector<std::string> out;
   for (int l = 0; l < p.layers(); ++l) {
     const char* name = layer_order_name(layer_order_of(tf[static_cast<std::size_t>(l)]));
-    out.push_back(with_widths ? fmt::format("{}->{} {}", p.dims[l], p.dims[l + 1], name) : std::string(name));
+    out.push_back(with_widths ? fmt::format("{}->{} {}", dims[l], dims[l + 1], name) : std::string(name));
   }
   return out;
 }
@@ -133,11 +134,12 @@ void run_plan(PlanOptions& o) {
   const std::string path = o.data.empty() ? default_dataset() : o.data;
   ProblemSize p = gnn_problem(path, o.train);
   p.transport = transport;
+  const TrainConfig& c = p.config;
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m, limit);
   // What train's memory check adds to the tensors (MB/rank): the rank's share of the graph on
   // the host while it loads (src/plan/memory_needs.cpp).
-  const double host_graph = graph_host_bytes(p.num_nodes, p.nnz, p.dims.front(), true) / ranks;
+  const double host_graph = graph_host_bytes(p.num_nodes, p.nnz, p.num_features, true) / ranks;
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
@@ -159,7 +161,7 @@ void run_plan(PlanOptions& o) {
         {"data", path},
         {"num_nodes", p.num_nodes},
         {"nnz", p.nnz},
-        {"dims", p.dims},
+        {"dims", p.dims()},
         {"layer_orders", layer_orders(p, false)},
         {"ranks", ranks},
         {"ranks_per_node", m.ranks_per_node},
@@ -172,13 +174,13 @@ void run_plan(PlanOptions& o) {
           {"gemm_gflops", m.gemm_gflops},
           {"stream_gbs", m.stream_gbs},
           {"dropout_gdraws", m.dropout_gdraws},
-          {"dropout", p.dropout},
-          {"shard_adj", p.shard_adj},
-          {"comm_variant", comm_variant_name(p.comm_variant)},
-          {"agg_chunks", p.agg_chunks},
-          {"layer_order", layer_order_name(p.layer_order)},
-          {"precision", p.precision == Precision::BF16 ? "bf16" : "fp32"},
-          {"recompute", p.recompute},
+          {"dropout", c.dropout > 0},
+          {"shard_adj", c.shard_adj},
+          {"comm_variant", comm_variant_name(c.comm_variant)},
+          {"agg_chunks", c.agg_chunks},
+          {"layer_order", layer_order_name(layer_order_of(c))},
+          {"precision", c.precision == Precision::BF16 ? "bf16" : "fp32"},
+          {"recompute", c.recompute},
           {"memory_per_rank_bytes", limit},
           {"transport", transport_name(p.transport)}}},
         {"grids", grids}};
@@ -186,19 +188,19 @@ void run_plan(PlanOptions& o) {
     return;
   }
   fmt::print("{}: {} nodes, {} edges, dims", path, p.num_nodes, p.nnz);
-  for (index_t d : p.dims) fmt::print(" {}", d);
+  for (index_t d : p.dims()) fmt::print(" {}", d);
   fmt::print("\n{} ranks, {} per node; bandwidth {:g}/{:g} GB/s, latency {:g}/{:g} us (intra/inter node); "
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, dropout {:g} G draws/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops, m.stream_gbs, m.dropout_gdraws);
   fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n", model_text(o.train),
-             comm_variant_name(p.comm_variant),
-             p.agg_chunks, p.agg_chunks == 1 ? "" : "s", p.dropout ? "on" : "off", transport_name(p.transport),
-             p.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
-             p.shard_adj ? "; Â sharded over each layer's third axis" : "",
-             p.recompute ? "; activations recomputed in backward" : "",
+             comm_variant_name(c.comm_variant),
+             c.agg_chunks, c.agg_chunks == 1 ? "" : "s", c.dropout > 0 ? "on" : "off", transport_name(p.transport),
+             c.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
+             c.shard_adj ? "; Â sharded over each layer's third axis" : "",
+             c.recompute ? "; activations recomputed in backward" : "",
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
-  fmt::print("layer order {}: {}\n", layer_order_name(p.layer_order), fmt::join(layer_orders(p, true), ", "));
+  fmt::print("layer order {}: {}\n", layer_order_name(layer_order_of(c)), fmt::join(layer_orders(p, true), ", "));
   if (plans.empty()) {
     fmt::print("no grid fits: more ranks, --shard-adj, a smaller --hidden, or a larger --memory-per-rank\n");
     return;

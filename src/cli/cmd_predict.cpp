@@ -47,7 +47,7 @@ void require_checkpoint(const std::string& path) {
 }
 
 void run_predict(PredictOptions& o) {
-  if (o.model) parse_gnn_kind(*o.model);  // a bad value before any file is read
+  if (o.model) (void)GnnSpec(*o.model);  // a bad value before any file is read
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
@@ -59,7 +59,7 @@ void run_predict(PredictOptions& o) {
 
   // The model: its widths and options from the file, so that none need repeating here.
   const GnnModelInfo model = read_gnn_model_info_h5(o.checkpoint);
-  require_model_kind(o.model, model.config.model, o.checkpoint);
+  require_model_kind(o.model, model.config.model.kind(), o.checkpoint);
   const GraphInfo graph = read_graph_info_h5(o.data);
   if (model.dims.size() < 2 || model.dims.front() != graph.num_features || model.dims.back() != graph.num_classes)
     throw InputError(o.checkpoint,
@@ -67,9 +67,9 @@ void run_predict(PredictOptions& o) {
                                  model.dims.empty() ? 0 : model.dims.front(), model.dims.empty() ? 0 : model.dims.back(),
                                  o.data, graph.num_features, graph.num_classes));
   TrainConfig cfg = model.config;
-  if (o.attention && cfg.model != GnnKind::Gat)
-    throw InputError("--attention", fmt::format("{} holds a {} model: only GAT models have attention coefficients",
-                                                o.checkpoint, gnn_kind_name(cfg.model)));
+  if (o.attention && !cfg.model.info().attention)
+    throw InputError("--attention", fmt::format("{} holds a {} model: it has no attention coefficients",
+                                                o.checkpoint, cfg.model.kind()));
 
   set_rank_memory_budget(memory_limit);
   const GridChoice grid_choice = choose_gcn_grid(o.grid, o.data, cfg);

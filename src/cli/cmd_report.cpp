@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "plexus/error.hpp"
+#include "plexus/gnn_spec.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/report_fields.hpp"
@@ -160,15 +161,20 @@ json run_record(const MetricsFile& f, const std::string& name) {
   return r;
 }
 
-// The GNN's kind and the options of each kind, by option name: shown for every run that has them
-// (not only where they differ), the kind first.
-// Each with the kind it belongs to ("": every GNN).
-const std::vector<std::pair<std::string, std::string>> kModelOptions = {
-    {"model", ""},          {"aggregator", "sage"},  {"normalize", "sage"},    {"gin-eps", "gin"},
-    {"train-eps", "gin"},   {"heads", "gat"},        {"out-heads", "gat"},     {"attn-dropout", "gat"},
-    {"negative-slope", "gat"}};
+// The GNN's kind and the options of each kind, by option name (their kinds' declarations,
+// plexus/gnn_spec.hpp): shown for every run that has them (not only where they differ), the kind
+// first. Each with the kinds it belongs to (none: every GNN).
+std::vector<std::pair<std::string, std::vector<std::string>>> model_options() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> options = {{"model", {}}};
+  for (const GnnKindInfo& k : gnn_kinds())
+    for (const GnnOptionInfo& o : k.options)
+      if (std::none_of(options.begin(), options.end(), [&](const auto& kv) { return kv.first == o.name; }))
+        options.emplace_back(o.name, kinds_with_option(o.name));
+  return options;
+}
 bool is_model_option(const std::string& key) {
-  return std::any_of(kModelOptions.begin(), kModelOptions.end(), [&](const auto& kv) { return kv.first == key; });
+  const auto options = model_options();
+  return std::any_of(options.begin(), options.end(), [&](const auto& kv) { return kv.first == key; });
 }
 
 // What a run was asked to do, by option name ("comm-variant"): the header's options, overridden
@@ -188,9 +194,10 @@ std::map<std::string, json> run_options(const MetricsFile& f) {
     for (const auto& [key, value] : f.header.items())
       if (value.is_primitive()) o[dashed(key)] = value;
   }
-  for (const char* key : {"comm_variant", "balance", "agg_chunks", "shard_adj", "recompute", "backend", "matmul_precision",
-                          "precision", "dp", "zero", "model", "aggregator", "normalize", "gin_eps", "train_eps",
-                          "heads", "out_heads", "attn_dropout", "negative_slope"})
+  std::vector<std::string> summary_keys = {"comm_variant", "balance", "agg_chunks", "shard_adj", "recompute", "backend",
+                                           "matmul_precision", "precision", "dp", "zero"};
+  for (const auto& [option, kinds] : model_options()) summary_keys.push_back(gnn_option_key(option));
+  for (const std::string& key : summary_keys)
     if (f.summary.is_object() && f.summary.contains(key) && !f.summary[key].is_null())
       o.try_emplace(dashed(key), f.summary[key]);
   // Rows of their own, what every run has its own of (files it wrote, its start), or no setting.
@@ -199,8 +206,9 @@ std::map<std::string, json> run_options(const MetricsFile& f) {
     o.erase(key);
   if (!f.gpt) {
     if (auto it = o.find("model"); it == o.end() || it->second.is_null()) o["model"] = "gcn";
-    for (const auto& [key, kind] : kModelOptions)
-      if (!kind.empty() && o["model"] != kind) o.erase(key);
+    for (const auto& [key, kinds] : model_options())
+      if (!kinds.empty() && std::none_of(kinds.begin(), kinds.end(), [&](const std::string& k) { return o["model"] == k; }))
+        o.erase(key);
   }
   return o;
 }
@@ -217,7 +225,7 @@ std::vector<Column> differing_options(const std::vector<MetricsFile>& files, std
     for (const auto& kv : options.back()) (f.gpt || !is_model_option(kv.first) ? others : of_gnn).insert(kv.first);
   }
   std::vector<std::string> keys;
-  for (const auto& kv : kModelOptions)
+  for (const auto& kv : model_options())
     if (of_gnn.count(kv.first)) keys.push_back(kv.first);
   for (const std::string& key : others)
     if (!of_gnn.count(key)) keys.push_back(key);

@@ -1,6 +1,7 @@
 #include "src/cli/model_options.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 
@@ -9,86 +10,55 @@
 
 namespace plexus::cli {
 
-namespace {
-
-[[noreturn]] void only_with(const char* option, GnnKind kind) {
-  throw InputError(option, std::string("only with --model ") + gnn_kind_name(kind));
-}
-
-}  // namespace
-
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what) {
-  cmd->add_option("--model", o.model,
-                  what + ": gcn (Kipf & Welling), sage (GraphSAGE), gin (GIN, a two-layer MLP per layer) or gat "
-                         "(graph attention, PyG's GATConv)")
-      ->default_str(gnn_kind_name(GnnKind::Gcn));
-  cmd->add_option("--aggregator", o.aggregator,
-                  "sage only: mean or sum of the neighbours' rows (default mean)");
-  cmd->add_flag("--normalize", o.normalize, "sage only: L2-normalise every layer's output rows");
-  cmd->add_option("--gin-eps", o.gin_eps, "gin only: epsilon of (1 + eps)·h_i, the node's own row (default 0)");
-  cmd->add_flag("--train-eps", o.train_eps, "gin only: epsilon is a parameter of each layer, trained by Adam");
-  cmd->add_option("--heads", o.heads,
-                  "gat only: attention heads of each hidden layer, concatenated (--hidden must be a multiple; "
-                  "default 8)");
-  cmd->add_option("--out-heads", o.out_heads, "gat only: attention heads of the last layer, averaged (default 1)");
-  cmd->add_option("--attn-dropout", o.attn_dropout,
-                  "gat only: dropout on the attention coefficients while training (default 0)");
-  cmd->add_option("--negative-slope", o.negative_slope,
-                  "gat only: slope of the LeakyReLU of the attention scores (default 0.2)");
+  std::string kinds;
+  for (const GnnKindInfo& k : gnn_kinds()) kinds += (kinds.empty() ? "" : ", ") + k.name + " (" + k.title + ")";
+  cmd->add_option("--model", o.model, what + ": " + kinds)->default_str(GnnSpec().kind());
+  for (const GnnKindInfo& k : gnn_kinds())
+    for (const GnnOptionInfo& opt : k.options) {
+      if (o.options.count(opt.name)) continue;  // declared by an earlier kind of the same option
+      std::string of;
+      for (const std::string& kind : kinds_with_option(opt.name)) of += (of.empty() ? "" : " or ") + kind;
+      ModelOptions::Given& given = o.options[opt.name];
+      const std::string flag = "--" + opt.name;
+      if (opt.type == GnnOptionType::Flag) {
+        cmd->add_flag(flag, given.flag, of + " only: " + opt.help);
+        continue;
+      }
+      const GnnSpec defaults(kinds_with_option(opt.name).front());
+      const std::string type = opt.type == GnnOptionType::Integer ? "INT" : opt.type == GnnOptionType::Real ? "FLOAT" : "TEXT";
+      const std::string choices = opt.choices.empty() ? "" : fmt::format(" ({})", fmt::join(opt.choices, " | "));
+      cmd->add_option(flag, given.text,
+                      fmt::format("{} only: {}{} (default {})", of, opt.help, choices, defaults.text(opt.name)))
+          ->type_name(type);
+    }
   cmd->add_option("--precision", o.precision,
                   "fp32, or bf16: features, activations and their gradients stored and communicated in bfloat16, "
-                  "computed in fp32 (gcn only; docs/precision.md)")
+                  "computed in fp32 (docs/precision.md)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
 }
 
 void apply_model_options(const ModelOptions& o, TrainConfig& cfg) {
-  cfg.model = o.model ? parse_gnn_kind(*o.model) : GnnKind::Gcn;
-  cfg.precision = o.precision == "bf16" ? Precision::BF16 : Precision::FP32;  // (validate(): gcn only)
-  if (o.aggregator) {
-    if (cfg.model != GnnKind::Sage) only_with("--aggregator", GnnKind::Sage);
-    cfg.aggregator = parse_sage_aggregator(*o.aggregator);
-  }
-  if (o.normalize) {
-    if (cfg.model != GnnKind::Sage) only_with("--normalize", GnnKind::Sage);
-    cfg.sage_normalize = true;
-  }
-  if (o.gin_eps) {
-    if (cfg.model != GnnKind::Gin) only_with("--gin-eps", GnnKind::Gin);
-    cfg.gin_eps = static_cast<float>(*o.gin_eps);  // out of float's range: inf, refused by validate()
-  }
-  if (o.train_eps) {
-    if (cfg.model != GnnKind::Gin) only_with("--train-eps", GnnKind::Gin);
-    cfg.gin_train_eps = true;
-  }
-  // Ranges are validate()'s (--hidden a multiple of --heads among them); out of float's range is
-  // inf, refused there too.
-  if (o.heads) {
-    if (cfg.model != GnnKind::Gat) only_with("--heads", GnnKind::Gat);
-    cfg.gat_heads = *o.heads;
-  }
-  if (o.out_heads) {
-    if (cfg.model != GnnKind::Gat) only_with("--out-heads", GnnKind::Gat);
-    cfg.gat_out_heads = *o.out_heads;
-  }
-  if (o.attn_dropout) {
-    if (cfg.model != GnnKind::Gat) only_with("--attn-dropout", GnnKind::Gat);
-    cfg.attn_dropout = static_cast<float>(*o.attn_dropout);
-  }
-  if (o.negative_slope) {
-    if (cfg.model != GnnKind::Gat) only_with("--negative-slope", GnnKind::Gat);
-    cfg.negative_slope = static_cast<float>(*o.negative_slope);
-  }
+  cfg.model = o.model ? GnnSpec(*o.model) : GnnSpec();
+  cfg.precision = o.precision == "bf16" ? Precision::BF16 : Precision::FP32;  // (validate(): the kinds that have it)
+  // In the kinds' order of declaration, so that the first bad option is named.
+  for (const GnnKindInfo& k : gnn_kinds())
+    for (const GnnOptionInfo& opt : k.options) {
+      const auto it = o.options.find(opt.name);
+      if (it == o.options.end()) continue;
+      if (it->second.flag) cfg.model.set(opt.name, true);
+      else if (it->second.text) cfg.model.set_text(opt.name, *it->second.text);
+    }
 }
 
-void require_model_kind(const std::optional<std::string>& given, GnnKind in_file, const std::string& file) {
+void require_model_kind(const std::optional<std::string>& given, const std::string& in_file, const std::string& file) {
   if (!given) return;
-  const GnnKind asked = parse_gnn_kind(*given);
+  const std::string asked = GnnSpec(*given).kind();  // an unknown kind named as such
   if (asked != in_file)
     throw InputError("--model", fmt::format("{} holds a {} model, not {} (the kind comes from the model file: drop "
                                             "--model or pass --model {})",
-                                            file, gnn_kind_name(in_file), gnn_kind_name(asked),
-                                            gnn_kind_name(in_file)));
+                                            file, in_file, asked, in_file));
 }
 
 void require_model_file(const std::string& path, ModelFamily want) {
@@ -103,36 +73,17 @@ void require_model_file(const std::string& path, ModelFamily want) {
   if (!is.empty()) throw InputError(path, "is " + is + ", not " + (want == ModelFamily::Gnn ? kGnn : kGpt));
 }
 
-std::string model_text(const TrainConfig& cfg) {
-  switch (cfg.model) {
-    case GnnKind::Sage:
-      return fmt::format("sage ({} aggregator{})", sage_aggregator_name(cfg.aggregator),
-                         cfg.sage_normalize ? ", normalized" : "");
-    case GnnKind::Gin: return fmt::format("gin (eps {:g}{})", cfg.gin_eps, cfg.gin_train_eps ? ", trained" : "");
-    case GnnKind::Gat:
-      return fmt::format("gat ({} head{}, {} output head{}, attention dropout {:g}, slope {:g})", cfg.gat_heads,
-                         cfg.gat_heads == 1 ? "" : "s", cfg.gat_out_heads, cfg.gat_out_heads == 1 ? "" : "s",
-                         cfg.attn_dropout, cfg.negative_slope);
-    case GnnKind::Gcn: break;
-  }
-  return gnn_kind_name(cfg.model);
-}
+std::string model_text(const TrainConfig& cfg) { return cfg.model.describe(); }
 
 nlohmann::ordered_json model_json(const TrainConfig& cfg) {
-  nlohmann::ordered_json j = {{"model", gnn_kind_name(cfg.model)}};
-  if (cfg.model == GnnKind::Sage) {
-    j["aggregator"] = sage_aggregator_name(cfg.aggregator);
-    j["normalize"] = cfg.sage_normalize;
-  }
-  if (cfg.model == GnnKind::Gin) {
-    j["gin_eps"] = json_float(cfg.gin_eps);
-    j["train_eps"] = cfg.gin_train_eps;
-  }
-  if (cfg.model == GnnKind::Gat) {
-    j["heads"] = cfg.gat_heads;
-    j["out_heads"] = cfg.gat_out_heads;
-    j["attn_dropout"] = json_float(cfg.attn_dropout);
-    j["negative_slope"] = json_float(cfg.negative_slope);
+  nlohmann::ordered_json j = {{"model", cfg.model.kind()}};
+  for (const GnnOptionInfo& opt : cfg.model.info().options) {
+    switch (opt.type) {
+      case GnnOptionType::Flag: j[opt.key()] = cfg.model.flag(opt.name); break;
+      case GnnOptionType::Integer: j[opt.key()] = cfg.model.integer(opt.name); break;
+      case GnnOptionType::Real: j[opt.key()] = json_float(cfg.model.real(opt.name)); break;
+      case GnnOptionType::Choice: j[opt.key()] = cfg.model.choice(opt.name); break;
+    }
   }
   return j;
 }

@@ -1,9 +1,9 @@
 #pragma once
-// The GNN a command builds or reads: `--model gcn|sage|gin|gat` and the options of each kind
-// (`--aggregator mean|sum` and `--normalize` for sage, `--gin-eps X` and `--train-eps` for gin,
-// `--heads`, `--out-heads`, `--attn-dropout` and `--negative-slope` for gat), as `plexus train`
-// and `plexus plan` take them (on the command line or in --config), and how
-// the kind and its options are shown (progress lines, metrics, report, inspect, plan).
+// The GNN a command builds or reads: `--model` and the options of each kind (declared with the
+// kind: plexus/gnn_spec.hpp), as `plexus train` and `plexus plan` take them (on the command line
+// or in --config), and how the kind and its options are shown (progress lines, metrics, report,
+// inspect, plan).
+#include <map>
 #include <optional>
 #include <string>
 
@@ -14,32 +14,32 @@
 
 namespace plexus::cli {
 
-// What the command line and --config gave: empty / false where an option was not given.
+// What the command line and --config gave: empty where an option was not given.
 struct ModelOptions {
-  std::optional<std::string> model;       // --model
-  std::optional<std::string> aggregator;  // --aggregator (sage)
-  std::optional<double> gin_eps;          // --gin-eps (gin)
-  bool normalize = false;                 // --normalize (sage)
-  bool train_eps = false;                 // --train-eps (gin)
-  std::optional<int> heads;               // --heads (gat)
-  std::optional<int> out_heads;           // --out-heads (gat)
-  std::optional<double> attn_dropout;     // --attn-dropout (gat)
-  std::optional<double> negative_slope;   // --negative-slope (gat)
-  std::string precision = "fp32";         // --precision fp32|bf16 (bf16: gcn only)
+  std::optional<std::string> model;  // --model
+  // Every kind's options (plexus/gnn_spec.hpp), by name, whichever --model: the text given, or
+  // for a flag whether it was.
+  struct Given {
+    std::optional<std::string> text;
+    bool flag = false;
+  };
+  std::map<std::string, Given> options;
+  std::string precision = "fp32";  // --precision fp32|bf16 (bf16: the kinds that have it)
 };
 
-// Declares the ten options on `cmd` (`what`: how the command uses the model, for --model's help).
+// Declares --model, every kind's options and --precision on `cmd` (`what`: how the command uses
+// the model, for --model's help). Each option's flag and help come from its kind's declaration.
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what);
 
-// Sets cfg.model and the options of its kind from `o` (the rest keep their defaults). Throws
-// InputError naming the option: an unknown kind or aggregator ("--model: 'x' is not one of gcn,
-// sage, gin, gat"), or an option of another kind ("--aggregator: only with --model sage",
-// "--heads: only with --model gat"). Ranges are validate()'s.
+// Sets cfg.model and cfg.precision from `o` (the options not given keep their defaults). Throws
+// InputError naming the option: an unknown kind ("--model: 'x' is not one of gcn, sage, gin,
+// gat"), an option of another kind ("--aggregator: only with --model sage"), a value that is
+// not of its type or out of its range. validate() checks the rest.
 void apply_model_options(const ModelOptions& o, TrainConfig& cfg);
 
 // `plexus predict`: the kind comes from the model file; a --model that names another is
 // InputError("--model", "<file> holds a <kind> model, not <given> ...").
-void require_model_kind(const std::optional<std::string>& given, GnnKind in_file, const std::string& file);
+void require_model_kind(const std::optional<std::string>& given, const std::string& in_file, const std::string& file);
 
 // The two families of model files: a GNN's (plexus train --save-model and its checkpoints,
 // format "plexus-gcn" whatever the kind) and a GPT's (plexus gpt train --save and its
@@ -51,15 +51,13 @@ enum class ModelFamily { Gnn, Gpt };
 // says what is wrong).
 void require_model_file(const std::string& path, ModelFamily want);
 
-// "gcn", "sage (mean aggregator)", "sage (sum aggregator, normalized)", "gin (eps 0)",
-// "gin (eps 0.1, trained)", "gat (8 heads, 1 output head, attention dropout 0.6, slope 0.2)":
-// the kind and the options that shape it.
+// "gcn", "sage (aggregator mean, normalize off)", "gat (heads 8, out-heads 1, attn-dropout 0.6,
+// negative-slope 0.2)": the kind and its options (GnnSpec::describe).
 std::string model_text(const TrainConfig& cfg);
 
-// {"model": "sage", "aggregator": "mean", "normalize": false} or {"model": "gin", "gin_eps": 0,
-// "train_eps": false} or {"model": "gat", "heads": 8, "out_heads": 1, "attn_dropout": 0,
-// "negative_slope": 0.2} or {"model": "gcn"}: the same, as metrics and JSON outputs record it
-// (each key an option's name with '_' for '-', which `plexus report` relies on).
+// {"model": "sage", "aggregator": "mean", "normalize": false}, {"model": "gcn"}: the kind and
+// each of its options, as metrics and JSON outputs record them (each key an option's name with
+// '_' for '-', which `plexus report` relies on; flags as booleans, numbers as numbers).
 nlohmann::ordered_json model_json(const TrainConfig& cfg);
 
 // A float option (lr, dropout, eps) as the double its shortest decimal form reads as, for JSON:

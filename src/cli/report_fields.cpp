@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "plexus/error.hpp"
+#include "plexus/gnn_spec.hpp"
 
 namespace plexus::cli {
 
@@ -18,6 +19,7 @@ enum class Kind {
   Flag,           // true or false
   Text,           // a string
   Count,          // an integer >= 0
+  Integer,        // an integer
   Ordinal,        // an integer >= 1 (epoch, iter, ranks)
   Amount,         // a number >= 0 or null (seconds, bytes, rates)
   Fraction,       // a number in [0, 1] or null (accuracies)
@@ -45,10 +47,7 @@ constexpr Field kFields[] = {
     {"peak_tensor_bytes", Kind::Amount}, {"train_acc", Kind::Fraction}, {"val_acc", Kind::Fraction},
     {"test_acc", Kind::Fraction},    {"best_val_acc", Kind::Fraction}, {"val_loss", Kind::Figure},
     {"best_val_loss", Kind::Figure}, {"comm_seconds", Kind::AxisOrAmount}, {"comm_bytes", Kind::AxisAmounts},
-    {"options", Kind::Options},      {"model", Kind::Text},            {"aggregator", Kind::Text},
-    {"normalize", Kind::Flag},       {"train_eps", Kind::Flag},        {"gin_eps", Kind::Figure},
-    {"heads", Kind::Ordinal},        {"out_heads", Kind::Ordinal},     {"attn_dropout", Kind::Figure},
-    {"negative_slope", Kind::Figure}, {"recompute", Kind::Flag},
+    {"options", Kind::Options},      {"model", Kind::Text},            {"recompute", Kind::Flag},
 };
 
 const char* expected(Kind k) {
@@ -56,6 +55,7 @@ const char* expected(Kind k) {
     case Kind::Flag: return "true or false";
     case Kind::Text: return "a string";
     case Kind::Count: return "an integer >= 0";
+    case Kind::Integer: return "an integer";
     case Kind::Ordinal: return "an integer >= 1";
     case Kind::Amount: return "a number >= 0 or null";
     case Kind::Fraction: return "a number in [0, 1] or null";
@@ -93,6 +93,7 @@ bool fits(const json& v, Kind k) {
     case Kind::Flag: return v.is_boolean();
     case Kind::Text: return v.is_string();
     case Kind::Count: return integer_at_least(v, 0);
+    case Kind::Integer: return v.is_number_integer();
     case Kind::Ordinal: return integer_at_least(v, 1);
     case Kind::Amount: return v.is_null() || amount(v);
     case Kind::Fraction: return v.is_null() || (amount(v) && v.get<double>() <= 1);
@@ -104,15 +105,36 @@ bool fits(const json& v, Kind k) {
   return false;
 }
 
+// The GNN kinds' options (plexus/gnn_spec.hpp), by their keys: a flag, an integer (at least
+// the least its range allows, where that is 0 or 1), a number, a word.
+const std::vector<std::pair<std::string, Kind>>& option_fields() {
+  static const std::vector<std::pair<std::string, Kind>> fields = [] {
+    std::vector<std::pair<std::string, Kind>> all;
+    for (const GnnKindInfo& k : gnn_kinds())
+      for (const GnnOptionInfo& o : k.options) {
+        const Kind integer = o.min >= 1 ? Kind::Ordinal : o.min >= 0 ? Kind::Count : Kind::Integer;
+        const Kind kind = o.type == GnnOptionType::Flag      ? Kind::Flag
+                          : o.type == GnnOptionType::Integer ? integer
+                          : o.type == GnnOptionType::Real    ? Kind::Figure
+                                                             : Kind::Text;
+        all.emplace_back(o.key(), kind);
+      }
+    return all;
+  }();
+  return fields;
+}
+
+void check_field(const json& line, const std::string& path, int number, std::string_view key, Kind kind) {
+  const auto it = line.find(key);
+  if (it == line.end() || fits(*it, kind)) return;
+  throw InputError(path, fmt::format("line {}: field '{}': expected {}, got {}", number, key, expected(kind), type_of(*it)));
+}
+
 }  // namespace
 
 void check_metrics_line(const json& line, const std::string& path, int number) {
-  for (const Field& f : kFields) {
-    const auto it = line.find(f.key);
-    if (it == line.end() || fits(*it, f.kind)) continue;
-    throw InputError(path, fmt::format("line {}: field '{}': expected {}, got {}", number, f.key, expected(f.kind),
-                                       type_of(*it)));
-  }
+  for (const Field& f : kFields) check_field(line, path, number, f.key, f.kind);
+  for (const auto& [key, kind] : option_fields()) check_field(line, path, number, key, kind);
 }
 
 }  // namespace plexus::cli

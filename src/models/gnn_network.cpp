@@ -6,29 +6,31 @@
 #include <vector>
 
 #include "plexus/sparse.hpp"
-#include "pmm/gat_layer_3d.hpp"
-#include "pmm/gin_layer_3d.hpp"
+#include "models/kinds/kind_spec.hpp"
 #include "pmm/neighbour_operators.hpp"
-#include "pmm/sage_layer_3d.hpp"
 
 namespace plexus {
 
-GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const GcnConfig& cfg)
-    : be_(be), grid_(grid), cfg_(cfg), adj_ws_(be) {
+GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg)
+    : be_(be),
+      grid_(grid),
+      cfg_(cfg),
+      scatter_logits_(cfg.comm_variant != CommVariant::Baseline && kind_spec(cfg.model).scatter_logits),
+      reuse_gathers_(cfg.comm_variant == CommVariant::RsAgReuse),
+      bf16_(cfg.precision == Precision::BF16),
+      adj_ws_(be) {
+  const KindSpec& kind = kind_spec(cfg.model);
   const int n_layers = shards.layers();
   if (shards.shape_only && be.computes()) throw std::invalid_argument("GnnNetwork: shards of sizes only on a backend that computes");
   if (static_cast<int>(shards.adj_of_layer.size()) != n_layers)
     throw std::invalid_argument("GnnNetwork: the shards give no Â block for every layer");
-  const bool gcn = cfg.kind == GnnKind::Gcn, gat = cfg.kind == GnnKind::Gat;
-  const bool neighbour_kind = cfg.kind == GnnKind::Sage || cfg.kind == GnnKind::Gin;
   std::vector<LayerGeometry> geos;
   for (int l = 0; l < n_layers; ++l) {
     geos.push_back(layer_geometry(grid, l, shards.num_nodes, shards.dims, shards.transform_first));
-    if (neighbour_kind && geos.back().transform_first)
-      throw std::invalid_argument(std::string("GnnNetwork: shards cut for transform-first layers; ") +
-                                  gnn_kind_name(cfg.kind) + " layers aggregate first");
-    if (gat && !geos.back().transform_first)
-      throw std::invalid_argument("GnnNetwork: shards cut for aggregate-first layers; GAT layers transform first");
+    if (kind.order != LayerOrder::Auto && geos.back().transform_first != (kind.order == LayerOrder::TransformFirst))
+      throw std::invalid_argument("GnnNetwork: shards cut for " +
+                                  std::string(layer_order_name(layer_order_of(geos.back().transform_first))) + " layers; " +
+                                  cfg.model.kind() + " layers are " + layer_order_name(kind.order));
   }
   // The widest dense operand each Â block multiplies: a layer's SpMMs (forward and backward)
   // both take a block as wide as its input features aggregating first (Â·H, Âᵀ·dAGG) and as
@@ -41,14 +43,12 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
     if (k < adj_width.size())
       adj_width[k] = std::max(adj_width[k], (g.transform_first ? g.out_cols : g.in_cols).size());
   }
-  // SAGE and GIN multiply by operators on Â's pattern (pmm/neighbour_operators.hpp): the
-  // values are replaced before the blocks go up, and each block's self-loop selector S is
-  // built beside it. The mean's degree collectives run once per layer layout (shards.layouts,
-  // as the loaders' reads do), so every rank issues the same sequence whichever of its blocks
-  // coincide.
-  const bool self_loops = cfg.kind == GnnKind::Sage || (cfg.kind == GnnKind::Gin && cfg.gin_train_eps) || gat;
-  const NeighbourOperator op{cfg.kind == GnnKind::Sage && cfg.aggregator == SageAggregator::Mean,
-                             cfg.kind == GnnKind::Gin && !cfg.gin_train_eps ? 1.0f + cfg.gin_eps : 0.0f};
+  // A kind may multiply by an operator on Â's pattern (SAGE and GIN: pmm/neighbour_operators.hpp):
+  // the values are replaced before the blocks go up, and each block's self-loop selector S is
+  // built beside it where the kind needs it. The mean's degree collectives run once per layer
+  // layout (shards.layouts, as the loaders' reads do), so every rank issues the same sequence
+  // whichever of its blocks coincide.
+  const BlockNeeds needs = kind.blocks(cfg.model);
   const auto block = [&](std::size_t k) {
     // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
     return k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
@@ -57,7 +57,8 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
     const AdjBlockRange b = block(k);
     return k < shards.adj_self_col.size() ? shards.adj_self_col[k] : block_self_columns(b.rows, b.cols);
   };
-  if (neighbour_kind) {
+  if (needs.values) {
+    const NeighbourOperator op = *needs.values;
     std::vector<bool> done(num_blocks, false);
     for (int l : shards.layouts) {
       const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
@@ -77,7 +78,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   for (std::size_t k = 0; k < num_blocks; ++k) {
     const AdjBlockRange b = block(k);
     Communicator* axis = b.sharded ? &grid.comm(b.axis) : nullptr;
-    if (self_loops) {
+    if (needs.self_loops) {
       AdjBlockRange whole = b;  // S is small (a row each): never sharded, never chunked
       whole.sharded = false;
       whole.part_rows = b.rows;
@@ -90,8 +91,8 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
                                                           self_loop_selector_t(self_col(k), b.cols.size()), 1, nullptr,
                                                           &adj_ws_, adj_width[k]));
     }
-    if (gat) {  // GAT gathers its per-entry values into the transpose's order (pmm/gat_layer_3d.hpp)
-      if (b.sharded) throw std::invalid_argument("GnnNetwork: GAT holds its Â blocks whole (no sharded Â)");
+    if (needs.transpose_map) {  // per-entry values gathered into the transpose's order (GAT)
+      if (b.sharded) throw std::invalid_argument("GnnNetwork: per-entry values need Â blocks held whole (no sharded Â)");
       const index_t nnz = shards.shape_only ? shards.adj_nnz.at(k) : shards.adj[k].nnz();
       transpose_maps_.emplace_back(be, static_cast<std::size_t>(nnz));
       if (!shards.shape_only) transpose_maps_.back().upload(csr_transpose_map(shards.adj[k], shards.adj_t[k]).data());
@@ -107,45 +108,31 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   adj_of_layer_ = shards.adj_of_layer;
   adj_blocks_ = shards.adj_blocks;
   adj_row_ids_ = std::move(shards.adj_row_ids);
-  if (gat) adj_col_ids_ = std::move(shards.adj_col_ids);
+  if (kind.info.attention) adj_col_ids_ = std::move(shards.adj_col_ids);
   for (int l = 0; l < n_layers; ++l) {
     const LayerGeometry& geo = geos[static_cast<std::size_t>(l)];
     LayerCommOptions comm;
-    comm.scatter_output = gcn && cfg.scatter_logits && l + 1 == n_layers;  // (rs-ag: the GCN's last layer)
-    comm.reuse_weight = cfg.reuse_gathers;
+    comm.scatter_output = scatter_logits_ && l + 1 == n_layers;  // (rs-ag: the last layer)
+    comm.reuse_weight = reuse_gathers_;
     comm.agg_chunks = cfg.agg_chunks;
-    comm.bf16 = cfg.bf16;
-    comm.bf16_output = cfg.bf16 && l + 1 < n_layers;  // (the logits stay fp32)
+    comm.bf16 = bf16_;
+    comm.bf16_output = bf16_ && l + 1 < n_layers;  // (the logits stay fp32)
     comm.recompute = cfg.recompute;
     const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
-    const bool relu = l + 1 < n_layers;
-    switch (cfg.kind) {
-      case GnnKind::Gcn:
-        layers_.push_back(std::make_unique<GcnLayer3D>(be, grid, geo, *adj_[k], relu, cfg.seed,
-                                                       /*constant_input=*/l == 0, comm));
-        break;
-      case GnnKind::Sage:
-        layers_.push_back(std::make_unique<SageLayer3D>(be, grid, geo, *adj_[k], *self_loops_[k], relu,
-                                                        cfg.sage_normalize, cfg.seed, comm));
-        break;
-      case GnnKind::Gin:
-        layers_.push_back(std::make_unique<GinLayer3D>(be, grid, geo, *adj_[k],
-                                                       cfg.gin_train_eps ? self_loops_[k].get() : nullptr, relu,
-                                                       cfg.gin_eps, cfg.gin_train_eps, cfg.seed, comm));
-        break;
-      case GnnKind::Gat: {
-        const bool last = l + 1 == n_layers;
-        const GatOptions opt{last ? cfg.gat_out_heads : cfg.gat_heads, last, cfg.attn_dropout, cfg.negative_slope,
-                             !last, cfg.recompute};
-        layers_.push_back(std::make_unique<GatLayer3D>(be, grid, geo, *adj_[k], transpose_maps_[k].data(),
-                                                       *self_loops_[k], opt, cfg.seed, cfg.reuse_gathers));
-        break;
-      }
-    }
+    const LayerContext context{be,
+                               grid,
+                               geo,
+                               n_layers,
+                               *adj_[k],
+                               needs.self_loops ? self_loops_[k].get() : nullptr,
+                               needs.transpose_map ? transpose_maps_[k].data() : nullptr,
+                               cfg_,
+                               comm};
+    layers_.push_back(kind.make_layer(context));
   }
   const LayerGeometry& g0 = layers_.front()->geometry();
-  if (cfg.bf16) {
-    if (!gcn) throw std::invalid_argument("GnnNetwork: bf16 graph tensors are for GCN layers only");
+  if (bf16_) {
+    if (!kind.bf16) throw std::invalid_argument("GnnNetwork: bf16 graph tensors are not done for " + cfg.model.kind());
     features16_ = Bf16Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
     if (!shards.shape_only) features16_.upload(shards.features);
     if (grid.dim(g0.in_repl()) > 1) features16_full_ = Bf16Matrix(be, g0.in_rows.size(), g0.in_cols.size());
@@ -161,7 +148,7 @@ const Bf16Matrix& GnnNetwork::features_bf16() {
   const Axis repl = g0.in_repl();
   const Bf16Matrix* h = &features16_;
   if (grid_.dim(repl) > 1) {
-    if (!cfg_.reuse_gathers || !features_gathered_)
+    if (!reuse_gathers_ || !features_gathered_)
       grid_.comm(repl)
           .iall_gather(features16_.data(), features16_full_.data(),
                        block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size()))
@@ -185,9 +172,9 @@ const Matrix& GnnNetwork::forward(int epoch, bool training, const std::function<
   const LayerGeometry& g0 = layers_.front()->geometry();
   const Axis repl = g0.in_repl();
   const Matrix* h = &features_;
-  if (!cfg_.bf16 && grid_.dim(repl) > 1) {
+  if (!bf16_ && grid_.dim(repl) > 1) {
     // The features never change: with reuse_gathers they are gathered on the first pass only.
-    if (!cfg_.reuse_gathers || !features_gathered_)
+    if (!reuse_gathers_ || !features_gathered_)
       grid_.comm(repl).all_gather(features_.data(), features_full_.data(),
                                   block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size()));
     features_gathered_ = true;
@@ -195,7 +182,7 @@ const Matrix& GnnNetwork::forward(int epoch, bool training, const std::function<
   }
   outputs_.assign(layers_.size(), nullptr);
   outputs16_.assign(layers_.size(), nullptr);
-  if (cfg_.bf16) {
+  if (bf16_) {
     // Every layer takes a bf16 input (the features, then the previous layer's output) and all
     // but the last store their output in bf16.
     const Bf16Matrix* h16 = &features_bf16();
@@ -219,7 +206,7 @@ const Matrix& GnnNetwork::forward(int epoch, bool training, const std::function<
 }
 
 void GnnNetwork::backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers) {
-  if (cfg_.bf16) {
+  if (bf16_) {
     // The gradients between layers in bf16; each layer releases its bf16 output and AGG.
     const int last = num_layers() - 1;
     Bf16Matrix grad16;
@@ -255,8 +242,8 @@ std::vector<ModelParam> GnnNetwork::named_parameters() {
   std::vector<ModelParam> all;
   for (int l = 0; l < num_layers(); ++l)
     // Kipf & Welling decay only the first layer's weights (GCN, SAGE, GIN: its weight
-    // matrices); GAT, as PyG's GAT example, every parameter.
-    for (LayerParam& p : layers_[l]->parameters(/*decay_weights=*/l == 0 || cfg_.kind == GnnKind::Gat)) {
+    // matrices); a kind may decay every layer's (GAT, as PyG's GAT example: every parameter).
+    for (LayerParam& p : layers_[l]->parameters(/*decay_weights=*/l == 0 || kind_spec(cfg_.model).decay_every_layer)) {
       p.name = "layer" + std::to_string(l) + "/" + p.name;
       all.push_back(std::move(p));
     }
@@ -276,12 +263,12 @@ const index_t* GnnNetwork::block_ids(const std::vector<std::vector<index_t>>& id
 std::vector<EdgeAttention> GnnNetwork::attention() {
   std::vector<EdgeAttention> out;
   for (int l = 0; l < num_layers(); ++l) {
-    auto* gat = dynamic_cast<GatLayer3D*>(layers_[static_cast<std::size_t>(l)].get());
-    if (gat == nullptr) continue;
-    const std::vector<float> alpha = gat->attention_on_host();  // collective over the layer's i
+    GnnLayer3D& layer = *layers_[static_cast<std::size_t>(l)];
+    if (layer.attention_heads() == 0) continue;
+    const std::vector<float> alpha = layer.attention_on_host();  // collective over the layer's i
     EdgeAttention a;
     a.layer = l;
-    a.heads = gat->heads();
+    a.heads = layer.attention_heads();
     if (!alpha.empty()) {
       // The block's entries on the host (its pattern, in the order of α's columns).
       const auto k = static_cast<std::size_t>(adj_of_layer_[static_cast<std::size_t>(l)]);
@@ -320,7 +307,7 @@ NodeRows GnnNetwork::owned_output(int layer) {
   // The output's rows are the same on every rank of its replication axis (unless already split
   // there: the last layer's under scatter_logits) and on every rank of its feature axis once
   // their columns are gathered: split them over both, so that each node has one owner.
-  const Range rows = last && cfg_.scatter_logits
+  const Range rows = last && scatter_logits_
                          ? g.out_rows
                          : sub_range(g.out_rows, grid_.dim(g.out_repl()), grid_.coord(g.out_repl()));
   const Range owned = sub_range(rows, grid_.dim(g.out_feat()), grid_.coord(g.out_feat()));

@@ -1,8 +1,7 @@
 #pragma once
-// A GNN of L layers over the process grid, ReLU between layers (ELU for GAT), logits out: the
-// GCN (Kipf & Welling, ICLR'17: H_{l+1} = act(Â · dropout(H_l) · W_l + b_l), GcnLayer3D),
-// GraphSAGE (SageLayer3D), GIN (GinLayer3D) or GAT (GatLayer3D) — docs/gnn-models.md. Every
-// kind reads the same shards.
+// A GNN of L layers over the process grid, logits out: each layer built by the model's kind
+// (models/kinds/: the GCN, Kipf & Welling, ICLR'17: H_{l+1} = act(Â · dropout(H_l) · W_l + b_l);
+// GraphSAGE; GIN; GAT — docs/gnn-models.md), every kind reading the same shards.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -10,35 +9,12 @@
 #include "optim/adam.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "plexus/predictions.hpp"
 #include "pmm/bf16_tensors.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 
 namespace plexus {
-
-struct GcnConfig {
-  float dropout = 0.5f;
-  std::uint64_t seed = 42;
-  bool scatter_logits = false;  // last layer reduce-scatters its output over i (comm variant rs-ag)
-  bool reuse_gathers = false;   // gather W once per update, the features once (rs-ag-reuse)
-  int agg_chunks = 1;           // blocked aggregation (TrainConfig::agg_chunks)
-  bool recompute = false;       // layers keep only their input for backward (TrainConfig::recompute)
-  // The kind and its options (TrainConfig's fields of the same names).
-  GnnKind kind = GnnKind::Gcn;
-  SageAggregator aggregator = SageAggregator::Mean;
-  bool sage_normalize = false;
-  float gin_eps = 0.0f;
-  bool gin_train_eps = false;
-  int gat_heads = 8;
-  int gat_out_heads = 1;
-  float attn_dropout = 0.0f;
-  float negative_slope = 0.2f;
-  // --precision bf16 (GCN only; docs/precision.md): the features stored and all-gathered in
-  // bf16, the layers' activation-sized all-reduces in bf16 summed in fp32, the hidden layers'
-  // outputs and the aggregations kept for backward stored in bf16 (LayerCommOptions::bf16,
-  // bf16_output).
-  bool bf16 = false;
-};
 
 // One parameter of the model: its layer's LayerParam, named "layer<l>/<name>".
 using ModelParam = LayerParam;
@@ -51,7 +27,9 @@ class GnnNetwork {
   // refuse shards cut for transform-first layers).
   // Uploads the shards to the backend, releasing each host block of `shards` as soon as it is
   // uploaded (so host and backend copies of Â never coexist whole).
-  GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const GcnConfig& cfg);
+  // `cfg`: the model (its kind and options, dropout, seed, precision) and how its layers
+  // communicate (comm_variant, agg_chunks) and keep their activations (recompute).
+  GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg);
   // Logits block of this rank: [rows of N over d_L × classes over the last layer's out_feat]
   // (with scatter_logits: only the slice of those rows over its out_repl axis,
   // loss_geometry().out_rows).
@@ -68,6 +46,9 @@ class GnnNetwork {
   const LayerGeometry& geometry_of_layer(int layer) const { return layers_[static_cast<std::size_t>(layer)]->geometry(); }
   // The last layer's geometry with out_rows narrowed to the rows forward() returns.
   LayerGeometry loss_geometry() const;
+  // The last layer returns only this rank's row slice of the logits (comm variant rs-ag, where
+  // the kind scatters them): the loss splits its rows over the output's replication axis.
+  bool scatters_logits() const { return scatter_logits_; }
   // Call after the optimizer step (lets reuse_gathers gather W again).
   void weights_updated();
   // GAT: each layer's attention coefficients of the last forward pass, this rank's share
@@ -86,7 +67,10 @@ class GnnNetwork {
 
   Backend& be_;
   ProcessGrid& grid_;
-  GcnConfig cfg_;
+  TrainConfig cfg_;
+  bool scatter_logits_ = false;  // the last layer reduce-scatters its output (comm variant rs-ag)
+  bool reuse_gathers_ = false;   // gather W once per update, the features once (rs-ag-reuse)
+  bool bf16_ = false;            // --precision bf16
   Matrix features_;       // stored block, rows split over layer 0's in_repl axis
   Matrix features_full_;  // all-gathered over it: layer 0's input
   Bf16Matrix features16_, features16_full_;  // the same two in bf16 (cfg.bf16; the fp32 ones empty)

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "models/kinds/kind_spec.hpp"
 #include "plan/dry_run.hpp"
 #include "plexus/comm_model.hpp"
 #include "plexus/error.hpp"
@@ -47,27 +48,19 @@ index_t block_entries(const ProblemSize& p, const AdjBlockRange& b) {
   return counted >= 0 ? counted : even_entries(p.nnz + p.num_nodes, p.num_nodes, b);
 }
 
+// The configuration the dry run trains: the problem's, for two epochs, without what needs the
+// data (the labels' class weights, early stopping, the kept best epoch) or was done before the
+// shards were cut (the node order, the strict checks).
 TrainConfig dry_run_config(const ProblemSize& p) {
-  TrainConfig cfg;
-  cfg.layers = p.layers();
-  cfg.hidden = p.dims.size() > 2 ? p.dims[1] : cfg.hidden;
+  TrainConfig cfg = p.config;
   cfg.epochs = 2;
-  cfg.dropout = p.dropout ? 0.5f : 0.0f;
-  cfg.comm_variant = p.comm_variant;
-  cfg.agg_chunks = std::max(1, p.agg_chunks);
-  cfg.shard_adj = p.shard_adj;
-  cfg.recompute = p.recompute;
-  cfg.model = p.model;
-  cfg.aggregator = p.aggregator;
-  cfg.sage_normalize = p.sage_normalize;
-  cfg.gin_eps = p.gin_eps;
-  cfg.gin_train_eps = p.gin_train_eps;
-  cfg.gat_heads = p.gat_heads;
-  cfg.gat_out_heads = p.gat_out_heads;
-  cfg.attn_dropout = p.attn_dropout;
-  cfg.negative_slope = p.negative_slope;
-  cfg.layer_order = p.layer_order;
-  cfg.precision = p.precision;
+  cfg.agg_chunks = std::max(1, cfg.agg_chunks);
+  cfg.class_weights_auto = false;
+  cfg.class_weights.clear();
+  cfg.patience = 0;
+  cfg.restore_best = false;
+  cfg.balance = Balance::kNone;
+  cfg.strict = false;
   return cfg;
 }
 
@@ -77,7 +70,7 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.shape_only = true;
   s.num_nodes = p.num_nodes;
   s.num_edges = p.nnz;
-  s.dims = p.dims;
+  s.dims = p.dims();
   s.transform_first = sr.transform_first;
   s.adj_blocks = sr.adj;
   s.adj_of_layer = sr.adj_of_layer;
@@ -89,20 +82,19 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   return s;
 }
 
-// What decides a rank's costs: the sizes of every range it holds and its blocks' entries.
-// Ranks with the same key are dry-run once.
+// What decides a rank's costs: the sizes of every range it holds, its blocks' entries, and what
+// its kind adds (KindSpec::rank_key). Ranks with the same key are dry-run once.
 void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coords, const ProblemSize& p,
-              std::vector<index_t>& k) {
+              const std::vector<index_t>& dims, const KindSpec& kind, std::vector<index_t>& k) {
   const auto add = [&](const Range& r) { k.push_back(r.size()); };
   for (int l = 0; l < p.layers(); ++l) {
-    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, p.dims, sr.transform_first);
+    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, dims, sr.transform_first);
     for (const Range& r : {ge.in_rows, ge.in_cols, ge.out_rows, ge.out_cols, ge.w_rows}) add(r);
     // The last layer's row slice over its out_repl axis (rs-ag) and the feature block's rows
     // over layer 0's in_repl axis.
     add(sub_range(ge.out_rows, g.dim(ge.out_repl()), coords[static_cast<int>(ge.out_repl())]));
     add(sub_range(ge.in_rows, g.dim(ge.in_repl()), coords[static_cast<int>(ge.in_repl())]));
-    // GIN's second linear: the output features over i.
-    add(block_range(ge.out_dim, g.dim(ge.roles.i), coords[static_cast<int>(ge.roles.i)]));
+    if (kind.rank_key) kind.rank_key(ge, g, coords, k);
   }
   for (const AdjBlockRange& b : sr.adj) {
     for (const Range& r : {b.rows, b.cols, b.part_rows, b.part_cols}) add(r);
@@ -119,7 +111,8 @@ struct RankEpochs {
 
 RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
   DryRun run(g, 1, rank, p.transport);
-  const ShardRanges sr = shard_ranges(run.grid(), p.num_nodes, p.dims, p.two_orders, p.shard_adj, p.transform_first());
+  const ShardRanges sr =
+      shard_ranges(run.grid(), p.num_nodes, p.dims(), p.two_orders, p.config.shard_adj, p.transform_first());
   GnnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
   run.measure();  // not the setup's collectives
   trainer.epoch();
@@ -129,13 +122,16 @@ RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
 }
 
 void check_problem(const ProblemSize& p) {
-  if (p.layers() < 1) throw std::invalid_argument("GCN plan: at least two widths (one layer) are needed");
-  if (p.num_nodes < 0 || p.nnz < 0) throw std::invalid_argument("GCN plan: negative sizes");
+  if (p.layers() < 1) throw std::invalid_argument("GNN plan: at least one layer is needed");
+  if (p.num_nodes < 0 || p.nnz < 0) throw std::invalid_argument("GNN plan: negative sizes");
 }
 
 // Every rank's first and steady epoch, one dry run per distinct key.
 std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const ProblemSize& p, GridShape g) {
   check_problem(p);
+  const std::vector<index_t> dims = p.dims();
+  const std::vector<bool> transform_first = p.transform_first();
+  const KindSpec& kind = kind_spec(p.config.model);
   const auto coords_of = [&](int r) {
     const std::array<int, 4> c = grid_coords(g, r);
     return std::array<int, 3>{c[0], c[1], c[2]};
@@ -144,8 +140,8 @@ std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const Probl
       g.size(),
       [&](int r, std::vector<index_t>& key) {
         const std::array<int, 3> coords = coords_of(r);
-        rank_key(shard_ranges_at(g, coords, p.num_nodes, p.dims, p.two_orders, p.shard_adj, p.transform_first()), g,
-                 coords, p, key);
+        rank_key(shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first), g,
+                 coords, p, dims, kind, key);
       },
       [&](int r) { return dry_run(p, g, r); });
   std::pair<std::vector<RankCost>, std::vector<RankCost>> out;
@@ -166,23 +162,9 @@ ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   ProblemSize p;
   p.num_nodes = info.num_nodes;
   p.nnz = info.nnz;
-  p.dims = gnn_dims(info.num_features, cfg.layers, cfg.hidden, info.num_classes);
-  p.dropout = cfg.dropout > 0;
-  p.shard_adj = cfg.shard_adj;
-  p.recompute = cfg.recompute;
-  p.comm_variant = cfg.comm_variant;
-  p.agg_chunks = cfg.agg_chunks;
-  p.model = cfg.model;
-  p.aggregator = cfg.aggregator;
-  p.sage_normalize = cfg.sage_normalize;
-  p.gin_eps = cfg.gin_eps;
-  p.gin_train_eps = cfg.gin_train_eps;
-  p.gat_heads = cfg.gat_heads;
-  p.gat_out_heads = cfg.gat_out_heads;
-  p.attn_dropout = cfg.attn_dropout;
-  p.negative_slope = cfg.negative_slope;
-  p.layer_order = layer_order_of(cfg);
-  p.precision = cfg.precision;
+  p.num_features = info.num_features;
+  p.num_classes = info.num_classes;
+  p.config = cfg;
   return p;
 }
 

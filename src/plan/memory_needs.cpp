@@ -7,6 +7,8 @@
 // tests/test_memory_needs.cpp.)
 #include "plan/memory_needs.hpp"
 
+#include "models/kinds/kind_spec.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <vector>
@@ -50,7 +52,8 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
   const ProblemSize problem = gnn_problem(path, cfg);
   const auto tensors = [&](index_t hidden, int layers) {
     ProblemSize p = problem;
-    p.dims = gnn_dims(info.num_features, layers, hidden, info.num_classes);
+    p.config.hidden = hidden;
+    p.config.layers = layers;
     return largest_rank(predict_ranks(p, grid, true));
   };
   const double device = tensors(cfg.hidden, cfg.layers);
@@ -58,7 +61,8 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
   if (fits_memory(bytes)) return;
   // The option to name: the one whose smallest value would fit (the narrowest hidden layer a
   // kind takes: one feature per head for a GAT).
-  const index_t narrowest = cfg.model == GnnKind::Gat ? cfg.gat_heads : 1;
+  const std::string& multiple = kind_spec(cfg.model).hidden_multiple_of;
+  const index_t narrowest = multiple.empty() ? 1 : cfg.model.integer(multiple);
   const std::string where = driver(
       {{"--hidden", tensors(narrowest, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
   require_memory(bytes, where, "training",

@@ -88,8 +88,8 @@ class GatLayer3D : public GnnLayer3D {
   // host: [heads × nnz of the block], head-major, every head of the layer, on the rank at
   // coordinate 0 of i; empty on the others (each block of Â is reported once). With whole heads
   // the heads are gathered over i (a collective of i: every rank calls it).
-  std::vector<float> attention_on_host();
-  int heads() const { return opt_.heads; }
+  std::vector<float> attention_on_host() override;
+  int attention_heads() const override { return opt_.heads; }
 
  private:
   index_t head_width() const { return opt_.average_heads ? geo_.out_dim : geo_.out_dim / opt_.heads; }

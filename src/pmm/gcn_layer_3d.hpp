@@ -17,35 +17,6 @@
 
 namespace plexus {
 
-// Communication options of one layer (docs/communication-variants.md).
-struct LayerCommOptions {
-  // Reduce-scatter OUT over the axis it is replicated on (LayerGeometry::out_repl: i when
-  // aggregating first, o when transforming first) instead of all-reducing it: forward returns
-  // only this rank's row slice (out_slice_rows()); backward takes the gradient of that slice
-  // and all-gathers it over that axis. Used for the last layer, whose consumer (the loss)
-  // works on row slices.
-  bool scatter_output = false;
-  // Gather W over d only after weight_updated(), not in every forward and backward.
-  bool reuse_weight = false;
-  // Row chunks of the aggregation SpMMs, each chunk's all-reduce non-blocking (1 = off).
-  int agg_chunks = 1;
-  // --precision bf16 (docs/precision.md): the activation-sized all-reduces (the aggregations',
-  // Y's and dH's) travel as bf16 summed in fp32; transforming first, the input is read in row
-  // chunks by H·W and by dW = Hᵀ·dY (its dropout drawn again for each), so no dropped-out copy
-  // of it is kept; aggregating first, AGG kept for backward is bf16, read in row chunks by
-  // OUT = AGG·W and dW = AGGᵀ·dOUT. A bf16 layer takes its input in bf16 only (layer 0: the
-  // features; forward(Bf16Matrix), forward16) and passes dH down in bf16 (backward16). The
-  // reduce-scatter and all-gather of scatter_output stay fp32.
-  bool bf16 = false;
-  // With bf16, every layer but the last: the output (the next layer's input) is stored in bf16
-  // (forward16), computed in fp32 and rounded once stored, and its gradient comes in bf16.
-  bool bf16_output = false;
-  // Not a communication option, but one every kind's layer takes alike: keep only the input from
-  // forward to backward and compute the intermediates again there (TrainConfig::recompute,
-  // held() in pmm/gnn_layer_3d.hpp). Recomputing repeats their collectives.
-  bool recompute = false;
-};
-
 class GcnLayer3D : public GnnLayer3D {
  public:
   // `constant_input`: the input never changes (layer 0: the features), so the aggregation

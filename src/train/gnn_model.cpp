@@ -53,9 +53,8 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
   if (shards.dims != dims_)
     throw InputError("shards", "they were cut for widths other than the model's (its features, hidden widths and "
                                "classes)");
-  if (options.attention && config_.model != GnnKind::Gat)
-    throw InputError("InferenceOptions.attention",
-                     std::string("a ") + gnn_kind_name(config_.model) + " model has no attention coefficients");
+  if (options.attention && !config_.model.info().attention)
+    throw InputError("InferenceOptions.attention", "a " + config_.model.kind() + " model has no attention coefficients");
   GnnTrainer trainer(std::move(shards), config_, backend, grid);
   if (!state_) {
     trainer.load(path_);

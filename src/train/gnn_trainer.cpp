@@ -11,6 +11,7 @@
 
 #include "io/model_files/gnn_model_file.hpp"
 #include "models/gnn_network.hpp"
+#include "models/kinds/kind_spec.hpp"
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph_checks.hpp"
@@ -41,29 +42,6 @@ CommTotals comm_totals(ProcessGrid& grid) {
     t.seconds[3] += s.seconds;
   }
   return t;
-}
-
-GcnConfig model_config(const TrainConfig& cfg) {
-  GcnConfig mc;
-  mc.dropout = cfg.dropout;
-  mc.seed = cfg.seed;
-  // rs-ag's reduce-scatter of the last layer is the GCN's (SAGE and GIN keep the baseline
-  // last layer): the loss splits its rows only where the logits are split.
-  mc.scatter_logits = cfg.comm_variant != CommVariant::Baseline && cfg.model == GnnKind::Gcn;
-  mc.reuse_gathers = cfg.comm_variant == CommVariant::RsAgReuse;
-  mc.agg_chunks = cfg.agg_chunks;
-  mc.recompute = cfg.recompute;
-  mc.kind = cfg.model;
-  mc.aggregator = cfg.aggregator;
-  mc.sage_normalize = cfg.sage_normalize;
-  mc.gin_eps = cfg.gin_eps;
-  mc.gin_train_eps = cfg.gin_train_eps;
-  mc.gat_heads = cfg.gat_heads;
-  mc.gat_out_heads = cfg.gat_out_heads;
-  mc.attn_dropout = cfg.attn_dropout;
-  mc.negative_slope = cfg.negative_slope;
-  mc.bf16 = cfg.precision == Precision::BF16;
-  return mc;
 }
 
 AdamParams adam_params(const TrainConfig& cfg) {
@@ -161,10 +139,10 @@ struct GnnTrainer::Impl {
       : cfg(c),
         backend(be),
         grid(g),
-        model(be, g, shards, model_config(c)),
+        model(be, g, shards, c),
         out(model.loss_geometry()),
         split_axis(out.out_repl()),
-        loss(be, g, out, shards, model_config(c).scatter_logits ? &split_axis : nullptr, &c),
+        loss(be, g, out, shards, model.scatters_logits() ? &split_axis : nullptr, &c),
         adam(be, model.parameters(), adam_params(c)),
         num_nodes(shards.num_nodes) {}
 
@@ -461,7 +439,7 @@ std::vector<NodeRows> GnnTrainer::embeddings() {
 
 std::vector<EdgeAttention> GnnTrainer::attention() {
   Impl& t = *impl_;
-  if (t.cfg.model != GnnKind::Gat) return {};
+  if (!t.cfg.model.info().attention) return {};
   t.evaluation_pass();
   return t.model.attention();
 }
@@ -586,9 +564,9 @@ void GnnTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
 void GnnTrainer::load(const std::string& path) {
   Impl& t = *impl_;
   const GnnModelInfo info = read_gnn_model_info_h5(path);
-  if (info.config.model != t.cfg.model)
-    throw InputError(path, std::string("is a ") + gnn_kind_name(info.config.model) + " model, this one is a " +
-                               gnn_kind_name(t.cfg.model) + " (--model)");
+  if (info.config.model.kind() != t.cfg.model.kind())
+    throw InputError(path, "is a " + info.config.model.kind() + " model, this one is a " + t.cfg.model.kind() +
+                               " (--model)");
   std::vector<ParameterShape> shapes;
   for (const ParamPlace& p : param_places(t.model)) shapes.push_back({p.name, p.rows, p.cols});
   ModelState s = read_gnn_model_h5(path, t.dims(), shapes);
@@ -613,21 +591,9 @@ void GnnTrainer::resume(const std::string& path) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   };
-  differs("--model", gnn_kind_name(was.model), gnn_kind_name(now.model));
-  if (now.model == GnnKind::Sage) {
-    differs("--aggregator", sage_aggregator_name(was.aggregator), sage_aggregator_name(now.aggregator));
-    differs("--normalize", was.sage_normalize ? "on" : "off", now.sage_normalize ? "on" : "off");
-  }
-  if (now.model == GnnKind::Gin) {
-    differs("--gin-eps", f(was.gin_eps), f(now.gin_eps));
-    differs("--train-eps", was.gin_train_eps ? "on" : "off", now.gin_train_eps ? "on" : "off");
-  }
-  if (now.model == GnnKind::Gat) {
-    differs("--heads", std::to_string(was.gat_heads), std::to_string(now.gat_heads));
-    differs("--out-heads", std::to_string(was.gat_out_heads), std::to_string(now.gat_out_heads));
-    differs("--attn-dropout", f(was.attn_dropout), f(now.attn_dropout));
-    differs("--negative-slope", f(was.negative_slope), f(now.negative_slope));
-  }
+  differs("--model", was.model.kind(), now.model.kind());
+  for (const GnnOptionInfo& option : now.model.info().options)
+    differs(("--" + option.name).c_str(), was.model.text(option.name), now.model.text(option.name));
   differs("--layers", std::to_string(was.layers), std::to_string(now.layers));
   differs("--hidden", std::to_string(was.hidden), std::to_string(now.hidden));
   differs("--lr", f(was.lr), f(now.lr));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "models/kinds/kind_spec.hpp"
 #include "plexus/error.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
@@ -14,6 +15,30 @@ namespace plexus {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What the kind's declaration says of the rest of the configuration (models/kinds/), then the
+// kind's own checks.
+void check_kind(const TrainConfig& c) {
+  const KindSpec& k = kind_spec(c.model);
+  const std::string& kind = c.model.kind();
+  if (c.precision == Precision::BF16 && !k.bf16)
+    throw InputError("--precision", "bf16 graph tensors are not done for --model " + kind + " yet");
+  if (k.order != LayerOrder::Auto && c.layer_order != LayerOrder::Auto && c.layer_order != k.order)
+    throw InputError("--layer-order", std::string(layer_order_name(c.layer_order)) + " is not for " + kind +
+                                          " layers: they " +
+                                          (k.order == LayerOrder::TransformFirst ? "transform" : "aggregate") + " first");
+  if (c.shard_adj && !k.shard_adj)
+    throw InputError("--shard-adj", "is not supported for --model " + kind + " yet (its Â blocks are held whole)");
+  if (c.agg_chunks > 1 && !k.agg_chunks)
+    throw InputError("--agg-chunks", "is not supported for --model " + kind + " yet (must be 1)");
+  if (!k.hidden_multiple_of.empty() && c.layers > 1) {
+    const std::int64_t m = c.model.integer(k.hidden_multiple_of);
+    if (c.hidden % m != 0)
+      throw InputError("--hidden", "must be a multiple of --" + k.hidden_multiple_of + " (" + std::to_string(m) +
+                                       ") for --model " + kind);
+  }
+  if (k.check) k.check(c);
+}
 
 }  // namespace
 
@@ -32,30 +57,6 @@ CommVariant parse_comm_variant(const std::string& text) {
   throw InputError("--comm-variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
 }
 
-const char* gnn_kind_name(GnnKind k) {
-  switch (k) {
-    case GnnKind::Gcn: return "gcn";
-    case GnnKind::Sage: return "sage";
-    case GnnKind::Gin: return "gin";
-    case GnnKind::Gat: return "gat";
-  }
-  return "?";
-}
-
-GnnKind parse_gnn_kind(const std::string& text) {
-  for (GnnKind k : {GnnKind::Gcn, GnnKind::Sage, GnnKind::Gin, GnnKind::Gat})
-    if (text == gnn_kind_name(k)) return k;
-  throw InputError("--model", "'" + text + "' is not one of gcn, sage, gin, gat");
-}
-
-const char* sage_aggregator_name(SageAggregator a) { return a == SageAggregator::Mean ? "mean" : "sum"; }
-
-SageAggregator parse_sage_aggregator(const std::string& text) {
-  for (SageAggregator a : {SageAggregator::Mean, SageAggregator::Sum})
-    if (text == sage_aggregator_name(a)) return a;
-  throw InputError("--aggregator", "'" + text + "' is not one of mean, sum");
-}
-
 const char* layer_order_name(LayerOrder o) {
   switch (o) {
     case LayerOrder::Auto: return "auto";
@@ -72,11 +73,8 @@ LayerOrder parse_layer_order(const std::string& text) {
 }
 
 LayerOrder layer_order_of(const TrainConfig& cfg) {
-  switch (cfg.model) {
-    case GnnKind::Gcn: return cfg.layer_order;
-    case GnnKind::Gat: return LayerOrder::TransformFirst;
-    default: return LayerOrder::AggregateFirst;
-  }
+  const LayerOrder fixed = kind_spec(cfg.model).order;
+  return fixed == LayerOrder::Auto ? cfg.layer_order : fixed;
 }
 
 std::vector<bool> transform_first_layers(const TrainConfig& cfg, const std::vector<index_t>& dims) {
@@ -131,28 +129,7 @@ void validate(const TrainConfig& c) {
     any_weight = any_weight || c.class_weights[k] > 0.0f;
   }
   if (!any_weight) throw InputError("--class-weights", "every class weight is 0: nothing would be trained");
-  if (!std::isfinite(c.gin_eps) || std::fabs(c.gin_eps) > 1e6f)
-    throw InputError("--gin-eps", "must be a finite number of magnitude at most 1e6");
-  if (c.precision == Precision::BF16 && c.model != GnnKind::Gcn)
-    throw InputError("--precision", std::string("bf16 graph tensors are done for --model gcn only, not ") +
-                                        gnn_kind_name(c.model));
-  if ((c.model == GnnKind::Sage || c.model == GnnKind::Gin) && c.layer_order == LayerOrder::TransformFirst)
-    throw InputError("--layer-order", std::string("transform-first is for GCN and GAT layers; ") +
-                                          gnn_kind_name(c.model) + " layers aggregate first");
-  if (c.model == GnnKind::Gat) {
-    if (c.layer_order == LayerOrder::AggregateFirst)
-      throw InputError("--layer-order", "aggregate-first is not for GAT layers: they transform first");
-    if (c.gat_heads < 1 || c.gat_heads > 1024) throw InputError("--heads", "must be between 1 and 1024");
-    if (c.gat_out_heads < 1 || c.gat_out_heads > 1024) throw InputError("--out-heads", "must be between 1 and 1024");
-    if (c.layers > 1 && c.hidden % c.gat_heads != 0)
-      throw InputError("--hidden", "must be a multiple of --heads (" + std::to_string(c.gat_heads) +
-                                       "): the hidden width is the heads' features concatenated");
-    if (!(c.attn_dropout >= 0.0f && c.attn_dropout < 1.0f)) throw InputError("--attn-dropout", "must be in [0, 1)");
-    if (!std::isfinite(c.negative_slope) || c.negative_slope < 0.0f || c.negative_slope > 1e3f)
-      throw InputError("--negative-slope", "must be a number between 0 and 1000");
-    if (c.shard_adj) throw InputError("--shard-adj", "is not supported for GAT yet (its Â blocks are held whole)");
-    if (c.agg_chunks > 1) throw InputError("--agg-chunks", "is not supported for GAT yet (must be 1)");
-  }
+  check_kind(c);
 }
 
 TrainResult train_gnn(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid,

@@ -1,0 +1,38 @@
+// GAT (Veličković et al. 2018; PyG's GATConv): its layer is pmm/gat_layer_3d.hpp.
+#include "models/kinds/kinds.hpp"
+#include "pmm/gat_layer_3d.hpp"
+
+namespace plexus {
+
+const KindSpec& gat_kind() {
+  static const KindSpec k = [] {
+    KindSpec s;
+    s.info = {"gat",
+              "graph attention, PyG's GATConv",
+              {integer_option("heads", "attention heads of each hidden layer, concatenated (--hidden must be a multiple)",
+                              8, 1, 1024),
+               integer_option("out-heads", "attention heads of the last layer, averaged", 1, 1, 1024),
+               real_option("attn-dropout", "dropout on the attention coefficients while training", 0.0, 0.0, 1.0,
+                           /*max_excluded=*/true),
+               real_option("negative-slope", "slope of the LeakyReLU of the attention scores", 0.2, 0.0, 1000.0)}};
+    s.order = LayerOrder::TransformFirst;
+    s.decay_every_layer = true;  // PyG's GAT example decays every parameter
+    s.info.attention = true;
+    s.shard_adj = false;   // its Â blocks are held whole (per-edge values in the block's order)
+    s.agg_chunks = false;
+    s.hidden_multiple_of = "heads";
+    s.blocks = [](const GnnSpec&) { return BlockNeeds{std::nullopt, true, true}; };
+    s.make_layer = [](const LayerContext& c) -> std::unique_ptr<GnnLayer3D> {
+      const GnnSpec& m = c.cfg.model;
+      const bool last = c.last();
+      const GatOptions opt{static_cast<int>(m.integer(last ? "out-heads" : "heads")), last, m.real("attn-dropout"),
+                           m.real("negative-slope"), /*elu=*/!last, c.comm.recompute};
+      return std::make_unique<GatLayer3D>(c.be, c.grid, c.geo, c.adj, c.transpose_map, *c.self_loops, opt, c.cfg.seed,
+                                          c.comm.reuse_weight);
+    };
+    return s;
+  }();
+  return k;
+}
+
+}  // namespace plexus

@@ -1,0 +1,36 @@
+// GIN (Xu et al. 2019; PyG's GINConv with an MLP of two Linears): its layer is
+// pmm/gin_layer_3d.hpp.
+#include "models/kinds/kinds.hpp"
+#include "pmm/gin_layer_3d.hpp"
+
+namespace plexus {
+
+const KindSpec& gin_kind() {
+  static const KindSpec k = [] {
+    KindSpec s;
+    s.info = {"gin",
+              "GIN, a two-layer MLP per layer",
+              {real_option("gin-eps", "epsilon of (1 + eps)·h_i, the node's own row", 0.0, -1e6, 1e6),
+               flag_option("train-eps", "epsilon is a parameter of each layer, trained by Adam")}};
+    s.order = LayerOrder::AggregateFirst;
+    // A fixed ε: one operator, 1 on the edges and 1 + ε on the self-loops. A trained one: the
+    // neighbours' sum and S·H apart.
+    s.blocks = [](const GnnSpec& m) {
+      const bool trained = m.flag("train-eps");
+      return BlockNeeds{NeighbourOperator{false, trained ? 0.0f : 1.0f + m.real("gin-eps")}, trained, false};
+    };
+    s.make_layer = [](const LayerContext& c) -> std::unique_ptr<GnnLayer3D> {
+      const bool trained = c.cfg.model.flag("train-eps");
+      return std::make_unique<GinLayer3D>(c.be, c.grid, c.geo, c.adj, trained ? c.self_loops : nullptr, !c.last(),
+                                          c.cfg.model.real("gin-eps"), trained, c.cfg.seed, c.comm);
+    };
+    // The MLP's second Linear3D holds the output features over i.
+    s.rank_key = [](const LayerGeometry& geo, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& key) {
+      key.push_back(block_range(geo.out_dim, g.dim(geo.roles.i), coords[static_cast<int>(geo.roles.i)]).size());
+    };
+    return s;
+  }();
+  return k;
+}
+
+}  // namespace plexus

@@ -1,0 +1,12 @@
+#pragma once
+// The kinds' declarations (one file each in this folder); kinds.cpp lists them.
+#include "models/kinds/kind_spec.hpp"
+
+namespace plexus {
+
+const KindSpec& gcn_kind();
+const KindSpec& sage_kind();
+const KindSpec& gin_kind();
+const KindSpec& gat_kind();
+
+}  // namespace plexus
