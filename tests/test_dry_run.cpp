@@ -13,6 +13,7 @@
 #include "comm/recording_communicator.hpp"
 #include "kernels/shape/shape_backend.hpp"
 #include "plan/dry_run.hpp"
+#include "plan/gnn_plan.hpp"
 #include "pmm/device_adj.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
@@ -411,6 +412,53 @@ TEST(DistinctRuns, ZeroReplicasSharingARunCostWhatEachWouldAlone) {
           expect_same_cost(shared[static_cast<std::size_t>(rank)], gpt_rank_alone(c, 13, g, par, rank),
                            what + " rank " + std::to_string(rank));
       }
+}
+
+// Every kind (with the options that change what its layers hold) on every grid of 6 and 8 ranks,
+// over sizes that split evenly (where only a kind's own ranges tell two ranks apart) and
+// unevenly: each rank's share of the plan's deduplicated runs is what the rank costs dry-run
+// alone (src/plan/gnn_plan.hpp). A size a layer holds that neither the common key nor its
+// kind's rank_key names would give two different ranks one run.
+TEST(DistinctRuns, EveryGnnRankSharingARunCostsWhatItWouldAlone) {
+  const std::vector<std::pair<std::string, GnnSpec>> kinds = {
+      {"gcn", GnnSpec("gcn")},
+      {"sage", GnnSpec("sage").set("normalize", true)},
+      {"gin", GnnSpec("gin")},
+      {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
+      {"gat", GnnSpec("gat").set("heads", 2).set("out-heads", 2)},
+  };
+  int configs = 0;
+  for (const auto& [name, model] : kinds)
+    for (const index_t n : {12, 37})
+      for (const index_t f : {3, 7})
+        for (const index_t c : {2, 5})
+          for (const int layers : {1, 3})
+            for (const int ranks : {6, 8})
+              for (const GridShape g : all_grids(ranks))
+                for (const CommVariant v : {CommVariant::Baseline, CommVariant::RsAg}) {
+                  ProblemSize p;
+                  p.num_nodes = n;
+                  p.nnz = 4 * n;
+                  p.num_features = f;
+                  p.num_classes = c;
+                  p.config.model = model;
+                  p.config.layers = layers;
+                  p.config.hidden = 4;  // (gat: 2 heads of 2)
+                  p.config.comm_variant = v;
+                  p.config.shard_adj = n == 12 && name != "gat";  // (GAT holds its blocks whole)
+                  const std::string what = name + " N " + std::to_string(n) + " F " + std::to_string(f) + " C " +
+                                           std::to_string(c) + " L " + std::to_string(layers) + " on " + g.str() + " " +
+                                           comm_variant_name(v);
+                  const std::vector<RankCost> first = predict_ranks(p, g, true), steady = predict_ranks(p, g, false);
+                  for (int rank = 0; rank < g.size(); ++rank) {
+                    const RankEpochs alone = dry_run_gnn_rank(p, g, rank);
+                    expect_same_cost(first[static_cast<std::size_t>(rank)], alone.first, what + " rank " + std::to_string(rank));
+                    expect_same_cost(steady[static_cast<std::size_t>(rank)], alone.steady,
+                                     what + " rank " + std::to_string(rank));
+                  }
+                  ++configs;
+                }
+  EXPECT_EQ(configs, 5 * 2 * 2 * 2 * 2 * (9 + 10) * 2);
 }
 
 // The size of a plan at the sizes the docs allow, counted rather than timed: a ZeRO plan of

@@ -15,6 +15,7 @@
 
 #include "models/kinds/kind_spec.hpp"
 #include "plan/dry_run.hpp"
+#include "plan/gnn_plan.hpp"
 #include "plexus/comm_model.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
@@ -94,7 +95,7 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
     // over layer 0's in_repl axis.
     add(sub_range(ge.out_rows, g.dim(ge.out_repl()), coords[static_cast<int>(ge.out_repl())]));
     add(sub_range(ge.in_rows, g.dim(ge.in_repl()), coords[static_cast<int>(ge.in_repl())]));
-    if (kind.rank_key) kind.rank_key(ge, g, coords, k);
+    if (kind.rank_key) kind.rank_key(ge, p.layers(), p.config.model, g, coords, k);
   }
   for (const AdjBlockRange& b : sr.adj) {
     for (const Range& r : {b.rows, b.cols, b.part_rows, b.part_cols}) add(r);
@@ -105,11 +106,9 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
   for (const AdjBlockRange& b : sr.adj) k.push_back(block_entries(p, b));
 }
 
-struct RankEpochs {
-  RankCost first, steady;
-};
+}  // namespace
 
-RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
+RankEpochs dry_run_gnn_rank(const ProblemSize& p, GridShape g, int rank) {
   DryRun run(g, 1, rank, p.transport);
   const ShardRanges sr =
       shard_ranges(run.grid(), p.num_nodes, p.dims(), p.two_orders, p.config.shard_adj, p.transform_first());
@@ -120,6 +119,8 @@ RankEpochs dry_run(const ProblemSize& p, GridShape g, int rank) {
   trainer.epoch();
   return {first, run.measure()};
 }
+
+namespace {
 
 void check_problem(const ProblemSize& p) {
   if (p.layers() < 1) throw std::invalid_argument("GNN plan: at least one layer is needed");
@@ -143,7 +144,7 @@ std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const Probl
         rank_key(shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first), g,
                  coords, p, dims, kind, key);
       },
-      [&](int r) { return dry_run(p, g, r); });
+      [&](int r) { return dry_run_gnn_rank(p, g, r); });
   std::pair<std::vector<RankCost>, std::vector<RankCost>> out;
   out.first.reserve(static_cast<std::size_t>(g.size()));
   out.second.reserve(static_cast<std::size_t>(g.size()));

@@ -14,10 +14,11 @@ namespace {
 // feature-dropout stream (its layer index).
 constexpr std::uint32_t kAttentionStream = 256;
 
-index_t z_width(const LayerGeometry& g, const GatOptions& o) {
+}  // namespace
+
+index_t GatLayer3D::z_width(const LayerGeometry& g, const GatOptions& o) {
   return o.average_heads ? g.out_dim * o.heads : g.out_dim;
 }
-}  // namespace
 
 GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj,
                        const index_t* transpose_map, DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed,

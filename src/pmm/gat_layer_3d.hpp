@@ -89,6 +89,9 @@ class GatLayer3D : public GnnLayer3D {
   // coordinate 0 of i; empty on the others (each block of Â is reported once). With whole heads
   // the heads are gathered over i (a collective of i: every rank calls it).
   std::vector<float> attention_on_host() override;
+  // The width of Z = H·W: heads × F columns (concatenated, the output's; averaged, heads × the
+  // output's), split over the layer's i axis.
+  static index_t z_width(const LayerGeometry& geo, const GatOptions& opt);
   int attention_heads() const override { return opt_.heads; }
 
  private:

@@ -4,6 +4,13 @@
 
 namespace plexus {
 
+namespace {
+GatOptions gat_options(const GnnSpec& m, bool last, bool recompute) {
+  return {static_cast<int>(m.integer(last ? "out-heads" : "heads")), last, m.real("attn-dropout"),
+          m.real("negative-slope"), /*elu=*/!last, recompute};
+}
+}  // namespace
+
 const KindSpec& gat_kind() {
   static const KindSpec k = [] {
     KindSpec s;
@@ -23,12 +30,15 @@ const KindSpec& gat_kind() {
     s.hidden_multiple_of = "heads";
     s.blocks = [](const GnnSpec&) { return BlockNeeds{std::nullopt, true, true}; };
     s.make_layer = [](const LayerContext& c) -> std::unique_ptr<GnnLayer3D> {
-      const GnnSpec& m = c.cfg.model;
-      const bool last = c.last();
-      const GatOptions opt{static_cast<int>(m.integer(last ? "out-heads" : "heads")), last, m.real("attn-dropout"),
-                           m.real("negative-slope"), /*elu=*/!last, c.comm.recompute};
-      return std::make_unique<GatLayer3D>(c.be, c.grid, c.geo, c.adj, c.transpose_map, *c.self_loops, opt, c.cfg.seed,
+      return std::make_unique<GatLayer3D>(c.be, c.grid, c.geo, c.adj, c.transpose_map, *c.self_loops,
+                                          gat_options(c.cfg.model, c.last(), c.comm.recompute), c.cfg.seed,
                                           c.comm.reuse_weight);
+    };
+    // Z's columns over i (the last layer's: heads × the classes, averaged later).
+    s.rank_key = [](const LayerGeometry& geo, int layers, const GnnSpec& m, GridShape g, const std::array<int, 3>& coords,
+                    std::vector<index_t>& key) {
+      const index_t width = GatLayer3D::z_width(geo, gat_options(m, geo.layer + 1 == layers, false));
+      key.push_back(block_range(width, g.dim(geo.roles.i), coords[static_cast<int>(geo.roles.i)]).size());
     };
     return s;
   }();

@@ -24,9 +24,14 @@ const KindSpec& gin_kind() {
       return std::make_unique<GinLayer3D>(c.be, c.grid, c.geo, c.adj, trained ? c.self_loops : nullptr, !c.last(),
                                           c.cfg.model.real("gin-eps"), trained, c.cfg.seed, c.comm);
     };
-    // The MLP's second Linear3D holds the output features over i.
-    s.rank_key = [](const LayerGeometry& geo, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& key) {
-      key.push_back(block_range(geo.out_dim, g.dim(geo.roles.i), coords[static_cast<int>(geo.roles.i)]).size());
+    // The MLP's second Linear3D (row d, in o, out i): the rows of W2 it stores (the output
+    // features over o, split further over d) and its output features over i.
+    s.rank_key = [](const LayerGeometry& geo, int, const GnnSpec&, GridShape g, const std::array<int, 3>& coords,
+                    std::vector<index_t>& key) {
+      const auto part = [&](Axis a) { return coords[static_cast<int>(a)]; };
+      const Range w2_in = block_range(geo.out_dim, g.dim(geo.roles.o), part(geo.roles.o));
+      key.push_back(sub_range(w2_in, g.dim(geo.roles.d), part(geo.roles.d)).size());
+      key.push_back(block_range(geo.out_dim, g.dim(geo.roles.i), part(geo.roles.i)).size());
     };
     return s;
   }();

@@ -60,11 +60,12 @@ struct KindSpec {
   // GnnSpec's); throws InputError naming the option. Optional.
   void (*check)(const TrainConfig&) = nullptr;
   // What, beyond the ranges every layer holds (src/plan/gnn_plan.cpp), decides the costs of
-  // the rank at `coords` in layer `geo`: sizes appended to `key`. Ranks of equal keys share one
-  // dry run, so a range a layer holds and the key misses makes a plan wrong (DryRun tests run
-  // every rank alone against the shared runs). Optional.
-  void (*rank_key)(const LayerGeometry& geo, GridShape grid, const std::array<int, 3>& coords,
-                   std::vector<index_t>& key) = nullptr;
+  // the rank at `coords` in layer `geo` of `layers` (options in `model`): sizes appended to
+  // `key`. Ranks of equal keys share one dry run, so a range a layer holds and the key misses
+  // makes a plan wrong (DistinctRuns tests run every rank alone against the shared runs).
+  // Optional.
+  void (*rank_key)(const LayerGeometry& geo, int layers, const GnnSpec& model, GridShape grid,
+                   const std::array<int, 3>& coords, std::vector<index_t>& key) = nullptr;
 };
 
 // The kind named `name` (std::invalid_argument if there is none: GnnSpec checked the name).
