@@ -78,6 +78,37 @@ for path in files:
     assert err <= 1e-4, (path, err)
 PY
 
+# A graph without labels or masks (every label -1, every mask 0: a snapshot to score) is scored
+# all the same, with its embeddings, on one rank and four: every node's class and logits are
+# those of the labelled graph, and no accuracy is reported (there is nothing to evaluate).
+cp "$cora" "$work/unlabelled.h5"
+$py -c "
+import h5py, numpy as np
+with h5py.File('$work/unlabelled.h5', 'r+') as f:
+    f['labels'][...] = -1
+    for m in ('train', 'val', 'test'): f['masks/' + m][...] = 0
+" || fail "unlabel a copy of Cora"
+if "$plexus" predict --data "$work/unlabelled.h5" --checkpoint "$work/m.h5" --embeddings -o "$work/u1.h5" --threads 1 \
+     >"$work/u1.out" 2>&1 &&
+   grep -q "accuracy train not evaluated  val not evaluated  test not evaluated" "$work/u1.out"; then
+  ok
+else
+  fail "predict on a graph without labels or masks"; cat "$work/u1.out"
+fi
+mpi_predict u4 4 2x1x2 --data "$work/unlabelled.h5" --checkpoint "$work/m.h5" --embeddings
+if $py - "$work/p1.h5" "$work/u1.h5" "$work/u4.h5" <<'PY'; then ok; else fail "predictions of the unlabelled graph"; fi
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as f:
+    want = f["logits"][()]
+for path in sys.argv[2:]:
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(f["node_id"][()], np.arange(2708)), path
+        assert np.array_equal(f["class"][()], np.argmax(want, axis=1)), path
+        assert np.max(np.abs(f["logits"][()] - want)) <= 1e-4 * max(1.0, np.max(np.abs(want))), path
+        e = f["embeddings/layer0"][()]
+        assert e.shape == (2708, 16) and np.all(np.isfinite(e)) and np.all(e >= 0), (path, e.shape)  # after the ReLU
+PY
+
 # The model's layers and hidden width come from its file, not from options.
 if "$plexus" train --epochs 2 --layers 3 --hidden 8 --threads 1 --quiet --save-model "$work/h8.h5" >"$work/h8.out" 2>&1 &&
    "$plexus" predict --checkpoint "$work/h8.h5" -o "$work/ph8.h5" --threads 1 --quiet >>"$work/h8.out" 2>&1 &&

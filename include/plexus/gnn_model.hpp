@@ -1,8 +1,9 @@
 #pragma once
-// A trained GNN for inference — any kind the engine trains (GCN, GraphSAGE, GIN, GAT) — apart
-// from the trainer and the graph it was trained on: its options, widths and weights, applied to
-// any graph of the same features and classes (a later snapshot with new nodes, unlabelled or
-// not), on any grid.
+// A trained GNN for inference — any kind the engine trains — apart from the trainer and the
+// graph it was trained on: its options, widths and weights, applied to any graph of the same
+// features and classes (a later snapshot with new nodes, unlabelled or not), on any grid. The
+// model runs its own forward pass (the trainer calls the same one): it holds no gradient, no
+// optimizer moment and no activation kept for a backward pass.
 //
 //   plexus::GnnModel model = plexus::GnnModel::load("model.h5");  // or GnnModel(trainer)
 //   plexus::Inference out = model.predict(snapshot, *backend, *grid, {.embeddings = true});
@@ -25,6 +26,9 @@ namespace plexus {
 struct InferenceOptions {
   bool embeddings = false;  // each hidden layer's output (GnnTrainer::embeddings())
   bool attention = false;   // GAT: each layer's attention coefficients (GnnTrainer::attention())
+  // The task's metrics on the graph's labelled splits (accuracies; NaN for a split without a
+  // node: a graph without labels has none), from the same forward pass.
+  bool metrics = false;
   // predict(GraphData) runs the strict checks of plexus/graph_checks.hpp on the graph
   // (symmetry when undirected, disjoint masks, the same graph on every rank; TrainConfig::strict).
   bool strict = false;
@@ -36,6 +40,7 @@ struct Inference {
   Predictions predictions;
   std::vector<NodeRows> embeddings;     // with InferenceOptions::embeddings: L − 1 layers
   std::vector<EdgeAttention> attention;  // with InferenceOptions::attention (GAT)
+  EvalMetrics metrics;                   // with InferenceOptions::metrics; else every one NaN
 };
 
 class GnnModel {
@@ -64,13 +69,12 @@ class GnnModel {
 
  private:
   GnnModel() = default;
-  Inference run(GnnTrainer& trainer, const InferenceOptions& options);
 
   TrainConfig config_;
   std::vector<index_t> dims_;
   std::int64_t epochs_done_ = 0;
-  std::string path_;                     // load(): read by the first predict()
-  std::shared_ptr<const ModelState> state_;  // the weights, once read
+  std::string path_;                         // load(): read by the first predict()
+  std::shared_ptr<const ModelState> state_;  // the weights (values only), once read
 };
 
 }  // namespace plexus

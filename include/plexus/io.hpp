@@ -34,9 +34,13 @@ GraphInfo read_graph_info_h5(const std::string& path);
 // together read, and so validate, the whole file. `shard_adj`: store Â sharded over each
 // layer's i axis (TrainConfig::shard_adj), so that no rank holds more than its 1/P of it.
 // `order`: the layers' orders the shards are cut for (transform_first_layers on the file's
-// widths; layer_order_of(TrainConfig) for a training run).
+// widths; layer_order_of(TrainConfig) for a training run). For training the file must hold a
+// labelled node in its training mask (InputError naming /masks/train); for inference it need
+// hold no label at all (every label -1, every mask 0: a graph to score).
+enum class ShardsFor { Training, Inference };
 GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
-                         bool shard_adj = false, LayerOrder order = LayerOrder::AggregateFirst);
+                         bool shard_adj = false, LayerOrder order = LayerOrder::AggregateFirst,
+                         ShardsFor purpose = ShardsFor::Training);
 // GCN model files (docs/gcn-model.md): the whole parameters and Adam moments of a GnnTrainer
 // (ModelState, plexus/gnn_trainer.hpp), the widths `dims` = gnn_dims(...) of its model and the
 // training options. GnnTrainer::save writes one (sharded, collectively); write_gnn_model_h5

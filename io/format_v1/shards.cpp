@@ -132,17 +132,17 @@ void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Hea
 
 namespace {
 GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
-               LayerOrder order);
+               LayerOrder order, ShardsFor purpose);
 }
 
 GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
-                         bool shard_adj, LayerOrder order) {
+                         bool shard_adj, LayerOrder order, ShardsFor purpose) {
   h5::silence_errors();
   const MPI_Comm comm = grid.size() > 1 ? grid.mpi_comm() : MPI_COMM_NULL;
   Reader r(path);
   try {
     r.open(comm);
-    return load(r, comm, grid, layers, hidden, shard_adj, order);
+    return load(r, comm, grid, layers, hidden, shard_adj, order, purpose);
   } catch (...) {
     // Under MPI-IO, closing the file is collective: unwinding would wait for ranks that are
     // blocked in another collective. Leave it open; the caller ends the job.
@@ -154,7 +154,7 @@ GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int l
 namespace {
 
 GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
-               LayerOrder order) {
+               LayerOrder order, ShardsFor purpose) {
   h5::Header h = h5::read_header(r);
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
@@ -217,7 +217,7 @@ GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int laye
         for (std::size_t i = 0; i < m.size(); ++i) counts[3] += m[i] == 1 && y[i] >= 0;
     }
     in.sum_over_ranks(counts);
-    if (counts[3] == 0)
+    if (counts[3] == 0 && purpose == ShardsFor::Training)
       r.fail(masks[0]->name, no_labelled_training_node(counts[0]));
     s.split_sizes = {counts[0], counts[1], counts[2]};
   }

@@ -18,6 +18,7 @@
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
 #include "plexus/graph_checks.hpp"
+#include "plexus/gnn_model.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
@@ -83,30 +84,26 @@ void run_predict(PredictOptions& o) {
   check_train_memory(o.data, cfg, grid->shape(), /*whole_graph=*/false);  // before the load
 
   const auto t0 = std::chrono::steady_clock::now();
-  GnnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg));
+  // A graph without labels or masks is scored all the same: the accuracies are those of its
+  // labelled splits (not evaluated where it has none).
+  GnnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg),
+                                    ShardsFor::Inference);
   if (o.strict) validate_strict(shards, graph.directed, *grid, o.data);
   const index_t num_nodes = shards.num_nodes;
-  GnnTrainer trainer(std::move(shards), cfg, backend, *grid);
-  trainer.load(o.checkpoint);
+  GnnModel gnn = GnnModel::load(o.checkpoint);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto t1 = std::chrono::steady_clock::now();
-  const int epochs = trainer.epochs_done();
-  index_t classes = 0;
-  {
-    const Predictions p = trainer.predict();
-    classes = p.num_classes;
-    const std::vector<EdgeAttention> attention = o.attention ? trainer.attention() : std::vector<EdgeAttention>{};
-    const std::vector<NodeRows> embeddings = o.embeddings ? trainer.embeddings() : std::vector<NodeRows>{};
-    write_predictions_h5(p, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data, attention,  // original ids, if stored
-                         embeddings);
-  }
-  // The accuracies of the loaded weights on the data's splits (a second forward pass; every
-  // rank takes part, so it follows the user's --quiet, not rank 0's).
-  EvalMetrics acc;
-  if (!o.quiet) acc = trainer.evaluate();
+  const int epochs = static_cast<int>(model.epochs_done);
+  // (The accuracies follow the user's --quiet, not rank 0's: every rank takes part.)
+  const Inference result =
+      gnn.predict(std::move(shards), backend, *grid, {.embeddings = o.embeddings, .attention = o.attention, .metrics = !o.quiet});
+  const index_t classes = result.predictions.num_classes;
+  write_predictions_h5(result.predictions, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data,  // original ids, if stored
+                       result.attention, result.embeddings);
+  const EvalMetrics& acc = result.metrics;
   const double predict_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   if (quiet) return;
-  const std::int64_t weights_epoch = trainer.weights_epoch();  // restored weights are an earlier epoch's
+  const std::int64_t weights_epoch = model.weights_epoch;  // restored weights are an earlier epoch's
   spdlog::info("{}: {} nodes, {} classes; model {}: {}, {} layers, hidden {}, {} epochs{}; backend {}, grid {} "
                "(loaded in {:.2f} s)",
                o.data, num_nodes, classes, o.checkpoint, model_text(cfg), cfg.layers, cfg.hidden, epochs,

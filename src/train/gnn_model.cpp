@@ -1,16 +1,37 @@
-// GnnModel: a trained GNN applied to any graph on any grid. It runs the trainer's own forward
-// pass (a GnnTrainer built on the graph's shards, given the model's weights), so inference and
-// training can never compute two different models.
+// GnnModel: a trained GNN applied to any graph on any grid. It builds the network the trainer
+// trains (models/gnn_network.hpp) — so inference and training can never compute two different
+// models — for a forward pass only, puts its weights in, and asks the task (train/tasks/) what
+// the output means.
 #include "plexus/gnn_model.hpp"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
+#include "models/gnn_network.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "train/graph_shards.hpp"
+#include "train/model_state.hpp"
+#include "train/tasks/task.hpp"
 
 namespace plexus {
+
+namespace {
+
+// The parameters' values alone (inference needs no Adam moment).
+std::shared_ptr<const ModelState> values_of(ModelState s) {
+  for (ParameterState& p : s.parameters) {
+    p.adam_m = {};
+    p.adam_v = {};
+    p.best_value = {};
+    p.last_value = {};
+  }
+  return std::make_shared<const ModelState>(std::move(s));
+}
+
+}  // namespace
 
 GnnModel GnnModel::load(const std::string& path) {
   const GnnModelInfo info = read_gnn_model_info_h5(path);
@@ -26,7 +47,7 @@ GnnModel::GnnModel(GnnTrainer& trainer)
     : config_(trainer.config()),
       dims_(trainer.dims()),
       epochs_done_(trainer.epochs_done()),
-      state_(std::make_shared<const ModelState>(trainer.state())) {}
+      state_(values_of(trainer.state())) {}
 
 Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGrid& grid,
                             const InferenceOptions& options) {
@@ -55,22 +76,39 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
                                "classes)");
   if (options.attention && !config_.model.info().attention)
     throw InputError("InferenceOptions.attention", "a " + config_.model.kind() + " model has no attention coefficients");
-  GnnTrainer trainer(std::move(shards), config_, backend, grid);
-  if (!state_) {
-    trainer.load(path_);
-    state_ = std::make_shared<const ModelState>(trainer.state());
-  } else {
-    trainer.set_state(*state_);
+  GnnNetwork net(backend, grid, shards, config_);
+  const std::vector<ParamPlace> places = param_places(net);
+  if (!state_) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(places)));
+  try {
+    check_state_fits(*state_, places, /*with_moments=*/false);
+  } catch (const InputError& e) {
+    throw InputError(path_.empty() ? "model state" : path_, e.what());
   }
-  return run(trainer, options);
-}
+  const std::vector<ParamRef> params = net.parameters();
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const std::vector<float> shard = cut(places[k], state_->parameters[k].value);
+    backend.copy_from_host(params[k].value, shard.data(), shard.size() * sizeof(float));
+  }
+  net.weights_updated();
 
-Inference GnnModel::run(GnnTrainer& trainer, const InferenceOptions& options) {
-  Inference out;
-  out.predictions = trainer.predict();
-  if (options.embeddings) out.embeddings = trainer.embeddings();
-  if (options.attention) out.attention = trainer.attention();
-  return out;
+  const Matrix& out = net.forward(static_cast<int>(epochs_done_), /*training=*/false);
+  const LayerGeometry out_geo = net.loss_geometry();
+  const Axis split = out_geo.out_repl();
+  const std::unique_ptr<Task> task =
+      make_task({backend, grid, out_geo, net.scatters_logits() ? &split : nullptr, shards, config_, options.metrics});
+  Inference result;
+  if (options.metrics) {
+    result.metrics = task->evaluate(out);
+  } else {
+    constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
+    result.metrics = {kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated};
+  }
+  result.predictions = task->predictions(net.owned_output(net.num_layers() - 1));
+  if (options.embeddings)
+    for (int l = 0; l + 1 < net.num_layers(); ++l) result.embeddings.push_back(net.owned_output(l));
+  if (options.attention) result.attention = net.attention();
+  backend.synchronize();
+  return result;
 }
 
 }  // namespace plexus

@@ -19,7 +19,8 @@
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/gnn_trainer.hpp"
-#include "train/dist_loss.hpp"
+#include "train/model_state.hpp"
+#include "train/tasks/task.hpp"
 #include "train/graph_shards.hpp"
 #include "train/finite_loss.hpp"
 
@@ -93,42 +94,6 @@ GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, Proces
 
 namespace {
 
-// Where one parameter's shard lies in the whole tensor, and whether this rank's copy is the
-// one that counts (biases are replicated over a layer's i and d axes).
-struct ParamPlace {
-  std::string name;
-  index_t rows = 0, cols = 0;  // the whole tensor
-  Range shard_rows, shard_cols;
-  bool contributes = true;
-};
-
-std::vector<ParamPlace> param_places(GnnNetwork& model) {
-  std::vector<ParamPlace> places;
-  for (const ModelParam& p : model.named_parameters())
-    places.push_back({p.name, p.rows, p.cols, p.shard_rows, p.shard_cols, p.contributes});
-  return places;
-}
-
-// The whole tensor from every rank's shard: each element is held by one contributing rank of
-// the replica, so a sum over zeros elsewhere reassembles it exactly.
-std::vector<float> assemble(const ParamPlace& p, const std::vector<float>& shard, ProcessGrid& grid) {
-  std::vector<float> whole(static_cast<std::size_t>(p.rows * p.cols), 0.0f);
-  if (p.contributes)
-    for (index_t r = 0; r < p.shard_rows.size(); ++r)
-      std::copy_n(shard.data() + r * p.shard_cols.size(), p.shard_cols.size(),
-                  whole.data() + (p.shard_rows.begin + r) * p.cols + p.shard_cols.begin);
-  grid.replica().all_reduce(whole.data(), whole.size(), ReduceOp::Sum);
-  return whole;
-}
-
-std::vector<float> cut(const ParamPlace& p, const std::vector<float>& whole) {
-  std::vector<float> shard(static_cast<std::size_t>(p.shard_rows.size() * p.shard_cols.size()));
-  for (index_t r = 0; r < p.shard_rows.size(); ++r)
-    std::copy_n(whole.data() + (p.shard_rows.begin + r) * p.cols + p.shard_cols.begin, p.shard_cols.size(),
-                shard.data() + r * p.shard_cols.size());
-  return shard;
-}
-
 // Thrown by a stop point when the stop check answers true; caught by Impl::run_epoch.
 struct EpochAbandoned {};
 
@@ -142,7 +107,7 @@ struct GnnTrainer::Impl {
         model(be, g, shards, c),
         out(model.loss_geometry()),
         split_axis(out.out_repl()),
-        loss(be, g, out, shards, model.scatters_logits() ? &split_axis : nullptr, &c),
+        task(make_task({be, g, out, model.scatters_logits() ? &split_axis : nullptr, shards, c})),
         adam(be, model.parameters(), adam_params(c)),
         num_nodes(shards.num_nodes) {}
 
@@ -152,7 +117,7 @@ struct GnnTrainer::Impl {
   GnnNetwork model;
   LayerGeometry out;  // the rows of the logits this rank holds
   Axis split_axis;
-  DistLoss loss;
+  std::unique_ptr<Task> task;  // the loss, the metrics, the best-epoch rule
   Adam adam;
   Matrix d_logits;
   int epochs_done = 0;
@@ -266,7 +231,7 @@ GnnTrainer::GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backen
   if (shards.layers() != cfg.layers) throw std::invalid_argument("GnnTrainer: shards were cut for another depth");
   backend.reset_peak();
   impl_ = std::make_unique<Impl>(shards, cfg, backend, grid);
-  if (cfg.patience > 0 && impl_->loss.split_size(1) == 0)
+  if (cfg.patience > 0 && !impl_->task->validates())
     throw InputError("--patience", "early stopping needs validation nodes (the validation mask is empty)");
 }
 
@@ -313,7 +278,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   try {
     const Matrix& logits = t.model.forward(epoch, /*training=*/true, between_layers);
     t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
-    m.loss = t.loss.train_loss_and_grad(logits, t.d_logits);
+    m.loss = t.task->loss_and_grad(logits, t.d_logits);
     if (stoppable) stop_point();
     t.model.backward(t.d_logits, epoch, between_layers);
     if (stoppable) t.keep_state_before_step();
@@ -324,7 +289,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
     m.train_seconds = seconds_since(t_epoch);
     ++t.epochs_done;
 
-    e = t.loss.evaluate(t.model.forward(epoch, /*training=*/false, between_layers));
+    e = t.task->evaluate(t.model.forward(epoch, /*training=*/false, between_layers));
     t.backend.synchronize();
   } catch (const EpochAbandoned&) {
     if (stepped) t.undo_step(epoch);
@@ -350,13 +315,11 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   std::copy(most.begin(), most.begin() + 4, m.comm_seconds_max.begin());
   m.compute_seconds_max = most[4];
   // Without validation nodes there is no validation loss to check (it is NaN: not evaluated).
-  const bool validated = t.loss.split_size(1) > 0;
-  require_finite_loss(m.loss + (validated ? m.val_loss : 0.0), t.grid, "epoch " + std::to_string(epoch + 1),
+  require_finite_loss(m.loss + (t.task->validates() ? m.val_loss : 0.0), t.grid, "epoch " + std::to_string(epoch + 1),
                       "check the features' scale or lower --lr");
-  // Without validation nodes nothing picks an epoch: the last one trained is the result.
   BestEpoch& b = t.best;
   t.weights_epoch = m.epoch;
-  if (b.epoch < 0 || !validated || m.val_acc > b.val_acc || (m.val_acc == b.val_acc && m.val_loss < b.val_loss)) {
+  if (t.task->better(e, b)) {
     b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
     if (t.cfg.restore_best) t.values_to_host(t.best_values);
   }
@@ -406,7 +369,7 @@ TrainResult GnnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
 
 EvalMetrics GnnTrainer::evaluate() {
   Impl& t = *impl_;
-  const EvalMetrics e = t.loss.evaluate(t.model.forward(t.epochs_done, /*training=*/false));
+  const EvalMetrics e = t.task->evaluate(t.model.forward(t.epochs_done, /*training=*/false));
   t.outputs_current = true;
   t.backend.synchronize();
   return e;
@@ -415,18 +378,7 @@ EvalMetrics GnnTrainer::evaluate() {
 Predictions GnnTrainer::predict() {
   Impl& t = *impl_;
   t.evaluation_pass();
-  NodeRows logits = t.model.owned_output(t.model.num_layers() - 1);
-  Predictions p;
-  p.num_classes = logits.width;
-  p.node_ids = std::move(logits.node_ids);
-  p.logits = std::move(logits.values);
-  const index_t classes = p.num_classes, n = static_cast<index_t>(p.node_ids.size());
-  p.classes.resize(static_cast<std::size_t>(n));
-  for (index_t r = 0; r < n; ++r) {
-    const float* row = p.logits.data() + r * classes;
-    p.classes[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(std::max_element(row, row + classes) - row);
-  }
-  return p;
+  return t.task->predictions(t.model.owned_output(t.model.num_layers() - 1));
 }
 
 std::vector<NodeRows> GnnTrainer::embeddings() {
@@ -471,27 +423,7 @@ void GnnTrainer::set_state(const ModelState& s) {
   Impl& t = *impl_;
   t.outputs_current = false;
   const std::vector<ParamPlace> places = param_places(t.model);
-  if (s.parameters.size() != places.size())
-    throw InputError("model state", std::to_string(s.parameters.size()) + " parameters, this model has " +
-                                        std::to_string(places.size()) + " (" + std::to_string(t.cfg.layers) + " layers)");
-  if (s.epochs_done < 0 || s.epochs_done > std::numeric_limits<int>::max())
-    throw InputError("model state", "epochs done " + std::to_string(s.epochs_done) + " out of range");
-  if (s.best.epoch < -1 || s.best.epoch >= std::max<std::int64_t>(s.epochs_done, 0))
-    throw InputError("model state", "best epoch " + std::to_string(s.best.epoch) + " is not an epoch trained");
-  if (s.weights_epoch < -1 || s.weights_epoch >= std::max<std::int64_t>(s.epochs_done, 0))
-    throw InputError("model state", "weights epoch " + std::to_string(s.weights_epoch) + " is not an epoch trained");
-  for (std::size_t k = 0; k < places.size(); ++k) {
-    const ParameterState& p = s.parameters[k];
-    const auto n = static_cast<std::size_t>(places[k].rows * places[k].cols);
-    if (p.name != places[k].name || p.rows != places[k].rows || p.cols != places[k].cols || p.value.size() != n ||
-        p.adam_m.size() != n || p.adam_v.size() != n || (!p.best_value.empty() && p.best_value.size() != n) ||
-        p.best_value.empty() != s.parameters.front().best_value.empty() ||
-        (!p.last_value.empty() && p.last_value.size() != n) ||
-        p.last_value.empty() != s.parameters.front().last_value.empty())
-      throw InputError("model state", p.name + " [" + std::to_string(p.rows) + " x " + std::to_string(p.cols) +
-                                          "] does not fit this model's " + places[k].name + " [" +
-                                          std::to_string(places[k].rows) + " x " + std::to_string(places[k].cols) + "]");
-  }
+  check_state_fits(s, places);
   const std::vector<ParamRef> params = t.model.parameters();
   const std::vector<AdamMoments> moments = t.adam.moments();
   for (std::size_t k = 0; k < places.size(); ++k) {
@@ -567,9 +499,7 @@ void GnnTrainer::load(const std::string& path) {
   if (info.config.model.kind() != t.cfg.model.kind())
     throw InputError(path, "is a " + info.config.model.kind() + " model, this one is a " + t.cfg.model.kind() +
                                " (--model)");
-  std::vector<ParameterShape> shapes;
-  for (const ParamPlace& p : param_places(t.model)) shapes.push_back({p.name, p.rows, p.cols});
-  ModelState s = read_gnn_model_h5(path, t.dims(), shapes);
+  ModelState s = read_gnn_model_h5(path, t.dims(), parameter_shapes(param_places(t.model)));
   try {
     set_state(s);
   } catch (const InputError& e) {
