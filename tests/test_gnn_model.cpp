@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
+#include "plexus/comm_model.hpp"
 #include "plexus/convert.hpp"
+#include "plexus/io.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gnn_model.hpp"
 #include "plexus/sparse.hpp"
@@ -87,6 +89,43 @@ TEST_P(GnnModelKinds, PredictsWhatTheTrainerPredictsFromATrainerAndFromItsFile) 
       }
       EXPECT_TRUE(got.attention.empty());
     }
+}
+
+// A model's forward pass holds what the plan of plexus predict says it will (its dry run:
+// ProblemSize::inference), to the byte, and less than a training epoch holds; the metrics of
+// the same pass are the trainer's evaluation.
+TEST_P(GnnModelKinds, InferenceHoldsWhatItsPlanPredictsAndLessThanTraining) {
+  const GraphData g = sbm(60, 1);
+  testing::ScratchDir dir;
+  const std::string data = dir.file("g.h5");
+  write_graph_h5(g, data);
+  const TrainConfig cfg = config(GetParam());
+  auto grid = ProcessGrid::single();
+  auto train_be = make_cpu_backend(1);
+  GnnTrainer trainer(load_shards_h5(data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg)), cfg,
+                     *train_be, *grid);
+  trainer.epoch();
+  const EvalMetrics want = trainer.evaluate();
+  const std::size_t training_peak = train_be->peak_bytes();
+  GnnModel model(trainer);
+  auto be = make_cpu_backend(1);
+  const Inference got =
+      model.predict(load_shards_h5(data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg),
+                                   ShardsFor::Inference),
+                    *be, *grid);
+  EXPECT_TRUE(std::isnan(got.metrics.test_acc));  // not asked for
+  ProblemSize p = gnn_problem(data, cfg);
+  p.inference = true;
+  EXPECT_EQ(predict_ranks(p, GridShape{1, 1, 1}, true)[0].memory_bytes, static_cast<double>(be->peak_bytes()));
+  EXPECT_LT(be->peak_bytes(), training_peak);
+  EXPECT_EQ(be->peak_bytes(MemoryKind::Optimizer), 0u);
+  auto be2 = make_cpu_backend(1);
+  const Inference with_metrics =
+      model.predict(load_shards_h5(data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg),
+                                   ShardsFor::Inference),
+                    *be2, *grid, {.metrics = true});
+  EXPECT_EQ(with_metrics.metrics.test_acc, want.test_acc);
+  EXPECT_EQ(with_metrics.metrics.val_acc, want.val_acc);
 }
 
 TEST_P(GnnModelKinds, ScoresAnUnlabelledGraphAndASnapshotWithNewNodes) {

@@ -46,6 +46,9 @@ struct ProblemSize {
   // Each Â block's exact entries (a prepared file's table, or counted from a small plain file);
   // without them, or for a grid whose blocks the table does not cut, Â is taken as evenly dense.
   std::shared_ptr<const AdjBlockCounts> blocks = nullptr;
+  // plexus predict's forward pass (GnnModel::predict) instead of a training epoch: the dry run
+  // runs inference, so the bytes and the memory are what inference moves and holds.
+  bool inference = false;
   int layers() const { return config.layers; }
   // D_0 = features, hidden..., D_L = classes.
   std::vector<index_t> dims() const { return gnn_dims(num_features, config.layers, config.hidden, num_classes); }

@@ -23,6 +23,8 @@
 
 namespace plexus {
 
+class GnnNetwork;  // the layers (private: src/models/gnn_network.hpp)
+
 struct InferenceOptions {
   bool embeddings = false;  // each hidden layer's output (GnnTrainer::embeddings())
   bool attention = false;   // GAT: each layer's attention coefficients (GnnTrainer::attention())
@@ -52,6 +54,10 @@ class GnnModel {
   static GnnModel load(const std::string& path);
   // The trainer's current weights (collective over the trainer's grid: GnnTrainer::state()).
   explicit GnnModel(GnnTrainer& trainer);
+  // A model of `config`'s kind and options and widths `dims` at its initialisation (drawn from
+  // config.seed on global indices, as a trainer's first epoch starts): what a plan's dry run of
+  // plexus predict runs.
+  static GnnModel untrained(const TrainConfig& config, std::vector<index_t> dims);
 
   const TrainConfig& config() const { return config_; }
   const std::vector<index_t>& dims() const { return dims_; }  // D_0 = features, hidden..., D_L = classes
@@ -69,6 +75,8 @@ class GnnModel {
 
  private:
   GnnModel() = default;
+  // The weights into the network's parameters (this rank's shards of them).
+  void put_values(GnnNetwork& net, Backend& backend) const;
 
   TrainConfig config_;
   std::vector<index_t> dims_;

@@ -44,6 +44,7 @@ struct PlanOptions {
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
   std::string layer_order = layer_order_name(LayerOrder::Auto);
   std::string memory_per_rank, transport = "mpi";
+  bool inference = false;  // plexus predict's forward pass instead of train's epoch
 };
 
 // Each layer's order ("transform-first"), and for the text its widths ("1433->16 transform-first").
@@ -134,6 +135,7 @@ void run_plan(PlanOptions& o) {
   const std::string path = o.data.empty() ? default_dataset() : o.data;
   ProblemSize p = gnn_problem(path, o.train);
   p.transport = transport;
+  p.inference = o.inference;
   const TrainConfig& c = p.config;
 
   const std::vector<GridPlan> plans = plan_all(p, ranks, m, limit);
@@ -182,7 +184,8 @@ void run_plan(PlanOptions& o) {
           {"precision", c.precision == Precision::BF16 ? "bf16" : "fp32"},
           {"recompute", c.recompute},
           {"memory_per_rank_bytes", limit},
-          {"transport", transport_name(p.transport)}}},
+          {"transport", transport_name(p.transport)},
+          {"inference", p.inference}}},
         {"grids", grids}};
     fmt::print("{}\n", json_text(doc, 2));
     return;
@@ -193,7 +196,8 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, dropout {:g} G draws/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops, m.stream_gbs, m.dropout_gdraws);
-  fmt::print("model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n", model_text(o.train),
+  fmt::print("{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n",
+             p.inference ? "inference (plexus predict: one forward pass); " : "", model_text(o.train),
              comm_variant_name(c.comm_variant),
              c.agg_chunks, c.agg_chunks == 1 ? "" : "s", c.dropout > 0 ? "on" : "off", transport_name(p.transport),
              c.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
@@ -370,6 +374,9 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--memory-per-rank", o->memory_per_rank,
                   "List only the grids whose predicted memory per rank fits (e.g. 512M, 2G)");
+  cmd->add_flag("--inference", o->inference,
+                "Plan plexus predict (a forward pass of the trained model: no gradient, optimizer state or kept "
+                "activation) instead of a training epoch: its time, bytes and memory per rank");
   add_transport_option(cmd, o->transport);
   cmd->footer(kPlanColumns);
 

@@ -81,7 +81,7 @@ void run_predict(PredictOptions& o) {
   RunBackend run = make_run_backend(o.backend, o.threads, /*profile=*/false, *grid);
   Backend& backend = run.get();
   backend.set_memory_limit(memory_limit);
-  check_train_memory(o.data, cfg, grid->shape(), /*whole_graph=*/false);  // before the load
+  check_predict_memory(o.data, cfg, grid->shape());  // before the load
 
   const auto t0 = std::chrono::steady_clock::now();
   // A graph without labels or masks is scored all the same: the accuracies are those of its

@@ -42,14 +42,19 @@ std::string driver(const std::vector<std::pair<std::string, double>>& candidates
 
 }  // namespace
 
-void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph) {
+namespace {
+
+// plexus train's (an epoch) or, `inference`, plexus predict's (a forward pass) need.
+void check_gnn_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph, bool inference) {
   const GraphInfo info = read_graph_info_h5(path);
   // The host copy of the graph the largest rank loads first: its 1/P of the file, or all of it
   // when every rank orders the whole graph in memory.
   const double graph = graph_host_bytes(info.num_nodes, info.nnz, info.num_features, true);
   const double host = whole_graph ? graph : graph / grid.size();
-  // The tensors of the largest rank: plan's MB/rank, from a dry run of the trainer.
-  const ProblemSize problem = gnn_problem(path, cfg);
+  // The tensors of the largest rank: plan's MB/rank, from a dry run of the trainer (or of the
+  // model's forward pass).
+  ProblemSize problem = gnn_problem(path, cfg);
+  problem.inference = inference;
   const auto tensors = [&](index_t hidden, int layers) {
     ProblemSize p = problem;
     p.config.hidden = hidden;
@@ -65,7 +70,7 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
   const index_t narrowest = multiple.empty() ? 1 : cfg.model.integer(multiple);
   const std::string where = driver(
       {{"--hidden", tensors(narrowest, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
-  require_memory(bytes, where, "training",
+  require_memory(bytes, where, inference ? "inference" : "training",
                  "largest rank of grid " + grid.str() + ": " + human_bytes(device) +
                      " of tensors (plexus plan's MB/rank) + " + human_bytes(host) + " of the graph on the host (" +
                      (whole_graph ? "the whole graph, ordered in memory on every rank: plexus prepare orders it "
@@ -74,6 +79,16 @@ void check_train_memory(const std::string& path, const TrainConfig& cfg, GridSha
                      "); " + str(info.num_nodes) + " nodes, " + str(info.nnz) + " edges, " + str(info.num_features) +
                      " features, " + str(info.num_classes) + " classes, --hidden " + str(cfg.hidden) + ", --layers " +
                      str(cfg.layers));
+}
+
+}  // namespace
+
+void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph) {
+  check_gnn_memory(path, cfg, grid, whole_graph, /*inference=*/false);
+}
+
+void check_predict_memory(const std::string& path, const TrainConfig& cfg, GridShape grid) {
+  check_gnn_memory(path, cfg, grid, /*whole_graph=*/false, /*inference=*/true);
 }
 
 void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from) {

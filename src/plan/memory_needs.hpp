@@ -18,6 +18,9 @@ namespace plexus {
 // the graph it loads (graph_host_bytes of the file's sizes, weighted): its 1/P share of the
 // file, or all of it when `whole_graph` (a plain file ordered in memory: every rank reads it).
 void check_train_memory(const std::string& path, const TrainConfig& cfg, GridShape grid, bool whole_graph);
+// plexus predict with the model options `cfg` on the graph file `path`: its forward pass
+// (GnnModel::predict; ProblemSize::inference), plus its 1/P of the file.
+void check_predict_memory(const std::string& path, const TrainConfig& cfg, GridShape grid);
 // The largest rank of `dp` replicas of `grid` in one step of GPT training with `cfg`
 // (predict_gpt_ranks with the run's ZeRO stage, bucket and precision). `vocab_from` names what
 // set the vocabulary (--vocab, or the text file).

@@ -33,6 +33,21 @@ std::shared_ptr<const ModelState> values_of(ModelState s) {
 
 }  // namespace
 
+void GnnModel::put_values(GnnNetwork& net, Backend& backend) const {
+  const std::vector<ParamPlace> places = param_places(net);
+  try {
+    check_state_fits(*state_, places, /*with_moments=*/false);
+  } catch (const InputError& e) {
+    throw InputError(path_.empty() ? "model state" : path_, e.what());
+  }
+  const std::vector<ParamRef> params = net.parameters();
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const std::vector<float> shard = cut(places[k], state_->parameters[k].value);
+    backend.copy_from_host(params[k].value, shard.data(), shard.size() * sizeof(float));
+  }
+  net.weights_updated();
+}
+
 GnnModel GnnModel::load(const std::string& path) {
   const GnnModelInfo info = read_gnn_model_info_h5(path);
   GnnModel m;
@@ -48,6 +63,14 @@ GnnModel::GnnModel(GnnTrainer& trainer)
       dims_(trainer.dims()),
       epochs_done_(trainer.epochs_done()),
       state_(values_of(trainer.state())) {}
+
+GnnModel GnnModel::untrained(const TrainConfig& config, std::vector<index_t> dims) {
+  validate(config);
+  GnnModel m;
+  m.config_ = config;
+  m.dims_ = std::move(dims);
+  return m;
+}
 
 Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGrid& grid,
                             const InferenceOptions& options) {
@@ -77,19 +100,8 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
   if (options.attention && !config_.model.info().attention)
     throw InputError("InferenceOptions.attention", "a " + config_.model.kind() + " model has no attention coefficients");
   GnnNetwork net(backend, grid, shards, config_);
-  const std::vector<ParamPlace> places = param_places(net);
-  if (!state_) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(places)));
-  try {
-    check_state_fits(*state_, places, /*with_moments=*/false);
-  } catch (const InputError& e) {
-    throw InputError(path_.empty() ? "model state" : path_, e.what());
-  }
-  const std::vector<ParamRef> params = net.parameters();
-  for (std::size_t k = 0; k < places.size(); ++k) {
-    const std::vector<float> shard = cut(places[k], state_->parameters[k].value);
-    backend.copy_from_host(params[k].value, shard.data(), shard.size() * sizeof(float));
-  }
-  net.weights_updated();
+  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(net))));
+  if (state_) put_values(net, backend);  // (untrained: the network's own initialisation)
 
   const Matrix& out = net.forward(static_cast<int>(epochs_done_), /*training=*/false);
   const LayerGeometry out_geo = net.loss_geometry();
