@@ -20,6 +20,7 @@
 #include "comm/nccl_schedule.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
+#include "plexus/gpt_trainer.hpp"
 #include "plexus/comm_model.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/convert.hpp"
@@ -178,8 +179,7 @@ TEST(NcclAccountingModel, GptStepBytesEqualTheModelForEveryZeroStage) {
           const GptParallel par{dp, stage, cfg.bucket_mb, precision, Transport::Nccl};
           const AxisBytes want = predict_gpt_step(cfg.model, cfg.batch, cfg.grad_accum, shape, true, par);
           int checked = 0;
-          GptTrainHooks hooks;
-          hooks.on_step = [&](const GptStepMetrics& m) {
+          const auto on_step = [&](const GptStepMetrics& m) {
             std::array<double, 4> forwarded{};
             for (Axis a : kAllAxes)
               if (auto* acc = dynamic_cast<NcclAccounting*>(&grid->comm(a))) forwarded[static_cast<int>(a)] = acc->forwarded();
@@ -190,7 +190,7 @@ TEST(NcclAccountingModel, GptStepBytesEqualTheModelForEveryZeroStage) {
                   << " step " << m.iter << " axis " << a;
             ++checked;
           };
-          train_gpt(corpus, cfg, *backend, *grid, hooks);
+          GptTrainer(corpus, cfg, *backend, *grid).run(on_step);
           EXPECT_EQ(checked, 2);
         }
       }

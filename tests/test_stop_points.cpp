@@ -214,12 +214,17 @@ TEST(StopPoints, GptStopDuringTheEvaluationKeepsTheStepAndAResumeMakesItUp) {
     EXPECT_EQ(t.iters_done(), 2);
     EXPECT_EQ(t.best_val_loss(), best_before);  // the abandoned evaluation is not counted
     const GptCheckpoint c = t.state();
-    // Resumed: the evaluation after step 2 is made up, then the rest as uninterrupted.
-    GptTrainer resumed(corpus(), gpt_config(), *be, *grid, nullptr, &c);
+    // Resumed: the evaluation after step 2 is made up (by the next step, before it), then the
+    // rest as uninterrupted.
+    GptTrainer resumed(corpus(), gpt_config(), *be, *grid);
+    resumed.set_state(c);
+    EXPECT_EQ(resumed.best_val_loss(), best_before);  // (not made up yet)
+    const GptStepMetrics third = resumed.step();
+    EXPECT_EQ(third.loss, want.steps[2].loss);
     EXPECT_EQ(resumed.best_val_loss(), std::min(best_before, want.steps[1].val_loss));
     const GptTrainResult rest = resumed.run();
-    ASSERT_EQ(rest.steps.size(), 2u);
-    EXPECT_EQ(rest.steps[1].val_loss, want.steps[3].val_loss);
+    ASSERT_EQ(rest.steps.size(), 1u);
+    EXPECT_EQ(rest.steps[0].val_loss, want.steps[3].val_loss);
     EXPECT_EQ(rest.best_val_loss, want.best_val_loss);
   }
   // A finished evaluation made again on resume leaves the best where it was.
@@ -227,7 +232,9 @@ TEST(StopPoints, GptStopDuringTheEvaluationKeepsTheStepAndAResumeMakesItUp) {
   t.step();
   t.step();
   const GptCheckpoint c = t.state();
-  GptTrainer resumed(corpus(), gpt_config(), *be, *grid, nullptr, &c);
+  GptTrainer resumed(corpus(), gpt_config(), *be, *grid);
+  resumed.set_state(c);
+  resumed.step();
   EXPECT_EQ(resumed.best_val_loss(), t.best_val_loss());
 }
 
@@ -235,10 +242,11 @@ TEST(StopPoints, GptStopDuringTheInitialEvaluationLeavesItUndone) {
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
   StopAt stop{2};
-  GptTrainer t(corpus(), gpt_config(), *be, *grid, nullptr, nullptr, stop.check());
-  EXPECT_EQ(stop.asked, 2);
-  EXPECT_EQ(t.initial_val_loss(), 0.0);
+  GptTrainer t(corpus(), gpt_config(), *be, *grid);
+  t.set_stop_check(stop.check());
   const GptTrainResult r = t.run();
+  EXPECT_EQ(stop.asked, 2);  // the second evaluation batch: the run ends before a step
+  EXPECT_EQ(t.initial_val_loss(), 0.0);
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.iters_done, 0);
   EXPECT_TRUE(r.steps.empty());

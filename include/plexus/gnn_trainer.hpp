@@ -152,6 +152,10 @@ class GnnTrainer {
   // that the run continues as if never stopped. Both collective; InputError(path, ...) when the
   // file does not fit.
   void save(const std::string& path);
+  // The trained model, for GnnModel::load and plexus predict: a GNN's model file is its
+  // checkpoint (the state and the options), so this is save(path) — named as GptTrainer's, whose
+  // model file is not its checkpoint.
+  void save_model(const std::string& path) { save(path); }
   // The run identity save() stores in the file (root attribute run_id; none while empty), so
   // that a checkpoint directory tells this run's checkpoints from others' (docs/checkpoints.md).
   // The same on every rank.

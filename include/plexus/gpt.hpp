@@ -130,9 +130,8 @@ struct GptTrainResult {
   // largest ZeRO block of it (Ψ/D rounded up).
   std::array<std::size_t, kMemoryKinds> max_kind_bytes{};
   std::size_t max_shard_params = 0, max_zero_block = 0;
-  GptWeights weights;                      // the trained weights (when asked for)
   int iters_done = 0;                      // steps taken in all (a resumed run's included)
-  bool stopped = false;                    // ended early by hooks.stop
+  bool stopped = false;                    // ended early (GptTrainer::run's stop, or its stop check)
 };
 
 // A training checkpoint (`plexus gpt train --checkpoint-dir`, docs/checkpoints.md): a model
@@ -149,32 +148,13 @@ struct GptCheckpoint {
   std::string run_id;      // the run that wrote it (root attribute run_id; docs/checkpoints.md); "" for none
 };
 // Written atomically; read defensively (InputError(path, ...)). write_gpt_checkpoint_h5 takes
-// the whole state (train_gpt gathers it; rank 0 writes).
+// the whole state (GptTrainer::save gathers it; rank 0 writes).
 void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c);
 GptCheckpoint read_gpt_checkpoint_h5(const std::string& path);
 // Throws InputError(path, ...) naming the first option of `now` that differs from the
 // checkpoint's in a way that changes the run (the grid, replicas, ZeRO stage and bucket may
 // change), or when the checkpoint has more steps than now.iters.
 void check_resumable(const GptCheckpoint& c, const GptTrainConfig& now, const std::string& path);
-
-struct GptTrainHooks {
-  std::function<void(const GptStepMetrics&)> on_step;
-  const GptWeights* init = nullptr;  // start from these weights instead of the seeded init
-  bool keep_weights = false;         // fill GptTrainResult::weights (every rank)
-  // Continue this checkpoint's run (check_resumable first): its weights, moments, steps and
-  // evaluations; the batches and dropout masks are those the uninterrupted run would draw.
-  const GptCheckpoint* resume = nullptr;
-  // After each step (after on_step): `stop`, when given, says whether to end the run there
-  // (alike on every rank); then `checkpoint(iters_done, stopping, save)` may call save(path) to
-  // write a checkpoint of the run there (collective: every rank calls it alike).
-  using SaveCheckpoint = std::function<void(const std::string& path)>;
-  std::function<bool()> stop;
-  std::function<void(int iters_done, bool stopping, const SaveCheckpoint& save)> checkpoint;
-};
-
-// Trains on `corpus` (every rank passes the same). iters == 0 only initialises (and evaluates).
-GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                         const GptTrainHooks& hooks = {});
 
 // ---- what one optimizer step costs: a dry run of GptTrainer (docs/dry-run.md) ---------------------
 // Data parallelism around the grid: replicas, ZeRO stage, gradient bucket (as GptTrainConfig).

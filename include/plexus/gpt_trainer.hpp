@@ -3,11 +3,14 @@
 // (plexus/gnn_trainer.hpp), for programs that embed the engine.
 //
 //   plexus::GptTrainer trainer(corpus, config, backend, *grid);   // collective
-//   while (trainer.iters_done() < config.iters) trainer.step();   // or trainer.run(...)
-//   trainer.save("ckpt.h5");                                      // resumes on any grid
+//   trainer.resume("ckpt.h5");                                    // optional: continue that run
+//   trainer.set_stop_check(...);                                  // optional: a graceful stop
+//   GptTrainResult r = trainer.run(on_step, stop);                // or trainer.step() in a loop
+//   trainer.save("ckpt.h5");                                      // a checkpoint, any grid resumes it
+//   trainer.save_model("model.h5");                               // the trained model (GPT-2 names)
 //
 // Every method is collective: all ranks of the grid call it, in the same order. Errors throw
-// (InputError for bad input). train_gpt (plexus/gpt.hpp) is run() with its hooks.
+// (InputError for bad input).
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,16 +23,12 @@ namespace plexus {
 
 class GptTrainer {
  public:
-  // Builds the model on the grid and starts it: from `resume`'s run (check_resumable first;
-  // its weights, moments, steps and evaluations), else from `init`'s weights, else GPT-2's
-  // initialisation drawn from cfg.seed — and then, when cfg.eval_every > 0, evaluates it once
-  // (initial_val_loss). A run resumed at a step after which an evaluation was due evaluates
-  // its weights again: a graceful stop may have abandoned that evaluation, and when it did
-  // not, the best validation loss stays what it was (the same weights, the same batches).
-  // `corpus` (every rank the same) must outlive the trainer. `stop_check` (set_stop_check) is
-  // asked already during these evaluations.
+  // Builds the model on the grid from `init`'s weights, else GPT-2's initialisation drawn from
+  // cfg.seed. The first step (or run()) evaluates the model first when cfg.eval_every > 0
+  // (initial_val_loss), asking the stop check (set_stop_check) between its batches. `corpus`
+  // (every rank the same) must outlive the trainer.
   GptTrainer(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-             const GptWeights* init = nullptr, const GptCheckpoint* resume = nullptr, StopCheck stop_check = {});
+             const GptWeights* init = nullptr);
   ~GptTrainer();
   GptTrainer(const GptTrainer&) = delete;
   GptTrainer& operator=(const GptTrainer&) = delete;
@@ -49,18 +48,15 @@ class GptTrainer {
   std::optional<GptStepMetrics> step_unless_stopped();
   // Mean validation loss over cfg.eval_iters batches (the same batches every time), no step.
   double evaluate();
-  // The remaining steps up to config().iters: `on_step` after each, then `stop` (ends the run
-  // when it answers true, alike on every rank), then `checkpoint(iters_done, stopping, save)`,
-  // which may call save(path) (GptTrainHooks says more). A step the stop check abandons
-  // (step_unless_stopped) ends the run too, after `stop` and `checkpoint` were called. The result's weights are filled
-  // when `keep_weights`.
+  // The remaining steps up to config().iters, calling `on_step` after each; `stop`, when given,
+  // is asked after each step (after on_step) whether to end the run there; it must answer alike
+  // on every rank. A step the stop check abandons (step_unless_stopped) ends the run too, after
+  // `stop` was asked (it writes the checkpoint of the last finished step in `plexus gpt train`).
   GptTrainResult run(const std::function<void(const GptStepMetrics&)>& on_step = {},
-                     const std::function<bool()>& stop = {},
-                     const std::function<void(int, bool, const GptTrainHooks::SaveCheckpoint&)>& checkpoint = {},
-                     bool keep_weights = false);
+                     const std::function<bool()>& stop = {});
   int iters_done() const;
   const GptTrainConfig& config() const;
-  double initial_val_loss() const;  // 0 when never evaluated
+  double initial_val_loss() const;  // 0 when not evaluated yet
   double best_val_loss() const;
 
   // The whole weights, on every rank.
@@ -70,6 +66,18 @@ class GptTrainer {
   // atomically, a failed write thrown on every rank.
   GptCheckpoint state();
   void save(const std::string& path);
+  // Continue the run `c` (a checkpoint of any grid, replica count or ZeRO stage): refused with
+  // InputError("checkpoint", ...) when it was trained on another vocabulary or with options
+  // that change the run (check_resumable); its weights, moments, steps and evaluations, and the
+  // evaluation due after its last step made again by the next step (a graceful stop may have
+  // abandoned it; when it did not, the best validation loss stays what it was).
+  void set_state(const GptCheckpoint& c);
+  // set_state of the checkpoint file `path` (its errors name the file).
+  void resume(const std::string& path);
+  // The trained model (weights, configuration, the character vocabulary) as a model file
+  // (write_gpt_model_h5: GPT-2's tensor names), written by rank 0, atomically; a failed write
+  // thrown on every rank.
+  void save_model(const std::string& path);
   // The run identity state() and save() carry (GptCheckpoint::run_id), so that a checkpoint
   // directory tells this run's checkpoints from others' (docs/checkpoints.md). Alike on every rank.
   void set_run_id(const std::string& id);

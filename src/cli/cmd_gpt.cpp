@@ -133,10 +133,6 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   if (!resume_from.empty()) {
     require_model_file(resume_from, ModelFamily::Gpt);  // a GNN's checkpoint is named as one
     resume = read_gpt_checkpoint_h5(resume_from);
-    if (resume->model.chars != corpus.chars)
-      throw InputError(resume_from, "was trained on " + std::string(resume->model.chars.empty() ? "a token file" : "text") +
-                                        " of another vocabulary than " + o.data + "'s");
-    check_resumable(*resume, o.cfg, resume_from);
   }
   // Before the model is built, not by the OOM killer.
   check_gpt_memory(o.cfg, grid->shape(), o.dp, is_token_file(o.data) ? "--vocab" : o.data);
@@ -147,12 +143,19 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
                o.cfg.precision == Precision::BF16 ? ", bf16" : "");
 
   training.start(resume ? resume->iters_done : 0, o.cfg.iters, std::max(1, o.cfg.iters / 100));
-  // From before the model is built: the time counts its initial evaluation (as train_gpt's).
+  // From before the model is built.
   const auto t_start = std::chrono::steady_clock::now();
+  GptTrainer trainer(corpus, o.cfg, *backend, *grid);
   // A stop is honoured before the next micro-batch or evaluation batch (docs/checkpoints.md).
-  GptTrainer trainer(corpus, o.cfg, *backend, *grid, nullptr, resume ? &*resume : nullptr,
-                     [&] { return training.stop_agreed(); });
+  trainer.set_stop_check([&] { return training.stop_agreed(); });
   trainer.set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
+  if (resume) {
+    try {
+      trainer.set_state(*resume);
+    } catch (const InputError& e) {
+      throw InputError(resume_from, e.what());
+    }
+  }
   const auto on_step = [&](const GptStepMetrics& m) {
     training.step_done(step_json(m), m.iter,
                        fmt::format("loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:8.0f} tok/s{}", m.loss, m.lr, m.grad_norm,
@@ -160,12 +163,12 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
                        m.step_seconds, m.evaluated);
   };
   const auto save = [&](const std::string& path) { trainer.save(path); };
-  GptTrainResult r =
-      trainer.run(on_step, [&] { return training.stop_after(trainer.iters_done(), save); }, {}, !o.save.empty());
+  GptTrainResult r = trainer.run(on_step, [&] { return training.stop_after(trainer.iters_done(), save); });
   r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  training.finish(r.iters_done);
+  training.finish(r.iters_done, [&] {
+    if (!o.save.empty()) trainer.save_model(o.save);
+  });
   if (!root) return;
-  if (!o.save.empty()) write_gpt_model_h5(o.save, GptModelFile{o.cfg.model, corpus.chars, r.weights});
   training.print_interruption();
   // --eval-every 0 never evaluates: no validation loss to report (0 would read as a perfect one).
   const bool evaluated = o.cfg.eval_every > 0;

@@ -224,7 +224,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   const auto save = [&](const std::string& path) { trainer->save(path); };
   const TrainResult r = trainer->run(on_epoch, [&] { return training.stop_after(trainer->epochs_done(), save); });
   training.finish(trainer->epochs_done(), [&] {
-    if (!o.save_model.empty()) trainer->save(o.save_model);
+    if (!o.save_model.empty()) trainer->save_model(o.save_model);
   });
   if (!root) return;
   training.print_interruption();

@@ -1,9 +1,10 @@
 // GptTrainer (include/plexus/gpt_trainer.hpp), top to bottom: build the model on the grid,
 // then per step draw the batch, run the micro-batches (forward, loss, backward), clip by the
 // global gradient norm, take an AdamW step at the scheduled learning rate, and evaluate on the
-// held-out split now and then. train_gpt is its run().
+// held-out split now and then.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -117,6 +118,10 @@ struct GptTrainer::Impl {
   std::string run_id;  // carried by state() (set_run_id)
 
   StopCheck stop_check;  // set_stop_check; asked only where `stoppable`
+  // An evaluation owed before the next step: the initial one, or after a resumed step that was
+  // due one (set_state). Made by the next step; false when a stop abandoned it.
+  bool evaluation_pending = false;
+  bool pending_evaluation(bool stoppable);
   bool stop_now(bool stoppable) const { return stoppable && stop_check && stop_check(); }
   // Mean validation loss, or nullopt when the stop check answered true before a batch.
   std::optional<double> evaluate(bool stoppable);
@@ -133,32 +138,54 @@ struct GptTrainer::Impl {
 };
 
 GptTrainer::GptTrainer(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                       const GptWeights* init, const GptCheckpoint* resume, StopCheck stop_check) {
+                       const GptWeights* init) {
   validate(cfg);
   check_corpus(corpus, cfg);
   backend.reset_peak();
   backend.set_matmul_precision(cfg.matmul_precision);
   impl_ = std::make_unique<Impl>(corpus, cfg, backend, grid);
   Impl& t = *impl_;
-  t.stop_check = std::move(stop_check);
-  if (resume) {
-    const GptCheckpoint& c = *resume;
-    t.model.load_optimizer_state({c.model.weights, c.adam_m, c.adam_v, c.iters_done});
-    t.iters_done = static_cast<int>(c.iters_done);
-    t.initial_val_loss = c.initial_val_loss;
-    t.best_val_loss = c.best_val_loss;
-    // The evaluation due after the checkpoint's step, which a stop may have abandoned: the
-    // minimum is unchanged when it was made (the same value again).
-    if (t.evaluation_due(t.iters_done))
-      if (const std::optional<double> v = t.evaluate(true)) t.best_val_loss = std::min(t.best_val_loss, *v);
-    return;
-  }
   if (init)
     t.model.load_weights(*init);
   else
     t.model.init_weights(cfg.seed);
-  if (cfg.eval_every > 0)
-    if (const std::optional<double> v = t.evaluate(true)) t.initial_val_loss = t.best_val_loss = *v;
+  t.evaluation_pending = cfg.eval_every > 0;  // the initial evaluation, by the first step
+}
+
+void GptTrainer::set_state(const GptCheckpoint& c) {
+  Impl& t = *impl_;
+  if (c.model.chars != t.corpus.chars)
+    throw InputError("checkpoint", "was trained on " + std::string(c.model.chars.empty() ? "a token file" : "text") +
+                                       " of another vocabulary than this corpus");
+  check_resumable(c, t.cfg, "checkpoint");
+  t.model.load_optimizer_state({c.model.weights, c.adam_m, c.adam_v, c.iters_done});
+  t.iters_done = static_cast<int>(c.iters_done);
+  t.initial_val_loss = c.initial_val_loss;
+  t.best_val_loss = c.best_val_loss;
+  // The evaluation due after the checkpoint's step, which a stop may have abandoned: the
+  // minimum is unchanged when it was made (the same value again).
+  t.evaluation_pending = t.evaluation_due(t.iters_done);
+}
+
+void GptTrainer::resume(const std::string& path) {
+  const GptCheckpoint c = read_gpt_checkpoint_h5(path);
+  try {
+    set_state(c);
+  } catch (const InputError& e) {
+    throw InputError(path, e.what());
+  }
+}
+
+bool GptTrainer::Impl::pending_evaluation(bool stoppable) {
+  if (!evaluation_pending) return true;
+  const std::optional<double> v = evaluate(stoppable);
+  if (!v) return false;
+  evaluation_pending = false;
+  if (iters_done == 0)
+    initial_val_loss = best_val_loss = *v;
+  else
+    best_val_loss = std::min(best_val_loss, *v);
+  return true;
 }
 
 GptTrainer::~GptTrainer() = default;
@@ -196,6 +223,7 @@ std::optional<GptStepMetrics> GptTrainer::Impl::step(bool stoppable) {
   const int it = t.iters_done;
   const index_t tokens_per_step = cfg.batch * cfg.model.block * cfg.grad_accum;
   const float loss_scale = 1.0f / static_cast<float>(tokens_per_step);
+  if (!t.pending_evaluation(stoppable)) return std::nullopt;
   t.grid.reset_stats();
   opt.reset_stats();
   const auto t_step = Clock::now();
@@ -265,44 +293,56 @@ GptCheckpoint GptTrainer::state() {
 
 void GptTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
 
-void GptTrainer::save(const std::string& path) {
-  Impl& t = *impl_;
-  GptCheckpoint c = state();  // collective: gathered whole on every rank
+namespace {
+// `write` run by rank 0 alone; its InputError thrown on every rank.
+void write_on_rank0(ProcessGrid& grid, const std::string& path, const std::function<void()>& write) {
   double failed = 0;
   std::string why;
-  if (t.grid.rank() == 0) {
+  if (grid.rank() == 0) {
     try {
-      write_gpt_checkpoint_h5(path, c);
+      write();
     } catch (const InputError& e) {
       failed = 1;
       why = e.what();
     }
   }
-  t.grid.world().all_reduce(&failed, 1, ReduceOp::Max);
-  if (failed != 0) throw InputError(path, t.grid.rank() == 0 ? why : "cannot write the checkpoint (rank 0 failed)");
+  grid.world().all_reduce(&failed, 1, ReduceOp::Max);
+  if (failed != 0) throw InputError(path, grid.rank() == 0 ? why : "cannot write it (rank 0 failed)");
+}
+}  // namespace
+
+void GptTrainer::save(const std::string& path) {
+  const GptCheckpoint c = state();  // collective: gathered whole on every rank
+  write_on_rank0(impl_->grid, path, [&] { write_gpt_checkpoint_h5(path, c); });
+}
+
+void GptTrainer::save_model(const std::string& path) {
+  Impl& t = *impl_;
+  const GptModelFile m{t.cfg.model, t.corpus.chars, weights()};  // collective: whole on every rank
+  write_on_rank0(t.grid, path, [&] { write_gpt_model_h5(path, m); });
 }
 
 GptTrainResult GptTrainer::run(const std::function<void(const GptStepMetrics&)>& on_step,
-                               const std::function<bool()>& stop,
-                               const std::function<void(int, bool, const GptTrainHooks::SaveCheckpoint&)>& checkpoint,
-                               bool keep_weights) {
+                               const std::function<bool()>& stop) {
   Impl& t = *impl_;
   const auto t_start = Clock::now();
   GptTrainResult result;
   result.params = t.model.num_params();
-  while (t.iters_done < t.cfg.iters) {
+  // (With no step left, the evaluation owed is made all the same: --iters 0 evaluates.)
+  if (t.iters_done >= t.cfg.iters && !t.pending_evaluation(true)) {
+    if (stop) stop();
+    result.stopped = true;
+  }
+  while (!result.stopped && t.iters_done < t.cfg.iters) {
     std::optional<GptStepMetrics> m = t.step(true);
     if (!m) {  // abandoned by the stop check: the run ends as after a finished step
       if (stop) stop();
-      if (checkpoint) checkpoint(t.iters_done, true, [&](const std::string& path) { save(path); });
       result.stopped = true;
       break;
     }
     result.steps.push_back(*m);
     if (on_step) on_step(result.steps.back());
-    const bool stopping = stop && stop();
-    if (checkpoint) checkpoint(t.iters_done, stopping, [&](const std::string& path) { save(path); });
-    if (stopping) {
+    if (stop && stop()) {
       result.stopped = true;
       break;
     }
@@ -328,17 +368,7 @@ GptTrainResult GptTrainer::run(const std::function<void(const GptStepMetrics&)>&
   t.grid.replica().all_reduce(&total, 1, ReduceOp::Sum);  // one replica's shards: the whole model once
   result.total_weight_bytes = static_cast<std::size_t>(total);
   result.max_peak_tensor_bytes = static_cast<std::size_t>(maxes[1]);
-  if (keep_weights) result.weights = weights();
   return result;
-}
-
-GptTrainResult train_gpt(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
-                         const GptTrainHooks& hooks) {
-  const auto t_start = Clock::now();
-  GptTrainer trainer(corpus, cfg, backend, grid, hooks.init, hooks.resume);
-  GptTrainResult r = trainer.run(hooks.on_step, hooks.stop, hooks.checkpoint, hooks.keep_weights);
-  r.total_seconds = seconds_since(t_start);  // the initial evaluation included, as before
-  return r;
 }
 
 }  // namespace plexus
