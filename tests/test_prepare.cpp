@@ -18,6 +18,7 @@
 #include "plexus/prepare.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/sparse.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "plexus/train.hpp"
 
 namespace plexus {
@@ -204,6 +205,66 @@ TEST(Prepare, BalancingDoesNotChangeTraining) {
       EXPECT_NEAR(r.epochs[e].loss, base.epochs[e].loss, 1e-5 * base.epochs[e].loss) << balance_name(b) << " " << e;
       EXPECT_NEAR(r.epochs[e].val_acc, base.epochs[e].val_acc, 1e-12);
       EXPECT_NEAR(r.epochs[e].test_acc, base.epochs[e].test_acc, 1e-12);
+    }
+  }
+}
+
+// The policy plexus train and a pipeline share (training_order, read_training_data): a prepared
+// file brings its order (--balance may only repeat it), a plain one is read sharded unless a
+// balance orders it in memory; a trainer on what was read trains as one on the ordered graph.
+TEST(Prepare, TrainingReadsAFileAsPlexusTrainDoes) {
+  const plexus::testing::ScratchDir scratch;
+  const GraphData g = small_graph(120, 6, 4);
+  const std::string plain = scratch.file("plain.h5"), prepared = scratch.file("prepared.h5");
+  write_graph_h5(g, plain);
+  PrepareOptions o;
+  o.balance = Balance::kPermute;
+  write_prepared_h5(prepare_graph(g, o), prepared);
+
+  TrainingOrder t = training_order(plain);
+  EXPECT_FALSE(t.prepared || t.in_memory);
+  EXPECT_EQ(t.balance, Balance::kNone);
+  t = training_order(plain, Balance::kPermute);
+  EXPECT_TRUE(t.in_memory && !t.prepared);
+  EXPECT_EQ(t.balance, Balance::kPermute);
+  t = training_order(prepared);
+  EXPECT_TRUE(t.prepared && !t.in_memory);
+  EXPECT_EQ(t.balance, Balance::kPermute);
+  EXPECT_NO_THROW(training_order(prepared, Balance::kPermute));
+  try {
+    training_order(prepared, Balance::kNone);
+    ADD_FAILURE() << "--balance none accepted for a permuted file";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), prepared);
+    EXPECT_NE(std::string(e.what()).find("prepared with --balance permute"), std::string::npos) << e.what();
+  }
+
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  TrainConfig c;
+  c.epochs = 3;
+  c.balance = Balance::kPermute;
+  const TrainResult want = train_gnn(g, c, *be, *grid);
+  c.balance = Balance::kNone;  // (the order comes from the file's policy)
+  for (const auto& [path, balance] : {std::pair{plain, std::optional<Balance>(Balance::kPermute)},
+                                       std::pair{prepared, std::optional<Balance>()}}) {
+    const TrainingOrder order = training_order(path, balance);
+    GnnTrainer trainer(read_training_data(path, c, *grid, order), c, *be, *grid);
+    const TrainResult got = trainer.run();
+    ASSERT_EQ(got.epochs.size(), want.epochs.size()) << path;
+    for (std::size_t e = 0; e < got.epochs.size(); ++e)
+      EXPECT_NEAR(got.epochs[e].loss, want.epochs[e].loss, 1e-6 * want.epochs[e].loss) << path << " epoch " << e;
+  }
+  // A file with nothing to train on is named as the file's datasets, in either path.
+  GraphData unlabelled = g;
+  std::fill(unlabelled.labels.begin(), unlabelled.labels.end(), -1);
+  write_graph_h5(unlabelled, plain);
+  for (const std::optional<Balance> b : {std::optional<Balance>(), std::optional<Balance>(Balance::kPermute)}) {
+    try {
+      read_training_data(plain, c, *grid, training_order(plain, b));
+      ADD_FAILURE() << "unlabelled file accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(e.message().find("/masks/train"), std::string::npos) << e.message();
     }
   }
 }

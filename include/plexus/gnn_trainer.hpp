@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
+#include "plexus/balance.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/predictions.hpp"
 #include "plexus/process_grid.hpp"
@@ -82,6 +83,30 @@ struct GnnModelInfo {
   TrainConfig config;
 };
 
+// What a training run reads of the graph file `path`, as `plexus train` reads it — the same run
+// for a pipeline as for the command (docs/balancing.md):
+//   * a prepared file (plexus prepare) brings its node order: `balance` may only repeat it
+//     (InputError naming the file otherwise), and each rank reads only its shards;
+//   * a plain file is read sharded too, unless `balance` orders it: then every rank reads it whole
+//     and orders it in memory (as plexus prepare would, once, ahead of time).
+// training_order reads only the file's header (to size the run before anything is loaded:
+// check_train_memory); read_training_data reads this rank's part, requires a labelled training
+// node and, with cfg.strict, the strict checks of plexus/graph_checks.hpp, every message naming
+// the file's datasets. Collective (read_training_data).
+struct TrainingOrder {
+  Balance balance = Balance::kNone;  // the nodes' order training uses
+  bool prepared = false;             // the file is prepared (brings the order)
+  bool in_memory = false;            // every rank reads the whole graph and orders it
+};
+TrainingOrder training_order(const std::string& path, std::optional<Balance> balance = std::nullopt);
+struct GnnTrainingData {
+  TrainingOrder order;
+  GnnShards shards;  // this rank's shards (empty when order.in_memory)
+  GraphData whole;   // the whole graph (order.in_memory), ordered by the trainer
+};
+GnnTrainingData read_training_data(const std::string& path, const TrainConfig& cfg, ProcessGrid& grid,
+                                   const TrainingOrder& order);
+
 class GnnTrainer {
  public:
   // From a whole graph every rank holds (validated; shards cut as train_gnn does).
@@ -90,6 +115,8 @@ class GnnTrainer {
   // gnn_dims(features, cfg.layers, cfg.hidden, classes); the layers take the orders the shards
   // were cut for (cfg.layer_order is used where shards are cut).
   GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
+  // From what read_training_data read (a whole graph ordered as data.order says).
+  GnnTrainer(GnnTrainingData data, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid);
   ~GnnTrainer();
   GnnTrainer(const GnnTrainer&) = delete;
   GnnTrainer& operator=(const GnnTrainer&) = delete;

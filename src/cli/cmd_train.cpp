@@ -143,17 +143,13 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
   if (!training.resume_from().empty()) require_model_file(training.resume_from(), ModelFamily::Gnn);
 
-  // The node order: a prepared file's own, or (for a plain file) --balance applied in memory.
-  const PreparedInfo prep = read_prepared_info_h5(o.data);
-  Balance balance = prep.balance;
-  if (!o.balance.empty()) {
-    balance = parse_balance(o.balance);
-    if (prep.prepared && balance != prep.balance)
-      throw InputError(o.data, fmt::format("prepared with --balance {}; drop --balance or run plexus prepare again "
-                                           "with --balance {}",
-                                           balance_name(prep.balance), balance_name(balance)));
-  }
-  const bool in_memory = !prep.prepared && balance != Balance::kNone;
+  // The node order: a prepared file's own, or (for a plain file) --balance applied in memory
+  // (the library's policy: training_order, read_training_data).
+  o.cfg.strict = o.strict;
+  const TrainingOrder order =
+      training_order(o.data, o.balance.empty() ? std::nullopt : std::optional<Balance>(parse_balance(o.balance)));
+  const bool in_memory = order.in_memory;
+  const Balance balance = order.balance;
   if (in_memory) o.cfg.balance = balance;  // the check predicts the order training will make
   check_train_memory(o.data, o.cfg, grid->shape(), in_memory);  // before the load, not by the OOM killer
 
@@ -161,29 +157,19 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   // every rank reads the whole graph and orders it in memory).
   training.measure_base_rss();
   Phase loading(training.style(), "loading " + o.data);
-  GnnShards shards;
-  GraphData whole;
-  if (in_memory) {
-    whole = read_graph_h5(o.data);
-  } else {
-    shards = load_shards_h5(o.data, *grid, o.cfg.layers, o.cfg.hidden, o.cfg.shard_adj, layer_order_of(o.cfg));
-  }
-  // Named as the file's datasets: the trainer would name an in-memory graph's members.
-  if (in_memory) require_labelled_training_node(whole, o.data);
-  if (o.strict) {  // the file's names; the same-graph hash has no meaning for one file
-    if (in_memory) validate_strict(whole, o.data, GraphNames::File);
-    else validate_strict(shards, read_graph_info_h5(o.data).directed, *grid, o.data);
-  }
+  GnnTrainingData data = read_training_data(o.data, o.cfg, *grid, order);
   const double load_s = loading.seconds();
   // Peak resident memory of the load (the process's high-water mark so far), largest rank.
   double load_rss = peak_rss_bytes();
   grid->world().all_reduce(&load_rss, 1, ReduceOp::Max);
   // The dataset arrays a rank holds after the load (null in the metrics for a plain file with
   // --balance, where every rank holds the whole graph).
-  double shard_bytes = static_cast<double>(in_memory ? 0 : shards.host_bytes());
+  double shard_bytes = static_cast<double>(in_memory ? 0 : data.shards.host_bytes());
   grid->world().all_reduce(&shard_bytes, 1, ReduceOp::Max);
   loading.done(in_memory ? "the whole graph on every rank" : "this rank's shards");
   if (!o.quiet) {
+    const GraphData& whole = data.whole;
+    const GnnShards& shards = data.shards;
     const index_t nodes = in_memory ? whole.num_nodes : shards.num_nodes;
     const index_t edges = in_memory ? whole.num_edges() : shards.num_edges;
     const index_t feats = in_memory ? whole.num_features : shards.dims.front();
@@ -193,13 +179,12 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                  o.data, nodes, edges, feats, classes, load_s, model_text(o.cfg), backend->name(), grid->shape().str(),
                  balance_name(balance),
                  in_memory ? " (ordered in memory on every rank; plexus prepare does it once, ahead of time)"
-                 : prep.prepared ? " (prepared)"
-                                 : "");
+                 : order.prepared ? " (prepared)"
+                                  : "");
   }
 
   std::unique_ptr<GnnTrainer> trainer =
-      in_memory ? about_file(o.data, [&] { return std::make_unique<GnnTrainer>(whole, o.cfg, *backend, *grid); })
-                : std::make_unique<GnnTrainer>(std::move(shards), o.cfg, *backend, *grid);
+      about_file(o.data, [&] { return std::make_unique<GnnTrainer>(std::move(data), o.cfg, *backend, *grid); });
   trainer->set_run_id(training.run_id());  // stored in each checkpoint (docs/checkpoints.md)
   // Each layer's order (--layer-order auto: transform first where the layer narrows).
   std::vector<std::string> layer_orders;

@@ -235,6 +235,22 @@ GnnTrainer::GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backen
     throw InputError("--patience", "early stopping needs validation nodes (the validation mask is empty)");
 }
 
+namespace {
+// The configuration a file's run trains with: the whole graph ordered as read_training_data's
+// order says (its checks were the file's: not again in memory).
+TrainConfig with_order(TrainConfig cfg, const TrainingOrder& order) {
+  cfg.balance = order.in_memory ? order.balance : Balance::kNone;
+  cfg.strict = false;
+  return cfg;
+}
+}  // namespace
+
+GnnTrainer::GnnTrainer(GnnTrainingData data, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
+    : GnnTrainer(data.order.in_memory
+                     ? shards_of_graph(data.whole, with_order(cfg, data.order), grid, /*for_training=*/true, false)
+                     : std::move(data.shards),
+                 with_order(cfg, data.order), backend, grid) {}
+
 GnnTrainer::~GnnTrainer() = default;
 
 int GnnTrainer::epochs_done() const { return impl_->epochs_done; }

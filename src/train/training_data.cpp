@@ -1,0 +1,45 @@
+// What a training run reads of a graph file (include/plexus/gnn_trainer.hpp: training_order,
+// read_training_data): the policy of node orders that plexus train and a pipeline share.
+#include <string>
+
+#include "plexus/error.hpp"
+#include "plexus/graph_checks.hpp"
+#include "plexus/gnn_trainer.hpp"
+#include "plexus/io.hpp"
+#include "plexus/prepare.hpp"
+
+namespace plexus {
+
+TrainingOrder training_order(const std::string& path, std::optional<Balance> balance) {
+  const PreparedInfo prep = read_prepared_info_h5(path);
+  TrainingOrder o;
+  o.prepared = prep.prepared;
+  o.balance = prep.balance;
+  if (balance) {
+    if (prep.prepared && *balance != prep.balance)
+      throw InputError(path, std::string("prepared with --balance ") + balance_name(prep.balance) +
+                                 "; drop --balance or run plexus prepare again with --balance " + balance_name(*balance));
+    o.balance = *balance;
+  }
+  o.in_memory = !prep.prepared && o.balance != Balance::kNone;
+  return o;
+}
+
+GnnTrainingData read_training_data(const std::string& path, const TrainConfig& cfg, ProcessGrid& grid,
+                                   const TrainingOrder& order) {
+  GnnTrainingData d;
+  d.order = order;
+  if (order.in_memory) {
+    d.whole = read_graph_h5(path);
+    // Named as the file's datasets: the trainer would name an in-memory graph's members.
+    require_labelled_training_node(d.whole, path);
+    if (cfg.strict) validate_strict(d.whole, path, GraphNames::File);
+    return d;
+  }
+  d.shards = load_shards_h5(path, grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg));
+  // The file's names; the same-graph hash has no meaning for one file.
+  if (cfg.strict) validate_strict(d.shards, read_graph_info_h5(path).directed, grid, path);
+  return d;
+}
+
+}  // namespace plexus
