@@ -111,7 +111,7 @@ printf 'lr = -3.0\n' >"$work/neg-lr.toml"
 opt toml-bad-value "--lr: " --config "$work/neg-lr.toml"
 # The GNN kind (--model) and the options of each kind: an unknown kind or aggregator, and an
 # option of another kind than the run's, named in one line (on the command line or in --config).
-opt model-unknown "--model: 'gpt' is not one of gcn, sage, gin, gat" --model gpt
+opt model-unknown "--model: 'gpt' is not one of gcn, sage, gin, gat, " --model gpt
 opt aggregator-unknown "--aggregator: 'max' is not one of mean, sum" --model sage --aggregator max
 opt aggregator-of-gcn "--aggregator: only with --model sage" --aggregator sum
 opt aggregator-of-gin "--aggregator: only with --model sage" --model gin --aggregator mean
@@ -140,7 +140,7 @@ opt toml-heads-of-sage "--heads: only with --model gat" --config "$work/sage-hea
 printf 'model = "gat"\nheads = 3\nhidden = 16\n' >"$work/gat-heads.toml"
 opt toml-gat-heads "--hidden: must be a multiple of --heads (3)" --config "$work/gat-heads.toml"
 printf 'model = 3\n' >"$work/model-number.toml"
-opt toml-model-number "--model: '3' is not one of gcn, sage, gin, gat" --config "$work/model-number.toml"
+opt toml-model-number "--model: '3' is not one of gcn, sage, gin, gat, " --config "$work/model-number.toml"
 expect_error plan-aggregator-of-gcn "--aggregator: only with --model sage" -- plan --ranks 2 --data "$work/good.h5" --aggregator sum
 expect_error plan-model-unknown "--model: 'gpt' is not one of" -- plan --ranks 2 --data "$work/good.h5" --model gpt
 expect_error plan-heads-of-gcn "--heads: only with --model gat" -- plan --ranks 2 --data "$work/good.h5" --heads 2

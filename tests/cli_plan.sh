@@ -29,7 +29,7 @@ expect_error chunks-text "--agg-chunks" plan --ranks 4 --agg-chunks two
 expect_error layer-order "--layer-order" plan --ranks 4 --layer-order sideways
 expect_error budget "--memory-per-rank" plan --ranks 4 --memory-per-rank 12Q
 expect_error data-missing "nope.h5" plan "$work/nope.h5" --ranks 2
-expect_error model-unknown "--model: 'gpt' is not one of gcn, sage, gin, gat" plan --ranks 4 --model gpt
+expect_error model-unknown "--model: 'gpt' is not one of gcn, sage, gin, gat, " plan --ranks 4 --model gpt
 expect_error aggregator-of-gin "--aggregator: only with --model sage" plan --ranks 4 --model gin --aggregator sum
 expect_error gin-eps-of-gcn "--gin-eps: only with --model gin" plan --ranks 4 --gin-eps 0.5
 expect_error gin-eps-range "--gin-eps: must be a number in .-1e+06, 1e+06." plan --ranks 4 --model gin --gin-eps 1e9

@@ -153,7 +153,7 @@ expect_error "--model of another kind" "--model: $work/m.h5 holds a gcn model, n
   predict --checkpoint "$work/m.h5" --model sage -o "$work/x.h5"
 expect_error "--model of another kind (sage file)" "--model: $work/sage.h5 holds a sage model, not gcn" \
   predict --checkpoint "$work/sage.h5" --model gcn -o "$work/x.h5"
-expect_error "--model unknown" "--model: 'gpt' is not one of gcn, sage, gin, gat" predict --checkpoint "$work/m.h5" --model gpt -o "$work/x.h5"
+expect_error "--model unknown" "--model: 'gpt' is not one of gcn, sage, gin, gat, " predict --checkpoint "$work/m.h5" --model gpt -o "$work/x.h5"
 expect_error "--model gat of a gcn file" "--model: $work/m.h5 holds a gcn model, not gat" \
   predict --checkpoint "$work/m.h5" --model gat -o "$work/x.h5"
 expect_error "--heads is the file's" "unknown option '--heads' of plexus predict" \

@@ -49,6 +49,7 @@ const std::vector<Variant>& variants() {
       {"sage-sum-normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
       {"gin-fixed-eps", GnnSpec("gin").set("gin-eps", 0.1)},
       {"gin-trained-eps", GnnSpec("gin").set("train-eps", true)},
+      {"appnp", GnnSpec("appnp").set("steps", 3).set("alpha", 0.2)},
   };
   return v;
 }
@@ -79,7 +80,8 @@ void expect_learns(const KindRun& r, const Variant& v) {
   std::vector<std::string> names;
   for (const ParameterState& p : r.state.parameters) names.push_back(p.name);
   const std::vector<std::string> per_layer =
-      v.model.kind() == "sage"    ? std::vector<std::string>{"weight", "root_weight", "bias"}
+      v.model.kind() == "appnp"   ? std::vector<std::string>{"weight", "bias"}
+      : v.model.kind() == "sage"  ? std::vector<std::string>{"weight", "root_weight", "bias"}
       : v.model.flag("train-eps") ? std::vector<std::string>{"weight", "bias", "weight2", "bias2", "eps"}
                                   : std::vector<std::string>{"weight", "bias", "weight2", "bias2"};
   std::vector<std::string> want;
@@ -156,7 +158,7 @@ TEST(GnnModels, PreparedFileReadByEveryGridMatchesOneRank) {
     for (const bool shard_adj : {false, true}) {
       auto grid = ProcessGrid::from_mpi(all_grids(p).back());
       auto be = make_cpu_backend(1);
-      GnnTrainer t(load_shards_h5(path, *grid, cfg.layers, cfg.hidden, shard_adj), cfg, *be, *grid);
+      GnnTrainer t(load_shards_h5(path, *grid, cfg.layers, cfg.hidden, shard_adj, layer_order_of(cfg)), cfg, *be, *grid);
       for (int e = 0; e < cfg.epochs; ++e)
         EXPECT_NEAR(t.epoch().loss, want.losses[static_cast<std::size_t>(e)], 1e-5 * want.losses[static_cast<std::size_t>(e)])
             << v.name << (shard_adj ? " sharded" : "") << ": epoch " << e + 1;

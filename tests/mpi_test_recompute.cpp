@@ -102,6 +102,7 @@ TEST(Recompute, EveryKindOnEveryGridMatchesTheRunWithoutIt) {
       {"sage sum normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
       {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
       {"gat", GnnSpec("gat")},
+      {"appnp", GnnSpec("appnp").set("steps", 3)},
   };
   const int p = world_size();
   for (const Case& c : cases) {

@@ -426,6 +426,7 @@ TEST(DistinctRuns, EveryGnnRankSharingARunCostsWhatItWouldAlone) {
       {"gin", GnnSpec("gin")},
       {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
       {"gat", GnnSpec("gat").set("heads", 2).set("out-heads", 2)},
+      {"appnp", GnnSpec("appnp").set("steps", 2)},
   };
   int configs = 0;
   for (const auto& [name, model] : kinds)
@@ -458,7 +459,7 @@ TEST(DistinctRuns, EveryGnnRankSharingARunCostsWhatItWouldAlone) {
                   }
                   ++configs;
                 }
-  EXPECT_EQ(configs, 5 * 2 * 2 * 2 * 2 * (9 + 10) * 2);
+  EXPECT_EQ(configs, 6 * 2 * 2 * 2 * 2 * (9 + 10) * 2);
 }
 
 // The size of a plan at the sizes the docs allow, counted rather than timed: a ZeRO plan of

@@ -132,7 +132,7 @@ void check_gradients(const TrainConfig& cfg, float eps = 1e-3f, const std::vecto
   // GAT's last layer: out_heads × 3 columns of W, a_src and a_dst; its hidden ones: 4 and 6.
   const std::string& kind = cfg.model.kind();
   const int gat_last = kind == "gat" ? 3 * static_cast<int>(cfg.model.integer("out-heads")) : 0;
-  const int want = kind == "gcn"    ? weights + biases
+  const int want = kind == "gcn" || kind == "appnp" ? weights + biases
                    : kind == "sage" ? 2 * weights + biases
                    : kind == "gat"  ? (5 * 4 + 4 * 6 + 6 * gat_last) + 2 * (4 + 6 + gat_last) + biases
                                     : weights + biases + (4 * 4 + 6 * 6 + 3 * 3) + biases +
@@ -183,6 +183,17 @@ TEST(GatGradients, HeadsAndAttentionDropoutMatchFiniteDifferences) {
       // only the LeakyReLU's two slopes make one of it), some at the differences' float32 noise
       // of ~3e-5 per element here: that much is allowed besides the relative bound.
       check_gradients(c, 1e-3f, {true, true, true}, 4e-5);
+    }
+}
+
+// APPNP: the MLP's Linears and the propagation's K steps (0: none; 1; 3), with dropout and
+// without.
+TEST(AppnpGradients, StepsAndTeleportMatchFiniteDifferences) {
+  for (const int steps : {0, 1, 3})
+    for (const float dropout : {0.0f, 0.3f}) {
+      SCOPED_TRACE("steps " + std::to_string(steps) + ", dropout " + std::to_string(dropout));
+      check_gradients(kind_config(dropout, GnnSpec("appnp").set("steps", steps).set("alpha", 0.2)), 1e-3f,
+                      {true, true, true});
     }
 }
 

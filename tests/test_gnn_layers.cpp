@@ -117,9 +117,9 @@ void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4
   auto be = make_reference_backend();
   auto grid = ProcessGrid::single();
   const GnnSpec& m = cfg.model;
-  const bool gat = m.kind() == "gat";
-  GnnShards shards = build_shards(g, gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), *grid, dims, false,
-                                  std::vector<bool>(3, gat));
+  const bool gat = m.kind() == "gat", appnp = m.kind() == "appnp";
+  const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+  GnnShards shards = build_shards(g, a_hat, *grid, dims, false, std::vector<bool>(3, gat || appnp));
   GnnNetwork model(*be, *grid, shards, cfg);
   // Random values for every parameter (biases and ε too), kept by name for the reference.
   std::mt19937 rng(3);
@@ -166,6 +166,23 @@ void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4
           for (double& v : row) v = v > 0 ? v : std::expm1(v);
       h = next;
       continue;
+    } else if (appnp) {
+      // Z_0 = H·W + b; the last layer: Z_k = (1 − α)·Â·Z_{k−1} + α·Z_0, K times (PyG's APPNP).
+      next = matmul(h, value[L + "weight"], out_dim);
+      add_bias(next, value[L + "bias"]);
+      if (l == 2) {
+        const double alpha = m.real("alpha");
+        const Mat z0 = next;
+        for (std::int64_t k = 0; k < m.integer("steps"); ++k) {
+          Mat z(z0.size(), std::vector<double>(static_cast<std::size_t>(out_dim), 0.0));
+          for (index_t i = 0; i < a_hat.rows; ++i)
+            for (index_t e = a_hat.indptr[i]; e < a_hat.indptr[i + 1]; ++e)
+              for (index_t j = 0; j < out_dim; ++j) z[i][j] += a_hat.values[e] * next[a_hat.indices[e]][j];
+          for (std::size_t i = 0; i < z.size(); ++i)
+            for (index_t j = 0; j < out_dim; ++j) z[i][j] = (1 - alpha) * z[i][j] + alpha * z0[i][j];
+          next = z;
+        }
+      }
     } else if (m.kind() == "sage") {
       next = matmul(aggregate(g, h, m.choice("aggregator") == "mean"), value[L + "weight"], out_dim);
       const Mat root = matmul(h, value[L + "root_weight"], out_dim);
@@ -239,6 +256,11 @@ TEST(GnnLayers, GatEdgeMemoryIsItsAttentionArrays) {
   EXPECT_EQ(be->live_bytes(MemoryKind::EdgeValues), persistent);
 }
 
+TEST(GnnLayers, AppnpIsAnMlpThenPyGsAPPNP) {
+  check_forward(kind(GnnSpec("appnp")));  // K = 10, α = 0.1
+  check_forward(kind(GnnSpec("appnp").set("steps", 1).set("alpha", 0.5)));
+  check_forward(kind(GnnSpec("appnp").set("steps", 0)));  // an MLP
+}
 TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnSpec("sage"))); }
 TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) { check_forward(kind(GnnSpec("sage").set("aggregator", "sum"))); }
 TEST(GnnLayers, SageNormalizeDividesEachRowByItsNorm) { check_forward(kind(GnnSpec("sage").set("normalize", true))); }

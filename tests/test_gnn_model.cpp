@@ -157,7 +157,7 @@ TEST_P(GnnModelKinds, ScoresAnUnlabelledGraphAndASnapshotWithNewNodes) {
   for (const NodeRows& e : next.embeddings) EXPECT_EQ(static_cast<index_t>(e.node_ids.size()), snapshot.num_nodes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, GnnModelKinds, ::testing::Values("gcn", "sage", "gin", "gat"),
+INSTANTIATE_TEST_SUITE_P(Kinds, GnnModelKinds, ::testing::Values("gcn", "sage", "gin", "gat", "appnp"),
                          [](const auto& info) { return info.param; });
 
 // A GCN's embeddings are its hidden layers' outputs after the ReLU: H1 = ReLU(Â·X·W0 + b0),

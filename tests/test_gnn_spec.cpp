@@ -31,8 +31,8 @@ TEST(GnnSpec, EveryKindStartsAtItsDeclaredDefaults) {
     EXPECT_EQ(s.info().options.size(), k.options.size());
     for (const GnnOptionInfo& o : k.options) EXPECT_EQ(s.value(o.name), o.default_value) << k.name << " " << o.name;
   }
-  EXPECT_EQ(gnn_kind_names(), "gcn, sage, gin, gat");
-  EXPECT_EQ(refusal([] { GnnSpec("GAT"); }), "--model: 'GAT' is not one of gcn, sage, gin, gat");
+  EXPECT_EQ(gnn_kind_names().rfind("gcn, sage, gin, gat", 0), 0u);  // the table's order, gcn first
+  EXPECT_EQ(refusal([] { GnnSpec("GAT"); }), "--model: 'GAT' is not one of " + gnn_kind_names());
 }
 
 TEST(GnnSpec, ValuesAreTypedAsDeclared) {

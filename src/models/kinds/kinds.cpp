@@ -12,6 +12,7 @@ const std::vector<const KindSpec*>& kind_specs() {
       &sage_kind(),
       &gin_kind(),
       &gat_kind(),
+      &appnp_kind(),
   };
   return table;
 }

@@ -8,5 +8,6 @@ const KindSpec& gcn_kind();
 const KindSpec& sage_kind();
 const KindSpec& gin_kind();
 const KindSpec& gat_kind();
+const KindSpec& appnp_kind();
 
 }  // namespace plexus
