@@ -49,6 +49,10 @@ variants=(
   "gat-dropout0.3-adamw|sbm|--model gat --heads 4 --dropout 0.3 --adamw"
   "gat-attn-dropout0.3|sbm|--model gat --heads 4 --attn-dropout 0.3"
   "gat-messy|messy|--model gat --heads 4 --out-heads 2"
+  # APPNP decays every parameter (PyG's example); its propagation is PyG's APPNP over gcn's A_hat.
+  "appnp|sbm|--model appnp"
+  "appnp-steps3-alpha0.3-dropout0.3|sbm|--model appnp --steps 3 --alpha 0.3 --dropout 0.3"
+  "appnp-messy|messy|--model appnp --steps 5"
 )
 # Variants the engine refuses (each must still be refused cleanly): none today.
 pending=()

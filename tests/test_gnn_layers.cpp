@@ -261,6 +261,27 @@ TEST(GnnLayers, AppnpIsAnMlpThenPyGsAPPNP) {
   check_forward(kind(GnnSpec("appnp").set("steps", 1).set("alpha", 0.5)));
   check_forward(kind(GnnSpec("appnp").set("steps", 0)));  // an MLP
 }
+// Which parameters weight decay takes, per kind, as its reference trains it: Kipf & Welling's
+// rule (layer 0's weight matrices) for gcn, sage and gin; every parameter for gat and appnp
+// (PyG's GAT and APPNP examples: Adam over model.parameters()).
+TEST(GnnLayers, WeightDecayTakesWhatEachKindsReferenceDecays) {
+  const GraphData g = graph();
+  const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
+  for (const GnnKindInfo& k : gnn_kinds()) {
+    auto be = make_reference_backend();
+    auto grid = ProcessGrid::single();
+    TrainConfig cfg = kind(GnnSpec(k.name));
+    if (k.name == "gat") cfg.model.set("heads", 1);
+    GnnShards shards = build_shards(g, a_hat, *grid, {4, 5, 6, 3}, false, transform_first_layers(cfg, {4, 5, 6, 3}));
+    GnnNetwork model(*be, *grid, shards, cfg);
+    const bool every = k.name == "gat" || k.name == "appnp";
+    for (const ModelParam& p : model.named_parameters()) {
+      const bool matrix = p.name.ends_with("weight") || p.name.ends_with("weight2");
+      EXPECT_EQ(p.decay, every || (p.name.starts_with("layer0/") && matrix)) << k.name << " " << p.name;
+    }
+  }
+}
+
 TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnSpec("sage"))); }
 TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) { check_forward(kind(GnnSpec("sage").set("aggregator", "sum"))); }
 TEST(GnnLayers, SageNormalizeDividesEachRowByItsNorm) { check_forward(kind(GnnSpec("sage").set("normalize", true))); }

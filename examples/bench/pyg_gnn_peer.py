@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""PyTorch Geometric peer of Plexus's GNNs (GCN, GraphSAGE, GIN, GAT): the models `plexus train
---model gcn|sage|gin|gat` trains, built from PyG's GCNConv, SAGEConv, GINConv and GATConv, on the same
+"""PyTorch Geometric peer of Plexus's GNNs (GCN, GraphSAGE, GIN, GAT, APPNP): the models `plexus train
+--model gcn|sage|gin|gat|appnp` trains, built from PyG's GCNConv, SAGEConv, GINConv, GATConv and
+Linears with APPNP, on the same
 Plexus format-v1 graph file (docs/format-v1.md). CPU, float32. Run it with /usr/bin/python3
 (Debian's torch; scripts/install-deps.sh installs torch_geometric 2.6.1 beside it).
 
@@ -22,10 +23,10 @@ Continue a Plexus run from its model file (a checkpoint or --save-model; docs/gc
 
 Train from PyG's own initialisation (the quality comparison):
 
-    pyg_gnn_peer.py GRAPH.h5 --fresh [--model gcn|sage|gin|gat] [--layers L] [--hidden H] [--epochs E]
+    pyg_gnn_peer.py GRAPH.h5 --fresh [--model gcn|sage|gin|gat|appnp] [--layers L] [--hidden H] [--epochs E]
         [--lr LR] [--weight-decay WD] [--adamw] [--dropout P] [--seeds 0,1,2]
         [--aggregator mean|sum] [--normalize] [--gin-eps EPS] [--train-eps]
-        [--heads H] [--out-heads H2] [--attn-dropout P] [--negative-slope S]
+        [--heads H] [--out-heads H2] [--attn-dropout P] [--negative-slope S] [--steps K] [--alpha A]
         [--time] [--threads T] [--json]
 
   For each seed: torch.manual_seed(seed), the convolutions' own reset_parameters, F.dropout
@@ -64,10 +65,14 @@ from j to i for every j in row i of the CSR.
         The engine's attention dropout mask of layer K keeps alpha_ij of head h where
         counter_uniform(DropoutKey{seed, epoch, 256 + K}, i * heads + h, j) >= attn_dropout.
 
+  appnp Linear(D_K, D_K+1) for every layer (ReLU between), then APPNP(K=steps, alpha) over
+        A_hat as gcn's (PyG's citation example). Model file: layerK/weight, layerK/bias.
+
 Loss: mean cross-entropy over the training rows. Adam in PyTorch's formulation (betas 0.9,
 0.999, eps 1e-8) with L2 weight decay (or AdamW's decoupled decay) on layer 0's weight matrices
-only (sage: weight and root_weight; gin: weight and weight2), never on biases or eps; gat decays
-every parameter of every layer (PyG's GAT example: Adam(model.parameters(), weight_decay=5e-4)).
+only (sage: weight and root_weight; gin: weight and weight2), never on biases or eps; gat and
+appnp decay every parameter of every layer (PyG's GAT and APPNP examples:
+Adam(model.parameters(), weight_decay=5e-4)).
 """
 import argparse
 import functools
@@ -82,7 +87,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-KINDS = ("gcn", "sage", "gin", "gat")
+KINDS = ("gcn", "sage", "gin", "gat", "appnp")
 # The layer index of GAT's attention dropout keys: DropoutKey{seed, epoch, ATTENTION_LAYER + K}, apart
 # from the input dropout's {seed, epoch, K}.
 ATTENTION_LAYER = 256
@@ -116,7 +121,7 @@ class Options:
     """The kind and its options, from a model file's /options or from the command line."""
 
     def __init__(self, kind, aggregator="mean", normalize=False, gin_eps=0.0, train_eps=False, heads=8, out_heads=1,
-                 attn_dropout=0.0, negative_slope=0.2):
+                 attn_dropout=0.0, negative_slope=0.2, steps=10, alpha=0.1):
         if kind not in KINDS:
             sys.exit(f"pyg_gnn_peer: unknown model kind '{kind}' ({', '.join(KINDS)})")
         if aggregator not in ("mean", "sum"):
@@ -127,13 +132,15 @@ class Options:
         self.gin_eps, self.train_eps = gin_eps, train_eps
         self.heads, self.out_heads = heads, out_heads
         self.attn_dropout, self.negative_slope = attn_dropout, negative_slope
+        self.steps, self.alpha = steps, alpha
 
     def text(self):
         """The kind and the options that shape it, as the peer reports them."""
         return self.kind + {"sage": f" aggregator={self.aggregator} normalize={int(self.normalize)}",
                             "gin": f" eps={self.gin_eps:g} train_eps={int(self.train_eps)}",
                             "gat": f" heads={self.heads} out_heads={self.out_heads} attn_dropout={self.attn_dropout:g}"
-                                   f" negative_slope={self.negative_slope:g}"}.get(self.kind, "")
+                                   f" negative_slope={self.negative_slope:g}",
+                            "appnp": f" steps={self.steps} alpha={self.alpha:g}"}.get(self.kind, "")
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,13 +181,17 @@ class Net(torch.nn.Module):
     """The L convolutions of one kind, widths `dims`, with PyG's own initialisation."""
 
     def __init__(self, dims, opt):
-        from torch_geometric.nn import GCNConv, GINConv, SAGEConv
+        from torch_geometric.nn import APPNP, GCNConv, GINConv, SAGEConv
 
         super().__init__()
         self.kind = opt.kind
         convs = []
+        # appnp: PyG's citation example: Linears with a ReLU between, then APPNP(K, alpha).
+        self.prop = APPNP(opt.steps, opt.alpha) if opt.kind == "appnp" else None
         for k, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
-            if opt.kind == "gat":
+            if opt.kind == "appnp":
+                convs.append(torch.nn.Linear(d_in, d_out))
+            elif opt.kind == "gat":
                 convs.append(gat_conv(d_in, d_out, k + 2 == len(dims), opt))
             elif opt.kind == "gcn":
                 convs.append(GCNConv(d_in, d_out, cached=True))  # A_hat normalised once
@@ -199,10 +210,13 @@ class Net(torch.nn.Module):
             h = dropout(h, k)
             if self.kind == "gat":
                 conv.attention_mask = attention(k) if attention else None
-            h = conv(h, g.edge_index, g.edge_weight) if self.kind == "gcn" else conv(h, g.edge_index)
+            if self.kind == "appnp":
+                h = conv(h)
+            else:
+                h = conv(h, g.edge_index, g.edge_weight) if self.kind == "gcn" else conv(h, g.edge_index)
             if k + 1 < len(self.convs):
                 h = F.elu(h) if self.kind == "gat" else F.relu(h)
-        return h
+        return self.prop(h, g.edge_index, g.edge_weight) if self.prop is not None else h
 
     def engine_params(self):
         """[(engine name, parameter, stored transposed)] in the model file's naming; the ones
@@ -211,6 +225,8 @@ class Net(torch.nn.Module):
         for k, c in enumerate(self.convs):
             if self.kind == "gcn":
                 named = [("weight", c.lin.weight, True), ("bias", c.bias, False)]
+            elif self.kind == "appnp":
+                named = [("weight", c.weight, True), ("bias", c.bias, False)]
             elif self.kind == "sage":
                 named = [("weight", c.lin_l.weight, True), ("root_weight", c.lin_r.weight, True),
                          ("bias", c.lin_l.bias, False)]
@@ -228,7 +244,7 @@ class Net(torch.nn.Module):
 
 def make_optimizer(net, lr, weight_decay, adamw):
     params = net.engine_params()
-    if net.kind == "gat":  # as PyG's GAT example: every parameter
+    if net.kind in ("gat", "appnp"):  # as PyG's GAT and APPNP examples: every parameter
         decayed = [p for _, p, _ in params]
     else:  # Kipf & Welling's rule, which the engine keeps for these kinds
         decayed = [p for name, p, _ in params if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2")]
@@ -287,7 +303,8 @@ class ModelFile:
                                float(np.float32(o.get("gin_eps", 0.0))), bool(o.get("train_eps", 0)),
                                int(o.get("heads", 8)), int(o.get("out_heads", 1)),
                                float(np.float32(o.get("attn_dropout", 0.0))),
-                               float(np.float32(o.get("negative_slope", 0.2))))
+                               float(np.float32(o.get("negative_slope", 0.2))), int(o.get("steps", 10)),
+                               float(np.float32(o.get("alpha", 0.1))))
             self.lr, self.weight_decay = float(np.float32(o["lr"])), float(np.float32(o["weight_decay"]))
             self.adamw, self.dropout, self.seed = bool(o["adamw"]), float(np.float32(o["dropout"])), int(o["seed"])
             self.epochs_done = int(f.attrs["epochs_done"])
@@ -476,7 +493,7 @@ def compare_attention(args, g, say):
 
 def fresh_runs(args, g, say):
     o = Options(args.model, args.aggregator, args.normalize, args.gin_eps, args.train_eps, args.heads, args.out_heads,
-                args.attn_dropout, args.negative_slope)
+                args.attn_dropout, args.negative_slope, args.steps, args.alpha)
     dims = [g.x.shape[1]] + [args.hidden] * (args.layers - 1) + [g.classes]
     runs = []
     for seed in args.seeds:
@@ -541,12 +558,15 @@ def main():
     fresh.add_argument("--out-heads", type=int, help="gat: the last layer's heads, averaged; default 1")
     fresh.add_argument("--attn-dropout", type=float, help="gat: GATConv's dropout on alpha; default 0")
     fresh.add_argument("--negative-slope", type=float, help="gat: default 0.2")
+    fresh.add_argument("--steps", type=int, help="appnp: propagation steps K, default 10")
+    fresh.add_argument("--alpha", type=float, help="appnp: teleport probability, default 0.1")
     args = ap.parse_args()
     if args.fresh == (args.model_file is not None):
         ap.error("give either MODEL.h5 or --fresh")
     defaults = {"model": "gcn", "layers": 2, "hidden": 16, "lr": 0.01, "weight_decay": 5e-4, "adamw": False,
                 "dropout": 0.5, "seeds": [0], "aggregator": "mean", "normalize": False, "gin_eps": 0.0,
-                "train_eps": False, "heads": 8, "out_heads": 1, "attn_dropout": 0.0, "negative_slope": 0.2}
+                "train_eps": False, "heads": 8, "out_heads": 1, "attn_dropout": 0.0, "negative_slope": 0.2,
+                "steps": 10, "alpha": 0.1}
     given = [k for k in defaults if getattr(args, k) is not None]
     if not args.fresh and given:
         ap.error(f"--{given[0].replace('_', '-')} is for --fresh: MODEL.h5 brings its own")

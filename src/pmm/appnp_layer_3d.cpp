@@ -30,8 +30,10 @@ AppnpLayer3D::AppnpLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, De
 }
 
 std::vector<LayerParam> AppnpLayer3D::parameters(bool decay_weights) {
-  return {linear_weight_param(linear_, grid_, "weight", geo_.in_dim, geo_.out_dim, decay_weights),
-          linear_bias_param(linear_, grid_, "bias", geo_.out_dim)};
+  // As PyG's APPNP example (Adam over model.parameters()), the decay takes the bias too.
+  LayerParam bias = linear_bias_param(linear_, grid_, "bias", geo_.out_dim);
+  bias.decay = decay_weights;
+  return {linear_weight_param(linear_, grid_, "weight", geo_.in_dim, geo_.out_dim, decay_weights), std::move(bias)};
 }
 
 const Matrix& AppnpLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {

@@ -57,7 +57,8 @@ class AppnpLayer3D : public GnnLayer3D {
   void weight_updated() override { linear_.weight_updated(); }
   Range out_slice_rows() const override { return geo_.out_rows; }
   const LayerGeometry& geometry() const override { return geo_; }
-  // "weight" [in_dim × out_dim], "bias" [1 × out_dim] (PyG's Linear before APPNP).
+  // "weight" [in_dim × out_dim], "bias" [1 × out_dim] (PyG's Linear before APPNP); weight decay
+  // applies to both when `decay_weights`.
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
  private:
