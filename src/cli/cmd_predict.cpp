@@ -1,4 +1,4 @@
-// `plexus predict`: a trained GNN (GCN, GraphSAGE, GIN or GAT: a model file of plexus train
+// `plexus predict`: a trained GNN (of any kind: a model file of plexus train
 // --save-model, or a checkpoint; the kind and its options come from the file) applied to every
 // node of a graph; the predicted classes and the last layer's outputs written
 // as one HDF5 file (docs/predictions.md, write_predictions_h5: every rank writes its block of
@@ -126,7 +126,7 @@ void add_predict_command(CLI::App& app) {
                   "used")
       ->required();
   cmd->add_option("--model", opts->model,
-                  "gcn, sage, gin or gat: taken from the model file (with its options); where given, it must be the file's (a check)");
+                  "The GNN's kind: taken from the model file (with its options); where given, it must be the file's (a check)");
   cmd->add_option("--out,-o", opts->out, "Output file (HDF5, docs/predictions.md)")->required();
   cmd->add_option("--grid", opts->grid,
                   "Process grid XxYxZ (product = number of MPI ranks), or auto: the grid plexus plan predicts "

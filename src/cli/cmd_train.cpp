@@ -1,5 +1,5 @@
-// `plexus train`: full-graph GNN training (GCN, GraphSAGE, GIN, GAT: --model) with per-epoch progress and JSON
-// Lines metrics.
+// `plexus train`: full-graph GNN training (every kind of src/models/kinds/: --model) with per-epoch progress and
+// JSON Lines metrics.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -258,7 +258,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
 void add_train_command(CLI::App& app) {
   auto opts = std::make_shared<TrainOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a GNN: GCN, GraphSAGE, GIN or GAT (defaults: Kipf & Welling's GCN on the bundled Cora)");
+      "train", "Train a GNN of any kind --model names (defaults: Kipf & Welling's GCN on the bundled Cora)");
   TrainConfig& c = opts->cfg;
   add_data_option(cmd, opts->data, "Dataset in Plexus format v1 (HDF5); default: the bundled Cora");
   cmd->add_option("--config", opts->config, "TOML file of option values (keys = long option names)");
