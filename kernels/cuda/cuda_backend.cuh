@@ -138,7 +138,8 @@ class CudaBackend final : public Backend {
   std::size_t scratch_bytes_ = 0;
 };
 
-// Deterministic sum of n doubles on the device (fixed-order tree; the order depends on n only).
+// Deterministic sum of n doubles on the device (fixed-order tree; the order depends on n only;
+// kernels/cuda/reduction.cu, whose squared norms add in the same order).
 // Writes the result to *out (device pointer). Uses `ws` (device, >= det_sum_workspace(n) doubles).
 std::size_t det_sum_workspace(std::size_t n);
 void det_sum(const double* in, std::size_t n, double* out, double* ws, cudaStream_t stream);

@@ -123,33 +123,6 @@ __global__ void row_argmax_kernel(const float* __restrict__ x, index_t rows, ind
   }
 }
 
-// ---- deterministic sum --------------------------------------------------------------------
-// One pass: block b reduces in[b*kChunk, (b+1)*kChunk): thread t adds elements t, t+256, ...
-// of the chunk in order, then a fixed shared-memory tree. Passes repeat until one value is
-// left. The order of additions depends on n only.
-constexpr int kSumThreads = 256, kSumPerThread = 8;
-constexpr std::size_t kSumChunk = static_cast<std::size_t>(kSumThreads) * kSumPerThread;
-
-__global__ void __launch_bounds__(kSumThreads) det_sum_kernel(const double* __restrict__ in, std::size_t n,
-                                                              double* __restrict__ out) {
-  __shared__ double sh[kSumThreads];
-  const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kSumChunk;
-  double acc = 0.0;
-#pragma unroll
-  for (int k = 0; k < kSumPerThread; ++k) {
-    const std::size_t e = base + static_cast<std::size_t>(k) * kSumThreads + threadIdx.x;
-    if (e < n) acc += in[e];
-  }
-  sh[threadIdx.x] = acc;
-  __syncthreads();
-#pragma unroll
-  for (int s = kSumThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
-}
-
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // ---- accuracy counts ------------------------------------------------------------------------
@@ -209,34 +182,6 @@ __global__ void count_correct_finish_kernel(const unsigned long long* __restrict
 }
 
 }  // namespace
-
-std::size_t det_sum_workspace(std::size_t n) {
-  std::size_t total = 0;
-  for (std::size_t len = n; len > 1;) {
-    len = ceil_div(len, kSumChunk);
-    if (len > 1) total += len;
-  }
-  return total + 1;
-}
-
-void det_sum(const double* in, std::size_t n, double* out, double* ws, cudaStream_t stream) {
-  if (n == 0) {
-    PLEXUS_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), stream));
-    return;
-  }
-  const double* cur = in;
-  std::size_t len = n;
-  for (;;) {
-    const std::size_t blocks = ceil_div(len, kSumChunk);
-    double* dst = blocks == 1 ? out : ws;
-    det_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(cur, len, dst);
-    PLEXUS_CUDA_CHECK_LAUNCH("det_sum_kernel");
-    if (blocks == 1) return;
-    cur = dst;
-    ws += blocks;
-    len = blocks;
-  }
-}
 
 void CudaBackend::do_row_max(ConstMatrixView x, float* row_max) {
   if (x.rows == 0 || x.cols == 0) return;

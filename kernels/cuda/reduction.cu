@@ -1,10 +1,12 @@
-// Squared L2 norm (Backend::squared_norm) in double, in det_sum's order (loss.cu).
+// Deterministic sums in double (det_sum: the loss's sums, loss.cu) and the squared L2 norm
+// (Backend::squared_norm) in det_sum's order, through one first-level kernel.
 //
-// The first level reads the floats: block b squares chunk [b·2048, (b+1)·2048) into double
-// (exact: a float's square fits a double's mantissa), thread t adds elements t, t+256, ...,
-// t+7·256 of it in order, then a fixed shared-memory tree; det_sum reduces the chunk sums the
-// same way. The order depends on n only, and the CPU backend (kernels/cpu/reduction.cpp)
-// follows it too, so both return the same bits. No atomics.
+// One pass: block b reduces chunk [b·2048, (b+1)·2048) of its input: thread t adds the terms of
+// elements t, t+256, ..., t+7·256 of the chunk in order, then a fixed shared-memory tree.
+// Passes repeat until one value is left. The order of additions depends on n only, and the CPU
+// backend (kernels/cpu/reduction.cpp) follows it too, so both return the same bits. A norm's
+// first pass takes the squares of the floats (exact in double: a float's square fits a
+// double's mantissa); every later pass, and det_sum's, the values themselves. No atomics.
 #include <algorithm>
 
 #include "kernels/cuda/cuda_backend.cuh"
@@ -12,22 +14,30 @@
 namespace plexus::cuda {
 namespace {
 
-// det_sum_kernel's geometry: the orders must stay identical.
 constexpr int kSumThreads = 256, kSumPerThread = 8;
 constexpr std::size_t kSumChunk = static_cast<std::size_t>(kSumThreads) * kSumPerThread;
 
-__global__ void __launch_bounds__(kSumThreads) squares_sum_kernel(const float* __restrict__ in, std::size_t n,
-                                                                  double* __restrict__ out) {
+// The term a first pass adds of an element.
+struct Value {
+  __device__ double operator()(double v) const { return v; }
+};
+struct Square {
+  __device__ double operator()(float v) const {
+    const double d = v;
+    return d * d;
+  }
+};
+
+template <class In, class Term>
+__global__ void __launch_bounds__(kSumThreads) chunk_sums_kernel(const In* __restrict__ in, std::size_t n,
+                                                                 double* __restrict__ out, Term term) {
   __shared__ double sh[kSumThreads];
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kSumChunk;
   double acc = 0.0;
 #pragma unroll
   for (int k = 0; k < kSumPerThread; ++k) {
     const std::size_t e = base + static_cast<std::size_t>(k) * kSumThreads + threadIdx.x;
-    if (e < n) {
-      const double v = in[e];
-      acc += v * v;
-    }
+    if (e < n) acc += term(in[e]);
   }
   sh[threadIdx.x] = acc;
   __syncthreads();
@@ -39,18 +49,50 @@ __global__ void __launch_bounds__(kSumThreads) squares_sum_kernel(const float* _
   if (threadIdx.x == 0) out[blockIdx.x] = sh[0];
 }
 
-// Chunk sums of x (squares_sum_kernel), then det_sum into *result; `scratch` holds at least
-// scratch_doubles(n) doubles (the chunk sums, then det_sum's workspace). All on `stream`.
 std::size_t sum_blocks(std::size_t n) { return (n + kSumChunk - 1) / kSumChunk; }
+
+// Chunk sums of x's squares, then det_sum into *result; `scratch` holds at least
+// scratch_doubles(n) doubles (the chunk sums, then det_sum's workspace). All on `stream`.
 std::size_t scratch_doubles(std::size_t n) { return sum_blocks(n) + det_sum_workspace(sum_blocks(n)); }
 
 void enqueue_squared_norm(std::size_t n, const float* x, double* scratch, double* result, cudaStream_t stream) {
   const std::size_t blocks = sum_blocks(n);
-  squares_sum_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(x, n, scratch);
-  PLEXUS_CUDA_CHECK_LAUNCH("squares_sum_kernel");
+  chunk_sums_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(x, n, scratch, Square{});
+  PLEXUS_CUDA_CHECK_LAUNCH("chunk_sums_kernel (squares)");
   det_sum(scratch, blocks, result, scratch + blocks, stream);
 }
 
+}  // namespace
+
+std::size_t det_sum_workspace(std::size_t n) {
+  std::size_t total = 0;
+  for (std::size_t len = n; len > 1;) {
+    len = sum_blocks(len);
+    if (len > 1) total += len;
+  }
+  return total + 1;
+}
+
+void det_sum(const double* in, std::size_t n, double* out, double* ws, cudaStream_t stream) {
+  if (n == 0) {
+    PLEXUS_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), stream));
+    return;
+  }
+  const double* cur = in;
+  std::size_t len = n;
+  for (;;) {
+    const std::size_t blocks = sum_blocks(len);
+    double* dst = blocks == 1 ? out : ws;
+    chunk_sums_kernel<<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(cur, len, dst, Value{});
+    PLEXUS_CUDA_CHECK_LAUNCH("chunk_sums_kernel");
+    if (blocks == 1) return;
+    cur = dst;
+    ws += blocks;
+    len = blocks;
+  }
+}
+
+namespace {
 }  // namespace
 
 double CudaBackend::do_squared_norm(std::size_t n, const float* x) {
