@@ -1,4 +1,5 @@
 // The single-rank communicator: collectives over a group of one are identities.
+#include <algorithm>
 #include <cstring>
 
 #include "plexus/comm.hpp"
@@ -12,6 +13,22 @@ class SelfCommunicator final : public Communicator {
   int rank() const override { return 0; }
   void all_reduce(float*, std::size_t, ReduceOp) override { ++stats_.calls; }
   void all_reduce(double*, std::size_t, ReduceOp) override { ++stats_.calls; }
+  void all_reduce(std::int64_t*, std::size_t, ReduceOp) override { ++stats_.calls; }
+  void exclusive_scan(std::int64_t* buf, std::size_t n) override {  // nothing below rank 0
+    ++stats_.calls;
+    std::fill(buf, buf + n, 0);
+  }
+  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
+    copy(static_cast<const char*>(send), static_cast<char*>(recv), counts);
+  }
+  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int) override {
+    copy(static_cast<const char*>(send), static_cast<char*>(recv), counts);
+  }
+  void broadcast_bytes(void*, std::size_t, int) override { ++stats_.calls; }
+  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                        const std::vector<std::size_t>&) override {
+    copy(static_cast<const char*>(send), static_cast<char*>(recv), send_counts);
+  }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     copy(send, recv, counts);
   }

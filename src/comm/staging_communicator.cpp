@@ -193,6 +193,21 @@ class StagingCommunicator final : public Communicator {
     host_->all_reduce_bf16(b->host(), n);
     b->finish();
   }
+  // The host collectives take host memory only: passed through as they are.
+  void all_reduce(std::int64_t* buf, std::size_t n, ReduceOp op) override { host_->all_reduce(buf, n, op); }
+  void exclusive_scan(std::int64_t* buf, std::size_t n) override { host_->exclusive_scan(buf, n); }
+  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
+    host_->all_gather_bytes(send, recv, counts);
+  }
+  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) override {
+    host_->gather_bytes(send, recv, counts, root);
+  }
+  void broadcast_bytes(void* buf, std::size_t n, int root) override { host_->broadcast_bytes(buf, n, root); }
+  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                        const std::vector<std::size_t>& recv_counts) override {
+    host_->all_to_all_bytes(send, send_counts, recv, recv_counts);
+  }
+  MPI_Comm mpi_comm() const override { return host_->mpi_comm(); }
 
  private:
   static void wait_on(std::unique_ptr<Request> r) { r->wait(); }

@@ -130,7 +130,7 @@ class NcclRequest final : public Communicator::Request {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(Communicator& host, Backend& device)
-      : size_(host.size()), rank_(host.rank()), compute_(static_cast<cudaStream_t>(device.native_stream())),
+      : host_(host), size_(host.size()), rank_(host.rank()), compute_(static_cast<cudaStream_t>(device.native_stream())),
         device_(device.device_ordinal()) {
     if (device_ < 0) throw std::logic_error("NCCL communicator: the backend '" + device.name() + "' is not a CUDA backend");
     check(cudaSetDevice(device_), "cudaSetDevice");
@@ -193,6 +193,23 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts) override {
     return run_all_gather(false, send, recv, counts);
   }
+  // The host collectives only ever move host data (preparation, conversion, outputs, counts):
+  // they run on the host communicator this one was made from (ProcessGrid keeps it as the axis's
+  // host_comm, so it outlives this one), and its stats count them.
+  void all_reduce(std::int64_t* buf, std::size_t n, ReduceOp op) override { host_.all_reduce(buf, n, op); }
+  void exclusive_scan(std::int64_t* buf, std::size_t n) override { host_.exclusive_scan(buf, n); }
+  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
+    host_.all_gather_bytes(send, recv, counts);
+  }
+  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) override {
+    host_.gather_bytes(send, recv, counts, root);
+  }
+  void broadcast_bytes(void* buf, std::size_t n, int root) override { host_.broadcast_bytes(buf, n, root); }
+  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                        const std::vector<std::size_t>& recv_counts) override {
+    host_.all_to_all_bytes(send, send_counts, recv, recv_counts);
+  }
+  MPI_Comm mpi_comm() const override { return host_.mpi_comm(); }
 
   const CommStats& stats() const override {
     resolve_timings(true);
@@ -245,7 +262,8 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Request> run_all_reduce(bool blocking, T* buf, std::size_t n, ReduceOp op) {
     if (n) require_device(buf, "all_reduce");
     return launch(blocking, ring_all_reduce_bytes(size_, n, sizeof(T)), [&] {
-      if (n) check(ncclAllReduce(buf, buf, n, nccl_type<T>(), op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_),
+      const ncclRedOp_t nccl_op = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Max ? ncclMax : ncclMin;
+      if (n) check(ncclAllReduce(buf, buf, n, nccl_type<T>(), nccl_op, comm_, stream_),
                    "ncclAllReduce");
     });
   }
@@ -396,6 +414,7 @@ class NcclCommunicator final : public Communicator {
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(k));
   }
 
+  Communicator& host_;  // the host collectives run there
   int size_, rank_;
   cudaStream_t compute_;
   int device_;
