@@ -2,7 +2,7 @@
 // Moving a CSR's entries to the rows they get in a new order (private to partition/): the two
 // halves of a move, shared by the prepare on P ranks (the entries travel by all-to-all,
 // src/comm/rank_exchange.hpp) and the prepare in passes (they travel through scratch files,
-// io/files/spill_buckets.hpp). Both take the same producer: produce(e0, e1, emit) emits the
+// src/comm/spill_buckets.hpp). Both take the same producer: produce(e0, e1, emit) emits the
 // entries of local positions [e0, e1) through emit(destination, const void* entry).
 #include <algorithm>
 #include <cstdint>

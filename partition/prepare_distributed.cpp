@@ -127,7 +127,7 @@ std::string check_slice(const GraphSlice& s, const std::vector<index_t>& starts,
 
 }  // namespace
 
-PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, MPI_Comm comm, index_t round) {
+PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, Communicator& comm, index_t round) {
   const Ranks ranks(comm);
   const index_t n = in.num_nodes;
   check_distributed_prepare(opt, ranks.size);
@@ -136,9 +136,9 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   // The ranks agree on the sizes, then each checks its slice.
   {
     const index_t mine[4] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0)};
-    index_t lo[4], hi[4];
-    MPI_Allreduce(mine, lo, 4, MPI_INT64_T, MPI_MIN, comm);
-    MPI_Allreduce(mine, hi, 4, MPI_INT64_T, MPI_MAX, comm);
+    index_t lo[4] = {mine[0], mine[1], mine[2], mine[3]}, hi[4] = {mine[0], mine[1], mine[2], mine[3]};
+    comm.all_reduce(lo, 4, ReduceOp::Min);
+    comm.all_reduce(hi, 4, ReduceOp::Max);
     if (!std::equal(lo, lo + 4, hi)) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
   }
   // Node weights and ids are optional, but all or none (a rank without rows holds none).
@@ -244,7 +244,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   AdjBlockCounts& b = p.block_counts;
   b.cuts = block_count_cuts(n);
   b.tiles = detail::slice_tiles(p, b.cuts);
-  for (auto& t : b.tiles) MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_INT64_T, MPI_SUM, comm);
+  for (auto& t : b.tiles) comm.all_reduce(t.data(), t.size(), ReduceOp::Sum);
   b.sum_tiles();
   report_progress(kStages, kStages);
   return p;

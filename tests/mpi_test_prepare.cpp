@@ -8,10 +8,12 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/prepare_distributed.hpp"
@@ -22,6 +24,12 @@ namespace {
 
 using test::messy_graph;
 using test::slice_of;
+
+// The job's ranks as the library takes them (made at first use, which every rank reaches alike).
+Communicator& world() {
+  static const std::unique_ptr<Communicator> w = make_mpi_communicator(MPI_COMM_WORLD);
+  return *w;
+}
 
 int world_rank() {
   int r = 0;
@@ -47,7 +55,7 @@ void check_case(const GraphData& g, const PrepareOptions& opt, bool with_extras)
   const int rank = world_rank(), size = world_size();
   const PreparedGraph want = prepare_graph(g, opt);
   const PreparedSlice got = prepare_graph_distributed(slice_of(g, slice_rows(g.num_nodes, rank, size), with_extras), opt,
-                                                      MPI_COMM_WORLD);
+                                                      world());
   test::expect_prepared_rows(g, want, got, block_range(g.num_nodes, size, rank), with_extras);
 }
 
@@ -93,7 +101,7 @@ TEST(DistributedPrepare, BadSliceFailsOnEveryRank) {
   if (last && s.indices.empty()) s.labels.assign(s.labels.size() + 1, 0);
   std::string what;
   try {
-    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kPermute}, MPI_COMM_WORLD);
+    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kPermute}, world());
   } catch (const InputError& e) {
     what = e.message();
   }
@@ -112,7 +120,7 @@ TEST(DistributedPrepare, NodeWeightsOnSomeRanksOnlyFailEveryRank) {
   if (last) s.node_weights.clear();
   std::string what;
   try {
-    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kNone}, MPI_COMM_WORLD);
+    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kNone}, world());
   } catch (const InputError& e) {
     what = e.message();
   }
@@ -124,7 +132,7 @@ TEST(DistributedPrepare, MetisRefusedOnSeveralRanks) {
   GraphData g = messy_graph(20, 1, 30, false, 6);
   PrepareOptions opt;
   opt.balance = Balance::kMetis;
-  EXPECT_THROW(prepare_graph_distributed(slice_of(g, slice_rows(20, world_rank(), world_size()), false), opt, MPI_COMM_WORLD),
+  EXPECT_THROW(prepare_graph_distributed(slice_of(g, slice_rows(20, world_rank(), world_size()), false), opt, world()),
                InputError);
 }
 

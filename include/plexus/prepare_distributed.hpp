@@ -18,13 +18,12 @@
 // Memory per rank: about 48 bytes per entry of its share of the edges (its cleaned rows, Â's
 // rows, the output CSRs, one exchange in flight), 4 bytes per feature of its rows, and 16 bytes
 // per node of the whole graph (the orders; 56 while they are drawn) — docs/balancing.md.
-#include <mpi.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "plexus/block_counts.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/shard.hpp"
 
@@ -95,11 +94,14 @@ struct PreparedSlice {
   bool features_bf16 = false;                  // PrepareOptions::features_bf16
 };
 
-// Collective over `comm` (every rank calls it with its slice and the same options). Throws
-// InputError on every rank when any rank's slice is invalid (the failing rank names the
+// Collective over `comm` (every rank calls it with its slice and the same options): the ranks of
+// an MPI job (make_mpi_communicator, or a ProcessGrid's world()), one process
+// (make_self_communicator) or any other Communicator; what it moves is counted in comm.stats().
+// Throws InputError on every rank when any rank's slice is invalid (the failing rank names the
 // problem, the others name that rank), or when opt.balance is metis on more than one rank.
 // `round`: entries each rank sends per exchange round (0: exchange_round_entries()).
-PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, MPI_Comm comm, index_t round = 0);
+PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, Communicator& comm,
+                                        index_t round = 0);
 
 // The options prepare_graph_distributed refuses on `ranks` ranks (metis on more than one;
 // clean off), as InputError: callers check before reading the input.

@@ -1,6 +1,6 @@
 // read_edge_list and read_matrix_market in passes (plexus/convert.hpp): the converters on P
 // ranks (text_on_ranks.cpp) done by one process, a range of bytes at a time, the edges and ids
-// moving between passes through scratch files (io/files/spill_buckets.hpp) instead of between
+// moving between passes through scratch files (src/comm/spill_buckets.hpp) instead of between
 // ranks. Pass k parses the lines starting in its 1/K of the bytes; the ids that occur are
 // relabelled by a sort in buckets of id ranges (bucket j's sorted distinct ids are rows
 // [first_row_j, first_row_j+1)); every edge and its reverse go to the bucket owning their row,
@@ -20,18 +20,18 @@
 #include "io/convert/matrix_market.hpp"
 #include "io/convert/text_ranges.hpp"
 #include "io/convert/text_reader.hpp"
-#include "io/files/spill_buckets.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/prepare_distributed.hpp"
 #include "src/comm/rank_exchange.hpp"
+#include "src/comm/spill_buckets.hpp"
 
 namespace plexus {
 
 namespace {
 
 using build::Edge;
-using io::SpillBuckets;
+using comm::SpillBuckets;
 using text::LineRange;
 
 std::uint64_t file_size_of(const std::string& path) {

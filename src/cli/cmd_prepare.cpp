@@ -78,10 +78,8 @@ void prepare_in_one_process(const PrepareCliOptions& o, const PrepareOptions& po
 
 // P ranks (mpirun -np P plexus prepare): each reads a slice of the rows, the ranks exchange
 // entries and node rows, and each writes its rows of the output (prepare_graph_distributed).
-void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, Communicator& comm) {
+  const int rank = comm.rank(), size = comm.size();
   check_distributed_prepare(po, size);  // before reading anything
   if (rank == 0) io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work
   io::check_shared_output(o.out, comm);
@@ -89,8 +87,8 @@ void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_
   Phase reading(style, fmt::format("reading {} on {} ranks", o.input, size));
   GraphSlice slice = read_graph_slice_h5(o.input, comm);
   const index_t in_edges = [&] {
-    index_t e = static_cast<index_t>(slice.indices.size());
-    MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_INT64_T, MPI_SUM, comm);
+    auto e = static_cast<std::int64_t>(slice.indices.size());
+    comm.all_reduce(&e, 1, ReduceOp::Sum);
     return e;
   }();
   reading.done(fmt::format("{} nodes, {} stored edges", slice.num_nodes, in_edges));
@@ -106,7 +104,7 @@ void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_
   writing.done();
   const double write_s = writing.seconds();
   double rss = peak_rss_bytes();
-  MPI_Allreduce(MPI_IN_PLACE, &rss, 1, MPI_DOUBLE, MPI_MAX, comm);
+  comm.all_reduce(&rss, 1, ReduceOp::Max);
   if (o.quiet || rank != 0) return;
   fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}; {} ranks\n", o.out, p.num_nodes,
              in_edges, p.graph.total, p.directed ? "directed" : "symmetric", p.a1.total,
@@ -161,7 +159,8 @@ void run_prepare(const PrepareCliOptions& o) {
     if (!o.scratch.empty())
       throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "
                                                 "the graph already (drop --scratch, or run one process)", size, size));
-    prepare_on_ranks(o, po, MPI_COMM_WORLD);
+    const std::unique_ptr<Communicator> world = make_mpi_communicator(MPI_COMM_WORLD);
+    prepare_on_ranks(o, po, *world);
     return;
   }
   if (budget == 0) {
