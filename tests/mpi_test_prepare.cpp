@@ -24,6 +24,7 @@ namespace {
 
 using test::messy_graph;
 using test::slice_of;
+using test::slice_rows;
 
 // The job's ranks as the library takes them (made at first use, which every rank reaches alike).
 Communicator& world() {
@@ -40,15 +41,6 @@ int world_size() {
   int s = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
-}
-
-// Rank k's rows: uneven cuts (rank 1 of 3 or more gets none).
-Range slice_rows(index_t n, int rank, int size) {
-  std::vector<index_t> starts(static_cast<std::size_t>(size) + 1, n);
-  starts[0] = 0;
-  for (int k = 1; k < size; ++k) starts[static_cast<std::size_t>(k)] = std::min(n, n * k * k / (size * size) + (k >= 2 ? 0 : 1));
-  if (size >= 3) starts[2] = starts[1];
-  return Range{starts[static_cast<std::size_t>(rank)], starts[static_cast<std::size_t>(rank) + 1]};
 }
 
 void check_case(const GraphData& g, const PrepareOptions& opt, bool with_extras) {
