@@ -3,7 +3,8 @@
 // weights, isolated nodes, node weights and ids, cut into uneven slices (empty ones too); every
 // dataset of every rank's output rows must equal the one-process result's rows, value for value,
 // for balance none and permute, symmetrized and directed, with exchange rounds of a few entries.
-// Bad slices end every rank with an InputError.
+// Bad slices end every rank with an InputError. What each rank moves and holds equals what the
+// dry run of the prepare predicts, exactly (acceptance 4 of issue 44).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -117,6 +118,42 @@ TEST(DistributedPrepare, NodeWeightsOnSomeRanksOnlyFailEveryRank) {
     what = e.message();
   }
   EXPECT_NE(what.find(last ? "GraphSlice.node_weights: other ranks" : "failed on its slice"), std::string::npos) << what;
+}
+
+// Each rank measures what it moved (bytes and calls counted by its communicator) and the peak of
+// its arrays (its census); the dry run (predict_distributed_prepare: every rank's prepare in one
+// process, as `plexus plan prepare` runs it) must predict each rank's three figures exactly, on
+// every rank count of the job (1, 2, 3, 4, 8: uneven slices, one of them empty from 3 ranks on).
+TEST(DistributedPrepare, DryRunPredictsEveryRanksBytesAndArraysExactly) {
+  const int rank = world_rank(), size = world_size();
+  const GraphData g = messy_graph(61, 5, 300, true, 1);
+  PrepareOptions permute;
+  permute.balance = Balance::kPermute;
+  permute.seed = 3;
+  PrepareOptions directed_none;
+  directed_none.balance = Balance::kNone;
+  directed_none.symmetrize = false;
+  for (const PrepareOptions& opt : {permute, directed_none}) {
+    for (const index_t round : {index_t{0}, index_t{7}}) {
+      SCOPED_TRACE(::testing::Message() << "balance " << balance_name(opt.balance) << " round " << round);
+      world().reset_stats();
+      PrepareRankCost mine;
+      prepare_graph_distributed(slice_of(g, slice_rows(g.num_nodes, rank, size), true), opt, world(), round, &mine);
+      std::vector<PrepareRankCost> measured(static_cast<std::size_t>(size));
+      MPI_Allgather(&mine, sizeof mine, MPI_BYTE, measured.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+      std::vector<GraphSlice> slices;
+      for (int r = 0; r < size; ++r) slices.push_back(slice_of(g, slice_rows(g.num_nodes, r, size), true));
+      const std::vector<PrepareRankCost> predicted = predict_distributed_prepare(std::move(slices), opt, round);
+      ASSERT_EQ(predicted.size(), measured.size());
+      for (std::size_t r = 0; r < measured.size(); ++r) {
+        EXPECT_EQ(predicted[r].bytes, measured[r].bytes) << "rank " << r;
+        EXPECT_EQ(predicted[r].calls, measured[r].calls) << "rank " << r;
+        EXPECT_EQ(predicted[r].peak_array_bytes, measured[r].peak_array_bytes) << "rank " << r;
+        EXPECT_GT(measured[r].peak_array_bytes, 0u) << "rank " << r;
+        EXPECT_EQ(measured[r].bytes > 0, size > 1) << "rank " << r;
+      }
+    }
+  }
 }
 
 TEST(DistributedPrepare, MetisRefusedOnSeveralRanks) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/comm/item_rounds.hpp"
+#include "src/core/array_census.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 #include "plexus/shard.hpp"
@@ -50,6 +51,7 @@ struct Ranks {
     }
     if (at != total) throw std::logic_error("all_gather: the parts do not add up");
     std::vector<T> out(static_cast<std::size_t>(total));
+    const ArrayWatch gathered(out);  // beside `part`
     comm.all_gather_bytes(part.data(), out.data(), bytes);
     return out;
   }
@@ -93,7 +95,8 @@ struct Ranks {
 // Items of `bytes` bytes each, sent to the ranks `dest` names and received in rank order,
 // in rounds of at most `round` items per sender. produce(i0, i1, emit) emits the items of local
 // positions [i0, i1) (comm/item_rounds.hpp); receive(const char* items, count) gets each round's
-// arrivals.
+// arrivals. The round's buffers are counted by the thread's array census, sampled once each round
+// has been received (src/core/array_census.hpp).
 template <class Produce, class Receive>
 void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t bytes, index_t round, Produce&& produce,
                         Receive&& receive) {
@@ -101,6 +104,7 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
   const auto p = static_cast<std::size_t>(ranks.size);
   std::vector<std::size_t> starts, send_counts(p);
   std::vector<char> send, recv;
+  const ArrayWatch buffers(send, recv);
   for (index_t k = 0; k < rounds; ++k) {
     const index_t i0 = std::min(local_items, k * round), i1 = std::min(local_items, i0 + round);
     sort_round(produce, i0, i1, bytes, ranks.size, send, starts);
@@ -111,6 +115,7 @@ void exchange_in_rounds(const Ranks& ranks, index_t local_items, std::size_t byt
     recv.resize(arrivals * bytes);
     ranks.comm.all_to_all_bytes(send.data(), send_counts, recv.data(), recv_counts);
     if (arrivals > 0) receive(recv.data(), static_cast<index_t>(arrivals));  // (no null pointers to memcpy)
+    sample_arrays();
   }
 }
 
