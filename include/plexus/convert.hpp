@@ -115,6 +115,9 @@ void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions
 // travels twice). convert_passes_for_budget: the fewest passes that fit `budget`, or
 // InputError("--memory-per-rank", ...) when none does.
 double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize, int passes);
+// The lines of a plain text graph (at least one), as convert_memory_bytes counts them;
+// InputError(path, ...) for a gzip file, which cannot be split into passes.
+std::uint64_t text_graph_lines(const std::string& path);
 int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize,
                               std::uint64_t budget);
 

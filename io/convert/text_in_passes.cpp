@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <optional>
 #include <string>
@@ -130,6 +131,13 @@ double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feat
   const double nodes = num_nodes > 0 ? static_cast<double>(num_nodes) : 2 * l;
   const double per_pass = (symmetrize ? 96.0 : 64.0) * l + (4.0 * static_cast<double>(feature_width) + 40.0) * nodes;
   return per_pass / std::max(1, passes) + kRoundBytes;
+}
+
+std::uint64_t text_graph_lines(const std::string& path) {
+  if (text::is_gzip_file(path))
+    throw InputError(path, "a gzip file cannot be split into passes: decompress it, or convert without --scratch");
+  return static_cast<std::uint64_t>(
+      std::max<std::int64_t>(1, text::count_newlines(path, 0, std::numeric_limits<std::uint64_t>::max())));
 }
 
 int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize,

@@ -9,7 +9,6 @@
 #include <optional>
 #include <type_traits>
 
-#include "io/convert/text_reader.hpp"
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
 #include "plexus/convert.hpp"
@@ -197,10 +196,7 @@ int text_passes(const TextOptions& o, const Communicator* ranks) {
       throw InputError("--scratch", "needs --memory-per-rank: the memory the passes are sized to (e.g. 4G)");
     return 0;
   }
-  if (text::is_gzip_file(o.input))
-    throw InputError(o.input, "a gzip file cannot be split into passes: decompress it, or convert without --scratch");
-  const std::uint64_t lines = static_cast<std::uint64_t>(std::max<std::int64_t>(
-      1, text::count_newlines(o.input, 0, std::numeric_limits<std::uint64_t>::max())));
+  const std::uint64_t lines = text_graph_lines(o.input);
   const index_t width = o.synthetic == "random" ? o.opt.feature_width : 1;
   const int passes = convert_passes_for_budget(lines, o.opt.num_nodes, width, !o.directed, budget);
   if (o.scratch.empty()) {
