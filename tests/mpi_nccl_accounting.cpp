@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/forwards_host_collectives.hpp"
 #include "comm/nccl_schedule.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
@@ -31,7 +32,7 @@
 namespace plexus {
 namespace {
 
-class NcclAccounting final : public Communicator {
+class NcclAccounting final : public ForwardsHostCollectives<NcclAccounting> {
   template <class F>
   auto count(double bytes, const F& f) {
     stats_.calls += 1;
@@ -97,19 +98,7 @@ class NcclAccounting final : public Communicator {
     return uneven(c, sizeof(bf16), [&] { return host_.iall_gather(s, r, c); });
   }
   // The host collectives run on the host communicator, as the NCCL communicator's do.
-  void all_reduce(std::int64_t* b, std::size_t n, ReduceOp op) override { host_.all_reduce(b, n, op); }
-  void exclusive_scan(std::int64_t* b, std::size_t n) override { host_.exclusive_scan(b, n); }
-  void all_gather_bytes(const void* s, void* r, const std::vector<std::size_t>& c) override {
-    host_.all_gather_bytes(s, r, c);
-  }
-  void gather_bytes(const void* s, void* r, const std::vector<std::size_t>& c, int root) override {
-    host_.gather_bytes(s, r, c, root);
-  }
-  void broadcast_bytes(void* b, std::size_t n, int root) override { host_.broadcast_bytes(b, n, root); }
-  void all_to_all_bytes(const void* s, const std::vector<std::size_t>& sc, void* r,
-                        const std::vector<std::size_t>& rc) override {
-    host_.all_to_all_bytes(s, sc, r, rc);
-  }
+  Communicator& host() const { return host_; }
 
  private:
   Communicator& host_;

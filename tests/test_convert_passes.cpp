@@ -55,6 +55,17 @@ std::string edge_list(const fs::path& p, bool weighted, unsigned seed) {
   return p.string();
 }
 
+// A general real MatrixMarket file of n × n with `entries` random entries (duplicates and
+// self-loops among them) and a comment line.
+fs::path random_mtx(const fs::path& p, int n, int entries, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::ofstream f(p);
+  f << "%%MatrixMarket matrix coordinate real general\n% c\n" << n << ' ' << n << ' ' << entries << '\n';
+  const auto id = [&] { return 1 + rng() % static_cast<unsigned>(n); };
+  for (int e = 0; e < entries; ++e) f << id() << ' ' << id() << ' ' << (rng() % 100) / 7.0 << '\n';
+  return p;
+}
+
 // Collects the runs in order and checks their offsets.
 struct Runs {
   GraphSlice whole;  // concatenated
@@ -140,13 +151,7 @@ TEST(ConvertInPasses, EdgeListDenseIdsFromOne) {
 
 TEST(ConvertInPasses, MatrixMarketEqualsOneProcess) {
   const Dir dir;
-  const fs::path p = dir.path / "m.mtx";
-  {
-    std::mt19937 rng(4);
-    std::ofstream f(p);
-    f << "%%MatrixMarket matrix coordinate real general\n% c\n90 90 500\n";
-    for (int e = 0; e < 500; ++e) f << 1 + rng() % 90 << ' ' << 1 + rng() % 90 << ' ' << (rng() % 100) / 7.0 << '\n';
-  }
+  const fs::path p = random_mtx(dir.path / "m.mtx", 90, 500, 4);
   const GraphData g = read_matrix_market(p.string());
   for (int k : {1, 3, 6}) {
     Runs r;
@@ -190,13 +195,7 @@ TEST(ConvertOnRanksInProcess, EdgeListEqualsOneProcessOnOneRankAndOnThreads) {
 
 TEST(ConvertOnRanksInProcess, MatrixMarketEqualsOneProcessOnThreads) {
   const Dir dir;
-  const fs::path p = dir.path / "t.mtx";
-  {
-    std::mt19937 rng(7);
-    std::ofstream f(p);
-    f << "%%MatrixMarket matrix coordinate real general\n70 70 300\n";
-    for (int e = 0; e < 300; ++e) f << 1 + rng() % 70 << ' ' << 1 + rng() % 70 << ' ' << (rng() % 100) / 7.0 << '\n';
-  }
+  const fs::path p = random_mtx(dir.path / "t.mtx", 70, 300, 7);
   const GraphData g = read_matrix_market(p.string());
   for (int k = 1; k <= 3; ++k)
     expect_same(g, {}, on_threads(k, [&](Communicator& c) {

@@ -108,6 +108,9 @@ class Communicator {
   virtual void reset_stats() { stats_ = {}; }
 
  protected:
+  // A request already complete: what a communicator that finishes a non-blocking call at once
+  // (one rank, a dry run, threads) returns.
+  static std::unique_ptr<Request> completed();
   CommStats stats_;
 };
 

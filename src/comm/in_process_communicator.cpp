@@ -109,29 +109,29 @@ class InProcessCommunicator final : public Communicator {
   }
   std::unique_ptr<Request> iall_reduce(float* buf, std::size_t n) override {
     reduce(buf, n, ReduceOp::Sum);
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
                                            const std::vector<std::size_t>& counts) override {
     scatter_sum(send, recv, counts);
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     gather_elements(send, recv, counts);
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_reduce(bf16* buf, std::size_t n) override {
     reduce(buf, n, ReduceOp::Sum);
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
                                            const std::vector<std::size_t>& counts) override {
     scatter_sum(send, recv, counts);
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts) override {
     gather_elements(send, recv, counts);
-    return done();
+    return completed();
   }
   void all_reduce_bf16(bf16* buf, std::size_t n) override {  // summed in float in rank order, rounded once
     count(ring_all_reduce_bytes(size(), n, sizeof(bf16)));
@@ -196,13 +196,6 @@ class InProcessCommunicator final : public Communicator {
   void publish(const Slot& s) {
     g_.slot(rank_) = s;
     g_.barrier();
-  }
-  static std::unique_ptr<Request> done() {
-    struct Done final : Request {
-      void wait() override {}
-      bool test() override { return true; }
-    };
-    return std::make_unique<Done>();
   }
 
   template <class T>

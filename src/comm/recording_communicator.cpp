@@ -45,13 +45,6 @@ void RecordingCommunicator::all_to_all_bytes(const void*, const std::vector<std:
   host_call(all_to_all_rank_bytes(recv_counts, rank_));
 }
 
-std::unique_ptr<Communicator::Request> RecordingCommunicator::done() {
-  struct Done final : Request {
-    void wait() override {}
-    bool test() override { return true; }
-  };
-  return std::make_unique<Done>();
-}
 
 std::unique_ptr<ProcessGrid> make_recording_grid(GridShape shape, int dp, int rank, Transport transport) {
   const std::array<int, 4> coord = grid_coords(shape, rank);

@@ -47,27 +47,27 @@ class RecordingCommunicator final : public Communicator {
   // Non-blocking calls are recorded when they start and are done at once.
   std::unique_ptr<Request> iall_reduce(float*, std::size_t n) override {
     reduce(n, sizeof(float));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> ireduce_scatter(const float*, float*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(float));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_gather(const float*, float*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(float));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_reduce(bf16*, std::size_t n) override {
     reduce(n, sizeof(bf16));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> ireduce_scatter(const bf16*, bf16*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(bf16));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_gather(const bf16*, bf16*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(bf16));
-    return done();
+    return completed();
   }
 
   void reset_stats() override {
@@ -82,7 +82,6 @@ class RecordingCommunicator final : public Communicator {
   void reduce(std::size_t n, std::size_t element_bytes);
   void uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
   void host_call(double bytes);  // one host collective of `bytes` to this rank
-  static std::unique_ptr<Request> done();
 
   int size_, rank_;
   Transport transport_;

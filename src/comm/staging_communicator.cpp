@@ -26,6 +26,7 @@
 
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
+#include "src/comm/forwards_host_collectives.hpp"
 
 namespace plexus {
 namespace {
@@ -150,7 +151,7 @@ std::size_t offset_of(const std::vector<std::size_t>& counts, int rank) {
   return std::accumulate(counts.begin(), counts.begin() + rank, std::size_t{0});
 }
 
-class StagingCommunicator final : public Communicator {
+class StagingCommunicator final : public ForwardsHostCollectives<StagingCommunicator> {
  public:
   StagingCommunicator(std::unique_ptr<Communicator> host, Backend& be, std::function<bool(const void*)> on_device)
       : host_(std::move(host)), be_(be), on_device_(std::move(on_device)), arena_(std::make_shared<PinnedArena>(be)) {
@@ -193,21 +194,8 @@ class StagingCommunicator final : public Communicator {
     host_->all_reduce_bf16(b->host(), n);
     b->finish();
   }
-  // The host collectives take host memory only: passed through as they are.
-  void all_reduce(std::int64_t* buf, std::size_t n, ReduceOp op) override { host_->all_reduce(buf, n, op); }
-  void exclusive_scan(std::int64_t* buf, std::size_t n) override { host_->exclusive_scan(buf, n); }
-  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
-    host_->all_gather_bytes(send, recv, counts);
-  }
-  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) override {
-    host_->gather_bytes(send, recv, counts, root);
-  }
-  void broadcast_bytes(void* buf, std::size_t n, int root) override { host_->broadcast_bytes(buf, n, root); }
-  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
-                        const std::vector<std::size_t>& recv_counts) override {
-    host_->all_to_all_bytes(send, send_counts, recv, recv_counts);
-  }
-  MPI_Comm mpi_comm() const override { return host_->mpi_comm(); }
+  // The host collectives take host memory only: passed through as they are (ForwardsHostCollectives).
+  Communicator& host() const { return *host_; }
 
  private:
   static void wait_on(std::unique_ptr<Request> r) { r->wait(); }

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/forwards_host_collectives.hpp"
 #include "comm/nccl_schedule.hpp"
 #include "cuda/entry_points.hpp"
 #include "plexus/backend.hpp"
@@ -127,7 +128,7 @@ class NcclRequest final : public Communicator::Request {
   cudaStream_t compute_;
 };
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public ForwardsHostCollectives<NcclCommunicator> {
  public:
   NcclCommunicator(Communicator& host, Backend& device)
       : host_(host), size_(host.size()), rank_(host.rank()), compute_(static_cast<cudaStream_t>(device.native_stream())),
@@ -195,21 +196,8 @@ class NcclCommunicator final : public Communicator {
   }
   // The host collectives only ever move host data (preparation, conversion, outputs, counts):
   // they run on the host communicator this one was made from (ProcessGrid keeps it as the axis's
-  // host_comm, so it outlives this one), and its stats count them.
-  void all_reduce(std::int64_t* buf, std::size_t n, ReduceOp op) override { host_.all_reduce(buf, n, op); }
-  void exclusive_scan(std::int64_t* buf, std::size_t n) override { host_.exclusive_scan(buf, n); }
-  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
-    host_.all_gather_bytes(send, recv, counts);
-  }
-  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) override {
-    host_.gather_bytes(send, recv, counts, root);
-  }
-  void broadcast_bytes(void* buf, std::size_t n, int root) override { host_.broadcast_bytes(buf, n, root); }
-  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
-                        const std::vector<std::size_t>& recv_counts) override {
-    host_.all_to_all_bytes(send, send_counts, recv, recv_counts);
-  }
-  MPI_Comm mpi_comm() const override { return host_.mpi_comm(); }
+  // host_comm, so it outlives this one), and its stats count them (ForwardsHostCollectives).
+  Communicator& host() const { return host_; }
 
   const CommStats& stats() const override {
     resolve_timings(true);
