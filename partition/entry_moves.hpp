@@ -2,7 +2,7 @@
 // Moving a CSR's entries to the rows they get in a new order (private to partition/): the two
 // halves of a move, shared by the prepare on P ranks (the entries travel by all-to-all,
 // src/comm/rank_exchange.hpp) and the prepare in passes (they travel through scratch files,
-// io/files/spill_buckets.hpp). Both take the same producer: produce(e0, e1, emit) emits the
+// src/comm/spill_buckets.hpp). Both take the same producer: produce(e0, e1, emit) emits the
 // entries of local positions [e0, e1) through emit(destination, const void* entry).
 #include <algorithm>
 #include <cstdint>
@@ -12,6 +12,7 @@
 
 #include "plexus/shard.hpp"
 #include "plexus/tensor.hpp"
+#include "src/core/array_census.hpp"
 
 namespace plexus::detail {
 
@@ -50,7 +51,8 @@ inline void append_entries(std::vector<Entry>& got, const char* items, index_t c
 
 // The rows [out) of a CSR from its entries (every entry's row in [out), the columns of a row
 // distinct): a counting sort by row, then each row by column. `got` is freed on the way, so only
-// the arrivals and the output are held (12 + 8 or 12 bytes per entry). indptr from 0.
+// the arrivals and the output are held (12 + 8 or 12 bytes per entry; counted by the thread's
+// array census, `got` by the caller's watch). indptr from 0.
 template <class Idx>
 struct LocalCsr {
   std::vector<index_t> indptr;
@@ -69,6 +71,7 @@ LocalCsr<Idx> rows_of_entries(std::vector<Entry>& got, Range out, bool weighted)
   if (weighted) s.values.resize(got.size());
   {
     std::vector<index_t> cursor(ptr.begin(), ptr.end() - 1);
+    const ArrayWatch held(s.indptr, s.indices, s.values, cursor);  // with `got`: the peak of a move
     for (const Entry& x : got) {
       const index_t k = cursor[static_cast<std::size_t>(x.row - out.begin)]++;
       s.indices[k] = static_cast<Idx>(x.col);

@@ -13,6 +13,7 @@
 #include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
 #include "partition/clean_rows.hpp"
+#include "src/core/array_census.hpp"
 
 namespace plexus {
 
@@ -98,6 +99,7 @@ void dedupe_rows(index_t row0, std::vector<index_t>& indptr, std::vector<index_t
   const auto n = static_cast<index_t>(indptr.size()) - 1;
   const bool weighted = !values.empty();
   std::vector<index_t> kept(static_cast<std::size_t>(n), 0);
+  const ArrayWatch held(kept);
 #pragma omp parallel
   {
     std::vector<std::pair<index_t, float>> row;
@@ -155,6 +157,7 @@ void merge_union(std::vector<index_t>& a_ptr, std::vector<index_t>& a_idx, std::
   for (index_t u = 0; u < n; ++u) ptr[u + 1] += ptr[u];
   std::vector<index_t> idx(static_cast<std::size_t>(ptr[n]));
   std::vector<float> val(weighted ? idx.size() : 0);
+  const ArrayWatch held(ptr, idx, val);  // with A's and T's arrays: the peak of the merge
 #pragma omp parallel for schedule(dynamic, 512)
   for (index_t u = 0; u < n; ++u) {
     index_t a = a_ptr[u], b = t_ptr[u], o = ptr[u];

@@ -21,6 +21,7 @@
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
 #include "src/comm/rank_exchange.hpp"
+#include "src/core/array_census.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/sparse.hpp"
@@ -44,9 +45,12 @@ index_t exchange_round_entries(std::uint64_t budget) {
 }
 
 void check_distributed_prepare(const PrepareOptions& opt, int ranks) {
-  if (opt.balance == Balance::kMetis && ranks > 1)
-    throw InputError("--balance", "metis partitions the whole graph in one process: prepare with --balance metis on "
-                                  "one rank, or use --balance permute on " + std::to_string(ranks) + " ranks");
+  // (On one rank too: the slices' orders are none and permute only, and a file saying metis must
+  // hold METIS's order.)
+  if (opt.balance == Balance::kMetis)
+    throw InputError("--balance", "metis partitions the whole graph in one process: prepare with --balance metis in "
+                                  "one process (prepare_graph), or use --balance permute on " + std::to_string(ranks) +
+                                  (ranks == 1 ? " rank" : " ranks"));
   if (!opt.clean) throw InputError("PrepareOptions.clean", "the distributed prepare always cleans");
 }
 
@@ -68,6 +72,7 @@ CsrSlice<Idx> move_entries(const Ranks& ranks, index_t row0, const std::vector<i
                            const std::vector<InIdx>& indices, const std::vector<float>& values, bool weighted,
                            Map&& map, Dest&& dest_of, Range out, index_t round) {
   std::vector<Entry> got;
+  const ArrayWatch arrivals(got);
   exchange_in_rounds(ranks, static_cast<index_t>(indices.size()), sizeof(Entry), round,
                      detail::entry_producer(row0, indptr, indices, values, weighted, map, dest_of),
                      [&](const char* items, index_t count) { detail::append_entries(got, items, count); });
@@ -89,6 +94,7 @@ template <class T>
 std::vector<T> move_node_rows(const Ranks& ranks, index_t n, index_t row0, const std::vector<T>& rows, index_t width,
                               const std::vector<index_t>& new_id, Range out, index_t round) {
   std::vector<T> result(static_cast<std::size_t>(out.size() * width));
+  const ArrayWatch held(result);
   const auto count = static_cast<index_t>(width > 0 ? rows.size() / static_cast<std::size_t>(width) : 0);
   const auto local = static_cast<index_t>(new_id.empty() ? 0 : count);
   const std::size_t bytes = sizeof(index_t) + static_cast<std::size_t>(width) * sizeof(T);
@@ -125,9 +131,11 @@ std::string check_slice(const GraphSlice& s, const std::vector<index_t>& starts,
   return why.empty() ? detail::check_slice_nodes(s) : why;
 }
 
-}  // namespace
-
-PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, MPI_Comm comm, index_t round) {
+// The prepare's steps, its large arrays registered with the thread's array census as they come
+// and go (src/core/array_census.hpp).
+PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicator& comm, index_t round) {
+  const ArrayWatch input(in.indptr, in.indices, in.values, in.features, in.labels, in.train_mask, in.val_mask,
+                         in.test_mask, in.node_weights, in.node_ids);
   const Ranks ranks(comm);
   const index_t n = in.num_nodes;
   check_distributed_prepare(opt, ranks.size);
@@ -136,9 +144,9 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   // The ranks agree on the sizes, then each checks its slice.
   {
     const index_t mine[4] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0)};
-    index_t lo[4], hi[4];
-    MPI_Allreduce(mine, lo, 4, MPI_INT64_T, MPI_MIN, comm);
-    MPI_Allreduce(mine, hi, 4, MPI_INT64_T, MPI_MAX, comm);
+    index_t lo[4] = {mine[0], mine[1], mine[2], mine[3]}, hi[4] = {mine[0], mine[1], mine[2], mine[3]};
+    comm.all_reduce(lo, 4, ReduceOp::Min);
+    comm.all_reduce(hi, 4, ReduceOp::Max);
     if (!std::equal(lo, lo + 4, hi)) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
   }
   // Node weights and ids are optional, but all or none (a rank without rows holds none).
@@ -162,6 +170,7 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
     CsrSlice<index_t> t = move_entries<index_t>(
         ranks, own.begin, in.indptr, in.indices, in.values, weighted,
         [](index_t u, index_t c, index_t& row, index_t& col) { row = c, col = u; }, owner_of_input_row, own, round);
+    const ArrayWatch transposed(t.indptr, t.indices, t.values);
     const index_t base = t.begin();
     for (index_t& x : t.indptr) x -= base;
     detail::merge_union(in.indptr, in.indices, in.values, t.indptr, t.indices, t.values);
@@ -172,9 +181,11 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
   // 2. Degrees and orders. Â's rows of this slice as gcn_normalize makes them, with every
   // node's 1/sqrt(degree) (merge_rows, inv_sqrt_degrees, normalized_block).
   HostCsr a_hat;
+  const ArrayWatch a_hat_held(a_hat.indptr, a_hat.indices, a_hat.values);
   {
     MergedRows m = merge_rows(n, own.begin, own.size(), in.indptr.data(), in.indices.data(),
                               weighted ? in.values.data() : nullptr);
+    const ArrayWatch merged(m.indptr, m.entries);
     std::vector<double> part;
     std::string why;
     try {
@@ -183,23 +194,33 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
       why = std::string("/graph/values: ") + e.what();
     }
     ranks.agree(why, kWhere);
+    const ArrayWatch degrees(part);
     const std::vector<double> inv_sqrt_deg = ranks.all_gather(part, n);
+    const ArrayWatch all_degrees(inv_sqrt_deg);
     a_hat = normalized_block(m, inv_sqrt_deg, 0, n);
+    sample_arrays();
   }
   report_progress(2, kStages);
   std::vector<index_t> w;  // permute's weights: the nnz of each row in Â
+  const ArrayWatch weights(w);
   if (opt.balance == Balance::kPermute) {
     w.resize(static_cast<std::size_t>(own.size()));
     for (index_t u = 0; u < own.size(); ++u) w[u] = in.indptr[u + 1] - in.indptr[u] + 1;
     w = ranks.all_gather(w, n);
   }
   const NodeOrder order = detail::slice_orders(opt, n, w);
+  const ArrayWatch orders(order.row, order.col);
   w = {};
   const bool two = order.row != order.col;
   report_progress(3, kStages);
 
   // 3. Every entry and node row to the rank that writes its output row.
   PreparedSlice p = detail::slice_header(opt, n, in.num_features, in.num_classes, in.directed, weighted, two);
+  const ArrayWatch output(p.graph.indptr, p.graph.indices, p.graph.values, p.a1.indptr, p.a1.indices, p.a1.values,
+                          p.a2.indptr, p.a2.indices, p.a2.values, p.features, p.labels, p.train_mask, p.val_mask,
+                          p.test_mask, p.node_weights, p.node_ids, p.labels_p, p.train_p, p.val_p, p.test_p,
+                          p.node_id_p, p.node_id_p2, p.block_counts.cuts, p.block_counts.tiles[0],
+                          p.block_counts.tiles[1], p.block_counts.prefix[0], p.block_counts.prefix[1]);
   p.has_node_weights = has_weights;
   p.has_node_ids = has_ids;
   p.class_names = std::move(in.class_names);
@@ -239,14 +260,32 @@ PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt
     p.test_p = move_node_rows(ranks, n, own.begin, in.test_mask, 1, pr, p.rows, round);
   }
   detail::fill_node_positions(p, pr, pc);
+  sample_arrays();
 
   // The block counts: this rank's rows of each order counted by tile, summed over the ranks.
   AdjBlockCounts& b = p.block_counts;
   b.cuts = block_count_cuts(n);
   b.tiles = detail::slice_tiles(p, b.cuts);
-  for (auto& t : b.tiles) MPI_Allreduce(MPI_IN_PLACE, t.data(), static_cast<int>(t.size()), MPI_INT64_T, MPI_SUM, comm);
+  for (auto& t : b.tiles) comm.all_reduce(t.data(), t.size(), ReduceOp::Sum);
   b.sum_tiles();
+  sample_arrays();
   report_progress(kStages, kStages);
+  return p;
+}
+
+}  // namespace
+
+PreparedSlice prepare_graph_distributed(GraphSlice in, const PrepareOptions& opt, Communicator& comm, index_t round,
+                                        PrepareRankCost* cost) {
+  ArrayCensus census;
+  const CensusScope counting(census);
+  const CommStats before = comm.stats();
+  PreparedSlice p = prepare_rows(std::move(in), opt, comm, round);
+  if (cost != nullptr) {
+    cost->bytes = comm.stats().bytes - before.bytes;
+    cost->calls = comm.stats().calls - before.calls;
+    cost->peak_array_bytes = census.peak_bytes();
+  }
   return p;
 }
 

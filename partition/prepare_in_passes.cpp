@@ -20,7 +20,7 @@
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
 #include "src/comm/rank_exchange.hpp"
-#include "io/files/spill_buckets.hpp"
+#include "src/comm/spill_buckets.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/error.hpp"
@@ -32,7 +32,7 @@ namespace plexus {
 namespace {
 
 using detail::Entry;
-using io::SpillBuckets;
+using comm::SpillBuckets;
 
 constexpr const char* kWhere = "graph";  // what the errors name (as prepare_graph's do)
 

@@ -9,6 +9,7 @@
 #include "plexus/block_counts.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/prepare_distributed.hpp"
+#include "src/core/array_census.hpp"
 
 namespace plexus::detail {
 
@@ -62,6 +63,7 @@ inline std::array<std::vector<index_t>, 2> slice_tiles(const PreparedSlice& p, c
   for (int o = 0; o < 2; ++o) {
     const CsrSlice<col_t>& a = o == 1 && p.two_orders ? p.a2 : p.a1;
     std::vector<index_t> local(a.indptr.size());
+    const ArrayWatch held(local);
     for (std::size_t i = 0; i < local.size(); ++i) local[i] = a.indptr[i] - a.begin();
     tiles[static_cast<std::size_t>(o)] = count_tiles_of_rows(cuts, p.rows.begin, p.rows.size(), local.data(), a.indices.data());
   }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/forwards_host_collectives.hpp"
 #include "comm/nccl_schedule.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
@@ -32,7 +33,7 @@
 namespace plexus {
 namespace {
 
-class NcclAccounting final : public Communicator {
+class NcclAccounting final : public ForwardsHostCollectives<NcclAccounting> {
   template <class F>
   auto count(double bytes, const F& f) {
     stats_.calls += 1;
@@ -97,6 +98,8 @@ class NcclAccounting final : public Communicator {
   std::unique_ptr<Request> iall_gather(const bf16* s, bf16* r, const std::vector<std::size_t>& c) override {
     return uneven(c, sizeof(bf16), [&] { return host_.iall_gather(s, r, c); });
   }
+  // The host collectives run on the host communicator, as the NCCL communicator's do.
+  Communicator& host() const { return host_; }
 
  private:
   Communicator& host_;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "host_collectives_checks.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/process_grid.hpp"
@@ -173,6 +174,21 @@ TYPED_TEST(Collectives, AllGatherUnevenCountsInAndOutOfPlace) {
       }
     }
   }
+}
+
+// The host collectives (preparation, conversion, outputs) on MPI's world, the one-rank
+// communicator and the staged world (host buffers pass through): values and bytes, and the MPI
+// communicator HDF5 gets (none on one rank).
+TEST(HostCollectives, ValuesAndBytesOnEveryCommunicator) {
+  Comms comms;
+  for (Communicator* c : comms.all()) {
+    test::expect_host_collectives(*c);
+    EXPECT_EQ(c->mpi_comm() != MPI_COMM_NULL, c->size() > 1);
+  }
+  const std::unique_ptr<Communicator> own = make_mpi_communicator(MPI_COMM_WORLD);
+  EXPECT_EQ(own->size(), comms.grid->world().size());
+  EXPECT_EQ(own->rank(), comms.grid->world().rank());
+  test::expect_host_collectives(*own);
 }
 
 // The staging communicator copies a staged buffer to the host and back once per collective, and

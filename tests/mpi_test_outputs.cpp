@@ -11,13 +11,21 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "io/files/shared_output.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 
 namespace plexus {
 namespace {
+
+// The job's ranks as the library takes them (made at first use, which every rank reaches alike).
+Communicator& world() {
+  static const std::unique_ptr<Communicator> w = make_mpi_communicator(MPI_COMM_WORLD);
+  return *w;
+}
 
 int rank() {
   int r = 0;
@@ -76,7 +84,7 @@ std::string error_of(F&& f) {
 
 TEST(SharedOutput, EveryRankReachesAFileInASharedFolderAndNothingIsLeft) {
   SharedScratch dir;
-  EXPECT_EQ(error_of([&] { io::check_shared_output(dir.file("model.h5"), MPI_COMM_WORLD); }), "");
+  EXPECT_EQ(error_of([&] { io::check_shared_output(dir.file("model.h5"), world()); }), "");
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank() == 0) {
     EXPECT_EQ(dir.entries(), 0u) << "the probe must be removed";
@@ -86,7 +94,7 @@ TEST(SharedOutput, EveryRankReachesAFileInASharedFolderAndNothingIsLeft) {
 TEST(SharedOutput, AMissingFolderEndsEveryRankNamingTheOutput) {
   SharedScratch dir;
   const std::string out = dir.file("no-such-folder/model.h5");
-  const std::string e = error_of([&] { io::check_shared_output(out, MPI_COMM_WORLD); });
+  const std::string e = error_of([&] { io::check_shared_output(out, world()); });
   if (size() == 1) {
     EXPECT_EQ(e, "") << "one rank writes alone: nothing to agree on (check_output names the folder)";
   } else {
@@ -101,7 +109,7 @@ TEST(SharedOutput, ARankThatCannotOpenTheFileEndsEveryRankNamingThatRank) {
   MPI_Barrier(MPI_COMM_WORLD);
   // The last rank looks elsewhere, as a node without the folder would.
   const std::string seen = rank() == size() - 1 && size() > 1 ? dir.file("elsewhere/probe") : file;
-  const std::string e = error_of([&] { io::check_every_rank_reaches("out.h5", seen, token, MPI_COMM_WORLD); });
+  const std::string e = error_of([&] { io::check_every_rank_reaches("out.h5", seen, token, world()); });
   if (size() == 1) {
     EXPECT_EQ(e, "");
   } else {
@@ -120,7 +128,7 @@ TEST(SharedOutput, ARankThatFindsAnotherFileEndsEveryRank) {
     std::ofstream(dir.file("probe-2")) << token.substr(0, token.size() - 2) << "x\n";
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  const std::string e = error_of([&] { io::check_every_rank_reaches("out.h5", file, token, MPI_COMM_WORLD); });
+  const std::string e = error_of([&] { io::check_every_rank_reaches("out.h5", file, token, world()); });
   if (size() <= 2) {
     EXPECT_EQ(e, "");
   } else {
@@ -133,14 +141,14 @@ TEST(SharedOutput, AFileLongerThanTheTokenIsAnotherFile) {
   const std::string file = dir.file("probe"), token = from_rank0(io::unique_token());
   if (rank() == 0) std::ofstream(file) << token << "more";
   MPI_Barrier(MPI_COMM_WORLD);
-  const std::string e = error_of([&] { io::check_every_rank_reaches("out.h5", file, token, MPI_COMM_WORLD); });
+  const std::string e = error_of([&] { io::check_every_rank_reaches("out.h5", file, token, world()); });
   if (size() > 1) {
     EXPECT_NE(e.find("rank 1 finds another file"), std::string::npos) << e;
   }
 }
 
 TEST(SharedOutput, RelativeNamesAreRankZerosAbsolutePath) {
-  const std::string abs = io::absolute_on_rank0("sub/out.h5", MPI_COMM_WORLD);
+  const std::string abs = io::absolute_on_rank0("sub/out.h5", world());
   EXPECT_EQ(abs, from_rank0((std::filesystem::current_path() / "sub/out.h5").string()));
   EXPECT_TRUE(std::filesystem::path(abs).is_absolute());
 }

@@ -3,15 +3,18 @@
 // weights, isolated nodes, node weights and ids, cut into uneven slices (empty ones too); every
 // dataset of every rank's output rows must equal the one-process result's rows, value for value,
 // for balance none and permute, symmetrized and directed, with exchange rounds of a few entries.
-// Bad slices end every rank with an InputError.
+// Bad slices end every rank with an InputError. What each rank moves and holds equals what the
+// dry run of the prepare predicts, exactly (acceptance 4 of issue 44).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/prepare_distributed.hpp"
@@ -22,6 +25,13 @@ namespace {
 
 using test::messy_graph;
 using test::slice_of;
+using test::slice_rows;
+
+// The job's ranks as the library takes them (made at first use, which every rank reaches alike).
+Communicator& world() {
+  static const std::unique_ptr<Communicator> w = make_mpi_communicator(MPI_COMM_WORLD);
+  return *w;
+}
 
 int world_rank() {
   int r = 0;
@@ -34,20 +44,11 @@ int world_size() {
   return s;
 }
 
-// Rank k's rows: uneven cuts (rank 1 of 3 or more gets none).
-Range slice_rows(index_t n, int rank, int size) {
-  std::vector<index_t> starts(static_cast<std::size_t>(size) + 1, n);
-  starts[0] = 0;
-  for (int k = 1; k < size; ++k) starts[static_cast<std::size_t>(k)] = std::min(n, n * k * k / (size * size) + (k >= 2 ? 0 : 1));
-  if (size >= 3) starts[2] = starts[1];
-  return Range{starts[static_cast<std::size_t>(rank)], starts[static_cast<std::size_t>(rank) + 1]};
-}
-
 void check_case(const GraphData& g, const PrepareOptions& opt, bool with_extras) {
   const int rank = world_rank(), size = world_size();
   const PreparedGraph want = prepare_graph(g, opt);
   const PreparedSlice got = prepare_graph_distributed(slice_of(g, slice_rows(g.num_nodes, rank, size), with_extras), opt,
-                                                      MPI_COMM_WORLD);
+                                                      world());
   test::expect_prepared_rows(g, want, got, block_range(g.num_nodes, size, rank), with_extras);
 }
 
@@ -93,7 +94,7 @@ TEST(DistributedPrepare, BadSliceFailsOnEveryRank) {
   if (last && s.indices.empty()) s.labels.assign(s.labels.size() + 1, 0);
   std::string what;
   try {
-    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kPermute}, MPI_COMM_WORLD);
+    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kPermute}, world());
   } catch (const InputError& e) {
     what = e.message();
   }
@@ -112,11 +113,47 @@ TEST(DistributedPrepare, NodeWeightsOnSomeRanksOnlyFailEveryRank) {
   if (last) s.node_weights.clear();
   std::string what;
   try {
-    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kNone}, MPI_COMM_WORLD);
+    prepare_graph_distributed(std::move(s), PrepareOptions{.balance = Balance::kNone}, world());
   } catch (const InputError& e) {
     what = e.message();
   }
   EXPECT_NE(what.find(last ? "GraphSlice.node_weights: other ranks" : "failed on its slice"), std::string::npos) << what;
+}
+
+// Each rank measures what it moved (bytes and calls counted by its communicator) and the peak of
+// its arrays (its census); the dry run (predict_distributed_prepare: every rank's prepare in one
+// process, as `plexus plan prepare` runs it) must predict each rank's three figures exactly, on
+// every rank count of the job (1, 2, 3, 4, 8: uneven slices, one of them empty from 3 ranks on).
+TEST(DistributedPrepare, DryRunPredictsEveryRanksBytesAndArraysExactly) {
+  const int rank = world_rank(), size = world_size();
+  const GraphData g = messy_graph(61, 5, 300, true, 1);
+  PrepareOptions permute;
+  permute.balance = Balance::kPermute;
+  permute.seed = 3;
+  PrepareOptions directed_none;
+  directed_none.balance = Balance::kNone;
+  directed_none.symmetrize = false;
+  for (const PrepareOptions& opt : {permute, directed_none}) {
+    for (const index_t round : {index_t{0}, index_t{7}}) {
+      SCOPED_TRACE(::testing::Message() << "balance " << balance_name(opt.balance) << " round " << round);
+      world().reset_stats();
+      PrepareRankCost mine;
+      prepare_graph_distributed(slice_of(g, slice_rows(g.num_nodes, rank, size), true), opt, world(), round, &mine);
+      std::vector<PrepareRankCost> measured(static_cast<std::size_t>(size));
+      MPI_Allgather(&mine, sizeof mine, MPI_BYTE, measured.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+      std::vector<GraphSlice> slices;
+      for (int r = 0; r < size; ++r) slices.push_back(slice_of(g, slice_rows(g.num_nodes, r, size), true));
+      const std::vector<PrepareRankCost> predicted = predict_distributed_prepare(std::move(slices), opt, round);
+      ASSERT_EQ(predicted.size(), measured.size());
+      for (std::size_t r = 0; r < measured.size(); ++r) {
+        EXPECT_EQ(predicted[r].bytes, measured[r].bytes) << "rank " << r;
+        EXPECT_EQ(predicted[r].calls, measured[r].calls) << "rank " << r;
+        EXPECT_EQ(predicted[r].peak_array_bytes, measured[r].peak_array_bytes) << "rank " << r;
+        EXPECT_GT(measured[r].peak_array_bytes, 0u) << "rank " << r;
+        EXPECT_EQ(measured[r].bytes > 0, size > 1) << "rank " << r;
+      }
+    }
+  }
 }
 
 TEST(DistributedPrepare, MetisRefusedOnSeveralRanks) {
@@ -124,7 +161,7 @@ TEST(DistributedPrepare, MetisRefusedOnSeveralRanks) {
   GraphData g = messy_graph(20, 1, 30, false, 6);
   PrepareOptions opt;
   opt.balance = Balance::kMetis;
-  EXPECT_THROW(prepare_graph_distributed(slice_of(g, slice_rows(20, world_rank(), world_size()), false), opt, MPI_COMM_WORLD),
+  EXPECT_THROW(prepare_graph_distributed(slice_of(g, slice_rows(20, world_rank(), world_size()), false), opt, world()),
                InputError);
 }
 

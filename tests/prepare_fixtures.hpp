@@ -1,9 +1,11 @@
 #pragma once
 // The graphs and checks the tests of the prepares in slices share (mpi_test_prepare: on P ranks;
-// test_prepare_passes: in passes): messy random graphs, slices of them, and a prepared slice's
-// rows compared with the one-process prepare_graph's, dataset by dataset.
+// test_prepare_in_process: on ranks as threads; test_prepare_passes: in passes): messy random
+// graphs, uneven slices of them, and a prepared slice's rows compared with the one-process
+// prepare_graph's, dataset by dataset.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -48,6 +50,15 @@ inline GraphData messy_graph(index_t n, index_t f, int edges, bool weighted, uns
     g.node_ids.push_back(900000000000 + 17 * u);
   }
   return g;
+}
+
+// Rank k's rows of n among `size` ranks: uneven cuts (rank 1 of 3 or more gets none).
+inline Range slice_rows(index_t n, int rank, int size) {
+  std::vector<index_t> starts(static_cast<std::size_t>(size) + 1, n);
+  starts[0] = 0;
+  for (int k = 1; k < size; ++k) starts[static_cast<std::size_t>(k)] = std::min(n, n * k * k / (size * size) + (k >= 2 ? 0 : 1));
+  if (size >= 3) starts[2] = starts[1];
+  return Range{starts[static_cast<std::size_t>(rank)], starts[static_cast<std::size_t>(rank) + 1]};
 }
 
 inline GraphSlice slice_of(const GraphData& g, Range rows, bool with_extras) {

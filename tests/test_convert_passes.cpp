@@ -3,7 +3,10 @@
 // other weights, self-loops, comments, lines the passes' byte ranges cut) and MatrixMarket files
 // in 1 to 13 passes with runs of a few items; the runs must tile the rows in order and together
 // equal read_edge_list's (read_matrix_market's) CSR, features and ids, with the right offsets.
-// Also: the pass count of a budget, and that nothing is left in the scratch directory.
+// Also: the pass count of a budget, and that nothing is left in the scratch directory. And the
+// converters on ranks (read_edge_list_on_ranks, read_matrix_market_on_ranks) without MPI, on one
+// rank (the self communicator) and on 2 to 4 ranks as threads (run_in_process): the ranks'
+// slices in rank order are the same runs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/in_process_communicator.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/prepare_distributed.hpp"
@@ -48,6 +53,17 @@ std::string edge_list(const fs::path& p, bool weighted, unsigned seed) {
     if (e % 41 == 0) f << u << ',' << v << (weighted ? ",9.25" : "") << '\n';
   }
   return p.string();
+}
+
+// A general real MatrixMarket file of n × n with `entries` random entries (duplicates and
+// self-loops among them) and a comment line.
+fs::path random_mtx(const fs::path& p, int n, int entries, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::ofstream f(p);
+  f << "%%MatrixMarket matrix coordinate real general\n% c\n" << n << ' ' << n << ' ' << entries << '\n';
+  const auto id = [&] { return 1 + rng() % static_cast<unsigned>(n); };
+  for (int e = 0; e < entries; ++e) f << id() << ' ' << id() << ' ' << (rng() % 100) / 7.0 << '\n';
+  return p;
 }
 
 // Collects the runs in order and checks their offsets.
@@ -135,13 +151,7 @@ TEST(ConvertInPasses, EdgeListDenseIdsFromOne) {
 
 TEST(ConvertInPasses, MatrixMarketEqualsOneProcess) {
   const Dir dir;
-  const fs::path p = dir.path / "m.mtx";
-  {
-    std::mt19937 rng(4);
-    std::ofstream f(p);
-    f << "%%MatrixMarket matrix coordinate real general\n% c\n90 90 500\n";
-    for (int e = 0; e < 500; ++e) f << 1 + rng() % 90 << ' ' << 1 + rng() % 90 << ' ' << (rng() % 100) / 7.0 << '\n';
-  }
+  const fs::path p = random_mtx(dir.path / "m.mtx", 90, 500, 4);
   const GraphData g = read_matrix_market(p.string());
   for (int k : {1, 3, 6}) {
     Runs r;
@@ -150,6 +160,47 @@ TEST(ConvertInPasses, MatrixMarketEqualsOneProcess) {
     expect_same(g, {}, r);
   }
   EXPECT_TRUE(fs::is_empty(dir.scratch()));
+}
+
+// Every rank's slice of `read` on p ranks as threads, in rank order, as runs.
+template <class Read>
+Runs on_threads(int p, Read&& read) {
+  std::vector<GraphSlice> slices(static_cast<std::size_t>(p));
+  run_in_process(p, [&](Communicator& c) { slices[static_cast<std::size_t>(c.rank())] = read(c); });
+  index_t total = 0;
+  for (const GraphSlice& s : slices) total += static_cast<index_t>(s.indices.size());
+  Runs r;
+  for (GraphSlice& s : slices) r.add(std::move(s), r.next_edge, total);
+  return r;
+}
+
+TEST(ConvertOnRanksInProcess, EdgeListEqualsOneProcessOnOneRankAndOnThreads) {
+  const Dir dir;
+  const std::string path = edge_list(dir.path / "r.txt", true, 6);
+  std::vector<std::int64_t> ids;
+  const GraphData g = read_edge_list(path, EdgeListOptions{}, ids);
+  {
+    const std::unique_ptr<Communicator> self = make_self_communicator();
+    Runs r;
+    GraphSlice s = read_edge_list_on_ranks(path, EdgeListOptions{}, *self);
+    const auto edges = static_cast<index_t>(s.indices.size());
+    r.add(std::move(s), 0, edges);
+    expect_same(g, ids, r);
+  }
+  for (int p = 2; p <= 4; ++p) {
+    SCOPED_TRACE(std::to_string(p) + " ranks");
+    expect_same(g, ids, on_threads(p, [&](Communicator& c) { return read_edge_list_on_ranks(path, EdgeListOptions{}, c); }));
+  }
+}
+
+TEST(ConvertOnRanksInProcess, MatrixMarketEqualsOneProcessOnThreads) {
+  const Dir dir;
+  const fs::path p = random_mtx(dir.path / "t.mtx", 70, 300, 7);
+  const GraphData g = read_matrix_market(p.string());
+  for (int k = 1; k <= 3; ++k)
+    expect_same(g, {}, on_threads(k, [&](Communicator& c) {
+                  return read_matrix_market_on_ranks(p.string(), EdgeListOptions{}, c);
+                }));
 }
 
 TEST(ConvertInPasses, BadLineNamesItsLineAndLeavesNothing) {

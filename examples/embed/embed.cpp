@@ -111,21 +111,23 @@ int main(int argc, char** argv) {
         std::printf("epoch %3d  loss %.4f  val acc %.3f\n", e + 1, m.loss, m.val_acc);
     }
 
-    // Predictions for this rank's nodes, by node id; count the correct test nodes over ranks.
+    // Predictions for this rank's nodes, by node id; count the correct test nodes over ranks,
+    // through the grid's world communicator (the process group every API of the library takes).
     const plexus::Predictions p = trainer.predict();
-    long long counts[2] = {0, 0};  // correct, test nodes
+    std::int64_t counts[2] = {0, 0};  // correct, test nodes
     for (std::size_t k = 0; k < p.node_ids.size(); ++k) {
       const auto v = static_cast<std::size_t>(p.node_ids[k]);
       if (!graph.test_mask[v]) continue;
       ++counts[1];
       counts[0] += p.classes[k] == graph.labels[v];
     }
-    MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    grid->world().all_reduce(counts, 2, plexus::ReduceOp::Sum);
     const double accuracy = static_cast<double>(counts[0]) / static_cast<double>(counts[1]);
     const plexus::EvalMetrics e = trainer.evaluate();
     if (rank == 0)
       std::printf("grid %s: test accuracy %.3f from the predictions (%lld of %lld), %.3f reported by evaluate()\n",
-                  shape.str().c_str(), accuracy, counts[0], counts[1], e.test_acc);
+                  shape.str().c_str(), accuracy, static_cast<long long>(counts[0]), static_cast<long long>(counts[1]),
+                  e.test_acc);
     status = accuracy >= 0.8 && accuracy == e.test_acc ? 0 : 1;
   } catch (const plexus::InputError& e) {
     std::fprintf(stderr, "embed: %s\n", e.message().c_str());

@@ -1,7 +1,12 @@
 #pragma once
 // The communicator interface: every collective the engine uses goes through it, so the same
-// model code runs on one process (SelfCommunicator), MPI (host buffers) and NCCL (device buffers).
-// Each communicator is one axis of the ProcessGrid and counts the bytes it moves.
+// code runs on one process (SelfCommunicator), MPI (host buffers) and NCCL (device buffers):
+// training over the axes of the ProcessGrid, and preparation, conversion and the collective
+// outputs over a group of ranks (the grid's world, or make_mpi_communicator). Each counts the
+// bytes it moves, so the recording communicator of the plans (src/comm/recording_communicator.hpp)
+// predicts them.
+#include <mpi.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -13,11 +18,13 @@
 
 namespace plexus {
 
-enum class ReduceOp { Sum, Max };
+enum class ReduceOp { Sum, Max, Min };
 
-// Traffic counters of one communicator. `bytes` is the data volume a rank sends under the
+// Traffic counters of one communicator. `bytes` is the data volume a rank receives under the
 // ring algorithm's accounting (docs/communication.md): all-reduce 2(p-1)/p·n, all-gather and
-// reduce-scatter (p-1)/p·n, so measured bytes can be checked against the analytic model.
+// reduce-scatter (p-1)/p·n; the host collectives below what reaches this rank from the others
+// (an all-to-all the bytes received from other ranks, a broadcast n on every rank but the root),
+// so measured bytes can be checked against the analytic model and the dry runs.
 struct CommStats {
   std::uint64_t calls = 0;
   double bytes = 0.0;
@@ -71,15 +78,50 @@ class Communicator {
   // NCCL communicators') runs iall_reduce(bf16), which rounds to bf16 at each combine.
   virtual void all_reduce_bf16(bf16* buf, std::size_t n) { iall_reduce(buf, n)->wait(); }
 
+  // ---- Host collectives: the data moves around training (preparation, conversion, outputs).
+  // Host memory only (a device communicator runs them on the host communicator it was made
+  // from). Every rank of the group calls each of them, in the same order.
+  // In place over `n` 64-bit integers.
+  virtual void all_reduce(std::int64_t* buf, std::size_t n, ReduceOp op) = 0;
+  // buf[i] = the sum of buf[i] over the ranks below this one (0 on rank 0): where each rank's
+  // part of something split in rank order starts.
+  virtual void exclusive_scan(std::int64_t* buf, std::size_t n) = 0;
+  // recv = every rank's `send` bytes, in rank order; counts[r] = the bytes of rank r (the same
+  // vector on every rank).
+  virtual void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) = 0;
+  // The same, received by `root` only (recv is written there alone and may be null elsewhere).
+  virtual void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) = 0;
+  // buf[0, n) of `root` to every rank's buf.
+  virtual void broadcast_bytes(void* buf, std::size_t n, int root) = 0;
+  // Personalised all-to-all: `send` holds send_counts[r] bytes for each rank r, in rank order;
+  // `recv` gets recv_counts[r] bytes from each rank r, in rank order. recv_counts[r] must be
+  // rank r's send_counts[this rank] (an all-to-all of the counts first, as
+  // src/comm/rank_exchange.hpp does).
+  virtual void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                                const std::vector<std::size_t>& recv_counts) = 0;
+
+  // The MPI communicator of these ranks, for what MPI itself must be handed (HDF5's collective
+  // MPI-IO): MPI_COMM_NULL with one rank, or without MPI (one process, a dry run).
+  virtual MPI_Comm mpi_comm() const { return MPI_COMM_NULL; }
+
   virtual const CommStats& stats() const { return stats_; }
   virtual void reset_stats() { stats_ = {}; }
 
  protected:
+  // A request already complete: what a communicator that finishes a non-blocking call at once
+  // (one rank, a dry run, threads) returns.
+  static std::unique_ptr<Request> completed();
   CommStats stats_;
 };
 
 // A communicator of one rank: every collective is a copy or nothing, and counts no bytes.
 std::unique_ptr<Communicator> make_self_communicator();
+
+// The ranks of `comm` (MPI initialised), in its rank order, over a duplicate of it (freed with
+// the communicator), so that its messages never mix with the caller's. Collective over `comm`.
+// What preparation and conversion on ranks take (plexus/prepare_distributed.hpp,
+// plexus/convert.hpp) when there is no ProcessGrid (whose world() serves as well).
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD);
 
 class Backend;
 // `host` (MPI: host memory only) for the buffers of `backend`: device buffers are staged

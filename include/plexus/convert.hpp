@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-
+#include "plexus/comm.hpp"
 #include "plexus/graph.hpp"
 
 namespace plexus {
@@ -84,21 +83,22 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
 // when opt.symmetrize (else @directed = 1). real/integer values become edge weights.
 // opt.num_nodes and opt.base are ignored (the size line gives N; ids are 1-based).
 struct GraphSlice;  // plexus/prepare_distributed.hpp
-// read_edge_list on the ranks of `comm` (collective; `mpirun -np P plexus convert edgelist`):
+// read_edge_list on the ranks of `comm` (collective; `mpirun -np P plexus convert edgelist`; any
+// Communicator: make_mpi_communicator, a ProcessGrid's world(), one process's self communicator):
 // each rank parses the lines that start in its 1/P of the file's bytes, so a plain (not gzip)
 // regular file is needed, and gets back the rows the ids it owns after relabelling (a run of the
 // sorted distinct ids, or block_range(--num-nodes, P, rank)) with their node ids. The rows of
 // all ranks together equal read_edge_list's graph and original ids. No node file (opt.node_ids).
 // A bad line throws InputError("<file>:<line>", ...) on the rank that read it.
-GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm);
+GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, Communicator& comm);
 // read_matrix_market likewise: rank 0 reads the header, every rank the entry lines starting in
 // its 1/P of the bytes after it; rank k gets rows block_range(rows, P, k).
-GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm);
+GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, Communicator& comm);
 
 // The same two converters in one process, in `passes` passes (`plexus convert edgelist|mtx
 // --memory-per-rank M --scratch DIR`): pass k parses the lines starting in its 1/K of the bytes,
 // and the edges and ids move between passes through scratch files in `scratch_dir` (they have no
-// name: nothing is left there, io/files/scratch_file.hpp). The rows reach `sink` a run at a time
+// name: nothing is left there, src/comm/scratch_file.hpp). The rows reach `sink` a run at a time
 // in row order — as the ranks would hold them: a run of the sorted distinct ids with their node
 // ids, or block_range(rows, K, k) — with the entries of the rows before them and of the whole
 // graph (edges_before, edges_total). Together the runs equal read_edge_list's (read_matrix_market's)
@@ -115,6 +115,9 @@ void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions
 // travels twice). convert_passes_for_budget: the fewest passes that fit `budget`, or
 // InputError("--memory-per-rank", ...) when none does.
 double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize, int passes);
+// The lines of a plain text graph (at least one), as convert_memory_bytes counts them;
+// InputError(path, ...) for a gzip file, which cannot be split into passes.
+std::uint64_t text_graph_lines(const std::string& path);
 int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize,
                               std::uint64_t budget);
 

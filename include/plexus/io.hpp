@@ -38,7 +38,7 @@ GraphInfo read_graph_info_h5(const std::string& path);
 // labelled node in its training mask (InputError naming /masks/train); for inference it need
 // hold no label at all (every label -1, every mask 0: a graph to score).
 enum class ShardsFor { Training, Inference };
-GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
+GnnShards load_shards_h5(const std::string& path, ProcessGrid& grid, int layers, index_t hidden,
                          bool shard_adj = false, LayerOrder order = LayerOrder::AggregateFirst,
                          ShardsFor purpose = ShardsFor::Training);
 // GCN model files (docs/gcn-model.md): the whole parameters and Adam moments of a GnnTrainer
@@ -62,15 +62,15 @@ ModelState read_gnn_model_h5(const std::string& path, const std::vector<index_t>
 GnnModelInfo read_gnn_model_info_h5(const std::string& path);
 // A predictions file (docs/predictions.md): every node's class and logits, row k = node k, from
 // each rank's Predictions (GnnTrainer::predict()) of a graph of `num_nodes` nodes. Collective
-// over `grid`: the rows move to the rank whose block of the nodes holds them, and each rank
-// writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
+// over `grid` (its world()): the rows move to the rank whose block of the nodes holds them, and
+// each rank writes its block through MPI-IO; nothing is gathered to one rank. Atomic; InputError(path, ...).
 // `ids_from`: the graph file; where it stores original ids (/node_ids), the `/node_id` column
 // holds them instead of 0..N-1 (row k is still node k). `attention` (GnnTrainer::attention(),
 // GAT): each layer's coefficients are written too, under /attention/layer<l>, their rows
 // sorted by (dst, src) — the same file whatever the grid. `embeddings` (GnnTrainer::
 // embeddings()): hidden layer l's rows as /embeddings/layer<l>, row k = node k.
 void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
-                          const ProcessGrid& grid, const std::string& path, const std::string& ids_from = {},
+                          ProcessGrid& grid, const std::string& path, const std::string& ids_from = {},
                           const std::vector<EdgeAttention>& attention = {},
                           const std::vector<NodeRows>& embeddings = {});
 // The same with the ids of the nodes from memory. Set the fields by name:
@@ -89,7 +89,7 @@ struct PredictionsFileOptions {
   std::vector<NodeRows> embeddings;
 };
 void write_predictions_h5(const Predictions& predictions, index_t num_nodes, std::int64_t epochs_done,
-                          const ProcessGrid& grid, const std::string& path, const PredictionsFileOptions& options);
+                          ProcessGrid& grid, const std::string& path, const PredictionsFileOptions& options);
 
 // Atomic: writes `path.tmp.<pid>` then renames, so an interrupted write never leaves a file
 // that later loads.
@@ -122,19 +122,21 @@ struct PreparedGraph;
 void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std::string& path);
 
 // The distributed prepare's input and output (plexus/prepare_distributed.hpp), collectively
-// over `comm` through MPI-IO. read_graph_slice_h5: this rank's rows of the file (the ranks'
-// ranges split the rows so each holds about as many bytes of edges and node rows), every value
-// checked as read_graph_h5 checks it, with the node ids and class names; a bad value throws
-// InputError(path, ...) on the rank that read it (the CLI then ends every rank).
+// over `comm` (through MPI-IO on comm.mpi_comm() when it has several ranks). read_graph_slice_h5:
+// this rank's rows of the file (the ranks' ranges split the rows so each holds about as many
+// bytes of edges and node rows), every value checked as read_graph_h5 checks it, with the node ids
+// and class names; a bad value throws InputError(path, ...) on the rank that read it (the CLI then
+// ends every rank). On a communicator without MPI (a recording one: the dry run of the prepare)
+// each rank's rows are read by this process alone.
 // write_prepared_h5: the file write_prepared_h5 above writes, dataset for dataset, each rank
 // writing its rows; atomic (io/hdf5/collective_write.hpp).
 struct GraphSlice;
 struct PreparedSlice;
-GraphSlice read_graph_slice_h5(const std::string& path, MPI_Comm comm);
-void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm comm);
+GraphSlice read_graph_slice_h5(const std::string& path, Communicator& comm);
+void write_prepared_h5(const PreparedSlice& p, const std::string& path, Communicator& comm);
 // A plain format v1 file (write_graph_h5 with its names) from the ranks' slices: each rank writes
 // its rows (`g.rows`, tiling [0, N) in rank order), collectively and atomically.
-void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm);
+void write_graph_h5(const GraphSlice& g, const std::string& path, Communicator& comm);
 
 // The prepare in passes' input and output (plexus/prepare_passes.hpp), serially.
 // open_graph_rows_h5: a format v1 file's rows a run at a time, every value checked as

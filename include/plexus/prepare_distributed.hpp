@@ -3,7 +3,7 @@
 // many ranks"): every rank holds a slice of the input's rows and ends with a slice of every
 // output dataset; no rank ever holds the whole graph. The result equals prepare_graph's
 // (plexus/prepare.hpp), value for value, for balance none and permute. METIS needs the whole
-// graph in one process: prepare_graph_distributed refuses it on more than one rank.
+// graph in one process: prepare_graph_distributed refuses it (prepare_graph does it).
 //
 // How (each step one collective over the ranks):
 //   1. clean: every rank dedupes its rows; with symmetrize, each stored edge u→v is sent to
@@ -18,13 +18,12 @@
 // Memory per rank: about 48 bytes per entry of its share of the edges (its cleaned rows, Â's
 // rows, the output CSRs, one exchange in flight), 4 bytes per feature of its rows, and 16 bytes
 // per node of the whole graph (the orders; 56 while they are drawn) — docs/balancing.md.
-#include <mpi.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "plexus/block_counts.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/shard.hpp"
 
@@ -95,14 +94,39 @@ struct PreparedSlice {
   bool features_bf16 = false;                  // PrepareOptions::features_bf16
 };
 
-// Collective over `comm` (every rank calls it with its slice and the same options). Throws
-// InputError on every rank when any rank's slice is invalid (the failing rank names the
-// problem, the others name that rank), or when opt.balance is metis on more than one rank.
-// `round`: entries each rank sends per exchange round (0: exchange_round_entries()).
-PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, MPI_Comm comm, index_t round = 0);
+// What one rank of the distributed prepare moved and held, as a run measures it and as
+// predict_distributed_prepare predicts it (docs/dry-run.md, "The distributed prepare").
+struct PrepareRankCost {
+  double bytes = 0;           // received from the other ranks, by the communicator's accounting
+  std::uint64_t calls = 0;    // collectives
+  // The peak of the prepare's large host arrays (its input slice, the rows it cleans, Â's rows,
+  // the orders, the exchange rounds and what arrives, its output rows), as they are registered
+  // with its array census: the same count on a run and on its dry run.
+  std::uint64_t peak_array_bytes = 0;
+};
 
-// The options prepare_graph_distributed refuses on `ranks` ranks (metis on more than one;
-// clean off), as InputError: callers check before reading the input.
+// Collective over `comm` (every rank calls it with its slice and the same options): the ranks of
+// an MPI job (make_mpi_communicator, or a ProcessGrid's world()), one process
+// (make_self_communicator) or any other Communicator; what it moves is counted in comm.stats().
+// Throws InputError on every rank when any rank's slice is invalid (the failing rank names the
+// problem, the others name that rank), or when opt.balance is metis.
+// `round`: entries each rank sends per exchange round (0: exchange_round_entries()). `cost`,
+// when given: what this rank moved (the growth of comm.stats() over the call: exact when they
+// start from zero) and held.
+PreparedSlice prepare_graph_distributed(GraphSlice slice, const PrepareOptions& opt, Communicator& comm,
+                                        index_t round = 0, PrepareRankCost* cost = nullptr);
+
+// What each rank of prepare_graph_distributed on slices.size() ranks would move and hold, given
+// every rank's input slice (in rank order): a dry run of the real prepare of every rank in this
+// process, on one thread per rank, over communicators that move the data between the threads and
+// count it as MPI does (src/comm/in_process_communicator.hpp). It needs the memory of all the
+// ranks together and no MPI. Equal to what the ranks measure, exactly (tests/mpi_test_prepare.cpp).
+std::vector<PrepareRankCost> predict_distributed_prepare(std::vector<GraphSlice> slices, const PrepareOptions& opt,
+                                                         index_t round = 0);
+
+// The options prepare_graph_distributed refuses on `ranks` ranks (metis, which needs the whole
+// graph in one process: prepare_graph; clean off), as InputError: callers check before reading
+// the input.
 void check_distributed_prepare(const PrepareOptions& opt, int ranks);
 
 // Entries one rank sends per exchange round (or one pass spills per run): 2^20 (12 MB of

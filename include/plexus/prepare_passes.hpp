@@ -17,7 +17,7 @@
 // Memory: about 48 bytes per entry of a pass's share of Â, 4 bytes per feature of its rows, 40
 // bytes per node of the whole graph (orders, degrees, row lengths) and three 12 MB rounds of
 // spilled items (passes_for_budget). Scratch space: about 12 bytes per entry of the graph and of
-// Â (twice with two orders), plus the node rows. Scratch files have no name (io/files/
+// Â (twice with two orders), plus the node rows. Scratch files have no name (src/comm/
 // scratch_file.hpp): nothing is left in DIR, however the process ends.
 #include <cstdint>
 #include <string>

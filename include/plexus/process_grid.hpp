@@ -107,8 +107,9 @@ class ProcessGrid {
   // The X·Y·Z ranks of this rank's replica (reductions over the whole model: norms, gathers).
   Communicator& replica() { return *replica_; }
   Communicator& world() { return *world_; }
-  // The MPI communicator of all the grid's ranks (for MPI-IO), or MPI_COMM_NULL for a grid
-  // without MPI. Owned by the grid.
+  // The MPI communicator of all the grid's ranks, or MPI_COMM_NULL for a grid without MPI. Owned
+  // by the grid. Collective I/O takes world() instead (whose mpi_comm() hands this one to HDF5
+  // when there are several ranks); this stays for the model file's writer.
   MPI_Comm mpi_comm() const { return mpi_comm_; }
   void reset_stats();
   // Every communicator from now on stages `device`'s buffers through host memory

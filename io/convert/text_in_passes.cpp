@@ -1,6 +1,6 @@
 // read_edge_list and read_matrix_market in passes (plexus/convert.hpp): the converters on P
 // ranks (text_on_ranks.cpp) done by one process, a range of bytes at a time, the edges and ids
-// moving between passes through scratch files (io/files/spill_buckets.hpp) instead of between
+// moving between passes through scratch files (src/comm/spill_buckets.hpp) instead of between
 // ranks. Pass k parses the lines starting in its 1/K of the bytes; the ids that occur are
 // relabelled by a sort in buckets of id ranges (bucket j's sorted distinct ids are rows
 // [first_row_j, first_row_j+1)); every edge and its reverse go to the bucket owning their row,
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <optional>
 #include <string>
@@ -20,18 +21,18 @@
 #include "io/convert/matrix_market.hpp"
 #include "io/convert/text_ranges.hpp"
 #include "io/convert/text_reader.hpp"
-#include "io/files/spill_buckets.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/prepare_distributed.hpp"
 #include "src/comm/rank_exchange.hpp"
+#include "src/comm/spill_buckets.hpp"
 
 namespace plexus {
 
 namespace {
 
 using build::Edge;
-using io::SpillBuckets;
+using comm::SpillBuckets;
 using text::LineRange;
 
 std::uint64_t file_size_of(const std::string& path) {
@@ -130,6 +131,13 @@ double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feat
   const double nodes = num_nodes > 0 ? static_cast<double>(num_nodes) : 2 * l;
   const double per_pass = (symmetrize ? 96.0 : 64.0) * l + (4.0 * static_cast<double>(feature_width) + 40.0) * nodes;
   return per_pass / std::max(1, passes) + kRoundBytes;
+}
+
+std::uint64_t text_graph_lines(const std::string& path) {
+  if (text::is_gzip_file(path))
+    throw InputError(path, "a gzip file cannot be split into passes: decompress it, or convert without --scratch");
+  return static_cast<std::uint64_t>(
+      std::max<std::int64_t>(1, text::count_newlines(path, 0, std::numeric_limits<std::uint64_t>::max())));
 }
 
 int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize,

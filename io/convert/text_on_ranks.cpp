@@ -3,12 +3,11 @@
 // owns a run of the sorted distinct ids: those are its rows); every edge and its reverse travel
 // to the rank owning their row, which builds its rows as the one-process converter does
 // (graph_build.hpp). The result equals read_edge_list's, row for row.
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "io/convert/graph_build.hpp"
@@ -173,7 +172,7 @@ std::vector<build::Edge> move_edges(const Ranks& ranks, std::vector<build::Edge>
 
 }  // namespace
 
-GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm) {
+GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, Communicator& comm) {
   const Ranks ranks(comm);
   if (opt.node_ids != nullptr)
     throw InputError("--nodes", "a node file is read on one rank: convert with --nodes on one rank");
@@ -208,7 +207,7 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
   return s;
 }
 
-GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, MPI_Comm comm) {
+GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, Communicator& comm) {
   const Ranks ranks(comm);
   if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
   const index_t round = exchange_round_entries();
@@ -224,7 +223,8 @@ GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOp
     shared.data_begin = in.offset();
     shared.lines_before = in.line_number();
   }
-  MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, comm);
+  static_assert(std::is_trivially_copyable_v<Shared>);
+  comm.broadcast_bytes(&shared, sizeof shared, 0);
   const mtx::Header& h = shared.h;
   const LineRange range = rank_lines(path, ranks, shared.data_begin, shared.lines_before);
   TextReader in(path, range.begin, range.end, range.first_line);

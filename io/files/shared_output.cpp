@@ -12,38 +12,11 @@
 
 #include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus::io {
 
 namespace {
-
-int rank_of(MPI_Comm comm) {
-  int rank = 0;
-  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
-  return rank;
-}
-
-int size_of(MPI_Comm comm) {
-  int size = 1;
-  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
-  return size;
-}
-
-std::string broadcast(std::string s, int root, MPI_Comm comm) {
-  long long n = static_cast<long long>(s.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm);
-  s.resize(static_cast<std::size_t>(n));
-  if (n > 0) MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, root, comm);
-  return s;
-}
-
-// The lowest rank whose `failed` is true, -1 when none (collective).
-int first_failed(bool failed, MPI_Comm comm) {
-  const int size = size_of(comm);
-  int mine = failed ? rank_of(comm) : size, lowest = size;
-  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
-  return lowest == size ? -1 : lowest;
-}
 
 // "" when `file` holds exactly `token`, else what is wrong.
 std::string read_back(const std::string& file, const std::string& token) {
@@ -72,34 +45,36 @@ std::string unique_token() {
          std::to_string(rd()) + std::to_string(rd()) + "\n";
 }
 
-std::string absolute_on_rank0(const std::string& path, MPI_Comm comm) {
+std::string absolute_on_rank0(const std::string& path, Communicator& comm) {
   std::string abs;
-  if (rank_of(comm) == 0) {
+  if (comm.rank() == 0) {
     std::error_code ec;
     const std::filesystem::path p = std::filesystem::absolute(path, ec);
     abs = ec ? path : p.string();
   }
-  return comm == MPI_COMM_NULL ? abs : broadcast(abs, 0, comm);
+  return comm::Ranks(comm).broadcast(abs, 0);
 }
 
 void check_every_rank_reaches(const std::string& shown, const std::string& file, const std::string& token,
-                              MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || size_of(comm) == 1) return;
-  const std::string why = rank_of(comm) == 0 ? std::string() : read_back(file, token);
-  const int bad = first_failed(!why.empty(), comm);
+                              Communicator& comm) {
+  if (comm.size() == 1) return;
+  const comm::Ranks ranks(comm);
+  const std::string why = ranks.rank == 0 ? std::string() : read_back(file, token);
+  const int bad = ranks.first_failed(!why.empty());
   if (bad < 0) return;
-  const std::string reason = broadcast(why, bad, comm);
+  const std::string reason = ranks.broadcast(why, bad);
   throw InputError(shown, "rank " + std::to_string(bad) + " " + reason +
                               " (is its directory on a file system every node shares? name an output every rank "
                               "reaches)");
 }
 
-void check_shared_output(const std::string& path, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL || size_of(comm) == 1) return;
+void check_shared_output(const std::string& path, Communicator& comm) {
+  if (comm.size() == 1) return;
+  const comm::Ranks ranks(comm);
   const std::string abs = absolute_on_rank0(path, comm);
   std::string token, why, probe;
   std::optional<AtomicFile> file;  // rank 0's probe, removed when this returns or throws
-  if (rank_of(comm) == 0) {
+  if (ranks.rank == 0) {
     try {
       file.emplace(OutputTarget{path, abs + ".probe", false, {}});
       probe = file->temp_path();
@@ -112,13 +87,13 @@ void check_shared_output(const std::string& path, MPI_Comm comm) {
       why = e.what();
     }
   }
-  const int bad = first_failed(!why.empty(), comm);
+  const int bad = ranks.first_failed(!why.empty());
   if (bad >= 0) {
-    const std::string reason = broadcast(why, bad, comm);
+    const std::string reason = ranks.broadcast(why, bad);
     throw InputError(path, reason.rfind(path + ": ", 0) == 0 ? reason.substr(path.size() + 2) : reason);
   }
-  probe = broadcast(probe, 0, comm);
-  token = broadcast(token, 0, comm);
+  probe = ranks.broadcast(probe, 0);
+  token = ranks.broadcast(token, 0);
   check_every_rank_reaches(path, probe, token, comm);
 }
 

@@ -1,10 +1,9 @@
 // The file I/O of the prepares that hold a graph in slices (plexus/io.hpp): on P ranks,
 // read_graph_slice_h5 reads this rank's rows of a format v1 file and write_prepared_h5(PreparedSlice)
-// writes a prepared file with every rank writing its rows, both collectively through MPI-IO; in
+// writes a prepared file with every rank writing its rows, both collectively (through MPI-IO on
+// several ranks); in
 // passes, open_graph_rows_h5 reads a file's rows a run at a time and PreparedFileWriter writes
 // the same prepared file a run of rows at a time.
-#include <mpi.h>
-
 #include <array>
 #include <cmath>
 #include <limits>
@@ -99,7 +98,7 @@ void read_nodes(GraphSlice& s, const Reader& r, const h5::Header& h, h5::ShardRe
   }
 }
 
-GraphSlice read_slice(const Reader& r, MPI_Comm comm) {
+GraphSlice read_slice(const Reader& r, Communicator& comm) {
   h5::Header h = h5::read_header(r);
   GraphSlice s = slice_of(r, h);
   h5::ShardReader in(r, h, comm);
@@ -143,7 +142,7 @@ class H5RowSource final : public GraphRowSource {
     Reader r(path_);
     r.open(MPI_COMM_NULL, false);
     h5::Header h = h5::read_header(r);
-    h5::ShardReader in(r, h, MPI_COMM_NULL);
+    h5::ShardReader in(r, h, *one_);
     const h5::CsrDatasets graph = h5::take_graph_csr(h);
     return split_rows(in.indptr(graph, Range{0, h.num_nodes}), h.num_features, parts);
   }
@@ -155,7 +154,7 @@ class H5RowSource final : public GraphRowSource {
     h5::Header h = h5::read_header(r);
     GraphSlice s = slice_of(r, h);
     s.rows = rows;
-    h5::ShardReader in(r, h, MPI_COMM_NULL);
+    h5::ShardReader in(r, h, *one_);
     if (node_data) {
       read_nodes(s, r, h, in);
     } else {
@@ -175,22 +174,23 @@ class H5RowSource final : public GraphRowSource {
   std::string path_;
   GraphSlice head_;
   bool weights_ = false, ids_ = false;
+  std::unique_ptr<Communicator> one_ = make_self_communicator();  // the reads are this process's alone
 };
 
 }  // namespace
 
-GraphSlice read_graph_slice_h5(const std::string& path, MPI_Comm comm) {
+GraphSlice read_graph_slice_h5(const std::string& path, Communicator& comm) {
   h5::silence_errors();
   // The class names first, serially (variable-length strings; a few per graph).
   std::vector<std::string> class_names = h5::read_class_names_h5(path);
   Reader r(path);
   try {
-    r.open(comm);
+    r.open(comm.mpi_comm());
     GraphSlice s = read_slice(r, comm);
     s.class_names = std::move(class_names);
     return s;
   } catch (...) {
-    r.abandon();  // closing is collective: the caller ends the job (as load_shards_h5)
+    if (comm.mpi_comm() != MPI_COMM_NULL) r.abandon();  // closing is collective: the caller ends the job (as load_shards_h5)
     throw;
   }
 }
@@ -413,14 +413,11 @@ std::unique_ptr<GraphRowSource> open_graph_rows_h5(const std::string& path) {
   return std::make_unique<H5RowSource>(path);
 }
 
-void write_prepared_h5(const PreparedSlice& p, const std::string& path, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+void write_prepared_h5(const PreparedSlice& p, const std::string& path, Communicator& comm) {
   check_class_names(p, path);
   RowsCall call;
-  call.last_rows = rank == size - 1;
-  call.counts_values = rank == 0;
+  call.last_rows = comm.rank() == comm.size() - 1;
+  call.counts_values = comm.rank() == 0;
   // Rank 0 adds the strings once the collective file is closed, before it is committed.
   h5::write_collectively(
       path, comm, [&](h5::Writer& w) { write_prepared_rows(w, p, call); },
@@ -469,7 +466,7 @@ void PreparedFileWriter::finish() {
   s_->file.commit();
 }
 
-void write_graph_h5(const GraphSlice& g, const std::string& path, MPI_Comm comm) {
+void write_graph_h5(const GraphSlice& g, const std::string& path, Communicator& comm) {
   const comm::Ranks ranks(comm);
   // The rows' offsets in the whole CSR, and the flags every rank must agree on.
   const auto local = static_cast<index_t>(g.indices.size());

@@ -2,20 +2,22 @@
 // Reading one rank's rows of a format v1 file (private to io/): the row slices, their edges in
 // stripes, 2-D feature blocks, labels and masks, each checked as it is read. Under MPI-IO every
 // read is collective, so every rank makes the same sequence of calls (ranks with nothing to read
-// join with an empty selection). Used by load_shards_h5 and read_graph_slice_h5.
-#include <mpi.h>
-
+// join with an empty selection). Used by load_shards_h5 and read_graph_slice_h5. The ranks are
+// those of a Communicator; the file is opened through MPI-IO on its mpi_comm() (none with one
+// rank, or on a recording communicator, whose reads are then this process's alone).
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "io/format_v1/prepared.hpp"
 #include "io/hdf5/reader.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/shard.hpp"
@@ -45,14 +47,9 @@ class ShardReader {
 
 
  public:
-  ShardReader(const Reader& r, const h5::Header& h, MPI_Comm comm) : r_(r), h_(h), comm_(comm) {
-    if (comm_ != MPI_COMM_NULL) {
-      MPI_Comm_rank(comm_, &rank_);
-      MPI_Comm_size(comm_, &size_);
-    }
-  }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  ShardReader(const Reader& r, const h5::Header& h, Communicator& comm) : r_(r), h_(h), comm_(comm) {}
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
 
   // indptr[rows.begin ..= rows.end], checked: within [0, nnz], non-decreasing, starting at 0
   // and ending at nnz where the slice touches the ends.
@@ -142,28 +139,28 @@ class ShardReader {
   void finished() const { advance(total_); }
 
   std::int64_t max_over_ranks(std::int64_t v) const {
-    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm_);
+    comm_.all_reduce(&v, 1, ReduceOp::Max);
     return v;
   }
   template <std::size_t N>
   void sum_over_ranks(std::array<index_t, N>& v) const {
-    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), N, MPI_INT64_T, MPI_SUM, comm_);
+    comm_.all_reduce(v.data(), N, ReduceOp::Sum);
   }
-  // Sums modulo 2^64 (order-independent hashes of node records).
+  // Sums modulo 2^64 (order-independent hashes of node records): two's complement sums of the
+  // same bits.
   template <std::size_t N>
   void sum_over_ranks(std::array<std::uint64_t, N>& v) const {
-    if (comm_ != MPI_COMM_NULL) MPI_Allreduce(MPI_IN_PLACE, v.data(), N, MPI_UINT64_T, MPI_SUM, comm_);
+    std::array<std::int64_t, N> bits;
+    std::memcpy(bits.data(), v.data(), sizeof bits);
+    comm_.all_reduce(bits.data(), N, ReduceOp::Sum);
+    std::memcpy(v.data(), bits.data(), sizeof bits);
   }
-  // The concatenation of every rank's `part` (rank order), `total` values in all.
+  // The concatenation of every rank's `part` (its block_range of the `total` values, rank order).
   std::vector<double> all_gather(const std::vector<double>& part, index_t total) const {
-    if (comm_ == MPI_COMM_NULL) return part;
-    std::vector<int> counts(size_), displs(size_);
-    for (int p = 0; p < size_; ++p) {
-      counts[p] = static_cast<int>(block_range(total, size_, p).size());
-      displs[p] = static_cast<int>(block_range(total, size_, p).begin);
-    }
+    std::vector<std::size_t> bytes;
+    for (int p = 0; p < size(); ++p) bytes.push_back(static_cast<std::size_t>(block_range(total, size(), p).size()) * sizeof(double));
     std::vector<double> all(static_cast<std::size_t>(total));
-    MPI_Allgatherv(part.data(), counts[rank_], MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_);
+    comm_.all_gather_bytes(part.data(), all.data(), bytes);
     return all;
   }
 
@@ -191,8 +188,7 @@ class ShardReader {
  private:
   const Reader& r_;
   const h5::Header& h_;
-  MPI_Comm comm_;
-  int rank_ = 0, size_ = 1;
+  Communicator& comm_;
   std::uint64_t total_ = 0;
   mutable std::uint64_t done_ = 0;
 };

@@ -131,30 +131,30 @@ void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Hea
 }  // namespace
 
 namespace {
-GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
-               LayerOrder order, ShardsFor purpose);
+GnnShards load(const Reader& r, Communicator& comm, const ProcessGrid& grid, int layers, index_t hidden,
+               bool shard_adj, LayerOrder order, ShardsFor purpose);
 }
 
-GnnShards load_shards_h5(const std::string& path, const ProcessGrid& grid, int layers, index_t hidden,
-                         bool shard_adj, LayerOrder order, ShardsFor purpose) {
+GnnShards load_shards_h5(const std::string& path, ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
+                         LayerOrder order, ShardsFor purpose) {
   h5::silence_errors();
-  const MPI_Comm comm = grid.size() > 1 ? grid.mpi_comm() : MPI_COMM_NULL;
+  Communicator& world = grid.world();
   Reader r(path);
   try {
-    r.open(comm);
-    return load(r, comm, grid, layers, hidden, shard_adj, order, purpose);
+    r.open(world.mpi_comm());
+    return load(r, world, grid, layers, hidden, shard_adj, order, purpose);
   } catch (...) {
     // Under MPI-IO, closing the file is collective: unwinding would wait for ranks that are
     // blocked in another collective. Leave it open; the caller ends the job.
-    if (comm != MPI_COMM_NULL) r.abandon();
+    if (world.mpi_comm() != MPI_COMM_NULL) r.abandon();
     throw;
   }
 }
 
 namespace {
 
-GnnShards load(const Reader& r, MPI_Comm comm, const ProcessGrid& grid, int layers, index_t hidden, bool shard_adj,
-               LayerOrder order, ShardsFor purpose) {
+GnnShards load(const Reader& r, Communicator& comm, const ProcessGrid& grid, int layers, index_t hidden,
+               bool shard_adj, LayerOrder order, ShardsFor purpose) {
   h5::Header h = h5::read_header(r);
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");

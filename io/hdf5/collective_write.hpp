@@ -9,9 +9,10 @@
 // block_dataset); the file is closed collectively, and rank 0 flushes it and renames it over
 // the target only when every rank succeeded. A failure on any rank throws InputError on every
 // rank — the failing rank's message there, "rank K could not write" elsewhere — and leaves the
-// target as it was. With MPI_COMM_NULL it is an ordinary single-process write.
+// target as it was. The ranks are a Communicator's: its agreements and broadcasts go through it,
+// and HDF5 gets its mpi_comm() for the MPI-IO open (none with one rank: an ordinary
+// single-process write).
 #include <fcntl.h>
-#include <mpi.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +20,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,22 +29,13 @@
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
 #include "io/hdf5/writer.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/error.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus::h5 {
 
 namespace detail {
-// Every rank learns whether some rank failed, and the lowest such rank (-1: none).
-inline int first_failed_rank(bool failed, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL) return failed ? 0 : -1;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int mine = failed ? rank : size, lowest = size;
-  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
-  return lowest == size ? -1 : lowest;
-}
-
 // The probe every rank reads back before the collective open (io/files/shared_output.hpp).
 inline void write_token(const std::string& file, const std::string& token) {
   std::FILE* f = std::fopen(file.c_str(), "wb");
@@ -66,24 +59,16 @@ inline void reserve_disk(const std::string& file, double bytes) {
   throw std::runtime_error(std::string("no room on the disk for the ") + size + " file: " + std::strerror(err));
 }
 
-inline std::string broadcast_string(std::string s, MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL) return s;
-  long long n = static_cast<long long>(s.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm);
-  s.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm);
-  return s;
-}
 }  // namespace detail
 
 // `body(writer)` writes the file's contents; every rank calls this with the same path. Then
 // `serial_tail(writer)` runs on rank 0 alone on the closed file reopened serially, for what
 // MPI-IO cannot write (variable-length strings), before the file is committed.
 template <class Body, class Tail>
-void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tail&& serial_tail) {
+void write_collectively(const std::string& path, Communicator& comm, Body&& body, Tail&& serial_tail) {
   h5::silence_errors();
-  int rank = 0;
-  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
+  const comm::Ranks ranks(comm);
+  const int rank = ranks.rank;
   std::string why;
   const auto attempt = [&](auto&& step) {
     try {
@@ -97,7 +82,7 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tai
     }
   };
   const auto agree = [&](bool failed) {
-    const int bad = detail::first_failed_rank(failed, comm);
+    const int bad = ranks.first_failed(failed);
     if (bad < 0) return;
     if (bad == rank && !why.empty()) throw InputError(path, why.rfind(path + ": ", 0) == 0 ? why.substr(path.size() + 2) : why);
     throw InputError(path, "cannot write: rank " + std::to_string(bad) + " failed");
@@ -111,9 +96,9 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tai
           token = io::unique_token();
           detail::write_token(temp, token);
         }));
-  temp = detail::broadcast_string(temp, comm);
+  temp = ranks.broadcast(temp, 0);
   // Every rank opens that very file (H5Fcreate truncates the token away), or none does.
-  io::check_every_rank_reaches(path, temp, detail::broadcast_string(token, comm), comm);
+  io::check_every_rank_reaches(path, temp, ranks.broadcast(token, 0), comm);
   // The file's data, sized by running the body through a writer that writes nothing: rank 0
   // reserves that much disk for it before any rank writes, so a disk too small fails here, on
   // every rank alike, and not half-way through collective writes (where HDF5 cannot fail one
@@ -127,7 +112,7 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tai
   }));
   {
     Writer w(path);
-    agree(attempt([&] { w.create(temp, comm); }));
+    agree(attempt([&] { w.create(temp, comm.mpi_comm()); }));
     agree(rank == 0 && attempt([&] { detail::reserve_disk(temp, bytes); }));
     // From here on every rank is inside collective HDF5 calls: a failing collective fails on
     // every rank, and they agree below. A data write that fails on one rank only (its disk
@@ -149,8 +134,17 @@ void write_collectively(const std::string& path, MPI_Comm comm, Body&& body, Tai
 }
 
 template <class Body>
-void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
+void write_collectively(const std::string& path, Communicator& comm, Body&& body) {
   write_collectively(path, comm, std::forward<Body>(body), [](Writer&) {});
+}
+
+// The same over the ranks of an MPI communicator (MPI_COMM_NULL: this process alone), for the
+// writers still handed one (the model file's, io/model_files/gnn_model_file.cpp, from the
+// trainer's grid): collective over `comm`.
+template <class Body>
+void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
+  const std::unique_ptr<Communicator> ranks = comm == MPI_COMM_NULL ? make_self_communicator() : make_mpi_communicator(comm);
+  write_collectively(path, *ranks, std::forward<Body>(body), [](Writer&) {});
 }
 
 }  // namespace plexus::h5

@@ -1,11 +1,9 @@
 // Predictions files (docs/predictions.md): write_predictions_h5. Row k of the file is node k,
 // whatever rank predicted it: the rows are first moved to the rank whose block of [0, N) holds
-// them (one MPI_Alltoallv), then every rank writes its contiguous block collectively (MPI-IO).
-#include <mpi.h>
-
+// them (one all-to-all over the grid's world communicator), then every rank writes its
+// contiguous block collectively (io/hdf5/collective_write.hpp).
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -20,6 +18,7 @@
 #include "plexus/io.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus {
 namespace {
@@ -49,58 +48,39 @@ class NodeOwners {
 };
 
 // Where each destination's records start in a buffer ordered by destination.
-std::vector<std::size_t> displacements(const std::vector<int>& counts) {
+std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
   std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + static_cast<std::size_t>(counts[r - 1]);
+  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
   return d;
 }
 
 // Records of `record` bytes, `send_counts[r]` of them for rank r in rank order, sent to their
-// ranks (MPI_Alltoallv over `comm`; without one, or on one rank, they stay): the records
-// received, in rank order. MPI counts are ints: a rank's records must fit one.
-std::vector<char> exchange(const std::vector<char>& send, const std::vector<int>& send_counts, std::size_t record,
-                           MPI_Comm comm) {
-  int ranks = 1;
-  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &ranks);
-  if (ranks == 1) return send;
-  std::vector<int> recv_counts(send_counts.size(), 0);
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
-  std::size_t total = 0;
-  for (const int c : recv_counts) total += static_cast<std::size_t>(c);
-  if (send.size() / record > static_cast<std::size_t>(INT_MAX) || total > static_cast<std::size_t>(INT_MAX))
-    throw InputError("--grid", std::to_string(std::max(send.size() / record, total)) +
-                                   " rows on one rank exceed what one MPI message may count (" + std::to_string(INT_MAX) +
-                                   "); use more ranks");
-  const auto to_int = [](const std::vector<std::size_t>& v) { return std::vector<int>(v.begin(), v.end()); };
-  const std::vector<int> send_displs = to_int(displacements(send_counts)), recv_displs = to_int(displacements(recv_counts));
-  std::vector<char> received(total * record);
-  MPI_Datatype row_type;
-  MPI_Type_contiguous(static_cast<int>(record), MPI_BYTE, &row_type);
-  MPI_Type_commit(&row_type);
-  MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), row_type, received.data(), recv_counts.data(),
-                recv_displs.data(), row_type, comm);
-  MPI_Type_free(&row_type);
+// ranks: the records received, in rank order.
+std::vector<char> exchange(const std::vector<char>& send, const std::vector<std::size_t>& send_counts,
+                           std::size_t record, const comm::Ranks& ranks) {
+  std::vector<std::size_t> send_bytes(send_counts);
+  for (std::size_t& b : send_bytes) b *= record;
+  const std::vector<std::size_t> recv_bytes = ranks.all_to_all_counts(send_bytes);
+  std::vector<char> received(std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0}));
+  ranks.comm.all_to_all_bytes(send.data(), send_bytes, received.data(), recv_bytes);
   return received;
 }
 
 // Rows of a per-node output moved to the rank whose block of the nodes holds them (one record
 // each: node id, then its values), in node order: the block's [n × width] values.
 // `what` names the output in the logic errors (an id out of range or twice is a bug upstream).
-std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MPI_Comm comm, const std::string& what) {
-  int rank = 0, ranks = 1;
-  if (comm != MPI_COMM_NULL) {
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &ranks);
-  }
-  const NodeOwners owner(num_nodes, ranks);
-  const Range mine = block_range(num_nodes, ranks, rank);
+std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, const comm::Ranks& ranks,
+                                     const std::string& what) {
+  const int rank = ranks.rank;
+  const NodeOwners owner(num_nodes, ranks.size);
+  const Range mine = block_range(num_nodes, ranks.size, rank);
   const auto width = static_cast<std::size_t>(rows.width), local = rows.node_ids.size();
   if (rows.values.size() != local * width) throw std::logic_error(what + ": sizes of node_ids and values disagree");
   for (const index_t id : rows.node_ids)
     if (id < 0 || id >= num_nodes)
       throw std::logic_error(what + ": node id " + std::to_string(id) + " outside [0, " + std::to_string(num_nodes) + ")");
   const std::size_t record = sizeof(std::int64_t) + width * sizeof(float);
-  std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
+  std::vector<std::size_t> send_counts(static_cast<std::size_t>(ranks.size), 0);
   for (const index_t id : rows.node_ids) ++send_counts[static_cast<std::size_t>(owner(id))];
   std::vector<char> send(local * record);
   std::vector<std::size_t> next = displacements(send_counts);
@@ -110,7 +90,7 @@ std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MP
     std::memcpy(at, &id, sizeof id);
     std::memcpy(at + sizeof id, rows.values.data() + k * width, width * sizeof(float));
   }
-  const std::vector<char> received = exchange(send, send_counts, record, comm);
+  const std::vector<char> received = exchange(send, send_counts, record, ranks);
   const auto n = static_cast<std::size_t>(mine.size());
   if (received.size() / record != n)
     throw std::logic_error(what + ": " + std::to_string(received.size() / record) + " rows for the " +
@@ -132,7 +112,7 @@ std::vector<float> redistribute_rows(const NodeRows& rows, index_t num_nodes, MP
 // Every node's predictions moved to the rank whose block of a block split of [0, N) over the
 // ranks holds it (redistribute_rows), in node order: the class travels as one more 4-byte
 // column before the logits, its bits copied (never converted to a float).
-NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
+NodeBlock redistribute(const Predictions& p, index_t num_nodes, const comm::Ranks& ranks) {
   const std::size_t local = p.node_ids.size(), classes = static_cast<std::size_t>(p.num_classes);
   if (p.classes.size() != local || p.logits.size() != local * classes)
     throw std::logic_error("predictions: sizes of node_ids, classes and logits disagree");
@@ -142,13 +122,8 @@ NodeBlock redistribute(const Predictions& p, index_t num_nodes, MPI_Comm comm) {
     std::memcpy(rows.values.data() + k * width, &p.classes[k], sizeof(std::int32_t));
     std::copy_n(p.logits.data() + k * classes, classes, rows.values.data() + k * width + 1);
   }
-  const std::vector<float> moved = redistribute_rows(rows, num_nodes, comm, "predictions");
-  int rank = 0, ranks = 1;
-  if (comm != MPI_COMM_NULL) {
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &ranks);
-  }
-  const Range mine = block_range(num_nodes, ranks, rank);
+  const std::vector<float> moved = redistribute_rows(rows, num_nodes, ranks, "predictions");
+  const Range mine = block_range(num_nodes, ranks.size, ranks.rank);
   NodeBlock b;
   b.begin = mine.begin;
   b.n = mine.size();
@@ -173,10 +148,8 @@ struct AttentionRows {
 // The rows moved to the rank of their dst (one record each: dst, src, then the heads' α), sorted
 // there; `first` and `total` by a scan of the row counts. An entry reported twice or a node id
 // out of range is a logic error (every entry of Â is reported once).
-AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, MPI_Comm comm) {
-  int ranks = 1;
-  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &ranks);
-  const NodeOwners owner(num_nodes, ranks);
+AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, const comm::Ranks& ranks) {
+  const NodeOwners owner(num_nodes, ranks.size);
   const auto heads = static_cast<std::size_t>(a.heads);
   const std::size_t local = a.dst.size();
   if (a.src.size() != local || a.alpha.size() != local * heads)
@@ -186,7 +159,7 @@ AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, 
       throw std::logic_error("attention: an edge " + std::to_string(a.src[k]) + " -> " + std::to_string(a.dst[k]) +
                              " outside [0, " + std::to_string(num_nodes) + ")");
   const std::size_t record = 2 * sizeof(std::int64_t) + heads * sizeof(float);
-  std::vector<int> send_counts(static_cast<std::size_t>(ranks), 0);
+  std::vector<std::size_t> send_counts(static_cast<std::size_t>(ranks.size), 0);
   for (const index_t d : a.dst) ++send_counts[static_cast<std::size_t>(owner(d))];
   std::vector<char> send(local * record);
   std::vector<std::size_t> next = displacements(send_counts);
@@ -196,7 +169,7 @@ AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, 
     std::memcpy(at, ends, sizeof ends);
     std::memcpy(at + sizeof ends, a.alpha.data() + k * heads, heads * sizeof(float));
   }
-  const std::vector<char> received = exchange(send, send_counts, record, comm);
+  const std::vector<char> received = exchange(send, send_counts, record, ranks);
   const std::size_t rows = received.size() / record;
   std::vector<std::array<std::int64_t, 2>> ends(rows);
   for (std::size_t k = 0; k < rows; ++k) std::memcpy(ends[k].data(), received.data() + k * record, 16);
@@ -216,15 +189,8 @@ AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, 
     out.src[k] = ends[from][1];
     std::memcpy(out.alpha.data() + k * heads, received.data() + from * record + 16, heads * sizeof(float));
   }
-  std::uint64_t count = rows;
-  out.total = count;
-  if (ranks > 1) {
-    MPI_Exscan(&count, &out.first, 1, MPI_UINT64_T, MPI_SUM, comm);
-    MPI_Allreduce(&count, &out.total, 1, MPI_UINT64_T, MPI_SUM, comm);
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    if (rank == 0) out.first = 0;  // MPI_Exscan leaves rank 0's undefined
-  }
+  out.first = static_cast<std::uint64_t>(ranks.exscan(static_cast<index_t>(rows)));
+  out.total = static_cast<std::uint64_t>(ranks.sum(static_cast<index_t>(rows)));
   return out;
 }
 
@@ -234,7 +200,7 @@ AttentionRows redistribute_attention(const EdgeAttention& a, index_t num_nodes, 
 // Or, given `node_ids` (every node's, from memory), the block's slice of them, once every rank's
 // list was found to be of num_nodes distinct ids.
 std::vector<std::int64_t> row_ids(const NodeBlock& block, index_t num_nodes, const std::string& ids_from,
-                                  const std::vector<std::int64_t>& node_ids, MPI_Comm comm) {
+                                  const std::vector<std::int64_t>& node_ids, const comm::Ranks& ranks) {
   std::vector<std::int64_t> ids;
   std::exception_ptr error;
   if (!node_ids.empty()) {
@@ -249,7 +215,7 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, index_t num_nodes, con
       const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
       if (twice != sorted.end()) problem = "id " + std::to_string(*twice) + " names two nodes";
     }
-    const int bad = h5::detail::first_failed_rank(!problem.empty(), comm);
+    const int bad = ranks.first_failed(!problem.empty());
     if (!problem.empty()) throw InputError(where, problem);
     if (bad >= 0) throw InputError(where, "rank " + std::to_string(bad) + "'s list is wrong");
     return {node_ids.begin() + block.begin, node_ids.begin() + block.begin + block.n};
@@ -261,7 +227,7 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, index_t num_nodes, con
       error = std::current_exception();
     }
   }
-  const int bad = h5::detail::first_failed_rank(error != nullptr, comm);
+  const int bad = ranks.first_failed(error != nullptr);
   if (error) std::rethrow_exception(error);
   if (bad >= 0) throw InputError(ids_from, "/node_ids: rank " + std::to_string(bad) + " could not read it");
   if (ids.empty()) {
@@ -271,18 +237,19 @@ std::vector<std::int64_t> row_ids(const NodeBlock& block, index_t num_nodes, con
   return ids;
 }
 
-void write_file(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
+void write_file(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, ProcessGrid& grid,
                 const std::string& path, const std::string& ids_from, const std::vector<std::int64_t>& node_ids,
                 const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
-  const NodeBlock block = redistribute(p, num_nodes, grid.mpi_comm());
+  const comm::Ranks ranks(grid.world());
+  const NodeBlock block = redistribute(p, num_nodes, ranks);
   std::vector<std::vector<float>> hidden;
-  for (const NodeRows& e : embeddings) hidden.push_back(redistribute_rows(e, num_nodes, grid.mpi_comm(), "embeddings"));
+  for (const NodeRows& e : embeddings) hidden.push_back(redistribute_rows(e, num_nodes, ranks, "embeddings"));
   std::vector<AttentionRows> layers;
-  for (const EdgeAttention& a : attention) layers.push_back(redistribute_attention(a, num_nodes, grid.mpi_comm()));
-  const std::vector<std::int64_t> ids = row_ids(block, num_nodes, ids_from, node_ids, grid.mpi_comm());
+  for (const EdgeAttention& a : attention) layers.push_back(redistribute_attention(a, num_nodes, ranks));
+  const std::vector<std::int64_t> ids = row_ids(block, num_nodes, ids_from, node_ids, ranks);
   const auto n = static_cast<hsize_t>(num_nodes), c = static_cast<hsize_t>(p.num_classes);
   const auto r0 = static_cast<hsize_t>(block.begin), rows = static_cast<hsize_t>(block.n);
-  h5::write_collectively(path, grid.mpi_comm(), [&](h5::Writer& w) {
+  h5::write_collectively(path, grid.world(), [&](h5::Writer& w) {
     w.string_attr("format", "plexus-predictions");
     w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, kPredictionsVersion);
     w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, num_nodes);
@@ -317,13 +284,13 @@ void write_file(const Predictions& p, index_t num_nodes, std::int64_t epochs_don
 
 }  // namespace
 
-void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
+void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, ProcessGrid& grid,
                           const std::string& path, const std::string& ids_from,
                           const std::vector<EdgeAttention>& attention, const std::vector<NodeRows>& embeddings) {
   write_file(p, num_nodes, epochs_done, grid, path, ids_from, {}, attention, embeddings);
 }
 
-void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, const ProcessGrid& grid,
+void write_predictions_h5(const Predictions& p, index_t num_nodes, std::int64_t epochs_done, ProcessGrid& grid,
                           const std::string& path, const PredictionsFileOptions& o) {
   write_file(p, num_nodes, epochs_done, grid, path, o.ids_from, o.node_ids, o.attention, o.embeddings);
 }

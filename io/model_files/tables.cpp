@@ -1,13 +1,10 @@
 // gather_table and write_table_csv (plexus/tables.hpp): each output's rows gathered by node id
-// (MPI_Gatherv or MPI_Allgatherv of id + values records over the grid's communicator), then
+// (a gather or all-gather of id + values records over the grid's world communicator), then
 // placed by id; the classes recomputed from the whole logits exactly as predict() computes them.
 #include "plexus/tables.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <charconv>
-#include <climits>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -15,13 +12,14 @@
 
 #include "io/files/safe_files.hpp"
 #include "plexus/error.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus {
 namespace {
 
 // Every rank's rows of one output in node order ([N × width]) on `root`, or on every rank
 // (root < 0); empty elsewhere. Each node must come exactly once.
-std::vector<float> gather_rows(const NodeRows& mine, index_t num_nodes, MPI_Comm comm, int root) {
+std::vector<float> gather_rows(const NodeRows& mine, index_t num_nodes, const comm::Ranks& ranks, int root) {
   const auto width = static_cast<std::size_t>(mine.width), record = width + 2;  // id as two floats' bits
   std::vector<float> send(mine.node_ids.size() * record);
   for (std::size_t k = 0; k < mine.node_ids.size(); ++k) {
@@ -29,36 +27,19 @@ std::vector<float> gather_rows(const NodeRows& mine, index_t num_nodes, MPI_Comm
     std::memcpy(send.data() + k * record, &id, sizeof id);
     std::copy_n(mine.values.data() + k * width, width, send.data() + k * record + 2);
   }
-  int rank = 0, ranks = 1;
-  if (comm != MPI_COMM_NULL) {
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &ranks);
+  std::vector<std::size_t> bytes;
+  std::size_t total = 0;
+  for (const index_t n : ranks.all(static_cast<index_t>(send.size()))) {
+    bytes.push_back(static_cast<std::size_t>(n) * sizeof(float));
+    total += static_cast<std::size_t>(n);
   }
   std::vector<float> all;
-  if (ranks == 1) {
-    all = std::move(send);
-  } else {
-    if (send.size() > static_cast<std::size_t>(INT_MAX))
-      throw InputError("gather_table", "a rank's rows exceed what one MPI message may count; write_predictions_h5 "
-                                       "writes them without gathering");
-    const int n = static_cast<int>(send.size());
-    std::vector<int> counts(static_cast<std::size_t>(ranks)), displs(counts.size(), 0);
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-    long long total = 0;
-    for (std::size_t q = 0; q < counts.size(); ++q) {
-      displs[q] = static_cast<int>(total);
-      total += counts[q];
-      if (total > INT_MAX)
-        throw InputError("gather_table", "the table exceeds what one MPI message may count; write_predictions_h5 "
-                                         "writes it without gathering");
-    }
-    if (root < 0 || rank == root) all.resize(static_cast<std::size_t>(total));
-    if (root < 0)
-      MPI_Allgatherv(send.data(), n, MPI_FLOAT, all.data(), counts.data(), displs.data(), MPI_FLOAT, comm);
-    else
-      MPI_Gatherv(send.data(), n, MPI_FLOAT, all.data(), counts.data(), displs.data(), MPI_FLOAT, root, comm);
-    if (root >= 0 && rank != root) return {};
-  }
+  if (root < 0 || ranks.rank == root) all.resize(total);
+  if (root < 0)
+    ranks.comm.all_gather_bytes(send.data(), all.data(), bytes);
+  else
+    ranks.comm.gather_bytes(send.data(), all.data(), bytes, root);
+  if (root >= 0 && ranks.rank != root) return {};
   std::vector<float> out(static_cast<std::size_t>(num_nodes) * width);
   std::vector<bool> seen(static_cast<std::size_t>(num_nodes), false);
   for (std::size_t at = 0; at + record <= all.size(); at += record) {
@@ -87,9 +68,10 @@ NodeTable gather_table(const Inference& mine, const GraphData& graph, ProcessGri
   const index_t n = graph.num_nodes;
   NodeTable t;
   const Predictions& p = mine.predictions;
-  std::vector<float> logits = gather_rows(NodeRows{p.node_ids, p.num_classes, p.logits}, n, grid.mpi_comm(), root);
+  const comm::Ranks ranks(grid.world());
+  std::vector<float> logits = gather_rows(NodeRows{p.node_ids, p.num_classes, p.logits}, n, ranks, root);
   std::vector<std::vector<float>> hidden;
-  for (const NodeRows& e : mine.embeddings) hidden.push_back(gather_rows(e, n, grid.mpi_comm(), root));
+  for (const NodeRows& e : mine.embeddings) hidden.push_back(gather_rows(e, n, ranks, root));
   if (root >= 0 && grid.rank() != root) return t;
   t.num_classes = p.num_classes;
   t.logits = std::move(logits);

@@ -9,7 +9,6 @@
 #include <optional>
 #include <type_traits>
 
-#include "io/convert/text_reader.hpp"
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
 #include "plexus/convert.hpp"
@@ -149,27 +148,23 @@ void check_node_features(const TextOptions& o, const NodeFile& nodes) {
 // --classes where the node file has labels: checked by apply_node_file (0 = not given).
 std::int32_t classes_option(const TextOptions& o) { return o.classes_given->count() > 0 ? o.opt.classes : 0; }
 
-// The world communicator when the command runs on more than one rank (MPI_COMM_NULL otherwise).
-MPI_Comm ranks_comm() {
+// The ranks the command runs on when there are several (none otherwise).
+std::unique_ptr<Communicator> ranks_comm() {
   int size = 1, initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size > 1 ? MPI_COMM_WORLD : MPI_COMM_NULL;
+  return size > 1 ? make_mpi_communicator(MPI_COMM_WORLD) : nullptr;
 }
 
-std::string on_one_rank(MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  return " on one rank (this converts on " + std::to_string(size) + ")";
+std::string on_one_rank(const Communicator& comm) {
+  return " on one rank (this converts on " + std::to_string(comm.size()) + ")";
 }
 
 // `mpirun -np P plexus convert edgelist|mtx`: each rank parses 1/P of the file's bytes and writes
 // its rows (read_edge_list_on_ranks, read_matrix_market_on_ranks).
 template <class Read>
-void convert_on_ranks(const TextOptions& o, MPI_Comm comm, Read&& read) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+void convert_on_ranks(const TextOptions& o, Communicator& comm, Read&& read) {
+  const int rank = comm.rank(), size = comm.size();
   if (rank == 0) io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});
   io::check_shared_output(o.out, comm);
   const ProgressStyle style = progress_style(rank != 0);
@@ -179,8 +174,8 @@ void convert_on_ranks(const TextOptions& o, MPI_Comm comm, Read&& read) {
   Phase writing(style, "writing " + o.out);
   write_graph_h5(g, o.out, comm);
   writing.done();
-  index_t edges = static_cast<index_t>(g.indices.size());
-  MPI_Allreduce(MPI_IN_PLACE, &edges, 1, MPI_INT64_T, MPI_SUM, comm);
+  auto edges = static_cast<std::int64_t>(g.indices.size());
+  comm.all_reduce(&edges, 1, ReduceOp::Sum);
   if (rank == 0)
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes{}; {} ranks\n", o.out, g.num_nodes, edges,
                g.num_features, g.num_classes, g.directed ? " (directed)" : "", size);
@@ -188,9 +183,9 @@ void convert_on_ranks(const TextOptions& o, MPI_Comm comm, Read&& read) {
 
 // The passes a text conversion takes under --memory-per-rank (0: none asked for, convert in
 // memory), or InputError where the options do not fit together.
-int text_passes(const TextOptions& o, MPI_Comm comm) {
+int text_passes(const TextOptions& o, const Communicator* ranks) {
   const std::size_t budget = parse_memory_budget(o.memory_per_rank);
-  if (comm != MPI_COMM_NULL) {
+  if (ranks != nullptr) {
     if (!o.scratch.empty())
       throw InputError("--scratch", "the passes run in one process; on several ranks each holds its share already "
                                     "(drop --scratch, or run one process)");
@@ -201,10 +196,7 @@ int text_passes(const TextOptions& o, MPI_Comm comm) {
       throw InputError("--scratch", "needs --memory-per-rank: the memory the passes are sized to (e.g. 4G)");
     return 0;
   }
-  if (text::is_gzip_file(o.input))
-    throw InputError(o.input, "a gzip file cannot be split into passes: decompress it, or convert without --scratch");
-  const std::uint64_t lines = static_cast<std::uint64_t>(std::max<std::int64_t>(
-      1, text::count_newlines(o.input, 0, std::numeric_limits<std::uint64_t>::max())));
+  const std::uint64_t lines = text_graph_lines(o.input);
   const index_t width = o.synthetic == "random" ? o.opt.feature_width : 1;
   const int passes = convert_passes_for_budget(lines, o.opt.num_nodes, width, !o.directed, budget);
   if (o.scratch.empty()) {
@@ -243,17 +235,18 @@ void convert_in_passes(const TextOptions& o, int passes, bool node_ids, Read&& r
 
 void convert_edgelist(TextOptions& o) {
   check_edgelist_options(o);
-  if (const int passes = text_passes(o, ranks_comm()); passes > 0) {
+  const std::unique_ptr<Communicator> ranks = ranks_comm();
+  if (const int passes = text_passes(o, ranks.get()); passes > 0) {
     if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read whole: convert it without passes");
     if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read whole: convert without passes");
     return convert_in_passes(o, passes, o.opt.num_nodes == 0 || o.opt.base != 0, read_edge_list_in_passes);
   }
-  if (const MPI_Comm comm = ranks_comm(); comm != MPI_COMM_NULL) {
+  if (ranks) {
     // What needs every node in one process is refused.
-    if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + on_one_rank(comm));
-    if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(comm));
-    if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + on_one_rank(comm));
-    return convert_on_ranks(o, comm, read_edge_list_on_ranks);
+    if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + on_one_rank(*ranks));
+    if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(*ranks));
+    if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + on_one_rank(*ranks));
+    return convert_on_ranks(o, *ranks, read_edge_list_on_ranks);
   }
   NodeFileOptions& cols = o.columns;
   cols.features_from = o.features_file;
@@ -358,11 +351,12 @@ void add_convert_command(CLI::App& app) {
   add_text_options(mc, *mm);
   mc->callback([mm] {
     check_features_file(*mm);
-    if (const int passes = text_passes(*mm, ranks_comm()); passes > 0)
+    const std::unique_ptr<Communicator> ranks = ranks_comm();
+    if (const int passes = text_passes(*mm, ranks.get()); passes > 0)
       return convert_in_passes(*mm, passes, false, read_matrix_market_in_passes);
-    if (const MPI_Comm comm = ranks_comm(); comm != MPI_COMM_NULL) {
-      if (!mm->features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(comm));
-      return convert_on_ranks(*mm, comm, read_matrix_market_on_ranks);
+    if (ranks) {
+      if (!mm->features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(*ranks));
+      return convert_on_ranks(*mm, *ranks, read_matrix_market_on_ranks);
     }
     io::check_output(mm->out, io::OutputNeeds::Seekable, {mm->input, mm->features_file});
     GraphData g = in_phase("reading " + mm->input, [&] { return read_matrix_market(mm->input, text_options(*mm)); });

@@ -402,8 +402,9 @@ void add_plan_command(CLI::App& app) {
   add_precision_option(gpt, g->precision);
   add_transport_option(gpt, g->transport);
   gpt->callback([g] { run_plan_gpt(*g); });
-  cmd->callback([o, gpt] {
-    if (!gpt->parsed()) run_plan(*o);
+  CLI::App* prepare = add_plan_prepare_command(cmd);
+  cmd->callback([o, gpt, prepare] {
+    if (!gpt->parsed() && !prepare->parsed()) run_plan(*o);
   });
 }
 

@@ -17,35 +17,20 @@
 #include "plexus/prepare_passes.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/json_text.hpp"
+#include "src/cli/prepare_options.hpp"
 #include "src/cli/progress_display.hpp"
+#include "src/comm/rank_exchange.hpp"
 
 namespace plexus::cli {
 
 namespace {
 
 struct PrepareCliOptions {
-  std::string input, out, balance = "permute", grid, feature_precision = "fp32", memory_per_rank, scratch;
-  std::uint64_t seed = 1;
-  bool directed = false, quiet = false;
+  std::string input, out, scratch, cost_json;
+  PrepareChoices choices;
+  bool quiet = false;
 };
-
-PrepareOptions prepare_options(const PrepareCliOptions& o) {
-  PrepareOptions po;
-  po.balance = parse_balance(o.balance);
-  po.seed = o.seed;
-  po.symmetrize = !o.directed;
-  po.features_bf16 = o.feature_precision == "bf16";
-  if (po.balance == Balance::kMetis) {
-    if (o.grid.empty())
-      throw InputError("--grid", "--balance metis needs the grid to train on (its blocks decide the METIS parts)");
-    const GridShape g = parse_grid(o.grid);
-    po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
-  } else if (!o.grid.empty()) {
-    parse_grid(o.grid);  // checked, but only METIS depends on it
-  }
-  if (o.out.empty()) throw InputError("--out", "an output file is required");
-  return po;
-}
 
 // One process: the whole graph in memory (prepare_graph).
 void prepare_in_one_process(const PrepareCliOptions& o, const PrepareOptions& po) {
@@ -76,43 +61,67 @@ void prepare_in_one_process(const PrepareCliOptions& o, const PrepareOptions& po
              peak_rss_bytes() / (1024.0 * 1024.0 * 1024.0));
 }
 
+// Every rank's report, in rank order, on every rank.
+std::vector<RankReport> every_rank_report(Communicator& comm, const RankReport& mine) {
+  struct Flat {  // a report as bytes
+    double bytes, rss;
+    std::uint64_t calls, peak;
+    index_t begin, end;
+  };
+  const Flat flat{mine.cost.bytes, mine.peak_rss_bytes, mine.cost.calls, mine.cost.peak_array_bytes, mine.rows.begin,
+                  mine.rows.end};
+  std::vector<Flat> all(static_cast<std::size_t>(comm.size()));
+  comm.all_gather_bytes(&flat, all.data(), std::vector<std::size_t>(all.size(), sizeof(Flat)));
+  std::vector<RankReport> out;
+  for (const Flat& f : all) out.push_back(RankReport{Range{f.begin, f.end}, PrepareRankCost{f.bytes, f.calls, f.peak}, f.rss});
+  return out;
+}
+
 // P ranks (mpirun -np P plexus prepare): each reads a slice of the rows, the ranks exchange
 // entries and node rows, and each writes its rows of the output (prepare_graph_distributed).
-void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+void prepare_on_ranks(const PrepareCliOptions& o, const PrepareOptions& po, Communicator& comm) {
+  const int rank = comm.rank(), size = comm.size();
   check_distributed_prepare(po, size);  // before reading anything
   if (rank == 0) io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});  // before the work
+  if (rank == 0 && !o.cost_json.empty()) io::check_output(o.cost_json, io::OutputNeeds::Stream, {o.input});
   io::check_shared_output(o.out, comm);
   const ProgressStyle style = progress_style(o.quiet || rank != 0);
   Phase reading(style, fmt::format("reading {} on {} ranks", o.input, size));
   GraphSlice slice = read_graph_slice_h5(o.input, comm);
   const index_t in_edges = [&] {
-    index_t e = static_cast<index_t>(slice.indices.size());
-    MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_INT64_T, MPI_SUM, comm);
+    auto e = static_cast<std::int64_t>(slice.indices.size());
+    comm.all_reduce(&e, 1, ReduceOp::Sum);
     return e;
   }();
   reading.done(fmt::format("{} nodes, {} stored edges", slice.num_nodes, in_edges));
   const double read_s = reading.seconds();
   Phase preparing(style, fmt::format("cleaning, normalising and ordering ({})", balance_name(po.balance)));
   // Under --memory-per-rank the exchange rounds shrink to a 64th of the budget.
-  const index_t round = exchange_round_entries(parse_memory_budget(o.memory_per_rank));
-  PreparedSlice p = about_file(o.input, [&] { return prepare_graph_distributed(std::move(slice), po, comm, round); });
+  const index_t round = prepare_round(o.choices);
+  const Range rows = slice.rows;
+  PrepareRankCost cost;
+  comm.reset_stats();  // the prepare's own bytes, from zero
+  PreparedSlice p =
+      about_file(o.input, [&] { return prepare_graph_distributed(std::move(slice), po, comm, round, &cost); });
   preparing.done(fmt::format("Â {} nnz", p.a1.total));
   const double prep_s = preparing.seconds();
   Phase writing(style, "writing " + o.out);
   write_prepared_h5(p, o.out, comm);
   writing.done();
   const double write_s = writing.seconds();
-  double rss = peak_rss_bytes();
-  MPI_Allreduce(MPI_IN_PLACE, &rss, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const std::vector<RankReport> ranks = every_rank_report(comm, RankReport{rows, cost, peak_rss_bytes()});
+  if (rank == 0 && !o.cost_json.empty())
+    io::write_text_output(io::check_output(o.cost_json, io::OutputNeeds::Stream, {o.input}),
+                          json_text(rank_reports_json(ranks, po), 2) + "\n");
+  double rss = 0;
+  for (const RankReport& k : ranks) rss = std::max(rss, k.peak_rss_bytes);
   if (o.quiet || rank != 0) return;
   fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}; {} ranks\n", o.out, p.num_nodes,
              in_edges, p.graph.total, p.directed ? "directed" : "symmetric", p.a1.total,
              p.two_orders ? " (Â1 and Â2)" : "", balance_name(p.balance), size);
   fmt::print("time: read {:.2f} s, prepare {:.2f} s, write {:.2f} s; peak RSS {:.2f} GiB (the largest rank's)\n",
              read_s, prep_s, write_s, rss / (1024.0 * 1024.0 * 1024.0));
+  fmt::print("{} (plexus plan prepare predicts both; --cost-json: every rank's)\n", largest_rank(ranks));
 }
 
 // One process in passes (--memory-per-rank M --scratch DIR): the rows a run at a time, the
@@ -127,7 +136,7 @@ void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, con
   PassOptions pass;
   pass.passes = passes;
   pass.scratch_dir = o.scratch;
-  pass.round = exchange_round_entries(parse_memory_budget(o.memory_per_rank));
+  pass.round = prepare_round(o.choices);
   struct Totals final : PreparedRowSink {  // what the summary prints, as the pieces go by
     PreparedRowSink& to;
     index_t edges = 0, a1 = 0;
@@ -152,16 +161,20 @@ void prepare_in_passes(const PrepareCliOptions& o, const PrepareOptions& po, con
 }
 
 void run_prepare(const PrepareCliOptions& o) {
-  const PrepareOptions po = prepare_options(o);
+  const PrepareOptions po = prepare_options(o.choices);
+  if (o.out.empty()) throw InputError("--out", "an output file is required");
   int size = 1, initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const std::size_t budget = parse_memory_budget(o.memory_per_rank);
-  if (size > 1) {
-    if (!o.scratch.empty())
+  const std::size_t budget = parse_memory_budget(o.choices.memory_per_rank);
+  if (size > 1 || !o.cost_json.empty()) {  // --cost-json on one process: the prepare on ranks on one rank
+    if (!o.scratch.empty() && size > 1)
       throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "
                                                 "the graph already (drop --scratch, or run one process)", size, size));
-    prepare_on_ranks(o, po, MPI_COMM_WORLD);
+    if (!o.scratch.empty())
+      throw InputError("--cost-json", "reports the ranks of a prepare on ranks, not passes (drop --scratch)");
+    const std::unique_ptr<Communicator> ranks = size > 1 ? make_mpi_communicator(MPI_COMM_WORLD) : make_self_communicator();
+    prepare_on_ranks(o, po, *ranks);
     return;
   }
   if (budget == 0) {
@@ -197,20 +210,13 @@ void add_prepare_command(CLI::App& app) {
       "prepare", "Clean (dedupe, drop self-loops, symmetrize), GCN-normalise and balance a graph, ahead of training");
   add_data_option(cmd, o->input, "Graph in Plexus format v1")->required();
   cmd->add_option("--out,-o", o->out, "Output file (format v1 with a /prepared group)")->required();
-  cmd->add_option("--balance", o->balance, "Node order: none, permute (double permutation) or metis")
-      ->check(CLI::IsMember({"none", "permute", "metis"}))
-      ->capture_default_str();
-  cmd->add_option("--balance-seed", o->seed, "Seed of --balance permute")->capture_default_str();
-  cmd->add_option("--grid", o->grid, "Grid XxYxZ to train on (required by --balance metis)");
-  cmd->add_flag("--directed", o->directed, "Keep edge directions (default: store every edge both ways)");
-  cmd->add_option("--feature-precision", o->feature_precision,
-                  "Store /features as fp32 or bf16 (rounded to nearest even: half the bytes; train reads either)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
-  cmd->add_option("--memory-per-rank", o->memory_per_rank,
-                  "Memory to prepare within (e.g. 4G); on one process with --scratch, in as many passes as needed");
+  add_prepare_choices(cmd, o->choices,
+                      "Memory to prepare within (e.g. 4G); on one process with --scratch, in as many passes as needed");
   cmd->add_option("--scratch", o->scratch,
                   "Directory for the passes' temporary files (with --memory-per-rank; nothing is left there)");
+  cmd->add_option("--cost-json", o->cost_json,
+                  "Write what each rank moved and held as JSON (the fields plexus plan prepare predicts); on one "
+                  "process it runs the prepare on ranks, on one rank");
   cmd->add_flag("--quiet,-q", o->quiet, "Print nothing");
   cmd->callback([o] { run_prepare(*o); });
 }

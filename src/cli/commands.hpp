@@ -27,6 +27,8 @@ void add_predict_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+// `plexus plan prepare` (src/cli/cmd_plan_prepare.cpp), under `plan`.
+CLI::App* add_plan_prepare_command(CLI::App* plan);
 void add_inspect_command(CLI::App& app);
 void add_prepare_command(CLI::App& app);
 void add_gpt_command(CLI::App& app);

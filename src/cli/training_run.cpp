@@ -49,10 +49,10 @@ TrainingRun::TrainingRun(ProcessGrid& grid, const char* unit, const TrainingFile
   run_checkpoints_ = prepare_checkpoints(files.checkpoints, grid, files.inputs);
   checkpoints_.set_run_id(run_checkpoints_.run_id);
   if (files.written_by_every_rank) {  // before hours of work, not at the first checkpoint
-    if (!files.model.empty()) io::check_shared_output(files.model, grid.mpi_comm());
+    if (!files.model.empty()) io::check_shared_output(files.model, grid.world());
     if (!files.checkpoints.dir.empty()) {
       try {
-        io::check_shared_output(checkpoint_path(files.checkpoints.dir, 0), grid.mpi_comm());
+        io::check_shared_output(checkpoint_path(files.checkpoints.dir, 0), grid.world());
       } catch (const InputError&) {
         run_checkpoints_.lock.reset();  // its lock file goes, then the folder made for this run, still empty
         if (grid.rank() == 0 && !had_dir) std::filesystem::remove(files.checkpoints.dir, ec);

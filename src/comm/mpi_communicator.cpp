@@ -5,14 +5,19 @@
 //   all-reduce      2·(p-1)/p · n·sizeof(T)
 //   all-gather      (total - own) · sizeof(T)
 //   reduce-scatter  (total - own) · sizeof(T)
-// with sizeof(T) = 2 for bfloat16: the wire format is the 16-bit storage itself.
+// with sizeof(T) = 2 for bfloat16: the wire format is the 16-bit storage itself. The host
+// collectives (all-to-all, gathers and broadcasts of bytes, scans) count what reaches this rank
+// from the others (comm/byte_accounting.hpp, shared with the communicators of the dry runs).
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <numeric>
 #include <stdexcept>
 
+#include "comm/byte_accounting.hpp"
+#include "comm/nccl_schedule.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
@@ -47,6 +52,38 @@ CountLayout count_layout(const std::vector<std::size_t>& counts, bool displaceme
   }
   return l;
 }
+
+// Byte counts as MPI takes them: in units of the largest size that divides every count (so that
+// every count and displacement is a whole number of units and fits an int for anything up to
+// 2^31 records), as a contiguous type of that many bytes. Each rank may pick another unit: a
+// message matches by its bytes, whatever units its two ends count it in.
+class ByteLayout {
+ public:
+  explicit ByteLayout(const std::vector<std::size_t>& counts) {
+    std::size_t unit = 0;
+    for (const std::size_t c : counts) unit = std::gcd(unit, c);
+    if (unit == 0 || unit > static_cast<std::size_t>(INT_MAX)) unit = 1;
+    to_int_count(std::accumulate(counts.begin(), counts.end(), std::size_t{0}) / unit);
+    for (int at = 0; const std::size_t c : counts) {
+      counts_.push_back(static_cast<int>(c / unit));
+      displs_.push_back(at);
+      at += counts_.back();
+    }
+    check(MPI_Type_contiguous(static_cast<int>(unit), MPI_BYTE, &type_), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&type_), "MPI_Type_commit");
+  }
+  ~ByteLayout() { MPI_Type_free(&type_); }
+  ByteLayout(const ByteLayout&) = delete;
+  ByteLayout& operator=(const ByteLayout&) = delete;
+  MPI_Datatype type() const { return type_; }
+  const int* counts() const { return counts_.data(); }
+  const int* displs() const { return displs_.data(); }
+  int count(int rank) const { return counts_.at(static_cast<std::size_t>(rank)); }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  std::vector<int> counts_, displs_;
+};
 
 // MPI has no bfloat16 type: the values travel as their 16-bit patterns (MPI_UINT16_T) and are
 // summed by this operation, which adds each pair in float and rounds back to bf16. That is
@@ -86,6 +123,11 @@ struct MpiElement<std::int32_t> {
   static MPI_Datatype type() { return MPI_INT32_T; }
 };
 template <>
+struct MpiElement<std::int64_t> {
+  static MPI_Datatype type() { return MPI_INT64_T; }
+  static MPI_Op sum() { return MPI_SUM; }
+};
+template <>
 struct MpiElement<bf16> {
   static_assert(sizeof(bf16) == 2, "bf16 travels as MPI_UINT16_T");
   static MPI_Datatype type() { return MPI_UINT16_T; }
@@ -105,9 +147,45 @@ class MpiCommunicator final : public Communicator {
   }
   int size() const override { return size_; }
   int rank() const override { return rank_; }
+  MPI_Comm mpi_comm() const override { return size_ > 1 ? comm_ : MPI_COMM_NULL; }
 
   void all_reduce(float* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
   void all_reduce(double* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
+  void all_reduce(std::int64_t* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
+  void exclusive_scan(std::int64_t* buf, std::size_t n) override {
+    Timer t(stats_, scan_rank_bytes(n, sizeof(std::int64_t), rank_));
+    if (n == 0) return;
+    std::vector<std::int64_t> below(n, 0);
+    check(MPI_Exscan(buf, below.data(), to_int_count(n), MPI_INT64_T, MPI_SUM, comm_), "exclusive scan");
+    if (rank_ == 0) std::fill(below.begin(), below.end(), 0);  // MPI_Exscan leaves rank 0's undefined
+    std::copy(below.begin(), below.end(), buf);
+  }
+  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
+    Timer t(stats_, all_gather_rank_bytes(counts, rank_));
+    const ByteLayout l(counts);
+    check(MPI_Allgatherv(send, l.count(rank_), l.type(), recv, l.counts(), l.displs(), l.type(), comm_),
+          "all-gather (bytes)");
+  }
+  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) override {
+    Timer t(stats_, gather_rank_bytes(counts, rank_, root));
+    const ByteLayout l(counts);
+    check(MPI_Gatherv(send, l.count(rank_), l.type(), recv, l.counts(), l.displs(), l.type(), root, comm_),
+          "gather (bytes)");
+  }
+  void broadcast_bytes(void* buf, std::size_t n, int root) override {
+    Timer t(stats_, size_ > 1 ? broadcast_rank_bytes(n, rank_, root) : 0.0);
+    constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are ints
+    for (std::size_t at = 0; at < n; at += kPiece)
+      check(MPI_Bcast(static_cast<char*>(buf) + at, static_cast<int>(std::min(kPiece, n - at)), MPI_BYTE, root, comm_),
+            "broadcast");
+  }
+  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                        const std::vector<std::size_t>& recv_counts) override {
+    Timer t(stats_, all_to_all_rank_bytes(recv_counts, rank_));
+    const ByteLayout out(send_counts), in(recv_counts);
+    check(MPI_Alltoallv(send, out.counts(), out.displs(), out.type(), recv, in.counts(), in.displs(), in.type(), comm_),
+          "all-to-all");
+  }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     gather(send, recv, counts);
   }
@@ -198,21 +276,16 @@ class MpiCommunicator final : public Communicator {
     ~Timer() { s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
   };
   // What a ring all-reduce of `bytes` moves to this rank.
-  double all_reduce_bytes(std::size_t bytes) const {
-    return 2.0 * (size_ - 1) / size_ * static_cast<double>(bytes);
-  }
+  double all_reduce_bytes(std::size_t bytes) const { return ring_all_reduce_bytes(size_, bytes, 1); }
   // What an all-gather or reduce-scatter moves to this rank: all but its part.
   double others_bytes(const std::vector<std::size_t>& counts, std::size_t element_bytes) const {
-    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-    return static_cast<double>((total - counts.at(rank_)) * element_bytes);
+    return uneven_rank_bytes(Transport::Mpi, counts, rank_, element_bytes);
   }
   template <class T>
   void reduce(T* buf, std::size_t n, ReduceOp op) {
     Timer t(stats_, all_reduce_bytes(n * sizeof(T)));
-    if (size_ > 1)
-      check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MpiElement<T>::type(),
-                          op == ReduceOp::Sum ? MpiElement<T>::sum() : MPI_MAX, comm_),
-            "all-reduce");
+    const MPI_Op mpi_op = op == ReduceOp::Sum ? MpiElement<T>::sum() : op == ReduceOp::Max ? MPI_MAX : MPI_MIN;
+    if (size_ > 1) check(MPI_Allreduce(MPI_IN_PLACE, buf, to_int_count(n), MpiElement<T>::type(), mpi_op, comm_), "all-reduce");
   }
   // All-gather, counts[r] elements from rank r.
   template <class T>
@@ -261,6 +334,18 @@ class MpiCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    throw InputError("make_mpi_communicator", "MPI is not initialised, or already finalised");
+  if (comm == MPI_COMM_NULL) throw std::invalid_argument("make_mpi_communicator: MPI_COMM_NULL");
+  MPI_Comm own = MPI_COMM_NULL;
+  check(MPI_Comm_dup(comm, &own), "MPI_Comm_dup");
+  return std::make_unique<MpiCommunicator>(own);
+}
 
 std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp, MPI_Comm comm) {
   int world_size = 1, rank = 0;

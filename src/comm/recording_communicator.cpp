@@ -2,6 +2,7 @@
 // (the same functions MpiCommunicator's and the NCCL communicator's byte counts come from).
 #include "comm/recording_communicator.hpp"
 
+#include "comm/byte_accounting.hpp"
 #include "comm/nccl_schedule.hpp"
 
 namespace plexus {
@@ -20,13 +21,30 @@ void RecordingCommunicator::uneven(const std::vector<std::size_t>& counts, std::
   ring_steps_ += size_ - 1;
 }
 
-std::unique_ptr<Communicator::Request> RecordingCommunicator::done() {
-  struct Done final : Request {
-    void wait() override {}
-    bool test() override { return true; }
-  };
-  return std::make_unique<Done>();
+void RecordingCommunicator::host_call(double bytes) {
+  ++stats_.calls;
+  if (size_ == 1) return;
+  stats_.bytes += bytes;
+  ring_steps_ += size_ - 1;
 }
+
+void RecordingCommunicator::exclusive_scan(std::int64_t*, std::size_t n) {
+  host_call(scan_rank_bytes(n, sizeof(std::int64_t), rank_));
+}
+void RecordingCommunicator::all_gather_bytes(const void*, void*, const std::vector<std::size_t>& counts) {
+  host_call(all_gather_rank_bytes(counts, rank_));
+}
+void RecordingCommunicator::gather_bytes(const void*, void*, const std::vector<std::size_t>& counts, int root) {
+  host_call(gather_rank_bytes(counts, rank_, root));
+}
+void RecordingCommunicator::broadcast_bytes(void*, std::size_t n, int root) {
+  host_call(broadcast_rank_bytes(n, rank_, root));
+}
+void RecordingCommunicator::all_to_all_bytes(const void*, const std::vector<std::size_t>&, void*,
+                                             const std::vector<std::size_t>& recv_counts) {
+  host_call(all_to_all_rank_bytes(recv_counts, rank_));
+}
+
 
 std::unique_ptr<ProcessGrid> make_recording_grid(GridShape shape, int dp, int rank, Transport transport) {
   const std::array<int, 4> coord = grid_coords(shape, rank);

@@ -26,6 +26,15 @@ class RecordingCommunicator final : public Communicator {
 
   void all_reduce(float*, std::size_t n, ReduceOp) override { reduce(n, sizeof(float)); }
   void all_reduce(double*, std::size_t n, ReduceOp) override { reduce(n, sizeof(double)); }
+  void all_reduce(std::int64_t*, std::size_t n, ReduceOp) override { reduce(n, sizeof(std::int64_t)); }
+  // The host collectives count MpiCommunicator's bytes (comm/byte_accounting.hpp) whatever the
+  // transport: they run on the host communicator under NCCL too.
+  void exclusive_scan(std::int64_t*, std::size_t n) override;
+  void all_gather_bytes(const void*, void*, const std::vector<std::size_t>& counts) override;
+  void gather_bytes(const void*, void*, const std::vector<std::size_t>& counts, int root) override;
+  void broadcast_bytes(void*, std::size_t n, int root) override;
+  void all_to_all_bytes(const void*, const std::vector<std::size_t>&, void*,
+                        const std::vector<std::size_t>& recv_counts) override;
   void all_gather(const float*, float*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(float));
   }
@@ -38,41 +47,41 @@ class RecordingCommunicator final : public Communicator {
   // Non-blocking calls are recorded when they start and are done at once.
   std::unique_ptr<Request> iall_reduce(float*, std::size_t n) override {
     reduce(n, sizeof(float));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> ireduce_scatter(const float*, float*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(float));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_gather(const float*, float*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(float));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_reduce(bf16*, std::size_t n) override {
     reduce(n, sizeof(bf16));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> ireduce_scatter(const bf16*, bf16*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(bf16));
-    return done();
+    return completed();
   }
   std::unique_ptr<Request> iall_gather(const bf16*, bf16*, const std::vector<std::size_t>& counts) override {
     uneven(counts, sizeof(bf16));
-    return done();
+    return completed();
   }
 
   void reset_stats() override {
     Communicator::reset_stats();
     ring_steps_ = 0;
   }
-  // Ring steps since the last reset: 2(p-1) per all-reduce, p-1 per all-gather or
-  // reduce-scatter, none on a one-rank axis.
+  // Ring steps since the last reset: 2(p-1) per all-reduce, p-1 per any other collective,
+  // none on a one-rank axis.
   long ring_steps() const { return ring_steps_; }
 
  private:
   void reduce(std::size_t n, std::size_t element_bytes);
   void uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
-  static std::unique_ptr<Request> done();
+  void host_call(double bytes);  // one host collective of `bytes` to this rank
 
   int size_, rank_;
   Transport transport_;

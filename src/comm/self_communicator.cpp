@@ -1,4 +1,5 @@
 // The single-rank communicator: collectives over a group of one are identities.
+#include <algorithm>
 #include <cstring>
 
 #include "plexus/comm.hpp"
@@ -12,6 +13,22 @@ class SelfCommunicator final : public Communicator {
   int rank() const override { return 0; }
   void all_reduce(float*, std::size_t, ReduceOp) override { ++stats_.calls; }
   void all_reduce(double*, std::size_t, ReduceOp) override { ++stats_.calls; }
+  void all_reduce(std::int64_t*, std::size_t, ReduceOp) override { ++stats_.calls; }
+  void exclusive_scan(std::int64_t* buf, std::size_t n) override {  // nothing below rank 0
+    ++stats_.calls;
+    std::fill(buf, buf + n, 0);
+  }
+  void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
+    copy(static_cast<const char*>(send), static_cast<char*>(recv), counts);
+  }
+  void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int) override {
+    copy(static_cast<const char*>(send), static_cast<char*>(recv), counts);
+  }
+  void broadcast_bytes(void*, std::size_t, int) override { ++stats_.calls; }
+  void all_to_all_bytes(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                        const std::vector<std::size_t>&) override {
+    copy(static_cast<const char*>(send), static_cast<char*>(recv), send_counts);
+  }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {
     copy(send, recv, counts);
   }
@@ -40,13 +57,6 @@ class SelfCommunicator final : public Communicator {
   }
 
  private:
-  static std::unique_ptr<Request> done() {
-    struct Done final : Request {
-      void wait() override {}
-      bool test() override { return true; }
-    };
-    return std::make_unique<Done>();
-  }
   template <class T>
   void copy(const T* send, T* recv, const std::vector<std::size_t>& counts) {
     ++stats_.calls;
@@ -55,12 +65,12 @@ class SelfCommunicator final : public Communicator {
   // A non-blocking collective over one rank: done when it starts.
   std::unique_ptr<Request> reduced() {
     ++stats_.calls;
-    return done();
+    return completed();
   }
   template <class T>
   std::unique_ptr<Request> copied(const T* send, T* recv, const std::vector<std::size_t>& counts) {
     copy(send, recv, counts);
-    return done();
+    return completed();
   }
 };
 

@@ -26,6 +26,7 @@
 
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
+#include "src/comm/forwards_host_collectives.hpp"
 
 namespace plexus {
 namespace {
@@ -150,7 +151,7 @@ std::size_t offset_of(const std::vector<std::size_t>& counts, int rank) {
   return std::accumulate(counts.begin(), counts.begin() + rank, std::size_t{0});
 }
 
-class StagingCommunicator final : public Communicator {
+class StagingCommunicator final : public ForwardsHostCollectives<StagingCommunicator> {
  public:
   StagingCommunicator(std::unique_ptr<Communicator> host, Backend& be, std::function<bool(const void*)> on_device)
       : host_(std::move(host)), be_(be), on_device_(std::move(on_device)), arena_(std::make_shared<PinnedArena>(be)) {
@@ -193,6 +194,8 @@ class StagingCommunicator final : public Communicator {
     host_->all_reduce_bf16(b->host(), n);
     b->finish();
   }
+  // The host collectives take host memory only: passed through as they are (ForwardsHostCollectives).
+  Communicator& host() const { return *host_; }
 
  private:
   static void wait_on(std::unique_ptr<Request> r) { r->wait(); }

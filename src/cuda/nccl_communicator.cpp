@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/forwards_host_collectives.hpp"
 #include "comm/nccl_schedule.hpp"
 #include "cuda/entry_points.hpp"
 #include "plexus/backend.hpp"
@@ -127,10 +128,10 @@ class NcclRequest final : public Communicator::Request {
   cudaStream_t compute_;
 };
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public ForwardsHostCollectives<NcclCommunicator> {
  public:
   NcclCommunicator(Communicator& host, Backend& device)
-      : size_(host.size()), rank_(host.rank()), compute_(static_cast<cudaStream_t>(device.native_stream())),
+      : host_(host), size_(host.size()), rank_(host.rank()), compute_(static_cast<cudaStream_t>(device.native_stream())),
         device_(device.device_ordinal()) {
     if (device_ < 0) throw std::logic_error("NCCL communicator: the backend '" + device.name() + "' is not a CUDA backend");
     check(cudaSetDevice(device_), "cudaSetDevice");
@@ -193,6 +194,10 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts) override {
     return run_all_gather(false, send, recv, counts);
   }
+  // The host collectives only ever move host data (preparation, conversion, outputs, counts):
+  // they run on the host communicator this one was made from (ProcessGrid keeps it as the axis's
+  // host_comm, so it outlives this one), and its stats count them (ForwardsHostCollectives).
+  Communicator& host() const { return host_; }
 
   const CommStats& stats() const override {
     resolve_timings(true);
@@ -245,7 +250,8 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Request> run_all_reduce(bool blocking, T* buf, std::size_t n, ReduceOp op) {
     if (n) require_device(buf, "all_reduce");
     return launch(blocking, ring_all_reduce_bytes(size_, n, sizeof(T)), [&] {
-      if (n) check(ncclAllReduce(buf, buf, n, nccl_type<T>(), op == ReduceOp::Sum ? ncclSum : ncclMax, comm_, stream_),
+      const ncclRedOp_t nccl_op = op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Max ? ncclMax : ncclMin;
+      if (n) check(ncclAllReduce(buf, buf, n, nccl_type<T>(), nccl_op, comm_, stream_),
                    "ncclAllReduce");
     });
   }
@@ -396,6 +402,7 @@ class NcclCommunicator final : public Communicator {
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(k));
   }
 
+  Communicator& host_;  // the host collectives run there
   int size_, rank_;
   cudaStream_t compute_;
   int device_;

@@ -1,6 +1,6 @@
 #pragma once
-// A scratch file: bytes a long computation spills to disk and reads back (the prepare in
-// passes, io/files/spill_buckets.hpp), in a directory the user names (`--scratch DIR`).
+// A scratch file: bytes a long computation spills to disk and reads back (the passes' exchange,
+// comm/spill_buckets.hpp), in a directory the user names (`--scratch DIR`).
 // The file is unlinked as soon as it is created, so it has no name: whatever ends the process
 // (an error, exit, SIGTERM, even SIGKILL) the system frees its space, and nothing is ever left
 // in DIR. Writes and reads are positioned (pwrite/pread); a failure (disk full, I/O error)
@@ -9,7 +9,7 @@
 
 #include "plexus/tensor.hpp"
 
-namespace plexus::io {
+namespace plexus::comm {
 
 class ScratchFile {
  public:
@@ -33,4 +33,4 @@ class ScratchFile {
   std::uint64_t size_ = 0;
 };
 
-}  // namespace plexus::io
+}  // namespace plexus::comm

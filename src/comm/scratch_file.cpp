@@ -1,5 +1,5 @@
-// Scratch files that vanish with the process (io/files/scratch_file.hpp).
-#include "io/files/scratch_file.hpp"
+// Scratch files that vanish with the process (comm/scratch_file.hpp).
+#include "comm/scratch_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 
 #include "plexus/error.hpp"
 
-namespace plexus::io {
+namespace plexus::comm {
 
 namespace {
 std::string errno_text(int err) { return std::strerror(err); }
@@ -75,4 +75,4 @@ void ScratchFile::read(std::uint64_t offset, void* data, std::size_t bytes) cons
   }
 }
 
-}  // namespace plexus::io
+}  // namespace plexus::comm
