@@ -138,13 +138,4 @@ void write_collectively(const std::string& path, Communicator& comm, Body&& body
   write_collectively(path, comm, std::forward<Body>(body), [](Writer&) {});
 }
 
-// The same over the ranks of an MPI communicator (MPI_COMM_NULL: this process alone), for the
-// writers still handed one (the model file's, io/model_files/gnn_model_file.cpp, from the
-// trainer's grid): collective over `comm`.
-template <class Body>
-void write_collectively(const std::string& path, MPI_Comm comm, Body&& body) {
-  const std::unique_ptr<Communicator> ranks = comm == MPI_COMM_NULL ? make_self_communicator() : make_mpi_communicator(comm);
-  write_collectively(path, *ranks, std::forward<Body>(body), [](Writer&) {});
-}
-
 }  // namespace plexus::h5

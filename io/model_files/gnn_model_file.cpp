@@ -193,7 +193,7 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
 
 }  // namespace
 
-void write_gnn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GnnModelHeader& header,
+void write_gnn_model_blocks_h5(const std::string& path, Communicator& comm, const GnnModelHeader& header,
                                const std::vector<ParameterBlock>& blocks) {
   const float dummy = 0;  // a rank that writes nothing still passes a buffer
   const bool best_values = !blocks.empty() && blocks.front().best_value != nullptr;
@@ -229,7 +229,7 @@ void write_gnn_model_h5(const ModelState& s, const std::vector<index_t>& dims, c
     blocks.push_back({p.name, p.rows, p.cols, Range{0, p.rows}, Range{0, p.cols}, true, p.value.data(),
                       p.adam_m.data(), p.adam_v.data(), p.best_value.empty() ? nullptr : p.best_value.data(),
                       p.last_value.empty() ? nullptr : p.last_value.data()});
-  write_gnn_model_blocks_h5(path, MPI_COMM_NULL, h, blocks);
+  write_gnn_model_blocks_h5(path, *make_self_communicator(), h, blocks);
 }
 
 GnnModelInfo read_gnn_model_info_h5(const std::string& path) {

@@ -1,13 +1,12 @@
 #pragma once
-// Writing a GCN model file (docs/gcn-model.md) from the shards the ranks hold (private to the
+// Writing a GNN model file (docs/gcn-model.md) from the shards the ranks hold (private to the
 // engine: GnnTrainer::save). Each rank passes its block of every parameter; the file is
-// written collectively over `comm` (io/hdf5/collective_write.hpp), or by one process with
-// MPI_COMM_NULL.
-#include <mpi.h>
-
+// written collectively over `comm` (io/hdf5/collective_write.hpp; a self communicator: by
+// this process alone).
 #include <string>
 #include <vector>
 
+#include "plexus/comm.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
 
@@ -39,7 +38,7 @@ struct GnnModelHeader {
   std::int64_t weights_epoch = -1;  // the epoch whose weights /value holds; -1: the last (epochs_done - 1)
 };
 
-void write_gnn_model_blocks_h5(const std::string& path, MPI_Comm comm, const GnnModelHeader& header,
+void write_gnn_model_blocks_h5(const std::string& path, Communicator& comm, const GnnModelHeader& header,
                                const std::vector<ParameterBlock>& blocks);
 
 }  // namespace plexus

@@ -504,7 +504,7 @@ void GnnTrainer::save(const std::string& path) {
   }
   GnnModelHeader header{t.dims(), t.num_nodes, t.epochs_done, t.best, t.cfg, t.run_id};
   header.weights_epoch = t.weights_epoch;
-  write_gnn_model_blocks_h5(path, t.grid.mpi_comm(), header, blocks);
+  write_gnn_model_blocks_h5(path, t.grid.world(), header, blocks);
 }
 
 void GnnTrainer::set_run_id(const std::string& id) { impl_->run_id = id; }
