@@ -72,8 +72,9 @@ struct RowSource {
   const bf16* mask_of = nullptr;
   Nonlinearity mask = Nonlinearity::None;
   void fill(Backend& be, index_t r0, index_t r1, MatrixView into) const;
-  // fp32 as it is: the values are there to read, whole (no chunk, no copy).
-  bool in_place() const { return f32 != nullptr && dropout.p <= 0.0f && mask_of == nullptr; }
+  // fp32 as it is: the values are there to read, whole (no chunk, no copy). (An empty block has
+  // no data pointer, in either precision: nothing to read.)
+  bool in_place() const { return b16 == nullptr && dropout.p <= 0.0f && mask_of == nullptr; }
   ConstMatrixView whole() const { return {f32, rows, cols, ld}; }
 };
 RowSource row_source(const Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo);

@@ -203,10 +203,7 @@ Activation GcnLayer3D::backward_transform_first(Activation& d_out, const Dropout
 }
 
 void GcnLayer3D::aggregate(const DropoutSpec& dropout, LayerTensor& into) {
-  const ConstMatrixView h = input_.whole(dropout);
-  Matrix& agg = into.compute();
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), adj_.operand(false), h, agg, 0.0f, comm_.bf16,
-                  [&] { input_.done(); });
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), adj_.operand(false), into.compute());
   input_.done();
   into.computed();
 }

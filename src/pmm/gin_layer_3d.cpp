@@ -87,7 +87,14 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
     return;
   }
   Matrix& gathered = gathered_.compute();
-  grid_.comm(from).all_gather(x.data, gathered.data(), counts);
+  if (bf16_) {  // the activation-sized gather in bf16, the blocks converted back
+    Bf16Matrix sent(be_, rows, x.cols), all(be_, rows, dim);
+    be_.to_bf16(static_cast<std::size_t>(rows * x.cols), x.data, 0.0f, sent.data());
+    grid_.comm(from).iall_gather(sent.data(), all.data(), counts)->wait();
+    be_.from_bf16(all.size(), all.data(), gathered.data());
+  } else {
+    grid_.comm(from).all_gather(x.data, gathered.data(), counts);
+  }
   index_t offset = 0;
   for (int k = 0; k < parts; ++k) {
     const Range cols = block_range(dim, parts, k);
@@ -102,12 +109,11 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
 
 void GinLayer3D::aggregate(const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
-  const ConstMatrixView h = input_.whole(dropout);
   Matrix& z = z_.compute();
-  spmm_all_reduce(be_, o, neighbours_.operand(false), h, z, 0.0f, bf16_);
+  input_.aggregate(dropout, o, neighbours_.operand(false), z);
   if (train_eps_) {
     Matrix& root = root_h_.compute();
-    spmm_all_reduce(be_, o, self_loops_->operand(false), h, root, 0.0f, bf16_);
+    input_.aggregate(dropout, o, self_loops_->operand(false), root);
     be_.axpby(z.size(), 1.0f + current_eps(), root.data(), 1.0f, z.data());
     root_h_.computed();
   }

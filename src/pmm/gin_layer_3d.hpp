@@ -22,7 +22,7 @@
 //   o, from the input at the start of backward; Y1 and OUT are kept.
 //   bf16 (LayerCommOptions::bf16): the input, Z (and S·H), Y1 and OUT (all but the last layer)
 //   held in bf16, dH passed down in bf16; the all-reduces of Z, S·H and dH and the Linear3Ds'
-//   sums travel as bf16 (pmm/layer_tensors.hpp). The relayouts' all-gathers stay fp32.
+//   sums travel as bf16, and the relayouts' all-gathers gather bf16 (pmm/layer_tensors.hpp).
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"

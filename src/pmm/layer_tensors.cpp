@@ -1,5 +1,7 @@
 #include "pmm/layer_tensors.hpp"
 
+#include "pmm/spmm_all_reduce.hpp"
+
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -265,14 +267,38 @@ LayerInput::LayerInput(LayerTensors& owner, const LayerGeometry& geo, TensorRole
     : owner_(owner), geo_(geo), dropped_(owner, role, geo.in_rows.size(), geo.in_cols.size(), dropped_input(owner)) {}
 
 ConstMatrixView LayerInput::whole(const DropoutSpec& dropout) {
-  if (!in_.bf16() && dropout.p <= 0.0f) return in_.f32().view();
-  Matrix& m = dropped_.compute();
-  if (in_.bf16())
-    row_source(in_.b16(), dropout, geo_).fill(owner_.backend(), 0, m.rows(), m.view());
-  else
-    input_dropout(owner_.backend(), in_.f32(), dropout, geo_, m);
-  dropped_.computed();
-  return std::as_const(m).view();
+  if (dropout.p <= 0.0f) return in_.f32().view();
+  dropped_.ensure([&] {
+    input_dropout(owner_.backend(), in_.f32(), dropout, geo_, dropped_.compute());
+    dropped_.computed();
+  });
+  return dropped_.view();
+}
+
+void LayerInput::aggregate(const DropoutSpec& dropout, Communicator& comm, const AdjOperand& a, Matrix& out) {
+  Backend& be = owner_.backend();
+  if (!in_.bf16()) return spmm_all_reduce(be, comm, a, whole(dropout), out);
+  const Bf16Matrix& h = in_.b16();
+  const index_t rows = h.rows(), cols = h.cols();
+  const index_t width = std::max<index_t>(1, (cols + 7) / 8), step = chunk_rows(rows, cols);
+  {
+    MemoryScope scope(be, MemoryKind::Workspace, "a bf16 input's column block");
+    Matrix block(be, rows, std::min(width, cols)), converted(be, std::min(step, rows), cols);
+    for (index_t c0 = 0; c0 < cols; c0 += width) {
+      const index_t c1 = std::min(cols, c0 + width);
+      const MatrixView b{block.data(), rows, c1 - c0, block.ld()};
+      for (index_t r0 = 0; r0 < rows; r0 += step) {
+        const index_t r1 = std::min(rows, r0 + step);
+        be.from_bf16(static_cast<std::size_t>((r1 - r0) * cols), h.data() + r0 * cols, converted.data());
+        be.copy(ConstMatrixView{converted.data() + c0, r1 - r0, c1 - c0, cols}, rows_of(b, r0, r1));
+      }
+      // (keyed by the global row and column: the mask dropout(H) whole has)
+      if (dropout.p > 0.0f)
+        be.dropout(b, b, dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin + c0);
+      spmm_rows(be, a, b, MatrixView{out.data() + c0, out.rows(), c1 - c0, out.ld()});
+    }
+  }
+  all_reduce_in_bf16(be, comm, a, out);
 }
 
 RowSource LayerInput::rows(const DropoutSpec& dropout) {
@@ -280,12 +306,6 @@ RowSource LayerInput::rows(const DropoutSpec& dropout) {
   return plain_rows(whole(dropout));
 }
 
-RowSource LayerInput::rows_again(const DropoutSpec& dropout) {
-  if (in_.bf16()) return row_source(in_.b16(), dropout, geo_);
-  if (dropout.p <= 0.0f) return plain_rows(in_.f32().view());
-  dropped_.ensure([&] { whole(dropout); });
-  return plain_rows(dropped_.view());
-}
 
 Activation LayerInput::gradient(Matrix d_h, const DropoutSpec& dropout) {
   Backend& be = owner_.backend();
@@ -297,7 +317,7 @@ Activation LayerInput::gradient(Matrix d_h, const DropoutSpec& dropout) {
 }
 
 Activation LayerInput::gradient_through(Linear3D& lin, Matrix& d_y, const DropoutSpec& dropout, bool need_input_grad) {
-  Activation g = owner_.linear_backward(lin, rows_again(dropout), plain_rows(d_y.view()), need_input_grad);
+  Activation g = owner_.linear_backward(lin, rows(dropout), plain_rows(d_y.view()), need_input_grad);
   dropped_.release();
   // (bf16: the mask of the input's dropout applied by rows, with X's; fp32: X was its copy.)
   if (g.empty() || g.bf16()) return g;

@@ -27,6 +27,7 @@
 #include "plexus/shard.hpp"
 #include "pmm/activation.hpp"
 #include "pmm/bf16_tensors.hpp"
+#include "pmm/device_adj.hpp"
 #include "pmm/layer_options.hpp"
 #include "pmm/linear_3d.hpp"
 
@@ -163,6 +164,8 @@ class LayerTensor {
   RowSource gradient_rows(Activation& d_out, Nonlinearity f);
   // Backward is done with it: Pass and Bf16 free it (a Cache stays).
   void release();
+  // A new pass: the values held are a past pass's (ensure() computes them again).
+  void stale() { valid_ = false; }
 
  private:
   bool holds_fp32() const;
@@ -203,15 +206,21 @@ class LayerInput {
   // dW, drawn again under recompute). A bf16 input is never copied whole to be kept: a linear
   // reads it by rows, the dropout drawn per row chunk.
   LayerInput(LayerTensors& owner, const LayerGeometry& geo, TensorRole role);
-  void set(ActivationView in) { in_ = in; }  // (GnnLayer3D::forward)
+  // A forward pass's input (GnnLayer3D::forward): its dropout not drawn yet.
+  void set(ActivationView in) {
+    in_ = in;
+    dropped_.stale();
+  }
   ActivationView get() const { return in_; }
-  // Forward (and an aggregation computed again): dropout(H) in fp32, whole — the input itself
-  // (fp32, no dropout), or its copy (dropped out; a bf16 input converted).
-  ConstMatrixView whole(const DropoutSpec& dropout);
-  // Forward: dropout(H) as a linear's X.
+  // Aggregating first, forward (and an aggregation computed again): out = a·dropout(H) summed
+  // over `comm` (spmm_all_reduce, fp32 or bf16 on the wire as the layer is). An fp32 input is
+  // multiplied whole (dropout(H) drawn once a pass, into the dropped-out copy); a bf16 one by
+  // blocks of columns converted and dropped out in an fp32 workspace (an eighth of its columns),
+  // so that no fp32 copy of it is held whole — the same values.
+  void aggregate(const DropoutSpec& dropout, Communicator& comm, const AdjOperand& a, Matrix& out);
+  // dropout(H) as a linear's X: forward draws it; backward reads the same again (kept, or drawn
+  // again). A bf16 input by rows, its dropout drawn per row chunk.
   RowSource rows(const DropoutSpec& dropout);
-  // Backward: the same X again (kept, or drawn again).
-  RowSource rows_again(const DropoutSpec& dropout);
   void done() { dropped_.done(); }  // forward is done with dropout(H)
   // dH from the gradient of dropout(H) (`d_h`, fp32): the dropout's mask applied, in the input's
   // precision.
@@ -221,6 +230,10 @@ class LayerInput {
   Activation gradient_through(Linear3D& lin, Matrix& d_y, const DropoutSpec& dropout, bool need_input_grad);
 
  private:
+  // dropout(H) of an fp32 input, whole: the input itself without dropout, else its dropped-out
+  // copy (drawn once a pass).
+  ConstMatrixView whole(const DropoutSpec& dropout);
+
   LayerTensors& owner_;
   LayerGeometry geo_;
   ActivationView in_;

@@ -54,13 +54,10 @@ std::vector<LayerParam> SageLayer3D::parameters(bool decay_weights) {
 
 void SageLayer3D::aggregate(const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
-  const ConstMatrixView h = input_.whole(dropout);
-  Matrix& agg = agg_.compute();
-  Matrix& root = root_h_.compute();
-  spmm_all_reduce(be_, o, neighbours_.operand(false), h, agg, 0.0f, bf16_);
-  spmm_all_reduce(be_, o, self_loops_.operand(false), h, root, 0.0f, bf16_, [&] { input_.done(); });
+  input_.aggregate(dropout, o, neighbours_.operand(false), agg_.compute());
+  agg_.computed();  // (bf16: stored before ROOT is taken)
+  input_.aggregate(dropout, o, self_loops_.operand(false), root_h_.compute());
   input_.done();
-  agg_.computed();
   root_h_.computed();
 }
 

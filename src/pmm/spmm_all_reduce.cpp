@@ -14,14 +14,7 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
   if (bf16) {
     spmm_rows(be, a, b, c.view(), beta);
     if (operand_done) operand_done();
-    // Chunk k's rows of c are contiguous (row-major, ld == cols): each summed on its own.
-    index_t row = 0;
-    for (const CsrView& chunk : a.chunks) {
-      MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
-      all_reduce_in_bf16(be, comm, rows.data, static_cast<std::size_t>(rows.rows * rows.cols));
-      row += chunk.rows;
-    }
-    if (a.chunks.empty()) all_reduce_in_bf16(be, comm, c.data(), c.size());
+    all_reduce_in_bf16(be, comm, a, c);
     return;
   }
   if (a.chunks.empty()) {
@@ -48,6 +41,17 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
     row += chunk.rows;
   }
   for (auto& r : pending) r->wait();
+}
+
+void all_reduce_in_bf16(Backend& be, Communicator& comm, const AdjOperand& a, Matrix& c) {
+  // Chunk k's rows of c are contiguous (row-major, ld == cols): each summed on its own.
+  if (a.chunks.empty()) return all_reduce_in_bf16(be, comm, c.data(), c.size());
+  index_t row = 0;
+  for (const CsrView& chunk : a.chunks) {
+    MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
+    all_reduce_in_bf16(be, comm, rows.data, static_cast<std::size_t>(rows.rows * rows.cols));
+    row += chunk.rows;
+  }
 }
 
 void spmm_rows(Backend& be, const AdjOperand& a, ConstMatrixView b, MatrixView c, float beta) {
