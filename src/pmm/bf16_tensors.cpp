@@ -53,6 +53,17 @@ void RowSource::fill(Backend& be, index_t r0, index_t r1, MatrixView into) const
     throw std::invalid_argument("RowSource::fill: rows out of range or a workspace of another shape");
   const bool drop = dropout.p > 0.0f;
   const index_t row0 = row_ids.begin + r0;
+  if (b16 != nullptr && block_width > 0) {  // each block's rows converted, then set in their columns
+    if (drop || mask_of != nullptr) throw std::invalid_argument("RowSource::fill: a dropout or mask on column blocks");
+    MemoryScope scope(be, MemoryKind::Workspace, "a bf16 block's rows");
+    Matrix ws(be, r1 - r0, std::min(block_width, cols));
+    for (index_t c0 = 0; c0 < cols; c0 += block_width) {
+      const index_t w = std::min(block_width, cols - c0);
+      be.from_bf16(static_cast<std::size_t>((r1 - r0) * w), b16 + rows * c0 + r0 * w, ws.data());
+      be.copy(ConstMatrixView{ws.data(), r1 - r0, w, w}, MatrixView{into.data + c0, r1 - r0, w, into.ld});
+    }
+    return;
+  }
   if (b16 != nullptr) {
     be.from_bf16(static_cast<std::size_t>((r1 - r0) * cols), b16 + r0 * cols, into.data);
     if (drop) be.dropout(into, into, dropout.p, dropout.key, row0, col_ids.begin);

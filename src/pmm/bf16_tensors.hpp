@@ -62,7 +62,9 @@ void mask_by_output(Backend& be, const bf16* out, MatrixView grad, Nonlinearity 
 // ([r1 − r0 × cols], contiguous) with the layer's input dropout applied (keyed by the global
 // rows and columns of row_ids, col_ids: the same mask as input_dropout's). A gradient read the
 // same way: `mask_of`, when set, is the bf16 output of `mask` (a ReLU, an ELU) whose gradient
-// this is, and fill() applies its mask (mask_by_output).
+// this is, and fill() applies its mask (mask_by_output). A bf16 block may be stored by blocks of
+// `block_width` columns (block k, rows × its columns, after block k−1: an aggregation written a
+// block at a time, LayerInput::aggregate); no dropout or mask then.
 struct RowSource {
   const float* f32 = nullptr;  // one of the two
   const bf16* b16 = nullptr;
@@ -71,6 +73,7 @@ struct RowSource {
   Range row_ids, col_ids;  // global rows and columns of the input (the dropout's key)
   const bf16* mask_of = nullptr;
   Nonlinearity mask = Nonlinearity::None;
+  index_t block_width = 0;  // 0: row-major
   void fill(Backend& be, index_t r0, index_t r1, MatrixView into) const;
   // fp32 as it is: the values are there to read, whole (no chunk, no copy). (An empty block has
   // no data pointer, in either precision: nothing to read.)

@@ -203,9 +203,8 @@ Activation GcnLayer3D::backward_transform_first(Activation& d_out, const Dropout
 }
 
 void GcnLayer3D::aggregate(const DropoutSpec& dropout, LayerTensor& into) {
-  input_.aggregate(dropout, grid_.comm(geo_.roles.o), adj_.operand(false), into.compute());
-  input_.done();
-  into.computed();
+  const LayerInput::Aggregation product{adj_.operand(false), into};
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), {&product, 1});
 }
 
 ActivationView GcnLayer3D::forward_aggregate_first(const DropoutSpec& dropout) {

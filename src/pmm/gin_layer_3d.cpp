@@ -2,6 +2,7 @@
 #include "pmm/gin_layer_3d.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -108,17 +109,14 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
 }
 
 void GinLayer3D::aggregate(const DropoutSpec& dropout) {
-  Communicator& o = grid_.comm(geo_.roles.o);
-  Matrix& z = z_.compute();
-  input_.aggregate(dropout, o, neighbours_.operand(false), z);
-  if (train_eps_) {
-    Matrix& root = root_h_.compute();
-    input_.aggregate(dropout, o, self_loops_->operand(false), root);
-    be_.axpby(z.size(), 1.0f + current_eps(), root.data(), 1.0f, z.data());
-    root_h_.computed();
-  }
-  input_.done();
-  z_.computed();
+  std::vector<LayerInput::Aggregation> products{{neighbours_.operand(false), z_}};
+  if (!train_eps_) return input_.aggregate(dropout, grid_.comm(geo_.roles.o), products);
+  products.push_back({self_loops_->operand(false), root_h_});
+  const float eps = current_eps();
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), products, [&](std::span<const MatrixView> sums) {
+    const MatrixView z = sums[0], root = sums[1];
+    be_.axpby(static_cast<std::size_t>(z.rows * z.cols), 1.0f + eps, root.data, 1.0f, z.data);
+  });
 }
 
 ActivationView GinLayer3D::forward_pass(const DropoutSpec& dropout) {

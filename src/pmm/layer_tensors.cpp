@@ -119,6 +119,7 @@ void LayerTensor::free_all() {
   else
     own_ = Matrix();
   half_ = Bf16Matrix();
+  block_width_ = 0;
   expanded_ = Matrix();
   converted_ = Matrix();
 }
@@ -131,8 +132,17 @@ Matrix& LayerTensor::compute() {
   return own_;
 }
 
+Bf16Matrix& LayerTensor::bf16_blocks(index_t width) {
+  if (!rounds_ || source_ != nullptr) throw std::logic_error("LayerTensor: bf16 blocks of a tensor not stored in bf16");
+  free_all();
+  valid_ = false;
+  half_ = in_scope([&](Backend& be) { return Bf16Matrix(be, rows_, cols_); });
+  block_width_ = width;
+  return half_;
+}
+
 void LayerTensor::computed() {
-  if (rounds_) {
+  if (rounds_ && holds_fp32()) {
     Backend& be = owner_.backend();
     Matrix& f = fp32();
     if (!f.contiguous()) throw std::logic_error("LayerTensor: a bf16 copy of padded rows");
@@ -172,7 +182,7 @@ ConstMatrixView LayerTensor::view() {
   if (half_.backend() != nullptr) {
     if (expanded_.backend() == nullptr) {
       expanded_ = in_scope([&](Backend& be) { return Matrix(be, half_.rows(), half_.cols()); });
-      owner_.backend().from_bf16(half_.size(), half_.data(), expanded_.data());
+      rows().fill(owner_.backend(), 0, half_.rows(), expanded_.view());
     }
     return std::as_const(expanded_).view();
   }
@@ -180,7 +190,11 @@ ConstMatrixView LayerTensor::view() {
 }
 
 RowSource LayerTensor::rows() const {
-  if (half_.backend() != nullptr) return plain_rows(half_);
+  if (half_.backend() != nullptr) {
+    RowSource src = plain_rows(half_);
+    src.block_width = block_width_;
+    return src;
+  }
   const Matrix& f = source_ != nullptr ? source_->output() : own_;
   if (f.backend() == nullptr) throw std::logic_error("LayerTensor: read before it was computed");
   return plain_rows(f.view());
@@ -275,30 +289,52 @@ ConstMatrixView LayerInput::whole(const DropoutSpec& dropout) {
   return dropped_.view();
 }
 
-void LayerInput::aggregate(const DropoutSpec& dropout, Communicator& comm, const AdjOperand& a, Matrix& out) {
+void LayerInput::aggregate(const DropoutSpec& dropout, Communicator& comm, std::span<const Aggregation> products,
+                           const std::function<void(std::span<const MatrixView>)>& combine) {
   Backend& be = owner_.backend();
-  if (!in_.bf16()) return spmm_all_reduce(be, comm, a, whole(dropout), out);
-  const Bf16Matrix& h = in_.b16();
-  const index_t rows = h.rows(), cols = h.cols();
-  const index_t width = std::max<index_t>(1, (cols + 7) / 8), step = chunk_rows(rows, cols);
-  {
-    MemoryScope scope(be, MemoryKind::Workspace, "a bf16 input's column block");
+  std::vector<MatrixView> sums;
+  if (!in_.bf16()) {
+    const ConstMatrixView h = whole(dropout);
+    for (const Aggregation& p : products) {
+      Matrix& out = p.out.compute();
+      spmm_all_reduce(be, comm, p.a, h, out);
+      sums.push_back(out.view());
+    }
+    if (combine) combine(sums);
+  } else {
+    const Bf16Matrix& h = in_.b16();
+    const index_t rows = h.rows(), cols = h.cols(), out_rows = products.empty() ? 0 : products[0].out.rows_;
+    const index_t width = std::max<index_t>(1, (cols + 7) / 8), step = chunk_rows(rows, cols);
+    std::vector<bf16*> stored;
+    for (const Aggregation& p : products) stored.push_back(p.out.bf16_blocks(width).data());
+    MemoryScope scope(be, MemoryKind::Workspace, "a bf16 input's column block and its products");
     Matrix block(be, rows, std::min(width, cols)), converted(be, std::min(step, rows), cols);
+    std::vector<Matrix> partial;
+    for (std::size_t k = 0; k < products.size(); ++k) partial.emplace_back(be, out_rows, std::min(width, cols));
     for (index_t c0 = 0; c0 < cols; c0 += width) {
-      const index_t c1 = std::min(cols, c0 + width);
-      const MatrixView b{block.data(), rows, c1 - c0, block.ld()};
+      const index_t c1 = std::min(cols, c0 + width), w = c1 - c0;
+      const MatrixView b{block.data(), rows, w, w};
       for (index_t r0 = 0; r0 < rows; r0 += step) {
         const index_t r1 = std::min(rows, r0 + step);
         be.from_bf16(static_cast<std::size_t>((r1 - r0) * cols), h.data() + r0 * cols, converted.data());
-        be.copy(ConstMatrixView{converted.data() + c0, r1 - r0, c1 - c0, cols}, rows_of(b, r0, r1));
+        be.copy(ConstMatrixView{converted.data() + c0, r1 - r0, w, cols}, rows_of(b, r0, r1));
       }
       // (keyed by the global row and column: the mask dropout(H) whole has)
-      if (dropout.p > 0.0f)
-        be.dropout(b, b, dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin + c0);
-      spmm_rows(be, a, b, MatrixView{out.data() + c0, out.rows(), c1 - c0, out.ld()});
+      if (dropout.p > 0.0f) be.dropout(b, b, dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin + c0);
+      sums.clear();
+      for (std::size_t k = 0; k < products.size(); ++k) {
+        const MatrixView sum{partial[k].data(), out_rows, w, w};
+        spmm_rows(be, products[k].a, b, sum);
+        all_reduce_in_bf16(be, comm, products[k].a, sum);
+        sums.push_back(sum);
+      }
+      if (combine) combine(sums);
+      for (std::size_t k = 0; k < products.size(); ++k)
+        be.to_bf16(static_cast<std::size_t>(out_rows * w), partial[k].data(), 0.0f, stored[k] + out_rows * c0);
     }
   }
-  all_reduce_in_bf16(be, comm, a, out);
+  done();
+  for (const Aggregation& p : products) p.out.computed();
 }
 
 RowSource LayerInput::rows(const DropoutSpec& dropout) {

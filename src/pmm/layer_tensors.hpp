@@ -19,7 +19,9 @@
 // In a bf16 layer a tensor stored in bf16 is rounded when computed and every later reader reads
 // the rounded values (by rows, or expanded to fp32 for the pass): so recomputing it gives what
 // keeping it gives, bit for bit, in either precision.
+#include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -133,6 +135,10 @@ class LayerTensor {
   // Forward (or a recomputation): the fp32 matrix to compute the values into, allocated unless
   // held (not for a linear's output: its forward computes it).
   Matrix& compute();
+  // Forward, a bf16 tensor written a block of `width` columns at a time (LayerInput::aggregate):
+  // its bf16 copy, block k [rows × its columns] after block k−1 (read by rows() and view() as
+  // any other), in place of compute()'s fp32 matrix.
+  Bf16Matrix& bf16_blocks(index_t width);
   // The values are complete: where the layer stores the tensor in bf16, they are rounded into
   // the bf16 copy and the fp32 buffer is freed. Makes the tensor valid().
   void computed();
@@ -176,6 +182,7 @@ class LayerTensor {
   template <class F>
   auto in_scope(F&& make);
   friend class LayerTensors;
+  friend class LayerInput;
 
   LayerTensors& owner_;
   TensorRole role_;
@@ -186,6 +193,7 @@ class LayerTensor {
   Linear3D* source_ = nullptr;
   Matrix own_;       // the fp32 values (not for a linear's output)
   Bf16Matrix half_;  // the bf16 copy
+  index_t block_width_ = 0;  // of half_ written by blocks of columns (0: row-major)
   Matrix expanded_;  // the bf16 copy in fp32, for view()
   Matrix converted_;  // gradient(): a bf16 gradient in fp32
   Activation* read_gradient_ = nullptr;  // gradient_rows()'s bf16 gradient, freed by release()
@@ -212,12 +220,21 @@ class LayerInput {
     dropped_.stale();
   }
   ActivationView get() const { return in_; }
-  // Aggregating first, forward (and an aggregation computed again): out = a·dropout(H) summed
-  // over `comm` (spmm_all_reduce, fp32 or bf16 on the wire as the layer is). An fp32 input is
-  // multiplied whole (dropout(H) drawn once a pass, into the dropped-out copy); a bf16 one by
-  // blocks of columns converted and dropped out in an fp32 workspace (an eighth of its columns),
-  // so that no fp32 copy of it is held whole — the same values.
-  void aggregate(const DropoutSpec& dropout, Communicator& comm, const AdjOperand& a, Matrix& out);
+  // One product of an aggregating-first layer: out = a·dropout(H).
+  struct Aggregation {
+    AdjOperand a;
+    LayerTensor& out;
+  };
+  // Aggregating first, forward (and an aggregation computed again): each product summed over
+  // `comm` (spmm_all_reduce, fp32 or bf16 on the wire as the layer is), `combine` (when given)
+  // applied to their fp32 values (in the order of `products`), each out computed() and the
+  // input done(). An fp32 input is multiplied whole (dropout(H) drawn once a pass, into the
+  // dropped-out copy); a bf16 one a block of an eighth of its columns at a time, converted and
+  // dropped out in an fp32 workspace, each product's block summed, combined and stored in the
+  // bf16 copy (LayerTensor::bf16_blocks) — the same values, and neither the input nor a sum is
+  // ever whole in fp32.
+  void aggregate(const DropoutSpec& dropout, Communicator& comm, std::span<const Aggregation> products,
+                 const std::function<void(std::span<const MatrixView>)>& combine = {});
   // dropout(H) as a linear's X: forward draws it; backward reads the same again (kept, or drawn
   // again). A bf16 input by rows, its dropout drawn per row chunk.
   RowSource rows(const DropoutSpec& dropout);

@@ -53,12 +53,8 @@ std::vector<LayerParam> SageLayer3D::parameters(bool decay_weights) {
 }
 
 void SageLayer3D::aggregate(const DropoutSpec& dropout) {
-  Communicator& o = grid_.comm(geo_.roles.o);
-  input_.aggregate(dropout, o, neighbours_.operand(false), agg_.compute());
-  agg_.computed();  // (bf16: stored before ROOT is taken)
-  input_.aggregate(dropout, o, self_loops_.operand(false), root_h_.compute());
-  input_.done();
-  root_h_.computed();
+  const LayerInput::Aggregation products[] = {{neighbours_.operand(false), agg_}, {self_loops_.operand(false), root_h_}};
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), products);
 }
 
 ActivationView SageLayer3D::forward_pass(const DropoutSpec& dropout) {

@@ -14,7 +14,7 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
   if (bf16) {
     spmm_rows(be, a, b, c.view(), beta);
     if (operand_done) operand_done();
-    all_reduce_in_bf16(be, comm, a, c);
+    all_reduce_in_bf16(be, comm, a, c.view());
     return;
   }
   if (a.chunks.empty()) {
@@ -43,12 +43,13 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
   for (auto& r : pending) r->wait();
 }
 
-void all_reduce_in_bf16(Backend& be, Communicator& comm, const AdjOperand& a, Matrix& c) {
+void all_reduce_in_bf16(Backend& be, Communicator& comm, const AdjOperand& a, MatrixView c) {
+  if (c.ld != c.cols) throw std::invalid_argument("all_reduce_in_bf16: a padded block");
   // Chunk k's rows of c are contiguous (row-major, ld == cols): each summed on its own.
-  if (a.chunks.empty()) return all_reduce_in_bf16(be, comm, c.data(), c.size());
+  if (a.chunks.empty()) return all_reduce_in_bf16(be, comm, c.data, static_cast<std::size_t>(c.rows * c.cols));
   index_t row = 0;
   for (const CsrView& chunk : a.chunks) {
-    MatrixView rows = rows_of(c.view(), row, row + chunk.rows);
+    MatrixView rows = rows_of(c, row, row + chunk.rows);
     all_reduce_in_bf16(be, comm, rows.data, static_cast<std::size_t>(rows.rows * rows.cols));
     row += chunk.rows;
   }

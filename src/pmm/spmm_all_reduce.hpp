@@ -21,7 +21,7 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
 
 // c (a's product) summed over `comm` in bf16 with an fp32 sum (all_reduce_in_bf16), each of a's
 // row chunks on its own, as spmm_all_reduce sums them.
-void all_reduce_in_bf16(Backend& be, Communicator& comm, const AdjOperand& a, Matrix& c);
+void all_reduce_in_bf16(Backend& be, Communicator& comm, const AdjOperand& a, MatrixView c);
 
 // c = a·b + beta·c (a's row chunks in turn where it has them), no sum.
 void spmm_rows(Backend& be, const AdjOperand& a, ConstMatrixView b, MatrixView c, float beta = 0.0f);
