@@ -280,6 +280,11 @@ LayerTensor::Options dropped_input(const LayerTensors& owner) {
 LayerInput::LayerInput(LayerTensors& owner, const LayerGeometry& geo, TensorRole role)
     : owner_(owner), geo_(geo), dropped_(owner, role, geo.in_rows.size(), geo.in_cols.size(), dropped_input(owner)) {}
 
+void LayerInput::set(ActivationView in) {
+  in_ = in;
+  dropped_.stale();
+}
+
 ConstMatrixView LayerInput::whole(const DropoutSpec& dropout) {
   if (dropout.p <= 0.0f) return in_.f32().view();
   dropped_.ensure([&] {

@@ -215,10 +215,7 @@ class LayerInput {
   // reads it by rows, the dropout drawn per row chunk.
   LayerInput(LayerTensors& owner, const LayerGeometry& geo, TensorRole role);
   // A forward pass's input (GnnLayer3D::forward): its dropout not drawn yet.
-  void set(ActivationView in) {
-    in_ = in;
-    dropped_.stale();
-  }
+  void set(ActivationView in);
   ActivationView get() const { return in_; }
   // One product of an aggregating-first layer: out = a·dropout(H).
   struct Aggregation {
