@@ -9,14 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "gnn_kind_cases.hpp"
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/gnn_trainer.hpp"
-#include "plexus/graph.hpp"
-#include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
-#include "plexus/train.hpp"
 
 namespace plexus {
 namespace {
@@ -34,13 +31,7 @@ const GraphData& graph() {
   return g;
 }
 
-struct Case {
-  std::string name;
-  GnnSpec model;
-  LayerOrder order = LayerOrder::Auto;
-};
-
-std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+using Case = testing::KindCase;
 
 TrainConfig config(const Case& c, Precision precision, bool recompute) {
   TrainConfig t;
@@ -73,14 +64,7 @@ TrainedRun train(const TrainConfig& cfg) {
   return r;
 }
 
-double planned_peak(const TrainConfig& cfg) {
-  GraphInfo info;
-  info.num_nodes = graph().num_nodes;
-  info.num_features = graph().num_features;
-  info.nnz = graph().num_edges();
-  info.num_classes = graph().num_classes;
-  return predict_ranks(gnn_problem(info, cfg), GridShape{1, 1, 1}, false)[0].memory_bytes;
-}
+double planned_peak(const TrainConfig& cfg) { return testing::planned_on_one_rank(graph(), cfg).memory_bytes; }
 
 std::size_t kind_peak(const TrainedRun& r, MemoryKind k) { return r.result.max_kind_bytes[static_cast<std::size_t>(k)]; }
 

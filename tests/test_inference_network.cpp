@@ -1,8 +1,9 @@
 // A GnnNetwork built for inference (NetworkUse::Inference; LayerCommOptions::inference): for every
 // kind, in fp32 and bf16, it holds no gradient memory and peaks below the training network on the
-// same graph, on the CPU backend and on the shape-only one (the plans' dry runs); it gives the
-// logits of the training network's evaluation forward with the same weights, bit for bit; and a
-// training pass or a backward on it is a std::logic_error.
+// same graph, on the CPU backend and on the shape-only one (the plans' dry runs); after a pass it
+// holds no more activations than a training network under --recompute (nothing kept for
+// backward); it gives the logits of the training network's evaluation forward with the same
+// weights, bit for bit; and a training pass or a backward on it is a std::logic_error.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,6 +117,16 @@ TEST(InferenceNetwork, SameLogitsAsTheTrainingNetworkWithoutGradientsOrWhatBackw
       EXPECT_LT(infer_be->peak_bytes(), train_be->peak_bytes()) << what;
       EXPECT_LT(infer_be->peak_bytes(MemoryKind::Activations), train_be->peak_bytes(MemoryKind::Activations)) << what;
       EXPECT_EQ(infer_be->peak_bytes(MemoryKind::Parameters), train_be->peak_bytes(MemoryKind::Parameters)) << what;
+
+      // Nothing kept for backward: no more activations after a pass than a network that
+      // recomputes them holds after its evaluation pass (which also holds backward's buffers).
+      TrainConfig re = cfg;
+      re.recompute = true;
+      auto re_be = make_cpu_backend(1);
+      GnnShards s3 = shards_of_graph(graph(), re, *grid, /*for_training=*/true, false);
+      GnnNetwork recomputing(*re_be, *grid, s3, re);
+      training_epoch(*re_be, recomputing);
+      EXPECT_LE(infer_be->live_bytes(MemoryKind::Activations), re_be->live_bytes(MemoryKind::Activations)) << what;
 
       EXPECT_THROW(inferring.forward(3, /*training=*/true), std::logic_error) << what;
       Matrix d(*infer_be, 1, 1);

@@ -36,9 +36,9 @@ TensorLifetime LayerTensors::lifetime(TensorRole role, bool graph) const {
 
 Activation LayerTensors::linear_backward(Linear3D& lin, const RowSource& x, const RowSource& d_y,
                                          bool need_input_grad) const {
-  if (!bf16_) return Activation(lin.backward(x, d_y, need_input_grad));
-  Bf16Matrix d_x = lin.backward16(x, d_y, need_input_grad);
-  return need_input_grad ? Activation(std::move(d_x)) : Activation();
+  Activation d_x = bf16_ ? Activation(lin.backward16(x, d_y, need_input_grad))
+                         : Activation(lin.backward(x, d_y, need_input_grad));
+  return need_input_grad ? std::move(d_x) : Activation();
 }
 
 Matrix LayerTensors::fp32(Activation a) const {
@@ -346,7 +346,6 @@ RowSource LayerInput::rows(const DropoutSpec& dropout) {
   if (in_.bf16()) return row_source(in_.b16(), dropout, geo_);
   return plain_rows(whole(dropout));
 }
-
 
 Activation LayerInput::gradient(Matrix d_h, const DropoutSpec& dropout) {
   Backend& be = owner_.backend();
