@@ -30,6 +30,7 @@ GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       relu_(relu),
       train_eps_(train_eps),
       bf16_(comm.bf16),
+      bf16_output_(comm.bf16 && comm.bf16_output),
       fixed_eps_(eps),
       neighbours_(neighbours),
       self_loops_(self_loops),
@@ -88,7 +89,7 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
     return;
   }
   Matrix& gathered = gathered_.compute();
-  if (bf16_) {  // the activation-sized gather in bf16, the blocks converted back
+  if (bf16_output_) {  // a hidden layer's gather in bf16, the blocks converted back (the logits' stays fp32)
     Bf16Matrix sent(be_, rows, x.cols), all(be_, rows, dim);
     be_.to_bf16(static_cast<std::size_t>(rows * x.cols), x.data, 0.0f, sent.data());
     grid_.comm(from).iall_gather(sent.data(), all.data(), counts)->wait();
@@ -127,6 +128,7 @@ ActivationView GinLayer3D::forward_pass(const DropoutSpec& dropout) {
   be_.relu(y1.view());
   y1_.computed();
   const Matrix& y2 = lin2_.forward(y1_.rows());
+  y1_.done();  // (bf16: its fp32 values, which lin2 read, freed)
   Matrix& out = out_.compute();
   relayout(y2.view(), geo_.roles.i, geo_.out_cols, out);
   y2_.done();

@@ -22,7 +22,8 @@
 //   o, from the input at the start of backward; Y1 and OUT are kept.
 //   bf16 (LayerCommOptions::bf16): the input, Z (and S·H), Y1 and OUT (all but the last layer)
 //   held in bf16, dH passed down in bf16; the all-reduces of Z, S·H and dH and the Linear3Ds'
-//   sums travel as bf16, and the relayouts' all-gathers gather bf16 (pmm/layer_tensors.hpp).
+//   sums travel as bf16, and a hidden layer's relayouts gather bf16 (the last layer's, the
+//   logits and their gradient, fp32) (pmm/layer_tensors.hpp).
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -63,7 +64,7 @@ class GinLayer3D : public GnnLayer3D {
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
-  bool relu_, train_eps_, bf16_;
+  bool relu_, train_eps_, bf16_, bf16_output_;
   float fixed_eps_;
   DeviceAdj& neighbours_;
   DeviceAdj* self_loops_;

@@ -114,10 +114,7 @@ void LayerTensor::allocate_fp32() {
 }
 
 void LayerTensor::free_all() {
-  if (source_ != nullptr)
-    source_->release_output();
-  else
-    own_ = Matrix();
+  free_fp32();
   half_ = Bf16Matrix();
   block_width_ = 0;
   expanded_ = Matrix();
@@ -148,10 +145,10 @@ void LayerTensor::computed() {
     if (!f.contiguous()) throw std::logic_error("LayerTensor: a bf16 copy of padded rows");
     half_ = in_scope([&](Backend& b) { return Bf16Matrix(b, f.rows(), f.cols()); });
     be.to_bf16(f.size(), f.data(), 0.0f, half_.data());
-    if (source_ != nullptr)
-      source_->release_output();
-    else
-      own_ = Matrix();
+    // Every later reader, the rest of forward included, reads the rounded values: what backward
+    // computes again from them (GAT's per-edge arrays from Z under --recompute) is then what
+    // forward computed, bit for bit.
+    free_fp32();
   }
   valid_ = true;
 }
@@ -160,9 +157,17 @@ void LayerTensor::done() {
   if (life_ == TensorLifetime::Pass) {
     free_all();
     valid_ = false;
-  } else {
-    expanded_ = Matrix();
+    return;
   }
+  expanded_ = Matrix();
+  if (half_.backend() != nullptr) free_fp32();
+}
+
+void LayerTensor::free_fp32() {
+  if (source_ != nullptr)
+    source_->release_output();
+  else
+    own_ = Matrix();
 }
 
 void LayerTensor::release() {
@@ -190,7 +195,7 @@ ConstMatrixView LayerTensor::view() {
 }
 
 RowSource LayerTensor::rows() const {
-  if (half_.backend() != nullptr) {
+  if (half_.backend() != nullptr && !holds_fp32()) {
     RowSource src = plain_rows(half_);
     src.block_width = block_width_;
     return src;
@@ -208,7 +213,7 @@ ActivationView LayerTensor::activation() const {
 void LayerTensor::mask_gradient(MatrixView grad, Nonlinearity f) {
   if (f == Nonlinearity::None) return;
   Backend& be = owner_.backend();
-  if (half_.backend() != nullptr) {  // the bf16 output read in row chunks, never whole in fp32
+  if (half_.backend() != nullptr && !holds_fp32()) {  // the bf16 output read in row chunks, never whole in fp32
     const index_t step = chunk_rows(rows_, cols_);
     for (index_t r0 = 0; r0 < rows_; r0 += step) {
       const index_t r1 = std::min(rows_, r0 + step);

@@ -140,7 +140,8 @@ class LayerTensor {
   // any other), in place of compute()'s fp32 matrix.
   Bf16Matrix& bf16_blocks(index_t width);
   // The values are complete: where the layer stores the tensor in bf16, they are rounded into
-  // the bf16 copy and the fp32 buffer is freed. Makes the tensor valid().
+  // the bf16 copy and the fp32 buffer is freed (the rest of forward reads them rounded, as
+  // backward does). Makes the tensor valid().
   void computed();
   // Forward is done with it: Pass frees it; Bf16 keeps only its bf16 copy.
   void done();
@@ -150,10 +151,11 @@ class LayerTensor {
     if (!valid_) again();
   }
   bool valid() const { return valid_; }
-  // The values in fp32, whole: the fp32 buffer, or the bf16 copy expanded (held until done() or
-  // release()).
+  // The values in fp32, whole: the fp32 buffer while it is held, else the bf16 copy expanded
+  // (held until done() or release()).
   ConstMatrixView view();
-  // The values by rows (a Linear3D's X): the fp32 buffer in place, or the bf16 copy in chunks.
+  // The values by rows (a Linear3D's X): the fp32 buffer in place while it is held, else the
+  // bf16 copy in chunks.
   RowSource rows() const;
   // An Output's values as the next layer reads them: the bf16 copy, or the fp32 buffer.
   ActivationView activation() const;
@@ -177,6 +179,7 @@ class LayerTensor {
   bool holds_fp32() const;
   Matrix& fp32();
   void allocate_fp32();
+  void free_fp32();
   void free_all();
   // make(backend) in the tensor's memory kind.
   template <class F>

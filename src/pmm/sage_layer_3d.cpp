@@ -73,6 +73,7 @@ ActivationView SageLayer3D::forward_pass(const DropoutSpec& dropout) {
     if (relu_) {  // the backward needs it before the ReLU
       be_.copy(out.view(), normed_.compute().view());
       normed_.computed();
+      normed_.done();
     }
   }
   if (relu_) be_.relu(out.view());
