@@ -21,6 +21,7 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "gnn_kind_cases.hpp"
 
 namespace plexus {
 namespace {
@@ -38,14 +39,7 @@ const GraphData& graph() {
   return g;
 }
 
-struct Case {
-  std::string name;
-  GnnSpec model;
-  LayerOrder order = LayerOrder::Auto;
-  bool gcn() const { return model.kind() == "gcn"; }
-};
-
-std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+using Case = testing::KindCase;
 
 TrainConfig config(const Case& c, float dropout, bool recompute) {
   TrainConfig t;
@@ -154,13 +148,8 @@ TEST_P(Recompute, SameLossesAndParametersBitForBitWithLessActivationMemory) {
     // The plan's dry run sees the same: less memory, and more FLOPs (the aggregations again)
     // wherever a layer aggregates first and recomputes (layer 0 without dropout keeps its cache,
     // and transforming first only the dropout is drawn again).
-    GraphInfo info;
-    info.num_nodes = graph().num_nodes;
-    info.num_features = graph().num_features;
-    info.nnz = graph().num_edges();
-    info.num_classes = graph().num_classes;
-    const RankCost p0 = predict_ranks(gnn_problem(info, config(GetParam(), dropout, false)), GridShape{1, 1, 1}, false)[0];
-    const RankCost p1 = predict_ranks(gnn_problem(info, config(GetParam(), dropout, true)), GridShape{1, 1, 1}, false)[0];
+    const RankCost p0 = testing::planned_on_one_rank(graph(), config(GetParam(), dropout, false));
+    const RankCost p1 = testing::planned_on_one_rank(graph(), config(GetParam(), dropout, true));
     EXPECT_LT(p1.memory_bytes, p0.memory_bytes) << what;
     EXPECT_LT(p1.memory_by_kind[act], p0.memory_by_kind[act]) << what;
     EXPECT_EQ(p1.gemm_flops, p0.gemm_flops) << what;  // no GEMM is repeated

@@ -11,13 +11,14 @@
 
 namespace plexus {
 
-GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg)
+GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg, NetworkUse use)
     : be_(be),
       grid_(grid),
       cfg_(cfg),
       scatter_logits_(cfg.comm_variant != CommVariant::Baseline && kind_spec(cfg.model).scatter_logits),
       reuse_gathers_(cfg.comm_variant == CommVariant::RsAgReuse),
       bf16_(cfg.precision == Precision::BF16),
+      inference_(use == NetworkUse::Inference),
       adj_ws_(be) {
   const KindSpec& kind = kind_spec(cfg.model);
   const int n_layers = shards.layers();
@@ -118,6 +119,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
     comm.bf16 = bf16_;
     comm.bf16_output = bf16_ && l + 1 < n_layers;  // (the logits stay fp32)
     comm.recompute = cfg.recompute;
+    comm.inference = inference_;
     const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
     const LayerContext context{be,
                                grid,
@@ -143,20 +145,23 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   if (grid.dim(g0.in_repl()) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }
 
-const Bf16Matrix& GnnNetwork::features_bf16() {
+ActivationView GnnNetwork::features() {
+  // The feature rows are stored split over the axis layer 0's input is replicated on (d
+  // aggregating first, i transforming first); all-gathered there. (With one rank on it the
+  // stored block is already the whole input.) They never change: with reuse_gathers they are
+  // gathered on the first pass only.
   const LayerGeometry& g0 = layers_.front()->geometry();
   const Axis repl = g0.in_repl();
-  const Bf16Matrix* h = &features16_;
-  if (grid_.dim(repl) > 1) {
-    if (!reuse_gathers_ || !features_gathered_)
-      grid_.comm(repl)
-          .iall_gather(features16_.data(), features16_full_.data(),
-                       block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size()))
-          ->wait();
-    features_gathered_ = true;
-    h = &features16_full_;
+  if (grid_.dim(repl) == 1) return bf16_ ? ActivationView(features16_) : ActivationView(features_);
+  if (!reuse_gathers_ || !features_gathered_) {
+    const auto counts = block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size());
+    if (bf16_)
+      grid_.comm(repl).iall_gather(features16_.data(), features16_full_.data(), counts)->wait();
+    else
+      grid_.comm(repl).all_gather(features_.data(), features_full_.data(), counts);
   }
-  return *h;
+  features_gathered_ = true;
+  return bf16_ ? ActivationView(features16_full_) : ActivationView(features_full_);
 }
 
 DropoutSpec GnnNetwork::dropout_for(int epoch, int layer, bool training) const {
@@ -166,62 +171,22 @@ DropoutSpec GnnNetwork::dropout_for(int epoch, int layer, bool training) const {
 }
 
 const Matrix& GnnNetwork::forward(int epoch, bool training, const std::function<void()>& between_layers) {
-  // Layer 0's input: the feature rows are stored split over the axis layer 0's input is
-  // replicated on (d aggregating first, i transforming first); all-gather them there. (With one
-  // rank on it the stored block is already the whole input.)
-  const LayerGeometry& g0 = layers_.front()->geometry();
-  const Axis repl = g0.in_repl();
-  const Matrix* h = &features_;
-  if (!bf16_ && grid_.dim(repl) > 1) {
-    // The features never change: with reuse_gathers they are gathered on the first pass only.
-    if (!reuse_gathers_ || !features_gathered_)
-      grid_.comm(repl).all_gather(features_.data(), features_full_.data(),
-                                  block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size()));
-    features_gathered_ = true;
-    h = &features_full_;
-  }
-  outputs_.assign(layers_.size(), nullptr);
-  outputs16_.assign(layers_.size(), nullptr);
-  if (bf16_) {
-    // Every layer takes a bf16 input (the features, then the previous layer's output) and all
-    // but the last store their output in bf16.
-    const Bf16Matrix* h16 = &features_bf16();
-    for (int l = 0; l + 1 < num_layers(); ++l) {
-      if (l > 0 && between_layers) between_layers();
-      h16 = &static_cast<GcnLayer3D&>(*layers_[l]).forward16(*h16, dropout_for(epoch, l, training));
-      outputs16_[static_cast<std::size_t>(l)] = h16;
-    }
-    const int last = num_layers() - 1;
-    if (last > 0 && between_layers) between_layers();
-    h = &static_cast<GcnLayer3D&>(*layers_.back()).forward(*h16, dropout_for(epoch, last, training));
-    outputs_.back() = h;
-    return *h;
-  }
+  if (training && inference_) throw std::logic_error("GnnNetwork: a training pass of a network built for inference");
+  // Every layer takes its input in its precision (bf16: the features, then the previous layer's
+  // output) and all but the last return theirs so; the logits are fp32.
+  ActivationView h = features();
+  outputs_.assign(layers_.size(), ActivationView());
   for (int l = 0; l < num_layers(); ++l) {
     if (l > 0 && between_layers) between_layers();
-    h = &layers_[l]->forward(*h, dropout_for(epoch, l, training));
+    h = layers_[l]->forward(h, dropout_for(epoch, l, training));
     outputs_[static_cast<std::size_t>(l)] = h;
   }
-  return *h;
+  return h.f32();
 }
 
 void GnnNetwork::backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers) {
-  if (bf16_) {
-    // The gradients between layers in bf16; each layer releases its bf16 output and AGG.
-    const int last = num_layers() - 1;
-    Bf16Matrix grad16;
-    {
-      Matrix logits_grad = std::move(d_logits);
-      grad16 = static_cast<GcnLayer3D&>(*layers_.back()).backward16(logits_grad, dropout_for(epoch, last, true), last > 0);
-    }
-    for (int l = last - 1; l >= 0; --l) {
-      if (between_layers) between_layers();
-      grad16 = static_cast<GcnLayer3D&>(*layers_[l]).backward16(grad16, dropout_for(epoch, l, true), l > 0);
-    }
-    outputs16_.assign(layers_.size(), nullptr);
-    return;
-  }
-  Matrix grad = std::move(d_logits);
+  if (inference_) throw std::logic_error("GnnNetwork: backward of a network built for inference");
+  Activation grad(std::move(d_logits));
   for (int l = num_layers() - 1; l >= 0; --l) {
     if (l < num_layers() - 1 && between_layers) between_layers();
     grad = layers_[l]->backward(grad, dropout_for(epoch, l, true), l > 0);
@@ -300,7 +265,7 @@ std::vector<EdgeAttention> GnnNetwork::attention() {
 
 NodeRows GnnNetwork::owned_output(int layer) {
   const auto l = static_cast<std::size_t>(layer);
-  if (l >= outputs_.size() || (outputs_[l] == nullptr && outputs16_[l] == nullptr))
+  if (l >= outputs_.size() || outputs_[l].empty())
     throw std::logic_error("GnnNetwork::owned_output: no forward pass has computed layer " + std::to_string(layer));
   const bool last = layer + 1 == num_layers();
   const LayerGeometry g = last ? loss_geometry() : geometry_of_layer(layer);
@@ -311,7 +276,7 @@ NodeRows GnnNetwork::owned_output(int layer) {
                          ? g.out_rows
                          : sub_range(g.out_rows, grid_.dim(g.out_repl()), grid_.coord(g.out_repl()));
   const Range owned = sub_range(rows, grid_.dim(g.out_feat()), grid_.coord(g.out_feat()));
-  const std::vector<float> mine = outputs_[l] != nullptr ? outputs_[l]->to_host() : outputs16_[l]->to_host();
+  const std::vector<float> mine = outputs_[l].to_host();
   Communicator& f = grid_.host_comm(g.out_feat());
   const index_t width = g.out_dim, n = owned.size(), first = owned.begin - g.out_rows.begin;
   std::vector<float> blocks(static_cast<std::size_t>(g.out_rows.size() * width));

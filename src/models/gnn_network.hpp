@@ -10,8 +10,9 @@
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/predictions.hpp"
+#include "pmm/activation.hpp"
 #include "pmm/bf16_tensors.hpp"
-#include "pmm/gcn_layer_3d.hpp"
+#include "pmm/device_adj.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 
 namespace plexus {
@@ -19,7 +20,10 @@ namespace plexus {
 // One parameter of the model: its layer's LayerParam, named "layer<l>/<name>".
 using ModelParam = LayerParam;
 
-// A parameter tensor of this rank: value, gradient, and whether weight decay applies.
+// What a network is built for: training (gradients, what backward reads kept or recomputed), or
+// inference (LayerCommOptions::inference: no parameter gradients, no backward buffers, nothing
+// kept from a layer's forward; evaluation passes only).
+enum class NetworkUse { Train, Inference };
 
 class GnnNetwork {
  public:
@@ -29,14 +33,17 @@ class GnnNetwork {
   // uploaded (so host and backend copies of Â never coexist whole).
   // `cfg`: the model (its kind and options, dropout, seed, precision) and how its layers
   // communicate (comm_variant, agg_chunks) and keep their activations (recompute).
-  GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg);
+  GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg,
+             NetworkUse use = NetworkUse::Train);
   // Logits block of this rank: [rows of N over d_L × classes over the last layer's out_feat]
   // (with scatter_logits: only the slice of those rows over its out_repl axis,
   // loss_geometry().out_rows).
   // `between_layers`, when given, is called between two layers (after each but the last): a
   // trainer's stop point (GnnTrainer), which may throw to abandon the pass; every collective
-  // of the layers before it has completed then.
+  // of the layers before it has completed then. A network built for inference runs evaluation
+  // passes only (`training` true is a std::logic_error).
   const Matrix& forward(int epoch, bool training, const std::function<void()>& between_layers = {});
+  // d_logits is taken (moved from). A std::logic_error on a network built for inference.
   void backward(Matrix& d_logits, int epoch, const std::function<void()>& between_layers = {});
   std::vector<ParamRef> parameters();
   // The same parameters, in the same order, with their names and places in the whole tensors
@@ -62,8 +69,8 @@ class GnnNetwork {
 
  private:
   DropoutSpec dropout_for(int epoch, int layer, bool training) const;
-  // Layer 0's input in bf16 (cfg.bf16): the bf16 features, gathered over its in_repl axis in bf16.
-  const Bf16Matrix& features_bf16();
+  // Layer 0's input: the features, gathered over its in_repl axis (in bf16 with cfg.bf16).
+  ActivationView features();
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -71,6 +78,7 @@ class GnnNetwork {
   bool scatter_logits_ = false;  // the last layer reduce-scatters its output (comm variant rs-ag)
   bool reuse_gathers_ = false;   // gather W once per update, the features once (rs-ag-reuse)
   bool bf16_ = false;            // --precision bf16
+  bool inference_ = false;       // NetworkUse::Inference
   Matrix features_;       // stored block, rows split over layer 0's in_repl axis
   Matrix features_full_;  // all-gathered over it: layer 0's input
   Bf16Matrix features16_, features16_full_;  // the same two in bf16 (cfg.bf16; the fp32 ones empty)
@@ -80,8 +88,7 @@ class GnnNetwork {
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
-  std::vector<const Matrix*> outputs_;  // each layer's output of the last forward pass
-  std::vector<const Bf16Matrix*> outputs16_;  // cfg.bf16: those stored in bf16 (all but the last)
+  std::vector<ActivationView> outputs_;  // each layer's output of the last forward pass
   // Each layer's block, and the input ids of its rows and columns (GnnShards::adj_row_ids): the
   // node each output row or attention entry belongs to.
   std::vector<int> adj_of_layer_;

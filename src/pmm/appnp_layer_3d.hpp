@@ -27,8 +27,10 @@
 //                                           all-reduce(sum)  over d       (one, of both terms)
 //             db, W, dW = Hᵀ·dZ_0, dH = dZ_0·Wᵀ  (the Linear3D's: all-reduce over o, all-gather and
 //                                            reduce-scatter over o, all-reduce over i)
-// The propagation is linear: backward reads nothing of forward but H (the Linear3D's input) and,
-// under a ReLU, the output; the layer keeps no other activation between the passes.
+// The propagation is linear: backward reads nothing of forward but H (the Linear3D's input, a
+// Recomputed tensor of pmm/layer_tensors.hpp: --recompute draws its dropout again) and, under a
+// ReLU, the output; the layer keeps no other activation between the passes. bf16 is not
+// declared for the kind (its K propagation steps would each round the output).
 #include <cstdint>
 
 #include "plexus/backend.hpp"
@@ -52,8 +54,6 @@ class AppnpLayer3D : public GnnLayer3D {
   AppnpLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, DeviceAdj& self_loops,
                AppnpOptions opt, std::uint64_t seed, LayerCommOptions comm = {});
 
-  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
-  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   void weight_updated() override { linear_.weight_updated(); }
   Range out_slice_rows() const override { return geo_.out_rows; }
   const LayerGeometry& geometry() const override { return geo_; }
@@ -62,6 +62,9 @@ class AppnpLayer3D : public GnnLayer3D {
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
  private:
+  ActivationView forward_pass(const DropoutSpec& dropout) override;
+  Activation backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
+
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
@@ -69,11 +72,8 @@ class AppnpLayer3D : public GnnLayer3D {
   DeviceAdj& adj_;
   DeviceAdj& self_loops_;
   Linear3D linear_;  // Z_0 = H·W + b: rows over o, input features over d, output features over i
-  bool recompute_ = false;
-  Matrix h_drop_;
-  ConstMatrixView last_in_{};          // what the last forward multiplied: h_in or h_drop_
-  const Matrix* last_h_in_ = nullptr;  // the last forward's input (recompute: its dropout drawn again)
-  Matrix out_;                         // Z_K [out_rows × out_cols]
+  LayerTensor z0_;   // Z_0: the propagation's start and its teleport (forward only)
+  LayerTensor out_;  // Z_K [out_rows × out_cols], after the ReLU where there is one
 };
 
 }  // namespace plexus

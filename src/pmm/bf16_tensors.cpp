@@ -21,11 +21,6 @@ std::vector<float> Bf16Matrix::to_host() const {
   return out;
 }
 
-Bf16Matrix& held(Backend& be, Bf16Matrix& m, index_t rows, index_t cols) {
-  if (m.size() == 0) m = Bf16Matrix(be, rows, cols);  // (a block of no rows or columns has its shape too)
-  return m;
-}
-
 void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t n) {
   if (comm.size() == 1) return;
   MemoryScope scope(be, MemoryKind::Workspace, "a bf16 all-reduce");
@@ -35,20 +30,44 @@ void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t
   be.from_bf16(n, wire.data(), buf);
 }
 
+void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, bool bf16) {
+  if (bf16)
+    all_reduce_in_bf16(be, comm, m.data(), m.size());
+  else
+    comm.all_reduce(m.data(), m.size(), ReduceOp::Sum);
+}
+
+void mask_by_output(Backend& be, const bf16* out, MatrixView grad, Nonlinearity f) {
+  if (f == Nonlinearity::None || grad.rows == 0) return;
+  MemoryScope scope(be, MemoryKind::Workspace, "a bf16 output's row chunk");
+  Matrix o(be, grad.rows, grad.cols);
+  be.from_bf16(o.size(), out, o.data());
+  if (f == Nonlinearity::Relu)
+    be.relu_backward(o.view(), grad);
+  else
+    be.elu_backward(o.view(), grad);
+}
+
 void RowSource::fill(Backend& be, index_t r0, index_t r1, MatrixView into) const {
   if (r0 < 0 || r1 > rows || r0 > r1 || into.rows != r1 - r0 || into.cols != cols || into.ld != cols)
     throw std::invalid_argument("RowSource::fill: rows out of range or a workspace of another shape");
   const bool drop = dropout.p > 0.0f;
   const index_t row0 = row_ids.begin + r0;
+  if (b16 != nullptr && block_width > 0) {  // each block's rows converted, then set in their columns
+    if (drop || mask_of != nullptr) throw std::invalid_argument("RowSource::fill: a dropout or mask on column blocks");
+    MemoryScope scope(be, MemoryKind::Workspace, "a bf16 block's rows");
+    Matrix ws(be, r1 - r0, std::min(block_width, cols));
+    for (index_t c0 = 0; c0 < cols; c0 += block_width) {
+      const index_t w = std::min(block_width, cols - c0);
+      be.from_bf16(static_cast<std::size_t>((r1 - r0) * w), b16 + rows * c0 + r0 * w, ws.data());
+      be.copy(ConstMatrixView{ws.data(), r1 - r0, w, w}, MatrixView{into.data + c0, r1 - r0, w, into.ld});
+    }
+    return;
+  }
   if (b16 != nullptr) {
     be.from_bf16(static_cast<std::size_t>((r1 - r0) * cols), b16 + r0 * cols, into.data);
     if (drop) be.dropout(into, into, dropout.p, dropout.key, row0, col_ids.begin);
-    if (relu_of != nullptr && r1 > r0) {
-      MemoryScope scope(be, MemoryKind::Workspace, "a ReLU mask row chunk");
-      Matrix out(be, r1 - r0, cols);
-      be.from_bf16(static_cast<std::size_t>((r1 - r0) * cols), relu_of + r0 * cols, out.data());
-      be.relu_backward(out.view(), into);
-    }
+    if (mask_of != nullptr) mask_by_output(be, mask_of + r0 * cols, into, mask);
     return;
   }
   const ConstMatrixView src{f32 + r0 * ld, r1 - r0, cols, ld};
@@ -56,26 +75,15 @@ void RowSource::fill(Backend& be, index_t r0, index_t r1, MatrixView into) const
     be.dropout(src, into, dropout.p, dropout.key, row0, col_ids.begin);
   else
     be.copy(src, into);
+  if (mask_of != nullptr) mask_by_output(be, mask_of + r0 * cols, into, mask);
 }
 
-void RowSource::fill_all(Backend& be, MatrixView into) const {
-  if (into.rows != rows) throw std::invalid_argument("RowSource::fill_all: a workspace of another shape");
-  const index_t step = relu_of != nullptr ? chunk_rows(rows, cols) : std::max<index_t>(rows, 1);
-  for (index_t r0 = 0; r0 < rows; r0 += step) {
-    const index_t r1 = std::min(rows, r0 + step);
-    fill(be, r0, r1, rows_of(into, r0, r1));
-  }
+RowSource plain_rows(ConstMatrixView m) {
+  return {m.data, nullptr, m.rows, m.cols, m.ld, DropoutSpec{}, Range{0, m.rows}, Range{0, m.cols}};
 }
 
-RowSource grad_source(const Matrix& g) {
-  return {g.data(), nullptr, g.rows(), g.cols(), g.ld(), DropoutSpec{}, Range{0, g.rows()}, Range{0, g.cols()}};
-}
-
-RowSource grad_source(const Bf16Matrix& g, const Bf16Matrix* relu_of) {
-  if (relu_of != nullptr && (relu_of->rows() != g.rows() || relu_of->cols() != g.cols()))
-    throw std::invalid_argument("grad_source: the ReLU's output and its gradient differ in shape");
-  return {nullptr, g.data(), g.rows(), g.cols(), g.cols(), DropoutSpec{}, Range{0, g.rows()}, Range{0, g.cols()},
-          relu_of != nullptr ? relu_of->data() : nullptr};
+RowSource plain_rows(const Bf16Matrix& m) {
+  return {nullptr, m.data(), m.rows(), m.cols(), m.cols(), DropoutSpec{}, Range{0, m.rows()}, Range{0, m.cols()}};
 }
 
 RowSource row_source(const Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo) {

@@ -14,6 +14,24 @@ namespace {
 // feature-dropout stream (its layer index).
 constexpr std::uint32_t kAttentionStream = 256;
 
+// The heads a rank of i scores: with `whole`, its own (the column blocks of heads·F over i cut at
+// head boundaries), counted from `first`; else every head.
+struct HeadSplit {
+  bool whole = false;
+  index_t first = 0, count = 0;
+};
+HeadSplit head_split(const ProcessGrid& grid, const LayerGeometry& geo, const GatOptions& opt, Range z_cols) {
+  if (opt.heads < 1 || (!opt.average_heads && geo.out_dim % opt.heads != 0))
+    throw std::invalid_argument("GatLayer3D: the output width is not heads × features");
+  const index_t width = GatLayer3D::z_width(geo, opt), head = opt.average_heads ? geo.out_dim : geo.out_dim / opt.heads;
+  bool whole = true;
+  for (int k = 0; k < grid.dim(geo.roles.i); ++k) {
+    const Range r = block_range(width, grid.dim(geo.roles.i), k);
+    whole = whole && r.size() > 0 && r.begin % head == 0 && r.end % head == 0;
+  }
+  if (!whole) return {false, 0, opt.heads};
+  return {true, z_cols.begin / head, z_cols.size() / head};
+}
 }  // namespace
 
 index_t GatLayer3D::z_width(const LayerGeometry& g, const GatOptions& o) {
@@ -22,41 +40,47 @@ index_t GatLayer3D::z_width(const LayerGeometry& g, const GatOptions& o) {
 
 GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj,
                        const index_t* transpose_map, DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed,
-                       bool reuse_weight)
-    : be_(be),
+                       LayerCommOptions comm)
+    : GnnLayer3D(be, geo, comm, TensorRole::Recomputed),
+      be_(be),
       grid_(grid),
       geo_(geo),
       opt_(opt),
+      bf16_(comm.bf16),
       adj_(adj),
       transpose_map_(transpose_map),
       self_loops_(self_loops),
       z_cols_(block_range(z_width(geo, opt), grid.dim(geo.roles.i), grid.coord(geo.roles.i))),
+      heads_whole_(head_split(grid, geo, opt, z_cols_).whole),
+      head0_(head_split(grid, geo, opt, z_cols_).first),
+      local_heads_(head_split(grid, geo, opt, z_cols_).count),
+      nnz_(adj.operand(false).whole.nnz),
       linear_(be, grid, Linear3DLayout{geo.roles.o, geo.roles.d, geo.roles.i, geo.in_rows.size(), geo.in_cols, z_cols_},
-              Linear3DOptions{.bias = false, .reuse_weight = reuse_weight}),
+              Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16,
+                              .inference = comm.inference}),
       att_src_(be, 1, z_cols_.size()),
       att_dst_(be, 1, z_cols_.size()),
       bias_(be, 1, geo.out_cols.size()),
-      h_drop_(opt.recompute ? Matrix()  // recompute: allocated in each pass (held)
-                            : Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{})) {
+      z_(tensors_, TensorRole::Kept, linear_),
+      s_cols_(tensors_, TensorRole::Recomputed, 2 * geo.in_rows.size(), local_heads_, LayerTensor::Options::fp32_values()),
+      s_dst_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), local_heads_, LayerTensor::Options::fp32_values()),
+      row_max_(be, geo.out_rows.size(), local_heads_),
+      row_sum_(be, geo.out_rows.size(), local_heads_),
+      alpha_(tensors_, TensorRole::Recomputed, local_heads_, nnz_, LayerTensor::Options::fp32_values("attention coefficients")),
+      // (only with attention dropout)
+      alpha_drop_(tensors_, TensorRole::Recomputed, opt.attn_dropout > 0.0f ? local_heads_ : 0, nnz_,
+                  LayerTensor::Options::fp32_values("attention coefficients")),
+      alpha_drop_t_(tensors_, TensorRole::Scratch, local_heads_, nnz_, LayerTensor::Options::fp32_values("attention coefficients")),
+      agg_(tensors_, opt.average_heads ? TensorRole::PassOnly : TensorRole::Output, geo.out_rows.size(), z_cols_.size()),
+      out_full_(tensors_, TensorRole::PassOnly, opt.average_heads ? geo.out_rows.size() : 0, geo.out_dim),
+      out_(tensors_, TensorRole::Output, opt.average_heads ? geo.out_rows.size() : 0, geo.out_cols.size()) {
   if (!geo.transform_first) throw std::invalid_argument("GatLayer3D: GAT layers transform first");
-  if (opt.heads < 1 || (!opt.average_heads && geo.out_dim % opt.heads != 0))
-    throw std::invalid_argument("GatLayer3D: the output width is not heads × features");
   if (adj.chunks() != 1) throw std::invalid_argument("GatLayer3D: Â blocks in row chunks are not supported");
   const index_t width = z_width(geo, opt);
-  // Whole heads on every rank of i (the column blocks of heads·F cut at head boundaries): each
-  // rank scores its own heads alone, and the per-edge arrays hold only those.
-  bool whole = true;
-  for (int k = 0; k < grid.dim(geo.roles.i); ++k) {
-    const Range r = block_range(width, grid.dim(geo.roles.i), k);
-    whole = whole && r.size() > 0 && r.begin % head_width() == 0 && r.end % head_width() == 0;
-  }
-  heads_whole_ = whole;
-  head0_ = whole ? z_cols_.begin / head_width() : 0;
-  const index_t heads = whole ? z_cols_.size() / head_width() : opt.heads;
-  local_heads_ = heads;
-  att_src_.allocate();
-  att_dst_.allocate();
-  bias_.allocate();
+  const bool grads = tensors_.grads();
+  att_src_.allocate(0.0f, grads);
+  att_dst_.allocate(0.0f, grads);
+  bias_.allocate(0.0f, grads);
   if (be.computes()) {  // streams: layer + 1000 (W, as every kind's), + 3000 (a_src), + 4000 (a_dst)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
     linear_.weight().upload(glorot_block(geo.in_dim, width, linear_.w_rows(), z_cols_, seed, layer + 1000u));
@@ -64,20 +88,6 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
     att_src_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 3000u));
     att_dst_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 4000u));
   }
-  nnz_ = adj.operand(false).whole.nnz;
-  const index_t in_rows = geo.in_rows.size(), out_rows = geo.out_rows.size();
-  row_max_ = Matrix(be, out_rows, heads);
-  row_sum_ = Matrix(be, out_rows, heads);
-  const auto edge_values = static_cast<std::size_t>(heads * nnz_);
-  if (!opt.recompute) {  // recompute: allocated in each pass (attend)
-    s_cols_ = Matrix(be, 2 * in_rows, heads);
-    s_dst_ = Matrix(be, out_rows, heads);
-    MemoryScope scope(be, MemoryKind::EdgeValues, "attention coefficients");
-    alpha_ = Buffer<float>(be, edge_values);
-    if (opt.attn_dropout > 0.0f) alpha_drop_ = Buffer<float>(be, edge_values);
-    alpha_drop_t_ = Buffer<float>(be, edge_values);
-  }
-  agg_ = Matrix(be, out_rows, z_cols_.size());
   if (opt.average_heads) {
     std::vector<float> map(static_cast<std::size_t>(z_cols_.size() * geo.out_dim), 0.0f);
     for (index_t j = 0; j < z_cols_.size(); ++j)
@@ -85,8 +95,6 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
           1.0f / static_cast<float>(opt.heads);
     mean_map_ = Matrix(be, z_cols_.size(), geo.out_dim);
     if (be.computes()) mean_map_.upload(map);
-    out_full_ = Matrix(be, out_rows, geo.out_dim);
-    out_ = Matrix(be, out_rows, geo.out_cols.size());
   }
 }
 
@@ -101,10 +109,11 @@ std::vector<LayerParam> GatLayer3D::parameters(bool decay_weights) {
 }
 
 std::vector<float> GatLayer3D::attention_on_host() {
-  if (opt_.recompute) attend(DropoutSpec{});  // (collective over o and i, as forward)
-  std::vector<float> mine(alpha_.size());
-  if (!mine.empty()) be_.copy_to_host(mine.data(), alpha_.data(), mine.size() * sizeof(float));
-  if (opt_.recompute) release_attention();
+  alpha_.ensure([&] { attend(DropoutSpec{}); });  // (recompute: collective over o and i, as forward)
+  std::vector<float> mine(static_cast<std::size_t>(local_heads_ * nnz_));
+  if (!mine.empty()) be_.copy_to_host(mine.data(), alpha_.view().data, mine.size() * sizeof(float));
+  release_attention();
+  z_.done();
   Communicator& i = grid_.host_comm(geo_.roles.i);
   if (heads_whole_ && i.size() > 1) {
     // Rank k of i holds the heads of its columns of heads·F: gathered in order, all the heads.
@@ -137,96 +146,103 @@ void GatLayer3D::multiply_heads(const AdjOperand& a, const float* alpha, ConstMa
   }
 }
 
-const Matrix& GatLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
-  last_h_in_ = &h_in;
-  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-  last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  const Matrix& z = linear_.forward(last_in_);
-  release_if(opt_.recompute, h_drop_);  // (backward draws it again)
+ActivationView GatLayer3D::forward_pass(const DropoutSpec& dropout) {
+  linear_.forward(input_.rows(dropout));
+  input_.done();  // (recompute: backward draws dropout(H) again)
+  z_.computed();
   const float* used = attend(dropout);
-  multiply_heads(adj_.operand(false), used, z.view(), agg_);
-  if (opt_.recompute) release_attention();  // (backward computes it again)
-  grid_.comm(geo_.roles.o).all_reduce(agg_.data(), agg_.size(), ReduceOp::Sum);
+  Matrix& agg = agg_.compute();
+  multiply_heads(adj_.operand(false), used, z_.view(), agg);
+  attention_done();  // (recompute: backward computes it again)
+  all_reduce_activation(be_, grid_.comm(geo_.roles.o), agg, bf16_);
 
-  Matrix* out = &agg_;
+  Matrix* out = &agg;
   if (opt_.average_heads) {
+    Matrix& full = out_full_.compute();
     if (z_cols_.size() > 0)
-      be_.gemm(Trans::No, Trans::No, 1.0f, agg_.view(), mean_map_.view(), 0.0f, out_full_.view());
+      be_.gemm(Trans::No, Trans::No, 1.0f, agg.view(), mean_map_.view(), 0.0f, full.view());
     else
-      be_.fill(out_full_.view(), 0.0f);
-    grid_.comm(geo_.roles.i).all_reduce(out_full_.data(), out_full_.size(), ReduceOp::Sum);
-    const ConstMatrixView full = out_full_.view();
-    be_.copy(ConstMatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld}, out_.view());
-    out = &out_;
+      be_.fill(full.view(), 0.0f);
+    agg_.done();
+    grid_.comm(geo_.roles.i).all_reduce(full.data(), full.size(), ReduceOp::Sum);
+    out = &out_.compute();
+    be_.copy(ConstMatrixView{full.data() + geo_.out_cols.begin, full.rows(), geo_.out_cols.size(), full.ld()},
+             out->view());
+    out_full_.done();
   }
   be_.add_bias(out->view(), bias_.data());
   if (opt_.elu) be_.elu(out->view());
-  return *out;
+  output().computed();
+  z_.done();
+  return output().activation();
 }
 
 const float* GatLayer3D::attend(const DropoutSpec& dropout) {
-  const Matrix& z = linear_.output();
+  const ConstMatrixView z = z_.view();
   Communicator& o = grid_.comm(geo_.roles.o);
   Communicator& i = grid_.comm(geo_.roles.i);
   const index_t heads = local_heads_, in_rows = geo_.in_rows.size();
   const bool dropped = dropout.training && opt_.attn_dropout > 0.0f;
-  held(be_, s_cols_, 2 * in_rows, heads);
-  held(be_, s_dst_, geo_.out_rows.size(), heads);
-  {
-    MemoryScope scope(be_, MemoryKind::EdgeValues, "attention coefficients");
-    const auto edge_values = static_cast<std::size_t>(heads * nnz_);
-    if (alpha_.backend() == nullptr) alpha_ = Buffer<float>(be_, edge_values);
-    if (dropped && alpha_drop_.backend() == nullptr) alpha_drop_ = Buffer<float>(be_, edge_values);
-  }
-  float* s_src = s_cols_.data();
-  float* s_dst_in = s_cols_.data() + in_rows * heads;
-  be_.head_dots(z.view(), att_src_.data(), heads, head_width(), feature0(), s_src);
-  be_.head_dots(z.view(), att_dst_.data(), heads, head_width(), feature0(), s_dst_in);
-  if (!heads_whole_) i.all_reduce(s_cols_.data(), s_cols_.size(), ReduceOp::Sum);
-  spmm_all_reduce(be_, o, self_loops_.operand(false), ConstMatrixView{s_dst_in, in_rows, heads, heads}, s_dst_);
+  Matrix& s_cols = s_cols_.compute();
+  Matrix& s_dst = s_dst_.compute();
+  float* alpha = alpha_.compute().data();
+  float* s_src = s_cols.data();
+  float* s_dst_in = s_cols.data() + in_rows * heads;
+  be_.head_dots(z, att_src_.data(), heads, head_width(), feature0(), s_src);
+  be_.head_dots(z, att_dst_.data(), heads, head_width(), feature0(), s_dst_in);
+  if (!heads_whole_) i.all_reduce(s_cols.data(), s_cols.size(), ReduceOp::Sum);
+  spmm_all_reduce(be_, o, self_loops_.operand(false), ConstMatrixView{s_dst_in, in_rows, heads, heads}, s_dst);
 
   // The softmax of a row spans the blocks of its row over o: maxima and sums are all-reduced.
   const AdjOperand a = adj_.operand(false);
-  float* alpha = alpha_.data();
-  be_.gat_edge_scores(a.whole, heads, s_dst_.data(), s_src, opt_.negative_slope, alpha);
+  be_.gat_edge_scores(a.whole, heads, s_dst.data(), s_src, opt_.negative_slope, alpha);
   be_.edge_row_max(a.whole, heads, alpha, row_max_.data());
   o.all_reduce(row_max_.data(), row_max_.size(), ReduceOp::Max);
   be_.edge_softmax_exp(a.whole, heads, row_max_.data(), alpha, row_sum_.data());
   o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
   be_.edge_softmax_normalize(a.whole, heads, row_sum_.data(), alpha);
-  const float* used = alpha;
-  if (dropped) {
-    be_.axpby(alpha_.size(), 1.0f, alpha, 0.0f, alpha_drop_.data());
-    be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
-                     geo_.in_rows.begin, alpha_drop_.data(), head0_, opt_.heads);
-    used = alpha_drop_.data();
-  }
-  return used;
+  s_cols_.computed();
+  s_dst_.computed();
+  alpha_.computed();
+  if (!dropped) return alpha;
+  float* alpha_drop = alpha_drop_.compute().data();
+  be_.axpby(static_cast<std::size_t>(heads * nnz_), 1.0f, alpha, 0.0f, alpha_drop);
+  be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
+                   geo_.in_rows.begin, alpha_drop, head0_, opt_.heads);
+  alpha_drop_.computed();
+  return alpha_drop;
+}
+
+void GatLayer3D::attention_done() {
+  s_cols_.done();
+  s_dst_.done();
+  alpha_.done();
+  alpha_drop_.done();
 }
 
 void GatLayer3D::release_attention() {
-  s_cols_ = Matrix();
-  s_dst_ = Matrix();
-  alpha_ = Buffer<float>();
-  alpha_drop_ = Buffer<float>();
+  s_cols_.release();
+  s_dst_.release();
+  alpha_.release();
+  alpha_drop_.release();
 }
 
-Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
-  if (opt_.elu) be_.elu_backward((opt_.average_heads ? out_ : agg_).view(), d_out.view());
+Activation GatLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  Matrix& d_o = output().gradient(d_out, opt_.elu ? Nonlinearity::Elu : Nonlinearity::None);
   Communicator& o = grid_.comm(geo_.roles.o);
   Communicator& i = grid_.comm(geo_.roles.i);
   Communicator& d = grid_.comm(geo_.roles.d);
   const index_t heads = local_heads_, in_rows = geo_.in_rows.size(), out_rows = geo_.out_rows.size();
-  be_.column_sum(d_out.view(), 0.0f, bias_.grad());
+  be_.column_sum(d_o.view(), 0.0f, bias_.grad());
   d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
 
   // dAGG: dOUT itself, or with averaged heads spread back over the heads' columns.
-  Matrix* d_agg = &d_out;
+  Matrix* d_agg = &d_o;
   Matrix d_spread;
   if (opt_.average_heads) {
     Matrix d_full(be_, out_rows, geo_.out_dim);
     const MatrixView full = d_full.view();
-    be_.copy(d_out.view(), MatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld});
+    be_.copy(d_o.view(), MatrixView{full.data + geo_.out_cols.begin, full.rows, geo_.out_cols.size(), full.ld});
     i.all_reduce(d_full.data(), d_full.size(), ReduceOp::Sum);
     d_spread = Matrix(be_, out_rows, z_cols_.size());
     if (z_cols_.size() > 0)
@@ -234,39 +250,38 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
     d_agg = &d_spread;
   }
 
-  const Matrix& z = linear_.output();
+  const ConstMatrixView z = z_.view();
   const AdjOperand a = adj_.operand(false);
-  if (opt_.recompute) attend(dropout);  // s_src, s_dst, α (and its dropped copy) as forward had them
+  alpha_.ensure([&] { attend(dropout); });  // s_src, s_dst, α (and its dropped copy) as forward had them
   Buffer<float> d_alpha = [&] {
     MemoryScope scope(be_, MemoryKind::EdgeValues, "attention gradients");
-    return Buffer<float>(be_, alpha_.size());
+    return Buffer<float>(be_, static_cast<std::size_t>(heads * nnz_));
   }();
-  be_.edge_dots(a.whole, heads, head_width(), feature0(), d_agg->view(), z.view(), d_alpha.data());
+  be_.edge_dots(a.whole, heads, head_width(), feature0(), d_agg->view(), z, d_alpha.data());
   if (!heads_whole_) i.all_reduce(d_alpha.data(), d_alpha.size(), ReduceOp::Sum);
 
   const bool dropped = dropout.training && opt_.attn_dropout > 0.0f;
   const AdjOperand a_t = adj_.operand(true);
-  if (alpha_drop_t_.backend() == nullptr) {  // (recompute: only while backward uses it)
-    MemoryScope scope(be_, MemoryKind::EdgeValues, "attention coefficients");
-    alpha_drop_t_ = Buffer<float>(be_, alpha_.size());
-  }
-  be_.edge_gather(nnz_, heads, transpose_map_, dropped ? alpha_drop_.data() : alpha_.data(), alpha_drop_t_.data());
-  if (opt_.recompute) alpha_drop_ = Buffer<float>();
+  const float* alpha = alpha_.view().data;
+  float* alpha_t = alpha_drop_t_.compute().data();
+  be_.edge_gather(nnz_, heads, transpose_map_, dropped ? alpha_drop_.view().data : alpha, alpha_t);
+  alpha_drop_.release();
   Matrix d_z(be_, in_rows, z_cols_.size());
-  multiply_heads(a_t, alpha_drop_t_.data(), d_agg->view(), d_z);
-  if (opt_.recompute) alpha_drop_t_ = Buffer<float>();
-  d.all_reduce(d_z.data(), d_z.size(), ReduceOp::Sum);
+  multiply_heads(a_t, alpha_t, d_agg->view(), d_z);
+  alpha_drop_t_.release();
+  output().release();  // (dOUT is read no more)
+  all_reduce_activation(be_, d, d_z, bf16_);
 
   // Through the attention dropout, the softmax and the LeakyReLU to the scores' gradient.
   if (dropped)
     be_.edge_dropout(a.whole, heads, opt_.attn_dropout, attention_key(dropout), geo_.out_rows.begin,
                      geo_.in_rows.begin, d_alpha.data(), head0_, opt_.heads);
-  be_.edge_row_sum(a.whole, heads, alpha_.data(), d_alpha.data(), nullptr, row_sum_.data());
+  be_.edge_row_sum(a.whole, heads, alpha, d_alpha.data(), nullptr, row_sum_.data());
   o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
-  be_.edge_softmax_backward(a.whole, heads, alpha_.data(), row_sum_.data(), d_alpha.data());
-  const float* s_src = s_cols_.data();
-  be_.gat_edge_scores_backward(a.whole, heads, s_dst_.data(), s_src, opt_.negative_slope, d_alpha.data());
-  if (opt_.recompute) release_attention();
+  be_.edge_softmax_backward(a.whole, heads, alpha, row_sum_.data(), d_alpha.data());
+  const float* s_src = s_cols_.view().data;
+  be_.gat_edge_scores_backward(a.whole, heads, s_dst_.view().data, s_src, opt_.negative_slope, d_alpha.data());
+  release_attention();
 
   // ds_dst of the rows (summed over the row's blocks), then ds_src (the block's column sums) and
   // ds_dst moved back to the input order by Sᵀ, both summed over the blocks of the column.
@@ -282,22 +297,15 @@ Matrix GatLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
 
   be_.fill(att_src_.grad_view(), 0.0f);
   be_.fill(att_dst_.grad_view(), 0.0f);
-  be_.head_dots_backward(z.view(), att_src_.data(), heads, head_width(), feature0(), ds_cols.data(), d_z.view(),
+  be_.head_dots_backward(z, att_src_.data(), heads, head_width(), feature0(), ds_cols.data(), d_z.view(),
                          att_src_.grad());
-  be_.head_dots_backward(z.view(), att_dst_.data(), heads, head_width(), feature0(),
-                         ds_cols.data() + in_rows * heads, d_z.view(), att_dst_.grad());
+  be_.head_dots_backward(z, att_dst_.data(), heads, head_width(), feature0(), ds_cols.data() + in_rows * heads,
+                         d_z.view(), att_dst_.grad());
   o.all_reduce(att_src_.grad(), att_src_.size(), ReduceOp::Sum);
   o.all_reduce(att_dst_.grad(), att_dst_.size(), ReduceOp::Sum);
+  z_.release();
 
-  if (opt_.recompute) {  // the input forward multiplied: dropout(H) drawn again
-    if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-    last_in_ = input_dropout(be_, *last_h_in_, dropout, geo_, h_drop_);
-  }
-  Matrix d_h = linear_.backward(last_in_, d_z, need_input_grad);
-  release_if(opt_.recompute, h_drop_);
-  if (!need_input_grad) return {};
-  input_dropout_backward(be_, d_h, dropout, geo_);
-  return d_h;
+  return input_.gradient_through(linear_, d_z, dropout, need_input_grad);
 }
 
 }  // namespace plexus

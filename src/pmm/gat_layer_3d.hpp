@@ -39,10 +39,14 @@
 //       heads·F over i are cut at head boundaries (G_i divides the heads), each rank of i holds
 //       whole heads: it scores and differentiates its own heads alone, with no collective, and
 //       its per-edge arrays hold only its heads — attention memory then falls as 1/P.
-//   recompute (GatOptions::recompute): backward first computes s_src, s_dst and α again from Z
-//   (the forward's collectives from s_src, s_dst = Z·a to the row sum of exp, repeated) and
-//   draws dropout(H) again before the Linear3D's backward; attention_on_host() computes α
+//   recompute (LayerCommOptions::recompute): backward first computes s_src, s_dst and α again
+//   from Z (the forward's collectives from s_src, s_dst = Z·a to the row sum of exp, repeated)
+//   and draws dropout(H) again before the Linear3D's backward; attention_on_host() computes α
 //   again (without attention dropout) when asked.
+//   bf16 (LayerCommOptions::bf16): the input, Z and OUT (all but the last layer) held in bf16,
+//   dH passed down in bf16; the all-reduces of OUT and dZ and the Linear3D's sums of Z and dH
+//   travel as bf16. The per-edge arrays, the scores and the averaged heads stay fp32
+//   (pmm/layer_tensors.hpp).
 #include <cstdint>
 #include <vector>
 
@@ -61,9 +65,6 @@ struct GatOptions {
   float attn_dropout = 0.0f;
   float negative_slope = 0.2f;
   bool elu = false;            // ELU on the output (every layer but the last)
-  // Keep only H and Z from forward to backward (TrainConfig::recompute): dropout(H), the scores
-  // and α (with its dropout) are computed again in backward, with their collectives.
-  bool recompute = false;
 };
 
 class GatLayer3D : public GnnLayer3D {
@@ -73,10 +74,8 @@ class GatLayer3D : public GnnLayer3D {
   // block; `self_loops`: the block's S. All outlive the layer. geo.out_dim is the layer's output
   // width: heads × F concatenated, or F (= out_dim) averaged.
   GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, const index_t* transpose_map,
-             DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed, bool reuse_weight = false);
+             DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed, LayerCommOptions comm = {});
 
-  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
-  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   void weight_updated() override { linear_.weight_updated(); }
   Range out_slice_rows() const override { return geo_.out_rows; }
   const LayerGeometry& geometry() const override { return geo_; }
@@ -95,6 +94,8 @@ class GatLayer3D : public GnnLayer3D {
   int attention_heads() const override { return opt_.heads; }
 
  private:
+  ActivationView forward_pass(const DropoutSpec& dropout) override;
+  Activation backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   index_t head_width() const { return opt_.average_heads ? geo_.out_dim : geo_.out_dim / opt_.heads; }
   // The attention dropout of one pass: keyed by the global entry and head (Backend::edge_dropout).
   DropoutKey attention_key(const DropoutSpec& dropout) const;
@@ -104,17 +105,18 @@ class GatLayer3D : public GnnLayer3D {
   // out[:, head columns] = α_h · z[:, head columns] for each head with columns here (the block
   // or its transpose, α in the matching order).
   void multiply_heads(const AdjOperand& a, const float* alpha, ConstMatrixView z, Matrix& out);
-  // s_src, s_dst and α (and, training with attention dropout, its dropped copy) from Z, the
-  // output of the last forward's Linear3D; allocates them where recompute released them.
+  // s_src, s_dst and α (and, training with attention dropout, its dropped copy) from Z.
   // Returns the coefficients the aggregation multiplies by.
   const float* attend(const DropoutSpec& dropout);
-  // Recompute: releases what attend() computed.
+  // Forward, or backward, is done with what attend() computed.
+  void attention_done();
   void release_attention();
 
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
   GatOptions opt_;
+  bool bf16_;
   DeviceAdj& adj_;
   const index_t* transpose_map_;
   DeviceAdj& self_loops_;
@@ -122,20 +124,19 @@ class GatLayer3D : public GnnLayer3D {
   // The heads this rank scores: its own (heads_whole_: every rank of i holds whole heads) or all.
   bool heads_whole_ = false;
   index_t head0_ = 0, local_heads_ = 0;
+  index_t nnz_ = 0;
   Linear3D linear_;
   ParamSlot att_src_, att_dst_, bias_;
-  index_t nnz_ = 0;
-  Matrix h_drop_;
-  ConstMatrixView last_in_{};  // what the last forward multiplied: h_in or h_drop_
-  const Matrix* last_h_in_ = nullptr;  // the last forward's input (recompute)
-  Matrix s_cols_;   // [2 × in_rows × heads]: s_src then s_dst of the input order
-  Matrix s_dst_;    // [out_rows × heads]: s_dst of the output order
+  LayerTensor z_;       // Z = dropout(H)·W: the linear's output
+  LayerTensor s_cols_;  // [2 × in_rows × heads]: s_src then s_dst of the input order
+  LayerTensor s_dst_;   // [out_rows × heads]: s_dst of the output order
   Matrix row_max_, row_sum_;
-  Buffer<float> alpha_, alpha_drop_, alpha_drop_t_;  // [heads × nnz] each
-  Matrix agg_;       // [out_rows × z_cols]
-  Matrix mean_map_;  // averaged heads: [z_cols × out_dim], 1/heads where column j is class j mod F
-  Matrix out_full_;  // averaged heads: [out_rows × out_dim]
-  Matrix out_;       // [out_rows × out_cols]
+  LayerTensor alpha_, alpha_drop_, alpha_drop_t_;  // [heads × nnz] each: α, dropped, transposed
+  LayerTensor agg_;       // [out_rows × z_cols]: OUT (concatenated heads)
+  Matrix mean_map_;       // averaged heads: [z_cols × out_dim], 1/heads where column j is class j mod F
+  LayerTensor out_full_;  // averaged heads: [out_rows × out_dim]
+  LayerTensor out_;       // averaged heads: OUT [out_rows × out_cols]
+  LayerTensor& output() { return opt_.average_heads ? out_ : agg_; }
 };
 
 }  // namespace plexus

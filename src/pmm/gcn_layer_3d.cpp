@@ -59,31 +59,24 @@
 //   [4] bf16 (--precision bf16, docs/precision.md): the all-reduces marked [1] and the
 //       Linear3D's Y and dH/dAGG all-reduces move bf16 summed in fp32 (all_reduce_in_bf16: half
 //       the bytes); W's gathers, dW's reduce-scatters, db's all-reduces and [3]'s collectives
-//       stay fp32. Transforming first, H·W and Hᵀ·dY read the input in row chunks (its dropout
-//       drawn again per chunk), so no dropped-out copy is kept. Every layer takes a bf16 input;
-//       all but the last (bf16_output) store OUT in bf16 — rounded by the all-reduce that sums
-//       it in place (all_reduce_to_bf16: Â·Y's transforming first, the Linear3D's aggregating
-//       first) and once more after the bias and ReLU, which are computed in fp32 — and
-//       aggregating first AGG kept for backward in bf16. Backward (backward16) passes dH in
-//       bf16: Linear3D::backward16 reads X and dY (a bf16 dOUT, its ReLU mask from the bf16
-//       OUT) in row chunks and writes dX in bf16; the SpMMs' operands (Y, dOUT transforming
-//       first, the aggregation's input and dAGG) are converted to fp32 whole, and each is freed
-//       before the sum's bf16 copy is taken. OUT and AGG are released by backward (and by the
-//       next forward): what is held between two passes is bf16.
+//       stay fp32. What the layer holds is held by pmm/layer_tensors.hpp: the input comes in
+//       bf16, OUT (all but the last layer) and AGG are rounded to bf16 when computed and kept so,
+//       and dH goes down in bf16. Transforming first, H·W and dW = Hᵀ·dY read the bf16 input in
+//       row chunks (its dropout drawn again for each), dH = dY·Wᵀ is written by rows into bf16
+//       (Linear3D::backward16) and Y lives only until Â·Y is taken; aggregating first, the input
+//       is converted whole for the SpMM and freed before the sum's wire is taken, and OUT = AGG·W
+//       and dW = AGGᵀ·dOUT read the bf16 AGG by rows.
 //
 // Recomputation (LayerCommOptions::recompute): between forward and backward the layer holds
-// only its input (and OUT, the next layer's input). Aggregating first, backward computes AGG
-// again — Â·dropout(H) and its all-reduce over o [1], repeated — before the Linear3D's
-// backward (layer 0 without dropout keeps its cached AGG: nothing to recompute); transforming
-// first, it draws dropout(H) again (no collective). With bf16 there is nothing to add:
-// transforming first the input is read again in any case, and aggregating first AGG is kept in
-// bf16 (computing it again would take the fp32 input and sum in backward, twice its size).
+// only its input (and OUT, the next layer's input). Aggregating first, AGG is a Recomputed
+// tensor: backward computes Â·dropout(H) and its all-reduce over o [1] again before the
+// Linear3D's backward (layer 0 without dropout reads its cached AGG: nothing to recompute);
+// transforming first, dropout(H) is drawn again (no collective). In bf16 the same, each
+// recomputed tensor rounded as forward rounded it.
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
 
-#include <cmath>
-#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -97,10 +90,17 @@ Linear3DLayout linear_layout(const LayerGeometry& g) {
 }
 Linear3DOptions linear_options(const LayerGeometry& g, const LayerCommOptions& comm) {
   // Transforming first, the bias and the scatter of OUT belong to the aggregation (here).
-  if (g.transform_first)
-    return {.bias = false, .scatter_output = false, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16};
-  return {.bias = true, .scatter_output = comm.scatter_output, .reuse_weight = comm.reuse_weight,
-          .bf16_comm = comm.bf16};
+  return {.bias = !g.transform_first,
+          .scatter_output = comm.scatter_output && !g.transform_first,
+          .reuse_weight = comm.reuse_weight,
+          .bf16_comm = comm.bf16,
+          .inference = comm.inference};
+}
+LayerCommOptions normalized(LayerCommOptions comm, const ProcessGrid& grid, const LayerGeometry& g) {
+  if (comm.agg_chunks < 1) comm.agg_chunks = 1;
+  if (grid.dim(g.out_repl()) == 1) comm.scatter_output = false;  // the all-reduce is already the identity
+  if (!comm.bf16) comm.bf16_output = false;
+  return comm;
 }
 // This rank's rows of OUT with scatter_output transforming first: out_rows split over o.
 Range scattered_rows(const ProcessGrid& grid, const LayerGeometry& g) {
@@ -110,43 +110,38 @@ Range scattered_rows(const ProcessGrid& grid, const LayerGeometry& g) {
 
 GcnLayer3D::GcnLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, bool relu,
                        std::uint64_t seed, bool constant_input, LayerCommOptions comm)
-    : be_(be),
+    : GnnLayer3D(be, geo, comm, geo.transform_first ? TensorRole::Recomputed : TensorRole::Scratch),
+      be_(be),
       grid_(grid),
       geo_(geo),
       relu_(relu),
-      comm_(comm),
+      comm_(normalized(comm, grid, geo)),
       adj_(adj),
-      linear_(be, grid, linear_layout(geo), linear_options(geo, comm)),
-      // local: float4 rows. None with recompute (allocated in each pass: held), nor with
-      // comm.bf16 (a bf16 input is read by rows, or converted to an fp32 copy that takes the
-      // dropout).
-      h_drop_(comm.recompute || comm.bf16 ? Matrix()
-                                          : Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{})),
-      constant_input_(constant_input && !geo.transform_first) {
+      linear_(be, grid, linear_layout(geo), linear_options(geo, comm_)),
+      constant_input_(constant_input && !geo.transform_first),
+      // (none transforming first)
+      agg_(tensors_, TensorRole::Recomputed, geo.transform_first ? 0 : geo.out_rows.size(),
+           geo.transform_first ? 0 : geo.in_cols.size()),
+      agg_clean_(tensors_, TensorRole::Cache, geo.out_rows.size(), geo.in_cols.size()),
+      y_(geo.transform_first ? LayerTensor(tensors_, TensorRole::PassOnly, linear_)
+                             : LayerTensor(tensors_, TensorRole::PassOnly, 0, 0)),
+      out_(!geo.transform_first ? LayerTensor(tensors_, TensorRole::Output, linear_)
+                                : LayerTensor(tensors_, TensorRole::Output,
+                                              comm_.scatter_output ? scattered_rows(grid, geo).size() : geo.out_rows.size(),
+                                              geo.out_cols.size())),
+      d_out_full_(tensors_, TensorRole::Backward, geo.transform_first && comm_.scatter_output ? geo.out_rows.size() : 0,
+                  geo.out_cols.size()) {
   if (be.computes())  // (stream layer + 1000: the GCN's weights since the first release)
     linear_.weight().upload(glorot_block(geo.in_dim, geo.out_dim, geo.w_rows, geo.out_cols, seed,
                                          static_cast<std::uint32_t>(geo.layer) + 1000u));  // a dry run draws nothing
-  if (comm_.agg_chunks < 1) comm_.agg_chunks = 1;
-  if (grid.dim(geo.out_repl()) == 1) comm_.scatter_output = false;  // the all-reduce is already the identity
   if (adj.chunks() != comm_.agg_chunks)
     throw std::invalid_argument("GcnLayer3D: the Â block was chunked for another agg_chunks");
-  if (!comm_.bf16) comm_.bf16_output = false;
   if (comm_.bf16_output && comm_.scatter_output)
     throw std::invalid_argument("GcnLayer3D: a bf16 output is not scattered (the last layer's is fp32)");
-  // comm.bf16: the linear's fp32 output lives only in forward where it is not the layer's output
-  // (transforming first Y, aggregating first with a bf16 output); AGG is bf16 (allocated in forward).
-  if (comm_.bf16 && (geo.transform_first || comm_.bf16_output)) linear_.release_output();
-  if (!geo.transform_first) {
-    if (!comm_.recompute && !comm_.bf16) agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
-    return;
-  }
+  if (!geo.transform_first) return;
   bias_ = ParamSlot(be, 1, geo.out_cols.size());
-  bias_.allocate();
-  if (!comm_.bf16_output) out_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
-  if (comm_.scatter_output) {
-    out_slice_ = Matrix(be, scattered_rows(grid, geo).size(), geo.out_cols.size());
-    d_out_full_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
-  }
+  bias_.allocate(0.0f, tensors_.grads());
+  if (comm_.scatter_output) partial_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
 }
 
 Range GcnLayer3D::out_slice_rows() const {
@@ -164,255 +159,83 @@ std::vector<LayerParam> GcnLayer3D::parameters(bool decay_weights) {
   return {std::move(w), LayerParam{"bias", &bias_, 1, geo_.out_dim, Range{0, 1}, geo_.out_cols, contributes, false}};
 }
 
-const Matrix& GcnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
-  if (comm_.bf16) throw std::logic_error("GcnLayer3D: an fp32 input to a layer that takes bf16");
-  return geo_.transform_first ? forward_transform_first(h_in, dropout) : forward_aggregate_first(h_in, dropout);
+ActivationView GcnLayer3D::forward_pass(const DropoutSpec& dropout) {
+  return geo_.transform_first ? forward_transform_first(dropout) : forward_aggregate_first(dropout);
 }
 
-const Matrix& GcnLayer3D::forward(const Bf16Matrix& h_in, const DropoutSpec& dropout) {
-  if (!comm_.bf16 || comm_.bf16_output)
-    throw std::logic_error("GcnLayer3D: forward(bf16) of a layer without bf16, or whose output is bf16 (forward16)");
-  return *forward_bf16(h_in, dropout);
+Activation GcnLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  return geo_.transform_first ? backward_transform_first(d_out, dropout, need_input_grad)
+                              : backward_aggregate_first(d_out, dropout, need_input_grad);
 }
 
-const Bf16Matrix& GcnLayer3D::forward16(const Bf16Matrix& h_in, const DropoutSpec& dropout) {
-  if (!comm_.bf16_output) throw std::logic_error("GcnLayer3D: forward16 of a layer whose output is fp32");
-  forward_bf16(h_in, dropout);
-  return out16_;
-}
-
-const Matrix* GcnLayer3D::forward_bf16(const Bf16Matrix& h_in, const DropoutSpec& dropout) {
-  // The last pass's output and AGG are dead (the next layer and backward are done with them):
-  // released before this pass's workspaces are taken.
-  out16_ = Bf16Matrix();
-  agg16_ = Bf16Matrix();
-  if (geo_.transform_first) {
-    // Read in row chunks, the dropout drawn again: nothing kept to recompute.
-    last_src_ = row_source(h_in, dropout, geo_);
-    const Matrix& y = linear_.forward(last_src_);
-    if (!comm_.bf16_output) {
-      const Matrix& out = aggregate_output(y);
-      linear_.release_output();  // Y: only the SpMM's operand
-      return &out;
-    }
-    // OUT = act(Â·Y + b) in an fp32 workspace, stored in bf16 (summed over o in out16_ itself).
-    const AdjOperand a = adj_.operand(false);
-    MemoryScope scope(be_, MemoryKind::Workspace, "an fp32 aggregation");
-    Matrix ws(be_, geo_.out_rows.size(), geo_.out_cols.size());
-    spmm_rows(be_, a, y.view(), ws.view());
-    linear_.release_output();
-    {
-      MemoryScope kept(be_, MemoryKind::Activations, "activations");
-      held(be_, out16_, geo_.out_rows.size(), geo_.out_cols.size());
-    }
-    all_reduce_to_bf16(be_, grid_.comm(geo_.roles.o), a, ws, out16_);
-    be_.add_bias(ws.view(), std::as_const(bias_).data());
-    if (relu_) be_.relu(ws.view());
-    be_.to_bf16(ws.size(), ws.data(), 0.0f, out16_.data());
-    return nullptr;
-  }
-  if (constant_input_ && dropout.p == 0.0f) {
-    if (!agg_clean_valid_) aggregate_bf16(h_in, dropout, agg_clean16_);
-    agg_clean_valid_ = true;
-    last_agg16_ = &agg_clean16_;
-  } else {
-    aggregate_bf16(h_in, dropout, agg16_);
-    last_agg16_ = &agg16_;
-  }
-  Matrix& out = linear_.forward(row_source(*last_agg16_, DropoutSpec{}, geo_));
-  if (relu_) be_.relu(out.view());
-  if (!comm_.bf16_output) return &out;
-  held(be_, out16_, out.rows(), out.cols());
-  be_.to_bf16(out.size(), out.data(), 0.0f, out16_.data());
-  linear_.release_output();
-  return nullptr;
-}
-
-void GcnLayer3D::aggregate_bf16(const Bf16Matrix& h_in, const DropoutSpec& dropout, Bf16Matrix& into) {
-  const AdjOperand a = adj_.operand(false);
-  MemoryScope scope(be_, MemoryKind::Workspace, "the fp32 input of an aggregation");
-  Matrix ws(be_, geo_.out_rows.size(), geo_.in_cols.size());
-  {
-    Matrix h(be_, h_in.rows(), h_in.cols());
-    row_source(h_in, dropout, geo_).fill(be_, 0, h.rows(), h.view());
-    spmm_rows(be_, a, h.view(), ws.view());
-  }  // (h freed before the bf16 sum is taken)
-  MemoryScope kept(be_, MemoryKind::Activations, "activations");
-  held(be_, into, geo_.out_rows.size(), geo_.in_cols.size());
-  all_reduce_to_bf16(be_, grid_.comm(geo_.roles.o), a, ws, into);
-}
-
-const Matrix& GcnLayer3D::forward_transform_first(const Matrix& h_in, const DropoutSpec& dropout) {
-  last_h_in_ = &h_in;
-  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-  last_in_ = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  const Matrix& y = linear_.forward(last_in_);
-  release_if(comm_.recompute, h_drop_);  // (backward draws it again)
-  return aggregate_output(y);
-}
-
-const Matrix& GcnLayer3D::aggregate_output(const Matrix& y) {
+ActivationView GcnLayer3D::forward_transform_first(const DropoutSpec& dropout) {
+  const Matrix& y = linear_.forward(input_.rows(dropout));
+  input_.done();  // (recompute: backward draws dropout(H) again)
+  Matrix& out = out_.compute();
   Communicator& o = grid_.comm(geo_.roles.o);
-  Matrix* out = &out_;
-  if (comm_.scatter_output) {
-    spmm_reduce_scatter(be_, o, adj_.operand(false), y.view(), out_, out_slice_);
-    out = &out_slice_;
-  } else {
-    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out_, 0.0f, comm_.bf16);
-  }
-  be_.add_bias(out->view(), std::as_const(bias_).data());
-  if (relu_) be_.relu(out->view());
-  return *out;
+  if (comm_.scatter_output)
+    spmm_reduce_scatter(be_, o, adj_.operand(false), y.view(), partial_, out);
+  else
+    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out, 0.0f, comm_.bf16, [&] { y_.done(); });
+  y_.done();  // (bf16: Y is only the SpMM's operand)
+  be_.add_bias(out.view(), std::as_const(bias_).data());
+  if (relu_) be_.relu(out.view());
+  out_.computed();
+  return out_.activation();
 }
 
-Matrix GcnLayer3D::backward_transform_first(Matrix& d_out_arg, const DropoutSpec& dropout, bool need_input_grad) {
-  if (relu_) be_.relu_backward((comm_.scatter_output ? out_slice_ : out_).view(), d_out_arg.view());
-  Matrix* d_out = &d_out_arg;
+Activation GcnLayer3D::backward_transform_first(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  // The gradient before the ReLU (with scatter_output: of this rank's row slice, gathered over o).
+  Matrix* d = &out_.gradient(d_out, nonlinearity());
   if (comm_.scatter_output) {
     Communicator& o = grid_.comm(geo_.roles.o);
-    o.all_gather(d_out_arg.data(), d_out_full_.data(), block_counts(geo_.out_rows.size(), o.size(), geo_.out_cols.size()));
-    d_out = &d_out_full_;
+    Matrix& full = d_out_full_.compute();
+    o.all_gather(d->data(), full.data(), block_counts(geo_.out_rows.size(), o.size(), geo_.out_cols.size()));
+    d = &full;
   }
-  Communicator& d = grid_.comm(geo_.roles.d);
-  be_.column_sum(d_out->view(), 0.0f, bias_.grad());
-  d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
+  Communicator& dc = grid_.comm(geo_.roles.d);
+  be_.column_sum(d->view(), 0.0f, bias_.grad());
+  dc.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
   Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
-  spmm_all_reduce(be_, d, adj_.operand(true), d_out->view(), d_y, 0.0f);
-  if (comm_.recompute) {  // the input forward multiplied: dropout(H) drawn again
-    if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-    last_in_ = input_dropout(be_, *last_h_in_, dropout, geo_, h_drop_);
-  }
-  Matrix d_h = linear_.backward(last_in_, d_y, need_input_grad);
-  release_if(comm_.recompute, h_drop_);
-  if (!need_input_grad) return {};
-  input_dropout_backward(be_, d_h, dropout, geo_);
-  return d_h;
+  spmm_all_reduce(be_, dc, adj_.operand(true), d->view(), d_y, 0.0f, comm_.bf16, [&] { out_.release(); });
+  out_.release();
+  return input_.gradient_through(linear_, d_y, dropout, need_input_grad);
 }
 
-const Matrix& GcnLayer3D::forward_aggregate_first(const Matrix& h_in, const DropoutSpec& dropout) {
-  const Axis o = geo_.roles.o;
+void GcnLayer3D::aggregate(const DropoutSpec& dropout, LayerTensor& into) {
+  const LayerInput::Aggregation product{adj_.operand(false), into};
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), {&product, 1});
+}
+
+ActivationView GcnLayer3D::forward_aggregate_first(const DropoutSpec& dropout) {
   if (constant_input_ && dropout.p == 0.0f) {
-    if (!agg_clean_valid_) {
-      agg_clean_ = Matrix(be_, geo_.out_rows.size(), geo_.in_cols.size());
-      spmm_all_reduce(be_, grid_.comm(o), adj_.operand(false), h_in.view(), agg_clean_, 0.0f);
-      agg_clean_valid_ = true;
-    }
+    agg_clean_.ensure([&] { aggregate(dropout, agg_clean_); });  // once
     last_agg_ = &agg_clean_;
   } else {
-    aggregate(h_in, dropout);
+    aggregate(dropout, agg_);
     last_agg_ = &agg_;
   }
-  last_h_in_ = &h_in;
-
-  Matrix& out = linear_.forward(last_agg_->view());
-  release_if(comm_.recompute, agg_);  // (backward computes it again)
+  Matrix& out = linear_.forward(last_agg_->rows());
+  last_agg_->done();  // (recompute: backward computes AGG again)
   if (relu_) be_.relu(out.view());
-  return out;
+  out_.computed();
+  return out_.activation();
 }
 
-void GcnLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout) {
-  const bool drop = dropout.p > 0.0f;
-  if (drop) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-  held(be_, agg_, geo_.out_rows.size(), geo_.in_cols.size());
-  const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), adj_.operand(false), h, agg_, 0.0f);
-  release_if(comm_.recompute, h_drop_);
-}
-
-Matrix GcnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
-  if (comm_.bf16) throw std::logic_error("GcnLayer3D: backward of a bf16 layer is backward16");
-  if (geo_.transform_first) return backward_transform_first(d_out, dropout, need_input_grad);
-  const Axis d = geo_.roles.d;
+Activation GcnLayer3D::backward_aggregate_first(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
   // ReLU backward on what forward returned (with scatter_output: this rank's row slice; the
-  // linear all-gathers the gradient over i afterwards).
-  if (relu_) be_.relu_backward(linear_.output().view(), d_out.view());
-  if (comm_.recompute && last_agg_ == &agg_)  // (not the cached AGG)
-    aggregate(*last_h_in_, dropout);
-  Matrix d_agg = linear_.backward(last_agg_->view(), d_out, need_input_grad);
-  release_if(comm_.recompute, agg_);
+  // linear all-gathers the gradient over i afterwards); a bf16 gradient read by rows.
+  const RowSource d = out_.gradient_rows(d_out, nonlinearity());
+  last_agg_->ensure([&] { aggregate(dropout, agg_); });  // (never the cached one)
+  Activation d_linear = tensors_.linear_backward(linear_, last_agg_->rows(), d, need_input_grad);
+  last_agg_->release();
+  out_.release();
   if (!need_input_grad) return {};
-
+  Matrix d_agg = tensors_.fp32(std::move(d_linear));  // (the SpMM's operand)
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_all_reduce(be_, grid_.comm(d), adj_.operand(true), d_agg.view(), d_h, 0.0f);
-  input_dropout_backward(be_, d_h, dropout, geo_);
-  return d_h;
-}
-
-Bf16Matrix GcnLayer3D::backward16(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
-  if (!comm_.bf16 || comm_.bf16_output)
-    throw std::logic_error("GcnLayer3D: backward16 of an fp32 gradient for a layer whose output is not fp32 in bf16");
-  return backward_bf16(&d_out, nullptr, dropout, need_input_grad);
-}
-
-Bf16Matrix GcnLayer3D::backward16(Bf16Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
-  if (!comm_.bf16_output) throw std::logic_error("GcnLayer3D: backward16 of a bf16 gradient for a layer whose output is fp32");
-  return backward_bf16(nullptr, &d_out, dropout, need_input_grad);
-}
-
-Bf16Matrix GcnLayer3D::backward_bf16(Matrix* d32, Bf16Matrix* d16, const DropoutSpec& dropout, bool need_input_grad) {
-  Communicator& d = grid_.comm(geo_.roles.d);
-  if (geo_.transform_first) {
-    // dOUT in fp32 whole (the SpMM's operand): a bf16 one converted, its ReLU mask applied.
-    Matrix converted;
-    const Matrix* d_out = d32;
-    if (d16 != nullptr) {
-      converted = Matrix(be_, geo_.out_rows.size(), geo_.out_cols.size());
-      grad_source(*d16, relu_ ? &out16_ : nullptr).fill_all(be_, converted.view());
-      *d16 = Bf16Matrix();  // (the gradient and the output are done with)
-      out16_ = Bf16Matrix();
-      d_out = &converted;
-    } else {
-      if (relu_) be_.relu_backward((comm_.scatter_output ? out_slice_ : out_).view(), d32->view());
-      if (comm_.scatter_output) {
-        Communicator& o = grid_.comm(geo_.roles.o);
-        o.all_gather(d32->data(), d_out_full_.data(), block_counts(geo_.out_rows.size(), o.size(), geo_.out_cols.size()));
-        d_out = &d_out_full_;
-      }
-    }
-    be_.column_sum(d_out->view(), 0.0f, bias_.grad());
-    d.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
-    // dY = Âᵀ·dOUT, summed over d in bf16 (dOUT freed first where it is this layer's).
-    const AdjOperand at = adj_.operand(true);
-    Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
-    spmm_rows(be_, at, d_out->view(), d_y.view());
-    converted = Matrix();
-    if (d.size() > 1) {  // (on one rank there is no sum: dY stays fp32, read by rows below)
-      Bf16Matrix wire(be_, d_y.rows(), d_y.cols());
-      all_reduce_to_bf16(be_, d, at, d_y, wire);
-    }
-    // dW = Hᵀ·dY and dH = dY·Wᵀ (the input dropout's mask applied) by rows, dH stored in bf16.
-    return linear_.backward16(last_src_, grad_source(d_y), need_input_grad);
-  }
-  const RowSource agg = row_source(*last_agg16_, DropoutSpec{}, geo_);
-  Matrix d_agg;
-  if (d16 != nullptr) {
-    Bf16Matrix d_agg16 = linear_.backward16(agg, grad_source(*d16, relu_ ? &out16_ : nullptr), need_input_grad);
-    *d16 = Bf16Matrix();
-    out16_ = Bf16Matrix();
-    if (need_input_grad) {  // the SpMM's operand in fp32
-      d_agg = Matrix(be_, d_agg16.rows(), d_agg16.cols());
-      be_.from_bf16(d_agg16.size(), d_agg16.data(), d_agg.data());
-    }
-  } else {
-    if (relu_) be_.relu_backward(linear_.output().view(), d32->view());
-    d_agg = linear_.backward(agg, *d32, need_input_grad);
-  }
-  agg16_ = Bf16Matrix();  // (kept for this backward only)
-  if (!need_input_grad) return {};
-  // dH = Âᵀ·dAGG summed over d in bf16, then the input dropout's mask on the sum, rounded again.
-  const AdjOperand at = adj_.operand(true);
-  MemoryScope scope(be_, MemoryKind::Workspace, "an fp32 aggregation");
-  Matrix ws(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_rows(be_, at, d_agg.view(), ws.view());
-  d_agg = Matrix();
-  MemoryScope kept(be_, MemoryKind::Activations, "activations");
-  Bf16Matrix d_h(be_, ws.rows(), ws.cols());
-  all_reduce_to_bf16(be_, d, at, ws, d_h);
-  if (dropout.p > 0.0f) {
-    be_.dropout(ws.view(), ws.view(), dropout.p, dropout.key, geo_.in_rows.begin, geo_.in_cols.begin);
-    be_.to_bf16(ws.size(), ws.data(), 0.0f, d_h.data());
-  }
-  return d_h;
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), adj_.operand(true), d_agg.view(), d_h, 0.0f, comm_.bf16,
+                  [&] { d_agg = Matrix(); });
+  return input_.gradient(std::move(d_h), dropout);
 }
 
 }  // namespace plexus

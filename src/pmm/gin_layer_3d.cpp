@@ -2,7 +2,9 @@
 #include "pmm/gin_layer_3d.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
+#include <utility>
 
 #include "pmm/spmm_all_reduce.hpp"
 
@@ -21,30 +23,34 @@ Range second_out_cols(const ProcessGrid& grid, const LayerGeometry& g) {
 GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours,
                        DeviceAdj* self_loops, bool relu, float eps, bool train_eps, std::uint64_t seed,
                        LayerCommOptions comm)
-    : be_(be),
+    : GnnLayer3D(be, geo, comm, TensorRole::Scratch),
+      be_(be),
       grid_(grid),
       geo_(geo),
       relu_(relu),
       train_eps_(train_eps),
+      bf16_(comm.bf16),
+      bf16_output_(comm.bf16 && comm.bf16_output),
       fixed_eps_(eps),
       neighbours_(neighbours),
       self_loops_(self_loops),
-      lin1_(be, grid, first_layout(geo), Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
+      lin1_(be, grid, first_layout(geo),
+            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16,
+                            .inference = comm.inference}),
       lin2_(be, grid, first_layout(geo).transposed(second_out_cols(grid, geo)),
-            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
-      recompute_(comm.recompute),
-      out_(be, geo.out_rows.size(), geo.out_cols.size()),
-      d_y2_(be, geo.out_rows.size(), second_out_cols(grid, geo).size()),
-      gathered_(be, geo.out_rows.size(), geo.out_dim) {
-  if (!recompute_) {  // recompute: allocated in each pass (held)
-    h_drop_ = Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{});
-    z_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
-  }
+            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16,
+                            .inference = comm.inference}),
+      z_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
+      root_h_(tensors_, TensorRole::Recomputed, train_eps ? geo.out_rows.size() : 0, geo.in_cols.size()),
+      y1_(tensors_, TensorRole::Kept, lin1_),
+      y2_(tensors_, TensorRole::PassOnly, lin2_),
+      gathered_(tensors_, TensorRole::PassOnly, geo.out_rows.size(), geo.out_dim),
+      out_(tensors_, TensorRole::Output, geo.out_rows.size(), geo.out_cols.size()),
+      d_y2_(tensors_, TensorRole::Backward, geo.out_rows.size(), second_out_cols(grid, geo).size()) {
   if (train_eps_) {
     if (self_loops_ == nullptr) throw std::invalid_argument("GinLayer3D: a trained ε needs the self-loop selector");
-    if (!recompute_) root_h_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
     eps_ = ParamSlot(be, 1, 1);
-    eps_.allocate(eps);
+    eps_.allocate(eps, tensors_.grads());
   }
   if (be.computes()) {  // streams: layer + 1000 (W, as the GCN's) and layer + 3000 (W2)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
@@ -74,7 +80,7 @@ float GinLayer3D::current_eps() {
 
 void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out) {
   const int parts = grid_.dim(from);
-  const index_t rows = x.rows, dim = gathered_.cols();
+  const index_t rows = x.rows, dim = geo_.out_dim;
   const auto counts = block_counts(dim, parts, rows);  // block k: rows × (its columns), row-major
   if (x.ld != x.cols) throw std::invalid_argument("GinLayer3D::relayout: a padded block");
   if (parts == 1) {  // the whole width is here; a one-rank communicator copies with memmove, which
@@ -82,64 +88,78 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
     be_.copy(ConstMatrixView{x.data + keep.begin, rows, keep.size(), x.ld}, out.view());
     return;
   }
-  grid_.comm(from).all_gather(x.data, gathered_.data(), counts);
+  Matrix& gathered = gathered_.compute();
+  if (bf16_output_) {  // a hidden layer's gather in bf16, the blocks converted back (the logits' stays fp32)
+    Bf16Matrix sent(be_, rows, x.cols), all(be_, rows, dim);
+    be_.to_bf16(static_cast<std::size_t>(rows * x.cols), x.data, 0.0f, sent.data());
+    grid_.comm(from).iall_gather(sent.data(), all.data(), counts)->wait();
+    be_.from_bf16(all.size(), all.data(), gathered.data());
+  } else {
+    grid_.comm(from).all_gather(x.data, gathered.data(), counts);
+  }
   index_t offset = 0;
   for (int k = 0; k < parts; ++k) {
     const Range cols = block_range(dim, parts, k);
     const index_t begin = std::max(cols.begin, keep.begin), end = std::min(cols.end, keep.end);
     if (begin < end)
-      be_.copy(ConstMatrixView{gathered_.data() + offset + (begin - cols.begin), rows, end - begin, cols.size()},
+      be_.copy(ConstMatrixView{gathered.data() + offset + (begin - cols.begin), rows, end - begin, cols.size()},
                MatrixView{out.data() + (begin - keep.begin), rows, end - begin, keep.size()});
     offset += rows * cols.size();
   }
+  gathered_.done();
 }
 
-void GinLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout) {
-  Communicator& o = grid_.comm(geo_.roles.o);
-  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-  held(be_, z_, geo_.out_rows.size(), geo_.in_cols.size());
-  const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  spmm_all_reduce(be_, o, neighbours_.operand(false), h, z_);
-  if (train_eps_) {
-    held(be_, root_h_, geo_.out_rows.size(), geo_.in_cols.size());
-    spmm_all_reduce(be_, o, self_loops_->operand(false), h, root_h_);
-    be_.axpby(z_.size(), 1.0f + current_eps(), root_h_.data(), 1.0f, z_.data());
-  }
-  release_if(recompute_, h_drop_);
+void GinLayer3D::aggregate(const DropoutSpec& dropout) {
+  std::vector<LayerInput::Aggregation> products{{neighbours_.operand(false), z_}};
+  if (!train_eps_) return input_.aggregate(dropout, grid_.comm(geo_.roles.o), products);
+  products.push_back({self_loops_->operand(false), root_h_});
+  const float eps = current_eps();
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), products, [&](std::span<const MatrixView> sums) {
+    const MatrixView z = sums[0], root = sums[1];
+    be_.axpby(static_cast<std::size_t>(z.rows * z.cols), 1.0f + eps, root.data, 1.0f, z.data);
+  });
 }
 
-const Matrix& GinLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
-  last_h_in_ = &h_in;
-  aggregate(h_in, dropout);
-  Matrix& y1 = lin1_.forward(z_.view());
-  release_if(recompute_, z_);  // (backward computes Z and S·H again)
-  release_if(recompute_, root_h_);
+ActivationView GinLayer3D::forward_pass(const DropoutSpec& dropout) {
+  aggregate(dropout);
+  Matrix& y1 = lin1_.forward(z_.rows());
+  z_.done();  // (recompute: backward computes Z and S·H again)
+  root_h_.done();
   be_.relu(y1.view());
-  const Matrix& y2 = lin2_.forward(y1.view());
-  relayout(y2.view(), geo_.roles.i, geo_.out_cols, out_);
-  if (relu_) be_.relu(out_.view());
-  return out_;
+  y1_.computed();
+  const Matrix& y2 = lin2_.forward(y1_.rows());
+  y1_.done();  // (bf16: its fp32 values, which lin2 read, freed)
+  Matrix& out = out_.compute();
+  relayout(y2.view(), geo_.roles.i, geo_.out_cols, out);
+  y2_.done();
+  if (relu_) be_.relu(out.view());
+  out_.computed();
+  return out_.activation();
 }
 
-Matrix GinLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
-  if (relu_) be_.relu_backward(out_.view(), d_out.view());
-  relayout(d_out.view(), geo_.roles.o, lin2_.layout().out_cols, d_y2_);
-  Matrix& y1 = lin1_.output();
-  Matrix d_y1 = lin2_.backward(y1.view(), d_y2_, true);
-  be_.relu_backward(y1.view(), d_y1.view());
-  if (recompute_) aggregate(*last_h_in_, dropout);
-  Matrix d_z = lin1_.backward(z_.view(), d_y1, need_input_grad || train_eps_);
-  release_if(recompute_, z_);
+Activation GinLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  Matrix& d = out_.gradient(d_out, relu_ ? Nonlinearity::Relu : Nonlinearity::None);
+  Matrix& d_y2 = d_y2_.compute();
+  relayout(d.view(), geo_.roles.o, lin2_.layout().out_cols, d_y2);
+  out_.release();
+  Matrix d_y1 = lin2_.backward(y1_.rows(), plain_rows(d_y2.view()), true);
+  y1_.mask_gradient(d_y1.view(), Nonlinearity::Relu);
+  y1_.release();
+  z_.ensure([&] { aggregate(dropout); });  // (S·H with it)
+  Activation d_linear = tensors_.linear_backward(lin1_, z_.rows(), plain_rows(d_y1.view()), need_input_grad || train_eps_);
+  z_.release();
+  const Matrix d_z = tensors_.fp32(std::move(d_linear));  // (the SpMM's operand)
   if (train_eps_) {
     // dε = Σ dZ ⊙ (S·H) over this rank's block (a 1 × n by n × 1 product), summed over the
     // blocks: Z is split over d (rows) and i (columns) and replicated over o.
+    const ConstMatrixView root = root_h_.view();
     be_.gemm(Trans::No, Trans::No, 1.0f, ConstMatrixView{d_z.data(), 1, static_cast<index_t>(d_z.size()), static_cast<index_t>(d_z.size())},
-             ConstMatrixView{root_h_.data(), static_cast<index_t>(root_h_.size()), 1, 1}, 0.0f,
+             ConstMatrixView{root.data, static_cast<index_t>(d_z.size()), 1, 1}, 0.0f,
              MatrixView{eps_.grad(), 1, 1, 1});
     grid_.comm(geo_.roles.d).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
     grid_.comm(geo_.roles.i).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
   }
-  release_if(recompute_, root_h_);
+  root_h_.release();
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
@@ -150,9 +170,8 @@ Matrix GinLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need
     be_.axpby(d_h.size(), 0.0f, d_h.data(), 1.0f + current_eps(), d_h.data());
     beta = 1.0f;
   }
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_z.view(), d_h, beta);
-  input_dropout_backward(be_, d_h, dropout, geo_);
-  return d_h;
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_z.view(), d_h, beta, bf16_);
+  return input_.gradient(std::move(d_h), dropout);
 }
 
 }  // namespace plexus

@@ -20,6 +20,10 @@
 //             dH = Nᵀ·dZ (+ (1+ε)·Sᵀ·dZ)  all-reduce(sum) over d
 //   recompute (LayerCommOptions::recompute): Z (and S·H) again, with their all-reduces over
 //   o, from the input at the start of backward; Y1 and OUT are kept.
+//   bf16 (LayerCommOptions::bf16): the input, Z (and S·H), Y1 and OUT (all but the last layer)
+//   held in bf16, dH passed down in bf16; the all-reduces of Z, S·H and dH and the Linear3Ds'
+//   sums travel as bf16, and a hidden layer's relayouts gather bf16 (the last layer's, the
+//   logits and their gradient, fp32) (pmm/layer_tensors.hpp).
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -37,8 +41,6 @@ class GinLayer3D : public GnnLayer3D {
   GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours, DeviceAdj* self_loops,
              bool relu, float eps, bool train_eps, std::uint64_t seed, LayerCommOptions comm = {});
 
-  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
-  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   void weight_updated() override {
     lin1_.weight_updated();
     lin2_.weight_updated();
@@ -50,25 +52,28 @@ class GinLayer3D : public GnnLayer3D {
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
  private:
+  ActivationView forward_pass(const DropoutSpec& dropout) override;
+  Activation backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   // Columns `keep` of a matrix [rows × dim] split by columns over `from` (this rank's block
   // `x`), given that it is replicated over the other axes: all-gathered over `from`.
   void relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out);
   float current_eps();
-  // Z = N·dropout(h_in) (+ (1+ε)·S·dropout(h_in), S·dropout(h_in) kept in root_h_); held.
-  void aggregate(const Matrix& h_in, const DropoutSpec& dropout);
+  // Z = N·dropout(H) (+ (1+ε)·S·dropout(H), S·dropout(H) in root_h_).
+  void aggregate(const DropoutSpec& dropout);
 
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
-  bool relu_, train_eps_;
+  bool relu_, train_eps_, bf16_, bf16_output_;
   float fixed_eps_;
   DeviceAdj& neighbours_;
   DeviceAdj* self_loops_;
   Linear3D lin1_, lin2_;
   ParamSlot eps_;  // trained ε: [1 × 1], replicated on every rank
-  bool recompute_ = false;
-  const Matrix* last_h_in_ = nullptr;  // the last forward's input
-  Matrix h_drop_, z_, root_h_, out_, d_y2_, gathered_;
+  LayerTensor z_, root_h_;   // Z, and S·dropout(H) with a trained ε
+  LayerTensor y1_, y2_;      // the linears' outputs: Y1 = relu(Z·W + b) for backward, Y2 only to relayout
+  LayerTensor gathered_;     // the relayouts' all-gathered rows [rows × out_dim]
+  LayerTensor out_, d_y2_;   // OUT, and dY2 (backward)
 };
 
 }  // namespace plexus

@@ -1,24 +1,39 @@
 #include "pmm/gnn_layer_3d.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 namespace plexus {
 
-ConstMatrixView input_dropout(Backend& be, const Matrix& h, const DropoutSpec& dropout, const LayerGeometry& geo,
-                              Matrix& scratch) {
-  if (dropout.p <= 0.0f) return h.view();
-  be.dropout(h.view(), scratch.view(), dropout.p, dropout.key, geo.in_rows.begin, geo.in_cols.begin);
-  return scratch.view();
+GnnLayer3D::GnnLayer3D(Backend& be, const LayerGeometry& geo, const LayerCommOptions& comm, TensorRole input_role)
+    : tensors_(be, comm), input_(tensors_, geo, input_role) {}
+
+ActivationView GnnLayer3D::forward(ActivationView h_in, const DropoutSpec& dropout) {
+  if (h_in.bf16() != tensors_.bf16())
+    throw std::logic_error(tensors_.bf16() ? "GnnLayer3D: an fp32 input to a layer that takes bf16"
+                                           : "GnnLayer3D: a bf16 input to a layer that takes fp32");
+  tensors_.begin_pass();
+  input_.set(h_in);
+  return forward_pass(dropout);
 }
 
-void input_dropout_backward(Backend& be, Matrix& d_h, const DropoutSpec& dropout, const LayerGeometry& geo) {
-  if (dropout.p > 0.0f) be.dropout(d_h.view(), d_h.view(), dropout.p, dropout.key, geo.in_rows.begin, geo.in_cols.begin);
+Activation GnnLayer3D::backward(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  if (tensors_.inference()) throw std::logic_error("GnnLayer3D: backward of a layer built for inference");
+  if (d_out.bf16() != tensors_.bf16_output())
+    throw std::logic_error("GnnLayer3D: a gradient in another precision than the layer's output");
+  return backward_pass(d_out, dropout, need_input_grad);
 }
 
-Matrix& held(Backend& be, Matrix& m, index_t rows, index_t cols, bool padded) {
-  if (m.backend() == nullptr) m = padded ? Matrix(be, rows, cols, Matrix::PaddedRows{}) : Matrix(be, rows, cols);
-  return m;
+const Matrix& GnnLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+  return forward(ActivationView(h_in), dropout).f32();
+}
+
+Matrix GnnLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  Activation d(std::move(d_out));
+  Activation d_h = backward(d, dropout, need_input_grad);
+  d_out = std::move(d.f32());  // (changed in place, as the layer left it)
+  return d_h.empty() ? Matrix() : std::move(d_h.f32());
 }
 
 std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,

@@ -20,20 +20,21 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
   w_rows_ = sub_range(stored_rows, grid.dim(layout.row), grid.coord(layout.row));
   w_ = ParamSlot(be, w_rows_.size(), stored_cols_);
   b_ = ParamSlot(be, opt_.bias ? 1 : 0, opt_.bias ? out : 0);
+  const bool grads = !opt_.inference;  // (an inference linear has no backward)
   if (!opt_.external_params) {
-    w_.allocate();
-    b_.allocate();
+    w_.allocate(0.0f, grads);
+    b_.allocate(0.0f, grads);
   }
   if (split_w) {
     MemoryScope scope(be, MemoryKind::Workspace, "gathered weights");
     w_full_ = Matrix(be, stored_rows_, stored_cols_);
-    dw_full_ = Matrix(be, stored_rows_, stored_cols_);
+    if (grads) dw_full_ = Matrix(be, stored_rows_, stored_cols_);
   }
-  if (opt_.bias && opt_.accumulate_grads) db_new_ = Buffer<float>(be, static_cast<std::size_t>(out));
+  if (grads && opt_.bias && opt_.accumulate_grads) db_new_ = Buffer<float>(be, static_cast<std::size_t>(out));
   y_ = Matrix(be, layout.rows, out);
   if (opt_.scatter_output) {
     y_slice_ = Matrix(be, output_rows().size(), out);
-    d_y_full_ = Matrix(be, layout.rows, out);
+    if (grads) d_y_full_ = Matrix(be, layout.rows, out);
   }
 }
 
@@ -53,11 +54,13 @@ ConstMatrixView Linear3D::full_weight() {
 }
 
 namespace {
-// f(r0, r1, X's rows [r0, r1)) over X: whole, or in chunks of `src` through one workspace
-// (at least one call, so that a product over no rows still writes its zeros).
+// f(r0, r1, X's rows [r0, r1)) over X: whole (given whole, or an fp32 source read in place), or
+// in chunks of `src` through one workspace (at least one call, so that a product over no rows
+// still writes its zeros).
 template <class F>
 void over_rows(Backend& be, ConstMatrixView x, const RowSource* src, F&& f) {
   if (src == nullptr) return f(index_t{0}, x.rows, x);
+  if (src->in_place()) return f(index_t{0}, src->rows, src->whole());
   const index_t step = chunk_rows(src->rows, src->cols);
   MemoryScope scope(be, MemoryKind::Workspace, "input row chunks");
   Matrix ws(be, step, src->cols);
@@ -73,20 +76,30 @@ void over_rows(Backend& be, ConstMatrixView x, const RowSource* src, F&& f) {
 ConstMatrixView whole_shape(const RowSource& src) { return {nullptr, src.rows, src.cols, src.cols}; }
 }  // namespace
 
-void Linear3D::all_reduce_activation(Axis axis, Matrix& m) {
-  if (opt_.bf16_comm)
-    all_reduce_in_bf16(be_, grid_.comm(axis), m.data(), m.size());
-  else
-    grid_.comm(axis).all_reduce(m.data(), m.size(), ReduceOp::Sum);
-}
-
 Matrix& Linear3D::forward(ConstMatrixView x) { return forward_impl(x, nullptr); }
 Matrix& Linear3D::forward(const RowSource& x) { return forward_impl(whole_shape(x), &x); }
 Matrix Linear3D::backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad) {
-  return backward_impl(x, nullptr, d_y, need_input_grad);
+  return backward_impl(x, nullptr, d_y.view(), need_input_grad);
 }
-Matrix Linear3D::backward(const RowSource& x, Matrix& d_y, bool need_input_grad) {
-  return backward_impl(whole_shape(x), &x, d_y, need_input_grad);
+
+Matrix Linear3D::backward(const RowSource& x, const RowSource& d_y, bool need_input_grad) {
+  if (d_y.in_place()) return backward_impl(whole_shape(x), &x, d_y.whole(), need_input_grad);
+  Matrix d_x = need_input_grad ? Matrix(be_, layout_.rows, layout_.in_cols.size()) : Matrix();
+  backward_by_rows(x, d_y, need_input_grad,
+                   [&](index_t r0, index_t r1, ConstMatrixView dx) { be_.copy(dx, rows_of(d_x.view(), r0, r1)); });
+  if (need_input_grad) all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.bf16_comm);
+  return d_x;
+}
+
+Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool need_input_grad) {
+  if (!opt_.bf16_comm) throw std::logic_error("Linear3D::backward16: for a bf16 linear (bf16_comm)");
+  Bf16Matrix d_x = need_input_grad ? Bf16Matrix(be_, layout_.rows, layout_.in_cols.size()) : Bf16Matrix();
+  const index_t in = layout_.in_cols.size();
+  backward_by_rows(x, d_y, need_input_grad, [&](index_t r0, index_t r1, ConstMatrixView dx) {
+    be_.to_bf16(static_cast<std::size_t>((r1 - r0) * in), dx.data, 0.0f, d_x.data() + r0 * in);
+  });
+  if (need_input_grad && grid_.dim(layout_.out) > 1) grid_.comm(layout_.out).all_reduce_bf16(d_x.data(), d_x.size());
+  return d_x;
 }
 
 Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
@@ -105,27 +118,26 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
     grid_.comm(layout_.in).reduce_scatter(y_.data(), y_slice_.data(), counts);
   } else {
-    all_reduce_activation(layout_.in, y_);
+    all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.bf16_comm);
   }
   if (opt_.bias) be_.add_bias(y.view(), std::as_const(b_).data());
   return y;
 }
 
-Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Matrix& d_y_arg, bool need_input_grad) {
-  Matrix* d_y_ptr = &d_y_arg;
+Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, ConstMatrixView d_y, bool need_input_grad) {
+  if (opt_.inference) throw std::logic_error("Linear3D: backward of a linear built for inference");
   if (opt_.scatter_output) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
-    grid_.comm(layout_.in).all_gather(d_y_arg.data(), d_y_full_.data(), counts);
-    d_y_ptr = &d_y_full_;
+    grid_.comm(layout_.in).all_gather(d_y.data, d_y_full_.data(), counts);
+    d_y = d_y_full_.view();
   }
-  Matrix& d_y = *d_y_ptr;
   const Axis row = layout_.row;
   const bool acc = opt_.accumulate_grads;
 
   if (opt_.bias) {
     // The all-reduce must see only this pass's sums: accumulate after it.
     float* target = acc ? db_new_.data() : b_.grad();
-    be_.column_sum(d_y.view(), 0.0f, target);
+    be_.column_sum(d_y, 0.0f, target);
     grid_.comm(row).all_reduce(target, b_.size(), ReduceOp::Sum);
     if (acc) be_.axpby(b_.size(), 1.0f, db_new_.data(), 1.0f, b_.grad());
   }
@@ -134,7 +146,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Ma
   // dW = Xᵀ·dY, or dWᵀ = dYᵀ·X.
   const auto weight_grad = [&](float beta, MatrixView into) {
     over_rows(be_, x_whole, src, [&](index_t r0, index_t r1, ConstMatrixView x) {
-      const ConstMatrixView dy = rows_of(d_y.cview(), r0, r1);
+      const ConstMatrixView dy = rows_of(d_y, r0, r1);
       const float b = r0 == 0 ? beta : 1.0f;  // later chunks add to the first's product
       if (opt_.store_transposed)
         be_.gemm(Trans::Yes, Trans::No, 1.0f, dy, x, b, into);
@@ -151,19 +163,19 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Ma
 
   if (!need_input_grad) return {};
   Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
-  be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y.view(), w, 0.0f, d_x.view());
-  all_reduce_activation(layout_.out, d_x);
+  be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
+  all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.bf16_comm);
   return d_x;
 }
 
-Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool need_input_grad) {
+template <class F>
+void Linear3D::backward_by_rows(const RowSource& x, const RowSource& d_y, bool need_input_grad, F&& dx_rows) {
   const index_t rows = layout_.rows, in = layout_.in_cols.size(), out = layout_.out_cols.size();
-  if (opt_.scatter_output || opt_.accumulate_grads || !opt_.bf16_comm)
-    throw std::logic_error("Linear3D::backward16: for a bf16 linear without scatter_output or accumulate_grads");
+  if (opt_.scatter_output || opt_.accumulate_grads || opt_.inference)
+    throw std::logic_error("Linear3D: a backward by rows of a training linear without scatter_output or accumulate_grads");
   if (x.rows != rows || x.cols != in || d_y.rows != rows || d_y.cols != out)
-    throw std::invalid_argument("Linear3D::backward16: X is not [rows × in_cols] or dY not [rows × out_cols]");
+    throw std::invalid_argument("Linear3D: X is not [rows × in_cols] or dY not [rows × out_cols]");
   const ConstMatrixView w = full_weight();
-  Bf16Matrix d_x = need_input_grad ? Bf16Matrix(be_, rows, in) : Bf16Matrix();
   const MatrixView dw = grid_.dim(layout_.row) == 1 ? w_.grad_view() : dw_full_.view();
   {
     const index_t step = chunk_rows(rows, std::max(in, out));
@@ -186,15 +198,13 @@ Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool n
         be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, dy, w, 0.0f, dx);
         if (x.dropout.p > 0.0f)
           be_.dropout(dx, dx, x.dropout.p, x.dropout.key, x.row_ids.begin + r0, x.col_ids.begin);
-        be_.to_bf16(static_cast<std::size_t>(n * in), dxc.data(), 0.0f, d_x.data() + r0 * in);
+        dx_rows(r0, r1, ConstMatrixView(dx));
       }
       r0 = r1;
     } while (r0 < rows);
   }
   if (opt_.bias) grid_.comm(layout_.row).all_reduce(b_.grad(), b_.size(), ReduceOp::Sum);
   if (grid_.dim(layout_.row) > 1) scatter_weight_grad(false);
-  if (need_input_grad && grid_.dim(layout_.out) > 1) grid_.comm(layout_.out).all_reduce_bf16(d_x.data(), d_x.size());
-  return d_x;
 }
 
 void Linear3D::scatter_weight_grad(bool accumulate) {

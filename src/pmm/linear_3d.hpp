@@ -66,6 +66,9 @@ struct Linear3DOptions {
   // `out`) travel as bf16 with an fp32 sum (all_reduce_in_bf16). W's gathers, dW's
   // reduce-scatters and db stay fp32 (parameter-sized).
   bool bf16_comm = false;
+  // Built for inference: no gradients of W and b, no dW workspace, no buffer of the gathered
+  // dY; backward is a std::logic_error.
+  bool inference = false;
 };
 
 class Linear3D {
@@ -76,17 +79,21 @@ class Linear3D {
   // or with scatter_output its row slice [output_rows() × out_cols].
   Matrix& forward(ConstMatrixView x);
   // The same with X read in row chunks (pmm/bf16_tensors.hpp: a bf16 input, or an input whose
-  // dropout is applied chunk by chunk): only one chunk of X is ever held in fp32.
+  // dropout is applied chunk by chunk): only one chunk of X is ever held in fp32. An fp32 X
+  // without dropout is read in place, whole (the product of forward(ConstMatrixView)).
   Matrix& forward(const RowSource& x);
   // Given X of the forward pass and dY (the gradient of what forward returned; with
   // scatter_output it is all-gathered over `in` first), computes dW and db and, when
   // `need_input_grad`, returns dX [rows × in_cols] (else an empty matrix).
   Matrix backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad);
-  // The same with X read in row chunks, as the forward that took it (dW = Σ_chunks X_cᵀ·dY_c).
-  Matrix backward(const RowSource& x, Matrix& d_y, bool need_input_grad);
+  // The same with X read by rows, as the forward that took it, and dY read by rows (an fp32 dY
+  // in place: the product of backward(ConstMatrixView)); read in row chunks (no scatter_output,
+  // no accumulate_grads), dW = Σ_chunks X_cᵀ·dY_c and dX [rows × in_cols] fp32 written chunk by
+  // chunk, x's input dropout applied (the mask of its forward: dX is the gradient of X before
+  // it), then summed over `out`.
+  Matrix backward(const RowSource& x, const RowSource& d_y, bool need_input_grad);
   // --precision bf16 between layers (bf16_comm; no scatter_output, no accumulate_grads): X and
-  // dY both read in the same row chunks (dY: e.g. a bf16 gradient with its ReLU mask,
-  // grad_source), db and dW summed over the chunks, and dX = dY·Wᵀ computed chunk by chunk, x's
+  // dY both read in the same row chunks, db and dW summed over the chunks, and dX = dY·Wᵀ computed chunk by chunk, x's
   // input dropout applied (the mask of its forward: dX is the gradient of X before it), and
   // stored in bf16, then summed over `out` in place (Communicator::all_reduce_bf16). Returns dX
   // [rows × in_cols] in bf16, or an empty matrix without need_input_grad. Only chunks are fp32.
@@ -122,9 +129,11 @@ class Linear3D {
   void scatter_weight_grad(bool accumulate);
   // forward and backward with X whole (`src` null) or read in chunks from *src.
   Matrix& forward_impl(ConstMatrixView x, const RowSource* src);
-  Matrix backward_impl(ConstMatrixView x, const RowSource* src, Matrix& d_y, bool need_input_grad);
-  // A sum over this layer's input-feature ranks (`in` or `out`), fp32 or bf16_comm.
-  void all_reduce_activation(Axis axis, Matrix& m);
+  Matrix backward_impl(ConstMatrixView x, const RowSource* src, ConstMatrixView d_y, bool need_input_grad);
+  // backward() and backward16() with X and dY read in the same row chunks: dW, db, and each
+  // chunk's dX (its input dropout applied) handed to dx_rows(r0, r1, dX rows).
+  template <class F>
+  void backward_by_rows(const RowSource& x, const RowSource& d_y, bool need_input_grad, F&& dx_rows);
 
   Backend& be_;
   ProcessGrid& grid_;

@@ -4,12 +4,12 @@
 
 namespace plexus {
 
-void ParamSlot::allocate(float fill) {
+void ParamSlot::allocate(float fill, bool grad) {
   {
     MemoryScope scope(*be_, MemoryKind::Parameters, "parameters");
     own_value_ = fill == 0.0f ? Buffer<float>(*be_, size()) : Buffer<float>(*be_, std::vector<float>(size(), fill));
   }
-  {
+  if (grad) {
     MemoryScope scope(*be_, MemoryKind::Gradients, "gradients");
     own_grad_ = Buffer<float>(*be_, size());
   }

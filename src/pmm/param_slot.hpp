@@ -13,8 +13,9 @@ class ParamSlot {
  public:
   ParamSlot() = default;
   ParamSlot(Backend& be, index_t rows, index_t cols) : be_(&be), rows_(rows), cols_(cols) {}
-  // Owned storage: the value (zeros, or `fill`) and a zero gradient, as Parameters/Gradients.
-  void allocate(float fill = 0.0f);
+  // Owned storage: the value (zeros, or `fill`) and a zero gradient, as Parameters/Gradients
+  // (no gradient with `grad` false: a parameter of a model built for inference; grad() is null).
+  void allocate(float fill = 0.0f, bool grad = true);
   // External storage of size() floats each (nullptr: not available now).
   void bind(float* value, float* grad) {
     value_ = value;

@@ -3,6 +3,8 @@
 
 #include "pmm/spmm_all_reduce.hpp"
 
+#include <utility>
+
 namespace plexus {
 
 namespace {
@@ -15,31 +17,33 @@ constexpr float kNormEps = 1e-12f;
 
 SageLayer3D::SageLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours,
                          DeviceAdj& self_loops, bool relu, bool normalize, std::uint64_t seed, LayerCommOptions comm)
-    : be_(be),
+    : GnnLayer3D(be, geo, comm, TensorRole::Scratch),
+      be_(be),
       grid_(grid),
       geo_(geo),
       relu_(relu),
       normalize_(normalize),
+      bf16_(comm.bf16),
       neighbours_(neighbours),
       self_loops_(self_loops),
-      neigh_(be, grid, linear_layout(geo), Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight}),
-      root_(be, grid, linear_layout(geo), Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight}),
-      recompute_(comm.recompute) {
-  if (!recompute_) {  // recompute: allocated in each pass (held)
-    h_drop_ = Matrix(be, geo.in_rows.size(), geo.in_cols.size(), Matrix::PaddedRows{});
-    agg_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
-    root_h_ = Matrix(be, geo.out_rows.size(), geo.in_cols.size());
-  }
+      neigh_(be, grid, linear_layout(geo),
+             Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16,
+                             .inference = comm.inference}),
+      root_(be, grid, linear_layout(geo),
+            Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16,
+                            .inference = comm.inference}),
+      agg_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
+      root_h_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
+      root_y_(tensors_, TensorRole::PassOnly, root_),
+      row_dot_(tensors_, TensorRole::Backward, normalize ? geo.out_rows.size() : 0, 1),
+      normed_(tensors_, TensorRole::Kept, normalize && relu ? geo.out_rows.size() : 0, geo.out_cols.size()),
+      out_(tensors_, TensorRole::Output, neigh_) {
   if (be.computes()) {  // streams: layer + 1000 (W, as the GCN's) and layer + 2000 (W_root)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
     torch_linear_init(neigh_, geo.in_dim, geo.out_dim, seed, layer + 1000u);
     torch_linear_init(root_, geo.in_dim, geo.out_dim, seed, layer + 2000u);
   }
-  if (normalize_) {
-    row_sq_ = Buffer<float>(be, static_cast<std::size_t>(geo.out_rows.size()));
-    row_dot_ = Buffer<float>(be, static_cast<std::size_t>(geo.out_rows.size()));
-    if (relu_) normed_ = Matrix(be, geo.out_rows.size(), geo.out_cols.size());
-  }
+  if (normalize_) row_sq_ = Buffer<float>(be, static_cast<std::size_t>(geo.out_rows.size()));
 }
 
 std::vector<LayerParam> SageLayer3D::parameters(bool decay_weights) {
@@ -48,58 +52,66 @@ std::vector<LayerParam> SageLayer3D::parameters(bool decay_weights) {
           linear_bias_param(neigh_, grid_, "bias", geo_.out_dim)};
 }
 
-void SageLayer3D::aggregate(const Matrix& h_in, const DropoutSpec& dropout) {
-  Communicator& o = grid_.comm(geo_.roles.o);
-  if (dropout.p > 0.0f) held(be_, h_drop_, geo_.in_rows.size(), geo_.in_cols.size(), true);
-  held(be_, agg_, geo_.out_rows.size(), geo_.in_cols.size());
-  held(be_, root_h_, geo_.out_rows.size(), geo_.in_cols.size());
-  const ConstMatrixView h = input_dropout(be_, h_in, dropout, geo_, h_drop_);
-  spmm_all_reduce(be_, o, neighbours_.operand(false), h, agg_);
-  spmm_all_reduce(be_, o, self_loops_.operand(false), h, root_h_);
-  release_if(recompute_, h_drop_);
+void SageLayer3D::aggregate(const DropoutSpec& dropout) {
+  const LayerInput::Aggregation products[] = {{neighbours_.operand(false), agg_}, {self_loops_.operand(false), root_h_}};
+  input_.aggregate(dropout, grid_.comm(geo_.roles.o), products);
 }
 
-const Matrix& SageLayer3D::forward(const Matrix& h_in, const DropoutSpec& dropout) {
+ActivationView SageLayer3D::forward_pass(const DropoutSpec& dropout) {
   Communicator& o = grid_.comm(geo_.roles.o);
-  last_h_in_ = &h_in;
-  aggregate(h_in, dropout);
-  Matrix& out = neigh_.forward(agg_.view());
-  const Matrix& root = root_.forward(root_h_.view());
-  release_if(recompute_, agg_);  // (backward computes them again)
-  release_if(recompute_, root_h_);
+  aggregate(dropout);
+  Matrix& out = neigh_.forward(agg_.rows());
+  const Matrix& root = root_.forward(root_h_.rows());
+  agg_.done();  // (recompute: backward computes them again)
+  root_h_.done();
   be_.axpby(out.size(), 1.0f, root.data(), 1.0f, out.data());
+  root_y_.done();
   if (normalize_) {
     be_.row_dots(out.view(), out.view(), row_sq_.data());
     o.all_reduce(row_sq_.data(), row_sq_.size(), ReduceOp::Sum);
     be_.l2_normalize_rows(out.view(), row_sq_.data(), kNormEps);
-    if (relu_) be_.copy(out.view(), normed_.view());  // the backward needs it before the ReLU
+    if (relu_) {  // the backward needs it before the ReLU
+      be_.copy(out.view(), normed_.compute().view());
+      normed_.computed();
+      normed_.done();
+    }
   }
   if (relu_) be_.relu(out.view());
-  return out;
+  out_.computed();
+  return out_.activation();
 }
 
-Matrix SageLayer3D::backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) {
-  const Matrix& out = neigh_.output();
-  if (relu_) be_.relu_backward(out.view(), d_out.view());
-  if (normalize_) {
-    const ConstMatrixView y = relu_ ? normed_.view() : out.view();
-    be_.row_dots(y, d_out.view(), row_dot_.data());
-    grid_.comm(geo_.roles.o).all_reduce(row_dot_.data(), row_dot_.size(), ReduceOp::Sum);
-    be_.l2_normalize_rows_backward(y, row_sq_.data(), row_dot_.data(), kNormEps, d_out.view());
+Activation SageLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) {
+  const Nonlinearity f = relu_ ? Nonlinearity::Relu : Nonlinearity::None;
+  // dOUT before the ReLU (a bf16 one read by rows), and before the normalisation (then whole).
+  RowSource d;
+  if (!normalize_) {
+    d = out_.gradient_rows(d_out, f);
+  } else {
+    Matrix& g = out_.gradient(d_out, f);
+    const ConstMatrixView y = relu_ ? normed_.view() : out_.view();
+    float* dots = row_dot_.compute().data();
+    be_.row_dots(y, g.view(), dots);
+    grid_.comm(geo_.roles.o).all_reduce(dots, static_cast<std::size_t>(geo_.out_rows.size()), ReduceOp::Sum);
+    be_.l2_normalize_rows_backward(y, row_sq_.data(), dots, kNormEps, g.view());
+    normed_.release();
+    d = plain_rows(g.view());
   }
-  if (recompute_) aggregate(*last_h_in_, dropout);
-  Matrix d_agg = neigh_.backward(agg_.view(), d_out, need_input_grad);
-  release_if(recompute_, agg_);
-  Matrix d_root = root_.backward(root_h_.view(), d_out, need_input_grad);
-  release_if(recompute_, root_h_);
+  agg_.ensure([&] { aggregate(dropout); });  // (ROOT with it)
+  Activation d_neigh = tensors_.linear_backward(neigh_, agg_.rows(), d, need_input_grad);
+  agg_.release();
+  Activation d_self = tensors_.linear_backward(root_, root_h_.rows(), d, need_input_grad);
+  root_h_.release();
+  out_.release();
   if (!need_input_grad) return {};
+  // (the SpMMs' operands)
+  const Matrix d_agg = tensors_.fp32(std::move(d_neigh)), d_root = tensors_.fp32(std::move(d_self));
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
   const AdjOperand s_t = self_loops_.operand(true);
   be_.spmm(s_t.whole, d_root.view(), d_h.view(), 0.0f, s_t.whole_plan);
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_agg.view(), d_h, 1.0f);
-  input_dropout_backward(be_, d_h, dropout, geo_);
-  return d_h;
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_agg.view(), d_h, 1.0f, bf16_);
+  return input_.gradient(std::move(d_h), dropout);
 }
 
 }  // namespace plexus

@@ -17,6 +17,9 @@
 //             dH = Nᵀ·dAGG + Sᵀ·dROOT     all-reduce(sum)  over d   (one: both products summed first)
 //   recompute (LayerCommOptions::recompute): AGG and ROOT (and their all-reduces) again,
 //   from the input, at the start of backward.
+//   bf16 (LayerCommOptions::bf16): the input, AGG and ROOT, the normalised output and OUT (all
+//   but the last layer) held in bf16, dH passed down in bf16; the all-reduces of AGG, ROOT, dH
+//   and the Linear3Ds' sums over i and o travel as bf16 (pmm/layer_tensors.hpp).
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -33,8 +36,6 @@ class SageLayer3D : public GnnLayer3D {
   SageLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours, DeviceAdj& self_loops,
               bool relu, bool normalize, std::uint64_t seed, LayerCommOptions comm = {});
 
-  const Matrix& forward(const Matrix& h_in, const DropoutSpec& dropout) override;
-  Matrix backward(Matrix& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
   void weight_updated() override {
     neigh_.weight_updated();
     root_.weight_updated();
@@ -45,21 +46,24 @@ class SageLayer3D : public GnnLayer3D {
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
  private:
+  ActivationView forward_pass(const DropoutSpec& dropout) override;
+  Activation backward_pass(Activation& d_out, const DropoutSpec& dropout, bool need_input_grad) override;
+  // AGG and ROOT from dropout(H).
+  void aggregate(const DropoutSpec& dropout);
+
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
-  bool relu_, normalize_;
+  bool relu_, normalize_, bf16_;
   DeviceAdj& neighbours_;
   DeviceAdj& self_loops_;
   Linear3D neigh_, root_;
-  // AGG and ROOT from dropout(h_in) (held: recompute allocates them here).
-  void aggregate(const Matrix& h_in, const DropoutSpec& dropout);
-
-  bool recompute_ = false;
-  const Matrix* last_h_in_ = nullptr;  // the last forward's input
-  Matrix h_drop_, agg_, root_h_;
-  Buffer<float> row_sq_, row_dot_;  // normalize: each output row's squared norm, and OUT·dOUT
-  Matrix normed_;                   // normalize with ReLU: the normalised output before the ReLU
+  LayerTensor agg_, root_h_;  // N·dropout(H), S·dropout(H)
+  LayerTensor root_y_;        // ROOT·W_root: added into OUT
+  Buffer<float> row_sq_;      // normalize: each output row's squared norm
+  LayerTensor row_dot_;       // normalize: OUT·dOUT of each row (backward)
+  LayerTensor normed_;        // normalize with ReLU: the normalised output before the ReLU
+  LayerTensor out_;           // OUT: neigh_'s output
 };
 
 }  // namespace plexus

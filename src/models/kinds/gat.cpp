@@ -5,9 +5,9 @@
 namespace plexus {
 
 namespace {
-GatOptions gat_options(const GnnSpec& m, bool last, bool recompute) {
+GatOptions gat_options(const GnnSpec& m, bool last) {
   return {static_cast<int>(m.integer(last ? "out-heads" : "heads")), last, m.real("attn-dropout"),
-          m.real("negative-slope"), /*elu=*/!last, recompute};
+          m.real("negative-slope"), /*elu=*/!last};
 }
 }  // namespace
 
@@ -24,6 +24,7 @@ const KindSpec& gat_kind() {
                real_option("negative-slope", "slope of the LeakyReLU of the attention scores", 0.2, 0.0, 1000.0)}};
     s.order = LayerOrder::TransformFirst;
     s.decay_every_layer = true;  // PyG's GAT example decays every parameter
+    s.bf16 = true;
     s.info.attention = true;
     s.shard_adj = false;   // its Â blocks are held whole (per-edge values in the block's order)
     s.agg_chunks = false;
@@ -31,13 +32,12 @@ const KindSpec& gat_kind() {
     s.blocks = [](const GnnSpec&) { return BlockNeeds{std::nullopt, true, true}; };
     s.make_layer = [](const LayerContext& c) -> std::unique_ptr<GnnLayer3D> {
       return std::make_unique<GatLayer3D>(c.be, c.grid, c.geo, c.adj, c.transpose_map, *c.self_loops,
-                                          gat_options(c.cfg.model, c.last(), c.comm.recompute), c.cfg.seed,
-                                          c.comm.reuse_weight);
+                                          gat_options(c.cfg.model, c.last()), c.cfg.seed, c.comm);
     };
     // Z's columns over i (the last layer's: heads × the classes, averaged later).
     s.rank_key = [](const LayerGeometry& geo, int layers, const GnnSpec& m, GridShape g, const std::array<int, 3>& coords,
                     std::vector<index_t>& key) {
-      const index_t width = GatLayer3D::z_width(geo, gat_options(m, geo.layer + 1 == layers, false));
+      const index_t width = GatLayer3D::z_width(geo, gat_options(m, geo.layer + 1 == layers));
       key.push_back(block_range(width, g.dim(geo.roles.i), coords[static_cast<int>(geo.roles.i)]).size());
     };
     return s;

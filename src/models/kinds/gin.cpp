@@ -13,6 +13,7 @@ const KindSpec& gin_kind() {
               {real_option("gin-eps", "epsilon of (1 + eps)·h_i, the node's own row", 0.0, -1e6, 1e6),
                flag_option("train-eps", "epsilon is a parameter of each layer, trained by Adam")}};
     s.order = LayerOrder::AggregateFirst;
+    s.bf16 = true;
     // A fixed ε: one operator, 1 on the edges and 1 + ε on the self-loops. A trained one: the
     // neighbours' sum and S·H apart.
     s.blocks = [](const GnnSpec& m) {

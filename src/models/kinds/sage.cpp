@@ -13,6 +13,7 @@ const KindSpec& sage_kind() {
               {choice_option("aggregator", "how the neighbours' rows are combined", {"mean", "sum"}),
                flag_option("normalize", "L2-normalise every layer's output rows")}};
     s.order = LayerOrder::AggregateFirst;
+    s.bf16 = true;
     // N = D⁻¹A (mean) or A (sum) on Â's pattern, and S for the node's own row.
     s.blocks = [](const GnnSpec& m) {
       return BlockNeeds{NeighbourOperator{m.choice("aggregator") == "mean", 0.0f}, true, false};
