@@ -92,7 +92,8 @@ TEST_P(GnnModelKinds, PredictsWhatTheTrainerPredictsFromATrainerAndFromItsFile) 
 }
 
 // A model's forward pass holds what the plan of plexus predict says it will (its dry run:
-// ProblemSize::inference), to the byte, and less than a training epoch holds; the metrics of
+// ProblemSize::inference), to the byte, and less than a training epoch holds (no gradients, no
+// optimizer state, no more activations); the metrics of
 // the same pass are the trainer's evaluation.
 TEST_P(GnnModelKinds, InferenceHoldsWhatItsPlanPredictsAndLessThanTraining) {
   const GraphData g = sbm(60, 1);
@@ -119,6 +120,9 @@ TEST_P(GnnModelKinds, InferenceHoldsWhatItsPlanPredictsAndLessThanTraining) {
   EXPECT_EQ(predict_ranks(p, GridShape{1, 1, 1}, true)[0].memory_bytes, static_cast<double>(be->peak_bytes()));
   EXPECT_LT(be->peak_bytes(), training_peak);
   EXPECT_EQ(be->peak_bytes(MemoryKind::Optimizer), 0u);
+  EXPECT_EQ(be->peak_bytes(MemoryKind::Gradients), 0u);  // a network built for inference
+  // and what backward would read is not kept: at most the activations of a recomputing trainer
+  EXPECT_LE(be->peak_bytes(MemoryKind::Activations), train_be->peak_bytes(MemoryKind::Activations));
   auto be2 = make_cpu_backend(1);
   const Inference with_metrics =
       model.predict(load_shards_h5(data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg),

@@ -99,7 +99,7 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
                                "classes)");
   if (options.attention && !config_.model.info().attention)
     throw InputError("InferenceOptions.attention", "a " + config_.model.kind() + " model has no attention coefficients");
-  GnnNetwork net(backend, grid, shards, config_);
+  GnnNetwork net(backend, grid, shards, config_, NetworkUse::Inference);  // (no gradients, nothing kept for backward)
   if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(net))));
   if (state_) put_values(net, backend);  // (untrained: the network's own initialisation)
 
