@@ -1,4 +1,4 @@
-// Cutting a graph into the per-rank blocks of the 3D layout (include/plexus/shard.hpp).
+// Cutting a graph into the per-rank blocks of the 3D layout (src/core/shard_layout.hpp; GnnShards: include/plexus/shard.hpp).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -6,6 +6,7 @@
 #include "plexus/prepare.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
+#include "src/core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -3,7 +3,7 @@
 // docs/communication-variants.md), every comm variant and layer order: a test of the documentation's formulas
 // against the dry run of the real layers (predict_epoch). Summed over ranks every term factorizes
 // over the blocks, so it equals predict_epoch under MPI accounting for any sizes.
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/process_grid.hpp"
 
 #include <vector>

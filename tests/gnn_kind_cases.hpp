@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"

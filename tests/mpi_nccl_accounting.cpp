@@ -22,13 +22,14 @@
 #include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/gpt_trainer.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 namespace {

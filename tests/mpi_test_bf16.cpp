@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids
 #include "plexus/convert.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids
 #include "plexus/convert.hpp"
 #include "plexus/gnn_model.hpp"
 #include "plexus/tables.hpp"

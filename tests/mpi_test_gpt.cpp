@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "plexus/comm_model.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids
 #include "plexus/gpt.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/process_grid.hpp"

@@ -22,13 +22,14 @@
 
 #include "models/gnn_network.hpp"
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "train/dist_loss.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

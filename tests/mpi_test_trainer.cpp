@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"

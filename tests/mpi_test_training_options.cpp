@@ -14,7 +14,7 @@
 #include "mpi_grid_runs.hpp"
 #include "mpi_scratch.hpp"
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"

@@ -3,7 +3,7 @@
 // hidden width D_1 (every hidden layer as wide: what gnn_dims makes).
 #include <vector>
 
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 
 namespace plexus::test {
 

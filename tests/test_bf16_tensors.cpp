@@ -27,6 +27,7 @@
 #include "pmm/layer_tensors.hpp"
 #include "pmm/linear_3d.hpp"
 #include "scratch_dir.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

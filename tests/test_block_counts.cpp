@@ -6,7 +6,7 @@
 #include <random>
 
 #include "plexus/block_counts.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"

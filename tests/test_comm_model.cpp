@@ -1,4 +1,4 @@
-// The epoch model (include/plexus/comm_model.hpp: dry runs of the real trainer, src/plan/). The end-to-end check against
+// The epoch model (src/plan/plan.hpp: dry runs of the real trainer, src/plan/). The end-to-end check against
 // measured bytes under MPI is tests/cli_mpi_comm_model.sh.
 #include <gtest/gtest.h>
 
@@ -9,10 +9,11 @@
 #include <vector>
 
 #include "gcn_closed_form.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "problem_util.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "core/shard_layout.hpp"
 
 using namespace plexus;
 

@@ -19,6 +19,8 @@
 #include "pmm/linear_3d.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/sparse.hpp"
+#include "plan/gpt_plan.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

@@ -13,6 +13,7 @@
 #include "plexus/profiling.hpp"
 #include "plexus/sparse.hpp"
 #include "train/dist_loss.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

@@ -14,6 +14,7 @@
 #include "models/gnn_network.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/sparse.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

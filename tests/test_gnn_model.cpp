@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "plexus/error.hpp"

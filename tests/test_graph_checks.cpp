@@ -18,6 +18,7 @@
 #include "plexus/launch.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "plan/plan.hpp"
 
 namespace plexus {
 namespace {
@@ -242,8 +243,8 @@ TEST(Launch, BackendsByName) {
 TEST(Launch, GridChoice) {
   TrainConfig c;
   GraphData g = path4();
-  EXPECT_EQ(choose_gcn_grid(g, c, 1).shape.str(), "1x1x1");
-  EXPECT_EQ(choose_gcn_grid(g, c, 1).why, "");
+  EXPECT_EQ(choose_gnn_grid(g, c, 1).shape.str(), "1x1x1");
+  EXPECT_EQ(choose_gnn_grid(g, c, 1).why, "");
   SbmOptions o;
   o.nodes = 2000;
   o.features = 64;
@@ -254,7 +255,7 @@ TEST(Launch, GridChoice) {
   info.nnz = big.num_edges();
   info.num_classes = big.num_classes;
   for (int ranks : {2, 4, 8}) {
-    const GridChoice got = choose_gcn_grid(big, c, ranks);
+    const GridChoice got = choose_gnn_grid(big, c, ranks);
     EXPECT_EQ(got.shape.size(), ranks);
     // plexus plan's first grid (no memory budget set here).
     MachineModel m;
@@ -262,7 +263,7 @@ TEST(Launch, GridChoice) {
     EXPECT_EQ(got.shape.str(), plan_all(gnn_problem(info, c), ranks, m).front().grid.str()) << ranks;
     EXPECT_NE(got.why.find("grids for " + std::to_string(ranks) + " ranks"), std::string::npos) << got.why;
   }
-  EXPECT_NE(message([&] { choose_gcn_grid(g, c, 0); }).find("ranks: must be >= 1"), std::string::npos);
+  EXPECT_NE(message([&] { choose_gnn_grid(g, c, 0); }).find("ranks: must be >= 1"), std::string::npos);
   GptTrainConfig gpt;
   EXPECT_EQ(choose_gpt_grid(gpt, 2, 2).shape.str(), "1x1x1");
   EXPECT_EQ(choose_gpt_grid(gpt, 4, 2).shape.size(), 2);

@@ -18,12 +18,13 @@
 #include <string>
 
 #include "plan/memory_needs.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/sizes.hpp"
 #include "scratch_dir.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 namespace {

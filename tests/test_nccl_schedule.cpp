@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/nccl_schedule.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "problem_util.hpp"
 
 namespace plexus {

@@ -20,6 +20,7 @@
 #include "plexus/sparse.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/train.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
@@ -22,6 +22,7 @@
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "gnn_kind_cases.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 namespace {

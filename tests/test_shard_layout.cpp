@@ -8,6 +8,7 @@
 #include "plexus/io.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

@@ -15,6 +15,7 @@
 #include "optim/zero.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 namespace {

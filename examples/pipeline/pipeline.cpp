@@ -7,7 +7,7 @@
 //   mpirun -np 4 pipeline OUT_DIR the same results on any number of ranks
 //
 // Stage 1 (train): build_graph from edge and node arrays keyed by account id; the grid and backend
-// the `plexus` command would choose (choose_gcn_grid, make_node_backend); a GraphSAGE with
+// the `plexus` command would choose (choose_gnn_grid, make_node_backend); a GraphSAGE with
 // class weights (fraud is rare: --class-weights auto), early stopping and the best-validation
 // weights restored (what is saved is the model whose accuracy is reported); GnnTrainer::save.
 // Stage 2 (score): GnnModel::load on the snapshot (every account, old and new, unlabelled),
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     cfg.restore_best = true;        // save the model whose accuracy is reported
     // The grid `plexus train --grid auto` would take, and a CPU backend with this node's cores
     // divided among its ranks (plexus/launch.hpp).
-    const plexus::GridShape shape = plexus::choose_gcn_grid(labelled, cfg, size).shape;
+    const plexus::GridShape shape = plexus::choose_gnn_grid(labelled, cfg, size).shape;
     auto grid = plexus::ProcessGrid::from_mpi(shape, 1, MPI_COMM_WORLD);
     auto backend = plexus::make_node_backend("cpu", /*threads=*/0, *grid);
     plexus::GnnTrainer trainer(labelled, cfg, *backend, *grid);

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "plexus/backend.hpp"
-#include "plexus/comm_model.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
@@ -18,14 +17,13 @@ struct GridChoice {
   GridShape shape;
   std::string why;  // how it was chosen ("the fastest of 10 grids ..."); empty for one rank
 };
-// The grid `plexus plan` ranks first for `ranks` ranks: the fastest in its model
-// (comm_model.hpp; ranks_per_node from this job's placement) that fits the memory budget
-// (sizes.hpp), or the fastest when none fits. 1x1x1 for one rank. `ranks` >= 1.
-GridChoice choose_gcn_grid(const ProblemSize& problem, int ranks);
-// The same for training `cfg` on the graph file `path` (gnn_problem(path, cfg)) or on an
-// in-memory graph (its sizes; Â taken as evenly dense).
-GridChoice choose_gcn_grid(const std::string& path, const TrainConfig& cfg, int ranks);
-GridChoice choose_gcn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks);
+// The grid `plexus plan` ranks first for training `cfg` on `ranks` ranks, on the graph file `path`
+// (its sizes, node orders and block counts) or on an in-memory graph (its sizes; Â taken as
+// evenly dense): the fastest in the plan's model (ranks_per_node from this job's placement,
+// docs/plan.md) that fits the memory budget (sizes.hpp), or the fastest when none fits. 1x1x1
+// for one rank. `ranks` >= 1.
+GridChoice choose_gnn_grid(const std::string& path, const TrainConfig& cfg, int ranks);
+GridChoice choose_gnn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks);
 // The tensor-parallel grid of each of `dp` replicas of a GPT run on `ranks` ranks: of the
 // grids of ranks / dp ranks, the one `plexus plan gpt` ranks first at cfg's ZeRO stage.
 // InputError("--dp", ...) unless ranks is a multiple of dp >= 1.

@@ -33,7 +33,6 @@
 #include "plexus/progress.hpp"
 
 // Plans and measures: costs of a grid, kernel timings, checked sizes, random numbers.
-#include "plexus/comm_model.hpp"
 #include "plexus/launch.hpp"
 #include "plexus/profiling.hpp"
 #include "plexus/sizes.hpp"

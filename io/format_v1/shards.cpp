@@ -28,6 +28,7 @@
 #include "plexus/progress.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/sparse.hpp"
+#include "src/core/shard_layout.hpp"
 
 namespace plexus {
 namespace {

@@ -1,5 +1,5 @@
 // `plexus plan`: rank every X×Y×Z grid of P ranks by the predicted epoch time of the
-// analytic model (include/plexus/comm_model.hpp, docs/communication.md; columns and fields:
+// analytic model (src/plan/plan.hpp, docs/communication.md; columns and fields:
 // docs/plan.md). Reads only the sizes of the dataset.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/io.hpp"
@@ -19,6 +19,7 @@
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus::cli {
 

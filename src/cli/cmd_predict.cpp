@@ -73,7 +73,7 @@ void run_predict(PredictOptions& o) {
                                                 o.checkpoint, cfg.model.kind()));
 
   set_rank_memory_budget(memory_limit);
-  const GridChoice grid_choice = choose_gcn_grid(o.grid, o.data, cfg);
+  const GridChoice grid_choice = choose_gnn_grid(o.grid, o.data, cfg);
   auto grid = ProcessGrid::create(grid_choice.shape);
   const bool root = grid->rank() == 0;
   const bool quiet = o.quiet || !root;

@@ -115,7 +115,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
   set_rank_memory_budget(memory_limit);
-  const GridChoice grid_choice = choose_gcn_grid(o.grid, o.data, o.cfg);
+  const GridChoice grid_choice = choose_gnn_grid(o.grid, o.data, o.cfg);
   auto grid = ProcessGrid::create(grid_choice.shape);
   RunBackend run = make_run_backend(o.backend, o.threads, o.profile, *grid);
   Backend* backend = &run.get();

@@ -18,9 +18,9 @@ int launched_rank() {
   return rank;
 }
 
-GridChoice choose_gcn_grid(const std::string& text, const std::string& data, const TrainConfig& cfg) {
+GridChoice choose_gnn_grid(const std::string& text, const std::string& data, const TrainConfig& cfg) {
   if (text != "auto") return {parse_grid(text), ""};
-  return plexus::choose_gcn_grid(data, cfg, started_ranks());
+  return plexus::choose_gnn_grid(data, cfg, started_ranks());
 }
 
 GridChoice choose_gpt_grid(const std::string& text, const GptTrainConfig& cfg, int dp) {

@@ -16,8 +16,8 @@ int started_ranks();
 int launched_rank();
 
 // `text` = "auto" or XxYxZ (whose product must then be started_ranks()). For auto:
-// plexus::choose_gcn_grid(data, cfg, started_ranks()) (plexus/launch.hpp).
-GridChoice choose_gcn_grid(const std::string& text, const std::string& data, const TrainConfig& cfg);
+// plexus::choose_gnn_grid(data, cfg, started_ranks()) (plexus/launch.hpp).
+GridChoice choose_gnn_grid(const std::string& text, const std::string& data, const TrainConfig& cfg);
 // The tensor-parallel grid of each of `dp` replicas (`plexus gpt train --grid`): for auto,
 // plexus::choose_gpt_grid(cfg, started_ranks(), dp).
 GridChoice choose_gpt_grid(const std::string& text, const GptTrainConfig& cfg, int dp);

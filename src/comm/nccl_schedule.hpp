@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "plexus/comm_model.hpp"
+#include "comm/transport.hpp"
 
 namespace plexus {
 

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "plexus/comm.hpp"
-#include "plexus/comm_model.hpp"
+#include "comm/transport.hpp"
 #include "plexus/process_grid.hpp"
 
 namespace plexus {

@@ -8,6 +8,7 @@
 #include "plexus/sparse.hpp"
 #include "models/kinds/kind_spec.hpp"
 #include "pmm/neighbour_operators.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -14,6 +14,7 @@
 #include "pmm/bf16_tensors.hpp"
 #include "pmm/device_adj.hpp"
 #include "pmm/gnn_layer_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -1,4 +1,5 @@
 #include "models/gpt_layout.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -15,7 +15,7 @@
 
 #include "comm/recording_communicator.hpp"
 #include "kernels/shape/shape_backend.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/process_grid.hpp"
 
 namespace plexus {

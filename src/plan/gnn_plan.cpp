@@ -1,4 +1,4 @@
-// The GCN's predictions (include/plexus/comm_model.hpp) from a dry run of the real trainer:
+// The GCN's predictions (src/plan/plan.hpp) from a dry run of the real trainer:
 // GnnTrainer runs its first two epochs at a rank's coordinates on recording communicators
 // (src/comm/recording_communicator.hpp) and the shape-only backend (kernels/shape/), over
 // shards of sizes only. Bytes per axis are what the recording communicators counted with the
@@ -16,7 +16,7 @@
 #include "models/kinds/kind_spec.hpp"
 #include "plan/dry_run.hpp"
 #include "plan/gnn_plan.hpp"
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gnn_model.hpp"
 #include "plexus/io.hpp"
@@ -25,6 +25,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plan/distinct_runs.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

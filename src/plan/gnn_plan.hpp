@@ -2,7 +2,7 @@
 // One rank of a GNN plan (src/plan/gnn_plan.cpp), dry-run alone: what predict_ranks runs once
 // for all the ranks whose keys (the sizes they hold, KindSpec::rank_key) are equal. Tests run
 // every rank this way against the shared runs, so a size a layer holds that the key misses shows.
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 
 namespace plexus {
 

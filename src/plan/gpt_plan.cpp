@@ -1,4 +1,4 @@
-// The GPT's predictions (include/plexus/gpt.hpp) from a dry run of the real trainer: a
+// The GPT's predictions (src/plan/gpt_plan.hpp) from a dry run of the real trainer: a
 // GptTrainer takes one optimizer step at a rank's coordinates on recording communicators
 // (src/comm/recording_communicator.hpp) and the shape-only backend (kernels/shape/). Bytes
 // per axis (d included) are what the recording communicators counted with the transport's
@@ -15,6 +15,8 @@
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/shard.hpp"
 #include "plan/distinct_runs.hpp"
+#include "plan/gpt_plan.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -11,6 +11,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/sizes.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 namespace {
@@ -41,25 +42,25 @@ void require_ranks(int ranks) {
 
 }  // namespace
 
-GridChoice choose_gcn_grid(const ProblemSize& problem, int ranks) {
+GridChoice choose_gnn_grid(const ProblemSize& problem, int ranks) {
   require_ranks(ranks);
   if (ranks == 1) return {GridShape{}, ""};
   return pick(plan_all(problem, ranks, this_machine()), ranks, "epoch");
 }
 
-GridChoice choose_gcn_grid(const std::string& path, const TrainConfig& cfg, int ranks) {
+GridChoice choose_gnn_grid(const std::string& path, const TrainConfig& cfg, int ranks) {
   require_ranks(ranks);
   if (ranks == 1) return {GridShape{}, ""};
-  return choose_gcn_grid(gnn_problem(path, cfg), ranks);  // the variant, chunks, orders and block counts too
+  return choose_gnn_grid(gnn_problem(path, cfg), ranks);  // the variant, chunks, orders and block counts too
 }
 
-GridChoice choose_gcn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks) {
+GridChoice choose_gnn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks) {
   GraphInfo info;
   info.num_nodes = graph.num_nodes;
   info.num_features = graph.num_features;
   info.nnz = graph.num_edges();
   info.num_classes = graph.num_classes;
-  return choose_gcn_grid(gnn_problem(info, cfg), ranks);
+  return choose_gnn_grid(gnn_problem(info, cfg), ranks);
 }
 
 GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp) {

@@ -13,12 +13,13 @@
 #include <functional>
 #include <vector>
 
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/io.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
 #include "plexus/sizes.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 

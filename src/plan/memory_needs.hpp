@@ -10,6 +10,7 @@
 #include "plexus/gpt.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
+#include "plan/gpt_plan.hpp"
 
 namespace plexus {
 

@@ -1,7 +1,7 @@
-// What every plan shares (include/plexus/comm_model.hpp): the grids of P ranks, the timing of
+// What every plan shares (src/plan/plan.hpp): the grids of P ranks, the timing of
 // per-rank costs on a machine model, their order. The predictions themselves come from dry
 // runs of the trainers (gcn_plan.cpp, gpt_plan.cpp).
-#include "plexus/comm_model.hpp"
+#include "plan/plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,14 +15,6 @@
 #include "plexus/shard.hpp"
 
 namespace plexus {
-
-const char* transport_name(Transport t) { return t == Transport::Nccl ? "nccl" : "mpi"; }
-
-Transport parse_transport(const std::string& s) {
-  if (s == "mpi") return Transport::Mpi;
-  if (s == "nccl") return Transport::Nccl;
-  throw InputError("--transport", "expected mpi or nccl, got '" + s + "'");
-}
 
 std::vector<GridShape> all_grids(int ranks) {
   std::vector<GridShape> grids;

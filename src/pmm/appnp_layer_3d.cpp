@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "pmm/spmm_all_reduce.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

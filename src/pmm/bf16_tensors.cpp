@@ -1,4 +1,5 @@
 #include "pmm/bf16_tensors.hpp"
+#include "core/shard_layout.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -19,6 +19,7 @@
 #include "plexus/tensor.hpp"
 #include "plexus/shard.hpp"
 #include "pmm/layer_options.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -1,5 +1,6 @@
 // Â blocks on the backend, whole or sharded over the layer's i axis (src/pmm/device_adj.hpp).
 #include "pmm/device_adj.hpp"
+#include "core/shard_layout.hpp"
 
 #include <stdexcept>
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pmm/spmm_all_reduce.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -56,6 +56,7 @@
 #include "pmm/device_adj.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -76,6 +76,7 @@
 #include "pmm/gcn_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
+#include "core/shard_layout.hpp"
 
 #include <stdexcept>
 #include <utility>

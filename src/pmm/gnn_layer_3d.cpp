@@ -1,4 +1,5 @@
 #include "pmm/gnn_layer_3d.hpp"
+#include "core/shard_layout.hpp"
 
 #include <cmath>
 #include <stdexcept>

@@ -22,6 +22,7 @@
 #include "pmm/layer_tensors.hpp"
 #include "pmm/linear_3d.hpp"
 #include "pmm/param_slot.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

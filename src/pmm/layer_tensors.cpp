@@ -1,6 +1,7 @@
 #include "pmm/layer_tensors.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
+#include "core/shard_layout.hpp"
 
 #include <algorithm>
 #include <optional>

@@ -32,6 +32,7 @@
 #include "pmm/device_adj.hpp"
 #include "pmm/layer_options.hpp"
 #include "pmm/linear_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -2,6 +2,7 @@
 #include "pmm/linear_3d.hpp"
 
 #include "pmm/bf16_tensors.hpp"
+#include "core/shard_layout.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "plexus/sparse.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -2,6 +2,7 @@
 #include "pmm/sage_layer_3d.hpp"
 
 #include "pmm/spmm_all_reduce.hpp"
+#include "core/shard_layout.hpp"
 
 #include <utility>
 

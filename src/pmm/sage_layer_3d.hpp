@@ -27,6 +27,7 @@
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

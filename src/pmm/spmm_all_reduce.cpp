@@ -6,6 +6,7 @@
 
 #include "plexus/shard.hpp"
 #include "pmm/bf16_tensors.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "plexus/error.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -24,6 +24,7 @@
 #include "plexus/train.hpp"    // TrainConfig
 #include "plexus/gnn_trainer.hpp"  // EvalMetrics
 #include "pmm/cross_entropy_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

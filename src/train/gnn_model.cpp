@@ -15,6 +15,7 @@
 #include "train/graph_shards.hpp"
 #include "train/model_state.hpp"
 #include "train/tasks/task.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -23,6 +23,7 @@
 #include "train/tasks/task.hpp"
 #include "train/graph_shards.hpp"
 #include "train/finite_loss.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

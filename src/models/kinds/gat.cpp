@@ -1,6 +1,7 @@
 // GAT (Veličković et al. 2018; PyG's GATConv): its layer is pmm/gat_layer_3d.hpp.
 #include "models/kinds/kinds.hpp"
 #include "pmm/gat_layer_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -2,6 +2,7 @@
 // pmm/gin_layer_3d.hpp.
 #include "models/kinds/kinds.hpp"
 #include "pmm/gin_layer_3d.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

@@ -16,6 +16,7 @@
 #include "pmm/device_adj.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 #include "pmm/neighbour_operators.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

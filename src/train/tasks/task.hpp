@@ -15,6 +15,7 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
+#include "core/shard_layout.hpp"
 
 namespace plexus {
 

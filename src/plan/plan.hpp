@@ -3,7 +3,8 @@
 // tensor memory and compute — measured on a dry run of the real trainer at the rank's
 // coordinates (recording communicators with the transport's byte accounting, a shape-only
 // backend: src/plan/, docs/dry-run.md), so exact wherever the sizes are known — and a cost
-// model that ranks the grids of P ranks (`plexus plan`).
+// model that ranks the grids of P ranks (`plexus plan`). The engine's own planning: the library's
+// users get its answers through plexus/launch.hpp (choose_gnn_grid, choose_gpt_grid).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -16,17 +17,11 @@
 #include "plexus/shard.hpp"
 #include "plexus/tensor.hpp"
 #include "plexus/train.hpp"
+#include "comm/transport.hpp"
 
 namespace plexus {
 
 struct GraphInfo;
-
-// Whose byte accounting the model follows: MPI (MpiCommunicator, the default) or NCCL (the
-// device communicators, which pad or group uneven all-gathers and reduce-scatters:
-// src/comm/nccl_schedule.hpp). All-reduces count the same under both.
-enum class Transport { Mpi, Nccl };
-const char* transport_name(Transport t);          // "mpi", "nccl"
-Transport parse_transport(const std::string& s);  // throws InputError("--transport", ...)
 
 struct ProblemSize {
   index_t num_nodes = 0;
@@ -146,5 +141,11 @@ std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineMod
 // The same, keeping only the grids whose predicted memory per rank (GridPlan::memory_bytes)
 // is at most `memory_limit_bytes` (0 or less: no limit). May be empty.
 std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m, double memory_limit_bytes);
+
+// The grid --grid auto takes for `problem` on `ranks` ranks (plexus/launch.hpp's choose_gnn_grid
+// for a file or a graph in memory comes here): the fastest in the model (ranks_per_node from this
+// job's placement) that fits the memory budget (sizes.hpp), or the fastest when none fits.
+struct GridChoice;
+GridChoice choose_gnn_grid(const ProblemSize& problem, int ranks);
 
 }  // namespace plexus
