@@ -15,7 +15,7 @@ namespace {
 
 std::string flag_name(const std::string& option) { return "--" + option; }
 
-// "--aggregator: only with --model sage" (or "sage or gin" where several kinds have it).
+// "--<option>: only with --model <kind>" (or "<kind> or <kind>" where several kinds have it).
 [[noreturn]] void not_of_this_kind(const std::string& option) {
   const std::vector<std::string> kinds = kinds_with_option(option);
   if (kinds.empty()) throw std::invalid_argument("GnnSpec: no GNN kind has an option '" + option + "'");
