@@ -28,6 +28,19 @@ mpi_error nan-loss "training: loss is .* at epoch 1 " train --grid 2x2x1 --epoch
 expect_error gpt-nan-loss "training: loss is .* at step " gpt train --iters 4 --layers 1 --heads 2 --embed 16 \
   --block 16 --batch 2 --eval-every 0 --lr 1e30 --quiet
 
+# 1b. A prediction that overflows writes nothing (SAGE and GAT gave NaN logits here, the GCN on Cora
+# with exit 0), naming the first layer and node whose output is not finite; under MPI the same.
+for kind in sage gat; do
+  "$plexus" train --data "$work/good.h5" --model $kind --epochs 2 --quiet --save-model "$work/m-$kind.h5" \
+    >/dev/null 2>&1 || fail "train $kind for predict"
+  expect_error "predict-overflow-$kind" "prediction: the output of layer[0-9]* is not finite for node [0-9]* " \
+    predict --checkpoint "$work/m-$kind.h5" --data "$work/huge-features.h5" -o "$work/p-$kind.h5" --embeddings
+  [[ ! -e "$work/p-$kind.h5" ]] && ok || fail "predict-overflow-$kind wrote $work/p-$kind.h5"
+done
+mpi_error predict-overflow "prediction: the output of layer[0-9]* is not finite for node [0-9]* " \
+  predict --checkpoint "$work/m-gat.h5" --data "$work/huge-features.h5" -o "$work/p-mpi.h5" --grid 2x2x1
+[[ ! -e "$work/p-mpi.h5" ]] && ok || fail "mpi predict-overflow wrote $work/p-mpi.h5"
+
 # 2. Nothing to train on, in the sharded and the in-memory (--balance) loads and under MPI.
 mutate good no-train "f['masks/train'][...] = 0"
 train empty-train-mask "no-train.h5: /masks/train: empty train mask" "$work/no-train.h5"

@@ -3,6 +3,7 @@
 // refusals. (Every grid against one rank: mpi_test_gnn_models.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -163,6 +164,44 @@ TEST_P(GnnModelKinds, ScoresAnUnlabelledGraphAndASnapshotWithNewNodes) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, GnnModelKinds, ::testing::Values("gcn", "sage", "gin", "gat", "appnp"),
                          [](const auto& info) { return info.param; });
+
+// A forward pass that overflows float32 gives no result (as training stops on a NaN loss): an
+// InputError naming the first layer whose output is not finite and the lowest node id there.
+// Node 37's features are 3e38 and layer 0's weights all 1, transforming first: X·W is +Inf in row
+// 37 only, Â·(X·W) in the rows of 37 and its neighbours, and the ReLU keeps +Inf — so layer0 and
+// the lowest of those nodes, with or without embeddings; the same graph with finite outputs passes.
+TEST(GnnModelOverflow, NamesTheFirstLayerAndTheLowestNodeWhoseOutputIsNotFinite) {
+  GraphData g = sbm(60, 1);
+  const index_t bad = 37;
+  index_t lowest = bad;
+  for (index_t e = g.indptr[bad]; e < g.indptr[bad + 1]; ++e) lowest = std::min(lowest, g.indices[e]);
+  ASSERT_LT(lowest, bad) << "the case needs a neighbour of a lower id";
+  TrainConfig cfg = config("gcn");
+  cfg.layers = 2;
+  cfg.layer_order = LayerOrder::TransformFirst;
+  auto grid = ProcessGrid::single();
+  auto be = make_cpu_backend(1);
+  GnnTrainer trainer(g, cfg, *be, *grid);
+  ModelState state = trainer.state();
+  for (ParameterState& p : state.parameters)
+    if (p.name == "layer0/weight") std::fill(p.value.begin(), p.value.end(), 1.0f);
+  trainer.set_state(state);
+  GnnModel model(trainer);
+  EXPECT_NO_THROW(model.predict(g, *be, *grid));
+  for (index_t f = 0; f < g.num_features; ++f) g.features[static_cast<std::size_t>(bad * g.num_features + f)] = 3e38f;
+  for (const bool embeddings : {false, true}) {
+    InferenceOptions options;
+    options.embeddings = embeddings;
+    try {
+      model.predict(g, *be, *grid, options);
+      ADD_FAILURE() << "no error for non-finite outputs (embeddings " << embeddings << ")";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("layer0 "), std::string::npos) << what;
+      EXPECT_NE(what.find("node " + std::to_string(lowest) + " "), std::string::npos) << what;
+    }
+  }
+}
 
 // A GCN's embeddings are its hidden layers' outputs after the ReLU: H1 = ReLU(Â·X·W0 + b0),
 // H2 = ReLU(Â·H1·W1 + b1), computed here in float64 from the model's own weights.

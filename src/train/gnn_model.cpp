@@ -4,7 +4,9 @@
 // the output means.
 #include "plexus/gnn_model.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -30,6 +32,45 @@ std::shared_ptr<const ModelState> values_of(ModelState s) {
     p.last_value = {};
   }
   return std::make_shared<const ModelState>(std::move(s));
+}
+
+constexpr std::int64_t kNoNode = std::numeric_limits<std::int64_t>::max();
+
+// The lowest node id whose row in `rows` holds a value that is not finite, or kNoNode.
+std::int64_t first_nonfinite_node(const NodeRows& rows) {
+  std::int64_t first = kNoNode;
+  const auto width = static_cast<std::size_t>(rows.width);
+  for (std::size_t r = 0; r < rows.node_ids.size(); ++r)
+    for (std::size_t c = 0; c < width; ++c)
+      if (!std::isfinite(rows.values[r * width + c])) {
+        first = std::min<std::int64_t>(first, rows.node_ids[r]);
+        break;
+      }
+  return first;
+}
+
+// A forward pass that overflowed float32 (features of ±3e38, a weight of 3e38) gives no result:
+// an InputError on every rank naming the first layer whose output holds a value that is not
+// finite and the lowest node id there, so nothing is written — as training stops on a NaN loss.
+// `outputs`: the logits and, when asked for, the embeddings; a layer not among them is gathered
+// only on this failure path. One int64 all-reduce over the world on every pass (a dry run's too:
+// it finds nothing, its backend computes nothing).
+void require_finite_outputs(GnnNetwork& net, const NodeRows& logits, const std::vector<NodeRows>& embeddings,
+                            ProcessGrid& grid, bool computes) {
+  std::int64_t first = computes ? first_nonfinite_node(logits) : kNoNode;
+  for (const NodeRows& e : embeddings) first = std::min(first, computes ? first_nonfinite_node(e) : kNoNode);
+  grid.world().all_reduce(&first, 1, ReduceOp::Min);
+  if (first == kNoNode) return;
+  const int last = net.num_layers() - 1;
+  for (int l = 0; l <= last; ++l) {  // (collective: every rank takes this path)
+    const std::size_t k = static_cast<std::size_t>(l);
+    std::int64_t node = first_nonfinite_node(l == last ? logits : k < embeddings.size() ? embeddings[k] : net.owned_output(l));
+    grid.world().all_reduce(&node, 1, ReduceOp::Min);
+    if (node == kNoNode) continue;
+    throw InputError("prediction", "the output of layer" + std::to_string(l) + " is not finite for node " +
+                                       std::to_string(node) +
+                                       " (the features or the model's weights overflow float32); nothing is written");
+  }
 }
 
 }  // namespace
@@ -116,9 +157,11 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
     constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
     result.metrics = {kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated};
   }
-  result.predictions = task->predictions(net.owned_output(net.num_layers() - 1));
+  NodeRows logits = net.owned_output(net.num_layers() - 1);
   if (options.embeddings)
     for (int l = 0; l + 1 < net.num_layers(); ++l) result.embeddings.push_back(net.owned_output(l));
+  require_finite_outputs(net, logits, result.embeddings, grid, backend.computes());
+  result.predictions = task->predictions(std::move(logits));
   if (options.attention) result.attention = net.attention();
   backend.synchronize();
   return result;
