@@ -1,4 +1,5 @@
 // prepare_graph: clean → normalise → order → renumber (include/plexus/prepare.hpp).
+#include "partition/bf16_features.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/progress.hpp"
 #include "plexus/prepare.hpp"
@@ -192,6 +193,9 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   validate(g, "graph", GraphNames::Memory);
   if (g.num_nodes > std::numeric_limits<col_t>::max())
     throw InputError("graph", "num_nodes: more than 2^31-1 nodes are not supported yet");
+  if (opt.features_bf16)
+    if (const std::string why = detail::bf16_feature_overflow(g.features, 0, g.num_features); !why.empty())
+      throw InputError("graph", why);
   // Progress by stage (plexus/progress.hpp): kStages steps of unequal length, a rough ETA.
   constexpr std::uint64_t kStages = 6;
   if (opt.clean || opt.symmetrize) g = clean_graph(std::move(g), opt.symmetrize);

@@ -16,6 +16,7 @@
 #include <string>
 #include <type_traits>
 
+#include "partition/bf16_features.hpp"
 #include "partition/clean_rows.hpp"
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
@@ -158,6 +159,7 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
     why = "GraphSlice.node_weights: other ranks' slices have node weights, this one has none";
   if (why.empty() && in.rows.size() > 0 && has_ids && in.node_ids.empty())
     why = "GraphSlice.node_ids: other ranks' slices have node ids, this one has none";
+  if (why.empty() && opt.features_bf16) why = detail::bf16_feature_overflow(in.features, in.rows.begin, in.num_features);
   ranks.agree(why, kWhere);
   if (round <= 0) round = exchange_round_entries();
   const Range own = in.rows;

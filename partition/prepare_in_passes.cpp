@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "partition/bf16_features.hpp"
 #include "partition/clean_rows.hpp"
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
@@ -306,6 +307,9 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
     if (why.empty() && rows.size() > 0 && has_ids != !s.node_ids.empty())
       why = "GraphSlice.node_ids: expected one id per row exactly when the graph has node ids";
     if (!why.empty()) throw InputError(kWhere, why);
+    if (opt.features_bf16)  // (before the first row is written: the sink takes rows in D)
+      if (std::string bad = detail::bf16_feature_overflow(s.features, rows.begin, h.num_features); !bad.empty())
+        throw InputError(kWhere, bad);
     const auto spill_nodes = [&](SpillBuckets& to, const NodeItem& layout, const std::vector<index_t>& order_of) {
       std::vector<char> item(layout.bytes());
       to.add(rows.size(), node_round, [&](index_t u0, index_t u1, auto&& emit) {

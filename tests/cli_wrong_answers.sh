@@ -41,6 +41,18 @@ mpi_error predict-overflow "prediction: the output of layer[0-9]* is not finite 
   predict --checkpoint "$work/m-gat.h5" --data "$work/huge-features.h5" -o "$work/p-mpi.h5" --grid 2x2x1
 [[ ! -e "$work/p-mpi.h5" ]] && ok || fail "mpi predict-overflow wrote $work/p-mpi.h5"
 
+# 1c. --feature-precision bf16 with a feature beyond bfloat16's range (it would be stored as Inf,
+# a file every reader refuses) is refused before anything is written: one process, 3 ranks, passes.
+mutate good bf16-overflow "x = f['features'][...]; x[5, 2] = 3.4e38; f['features'][...] = x"
+want_bf16="bf16-overflow.h5: node 5, feature 2: 3.4e+38 is beyond bfloat16.s range"
+expect_error prepare-bf16-overflow "$want_bf16" prepare "$work/bf16-overflow.h5" -o "$work/b1.h5" -q --feature-precision bf16
+mkdir -p "$work/scratch"
+PLEXUS_PREPARE_PASSES=3 expect_error prepare-bf16-overflow-passes "$want_bf16" prepare "$work/bf16-overflow.h5" \
+  -o "$work/b2.h5" -q --feature-precision bf16 --memory-per-rank 1G --scratch "$work/scratch"
+[[ -z "$(ls -A "$work/scratch")" ]] && ok || fail "prepare-bf16-overflow-passes left scratch files"
+mpi_error prepare-bf16-overflow "$want_bf16" prepare "$work/bf16-overflow.h5" -o "$work/b3.h5" -q --feature-precision bf16
+for b in b1 b2 b3; do [[ ! -e "$work/$b.h5" ]] && ok || fail "prepare-bf16-overflow wrote $b.h5"; done
+
 # 2. Nothing to train on, in the sharded and the in-memory (--balance) loads and under MPI.
 mutate good no-train "f['masks/train'][...] = 0"
 train empty-train-mask "no-train.h5: /masks/train: empty train mask" "$work/no-train.h5"

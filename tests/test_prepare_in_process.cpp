@@ -76,5 +76,39 @@ TEST(PrepareOnThreads, ABadSliceOnOneRankFailsEveryRank) {
   EXPECT_NE(what[1].find("rank 2 failed"), std::string::npos) << what[1];
 }
 
+// features_bf16 with a feature beyond bfloat16's range on one rank's slice: every rank refuses
+// (the rank holding it names node and feature) before anything is exchanged or written; one
+// process refuses the same graph with the same words.
+TEST(PrepareOnThreads, Bf16FeaturesBeyondItsRangeFailEveryRank) {
+  GraphData g = messy_graph(29, 2, 80, true, 5);
+  g.features[static_cast<std::size_t>(20 * g.num_features + 1)] = 3.4e38f;
+  PrepareOptions opt;
+  opt.features_bf16 = true;
+  try {
+    prepare_graph(g, opt);
+    ADD_FAILURE() << "one process: no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("node 20, feature 1: 3.4e+38 is beyond bfloat16's range"), std::string::npos)
+        << e.message();
+  }
+  std::mutex m;
+  std::vector<std::string> what(3);
+  EXPECT_THROW(run_in_process(3,
+                              [&](Communicator& c) {
+                                try {
+                                  prepare_graph_distributed(slice_of(g, slice_rows(g.num_nodes, c.rank(), 3), false), opt, c);
+                                } catch (const InputError& e) {
+                                  const std::lock_guard<std::mutex> lock(m);
+                                  what[static_cast<std::size_t>(c.rank())] = e.message();
+                                  throw;
+                                }
+                              }),
+               InputError);
+  int named = 0;
+  for (const std::string& w : what) named += w.find("node 20, feature 1: 3.4e+38 is beyond bfloat16's range") != std::string::npos;
+  EXPECT_EQ(named, 1);
+  for (const std::string& w : what) EXPECT_FALSE(w.empty()) << "a rank did not fail";
+}
+
 }  // namespace
 }  // namespace plexus

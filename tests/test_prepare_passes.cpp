@@ -150,6 +150,34 @@ TEST(PrepareInPasses, BadRowsThrowAndLeaveNoScratchFiles) {
   EXPECT_TRUE(scratch.empty());
 }
 
+// A feature beyond bfloat16's range with features_bf16 (it would be stored as Inf) is refused
+// before any row reaches the sink, naming the first such node (in a later pass than the first)
+// and feature; the largest value that rounds to a finite bfloat16 passes.
+TEST(PrepareInPasses, Bf16FeaturesBeyondItsRangeAreRefusedBeforeAnyRowIsWritten) {
+  GraphData g = messy_graph(29, 2, 80, true, 5);
+  const std::size_t width = static_cast<std::size_t>(g.num_features);
+  g.features[24 * width + 1] = 3.3895e38f;  // rounds to bfloat16's largest finite: fine
+  g.features[25 * width + 1] = 3.4e38f;     // rounds to Inf
+  g.features[27 * width + 0] = -3.4e38f;
+  PrepareOptions opt{.balance = Balance::kPermute};
+  opt.features_bf16 = true;
+  const Scratch scratch;
+  Pieces out;
+  const MemorySource in(g, false);
+  try {
+    prepare_graph_in_passes(in, opt, PassOptions{3, scratch.dir.string()}, out);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("node 25, feature 1: 3.4e+38 is beyond bfloat16's range"), std::string::npos)
+        << e.message();
+  }
+  EXPECT_TRUE(out.got.empty());
+  EXPECT_TRUE(scratch.empty());
+  g.features[25 * width + 1] = 1.0f;
+  g.features[27 * width + 0] = 1.0f;
+  EXPECT_NO_THROW(check_passes(g, opt, false, 3, 5));
+}
+
 TEST(PrepareInPasses, RefusesMetisAndAMissingScratchDirectory) {
   const GraphData g = messy_graph(20, 1, 30, false, 6);
   const MemorySource in(g, false);
