@@ -11,6 +11,8 @@
 // (tests/mpi_test_trainer.cpp checks the GCN's stop points on every grid under MPI.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <optional>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "scratch_dir.hpp"
 
 namespace plexus {
 namespace {
@@ -246,10 +249,19 @@ TEST(StopPoints, GptStopDuringTheInitialEvaluationLeavesItUndone) {
   t.set_stop_check(stop.check());
   const GptTrainResult r = t.run();
   EXPECT_EQ(stop.asked, 2);  // the second evaluation batch: the run ends before a step
-  EXPECT_EQ(t.initial_val_loss(), 0.0);
+  EXPECT_TRUE(std::isnan(t.initial_val_loss()));  // never computed: not evaluated, never 0
+  EXPECT_TRUE(std::isnan(t.best_val_loss()));
+  EXPECT_TRUE(std::isnan(r.initial_val_loss));
+  EXPECT_TRUE(std::isnan(r.best_val_loss));
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.iters_done, 0);
   EXPECT_TRUE(r.steps.empty());
+  // A checkpoint of it says so too, and resumes to the same (the evaluation owed still).
+  testing::ScratchDir dir;
+  t.save(dir.file("c.h5"));
+  const GptCheckpoint c = read_gpt_checkpoint_h5(dir.file("c.h5"));
+  EXPECT_TRUE(std::isnan(c.initial_val_loss));
+  EXPECT_TRUE(std::isnan(c.best_val_loss));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -117,7 +118,9 @@ GptModelFile read_gpt_model_h5(const std::string& path);
 
 struct GptTrainResult {
   std::vector<GptStepMetrics> steps;
-  double initial_val_loss = 0, best_val_loss = 0;  // 0 when never evaluated
+  // NaN when never evaluated (--eval-every 0, or a run stopped before its first evaluation
+  // completed): test with std::isnan; 0 would read as a perfect loss.
+  double initial_val_loss = std::numeric_limits<double>::quiet_NaN(), best_val_loss = std::numeric_limits<double>::quiet_NaN();
   double total_seconds = 0;
   std::size_t params = 0;                  // parameters of the whole model
   std::size_t weight_bytes = 0;            // this rank's parameter shards (float32)
@@ -142,7 +145,7 @@ struct GptCheckpoint {
   GptModelFile model;
   GptWeights adam_m, adam_v;
   std::int64_t iters_done = 0;
-  double initial_val_loss = 0, best_val_loss = 0;
+  double initial_val_loss = std::numeric_limits<double>::quiet_NaN(), best_val_loss = std::numeric_limits<double>::quiet_NaN();  // NaN: not evaluated
   GptTrainConfig options;  // of the run that wrote it (model, batch, schedule, seed, ...)
   std::string run_id;      // the run that wrote it (root attribute run_id; docs/checkpoints.md); "" for none
 };

@@ -56,8 +56,8 @@ class GptTrainer {
                      const std::function<bool()>& stop = {});
   int iters_done() const;
   const GptTrainConfig& config() const;
-  double initial_val_loss() const;  // 0 when not evaluated yet
-  double best_val_loss() const;
+  double initial_val_loss() const;  // NaN until the initial evaluation completed
+  double best_val_loss() const;     // NaN until an evaluation completed
 
   // The whole weights, on every rank.
   GptWeights weights();

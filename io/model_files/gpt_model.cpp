@@ -414,8 +414,8 @@ GptCheckpoint read_gpt_checkpoint_h5(const std::string& path) {
   c.iters_done = r.int_attr("iters_done", "int64", group);
   if (c.iters_done < 0 || c.iters_done > std::numeric_limits<int>::max())
     r.fail(group + ": attribute iters_done", std::to_string(c.iters_done) + " is out of range");
-  c.initial_val_loss = r.float_attr("initial_val_loss", group);
-  c.best_val_loss = r.float_attr("best_val_loss", group);
+  c.initial_val_loss = r.evaluated_attr("initial_val_loss", group);  // NaN: not evaluated
+  c.best_val_loss = r.evaluated_attr("best_val_loss", group);
   GptTrainConfig& o = c.options;
   o.model = c.model.config;
   o.seed = r.uint64_attr("seed", group);

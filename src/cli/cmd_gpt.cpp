@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -170,16 +171,18 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   });
   if (!root) return;
   training.print_interruption();
-  // --eval-every 0 never evaluates: no validation loss to report (0 would read as a perfect one).
-  const bool evaluated = o.cfg.eval_every > 0;
+  // --eval-every 0 never evaluates, and a run stopped during its first evaluation has none: no
+  // validation loss to report (NaN: 0 would read as a perfect one).
+  const bool evaluated = !std::isnan(r.best_val_loss);
   if (evaluated)
     fmt::print("{} parameters; best validation loss {:.4f} ({:.1f} s)\n", r.params, r.best_val_loss, r.total_seconds);
   else
-    fmt::print("{} parameters; not evaluated (--eval-every 0) ({:.1f} s)\n", r.params, r.total_seconds);
+    fmt::print("{} parameters; not evaluated ({}) ({:.1f} s)\n", r.params,
+               o.cfg.eval_every > 0 ? "stopped before its first evaluation completed" : "--eval-every 0", r.total_seconds);
   double comm_seconds = 0;
   for (const GptStepMetrics& m : r.steps) comm_seconds += m.comm_seconds;
   training.summary(r.total_seconds, comm_seconds, "iters_done", r.iters_done,
-                   {{"initial_val_loss", evaluated ? nlohmann::json(r.initial_val_loss) : nlohmann::json()},
+                   {{"initial_val_loss", std::isnan(r.initial_val_loss) ? nlohmann::json() : nlohmann::json(r.initial_val_loss)},
                     {"best_val_loss", evaluated ? nlohmann::json(r.best_val_loss) : nlohmann::json()},
                     {"total_seconds", r.total_seconds},
                     {"params", r.params},

@@ -134,8 +134,9 @@ std::string interrupted(int signal, const char* unit, long long done, long long 
   return "interrupted by " + std::string(signal == SIGINT ? "SIGINT" : "SIGTERM") + " after " +
          u.substr(0, u.size() - 1) + " " + std::to_string(done) + " of " + std::to_string(total) +
          (abandoned ? " (work after it abandoned)" : "") +
-         (s.last().empty() ? std::string(" (no --checkpoint-dir: nothing saved to resume from)")
-                           : "; checkpoint " + s.last() + " (continue with --resume " + dir + ")");
+         (!s.last().empty() ? "; checkpoint " + s.last() + " (continue with --resume " + dir + ")"
+          : dir.empty()     ? std::string(" (no --checkpoint-dir: nothing saved to resume from)")
+                            : " (no checkpoint written to " + dir + " yet: nothing saved to resume from)");
 }
 
 }  // namespace plexus::cli

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <optional>
 
@@ -114,7 +115,8 @@ struct GptTrainer::Impl {
   ProcessGrid& grid;
   GptModel model;
   int iters_done = 0;
-  double initial_val_loss = 0, best_val_loss = 0;
+  // NaN until an evaluation completes (GptTrainResult).
+  double initial_val_loss = std::numeric_limits<double>::quiet_NaN(), best_val_loss = initial_val_loss;
   std::string run_id;  // carried by state() (set_run_id)
 
   StopCheck stop_check;  // set_stop_check; asked only where `stoppable`
@@ -181,10 +183,8 @@ bool GptTrainer::Impl::pending_evaluation(bool stoppable) {
   const std::optional<double> v = evaluate(stoppable);
   if (!v) return false;
   evaluation_pending = false;
-  if (iters_done == 0)
-    initial_val_loss = best_val_loss = *v;
-  else
-    best_val_loss = std::min(best_val_loss, *v);
+  if (iters_done == 0) initial_val_loss = *v;
+  best_val_loss = std::isnan(best_val_loss) ? *v : std::min(best_val_loss, *v);
   return true;
 }
 
@@ -265,7 +265,7 @@ std::optional<GptStepMetrics> GptTrainer::Impl::step(bool stoppable) {
     if (const std::optional<double> v = t.evaluate(stoppable)) {
       m.evaluated = true;
       m.val_loss = *v;
-      t.best_val_loss = std::min(t.best_val_loss, m.val_loss);
+      t.best_val_loss = std::isnan(t.best_val_loss) ? m.val_loss : std::min(t.best_val_loss, m.val_loss);
     } else {
       m.evaluation_abandoned = true;
     }
