@@ -15,6 +15,9 @@
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "plexus/backend.hpp"
+#include "plexus/convert.hpp"
+#include "plexus/gnn_model.hpp"
 #include "scratch_dir.hpp"
 #include "src/cli/model_options.hpp"
 
@@ -326,6 +329,74 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   put_option_attr<std::int32_t>(path, "heads", H5T_NATIVE_INT32, 3);
   EXPECT_NE(refusal_of_file().find("/options: --hidden: must be a multiple of --heads (3)"), std::string::npos)
       << refusal_of_file();
+}
+
+// Overwrites (or with `value` empty deletes) the string attribute `name` of /options.
+void put_option_text(const std::string& path, const std::string& name, const std::string& value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t g = H5Gopen2(f, "/options", H5P_DEFAULT);
+  if (H5Aexists(g, name.c_str()) > 0) H5Adelete(g, name.c_str());
+  if (!value.empty()) {
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, value.size());
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t a = H5Acreate2(g, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(a, type, value.data()), 0);
+    H5Aclose(a);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  H5Gclose(g);
+  H5Fclose(f);
+}
+
+// A model file whose kind or options disagree with the parameters it holds is refused, naming
+// the first parameter of another model — never run as the model its attributes say with part of
+// the parameters: a SAGE file without its kind (read as a GCN), a GAT relabelled gcn, a GIN with
+// a trained epsilon marked fixed. The untouched files load.
+TEST(ModelOptions, AModelFileWhoseParametersAreAnotherModelsIsRefusedNamingOne) {
+  plexus::testing::ScratchDir dir;
+  SbmOptions so;
+  so.nodes = 40;
+  so.classes = 3;
+  so.features = 5;
+  so.seed = 2;
+  const GraphData g = generate_sbm(so);
+  struct Case {
+    GnnSpec model;
+    std::string attr, value, parameter;
+  };
+  const std::vector<Case> cases{
+      {GnnSpec("sage"), "model", "", "/value/layer0/root_weight: a parameter that a gcn model"},
+      {GnnSpec("gat").set("heads", 2), "model", "gcn", "/value/layer0/"},
+      {GnnSpec("gin").set("train-eps", true), "train_eps", "", "/value/layer0/eps: a parameter that a gin"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model.kind());
+    TrainConfig cfg;
+    cfg.model = c.model;
+    cfg.layers = 2;
+    cfg.hidden = 4;
+    cfg.epochs = 1;
+    auto be = make_cpu_backend(1);
+    auto grid = ProcessGrid::single();
+    GnnTrainer trainer(g, cfg, *be, *grid);
+    trainer.epoch();
+    const std::string path = dir.file(c.model.kind() + ".h5");
+    trainer.save_model(path);
+    EXPECT_NO_THROW(GnnModel::load(path).predict(g, *be, *grid));
+    if (c.attr == "train_eps") {
+      put_option_attr<std::uint8_t>(path, "train_eps", H5T_NATIVE_UINT8, 0);
+    } else {
+      put_option_text(path, c.attr, c.value);
+    }
+    try {
+      GnnModel::load(path).predict(g, *be, *grid);
+      ADD_FAILURE() << "the edited file was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.parameter), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ModelOptions, AModelFileOfTheOtherFamilyIsNamedAsSuch) {

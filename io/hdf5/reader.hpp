@@ -245,6 +245,42 @@ class Reader {
   }
   bool exists(const std::string& name) const { return h5::link_exists(file_.get(), name); }
 
+  // The objects under group `group` that are not groups (datasets, or anything else a link
+  // names), as paths relative to it ("layer0/weight"), groups followed to `max_depth` levels;
+  // at most `max_count` (more: fail(group, "more than ... objects")). Empty when `group` is
+  // missing. What a file holds beyond what its reader asks for (model files' parameters).
+  std::vector<std::string> objects_under(const std::string& group, int max_depth = 4, std::size_t max_count = 4096) const {
+    std::vector<std::string> out;
+    if (!exists(group)) return out;
+    const auto walk = [&](const auto& self, const std::string& path, const std::string& rel, int depth) -> void {
+      Hid g(H5Oopen(file_.get(), path.c_str(), H5P_DEFAULT), H5Oclose);
+      if (!g || H5Iget_type(g.get()) != H5I_GROUP) {
+        if (!rel.empty()) out.push_back(rel);
+        return;
+      }
+      if (depth >= max_depth) {
+        out.push_back(rel + "/");  // a group deeper than any the reader reads: reported as one
+        return;
+      }
+      H5G_info_t info;
+      if (H5Gget_info(g.get(), &info) < 0) fail(path, "cannot list");
+      for (hsize_t i = 0; i < info.nlinks; ++i) {
+        char name[1024];
+        const ssize_t len = H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_NATIVE, i, name, sizeof name, H5P_DEFAULT);
+        if (len <= 0 || static_cast<std::size_t>(len) >= sizeof name) fail(path, "a link name that cannot be read");
+        if (out.size() >= max_count) fail(group, "more than " + std::to_string(max_count) + " objects");
+        const std::string child = rel.empty() ? std::string(name) : rel + "/" + name;
+        if (!h5::link_exists(file_.get(), path + "/" + name)) {  // a dangling link: named, not followed
+          out.push_back(child);
+          continue;
+        }
+        self(self, path + "/" + name, child, depth + 1);
+      }
+    };
+    walk(walk, group, "", 0);
+    return out;
+  }
+
   // Opens `name`, checks its dtype class and that its shape is `expected`.
   Dataset open_dataset(const std::string& name, bool want_float, const char* expected_type,
                        const std::vector<hsize_t>& expected_shape, const std::string& shape_desc) const {

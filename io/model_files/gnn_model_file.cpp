@@ -283,6 +283,19 @@ ModelState read_gnn_model_h5(const std::string& path, const std::vector<index_t>
     }
     s.parameters.push_back(std::move(p));
   }
+  // What the file holds beyond them is another model's (a SAGE file without its kind read as a
+  // GCN, a GIN file with a trained ε marked fixed, a GAT relabelled): refused, named, rather than
+  // predicting with part of it.
+  std::vector<std::string> wanted;
+  for (const ParameterShape& want : parameters) wanted.push_back(want.name);
+  std::sort(wanted.begin(), wanted.end());
+  for (const char* group : {kGroups[0], kGroups[1], kGroups[2], kBest, kLast})
+    for (const std::string& name : r.objects_under(group))
+      if (!std::binary_search(wanted.begin(), wanted.end(), name))
+        r.fail(std::string(group) + "/" + name,
+               "a parameter that a " + info.config.model.describe() +
+                   " model of these widths does not have: the file's kind or options (attribute model, /options) "
+                   "disagree with its parameters");
   return s;
 }
 
