@@ -2,6 +2,7 @@
 // counts cuts is counted exactly, for both node orders; other ranges are refused, not guessed;
 // plexus prepare stores the table and the reader gives back the same, for this graph only.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <random>
 
@@ -101,6 +102,68 @@ TEST(BlockCounts, PrepareStoresTheTableOfItsOwnGraph) {
   const ProblemSize balanced = gnn_problem(plain, cfg);
   EXPECT_TRUE(balanced.two_orders);
   EXPECT_FALSE(balanced.blocks);
+}
+
+// Rewrites the int64 dataset `name` of `path` in place.
+void rewrite_int64(const std::string& path, const std::string& name, const std::vector<index_t>& values) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  EXPECT_GE(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(d);
+  H5Fclose(f);
+}
+
+// A table whose tiles overflow — four of 2^62 more than they hold, summing to the entry count
+// modulo 2^64 — or one tile above what its rows × columns can hold is refused naming the tile;
+// a plan never reads it (5e12 ms epochs, --grid auto ranking grids by them).
+TEST(BlockCounts, TilesBeyondTheirBoundsAreRefusedWithoutOverflow) {
+  const plexus::testing::ScratchDir scratch;
+  SbmOptions o;
+  o.nodes = 120;
+  o.classes = 3;
+  o.avg_degree = 5;
+  o.features = 3;
+  const GraphData g = generate_sbm(o);
+  PrepareOptions po;
+  po.balance = Balance::kPermute;
+  const PreparedGraph p = prepare_graph(g, po);
+  const std::string path = scratch.file("prep.h5");
+  const auto refusal = [&] {
+    try {
+      read_adj_block_counts_h5(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  write_prepared_h5(p, path);
+  std::vector<index_t> tiles = p.block_counts.tiles[0];
+  ASSERT_GE(tiles.size(), 4u);
+  for (int k = 0; k < 4; ++k) tiles[static_cast<std::size_t>(k)] += index_t{1} << 62;  // 4 · 2^62 = 2^64
+  rewrite_int64(path, "/prepared/block_counts/a1", tiles);
+  EXPECT_NE(refusal().find("/prepared/block_counts/a1: tile (0, 0) counts"), std::string::npos) << refusal();
+  TrainConfig cfg;
+  EXPECT_THROW(gnn_problem(path, cfg), InputError);
+  // One tile more than its nodes can hold, another less by as much (the sum right).
+  write_prepared_h5(p, path);
+  tiles = p.block_counts.tiles[0];
+  const index_t first = p.block_counts.cuts[1] - p.block_counts.cuts[0];
+  const std::size_t t = p.block_counts.cuts.size() - 1;
+  const index_t extra = first * first + 1 - tiles[0];
+  tiles[0] += extra;
+  index_t owed = extra;  // taken from the later tiles, one entry at a time
+  for (std::size_t k = 1; k < tiles.size() && owed > 0; ++k)
+    if (tiles[k] > 0) --tiles[k], --owed;
+  ASSERT_EQ(owed, 0) << "no tiles to take the surplus from";
+  rewrite_int64(path, "/prepared/block_counts/a1", tiles);
+  EXPECT_NE(refusal().find("tile (0, 0) counts " + std::to_string(first * first + 1) + " entries: more than its " +
+                           std::to_string(first) + " x " + std::to_string(first) + " nodes"),
+            std::string::npos)
+      << refusal() << " (t = " << t << ")";
+  write_prepared_h5(p, path);
+  EXPECT_EQ(refusal(), "");
 }
 
 }  // namespace

@@ -182,12 +182,22 @@ AdjBlockCounts read_adj_block_counts_h5(const std::string& path) {
     const std::string name = std::string("/prepared/block_counts/a") + (o == 0 ? "1" : "2");
     const h5::Reader::Dataset d = r.open_dataset(name, false, "int64", {t, t}, "[cuts - 1, cuts - 1]");
     b.tiles[o] = r.read_ints<index_t>(d, t * t);
+    // Each tile within what its rows × columns and the matrix can hold, and the sum kept below
+    // the entry count as it grows (tiles of 2^62 must not wrap around to the right total).
+    const index_t nnz = ph.adj[o].nnz;
     index_t sum = 0;
-    for (const index_t c : b.tiles[o]) {
-      if (c < 0) r.fail(name, "negative count");
-      sum += c;
-    }
-    if (sum != ph.adj[o].nnz)
+    for (hsize_t i = 0; i < t; ++i)
+      for (hsize_t j = 0; j < t; ++j) {
+        const index_t c = b.tiles[o][i * t + j];
+        const index_t rows = b.cuts[i + 1] - b.cuts[i], cols = b.cuts[j + 1] - b.cuts[j];
+        if (c < 0) r.fail(name, "negative count");
+        if (c > nnz - sum || c > rows * cols)  // (rows × cols ≤ 2^62: no overflow)
+          r.fail(name, "tile (" + std::to_string(i) + ", " + std::to_string(j) + ") counts " + std::to_string(c) +
+                           " entries: more than its " + std::to_string(rows) + " x " + std::to_string(cols) +
+                           " nodes or what /prepared/a" + (o == 0 ? "1" : "2") + " holds (" + std::to_string(nnz) + ") allow");
+        sum += c;
+      }
+    if (sum != nnz)
       r.fail(name, "counts add up to " + std::to_string(sum) + ", but /prepared/a" + (o == 0 ? "1" : "2") +
                        " holds " + std::to_string(ph.adj[o].nnz) + " entries");
   }
