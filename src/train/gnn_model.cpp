@@ -52,9 +52,9 @@ std::int64_t first_nonfinite_node(const NodeRows& rows) {
 // A forward pass that overflowed float32 (features of ±3e38, a weight of 3e38) gives no result:
 // an InputError on every rank naming the first layer whose output holds a value that is not
 // finite and the lowest node id there, so nothing is written — as training stops on a NaN loss.
-// `outputs`: the logits and, when asked for, the embeddings; a layer not among them is gathered
-// only on this failure path. One int64 all-reduce over the world on every pass (a dry run's too:
-// it finds nothing, its backend computes nothing).
+// `logits` and `embeddings` (those asked for) are what would be written; a hidden layer's output
+// not among them is gathered only on this failure path. One int64 all-reduce over the world on
+// every pass (a dry run's too: it finds nothing, its backend computes nothing).
 void require_finite_outputs(GnnNetwork& net, const NodeRows& logits, const std::vector<NodeRows>& embeddings,
                             ProcessGrid& grid, bool computes) {
   std::int64_t first = computes ? first_nonfinite_node(logits) : kNoNode;
@@ -71,6 +71,7 @@ void require_finite_outputs(GnnNetwork& net, const NodeRows& logits, const std::
                                        std::to_string(node) +
                                        " (the features or the model's weights overflow float32); nothing is written");
   }
+  throw InputError("prediction", "an output is not finite for node " + std::to_string(first) + "; nothing is written");
 }
 
 }  // namespace
