@@ -31,6 +31,12 @@ case_ "dense 1-based" 4 "$work/dense.txt" --num-nodes 300 --base 1
 case_ "dense relabelled ones" 2 "$work/dense.txt" --synthetic-features ones --classes 3
 PLEXUS_PREPARE_ROUND=3 case_ "rounds of 3" 3 "$work/weighted.txt"
 PLEXUS_PREPARE_ROUND=1 case_ "rounds of 1, directed" 4 "$work/dense.txt" --directed
+# Small graphs on many ranks (most ranks hold no row, a dataset may be empty): what one process
+# accepts, P ranks accept and write alike (they failed with a false "write failed (disk full?)").
+printf "0 0\n1 1\n2 2\n" >"$work/loops.txt"
+printf "5 5\n" >"$work/one_node.txt"
+for r in 2 3 8; do case_ "self-loops only" $r "$work/loops.txt"; done
+case_ "one node" 4 "$work/one_node.txt"
 
 # mtx_case NAME RANKS INPUT [options...]
 mtx_case() {

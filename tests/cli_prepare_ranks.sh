@@ -38,6 +38,17 @@ PLEXUS_PREPARE_ROUND=500 case_ "cora rounds of 500" "$cora" 3 --balance permute 
 # --feature-precision bf16: the same file on ranks; /features are the fp32 file's, rounded to
 # nearest even (read as float32), in half the bytes.
 case_ "cora bf16 features" "$cora" 3 --balance permute --feature-precision bf16
+# Small graphs on many ranks (most ranks hold no row; an edgeless graph's datasets are empty):
+# what one process prepares, P ranks prepare alike.
+"$plexus" generate sbm --nodes 40 --classes 2 --feature-width 3 --avg-degree 0 -o "$work/edgeless.h5" >/dev/null &&
+  printf "0 0\n1 1\n2 2\n" >"$work/loops.txt" && printf "5 5\n" >"$work/one_node.txt" &&
+  "$plexus" convert edgelist "$work/loops.txt" -o "$work/loops.h5" >/dev/null &&
+  "$plexus" convert edgelist "$work/one_node.txt" -o "$work/one_node.h5" >/dev/null || fail "small graphs"
+for r in 3 8; do
+  case_ "edgeless" "$work/edgeless.h5" $r --balance permute
+  case_ "self-loops only" "$work/loops.h5" $r --balance permute
+done
+case_ "one node" "$work/one_node.h5" 4 --balance none
 "$plexus" prepare "$cora" -o "$work/f32.h5" -q && "$plexus" prepare "$cora" -o "$work/b16.h5" -q --feature-precision bf16 &&
   $py - "$work/f32.h5" "$work/b16.h5" <<'PY' && ok || fail "bf16 features are the rounded fp32 ones"
 import h5py, numpy as np, sys

@@ -180,6 +180,13 @@ class Writer {
                              ? H5Dopen2(file_.get(), name, H5P_DEFAULT)
                              : H5Dcreate2(file_.get(), name, file_type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
     if (!ds) fail(std::string("dataset ") + name);
+    // An empty dataset (an edgeless graph's /graph/indices) is complete once created: a
+    // collective write into it fails under MPI-IO on several ranks, and there is nothing to
+    // write (its extent is the same on every rank, so all skip alike).
+    if (std::any_of(dims.begin(), dims.end(), [](hsize_t d) { return d == 0; })) {
+      if (!ds.reset()) fail_write(std::string("dataset ") + name + ": write failed (disk full?)");
+      return;
+    }
     const bool some = writes && std::all_of(block.begin(), block.end(), [](hsize_t b) { return b > 0; });
     Hid mem = h5::dataspace(H5Screate_simple(static_cast<int>(N), block.data(), nullptr));
     const herr_t sel = some ? H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr)
