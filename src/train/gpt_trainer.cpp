@@ -184,7 +184,7 @@ bool GptTrainer::Impl::pending_evaluation(bool stoppable) {
   if (!v) return false;
   evaluation_pending = false;
   if (iters_done == 0) initial_val_loss = *v;
-  best_val_loss = std::isnan(best_val_loss) ? *v : std::min(best_val_loss, *v);
+  best_val_loss = std::fmin(best_val_loss, *v);  // (fmin: NaN, not evaluated yet, gives *v)
   return true;
 }
 
@@ -265,7 +265,7 @@ std::optional<GptStepMetrics> GptTrainer::Impl::step(bool stoppable) {
     if (const std::optional<double> v = t.evaluate(stoppable)) {
       m.evaluated = true;
       m.val_loss = *v;
-      t.best_val_loss = std::isnan(t.best_val_loss) ? m.val_loss : std::min(t.best_val_loss, m.val_loss);
+      t.best_val_loss = std::fmin(t.best_val_loss, m.val_loss);
     } else {
       m.evaluation_abandoned = true;
     }
