@@ -196,6 +196,39 @@ TEST(CheckpointDir, RotationRemovesOnlyTheRunsOwnOldest) {
   EXPECT_TRUE(fs::exists(d.path() / "checkpoint-00000009.h5"));
 }
 
+// A SIGKILL during a checkpoint's write leaves its temporary: the next run holding the directory
+// removes exactly those, nothing else named alike.
+TEST(CheckpointDir, AKilledRunsTemporariesAreRemovedAndNothingElse) {
+  ScratchDir d;
+  const std::string dir = d.path().string();
+  const std::string own = std::to_string(::getpid());
+  write_checkpoint(d.file("checkpoint-00000004.h5"), kRunA, 4);
+  d.write("checkpoint-00000005.h5.tmp.4242", "half a checkpoint");      // a killed run's
+  d.write("checkpoint-0000000012.h5.tmp.7", "half a checkpoint");       // ten digits
+  d.write("checkpoint-00000006.h5.tmp." + own, "this process's own");  // being written now
+  d.write("checkpoint-0000005.h5.tmp.4242", "seven digits: not a checkpoint's name");
+  d.write("checkpoint-00000005.h5.tmp.", "no pid");
+  d.write("checkpoint-00000005.h5.tmp.12a", "not a pid");
+  d.write("checkpoint-00000005.h5.tmp.12345678901", "eleven digits");
+  d.write("model.h5.tmp.4242", "another output's temporary");
+  d.write("notes.txt", "a user's file");
+  fs::create_directory(d.path() / "checkpoint-00000007.h5.tmp.99");
+  fs::create_symlink("notes.txt", d.path() / "checkpoint-00000008.h5.tmp.99");
+  const std::vector<std::string> removed = remove_checkpoint_temporaries(dir);
+  std::vector<std::string> names;
+  for (const std::string& r : removed) names.push_back(name_of(r));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint-0000000012.h5.tmp.7", "checkpoint-00000005.h5.tmp.4242"}));
+  std::vector<std::string> kept{"checkpoint-00000004.h5", "checkpoint-0000005.h5.tmp.4242",
+                                      "checkpoint-00000005.h5.tmp.", "checkpoint-00000005.h5.tmp.12345678901",
+                                      "checkpoint-00000005.h5.tmp.12a", "checkpoint-00000006.h5.tmp." + own,
+                                      "checkpoint-00000007.h5.tmp.99", "checkpoint-00000008.h5.tmp.99", "model.h5.tmp.4242",
+                                      "notes.txt"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(names_in(d.path()), kept);
+  EXPECT_TRUE(remove_checkpoint_temporaries(dir).empty());
+}
+
 // ---- outputs that would name a checkpoint -------------------------------------------------------
 
 TEST(CheckpointDir, OutputsNamingACheckpointFile) {

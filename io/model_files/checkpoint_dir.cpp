@@ -2,6 +2,7 @@
 #include "io/model_files/checkpoint_dir.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -97,6 +98,26 @@ long long checkpoint_number(const std::string& name) {
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return -1;
   return std::stoll(digits);
+}
+
+std::vector<std::string> remove_checkpoint_temporaries(const std::string& dir) {
+  const std::string marker = ".tmp.";
+  const std::string own = std::to_string(::getpid());
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::size_t at = name.rfind(marker);
+    if (at == std::string::npos || checkpoint_number(name.substr(0, at)) < 0) continue;
+    const std::string pid = name.substr(at + marker.size());
+    if (pid.empty() || pid.size() > 10 || pid == own ||
+        !std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    std::error_code st_ec;
+    if (!fs::is_regular_file(fs::symlink_status(it->path(), st_ec)) || st_ec) continue;  // (a link stays)
+    if (fs::remove(it->path(), st_ec) && !st_ec) removed.push_back(it->path().string());
+  }
+  return removed;
 }
 
 std::string checkpoint_lock_path(const std::string& dir) { return (fs::path(dir) / kLockName).string(); }

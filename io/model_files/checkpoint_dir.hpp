@@ -68,6 +68,13 @@ std::optional<ForeignCheckpoint> find_foreign_checkpoint(const std::string& dir,
 // files removed. Never throws for an entry; InputError(dir, ...) when `dir` cannot be listed.
 std::vector<std::string> remove_old_checkpoints(const std::string& dir, int keep, const std::string& run_id);
 
+// The temporaries of checkpoints that a killed run left in `dir` (a SIGKILL during a write: no
+// handler runs), removed by the next run that holds the directory's lock — no other run can be
+// writing them then. Only regular files named exactly as the writer names them,
+// checkpoint-<n>.h5.tmp.<pid> (io/files/safe_files.hpp, AtomicFile), and not this process's.
+// Returns the files removed; never throws for an entry.
+std::vector<std::string> remove_checkpoint_temporaries(const std::string& dir);
+
 // Whether `a` and `b` name one directory (device and inode; by name where one is missing).
 bool same_directory(const std::string& a, const std::string& b);
 

@@ -84,6 +84,10 @@ RunCheckpoints prepare_checkpoints(const CheckpointOptions& o, ProcessGrid& grid
   io::check_output(checkpoint_path(o.dir, 0), io::OutputNeeds::Seekable, inputs);
   run.lock = std::make_unique<io::RunLock>(checkpoint_lock_path(o.dir), o.dir,
                                            "wait for it or use another --checkpoint-dir");
+  // Holding the lock, no other run writes here: a checkpoint's temporary is a killed run's.
+  if (run.lock->locked())
+    for (const std::string& left : remove_checkpoint_temporaries(o.dir))
+      std::fprintf(stderr, "plexus: removed %s, a checkpoint's temporary left by a killed run\n", left.c_str());
   // Checkpoints written without an identity are accepted where the run resumes from: an older
   // plexus's run continued in place. They are never removed by rotation.
   const bool resumed_here = !o.resume.empty() && same_directory(o.resume, o.dir);
