@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     accounts(false, edges, nodes);
     const plexus::GraphData labelled = plexus::build_graph(edges, nodes);  // symmetrised, ids kept
     plexus::TrainConfig cfg;
-    cfg.strict = true;  // also: every rank built the same graph (a hash compared), masks disjoint
+    cfg.strict = true;  // also: masks disjoint, edges both ways (the same graph on every rank: always)
     cfg.model = plexus::GnnSpec("sage");
     cfg.hidden = 16;
     cfg.epochs = 300;
@@ -125,9 +125,9 @@ int main(int argc, char** argv) {
     plexus::GnnModel model = plexus::GnnModel::load(model_path);
     plexus::InferenceOptions want;
     want.embeddings = true;
-    want.strict = true;  // every rank holds the same snapshot
+    want.strict = true;  // the snapshot's edges both ways, its masks disjoint
     const plexus::Inference out = model.predict(snapshot, *backend, *grid, want);
-    const plexus::NodeTable table = plexus::gather_table(out, snapshot, *grid, /*root=*/0);
+    const plexus::NodeTable table = plexus::gather_table(out, *grid, /*root=*/0);  // rows keyed by their ids
     if (rank == 0) {
       plexus::write_table_csv(table, table_path);
       std::size_t flagged = 0, new_flagged = 0;

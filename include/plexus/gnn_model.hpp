@@ -32,7 +32,8 @@ struct InferenceOptions {
   // node: a graph without labels has none), from the same forward pass.
   bool metrics = false;
   // predict(GraphData) runs the strict checks of plexus/graph_checks.hpp on the graph
-  // (symmetry when undirected, disjoint masks, the same graph on every rank; TrainConfig::strict).
+  // (symmetry when undirected, disjoint masks; TrainConfig::strict). The same graph and model on
+  // every rank are checked always.
   bool strict = false;
 };
 

@@ -1,10 +1,10 @@
 #pragma once
 // Strict checks of a GraphData, beyond validate() (plexus/graph.hpp), which every entry point
-// runs. Opt-in, because they cost a pass over the edges (sorted) and, for the cross-rank one, a
-// collective: TrainConfig::strict (GnnTrainer(GraphData), train_gnn(GraphData)),
-// InferenceOptions::strict (GnnModel::predict(GraphData)) and `--strict` of plexus train and
-// predict run them. docs/format-v1.md ("Validation") lists what is checked by default and what
-// only under strict.
+// runs. Opt-in, because they cost a pass over the edges (sorted): TrainConfig::strict
+// (GnnTrainer(GraphData), train_gnn(GraphData)), InferenceOptions::strict
+// (GnnModel::predict(GraphData)) and `--strict` of plexus train and predict run them. The
+// cross-rank one, require_same_graph, every entry point taking a GraphData runs by default.
+// docs/format-v1.md ("Validation") lists what is checked by default and what only under strict.
 #include <cstdint>
 #include <string>
 

@@ -15,6 +15,12 @@ struct Predictions {
   std::vector<std::int32_t> classes;   // argmax of each node's logits (the lowest class on ties)
   index_t num_classes = 0;
   std::vector<float> logits;           // node_ids.size() × num_classes, row-major: the last layer's output
+  // Your id of each row's node (GraphData::node_ids[node_ids[k]], or node_ids[k] for a graph
+  // without ids), where the predictions were made on a GraphData (GnnModel::predict(GraphData),
+  // a GnnTrainer built from one); empty where they were made on shards (a file's: its
+  // /graph/node_ids are not read into them). gather_table places rows by node_ids and labels
+  // them with these, so the ids travel with the rows they label.
+  std::vector<std::int64_t> ids;
 };
 
 // The attention coefficients of one GAT layer (GnnTrainer::attention()): α of every head for

@@ -98,8 +98,9 @@ struct TrainConfig {
   bool recompute = false;
   // Strict input checks (plexus/graph_checks.hpp) where a GraphData is cut into shards
   // (GnnTrainer(GraphData), train_gnn(GraphData)): an undirected graph's edges both ways with
-  // equal values, disjoint train/val/test masks, and the same graph on every rank of the grid
-  // (a collective). Off: only validate()'s format-v1 invariants are checked.
+  // equal values, and disjoint train/val/test masks. Off: validate()'s format-v1 invariants,
+  // and, always, the same graph and the same TrainConfig on every rank of the grid (hashes
+  // compared by one collective each).
   bool strict = false;
 };
 

@@ -12,6 +12,8 @@
 #include "plexus/buffer.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
+#include "core/hasher.hpp"
+#include "core/rank_agreement.hpp"
 
 namespace plexus {
 namespace {
@@ -21,40 +23,6 @@ std::string number(float v) {
   s << v;
   return s.str();
 }
-
-// FNV-1a over 64-bit words (the tail zero-padded), then a final avalanche (splitmix64's).
-class Hasher {
- public:
-  void bytes(const void* data, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    std::size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p + k, 8);
-      word(w);
-    }
-    if (k < n) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, p + k, n - k);
-      word(w);
-    }
-  }
-  void word(std::uint64_t w) { h_ = (h_ ^ w) * 0x100000001b3ULL; }
-  template <class T>
-  void array(const std::vector<T>& v) {
-    word(v.size());
-    bytes(v.data(), v.size() * sizeof(T));
-  }
-  std::uint64_t value() const {
-    std::uint64_t z = h_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t h_ = 0xcbf29ce484222325ULL;
-};
 
 }  // namespace
 
@@ -118,30 +86,9 @@ std::uint64_t graph_hash(const GraphData& g) {
 }
 
 void require_same_graph(const GraphData& g, ProcessGrid& grid, const std::string& where) {
-  Communicator& world = grid.world();
-  if (world.size() == 1) return;
-  // The hash in four 16-bit pieces (exact as doubles): the max of each piece and of its
-  // complement give the largest and the smallest over the ranks; rank 0's pieces come along.
-  const std::uint64_t mine = graph_hash(g);
-  double r[12];
-  for (int k = 0; k < 4; ++k) {
-    r[k] = static_cast<double>((mine >> (16 * k)) & 0xffff);
-    r[4 + k] = 65535.0 - r[k];
-    r[8 + k] = world.rank() == 0 ? r[k] : -1.0;
-  }
-  world.all_reduce(r, 12, ReduceOp::Max);
-  std::uint64_t first = 0;  // rank 0's hash
-  bool same = true;
-  for (int k = 0; k < 4; ++k) {
-    same = same && r[k] == 65535.0 - r[4 + k];
-    first |= static_cast<std::uint64_t>(r[8 + k]) << (16 * k);
-  }
-  if (same) return;
-  // The rank to name, alike everywhere: the first whose graph is not rank 0's.
-  double who = mine != first ? -static_cast<double>(world.rank()) : -1e18;
-  world.all_reduce(&who, 1, ReduceOp::Max);
-  throw InputError(where, "GraphData: ranks 0 and " + std::to_string(static_cast<long long>(-who)) +
-                              " hold different graphs (every rank of the grid must pass the same graph)");
+  if (grid.world().size() == 1) return;
+  require_same_on_ranks(graph_hash(g), grid.world(), where, "GraphData",
+                        "graphs (every rank of the grid must pass the same graph)");
 }
 
 namespace {

@@ -13,7 +13,9 @@
 
 #include "models/gnn_network.hpp"
 #include "plexus/error.hpp"
+#include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
+#include "train/config_agreement.hpp"
 #include "train/graph_shards.hpp"
 #include "train/model_state.hpp"
 #include "train/tasks/task.hpp"
@@ -115,8 +117,20 @@ GnnModel GnnModel::untrained(const TrainConfig& config, std::vector<index_t> dim
   return m;
 }
 
+namespace {
+// The user's id of each predicted row (Predictions::ids), from the graph they were made on.
+Inference with_ids(Inference i, const GraphData& graph) {
+  Predictions& p = i.predictions;
+  p.ids = node_user_ids(p.node_ids, graph.node_ids);
+  return i;
+}
+}  // namespace
+
 Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGrid& grid,
                             const InferenceOptions& options) {
+  // The ranks' models and graphs alike, before a rank can throw alone about its own.
+  require_same_config(config_, grid, "model");
+  require_same_graph(graph, grid, "graph");
   if (graph.num_features != dims_.front())
     throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
                                   ", the model reads " + std::to_string(dims_.front()) + " features");
@@ -125,7 +139,9 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
                                   ", the model predicts " + std::to_string(dims_.back()) + " classes (or give 0)");
   const bool complete = graph.num_classes == dims_.back() && !graph.labels.empty() && !graph.train_mask.empty() &&
                         !graph.val_mask.empty() && !graph.test_mask.empty();
-  if (complete) return predict(shards_of_graph(graph, config_, grid, /*for_training=*/false, options.strict), backend, grid, options);
+  if (complete)
+    return with_ids(predict(shards_of_graph(graph, config_, grid, /*for_training=*/false, options.strict), backend, grid, options),
+                    graph);
   // No labels (or no masks): the same graph with every node unlabelled and in no split.
   GraphData g = graph;
   const auto n = static_cast<std::size_t>(graph.num_nodes);
@@ -133,7 +149,8 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
   if (g.labels.empty()) g.labels.assign(n, -1);
   for (auto* mask : {&g.train_mask, &g.val_mask, &g.test_mask})
     if (mask->empty()) mask->assign(n, 0);
-  return predict(shards_of_graph(g, config_, grid, /*for_training=*/false, options.strict), backend, grid, options);
+  return with_ids(predict(shards_of_graph(g, config_, grid, /*for_training=*/false, options.strict), backend, grid, options),
+                  graph);
 }
 
 Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options) {

@@ -15,6 +15,7 @@
 #include "optim/adam.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph_checks.hpp"
+#include "train/config_agreement.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
@@ -69,12 +70,22 @@ GnnShards with_node_weights(GnnShards s, const GraphData& g) {
 
 }  // namespace
 
+std::vector<std::int64_t> node_user_ids(const std::vector<index_t>& nodes, const std::vector<std::int64_t>& node_ids) {
+  std::vector<std::int64_t> ids(nodes.size());
+  for (std::size_t k = 0; k < nodes.size(); ++k)
+    ids[k] = node_ids.empty() ? nodes[k] : node_ids[static_cast<std::size_t>(nodes[k])];
+  return ids;
+}
+
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict) {
+  // Every rank's configuration and graph alike (hashes compared over the grid, by default: a
+  // rank cutting a graph of another size would corrupt the collectives' buffers). The
+  // collectives first, before any rank can throw about its own input (an input invalid on one
+  // rank only is then a different input, refused on every rank).
+  require_same_config(cfg, grid, "config");
+  require_same_graph(graph, grid, "graph");
   validate(cfg);
-  // Strict: the collective first, before any rank can throw about its own graph (a graph
-  // invalid on one rank only is then a different graph, refused on every rank).
-  if (strict) require_same_graph(graph, grid, "graph");
   validate(graph, "graph", GraphNames::Memory);
   if (strict) validate_strict(graph, "graph", GraphNames::Memory);
   if (for_training) require_labelled_training_node(graph, "graph", GraphNames::Memory);
@@ -125,6 +136,10 @@ struct GnnTrainer::Impl {
   BestEpoch best;
   index_t num_nodes = 0;  // of the graph
   std::string run_id;     // stored by save() (set_run_id)
+  // Built from a GraphData: its node ids (empty: the graph has none, the index is the id),
+  // which predict() puts on its rows (Predictions::ids). Not known for shards of a file.
+  bool ids_known = false;
+  std::vector<std::int64_t> user_ids;
   // Whether the model's layer outputs are an evaluation pass of the current weights: predict(),
   // embeddings() and attention() read the same pass (one forward for all three), until an epoch
   // or set_state() changes the weights or the outputs.
@@ -225,9 +240,13 @@ void GnnTrainer::Impl::put_back_last_values() {
 }
 
 GnnTrainer::GnnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
-    : GnnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {}
+    : GnnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {
+  impl_->user_ids = graph.node_ids;  // (predict() labels its rows with them)
+  impl_->ids_known = true;
+}
 
 GnnTrainer::GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid) {
+  require_same_config(cfg, grid, "config");  // (collective: before any rank can throw alone)
   validate(cfg);
   if (shards.layers() != cfg.layers) throw std::invalid_argument("GnnTrainer: shards were cut for another depth");
   backend.reset_peak();
@@ -395,7 +414,9 @@ EvalMetrics GnnTrainer::evaluate() {
 Predictions GnnTrainer::predict() {
   Impl& t = *impl_;
   t.evaluation_pass();
-  return t.task->predictions(t.model.owned_output(t.model.num_layers() - 1));
+  Predictions p = t.task->predictions(t.model.owned_output(t.model.num_layers() - 1));
+  if (t.ids_known) p.ids = node_user_ids(p.node_ids, t.user_ids);
+  return p;
 }
 
 std::vector<NodeRows> GnnTrainer::embeddings() {

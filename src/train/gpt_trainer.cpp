@@ -12,6 +12,7 @@
 
 #include "models/gpt.hpp"
 #include "plexus/error.hpp"
+#include "train/config_agreement.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/rng.hpp"
@@ -62,6 +63,16 @@ void check_corpus(const TokenCorpus& corpus, const GptTrainConfig& cfg) {
   if (too_short(corpus.val))
     throw InputError("--data", "the validation split has " + std::to_string(corpus.val.size()) +
                                    " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
+  // Every id a row of the embedding table (read_token_file checks a file's; a corpus built in
+  // memory comes here unchecked, and an id beyond the table would read past it).
+  for (const auto* split : {&corpus.train, &corpus.val}) {
+    const auto bad = std::find_if(split->begin(), split->end(),
+                                  [&](std::int32_t t) { return t < 0 || static_cast<index_t>(t) >= corpus.vocab; });
+    if (bad != split->end())
+      throw InputError("TokenCorpus." + std::string(split == &corpus.train ? "train" : "val"),
+                       "token " + std::to_string(bad - split->begin()) + " is id " + std::to_string(*bad) +
+                           ", outside the vocabulary [0, " + std::to_string(corpus.vocab) + ")");
+  }
 }
 }  // namespace
 
@@ -141,6 +152,10 @@ struct GptTrainer::Impl {
 
 GptTrainer::GptTrainer(const TokenCorpus& corpus, const GptTrainConfig& cfg, Backend& backend, ProcessGrid& grid,
                        const GptWeights* init) {
+  // The ranks' configurations and corpora alike (hashes compared over the grid), before any
+  // rank can throw alone about its own.
+  require_same_config(cfg, grid, "config");
+  require_same_corpus(corpus, grid, "corpus");
   validate(cfg);
   check_corpus(corpus, cfg);
   backend.reset_peak();

@@ -1,6 +1,9 @@
 #pragma once
 // A whole in-memory graph to this rank's shards, as GnnTrainer and GnnModel cut them: Â =
 // D^-1/2 (A+I) D^-1/2 in the orders cfg.balance gives, then this rank's blocks of Â, F, labels.
+#include <cstdint>
+#include <vector>
+
 #include "plexus/graph.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
@@ -11,6 +14,10 @@ namespace plexus {
 // Validates cfg and the graph (messages name GraphData's members); `for_training` also requires a
 // labelled training node (inference does not: its graph may have no labels at all). `strict`:
 // the checks of plexus/graph_checks.hpp too (symmetry, disjoint masks, the same graph on every rank).
+// The user's id of each node of `nodes`: node_ids[node] (GraphData::node_ids, validated), or the
+// node's index where the graph has none (empty). What Predictions::ids carries.
+std::vector<std::int64_t> node_user_ids(const std::vector<index_t>& nodes, const std::vector<std::int64_t>& node_ids);
+
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict);
 
