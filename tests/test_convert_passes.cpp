@@ -57,12 +57,23 @@ std::string edge_list(const fs::path& p, bool weighted, unsigned seed) {
 
 // A general real MatrixMarket file of n × n with `entries` random entries (duplicates and
 // self-loops among them) and a comment line.
-fs::path random_mtx(const fs::path& p, int n, int entries, unsigned seed) {
+// `field` real, integer or pattern; `symmetry` general or symmetric (then one triangle is stored,
+// the lower or, with `upper`, the upper: the reader mirrors it).
+fs::path random_mtx(const fs::path& p, int n, int entries, unsigned seed, const std::string& field = "real",
+                    const std::string& symmetry = "general", bool upper = false) {
   std::mt19937 rng(seed);
   std::ofstream f(p);
-  f << "%%MatrixMarket matrix coordinate real general\n% c\n" << n << ' ' << n << ' ' << entries << '\n';
+  f << "%%MatrixMarket matrix coordinate " << field << ' ' << symmetry << "\n% c\n" << n << ' ' << n << ' ' << entries
+    << '\n';
   const auto id = [&] { return 1 + rng() % static_cast<unsigned>(n); };
-  for (int e = 0; e < entries; ++e) f << id() << ' ' << id() << ' ' << (rng() % 100) / 7.0 << '\n';
+  for (int e = 0; e < entries; ++e) {
+    unsigned i = id(), j = id();
+    if (symmetry == "symmetric" && (upper ? i > j : i < j)) std::swap(i, j);
+    f << i << ' ' << j;
+    if (field == "real") f << ' ' << (rng() % 100) / 7.0;
+    if (field == "integer") f << ' ' << 1 + rng() % 9;
+    f << '\n';
+  }
   return p;
 }
 
@@ -201,6 +212,94 @@ TEST(ConvertOnRanksInProcess, MatrixMarketEqualsOneProcessOnThreads) {
     expect_same(g, {}, on_threads(k, [&](Communicator& c) {
                   return read_matrix_market_on_ranks(p.string(), EdgeListOptions{}, c);
                 }));
+}
+
+// Every text converter and every option that changes what it builds, on 1 to 4 ranks (threads)
+// and in 1, 2 and 5 passes, against the one-process reader: a symmetric MatrixMarket file read
+// on ranks once lost its mirrored entries (caught only by a command-line test).
+struct Variant {
+  std::string name;
+  EdgeListOptions opt;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (const bool symmetrize : {true, false})
+    for (const bool random_features : {false, true}) {
+      Variant x;
+      x.name = std::string(symmetrize ? "symmetrized" : "as stored") + (random_features ? ", random features" : "");
+      x.opt.symmetrize = symmetrize;
+      if (random_features) {
+        x.opt.features = SyntheticFeatures::kRandom;
+        x.opt.feature_width = 3;
+        x.opt.seed = 9;
+      }
+      v.push_back(x);
+    }
+  return v;
+}
+
+TEST(ConvertEveryVariant, MatrixMarketOnRanksAndInPassesEqualsOneProcess) {
+  const Dir dir;
+  int files = 0;
+  for (const std::string field : {"real", "integer", "pattern"})
+    for (const std::string symmetry : {"general", "symmetric"})
+      for (const bool upper : {false, true}) {
+        if (symmetry == "general" && upper) continue;
+        ++files;
+        const fs::path p = random_mtx(dir.path / ("v" + std::to_string(files) + ".mtx"), 40, 160, 11 + files, field,
+                                      symmetry, upper);
+        for (const Variant& v : variants()) {
+          SCOPED_TRACE(field + " " + symmetry + (upper ? " (upper)" : "") + ", " + v.name);
+          const GraphData g = read_matrix_market(p.string(), v.opt);
+          for (int k = 1; k <= 4; ++k) {
+            SCOPED_TRACE(std::to_string(k) + " ranks");
+            expect_same(g, {}, on_threads(k, [&](Communicator& c) { return read_matrix_market_on_ranks(p.string(), v.opt, c); }));
+          }
+          for (int passes : {1, 2, 5}) {
+            SCOPED_TRACE(std::to_string(passes) + " passes");
+            Runs r;
+            read_matrix_market_in_passes(p.string(), v.opt, passes, dir.scratch(),
+                                         [&](GraphSlice&& s, index_t before, index_t all) { r.add(std::move(s), before, all); });
+            expect_same(g, {}, r);
+          }
+        }
+      }
+  EXPECT_TRUE(fs::is_empty(dir.scratch()));
+}
+
+TEST(ConvertEveryVariant, EdgeListOnRanksAndInPassesEqualsOneProcess) {
+  const Dir dir;
+  for (const bool weighted : {true, false}) {
+    const std::string path = edge_list(dir.path / (weighted ? "w.txt" : "u.txt"), weighted, weighted ? 21 : 22);
+    for (const Variant& v : variants()) {
+      SCOPED_TRACE(std::string(weighted ? "weighted, " : "unweighted, ") + v.name);
+      std::vector<std::int64_t> ids;
+      const GraphData g = read_edge_list(path, v.opt, ids);
+      for (int k = 1; k <= 4; ++k) {
+        SCOPED_TRACE(std::to_string(k) + " ranks");
+        expect_same(g, ids, on_threads(k, [&](Communicator& c) { return read_edge_list_on_ranks(path, v.opt, c); }));
+      }
+      for (int passes : {1, 2, 5}) check_edge_list(path, v.opt, passes, dir);
+    }
+  }
+  // Dense ids from 1 with isolated nodes past the largest.
+  const fs::path p = dir.path / "d.txt";
+  {
+    std::mt19937 rng(5);
+    std::ofstream f(p);
+    for (int e = 0; e < 300; ++e) f << 1 + rng() % 60 << ' ' << 1 + rng() % 60 << '\n';
+  }
+  EdgeListOptions dense;
+  dense.num_nodes = 64;
+  dense.base = 1;
+  for (const bool symmetrize : {true, false}) {
+    dense.symmetrize = symmetrize;
+    std::vector<std::int64_t> ids;
+    const GraphData g = read_edge_list(p.string(), dense, ids);
+    for (int k = 1; k <= 4; ++k)
+      expect_same(g, ids, on_threads(k, [&](Communicator& c) { return read_edge_list_on_ranks(p.string(), dense, c); }));
+  }
 }
 
 TEST(ConvertInPasses, BadLineNamesItsLineAndLeavesNothing) {

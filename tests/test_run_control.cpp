@@ -1,10 +1,21 @@
-// The line an interrupted run ends with (src/cli/run_control.cpp, interrupted): where to resume
-// from, or why there is nothing to resume from — never "no --checkpoint-dir" when one was given.
+// The run-control policy of long runs (src/cli/run_control.cpp), in-process:
+//  - the line an interrupted run ends with: where to resume from, or why there is nothing to
+//    resume from — never "no --checkpoint-dir" when one was given;
+//  - whose checkpoints a directory holds: a resumed run keeps the identity of the run it
+//    continues (so it may resume in place and rotate that run's checkpoints), a fresh run gets a
+//    new one and is refused a directory holding another run's checkpoints; a killed run's
+//    temporaries are removed by the next run.
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <string>
+#include <vector>
 
+#include "io/model_files/checkpoint_dir.hpp"
+#include "io/model_files/gnn_model_file.hpp"
+#include "plexus/error.hpp"
+#include "scratch_dir.hpp"
 #include "src/cli/run_control.hpp"
 
 namespace plexus::cli {
@@ -30,6 +41,64 @@ TEST(RunControl, AnInterruptionSaysWhereToResumeOrWhyItCannot) {
   const std::string resumable = interrupted(SIGTERM, "epochs", 3, 10, written, "ckpt", false);
   EXPECT_TRUE(has(resumable, "after epoch 3 of 10; checkpoint ckpt/checkpoint-00000003.h5 (continue with --resume ckpt)"))
       << resumable;
+}
+
+// A small GCN model file carrying `run_id`: what a checkpoint is, as far as its directory is
+// concerned (as tests/test_ownership.cpp writes them).
+void write_checkpoint(const std::string& path, const std::string& run_id, long long done) {
+  static const std::vector<float> w{1, 2, 3, 4}, b{0.5f, -0.5f}, zero(4, 0.0f);
+  TrainConfig options;
+  GnnModelHeader h{{2, 2}, 3, done, BestEpoch{}, options, run_id};
+  std::vector<ParameterBlock> blocks{{"layer0/weight", 2, 2, Range{0, 2}, Range{0, 2}, true, w.data(), zero.data(), zero.data()},
+                                     {"layer0/bias", 1, 2, Range{0, 1}, Range{0, 2}, true, b.data(), zero.data(), zero.data()}};
+  write_gnn_model_blocks_h5(path, *make_self_communicator(), h, blocks);
+}
+
+std::string error_of(const CheckpointOptions& o, ProcessGrid& grid, RunCheckpoints* out = nullptr) {
+  try {
+    RunCheckpoints r = prepare_checkpoints(o, grid, {});
+    if (out) *out = std::move(r);
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(RunControl, AResumedRunKeepsTheIdentityOfTheRunItContinues) {
+  testing::ScratchDir d;
+  const std::string dir = (d.path() / "ckpt").string();
+  std::filesystem::create_directory(dir);
+  const std::string id = "00112233445566778899aabbccddeeff";
+  write_checkpoint(checkpoint_path(dir, 3), id, 3);
+  write_checkpoint(checkpoint_path(dir, 4), id, 4);
+  auto grid = ProcessGrid::single();
+  CheckpointOptions o;
+  o.dir = dir;
+  o.resume = dir;  // resumed in place
+  RunCheckpoints run;
+  EXPECT_EQ(error_of(o, *grid, &run), "");
+  EXPECT_EQ(run.run_id, id);
+  EXPECT_EQ(run.resume_from, checkpoint_path(dir, 4));
+  run.lock.reset();
+  // A fresh run there: a new identity, and the directory holds another run's checkpoints.
+  o.resume.clear();
+  const std::string fresh = error_of(o, *grid);
+  EXPECT_NE(fresh.find("holds files named like checkpoints that are not this run's"), std::string::npos) << fresh;
+  EXPECT_NE(fresh.find("--resume " + dir + " continues that run"), std::string::npos) << fresh;
+  // Resumed elsewhere: the new directory's checkpoints carry the resumed run's identity.
+  const std::string other = (d.path() / "next").string();
+  o.dir = other;
+  o.resume = dir;
+  EXPECT_EQ(error_of(o, *grid, &run), "");
+  EXPECT_EQ(run.run_id, id);
+  run.lock.reset();
+  // A killed run's temporary in the directory is gone once the next run holds it.
+  const std::string left = checkpoint_path(dir, 5) + ".tmp.4242";
+  d.write("ckpt/" + std::filesystem::path(left).filename().string(), "half a checkpoint");
+  o.dir = dir;
+  EXPECT_EQ(error_of(o, *grid, &run), "");
+  EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_TRUE(std::filesystem::exists(checkpoint_path(dir, 4)));
 }
 
 }  // namespace

@@ -83,6 +83,12 @@ class KernelObserver {
   virtual ~KernelObserver() = default;
   virtual void begin(const char* kernel) = 0;
   virtual void end(const char* kernel) = 0;
+  // A kernel about to draw counter-based random numbers (dropout, edge_dropout and the
+  // attention kernels with p > 0): the key of its stream and the global row and column of its
+  // first element — what decides every mask element (plexus/rng.hpp). Before begin(). Tests
+  // check each stream's key against its documentation (docs/gnn-models.md and docs/gpt.md,
+  // "Random streams").
+  virtual void random(const char* /*kernel*/, const DropoutKey& /*key*/, index_t /*row0*/, index_t /*col0*/) {}
 };
 
 // The public kernel methods are not virtual: each checks its arguments (the same checks, and the

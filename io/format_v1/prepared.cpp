@@ -2,6 +2,8 @@
 // (include/plexus/prepare.hpp, docs/format-v1.md "Prepared graphs").
 #include "io/format_v1/prepared.hpp"
 
+#include <utility>
+
 #include "io/hdf5/writer.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
@@ -21,6 +23,29 @@ CsrDatasets open_csr(const Reader& r, const std::string& group, std::int64_t num
     c.values = r.open_dataset(group + "/values", true, "float32", {static_cast<hsize_t>(c.nnz)},
                               "[nnz] (length of " + group + "/indices)");
   return c;
+}
+
+// What two_orders claims, against what the file holds: with one order, plexus prepare stores
+// each P-order dataset once, as a hard link to its P2-order twin; with two, they are distinct
+// objects. A flag flipped after prepare (two orders read as one: the Â2 layers multiply by Â1)
+// or Â2 replaced by a link to Â1 is refused here, from the links alone; the contents of two
+// distinct copies are checked where the shards are read (io/format_v1/shards.cpp).
+void check_order_copies(const Reader& r, bool two_orders) {
+  const std::pair<const char*, const char*> twins[] = {{"/prepared/a2", "/prepared/a1"},
+                                                       {"/prepared/node_id_p", "/prepared/node_id_p2"},
+                                                       {"/prepared/labels_p", kLabels},
+                                                       {"/prepared/masks_p", "/masks"}};
+  for (const auto& [p_order, p2_order] : twins) {
+    if (!r.exists(p_order) || !r.exists(p2_order)) continue;  // (their own checks name what is missing)
+    const bool same = r.same_object(p_order, p2_order);
+    if (!two_orders && !same)
+      r.fail("/prepared", std::string("attribute two_orders is 0, but ") + p_order + " is not " + p2_order +
+                              ": the file holds two orders (changed after plexus prepare? prepare it again)");
+    if (two_orders && same)
+      r.fail(p_order, std::string("is ") + p2_order + " (a link), but attribute two_orders is 1: the file claims "
+                                                        "two orders and holds one (changed after plexus prepare? "
+                                                        "prepare it again)");
+  }
 }
 
 PreparedHeader read_prepared_header(const Reader& r, const Header& h) {
@@ -45,6 +70,7 @@ PreparedHeader read_prepared_header(const Reader& r, const Header& h) {
   p.two_orders = two == 1;
   p.adj[0] = open_csr(r, "/prepared/a1", h.num_nodes, true);
   p.adj[1] = open_csr(r, "/prepared/a2", h.num_nodes, true);
+  check_order_copies(r, p.two_orders);
   const auto n = static_cast<hsize_t>(h.num_nodes);
   p.labels_p = r.open_dataset("/prepared/labels_p", false, "int32", {n}, "[num_nodes]");
   p.train_p = r.open_dataset("/prepared/masks_p/train", false, "uint8", {n}, "[num_nodes]");

@@ -87,22 +87,37 @@ std::uint64_t record_hash(index_t id, std::int32_t label, unsigned splits) {
   return z ^ (z >> 31);
 }
 
+// A node's row of Â and its entry count, hashed (summed over the nodes: a multiset of rows).
+std::uint64_t row_hash(index_t id, index_t entries) {
+  std::uint64_t z = static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z ^= static_cast<std::uint64_t>(entries) * 0xD6E8FEB86659FD93ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // A prepared file with two orders stores the labels and masks twice (/labels and /masks in P2
 // order, /prepared/labels_p and masks_p in P order), derived by plexus prepare from one source.
 // Checks, from this rank's 1/P of each, that node_id_p and node_id_p2 are permutations and
 // that both copies hold the same record for every original node: a file edited after
-// plexus prepare (one copy of the split changed) is refused instead of trained on.
+// plexus prepare (one copy of the split changed) is refused instead of trained on. And the
+// same for Â: Â1 = P·Â·P2ᵀ and Â2 = P2·Â·Pᵀ hold node v's row of Â, in their own orders, so
+// each node's row holds as many entries in both (directed or not): Â2 replaced by a copy of
+// Â1 (or a node order edited) moves rows onto other nodes. From the indptrs alone (8 bytes a
+// node, this rank's 1/P), not the entries.
 void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Header& h, const h5::PreparedHeader& ph,
                            Range own) {
   const auto n = static_cast<hsize_t>(h.num_nodes), m = static_cast<hsize_t>(own.size());
   const Slab slab{{static_cast<hsize_t>(own.begin)}, {m}};
-  // sums: identity ids, P ids, P2 ids, P records, P2 records
-  std::array<std::uint64_t, 5> sums{};
+  // sums: identity ids, P ids, P2 ids, P records, P2 records, Â1 rows, Â2 rows
+  std::array<std::uint64_t, 7> sums{};
   for (index_t k = own.begin; k < own.end; ++k) sums[0] += record_hash(k, 0, 0);
   const auto copy = [&](const char* ids_name, const Reader::Dataset& labels, const Reader::Dataset* const masks[3],
-                        std::uint64_t& id_sum, std::uint64_t& record_sum) {
+                        const h5::CsrDatasets& adj, std::uint64_t& id_sum, std::uint64_t& record_sum,
+                        std::uint64_t& row_sum) {
     const Reader::Dataset d = r.open_dataset(ids_name, false, "int64", {n}, "[num_nodes]");
     const std::vector<index_t> ids = r.read_ints<index_t>(d, m, slab);
+    const std::vector<index_t> ip = in.indptr(adj, own);
     const std::vector<std::int32_t> y = in.labels(labels, own);
     std::vector<unsigned> bits(ids.size(), 0);
     for (unsigned k = 0; k < 3; ++k) {
@@ -115,18 +130,22 @@ void check_prepared_copies(const Reader& r, const ShardReader& in, const h5::Hea
                              std::to_string(own.begin + static_cast<index_t>(i)) + " out of range [0, num_nodes)");
       id_sum += record_hash(ids[i], 0, 0);
       record_sum += record_hash(ids[i], y[i], bits[i]);
+      row_sum += row_hash(ids[i], ip[i + 1] - ip[i]);
     }
   };
   const Reader::Dataset* p_masks[3] = {&ph.train_p, &ph.val_p, &ph.test_p};
   const Reader::Dataset* p2_masks[3] = {&h.train, &h.val, &h.test};
-  copy("/prepared/node_id_p", ph.labels_p, p_masks, sums[1], sums[3]);
-  copy("/prepared/node_id_p2", h.labels, p2_masks, sums[2], sums[4]);
+  copy("/prepared/node_id_p", ph.labels_p, p_masks, ph.adj[0], sums[1], sums[3], sums[5]);
+  copy("/prepared/node_id_p2", h.labels, p2_masks, ph.adj[1], sums[2], sums[4], sums[6]);
   in.sum_over_ranks(sums);
   if (sums[1] != sums[0]) r.fail("/prepared/node_id_p", "not a permutation of the node ids");
   if (sums[2] != sums[0]) r.fail("/prepared/node_id_p2", "not a permutation of the node ids");
   if (sums[3] != sums[4])
     r.fail("/prepared", "labels_p and masks_p disagree with /labels and /masks (the file was changed after "
                         "plexus prepare; prepare it again from its source)");
+  if (sums[5] != sums[6])
+    r.fail("/prepared", "a1 and a2 disagree: some node's row holds another number of entries in each (the file was "
+                        "changed after plexus prepare; prepare it again from its source)");
 }
 
 }  // namespace

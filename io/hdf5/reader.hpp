@@ -244,6 +244,22 @@ class Reader {
     mark_unsafe_teardown();
   }
   bool exists(const std::string& name) const { return h5::link_exists(file_.get(), name); }
+  // Whether links `a` and `b` (both existing) lead to one object: a hard link, a soft link or
+  // the same path. What a writer stores once under two names (a prepared file's one order).
+  bool same_object(const std::string& a, const std::string& b) const {
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_info2_t ia, ib;
+    if (H5Oget_info_by_name3(file_.get(), a.c_str(), &ia, H5O_INFO_BASIC, H5P_DEFAULT) < 0) fail(a, "cannot open");
+    if (H5Oget_info_by_name3(file_.get(), b.c_str(), &ib, H5O_INFO_BASIC, H5P_DEFAULT) < 0) fail(b, "cannot open");
+    int cmp = 1;
+    return ia.fileno == ib.fileno && H5Otoken_cmp(file_.get(), &ia.token, &ib.token, &cmp) >= 0 && cmp == 0;
+#else
+    H5O_info_t ia, ib;
+    if (H5Oget_info_by_name2(file_.get(), a.c_str(), &ia, H5O_INFO_BASIC, H5P_DEFAULT) < 0) fail(a, "cannot open");
+    if (H5Oget_info_by_name2(file_.get(), b.c_str(), &ib, H5O_INFO_BASIC, H5P_DEFAULT) < 0) fail(b, "cannot open");
+    return ia.fileno == ib.fileno && ia.addr == ib.addr;
+#endif
+  }
 
   // The objects under group `group` that are not groups (datasets, or anything else a link
   // names), as paths relative to it ("layer0/weight"), groups followed to `max_depth` levels;

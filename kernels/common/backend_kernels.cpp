@@ -168,6 +168,7 @@ void Backend::relu_backward(ConstMatrixView activated, MatrixView grad) {
 void Backend::dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
   check_same_shape(x, out, "dropout");
   check_dropout_p(p);
+  if (observer_ && p > 0.0f && p < 1.0f) observer_->random("dropout", key, row0, col0);
   observed("dropout", [&] { do_dropout(x, out, p, key, row0, col0); });
 }
 void Backend::gelu_forward(ConstMatrixView x, MatrixView y) {
@@ -214,6 +215,7 @@ void Backend::attention_forward(ConstMatrixView qkv, const AttentionShape& s, fl
                                 MatrixView y, float* lse) {
   check_attention(qkv, s, dropout_p, "attention_forward");
   check_rows(y, s, s.heads * s.head_dim, "attention_forward", "y must be batch·seq × >= heads·head_dim");
+  if (observer_ && dropout_p > 0.0f) observer_->random("attention_forward", key, 0, 0);
   observed("attention_forward", [&] { do_attention_forward(qkv, s, dropout_p, key, y, lse); });
 }
 void Backend::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
@@ -222,6 +224,7 @@ void Backend::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMa
   check_rows(y, s, s.heads * s.head_dim, "attention_backward", "y must be batch·seq × >= heads·head_dim");
   check_rows(dy, s, s.heads * s.head_dim, "attention_backward", "dy must be batch·seq × >= heads·head_dim");
   check_rows(dqkv, s, 3 * s.heads * s.head_dim, "attention_backward", "dqkv must be batch·seq × >= 3·heads·head_dim");
+  if (observer_ && dropout_p > 0.0f) observer_->random("attention_backward", key, 0, 0);
   observed("attention_backward", [&] { do_attention_backward(qkv, y, dy, lse, s, dropout_p, key, dqkv); });
 }
 
@@ -275,6 +278,7 @@ void Backend::edge_dropout(const CsrView& a, index_t heads, float p, DropoutKey 
   require(row0 >= 0 && col0 >= 0, "edge_dropout", "row0 and col0 must be >= 0");
   require(col0 + a.cols <= index_t{1} + std::numeric_limits<std::uint32_t>::max(), "edge_dropout",
           "columns exceed the dropout column range (2^32)");
+  if (observer_ && p > 0.0f) observer_->random("edge_dropout", key, row0, col0);
   observed("edge_dropout", [&] { do_edge_dropout(a, heads, p, key, row0, col0, e, head0, total_heads); });
 }
 void Backend::edge_softmax_backward(const CsrView& a, index_t heads, const float* alpha, const float* row_dot,
