@@ -8,7 +8,7 @@
 # update, must be within 1e-4 relative of the engine's.
 # The variants the engine cannot train yet are listed in `pending`: each must still be refused
 # by `plexus train` (exit 2, one error line); one that trains fails here until taken off the list.
-# Needs torch_geometric (scripts/install-deps.sh installs it); fails without it.
+# Needs torch_geometric (scripts/install-deps.sh --tests installs it); fails without it.
 # Usage: cli_gnn_pyg_parity.sh PLEXUS_BINARY SOURCE_DIR
 set -u
 plexus=$1 src=$2
@@ -58,7 +58,7 @@ variants=(
 pending=()
 
 if ! err=$($py -c "import torch_geometric" 2>&1); then
-  echo "FAIL [torch_geometric]: PyTorch Geometric is needed (scripts/install-deps.sh installs it):"
+  echo "FAIL [torch_geometric]: PyTorch Geometric is needed (scripts/install-deps.sh --tests installs it):"
   echo "$err" | tail -n 1
   echo "0 passed, 1 failed"
   exit 1

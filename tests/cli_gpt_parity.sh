@@ -9,7 +9,7 @@ plexus=$1 src=$2
 source "$src/tests/lib_cli.sh"
 text=$src/data/tinyshakespeare.txt
 peer=$src/examples/bench/gpt_torch_peer.py
-$py -c "import torch, h5py" || { echo "FAIL: python3-torch and python3-h5py are needed (scripts/install-deps.sh)"; exit 1; }
+$py -c "import torch, h5py" || { echo "FAIL: python3-torch and python3-h5py are needed (scripts/install-deps.sh --tests)"; exit 1; }
 
 parity() {  # parity NAME OPTIONS...
   local name=$1; shift

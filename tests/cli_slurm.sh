@@ -9,14 +9,14 @@
 #    `srun ... --resume` continues it;
 #  - `sbatch --time=1 --signal=TERM@50`: Slurm's warning signal before the time limit does the
 #    same inside a batch job (srun in the script), and the job ends before its limit.
-# Needs slurm-wlm and munge (scripts/install-deps.sh installs them); fails without them.
+# Needs slurm-wlm and munge (scripts/install-deps.sh --tests installs them); fails without them.
 # Usage: cli_slurm.sh PLEXUS_BINARY SOURCE_DIR
 set -u
 plexus=$(realpath "$1") src=$(realpath "$2")
 source "$src/tests/lib_cli.sh"
 for tool in munged slurmctld slurmd srun sbatch scancel squeue sinfo; do
   if ! command -v "$tool" >/dev/null; then
-    echo "FAIL [slurm]: $tool is missing: install slurm-wlm and munge (scripts/install-deps.sh)"
+    echo "FAIL [slurm]: $tool is missing: install slurm-wlm and munge (scripts/install-deps.sh --tests)"
     exit 1
   fi
 done

@@ -78,9 +78,12 @@ inline AxisBytes predict_epoch_closed_form(const ProblemSize& p, GridShape g, bo
   add(c, 3 * 16 * (G(c) - 1) * G(r) * G(d));             // 3 loss scalars (double)
   add(d, 3 * 16 * (G(d) - 1) * G(r) * G(c));             // 3 loss scalars over rows
   add(d, 3 * 16 * (G(d) - 1) * G(r) * G(c));             // 3 correct counts
+  const double C = static_cast<double>(p.num_classes);
+  add(d, 9 * C * 16 * (G(d) - 1) * G(r) * G(c));         // per class: labelled, predicted, correct on 3 splits
   if (split) {
     add(r, 3 * 16 * (G(r) - 1) * G(c) * G(d));           // 3 loss scalars over the row slices
     add(r, 3 * 16 * (G(r) - 1) * G(c) * G(d));           // 3 correct counts over the row slices
+    add(r, 9 * C * 16 * (G(r) - 1) * G(c) * G(d));       // per class, over the row slices
   }
   return b;
 }

@@ -254,15 +254,16 @@ TEST(CommModel, ClosedFormExactForUnevenSizes) {
 // rs-ag by hand: one layer (F = C = 2), N = 4 on 1x2x1, so only Y (the layer's i axis)
 // communicates. Per rank, baseline: OUT all-reduced in train and eval, 2 x 2(1/2)·4·2·4 = 64.
 // rs-ag: OUT reduce-scattered twice, 4·(4 - 2)·2 = 16 each, dlogits all-gathered once (16), the
-// 3 loss sums and the 3 correct counts all-reduced over Y, 2(1/2)·8 = 8 each: 96 > 64 on so
-// small a graph (the 48 bytes of doubles outweigh the rows saved).
+// 3 loss sums and the 3 correct counts all-reduced over Y, 2(1/2)·8 = 8 each, and the 9·C = 18
+// per-class counts, 2(1/2)·18·8 = 144: 240 > 64 on so small a graph (the doubles outweigh the
+// rows saved).
 TEST(CommModel, RsAgCountedByHand) {
   const GridShape g{1, 2, 1};
   for (bool first : {true, false}) {
     const AxisBytes base = predict_epoch(problem(4, {2, 2}), g, first);
     const AxisBytes rs_ag = predict_epoch(problem(4, {2, 2}, true, CommVariant::RsAg), g, first);
     EXPECT_DOUBLE_EQ(base.bytes[1], 2 * 64.0);
-    EXPECT_DOUBLE_EQ(rs_ag.bytes[1], 2 * 96.0);
+    EXPECT_DOUBLE_EQ(rs_ag.bytes[1], 2 * 240.0);
     EXPECT_EQ(base.bytes[0] + base.bytes[2] + rs_ag.bytes[0] + rs_ag.bytes[2], 0.0);
   }
 }
@@ -270,18 +271,19 @@ TEST(CommModel, RsAgCountedByHand) {
 // rs-ag-reuse by hand: one layer (F = C = 2), N = 4 on 1x1x2, so only Z (the layer's d axis)
 // communicates. Per rank: features all-gather 4·(4 - 2)·2 = 16, W all-gather and dW
 // reduce-scatter 4·(2 - 1)·2 = 8 each, db 2(1/2)·2·4 = 8, 3 loss sums and 3 correct counts
-// 8 each. Baseline: 2 feature and 3 W gathers, 32 + 24 + 8 + 8 + 24 + 24 = 120 (rs-ag the same:
-// its i axis is Y, of one rank). rs-ag-reuse: the features once per run and W once per update
-// (twice in epoch 0): steady 0 + 8 + 8 + 8 + 48 = 72, first 16 + 16 + 8 + 8 + 48 = 96.
+// 8 each, the 9·C = 18 per-class counts 2(1/2)·18·8 = 144. Baseline: 2 feature and 3 W gathers,
+// 32 + 24 + 8 + 8 + 24 + 24 + 144 = 264 (rs-ag the same: its i axis is Y, of one rank).
+// rs-ag-reuse: the features once per run and W once per update (twice in epoch 0): steady
+// 0 + 8 + 8 + 8 + 48 + 144 = 216, first 16 + 16 + 8 + 8 + 48 + 144 = 240.
 TEST(CommModel, RsAgReuseCountedByHand) {
   const GridShape g{1, 1, 2};
   const auto z_bytes = [&](CommVariant v, bool first) { return predict_epoch(problem(4, {2, 2}, true, v), g, first).bytes[2]; };
   for (bool first : {true, false}) {
-    EXPECT_DOUBLE_EQ(z_bytes(CommVariant::Baseline, first), 2 * 120.0);
-    EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAg, first), 2 * 120.0);
+    EXPECT_DOUBLE_EQ(z_bytes(CommVariant::Baseline, first), 2 * 264.0);
+    EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAg, first), 2 * 264.0);
   }
-  EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, false), 2 * 72.0);
-  EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, true), 2 * 96.0);
+  EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, false), 2 * 216.0);
+  EXPECT_DOUBLE_EQ(z_bytes(CommVariant::RsAgReuse, true), 2 * 240.0);
 }
 
 // On a graph of Cora's size rs-ag saves bytes exactly when the axis the last layer's output is

@@ -3,7 +3,7 @@
 --model gcn|sage|gin|gat|appnp` trains, built from PyG's GCNConv, SAGEConv, GINConv, GATConv and
 Linears with APPNP, on the same
 Plexus format-v1 graph file (docs/format-v1.md). CPU, float32. Run it with /usr/bin/python3
-(Debian's torch; scripts/install-deps.sh installs torch_geometric 2.6.1 beside it).
+(Debian's torch; scripts/install-deps.sh --tests installs torch_geometric 2.6.1 beside it).
 
 Continue a Plexus run from its model file (a checkpoint or --save-model; docs/gcn-model.md):
 

@@ -12,6 +12,7 @@
 // on some ranks only may leave the others waiting in a collective: a multi-rank caller ends
 // the job then (MPI_Abort on its communicator), as the `plexus` command does.
 // train_gnn (plexus/train.hpp) is this loop run for config.epochs epochs.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,7 +37,21 @@ namespace plexus {
 struct EvalMetrics {
   double train_acc = 0, val_acc = 0, test_acc = 0;
   double train_loss = 0, val_loss = 0;
+  // Per split (train, validation, test) and class: the nodes labelled with it, predicted as it,
+  // and both (over the whole graph; empty vectors: not counted). class_metrics() reads them.
+  struct ClassCounts {
+    std::vector<double> labelled, predicted, correct;
+  };
+  std::array<ClassCounts, 3> classes;
 };
+// Precision, recall, F1 and support of each class from a split's counts.
+std::vector<ClassMetrics> class_metrics(const EvalMetrics::ClassCounts& counts);
+// The mean F1 over the classes labelled or predicted in the split (sklearn's f1_score(average=
+// "macro")); NaN when none is.
+double macro_f1(const EvalMetrics::ClassCounts& counts);
+// The value TrainConfig::select_by picks by, on the validation split: its accuracy, loss,
+// macro-F1 or the recall of its class (NaN when the class has no validation node).
+double selection_score(const Selection& s, const EvalMetrics& e);
 
 // One parameter of the model, whole (by global index: the same whatever the grid), with its
 // Adam moments: what a checkpoint stores.
@@ -52,14 +67,15 @@ struct ParameterState {
   // was; empty otherwise.
   std::vector<float> last_value;
 };
-// The epoch the validation set picks so far (best validation accuracy, ties to the lower
-// validation loss): kept with the state, so that a resumed run picks what the uninterrupted
+// The epoch the validation set picks so far (by TrainConfig::select_by: the best validation
+// accuracy by default, ties to the lower validation loss): kept with the state, so that a resumed run picks what the uninterrupted
 // run would have picked.
 // Without validation nodes nothing picks: the last epoch trained is the one kept, its val_acc
 // and val_loss NaN (not evaluated); test_acc is NaN without test nodes.
 struct BestEpoch {
   std::int64_t epoch = -1;            // 0-based; -1: none yet
   double val_acc = 0, val_loss = 0, test_acc = 0;
+  double score = 0;                   // selection_score of the epoch (TrainConfig::select_by)
 };
 struct ModelState {
   std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken

@@ -1,6 +1,7 @@
 #pragma once
 // Full-graph GCN training: the library entry point (the CLI's `plexus train` calls this).
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,6 +34,24 @@ LayerOrder parse_layer_order(const std::string& text);
 inline LayerOrder layer_order_of(bool transform_first) {
   return transform_first ? LayerOrder::TransformFirst : LayerOrder::AggregateFirst;
 }
+
+// What picks the best epoch — early stopping (patience), restore_best and TrainResult's best
+// epoch — on the validation split (docs/gnn-models.md, "Early stopping and the best weights"):
+//   Accuracy  the highest accuracy, ties to the lower loss (the default)
+//   Loss      the lowest loss — weighted as the training loss is (class weights, node weights)
+//   MacroF1   the highest macro-averaged F1 (over the classes labelled or predicted), ties to
+//             the lower loss
+//   Recall    the highest recall of one class (`class_index`: a rare class that matters),
+//             ties to the lower loss
+enum class SelectBy { Accuracy, Loss, MacroF1, Recall };
+struct Selection {
+  SelectBy by = SelectBy::Accuracy;
+  std::int32_t class_index = -1;  // Recall: the class (0 <= class_index < classes)
+  bool operator==(const Selection&) const = default;
+};
+// "accuracy", "loss", "macro-f1", "recall:K"; the parser throws InputError("--select-by", ...).
+std::string selection_name(const Selection& s);
+Selection parse_selection(const std::string& text);
 
 struct TrainConfig {
   // The GNN: its kind and the kind's options (plexus/gnn_spec.hpp; docs/gnn-models.md). Every
@@ -69,6 +88,8 @@ struct TrainConfig {
   // Early stopping: run() ends once `patience` epochs have passed since the epoch the
   // validation set picks (GnnTrainer::best()); 0: off. Needs validation nodes.
   int patience = 0;
+  // What the validation set picks the epoch by (early stopping, restore_best, the result).
+  Selection select_by;
   // Keep the picked epoch's weights: run() ends with them in the model, so that predict(),
   // save() and --save-model give the model whose accuracy run() reports (the model file says
   // which epoch its weights are: weights_epoch). Checkpoints carry them, so a resumed run ends
@@ -126,9 +147,23 @@ struct EpochMetrics {
   std::array<double, 3> rank_comm_bytes{};
 };
 
+// One class's metrics on a split: precision (of the nodes predicted as the class, the share
+// labelled with it), recall (of the nodes labelled with it, the share predicted), F1 (their
+// harmonic mean), support (its labelled nodes). NaN where a share has no node (sklearn's
+// zero_division is "warn"; here: not evaluated).
+struct ClassMetrics {
+  double precision = 0, recall = 0, f1 = 0;
+  std::int64_t support = 0;
+};
+
 struct TrainResult {
   std::vector<EpochMetrics> epochs;
   int best_epoch = -1;
+  // The selection's value at the best epoch (TrainConfig::select_by: accuracy, loss, macro-F1 or
+  // a class's recall on the validation split); NaN without validation nodes.
+  double best_score = 0;
+  // Per class at the best epoch, on the validation and the test split (empty: not evaluated).
+  std::vector<ClassMetrics> val_classes, test_classes;
   // run() ended early: `patience` epochs without a better validation pick (TrainConfig::patience).
   bool stopped_early = false;
   // The test accuracy at the best-validation epoch. Without validation nodes best_epoch is the

@@ -122,10 +122,13 @@ GraphSlice read_slice(const Reader& r, Communicator& comm) {
 // opens the file anew: a pass holds nothing of the file between its reads.
 class H5RowSource final : public GraphRowSource {
  public:
+  // The file is opened (and checked in a child process, io/hdf5/probe.hpp) once, here, and
+  // kept open for every pass: a pass costs its rows, not an open and a check of the file.
   explicit H5RowSource(std::string path) : path_(std::move(path)) {
     h5::silence_errors();
     std::vector<std::string> names = h5::read_class_names_h5(path_);
-    Reader r(path_);
+    r_ = std::make_unique<Reader>(path_);
+    Reader& r = *r_;
     r.open();
     const h5::Header h = h5::read_header(r);
     head_ = slice_of(r, h);
@@ -139,8 +142,7 @@ class H5RowSource final : public GraphRowSource {
 
   std::vector<index_t> split(int parts) const override {
     const Quiet quiet;
-    Reader r(path_);
-    r.open(MPI_COMM_NULL, false);
+    const Reader& r = *r_;
     h5::Header h = h5::read_header(r);
     h5::ShardReader in(r, h, *one_);
     const h5::CsrDatasets graph = h5::take_graph_csr(h);
@@ -149,8 +151,7 @@ class H5RowSource final : public GraphRowSource {
 
   GraphSlice read(Range rows, bool node_data) const override {
     const Quiet quiet;
-    Reader r(path_);
-    r.open(MPI_COMM_NULL, false);
+    const Reader& r = *r_;
     h5::Header h = h5::read_header(r);
     GraphSlice s = slice_of(r, h);
     s.rows = rows;
@@ -172,6 +173,7 @@ class H5RowSource final : public GraphRowSource {
     ~Quiet() { set_progress_reporter(std::move(saved)); }
   };
   std::string path_;
+  std::unique_ptr<Reader> r_;  // open for the source's life
   GraphSlice head_;
   bool weights_ = false, ids_ = false;
   std::unique_ptr<Communicator> one_ = make_self_communicator();  // the reads are this process's alone

@@ -3,7 +3,7 @@
 // (read_gnn_model_h5) or only for what they say of the model (read_gnn_model_info_h5).
 //
 // Root attributes: format = "plexus-gcn", version = 1, layers, epochs_done, the best epoch so
-// far (best_epoch, best_val_acc, best_val_loss, best_test_acc: NaN when not evaluated, a split
+// far (best_epoch, best_val_acc, best_val_loss, best_test_acc, best_score: NaN when not evaluated, a split
 // without a node), a checkpoint's run_id (the run that wrote it; docs/checkpoints.md), and the
 // widths D_0..D_L as the
 // 1-D int64 dataset "dims"; the training options as attributes of /options. Each parameter
@@ -58,6 +58,7 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
   w.scalar_attr<double>("best_val_acc", H5T_IEEE_F64LE, h.best.val_acc);
   w.scalar_attr<double>("best_val_loss", H5T_IEEE_F64LE, h.best.val_loss);
   w.scalar_attr<double>("best_test_acc", H5T_IEEE_F64LE, h.best.test_acc);
+  w.scalar_attr<double>("best_score", H5T_IEEE_F64LE, h.best.score);  // by options/select_by
   if (!h.run_id.empty()) w.string_attr("run_id", h.run_id);  // docs/checkpoints.md, "Whose checkpoints"
   w.scalar_attr<std::int64_t>("weights_epoch", H5T_STD_I64LE, h.weights_epoch >= 0 ? h.weights_epoch : h.epochs_done - 1);
   w.block_dataset<index_t, 1>("dims", H5T_STD_I64LE, {dims.size()}, {0}, {dims.size()}, dims.data(), true);
@@ -73,6 +74,8 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
   // when unweighted.
   if (const std::string weights = class_weights_text(o); !weights.empty())
     w.string_attr("class_weights", weights, kOptions);
+  // What picked best_epoch (TrainConfig::select_by); none: accuracy.
+  if (o.select_by != Selection{}) w.string_attr("select_by", selection_name(o.select_by), kOptions);
   // The model kind and its options (docs/gnn-models.md), each an attribute named by its key
   // and typed as declared; a file without `model` is a GCN.
   w.string_attr("model", o.model.kind(), kOptions);
@@ -180,6 +183,18 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
       }
     }
   }
+  if (r.attr_exists("select_by", kOptions)) {
+    try {
+      o.select_by = parse_selection(r.string_attr("select_by", kOptions));
+    } catch (const InputError& e) {
+      r.fail(std::string(kOptions) + ": attribute select_by", e.message());
+    }
+  }
+  // The selection's value at best_epoch; files written before it was recorded: what the
+  // default selection (accuracy) compared.
+  info.best.score = r.attr_exists("best_score") ? r.evaluated_attr("best_score")
+                    : o.select_by.by == SelectBy::Loss ? info.best.val_loss
+                                                       : info.best.val_acc;
   if (r.attr_exists("model", kOptions)) read_model_options(r, o);
   // The options as `plexus train` checks them (those the file does not record are valid
   // defaults): a file that says otherwise would build a model its parameters do not fit.

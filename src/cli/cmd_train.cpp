@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
   std::string class_weights;  // --class-weights: auto or w0,w1,...
+  std::string select_by = "accuracy";  // --select-by
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
@@ -110,6 +111,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   o.cfg.layer_order = parse_layer_order(o.layer_order);
   if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
+  o.cfg.select_by = parse_selection(o.select_by);
   validate(o.cfg);
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
@@ -137,6 +139,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   run_fields.update(model_json(o.cfg));  // the kind and its options as resolved (plexus report reads them)
   run_fields["class_weights"] = o.class_weights.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.class_weights);
   run_fields["patience"] = o.cfg.patience;
+  run_fields["select_by"] = selection_name(o.cfg.select_by);
   run_fields["restore_best"] = o.cfg.restore_best;
   run_fields["precision"] = o.cfg.precision == Precision::BF16 ? "bf16" : "fp32";
   training.header("train", cmd, run_fields, kEpochReductions);
@@ -213,9 +216,14 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   });
   if (!root) return;
   training.print_interruption();
+  const std::string select = selection_name(o.cfg.select_by);
   if (r.stopped_early)
-    fmt::print("stopped early: {} epochs without a better validation accuracy (--patience)\n", o.cfg.patience);
-  if (std::isnan(r.best_val_acc))  // no validation node: the last epoch is the result
+    fmt::print("stopped early: {} epochs without a better validation {} (--patience)\n", o.cfg.patience, select);
+  if (o.cfg.select_by != Selection{} && !std::isnan(r.best_val_acc))
+    fmt::print("best validation {} {} at epoch {} (accuracy {:.4f}); test accuracy {} ({:.2f} s training)\n", select,
+               evaluated_text(r.best_score), r.best_epoch + 1, r.best_val_acc, evaluated_text(r.test_acc),
+               r.total_seconds);
+  else if (std::isnan(r.best_val_acc))  // no validation node: the last epoch is the result
     fmt::print("best validation accuracy not evaluated (no validation node); last epoch {}; test accuracy {} "
                "({:.2f} s training)\n",
                r.best_epoch + 1, evaluated_text(r.test_acc), r.total_seconds);
@@ -224,10 +232,30 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                r.best_epoch + 1, evaluated_text(r.test_acc), r.total_seconds);
   double comm_seconds = 0;
   for (const EpochMetrics& m : r.epochs) comm_seconds += m.comm_seconds;
+  // Per class at the best epoch: printed where the selection or the loss weighs classes, and
+  // always in the summary record.
+  nlohmann::ordered_json per_class = nlohmann::ordered_json::array();
+  const bool weighs_classes = o.cfg.select_by != Selection{} || o.cfg.class_weights_auto || !o.cfg.class_weights.empty();
+  for (std::size_t k = 0; k < r.val_classes.size() && k < r.test_classes.size(); ++k) {
+    const ClassMetrics &v = r.val_classes[k], &t = r.test_classes[k];
+    per_class.push_back({{"class", k},
+                         {"val_precision", evaluated_json(v.precision)}, {"val_recall", evaluated_json(v.recall)},
+                         {"val_f1", evaluated_json(v.f1)}, {"val_support", v.support},
+                         {"test_precision", evaluated_json(t.precision)}, {"test_recall", evaluated_json(t.recall)},
+                         {"test_f1", evaluated_json(t.f1)}, {"test_support", t.support}});
+    if (weighs_classes)
+      fmt::print("  class {}: validation precision {} recall {} F1 {} ({} nodes); test precision {} recall {} F1 {} ({} "
+                 "nodes)\n",
+                 k, evaluated_text(v.precision), evaluated_text(v.recall), evaluated_text(v.f1), v.support,
+                 evaluated_text(t.precision), evaluated_text(t.recall), evaluated_text(t.f1), t.support);
+  }
   nlohmann::ordered_json summary = {{"best_epoch", r.best_epoch + 1},
                                      {"stopped_early", r.stopped_early},
                                      {"weights_epoch", trainer->weights_epoch() + 1},
                                      {"best_val_acc", evaluated_json(r.best_val_acc)},
+                                     {"select_by", select},
+                                     {"best_score", evaluated_json(r.best_score)},
+                                     {"classes", per_class},
                                      {"test_acc", evaluated_json(r.test_acc)},
                                      {"total_seconds", r.total_seconds},
                                      {"load_seconds", load_s},
@@ -276,7 +304,11 @@ void add_train_command(CLI::App& app) {
                   "Weight each node's loss term by its class: auto (inverse frequency over the training nodes) or "
                   "w0,w1,... (one per class); the loss is the weighted mean (docs/gnn-models.md)");
   cmd->add_option("--patience", c.patience,
-                  "Early stopping: end once this many epochs pass without a better validation accuracy (0 = off)")
+                  "Early stopping: end once this many epochs pass without a better validation pick (--select-by; 0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--select-by", opts->select_by,
+                  "What picks the best epoch on the validation split (early stopping, --restore-best, the result): "
+                  "accuracy, loss (weighted as the training loss), macro-f1, or recall:K (class K's recall)")
       ->capture_default_str();
   cmd->add_flag("--restore-best", c.restore_best,
                 "End with the weights of the epoch the validation set picks: --save-model writes the model whose "

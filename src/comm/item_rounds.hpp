@@ -30,4 +30,43 @@ void sort_round(Produce& produce, index_t i0, index_t i1, std::size_t item_bytes
   });
 }
 
+// The same grouping for many destinations and few items each round (the spill between passes,
+// whose destinations are the passes: up to 100,000 of them): only the destinations that get
+// items are listed, in destination order, each with its items [begin, end) in `out`. Its cost
+// is that of the round's items (m·log m), never of the destinations (a dense `starts` per round
+// over k passes made k rounds cost k², in time and, kept, in memory).
+struct DestGroup {
+  int dest;
+  std::size_t begin, end;
+};
+template <class Produce>
+void sort_round_sparse(Produce& produce, index_t i0, index_t i1, std::size_t item_bytes, std::vector<char>& out,
+                       std::vector<DestGroup>& groups) {
+  groups.clear();
+  std::size_t items = 0;
+  {
+    std::vector<int> dests;  // (freed before the round's buffer is made)
+    produce(i0, i1, [&](int dest, const void*) { dests.push_back(dest); });
+    items = dests.size();
+    std::sort(dests.begin(), dests.end());
+    for (std::size_t i = 0; i < dests.size();) {
+      std::size_t j = i;
+      while (j < dests.size() && dests[j] == dests[i]) ++j;
+      const std::size_t at = groups.empty() ? 0 : groups.back().end;
+      groups.push_back({dests[i], at, at + (j - i)});
+      i = j;
+    }
+  }
+  out.resize(items * item_bytes);
+  std::vector<std::size_t> cursor;
+  cursor.reserve(groups.size());
+  for (const DestGroup& g : groups) cursor.push_back(g.begin);
+  produce(i0, i1, [&](int dest, const void* item) {
+    const auto k = static_cast<std::size_t>(
+        std::lower_bound(groups.begin(), groups.end(), dest, [](const DestGroup& g, int d) { return g.dest < d; }) -
+        groups.begin());
+    std::memcpy(out.data() + cursor[k]++ * item_bytes, item, item_bytes);
+  });
+}
+
 }  // namespace plexus::comm

@@ -39,7 +39,7 @@ void add_spec(Hasher& h, const GnnSpec& spec) {
 }  // namespace
 
 std::uint64_t config_hash(const TrainConfig& c) {
-  static_assert(field_count<TrainConfig>() == 22, "a TrainConfig field is missing from config_hash");
+  static_assert(field_count<TrainConfig>() == 23, "a TrainConfig field is missing from config_hash");
   Hasher h;
   add_spec(h, c.model);
   h.word(static_cast<std::uint64_t>(c.layers));
@@ -55,6 +55,8 @@ std::uint64_t config_hash(const TrainConfig& c) {
   h.word(c.class_weights_auto);
   h.array(c.class_weights);
   h.word(static_cast<std::uint64_t>(c.patience));
+  h.word(static_cast<std::uint64_t>(c.select_by.by));
+  h.word(static_cast<std::uint64_t>(static_cast<std::int64_t>(c.select_by.class_index)));
   h.word(c.restore_best);
   h.word(static_cast<std::uint64_t>(c.comm_variant));
   h.word(static_cast<std::uint64_t>(c.agg_chunks));

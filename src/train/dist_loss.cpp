@@ -72,9 +72,12 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   correct_ = Buffer<double>(be, 3);
   correct_host_ = be.allocate_host_pinned(3 * sizeof(double));
   scratch_grad_ = Matrix(be, last.out_rows.size(), last.out_cols.size());
+  classes_ = static_cast<std::size_t>(shards.dims.empty() ? 0 : shards.dims.back());
   if (shards.shape_only) return;
-  labels_.upload(labels.data());
-  splits_.upload(split_bits(masks).data());
+  labels_host_ = labels;
+  splits_host_ = split_bits(masks);
+  labels_.upload(labels_host_.data());
+  splits_.upload(splits_host_.data());
   const bool class_weighted = weights != nullptr && (weights->class_weights_auto || !weights->class_weights.empty());
   if (!class_weighted && shards.loss_weights.empty()) {  // plain means: 1 / count per row
     train_w_.upload(mask_weights(masks[0], shards.split_sizes[0]).data());
@@ -178,6 +181,36 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   m.train_acc = frac(0);
   m.val_acc = frac(1);
   m.test_acc = frac(2);
+
+  // Per class (the selection of the best epoch and the reports read them): the predicted
+  // classes come to the host, counted against this rank's labels and splits, then summed over
+  // the rows of the graph. [split][labelled, predicted, correct][class].
+  const std::size_t c = classes_;
+  std::vector<float> key(n);
+  if (n) be_.copy_to_host(key.data(), global, n * sizeof(float));
+  std::vector<double> counts(9 * c, 0.0);
+  for (std::size_t i = 0; i < labels_host_.size() && i < n; ++i) {
+    const std::int32_t y = labels_host_[i];
+    if (y < 0 || static_cast<std::size_t>(y) >= c) continue;
+    const float p = -key[i];  // (-inf: no shard held the row's best value: never a class)
+    const bool known = p >= 0 && p < static_cast<float>(c);
+    const auto pred = known ? static_cast<std::size_t>(p) : c;
+    for (std::size_t s = 0; s < 3; ++s) {
+      if (!(splits_host_[i] >> s & 1)) continue;
+      double* at = counts.data() + 3 * s * c;
+      at[static_cast<std::size_t>(y)] += 1;
+      if (known) at[c + pred] += 1;
+      if (pred == static_cast<std::size_t>(y)) at[2 * c + pred] += 1;
+    }
+  }
+  sum_over_rows(counts.data(), counts.size());
+  for (std::size_t s = 0; s < 3; ++s) {
+    const auto part = [&](std::size_t k) {
+      const auto from = counts.begin() + static_cast<std::ptrdiff_t>((3 * s + k) * c);
+      return std::vector<double>(from, from + static_cast<std::ptrdiff_t>(c));
+    };
+    m.classes[s] = {part(0), part(1), part(2)};
+  }
   return m;
 }
 

@@ -9,6 +9,9 @@
 //   loss sum           all-reduce(sum)  over o, then d (rows)
 //   argmax value/col   all-reduce(max)  over o     (twice: value, then lowest column)
 //   correct counts     all-reduce(sum)  over d
+//   per-class counts   all-reduce(sum)  over d     (9 numbers a class: labelled, predicted and
+//                                                   correct on each split; the predicted classes
+//                                                   come to the host for them, 4 bytes a row)
 // Everything per row stays in the backend's memory (the argmax collectives run on device
 // buffers); the device counts the correct rows of each split (Backend::count_correct) and only
 // those three numbers come back to the host, through pinned memory.
@@ -16,6 +19,8 @@
 // o-axis all-reduces above cover only the slice's rows, and the loss sum and the correct
 // counts are also summed over i (two scalars / three doubles more).
 #include <array>
+#include <cstdint>
+#include <vector>
 
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
@@ -61,6 +66,11 @@ class DistLoss {
   Buffer<float> train_w_, val_w_;
   Buffer<std::int64_t> best_col_;
   Buffer<std::uint8_t> splits_;  // per row: bit s set when the row is in split s (train, val, test)
+  // Their host copies, for the per-class counts (EvalMetrics::classes); empty for shards of
+  // sizes only.
+  std::vector<std::int32_t> labels_host_;
+  std::vector<std::uint8_t> splits_host_;
+  std::size_t classes_ = 0;
   Buffer<double> correct_;       // the three counts, on the device
   HostPinnedPtr correct_host_;   // and their host copy
   Matrix scratch_grad_;

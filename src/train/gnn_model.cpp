@@ -173,7 +173,7 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
     result.metrics = task->evaluate(out);
   } else {
     constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
-    result.metrics = {kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated};
+    result.metrics = {kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated, kNotEvaluated, {}};
   }
   NodeRows logits = net.owned_output(net.num_layers() - 1);
   if (options.embeddings)

@@ -2,6 +2,7 @@
 // epoch of training, top to bottom: forward (dropout) → loss → backward → Adam step →
 // evaluation forward.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -134,6 +135,10 @@ struct GnnTrainer::Impl {
   Matrix d_logits;
   int epochs_done = 0;
   BestEpoch best;
+  // The best epoch's per-class counts on the validation and test splits (TrainResult's
+  // val_classes, test_classes); not kept by checkpoints: empty after a resume until an epoch
+  // is picked again.
+  std::array<EvalMetrics::ClassCounts, 2> best_classes;
   index_t num_nodes = 0;  // of the graph
   std::string run_id;     // stored by save() (set_run_id)
   // Built from a GraphData: its node ids (empty: the graph has none, the index is the id),
@@ -356,7 +361,8 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   BestEpoch& b = t.best;
   t.weights_epoch = m.epoch;
   if (t.task->better(e, b)) {
-    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc};
+    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc, t.task->score(e)};
+    t.best_classes = {e.classes[1], e.classes[2]};
     if (t.cfg.restore_best) t.values_to_host(t.best_values);
   }
   return m;
@@ -393,6 +399,9 @@ TrainResult GnnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   result.best_epoch = static_cast<int>(t.best.epoch);
   result.best_val_acc = t.best.val_acc;
   result.test_acc = t.best.test_acc;
+  result.best_score = t.best.score;
+  result.val_classes = class_metrics(t.best_classes[0]);
+  result.test_classes = class_metrics(t.best_classes[1]);
   result.total_seconds = seconds_since(t_start);
   result.peak_tensor_bytes = t.backend.peak_bytes();
   std::vector<double> peaks = {static_cast<double>(result.peak_tensor_bytes)};
@@ -574,6 +583,7 @@ void GnnTrainer::resume(const std::string& path) {
     return text.empty() ? std::string("none") : text;
   };
   differs("--class-weights", weights_text(was), weights_text(now));
+  differs("--select-by", selection_name(was.select_by), selection_name(now.select_by));
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
                                std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");

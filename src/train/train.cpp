@@ -119,6 +119,8 @@ void validate(const TrainConfig& c) {
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
   if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
   if (c.patience < 0) throw InputError("--patience", "must be 0 (off) or a number of epochs");
+  if ((c.select_by.by == SelectBy::Recall) != (c.select_by.class_index >= 0))
+    throw InputError("--select-by", "a class (recall:K, K >= 0) with recall, and only with it");
   if (c.class_weights_auto && !c.class_weights.empty())
     throw InputError("--class-weights", "either auto or one weight per class, not both");
   bool any_weight = c.class_weights.empty();

@@ -1,13 +1,20 @@
 #include "train/tasks/node_classification.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <stdexcept>
 
 #include "plexus/error.hpp"
 
 namespace plexus {
 
-NodeClassification::NodeClassification(const TaskInputs& in) : split_sizes_(in.shards.split_sizes) {
+NodeClassification::NodeClassification(const TaskInputs& in)
+    : split_sizes_(in.shards.split_sizes), select_(in.cfg.select_by) {
+  const index_t classes = in.shards.dims.empty() ? 0 : in.shards.dims.back();
+  if (select_.by == SelectBy::Recall && select_.class_index >= classes)
+    throw InputError("--select-by", "recall of class " + std::to_string(select_.class_index) + ", but the graph has " +
+                                                  std::to_string(classes) + " classes");
   if (in.evaluates) loss_.emplace(in.backend, in.grid, in.out, in.shards, in.row_split, &in.cfg);
 }
 
@@ -16,10 +23,18 @@ DistLoss& NodeClassification::loss() {
   return *loss_;
 }
 
+double NodeClassification::score(const EvalMetrics& e) const { return selection_score(select_, e); }
+
 bool NodeClassification::better(const EvalMetrics& e, const BestEpoch& best) const {
   // Without validation nodes nothing picks: the last epoch trained is the result.
-  return best.epoch < 0 || !validates() || e.val_acc > best.val_acc ||
-         (e.val_acc == best.val_acc && e.val_loss < best.val_loss);
+  if (best.epoch < 0 || !validates()) return true;
+  const double now = score(e);
+  if (select_.by == SelectBy::Loss)  // the lowest loss, ties to the higher accuracy
+    return now < best.score || (now == best.score && e.val_acc > best.val_acc);
+  // The highest score, ties to the lower loss; a score not evaluated (a class without
+  // validation nodes) never beats one that was.
+  if (std::isnan(now)) return std::isnan(best.score) && e.val_loss < best.val_loss;
+  return std::isnan(best.score) || now > best.score || (now == best.score && e.val_loss < best.val_loss);
 }
 
 Predictions NodeClassification::predictions(NodeRows logits) const {

@@ -33,6 +33,8 @@ class Task {
   // Whether an epoch whose evaluation is `e` is a better pick than `best` (the first epoch
   // always is; `best.epoch` < 0: none yet).
   virtual bool better(const EvalMetrics& e, const BestEpoch& best) const = 0;
+  // What `better` compares of an evaluation (BestEpoch::score): TrainConfig::select_by's value.
+  virtual double score(const EvalMetrics& e) const = 0;
   // What inference writes for the nodes this rank owns, from the last layer's output of them.
   virtual Predictions predictions(NodeRows last_layer) const = 0;
 };
