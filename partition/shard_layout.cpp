@@ -10,20 +10,19 @@
 
 namespace plexus {
 
-Range block_range(index_t n, int parts, int idx) {
-  const index_t base = n / parts, extra = n % parts;
-  const index_t begin = idx * base + std::min<index_t>(idx, extra);
-  return {begin, begin + base + (idx < extra ? 1 : 0)};
-}
-
 Range sub_range(Range r, int parts, int idx) {
   const Range b = block_range(r.size(), parts, idx);
   return {r.begin + b.begin, r.begin + b.end};
 }
 
 std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale) {
+  // block_range's sizes, base + 1 then base, without a division per block: a dry run's
+  // collective over an axis of 65,536 ranks asks for 65,536 counts.
   std::vector<std::size_t> counts(parts);
-  for (int p = 0; p < parts; ++p) counts[p] = static_cast<std::size_t>(block_range(n, parts, p).size() * scale);
+  if (parts <= 0) return counts;
+  const index_t base = n / parts, extra = n % parts;
+  std::fill(counts.begin(), counts.begin() + extra, static_cast<std::size_t>((base + 1) * scale));
+  std::fill(counts.begin() + extra, counts.end(), static_cast<std::size_t>(base * scale));
   return counts;
 }
 

@@ -90,9 +90,13 @@ ZeroOptimizer::~ZeroOptimizer() {
 
 std::vector<std::size_t> ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
   // (Bounds computed once: a plan's dry run calls this for every bucket of every replica.)
+  // Only the replicas whose blocks meet [b0, b1) hold any of it: found by binary search, the
+  // rest zero (65,536 replicas of a few buckets each in a plan's dry runs).
   const std::size_t replicas = block_starts_.size() - 1;
-  std::vector<std::size_t> c(replicas);
-  for (std::size_t r = 0; r < replicas; ++r) {
+  std::vector<std::size_t> c(replicas, 0);
+  auto r = static_cast<std::size_t>(std::upper_bound(block_starts_.begin(), block_starts_.end() - 1, b0) -
+                                    block_starts_.begin());
+  for (r = r == 0 ? 0 : r - 1; r < replicas && block_starts_[r] < b1; ++r) {
     const auto [lo, hi] = part(block_starts_[r], block_starts_[r + 1], b0, b1);
     c[r] = hi - lo;
   }
