@@ -90,19 +90,25 @@ ZeroOptimizer::~ZeroOptimizer() {
     if (u.gather) u.gather->wait();
 }
 
-std::vector<std::size_t> ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
-  // (Bounds computed once: a plan's dry run calls this for every bucket of every replica.)
-  // Only the replicas whose blocks meet [b0, b1) hold any of it: found by binary search, the
-  // rest zero (65,536 replicas of a few buckets each in a plan's dry runs).
+const std::vector<std::size_t>& ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
+  // Only the replicas whose blocks meet [b0, b1) hold any of it: found by binary search and
+  // written into one vector kept zero elsewhere (the previous call's entries cleared), with no
+  // allocation and no pass over every replica: a plan's dry runs call this for each of tens of
+  // thousands of buckets, with up to 65,536 replicas.
   const std::size_t replicas = block_starts_.size() - 1;
-  std::vector<std::size_t> c(replicas, 0);
+  if (counts_.size() != replicas) counts_.assign(replicas, 0);
+  std::fill(counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.first),
+            counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.second), 0);
   auto r = static_cast<std::size_t>(std::upper_bound(block_starts_.begin(), block_starts_.end() - 1, b0) -
                                     block_starts_.begin());
-  for (r = r == 0 ? 0 : r - 1; r < replicas && block_starts_[r] < b1; ++r) {
+  r = r == 0 ? 0 : r - 1;
+  counts_set_.first = r;
+  for (; r < replicas && block_starts_[r] < b1; ++r) {
     const auto [lo, hi] = part(block_starts_[r], block_starts_[r + 1], b0, b1);
-    c[r] = hi - lo;
+    counts_[r] = hi - lo;
   }
-  return c;
+  counts_set_.second = std::max(r, counts_set_.first);
+  return counts_;
 }
 
 std::pair<std::size_t, std::size_t> ZeroOptimizer::own(std::size_t b0, std::size_t b1) const {
