@@ -40,7 +40,7 @@ LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coord
   if (layer < 0 || layer >= layers) throw std::invalid_argument("layer_geometry: no layer " + std::to_string(layer));
   LayerGeometry g;
   g.layer = layer;
-  g.roles = layer_roles(layer + 1, transform_first)[static_cast<std::size_t>(layer)];
+  g.roles = layer_roles_at(layer, transform_first);
   g.transform_first = layer < static_cast<int>(transform_first.size()) && transform_first[layer];
   g.in_dim = dims[layer];
   g.out_dim = dims[layer + 1];
@@ -108,6 +108,16 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
                             const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
                             const std::vector<bool>& transform_first) {
   ShardRanges sr;
+  shard_ranges_at(shape, coords, num_nodes, dims, two_orders, shard_adj, transform_first, sr);
+  return sr;
+}
+
+void shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
+                     const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
+                     const std::vector<bool>& transform_first, ShardRanges& sr) {
+  sr.adj.clear();
+  sr.adj_of_layer.clear();
+  sr.layouts.clear();
   const int layers = static_cast<int>(dims.size()) - 1;
   sr.transform_first.assign(static_cast<std::size_t>(std::max(layers, 0)), false);
   for (int l = 0; l < layers && l < static_cast<int>(transform_first.size()); ++l)
@@ -159,7 +169,6 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
   // even layer multiplies by Â1 = P·Â·P2ᵀ, whose rows are in P order).
   sr.label_rows = geometry(layers - 1).out_rows;
   sr.label_order = two_orders && (layers - 1) % 2 == 0 ? 1 : 0;
-  return sr;
 }
 
 ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,

@@ -68,6 +68,10 @@ ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::
 ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
                             const std::vector<index_t>& dims, bool two_orders = false, bool shard_adj = false,
                             const std::vector<bool>& transform_first = {});
+// The same into `out`, whose lists keep their capacity (a plan's rank keys, millions of them).
+void shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
+                     const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
+                     const std::vector<bool>& transform_first, ShardRanges& out);
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
 // (global CSR, int32 columns). `dims` as in GnnShards, `transform_first` as in shard_ranges.

@@ -148,12 +148,13 @@ DistinctRuns<RankEpochs> distinct_epochs(const ProblemSize& p, GridShape g) {
   const std::vector<index_t> dims = p.dims();
   const std::vector<bool> transform_first = p.transform_first();
   const KindSpec& kind = kind_spec(p.config.model);
+  ShardRanges sr;  // every rank's, in turn (the keys are taken one rank at a time)
   return run_distinct<RankEpochs>(
       g.size(),
       [&](int r, std::vector<index_t>& key) {
         const std::array<int, 3> coords = coords_of(g, r);
-        rank_key(shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first), g,
-                 coords, p, dims, kind, key);
+        shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first, sr);
+        rank_key(sr, g, coords, p, dims, kind, key);
       },
       [&](int r) { return dry_run_gnn_rank(p, g, r); });
 }
