@@ -123,9 +123,11 @@ void shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t 
   for (int l = 0; l < layers && l < static_cast<int>(transform_first.size()); ++l)
     sr.transform_first[static_cast<std::size_t>(l)] = transform_first[l];
   const std::vector<LayerRoles> roles = layer_roles(layers, sr.transform_first);
-  const auto geometry = [&](int l) {
-    return layer_geometry_at(shape, coords, l, num_nodes, dims, sr.transform_first);
-  };
+  if (layers < 1) layer_geometry_at(shape, coords, 0, num_nodes, dims, sr.transform_first);  // throws: no layer 0
+  sr.geometry.resize(static_cast<std::size_t>(std::max(layers, 0)));
+  for (int l = 0; l < layers; ++l)
+    sr.geometry[static_cast<std::size_t>(l)] = layer_geometry_at(shape, coords, l, num_nodes, dims, sr.transform_first);
+  const auto geometry = [&](int l) -> const LayerGeometry& { return sr.geometry.at(static_cast<std::size_t>(l)); };
   // One Â block per layout (the layer's roles, and with two orders its parity) that some layer
   // uses, shared where the ranges, the matrix and the sharding coincide. The layouts depend on
   // the layers' orders only, not on the coordinates: every rank lists the same ones.

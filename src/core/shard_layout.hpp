@@ -53,6 +53,7 @@ inline int which_adj(int layer, bool two_orders) { return two_orders ? layer % 2
 
 struct ShardRanges {
   std::vector<bool> transform_first;  // per layer (as given, padded to one entry a layer)
+  std::vector<LayerGeometry> geometry;  // per layer: layer_geometry_at this rank
   std::vector<AdjBlockRange> adj;     // distinct Â blocks
   std::vector<int> adj_of_layer;      // per layer: index into adj
   std::vector<int> layouts;           // first layer of each distinct layout (GnnShards::layouts)

@@ -88,10 +88,10 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
 // What decides a rank's costs: the sizes of every range it holds, its blocks' entries, and what
 // its kind adds (KindSpec::rank_key). Ranks with the same key are dry-run once.
 void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coords, const ProblemSize& p,
-              const std::vector<index_t>& dims, const KindSpec& kind, std::vector<index_t>& k) {
+              const KindSpec& kind, std::vector<index_t>& k) {
   const auto add = [&](const Range& r) { k.push_back(r.size()); };
   for (int l = 0; l < p.layers(); ++l) {
-    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, dims, sr.transform_first);
+    const LayerGeometry& ge = sr.geometry[static_cast<std::size_t>(l)];  // layer_geometry_at this rank
     for (const Range& r : {ge.in_rows, ge.in_cols, ge.out_rows, ge.out_cols, ge.w_rows}) add(r);
     // The last layer's row slice over its out_repl axis (rs-ag) and the feature block's rows
     // over layer 0's in_repl axis.
@@ -154,7 +154,7 @@ DistinctRuns<RankEpochs> distinct_epochs(const ProblemSize& p, GridShape g) {
       [&](int r, std::vector<index_t>& key) {
         const std::array<int, 3> coords = coords_of(g, r);
         shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first, sr);
-        rank_key(sr, g, coords, p, dims, kind, key);
+        rank_key(sr, g, coords, p, kind, key);
       },
       [&](int r) { return dry_run_gnn_rank(p, g, r); });
 }
