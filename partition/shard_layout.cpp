@@ -10,20 +10,19 @@
 
 namespace plexus {
 
-Range block_range(index_t n, int parts, int idx) {
-  const index_t base = n / parts, extra = n % parts;
-  const index_t begin = idx * base + std::min<index_t>(idx, extra);
-  return {begin, begin + base + (idx < extra ? 1 : 0)};
-}
-
 Range sub_range(Range r, int parts, int idx) {
   const Range b = block_range(r.size(), parts, idx);
   return {r.begin + b.begin, r.begin + b.end};
 }
 
 std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale) {
+  // block_range's sizes, base + 1 then base, without a division per block: a dry run's
+  // collective over an axis of 65,536 ranks asks for 65,536 counts.
   std::vector<std::size_t> counts(parts);
-  for (int p = 0; p < parts; ++p) counts[p] = static_cast<std::size_t>(block_range(n, parts, p).size() * scale);
+  if (parts <= 0) return counts;
+  const index_t base = n / parts, extra = n % parts;
+  std::fill(counts.begin(), counts.begin() + extra, static_cast<std::size_t>((base + 1) * scale));
+  std::fill(counts.begin() + extra, counts.end(), static_cast<std::size_t>(base * scale));
   return counts;
 }
 
@@ -41,7 +40,7 @@ LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coord
   if (layer < 0 || layer >= layers) throw std::invalid_argument("layer_geometry: no layer " + std::to_string(layer));
   LayerGeometry g;
   g.layer = layer;
-  g.roles = layer_roles(layer + 1, transform_first)[static_cast<std::size_t>(layer)];
+  g.roles = layer_roles_at(layer, transform_first);
   g.transform_first = layer < static_cast<int>(transform_first.size()) && transform_first[layer];
   g.in_dim = dims[layer];
   g.out_dim = dims[layer + 1];
@@ -109,14 +108,26 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
                             const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
                             const std::vector<bool>& transform_first) {
   ShardRanges sr;
+  shard_ranges_at(shape, coords, num_nodes, dims, two_orders, shard_adj, transform_first, sr);
+  return sr;
+}
+
+void shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
+                     const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
+                     const std::vector<bool>& transform_first, ShardRanges& sr) {
+  sr.adj.clear();
+  sr.adj_of_layer.clear();
+  sr.layouts.clear();
   const int layers = static_cast<int>(dims.size()) - 1;
   sr.transform_first.assign(static_cast<std::size_t>(std::max(layers, 0)), false);
   for (int l = 0; l < layers && l < static_cast<int>(transform_first.size()); ++l)
     sr.transform_first[static_cast<std::size_t>(l)] = transform_first[l];
   const std::vector<LayerRoles> roles = layer_roles(layers, sr.transform_first);
-  const auto geometry = [&](int l) {
-    return layer_geometry_at(shape, coords, l, num_nodes, dims, sr.transform_first);
-  };
+  if (layers < 1) layer_geometry_at(shape, coords, 0, num_nodes, dims, sr.transform_first);  // throws: no layer 0
+  sr.geometry.resize(static_cast<std::size_t>(std::max(layers, 0)));
+  for (int l = 0; l < layers; ++l)
+    sr.geometry[static_cast<std::size_t>(l)] = layer_geometry_at(shape, coords, l, num_nodes, dims, sr.transform_first);
+  const auto geometry = [&](int l) -> const LayerGeometry& { return sr.geometry.at(static_cast<std::size_t>(l)); };
   // One Â block per layout (the layer's roles, and with two orders its parity) that some layer
   // uses, shared where the ranges, the matrix and the sharding coincide. The layouts depend on
   // the layers' orders only, not on the coordinates: every rank lists the same ones.
@@ -160,7 +171,6 @@ ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, i
   // even layer multiplies by Â1 = P·Â·P2ᵀ, whose rows are in P order).
   sr.label_rows = geometry(layers - 1).out_rows;
   sr.label_order = two_orders && (layers - 1) % 2 == 0 ? 1 : 0;
-  return sr;
 }
 
 ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,

@@ -416,6 +416,38 @@ TEST(DistinctRuns, ZeroReplicasSharingARunCostWhatEachWouldAlone) {
       }
 }
 
+// The GPT plan keys a rank by its layout in three parts, each keyed once per pair of coordinates
+// (heads: x, z; embedding: y, z; sequences: z, d; src/plan/gpt_plan.cpp), and looks the rank's
+// class up from them. On every grid of 4 and 6 ranks, one replica and two, each ZeRO stage, over sizes
+// that split unevenly on every axis (heads and positions over X, the embedding over Y, the
+// sequences over Z and the replicas): each rank's share of the runs is what it costs alone.
+TEST(DistinctRuns, GptRanksSharingARunCostWhatEachWouldAloneOnEveryGrid) {
+  int configs = 0;
+  for (const int ranks : {4, 6}) {
+    GptConfig c;
+    c.layers = 1;
+    c.heads = ranks == 4 ? 4 : 2;
+    c.embed = ranks == 4 ? 12 : 10;
+    c.block = 5;
+    c.vocab = 7;
+    for (const GridShape g : all_grids(ranks))
+      for (int dp : {1, 2})
+        for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage)
+          for (const index_t batch : {8, 9}) {  // sequences even over Z and the replicas, and not
+            const GptParallel par{dp, stage, 0.0002, Precision::FP32, Transport::Mpi};
+            const std::string what = g.str() + " x" + std::to_string(dp) + " ZeRO-" + std::to_string(stage) +
+                                     " batch " + std::to_string(batch);
+            const std::vector<RankCost> shared = predict_gpt_ranks(c, batch, 1, g, true, par);
+            ASSERT_EQ(shared.size(), static_cast<std::size_t>(ranks * dp));
+            for (int rank = 0; rank < ranks * dp; ++rank)
+              expect_same_cost(shared[static_cast<std::size_t>(rank)], gpt_rank_alone(c, batch, g, par, rank),
+                               what + " rank " + std::to_string(rank));
+            ++configs;
+          }
+  }
+  EXPECT_EQ(configs, (6 + 9) * 5 * 2);
+}
+
 // Every kind (with the options that change what its layers hold) on every grid of 6 and 8 ranks,
 // over sizes that split evenly (where only a kind's own ranges tell two ranks apart) and
 // unevenly: each rank's share of the plan's deduplicated runs is what the rank costs dry-run

@@ -60,6 +60,9 @@ struct LayerRoles {
 // replicated) if it aggregates first, (o, d, i) = (rows, features, replicated) if it transforms
 // first. All aggregating first, the roles rotate with period 3: (X,Y,Z), (Z,X,Y), (Y,Z,X).
 std::vector<LayerRoles> layer_roles(int layers, const std::vector<bool>& transform_first = {});
+// Layer `layer`'s roles alone: layer_roles(layer + 1, transform_first)[layer], with no list (a
+// plan asks for them for every layer of every rank of every grid).
+LayerRoles layer_roles_at(int layer, const std::vector<bool>& transform_first = {});
 
 class ProcessGrid {
  public:

@@ -20,8 +20,13 @@ struct Range {
   index_t size() const { return end - begin; }
   bool operator==(const Range&) const = default;
 };
-// Block `idx` of `parts` near-equal blocks of [0, n).
-Range block_range(index_t n, int parts, int idx);
+// Block `idx` of `parts` near-equal blocks of [0, n): the first n % parts blocks one longer.
+// Inline: a plan's dry runs cut ranges millions of times.
+inline Range block_range(index_t n, int parts, int idx) {
+  const index_t base = n / parts, extra = n % parts;
+  const index_t begin = idx * base + (idx < extra ? idx : extra);
+  return {begin, begin + base + (idx < extra ? 1 : 0)};
+}
 
 // Which way round a GCN layer computes OUT = act(Â·H·W + b) (docs/gcn-model.md, "Layer
 // order"): aggregate first, (Â·H)·W, whose SpMM is D_l wide, or transform first, Â·(H·W) as

@@ -48,22 +48,34 @@ std::array<int, 4> grid_coords(GridShape shape, int rank) {
   return {(t / shape.y) % shape.x, t % shape.y, t / (shape.x * shape.y), rank / shape.size()};
 }
 
+namespace {
+// Layer l's roles from layer l-1's (`p`) and the two layers' orders.
+LayerRoles next_roles(const LayerRoles& p, bool prev_transform_first, bool transform_first) {
+  // Layer l-1's output: rows over its d; features over its o (aggregate first) or i
+  // (transform first); replicated over the remaining axis.
+  const Axis rows = p.d, feat = prev_transform_first ? p.i : p.o, repl = prev_transform_first ? p.o : p.i;
+  return transform_first ? LayerRoles{rows, repl, feat} : LayerRoles{rows, feat, repl};
+}
+bool transform_first_at(const std::vector<bool>& transform_first, int l) {
+  return l < static_cast<int>(transform_first.size()) && transform_first[static_cast<std::size_t>(l)];
+}
+}  // namespace
+
 std::vector<LayerRoles> layer_roles(int layers, const std::vector<bool>& transform_first) {
-  const auto tf = [&](int l) { return l < static_cast<int>(transform_first.size()) && transform_first[l]; };
   std::vector<LayerRoles> roles;
   roles.reserve(static_cast<std::size_t>(std::max(layers, 0)));
-  for (int l = 0; l < layers; ++l) {
-    if (l == 0) {
-      roles.push_back({Axis::X, Axis::Y, Axis::Z});
-      continue;
-    }
-    const LayerRoles& p = roles.back();
-    // Layer l-1's output: rows over its d; features over its o (aggregate first) or i
-    // (transform first); replicated over the remaining axis.
-    const Axis rows = p.d, feat = tf(l - 1) ? p.i : p.o, repl = tf(l - 1) ? p.o : p.i;
-    roles.push_back(tf(l) ? LayerRoles{rows, repl, feat} : LayerRoles{rows, feat, repl});
-  }
+  for (int l = 0; l < layers; ++l)
+    roles.push_back(l == 0 ? LayerRoles{Axis::X, Axis::Y, Axis::Z}
+                           : next_roles(roles.back(), transform_first_at(transform_first, l - 1),
+                                        transform_first_at(transform_first, l)));
   return roles;
+}
+
+LayerRoles layer_roles_at(int layer, const std::vector<bool>& transform_first) {
+  LayerRoles r{Axis::X, Axis::Y, Axis::Z};
+  for (int l = 1; l <= layer; ++l)
+    r = next_roles(r, transform_first_at(transform_first, l - 1), transform_first_at(transform_first, l));
+  return r;
 }
 
 ProcessGrid::ProcessGrid(GridShape shape, int dp, int rank, std::array<std::unique_ptr<Communicator>, 4> axes,

@@ -53,6 +53,7 @@ inline int which_adj(int layer, bool two_orders) { return two_orders ? layer % 2
 
 struct ShardRanges {
   std::vector<bool> transform_first;  // per layer (as given, padded to one entry a layer)
+  std::vector<LayerGeometry> geometry;  // per layer: layer_geometry_at this rank
   std::vector<AdjBlockRange> adj;     // distinct Â blocks
   std::vector<int> adj_of_layer;      // per layer: index into adj
   std::vector<int> layouts;           // first layer of each distinct layout (GnnShards::layouts)
@@ -68,6 +69,10 @@ ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::
 ShardRanges shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
                             const std::vector<index_t>& dims, bool two_orders = false, bool shard_adj = false,
                             const std::vector<bool>& transform_first = {});
+// The same into `out`, whose lists keep their capacity (a plan's rank keys, millions of them).
+void shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t num_nodes,
+                     const std::vector<index_t>& dims, bool two_orders, bool shard_adj,
+                     const std::vector<bool>& transform_first, ShardRanges& out);
 
 // Cuts this rank's shards out of a whole in-memory graph and its normalized adjacency Â
 // (global CSR, int32 columns). `dims` as in GnnShards, `transform_first` as in shard_ranges.

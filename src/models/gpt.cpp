@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
@@ -175,7 +176,7 @@ void GptModel::add_vector(const std::string& name, ParamSlot& slot, index_t n, R
   p.init = init;
   p.unit = unit;
   p.bind_layer = [&slot](float* v, float* g) { slot.bind(v, g); };
-  params_.push_back(p);
+  params_.push_back(std::move(p));
 }
 
 void GptModel::add_linear(const std::string& name, Linear3D& lin, index_t in_dim, index_t out_dim, bool residual,
@@ -194,7 +195,7 @@ void GptModel::add_linear(const std::string& name, Linear3D& lin, index_t in_dim
   p.init = residual ? GptParam::Init::Residual : GptParam::Init::Normal;
   p.unit = unit;
   p.bind_layer = [&lin](float* v, float* g) { lin.weight().bind(v, g); };
-  params_.push_back(p);
+  params_.push_back(std::move(p));
   const Linear3DLayout& ll = lin.layout();
   // The bias is replicated over the row axis and the input axis.
   add_vector(name + ".bias", lin.bias(), out_dim, ll.out_cols, grid_.coord(ll.row) == 0 && grid_.coord(ll.in) == 0,
@@ -214,7 +215,7 @@ void GptModel::add_table(const std::string& name, Linear3D& table, index_t rows,
   p.init = GptParam::Init::Normal;
   p.unit = unit;
   p.bind_layer = [&table](float* v, float* g) { table.weight().bind(v, g); };
-  params_.push_back(p);
+  params_.push_back(std::move(p));
 }
 
 void GptModel::register_params() {
@@ -226,6 +227,8 @@ void GptModel::register_params() {
     add_vector(name + ".weight", ln.gamma(), c, l.embed, ln_owner, GptParam::Init::One, unit);
     add_vector(name + ".bias", ln.beta(), c, l.embed, ln_owner, GptParam::Init::Zero, unit);
   };
+  // (12 tensors a block and at most 5 more: reserved, as a plan builds a model per dry run.)
+  params_.reserve(12 * static_cast<std::size_t>(cfg_.layers) + 5);
   // Unit 0: what the first and last steps of the pass use; then one unit per block.
   add_table("wte", cfg_.tied ? *lm_head_ : *wte_untied_, cfg_.vocab, 0);
   add_table("wpe", *wpe_, cfg_.block, 0);
@@ -245,6 +248,7 @@ void GptModel::register_params() {
 
 std::vector<FlatTensor> GptModel::flat_tensors() {
   std::vector<FlatTensor> t;
+  t.reserve(params_.size());
   for (std::size_t k = 0; k < params_.size(); ++k) {
     const GptParam& p = params_[k];
     t.push_back({p.size(), p.unit, p.decay, p.owner, [this, k](float* v, float* g) {

@@ -49,8 +49,10 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     units_.back().end = flat_;
     units_.back().tensors.push_back(static_cast<int>(k));
   }
-  for (int r = 0; r < dp_.size(); ++r)
-    block_starts_.push_back(static_cast<std::size_t>(block_range(static_cast<index_t>(flat_), dp_.size(), r).begin));
+  const int replicas = dp_.size();  // (once: a virtual call, and a plan dry-runs 65,536 replicas)
+  block_starts_.reserve(static_cast<std::size_t>(replicas) + 1);
+  for (int r = 0; r < replicas; ++r)
+    block_starts_.push_back(static_cast<std::size_t>(block_range(static_cast<index_t>(flat_), replicas, r).begin));
   block_starts_.push_back(flat_);
   const Range block = block_range(static_cast<index_t>(flat_), dp_.size(), dp_.rank());
   begin_ = static_cast<std::size_t>(block.begin);
@@ -88,15 +90,25 @@ ZeroOptimizer::~ZeroOptimizer() {
     if (u.gather) u.gather->wait();
 }
 
-std::vector<std::size_t> ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
-  // (Bounds computed once: a plan's dry run calls this for every bucket of every replica.)
+const std::vector<std::size_t>& ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
+  // Only the replicas whose blocks meet [b0, b1) hold any of it: found by binary search and
+  // written into one vector kept zero elsewhere (the previous call's entries cleared), with no
+  // allocation and no pass over every replica: a plan's dry runs call this for each of tens of
+  // thousands of buckets, with up to 65,536 replicas.
   const std::size_t replicas = block_starts_.size() - 1;
-  std::vector<std::size_t> c(replicas);
-  for (std::size_t r = 0; r < replicas; ++r) {
+  if (counts_.size() != replicas) counts_.assign(replicas, 0);
+  std::fill(counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.first),
+            counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.second), 0);
+  auto r = static_cast<std::size_t>(std::upper_bound(block_starts_.begin(), block_starts_.end() - 1, b0) -
+                                    block_starts_.begin());
+  r = r == 0 ? 0 : r - 1;
+  counts_set_.first = r;
+  for (; r < replicas && block_starts_[r] < b1; ++r) {
     const auto [lo, hi] = part(block_starts_[r], block_starts_[r + 1], b0, b1);
-    c[r] = hi - lo;
+    counts_[r] = hi - lo;
   }
-  return c;
+  counts_set_.second = std::max(r, counts_set_.first);
+  return counts_;
 }
 
 std::pair<std::size_t, std::size_t> ZeroOptimizer::own(std::size_t b0, std::size_t b1) const {

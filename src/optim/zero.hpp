@@ -163,7 +163,8 @@ class ZeroOptimizer {
   void progress();
   void drain();  // waits for and completes every reduction in flight
   void complete(Pending& p);
-  std::vector<std::size_t> counts(std::size_t b0, std::size_t b1) const;  // per D rank, of [b0, b1)
+  // Per D rank, of [b0, b1); valid until the next call (a collective's counts, read when started).
+  const std::vector<std::size_t>& counts(std::size_t b0, std::size_t b1) const;
   std::pair<std::size_t, std::size_t> own(std::size_t b0, std::size_t b1) const;  // this rank's part of [b0, b1)
   std::pair<std::size_t, std::size_t> opt_piece(std::size_t k) const;  // tensor k's part Adam updates here
   // f(c0, c1) for each bucket [c0, c1) of the unit, in order.
@@ -189,6 +190,8 @@ class ZeroOptimizer {
   AdamParams hp_;
   std::size_t flat_ = 0, begin_ = 0, end_ = 0;  // Ψ, and this rank's block [begin_, end_)
   std::vector<std::size_t> block_starts_;       // every replica's block of Ψ starts here (dp + 1 bounds)
+  mutable std::vector<std::size_t> counts_;     // counts()'s, zero outside counts_set_
+  mutable std::pair<std::size_t, std::size_t> counts_set_{0, 0};
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
   std::size_t bucket_ = 1;                      // floats per gradient bucket
   std::vector<Unit> units_;

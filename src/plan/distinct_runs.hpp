@@ -4,11 +4,20 @@
 // has its own shape-only backend and recording grid), so they run in parallel.
 //
 // A plan asks this for every rank of every grid it ranks (millions at 65,536 ranks), so the
-// per-rank part is kept to the key alone: written into one reused buffer, looked up, and copied
-// only when new.
+// per-rank part is kept to the key alone: written into one reused buffer, looked up in a hash
+// table, and copied only when new. A plan whose keys fall apart into a few small tables (the
+// GPT's: src/plan/gpt_plan.cpp) numbers its ranks' classes itself and hands them to
+// run_classes, which needs no key per rank at all.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <exception>
 #include <functional>
-#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "plexus/tensor.hpp"
@@ -23,11 +32,87 @@ struct DistinctRuns {
   const Result& of(int rank) const { return runs[static_cast<std::size_t>(which[static_cast<std::size_t>(rank)])]; }
 };
 
+// A hash of a rank key: each element folded in by a rotate, xor and multiply (FxHash's step:
+// one multiply of latency per element, where a full mix per element cost a tenth of a plan of
+// 65,536 ranks), and the whole mixed once at the end (splitmix64's finalizer), so keys that
+// differ in one size anywhere land apart.
+struct RankKeyHash {
+  static std::uint64_t mix(std::uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+  std::size_t operator()(const std::vector<index_t>& k) const noexcept {
+    std::uint64_t h = k.size();
+    for (const index_t v : k) h = (((h << 5) | (h >> 59)) ^ static_cast<std::uint64_t>(v)) * 0x517cc1b727220a95ULL;
+    return static_cast<std::size_t>(mix(h));
+  }
+};
+
+// run(representative[i]) for every i, in parallel on as many threads as OpenMP would use
+// (omp_get_max_threads: OMP_NUM_THREADS holds), the calling thread one of them. Plain threads
+// claiming runs by an atomic index, joined at the end, rather than an OpenMP loop: a plan makes
+// thousands of these calls of a few runs each, and libgomp's idle threads spin between parallel
+// regions, which cost a second of CPU per plan doing nothing. Results are indexed by run (the
+// order of the threads does not show); the first error thrown is rethrown, and no run starts
+// after it.
+template <class Result>
+std::vector<Result> run_each(const std::vector<int>& representative, const std::function<Result(int rank)>& run) {
+  const auto n = static_cast<int>(representative.size());
+  std::vector<Result> out(representative.size());
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  const auto work = [&] {
+    for (int i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
+      try {
+        out[static_cast<std::size_t>(i)] = run(representative[static_cast<std::size_t>(i)]);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  const int threads = std::min(n, std::max(1, omp_get_max_threads()));
+  {
+    std::vector<std::jthread> helpers;
+    for (int t = 1; t < threads; ++t) helpers.emplace_back(work);
+    work();
+  }  // joined
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+// One run per class: `cls` holds each rank's class (0 ≤ class < classes); the runs are numbered
+// in the order of their first rank, which is the rank run. The same runs, numbered alike, as
+// run_distinct with any key that tells the same ranks apart.
+template <class Result>
+DistinctRuns<Result> run_classes(const std::vector<int>& cls, int classes, const std::function<Result(int rank)>& run) {
+  std::vector<int> run_of(static_cast<std::size_t>(classes), -1);
+  std::vector<int> representative;
+  DistinctRuns<Result> out;
+  out.which.resize(cls.size());
+  for (std::size_t r = 0; r < cls.size(); ++r) {
+    int& k = run_of[static_cast<std::size_t>(cls[r])];
+    if (k < 0) {
+      k = static_cast<int>(representative.size());
+      representative.push_back(static_cast<int>(r));
+    }
+    out.which[r] = k;
+  }
+  out.runs = run_each(representative, run);
+  return out;
+}
+
 // key(rank, k) writes the rank's key into k (cleared first); run(rank) dry-runs the rank.
 template <class Result>
 DistinctRuns<Result> run_distinct(int ranks, const std::function<void(int rank, std::vector<index_t>& key)>& key,
                                   const std::function<Result(int rank)>& run) {
-  std::map<std::vector<index_t>, int> first;  // key → index into `runs`
+  std::unordered_map<std::vector<index_t>, int, RankKeyHash> first;  // key → index into `runs`
   std::vector<int> representative;
   DistinctRuns<Result> out;
   out.which.resize(static_cast<std::size_t>(ranks));
@@ -42,19 +127,7 @@ DistinctRuns<Result> run_distinct(int ranks, const std::function<void(int rank, 
     }
     out.which[static_cast<std::size_t>(r)] = it->second;
   }
-  out.runs.resize(representative.size());
-  std::exception_ptr error;
-  const auto n = static_cast<int>(representative.size());
-#pragma omp parallel for schedule(dynamic) if (n > 1)
-  for (int i = 0; i < n; ++i) {
-    try {
-      out.runs[static_cast<std::size_t>(i)] = run(representative[static_cast<std::size_t>(i)]);
-    } catch (...) {
-#pragma omp critical(plexus_run_distinct)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  out.runs = run_each(representative, run);
   return out;
 }
 

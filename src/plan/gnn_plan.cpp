@@ -88,10 +88,10 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
 // What decides a rank's costs: the sizes of every range it holds, its blocks' entries, and what
 // its kind adds (KindSpec::rank_key). Ranks with the same key are dry-run once.
 void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coords, const ProblemSize& p,
-              const std::vector<index_t>& dims, const KindSpec& kind, std::vector<index_t>& k) {
+              const KindSpec& kind, std::vector<index_t>& k) {
   const auto add = [&](const Range& r) { k.push_back(r.size()); };
   for (int l = 0; l < p.layers(); ++l) {
-    const LayerGeometry ge = layer_geometry_at(g, coords, l, p.num_nodes, dims, sr.transform_first);
+    const LayerGeometry& ge = sr.geometry[static_cast<std::size_t>(l)];  // layer_geometry_at this rank
     for (const Range& r : {ge.in_rows, ge.in_cols, ge.out_rows, ge.out_cols, ge.w_rows}) add(r);
     // The last layer's row slice over its out_repl axis (rs-ag) and the feature block's rows
     // over layer 0's in_repl axis.
@@ -137,24 +137,30 @@ void check_problem(const ProblemSize& p) {
   if (p.num_nodes < 0 || p.nnz < 0) throw std::invalid_argument("GNN plan: negative sizes");
 }
 
+std::array<int, 3> coords_of(GridShape g, int r) {
+  const std::array<int, 4> c = grid_coords(g, r);
+  return {c[0], c[1], c[2]};
+}
+
 // Every rank's first and steady epoch, one dry run per distinct key.
-std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const ProblemSize& p, GridShape g) {
+DistinctRuns<RankEpochs> distinct_epochs(const ProblemSize& p, GridShape g) {
   check_problem(p);
   const std::vector<index_t> dims = p.dims();
   const std::vector<bool> transform_first = p.transform_first();
   const KindSpec& kind = kind_spec(p.config.model);
-  const auto coords_of = [&](int r) {
-    const std::array<int, 4> c = grid_coords(g, r);
-    return std::array<int, 3>{c[0], c[1], c[2]};
-  };
-  const DistinctRuns<RankEpochs> runs = run_distinct<RankEpochs>(
+  ShardRanges sr;  // every rank's, in turn (the keys are taken one rank at a time)
+  return run_distinct<RankEpochs>(
       g.size(),
       [&](int r, std::vector<index_t>& key) {
-        const std::array<int, 3> coords = coords_of(r);
-        rank_key(shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first), g,
-                 coords, p, dims, kind, key);
+        const std::array<int, 3> coords = coords_of(g, r);
+        shard_ranges_at(g, coords, p.num_nodes, dims, p.two_orders, p.config.shard_adj, transform_first, sr);
+        rank_key(sr, g, coords, p, kind, key);
       },
       [&](int r) { return dry_run_gnn_rank(p, g, r); });
+}
+
+std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const ProblemSize& p, GridShape g) {
+  const DistinctRuns<RankEpochs> runs = distinct_epochs(p, g);
   std::pair<std::vector<RankCost>, std::vector<RankCost>> out;
   out.first.reserve(static_cast<std::size_t>(g.size()));
   out.second.reserve(static_cast<std::size_t>(g.size()));
@@ -162,7 +168,7 @@ std::pair<std::vector<RankCost>, std::vector<RankCost>> predict_both(const Probl
     const RankEpochs& e = runs.of(r);
     out.first.push_back(e.first);
     out.second.push_back(e.steady);
-    out.first.back().coords = out.second.back().coords = coords_of(r);
+    out.first.back().coords = out.second.back().coords = coords_of(g, r);
   }
   return out;
 }
@@ -219,8 +225,14 @@ AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch) 
 }
 
 GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
-  const auto both = predict_both(p, g);
-  return plan_from_costs(g, both.first, both.second, m);
+  // From the runs, not from every rank's copy of its run's costs (plan_from_runs).
+  const DistinctRuns<RankEpochs> runs = distinct_epochs(p, g);
+  std::vector<RankCost> first, steady;
+  for (const RankEpochs& e : runs.runs) {
+    first.push_back(e.first);
+    steady.push_back(e.steady);
+  }
+  return plan_from_runs(g, first, steady, runs.which, m);
 }
 
 std::vector<GridPlan> plan_all(const ProblemSize& p, int ranks, const MachineModel& m) {

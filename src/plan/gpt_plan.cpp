@@ -5,7 +5,10 @@
 // accounting, memory the backend's peak, FLOPs its counts: the collective schedule of the
 // layers, the ZeRO buckets and the allocations exist once, in the code that trains.
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "plan/dry_run.hpp"
 #include "models/gpt.hpp"
@@ -64,14 +67,30 @@ RankCost dry_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
 // features for fc2, vocabulary and positions for the transposed tables) — and which axes it is
 // first on: a tensor replicated over two axes counts in the gradient norm at coordinate 0 of
 // both (GptParam::owner), so only there does the norm read its gradient.
-void layout_key(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
-  for (int c : coords) k.push_back(c == 0);
-  k.push_back(l.head_dim);
-  k.push_back(l.rows);
-  for (const Range& r : {l.seqs, l.embed, l.heads, l.qkv_cols, l.att_cols, l.ff, l.vocab, l.pos}) {
+//
+// In three parts, each a function of two of the rank's coordinates (the layout splits heads,
+// MLP features, vocabulary and positions over X, the embedding over Y, the sequences over Z and
+// the replicas, and the linears' rows over Z): the head axis's ranges (x, z), the embedding's
+// (y, z) and the sequences' (z, d). A plan of 65,536 ranks keys each part once per pair of
+// coordinates rather than each rank (predict_runs).
+void layout_key_head(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
+  k.push_back(coords[static_cast<int>(l.head)] == 0);
+  for (const Range& r : {l.heads, l.qkv_cols, l.att_cols, l.ff, l.vocab, l.pos}) {
     k.push_back(r.size());
     k.push_back(sub_range(r, g.dim(l.seq), coords[static_cast<int>(l.seq)]).size());
   }
+}
+void layout_key_hid(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
+  k.push_back(coords[static_cast<int>(l.hid)] == 0);
+  k.push_back(l.embed.size());
+  k.push_back(sub_range(l.embed, g.dim(l.seq), coords[static_cast<int>(l.seq)]).size());
+}
+void layout_key_seq(const GptLayout& l, GridShape g, const std::array<int, 3>& coords, std::vector<index_t>& k) {
+  k.push_back(coords[static_cast<int>(l.seq)] == 0);
+  k.push_back(l.head_dim);
+  k.push_back(l.rows);
+  k.push_back(l.seqs.size());
+  k.push_back(sub_range(l.seqs, g.dim(l.seq), coords[static_cast<int>(l.seq)]).size());
 }
 
 // Where the optimizer's flat space of a rank at these coordinates is cut into segments (each
@@ -106,43 +125,150 @@ void add_block_key(std::vector<index_t>& k, const std::vector<std::size_t>& cuts
 
 }  // namespace
 
+namespace {
+
+// Dense numbers of keys, in the order first seen.
+class KeyIds {
+ public:
+  int operator()(const std::vector<index_t>& k) {
+    return ids_.try_emplace(k, static_cast<int>(ids_.size())).first->second;
+  }
+  int size() const { return static_cast<int>(ids_.size()); }
+
+ private:
+  std::unordered_map<std::vector<index_t>, int, RankKeyHash> ids_;
+};
+
+// A table of `n` ints, -1 where unset: a vector while small, a hash table past that (a product
+// of class counts that a pathological grid could make large).
+class SparseTable {
+ public:
+  explicit SparseTable(std::uint64_t n) : dense_(n <= (std::uint64_t{1} << 22)) {
+    if (dense_) v_.assign(static_cast<std::size_t>(n), -1);
+  }
+  int& operator[](std::uint64_t i) { return dense_ ? v_[static_cast<std::size_t>(i)] : m_.try_emplace(i, -1).first->second; }
+
+ private:
+  bool dense_;
+  std::vector<int> v_;
+  std::unordered_map<std::uint64_t, int> m_;
+};
+
+std::uint64_t cls_size(GridShape g, int dp) { return static_cast<std::uint64_t>(g.size()) * static_cast<std::uint64_t>(dp); }
+
+// Every rank's run: ranks alike in the key share one. The key is the layout's (layout_key_*)
+// and, with ZeRO sharding over several replicas, how the replica's block of the flat space
+// (cut where the model of its layout cuts it) meets the segments between the cuts; without,
+// replicas are alike. The ranks are told apart exactly as by that key computed rank by rank,
+// and the runs numbered in the order of their first rank (run_classes), but the layout's parts
+// are keyed once per pair of coordinates and the rank's class is looked up from them, with no
+// key per rank: 65,536 ranks of 3,417 (replicas, grid, stage) choices are 224 million ranks.
+DistinctRuns<RankCost> predict_runs(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
+                                    bool gather_weights, const GptParallel& par) {
+  validate(c);
+  const bool sharded = par.zero > 0 && par.dp > 1;
+  const int X = g.x, Y = g.y, Z = g.z, D = par.dp;
+  {
+    const GptLayout l = gpt_layout_at(g, {0, 0, 0}, c, batch, D, 0);
+    if (l.head != Axis::X || l.hid != Axis::Y || l.seq != Axis::Z)
+      throw std::logic_error("predict_gpt_ranks: the layout's axes moved; its key's parts assume heads X, embed Y, seqs Z");
+  }
+  // The parts' classes: head (x, z), hid (y, z), seq (z, d).
+  KeyIds head_ids, hid_ids, seq_ids;
+  std::vector<int> head_of(static_cast<std::size_t>(X) * Z), hid_of(static_cast<std::size_t>(Y) * Z),
+      seq_of(static_cast<std::size_t>(Z) * D);
+  std::vector<index_t> k;
+  for (int z = 0; z < Z; ++z) {
+    for (int x = 0; x < X; ++x) {
+      k.clear();
+      layout_key_head(gpt_layout_at(g, {x, 0, z}, c, batch, D, 0), g, {x, 0, z}, k);
+      head_of[static_cast<std::size_t>(x) * Z + z] = head_ids(k);
+    }
+    for (int y = 0; y < Y; ++y) {
+      k.clear();
+      layout_key_hid(gpt_layout_at(g, {0, y, z}, c, batch, D, 0), g, {0, y, z}, k);
+      hid_of[static_cast<std::size_t>(y) * Z + z] = hid_ids(k);
+    }
+    for (int d = 0; d < D; ++d) {
+      k.clear();
+      layout_key_seq(gpt_layout_at(g, {0, 0, z}, c, batch, D, d), g, {0, 0, z}, k);
+      seq_of[static_cast<std::size_t>(z) * D + d] = seq_ids(k);
+    }
+  }
+  std::vector<int> cls(static_cast<std::size_t>(cls_size(g, D)));
+  // A layout is a triple of parts' classes, numbered in the order first seen.
+  const std::uint64_t triples = static_cast<std::uint64_t>(head_ids.size()) * hid_ids.size() * seq_ids.size();
+  SparseTable layout_of(triples);
+  int layouts = 0;
+  // Sharded: a rank's class is its (layout, block key) pair, numbered once per (layout, replica).
+  SparseTable class_of(sharded ? std::min<std::uint64_t>(triples, cls_size(g, D)) * static_cast<std::uint64_t>(D) : 0);
+  std::vector<std::vector<std::size_t>> cuts_of_layout;
+  KeyIds block_ids;
+  std::map<std::pair<int, int>, int> pair_ids;
+
+  std::size_t rank = 0;
+  for (int d = 0; d < D; ++d)
+    for (int z = 0; z < Z; ++z) {
+      const std::uint64_t s = static_cast<std::uint64_t>(seq_of[static_cast<std::size_t>(z) * D + d]);
+      for (int x = 0; x < X; ++x) {
+        const std::uint64_t h = static_cast<std::uint64_t>(head_of[static_cast<std::size_t>(x) * Z + z]);
+        for (int y = 0; y < Y; ++y, ++rank) {
+          const std::uint64_t e = static_cast<std::uint64_t>(hid_of[static_cast<std::size_t>(y) * Z + z]);
+          int& layout = layout_of[(h * static_cast<std::uint64_t>(hid_ids.size()) + e) * seq_ids.size() + s];
+          if (layout < 0) {
+            layout = layouts++;
+            // The cuts of the layout's model, built at its first rank (this one).
+            if (sharded) cuts_of_layout.push_back(zero_cuts(c, batch, g, par, static_cast<int>(rank)));
+          }
+          if (!sharded) {
+            cls[rank] = layout;
+            continue;
+          }
+          int& id = class_of[static_cast<std::uint64_t>(layout) * static_cast<std::uint64_t>(D) + static_cast<std::uint64_t>(d)];
+          if (id < 0) {
+            k.clear();
+            add_block_key(k, cuts_of_layout[static_cast<std::size_t>(layout)], D, d);
+            id = pair_ids.try_emplace({layout, block_ids(k)}, static_cast<int>(pair_ids.size())).first->second;
+          }
+          cls[rank] = id;
+        }
+      }
+    }
+  const int classes = sharded ? static_cast<int>(pair_ids.size()) : layouts;
+  return run_classes<RankCost>(cls, classes,
+                               [&](int r) { return dry_run(c, batch, grad_accum, g, gather_weights, par, r); });
+}
+
+}  // namespace
+
 std::vector<RankCost> predict_gpt_ranks(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
                                         bool gather_weights, const GptParallel& par) {
-  validate(c);
-  const auto place = [&](int rank) {
-    const std::array<int, 4> c = grid_coords(g, rank);
-    return std::pair{std::array<int, 3>{c[0], c[1], c[2]}, c[3]};
-  };
-  // With ZeRO sharding over several replicas, a replica's block of the flat space (cut where
-  // the model of its layout cuts it) is part of its key; without, replicas are alike.
-  const bool sharded = par.zero > 0 && par.dp > 1;
-  std::map<std::vector<index_t>, std::vector<std::size_t>> cuts_of_layout;
-  const DistinctRuns<RankCost> runs = run_distinct<RankCost>(
-      par.dp * g.size(),
-      [&](int rank, std::vector<index_t>& k) {
-        const auto [coords, d] = place(rank);
-        layout_key(gpt_layout_at(g, coords, c, batch, par.dp, d), g, coords, k);
-        if (!sharded) return;
-        auto it = cuts_of_layout.find(k);
-        if (it == cuts_of_layout.end()) it = cuts_of_layout.emplace(k, zero_cuts(c, batch, g, par, rank)).first;
-        add_block_key(k, it->second, par.dp, d);
-      },
-      [&](int rank) { return dry_run(c, batch, grad_accum, g, gather_weights, par, rank); });
+  const DistinctRuns<RankCost> runs = predict_runs(c, batch, grad_accum, g, gather_weights, par);
   std::vector<RankCost> out;
   out.reserve(runs.which.size());
   for (int rank = 0; rank < static_cast<int>(runs.which.size()); ++rank) {
     out.push_back(runs.of(rank));
-    std::tie(out.back().coords, out.back().d) = place(rank);
+    const std::array<int, 4> q = grid_coords(g, rank);
+    out.back().coords = {q[0], q[1], q[2]};
+    out.back().d = q[3];
   }
   return out;
 }
 
 AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights,
                            const GptParallel& par) {
+  // Rank by rank in rank order, as summed over predict_gpt_ranks.
+  const DistinctRuns<RankCost> runs = predict_runs(c, batch, grad_accum, g, gather_weights, par);
   AxisBytes b;
-  for (const RankCost& r : predict_gpt_ranks(c, batch, grad_accum, g, gather_weights, par))
-    for (int a = 0; a < 4; ++a) b.bytes[a] += r.bytes[a];
+  for (int rank = 0; rank < static_cast<int>(runs.which.size()); ++rank)
+    for (int a = 0; a < 4; ++a) b.bytes[a] += runs.of(rank).bytes[a];
   return b;
+}
+
+GridPlan plan_gpt_grid(const GptConfig& c, index_t batch, int grad_accum, GridShape g, const MachineModel& machine,
+                       const GptParallel& par) {
+  const DistinctRuns<RankCost> runs = predict_runs(c, batch, grad_accum, g, true, par);
+  return plan_from_runs(g, runs.runs, runs.runs, runs.which, machine, par.dp);
 }
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
@@ -153,9 +279,8 @@ std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum
     if (ranks % dp) continue;
     for (GridShape g : all_grids(ranks / dp))
       for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
-        const std::vector<RankCost> step =
-            predict_gpt_ranks(c, batch, grad_accum, g, true, {dp, stage, bucket_mb, precision, transport, dropout});
-        GridPlan plan = plan_from_costs(g, step, step, machine, dp);
+        GridPlan plan =
+            plan_gpt_grid(c, batch, grad_accum, g, machine, {dp, stage, bucket_mb, precision, transport, dropout});
         plan.zero = stage;
         if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
       }

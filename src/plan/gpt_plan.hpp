@@ -31,6 +31,10 @@ std::vector<RankCost> predict_gpt_ranks(const GptConfig& model, index_t batch, i
 // Bytes per axis of one step, summed over ranks.
 AxisBytes predict_gpt_step(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
                            bool gather_weights = true, const GptParallel& par = {});
+// The plan of one grid of par.dp replicas (plan_from_costs of predict_gpt_ranks' step, from the
+// distinct runs: plan_from_runs).
+GridPlan plan_gpt_grid(const GptConfig& model, index_t batch, int grad_accum, GridShape grid,
+                       const MachineModel& machine, const GptParallel& par);
 // Every (replicas D, grid X×Y×Z, ZeRO stage) of `ranks` whose predicted memory per rank fits
 // `memory_per_rank` (0: any), fastest predicted step first (`plexus plan gpt`). Stages above 0
 // only with D > 1.

@@ -73,8 +73,7 @@ GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp) {
   const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi, cfg.dropout};
   std::vector<GridPlan> plans;
   for (GridShape g : all_grids(ranks / dp)) {
-    const std::vector<RankCost> step = predict_gpt_ranks(cfg.model, cfg.batch, cfg.grad_accum, g, true, par);
-    plans.push_back(plan_from_costs(g, step, step, m, dp));
+    plans.push_back(plan_gpt_grid(cfg.model, cfg.batch, cfg.grad_accum, g, m, par));
   }
   sort_plans(plans);
   return pick(plans, ranks, "step");

@@ -131,6 +131,12 @@ struct GridPlan {
 // With dp > 1 the costs are of dp replicas of the grid (rank = d·X·Y·Z + z·X·Y + x·Y + y).
 GridPlan plan_from_costs(GridShape grid, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
                          const MachineModel& m, int dp = 1);
+// The same from deduplicated dry runs (src/plan/distinct_runs.hpp): rank r costs first[which[r]]
+// and steady[which[r]] (the same vector for both: one step's costs, as the GPT's), at its own
+// coordinates in the grid. What plan_from_costs gives for the ranks' costs spelt out, without
+// the vectors of every rank's costs (65,536 of them per grid at the largest rank count).
+GridPlan plan_from_runs(GridShape grid, const std::vector<RankCost>& first, const std::vector<RankCost>& steady,
+                        const std::vector<int>& which, const MachineModel& m, int dp = 1);
 // Sorted by predicted steady time (ties: fewer bytes, then grid string).
 void sort_plans(std::vector<GridPlan>& plans);
 // Every ordered X×Y×Z = P.
