@@ -17,25 +17,19 @@
 #include "io/files/shared_output.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
+#include "mpi_job.hpp"
 
 namespace plexus {
 namespace {
+
+using mpi_job::error_of;
+using mpi_job::rank;
+using mpi_job::size;
 
 // The job's ranks as the library takes them (made at first use, which every rank reaches alike).
 Communicator& world() {
   static const std::unique_ptr<Communicator> w = make_mpi_communicator(MPI_COMM_WORLD);
   return *w;
-}
-
-int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
 }
 
 // A folder every rank names alike (rank 0's process id), made by rank 0, removed at the end.
@@ -69,17 +63,6 @@ std::string from_rank0(std::string s) {
   s.resize(static_cast<std::size_t>(n));
   MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
   return s;
-}
-
-// The message of the InputError `f` throws on this rank, "" when it throws none.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.message();
-  }
-  return "";
 }
 
 TEST(SharedOutput, EveryRankReachesAFileInASharedFolderAndNothingIsLeft) {

@@ -21,44 +21,15 @@
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "mpi_job.hpp"
 
 namespace plexus {
 namespace {
 
-int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.message();
-  }
-  return "";
-}
-
-// Every rank's `s` alike? (compared with rank 0's)
-bool same_everywhere(const std::string& s) {
-  long long n = static_cast<long long>(s.size());
-  long long lo = n, hi = n;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-  if (lo != hi) return false;
-  std::string root = s;
-  MPI_Bcast(root.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
-  int same = root == s, all = 0;
-  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
+using mpi_job::error_of;
+using mpi_job::rank;
+using mpi_job::same_everywhere;
+using mpi_job::size;
 
 GraphData sbm() {
   SbmOptions o;
@@ -71,15 +42,7 @@ GraphData sbm() {
 
 std::unique_ptr<ProcessGrid> row_grid() { return ProcessGrid::create(GridShape{size(), 1, 1}); }
 
-// A path every rank names alike, in a folder rank 0 made.
-std::string shared_path(const std::string& name) {
-  long long id = ::getpid();
-  MPI_Bcast(&id, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  const auto dir = std::filesystem::temp_directory_path() / ("plexus-strict-" + std::to_string(id));
-  if (rank() == 0) std::filesystem::create_directories(dir);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return (dir / name).string();
-}
+std::string shared_path(const std::string& name) { return mpi_job::shared_path("plexus-strict", name); }
 
 TEST(RequireSameGraph, TheSameGraphOnEveryRankPasses) {
   auto grid = row_grid();

@@ -28,6 +28,7 @@
 #include "io/model_files/checkpoint_dir.hpp"
 #include "io/model_files/gnn_model_file.hpp"
 #include "plexus/error.hpp"
+#include "checkpoint_fixture.hpp"
 #include "scratch_dir.hpp"
 
 namespace plexus {
@@ -39,17 +40,7 @@ using testing::ScratchDir;
 const std::string kRunA = "0123456789abcdef0123456789abcdef";
 const std::string kRunB = "fedcba9876543210fedcba9876543210";
 
-// A small GCN model file (one layer, 2 -> 2) carrying `run_id` ("" for none): what a
-// checkpoint is, as far as its directory is concerned.
-std::string write_checkpoint(const std::string& path, const std::string& run_id, long long done = 1) {
-  static const std::vector<float> w{1, 2, 3, 4}, b{0.5f, -0.5f}, zero(4, 0.0f);
-  TrainConfig options;
-  GnnModelHeader h{{2, 2}, 3, done, BestEpoch{}, options, run_id};
-  std::vector<ParameterBlock> blocks{{"layer0/weight", 2, 2, Range{0, 2}, Range{0, 2}, true, w.data(), zero.data(), zero.data()},
-                                     {"layer0/bias", 1, 2, Range{0, 1}, Range{0, 2}, true, b.data(), zero.data(), zero.data()}};
-  write_gnn_model_blocks_h5(path, *make_self_communicator(), h, blocks);
-  return path;
-}
+using testing::write_checkpoint;
 
 std::string name_of(const std::string& path) { return fs::path(path).filename().string(); }
 

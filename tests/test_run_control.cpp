@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "io/model_files/checkpoint_dir.hpp"
-#include "io/model_files/gnn_model_file.hpp"
 #include "plexus/error.hpp"
+#include "checkpoint_fixture.hpp"
 #include "scratch_dir.hpp"
 #include "src/cli/run_control.hpp"
 
@@ -43,16 +43,7 @@ TEST(RunControl, AnInterruptionSaysWhereToResumeOrWhyItCannot) {
       << resumable;
 }
 
-// A small GCN model file carrying `run_id`: what a checkpoint is, as far as its directory is
-// concerned (as tests/test_ownership.cpp writes them).
-void write_checkpoint(const std::string& path, const std::string& run_id, long long done) {
-  static const std::vector<float> w{1, 2, 3, 4}, b{0.5f, -0.5f}, zero(4, 0.0f);
-  TrainConfig options;
-  GnnModelHeader h{{2, 2}, 3, done, BestEpoch{}, options, run_id};
-  std::vector<ParameterBlock> blocks{{"layer0/weight", 2, 2, Range{0, 2}, Range{0, 2}, true, w.data(), zero.data(), zero.data()},
-                                     {"layer0/bias", 1, 2, Range{0, 1}, Range{0, 2}, true, b.data(), zero.data(), zero.data()}};
-  write_gnn_model_blocks_h5(path, *make_self_communicator(), h, blocks);
-}
+using plexus::testing::write_checkpoint;
 
 std::string error_of(const CheckpointOptions& o, ProcessGrid& grid, RunCheckpoints* out = nullptr) {
   try {

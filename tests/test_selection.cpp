@@ -157,3 +157,35 @@ TEST(Selection, TheResultReportsEveryClassAtTheBestEpoch) {
 
 }  // namespace
 }  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// Beyond kMaxClassesCounted classes nothing is counted one by one (a file declaring 200 million
+// classes must reach the size check, not allocate 9 doubles a class): the per-class lists stay
+// empty and the selections that need them are refused.
+TEST(Selection, ClassesBeyondTheLimitAreNotCountedOneByOne) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  GraphData g = graph();
+  g.num_classes = static_cast<std::int32_t>(kMaxClassesCounted + 1);
+  TrainConfig c;
+  c.hidden = 4;
+  c.epochs = 2;
+  const TrainResult r = train_gnn(g, c, *be, *grid);
+  EXPECT_TRUE(r.val_classes.empty());
+  EXPECT_TRUE(r.test_classes.empty());
+  for (const Selection s : {Selection{SelectBy::MacroF1, -1}, Selection{SelectBy::Recall, 1}}) {
+    c.select_by = s;
+    try {
+      GnnTrainer t(g, c, *be, *grid);
+      ADD_FAILURE() << selection_name(s) << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--select-by");
+      EXPECT_NE(std::string(e.what()).find("kept for at most 65536 classes"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace plexus

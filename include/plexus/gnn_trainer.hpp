@@ -38,12 +38,17 @@ struct EvalMetrics {
   double train_acc = 0, val_acc = 0, test_acc = 0;
   double train_loss = 0, val_loss = 0;
   // Per split (train, validation, test) and class: the nodes labelled with it, predicted as it,
-  // and both (over the whole graph; empty vectors: not counted). class_metrics() reads them.
+  // and both (over the whole graph), for graphs of at most kMaxClassesCounted classes (empty
+  // vectors: not counted). class_metrics() reads them.
   struct ClassCounts {
     std::vector<double> labelled, predicted, correct;
   };
   std::array<ClassCounts, 3> classes;
 };
+// The most classes whose nodes an evaluation counts one by one (9 doubles a class, all-reduced
+// each epoch): beyond it EvalMetrics::classes stays empty and --select-by macro-f1 / recall:K
+// are refused.
+constexpr index_t kMaxClassesCounted = 65536;
 // Precision, recall, F1 and support of each class from a split's counts.
 std::vector<ClassMetrics> class_metrics(const EvalMetrics::ClassCounts& counts);
 // The mean F1 over the classes labelled or predicted in the split (sklearn's f1_score(average=

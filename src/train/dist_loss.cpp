@@ -72,7 +72,8 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   correct_ = Buffer<double>(be, 3);
   correct_host_ = be.allocate_host_pinned(3 * sizeof(double));
   scratch_grad_ = Matrix(be, last.out_rows.size(), last.out_cols.size());
-  classes_ = static_cast<std::size_t>(shards.dims.empty() ? 0 : shards.dims.back());
+  const index_t all_classes = shards.dims.empty() ? 0 : shards.dims.back();
+  classes_ = all_classes <= kMaxClassesCounted ? static_cast<std::size_t>(all_classes) : 0;  // (0: not counted)
   if (shards.shape_only) return;
   labels_host_ = labels;
   splits_host_ = split_bits(masks);
@@ -186,6 +187,7 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   // classes come to the host, counted against this rank's labels and splits, then summed over
   // the rows of the graph. [split][labelled, predicted, correct][class].
   const std::size_t c = classes_;
+  if (c == 0) return m;  // more classes than are counted one by one: EvalMetrics::classes empty
   std::vector<float> key(n);
   if (n) be_.copy_to_host(key.data(), global, n * sizeof(float));
   std::vector<double> counts(9 * c, 0.0);
