@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/hasher.hpp"
 #include "plexus/tensor.hpp"
 
 namespace plexus {
@@ -32,22 +33,14 @@ struct DistinctRuns {
   const Result& of(int rank) const { return runs[static_cast<std::size_t>(which[static_cast<std::size_t>(rank)])]; }
 };
 
-// A hash of a rank key: each element folded in by a rotate, xor and multiply (FxHash's step:
-// one multiply of latency per element, where a full mix per element cost a tenth of a plan of
-// 65,536 ranks), and the whole mixed once at the end (splitmix64's finalizer), so keys that
-// differ in one size anywhere land apart.
+// A hash of a rank key (src/core/hasher.hpp: one multiply of latency per element, where a full
+// mix per element cost a tenth of a plan of 65,536 ranks, and the whole mixed once at the end,
+// so keys that differ in one size anywhere land apart).
 struct RankKeyHash {
-  static std::uint64_t mix(std::uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
   std::size_t operator()(const std::vector<index_t>& k) const noexcept {
-    std::uint64_t h = k.size();
-    for (const index_t v : k) h = (((h << 5) | (h >> 59)) ^ static_cast<std::uint64_t>(v)) * 0x517cc1b727220a95ULL;
-    return static_cast<std::size_t>(mix(h));
+    Hasher h;
+    h.array(k);
+    return static_cast<std::size_t>(h.value());
   }
 };
 

@@ -75,7 +75,7 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   const index_t all_classes = shards.dims.empty() ? 0 : shards.dims.back();
   classes_ = all_classes <= kMaxClassesCounted ? static_cast<std::size_t>(all_classes) : 0;  // (0: not counted)
   if (shards.shape_only) return;
-  labels_host_ = labels;
+  labels_host_ = std::move(labels);  // (read below as the host copy)
   splits_host_ = split_bits(masks);
   labels_.upload(labels_host_.data());
   splits_.upload(splits_host_.data());
@@ -91,8 +91,8 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   if (class_weighted && weights->class_weights_auto) {  // n / (C·n_c) over the training nodes
     std::vector<double> count(classes, 0.0);
     for (std::size_t r = 0; r < n; ++r)
-      if (masks[0][r] && labels[r] >= 0 && static_cast<std::size_t>(labels[r]) < classes)
-        count[static_cast<std::size_t>(labels[r])] += 1.0;
+      if (masks[0][r] && labels_host_[r] >= 0 && static_cast<std::size_t>(labels_host_[r]) < classes)
+        count[static_cast<std::size_t>(labels_host_[r])] += 1.0;
     sum_over_rows(count.data(), count.size());
     double total = 0, present = 0;
     for (const double c : count) total += c, present += c > 0;
@@ -105,7 +105,7 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
   }
   const std::vector<float> node_w =
       shards.loss_weights.empty() ? std::vector<float>{} : slice_rows(shards.loss_weights, shards.label_rows.begin, last.out_rows);
-  const std::vector<double> u = row_weights(labels, class_w, node_w);
+  const std::vector<double> u = row_weights(labels_host_, class_w, node_w);
   double sums[2] = {0, 0};
   for (std::size_t r = 0; r < n; ++r)
     for (int s = 0; s < 2; ++s)

@@ -13,9 +13,7 @@
 
 #include "models/gnn_network.hpp"
 #include "plexus/error.hpp"
-#include "plexus/graph_checks.hpp"
 #include "plexus/io.hpp"
-#include "train/config_agreement.hpp"
 #include "train/graph_shards.hpp"
 #include "train/model_state.hpp"
 #include "train/tasks/task.hpp"
@@ -128,9 +126,9 @@ Inference with_ids(Inference i, const GraphData& graph) {
 
 Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGrid& grid,
                             const InferenceOptions& options) {
-  // The ranks' models and graphs alike, before a rank can throw alone about its own.
-  require_same_config(config_, grid, "model");
-  require_same_graph(graph, grid, "graph");
+  // The ranks' models and graphs alike, before a rank can throw alone about its own (once: the
+  // shards below are cut from the agreed graph).
+  require_same_inputs(graph, config_, grid, "model");
   if (graph.num_features != dims_.front())
     throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
                                   ", the model reads " + std::to_string(dims_.front()) + " features");

@@ -78,14 +78,14 @@ std::vector<std::int64_t> node_user_ids(const std::vector<index_t>& nodes, const
   return ids;
 }
 
+void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid,
+                         const std::string& config_where) {
+  require_same_config(cfg, grid, config_where);
+  require_same_graph(graph, grid, "graph");
+}
+
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict) {
-  // Every rank's configuration and graph alike (hashes compared over the grid, by default: a
-  // rank cutting a graph of another size would corrupt the collectives' buffers). The
-  // collectives first, before any rank can throw about its own input (an input invalid on one
-  // rank only is then a different input, refused on every rank).
-  require_same_config(cfg, grid, "config");
-  require_same_graph(graph, grid, "graph");
   validate(cfg);
   validate(graph, "graph", GraphNames::Memory);
   if (strict) validate_strict(graph, "graph", GraphNames::Memory);
@@ -244,8 +244,18 @@ void GnnTrainer::Impl::put_back_last_values() {
   weights_epoch = epochs_done - 1;
 }
 
+namespace {
+// `graph` once every rank is known to pass the same one and the same configuration (an input
+// invalid on one rank only is then a different input, refused on every rank).
+const GraphData& agreed(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid) {
+  require_same_inputs(graph, cfg, grid);
+  return graph;
+}
+}  // namespace
+
 GnnTrainer::GnnTrainer(const GraphData& graph, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
-    : GnnTrainer(shards_of_graph(graph, cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend, grid) {
+    : GnnTrainer(shards_of_graph(agreed(graph, cfg, grid), cfg, grid, /*for_training=*/true, cfg.strict), cfg, backend,
+                 grid) {
   impl_->user_ids = graph.node_ids;  // (predict() labels its rows with them)
   impl_->ids_known = true;
 }

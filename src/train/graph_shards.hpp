@@ -2,6 +2,7 @@
 // A whole in-memory graph to this rank's shards, as GnnTrainer and GnnModel cut them: Â =
 // D^-1/2 (A+I) D^-1/2 in the orders cfg.balance gives, then this rank's blocks of Â, F, labels.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "plexus/graph.hpp"
@@ -11,13 +12,23 @@
 
 namespace plexus {
 
-// Validates cfg and the graph (messages name GraphData's members); `for_training` also requires a
-// labelled training node (inference does not: its graph may have no labels at all). `strict`:
-// the checks of plexus/graph_checks.hpp too (symmetry, disjoint masks, the same graph on every rank).
 // The user's id of each node of `nodes`: node_ids[node] (GraphData::node_ids, validated), or the
 // node's index where the graph has none (empty). What Predictions::ids carries.
 std::vector<std::int64_t> node_user_ids(const std::vector<index_t>& nodes, const std::vector<std::int64_t>& node_ids);
 
+// Collective over grid.world(): every rank passes the same configuration and the same graph
+// (hashes compared, config first: src/train/config_agreement.hpp, plexus/graph_checks.hpp), else
+// the same InputError on every rank. The entry points that take a GraphData from their caller
+// run it before any rank can throw alone about its own input (a rank cutting a graph of another
+// size would corrupt the collectives' buffers); a graph every rank read from one file needs it
+// not. `config_where` names the configuration in the error ("config", a model's "model").
+void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid,
+                         const std::string& config_where = "config");
+
+// Validates cfg and the graph (messages name GraphData's members); `for_training` also requires a
+// labelled training node (inference does not: its graph may have no labels at all). `strict`:
+// the checks of plexus/graph_checks.hpp too (symmetry, disjoint masks). The ranks' inputs are the
+// caller's to compare first (require_same_inputs).
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict);
 
