@@ -31,7 +31,9 @@ bool launched_by_mpi() {
 }
 
 CLI::Option* add_data_option(CLI::App* cmd, std::string& path, const std::string& description) {
-  return cmd->add_option("data,--data", path, description);
+  // The positional is named apart from the long option: CLI11 2.4.2 and later refuse one option
+  // whose positional and long names are alike ("data,--data": every command aborted there).
+  return cmd->add_option("DATA,--data", path, description);
 }
 
 // Values from a TOML file (`--config`) fill every option not given on the command line.
