@@ -24,6 +24,7 @@ order only makes killed mutants cheap; a survivor has passed every test.
                       [--scratch DIR] [--jobs N] [--no-baseline] [--results FILE]
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -263,13 +264,40 @@ def sync_tree(src, dst):
                 os.remove(os.path.join(dst, rel))
 
 
-def build(src, bdir, jobs, log):
+def build(src, bdir, jobs, log, targets=None):
+    """Builds everything, or only `targets` (executables' names) when given."""
     if not os.path.exists(os.path.join(bdir, "CMakeCache.txt")):
         rc, _ = sh(["cmake", "-S", src, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release", "-DPLEXUS_CUDA=OFF"], log)
         if rc != 0:
             return False
-    rc, _ = sh(["cmake", "--build", bdir, "-j", str(jobs)], log)
+    rc, _ = sh(["cmake", "--build", bdir, "-j", str(jobs)] + (["--target"] + sorted(targets) if targets else []), log)
     return rc == 0
+
+
+def hint_targets(bdir, mu):
+    """The executables the mutant's `tests:` run, when each of them is a program of the build run
+    directly or under mpiexec (a set of target names): only those need rebuilding before the hint
+    stage, and most mutants end there. None (build everything) when any test is a script, which
+    may run any program of the build, or when the tests cannot be listed."""
+    if mu is None or not mu.get("tests"):
+        return None
+    p = subprocess.run(["ctest", "--test-dir", bdir, "-R", mu.get("tests"), "--show-only=json-v1"],
+                       capture_output=True, text=True)
+    try:
+        tests = json.loads(p.stdout)["tests"]
+    except (ValueError, KeyError):
+        return None
+    root = os.path.realpath(bdir) + os.sep
+    targets = set()
+    for t in tests:
+        cmd = t.get("command") or []
+        if not cmd or os.path.basename(cmd[0]) in ("bash", "sh", "python3", "python"):
+            return None
+        programs = [a for a in cmd if os.path.realpath(a).startswith(root) and os.access(a, os.X_OK)]
+        if not programs:
+            return None
+        targets.update(os.path.basename(a) for a in programs)
+    return targets or None
 
 
 def failed_tests(bdir):
@@ -307,10 +335,15 @@ def stages(mu, hint_only=False):
     return out
 
 
-def run_suite(bdir, mu, jobs, limits, log, hint_only=False):
-    """('killed'|'survived', killer, seconds): stages in order until one fails."""
+def run_suite(bdir, mu, jobs, limits, log, hint_only=False, rebuild=None):
+    """('killed'|'survived', killer, seconds): stages in order until one fails; `rebuild` (when
+    only the hint's programs were built) builds the rest before the first stage after the hint."""
     total = 0.0
     for name, sel in stages(mu, hint_only):
+        if name != "hint" and rebuild is not None:
+            if not rebuild():
+                return "no build", "the rest of the build does not compile", total
+            rebuild = None
         status, killer, secs = run_stage(bdir, sel, jobs, limits.get(name, limits["rest"]), log)
         total += secs
         if status == "fail":
@@ -397,10 +430,16 @@ def main():
                 try:
                     with open(path, "w", encoding="utf-8") as f:
                         f.write(new)
-                    if not build(src, bdir, args.jobs, log):
+                    # The hint's programs first: a killed mutant needs no other relinking. The
+                    # programs left stale (built with an earlier mutant, restored since) are
+                    # rebuilt before any stage could run them.
+                    targets = hint_targets(bdir, mu)
+                    if not build(src, bdir, args.jobs, log, targets):
                         verdict, killer = "no build", "does not compile"
                     else:
-                        verdict, killer, _ = run_suite(bdir, mu, args.jobs, limits, log, args.hint_only)
+                        verdict, killer, _ = run_suite(bdir, mu, args.jobs, limits, log, args.hint_only,
+                                                       rebuild=None if targets is None else
+                                                       (lambda: build(src, bdir, args.jobs, log)))
                 finally:
                     with open(path, "w", encoding="utf-8") as f:
                         f.write(original)
