@@ -9,10 +9,13 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -196,6 +199,53 @@ TEST_F(Hdf5Inputs, ChunksNeverWrittenAreRefused) {
   // Every chunk written, the last one only partly filled by the extent: read as written.
   const GraphData g = plexus::read_graph_h5(chunked("full.h5", 3, kNodes));
   EXPECT_EQ(g.features, small_graph().features);
+}
+
+// Overwrites, in the file's bytes, the row offset in the chunk-index key of /features' chunk at
+// row `row` (a version 1 B-tree leaf, libhdf5's default index: signature "TREE", node type 1,
+// then its keys and children in turn) with `to`: the index still counts every chunk.
+void damage_chunk_key(const std::string& p, hsize_t row, std::uint64_t to) {
+  haddr_t addr = HADDR_UNDEF;
+  {
+    H5File f(p, false);
+    hid_t ds = H5Dopen2(f.id, "/features", H5P_DEFAULT);
+    const hsize_t at[2] = {row, 0};
+    unsigned filters = 0;
+    hsize_t bytes = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(ds, at, &filters, &addr, &bytes), 0);
+    H5Dclose(ds);
+  }
+  std::fstream io(p, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(io)), std::istreambuf_iterator<char>());
+  constexpr std::size_t kHeader = 24, kKey = 4 + 4 + 3 * 8, kChild = 8;  // 2-D data: 3 offsets a key
+  for (std::size_t at = bytes.find("TREE"); at != std::string::npos; at = bytes.find("TREE", at + 1)) {
+    if (bytes[at + 4] != 1 || bytes[at + 5] != 0) continue;  // raw-data chunks, a leaf
+    std::uint16_t entries = 0;
+    std::memcpy(&entries, &bytes[at + 6], 2);
+    for (std::size_t i = 0; i < entries; ++i) {
+      const std::size_t key = at + kHeader + i * (kKey + kChild);
+      std::uint64_t child = 0;
+      std::memcpy(&child, &bytes[key + kKey], 8);
+      if (child != addr) continue;
+      io.seekp(static_cast<std::streamoff>(key + 8));
+      io.write(reinterpret_cast<const char*>(&to), 8);
+      return;
+    }
+  }
+  ADD_FAILURE() << "no chunk-index entry for row " << row << " in " << p;
+}
+
+// A damaged key in the chunk index hides its chunk from reads (fill values: zeros) while the
+// index still counts every chunk: each chunk is looked up where a read looks for it.
+TEST_F(Hdf5Inputs, AChunkIndexKeyThatHidesAChunkIsRefused) {
+  const std::string beyond = chunked("beyond.h5", 2, kNodes);  // 4 chunks of 2 rows
+  damage_chunk_key(beyond, 2, 100);                            // a key past the extent
+  expect_refused(beyond, "/features: its chunk index counts every chunk but has none at offset (2, 0)");
+  const std::string twice = chunked("twice.h5", 2, kNodes);
+  damage_chunk_key(twice, 4, 2);  // two keys at row 2: rows 4-5 found nowhere
+  expect_refused(twice, "/features: its chunk index counts every chunk but has none at offset (4, 0)");
+  // Undamaged, the same file reads as written.
+  EXPECT_EQ(plexus::read_graph_h5(chunked("whole.h5", 2, kNodes)).features, small_graph().features);
 }
 
 TEST_F(Hdf5Inputs, ContiguousStorageNeverWrittenIsRefused) {

@@ -18,7 +18,9 @@ namespace plexus::h5 {
 //   compact          always (the data is in the object header);
 //   contiguous       allocated; with external raw data, every file present, a regular file,
 //                    and long enough for its part (offset + bytes);
-//   chunked          as many chunks allocated as the extent needs (H5Dget_num_chunks);
+//   chunked          as many chunks allocated as the extent needs (H5Dget_num_chunks), and
+//                    each found at its offset (H5Dget_chunk_storage_size): an index entry
+//                    whose key was damaged counts, but reads as fill values;
 //   virtual          every element mapped, every source file found (libhdf5's search order;
 //                    checked in a child process first, like any input), every source dataset
 //                    present, its selection inside its extent, and its own storage complete

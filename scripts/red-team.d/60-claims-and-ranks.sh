@@ -2,7 +2,8 @@
 #  1. no non-finite number written as a result: predictions that overflow, bf16 features beyond
 #     bfloat16's range;
 #  2. what a file claims is checked against what it holds: a model file relabelled as another
-#     kind, a prepared file whose two_orders flag, second order or block counts were edited;
+#     kind, a prepared file whose two_orders flag, second order or block counts were edited, a
+#     chunk-index key damaged so that it hides its chunk;
 #  3. a checkpoint's temporary left by a killed run is removed by the next run (and nothing else);
 #  4. small graphs (edgeless, self-loops only, one node) prepared and converted on 2 to 4 ranks
 #     equal one process's file;
@@ -56,6 +57,30 @@ def tiles_wrap(f):
     if t.size >= 2:
         t.flat[0] += 1 << 62; t.flat[1] -= 1 << 62; b[...] = t
 edit(f"{IN}/prep.h5", "tiles-wrap.h5", tiles_wrap)
+
+# A damaged key in a chunk index: the entry of /features' last chunk says it holds rows far past
+# the extent. The index still counts every chunk; a read of the real rows finds none (zeros).
+def damage_key(path, name):
+    with h5py.File(path, "r") as f:
+        ds = f[name]
+        info = ds.id.get_chunk_info(ds.id.get_num_chunks() - 1)
+        ndims, addr = ds.ndim, info.byte_offset
+    raw = bytearray(open(path, "rb").read())
+    key_bytes = 8 + 8 * (ndims + 1)  # chunk size, filter mask, offsets (one more than dims)
+    at = raw.find(b"TREE")
+    while at >= 0:
+        if raw[at + 4] == 1 and raw[at + 5] == 0:  # a leaf of a chunk index
+            entries = int.from_bytes(raw[at + 6:at + 8], "little")
+            for i in range(entries):
+                key = at + 24 + i * (key_bytes + 8)
+                if int.from_bytes(raw[key + key_bytes:key + key_bytes + 8], "little") == addr:
+                    raw[key + 8:key + 16] = (1 << 40).to_bytes(8, "little")
+                    open(path, "wb").write(bytes(raw))
+                    return
+        at = raw.find(b"TREE", at + 1)
+    raise SystemExit("no chunk-index key found for " + name)
+shutil.copy(f"{IN}/sbm.h5", "key-hidden.h5")
+damage_key("key-hidden.h5", "features")
 PY
 
 # 1. Non-finite results are never written.
@@ -88,6 +113,12 @@ refuse train "prepared: node_id_p a link to node_id_p2" "/prepared/node_id_p: is
 refuse predict "prepared: two_orders flipped, predict" "attribute two_orders is 0" \
   --checkpoint "$IN/gcn.h5" --data "$C/flag-flipped.h5" -o "$OUT/p-flag.h5" --threads 1
 refuse plan "block counts whose tiles wrap 2^64" "block_counts" --ranks 4 --data "$C/tiles-wrap.h5"
+refuse train "a chunk-index key that hides a chunk" "its chunk index counts every chunk but has none at offset" \
+  "${tr1[@]}" --data "$C/key-hidden.h5"
+NP=2 refuse train "a chunk-index key that hides a chunk, 2 ranks" "has none at offset" \
+  "${tr1[@]}" --data "$C/key-hidden.h5" --grid 2x1x1
+refuse prepare "a chunk-index key that hides a chunk, prepare" "has none at offset" \
+  "$C/key-hidden.h5" -o "$OUT/key-hidden-p.h5" -q
 
 # 3. A killed run's checkpoint temporary: the next run in the directory removes it, and only it.
 cp -r "$IN/ckpt" "$C/ck-killed"
