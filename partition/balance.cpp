@@ -11,6 +11,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
+#include "src/core/parallel_work.hpp"
 
 namespace plexus {
 
@@ -66,7 +67,7 @@ std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, 
   };
   // Nodes by weight, heaviest first, ties in random order.
   std::vector<std::pair<std::uint64_t, index_t>> by_weight(static_cast<std::size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(worth_a_team(n))
   for (index_t v = 0; v < n; ++v) by_weight[v] = {bits(v, 0x74696521u /* "tie!" */), v};
   std::sort(by_weight.begin(), by_weight.end(), [&](const auto& a, const auto& b) {
     const index_t wa = weight[a.second], wb = weight[b.second];
@@ -79,11 +80,11 @@ std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, 
   constexpr std::uint64_t kPhi64 = 0x9E3779B97F4A7C15ull;
   const std::uint64_t offset = bits(n, 0x6f666673u /* "offs" */);
   std::vector<std::pair<std::uint64_t, index_t>> points(static_cast<std::size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(worth_a_team(n))
   for (index_t i = 0; i < n; ++i) points[i] = {offset + static_cast<std::uint64_t>(i) * kPhi64, i};
   std::sort(points.begin(), points.end());
   std::vector<index_t> new_id(static_cast<std::size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(worth_a_team(n))
   for (index_t pos = 0; pos < n; ++pos) new_id[by_weight[points[pos].second].second] = pos;
   return new_id;
 }
@@ -216,14 +217,14 @@ std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrd
     const std::vector<index_t>& cnew = order.cols_for_layer(l);
     // Block of each node as a row and as a column, then one pass over the edges.
     std::vector<std::int32_t> rb(static_cast<std::size_t>(n)), cb(static_cast<std::size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(worth_a_team(n))
     for (index_t v = 0; v < n; ++v) {
       rb[v] = block_of(n, gd, rnew[v]);
       cb[v] = block_of(n, go, cnew[v]);
     }
     const std::size_t nb = static_cast<std::size_t>(gd) * go;
     std::vector<index_t> counts(nb, 0);
-#pragma omp parallel
+#pragma omp parallel if(worth_a_team(n + static_cast<index_t>(g.indices.size())))
     {
       std::vector<index_t> local(nb, 0);
 #pragma omp for schedule(dynamic, 4096) nowait

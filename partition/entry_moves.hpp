@@ -13,6 +13,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/tensor.hpp"
 #include "src/core/array_census.hpp"
+#include "src/core/parallel_work.hpp"
 
 namespace plexus::detail {
 
@@ -79,7 +80,7 @@ LocalCsr<Idx> rows_of_entries(std::vector<Entry>& got, Range out, bool weighted)
     }
   }
   got = {};
-#pragma omp parallel
+#pragma omp parallel if(worth_a_team(out.size() + static_cast<index_t>(s.indices.size())))
   {
     std::vector<std::pair<Idx, float>> row;
 #pragma omp for schedule(dynamic, 1024)

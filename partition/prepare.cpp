@@ -15,6 +15,7 @@
 #include "plexus/sparse.hpp"
 #include "partition/clean_rows.hpp"
 #include "src/core/array_census.hpp"
+#include "src/core/parallel_work.hpp"
 
 namespace plexus {
 
@@ -34,7 +35,7 @@ void permute_arrays(index_t rows, const std::vector<index_t>& indptr, const std:
   for (index_t q = 0; q < rows; ++q) out_indptr[q + 1] = out_indptr[q] + (indptr[old_of[q] + 1] - indptr[old_of[q]]);
   out_indices.resize(indices.size());
   out_values.resize(weighted ? values.size() : 0);
-#pragma omp parallel
+#pragma omp parallel if(worth_a_team(rows + static_cast<index_t>(indices.size())))
   {
     std::vector<std::pair<Idx, float>> row;
 #pragma omp for schedule(dynamic, 512)
@@ -58,7 +59,7 @@ template <class T>
 std::vector<T> permute_rows(const std::vector<T>& v, const std::vector<index_t>& new_id, index_t width = 1) {
   std::vector<T> out(v.size());
   const auto n = static_cast<index_t>(new_id.size());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(worth_a_team(n * width))
   for (index_t u = 0; u < n; ++u)
     std::copy_n(v.begin() + u * width, width, out.begin() + new_id[u] * width);
   return out;
@@ -101,7 +102,7 @@ void dedupe_rows(index_t row0, std::vector<index_t>& indptr, std::vector<index_t
   const bool weighted = !values.empty();
   std::vector<index_t> kept(static_cast<std::size_t>(n), 0);
   const ArrayWatch held(kept);
-#pragma omp parallel
+#pragma omp parallel if(worth_a_team(n + static_cast<index_t>(indices.size())))
   {
     std::vector<std::pair<index_t, float>> row;
 #pragma omp for schedule(dynamic, 512)
@@ -144,7 +145,8 @@ void merge_union(std::vector<index_t>& a_ptr, std::vector<index_t>& a_idx, std::
   const bool weighted = !a_val.empty();
   // Row lengths of the union, then the merge.
   std::vector<index_t> ptr(static_cast<std::size_t>(n) + 1, 0);
-#pragma omp parallel for schedule(dynamic, 512)
+  const bool team = worth_a_team(n + static_cast<index_t>(a_idx.size() + t_idx.size()));
+#pragma omp parallel for schedule(dynamic, 512) if(team)
   for (index_t u = 0; u < n; ++u) {
     index_t a = a_ptr[u], b = t_ptr[u], c = 0;
     while (a < a_ptr[u + 1] || b < t_ptr[u + 1]) {
@@ -159,7 +161,7 @@ void merge_union(std::vector<index_t>& a_ptr, std::vector<index_t>& a_idx, std::
   std::vector<index_t> idx(static_cast<std::size_t>(ptr[n]));
   std::vector<float> val(weighted ? idx.size() : 0);
   const ArrayWatch held(ptr, idx, val);  // with A's and T's arrays: the peak of the merge
-#pragma omp parallel for schedule(dynamic, 512)
+#pragma omp parallel for schedule(dynamic, 512) if(team)
   for (index_t u = 0; u < n; ++u) {
     index_t a = a_ptr[u], b = t_ptr[u], o = ptr[u];
     while (a < a_ptr[u + 1] || b < t_ptr[u + 1]) {

@@ -10,6 +10,7 @@
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
 #include "plexus/sizes.hpp"
+#include "src/core/parallel_work.hpp"
 
 namespace plexus::build {
 
@@ -96,7 +97,7 @@ void synthetic_feature_rows(SyntheticFeatures kind, index_t width, std::uint64_t
   } else if (kind == SyntheticFeatures::kRandom) {
     constexpr std::uint32_t kTagFeat = 0x46454154u;  // "FEAT"
     const auto k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(worth_a_team(rows * width))
     for (index_t i = 0; i < rows; ++i) {
       const auto u = static_cast<std::uint64_t>(row0 + i);
       float* row = out.data() + i * width;

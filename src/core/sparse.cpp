@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "plexus/error.hpp"
+#include "src/core/parallel_work.hpp"
 
 namespace plexus {
 
@@ -77,7 +78,7 @@ MergedRows merge_rows(index_t num_nodes, index_t row0, index_t rows, const index
   bool bad_index = false;
   // Per row: sort the off-diagonal entries by column and merge duplicates (summing their
   // weights) in place; self-loops are dropped here and re-added with weight 1 later.
-#pragma omp parallel for schedule(dynamic, 1024) reduction(|| : bad_index)
+#pragma omp parallel for schedule(dynamic, 1024) reduction(|| : bad_index) if(worth_a_team(rows + nnz))
   for (index_t i = 0; i < rows; ++i) {
     const index_t b = indptr[i] - base, e = indptr[i + 1] - base;
     index_t k = b;
@@ -116,7 +117,7 @@ std::vector<double> inv_sqrt_degrees(const MergedRows& m) {
   const index_t rows = m.rows();
   std::vector<double> out(static_cast<std::size_t>(rows));
   index_t bad_row = rows;  // the first row whose degree is not positive
-#pragma omp parallel for schedule(static) reduction(min : bad_row)
+#pragma omp parallel for schedule(static) reduction(min : bad_row) if(worth_a_team(rows + static_cast<index_t>(m.entries.size())))
   for (index_t i = 0; i < rows; ++i) {
     double d = 1.0;  // the self-loop
     for (index_t p = m.indptr[i]; p < m.indptr[i + 1]; ++p) d += m.entries[p].second;
@@ -148,7 +149,7 @@ HostCsr normalized_block(const MergedRows& m, const std::vector<double>& inv_sqr
   }
   out.indices.resize(static_cast<std::size_t>(out.indptr[rows]));
   out.values.resize(out.indices.size());
-#pragma omp parallel for schedule(dynamic, 1024)
+#pragma omp parallel for schedule(dynamic, 1024) if(worth_a_team(rows + static_cast<index_t>(m.entries.size())))
   for (index_t i = 0; i < rows; ++i) {
     const index_t gi = m.row0 + i;
     index_t q = out.indptr[i];
