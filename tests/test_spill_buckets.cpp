@@ -96,5 +96,43 @@ TEST(SpillBuckets, ManyBucketsAndManySmallRoundsGiveEveryItemBackInOrder) {
   fs::remove_all(dir);
 }
 
+// Scattered items list a segment each; past the bookkeeping limit the file is compacted (a
+// segment per bucket), and every bucket still gives back its items in the order they came,
+// through compactions between adds.
+TEST(SpillBuckets, CompactionKeepsTheListWithinItsLimitAndTheOrder) {
+  const fs::path dir = fs::temp_directory_path() / ("plexus-spill-c-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    constexpr int kBuckets = 1000;
+    constexpr std::size_t kLimit = 2 * kBuckets + 64;  // 64 KiB of bookkeeping: below the floor
+    SpillBuckets spill(dir.string(), sizeof(Item), kBuckets, std::size_t{64} << 10);
+    std::mt19937 rng(5);
+    std::vector<std::vector<std::int64_t>> want(kBuckets);
+    std::int64_t next = 0;
+    for (int add = 0; add < 20000; ++add) {
+      std::vector<Item> items(1 + rng() % 3);
+      for (Item& it : items) {
+        it = {static_cast<std::int32_t>(rng() % kBuckets), next++};
+        want[static_cast<std::size_t>(it.dest)].push_back(it.value);
+      }
+      spill.add(static_cast<index_t>(items.size()), 2, [&](index_t i0, index_t i1, auto&& emit) {
+        for (index_t i = i0; i < i1; ++i) emit(items[static_cast<std::size_t>(i)].dest, &items[static_cast<std::size_t>(i)]);
+      });
+      ASSERT_LE(spill.segments(), kLimit) << "after add " << add;
+    }
+    EXPECT_GE(spill.compactions(), 10);
+    for (int j = 0; j < kBuckets; ++j) {
+      std::vector<std::int64_t> got;
+      spill.read(j, [&](const char* data, index_t count) {
+        const auto* items = reinterpret_cast<const Item*>(data);
+        for (index_t k = 0; k < count; ++k) got.push_back(items[k].value);
+      });
+      EXPECT_EQ(got, want[static_cast<std::size_t>(j)]) << "bucket " << j;
+      EXPECT_EQ(spill.count(j), static_cast<index_t>(got.size()));
+    }
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace plexus::comm

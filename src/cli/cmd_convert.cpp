@@ -217,6 +217,8 @@ template <class Read>
 void convert_in_passes(const TextOptions& o, int passes, bool node_ids, Read&& read) {
   io::check_output(o.out, io::OutputNeeds::Seekable, {o.input});
   passes = forced_passes("PLEXUS_CONVERT_PASSES", passes, 1 << 20);  // tests force many passes on small files
+  // The budget the passes' bookkeeping is kept within too (the spills' lists of segments).
+  set_rank_memory_budget(parse_memory_budget(o.memory_per_rank));
   GraphFileWriter out(o.out, node_ids);
   index_t nodes = 0, edges = 0, features = 0;
   std::int32_t classes = 0;

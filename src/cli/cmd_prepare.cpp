@@ -188,6 +188,7 @@ void run_prepare(const PrepareCliOptions& o) {
   // Tests force many passes on small graphs; one row a pass at most.
   if (!o.scratch.empty()) passes = forced_passes("PLEXUS_PREPARE_PASSES", passes, info.num_nodes);
   if (!o.scratch.empty()) {
+    set_rank_memory_budget(budget);  // the passes' bookkeeping is kept within it too
     prepare_in_passes(o, po, info, passes);
   } else if (passes == 1) {
     prepare_in_one_process(o, po);

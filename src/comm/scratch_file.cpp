@@ -40,6 +40,17 @@ ScratchFile::ScratchFile(ScratchFile&& o) noexcept : dir_(std::move(o.dir_)), fd
   o.fd_ = -1;
 }
 
+ScratchFile& ScratchFile::operator=(ScratchFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    dir_ = std::move(o.dir_);
+    fd_ = o.fd_;
+    size_ = o.size_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
 ScratchFile::~ScratchFile() {
   if (fd_ >= 0) ::close(fd_);
 }

@@ -17,7 +17,7 @@ class ScratchFile {
   ScratchFile(const ScratchFile&) = delete;
   ScratchFile& operator=(const ScratchFile&) = delete;
   ScratchFile(ScratchFile&& o) noexcept;
-  ScratchFile& operator=(ScratchFile&&) = delete;
+  ScratchFile& operator=(ScratchFile&& o) noexcept;  // this file's space freed, o's taken
   ~ScratchFile();
 
   // Appends `bytes` bytes; returns the offset they start at.
