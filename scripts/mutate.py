@@ -275,10 +275,11 @@ def build(src, bdir, jobs, log, targets=None):
 
 
 def hint_targets(bdir, mu):
-    """The executables the mutant's `tests:` run, when each of them is a program of the build run
-    directly or under mpiexec (a set of target names): only those need rebuilding before the hint
-    stage, and most mutants end there. None (build everything) when any test is a script, which
-    may run any program of the build, or when the tests cannot be listed."""
+    """The executables the mutant's `tests:` run (a set of target names): the programs of the build
+    each test's command names — run directly, under mpiexec, or given to a test script (the CLI
+    scripts run the `plexus` they are given; they reach no other program of the build). Only
+    those need rebuilding before the hint stage, and most mutants end there. None (build
+    everything) when a test names no program of the build, or the tests cannot be listed."""
     if mu is None or not mu.get("tests"):
         return None
     p = subprocess.run(["ctest", "--test-dir", bdir, "-R", mu.get("tests"), "--show-only=json-v1"],
@@ -291,7 +292,7 @@ def hint_targets(bdir, mu):
     targets = set()
     for t in tests:
         cmd = t.get("command") or []
-        if not cmd or os.path.basename(cmd[0]) in ("bash", "sh", "python3", "python"):
+        if not cmd:
             return None
         programs = [a for a in cmd if os.path.realpath(a).startswith(root) and os.access(a, os.X_OK)]
         if not programs:
