@@ -4,17 +4,21 @@
 // tests/cli_gpt_dp.sh.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "comm/recording_communicator.hpp"
+#include "kernels/shape/shape_backend.hpp"
 #include "models/gpt.hpp"
 #include "optim/adam.hpp"
 #include "optim/zero.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
+#include "plexus/shard.hpp"
 #include "plan/gpt_plan.hpp"
 
 namespace plexus {
@@ -322,6 +326,38 @@ TEST(ZeroOptimizer, AnAbortedPassFreesWhatItGatheredAndStartsClean) {
   opt.acquire(1);  // and the next pass works
   EXPECT_NE(toy.bound_value[2], nullptr);
   opt.release(1);
+}
+
+// Every replica's count in each collective over D is its part of the bucket or unit (the blocks
+// cut as block_range cuts them): each rank of a recording grid is charged, per all-gather and
+// reduce-scatter, the whole range less its own part (MPI accounting). Over 7 replicas of
+// uneven blocks (a bucket holding some whole and two partial), and 30 of one float or none.
+TEST(ZeroOptimizer, EachReplicaCountsItsOwnPartOfEveryBucketAndUnit) {
+  for (const int dp : {7, 30})
+    for (const int stage : {1, 3})
+      for (int d = 0; d < dp; ++d) {
+        SCOPED_TRACE("D=" + std::to_string(dp) + " stage " + std::to_string(stage) + " replica " + std::to_string(d));
+        ShapeBackend be;
+        auto grid = make_recording_grid(GridShape{1, 1, 1}, dp, d, Transport::Mpi);
+        Toy toy;
+        ZeroOptimizer opt(be, *grid, toy.tensors, ZeroOptions{stage, 8 * sizeof(float)}, toy_adamw());
+        std::vector<std::vector<float>> grads;
+        for (const FlatTensor& t : toy.tensors) grads.emplace_back(t.size, 0.0f);
+        grid->reset_stats();
+        backward_pass(opt, toy, be, grads);
+        opt.step(1e-3f);
+        // The flat space: units [0, 8), [8, 20), [20, 26); buckets of 8 floats within each.
+        const Range own = block_range(26, dp, d);
+        const auto rest = [&](index_t b0, index_t b1) {  // what the others hold of [b0, b1)
+          const index_t lo = std::clamp(own.begin, b0, b1), hi = std::clamp(own.end, b0, b1);
+          return static_cast<double>((b1 - b0) - (hi - lo)) * sizeof(float);
+        };
+        const double buckets = rest(0, 8) + rest(8, 16) + rest(16, 20) + rest(20, 26);
+        const double units = rest(0, 8) + rest(8, 20) + rest(20, 26);
+        // Stage 1: each bucket reduce-scattered, then all-gathered after the step; stage 3: each
+        // unit gathered before its backward, each bucket reduce-scattered.
+        EXPECT_EQ(grid->axis_stats(Axis::D).bytes, stage == 1 ? 2 * buckets : units + buckets);
+      }
 }
 
 TEST(ZeroModel, StageThreeMovesOneAndAHalfTimesStageZeroOverD) {

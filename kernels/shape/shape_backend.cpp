@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
 
 #include "kernels/common/shape_checks.hpp"
@@ -26,11 +25,14 @@ class AddressSpace {
   }
   void* take(std::size_t bytes) {
     const std::size_t n = (bytes + kAlign - 1) / kAlign * kAlign;
-    std::lock_guard<std::mutex> lock(mutex_);
     if (n > size_) return base_;  // larger than the whole reservation: its start
-    if (next_ + n > size_) next_ = 0;
-    void* p = base_ + next_;
-    next_ += n;
+    // Each thread's own cursor: no lock, and no cache line passed between the threads of a
+    // plan's parallel dry runs on every allocation (addresses may repeat across threads, as
+    // they do once the cursor wraps: nothing is stored there).
+    thread_local std::size_t next = 0;
+    if (next + n > size_) next = 0;
+    void* p = base_ + next;
+    next += n;
     return p;
   }
 
@@ -54,9 +56,8 @@ class AddressSpace {
     }
     throw std::runtime_error("shape-only backend: no address space to reserve");
   }
-  std::mutex mutex_;
   char* base_ = nullptr;
-  std::size_t size_ = 0, next_ = 0;
+  std::size_t size_ = 0;
 };
 
 // Causal attention: QKᵀ and PV over half of the seq × seq scores, 2·seq²·head_dim per head and

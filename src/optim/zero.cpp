@@ -49,11 +49,11 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     units_.back().end = flat_;
     units_.back().tensors.push_back(static_cast<int>(k));
   }
-  const int replicas = dp_.size();  // (once: a virtual call, and a plan dry-runs 65,536 replicas)
-  block_starts_.reserve(static_cast<std::size_t>(replicas) + 1);
-  for (int r = 0; r < replicas; ++r)
-    block_starts_.push_back(static_cast<std::size_t>(block_range(static_cast<index_t>(flat_), replicas, r).begin));
-  block_starts_.push_back(flat_);
+  // Every replica's block, as block_range cuts them: `extra_` blocks of base_ + 1, then base_
+  // (computed, not listed: a plan dry-runs ranks of up to 65,536 replicas, each optimizer once).
+  replicas_ = static_cast<std::size_t>(dp_.size());
+  base_ = flat_ / replicas_;
+  extra_ = flat_ % replicas_;
   const Range block = block_range(static_cast<index_t>(flat_), dp_.size(), dp_.rank());
   begin_ = static_cast<std::size_t>(block.begin);
   end_ = static_cast<std::size_t>(block.end);
@@ -90,24 +90,43 @@ ZeroOptimizer::~ZeroOptimizer() {
     if (u.gather) u.gather->wait();
 }
 
+inline std::size_t ZeroOptimizer::block_start(std::size_t r) const {
+  return r >= replicas_ ? flat_ : r * base_ + std::min(r, extra_);
+}
+
+inline std::size_t ZeroOptimizer::last_block_from(std::size_t i) const {
+  // The last replica whose block starts at or before flat index i (the one holding i, when
+  // i < Ψ: blocks start in order, the empty ones of base_ 0 at Ψ).
+  if (base_ == 0) return i >= extra_ ? replicas_ - 1 : i;
+  const std::size_t wide = extra_ * (base_ + 1);  // where the blocks of base_ + 1 end
+  if (i < wide) return i / (base_ + 1);
+  return std::min(replicas_ - 1, extra_ + (i - wide) / base_);
+}
+
 const std::vector<std::size_t>& ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
-  // Only the replicas whose blocks meet [b0, b1) hold any of it: found by binary search and
+  // Only the replicas whose blocks meet [b0, b1) hold any of it: found from block_range's cut and
   // written into one vector kept zero elsewhere (the previous call's entries cleared), with no
   // allocation and no pass over every replica: a plan's dry runs call this for each of tens of
   // thousands of buckets, with up to 65,536 replicas.
-  const std::size_t replicas = block_starts_.size() - 1;
+  const std::size_t replicas = replicas_;
   if (counts_.size() != replicas) counts_.assign(replicas, 0);
   std::fill(counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.first),
             counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.second), 0);
-  auto r = static_cast<std::size_t>(std::upper_bound(block_starts_.begin(), block_starts_.end() - 1, b0) -
-                                    block_starts_.begin());
-  r = r == 0 ? 0 : r - 1;
-  counts_set_.first = r;
-  for (; r < replicas && block_starts_[r] < b1; ++r) {
-    const auto [lo, hi] = part(block_starts_[r], block_starts_[r + 1], b0, b1);
-    counts_[r] = hi - lo;
+  if (b1 <= b0) {  // nothing to count
+    counts_set_ = {0, 0};
+    return counts_;
   }
-  counts_set_.second = std::max(r, counts_set_.first);
+  // Replicas first..last meet [b0, b1): the two ends in part, those between with their whole blocks.
+  const std::size_t first = last_block_from(b0), last = last_block_from(b1 - 1);
+  for (std::size_t r = first; r <= last; ++r) {
+    if (r == first || r == last) {
+      const auto [lo, hi] = part(block_start(r), block_start(r + 1), b0, b1);
+      counts_[r] = hi - lo;
+    } else {
+      counts_[r] = base_ + (r < extra_ ? 1 : 0);
+    }
+  }
+  counts_set_ = {first, last + 1};
   return counts_;
 }
 

@@ -189,7 +189,9 @@ class ZeroOptimizer {
   ZeroOptions opt_;
   AdamParams hp_;
   std::size_t flat_ = 0, begin_ = 0, end_ = 0;  // Ψ, and this rank's block [begin_, end_)
-  std::vector<std::size_t> block_starts_;       // every replica's block of Ψ starts here (dp + 1 bounds)
+  std::size_t replicas_ = 1, base_ = 0, extra_ = 0;  // D, and block_range's cut of Ψ over it
+  std::size_t block_start(std::size_t r) const;      // where replica r's block begins (r = D: Ψ)
+  std::size_t last_block_from(std::size_t i) const;  // the last replica whose block begins at or before i
   mutable std::vector<std::size_t> counts_;     // counts()'s, zero outside counts_set_
   mutable std::pair<std::size_t, std::size_t> counts_set_{0, 0};
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
