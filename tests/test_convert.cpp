@@ -346,7 +346,7 @@ TEST(Ogb, BadInput) {
   {
     TempDir t;
     const std::string dir = ogb_copy(t, "split/other/train.csv.gz", "0\n");
-    expect_error([&] { plexus::read_ogb(dir); }, "--split", "several splits");
+    expect_error([&] { plexus::read_ogb(dir); }, "OgbOptions.split", "several splits");
   }
 }
 
@@ -514,9 +514,9 @@ TEST(StratifiedSplit, KeepsClassProportionsAndIsDeterministic) {
   plexus::stratified_split(other, f, 2);
   EXPECT_EQ(same.train_mask, g.train_mask);
   EXPECT_NE(other.train_mask, g.train_mask);
-  expect_error([] { plexus::parse_split_fractions("0.6,0.2"); }, "--split", "expected three fractions");
-  expect_error([] { plexus::parse_split_fractions("0.7,0.2,0.2"); }, "--split", "add up to more than 1");
-  expect_error([] { plexus::parse_split_fractions("0,0.5,0.5"); }, "--split", "train fraction must be above 0");
+  expect_error([] { plexus::parse_split_fractions("0.6,0.2"); }, "SplitFractions", "expected three fractions");
+  expect_error([] { plexus::parse_split_fractions("0.7,0.2,0.2"); }, "SplitFractions", "add up to more than 1");
+  expect_error([] { plexus::parse_split_fractions("0,0.5,0.5"); }, "SplitFractions", "train fraction must be above 0");
 }
 
 // A split asked for (fraction above 0) that rounds to no node in every class is refused; a
@@ -532,11 +532,11 @@ TEST(StratifiedSplit, RefusesASplitAskedForThatGetsNoNode) {
     return g;
   };
   GraphData three = graph(3);  // one node a class: 0.6 rounds to 1 train node, 0.8 to 1 as well
-  expect_error([&] { plexus::stratified_split(three, plexus::parse_split_fractions("0.6,0.2,0.2"), 1); }, "--split",
+  expect_error([&] { plexus::stratified_split(three, plexus::parse_split_fractions("0.6,0.2,0.2"), 1); }, "SplitFractions",
                "the validation split of 3 labelled nodes is empty");
   GraphData tiny_train = graph(30);
   expect_error([&] { plexus::stratified_split(tiny_train, plexus::parse_split_fractions("0.01,0.5,0.49"), 1); },
-               "--split", "the train split of 30 labelled nodes is empty");
+               "SplitFractions", "the train split of 30 labelled nodes is empty");
   GraphData all_train = graph(3);
   plexus::stratified_split(all_train, plexus::parse_split_fractions("1,0,0"), 1);
   EXPECT_EQ(all_train.train_mask, (std::vector<std::uint8_t>{1, 1, 1}));

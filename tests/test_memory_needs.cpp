@@ -47,7 +47,7 @@ void expect_boundary(double need, const std::function<void()>& check) {
     check();
     ADD_FAILURE() << "accepted one byte below its need of " << need << " bytes";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--memory-per-rank") << e.what();
+    EXPECT_EQ(e.where(), "MemoryBudget.bytes") << e.what();
   }
   set_memory_budget({0, false});
 }

@@ -13,7 +13,7 @@ namespace plexus {
 
 namespace {
 
-std::string flag_name(const std::string& option) { return "--" + option; }
+std::string flag_name(const std::string& option) { return "GnnSpec." + option; }
 
 // "--<option>: only with --model <kind>" (or "<kind> or <kind>" where several kinds have it).
 [[noreturn]] void not_of_this_kind(const std::string& option) {
@@ -21,7 +21,7 @@ std::string flag_name(const std::string& option) { return "--" + option; }
   if (kinds.empty()) throw std::invalid_argument("GnnSpec: no GNN kind has an option '" + option + "'");
   std::string with;
   for (const std::string& k : kinds) with += (with.empty() ? "" : " or ") + k;
-  throw InputError(flag_name(option), "only with --model " + with);
+  throw InputError(flag_name(option), "only with GnnSpec.kind " + with);
 }
 
 // The shortest text that reads back as the float `v`.
@@ -117,7 +117,7 @@ GnnSpec::GnnSpec() : GnnSpec(kind_specs().front()->info.name) {}
 GnnSpec::GnnSpec(const std::string& kind) {
   for (const GnnKindInfo& k : gnn_kinds())
     if (k.name == kind) info_ = &k;
-  if (info_ == nullptr) throw InputError("--model", "'" + kind + "' is not one of " + gnn_kind_names());
+  if (info_ == nullptr) throw InputError("GnnSpec.kind", "'" + kind + "' is not one of " + gnn_kind_names());
   kind_ = kind;
   for (const GnnOptionInfo& o : info_->options) values_.push_back(o.default_value);
 }
