@@ -330,7 +330,7 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   two.model.set("heads", 4);
   write_gnn_model_h5(one_layer_state(), {2, 16, 3}, two, path);
   put_option_attr<std::int32_t>(path, "heads", H5T_NATIVE_INT32, 3);
-  EXPECT_NE(refusal_of_file().find("/options: --hidden: must be a multiple of --heads (3)"), std::string::npos)
+  EXPECT_NE(refusal_of_file().find("/options: TrainConfig.hidden: must be a multiple of GnnSpec.heads (3)"), std::string::npos)
       << refusal_of_file();
 }
 

@@ -184,7 +184,7 @@ TEST(EdgeList, BadInput) {
   EdgeListOptions o;
   o.num_nodes = 3;
   const std::string range = t.write("range.txt", "0 1\r\n1 2\r\n2 3\r\n");
-  expect_error([&] { plexus::read_edge_list(range, o); }, range + ":3", "node id 3 out of range: --num-nodes 3");
+  expect_error([&] { plexus::read_edge_list(range, o); }, range + ":3", "node id 3 out of range: EdgeListOptions.num_nodes 3");
   const std::string empty = t.write("empty.txt", "# nothing\n\n");
   expect_error([&] { plexus::read_edge_list(empty); }, empty, "no edges");
   expect_error([&] { plexus::read_edge_list(t.path().string() + "/nope.txt"); }, t.path().string() + "/nope.txt",
@@ -408,7 +408,7 @@ TEST(NodeFile, IntegerLabelsTsvAndColumnOptions) {
   EXPECT_FALSE(f.has_split);
   EXPECT_EQ(f.features, (std::vector<float>{0.5f, 1, 2}));
   opt.split_column_required = true;
-  expect_error([&] { plexus::read_node_file(tsv, opt); }, tsv + ":1", "no column 'split' (--split-column)");
+  expect_error([&] { plexus::read_node_file(tsv, opt); }, tsv + ":1", "no column 'split' (NodeFileOptions.split_column)");
 }
 
 TEST(NodeFile, BadInput) {
@@ -421,7 +421,7 @@ TEST(NodeFile, BadInput) {
   bad("ragged.csv", "id,label\n1,0\n2\n", 3, "expected 2 fields like the header, got 1");
   bad("feat.csv", "id,f\n1,x\n", 2, "expected a number (feature 'f'), got 'x'");
   bad("split.csv", "id,split\n1,training\n", 2, "split 'training'");
-  bad("noid.csv", "node,label\n1,0\n", 1, "no column 'id' (--id-column)");
+  bad("noid.csv", "node,label\n1,0\n", 1, "no column 'id' (NodeFileOptions.id_column)");
   bad("twice.csv", "id,a,a\n1,2,3\n", 1, "column 'a' appears twice");
   bad("quote.csv", "id,label\n1,\"a\n", 2, "unterminated quoted field");
   bad("neg.csv", "id,label\n1,0\n2,-2\n", 3, "label -2");
@@ -432,7 +432,7 @@ TEST(NodeFile, BadInput) {
   plexus::NodeFileOptions opt;
   opt.features_from = "x.npy";
   const std::string feats = t.write("feats.csv", "id,label,f0\n1,0,2\n");
-  expect_error([&] { plexus::read_node_file(feats, opt); }, feats + ":1", "would be features, and --features x.npy");
+  expect_error([&] { plexus::read_node_file(feats, opt); }, feats + ":1", "would be features, and NodeFileOptions.features_from x.npy");
 }
 
 namespace {
