@@ -112,6 +112,7 @@ TEST(OptionNames, WholeNamesOnly) {
   EXPECT_EQ(with_option_names("GptTrainConfig.lr and TrainConfig.lr"), "--lr and --lr");
   EXPECT_EQ(with_option_names("TrainConfig.layer_order, TrainConfig.layers."), "--layer-order, --layers.");
   EXPECT_EQ(with_option_names("TrainConfig.lrx TrainConfig.lr_ x.TrainConfig.lr"), "TrainConfig.lrx TrainConfig.lr_ x.TrainConfig.lr");
+  EXPECT_EQ(with_option_names("MyTrainConfig.lr my_GridShape 2GridShape"), "MyTrainConfig.lr my_GridShape 2GridShape");
   // Paths and file names keep their text.
   EXPECT_EQ(with_option_names("/data/GridShape.h5: GridShape"), "/data/GridShape.h5: --grid");
   EXPECT_EQ(with_option_names("GridShape/x GridShape-1"), "GridShape/x GridShape-1");
