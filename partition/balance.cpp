@@ -23,7 +23,7 @@ Balance parse_balance(const std::string& text) {
   if (text == "none") return Balance::kNone;
   if (text == "permute") return Balance::kPermute;
   if (text == "metis") return Balance::kMetis;
-  throw InputError("--balance", "expected none, permute or metis, got '" + text + "'");
+  throw InputError("Balance", "expected none, permute or metis, got '" + text + "'");
 }
 
 const char* balance_name(Balance b) {
@@ -101,7 +101,7 @@ std::vector<index_t> identity(index_t n) {
 void metis_graph(const GraphData& g, std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy) {
   const index_t n = g.num_nodes;
   if (g.num_edges() * 2 > static_cast<index_t>(std::numeric_limits<idx_t>::max()))
-    throw InputError("--balance", "metis: too many edges for METIS's 32-bit indices");
+    throw InputError("Balance", "metis: too many edges for METIS's 32-bit indices");
   std::vector<index_t> deg(static_cast<std::size_t>(n) + 1, 0);
   for (index_t u = 0; u < n; ++u)
     for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
@@ -138,7 +138,7 @@ std::vector<index_t> metis_order(const GraphData& g, int parts) {
   const index_t n = g.num_nodes;
   if (parts <= 1 || n <= parts) return identity(n);
   if (n > static_cast<index_t>(std::numeric_limits<idx_t>::max()))
-    throw InputError("--balance", "metis: too many nodes for METIS's 32-bit indices");
+    throw InputError("Balance", "metis: too many nodes for METIS's 32-bit indices");
   std::vector<idx_t> xadj, adjncy;
   metis_graph(g, xadj, adjncy);
   // Two balance constraints per vertex: 1 (parts of equal node counts, so that numbering
@@ -157,7 +157,7 @@ std::vector<index_t> metis_order(const GraphData& g, int parts) {
   options[METIS_OPTION_SEED] = 1;  // reproducible
   const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, nullptr,
                                      &nparts, nullptr, nullptr, options, &objval, part.data());
-  if (rc != METIS_OK) throw InputError("--balance", "metis: METIS_PartGraphKway failed (code " + std::to_string(rc) + ")");
+  if (rc != METIS_OK) throw InputError("Balance", "metis: METIS_PartGraphKway failed (code " + std::to_string(rc) + ")");
   // Number the nodes part by part, keeping their relative order inside a part.
   std::vector<index_t> start(static_cast<std::size_t>(parts) + 1, 0);
   for (index_t u = 0; u < n; ++u) ++start[part[u] + 1];

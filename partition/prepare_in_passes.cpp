@@ -173,7 +173,7 @@ int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_featu
   const double variable = passes_memory_bytes(num_nodes, stored_edges, num_features, symmetrize, 1) - base;
   const double room = static_cast<double>(budget) - base;
   if (room <= 0 || variable / room > static_cast<double>(std::max<index_t>(num_nodes, 1)))
-    throw InputError("--memory-per-rank",
+    throw InputError("passes_for_budget(budget)",
                      "too small to prepare " + std::to_string(num_nodes) + " nodes in any number of passes: every pass "
                      "holds about " + std::to_string(static_cast<long long>(std::ceil(base / (1 << 20)))) +
                      " MiB (40 bytes a node and three 12 MiB rounds) plus its share of the rows");
@@ -183,8 +183,8 @@ int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_featu
 void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt, const PassOptions& po,
                              PreparedRowSink& out) {
   if (opt.balance == Balance::kMetis)
-    throw InputError("--balance", "metis partitions the whole graph in one process's memory: it cannot run in passes "
-                                  "(drop --scratch and --memory-per-rank, or use --balance permute)");
+    throw InputError("PrepareOptions.balance", "metis partitions the whole graph in one process's memory: it cannot run in passes "
+                                  "(drop PassOptions.scratch_dir and passes_for_budget(budget), or use PrepareOptions.balance permute)");
   if (!opt.clean) throw InputError("PrepareOptions.clean", "the prepare in passes always cleans");
   if (po.passes < 1) throw InputError("PassOptions.passes", "must be at least 1");
   if (po.round < 1) throw InputError("PassOptions.round", "must be at least 1");

@@ -153,11 +153,11 @@ TEST(TrainingOptions, BadWeightsAndPatienceAreRefused) {
   const GraphData g = uneven_sbm(7);
   TrainConfig cfg = base_config();
   cfg.class_weights = {1.0f, 2.0f};
-  refused(g, cfg, "--class-weights", "2 weights for 5 classes");
+  refused(g, cfg, "TrainConfig.class_weights", "2 weights for 5 classes");
   cfg.class_weights = {0, 0, 0, 0, 0};
-  refused(g, cfg, "--class-weights", "every class weight is 0");
+  refused(g, cfg, "TrainConfig.class_weights", "every class weight is 0");
   cfg.class_weights = {1, -1, 1, 1, 1};
-  refused(g, cfg, "--class-weights", "not a finite number >= 0");
+  refused(g, cfg, "TrainConfig.class_weights", "not a finite number >= 0");
   cfg.class_weights.clear();
   GraphData bad = g;
   bad.node_weights = {1.0f, 2.0f};
@@ -170,7 +170,7 @@ TEST(TrainingOptions, BadWeightsAndPatienceAreRefused) {
   GraphData no_val = g;
   no_val.val_mask.assign(no_val.val_mask.size(), 0);
   cfg.patience = 3;
-  refused(no_val, cfg, "--patience", "needs validation nodes");
+  refused(no_val, cfg, "TrainConfig.patience", "needs validation nodes");
   EXPECT_EQ(parse_class_weights("1,0.5,2e-1"), (std::vector<float>{1.0f, 0.5f, 0.2f}));
   for (const char* text : {"", "1,,2", "1;2", "one", "1,2,"}) EXPECT_THROW(parse_class_weights(text), InputError) << text;
 }

@@ -20,6 +20,7 @@
 #include "plexus/gnn_model.hpp"
 #include "scratch_dir.hpp"
 #include "src/cli/model_options.hpp"
+#include "src/cli/option_names.hpp"
 
 namespace plexus::cli {
 namespace {
@@ -36,12 +37,13 @@ TrainConfig parsed(std::vector<std::string> args) {
   return cfg;
 }
 
-// The option and message of the InputError that `args` end with ("" when none).
+// The option and message of the InputError that `args` end with ("" when none), as the CLI
+// prints it (the library's names as options: src/cli/option_names.hpp).
 std::string refusal(const std::vector<std::string>& args) {
   try {
     parsed(args);
   } catch (const InputError& e) {
-    return e.message();
+    return cli_message(e);
   }
   return "";
 }
@@ -110,7 +112,8 @@ TEST(ModelOptions, GatTakesItsHeadsDropoutAndSlope) {
   EXPECT_EQ(parsed({"--heads=2", "--model=gat"}).model.integer("heads"), 2);  // any order
 }
 
-// validate()'s refusal of `args` (the option it names and its message; "" when none).
+// validate()'s refusal of `args` (the option it names and its message, as the CLI prints them;
+// "" when none).
 std::string invalid(std::vector<std::string> args) {
   CLI::App app{"test"};
   ModelOptions o;
@@ -124,7 +127,7 @@ std::string invalid(std::vector<std::string> args) {
     apply_model_options(o, cfg);
     validate(cfg);
   } catch (const InputError& e) {
-    return e.message();
+    return cli_message(e);
   }
   return "";
 }
@@ -198,7 +201,7 @@ TEST(ModelOptions, PredictsModelMustBeTheFilesKind) {
     require_model_kind(std::string("gin "), "gin", "m.h5");
     ADD_FAILURE() << "'gin ' accepted";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.message(), "--model: 'gin ' is not one of " + gnn_kind_names());
+    EXPECT_EQ(cli_message(e), "--model: 'gin ' is not one of " + gnn_kind_names());
   }
   try {
     require_model_kind(std::string("gcn"), "gat", "m.h5");
@@ -327,7 +330,7 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   two.model.set("heads", 4);
   write_gnn_model_h5(one_layer_state(), {2, 16, 3}, two, path);
   put_option_attr<std::int32_t>(path, "heads", H5T_NATIVE_INT32, 3);
-  EXPECT_NE(refusal_of_file().find("/options: --hidden: must be a multiple of --heads (3)"), std::string::npos)
+  EXPECT_NE(refusal_of_file().find("/options: TrainConfig.hidden: must be a multiple of GnnSpec.heads (3)"), std::string::npos)
       << refusal_of_file();
 }
 

@@ -184,7 +184,7 @@ TEST(EdgeList, BadInput) {
   EdgeListOptions o;
   o.num_nodes = 3;
   const std::string range = t.write("range.txt", "0 1\r\n1 2\r\n2 3\r\n");
-  expect_error([&] { plexus::read_edge_list(range, o); }, range + ":3", "node id 3 out of range: --num-nodes 3");
+  expect_error([&] { plexus::read_edge_list(range, o); }, range + ":3", "node id 3 out of range: EdgeListOptions.num_nodes 3");
   const std::string empty = t.write("empty.txt", "# nothing\n\n");
   expect_error([&] { plexus::read_edge_list(empty); }, empty, "no edges");
   expect_error([&] { plexus::read_edge_list(t.path().string() + "/nope.txt"); }, t.path().string() + "/nope.txt",
@@ -346,7 +346,7 @@ TEST(Ogb, BadInput) {
   {
     TempDir t;
     const std::string dir = ogb_copy(t, "split/other/train.csv.gz", "0\n");
-    expect_error([&] { plexus::read_ogb(dir); }, "--split", "several splits");
+    expect_error([&] { plexus::read_ogb(dir); }, "OgbOptions.split", "several splits");
   }
 }
 
@@ -408,7 +408,7 @@ TEST(NodeFile, IntegerLabelsTsvAndColumnOptions) {
   EXPECT_FALSE(f.has_split);
   EXPECT_EQ(f.features, (std::vector<float>{0.5f, 1, 2}));
   opt.split_column_required = true;
-  expect_error([&] { plexus::read_node_file(tsv, opt); }, tsv + ":1", "no column 'split' (--split-column)");
+  expect_error([&] { plexus::read_node_file(tsv, opt); }, tsv + ":1", "no column 'split' (NodeFileOptions.split_column)");
 }
 
 TEST(NodeFile, BadInput) {
@@ -421,7 +421,7 @@ TEST(NodeFile, BadInput) {
   bad("ragged.csv", "id,label\n1,0\n2\n", 3, "expected 2 fields like the header, got 1");
   bad("feat.csv", "id,f\n1,x\n", 2, "expected a number (feature 'f'), got 'x'");
   bad("split.csv", "id,split\n1,training\n", 2, "split 'training'");
-  bad("noid.csv", "node,label\n1,0\n", 1, "no column 'id' (--id-column)");
+  bad("noid.csv", "node,label\n1,0\n", 1, "no column 'id' (NodeFileOptions.id_column)");
   bad("twice.csv", "id,a,a\n1,2,3\n", 1, "column 'a' appears twice");
   bad("quote.csv", "id,label\n1,\"a\n", 2, "unterminated quoted field");
   bad("neg.csv", "id,label\n1,0\n2,-2\n", 3, "label -2");
@@ -432,7 +432,7 @@ TEST(NodeFile, BadInput) {
   plexus::NodeFileOptions opt;
   opt.features_from = "x.npy";
   const std::string feats = t.write("feats.csv", "id,label,f0\n1,0,2\n");
-  expect_error([&] { plexus::read_node_file(feats, opt); }, feats + ":1", "would be features, and --features x.npy");
+  expect_error([&] { plexus::read_node_file(feats, opt); }, feats + ":1", "would be features, and NodeFileOptions.features_from x.npy");
 }
 
 namespace {
@@ -514,9 +514,9 @@ TEST(StratifiedSplit, KeepsClassProportionsAndIsDeterministic) {
   plexus::stratified_split(other, f, 2);
   EXPECT_EQ(same.train_mask, g.train_mask);
   EXPECT_NE(other.train_mask, g.train_mask);
-  expect_error([] { plexus::parse_split_fractions("0.6,0.2"); }, "--split", "expected three fractions");
-  expect_error([] { plexus::parse_split_fractions("0.7,0.2,0.2"); }, "--split", "add up to more than 1");
-  expect_error([] { plexus::parse_split_fractions("0,0.5,0.5"); }, "--split", "train fraction must be above 0");
+  expect_error([] { plexus::parse_split_fractions("0.6,0.2"); }, "SplitFractions", "expected three fractions");
+  expect_error([] { plexus::parse_split_fractions("0.7,0.2,0.2"); }, "SplitFractions", "add up to more than 1");
+  expect_error([] { plexus::parse_split_fractions("0,0.5,0.5"); }, "SplitFractions", "train fraction must be above 0");
 }
 
 // A split asked for (fraction above 0) that rounds to no node in every class is refused; a
@@ -532,11 +532,11 @@ TEST(StratifiedSplit, RefusesASplitAskedForThatGetsNoNode) {
     return g;
   };
   GraphData three = graph(3);  // one node a class: 0.6 rounds to 1 train node, 0.8 to 1 as well
-  expect_error([&] { plexus::stratified_split(three, plexus::parse_split_fractions("0.6,0.2,0.2"), 1); }, "--split",
+  expect_error([&] { plexus::stratified_split(three, plexus::parse_split_fractions("0.6,0.2,0.2"), 1); }, "SplitFractions",
                "the validation split of 3 labelled nodes is empty");
   GraphData tiny_train = graph(30);
   expect_error([&] { plexus::stratified_split(tiny_train, plexus::parse_split_fractions("0.01,0.5,0.49"), 1); },
-               "--split", "the train split of 30 labelled nodes is empty");
+               "SplitFractions", "the train split of 30 labelled nodes is empty");
   GraphData all_train = graph(3);
   plexus::stratified_split(all_train, plexus::parse_split_fractions("1,0,0"), 1);
   EXPECT_EQ(all_train.train_mask, (std::vector<std::uint8_t>{1, 1, 1}));

@@ -32,7 +32,7 @@ TEST(GnnSpec, EveryKindStartsAtItsDeclaredDefaults) {
     for (const GnnOptionInfo& o : k.options) EXPECT_EQ(s.value(o.name), o.default_value) << k.name << " " << o.name;
   }
   EXPECT_EQ(gnn_kind_names().rfind("gcn, sage, gin, gat", 0), 0u);  // the table's order, gcn first
-  EXPECT_EQ(refusal([] { GnnSpec("GAT"); }), "--model: 'GAT' is not one of " + gnn_kind_names());
+  EXPECT_EQ(refusal([] { GnnSpec("GAT"); }), "GnnSpec.kind: 'GAT' is not one of " + gnn_kind_names());
 }
 
 TEST(GnnSpec, ValuesAreTypedAsDeclared) {
@@ -41,12 +41,12 @@ TEST(GnnSpec, ValuesAreTypedAsDeclared) {
   EXPECT_EQ(gat.integer("heads"), 4);
   EXPECT_EQ(gat.real("attn-dropout"), 0.5f);
   EXPECT_EQ(gat.real("negative-slope"), 1.0f);
-  EXPECT_EQ(refusal([&] { gat.set("heads", 2.5); }), "--heads: must be an integer");
-  EXPECT_EQ(refusal([&] { gat.set("heads", "4"); }), "--heads: must be an integer");
-  EXPECT_EQ(refusal([&] { gat.set("negative-slope", true); }), "--negative-slope: must be a number");
+  EXPECT_EQ(refusal([&] { gat.set("heads", 2.5); }), "GnnSpec.heads: must be an integer");
+  EXPECT_EQ(refusal([&] { gat.set("heads", "4"); }), "GnnSpec.heads: must be an integer");
+  EXPECT_EQ(refusal([&] { gat.set("negative-slope", true); }), "GnnSpec.negative-slope: must be a number");
   GnnSpec sage("sage");
-  EXPECT_EQ(refusal([&] { sage.set("normalize", 1); }), "--normalize: is a flag: on or off");
-  EXPECT_EQ(refusal([&] { sage.set("aggregator", 1); }), "--aggregator: must be one of mean, sum");
+  EXPECT_EQ(refusal([&] { sage.set("normalize", 1); }), "GnnSpec.normalize: is a flag: on or off");
+  EXPECT_EQ(refusal([&] { sage.set("aggregator", 1); }), "GnnSpec.aggregator: must be one of mean, sum");
   // A refused value leaves the one before.
   EXPECT_EQ(gat.integer("heads"), 4);
   // A Real option is a float: the double it reads as is the float it rounds to.
@@ -58,22 +58,22 @@ TEST(GnnSpec, ValuesAreTypedAsDeclared) {
 
 TEST(GnnSpec, RangesAreTheDeclaredOnes) {
   GnnSpec gat("gat");
-  EXPECT_EQ(refusal([&] { gat.set("heads", 0); }), "--heads: must be between 1 and 1024");
-  EXPECT_EQ(refusal([&] { gat.set("heads", 1025); }), "--heads: must be between 1 and 1024");
+  EXPECT_EQ(refusal([&] { gat.set("heads", 0); }), "GnnSpec.heads: must be between 1 and 1024");
+  EXPECT_EQ(refusal([&] { gat.set("heads", 1025); }), "GnnSpec.heads: must be between 1 and 1024");
   EXPECT_NO_THROW(gat.set("heads", 1024).set("heads", 1));
-  EXPECT_EQ(refusal([&] { gat.set("attn-dropout", 1.0); }), "--attn-dropout: must be a number in [0, 1)");
+  EXPECT_EQ(refusal([&] { gat.set("attn-dropout", 1.0); }), "GnnSpec.attn-dropout: must be a number in [0, 1)");
   EXPECT_NO_THROW(gat.set("attn-dropout", 0.0).set("attn-dropout", 0.999));
-  EXPECT_EQ(refusal([&] { gat.set("negative-slope", -1e-9); }), "--negative-slope: must be a number in [0, 1000]");
+  EXPECT_EQ(refusal([&] { gat.set("negative-slope", -1e-9); }), "GnnSpec.negative-slope: must be a number in [0, 1000]");
   EXPECT_NO_THROW(gat.set("negative-slope", 1000.0));
-  EXPECT_EQ(refusal([&] { gat.set("negative-slope", 1e300); }), "--negative-slope: must be a number in [0, 1000]");
-  EXPECT_EQ(refusal([&] { gat.set("negative-slope", std::nan("")); }), "--negative-slope: must be a number in [0, 1000]");
+  EXPECT_EQ(refusal([&] { gat.set("negative-slope", 1e300); }), "GnnSpec.negative-slope: must be a number in [0, 1000]");
+  EXPECT_EQ(refusal([&] { gat.set("negative-slope", std::nan("")); }), "GnnSpec.negative-slope: must be a number in [0, 1000]");
   GnnSpec sage("sage");
-  EXPECT_EQ(refusal([&] { sage.set("aggregator", "max"); }), "--aggregator: 'max' is not one of mean, sum");
+  EXPECT_EQ(refusal([&] { sage.set("aggregator", "max"); }), "GnnSpec.aggregator: 'max' is not one of mean, sum");
 }
 
 TEST(GnnSpec, AnOptionOfAnotherKindIsRefusedNamingItsKind) {
-  EXPECT_EQ(refusal([] { GnnSpec("gcn").set("heads", 8); }), "--heads: only with --model gat");
-  EXPECT_EQ(refusal([] { GnnSpec("gat").set_text("aggregator", "sum"); }), "--aggregator: only with --model sage");
+  EXPECT_EQ(refusal([] { GnnSpec("gcn").set("heads", 8); }), "GnnSpec.heads: only with GnnSpec.kind gat");
+  EXPECT_EQ(refusal([] { GnnSpec("gat").set_text("aggregator", "sum"); }), "GnnSpec.aggregator: only with GnnSpec.kind sage");
   EXPECT_EQ(kinds_with_option("gin-eps"), std::vector<std::string>{"gin"});
   EXPECT_TRUE(kinds_with_option("epochs").empty());
   // Asking a value a kind does not have is a programming error, not an input one.
@@ -88,14 +88,14 @@ TEST(GnnSpec, TextReadsAsTheCommandLineWritesIt) {
   EXPECT_EQ(s.text("normalize"), "on");
   for (const char* off : {"off", "false", "0"}) EXPECT_FALSE(s.set_text("normalize", off).flag("normalize")) << off;
   for (const char* on : {"on", "true", "1"}) EXPECT_TRUE(s.set_text("normalize", on).flag("normalize")) << on;
-  EXPECT_EQ(refusal([&] { s.set_text("normalize", "yes"); }), "--normalize: 'yes' is not on or off");
+  EXPECT_EQ(refusal([&] { s.set_text("normalize", "yes"); }), "GnnSpec.normalize: 'yes' is not on or off");
   GnnSpec gat("gat");
   EXPECT_EQ(gat.set_text("heads", "12").integer("heads"), 12);
-  EXPECT_EQ(refusal([&] { gat.set_text("heads", "12x"); }), "--heads: '12x' is not an integer");
-  EXPECT_EQ(refusal([&] { gat.set_text("heads", ""); }), "--heads: '' is not an integer");
+  EXPECT_EQ(refusal([&] { gat.set_text("heads", "12x"); }), "GnnSpec.heads: '12x' is not an integer");
+  EXPECT_EQ(refusal([&] { gat.set_text("heads", ""); }), "GnnSpec.heads: '' is not an integer");
   EXPECT_EQ(gat.set_text("negative-slope", "0.01").text("negative-slope"), "0.01");
-  EXPECT_EQ(refusal([&] { gat.set_text("negative-slope", "0.1.2"); }), "--negative-slope: '0.1.2' is not a number");
-  EXPECT_EQ(refusal([&] { gat.set_text("negative-slope", "1e400"); }), "--negative-slope: must be a number in [0, 1000]");
+  EXPECT_EQ(refusal([&] { gat.set_text("negative-slope", "0.1.2"); }), "GnnSpec.negative-slope: '0.1.2' is not a number");
+  EXPECT_EQ(refusal([&] { gat.set_text("negative-slope", "1e400"); }), "GnnSpec.negative-slope: must be a number in [0, 1000]");
   // Every option's text reads back as the same value.
   for (const GnnKindInfo& k : gnn_kinds()) {
     GnnSpec a(k.name);

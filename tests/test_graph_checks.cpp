@@ -231,7 +231,7 @@ TEST(Launch, BackendsByName) {
   EXPECT_EQ(make_backend("cpu", 1)->name(), make_cpu_backend(1)->name());
   if (!cuda_available()) {
     EXPECT_EQ(make_backend("auto", 1)->device(), Device::CPU);
-    EXPECT_EQ(message([] { make_backend("cuda", 1); }), "--backend: cuda requested but no CUDA device is available");
+    EXPECT_EQ(message([] { make_backend("cuda", 1); }), "make_backend(name): cuda requested but no CUDA device is available");
   }
   auto grid = ProcessGrid::single();
   std::string how = "stale";
@@ -267,7 +267,7 @@ TEST(Launch, GridChoice) {
   GptTrainConfig gpt;
   EXPECT_EQ(choose_gpt_grid(gpt, 2, 2).shape.str(), "1x1x1");
   EXPECT_EQ(choose_gpt_grid(gpt, 4, 2).shape.size(), 2);
-  EXPECT_EQ(message([&] { choose_gpt_grid(gpt, 3, 2); }), "--dp: 2 replicas need a multiple of 2 ranks; 3 were started");
+  EXPECT_EQ(message([&] { choose_gpt_grid(gpt, 3, 2); }), "choose_gpt_grid(dp): 2 replicas need a multiple of 2 ranks; 3 were started");
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ void expect_boundary(double need, const std::function<void()>& check) {
     check();
     ADD_FAILURE() << "accepted one byte below its need of " << need << " bytes";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--memory-per-rank") << e.what();
+    EXPECT_EQ(e.where(), "MemoryBudget.bytes") << e.what();
   }
   set_memory_budget({0, false});
 }
@@ -99,7 +99,7 @@ TEST_F(MemoryNeeds, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionTha
 
 // Naming the option that drives a refused need dry-runs the narrowest model: for a GAT one
 // feature per head (a hidden width of 1 is not a GAT of 8 heads, and once made the refusal a
-// "--hidden: must be a multiple of --heads" error).
+// "TrainConfig.hidden: must be a multiple of GnnSpec.heads" error).
 TEST_F(MemoryNeeds, GatRefusesItsBudgetNotItsOwnOptions) {
   TrainConfig cfg;
   cfg.model = GnnSpec("gat").set("heads", 8);

@@ -237,7 +237,7 @@ TEST(Prepare, TrainingReadsAFileAsPlexusTrainDoes) {
     ADD_FAILURE() << "--balance none accepted for a permuted file";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), prepared);
-    EXPECT_NE(std::string(e.what()).find("prepared with --balance permute"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("prepared with PrepareOptions.balance permute"), std::string::npos) << e.what();
   }
 
   auto be = make_cpu_backend(1);

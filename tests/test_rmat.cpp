@@ -174,7 +174,7 @@ TEST(Rmat, RefusesAGraphWithAnEmptySplit) {
       plexus::generate_rmat(small(scale, 1));
       ADD_FAILURE() << "scale " << scale << ": a graph of " << (1 << scale) << " nodes with an empty split was written";
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), "--scale");
+      EXPECT_EQ(e.where(), "RmatOptions.scale");
       EXPECT_NE(std::string(e.what()).find("split of the " + std::to_string(1 << scale) + " nodes generated is empty"),
                 std::string::npos)
           << e.what();
@@ -193,35 +193,35 @@ TEST(Rmat, OptionValidation) {
   };
   RmatOptions o = small();
   o.scale = 0;
-  EXPECT_EQ(where(o), "--scale");
+  EXPECT_EQ(where(o), "RmatOptions.scale");
   o.scale = 37;
-  EXPECT_EQ(where(o), "--scale");
+  EXPECT_EQ(where(o), "RmatOptions.scale");
   o = small();
   o.edge_factor = 0;
-  EXPECT_EQ(where(o), "--edge-factor");
+  EXPECT_EQ(where(o), "RmatOptions.edge_factor");
   o = small();
   o.features = 0;
-  EXPECT_EQ(where(o), "--feature-width");
+  EXPECT_EQ(where(o), "RmatOptions.features");
   o = small();
   o.classes = 1;
-  EXPECT_EQ(where(o), "--classes");
+  EXPECT_EQ(where(o), "RmatOptions.classes");
   o = small();
   o.a = -0.1;
-  EXPECT_EQ(where(o), "--rmat-a");
+  EXPECT_EQ(where(o), "RmatOptions.a");
   o = small();
   o.b = std::nan("");
-  EXPECT_EQ(where(o), "--rmat-b");
+  EXPECT_EQ(where(o), "RmatOptions.b");
   o = small();
   o.a = 0.6;
   o.b = 0.3;
   o.c = 0.3;
-  EXPECT_EQ(where(o), "--rmat-c");
+  EXPECT_EQ(where(o), "RmatOptions.c");
   o = small();
   o.scale = 36;
   o.edge_factor = 1 << 30;  // 2^66 samples: rejected before allocating anything
-  EXPECT_EQ(where(o), "--edge-factor");
+  EXPECT_EQ(where(o), "RmatOptions.edge_factor");
   o = small();
   o.scale = 36;
   o.features = index_t{1} << 28;
-  EXPECT_EQ(where(o), "--feature-width");
+  EXPECT_EQ(where(o), "RmatOptions.features");
 }

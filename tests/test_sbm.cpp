@@ -132,20 +132,20 @@ TEST(Sbm, RefusesAGraphWithAnEmptySplit) {
   };
   SbmOptions o = small();
   o.train_fraction = 1e-9;  // above 0, but no node of 3000 falls below it
-  EXPECT_EQ(where(o).rfind("--train-fraction: the training split of the 3000 nodes generated is empty", 0), 0u)
+  EXPECT_EQ(where(o).rfind("SbmOptions.train_fraction: the training split of the 3000 nodes generated is empty", 0), 0u)
       << where(o);
   o = small();
   o.val_fraction = 0;
-  EXPECT_EQ(where(o).rfind("--val-fraction: the validation split", 0), 0u) << where(o);
+  EXPECT_EQ(where(o).rfind("SbmOptions.val_fraction: the validation split", 0), 0u) << where(o);
   o = small();
   o.train_fraction = 0.5;
   o.val_fraction = 0.5;  // the test split gets 1 - train - val = 0
-  EXPECT_EQ(where(o).rfind("--train-fraction: the test split", 0), 0u) << where(o);
+  EXPECT_EQ(where(o).rfind("SbmOptions.train_fraction: the test split", 0), 0u) << where(o);
   o = small();
   o.nodes = 6;
   o.classes = 2;
   o.val_fraction = 0.01;
-  EXPECT_EQ(where(o).rfind("--val-fraction: the validation split of the 6 nodes", 0), 0u) << where(o);
+  EXPECT_EQ(where(o).rfind("SbmOptions.val_fraction: the validation split of the 6 nodes", 0), 0u) << where(o);
   o = small();
   EXPECT_EQ(where(o), "no error");
 }

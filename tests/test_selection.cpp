@@ -26,7 +26,7 @@ TEST(Selection, NamesAndTheirParser) {
       (void)parse_selection(bad);
       ADD_FAILURE() << "'" << bad << "' accepted";
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), "--select-by") << bad;
+      EXPECT_EQ(e.where(), "TrainConfig.select_by") << bad;
     }
   }
   TrainConfig c;
@@ -181,7 +181,7 @@ TEST(Selection, ClassesBeyondTheLimitAreNotCountedOneByOne) {
       GnnTrainer t(g, c, *be, *grid);
       ADD_FAILURE() << selection_name(s) << " accepted";
     } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), "--select-by");
+      EXPECT_EQ(e.where(), "TrainConfig.select_by");
       EXPECT_NE(std::string(e.what()).find("kept for at most 65536 classes"), std::string::npos) << e.what();
     }
   }

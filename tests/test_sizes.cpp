@@ -90,7 +90,7 @@ TEST(Sizes, RequireMemoryRefusesPastTheBudget) {
     require_memory(4096, "--hidden", "training", "model");
     FAIL() << "not refused";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--memory-per-rank");  // the budget the option set is the one exceeded
+    EXPECT_EQ(e.where(), "MemoryBudget.bytes");  // the budget the option set is the one exceeded
     EXPECT_EQ(std::string(e.what()), "training needs 4.00 KiB (model) and does not fit: 1.00 KiB per rank");
   }
   set_memory_budget({1 << 20, false});

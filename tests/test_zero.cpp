@@ -51,7 +51,7 @@ TEST(MemoryAccounting, BuffersCountByKindAndBudgetRefusesWithWhatDidNotFit) {
     Buffer<float> too_big(*be, 1);
     FAIL() << "the budget let a buffer past it";
   } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--memory-per-rank");
+    EXPECT_EQ(e.where(), "Backend::set_memory_limit(bytes)");
     EXPECT_NE(std::string(e.what()).find("of gradients (grad) does not fit"), std::string::npos) << e.what();
   }
   EXPECT_EQ(be->live_bytes(MemoryKind::Gradients), 0u);  // a refused buffer leaves no count behind

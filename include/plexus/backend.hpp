@@ -142,7 +142,7 @@ class Backend {
   std::size_t live_bytes(MemoryKind k) const { return kind_live_[static_cast<int>(k)]; }
   std::size_t peak_bytes(MemoryKind k) const { return kind_peak_[static_cast<int>(k)]; }
   // A budget for this backend's memory (0: none). A Buffer that would take the live bytes
-  // past it is refused with InputError("--memory-per-rank", ...) naming what did not fit.
+  // past it is refused with InputError("Backend::set_memory_limit(bytes)", ...) naming what did not fit.
   void set_memory_limit(std::size_t bytes) { limit_bytes_ = bytes; }
   std::size_t memory_limit() const { return limit_bytes_; }
   // The kind (and a label for errors) new Buffers take; MemoryScope sets and restores them.

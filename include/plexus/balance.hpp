@@ -16,7 +16,7 @@
 namespace plexus {
 
 enum class Balance { kNone, kPermute, kMetis };
-// "none" | "permute" | "metis"; anything else throws InputError("--balance", ...).
+// "none" | "permute" | "metis"; anything else throws InputError("Balance", ...).
 Balance parse_balance(const std::string& text);
 const char* balance_name(Balance b);
 
@@ -51,7 +51,7 @@ std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, 
 // metis: METIS_PartGraphKway into `parts` parts of the symmetrized graph, balancing two
 // vertex weights, 1 and degree + 1 (= the row's nnz in Â), so parts hold equal node counts
 // and equal nnz; nodes numbered part by part (stable inside a part);
-// parts <= 1 gives the identity. Throws InputError("--balance", ...) when METIS fails.
+// parts <= 1 gives the identity. Throws InputError("Balance", ...) when METIS fails.
 NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts);
 
 // nnz of the Â blocks of one layer's layout.

@@ -113,7 +113,7 @@ void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions
 // (96·L + (4·W + 40)·N) / K + 36 MB, with W the feature width and N = num_nodes, or 2·L when the
 // ids are relabelled (at most two new nodes a line); symmetrizing counts in the 96 (each edge
 // travels twice). convert_passes_for_budget: the fewest passes that fit `budget`, or
-// InputError("--memory-per-rank", ...) when none does.
+// InputError("convert_passes_for_budget(budget)", ...) when none does.
 double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feature_width, bool symmetrize, int passes);
 // The lines of a plain text graph (at least one), as convert_memory_bytes counts them;
 // InputError(path, ...) for a gzip file, which cannot be split into passes.
@@ -219,7 +219,7 @@ NpyMatrix read_npy_matrix(const std::string& path);
 void set_features(GraphData& g, NpyMatrix&& m, const std::string& path, const std::string& rows_are);
 
 // `--split TRAIN,VAL,TEST`: three fractions in [0, 1], train > 0, summing to at most 1
-// (nodes left over are in no split). InputError("--split", ...) otherwise.
+// (nodes left over are in no split). InputError("SplitFractions", ...) otherwise.
 struct SplitFractions {
   double train = 0, val = 0, test = 0;
 };

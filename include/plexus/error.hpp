@@ -2,6 +2,14 @@
 // Errors the engine reports to users. Anything caused by bad input (a file, an option)
 // is an InputError: the CLI prints it as one line `plexus: error: <where>: <what>` and
 // exits with code 2. Everything else is a bug or a system failure (exit 1).
+//
+// The library names what its user set, never a command-line option: a field of an options
+// struct as Struct.field ("TrainConfig.class_weights", "GptConfig.heads", "SbmOptions.nodes"), a
+// GNN kind's option as GnnSpec.<option> ("GnnSpec.heads", "GnnSpec.attn-dropout"; the kind
+// itself GnnSpec.kind), a parsed value by its type ("GridShape" for parse_grid's text), and a
+// plain argument as function(argument) ("grid_ranks(dp)", "sample_gpt(temperature)") — in
+// `where` and in the text alike ("must be a multiple of GnnSpec.heads"). The CLI prints each
+// name as the option that sets it ("--class-weights: ..."; src/cli/option_names.cpp).
 #include <stdexcept>
 #include <string>
 
@@ -9,7 +17,7 @@ namespace plexus {
 
 class InputError : public std::runtime_error {
  public:
-  // `where` names the file (or option, e.g. "--lr") the problem is in.
+  // `where` names the file (or field, e.g. "TrainConfig.lr") the problem is in.
   InputError(std::string where, const std::string& what)
       : std::runtime_error(what), where_(std::move(where)) {}
   const std::string& where() const noexcept { return where_; }

@@ -65,16 +65,16 @@ class GnnSpec {
  public:
   // A GCN (Kipf & Welling), the default kind.
   GnnSpec();
-  // `kind` with every option at its default; InputError("--model", "'x' is not one of gcn,
+  // `kind` with every option at its default; InputError("GnnSpec.kind", "'x' is not one of gcn,
   // ...") for an unknown kind.
   explicit GnnSpec(const std::string& kind);
 
   const std::string& kind() const { return kind_; }
   const GnnKindInfo& info() const { return *info_; }
 
-  // Sets an option of this kind. InputError("--<option>", ...) for an option this kind does not
-  // have ("only with --model sage"), a value of another type (an integer is a Real too), or out
-  // of its range.
+  // Sets an option of this kind. InputError("GnnSpec.<option>", ...) for an option this kind
+  // does not have ("only with GnnSpec.kind sage"), a value of another type (an integer is a Real
+  // too), or out of its range.
   // `value`: a bool, an integer, a floating-point number or a string.
   template <class T>
   GnnSpec& set(const std::string& option, const T& value) {
@@ -85,7 +85,7 @@ class GnnSpec {
   }
   GnnSpec& set_value(const std::string& option, const GnnOptionValue& value);
   // The same from text as the command line takes it: "8", "0.6", "mean"; a flag "on"/"off",
-  // "true"/"false" or "1"/"0". InputError("--<option>", ...) for text that does not read as its type.
+  // "true"/"false" or "1"/"0". InputError("GnnSpec.<option>", ...) for text that does not read as its type.
   GnnSpec& set_text(const std::string& option, const std::string& text);
 
   // An option's value (std::invalid_argument for an option this kind does not have or of

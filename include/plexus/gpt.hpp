@@ -32,7 +32,7 @@ struct GptConfig {
   // docs/gpt.md). The same numbers bit for bit, less activation memory.
   bool recompute = false;
 };
-// Throws InputError naming the option for the first bad value.
+// Throws InputError naming the field for the first bad value ("GptConfig.heads").
 void validate(const GptConfig& c);
 
 // A token stream split into training and validation parts, with what decodes it.
@@ -153,7 +153,7 @@ struct GptCheckpoint {
 // the whole state (GptTrainer::save gathers it; rank 0 writes).
 void write_gpt_checkpoint_h5(const std::string& path, const GptCheckpoint& c);
 GptCheckpoint read_gpt_checkpoint_h5(const std::string& path);
-// Throws InputError(path, ...) naming the first option of `now` that differs from the
+// Throws InputError(path, ...) naming the first field of `now` that differs from the
 // checkpoint's in a way that changes the run (the grid, replicas, ZeRO stage and bucket may
 // change), or when the checkpoint has more steps than now.iters.
 void check_resumable(const GptCheckpoint& c, const GptTrainConfig& now, const std::string& path);

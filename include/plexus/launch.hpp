@@ -26,7 +26,7 @@ GridChoice choose_gnn_grid(const std::string& path, const TrainConfig& cfg, int 
 GridChoice choose_gnn_grid(const GraphData& graph, const TrainConfig& cfg, int ranks);
 // The tensor-parallel grid of each of `dp` replicas of a GPT run on `ranks` ranks: of the
 // grids of ranks / dp ranks, the one `plexus plan gpt` ranks first at cfg's ZeRO stage.
-// InputError("--dp", ...) unless ranks is a multiple of dp >= 1.
+// InputError("choose_gpt_grid(dp)", ...) unless ranks is a multiple of dp >= 1.
 GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp);
 
 // CPU threads of one rank: `threads` when positive, 0 = the node's cores divided among the
@@ -35,7 +35,7 @@ GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp);
 int cpu_threads_per_rank(int threads, const std::string& where = "threads");
 
 // One process's backend by name: "cpu" (`threads` OpenMP threads), "reference", "cuda" (device
-// `gpu`; InputError("--backend", ...) without one) or "auto" (CUDA when a device is visible).
+// `gpu`; InputError("make_backend(name)", ...) without one) or "auto" (CUDA when a device is visible).
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int gpu = 0);
 // This rank's backend in a job on `grid` (collective over grid.world()): each rank takes the
 // GPU of its index on its node; "auto" means CUDA only when every rank has a GPU of its own,

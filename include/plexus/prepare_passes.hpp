@@ -66,7 +66,7 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
 
 // The fewest passes whose memory (above) fits `budget` bytes for a graph of these sizes
 // (`stored_edges` as in the input; symmetrizing may double them); 1 when one pass fits. Throws
-// InputError("--memory-per-rank", ...) when even one row per pass would not fit (the 40 bytes
+// InputError("passes_for_budget(budget)", ...) when even one row per pass would not fit (the 40 bytes
 // per node alone exceed the budget).
 int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_features, bool symmetrize,
                       std::uint64_t budget);

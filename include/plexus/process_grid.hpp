@@ -32,10 +32,10 @@ struct GridShape {
 // The most ranks a grid may have (X·Y·Z, and D·X·Y·Z with data parallelism): 2^24, so that
 // rank counts fit an int and per-rank or per-block tables stay small.
 inline constexpr int kMaxGridRanks = 1 << 24;
-// Parses "XxYxZ" (e.g. "2x2x2"); throws InputError("--grid", ...) when malformed or when
+// Parses "XxYxZ" (e.g. "2x2x2"); throws InputError("GridShape", ...) when malformed or when
 // X·Y·Z exceeds kMaxGridRanks.
 GridShape parse_grid(const std::string& text);
-// The ranks of `dp` replicas of `shape`: InputError("--dp", ...) when dp < 1 or the product
+// The ranks of `dp` replicas of `shape`: InputError("grid_ranks(dp)", ...) when dp < 1 or the product
 // exceeds kMaxGridRanks.
 int grid_ranks(GridShape shape, int dp);
 
@@ -69,7 +69,7 @@ class ProcessGrid {
   // A 1×1×1 grid on this process alone.
   static std::unique_ptr<ProcessGrid> single();
   // The grid over the ranks of `comm` (the size of `comm` must equal dp·shape.size(), else
-  // InputError("--grid", ...)). MPI must be initialised and not finalised, else
+  // InputError("GridShape", ...)). MPI must be initialised and not finalised, else
   // InputError("ProcessGrid::from_mpi", ...). The grid works on its own duplicate of `comm`, so
   // its messages never mix with the caller's; collective over `comm`.
   static std::unique_ptr<ProcessGrid> from_mpi(GridShape shape, int dp = 1, MPI_Comm comm = MPI_COMM_WORLD);

@@ -44,7 +44,7 @@ MemoryBudget memory_budget();
 // True when `bytes` fit memory_budget() (always when it is unknown).
 bool fits_memory(double bytes);
 // Refuses a need of `bytes` past memory_budget(), naming `where` (the option or file that
-// drives the need; "--memory-per-rank" when that budget is the one exceeded):
+// drives the need; "MemoryBudget.bytes" when that budget, set from an option, is the one exceeded):
 //   "<where>: <what> needs 2.90 TiB (<how>) and does not fit: 11.2 GiB available per rank"
 // `how` says where the estimate comes from (e.g. "1500000000 rows"); may be empty.
 void require_memory(double bytes, const std::string& where, const std::string& what, const std::string& how = {});

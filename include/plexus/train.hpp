@@ -23,11 +23,11 @@ enum class CommVariant {
   RsAgReuse,  // RsAg + gather W once per weight update and the constant features once per run
 };
 const char* comm_variant_name(CommVariant v);
-// Parses "baseline" | "rs-ag" | "rs-ag-reuse"; throws InputError("--comm-variant", ...).
+// Parses "baseline" | "rs-ag" | "rs-ag-reuse"; throws InputError("TrainConfig.comm_variant", ...).
 CommVariant parse_comm_variant(const std::string& text);
 
 // The names of LayerOrder (include/plexus/shard.hpp): "auto", "aggregate-first",
-// "transform-first"; the parser throws InputError("--layer-order", ...).
+// "transform-first"; the parser throws InputError("TrainConfig.layer_order", ...).
 const char* layer_order_name(LayerOrder o);
 LayerOrder parse_layer_order(const std::string& text);
 // The order of one layer as transform_first_layers decided it.
@@ -49,7 +49,7 @@ struct Selection {
   std::int32_t class_index = -1;  // Recall: the class (0 <= class_index < classes)
   bool operator==(const Selection&) const = default;
 };
-// "accuracy", "loss", "macro-f1", "recall:K"; the parser throws InputError("--select-by", ...).
+// "accuracy", "loss", "macro-f1", "recall:K"; the parser throws InputError("TrainConfig.select_by", ...).
 std::string selection_name(const Selection& s);
 Selection parse_selection(const std::string& text);
 
@@ -187,14 +187,15 @@ TrainResult train_gnn(GnnShards shards, const TrainConfig& cfg, Backend& backend
                       const std::function<void(const EpochMetrics&)>& on_epoch = {});
 
 // "w0,w1,..." (one weight per class) as TrainConfig::class_weights; throws
-// InputError("--class-weights", ...) for text that is not a list of numbers (their ranges are
+// InputError("TrainConfig.class_weights", ...) for text that is not a list of numbers (their ranges are
 // validate()'s).
 std::vector<float> parse_class_weights(const std::string& text);
 // The reverse, what --class-weights takes for cfg: "auto", "w0,w1,..." (each weight the
 // shortest text that reads back as it), or "" when the loss is unweighted by class.
 std::string class_weights_text(const TrainConfig& cfg);
 
-// Checks option values; throws InputError("--name", ...) for the first bad one.
+// Checks option values; throws InputError("TrainConfig.<field>", ...) for the first bad one
+// (a kind's option: "GnnSpec.<option>"; plexus/error.hpp).
 void validate(const TrainConfig& cfg);
 
 // The layer order that shards for `cfg` are cut with: cfg.layer_order for a kind whose layers take

@@ -22,14 +22,14 @@ namespace {
 using text::TextReader;
 
 void check_common(const EdgeListOptions& opt) {
-  if (opt.base != 0 && opt.base != 1) throw InputError("--base", "must be 0 or 1, got " + std::to_string(opt.base));
-  if (opt.num_nodes < 0) throw InputError("--num-nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
+  if (opt.base != 0 && opt.base != 1) throw InputError("EdgeListOptions.base", "must be 0 or 1, got " + std::to_string(opt.base));
+  if (opt.num_nodes < 0) throw InputError("EdgeListOptions.num_nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
   if (opt.num_nodes > opt.max_nodes)
-    throw InputError("--num-nodes", std::to_string(opt.num_nodes) + " exceeds the limit of " +
+    throw InputError("EdgeListOptions.num_nodes", std::to_string(opt.num_nodes) + " exceeds the limit of " +
                                         std::to_string(opt.max_nodes) + " nodes");
-  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+  if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));
   if (opt.features == SyntheticFeatures::kRandom && opt.feature_width < 1)
-    throw InputError("--feature-width", "must be at least 1, got " + std::to_string(opt.feature_width));
+    throw InputError("EdgeListOptions.feature_width", "must be at least 1, got " + std::to_string(opt.feature_width));
 }
 
 void finish(GraphData& g, const EdgeListOptions& opt, const std::string& path) {
@@ -116,7 +116,7 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
   if (opt.node_ids != nullptr) return read_edges_of_named_nodes(path, opt, original_ids);
   const bool dense = opt.num_nodes > 0;
   if (dense)
-    build::require_graph_memory("--num-nodes", std::to_string(opt.num_nodes) + " nodes", opt.num_nodes, 0,
+    build::require_graph_memory("EdgeListOptions.num_nodes", std::to_string(opt.num_nodes) + " nodes", opt.num_nodes, 0,
                                 opt.symmetrize, false, feature_width(opt));
   TextReader in(path);
   std::vector<build::Edge> edges;
@@ -132,7 +132,7 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
       if (id < opt.base) in.fail("node id " + std::to_string(id) + " is below the first id " + std::to_string(opt.base));
       ids[k] = id - opt.base;
       if (dense && ids[k] >= opt.num_nodes)
-        in.fail("node id " + std::to_string(id) + " out of range: --num-nodes " + std::to_string(opt.num_nodes) +
+        in.fail("node id " + std::to_string(id) + " out of range: EdgeListOptions.num_nodes " + std::to_string(opt.num_nodes) +
                 " allows ids " + std::to_string(opt.base) + ".." + std::to_string(opt.num_nodes - 1 + opt.base));
     }
     edges.push_back({ids[0], ids[1], static_cast<index_t>(edges.size()), e.w});

@@ -85,9 +85,9 @@ void synthetic_features(GraphData& g, SyntheticFeatures kind, index_t width, std
 void synthetic_feature_rows(SyntheticFeatures kind, index_t width, std::uint64_t seed, index_t n, index_t row0,
                             index_t rows, const index_t* indptr, std::vector<float>& out) {
   if (kind != SyntheticFeatures::kRandom) width = 1;
-  if (width < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(width));
+  if (width < 1) throw InputError("EdgeListOptions.feature_width", "must be at least 1, got " + std::to_string(width));
   if (width > std::numeric_limits<index_t>::max() / 8 / std::max<index_t>(n, 1) || n * width > (index_t{1} << 34)) {
-    throw InputError("--feature-width", "num_nodes x features (" + std::to_string(n) + " x " + std::to_string(width) +
+    throw InputError("EdgeListOptions.feature_width", "num_nodes x features (" + std::to_string(n) + " x " + std::to_string(width) +
                                        ") is too large");
   }
   out.assign(static_cast<std::size_t>(rows * width), 1.0f);
@@ -113,7 +113,7 @@ void synthetic_feature_rows(SyntheticFeatures kind, index_t width, std::uint64_t
 }
 
 void unlabelled(GraphData& g, std::int32_t classes) {
-  if (classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(classes));
+  if (classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(classes));
   const auto n = static_cast<std::size_t>(g.num_nodes);
   g.num_classes = classes;
   g.labels.assign(n, -1);

@@ -55,7 +55,7 @@ void csr_rows_from_edges(index_t row0, index_t rows, std::vector<Edge>& edges, b
                          std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values);
 
 // Fills g.features / g.num_features for inputs without features (see SyntheticFeatures).
-// `where` names the option in errors (e.g. "--features").
+// `where` names the option in errors (e.g. "EdgeListOptions.feature_width").
 void synthetic_features(GraphData& g, SyntheticFeatures kind, index_t width, std::uint64_t seed);
 // The same for rows [row0, row0 + rows) of a graph of n nodes (indptr of those rows, any base):
 // `width` values a row into `out` (width 1 unless kind is random; checked as above).

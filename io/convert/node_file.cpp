@@ -170,16 +170,16 @@ Columns assign_columns(const TextReader& in, const std::vector<std::string>& hea
     return c;
   };
   Columns c;
-  c.id = require(opt.id_column, "--id-column");
-  c.label = opt.label_column_required ? require(opt.label_column, "--label-column") : find(opt.label_column);
-  c.split = opt.split_column_required ? require(opt.split_column, "--split-column") : find(opt.split_column);
+  c.id = require(opt.id_column, "NodeFileOptions.id_column");
+  c.label = opt.label_column_required ? require(opt.label_column, "NodeFileOptions.label_column") : find(opt.label_column);
+  c.split = opt.split_column_required ? require(opt.split_column, "NodeFileOptions.split_column") : find(opt.split_column);
   const auto role = [&](std::size_t k) { return k == c.id || k == c.label || k == c.split; };
   if (opt.pick_features) {
     for (const std::string& name : opt.feature_columns) {
-      const std::size_t k = require(name, "--feature-columns");
-      if (role(k)) in.fail("--feature-columns: " + text::printable(name) + " is the id, label or split column");
+      const std::size_t k = require(name, "NodeFileOptions.feature_columns");
+      if (role(k)) in.fail("NodeFileOptions.feature_columns: " + text::printable(name) + " is the id, label or split column");
       if (std::find(c.features.begin(), c.features.end(), k) != c.features.end())
-        in.fail("--feature-columns: " + text::printable(name) + " is named twice");
+        in.fail("NodeFileOptions.feature_columns: " + text::printable(name) + " is named twice");
       c.features.push_back(k);
     }
   } else {
@@ -189,8 +189,8 @@ Columns assign_columns(const TextReader& in, const std::vector<std::string>& hea
   if (!opt.features_from.empty() && !c.features.empty()) {
     std::string names;
     for (const std::size_t k : c.features) names += (names.empty() ? "" : ", ") + text::printable(header[k]);
-    in.fail("columns " + names + " would be features, and --features " + opt.features_from +
-            " gives the features too: drop the columns, or --features");
+    in.fail("columns " + names + " would be features, and NodeFileOptions.features_from " + opt.features_from +
+            " gives the features too: drop the columns, or NodeFileOptions.features_from");
   }
   f.has_labels = c.label != Columns::npos;
   f.has_split = c.split != Columns::npos;
@@ -244,13 +244,13 @@ void apply_node_file(GraphData& g, const NodeFile& nodes, std::int32_t classes) 
   const auto n = static_cast<std::size_t>(g.num_nodes);
   if (nodes.ids.size() != n)
     throw InputError(nodes.path, "holds " + std::to_string(nodes.ids.size()) + " nodes, the graph " + std::to_string(n));
-  if (classes < 0) throw InputError("--classes", "must be at least 1, got " + std::to_string(classes));
+  if (classes < 0) throw InputError("apply_node_file(classes)", "must be at least 1, got " + std::to_string(classes));
   if (nodes.has_labels) {
     if (classes > 0 && !nodes.class_names.empty())
-      throw InputError("--classes", "the labels of " + nodes.path + " are class names: their number (" +
+      throw InputError("apply_node_file(classes)", "the labels of " + nodes.path + " are class names: their number (" +
                                         std::to_string(nodes.num_classes) + ") is the class count");
     if (classes > 0 && classes < nodes.num_classes)
-      throw InputError("--classes", std::to_string(classes) + " is below the " + std::to_string(nodes.num_classes) +
+      throw InputError("apply_node_file(classes)", std::to_string(classes) + " is below the " + std::to_string(nodes.num_classes) +
                                         " classes of the labels in " + nodes.path + " (max label + 1)");
     g.labels = nodes.labels;
     g.num_classes = std::max({std::int32_t{1}, nodes.num_classes, classes});

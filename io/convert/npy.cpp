@@ -121,7 +121,7 @@ void convert_rows(std::ifstream& in, const std::string& path, NpyMatrix& m) {
 NpyMatrix read_npy_matrix(const std::string& path) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
-  if (st.type() == std::filesystem::file_type::not_found) throw InputError(path, "no such file (--features)");
+  if (st.type() == std::filesystem::file_type::not_found) throw InputError(path, "no such file (read_npy_matrix(path))");
   if (st.type() == std::filesystem::file_type::directory) throw InputError(path, "is a directory, expected a .npy file");
   io::require_regular_input(path, ".npy");
   std::ifstream in(path, std::ios::binary);

@@ -219,7 +219,7 @@ GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
     if (names.size() > 1) {
       std::string list;
       for (const auto& s : names) list += (list.empty() ? "" : ", ") + s;
-      throw InputError("--split", "several splits in " + split_root.string() + " (" + list + "); choose one");
+      throw InputError("OgbOptions.split", "several splits in " + split_root.string() + " (" + list + "); choose one");
     }
   }
   if (!split.empty()) {

@@ -29,15 +29,15 @@ SplitFractions parse_split_fractions(const std::string& text) {
     double x = 0;
     const auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), x);
     if (tok.empty() || ec != std::errc() || p != tok.data() + tok.size() || !std::isfinite(x) || x < 0 || x > 1)
-      throw InputError("--split", "expected three fractions in [0, 1] like 0.6,0.2,0.2, got '" + text + "'");
+      throw InputError("SplitFractions", "expected three fractions in [0, 1] like 0.6,0.2,0.2, got '" + text + "'");
     v.push_back(x);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
   if (v.size() != 3)
-    throw InputError("--split", "expected three fractions TRAIN,VAL,TEST, got " + std::to_string(v.size()) + " in '" + text + "'");
-  if (v[0] <= 0) throw InputError("--split", "the train fraction must be above 0, got '" + text + "'");
-  if (v[0] + v[1] + v[2] > 1 + 1e-9) throw InputError("--split", "the fractions add up to more than 1: '" + text + "'");
+    throw InputError("SplitFractions", "expected three fractions TRAIN,VAL,TEST, got " + std::to_string(v.size()) + " in '" + text + "'");
+  if (v[0] <= 0) throw InputError("SplitFractions", "the train fraction must be above 0, got '" + text + "'");
+  if (v[0] + v[1] + v[2] > 1 + 1e-9) throw InputError("SplitFractions", "the fractions add up to more than 1: '" + text + "'");
   return {v[0], v[1], v[2]};
 }
 
@@ -59,7 +59,7 @@ void stratified_split(GraphData& g, const SplitFractions& f, std::uint64_t seed)
     const Philox4x32 r = philox4x32_10(static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(u >> 32), 0, kTagSplit, k0, k1);
     entries.push_back({g.labels[i], (static_cast<std::uint64_t>(r.v[0]) << 32) | r.v[1], static_cast<index_t>(i)});
   }
-  if (entries.empty()) throw InputError("--split", "no labelled node to split");
+  if (entries.empty()) throw InputError("SplitFractions", "no labelled node to split");
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.label, a.key, a.node) < std::tie(b.label, b.key, b.node);
   });
@@ -93,7 +93,7 @@ void stratified_split(GraphData& g, const SplitFractions& f, std::uint64_t seed)
   } asked[] = {{f.train, &g.train_mask, "train"}, {f.val, &g.val_mask, "validation"}, {f.test, &g.test_mask, "test"}};
   for (const auto& a : asked)
     if (a.fraction > 0 && std::none_of(a.mask->begin(), a.mask->end(), [](std::uint8_t m) { return m != 0; }))
-      throw InputError("--split", "the " + std::string(a.name) + " split of " + std::to_string(entries.size()) +
+      throw InputError("SplitFractions", "the " + std::string(a.name) + " split of " + std::to_string(entries.size()) +
                                       " labelled nodes is empty (each class's share rounds to 0 nodes): more "
                                       "labelled nodes or a larger fraction");
 }

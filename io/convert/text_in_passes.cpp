@@ -119,7 +119,7 @@ void emit_rows(const SpillBuckets& rows_edges, const std::vector<index_t>& start
 
 void check_passes(int passes, const std::string& scratch_dir) {
   if (passes < 1) throw InputError("passes", "must be at least 1");
-  if (scratch_dir.empty()) throw InputError("--scratch", "a scratch directory is needed to convert in passes");
+  if (scratch_dir.empty()) throw InputError("read_edge_list_in_passes(scratch_dir)", "a scratch directory is needed to convert in passes");
 }
 
 constexpr double kRoundBytes = 3 * 12.0 * (1 << 20);  // spilled runs in memory
@@ -135,7 +135,7 @@ double convert_memory_bytes(std::uint64_t lines, index_t num_nodes, index_t feat
 
 std::uint64_t text_graph_lines(const std::string& path) {
   if (text::is_gzip_file(path))
-    throw InputError(path, "a gzip file cannot be split into passes: decompress it, or convert without --scratch");
+    throw InputError(path, "a gzip file cannot be split into passes: decompress it, or convert without read_edge_list_in_passes(scratch_dir)");
   return static_cast<std::uint64_t>(
       std::max<std::int64_t>(1, text::count_newlines(path, 0, std::numeric_limits<std::uint64_t>::max())));
 }
@@ -145,17 +145,17 @@ int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t fe
   const double variable = convert_memory_bytes(lines, num_nodes, feature_width, symmetrize, 1) - kRoundBytes;
   const double room = static_cast<double>(budget) - kRoundBytes;
   if (room <= 0 || variable / room > 1e6)
-    throw InputError("--memory-per-rank", "too small to convert in passes: every pass holds about 36 MiB of spilled "
+    throw InputError("convert_passes_for_budget(budget)", "too small to convert in passes: every pass holds about 36 MiB of spilled "
                                           "runs plus its share of the edges");
   return static_cast<int>(std::max(1.0, std::ceil(variable / room)));
 }
 
 void read_edge_list_in_passes(const std::string& path, const EdgeListOptions& opt, int passes,
                               const std::string& scratch_dir, const GraphRowsSink& sink) {
-  if (opt.node_ids != nullptr) throw InputError("--nodes", "a node file is read whole: convert with --nodes without passes");
-  if (opt.base != 0 && opt.base != 1) throw InputError("--base", "must be 0 or 1, got " + std::to_string(opt.base));
-  if (opt.num_nodes < 0) throw InputError("--num-nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
-  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+  if (opt.node_ids != nullptr) throw InputError("EdgeListOptions.node_ids", "a node file is read whole: convert with EdgeListOptions.node_ids without passes");
+  if (opt.base != 0 && opt.base != 1) throw InputError("EdgeListOptions.base", "must be 0 or 1, got " + std::to_string(opt.base));
+  if (opt.num_nodes < 0) throw InputError("EdgeListOptions.num_nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
+  if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));
   check_passes(passes, scratch_dir);
   const index_t round = exchange_round_entries();
   const int k_passes = passes;
@@ -289,7 +289,7 @@ void read_edge_list_in_passes(const std::string& path, const EdgeListOptions& op
 
 void read_matrix_market_in_passes(const std::string& path, const EdgeListOptions& opt, int passes,
                                   const std::string& scratch_dir, const GraphRowsSink& sink) {
-  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+  if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));
   check_passes(passes, scratch_dir);
   const index_t round = exchange_round_entries();
   mtx::Header h;

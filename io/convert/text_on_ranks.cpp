@@ -175,10 +175,10 @@ std::vector<build::Edge> move_edges(const Ranks& ranks, std::vector<build::Edge>
 GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOptions& opt, Communicator& comm) {
   const Ranks ranks(comm);
   if (opt.node_ids != nullptr)
-    throw InputError("--nodes", "a node file is read on one rank: convert with --nodes on one rank");
-  if (opt.base != 0 && opt.base != 1) throw InputError("--base", "must be 0 or 1, got " + std::to_string(opt.base));
-  if (opt.num_nodes < 0) throw InputError("--num-nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
-  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+    throw InputError("EdgeListOptions.node_ids", "a node file is read on one rank: convert with EdgeListOptions.node_ids on one rank");
+  if (opt.base != 0 && opt.base != 1) throw InputError("EdgeListOptions.base", "must be 0 or 1, got " + std::to_string(opt.base));
+  if (opt.num_nodes < 0) throw InputError("EdgeListOptions.num_nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
+  if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));
   const index_t round = exchange_round_entries();
   ParsedLines lines = text::parse_edge_lines(path, opt, rank_lines(path, ranks, 0, 0));
   const std::size_t columns = agree_on_columns(path, lines, ranks);
@@ -209,7 +209,7 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
 
 GraphSlice read_matrix_market_on_ranks(const std::string& path, const EdgeListOptions& opt, Communicator& comm) {
   const Ranks ranks(comm);
-  if (opt.classes < 1) throw InputError("--classes", "must be at least 1, got " + std::to_string(opt.classes));
+  if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));
   const index_t round = exchange_round_entries();
   // Rank 0 reads the header and the size line; every rank learns them and where the entries start.
   struct Shared {

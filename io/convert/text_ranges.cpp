@@ -40,7 +40,7 @@ ParsedLines parse_edge_lines(const std::string& path, const EdgeListOptions& opt
       if (id < opt.base) in.fail("node id " + std::to_string(id) + " is below the first id " + std::to_string(opt.base));
       *ends[k] = id - opt.base;
       if (dense && *ends[k] >= opt.num_nodes)
-        in.fail("node id " + std::to_string(id) + " out of range: --num-nodes " + std::to_string(opt.num_nodes) +
+        in.fail("node id " + std::to_string(id) + " out of range: EdgeListOptions.num_nodes " + std::to_string(opt.num_nodes) +
                 " allows ids " + std::to_string(opt.base) + ".." + std::to_string(opt.num_nodes - 1 + opt.base));
     }
     if (out.columns == 3) e.w = parse_float(in, f[2], "edge weight");

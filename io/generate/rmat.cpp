@@ -280,21 +280,21 @@ void build_adjacency(const RmatOptions& opt, index_t N, index_t M, GraphData& g)
 }
 
 void check_options(const RmatOptions& opt) {
-  if (opt.scale < 1 || opt.scale > 36) throw InputError("--scale", "must be in 1..36, got " + std::to_string(opt.scale));
-  if (opt.edge_factor < 1) throw InputError("--edge-factor", "must be at least 1, got " + std::to_string(opt.edge_factor));
-  if (opt.features < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(opt.features));
-  if (opt.classes < 2) throw InputError("--classes", "must be at least 2, got " + std::to_string(opt.classes));
+  if (opt.scale < 1 || opt.scale > 36) throw InputError("RmatOptions.scale", "must be in 1..36, got " + std::to_string(opt.scale));
+  if (opt.edge_factor < 1) throw InputError("RmatOptions.edge_factor", "must be at least 1, got " + std::to_string(opt.edge_factor));
+  if (opt.features < 1) throw InputError("RmatOptions.features", "must be at least 1, got " + std::to_string(opt.features));
+  if (opt.classes < 2) throw InputError("RmatOptions.classes", "must be at least 2, got " + std::to_string(opt.classes));
   const auto prob_ok = [](double p) { return p >= 0.0 && p <= 1.0; };  // false for NaN
-  if (!prob_ok(opt.a)) throw InputError("--rmat-a", "must be a probability in [0, 1]");
-  if (!prob_ok(opt.b)) throw InputError("--rmat-b", "must be a probability in [0, 1]");
-  if (!prob_ok(opt.c)) throw InputError("--rmat-c", "must be a probability in [0, 1]");
-  if (opt.a + opt.b + opt.c > 1.0 + 1e-12) throw InputError("--rmat-c", "a + b + c must not exceed 1 (d = 1 - a - b - c)");
+  if (!prob_ok(opt.a)) throw InputError("RmatOptions.a", "must be a probability in [0, 1]");
+  if (!prob_ok(opt.b)) throw InputError("RmatOptions.b", "must be a probability in [0, 1]");
+  if (!prob_ok(opt.c)) throw InputError("RmatOptions.c", "must be a probability in [0, 1]");
+  if (opt.a + opt.b + opt.c > 1.0 + 1e-12) throw InputError("RmatOptions.c", "a + b + c must not exceed 1 (d = 1 - a - b - c)");
   // 2 * edge_factor * 2^scale directed entries and 2^scale * features floats must be addressable.
   constexpr index_t kLimit = std::numeric_limits<index_t>::max() / 8;
   if (static_cast<index_t>(opt.edge_factor) > (kLimit >> opt.scale)) {
-    throw InputError("--edge-factor", "edge_factor * 2^scale is too large");
+    throw InputError("RmatOptions.edge_factor", "edge_factor * 2^scale is too large");
   }
-  if (opt.features > (kLimit >> opt.scale)) throw InputError("--feature-width", "features * 2^scale is too large");
+  if (opt.features > (kLimit >> opt.scale)) throw InputError("RmatOptions.features", "features * 2^scale is too large");
 }
 
 }  // namespace
@@ -305,7 +305,7 @@ GraphData generate_rmat(const RmatOptions& opt) {
   const index_t M = static_cast<index_t>(opt.edge_factor) << opt.scale;
   // Both directions of every edge as 8-byte keys while generating, at most as many stored.
   build::require_generated_memory(N, 2.0 * static_cast<double>(M), opt.features, 16.0 * static_cast<double>(M),
-                                  {"--scale", "--scale", "--feature-width"});
+                                  {"RmatOptions.scale", "RmatOptions.scale", "RmatOptions.features"});
   const index_t F = opt.features;
   const std::uint32_t C = static_cast<std::uint32_t>(opt.classes);
 
@@ -350,7 +350,7 @@ GraphData generate_rmat(const RmatOptions& opt) {
     const auto cls = static_cast<index_t>(g.labels[static_cast<std::size_t>(i)]);
     for (index_t t = 0; t < per_class; ++t) row[(cls * per_class + t) % F] += kClassShift;
   }
-  build::require_every_split(g, {"--scale", "--scale", "--scale", "raise --scale: the split is 60/20/20"});
+  build::require_every_split(g, {"RmatOptions.scale", "RmatOptions.scale", "RmatOptions.scale", "raise RmatOptions.scale: the split is 60/20/20"});
   validate(g, "rmat");
   return g;
 }

@@ -43,21 +43,21 @@ std::uint64_t below64(std::uint64_t w, std::uint64_t n) {
 
 void check_options(const SbmOptions& o) {
   if (o.nodes < 1 || o.nodes > (index_t{1} << 36))
-    throw InputError("--nodes", "must be in 1..2^36, got " + std::to_string(o.nodes));
-  if (o.classes < 1 || o.classes > 1000000) throw InputError("--classes", "must be in 1..1000000, got " + std::to_string(o.classes));
+    throw InputError("SbmOptions.nodes", "must be in 1..2^36, got " + std::to_string(o.nodes));
+  if (o.classes < 1 || o.classes > 1000000) throw InputError("SbmOptions.classes", "must be in 1..1000000, got " + std::to_string(o.classes));
   if (o.classes > o.nodes)  // a planted class without a node
-    throw InputError("--classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
-  if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("--avg-degree", "must be in [0, 100000]");
-  if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("--homophily", "must be in [0, 1]");
-  if (o.features < 1) throw InputError("--feature-width", "must be at least 1, got " + std::to_string(o.features));
-  if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("--feature-width", "nodes x features is too large");
-  if (!(o.feature_signal >= 0 && o.feature_signal <= 1e6)) throw InputError("--feature-signal", "must be in [0, 1e6]");
+    throw InputError("SbmOptions.classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
+  if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("SbmOptions.avg_degree", "must be in [0, 100000]");
+  if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("SbmOptions.homophily", "must be in [0, 1]");
+  if (o.features < 1) throw InputError("SbmOptions.features", "must be at least 1, got " + std::to_string(o.features));
+  if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("SbmOptions.features", "nodes x features is too large");
+  if (!(o.feature_signal >= 0 && o.feature_signal <= 1e6)) throw InputError("SbmOptions.feature_signal", "must be in [0, 1e6]");
   // A graph nobody can train on is refused here rather than by every `plexus train` later.
-  if (!(o.train_fraction > 0 && o.train_fraction <= 1)) throw InputError("--train-fraction", "must be in (0, 1]");
+  if (!(o.train_fraction > 0 && o.train_fraction <= 1)) throw InputError("SbmOptions.train_fraction", "must be in (0, 1]");
   if (!(o.val_fraction >= 0 && o.val_fraction <= 1 - o.train_fraction + 1e-12))
-    throw InputError("--val-fraction", "must be in [0, 1 - train fraction]");
+    throw InputError("SbmOptions.val_fraction", "must be in [0, 1 - train fraction]");
   if (o.avg_degree * static_cast<double>(o.nodes) > static_cast<double>(index_t{1} << 36))
-    throw InputError("--avg-degree", "nodes x avg_degree is too large");
+    throw InputError("SbmOptions.avg_degree", "nodes x avg_degree is too large");
 }
 
 std::uint32_t threshold32(double p) {
@@ -75,7 +75,7 @@ GraphData generate_sbm(const SbmOptions& o) {
   const double entries = o.avg_degree * static_cast<double>(o.nodes);
   build::require_generated_memory(o.nodes, entries, o.features,
                                   entries * sizeof(build::Edge) + 16.0 * static_cast<double>(o.nodes),
-                                  {"--nodes", "--avg-degree", "--feature-width"});
+                                  {"SbmOptions.nodes", "SbmOptions.avg_degree", "SbmOptions.features"});
   const index_t n = o.nodes;
   const auto C = static_cast<std::uint64_t>(o.classes);
   const index_t F = o.features;
@@ -179,8 +179,8 @@ GraphData generate_sbm(const SbmOptions& o) {
       for (index_t t = 0; t < 4 && j + t < F; ++t) row[j + t] = signal * mu[j + t] + z[t];
     }
   }
-  build::require_every_split(g, {"--train-fraction", "--val-fraction", "--train-fraction",
-                                 "raise --nodes, or the split's fraction: test gets 1 - train - val"});
+  build::require_every_split(g, {"SbmOptions.train_fraction", "SbmOptions.val_fraction", "SbmOptions.train_fraction",
+                                 "raise SbmOptions.nodes, or the split's fraction: test gets 1 - train - val"});
   validate(g, "sbm");
   return g;
 }

@@ -171,7 +171,7 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
 }
 
 void make_checkpoint_dir(const std::string& dir) {
-  if (dir.empty()) throw InputError("--checkpoint-dir", "is empty");
+  if (dir.empty()) throw InputError("make_checkpoint_dir(dir)", "is empty");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw InputError(dir, "cannot create the checkpoint directory: " + ec.message());

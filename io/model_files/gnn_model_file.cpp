@@ -260,10 +260,10 @@ ModelState read_gnn_model_h5(const std::string& path, const std::vector<index_t>
   const auto want_layers = static_cast<std::int64_t>(dims.size()) - 1;
   if (info.config.layers != want_layers)
     r.fail("attribute layers", "the model has " + std::to_string(info.config.layers) + " layers, this run " +
-                                   std::to_string(want_layers) + " (--layers)");
+                                   std::to_string(want_layers) + " (TrainConfig.layers)");
   if (info.dims != dims)
     r.fail("dims", "the model's widths are " + dims_str(info.dims) + ", this run's " + dims_str(dims) +
-                       " (features, --hidden ..., classes)");
+                       " (features, TrainConfig.hidden ..., classes)");
   ModelState s;
   s.epochs_done = info.epochs_done;
   s.best = info.best;

@@ -458,14 +458,14 @@ void check_resumable(const GptCheckpoint& c, const GptTrainConfig& now, const st
                                  " (a resumed run keeps the options of the run it continues)");
   };
   const GptConfig& m = c.model.config;
-  differs("--layers", std::to_string(m.layers), std::to_string(now.model.layers));
-  differs("--heads", std::to_string(m.heads), std::to_string(now.model.heads));
-  differs("--embed", std::to_string(m.embed), std::to_string(now.model.embed));
-  differs("--block", std::to_string(m.block), std::to_string(now.model.block));
-  differs("--vocab", std::to_string(m.vocab), std::to_string(now.model.vocab));
-  differs("--untie", m.tied ? "off" : "on", now.model.tied ? "off" : "on");
-  differs("--seed", std::to_string(c.options.seed), std::to_string(now.seed));
-  differs("--precision", precision_name(c.options.precision), precision_name(now.precision));
+  differs("GptConfig.layers", std::to_string(m.layers), std::to_string(now.model.layers));
+  differs("GptConfig.heads", std::to_string(m.heads), std::to_string(now.model.heads));
+  differs("GptConfig.embed", std::to_string(m.embed), std::to_string(now.model.embed));
+  differs("GptConfig.block", std::to_string(m.block), std::to_string(now.model.block));
+  differs("GptConfig.vocab", std::to_string(m.vocab), std::to_string(now.model.vocab));
+  differs("GptConfig.tied", m.tied ? "true" : "false", now.model.tied ? "true" : "false");
+  differs("GptTrainConfig.seed", std::to_string(c.options.seed), std::to_string(now.seed));
+  differs("GptTrainConfig.precision", precision_name(c.options.precision), precision_name(now.precision));
   const std::vector<StoredOption> was = stored_options(c.options), is = stored_options(now);
   for (std::size_t k = 0; k < was.size(); ++k) {
     // Stored as double: compared (and shown) as the float or integer the run uses.

@@ -1,8 +1,9 @@
 // `plexus`: train GCNs on large graphs, generate and convert datasets.
 //
 // Errors caused by input (files, options) print one line `plexus: error: <where>: <what>`
-// and exit with code 2; under MPI the failing rank aborts every rank so none hangs, and an
-// error every rank meets is printed once (src/cli/abort_job.cpp).
+// (the library's names of what its user set, printed as the options that set them:
+// src/cli/option_names.hpp) and exit with code 2; under MPI the failing rank aborts every rank
+// so none hangs, and an error every rank meets is printed once (src/cli/abort_job.cpp).
 #include <mpi.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +20,7 @@
 #include "src/cli/abort_job.hpp"
 #include "src/cli/command_line_help.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/option_names.hpp"
 #include "src/cli/same_command_line.hpp"
 #include "src/cli/strict_options.hpp"
 
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     fail(2, "command line: " + plexus::cli::explain_parse_error(app, argc, argv, e));
   } catch (const plexus::InputError& e) {
-    fail(2, e.message());
+    fail(2, plexus::cli::cli_message(e));  // the library's names as this program's options
   } catch (const std::bad_alloc&) {
     fail(1, "out of memory");
   } catch (const std::exception& e) {

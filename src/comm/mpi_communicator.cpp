@@ -361,7 +361,7 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp, MPI_
   MPI_Comm_rank(comm, &rank);
   const int ranks = grid_ranks(shape, dp);
   if (ranks != world_size)
-    throw InputError("--grid", (dp > 1 ? std::to_string(dp) + " replicas of " : std::string()) + shape.str() +
+    throw InputError("GridShape", (dp > 1 ? std::to_string(dp) + " replicas of " : std::string()) + shape.str() +
                                    " have " + std::to_string(ranks) + " ranks but " +
                                    std::to_string(world_size) + " were started");
   const int t = rank % shape.size(), d = rank / shape.size();
@@ -407,7 +407,7 @@ std::unique_ptr<ProcessGrid> ProcessGrid::create(GridShape shape, int dp) {
   MPI_Initialized(&initialized);
   if (initialized) return from_mpi(shape, dp);
   if (ranks != 1)
-    throw InputError("--grid", shape.str() + (dp > 1 ? " times --dp " + std::to_string(dp) : std::string()) +
+    throw InputError("GridShape", shape.str() + (dp > 1 ? " times ProcessGrid::create(dp) " + std::to_string(dp) : std::string()) +
                                    " needs " + std::to_string(ranks) + " ranks: start plexus with mpirun -np " +
                                    std::to_string(ranks));
   return single();

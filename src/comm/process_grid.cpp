@@ -22,23 +22,23 @@ GridShape parse_grid(const std::string& text) {
   for (int k = 0; k < 3; ++k) {
     auto [next, ec] = std::from_chars(p, end, *dims[k]);
     if (ec != std::errc() || *dims[k] < 1 || (k < 2 && (next == end || *next != 'x')) || (k == 2 && next != end))
-      throw InputError("--grid", "expected XxYxZ with positive integers (e.g. 2x2x2), got '" + text + "'");
+      throw InputError("GridShape", "expected XxYxZ with positive integers (e.g. 2x2x2), got '" + text + "'");
     p = next + 1;
   }
   // The product is checked (3x3x954437177 must not wrap to one rank) and bounded: tables per
   // rank or per block (plan, inspect, METIS parts) must stay small.
-  const std::int64_t ranks = checked_product({g.x, g.y, g.z}, "--grid", "the rank count of " + text);
+  const std::int64_t ranks = checked_product({g.x, g.y, g.z}, "GridShape", "the rank count of " + text);
   if (ranks > kMaxGridRanks)
-    throw InputError("--grid", text + " has " + std::to_string(ranks) + " ranks, more than the " +
+    throw InputError("GridShape", text + " has " + std::to_string(ranks) + " ranks, more than the " +
                                    std::to_string(kMaxGridRanks) + " a grid may have");
   return g;
 }
 
 int grid_ranks(GridShape shape, int dp) {
-  if (dp < 1) throw InputError("--dp", "must be at least 1");
-  const std::int64_t ranks = checked_mul(dp, shape.size(), "--dp", "the rank count of the replicas");
+  if (dp < 1) throw InputError("grid_ranks(dp)", "must be at least 1");
+  const std::int64_t ranks = checked_mul(dp, shape.size(), "grid_ranks(dp)", "the rank count of the replicas");
   if (ranks > kMaxGridRanks)
-    throw InputError("--dp", std::to_string(dp) + " replicas of " + shape.str() + " have " + std::to_string(ranks) +
+    throw InputError("grid_ranks(dp)", std::to_string(dp) + " replicas of " + shape.str() + " have " + std::to_string(ranks) +
                                  " ranks, more than the " + std::to_string(kMaxGridRanks) + " a grid may have");
   return static_cast<int>(ranks);
 }

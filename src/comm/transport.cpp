@@ -10,7 +10,7 @@ const char* transport_name(Transport t) { return t == Transport::Nccl ? "nccl" :
 Transport parse_transport(const std::string& s) {
   if (s == "mpi") return Transport::Mpi;
   if (s == "nccl") return Transport::Nccl;
-  throw InputError("--transport", "expected mpi or nccl, got '" + s + "'");
+  throw InputError("parse_transport(s)", "expected mpi or nccl, got '" + s + "'");
 }
 
 }  // namespace plexus

@@ -8,6 +8,6 @@ namespace plexus {
 
 enum class Transport { Mpi, Nccl };
 const char* transport_name(Transport t);          // "mpi", "nccl"
-Transport parse_transport(const std::string& s);  // throws InputError("--transport", ...)
+Transport parse_transport(const std::string& s);  // throws InputError("parse_transport(s)", ...)
 
 }  // namespace plexus

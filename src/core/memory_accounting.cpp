@@ -24,7 +24,7 @@ const char* memory_kind_name(MemoryKind k) {
 void Backend::account_buffer(MemoryKind k, std::size_t bytes) {
   // live_bytes_ counts every allocation of the backend (Buffers and its own workspaces).
   if (limit_bytes_ && live_bytes_ + bytes > limit_bytes_)
-    throw InputError("--memory-per-rank", human_bytes(bytes) + " of " + label_ + " (" + memory_kind_name(k) +
+    throw InputError("Backend::set_memory_limit(bytes)", human_bytes(bytes) + " of " + label_ + " (" + memory_kind_name(k) +
                                               ") does not fit: " + human_bytes(live_bytes_) + " of " +
                                               human_bytes(limit_bytes_) + " are in use");
   auto& live = kind_live_[static_cast<int>(k)];

@@ -152,7 +152,7 @@ bool fits_memory(double bytes) {
 void require_memory(double bytes, const std::string& where, const std::string& what, const std::string& how) {
   if (fits_memory(bytes)) return;
   const MemoryBudget b = memory_budget();
-  throw InputError(b.from_option ? "--memory-per-rank" : where,
+  throw InputError(b.from_option ? "MemoryBudget.bytes" : where,
                    what + " needs " + human_bytes(bytes) + (how.empty() ? "" : " (" + how + ")") +
                        " and does not fit: " + human_bytes(static_cast<double>(b.bytes)) +
                        (b.from_option ? " per rank" : " available per rank"));

@@ -13,15 +13,15 @@ namespace plexus {
 
 namespace {
 
-std::string flag_name(const std::string& option) { return "--" + option; }
+std::string option_name(const std::string& option) { return "GnnSpec." + option; }
 
-// "--<option>: only with --model <kind>" (or "<kind> or <kind>" where several kinds have it).
+// "GnnSpec.<option>: only with GnnSpec.kind <kind>" (or "<kind> or <kind>" where several kinds have it).
 [[noreturn]] void not_of_this_kind(const std::string& option) {
   const std::vector<std::string> kinds = kinds_with_option(option);
   if (kinds.empty()) throw std::invalid_argument("GnnSpec: no GNN kind has an option '" + option + "'");
   std::string with;
   for (const std::string& k : kinds) with += (with.empty() ? "" : " or ") + k;
-  throw InputError(flag_name(option), "only with --model " + with);
+  throw InputError(option_name(option), "only with GnnSpec.kind " + with);
 }
 
 // The shortest text that reads back as the float `v`.
@@ -43,9 +43,9 @@ std::string joined(const std::vector<std::string>& words) {
   return s;
 }
 
-// `v` checked and converted to the option's type; InputError("--<name>", ...) when it cannot be.
+// `v` checked and converted to the option's type; InputError("GnnSpec.<name>", ...) when it cannot be.
 GnnOptionValue checked(const GnnOptionInfo& o, const GnnOptionValue& v) {
-  const std::string where = flag_name(o.name);
+  const std::string where = option_name(o.name);
   switch (o.type) {
     case GnnOptionType::Flag:
       if (!std::holds_alternative<bool>(v)) throw InputError(where, "is a flag: on or off");
@@ -117,7 +117,7 @@ GnnSpec::GnnSpec() : GnnSpec(kind_specs().front()->info.name) {}
 GnnSpec::GnnSpec(const std::string& kind) {
   for (const GnnKindInfo& k : gnn_kinds())
     if (k.name == kind) info_ = &k;
-  if (info_ == nullptr) throw InputError("--model", "'" + kind + "' is not one of " + gnn_kind_names());
+  if (info_ == nullptr) throw InputError("GnnSpec.kind", "'" + kind + "' is not one of " + gnn_kind_names());
   kind_ = kind;
   for (const GnnOptionInfo& o : info_->options) values_.push_back(o.default_value);
 }
@@ -143,7 +143,7 @@ GnnSpec& GnnSpec::set_text(const std::string& option, const std::string& text) {
   }
   if (k == info_->options.size()) not_of_this_kind(option);
   const GnnOptionInfo& o = info_->options[k];
-  const std::string where = flag_name(option);
+  const std::string where = option_name(option);
   const char* begin = text.data();
   const char* end = text.data() + text.size();
   switch (o.type) {

@@ -14,11 +14,11 @@ namespace plexus {
 std::vector<std::int32_t> sample_gpt(const GptConfig& cfg, const GptWeights& weights,
                                      const std::vector<std::int32_t>& prompt, int tokens, float temperature,
                                      int top_k, std::uint64_t seed, Backend& backend) {
-  if (tokens < 0) throw InputError("--tokens", "must be at least 0");
-  if (!(temperature > 0.0f) || !std::isfinite(temperature)) throw InputError("--temperature", "must be positive");
-  if (top_k < 0) throw InputError("--top-k", "must be at least 0");
+  if (tokens < 0) throw InputError("sample_gpt(tokens)", "must be at least 0");
+  if (!(temperature > 0.0f) || !std::isfinite(temperature)) throw InputError("sample_gpt(temperature)", "must be positive");
+  if (top_k < 0) throw InputError("sample_gpt(top_k)", "must be at least 0");
   for (const std::int32_t t : prompt)
-    if (t < 0 || t >= cfg.vocab) throw InputError("--prompt", "token " + std::to_string(t) + " is not in the vocabulary");
+    if (t < 0 || t >= cfg.vocab) throw InputError("sample_gpt(prompt)", "token " + std::to_string(t) + " is not in the vocabulary");
   auto grid = ProcessGrid::single();
   GptModel model(backend, *grid, cfg, /*batch=*/1);
   model.load_weights(weights);

@@ -66,7 +66,7 @@ GridChoice choose_gnn_grid(const GraphData& graph, const TrainConfig& cfg, int r
 GridChoice choose_gpt_grid(const GptTrainConfig& cfg, int ranks, int dp) {
   require_ranks(ranks);
   if (dp < 1 || ranks % dp != 0)
-    throw InputError("--dp", std::to_string(dp) + " replicas need a multiple of " + std::to_string(dp) + " ranks; " +
+    throw InputError("choose_gpt_grid(dp)", std::to_string(dp) + " replicas need a multiple of " + std::to_string(dp) + " ranks; " +
                                  std::to_string(ranks) + (ranks == 1 ? " was" : " were") + " started");
   if (ranks == dp) return {GridShape{}, ""};
   const MachineModel m = this_machine();
@@ -96,7 +96,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int 
   if (name == "cpu") return make_cpu_backend(threads);
   if (name == "reference") return make_reference_backend();
   if (name == "cuda") {
-    if (!cuda_available()) throw InputError("--backend", "cuda requested but no CUDA device is available");
+    if (!cuda_available()) throw InputError("make_backend(name)", "cuda requested but no CUDA device is available");
     return make_cuda_backend(gpu);
   }
   return cuda_available() ? make_cuda_backend(gpu) : make_cpu_backend(threads);

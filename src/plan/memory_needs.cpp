@@ -70,7 +70,7 @@ void check_gnn_memory(const std::string& path, const TrainConfig& cfg, GridShape
   const std::string& multiple = kind_spec(cfg.model).hidden_multiple_of;
   const index_t narrowest = multiple.empty() ? 1 : cfg.model.integer(multiple);
   const std::string where = driver(
-      {{"--hidden", tensors(narrowest, cfg.layers) + host}, {"--layers", tensors(cfg.hidden, 1) + host}}, path);
+      {{"TrainConfig.hidden", tensors(narrowest, cfg.layers) + host}, {"TrainConfig.layers", tensors(cfg.hidden, 1) + host}}, path);
   require_memory(bytes, where, inference ? "inference" : "training",
                  "largest rank of grid " + grid.str() + ": " + human_bytes(device) +
                      " of tensors (plexus plan's MB/rank) + " + human_bytes(host) + " of the graph on the host (" +
@@ -78,7 +78,7 @@ void check_gnn_memory(const std::string& path, const TrainConfig& cfg, GridShape
                                     "once, and each rank then reads only its shards"
                                   : "this rank's shards of the file") +
                      "); " + str(info.num_nodes) + " nodes, " + str(info.nnz) + " edges, " + str(info.num_features) +
-                     " features, " + str(info.num_classes) + " classes, --hidden " + str(cfg.hidden) + ", --layers " +
+                     " features, " + str(info.num_classes) + " classes, TrainConfig.hidden " + str(cfg.hidden) + ", TrainConfig.layers " +
                      str(cfg.layers));
 }
 
@@ -96,10 +96,10 @@ void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const s
   const GptConfig& m = cfg.model;
   // Products the model's own index arithmetic takes (tokens x width, the embedding table, the
   // attention scores, the MLP), checked before it runs.
-  checked_product({cfg.batch, m.block, m.embed}, "--batch", "--batch x --block x --embed");
-  checked_product({m.vocab, m.embed, 4}, vocab_from, "vocabulary x --embed");
-  checked_product({4, m.embed, m.embed, m.layers}, "--embed", "4 x --embed^2 x --layers");
-  checked_product({cfg.batch, m.heads, m.block, m.block}, "--block", "--batch x --heads x --block^2");
+  checked_product({cfg.batch, m.block, m.embed}, "GptTrainConfig.batch", "GptTrainConfig.batch x GptConfig.block x GptConfig.embed");
+  checked_product({m.vocab, m.embed, 4}, vocab_from, "vocabulary x GptConfig.embed");
+  checked_product({4, m.embed, m.embed, m.layers}, "GptConfig.embed", "4 x GptConfig.embed^2 x GptConfig.layers");
+  checked_product({cfg.batch, m.heads, m.block, m.block}, "GptConfig.block", "GptTrainConfig.batch x GptConfig.heads x GptConfig.block^2");
   const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi, cfg.dropout};
   const auto need = [&](const std::function<void(GptConfig&, index_t&)>& smallest) {
     GptConfig c = m;
@@ -110,16 +110,16 @@ void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const s
   const double bytes = need({});
   if (fits_memory(bytes)) return;
   const std::string where =
-      driver({{"--batch", need([](GptConfig&, index_t& b) { b = 1; })},
-              {"--block", need([](GptConfig& c, index_t&) { c.block = 1; })},
-              {"--embed", need([](GptConfig& c, index_t&) { c.embed = c.heads; })},
-              {"--layers", need([](GptConfig& c, index_t&) { c.layers = 1; })},
+      driver({{"GptTrainConfig.batch", need([](GptConfig&, index_t& b) { b = 1; })},
+              {"GptConfig.block", need([](GptConfig& c, index_t&) { c.block = 1; })},
+              {"GptConfig.embed", need([](GptConfig& c, index_t&) { c.embed = c.heads; })},
+              {"GptConfig.layers", need([](GptConfig& c, index_t&) { c.layers = 1; })},
               {vocab_from, need([](GptConfig& c, index_t&) { c.vocab = 1; })}},
-             "--grid");
+             "GridShape");
   require_memory(bytes, where, "training",
                  "largest rank of " + str(dp) + " x grid " + grid.str() + ", ZeRO-" + str(cfg.zero_stage) +
-                     ": --layers " + str(m.layers) + ", --embed " + str(m.embed) + ", --block " + str(m.block) +
-                     ", --batch " + str(cfg.batch) + ", vocabulary " + str(m.vocab) +
+                     ": GptConfig.layers " + str(m.layers) + ", GptConfig.embed " + str(m.embed) + ", GptConfig.block " + str(m.block) +
+                     ", GptTrainConfig.batch " + str(cfg.batch) + ", vocabulary " + str(m.vocab) +
                      "; model of docs/data-parallel.md");
 }
 

@@ -99,7 +99,7 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
     for (std::size_t c = 0; c < classes; ++c) class_w[c] = count[c] > 0 ? total / (present * count[c]) : 0.0;
   } else if (class_weighted) {
     if (weights->class_weights.size() != classes)
-      throw InputError("--class-weights", std::to_string(weights->class_weights.size()) + " weights for " +
+      throw InputError("TrainConfig.class_weights", std::to_string(weights->class_weights.size()) + " weights for " +
                                               std::to_string(classes) + " classes");
     class_w.assign(weights->class_weights.begin(), weights->class_weights.end());
   }
@@ -112,7 +112,7 @@ DistLoss::DistLoss(Backend& be, ProcessGrid& grid, const LayerGeometry& last, co
       if (masks[static_cast<std::size_t>(s)][r]) sums[s] += u[r];
   sum_over_rows(sums, 2);
   if (shards.split_sizes[0] > 0 && !(sums[0] > 0))
-    throw InputError(class_weighted ? "--class-weights" : "node weights",
+    throw InputError(class_weighted ? "TrainConfig.class_weights" : "node weights",
                      "the training nodes' loss weights sum to 0: nothing would be trained");
   const auto split_weights = [&](std::size_t s) {
     if (!(sums[s] > 0)) return mask_weights(masks[s], shards.split_sizes[s]);  // weightless: the plain mean

@@ -267,7 +267,7 @@ GnnTrainer::GnnTrainer(GnnShards shards, const TrainConfig& cfg, Backend& backen
   backend.reset_peak();
   impl_ = std::make_unique<Impl>(shards, cfg, backend, grid);
   if (cfg.patience > 0 && !impl_->task->validates())
-    throw InputError("--patience", "early stopping needs validation nodes (the validation mask is empty)");
+    throw InputError("TrainConfig.patience", "early stopping needs validation nodes (the validation mask is empty)");
 }
 
 namespace {
@@ -367,7 +367,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   m.compute_seconds_max = most[4];
   // Without validation nodes there is no validation loss to check (it is NaN: not evaluated).
   require_finite_loss(m.loss + (t.task->validates() ? m.val_loss : 0.0), t.grid, "epoch " + std::to_string(epoch + 1),
-                      "check the features' scale or lower --lr");
+                      "check the features' scale or lower TrainConfig.lr");
   BestEpoch& b = t.best;
   t.weights_epoch = m.epoch;
   if (t.task->better(e, b)) {
@@ -555,7 +555,7 @@ void GnnTrainer::load(const std::string& path) {
   const GnnModelInfo info = read_gnn_model_info_h5(path);
   if (info.config.model.kind() != t.cfg.model.kind())
     throw InputError(path, "is a " + info.config.model.kind() + " model, this one is a " + t.cfg.model.kind() +
-                               " (--model)");
+                               " (TrainConfig.model)");
   ModelState s = read_gnn_model_h5(path, t.dims(), parameter_shapes(param_places(t.model)));
   try {
     set_state(s);
@@ -578,32 +578,32 @@ void GnnTrainer::resume(const std::string& path) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   };
-  differs("--model", was.model.kind(), now.model.kind());
+  differs("TrainConfig.model", was.model.kind(), now.model.kind());
   for (const GnnOptionInfo& option : now.model.info().options)
-    differs(("--" + option.name).c_str(), was.model.text(option.name), now.model.text(option.name));
-  differs("--layers", std::to_string(was.layers), std::to_string(now.layers));
-  differs("--hidden", std::to_string(was.hidden), std::to_string(now.hidden));
-  differs("--lr", f(was.lr), f(now.lr));
-  differs("--weight-decay", f(was.weight_decay), f(now.weight_decay));
-  differs("--adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
-  differs("--dropout", f(was.dropout), f(now.dropout));
-  differs("--seed", std::to_string(was.seed), std::to_string(now.seed));
+    differs(("GnnSpec." + option.name).c_str(), was.model.text(option.name), now.model.text(option.name));
+  differs("TrainConfig.layers", std::to_string(was.layers), std::to_string(now.layers));
+  differs("TrainConfig.hidden", std::to_string(was.hidden), std::to_string(now.hidden));
+  differs("TrainConfig.lr", f(was.lr), f(now.lr));
+  differs("TrainConfig.weight_decay", f(was.weight_decay), f(now.weight_decay));
+  differs("TrainConfig.adamw", was.adamw ? "on" : "off", now.adamw ? "on" : "off");
+  differs("TrainConfig.dropout", f(was.dropout), f(now.dropout));
+  differs("TrainConfig.seed", std::to_string(was.seed), std::to_string(now.seed));
   const auto weights_text = [](const TrainConfig& c) {
     const std::string text = class_weights_text(c);
     return text.empty() ? std::string("none") : text;
   };
-  differs("--class-weights", weights_text(was), weights_text(now));
-  differs("--select-by", selection_name(was.select_by), selection_name(now.select_by));
+  differs("TrainConfig.class_weights", weights_text(was), weights_text(now));
+  differs("TrainConfig.select_by", selection_name(was.select_by), selection_name(now.select_by));
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
                                std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");
   if (info.epochs_done > now.epochs)
-    throw InputError(path, "has " + std::to_string(info.epochs_done) + " epochs done, more than --epochs " +
+    throw InputError(path, "has " + std::to_string(info.epochs_done) + " epochs done, more than TrainConfig.epochs " +
                                std::to_string(now.epochs));
   load(path);
   if (now.restore_best && t.best_values.empty() && t.best.epoch >= 0)
     throw InputError(path, "holds no weights of the epoch it picked (" + std::to_string(t.best.epoch + 1) +
-                               "; written without --restore-best): resume it without --restore-best");
+                               "; written without TrainConfig.restore_best): resume it without TrainConfig.restore_best");
 }
 
 }  // namespace plexus

@@ -52,17 +52,17 @@ AdamParams adam_params(const GptTrainConfig& cfg) {
 
 void check_corpus(const TokenCorpus& corpus, const GptTrainConfig& cfg) {
   if (corpus.vocab != cfg.model.vocab)
-    throw InputError("--vocab", "the data has " + std::to_string(corpus.vocab) + " tokens, the model " +
+    throw InputError("GptConfig.vocab", "the data has " + std::to_string(corpus.vocab) + " tokens, the model " +
                                     std::to_string(cfg.model.vocab));
   const auto too_short = [&](const std::vector<std::int32_t>& s) {
     return static_cast<index_t>(s.size()) < cfg.model.block + 1;
   };
   if (too_short(corpus.train))
-    throw InputError("--data", "the training split has " + std::to_string(corpus.train.size()) +
-                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
+    throw InputError("TokenCorpus.train", "the training split has " + std::to_string(corpus.train.size()) +
+                                   " tokens, fewer than GptConfig.block + 1 = " + std::to_string(cfg.model.block + 1));
   if (too_short(corpus.val))
-    throw InputError("--data", "the validation split has " + std::to_string(corpus.val.size()) +
-                                   " tokens, fewer than --block + 1 = " + std::to_string(cfg.model.block + 1));
+    throw InputError("TokenCorpus.val", "the validation split has " + std::to_string(corpus.val.size()) +
+                                   " tokens, fewer than GptConfig.block + 1 = " + std::to_string(cfg.model.block + 1));
   // Every id a row of the embedding table (read_token_file checks a file's; a corpus built in
   // memory comes here unchecked, and an id beyond the table would read past it).
   for (const auto* split : {&corpus.train, &corpus.val}) {
@@ -77,36 +77,36 @@ void check_corpus(const TokenCorpus& corpus, const GptTrainConfig& cfg) {
 }  // namespace
 
 void validate(const GptConfig& c) {
-  if (c.layers < 1 || c.layers > 1024) throw InputError("--layers", "must be between 1 and 1024");
-  if (c.heads < 1) throw InputError("--heads", "must be at least 1");
+  if (c.layers < 1 || c.layers > 1024) throw InputError("GptConfig.layers", "must be between 1 and 1024");
+  if (c.heads < 1) throw InputError("GptConfig.heads", "must be at least 1");
   // Bounds far above any trained transformer (GPT-3: embed 12288, block 2048) that keep every
   // size product, and the planner's loops over them, finite.
-  if (c.embed < 1 || c.embed > (index_t{1} << 20)) throw InputError("--embed", "must be between 1 and 2^20");
+  if (c.embed < 1 || c.embed > (index_t{1} << 20)) throw InputError("GptConfig.embed", "must be between 1 and 2^20");
   if (c.embed % c.heads != 0)
-    throw InputError("--embed", std::to_string(c.embed) + " is not divisible by --heads " + std::to_string(c.heads));
-  if (c.block < 1 || c.block > (index_t{1} << 20)) throw InputError("--block", "must be between 1 and 2^20");
-  if (c.vocab < 1 || c.vocab > (index_t{1} << 31) - 1) throw InputError("--vocab", "must be between 1 and 2^31-1");
+    throw InputError("GptConfig.embed", std::to_string(c.embed) + " is not divisible by GptConfig.heads " + std::to_string(c.heads));
+  if (c.block < 1 || c.block > (index_t{1} << 20)) throw InputError("GptConfig.block", "must be between 1 and 2^20");
+  if (c.vocab < 1 || c.vocab > (index_t{1} << 31) - 1) throw InputError("GptConfig.vocab", "must be between 1 and 2^31-1");
 }
 
 void validate(const GptTrainConfig& c) {
   validate(c.model);
   const auto positive = [](float v) { return v > 0.0f && std::isfinite(v); };
-  if (c.batch < 1) throw InputError("--batch", "must be at least 1");
-  if (c.iters < 0) throw InputError("--iters", "must be at least 0");
-  if (!positive(c.lr)) throw InputError("--lr", "must be a positive number");
-  if (!(c.min_lr >= 0.0f && c.min_lr <= c.lr)) throw InputError("--min-lr", "must be in [0, --lr]");
-  if (c.warmup < 0) throw InputError("--warmup", "must be at least 0");
+  if (c.batch < 1) throw InputError("GptTrainConfig.batch", "must be at least 1");
+  if (c.iters < 0) throw InputError("GptTrainConfig.iters", "must be at least 0");
+  if (!positive(c.lr)) throw InputError("GptTrainConfig.lr", "must be a positive number");
+  if (!(c.min_lr >= 0.0f && c.min_lr <= c.lr)) throw InputError("GptTrainConfig.min_lr", "must be in [0, GptTrainConfig.lr]");
+  if (c.warmup < 0) throw InputError("GptTrainConfig.warmup", "must be at least 0");
   if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
-    throw InputError("--weight-decay", "must be a non-negative number");
-  if (!(c.beta2 > 0.0f && c.beta2 < 1.0f)) throw InputError("--beta2", "must be in (0, 1)");
-  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
-  if (!(c.grad_clip >= 0.0f) || !std::isfinite(c.grad_clip)) throw InputError("--grad-clip", "must be >= 0");
-  if (c.grad_accum < 1) throw InputError("--grad-accum", "must be at least 1");
-  if (c.eval_every < 0) throw InputError("--eval-every", "must be at least 0");
-  if (c.eval_iters < 1) throw InputError("--eval-iters", "must be at least 1");
-  if (c.zero_stage < 0 || c.zero_stage > 3) throw InputError("--zero", "must be 0, 1, 2 or 3");
+    throw InputError("GptTrainConfig.weight_decay", "must be a non-negative number");
+  if (!(c.beta2 > 0.0f && c.beta2 < 1.0f)) throw InputError("GptTrainConfig.beta2", "must be in (0, 1)");
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("GptTrainConfig.dropout", "must be in [0, 1)");
+  if (!(c.grad_clip >= 0.0f) || !std::isfinite(c.grad_clip)) throw InputError("GptTrainConfig.grad_clip", "must be >= 0");
+  if (c.grad_accum < 1) throw InputError("GptTrainConfig.grad_accum", "must be at least 1");
+  if (c.eval_every < 0) throw InputError("GptTrainConfig.eval_every", "must be at least 0");
+  if (c.eval_iters < 1) throw InputError("GptTrainConfig.eval_iters", "must be at least 1");
+  if (c.zero_stage < 0 || c.zero_stage > 3) throw InputError("GptTrainConfig.zero_stage", "must be 0, 1, 2 or 3");
   if (!(c.bucket_mb * (1 << 20) >= 4.0) || !std::isfinite(c.bucket_mb) || c.bucket_mb > 1e6)
-    throw InputError("--bucket-mb", "must be a number of MiB that holds at least one float (4 bytes)");
+    throw InputError("GptTrainConfig.bucket_mb", "must be a number of MiB that holds at least one float (4 bytes)");
 }
 
 float gpt_learning_rate(const GptTrainConfig& c, int iter) {
@@ -286,7 +286,7 @@ std::optional<GptStepMetrics> GptTrainer::Impl::step(bool stoppable) {
     }
   }
   require_finite_loss(m.loss + (m.evaluated ? m.val_loss : 0.0), t.grid, "step " + std::to_string(m.iter),
-                      "lower --lr or set --grad-clip");
+                      "lower GptTrainConfig.lr or set GptTrainConfig.grad_clip");
   t.iters_done = it + 1;
   return m;
 }

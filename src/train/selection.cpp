@@ -40,10 +40,10 @@ Selection parse_selection(const std::string& text) {
       used = 0;
     }
     if (used == 0 || used != k.size() || v < 0 || v > (1L << 30))
-      throw InputError("--select-by", "'" + text + "': recall:K needs a class number K >= 0");
+      throw InputError("TrainConfig.select_by", "'" + text + "': recall:K needs a class number K >= 0");
     return {SelectBy::Recall, static_cast<std::int32_t>(v)};
   }
-  throw InputError("--select-by", "'" + text + "' is not one of accuracy, loss, macro-f1, recall:K");
+  throw InputError("TrainConfig.select_by", "'" + text + "' is not one of accuracy, loss, macro-f1, recall:K");
 }
 
 std::vector<ClassMetrics> class_metrics(const EvalMetrics::ClassCounts& c) {

@@ -22,20 +22,20 @@ void check_kind(const TrainConfig& c) {
   const KindSpec& k = kind_spec(c.model);
   const std::string& kind = c.model.kind();
   if (c.precision == Precision::BF16 && !k.bf16)
-    throw InputError("--precision", "bf16 graph tensors are not done for --model " + kind + " yet");
+    throw InputError("TrainConfig.precision", "bf16 graph tensors are not done for TrainConfig.model " + kind + " yet");
   if (k.order != LayerOrder::Auto && c.layer_order != LayerOrder::Auto && c.layer_order != k.order)
-    throw InputError("--layer-order", std::string(layer_order_name(c.layer_order)) + " is not for " + kind +
+    throw InputError("TrainConfig.layer_order", std::string(layer_order_name(c.layer_order)) + " is not for " + kind +
                                           " layers: they " +
                                           (k.order == LayerOrder::TransformFirst ? "transform" : "aggregate") + " first");
   if (c.shard_adj && !k.shard_adj)
-    throw InputError("--shard-adj", "is not supported for --model " + kind + " yet (its Â blocks are held whole)");
+    throw InputError("TrainConfig.shard_adj", "is not supported for TrainConfig.model " + kind + " yet (its Â blocks are held whole)");
   if (c.agg_chunks > 1 && !k.agg_chunks)
-    throw InputError("--agg-chunks", "is not supported for --model " + kind + " yet (must be 1)");
+    throw InputError("TrainConfig.agg_chunks", "is not supported for TrainConfig.model " + kind + " yet (must be 1)");
   if (!k.hidden_multiple_of.empty() && c.layers > 1) {
     const std::int64_t m = c.model.integer(k.hidden_multiple_of);
     if (c.hidden % m != 0)
-      throw InputError("--hidden", "must be a multiple of --" + k.hidden_multiple_of + " (" + std::to_string(m) +
-                                       ") for --model " + kind);
+      throw InputError("TrainConfig.hidden", "must be a multiple of GnnSpec." + k.hidden_multiple_of + " (" + std::to_string(m) +
+                                       ") for TrainConfig.model " + kind);
   }
   if (k.check) k.check(c);
 }
@@ -54,7 +54,7 @@ const char* comm_variant_name(CommVariant v) {
 CommVariant parse_comm_variant(const std::string& text) {
   for (CommVariant v : {CommVariant::Baseline, CommVariant::RsAg, CommVariant::RsAgReuse})
     if (text == comm_variant_name(v)) return v;
-  throw InputError("--comm-variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
+  throw InputError("TrainConfig.comm_variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
 }
 
 const char* layer_order_name(LayerOrder o) {
@@ -69,7 +69,7 @@ const char* layer_order_name(LayerOrder o) {
 LayerOrder parse_layer_order(const std::string& text) {
   for (LayerOrder o : {LayerOrder::Auto, LayerOrder::AggregateFirst, LayerOrder::TransformFirst})
     if (text == layer_order_name(o)) return o;
-  throw InputError("--layer-order", "'" + text + "' is not one of auto, aggregate-first, transform-first");
+  throw InputError("TrainConfig.layer_order", "'" + text + "' is not one of auto, aggregate-first, transform-first");
 }
 
 LayerOrder layer_order_of(const TrainConfig& cfg) {
@@ -90,7 +90,7 @@ std::vector<float> parse_class_weights(const std::string& text) {
     float v = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
-      throw InputError("--class-weights", "expected auto or numbers separated by commas (one per class), got '" +
+      throw InputError("TrainConfig.class_weights", "expected auto or numbers separated by commas (one per class), got '" +
                                               text + "'");
     w.push_back(v);
     at = end + 1;
@@ -110,27 +110,27 @@ std::string class_weights_text(const TrainConfig& cfg) {
 }
 
 void validate(const TrainConfig& c) {
-  if (c.layers < 1 || c.layers > 64) throw InputError("--layers", "must be between 1 and 64");
-  if (c.hidden < 1) throw InputError("--hidden", "must be at least 1");
-  if (c.epochs < 1) throw InputError("--epochs", "must be at least 1");
-  if (!(c.lr > 0.0f) || !std::isfinite(c.lr)) throw InputError("--lr", "must be a positive number");
+  if (c.layers < 1 || c.layers > 64) throw InputError("TrainConfig.layers", "must be between 1 and 64");
+  if (c.hidden < 1) throw InputError("TrainConfig.hidden", "must be at least 1");
+  if (c.epochs < 1) throw InputError("TrainConfig.epochs", "must be at least 1");
+  if (!(c.lr > 0.0f) || !std::isfinite(c.lr)) throw InputError("TrainConfig.lr", "must be a positive number");
   if (!(c.weight_decay >= 0.0f) || !std::isfinite(c.weight_decay))
-    throw InputError("--weight-decay", "must be a non-negative number");
-  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("--dropout", "must be in [0, 1)");
-  if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("--agg-chunks", "must be between 1 and 4096");
-  if (c.patience < 0) throw InputError("--patience", "must be 0 (off) or a number of epochs");
+    throw InputError("TrainConfig.weight_decay", "must be a non-negative number");
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) throw InputError("TrainConfig.dropout", "must be in [0, 1)");
+  if (c.agg_chunks < 1 || c.agg_chunks > 4096) throw InputError("TrainConfig.agg_chunks", "must be between 1 and 4096");
+  if (c.patience < 0) throw InputError("TrainConfig.patience", "must be 0 (off) or a number of epochs");
   if ((c.select_by.by == SelectBy::Recall) != (c.select_by.class_index >= 0))
-    throw InputError("--select-by", "a class (recall:K, K >= 0) with recall, and only with it");
+    throw InputError("TrainConfig.select_by", "a class (recall:K, K >= 0) with recall, and only with it");
   if (c.class_weights_auto && !c.class_weights.empty())
-    throw InputError("--class-weights", "either auto or one weight per class, not both");
+    throw InputError("TrainConfig.class_weights", "either auto or one weight per class, not both");
   bool any_weight = c.class_weights.empty();
   for (std::size_t k = 0; k < c.class_weights.size(); ++k) {
     if (!std::isfinite(c.class_weights[k]) || c.class_weights[k] < 0.0f)
-      throw InputError("--class-weights", "weight " + std::to_string(c.class_weights[k]) + " of class " +
+      throw InputError("TrainConfig.class_weights", "weight " + std::to_string(c.class_weights[k]) + " of class " +
                                               std::to_string(k) + " is not a finite number >= 0");
     any_weight = any_weight || c.class_weights[k] > 0.0f;
   }
-  if (!any_weight) throw InputError("--class-weights", "every class weight is 0: nothing would be trained");
+  if (!any_weight) throw InputError("TrainConfig.class_weights", "every class weight is 0: nothing would be trained");
   check_kind(c);
 }
 

@@ -17,8 +17,8 @@ TrainingOrder training_order(const std::string& path, std::optional<Balance> bal
   o.balance = prep.balance;
   if (balance) {
     if (prep.prepared && *balance != prep.balance)
-      throw InputError(path, std::string("prepared with --balance ") + balance_name(prep.balance) +
-                                 "; drop --balance or run plexus prepare again with --balance " + balance_name(*balance));
+      throw InputError(path, std::string("prepared with PrepareOptions.balance ") + balance_name(prep.balance) +
+                                 "; drop training_order(balance) or run plexus prepare again with PrepareOptions.balance " + balance_name(*balance));
     o.balance = *balance;
   }
   o.in_memory = !prep.prepared && o.balance != Balance::kNone;

@@ -13,11 +13,11 @@ NodeClassification::NodeClassification(const TaskInputs& in)
     : split_sizes_(in.shards.split_sizes), select_(in.cfg.select_by) {
   const index_t classes = in.shards.dims.empty() ? 0 : in.shards.dims.back();
   if ((select_.by == SelectBy::Recall || select_.by == SelectBy::MacroF1) && classes > kMaxClassesCounted)
-    throw InputError("--select-by", selection_name(select_) + " needs each class's counts, kept for at most " +
+    throw InputError("TrainConfig.select_by", selection_name(select_) + " needs each class's counts, kept for at most " +
                                         std::to_string(kMaxClassesCounted) + " classes (the graph has " +
                                         std::to_string(classes) + ")");
   if (select_.by == SelectBy::Recall && select_.class_index >= classes)
-    throw InputError("--select-by", "recall of class " + std::to_string(select_.class_index) + ", but the graph has " +
+    throw InputError("TrainConfig.select_by", "recall of class " + std::to_string(select_.class_index) + ", but the graph has " +
                                                   std::to_string(classes) + " classes");
   if (in.evaluates) loss_.emplace(in.backend, in.grid, in.out, in.shards, in.row_split, &in.cfg);
 }
