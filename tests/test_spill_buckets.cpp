@@ -55,6 +55,41 @@ TEST(SortRoundSparse, GroupsAsTheDenseSortDoes) {
   }
 }
 
+// Adds 1 to 3 items to random buckets (values counting up from `next`) in rounds of `round`;
+// `want` records each bucket's values in the order they were added.
+void add_scattered(SpillBuckets& spill, std::mt19937& rng, index_t round, std::int64_t& next,
+                   std::vector<std::vector<std::int64_t>>& want) {
+  std::vector<Item> items(1 + rng() % 3);
+  for (Item& it : items) {
+    it = {static_cast<std::int32_t>(rng() % want.size()), next++};
+    want[static_cast<std::size_t>(it.dest)].push_back(it.value);
+  }
+  spill.add(static_cast<index_t>(items.size()), round, [&](index_t i0, index_t i1, auto&& emit) {
+    for (index_t i = i0; i < i1; ++i) emit(items[static_cast<std::size_t>(i)].dest, &items[static_cast<std::size_t>(i)]);
+  });
+}
+
+// Every bucket gives back exactly its values, in order, in non-empty pieces of its own items;
+// `items` in all.
+void expect_buckets(const SpillBuckets& spill, const std::vector<std::vector<std::int64_t>>& want, std::int64_t items) {
+  std::int64_t total = 0;
+  for (int j = 0; j < static_cast<int>(want.size()); ++j) {
+    std::vector<std::int64_t> got;
+    spill.read(j, [&](const char* data, index_t count) {
+      ASSERT_GT(count, 0);
+      const auto* piece = reinterpret_cast<const Item*>(data);
+      for (index_t k = 0; k < count; ++k) {
+        EXPECT_EQ(piece[k].dest, j);
+        got.push_back(piece[k].value);
+      }
+    });
+    EXPECT_EQ(got, want[static_cast<std::size_t>(j)]) << "bucket " << j;
+    EXPECT_EQ(spill.count(j), static_cast<index_t>(got.size()));
+    total += static_cast<std::int64_t>(got.size());
+  }
+  EXPECT_EQ(total, items);
+}
+
 TEST(SpillBuckets, ManyBucketsAndManySmallRoundsGiveEveryItemBackInOrder) {
   const fs::path dir = fs::temp_directory_path() / ("plexus-spill-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -66,32 +101,8 @@ TEST(SpillBuckets, ManyBucketsAndManySmallRoundsGiveEveryItemBackInOrder) {
     std::mt19937 rng(9);
     std::vector<std::vector<std::int64_t>> want(kBuckets);
     std::int64_t next = 0;
-    for (int add = 0; add < 20000; ++add) {
-      std::vector<Item> items(1 + rng() % 3);
-      for (Item& it : items) {
-        it = {static_cast<std::int32_t>(rng() % kBuckets), next++};
-        want[static_cast<std::size_t>(it.dest)].push_back(it.value);
-      }
-      spill.add(static_cast<index_t>(items.size()), 1, [&](index_t i0, index_t i1, auto&& emit) {
-        for (index_t i = i0; i < i1; ++i) emit(items[static_cast<std::size_t>(i)].dest, &items[static_cast<std::size_t>(i)]);
-      });
-    }
-    std::int64_t total = 0;
-    for (int j = 0; j < kBuckets; ++j) {
-      std::vector<std::int64_t> got;
-      spill.read(j, [&](const char* data, index_t count) {
-        ASSERT_GT(count, 0);
-        const auto* items = reinterpret_cast<const Item*>(data);
-        for (index_t k = 0; k < count; ++k) {
-          EXPECT_EQ(items[k].dest, j);
-          got.push_back(items[k].value);
-        }
-      });
-      EXPECT_EQ(got, want[static_cast<std::size_t>(j)]) << "bucket " << j;
-      EXPECT_EQ(spill.count(j), static_cast<index_t>(got.size()));
-      total += static_cast<std::int64_t>(got.size());
-    }
-    EXPECT_EQ(total, next);
+    for (int add = 0; add < 20000; ++add) add_scattered(spill, rng, 1, next, want);
+    expect_buckets(spill, want, next);
   }
   fs::remove_all(dir);
 }
@@ -110,26 +121,11 @@ TEST(SpillBuckets, CompactionKeepsTheListWithinItsLimitAndTheOrder) {
     std::vector<std::vector<std::int64_t>> want(kBuckets);
     std::int64_t next = 0;
     for (int add = 0; add < 20000; ++add) {
-      std::vector<Item> items(1 + rng() % 3);
-      for (Item& it : items) {
-        it = {static_cast<std::int32_t>(rng() % kBuckets), next++};
-        want[static_cast<std::size_t>(it.dest)].push_back(it.value);
-      }
-      spill.add(static_cast<index_t>(items.size()), 2, [&](index_t i0, index_t i1, auto&& emit) {
-        for (index_t i = i0; i < i1; ++i) emit(items[static_cast<std::size_t>(i)].dest, &items[static_cast<std::size_t>(i)]);
-      });
+      add_scattered(spill, rng, 2, next, want);
       ASSERT_LE(spill.segments(), kLimit) << "after add " << add;
     }
     EXPECT_GE(spill.compactions(), 10);
-    for (int j = 0; j < kBuckets; ++j) {
-      std::vector<std::int64_t> got;
-      spill.read(j, [&](const char* data, index_t count) {
-        const auto* items = reinterpret_cast<const Item*>(data);
-        for (index_t k = 0; k < count; ++k) got.push_back(items[k].value);
-      });
-      EXPECT_EQ(got, want[static_cast<std::size_t>(j)]) << "bucket " << j;
-      EXPECT_EQ(spill.count(j), static_cast<index_t>(got.size()));
-    }
+    expect_buckets(spill, want, next);
   }
   fs::remove_all(dir);
 }
