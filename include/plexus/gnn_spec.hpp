@@ -60,6 +60,8 @@ const std::vector<GnnKindInfo>& gnn_kinds();
 std::string gnn_kind_names();
 // The kinds that have an option of this name (none: an unknown option).
 std::vector<std::string> kinds_with_option(const std::string& option);
+// How errors name a kind's option: "GnnSpec.<option>" ("GnnSpec.heads"; plexus/error.hpp).
+std::string gnn_option_field(const std::string& option);
 
 class GnnSpec {
  public:

@@ -20,7 +20,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what) 
       std::string of;
       for (const std::string& kind : kinds_with_option(opt.name)) of += (of.empty() ? "" : " or ") + kind;
       ModelOptions::Given& given = o.options[opt.name];
-      const std::string flag = "--" + opt.name;
+      const std::string flag = model_option_flag(opt.name);
       if (opt.type == GnnOptionType::Flag) {
         cmd->add_flag(flag, given.flag, of + " only: " + opt.help);
         continue;

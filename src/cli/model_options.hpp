@@ -30,11 +30,14 @@ struct ModelOptions {
 // Declares --model, every kind's options and --precision on `cmd` (`what`: how the command uses
 // the model, for --model's help). Each option's flag and help come from its kind's declaration.
 void add_model_options(CLI::App* cmd, ModelOptions& o, const std::string& what);
+// The flag of a kind's option ("heads": "--heads").
+inline std::string model_option_flag(const std::string& option) { return "--" + option; }
 
 // Sets cfg.model and cfg.precision from `o` (the options not given keep their defaults). Throws
-// InputError naming the option: an unknown kind ("--model: 'x' is not one of gcn, sage, gin,
-// gat"), an option of another kind ("--aggregator: only with --model sage"), a value that is
-// not of its type or out of its range. validate() checks the rest.
+// GnnSpec's InputError, which names the library's fields and prints as options
+// (src/cli/option_names.hpp): an unknown kind ("--model: 'x' is not one of gcn, sage, gin, gat"),
+// an option of another kind ("--aggregator: only with --model sage"), a value that is not of
+// its type or out of its range. validate() checks the rest.
 void apply_model_options(const ModelOptions& o, TrainConfig& cfg);
 
 // `plexus predict`: the kind comes from the model file; a --model that names another is

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "plexus/gnn_spec.hpp"
+#include "src/cli/model_options.hpp"
 
 namespace plexus::cli {
 
@@ -144,8 +145,8 @@ const std::vector<OptionName>& option_names() {
     std::vector<OptionName> v(std::begin(kNames), std::end(kNames));
     for (const GnnKindInfo& k : gnn_kinds())
       for (const GnnOptionInfo& o : k.options)
-        if (std::none_of(v.begin(), v.end(), [&](const OptionName& n) { return n.library == "GnnSpec." + o.name; }))
-          v.push_back({"GnnSpec." + o.name, "--" + o.name});
+        if (std::none_of(v.begin(), v.end(), [&](const OptionName& n) { return n.library == gnn_option_field(o.name); }))
+          v.push_back({gnn_option_field(o.name), model_option_flag(o.name)});
     // The longest first: a phrase ("GptConfig.tied true") before a name it starts with.
     std::stable_sort(v.begin(), v.end(),
                      [](const OptionName& a, const OptionName& b) { return a.library.size() > b.library.size(); });

@@ -13,15 +13,13 @@ namespace plexus {
 
 namespace {
 
-std::string option_name(const std::string& option) { return "GnnSpec." + option; }
-
 // "GnnSpec.<option>: only with GnnSpec.kind <kind>" (or "<kind> or <kind>" where several kinds have it).
 [[noreturn]] void not_of_this_kind(const std::string& option) {
   const std::vector<std::string> kinds = kinds_with_option(option);
   if (kinds.empty()) throw std::invalid_argument("GnnSpec: no GNN kind has an option '" + option + "'");
   std::string with;
   for (const std::string& k : kinds) with += (with.empty() ? "" : " or ") + k;
-  throw InputError(option_name(option), "only with GnnSpec.kind " + with);
+  throw InputError(gnn_option_field(option), "only with GnnSpec.kind " + with);
 }
 
 // The shortest text that reads back as the float `v`.
@@ -45,7 +43,7 @@ std::string joined(const std::vector<std::string>& words) {
 
 // `v` checked and converted to the option's type; InputError("GnnSpec.<name>", ...) when it cannot be.
 GnnOptionValue checked(const GnnOptionInfo& o, const GnnOptionValue& v) {
-  const std::string where = option_name(o.name);
+  const std::string where = gnn_option_field(o.name);
   switch (o.type) {
     case GnnOptionType::Flag:
       if (!std::holds_alternative<bool>(v)) throw InputError(where, "is a flag: on or off");
@@ -112,6 +110,8 @@ std::vector<std::string> kinds_with_option(const std::string& option) {
   return kinds;
 }
 
+std::string gnn_option_field(const std::string& option) { return "GnnSpec." + option; }
+
 GnnSpec::GnnSpec() : GnnSpec(kind_specs().front()->info.name) {}
 
 GnnSpec::GnnSpec(const std::string& kind) {
@@ -143,7 +143,7 @@ GnnSpec& GnnSpec::set_text(const std::string& option, const std::string& text) {
   }
   if (k == info_->options.size()) not_of_this_kind(option);
   const GnnOptionInfo& o = info_->options[k];
-  const std::string where = option_name(option);
+  const std::string where = gnn_option_field(option);
   const char* begin = text.data();
   const char* end = text.data() + text.size();
   switch (o.type) {

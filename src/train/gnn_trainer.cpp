@@ -580,7 +580,7 @@ void GnnTrainer::resume(const std::string& path) {
   };
   differs("TrainConfig.model", was.model.kind(), now.model.kind());
   for (const GnnOptionInfo& option : now.model.info().options)
-    differs(("GnnSpec." + option.name).c_str(), was.model.text(option.name), now.model.text(option.name));
+    differs(gnn_option_field(option.name).c_str(), was.model.text(option.name), now.model.text(option.name));
   differs("TrainConfig.layers", std::to_string(was.layers), std::to_string(now.layers));
   differs("TrainConfig.hidden", std::to_string(was.hidden), std::to_string(now.hidden));
   differs("TrainConfig.lr", f(was.lr), f(now.lr));
