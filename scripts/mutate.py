@@ -21,7 +21,7 @@ likely killers (`tests:`, a ctest -R regex), then the unit label, then everythin
 order only makes killed mutants cheap; a survivor has passed every test.
 
     scripts/mutate.sh [--list FILE] [--only ID[,ID...]] [--area AREA] [--check] [--hint-only]
-                      [--scratch DIR] [--jobs N] [--no-baseline] [--results FILE]
+                      [--scratch DIR] [--jobs N] [--no-baseline] [--results FILE] [--resume FILE]
 """
 import argparse
 import json
@@ -327,9 +327,12 @@ def run_stage(bdir, selector, jobs, timeout, log):
 
 
 def stages(mu, hint_only=False):
+    # The hint's unit tests before its command-line ones: ctest runs the longest first, and a
+    # journey of minutes should not stand before the unit test that kills in seconds.
     out = []
     if mu is not None and mu.get("tests"):
-        out.append(("hint", ["-R", mu.get("tests")]))
+        out.append(("hint", ["-R", mu.get("tests"), "-L", "unit"]))
+        out.append(("hint", ["-R", mu.get("tests"), "-LE", "unit"]))
     if not hint_only:
         out.append(("unit", ["-L", "unit"]))
         out.append(("rest", ["-LE", "unit"]))
@@ -355,6 +358,55 @@ def run_suite(bdir, mu, jobs, limits, log, hint_only=False, rebuild=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# A whole list in several sittings
+# ---------------------------------------------------------------------------------------------
+RESUME_HEADER = "id\tverdict\tkilled_by\tseconds\tcommit\tmutant\n"
+
+
+def one_cell(text):
+    return str(text).replace("\t", " ").replace("\n", " ")
+
+
+def mutant_key(mu):
+    """What the mutant plants: a row run for another text is not this mutant's row."""
+    return one_cell("|".join(mu.get(k) for k in ("file", "function", "find", "replace")))
+
+
+def tree_commit(root):
+    p = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return (p.stdout.strip() or "unknown") + ("+changes" if dirty else "")
+
+
+def read_resume(path, mutants):
+    """{id: (verdict, killer, seconds, commit)} for FILE's rows whose mutant is still the list's."""
+    keys = {mu.id: mutant_key(mu) for mu in mutants}
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            cols = line.rstrip("\n").split("\t")
+            if n == 1 and line == RESUME_HEADER:
+                continue
+            if len(cols) != 6:
+                sys.exit(f"mutate: {path}:{n}: not a row of a --resume file")
+            mid, verdict, killer, secs, commit, key = cols
+            if keys.get(mid) == key and verdict in ("killed", "survived", "n/a", "no build"):
+                out[mid] = (verdict, killer, float(secs), commit)
+    return out
+
+
+def append_resume(path, mu, verdict, killer, secs, commit):
+    new = not os.path.exists(path)
+    with open(path, "a", encoding="utf-8") as f:
+        if new:
+            f.write(RESUME_HEADER)
+        f.write(f"{mu.id}\t{verdict}\t{one_cell(killer)}\t{secs:.0f}\t{commit}\t{mutant_key(mu)}\n")
+
+
+# ---------------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", default=os.path.join(ROOT, "scripts", "mutants.txt"), help="the mutant list")
@@ -367,6 +419,10 @@ def main():
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the unmutated suite run (only when the tree is known to pass)")
     ap.add_argument("--results", help="also write the table as tab-separated values to FILE")
+    ap.add_argument("--resume", metavar="FILE",
+                    help="append each mutant's row to FILE as it ends, and skip the mutants FILE "
+                         "already holds: the whole list in several sittings (the table and the "
+                         "score cover FILE's rows; each row names the commit it ran on)")
     ap.add_argument("--hint-only", action="store_true",
                     help="run only each mutant's own `tests:` (quick; does a given test catch it?): "
                          "a mutant they miss is reported as survived, though the suite might kill it")
@@ -393,6 +449,13 @@ def main():
         print(f"{len(mutants) - bad} of {len(mutants)} mutants apply")
         return 1 if bad else 0
 
+    done = read_resume(args.resume, mutants) if args.resume else {}
+    todo = [mu for mu in mutants if mu.id not in done]
+    if done:
+        print(f"mutate: {len(done)} of {len(mutants)} mutants already in {args.resume}; running {len(todo)}",
+              flush=True)
+    commit = tree_commit(ROOT)
+
     src, bdir = os.path.join(args.scratch, "src"), os.path.join(args.scratch, "build")
     os.makedirs(args.scratch, exist_ok=True)
     log = os.path.join(args.scratch, "mutate.log")
@@ -416,7 +479,7 @@ def main():
         limits["hint"] = limits["unit"]
 
     rows = []
-    for k, mu in enumerate(mutants, 1):
+    for k, mu in enumerate(todo, 1):
         path = os.path.join(src, mu.get("file"))
         t_start = time.time()
         if not os.path.exists(path):
@@ -448,8 +511,16 @@ def main():
                     os.utime(path, (stat.st_atime, time.time()))
         secs = time.time() - t_start
         rows.append((mu, verdict, killer, secs))
-        print(f"[{k}/{len(mutants)}] {mu.id:34} {verdict:9} {killer}  ({secs:.0f} s)", flush=True)
+        if args.resume:
+            append_resume(args.resume, mu, verdict, killer, secs, commit)
+        print(f"[{k}/{len(todo)}] {mu.id:34} {verdict:9} {killer}  ({secs:.0f} s)", flush=True)
     build(src, bdir, args.jobs, log)  # leave the scratch build unmutated
+    if args.resume:
+        done = read_resume(args.resume, mutants)
+        rows = [(mu,) + done[mu.id][:3] for mu in mutants if mu.id in done]
+        commits = sorted({done[mu.id][3] for mu in mutants if mu.id in done})
+        print(f"\nmutate: {len(rows)} of {len(mutants)} mutants in {args.resume}, run on {', '.join(commits)}; "
+              f"{sum(r[3] for r in rows) / 60:.0f} minutes of mutants in all")
 
     print()
     print(f"| mutant | area | where | verdict | killed by / why | s |")
