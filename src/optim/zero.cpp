@@ -295,7 +295,13 @@ void ZeroOptimizer::end_backward(int ui) {
   // backward; completing it now bounds the gradients held (stages 2-3: two units at most).
   drain();
   for_each_bucket(u, [&](std::size_t c0, std::size_t c1) {
-    auto p = std::make_unique<Pending>();
+    std::unique_ptr<Pending> p;
+    if (spare_.empty()) {
+      p = std::make_unique<Pending>();
+    } else {
+      p = std::move(spare_.back());
+      spare_.pop_back();
+    }
     p->unit = ui;
     p->last_of_unit = c1 == u.end;
     p->request = start_bucket(u, c0, c1, *p);
@@ -341,12 +347,20 @@ void ZeroOptimizer::complete(Pending& p) {
   }
 }
 
+void ZeroOptimizer::recycle(std::unique_ptr<Pending> p) {
+  // complete() left its buffers empty; the request is done with.
+  p->request.reset();
+  p->own_begin = 0;
+  spare_.push_back(std::move(p));
+}
+
 void ZeroOptimizer::progress() {
   // Drives the collectives in flight (Open MPI progresses them only inside MPI calls) and
   // finishes those done, in the order they started.
   const auto done = [](Pending& p) { return !p.request || p.request->test(); };
   while (!pending_.empty() && done(*pending_.front())) {
     complete(*pending_.front());
+    recycle(std::move(pending_.front()));
     pending_.pop_front();
   }
   for (std::size_t k = 1; k < pending_.size(); ++k) done(*pending_[k]);
@@ -358,6 +372,7 @@ void ZeroOptimizer::drain() {
   for (auto& p : pending_) {
     if (p->request) p->request->wait();
     complete(*p);
+    recycle(std::move(p));
   }
   pending_.clear();
   stats_.exposed_seconds += now_seconds() - t0;
