@@ -11,6 +11,7 @@
 #include "comm/in_process_communicator.hpp"
 #include "host_collectives_checks.hpp"
 #include "plexus/comm.hpp"
+#include "plexus/process_grid.hpp"
 
 namespace plexus {
 namespace {
@@ -70,6 +71,58 @@ TEST(InProcessRanks, AFailingRankEndsTheOthersAndItsErrorIsRethrown) {
     EXPECT_EQ(std::string(e.what()), "rank 1 fails");
   }
   EXPECT_EQ(abandoned.load(), 2);
+}
+
+// A grid of threads: each axis's group is the line of ranks that differ only in that axis's
+// coordinate (the replica: the ranks of one d; the world: all), ordered by that coordinate, as
+// ProcessGrid::from_mpi splits; a sum over an axis sums that line's values alone.
+TEST(InProcessRanks, AGridsAxesAreItsLinesOrderedByCoordinate) {
+  for (const auto& [shape, dp] : {std::pair{GridShape{2, 3, 1}, 2}, std::pair{GridShape{1, 2, 2}, 1},
+                                  std::pair{GridShape{3, 1, 2}, 1}, std::pair{GridShape{1, 1, 1}, 3}}) {
+    std::atomic<int> ran{0};
+    run_in_process_grid(shape, dp, [&](ProcessGrid& grid) {
+      ++ran;
+      const std::array<int, 4> c = grid_coords(shape, grid.rank());
+      const std::array<int, 4> dims{shape.x, shape.y, shape.z, dp};
+      for (int a = 0; a < 4; ++a) {
+        Communicator& comm = grid.comm(static_cast<Axis>(a));
+        EXPECT_EQ(comm.size(), dims[static_cast<std::size_t>(a)]);
+        EXPECT_EQ(comm.rank(), c[static_cast<std::size_t>(a)]);
+        // Σ over the line of rank·(the other coordinates' fingerprint): each line sums its own.
+        std::int64_t v[2] = {grid.rank(), 1};
+        comm.all_reduce(v, 2, ReduceOp::Sum);
+        std::int64_t want = 0;
+        for (int k = 0; k < dims[static_cast<std::size_t>(a)]; ++k) {
+          std::array<int, 4> q = c;
+          q[static_cast<std::size_t>(a)] = k;
+          want += q[3] * shape.size() + q[2] * shape.x * shape.y + q[0] * shape.y + q[1];
+        }
+        EXPECT_EQ(v[0], want) << "axis " << a;
+        EXPECT_EQ(v[1], dims[static_cast<std::size_t>(a)]);
+      }
+      EXPECT_EQ(grid.replica().size(), shape.size());
+      EXPECT_EQ(grid.replica().rank(), grid.rank() % shape.size());
+      EXPECT_EQ(grid.world().size(), dp * shape.size());
+      std::int64_t all = 1;
+      grid.world().all_reduce(&all, 1, ReduceOp::Sum);
+      EXPECT_EQ(all, dp * shape.size());
+    });
+    EXPECT_EQ(ran.load(), dp * shape.size());
+  }
+}
+
+TEST(InProcessRanks, AGridRankThatFailsEndsTheOthersWaitingOnAnyAxis) {
+  try {
+    run_in_process_grid(GridShape{2, 2, 1}, 1, [&](ProcessGrid& grid) {
+      if (grid.rank() == 3) throw std::runtime_error("rank 3 fails");
+      float v = 1.0f;
+      grid.comm(grid.rank() % 2 ? Axis::X : Axis::Y).all_reduce(&v, 1, ReduceOp::Sum);
+      grid.world().all_reduce(&v, 1, ReduceOp::Sum);
+    });
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "rank 3 fails");  // its own error, not the others' abandonment
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -244,9 +245,11 @@ class InProcessCommunicator final : public Communicator {
 
 }  // namespace
 
-void run_in_process(int ranks, const std::function<void(Communicator& comm)>& body) {
-  if (ranks < 1) throw std::invalid_argument("run_in_process: ranks must be at least 1");
-  Group group(ranks);
+namespace {
+
+// body(rank) on `ranks` threads; an error of one rank abandons every group (so that no other
+// rank waits for ever in any of them), and the lowest rank's own error is rethrown at the end.
+void run_threads(int ranks, const std::vector<Group*>& groups, const std::function<void(int rank)>& body) {
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
   std::vector<bool> own_error(static_cast<std::size_t>(ranks), false);
   {
@@ -254,15 +257,14 @@ void run_in_process(int ranks, const std::function<void(Communicator& comm)>& bo
     threads.reserve(static_cast<std::size_t>(ranks));
     for (int r = 0; r < ranks; ++r)
       threads.emplace_back([&, r] {
-        InProcessCommunicator comm(group, r);
         try {
-          body(comm);
+          body(r);
         } catch (const Abandoned&) {
           errors[static_cast<std::size_t>(r)] = std::current_exception();
         } catch (...) {
           errors[static_cast<std::size_t>(r)] = std::current_exception();
           own_error[static_cast<std::size_t>(r)] = true;
-          group.abandon();
+          for (Group* g : groups) g->abandon();
         }
       });
   }  // joined
@@ -270,6 +272,59 @@ void run_in_process(int ranks, const std::function<void(Communicator& comm)>& bo
     if (own_error[static_cast<std::size_t>(r)]) std::rethrow_exception(errors[static_cast<std::size_t>(r)]);
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+void run_in_process(int ranks, const std::function<void(Communicator& comm)>& body) {
+  if (ranks < 1) throw std::invalid_argument("run_in_process: ranks must be at least 1");
+  Group group(ranks);
+  run_threads(ranks, {&group}, [&](int r) {
+    InProcessCommunicator comm(group, r);
+    body(comm);
+  });
+}
+
+void run_in_process_grid(GridShape shape, int dp, const std::function<void(ProcessGrid& grid)>& body) {
+  const int ranks = grid_ranks(shape, dp);
+  // The groups of MPI's splits (ProcessGrid::from_mpi): a line of each axis, a replica, all
+  // ranks; a rank's place in its group is its coordinate on the axis (its rank in the replica).
+  std::vector<std::unique_ptr<Group>> owned;
+  std::map<std::pair<int, int>, Group*> groups;  // (kind, colour) → group
+  const auto colour = [&](int kind, int rank) {
+    const std::array<int, 4> c = grid_coords(shape, rank);
+    const int P = shape.size();
+    switch (kind) {
+      case 0: return c[3] * P + c[2] * shape.y + c[1];  // X: same d, z, y
+      case 1: return c[3] * P + c[2] * shape.x + c[0];  // Y: same d, z, x
+      case 2: return c[3] * P + c[0] * shape.y + c[1];  // Z: same d, x, y
+      case 3: return rank % P;                          // D: same place in the replica
+      case 4: return c[3];                              // the replica
+      default: return 0;                                // the world
+    }
+  };
+  const std::array<int, 6> sizes{shape.x, shape.y, shape.z, dp, shape.size(), ranks};
+  for (int r = 0; r < ranks; ++r)
+    for (int kind = 0; kind < 6; ++kind) {
+      Group*& g = groups[{kind, colour(kind, r)}];
+      if (!g) {
+        owned.push_back(std::make_unique<Group>(sizes[static_cast<std::size_t>(kind)]));
+        g = owned.back().get();
+      }
+    }
+  std::vector<Group*> all;
+  for (const auto& g : owned) all.push_back(g.get());
+  run_threads(ranks, all, [&](int r) {
+    const std::array<int, 4> c = grid_coords(shape, r);
+    const auto comm = [&](int kind, int place) {
+      return std::make_unique<InProcessCommunicator>(*groups.at({kind, colour(kind, r)}), place);
+    };
+    ProcessGrid grid(shape, dp, r,
+                     std::array<std::unique_ptr<Communicator>, 4>{comm(0, c[0]), comm(1, c[1]), comm(2, c[2]),
+                                                                  comm(3, c[3])},
+                     comm(4, r % shape.size()), comm(5, r));
+    body(grid);
+  });
 }
 
 }  // namespace plexus

@@ -14,9 +14,16 @@
 #include <functional>
 
 #include "plexus/comm.hpp"
+#include "plexus/process_grid.hpp"
 
 namespace plexus {
 
 void run_in_process(int ranks, const std::function<void(Communicator& comm)>& body);
+
+// body on every rank of `dp` replicas of `shape`, each rank a thread with a ProcessGrid whose
+// communicators are groups of these threads, split as ProcessGrid::from_mpi splits MPI's (rank
+// = d·X·Y·Z + z·X·Y + x·Y + y): a distributed layer's real collectives on any grid in a unit
+// test, without mpirun.
+void run_in_process_grid(GridShape shape, int dp, const std::function<void(ProcessGrid& grid)>& body);
 
 }  // namespace plexus
