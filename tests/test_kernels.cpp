@@ -825,6 +825,97 @@ std::pair<std::vector<float>, std::vector<std::int64_t>> run_argmax(Backend& be,
   return {bv.to_host(), bc.to_host()};
 }
 
+// ---- binary cross-entropy with logits (link prediction's loss) ----------------------------
+
+struct BinaryLossInputs {
+  std::vector<float> x, labels, weights;
+};
+// Logits of every magnitude (±60: exp(−|x|) underflows past the float's range near 88; ±3e4),
+// labels 0 or 1, weights with zeros among them.
+BinaryLossInputs random_binary_inputs(std::mt19937_64& rng, std::size_t n) {
+  BinaryLossInputs in;
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float u = unit(rng);
+    in.x.push_back(i % 97 == 5 ? (u < 0.5f ? -60.0f : 60.0f) : i % 89 == 7 ? (u < 0.5f ? -3e4f : 3e4f) : normal(rng));
+    in.labels.push_back(unit(rng) < 0.5f ? 1.0f : 0.0f);
+    in.weights.push_back(i % 7 == 3 ? 0.0f : unit(rng));
+  }
+  return in;
+}
+struct BinaryLoss {
+  double loss = 0;
+  std::vector<float> grad;
+};
+BinaryLoss run_binary_loss(Backend& b, const BinaryLossInputs& in, bool weighted, bool in_place = false) {
+  const std::size_t n = in.x.size();
+  Buffer<float> x(b, n), y(b, n), w(b, n), g(b, n);
+  if (n) {
+    x.upload(in.x.data());
+    y.upload(in.labels.data());
+    if (weighted) w.upload(in.weights.data());
+  }
+  BinaryLoss out;
+  out.loss = b.sigmoid_xent(n, x.data(), y.data(), weighted ? w.data() : nullptr, in_place ? x.data() : g.data()).loss_sum;
+  out.grad = in_place ? x.to_host() : g.to_host();
+  return out;
+}
+
+TEST_P(Kernels, SigmoidXentMatchesReference) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{5003}}) {
+    const BinaryLossInputs in = random_binary_inputs(rng, n);
+    for (const bool weighted : {false, true}) {
+      const BinaryLoss got = run_binary_loss(*be, in, weighted), want = run_binary_loss(*ref, in, weighted);
+      EXPECT_NEAR(got.loss, want.loss, 1e-6 * std::max(1.0, std::abs(want.loss))) << n << (weighted ? " weighted" : "");
+      ASSERT_EQ(got.grad.size(), n);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(got.grad[i], want.grad[i], 1e-6) << i;
+        if (weighted && in.weights[i] == 0.0f) {
+          ASSERT_EQ(got.grad[i], 0.0f) << i;
+        }
+      }
+      EXPECT_TRUE(std::isfinite(got.loss));
+    }
+  }
+}
+
+// Hand-computed: x = 0 costs log 2 whatever the label; a confident right answer costs almost
+// nothing, a confident wrong one its logit; the gradient is sigmoid(x) − label.
+TEST_P(Kernels, SigmoidXentHandComputed) {
+  const BinaryLossInputs in{{0.0f, 0.0f, 40.0f, -40.0f, 40.0f, 2.0f}, {1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 1.0f}, {}};
+  const BinaryLoss got = run_binary_loss(*be, in, false);
+  const double want = 2 * std::log(2.0) + 2 * std::log1p(std::exp(-40.0)) + 40.0 + std::log1p(std::exp(-40.0)) +
+                      std::log1p(std::exp(-2.0));
+  EXPECT_NEAR(got.loss, want, 1e-6);
+  const std::vector<float> grad{-0.5f, 0.5f, 0.0f, 0.0f, 1.0f, static_cast<float>(1.0 / (1.0 + std::exp(-2.0)) - 1.0)};
+  for (std::size_t i = 0; i < grad.size(); ++i) EXPECT_NEAR(got.grad[i], grad[i], 1e-7) << i;
+}
+
+TEST_P(Kernels, SigmoidXentGradientMatchesFiniteDifferences) {
+  BinaryLossInputs in = random_binary_inputs(rng, 40);
+  for (float& v : in.x) v = std::clamp(v, -8.0f, 8.0f);
+  const BinaryLoss base = run_binary_loss(*be, in, true);
+  for (std::size_t i = 0; i < in.x.size(); ++i) {
+    const float x0 = in.x[i];
+    in.x[i] = x0 + 1e-2f;
+    const double up = run_binary_loss(*be, in, true).loss;
+    const float xu = in.x[i];
+    in.x[i] = x0 - 1e-2f;
+    const double down = run_binary_loss(*be, in, true).loss;
+    const float xd = in.x[i];
+    in.x[i] = x0;
+    EXPECT_NEAR(base.grad[i], (up - down) / (static_cast<double>(xu) - xd), 1e-3) << i;
+  }
+}
+
+TEST_P(Kernels, SigmoidXentGradMayAliasLogits) {
+  const BinaryLossInputs in = random_binary_inputs(rng, 3001);
+  const BinaryLoss apart = run_binary_loss(*be, in, true), over = run_binary_loss(*be, in, true, true);
+  EXPECT_TRUE(bitwise_equal(over.grad, apart.grad));
+  EXPECT_EQ(over.loss, apart.loss);
+}
+
 TEST_P(Kernels, RowArgmaxTiesKeepLowerColumn) {
   HostMat m(3, 4, 5);
   const float vals[3][4] = {{1, 5, 5, 2}, {7, 7, 7, 7}, {-kInf, -kInf, -kInf, -kInf}};

@@ -319,6 +319,13 @@ class Backend {
   // and grad[i][:] = 0 for other rows. Returns the loss sum (double, deterministic).
   LossTerms softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
                          const std::int32_t* labels, const float* weights, index_t col0, MatrixView grad);
+  // Binary cross-entropy with logits (link prediction's loss: PyTorch's BCEWithLogitsLoss), per
+  // element i < n, labels 0 or 1:
+  //   loss += weight[i]·(max(x[i], 0) − x[i]·label[i] + log(1 + exp(−|x[i]|)))
+  //   grad[i] = weight[i]·(sigmoid(x[i]) − label[i])
+  // weights null: 1. grad may alias x. Returns the loss sum (double; fixed chunks summed in
+  // order, so it does not depend on the thread count).
+  LossTerms sigmoid_xent(std::size_t n, const float* x, const float* labels, const float* weights, float* grad);
   // Per row: the largest value and its global column (col0 + j, first of ties), merged into
   // best_val / best_col (initialise best_val to -inf, best_col to -1); ties keep the lower
   // column so the result does not depend on how classes are sharded.
@@ -437,6 +444,8 @@ class Backend {
   virtual LossTerms do_softmax_xent(ConstMatrixView x, const float* row_max, const float* row_sumexp,
                                     const std::int32_t* labels, const float* weights, index_t col0,
                                     MatrixView grad) = 0;
+  virtual LossTerms do_sigmoid_xent(std::size_t n, const float* x, const float* labels, const float* weights,
+                                    float* grad) = 0;
   virtual void do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) = 0;
   virtual void do_argmax_keys(std::size_t n, const float* best_val, const float* global_best,
                               const std::int64_t* best_col, float* key) = 0;

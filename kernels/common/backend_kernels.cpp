@@ -341,6 +341,12 @@ LossTerms Backend::softmax_xent(ConstMatrixView x, const float* row_max, const f
   return observed("softmax_xent",
                   [&] { return do_softmax_xent(x, row_max, row_sumexp, labels, weights, col0, grad); });
 }
+LossTerms Backend::sigmoid_xent(std::size_t n, const float* x, const float* labels, const float* weights,
+                                float* grad) {
+  if (n > 0 && (x == nullptr || labels == nullptr || grad == nullptr))
+    throw std::invalid_argument("sigmoid_xent: null logits, labels or gradient");
+  return observed("sigmoid_xent", [&] { return do_sigmoid_xent(n, x, labels, weights, grad); });
+}
 void Backend::row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
   check_view(x, "row_argmax");
   observed("row_argmax", [&] { do_row_argmax(x, col0, best_val, best_col); });

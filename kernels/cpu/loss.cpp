@@ -74,6 +74,28 @@ LossTerms CpuBackend::do_softmax_xent(ConstMatrixView x, const float* row_max, c
   return out;
 }
 
+LossTerms CpuBackend::do_sigmoid_xent(std::size_t n, const float* x, const float* labels, const float* weights,
+                                      float* grad) {
+  const auto count = static_cast<index_t>(n);
+  const index_t chunks = (count + kLossChunkRows - 1) / kLossChunkRows;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+#pragma omp parallel for schedule(static) num_threads(threads_for(count * 16))
+  for (index_t ch = 0; ch < chunks; ++ch) {
+    double loss = 0.0;
+    for (index_t i = ch * kLossChunkRows, i1 = std::min(count, i + kLossChunkRows); i < i1; ++i) {
+      const float v = x[i], y = labels[i], w = weights ? weights[i] : 1.0f;  // read before grad (may alias) is written
+      const float e = std::exp(-std::fabs(v));
+      loss += static_cast<double>(w) * (std::max(v, 0.0f) - v * y + std::log1p(e));
+      const float sig = v >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
+      grad[i] = w * (sig - y);
+    }
+    partial[static_cast<std::size_t>(ch)] = loss;
+  }
+  LossTerms out;
+  for (const double l : partial) out.loss_sum += l;  // chunk order: thread-count independent
+  return out;
+}
+
 void CpuBackend::do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols))
   for (index_t i = 0; i < x.rows; ++i) {

@@ -1,5 +1,6 @@
 // Masked log-softmax + NLL pieces: row_max, row_sumexp, softmax_xent, row_argmax, the
-// accuracy counts (argmax_keys, count_correct), and the deterministic device sum used for the loss.
+// accuracy counts (argmax_keys, count_correct), and the deterministic device sum used for the
+// loss; and the binary cross-entropy with logits of link prediction (sigmoid_xent).
 //
 // One warp per row (8 rows per 256-thread block, rows grid-strided): lane l visits columns
 // l, l+32, ... in order, then the warp combines with a fixed xor-butterfly, so every result
@@ -78,6 +79,20 @@ __global__ void softmax_xent_kernel(const float* x, index_t rows, index_t cols, 
       const float p = expf(xr[j] - m) / s;
       gr[j] = w * (p - (j + col0 == label ? 1.0f : 0.0f));
     }
+  }
+}
+
+// Binary cross-entropy with logits, one element a thread (grid-strided); each element's loss
+// into row_loss for the deterministic sum.
+__global__ void sigmoid_xent_kernel(std::size_t n, const float* x, const float* __restrict__ labels,
+                                    const float* __restrict__ weights, float* grad, double* __restrict__ loss) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float v = x[i], y = labels[i], w = weights ? weights[i] : 1.0f;  // read before grad (may alias) is written
+    const float e = expf(-fabsf(v));
+    loss[i] = static_cast<double>(w) * static_cast<double>(fmaxf(v, 0.0f) - v * y + log1pf(e));
+    const float sig = v >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
+    grad[i] = w * (sig - y);
   }
 }
 
@@ -212,6 +227,24 @@ LossTerms CudaBackend::do_softmax_xent(ConstMatrixView x, const float* row_max, 
                                                                  labels, weights, col0, grad.data, grad.ld, row_loss);
   PLEXUS_CUDA_CHECK_LAUNCH("softmax_xent_kernel");
   det_sum(row_loss, rows, result, ws, stream_);
+  PLEXUS_CUDA_CHECK(cudaMemcpyAsync(&out.loss_sum, result, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return out;
+}
+
+LossTerms CudaBackend::do_sigmoid_xent(std::size_t n, const float* x, const float* labels, const float* weights,
+                                       float* grad) {
+  LossTerms out;
+  if (n == 0) return out;
+  activate();
+  // Scratch layout: [element losses: n][det_sum workspace][result: 1], all doubles.
+  const std::size_t ws_n = det_sum_workspace(n);
+  auto* loss = static_cast<double*>(scratch((n + ws_n + 1) * sizeof(double)));
+  double* ws = loss + n;
+  double* result = ws + ws_n;
+  sigmoid_xent_kernel<<<grid_1d(n), kBlock, 0, stream_>>>(n, x, labels, weights, grad, loss);
+  PLEXUS_CUDA_CHECK_LAUNCH("sigmoid_xent_kernel");
+  det_sum(loss, n, result, ws, stream_);
   PLEXUS_CUDA_CHECK(cudaMemcpyAsync(&out.loss_sum, result, sizeof(double), cudaMemcpyDeviceToHost, stream_));
   PLEXUS_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return out;

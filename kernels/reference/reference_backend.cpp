@@ -170,6 +170,19 @@ LossTerms ReferenceBackend::do_softmax_xent(ConstMatrixView x, const float* row_
   return out;
 }
 
+LossTerms ReferenceBackend::do_sigmoid_xent(std::size_t n, const float* x, const float* labels, const float* weights,
+                                            float* grad) {
+  LossTerms out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i], y = labels[i], w = weights ? weights[i] : 1.0;
+    // In double, from the definitions: −y·log σ(v) − (1 − y)·log(1 − σ(v)).
+    const double sig = 1.0 / (1.0 + std::exp(-v));
+    out.loss_sum += w * (v >= 0 ? (1.0 - y) * v + std::log1p(std::exp(-v)) : -y * v + std::log1p(std::exp(v)));
+    grad[i] = static_cast<float>(w * (sig - y));
+  }
+  return out;
+}
+
 void ReferenceBackend::do_row_argmax(ConstMatrixView x, index_t col0, float* best_val, std::int64_t* best_col) {
   for (index_t i = 0; i < x.rows; ++i) {
     for (index_t j = 0; j < x.cols; ++j) {

@@ -253,6 +253,11 @@ LossTerms ShapeBackend::do_softmax_xent(ConstMatrixView x, const float*, const f
   counts_.stream_bytes += kF * (2 * elems(x) + 4 * num(x.rows));
   return {};
 }
+// x, labels and weights read; grad written.
+LossTerms ShapeBackend::do_sigmoid_xent(std::size_t n, const float*, const float*, const float* weights, float*) {
+  counts_.stream_bytes += kF * static_cast<double>(n) * (weights ? 4 : 3);
+  return {};
+}
 // x read; a row's best value (float) and column (int64) read and written.
 void ShapeBackend::do_row_argmax(ConstMatrixView x, index_t, float*, std::int64_t*) {
   counts_.stream_bytes += kF * elems(x) + 24 * num(x.rows);
