@@ -1,0 +1,145 @@
+// The dot-product link decoder on the 3D grid (src/pmm/dot_link_decoder_3d.hpp) against a
+// float64 reference on one rank: every grid of up to 8 ranks (ranks as threads,
+// run_in_process_grid), uneven node and feature blocks (some ranks with no feature column),
+// the last layer's axes in every role; each pair scored by exactly one block, the whole dZ on
+// every replica, and the bytes of the gather over R as its header says.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "comm/in_process_communicator.hpp"
+#include "core/shard_layout.hpp"
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "pmm/dot_link_decoder_3d.hpp"
+
+namespace plexus {
+namespace {
+
+std::vector<GridShape> grids_up_to(int ranks) {
+  std::vector<GridShape> out;
+  for (int x = 1; x <= ranks; ++x)
+    for (int y = 1; x * y <= ranks; ++y)
+      for (int z = 1; x * y * z <= ranks; ++z) out.push_back({x, y, z});
+  return out;
+}
+
+struct Problem {
+  index_t n = 0, width = 0;
+  std::vector<double> z;              // n × width
+  std::vector<std::int64_t> u, v;     // the pairs
+  std::vector<double> g;              // dL/ds per pair
+  std::vector<double> scores, dz;     // the reference: s per pair, dZ (n × width)
+};
+
+Problem make_problem(index_t n, index_t width, std::size_t pairs, std::uint64_t seed) {
+  Problem p;
+  p.n = n;
+  p.width = width;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<std::int64_t> node(0, n - 1);
+  for (index_t i = 0; i < n * width; ++i) p.z.push_back(static_cast<float>(normal(rng)));
+  for (std::size_t k = 0; k < pairs; ++k) {
+    p.u.push_back(node(rng));
+    p.v.push_back(k % 11 == 3 ? p.u.back() : node(rng));  // a node with itself, now and then
+    p.g.push_back(static_cast<float>(normal(rng)));
+  }
+  p.u.push_back(p.u[0]);  // a pair twice
+  p.v.push_back(p.v[0]);
+  p.g.push_back(0.5f);
+  p.dz.assign(static_cast<std::size_t>(n * width), 0.0);
+  for (std::size_t k = 0; k < p.u.size(); ++k) {
+    const auto a = static_cast<std::size_t>(p.u[k] * width), b = static_cast<std::size_t>(p.v[k] * width);
+    double s = 0;
+    for (std::size_t j = 0; j < static_cast<std::size_t>(width); ++j) {
+      s += p.z[a + j] * p.z[b + j];
+      p.dz[a + j] += p.g[k] * p.z[b + j];
+      p.dz[b + j] += p.g[k] * p.z[a + j];
+    }
+    p.scores.push_back(s);
+  }
+  return p;
+}
+
+// Every rank: its block of Z, its pairs scored and differentiated, compared with the reference.
+void check_grid(const Problem& p, GridShape shape, int layers, bool transform_first) {
+  std::vector<index_t> dims{6};
+  for (int l = 1; l < layers; ++l) dims.push_back(5);
+  dims.push_back(p.width);
+  const std::vector<bool> tf(static_cast<std::size_t>(layers), transform_first);
+  std::vector<std::atomic<int>> scored(p.u.size());
+  const std::string where = shape.str() + ", " + std::to_string(layers) + " layers" + (transform_first ? ", transform first" : "");
+  run_in_process_grid(shape, 1, [&](ProcessGrid& grid) {
+    auto be = make_cpu_backend();
+    const LayerGeometry last = layer_geometry(grid, layers - 1, p.n, dims, tf);
+    DotLinkDecoder3D dec(*be, grid, last, p.n);
+    ASSERT_EQ(dec.rows(), last.out_rows);
+    ASSERT_EQ(dec.features(), last.out_cols);
+    const Range rows = last.out_rows, cols = last.out_cols;
+    std::vector<float> z_host;
+    for (index_t i = rows.begin; i < rows.end; ++i)
+      for (index_t j = cols.begin; j < cols.end; ++j)
+        z_host.push_back(static_cast<float>(p.z[static_cast<std::size_t>(i * p.width + j)]));
+    Matrix z(*be, rows.size(), cols.size()), dz(*be, rows.size(), cols.size());
+    z.upload(z_host);
+    const PairBlock pairs = dec.select(p.u, p.v);
+    const auto n = static_cast<std::size_t>(pairs.pairs());
+    if (grid.coord(dec.feature_axis()) == 0)
+      for (const std::int64_t k : pairs.index) ++scored[static_cast<std::size_t>(k)];
+
+    Buffer<float> s(*be, n), g(*be, n);
+    grid.reset_stats();
+    dec.forward(z, pairs, s.data());
+    const Axis r = last.roles.d;
+    if (grid.dim(r) > 1) {  // the gather over R: the Q block's rows that other ranks of R hold
+      const Range q = dec.q_rows();
+      const index_t own = std::max<index_t>(0, std::min(rows.end, q.end) - std::max(rows.begin, q.begin));
+      EXPECT_DOUBLE_EQ(grid.axis_stats(r).bytes, static_cast<double>((q.size() - own) * cols.size() * 4)) << where;
+    }
+    const std::vector<float> got = s.to_host();
+    std::vector<float> g_host;
+    for (std::size_t e = 0; e < n; ++e) {
+      const auto k = static_cast<std::size_t>(pairs.index[e]);
+      ASSERT_NEAR(got[e], p.scores[k], 1e-5 * (1 + std::abs(p.scores[k]))) << where << ", pair " << k;
+      g_host.push_back(static_cast<float>(p.g[k]));
+    }
+    if (n) g.upload(g_host.data());
+    dec.backward(z, pairs, g.data(), dz);
+    const std::vector<float> dz_host = dz.to_host();
+    for (index_t i = 0; i < rows.size(); ++i)
+      for (index_t j = 0; j < cols.size(); ++j) {
+        const double want = p.dz[static_cast<std::size_t>((rows.begin + i) * p.width + cols.begin + j)];
+        ASSERT_NEAR(dz_host[static_cast<std::size_t>(i * cols.size() + j)], want, 1e-5 * (1 + std::abs(want)))
+            << where << ", dZ[" << rows.begin + i << "," << cols.begin + j << "]";
+      }
+  });
+  for (std::size_t k = 0; k < scored.size(); ++k) ASSERT_EQ(scored[k].load(), 1) << where << ": pair " << k;
+}
+
+TEST(DotLinkDecoder, EveryGridUpTo8RanksScoresAndDifferentiatesAsOneRank) {
+  const Problem wide = make_problem(37, 10, 120, 7), narrow = make_problem(23, 3, 60, 8);
+  for (const GridShape shape : grids_up_to(8))
+    for (const int layers : {1, 2, 3})
+      for (const bool tf : {false, true}) {
+        check_grid(wide, shape, layers, tf);
+        if (shape.size() >= 4) check_grid(narrow, shape, layers, tf);  // 3 features over 4 ranks: some hold none
+      }
+}
+
+TEST(DotLinkDecoder, PairsOfNodesOutOfRangeAreRefused) {
+  auto be = make_cpu_backend();
+  auto grid = ProcessGrid::single();
+  const LayerGeometry last = layer_geometry(*grid, 0, 5, {3, 2});
+  DotLinkDecoder3D dec(*be, *grid, last, 5);
+  EXPECT_THROW(dec.select({0, 5}, {1, 1}), std::invalid_argument);
+  EXPECT_THROW(dec.select({0, 1}, {1, -1}), std::invalid_argument);
+  EXPECT_THROW(dec.select({0, 1}, {1}), std::invalid_argument);
+  EXPECT_EQ(dec.select({0, 4}, {4, 0}).pairs(), 2);
+}
+
+}  // namespace
+}  // namespace plexus
