@@ -1,0 +1,27 @@
+#pragma once
+// Link prediction's negative pairs: drawn afresh each epoch, uniformly over the ordered pairs
+// of nodes, and keyed by their global index — negative k of an epoch is a pure function of
+// (seed, epoch, k), so every grid (and every rank of it, whichever part it draws) sees the
+// same negatives. docs/link-prediction.md, "Random streams", has the key:
+//   words = counter_block(DropoutKey{seed, epoch, kNegativePairStream}, k, 0)
+//   u = ⌊(words[0] + 2^32·words[1])·N / 2^64⌋,  v = ⌊(words[2] + 2^32·words[3])·N / 2^64⌋
+// (a 64-bit word scaled to [0, N): uniform to within N / 2^64).
+#include <cstdint>
+#include <vector>
+
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+inline constexpr std::uint32_t kNegativePairStream = 0x11E6;
+
+struct NodePairs {
+  std::vector<std::int64_t> u, v;
+  std::size_t size() const { return u.size(); }
+};
+
+// Negatives [begin, end) of `epoch` over `num_nodes` nodes (≥ 1).
+NodePairs negative_pairs(std::uint64_t seed, std::uint32_t epoch, index_t num_nodes, std::int64_t begin,
+                         std::int64_t end);
+
+}  // namespace plexus
