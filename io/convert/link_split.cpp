@@ -1,0 +1,136 @@
+// A random split of a graph's edges for link prediction (random_link_split,
+// include/plexus/convert.hpp): PyG's RandomLinkSplit, with Philox orders instead of torch's
+// generator, so that a seed gives the same split on every platform.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "plexus/convert.hpp"
+#include "plexus/error.hpp"
+#include "plexus/rng.hpp"
+
+namespace plexus {
+
+namespace {
+
+constexpr std::uint32_t kTagLinkOrder = 0x11E5, kTagNegative = 0x11E7;
+
+std::uint32_t lo32(std::uint64_t x) { return static_cast<std::uint32_t>(x); }
+std::uint32_t hi32(std::uint64_t x) { return static_cast<std::uint32_t>(x >> 32); }
+
+// The high 64 bits of a·b (four 32-bit products).
+std::uint64_t mul_high(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
+  const std::uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const std::uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+struct PairHash {
+  std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const noexcept {
+    const std::uint64_t h = static_cast<std::uint64_t>(p.first) * 0x9E3779B97F4A7C15ULL ^
+                            (static_cast<std::uint64_t>(p.second) + 0x632BE59BD9B4E019ULL);
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+using PairSet = std::unordered_set<std::pair<std::int64_t, std::int64_t>, PairHash>;
+
+// A link as the split counts it: an undirected one with its smaller node first.
+std::pair<std::int64_t, std::int64_t> link(std::int64_t u, std::int64_t v, bool directed) {
+  return directed || u < v ? std::pair{u, v} : std::pair{v, u};
+}
+
+}  // namespace
+
+LinkSplit random_link_split(GraphData& g, double val, double test, std::uint64_t seed) {
+  if (!(val >= 0 && val < 1) || !(test >= 0 && test < 1) || !(val + test < 1))
+    throw InputError("LinkSplit", "the validation and test fractions must lie in [0, 1) and sum to less than 1, got " +
+                                      std::to_string(val) + " and " + std::to_string(test));
+  const index_t n = g.num_nodes;
+  const bool directed = g.directed;
+  // The candidates in the order first seen in the CSR: every distinct link without self-loops
+  // (an undirected one once, whether stored both ways round or one).
+  std::vector<std::pair<std::int64_t, std::int64_t>> links;
+  PairSet edges;  // every link of the input: no negative may be one
+  for (index_t u = 0; u < n; ++u)
+    for (index_t e = g.indptr[static_cast<std::size_t>(u)]; e < g.indptr[static_cast<std::size_t>(u) + 1]; ++e) {
+      const index_t v = g.indices[static_cast<std::size_t>(e)];
+      if (u == v) continue;
+      const auto l = link(u, v, directed);
+      if (edges.insert(l).second) links.push_back(l);
+    }
+  const auto total = static_cast<std::int64_t>(links.size());
+  const auto n_val = static_cast<std::int64_t>(std::floor(val * static_cast<double>(total)));
+  const auto n_test = static_cast<std::int64_t>(std::floor(test * static_cast<double>(total)));
+
+  // Held out: the first n_val + n_test links in a Philox order of (seed, link index).
+  std::vector<std::pair<std::uint64_t, std::int64_t>> order(links.size());
+  for (std::int64_t k = 0; k < total; ++k) {
+    const Philox4x32 r = philox4x32_10(lo32(static_cast<std::uint64_t>(k)), hi32(static_cast<std::uint64_t>(k)), 0,
+                                       kTagLinkOrder, lo32(seed), hi32(seed));
+    order[static_cast<std::size_t>(k)] = {static_cast<std::uint64_t>(r.v[0]) << 32 | r.v[1], k};
+  }
+  std::sort(order.begin(), order.end());
+  LinkSplit s;
+  PairSet held;
+  for (std::int64_t i = 0; i < n_val + n_test; ++i) {
+    const auto& l = links[static_cast<std::size_t>(order[static_cast<std::size_t>(i)].second)];
+    NodePairList& into = i < n_val ? s.val_pos : s.test_pos;
+    into.u.push_back(l.first);
+    into.v.push_back(l.second);
+    held.insert(l);
+  }
+
+  // The graph keeps the rest (both directions of an undirected link, self-loops, values).
+  if (!held.empty()) {
+    std::vector<index_t> indptr{0}, indices;
+    std::vector<float> values;
+    for (index_t u = 0; u < n; ++u) {
+      for (index_t e = g.indptr[static_cast<std::size_t>(u)]; e < g.indptr[static_cast<std::size_t>(u) + 1]; ++e) {
+        const index_t v = g.indices[static_cast<std::size_t>(e)];
+        if (u != v && held.count(link(u, v, directed))) continue;
+        indices.push_back(v);
+        if (!g.values.empty()) values.push_back(g.values[static_cast<std::size_t>(e)]);
+      }
+      indptr.push_back(static_cast<index_t>(indices.size()));
+    }
+    g.indptr = std::move(indptr);
+    g.indices = std::move(indices);
+    g.values = std::move(values);
+  }
+
+  // Negatives: distinct non-edges, no self-loop, drawn uniformly by rejection.
+  const std::int64_t want = n_val + n_test;
+  const long double pairs = static_cast<long double>(n) * static_cast<long double>(n - 1) / (directed ? 1 : 2);
+  if (static_cast<long double>(want) > pairs - static_cast<long double>(edges.size()))
+    throw InputError("LinkSplit", "the graph has " + std::to_string(static_cast<double>(pairs) - edges.size()) +
+                                      " pairs of nodes that are no edge, fewer than the " + std::to_string(want) +
+                                      " negatives the held-out links need");
+  const std::uint64_t attempts = 64 * static_cast<std::uint64_t>(want) + 10000;
+  PairSet drawn;
+  std::uint64_t a = 0;
+  for (; static_cast<std::int64_t>(drawn.size()) < want && a < attempts; ++a) {
+    const Philox4x32 r = philox4x32_10(lo32(a), hi32(a), 0, kTagNegative, lo32(seed), hi32(seed));
+    const auto u = static_cast<std::int64_t>(mul_high(static_cast<std::uint64_t>(r.v[0]) | static_cast<std::uint64_t>(r.v[1]) << 32,
+                                                      static_cast<std::uint64_t>(n)));
+    const auto v = static_cast<std::int64_t>(mul_high(static_cast<std::uint64_t>(r.v[2]) | static_cast<std::uint64_t>(r.v[3]) << 32,
+                                                      static_cast<std::uint64_t>(n)));
+    if (u == v) continue;
+    const auto l = link(u, v, directed);
+    if (edges.count(l) || !drawn.insert(l).second) continue;
+    NodePairList& into = static_cast<std::int64_t>(drawn.size()) <= n_val ? s.val_neg : s.test_neg;
+    into.u.push_back(l.first);
+    into.v.push_back(l.second);
+  }
+  if (static_cast<std::int64_t>(drawn.size()) < want)
+    throw InputError("LinkSplit", "drew only " + std::to_string(drawn.size()) + " of the " + std::to_string(want) +
+                                      " negatives in " + std::to_string(attempts) +
+                                      " tries: the graph is too dense for uniform negatives");
+  return s;
+}
+
+}  // namespace plexus
