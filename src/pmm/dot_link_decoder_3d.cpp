@@ -11,60 +11,25 @@
 
 namespace plexus {
 
-namespace {
-
-Range intersect(Range a, Range b) {
-  const index_t lo = std::max(a.begin, b.begin), hi = std::min(a.end, b.end);
-  return lo < hi ? Range{lo, hi} : Range{lo, lo};
-}
-
-void require_contiguous(const Matrix& m, index_t rows, index_t cols, const char* what) {
-  if (m.rows() != rows || m.cols() != cols || !m.contiguous())
-    throw std::invalid_argument(std::string("DotLinkDecoder3D: ") + what + " is " + std::to_string(m.rows()) + "x" +
-                                std::to_string(m.cols()) + (m.contiguous() ? "" : " (padded rows)") +
-                                ", not this rank's contiguous " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                " block of the last layer's output");
-}
-
-}  // namespace
-
 DotLinkDecoder3D::DotLinkDecoder3D(Backend& be, ProcessGrid& grid, const LayerGeometry& last, index_t num_nodes)
-    : be_(be),
-      grid_(grid),
-      r_(last.roles.d),
-      f_(last.out_feat()),
-      q_(last.out_repl()),
-      n_(num_nodes),
-      width_(last.out_dim),
-      rows_(last.out_rows),
-      cols_(last.out_cols),
-      q_rows_(block_range(num_nodes, grid.dim(last.out_repl()), grid.coord(last.out_repl()))) {}
-
-std::vector<std::size_t> DotLinkDecoder3D::q_counts() const {
-  const int parts = grid_.dim(r_);
-  std::vector<std::size_t> counts(static_cast<std::size_t>(parts));
-  for (int a = 0; a < parts; ++a)
-    counts[static_cast<std::size_t>(a)] =
-        static_cast<std::size_t>(intersect(block_range(n_, parts, a), q_rows_).size() * cols_.size());
-  return counts;
-}
+    : be_(be), grid_(grid), at_(grid, last, num_nodes) {}
 
 PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v) const {
   if (u.size() != v.size())
     throw std::invalid_argument("DotLinkDecoder3D::select: " + std::to_string(u.size()) + " first nodes but " +
                                 std::to_string(v.size()) + " second nodes");
   HostCsr h;
-  h.rows = rows_.size();
-  h.cols = q_rows_.size();
+  h.rows = at_.rows.size();
+  h.cols = at_.q_rows.size();
   h.indptr.assign(static_cast<std::size_t>(h.rows) + 1, 0);
   std::vector<std::size_t> mine;
   for (std::size_t k = 0; k < u.size(); ++k) {
-    if (u[k] < 0 || u[k] >= n_ || v[k] < 0 || v[k] >= n_)
+    if (u[k] < 0 || u[k] >= at_.n || v[k] < 0 || v[k] >= at_.n)
       throw std::invalid_argument("DotLinkDecoder3D::select: pair " + std::to_string(k) + " (" + std::to_string(u[k]) +
-                                  ", " + std::to_string(v[k]) + ") is not a pair of nodes 0.." + std::to_string(n_ - 1));
-    if (u[k] >= rows_.begin && u[k] < rows_.end && v[k] >= q_rows_.begin && v[k] < q_rows_.end) {
+                                  ", " + std::to_string(v[k]) + ") is not a pair of nodes 0.." + std::to_string(at_.n - 1));
+    if (u[k] >= at_.rows.begin && u[k] < at_.rows.end && v[k] >= at_.q_rows.begin && v[k] < at_.q_rows.end) {
       mine.push_back(k);
-      ++h.indptr[static_cast<std::size_t>(u[k] - rows_.begin) + 1];
+      ++h.indptr[static_cast<std::size_t>(u[k] - at_.rows.begin) + 1];
     }
   }
   for (std::size_t r = 0; r < static_cast<std::size_t>(h.rows); ++r) h.indptr[r + 1] += h.indptr[r];
@@ -74,8 +39,8 @@ PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std
   PairBlock b;
   b.index.resize(mine.size());
   for (const std::size_t k : mine) {
-    const index_t at = next[static_cast<std::size_t>(u[k] - rows_.begin)]++;
-    h.indices[static_cast<std::size_t>(at)] = static_cast<col_t>(v[k] - q_rows_.begin);
+    const index_t at = next[static_cast<std::size_t>(u[k] - at_.rows.begin)]++;
+    h.indices[static_cast<std::size_t>(at)] = static_cast<col_t>(v[k] - at_.q_rows.begin);
     b.index[static_cast<std::size_t>(at)] = static_cast<std::int64_t>(k);
   }
   const HostCsr t = csr_transpose(h);
@@ -87,21 +52,20 @@ PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std
 }
 
 void DotLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* scores) {
-  require_contiguous(z, rows_.size(), cols_.size(), "Z");
-  if (zq_.rows() != q_rows_.size() || zq_.cols() != cols_.size()) {
+  at_.require_block(z, "DotLinkDecoder3D", "Z");
+  if (zq_.rows() != at_.q_rows.size() || zq_.cols() != at_.cols.size()) {
     MemoryScope scope(be_, MemoryKind::Activations, "the Q block of the scored embeddings");
-    zq_ = Matrix(be_, q_rows_.size(), cols_.size());
+    zq_ = Matrix(be_, at_.q_rows.size(), at_.cols.size());
   }
-  const Range mine = intersect(rows_, q_rows_);
-  grid_.comm(r_).all_gather(z.data() + (mine.begin - rows_.begin) * cols_.size(), zq_.data(), q_counts());
+  at_.gather_q(grid_, z, zq_);
   const auto n = static_cast<std::size_t>(pairs.pairs());
-  if (n) be_.edge_dots(pairs.pattern.view(), 1, width_, cols_.begin, z.view(), zq_.view(), scores);
-  grid_.comm(f_).all_reduce(scores, n, ReduceOp::Sum);
+  if (n) be_.edge_dots(pairs.pattern.view(), 1, at_.width, at_.cols.begin, z.view(), zq_.view(), scores);
+  grid_.comm(at_.f).all_reduce(scores, n, ReduceOp::Sum);
 }
 
 void DotLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz) {
-  require_contiguous(z, rows_.size(), cols_.size(), "Z");
-  require_contiguous(dz, rows_.size(), cols_.size(), "dZ");
+  at_.require_block(z, "DotLinkDecoder3D", "Z");
+  at_.require_block(dz, "DotLinkDecoder3D", "dZ");
   const index_t n = pairs.pairs();
   // The first nodes' side: dZ = S_g·Zq.
   CsrView s = pairs.pattern.view();
@@ -113,14 +77,11 @@ void DotLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const f
   if (n) be_.edge_gather(n, 1, pairs.transpose_map.data(), grad, grad_t.data());
   CsrView st = pairs.transpose.view();
   st.values = grad_t.data();
-  Matrix dzq(be_, q_rows_.size(), cols_.size());
+  Matrix dzq(be_, at_.q_rows.size(), at_.cols.size());
   be_.spmm(st, z.cview(), dzq.view(), 0.0f);
-  const Range mine = intersect(rows_, q_rows_);
-  Buffer<float> part(be_, static_cast<std::size_t>(mine.size() * cols_.size()));
-  grid_.comm(r_).reduce_scatter(dzq.data(), part.data(), q_counts());
-  if (part.size()) be_.axpby(part.size(), 1.0f, part.data(), 1.0f, dz.data() + (mine.begin - rows_.begin) * cols_.size());
+  at_.add_q_gradient(grid_, be_, dzq, dz);
   // Each replica over Q holds its Q block's pairs' part: the whole is their sum.
-  grid_.comm(q_).all_reduce(dz.data(), static_cast<std::size_t>(dz.rows() * dz.cols()), ReduceOp::Sum);
+  grid_.comm(at_.q).all_reduce(dz.data(), static_cast<std::size_t>(dz.rows() * dz.cols()), ReduceOp::Sum);
 }
 
 }  // namespace plexus

@@ -30,6 +30,7 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "core/shard_layout.hpp"
+#include "pmm/pair_layout.hpp"
 
 namespace plexus {
 
@@ -63,20 +64,15 @@ class DotLinkDecoder3D {
   // Q rows of the last forward().
   void backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz);
 
-  Range rows() const { return rows_; }        // the R block of nodes: Z's rows here
-  Range q_rows() const { return q_rows_; }    // the Q block: the pairs' second nodes here
-  Range features() const { return cols_; }    // Z's columns here
-  Axis feature_axis() const { return f_; }
+  Range rows() const { return at_.rows; }        // the R block of nodes: Z's rows here
+  Range q_rows() const { return at_.q_rows; }    // the Q block: the pairs' second nodes here
+  Range features() const { return at_.cols; }    // Z's columns here
+  Axis feature_axis() const { return at_.f; }
 
  private:
-  // Floats of the Q block each rank of the R line holds: its R block's part of the Q block.
-  std::vector<std::size_t> q_counts() const;
-
   Backend& be_;
   ProcessGrid& grid_;
-  Axis r_, f_, q_;
-  index_t n_ = 0, width_ = 0;
-  Range rows_, cols_, q_rows_;
+  PairLayout at_;
   Matrix zq_;  // Z's rows of the Q block (this rank's feature columns)
 };
 
