@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/in_process_communicator.hpp"
+#include "grid_shapes.hpp"
 #include "core/shard_layout.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
@@ -18,14 +19,6 @@
 
 namespace plexus {
 namespace {
-
-std::vector<GridShape> grids_up_to(int ranks) {
-  std::vector<GridShape> out;
-  for (int x = 1; x <= ranks; ++x)
-    for (int y = 1; x * y <= ranks; ++y)
-      for (int z = 1; x * y * z <= ranks; ++z) out.push_back({x, y, z});
-  return out;
-}
 
 struct Problem {
   index_t n = 0, width = 0;
@@ -122,7 +115,7 @@ void check_grid(const Problem& p, GridShape shape, int layers, bool transform_fi
 
 TEST(DotLinkDecoder, EveryGridUpTo8RanksScoresAndDifferentiatesAsOneRank) {
   const Problem wide = make_problem(37, 10, 120, 7), narrow = make_problem(23, 3, 60, 8);
-  for (const GridShape shape : grids_up_to(8))
+  for (const GridShape shape : test::grids_up_to(8))
     for (const int layers : {1, 2, 3})
       for (const bool tf : {false, true}) {
         check_grid(wide, shape, layers, tf);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/in_process_communicator.hpp"
+#include "grid_shapes.hpp"
 #include "core/shard_layout.hpp"
 #include "plexus/buffer.hpp"
 #include "pmm/top_k_partners_3d.hpp"
@@ -104,17 +105,9 @@ void check(const Case& c, GridShape shape, int layers, bool tf, index_t tile) {
   for (index_t u = 0; u < c.n; ++u) ASSERT_EQ(covered[static_cast<std::size_t>(u)].load(), 1) << where << ": node " << u;
 }
 
-std::vector<GridShape> grids_up_to(int ranks) {
-  std::vector<GridShape> out;
-  for (int x = 1; x <= ranks; ++x)
-    for (int y = 1; x * y <= ranks; ++y)
-      for (int z = 1; x * y * z <= ranks; ++z) out.push_back({x, y, z});
-  return out;
-}
-
 TEST(TopKPartners, EveryGridUpTo8RanksFindsTheBruteForceBest) {
   const Case wide = make_case(41, 6, 5, 3), narrow = make_case(19, 2, 30, 4);  // narrow: fewer candidates than K
-  for (const GridShape shape : grids_up_to(8))
+  for (const GridShape shape : test::grids_up_to(8))
     for (const int layers : {1, 2})
       for (const bool tf : {false, true}) {
         check(wide, shape, layers, tf, shape.size() % 2 ? 1000 : 4);

@@ -57,6 +57,16 @@ PLEXUS_HD Philox4x32 counter_block(const DropoutKey& key, std::uint64_t row, std
 // Uniform float in [0, 1) from one random word (its top 24 bits).
 PLEXUS_HD float word_to_uniform(std::uint32_t w) { return static_cast<float>(w >> 8) * (1.0f / 16777216.0f); }
 
+// ⌊w·n / 2^64⌋ for the 64-bit word w = lo + 2^32·hi: an index uniform over [0, n) to within
+// n / 2^64 (Lemire's bounded draw without rejection), the high half of a 64×64-bit product
+// written with 32-bit products so that it needs no 128-bit type.
+PLEXUS_HD std::uint64_t bounded_draw(std::uint32_t lo, std::uint32_t hi, std::uint64_t n) {
+  const std::uint64_t n0 = n & 0xFFFFFFFFu, n1 = n >> 32;
+  const std::uint64_t p00 = lo * n0, p01 = lo * n1, p10 = hi * n0, p11 = hi * n1;
+  const std::uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
 // Uniform float in [0, 1) for element (row, col) under `key`. Rows and columns are global
 // indices (< 2^64 rows, < 2^32 columns).
 PLEXUS_HD float counter_uniform(const DropoutKey& key, std::uint64_t row, std::uint32_t col) {

@@ -22,14 +22,6 @@ constexpr std::uint32_t kTagLinkOrder = 0x11E5, kTagNegative = 0x11E7;
 std::uint32_t lo32(std::uint64_t x) { return static_cast<std::uint32_t>(x); }
 std::uint32_t hi32(std::uint64_t x) { return static_cast<std::uint32_t>(x >> 32); }
 
-// The high 64 bits of a·b (four 32-bit products).
-std::uint64_t mul_high(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
-  const std::uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-  const std::uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
-  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-}
-
 struct PairHash {
   std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const noexcept {
     const std::uint64_t h = static_cast<std::uint64_t>(p.first) * 0x9E3779B97F4A7C15ULL ^
@@ -115,10 +107,8 @@ LinkSplit random_link_split(GraphData& g, double val, double test, std::uint64_t
   std::uint64_t a = 0;
   for (; static_cast<std::int64_t>(drawn.size()) < want && a < attempts; ++a) {
     const Philox4x32 r = philox4x32_10(lo32(a), hi32(a), 0, kTagNegative, lo32(seed), hi32(seed));
-    const auto u = static_cast<std::int64_t>(mul_high(static_cast<std::uint64_t>(r.v[0]) | static_cast<std::uint64_t>(r.v[1]) << 32,
-                                                      static_cast<std::uint64_t>(n)));
-    const auto v = static_cast<std::int64_t>(mul_high(static_cast<std::uint64_t>(r.v[2]) | static_cast<std::uint64_t>(r.v[3]) << 32,
-                                                      static_cast<std::uint64_t>(n)));
+    const auto u = static_cast<std::int64_t>(bounded_draw(r.v[0], r.v[1], static_cast<std::uint64_t>(n)));
+    const auto v = static_cast<std::int64_t>(bounded_draw(r.v[2], r.v[3], static_cast<std::uint64_t>(n)));
     if (u == v) continue;
     const auto l = link(u, v, directed);
     if (edges.count(l) || !drawn.insert(l).second) continue;
