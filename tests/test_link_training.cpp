@@ -14,11 +14,10 @@
 #include "comm/in_process_communicator.hpp"
 #include "models/gnn_network.hpp"
 #include "optim/adam.hpp"
-#include "plexus/buffer.hpp"
 #include "plexus/convert.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
 #include "train/graph_shards.hpp"
-#include "train/tasks/link_metrics.hpp"
+#include "train/tasks/link_passes.hpp"
 #include "train/tasks/negative_pairs.hpp"
 
 namespace plexus {
@@ -78,53 +77,22 @@ RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& k
   Adam adam(*be, net.parameters(), hp);
   const LayerGeometry last = net.output_geometry();
   DotLinkDecoder3D dec(*be, grid, last, d.graph.num_nodes);
-  const bool counts_loss = grid.coord(dec.feature_axis()) == 0;  // one rank of F per block
   const auto positives = static_cast<std::int64_t>(d.train.size());
   RunResult out;
-  Matrix z(*be, last.out_rows.size(), last.out_cols.size()), dz(*be, last.out_rows.size(), last.out_cols.size());
-  const auto copy_out = [&](const Matrix& logits) {
-    be->copy(logits.view(), z.view());
-  };
+  Matrix z(*be, last.out_rows.size(), last.out_cols.size());
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    copy_out(net.forward(epoch, true));
-    const NodePairs neg = negative_pairs(cfg.seed, static_cast<std::uint32_t>(epoch), d.graph.num_nodes, 0, positives);
-    std::vector<std::int64_t> u(d.train.u), v(d.train.v);
-    u.insert(u.end(), neg.u.begin(), neg.u.end());
-    v.insert(v.end(), neg.v.begin(), neg.v.end());
-    const PairBlock pairs = dec.select(u, v);
-    const auto n = static_cast<std::size_t>(pairs.pairs());
-    std::vector<float> labels(n), weights(n, 1.0f / static_cast<float>(2 * positives));
-    for (std::size_t e = 0; e < n; ++e) labels[e] = pairs.index[e] < positives ? 1.0f : 0.0f;
-    Buffer<float> s(*be, n), y(*be, labels), w(*be, weights), g(*be, n);
-    dec.forward(z, pairs, s.data());
-    double loss = be->sigmoid_xent(n, s.data(), y.data(), w.data(), g.data()).loss_sum;
-    if (!counts_loss) loss = 0;
-    grid.world().all_reduce(&loss, 1, ReduceOp::Sum);
-    out.losses.push_back(loss);
-    dec.backward(z, pairs, g.data(), dz);
-    Matrix d_out(*be, dz.rows(), dz.cols());
-    be->copy(dz.view(), d_out.view());
-    net.backward(d_out, epoch);
+    be->copy(net.forward(epoch, true).view(), z.view());
+    Matrix dz(*be, z.rows(), z.cols());
+    out.losses.push_back(link_loss_and_grad(
+        *be, grid, dec, z, d.train,
+        negative_pairs(cfg.seed, static_cast<std::uint32_t>(epoch), d.graph.num_nodes, 0, positives), dz));
+    net.backward(dz, epoch);
     adam.step();
     net.weights_updated();
   }
-  // The test links and their negatives, scored once, gathered whole for the metric.
-  copy_out(net.forward(epochs, false));
-  std::vector<std::int64_t> u(d.split.test_pos.u), v(d.split.test_pos.v);
-  u.insert(u.end(), d.split.test_neg.u.begin(), d.split.test_neg.u.end());
-  v.insert(v.end(), d.split.test_neg.v.begin(), d.split.test_neg.v.end());
-  const PairBlock pairs = dec.select(u, v);
-  Buffer<float> s(*be, static_cast<std::size_t>(pairs.pairs()));
-  dec.forward(z, pairs, s.data());
-  std::vector<double> all(u.size(), 0.0);  // each score once: the ranks of F 0 add theirs
-  if (counts_loss) {
-    const std::vector<float> mine = s.to_host();
-    for (std::size_t e = 0; e < mine.size(); ++e) all[static_cast<std::size_t>(pairs.index[e])] = mine[e];
-  }
-  grid.world().all_reduce(all.data(), all.size(), ReduceOp::Sum);
-  const std::size_t p = d.split.test_pos.size();
-  out.test_auc = roc_auc(std::vector<float>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(p)),
-                         std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(p), all.end()));
+  // The test links against their negatives, scored once.
+  be->copy(net.forward(epochs, false).view(), z.view());
+  out.test_auc = link_roc_auc(*be, grid, dec, z, d.split.test_pos, d.split.test_neg);
   return out;
 }
 
@@ -189,28 +157,14 @@ TEST(LinkTraining, EveryKindsGradientMatchesFiniteDifferences) {
     GnnNetwork net(*be, *grid, shards, cfg);
     const LayerGeometry last = net.output_geometry();
     DotLinkDecoder3D dec(*be, *grid, last, d.graph.num_nodes);
-    const auto positives = static_cast<std::int64_t>(d.train.size());
-    const NodePairs neg = negative_pairs(1, 0, d.graph.num_nodes, 0, positives);
-    std::vector<std::int64_t> u(d.train.u), v(d.train.v);
-    u.insert(u.end(), neg.u.begin(), neg.u.end());
-    v.insert(v.end(), neg.v.begin(), neg.v.end());
-    const PairBlock pairs = dec.select(u, v);
-    const auto n = static_cast<std::size_t>(pairs.pairs());
-    std::vector<float> labels(n);
-    for (std::size_t e = 0; e < n; ++e) labels[e] = pairs.index[e] < positives ? 1.0f : 0.0f;
-    Buffer<float> s(*be, n), y(*be, labels), w(*be, std::vector<float>(n, 1.0f / static_cast<float>(n))), g(*be, n);
-    Matrix z(*be, last.out_rows.size(), last.out_cols.size()), dz(*be, last.out_rows.size(), last.out_cols.size());
+    const NodePairList neg = negative_pairs(1, 0, d.graph.num_nodes, 0, static_cast<std::int64_t>(d.train.size()));
+    Matrix z(*be, last.out_rows.size(), last.out_cols.size());
     const auto loss = [&](bool backward) {
       net.weights_updated();
       be->copy(net.forward(0, true).view(), z.view());
-      dec.forward(z, pairs, s.data());
-      const double l = be->sigmoid_xent(n, s.data(), y.data(), w.data(), g.data()).loss_sum;
-      if (backward) {
-        dec.backward(z, pairs, g.data(), dz);
-        Matrix d_out(*be, dz.rows(), dz.cols());
-        be->copy(dz.view(), d_out.view());
-        net.backward(d_out, 0);
-      }
+      Matrix dz(*be, z.rows(), z.cols());
+      const double l = link_loss_and_grad(*be, *grid, dec, z, d.train, neg, dz);
+      if (backward) net.backward(dz, 0);
       return l;
     };
     loss(true);

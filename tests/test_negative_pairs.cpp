@@ -14,7 +14,7 @@ namespace plexus {
 namespace {
 
 TEST(NegativePairs, NegativeKIsItsDocumentedKeysWordsScaledToTheNodes) {
-  const NodePairs p = negative_pairs(42, 3, 1000, 7, 9);
+  const NodePairList p = negative_pairs(42, 3, 1000, 7, 9);
   ASSERT_EQ(p.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
     const Philox4x32 w = counter_block(DropoutKey{42, 3, 0x11E6}, 7 + i, 0);
@@ -26,16 +26,16 @@ TEST(NegativePairs, NegativeKIsItsDocumentedKeysWordsScaledToTheNodes) {
 }
 
 TEST(NegativePairs, PartsDrawnApartAreTheWholeAndEachEpochDrawsAnew) {
-  const NodePairs whole = negative_pairs(1, 0, 37, 0, 500);
-  NodePairs parts;
+  const NodePairList whole = negative_pairs(1, 0, 37, 0, 500);
+  NodePairList parts;
   for (const auto& [b, e] : {std::pair{0, 123}, std::pair{123, 124}, std::pair{124, 500}}) {
-    const NodePairs p = negative_pairs(1, 0, 37, b, e);
+    const NodePairList p = negative_pairs(1, 0, 37, b, e);
     parts.u.insert(parts.u.end(), p.u.begin(), p.u.end());
     parts.v.insert(parts.v.end(), p.v.begin(), p.v.end());
   }
   EXPECT_EQ(parts.u, whole.u);
   EXPECT_EQ(parts.v, whole.v);
-  const NodePairs next = negative_pairs(1, 1, 37, 0, 500), other_seed = negative_pairs(2, 0, 37, 0, 500);
+  const NodePairList next = negative_pairs(1, 1, 37, 0, 500), other_seed = negative_pairs(2, 0, 37, 0, 500);
   EXPECT_NE(next.u, whole.u);
   EXPECT_NE(other_seed.v, whole.v);
   EXPECT_THROW(negative_pairs(1, 0, 0, 0, 1), std::invalid_argument);
@@ -46,7 +46,7 @@ TEST(NegativePairs, PartsDrawnApartAreTheWholeAndEachEpochDrawsAnew) {
 TEST(NegativePairs, UniformOverTheOrderedPairs) {
   const index_t n = 7;
   const std::int64_t draws = 49 * 400;
-  const NodePairs p = negative_pairs(9, 0, n, 0, draws);
+  const NodePairList p = negative_pairs(9, 0, n, 0, draws);
   std::vector<double> count(static_cast<std::size_t>(n * n), 0.0);
   for (std::size_t k = 0; k < p.size(); ++k) {
     ASSERT_GE(p.u[k], 0);

@@ -23,9 +23,10 @@
 #include "models/gnn_network.hpp"
 #include "optim/adam.hpp"
 #include "plexus/buffer.hpp"
+#include "plexus/graph.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
 #include "train/graph_shards.hpp"
-#include "train/tasks/link_metrics.hpp"
+#include "train/tasks/link_passes.hpp"
 #include "train/tasks/negative_pairs.hpp"
 
 using namespace plexus;
@@ -43,21 +44,12 @@ std::vector<T> read_binary(const std::string& path) {
   return v;
 }
 
-struct Pairs {
-  std::vector<std::int64_t> u, v;
-};
 // A 2 × n int64 array (PyG's edge_index layout).
-Pairs read_pairs(const std::string& path) {
+NodePairList read_pairs(const std::string& path) {
   const std::vector<std::int64_t> e = read_binary<std::int64_t>(path);
   const std::size_t n = e.size() / 2;
   return {std::vector<std::int64_t>(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(n)),
           std::vector<std::int64_t>(e.begin() + static_cast<std::ptrdiff_t>(n), e.end())};
-}
-Pairs joined(const Pairs& a, const Pairs& b) {
-  Pairs p = a;
-  p.u.insert(p.u.end(), b.u.begin(), b.u.end());
-  p.v.insert(p.v.end(), b.v.begin(), b.v.end());
-  return p;
 }
 
 struct SeedResult {
@@ -78,10 +70,10 @@ SeedResult run_seed(const std::string& dir, std::uint64_t seed, GridShape shape,
   g.train_mask.assign(static_cast<std::size_t>(n), 0);
   g.val_mask = g.test_mask = g.train_mask;
   // The message-passing graph: the training links, both directions; each link once as a positive.
-  const Pairs edges = read_pairs(dir + "/train_edges.i64");
+  const NodePairList edges = read_pairs(dir + "/train_edges.i64");
   std::vector<std::vector<index_t>> adj(static_cast<std::size_t>(n));
   for (std::size_t k = 0; k < edges.u.size(); ++k) adj[static_cast<std::size_t>(edges.u[k])].push_back(edges.v[k]);
-  Pairs positives;
+  NodePairList positives;
   g.indptr.push_back(0);
   for (index_t u = 0; u < n; ++u) {
     auto& row = adj[static_cast<std::size_t>(u)];
@@ -92,8 +84,8 @@ SeedResult run_seed(const std::string& dir, std::uint64_t seed, GridShape shape,
     }
     g.indptr.push_back(static_cast<index_t>(g.indices.size()));
   }
-  const Pairs val_pos = read_pairs(dir + "/val_pos.i64"), val_neg = read_pairs(dir + "/val_neg.i64");
-  const Pairs test_pos = read_pairs(dir + "/test_pos.i64"), test_neg = read_pairs(dir + "/test_neg.i64");
+  const NodePairList val_pos = read_pairs(dir + "/val_pos.i64"), val_neg = read_pairs(dir + "/val_neg.i64");
+  const NodePairList test_pos = read_pairs(dir + "/test_pos.i64"), test_neg = read_pairs(dir + "/test_neg.i64");
 
   SeedResult result;
   std::mutex m;
@@ -114,48 +106,20 @@ SeedResult run_seed(const std::string& dir, std::uint64_t seed, GridShape shape,
     Adam adam(*be, net.parameters(), hp);
     const LayerGeometry last = net.output_geometry();
     DotLinkDecoder3D decoder(*be, grid, last, n);
-    const bool counts = grid.coord(decoder.feature_axis()) == 0;  // one rank of F per block
-    Matrix z(*be, last.out_rows.size(), last.out_cols.size()), dz(*be, last.out_rows.size(), last.out_cols.size());
-    const auto links = static_cast<std::int64_t>(positives.u.size());
-    // The ROC-AUC of positives against negatives, every score gathered once.
-    const auto auc = [&](const Pairs& pos, const Pairs& neg) {
-      const Pairs all = joined(pos, neg);
-      const PairBlock block = decoder.select(all.u, all.v);
-      Buffer<float> s(*be, static_cast<std::size_t>(block.pairs()));
-      decoder.forward(z, block, s.data());
-      std::vector<double> score(all.u.size(), 0.0);
-      if (counts) {
-        const std::vector<float> mine = s.to_host();
-        for (std::size_t e = 0; e < mine.size(); ++e) score[static_cast<std::size_t>(block.index[e])] = mine[e];
-      }
-      grid.world().all_reduce(score.data(), score.size(), ReduceOp::Sum);
-      const auto p = static_cast<std::ptrdiff_t>(pos.u.size());
-      return roc_auc(std::vector<float>(score.begin(), score.begin() + p), std::vector<float>(score.begin() + p, score.end()));
-    };
+    Matrix z(*be, last.out_rows.size(), last.out_cols.size());
+    const auto links = static_cast<std::int64_t>(positives.size());
     SeedResult r;
     for (int epoch = 0; epoch < epochs; ++epoch) {
       be->copy(net.forward(epoch, true).view(), z.view());
-      const NodePairs neg = negative_pairs(seed, static_cast<std::uint32_t>(epoch), n, 0, links);
-      const Pairs batch = joined(positives, Pairs{neg.u, neg.v});
-      const PairBlock block = decoder.select(batch.u, batch.v);
-      const auto count = static_cast<std::size_t>(block.pairs());
-      std::vector<float> labels(count);
-      for (std::size_t e = 0; e < count; ++e) labels[e] = block.index[e] < links ? 1.0f : 0.0f;
-      Buffer<float> s(*be, count), y(*be, labels), w(*be, std::vector<float>(count, 1.0f / static_cast<float>(2 * links))),
-          grad(*be, count);
-      decoder.forward(z, block, s.data());
-      double loss = be->sigmoid_xent(count, s.data(), y.data(), w.data(), grad.data()).loss_sum;
-      if (!counts) loss = 0;
-      grid.world().all_reduce(&loss, 1, ReduceOp::Sum);
-      r.losses.push_back(loss);
-      decoder.backward(z, block, grad.data(), dz);
-      Matrix d_out(*be, dz.rows(), dz.cols());
-      be->copy(dz.view(), d_out.view());
-      net.backward(d_out, epoch);
+      Matrix dz(*be, z.rows(), z.cols());
+      r.losses.push_back(link_loss_and_grad(*be, grid, decoder, z, positives,
+                                            negative_pairs(seed, static_cast<std::uint32_t>(epoch), n, 0, links), dz));
+      net.backward(dz, epoch);
       adam.step();
       net.weights_updated();
       be->copy(net.forward(epoch, false).view(), z.view());
-      const double val = auc(val_pos, val_neg), test = auc(test_pos, test_neg);
+      const double val = link_roc_auc(*be, grid, decoder, z, val_pos, val_neg);
+      const double test = link_roc_auc(*be, grid, decoder, z, test_pos, test_neg);
       if (val > r.best_val) r.best_val = val, r.test = test;
     }
     if (grid.rank() == 0) {

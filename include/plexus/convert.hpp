@@ -230,11 +230,6 @@ SplitFractions parse_split_fractions(const std::string& text);
 void stratified_split(GraphData& g, const SplitFractions& fractions, std::uint64_t seed);
 
 // ---- link prediction: a random split of the edges --------------------------------------------
-// Node pairs (node indices of the graph), pair k = (u[k], v[k]).
-struct NodePairList {
-  std::vector<std::int64_t> u, v;
-  std::size_t size() const { return u.size(); }
-};
 // Held-out links and their negatives (validation and test), as PyG's RandomLinkSplit gives them.
 struct LinkSplit {
   NodePairList val_pos, val_neg, test_pos, test_neg;

@@ -32,6 +32,13 @@ struct GraphData {
   index_t num_edges() const { return static_cast<index_t>(indices.size()); }
 };
 
+// Node pairs of a graph (its node indices), pair k = (u[k], v[k]): links held out for link
+// prediction, their negatives.
+struct NodePairList {
+  std::vector<std::int64_t> u, v;
+  std::size_t size() const { return u.size(); }
+};
+
 // Which names a validation message gives the fields of a GraphData: a graph read from a file
 // names the format-v1 datasets ("/graph/indptr", "/masks/train", ...), one a library caller
 // built in memory names the members ("GraphData.indptr", "GraphData.train_mask", ...).

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/byte_accounting.hpp"
+#include "comm/grid_groups.hpp"
 #include "comm/nccl_schedule.hpp"
 
 namespace plexus {
@@ -287,42 +288,27 @@ void run_in_process(int ranks, const std::function<void(Communicator& comm)>& bo
 
 void run_in_process_grid(GridShape shape, int dp, const std::function<void(ProcessGrid& grid)>& body) {
   const int ranks = grid_ranks(shape, dp);
-  // The groups of MPI's splits (ProcessGrid::from_mpi): a line of each axis, a replica, all
-  // ranks; a rank's place in its group is its coordinate on the axis (its rank in the replica).
+  // The groups MPI's splits make (comm/grid_groups.hpp), of threads.
   std::vector<std::unique_ptr<Group>> owned;
-  std::map<std::pair<int, int>, Group*> groups;  // (kind, colour) → group
-  const auto colour = [&](int kind, int rank) {
-    const std::array<int, 4> c = grid_coords(shape, rank);
-    const int P = shape.size();
-    switch (kind) {
-      case 0: return c[3] * P + c[2] * shape.y + c[1];  // X: same d, z, y
-      case 1: return c[3] * P + c[2] * shape.x + c[0];  // Y: same d, z, x
-      case 2: return c[3] * P + c[0] * shape.y + c[1];  // Z: same d, x, y
-      case 3: return rank % P;                          // D: same place in the replica
-      case 4: return c[3];                              // the replica
-      default: return 0;                                // the world
-    }
-  };
+  std::map<std::pair<int, int>, Group*> groups;  // (which group, colour) → group
   const std::array<int, 6> sizes{shape.x, shape.y, shape.z, dp, shape.size(), ranks};
-  for (int r = 0; r < ranks; ++r)
-    for (int kind = 0; kind < 6; ++kind) {
-      Group*& g = groups[{kind, colour(kind, r)}];
-      if (!g) {
-        owned.push_back(std::make_unique<Group>(sizes[static_cast<std::size_t>(kind)]));
-        g = owned.back().get();
-      }
+  for (int r = 0; r < ranks; ++r) {
+    const std::array<GridGroup, 6> mine = grid_groups(shape, r);
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      Group*& g = groups[{static_cast<int>(k), mine[k].colour}];
+      if (!g) g = owned.emplace_back(std::make_unique<Group>(sizes[k])).get();
     }
+  }
   std::vector<Group*> all;
   for (const auto& g : owned) all.push_back(g.get());
   run_threads(ranks, all, [&](int r) {
-    const std::array<int, 4> c = grid_coords(shape, r);
-    const auto comm = [&](int kind, int place) {
-      return std::make_unique<InProcessCommunicator>(*groups.at({kind, colour(kind, r)}), place);
+    const std::array<GridGroup, 6> mine = grid_groups(shape, r);
+    const auto comm = [&](int k) {
+      const GridGroup& g = mine[static_cast<std::size_t>(k)];
+      return std::make_unique<InProcessCommunicator>(*groups.at({k, g.colour}), g.place);
     };
-    ProcessGrid grid(shape, dp, r,
-                     std::array<std::unique_ptr<Communicator>, 4>{comm(0, c[0]), comm(1, c[1]), comm(2, c[2]),
-                                                                  comm(3, c[3])},
-                     comm(4, r % shape.size()), comm(5, r));
+    ProcessGrid grid(shape, dp, r, std::array<std::unique_ptr<Communicator>, 4>{comm(0), comm(1), comm(2), comm(3)},
+                     comm(4), comm(5));
     body(grid);
   });
 }

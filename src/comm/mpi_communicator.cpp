@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "comm/byte_accounting.hpp"
+#include "comm/grid_groups.hpp"
 #include "comm/nccl_schedule.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
@@ -364,18 +365,16 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp, MPI_
     throw InputError("GridShape", (dp > 1 ? std::to_string(dp) + " replicas of " : std::string()) + shape.str() +
                                    " have " + std::to_string(ranks) + " ranks but " +
                                    std::to_string(world_size) + " were started");
-  const int t = rank % shape.size(), d = rank / shape.size();
-  const int x = (t / shape.y) % shape.x, y = t % shape.y, z = t / (shape.x * shape.y);
   // Each axis communicator joins the ranks that share the other three coordinates; the
-  // replica's, those that share d; the data-parallel axis's, those that share (x, y, z).
+  // replica's, those that share d (comm/grid_groups.hpp).
+  const std::array<GridGroup, 6> g = grid_groups(shape, rank);
   MPI_Comm world, cx, cy, cz, cd, replica;
   MPI_Comm_dup(comm, &world);
-  const int P = shape.size();
-  MPI_Comm_split(world, d * P + z * shape.y + y, x, &cx);
-  MPI_Comm_split(world, d * P + z * shape.x + x, y, &cy);
-  MPI_Comm_split(world, d * P + x * shape.y + y, z, &cz);
-  MPI_Comm_split(world, t, d, &cd);
-  MPI_Comm_split(world, d, t, &replica);
+  MPI_Comm_split(world, g[0].colour, g[0].place, &cx);
+  MPI_Comm_split(world, g[1].colour, g[1].place, &cy);
+  MPI_Comm_split(world, g[2].colour, g[2].place, &cz);
+  MPI_Comm_split(world, g[3].colour, g[3].place, &cd);
+  MPI_Comm_split(world, g[4].colour, g[4].place, &replica);
   return std::make_unique<ProcessGrid>(
       shape, dp, rank,
       std::array<std::unique_ptr<Communicator>, 4>{

@@ -9,19 +9,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "plexus/graph.hpp"
 #include "plexus/tensor.hpp"
 
 namespace plexus {
 
 inline constexpr std::uint32_t kNegativePairStream = 0x11E6;
 
-struct NodePairs {
-  std::vector<std::int64_t> u, v;
-  std::size_t size() const { return u.size(); }
-};
-
 // Negatives [begin, end) of `epoch` over `num_nodes` nodes (≥ 1).
-NodePairs negative_pairs(std::uint64_t seed, std::uint32_t epoch, index_t num_nodes, std::int64_t begin,
+NodePairList negative_pairs(std::uint64_t seed, std::uint32_t epoch, index_t num_nodes, std::int64_t begin,
                          std::int64_t end);
 
 }  // namespace plexus

@@ -1,0 +1,58 @@
+// Link prediction's passes over node pairs (link_passes.hpp).
+#include "train/tasks/link_passes.hpp"
+
+#include <cstdint>
+
+#include "train/tasks/link_metrics.hpp"
+
+namespace plexus {
+
+namespace {
+
+// This rank's block of positives ++ negatives; entry k's pair is a positive when its index in
+// that list is below positives.size().
+PairBlock select_both(const DotLinkDecoder3D& decoder, const NodePairList& positives, const NodePairList& negatives) {
+  std::vector<std::int64_t> u(positives.u), v(positives.v);
+  u.insert(u.end(), negatives.u.begin(), negatives.u.end());
+  v.insert(v.end(), negatives.v.begin(), negatives.v.end());
+  return decoder.select(u, v);
+}
+
+}  // namespace
+
+double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                          const NodePairList& positives, const NodePairList& negatives, Matrix& dz) {
+  const PairBlock pairs = select_both(decoder, positives, negatives);
+  const auto n = static_cast<std::size_t>(pairs.pairs());
+  const auto first_negative = static_cast<std::int64_t>(positives.size());
+  const float weight = 1.0f / static_cast<float>(positives.size() + negatives.size());
+  std::vector<float> labels(n);
+  for (std::size_t e = 0; e < n; ++e) labels[e] = pairs.index[e] < first_negative ? 1.0f : 0.0f;
+  MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
+  Buffer<float> scores(be, n), label(be, labels), weights(be, std::vector<float>(n, weight)), grad(be, n);
+  decoder.forward(z, pairs, scores.data());
+  double loss = be.sigmoid_xent(n, scores.data(), label.data(), weights.data(), grad.data()).loss_sum;
+  if (grid.coord(decoder.feature_axis()) != 0) loss = 0;  // the block's other ranks of F hold the same
+  grid.world().all_reduce(&loss, 1, ReduceOp::Sum);
+  decoder.backward(z, pairs, grad.data(), dz);
+  return loss;
+}
+
+double link_roc_auc(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                    const NodePairList& positives, const NodePairList& negatives) {
+  const PairBlock pairs = select_both(decoder, positives, negatives);
+  MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
+  Buffer<float> scores(be, static_cast<std::size_t>(pairs.pairs()));
+  decoder.forward(z, pairs, scores.data());
+  // Each score once: the ranks of F 0 add theirs into a list of every pair.
+  std::vector<double> all(positives.size() + negatives.size(), 0.0);
+  if (grid.coord(decoder.feature_axis()) == 0) {
+    const std::vector<float> mine = scores.to_host();
+    for (std::size_t e = 0; e < mine.size(); ++e) all[static_cast<std::size_t>(pairs.index[e])] = mine[e];
+  }
+  grid.world().all_reduce(all.data(), all.size(), ReduceOp::Sum);
+  const auto p = static_cast<std::ptrdiff_t>(positives.size());
+  return roc_auc(std::vector<float>(all.begin(), all.begin() + p), std::vector<float>(all.begin() + p, all.end()));
+}
+
+}  // namespace plexus

@@ -1,0 +1,27 @@
+#pragma once
+// Link prediction's passes over node pairs through the dot decoder (pmm/dot_link_decoder_3d.hpp),
+// on this rank's block of the encoder's output Z: the training loss with its gradient, and a
+// split's scores for its metrics. What the link task will run each epoch (docs/link-prediction.md);
+// the tests and the parity harness run it today. Collective over the grid.
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/graph.hpp"
+#include "plexus/process_grid.hpp"
+#include "pmm/dot_link_decoder_3d.hpp"
+
+namespace plexus {
+
+// The mean binary cross-entropy with logits over `positives` (label 1) and `negatives`
+// (label 0), summed over the grid (each block's pairs counted on one rank of F), and its
+// gradient with respect to Z written over `dz` (Z's shape).
+double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                          const NodePairList& positives, const NodePairList& negatives, Matrix& dz);
+
+// The ROC-AUC of `positives` against `negatives`, every score gathered once over the grid; the
+// same on every rank.
+double link_roc_auc(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                    const NodePairList& positives, const NodePairList& negatives);
+
+}  // namespace plexus
