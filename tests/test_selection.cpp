@@ -13,6 +13,7 @@
 #include "plexus/error.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/train.hpp"
+#include "train/tasks/node_classification.hpp"
 
 namespace plexus {
 namespace {
@@ -64,6 +65,41 @@ TEST(Selection, ClassMetricsFromHandCountedNumbers) {
   EXPECT_DOUBLE_EQ(selection_score({SelectBy::MacroF1, -1}, e), macro_f1(c));
   EXPECT_DOUBLE_EQ(selection_score({SelectBy::Recall, 1}, e), 0.5);
   EXPECT_TRUE(std::isnan(selection_score({SelectBy::Recall, 2}, e)));
+}
+
+// The tie rules of NodeClassification::better on crafted evaluations (a trained run seldom
+// meets an exact tie, so the rule over real epochs above cannot tell a tie-break's direction).
+TEST(Selection, TiesBreakByTheOtherMetric) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  GnnShards shards;
+  shards.split_sizes = {10, 5, 5};
+  shards.dims = {4, 3};
+  const LayerGeometry out;
+  auto epoch = [](double acc, double loss) {
+    EvalMetrics e;
+    e.val_acc = acc;
+    e.val_loss = loss;
+    return e;
+  };
+  for (const Selection s : {Selection{}, Selection{SelectBy::Loss, -1}}) {
+    SCOPED_TRACE(selection_name(s));
+    TrainConfig c;
+    c.select_by = s;
+    const NodeClassification task(TaskInputs{*be, *grid, out, nullptr, shards, c, false});
+    const EvalMetrics first = epoch(0.6, 1.0);
+    BestEpoch best;
+    EXPECT_TRUE(task.better(first, best));  // none yet
+    best.epoch = 0, best.val_acc = 0.6, best.val_loss = 1.0, best.score = task.score(first);
+    const bool by_loss = s.by == SelectBy::Loss;
+    EXPECT_EQ(task.better(epoch(0.7, 1.0), best), true);       // higher accuracy, same loss
+    EXPECT_EQ(task.better(epoch(0.5, 1.0), best), false);      // lower accuracy, same loss
+    EXPECT_EQ(task.better(epoch(0.6, 0.9), best), true);       // same accuracy, lower loss
+    EXPECT_EQ(task.better(epoch(0.6, 1.1), best), false);      // same accuracy, higher loss
+    EXPECT_EQ(task.better(epoch(0.6, 1.0), best), false);      // the same: the first stays
+    EXPECT_EQ(task.better(epoch(0.7, 1.1), best), !by_loss);   // better accuracy, worse loss
+    EXPECT_EQ(task.better(epoch(0.5, 0.9), best), by_loss);    // worse accuracy, better loss
+  }
 }
 
 GraphData graph() {
