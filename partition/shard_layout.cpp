@@ -101,6 +101,8 @@ std::size_t GnnShards::host_bytes() const {
   for (const auto& ids : adj_col_ids) b += vec(ids);
   for (const HostCsr& a : adj) b += csr(a);
   for (const HostCsr& a : adj_t) b += csr(a);
+  for (const NodePairList* l : {&links.train, &links.val_pos, &links.val_neg, &links.test_pos, &links.test_neg})
+    b += vec(l->u) + vec(l->v);
   return b;
 }
 

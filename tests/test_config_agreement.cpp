@@ -45,6 +45,11 @@ TEST(ConfigHash, EveryTrainConfigFieldCounts) {
       [](TrainConfig& c) { c.shard_adj = true; },
       [](TrainConfig& c) { c.recompute = true; },
       [](TrainConfig& c) { c.strict = true; },
+      [](TrainConfig& c) { c.task = GnnTask::Link; },
+      [](TrainConfig& c) { c.link.embedding_width = 8; },
+      [](TrainConfig& c) { c.link.val = 0.1; },
+      [](TrainConfig& c) { c.link.test = 0.2; },
+      [](TrainConfig& c) { c.select_by = {SelectBy::Auc, -1}; },
   };
   std::set<std::uint64_t> seen{config_hash(TrainConfig{})};
   EXPECT_EQ(config_hash(TrainConfig{}), config_hash(TrainConfig{}));

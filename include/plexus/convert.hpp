@@ -9,6 +9,7 @@
 
 #include "plexus/comm.hpp"
 #include "plexus/graph.hpp"
+#include "plexus/link_split.hpp"
 
 namespace plexus {
 
@@ -229,21 +230,7 @@ SplitFractions parse_split_fractions(const std::string& text);
 // and at round(n_c * (train + val + test)); the same for a given seed on every platform.
 void stratified_split(GraphData& g, const SplitFractions& fractions, std::uint64_t seed);
 
-// ---- link prediction: a random split of the edges --------------------------------------------
-// Held-out links and their negatives (validation and test), as PyG's RandomLinkSplit gives them.
-struct LinkSplit {
-  NodePairList val_pos, val_neg, test_pos, test_neg;
-};
-// PyG's RandomLinkSplit(num_val=val, num_test=test, is_undirected=!g.directed) with one
-// negative per held-out link. The candidate links are the graph's edges without self-loops,
-// each undirected edge once (u < v); in a Philox order of (seed, edge) the first
-// ⌊val·E⌋ + ⌊test·E⌋ are held out (validation, then test), and `g` keeps the rest — both
-// directions of an undirected one, values included — so that message passing never sees a
-// held-out link. The negatives are distinct pairs that are no edge of the input and no
-// self-loop (u < v when undirected), drawn uniformly by rejection, as many for each split as
-// it holds links. InputError("LinkSplit", ...) for fractions outside [0, 1) or summing to 1 or
-// more, or a graph too dense to have that many non-edges. Deterministic for a seed.
-LinkSplit random_link_split(GraphData& g, double val, double test, std::uint64_t seed);
+// ---- link prediction: a random split of the edges: plexus/link_split.hpp (included above) ------
 
 // ---- stochastic block model ------------------------------------------------------------------
 // Planted classes (each node uniform over `classes`), O(edges) generation: node u emits

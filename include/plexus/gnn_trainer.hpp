@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct EvalMetrics {
     std::vector<double> labelled, predicted, correct;
   };
   std::array<ClassCounts, 3> classes;
+  // The link task (TrainConfig::task): each held-out split's ROC-AUC, its links against their
+  // negatives; the validation loss is then their binary cross-entropy, and the accuracies NaN.
+  // NaN for node classification.
+  double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
 };
 // The most classes whose nodes an evaluation counts one by one (9 doubles a class, all-reduced
 // each epoch): beyond it EvalMetrics::classes stays empty and --select-by macro-f1 / recall:K
@@ -81,6 +86,9 @@ struct BestEpoch {
   std::int64_t epoch = -1;            // 0-based; -1: none yet
   double val_acc = 0, val_loss = 0, test_acc = 0;
   double score = 0;                   // selection_score of the epoch (TrainConfig::select_by)
+  // The link task's (EvalMetrics::val_auc, test_auc); NaN otherwise. Not stored in model files
+  // (a link model is not saved yet).
+  double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
 };
 struct ModelState {
   std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken
@@ -119,7 +127,10 @@ struct TrainingOrder {
   bool prepared = false;             // the file is prepared (brings the order)
   bool in_memory = false;            // every rank reads the whole graph and orders it
 };
-TrainingOrder training_order(const std::string& path, std::optional<Balance> balance = std::nullopt);
+// The link task (TrainConfig::task) reads a plain file whole on every rank, in its own order
+// (it splits the links first); a prepared file is refused for it.
+TrainingOrder training_order(const std::string& path, std::optional<Balance> balance = std::nullopt,
+                             GnnTask task = GnnTask::NodeClassification);
 struct GnnTrainingData {
   TrainingOrder order;
   GnnShards shards;  // this rank's shards (empty when order.in_memory)

@@ -54,6 +54,14 @@ struct AdjBlockRange {
   Range part_rows, part_cols;
   bool operator==(const AdjBlockRange&) const = default;
 };
+// The link task's pairs (TrainConfig::task), by global row of the last layer's output (the
+// shards' node order): the training links (positives; each undirected link once) and each
+// held-out split's links with their fixed negatives. Every rank holds the lists whole and
+// scores its block of them (DotLinkDecoder3D::select). Empty for node classification.
+struct LinkPairs {
+  NodePairList train, val_pos, val_neg, test_pos, test_neg;
+};
+
 // Everything one rank holds of the dataset. A layer's Â block depends on its layout: its roles
 // (layer_roles) and, with two orders, its parity (l % 2).
 struct GnnShards {
@@ -106,6 +114,8 @@ struct GnnShards {
   // adj_nnz[k] entries.
   bool shape_only = false;
   std::vector<index_t> adj_nnz;
+  // The link task's pairs (empty for node classification).
+  LinkPairs links;
   // Bytes of the arrays held (what a rank's memory for the dataset is, after loading).
   std::size_t host_bytes() const;
 };

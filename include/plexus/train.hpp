@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -43,17 +44,44 @@ inline LayerOrder layer_order_of(bool transform_first) {
 //             the lower loss
 //   Recall    the highest recall of one class (`class_index`: a rare class that matters),
 //             ties to the lower loss
-enum class SelectBy { Accuracy, Loss, MacroF1, Recall };
+//   Auc       link prediction: the highest ROC-AUC, ties to the lower loss (the link task's
+//             default: Accuracy there means Auc)
+enum class SelectBy { Accuracy, Loss, MacroF1, Recall, Auc };
 struct Selection {
   SelectBy by = SelectBy::Accuracy;
   std::int32_t class_index = -1;  // Recall: the class (0 <= class_index < classes)
   bool operator==(const Selection&) const = default;
 };
-// "accuracy", "loss", "macro-f1", "recall:K"; the parser throws InputError("TrainConfig.select_by", ...).
+// "accuracy", "loss", "macro-f1", "recall:K", "auc"; the parser throws InputError("TrainConfig.select_by", ...).
 std::string selection_name(const Selection& s);
 Selection parse_selection(const std::string& text);
 
+// What the GNN learns (docs/link-prediction.md):
+//   NodeClassification  a class per node from its last layer (the default)
+//   Link                whether two nodes are linked: the last layer is each node's embedding
+//                       (LinkConfig::embedding_width wide) and a pair's score the dot product of
+//                       its two rows (PyG's link_pred example, the GAE); trained by binary
+//                       cross-entropy over the training links and as many negatives drawn afresh
+//                       each epoch; evaluated by ROC-AUC on held-out links.
+enum class GnnTask { NodeClassification, Link };
+// "node", "link"; the parser throws InputError("TrainConfig.task", ...).
+const char* gnn_task_name(GnnTask t);
+GnnTask parse_gnn_task(const std::string& text);
+
+// The link task's options.
+struct LinkConfig {
+  // The width of the last layer, the embeddings the decoder scores; 0: TrainConfig::hidden.
+  index_t embedding_width = 0;
+  // The shares of the graph's links held out for validation and test when the graph brings no
+  // split of its own (random_link_split, plexus/convert.hpp, drawn with TrainConfig::seed): PyG's
+  // RandomLinkSplit(num_val, num_test). Message passing sees the remaining links only.
+  double val = 0.05, test = 0.1;
+};
+
 struct TrainConfig {
+  // What the model learns (GnnTask) and the link task's options.
+  GnnTask task = GnnTask::NodeClassification;
+  LinkConfig link;
   // The GNN: its kind and the kind's options (plexus/gnn_spec.hpp; docs/gnn-models.md). Every
   // kind is built of sparse aggregations over the balanced Â blocks and Linear3Ds on the same
   // X×Y×Z grid.
@@ -130,6 +158,9 @@ struct EpochMetrics {
   double loss = 0;  // training loss of this epoch's (dropout) forward pass
   // NaN for a split without a node: not evaluated (plexus/gnn_trainer.hpp, EvalMetrics).
   double train_acc = 0, val_acc = 0, test_acc = 0, val_loss = 0;
+  // The link task's ROC-AUC of the held-out links against their negatives (NaN: not evaluated,
+  // as for node classification).
+  double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
   // This rank's wall time of the epoch, its time inside collectives, and the difference.
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
   // Seconds inside the collectives of each axis (x, y, z) and in all of them (index 3), over all
@@ -169,6 +200,8 @@ struct TrainResult {
   // The test accuracy at the best-validation epoch. Without validation nodes best_epoch is the
   // last epoch and best_val_acc NaN; without test nodes test_acc is NaN (not evaluated).
   double best_val_acc = 0, test_acc = 0;
+  // The link task's ROC-AUCs at that epoch (NaN for node classification).
+  double best_val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
   double total_seconds = 0;
   std::size_t peak_tensor_bytes = 0;      // this rank's peak backend allocation
   std::size_t max_peak_tensor_bytes = 0;  // the largest peak over all ranks
@@ -197,6 +230,10 @@ std::string class_weights_text(const TrainConfig& cfg);
 // Checks option values; throws InputError("TrainConfig.<field>", ...) for the first bad one
 // (a kind's option: "GnnSpec.<option>"; plexus/error.hpp).
 void validate(const TrainConfig& cfg);
+
+// The width of a model's last layer for `cfg` on a graph of `num_classes` classes: the classes,
+// or the link task's embedding width.
+index_t output_width(const TrainConfig& cfg, index_t num_classes);
 
 // The layer order that shards for `cfg` are cut with: cfg.layer_order for a kind whose layers take
 // either (GCN), else its layers' order (what load_shards_h5 takes).

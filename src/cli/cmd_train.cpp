@@ -41,6 +41,8 @@ struct TrainOptions {
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
   std::string class_weights;  // --class-weights: auto or w0,w1,...
   std::string select_by = "accuracy";  // --select-by
+  std::string task = "node";           // --task
+  std::string link_split;              // --link-split VAL,TEST (empty: LinkConfig's defaults)
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
@@ -66,20 +68,40 @@ const std::map<std::string, std::string> kEpochReductions = {
     {"loss", "global: the mean over every training node"},
 };
 
-nlohmann::ordered_json epoch_json(const EpochMetrics& m) {
-  return {{"epoch", m.epoch + 1},
-          {"loss", m.loss},
-          {"train_acc", evaluated_json(m.train_acc)},
-          {"val_acc", evaluated_json(m.val_acc)},
-          {"test_acc", evaluated_json(m.test_acc)},
-          {"val_loss", evaluated_json(m.val_loss)},
-          {"epoch_seconds", m.epoch_seconds},
+nlohmann::ordered_json epoch_json(const EpochMetrics& m, GnnTask task) {
+  nlohmann::ordered_json j = {{"epoch", m.epoch + 1}, {"loss", m.loss}};
+  if (task == GnnTask::Link) {
+    j["val_auc"] = evaluated_json(m.val_auc);
+    j["test_auc"] = evaluated_json(m.test_auc);
+  } else {
+    j["train_acc"] = evaluated_json(m.train_acc);
+    j["val_acc"] = evaluated_json(m.val_acc);
+    j["test_acc"] = evaluated_json(m.test_acc);
+  }
+  j["val_loss"] = evaluated_json(m.val_loss);
+  j.update(nlohmann::ordered_json{{"epoch_seconds", m.epoch_seconds},
           {"train_seconds", m.train_seconds},
           {"compute_seconds", m.compute_seconds_max},
           {"comm_seconds", axes_json(m.comm_seconds_max)},
           {"comm_seconds_mean", axes_json(m.comm_seconds_mean)},
           {"comm_bytes", axis_bytes_json(m.comm_bytes)},
-          {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}};
+          {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}});
+  return j;
+}
+
+// --link-split VAL,TEST: the held-out shares of the links (LinkConfig::val, test).
+void parse_link_split(const std::string& text, LinkConfig& l) {
+  const auto comma = text.find(',');
+  const auto number = [&](const std::string& s) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+      throw InputError("--link-split", "'" + text + "' is not VAL,TEST (two shares of the links, e.g. 0.05,0.1)");
+    return v;
+  };
+  if (comma == std::string::npos) number("");
+  l.val = number(text.substr(0, comma));
+  l.test = number(text.substr(comma + 1));
 }
 
 // --debug-fail RANK:EPOCH: rank RANK fails (an internal error, exit 1) after epoch EPOCH, so
@@ -112,7 +134,14 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
   o.cfg.select_by = parse_selection(o.select_by);
+  o.cfg.task = parse_gnn_task(o.task);
+  // The link task's default pick is its headline metric (LinkPrediction: accuracy means auc there).
+  if (o.cfg.task == GnnTask::Link && o.cfg.select_by.by == SelectBy::Accuracy) o.cfg.select_by = {SelectBy::Auc, -1};
+  if (!o.link_split.empty()) parse_link_split(o.link_split, o.cfg.link);
   validate(o.cfg);
+  const bool link = o.cfg.task == GnnTask::Link;
+  if (link && (!o.save_model.empty() || !o.checkpoints.dir.empty() || !o.checkpoints.resume.empty()))
+    throw InputError("--task", "link: a link model is not saved yet (no --save-model, --checkpoint-dir or --resume)");
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);
@@ -142,6 +171,11 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   run_fields["select_by"] = selection_name(o.cfg.select_by);
   run_fields["restore_best"] = o.cfg.restore_best;
   run_fields["precision"] = o.cfg.precision == Precision::BF16 ? "bf16" : "fp32";
+  run_fields["task"] = gnn_task_name(o.cfg.task);
+  if (link) {
+    run_fields["embedding_width"] = output_width(o.cfg, 0);
+    run_fields["link_split"] = {o.cfg.link.val, o.cfg.link.test};
+  }
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
   if (!training.resume_from().empty()) require_model_file(training.resume_from(), ModelFamily::Gnn);
@@ -150,7 +184,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   // (the library's policy: training_order, read_training_data).
   o.cfg.strict = o.strict;
   const TrainingOrder order =
-      training_order(o.data, o.balance.empty() ? std::nullopt : std::optional<Balance>(parse_balance(o.balance)));
+      training_order(o.data, o.balance.empty() ? std::nullopt : std::optional<Balance>(parse_balance(o.balance)), o.cfg.task);
   const bool in_memory = order.in_memory;
   const Balance balance = order.balance;
   if (in_memory) o.cfg.balance = balance;  // the check predicts the order training will make
@@ -204,9 +238,11 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     if (grid->rank() == fault.rank && m.epoch + 1 == fault.epoch)
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
-    training.step_done(epoch_json(m), m.epoch + 1,
-                       fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
-                                   evaluated_text(m.val_acc), evaluated_text(m.test_acc)),
+    training.step_done(epoch_json(m, o.cfg.task), m.epoch + 1,
+                       link ? fmt::format("loss {:.4f}  val auc {}  test auc {}", m.loss, evaluated_text(m.val_auc),
+                                          evaluated_text(m.test_auc))
+                            : fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
+                                          evaluated_text(m.val_acc), evaluated_text(m.test_acc)),
                        m.epoch_seconds);
   };
   const auto save = [&](const std::string& path) { trainer->save(path); };
@@ -219,7 +255,17 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   const std::string select = selection_name(o.cfg.select_by);
   if (r.stopped_early)
     fmt::print("stopped early: {} epochs without a better validation {} (--patience)\n", o.cfg.patience, select);
-  if (o.cfg.select_by != Selection{} && !std::isnan(r.best_val_acc))
+  if (link && std::isnan(r.best_val_auc))
+    fmt::print("best validation ROC-AUC not evaluated (no validation link); last epoch {}; test ROC-AUC {} ({:.2f} s "
+               "training)\n",
+               r.best_epoch + 1, evaluated_text(r.test_auc), r.total_seconds);
+  else if (link && o.cfg.select_by.by == SelectBy::Loss)
+    fmt::print("best validation loss {} at epoch {} (ROC-AUC {:.4f}); test ROC-AUC {} ({:.2f} s training)\n",
+               evaluated_text(r.best_score), r.best_epoch + 1, r.best_val_auc, evaluated_text(r.test_auc), r.total_seconds);
+  else if (link)
+    fmt::print("best validation ROC-AUC {:.4f} at epoch {}; test ROC-AUC {} ({:.2f} s training)\n", r.best_val_auc,
+               r.best_epoch + 1, evaluated_text(r.test_auc), r.total_seconds);
+  else if (o.cfg.select_by != Selection{} && !std::isnan(r.best_val_acc))
     fmt::print("best validation {} {} at epoch {} (accuracy {:.4f}); test accuracy {} ({:.2f} s training)\n", select,
                evaluated_text(r.best_score), r.best_epoch + 1, r.best_val_acc, evaluated_text(r.test_acc),
                r.total_seconds);
@@ -257,6 +303,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"best_score", evaluated_json(r.best_score)},
                                      {"classes", per_class},
                                      {"test_acc", evaluated_json(r.test_acc)},
+                                     {"task", gnn_task_name(o.cfg.task)},
+                                     {"best_val_auc", evaluated_json(r.best_val_auc)},
+                                     {"test_auc", evaluated_json(r.test_auc)},
                                      {"total_seconds", r.total_seconds},
                                      {"load_seconds", load_s},
                                      {"base_rss_bytes", training.base_rss()},
@@ -308,8 +357,20 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--select-by", opts->select_by,
                   "What picks the best epoch on the validation split (early stopping, --restore-best, the result): "
-                  "accuracy, loss (weighted as the training loss), macro-f1, or recall:K (class K's recall)")
+                  "accuracy, loss (weighted as the training loss), macro-f1, or recall:K (class K's recall); "
+                  "--task link: auc (the default there) or loss")
       ->capture_default_str();
+  cmd->add_option("--task", opts->task,
+                  "What the GNN learns: node (a class per node) or link (whether two nodes are linked: the last "
+                  "layer's rows are embeddings scored by their dot product; docs/link-prediction.md)")
+      ->check(CLI::IsMember({"node", "link"}))
+      ->capture_default_str();
+  cmd->add_option("--embedding-width", c.link.embedding_width,
+                  "--task link: the width of the last layer, the embeddings scored (0 = --hidden)")
+      ->capture_default_str();
+  cmd->add_option("--link-split", opts->link_split,
+                  "--task link: the shares of the links held out for validation and test, VAL,TEST (default "
+                  "0.05,0.1; PyG's RandomLinkSplit); message passing sees the rest only");
   cmd->add_flag("--restore-best", c.restore_best,
                 "End with the weights of the epoch the validation set picks: --save-model writes the model whose "
                 "accuracy is reported (checkpoints carry them too)");

@@ -33,6 +33,11 @@ const OptionName kNames[] = {
     {"TrainConfig.comm_variant", "--comm-variant"},
     {"TrainConfig.agg_chunks", "--agg-chunks"},
     {"TrainConfig.shard_adj", "--shard-adj"},
+    {"TrainConfig.balance", "--balance"},
+    {"TrainConfig.task", "--task"},
+    {"TrainConfig.link.embedding_width", "--embedding-width"},
+    {"TrainConfig.link.val", "--link-split"},
+    {"TrainConfig.link.test", "--link-split"},
     {"GnnSpec.kind", "--model"},  // (GnnSpec.<option>: from the kinds, below)
     {"InferenceOptions.attention", "--attention"},
     {"training_order(balance)", "--balance"},

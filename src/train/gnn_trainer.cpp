@@ -14,6 +14,7 @@
 #include "models/gnn_network.hpp"
 #include "models/kinds/kind_spec.hpp"
 #include "optim/adam.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph_checks.hpp"
 #include "train/config_agreement.hpp"
@@ -84,13 +85,47 @@ void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, Process
   require_same_graph(graph, grid, "graph");
 }
 
-GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
+namespace {
+// The link task's pairs of `graph`: its links split (random_link_split with the configuration's
+// shares and seed), `graph` left with the training links only; the training positives each
+// link once (u < v in an undirected graph), without self-loops.
+LinkPairs split_links(GraphData& graph, const TrainConfig& cfg) {
+  LinkSplit s = random_link_split(graph, cfg.link.val, cfg.link.test, cfg.seed);
+  LinkPairs p{{}, std::move(s.val_pos), std::move(s.val_neg), std::move(s.test_pos), std::move(s.test_neg)};
+  for (index_t u = 0; u < graph.num_nodes; ++u)
+    for (index_t k = graph.indptr[static_cast<std::size_t>(u)]; k < graph.indptr[static_cast<std::size_t>(u) + 1]; ++k) {
+      const index_t v = graph.indices[static_cast<std::size_t>(k)];
+      if (v == u || (!graph.directed && v < u)) continue;
+      p.train.u.push_back(u);
+      p.train.v.push_back(v);
+    }
+  return p;
+}
+}  // namespace
+
+GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict) {
   validate(cfg);
-  validate(graph, "graph", GraphNames::Memory);
-  if (strict) validate_strict(graph, "graph", GraphNames::Memory);
-  if (for_training) require_labelled_training_node(graph, "graph", GraphNames::Memory);
-  const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, graph.num_classes);
+  validate(input, "graph", GraphNames::Memory);
+  if (strict) validate_strict(input, "graph", GraphNames::Memory);
+  const bool link = cfg.task == GnnTask::Link;
+  if (for_training && !link) require_labelled_training_node(input, "graph", GraphNames::Memory);
+  // The link task trains on the graph without its held-out links (message passing never sees them).
+  GraphData split;
+  LinkPairs links;
+  if (link) {
+    split = input;
+    links = split_links(split, cfg);
+  }
+  const GraphData& graph = link ? split : input;
+  const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
+  if (link) {  // (validate(cfg): in the graph's own order)
+    GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
+                                                 grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
+                                    graph);
+    s.links = std::move(links);
+    return s;
+  }
   if (cfg.balance == Balance::kNone)
     return with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
                                           grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
@@ -329,7 +364,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   try {
     const Matrix& logits = t.model.forward(epoch, /*training=*/true, between_layers);
     t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
-    m.loss = t.task->loss_and_grad(logits, t.d_logits);
+    m.loss = t.task->loss_and_grad(epoch, logits, t.d_logits);
     if (stoppable) stop_point();
     t.model.backward(t.d_logits, epoch, between_layers);
     if (stoppable) t.keep_state_before_step();
@@ -350,6 +385,8 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   m.val_acc = e.val_acc;
   m.test_acc = e.test_acc;
   m.val_loss = e.val_loss;
+  m.val_auc = e.val_auc;
+  m.test_auc = e.test_auc;
   m.epoch_seconds = seconds_since(t_epoch);
   const CommTotals c = comm_totals(t.grid);
   m.rank_comm_bytes = c.bytes;
@@ -371,7 +408,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   BestEpoch& b = t.best;
   t.weights_epoch = m.epoch;
   if (t.task->better(e, b)) {
-    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc, t.task->score(e)};
+    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc, t.task->score(e), e.val_auc, e.test_auc};
     t.best_classes = {e.classes[1], e.classes[2]};
     if (t.cfg.restore_best) t.values_to_host(t.best_values);
   }
@@ -410,6 +447,8 @@ TrainResult GnnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   result.best_val_acc = t.best.val_acc;
   result.test_acc = t.best.test_acc;
   result.best_score = t.best.score;
+  result.best_val_auc = t.best.val_auc;
+  result.test_auc = t.best.test_auc;
   result.val_classes = class_metrics(t.best_classes[0]);
   result.test_classes = class_metrics(t.best_classes[1]);
   result.total_seconds = seconds_since(t_start);
@@ -519,6 +558,8 @@ std::vector<index_t> GnnTrainer::Impl::dims() const {
 
 void GnnTrainer::save(const std::string& path) {
   Impl& t = *impl_;
+  if (t.cfg.task == GnnTask::Link)  // (a model file says its task before one is written: to come)
+    throw InputError("TrainConfig.task", "a link model is not saved yet (no checkpoint, no model file)");
   // Each rank writes the blocks it holds, once per replica: no rank assembles the model.
   const std::vector<ParamPlace> places = param_places(t.model);
   const std::vector<ParamRef> params = t.model.parameters();

@@ -21,6 +21,7 @@ std::string selection_name(const Selection& s) {
     case SelectBy::Loss: return "loss";
     case SelectBy::MacroF1: return "macro-f1";
     case SelectBy::Recall: return "recall:" + std::to_string(s.class_index);
+    case SelectBy::Auc: return "auc";
   }
   return "?";
 }
@@ -30,6 +31,7 @@ Selection parse_selection(const std::string& text) {
   if (text == "accuracy") return s;
   if (text == "loss") return {SelectBy::Loss, -1};
   if (text == "macro-f1") return {SelectBy::MacroF1, -1};
+  if (text == "auc") return {SelectBy::Auc, -1};
   if (text.starts_with("recall:")) {
     const std::string k = text.substr(7);
     std::size_t used = 0;
@@ -43,7 +45,7 @@ Selection parse_selection(const std::string& text) {
       throw InputError("TrainConfig.select_by", "'" + text + "': recall:K needs a class number K >= 0");
     return {SelectBy::Recall, static_cast<std::int32_t>(v)};
   }
-  throw InputError("TrainConfig.select_by", "'" + text + "' is not one of accuracy, loss, macro-f1, recall:K");
+  throw InputError("TrainConfig.select_by", "'" + text + "' is not one of accuracy, loss, macro-f1, recall:K, auc");
 }
 
 std::vector<ClassMetrics> class_metrics(const EvalMetrics::ClassCounts& c) {
@@ -81,6 +83,7 @@ double selection_score(const Selection& s, const EvalMetrics& e) {
       const auto k = static_cast<std::size_t>(s.class_index);
       return k < val.labelled.size() ? share(val.correct[k], val.labelled[k]) : kNotEvaluated;
     }
+    case SelectBy::Auc: return e.val_auc;
   }
   return kNotEvaluated;
 }

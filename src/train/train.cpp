@@ -109,6 +109,41 @@ std::string class_weights_text(const TrainConfig& cfg) {
   return text;
 }
 
+const char* gnn_task_name(GnnTask t) { return t == GnnTask::Link ? "link" : "node"; }
+
+GnnTask parse_gnn_task(const std::string& text) {
+  if (text == "node") return GnnTask::NodeClassification;
+  if (text == "link") return GnnTask::Link;
+  throw InputError("TrainConfig.task", "'" + text + "' is not one of node, link");
+}
+
+index_t output_width(const TrainConfig& cfg, index_t num_classes) {
+  if (cfg.task != GnnTask::Link) return num_classes;
+  return cfg.link.embedding_width > 0 ? cfg.link.embedding_width : cfg.hidden;
+}
+
+namespace {
+// What the link task takes of the options (the rest are node classification's, or not built
+// for it yet: each refused rather than ignored).
+void validate_link(const TrainConfig& c) {
+  const LinkConfig& l = c.link;
+  if (l.embedding_width < 0) throw InputError("TrainConfig.link.embedding_width", "must be 0 (the hidden width) or more");
+  if (!(l.val >= 0 && l.val < 1)) throw InputError("TrainConfig.link.val", "must be in [0, 1)");
+  if (!(l.test >= 0 && l.test < 1)) throw InputError("TrainConfig.link.test", "must be in [0, 1)");
+  if (!(l.val + l.test < 1)) throw InputError("TrainConfig.link.val", "the held-out shares must leave training links (val + test < 1)");
+  if (c.task != GnnTask::Link) return;
+  if (c.select_by.by == SelectBy::MacroF1 || c.select_by.by == SelectBy::Recall)
+    throw InputError("TrainConfig.select_by", selection_name(c.select_by) + " is node classification's; the link task picks by auc or loss");
+  if (c.class_weights_auto || !c.class_weights.empty())
+    throw InputError("TrainConfig.class_weights", "weigh classes, which the link task has none of");
+  if (c.balance != Balance::kNone)
+    throw InputError("TrainConfig.balance", "the link task takes the graph in its own order (balance none) for now");
+  if (c.comm_variant != CommVariant::Baseline)
+    throw InputError("TrainConfig.comm_variant", "the link task runs the baseline collectives for now");
+  if (c.precision != Precision::FP32) throw InputError("TrainConfig.precision", "the link task trains in fp32 for now");
+}
+}  // namespace
+
 void validate(const TrainConfig& c) {
   if (c.layers < 1 || c.layers > 64) throw InputError("TrainConfig.layers", "must be between 1 and 64");
   if (c.hidden < 1) throw InputError("TrainConfig.hidden", "must be at least 1");
@@ -131,6 +166,9 @@ void validate(const TrainConfig& c) {
     any_weight = any_weight || c.class_weights[k] > 0.0f;
   }
   if (!any_weight) throw InputError("TrainConfig.class_weights", "every class weight is 0: nothing would be trained");
+  if (c.task != GnnTask::Link && c.select_by.by == SelectBy::Auc)
+    throw InputError("TrainConfig.select_by", "auc is the link task's; node classification picks by accuracy, loss, macro-f1 or recall:K");
+  validate_link(c);
   check_kind(c);
 }
 

@@ -10,8 +10,19 @@
 
 namespace plexus {
 
-TrainingOrder training_order(const std::string& path, std::optional<Balance> balance) {
+TrainingOrder training_order(const std::string& path, std::optional<Balance> balance, GnnTask task) {
   const PreparedInfo prep = read_prepared_info_h5(path);
+  // The link task splits the graph's links before training (random_link_split): every rank
+  // reads it whole, in its own order, until prepared files carry edge splits.
+  if (task == GnnTask::Link) {
+    if (prep.prepared)
+      throw InputError(path, "is prepared: the link task reads a plain graph file (format v1) for now, whole on every rank");
+    if (balance && *balance != Balance::kNone)
+      throw InputError("TrainConfig.balance", "the link task takes the graph in its own order (balance none) for now");
+    TrainingOrder o;
+    o.in_memory = true;
+    return o;
+  }
   TrainingOrder o;
   o.prepared = prep.prepared;
   o.balance = prep.balance;
@@ -32,7 +43,7 @@ GnnTrainingData read_training_data(const std::string& path, const TrainConfig& c
   if (order.in_memory) {
     d.whole = read_graph_h5(path);
     // Named as the file's datasets: the trainer would name an in-memory graph's members.
-    require_labelled_training_node(d.whole, path);
+    if (cfg.task != GnnTask::Link) require_labelled_training_node(d.whole, path);
     if (cfg.strict) validate_strict(d.whole, path, GraphNames::File);
     return d;
   }

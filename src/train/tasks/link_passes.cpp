@@ -1,7 +1,10 @@
 // Link prediction's passes over node pairs (link_passes.hpp).
 #include "train/tasks/link_passes.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "train/tasks/link_metrics.hpp"
 
@@ -38,8 +41,8 @@ double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& deco
   return loss;
 }
 
-double link_roc_auc(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
-                    const NodePairList& positives, const NodePairList& negatives) {
+std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                                const NodePairList& positives, const NodePairList& negatives) {
   const PairBlock pairs = select_both(decoder, positives, negatives);
   MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
   Buffer<float> scores(be, static_cast<std::size_t>(pairs.pairs()));
@@ -51,6 +54,24 @@ double link_roc_auc(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, c
     for (std::size_t e = 0; e < mine.size(); ++e) all[static_cast<std::size_t>(pairs.index[e])] = mine[e];
   }
   grid.world().all_reduce(all.data(), all.size(), ReduceOp::Sum);
+  return all;
+}
+
+double link_loss_of_scores(const std::vector<double>& scores, std::size_t positives) {
+  if (scores.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double sum = 0;
+  for (std::size_t k = 0; k < scores.size(); ++k) {
+    // −log σ(x) for a positive, −log(1 − σ(x)) = −log σ(−x) for a negative, computed stably:
+    // max(x, 0) − x·y + log(1 + e^−|x|).
+    const double x = scores[k], y = k < positives ? 1.0 : 0.0;
+    sum += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));
+  }
+  return sum / static_cast<double>(scores.size());
+}
+
+double link_roc_auc(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                    const NodePairList& positives, const NodePairList& negatives) {
+  const std::vector<double> all = link_scores(be, grid, decoder, z, positives, negatives);
   const auto p = static_cast<std::ptrdiff_t>(positives.size());
   return roc_auc(std::vector<float>(all.begin(), all.begin() + p), std::vector<float>(all.begin() + p, all.end()));
 }

@@ -19,8 +19,16 @@ namespace plexus {
 double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
                           const NodePairList& positives, const NodePairList& negatives, Matrix& dz);
 
-// The ROC-AUC of `positives` against `negatives`, every score gathered once over the grid; the
-// same on every rank.
+// The scores of `positives` followed by those of `negatives`, every score gathered once over
+// the grid: the same list on every rank.
+std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                                const NodePairList& positives, const NodePairList& negatives);
+
+// The mean binary cross-entropy with logits of such a list (its first `positives` scores label 1,
+// the rest label 0), in double.
+double link_loss_of_scores(const std::vector<double>& scores, std::size_t positives);
+
+// The ROC-AUC of `positives` against `negatives` (link_scores); the same on every rank.
 double link_roc_auc(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
                     const NodePairList& positives, const NodePairList& negatives);
 

@@ -16,6 +16,8 @@ NodeClassification::NodeClassification(const TaskInputs& in)
     throw InputError("TrainConfig.select_by", selection_name(select_) + " needs each class's counts, kept for at most " +
                                         std::to_string(kMaxClassesCounted) + " classes (the graph has " +
                                         std::to_string(classes) + ")");
+  if (select_.by == SelectBy::Auc)
+    throw InputError("TrainConfig.select_by", "auc is the link task's; node classification picks by accuracy, loss, macro-f1 or recall:K");
   if (select_.by == SelectBy::Recall && select_.class_index >= classes)
     throw InputError("TrainConfig.select_by", "recall of class " + std::to_string(select_.class_index) + ", but the graph has " +
                                                   std::to_string(classes) + " classes");
@@ -54,7 +56,5 @@ Predictions NodeClassification::predictions(NodeRows logits) const {
   }
   return p;
 }
-
-std::unique_ptr<Task> make_task(const TaskInputs& in) { return std::make_unique<NodeClassification>(in); }
 
 }  // namespace plexus

@@ -22,9 +22,10 @@ namespace plexus {
 class Task {
  public:
   virtual ~Task() = default;
-  // A training pass: the loss of the output block this rank holds (the model's last layer, its
-  // loss geometry) and its gradient, written into `d_out` (the block's shape).
-  virtual double loss_and_grad(const Matrix& out, Matrix& d_out) = 0;
+  // A training pass of epoch `epoch` (0-based: what a task draws afresh each epoch is keyed by
+  // it): the loss of the output block this rank holds (the model's last layer, its loss
+  // geometry) and its gradient, written into `d_out` (the block's shape).
+  virtual double loss_and_grad(int epoch, const Matrix& out, Matrix& d_out) = 0;
   // An evaluation pass: its metrics; NaN for what has nothing to evaluate.
   virtual EvalMetrics evaluate(const Matrix& out) = 0;
   // Whether a validation split exists: the best epoch is picked by it (else the last epoch
@@ -53,7 +54,7 @@ struct TaskInputs {
   bool evaluates = true;
 };
 
-// The task of a configuration (today: node classification, the only one).
+// The task of a configuration (TrainConfig::task: node classification or link prediction).
 std::unique_ptr<Task> make_task(const TaskInputs& in);
 
 }  // namespace plexus

@@ -1,5 +1,5 @@
 // A random split of a graph's edges for link prediction (random_link_split,
-// include/plexus/convert.hpp): PyG's RandomLinkSplit, with Philox orders instead of torch's
+// include/plexus/link_split.hpp): PyG's RandomLinkSplit, with Philox orders instead of torch's
 // generator, so that a seed gives the same split on every platform.
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "plexus/convert.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
 

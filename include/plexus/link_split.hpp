@@ -1,0 +1,26 @@
+#pragma once
+// Link prediction's split of a graph's links into training, validation and test (PyG's
+// RandomLinkSplit): what the link task (TrainConfig::task, plexus/train.hpp) trains and
+// evaluates on when a graph brings no split of its own. docs/link-prediction.md.
+#include <cstdint>
+
+#include "plexus/graph.hpp"
+
+namespace plexus {
+
+// Held-out links and their negatives (validation and test), as PyG's RandomLinkSplit gives them.
+struct LinkSplit {
+  NodePairList val_pos, val_neg, test_pos, test_neg;
+};
+// PyG's RandomLinkSplit(num_val=val, num_test=test, is_undirected=!g.directed) with one
+// negative per held-out link. The candidate links are the graph's edges without self-loops,
+// each undirected edge once (u < v); in a Philox order of (seed, edge) the first
+// ⌊val·E⌋ + ⌊test·E⌋ are held out (validation, then test), and `g` keeps the rest — both
+// directions of an undirected one, values included — so that message passing never sees a
+// held-out link. The negatives are distinct pairs that are no edge of the input and no
+// self-loop (u < v when undirected), drawn uniformly by rejection, as many for each split as
+// it holds links. InputError("LinkSplit", ...) for fractions outside [0, 1) or summing to 1 or
+// more, or a graph too dense to have that many non-edges. Deterministic for a seed.
+LinkSplit random_link_split(GraphData& g, double val, double test, std::uint64_t seed);
+
+}  // namespace plexus
