@@ -15,6 +15,7 @@
 #include "models/gnn_network.hpp"
 #include "optim/adam.hpp"
 #include "plexus/convert.hpp"
+#include "plexus/gnn_trainer.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
 #include "train/graph_shards.hpp"
 #include "train/tasks/link_passes.hpp"
@@ -29,7 +30,7 @@ struct LinkData {
   LinkSplit split;
 };
 
-LinkData link_data(index_t nodes, std::uint64_t seed, std::int32_t communities = 3, double signal = 0.3) {
+SbmOptions link_sbm(index_t nodes, std::uint64_t seed, std::int32_t communities = 3, double signal = 0.3) {
   SbmOptions o;
   o.nodes = nodes;
   o.classes = communities;
@@ -38,7 +39,11 @@ LinkData link_data(index_t nodes, std::uint64_t seed, std::int32_t communities =
   o.features = 6;
   o.feature_signal = signal;
   o.seed = seed;
-  LinkData d{generate_sbm(o), {}, {}};
+  return o;
+}
+
+LinkData link_data(index_t nodes, std::uint64_t seed, std::int32_t communities = 3, double signal = 0.3) {
+  LinkData d{generate_sbm(link_sbm(nodes, seed, communities, signal)), {}, {}};
   d.split = random_link_split(d.graph, 0.05, 0.1, seed);
   const GraphData& g = d.graph;
   for (index_t u = 0; u < g.num_nodes; ++u)
@@ -124,6 +129,36 @@ TEST(LinkTraining, EveryKindOnEveryGridUpTo8RanksLosesAsOneRank) {
       for (std::size_t e = 0; e < one.losses.size(); ++e)
         ASSERT_NEAR(r.losses[e], one.losses[e], 1e-5 * std::abs(one.losses[e]))
             << kind.name << " on " << g.str() << ", epoch " << e;
+    }
+  }
+}
+
+// The trainer's link task (TrainConfig::task = Link) runs exactly these passes: the split of
+// the configuration's seed, each epoch's negatives by the documented key, the loss and Adam —
+// its losses are this loop's, and its test ROC-AUC the loop's after the same epochs.
+TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
+  const LinkData d = link_data(61, 5);  // (split with seed 5: train_links's TrainConfig::seed)
+  for (const std::string kind : {"gcn", "sage"}) {
+    const RunResult want = on_grid({1, 1, 1}, d, kind, 8, 0.5f);
+    TrainConfig c;
+    c.task = GnnTask::Link;
+    c.model = GnnSpec(kind);
+    c.hidden = 16;
+    c.link.embedding_width = 8;  // (link_data's stand-in class count)
+    c.dropout = 0.5f;
+    c.weight_decay = 0;
+    c.lr = 0.01f;
+    c.seed = 5;
+    c.epochs = 8;
+    auto be = make_cpu_backend(1);
+    auto grid = ProcessGrid::single();
+    GnnTrainer t(generate_sbm(link_sbm(61, 5)), c, *be, *grid);
+    for (int e = 0; e < c.epochs; ++e) {
+      const EpochMetrics m = t.epoch();
+      EXPECT_NEAR(m.loss, want.losses[static_cast<std::size_t>(e)], 1e-6 * std::abs(m.loss)) << kind << ", epoch " << e;
+      if (e + 1 == c.epochs) {
+        EXPECT_NEAR(m.test_auc, want.test_auc, 1e-9) << kind;
+      }
     }
   }
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# plexus train --task link (docs/link-prediction.md): on Cora, one rank and a 2x1x2 grid train
+# the same losses and ROC-AUCs (the metrics file's val_auc / test_auc), the summary names the
+# task and its metrics, and what the link task does not take yet ends with exit 2 and one line.
+# Usage: cli_link_task.sh PLEXUS_BINARY SOURCE_DIR
+set -u
+plexus=$1 src=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+source "$src/tests/lib_cli.sh"
+cd "$work" || exit 1
+
+link=(train --task link --threads 1 --epochs 15 --hidden 32 --embedding-width 16 --dropout 0.2 --quiet)
+if "$plexus" "${link[@]}" --grid 1x1x1 --metrics one.jsonl >one.out 2>&1 &&
+   timeout 300 mpirun -np 4 "$plexus" "${link[@]}" --grid 2x1x2 --metrics four.jsonl >four.out 2>&1; then
+  "$py" - one.jsonl four.jsonl <<'PY' && ok || fail "link task: 2x1x2 differs from one rank, or metrics missing"
+import json, math, sys
+def read(path):
+    lines = [json.loads(l) for l in open(path)]
+    return [l for l in lines if "epoch" in l and not l.get("summary")], lines[-1]
+(a, sa), (b, sb) = read(sys.argv[1]), read(sys.argv[2])
+assert len(a) == len(b) == 15, (len(a), len(b))
+for x, y in zip(a, b):
+    assert "train_acc" not in x and math.isfinite(x["val_auc"]) and math.isfinite(x["test_auc"]), x
+    assert abs(x["loss"] - y["loss"]) <= 1e-5 * abs(x["loss"]), (x["loss"], y["loss"])
+    assert abs(x["val_auc"] - y["val_auc"]) <= 2e-3 and abs(x["test_auc"] - y["test_auc"]) <= 2e-3
+assert a[-1]["loss"] < a[0]["loss"], "the loss does not fall"
+for s in (sa, sb):
+    assert s["task"] == "link" and s["select_by"] == "auc" and s["test_acc"] is None, s
+    assert 0.5 < s["test_auc"] <= 1 and s["best_val_auc"] == max(e["val_auc"] for e in a), s
+PY
+  grep -q "^best validation ROC-AUC [0-9.]* at epoch [0-9]*; test ROC-AUC [0-9.]*" one.out && ok ||
+    { fail "link task's result line"; cat one.out; }
+else
+  fail "train --task link on 1 and 4 ranks"; cat one.out four.out
+fi
+
+expect_error "link task with a model file" "a link model is not saved yet" train --task link --save-model m.h5
+expect_error "link task with checkpoints" "a link model is not saved yet" train --task link --checkpoint-dir ck
+expect_error "link task picked by accuracy per class" "--select-by" train --task link --select-by macro-f1
+expect_error "node task picked by auc" "--select-by" train --select-by auc
+expect_error "link task balanced" "--balance" train --task link --balance permute
+expect_error "held-out shares" "--link-split" train --task link --link-split 0.5,0.5
+expect_error "held-out shares, text" "--link-split" train --task link --link-split 0.1
+expect_error "embedding width" "--embedding-width" train --task link --embedding-width -3
+"$plexus" prepare "$cora" -o prepared.h5 --grid 1x1x1 >/dev/null 2>&1
+expect_error "link task on a prepared file" "link task reads a plain graph file" \
+  train --task link --data prepared.h5
+
+echo "cli_link_task: $passed passed, $failures failed"
+[[ $failures -eq 0 ]]

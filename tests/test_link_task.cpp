@@ -1,0 +1,224 @@
+// The link task through the trainer (TrainConfig::task = Link, src/train/tasks/link_prediction.*):
+// every kind on grids of 2 to 8 ranks equals one rank epoch by epoch (losses and ROC-AUCs), the
+// held-out links never reach message passing, the best epoch is the one its rule names, a GCN
+// learns a planted graph's held-out links, the options it does not take are refused, and the
+// validation loss is the cross-entropy of the gathered scores.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "comm/in_process_communicator.hpp"
+#include "plexus/convert.hpp"
+#include "plexus/error.hpp"
+#include "plexus/gnn_trainer.hpp"
+#include "train/graph_shards.hpp"
+#include "train/tasks/link_passes.hpp"
+
+namespace plexus {
+namespace {
+
+GraphData planted(index_t nodes, std::uint64_t seed, double signal = 0.3, std::int32_t communities = 3) {
+  SbmOptions o;
+  o.nodes = nodes;
+  o.classes = communities;
+  o.avg_degree = 6;
+  o.homophily = 0.9;
+  o.features = 6;
+  o.feature_signal = signal;
+  o.seed = seed;
+  return generate_sbm(o);
+}
+
+TrainConfig link_config(const std::string& kind, int epochs, float dropout) {
+  TrainConfig c;
+  c.task = GnnTask::Link;
+  c.model = kind == "gat" ? GnnSpec(kind).set("heads", 2) : GnnSpec(kind);
+  c.hidden = 12;
+  c.link.embedding_width = 7;  // uneven over every axis of up to 8 ranks
+  c.epochs = epochs;
+  c.dropout = dropout;
+  c.lr = 0.02f;
+  c.weight_decay = 0;
+  c.seed = 9;
+  return c;
+}
+
+struct LinkRun {
+  std::vector<double> losses, val_auc, test_auc, val_loss;
+  std::int64_t best = -1;
+};
+
+LinkRun train(const GraphData& g, const TrainConfig& c, ProcessGrid& grid) {
+  auto be = make_cpu_backend(1);
+  GnnTrainer t(g, c, *be, grid);
+  LinkRun r;
+  for (int e = 0; e < c.epochs; ++e) {
+    const EpochMetrics m = t.epoch();
+    r.losses.push_back(m.loss);
+    r.val_auc.push_back(m.val_auc);
+    r.test_auc.push_back(m.test_auc);
+    r.val_loss.push_back(m.val_loss);
+  }
+  r.best = t.best().epoch;
+  return r;
+}
+
+TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
+  const GraphData g = planted(61, 4);
+  const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {1, 2, 2}, {2, 1, 3}, {2, 2, 2}, {1, 1, 8}};
+  for (const std::string kind : {"gcn", "sage", "gin", "gat"}) {
+    SCOPED_TRACE(kind);
+    const TrainConfig c = link_config(kind, 6, 0.3f);
+    auto single = ProcessGrid::single();
+    const LinkRun want = train(g, c, *single);
+    for (double l : want.losses) ASSERT_TRUE(std::isfinite(l));
+    for (const GridShape s : shapes) {
+      SCOPED_TRACE(s.str());
+      std::mutex mu;
+      std::vector<LinkRun> got;
+      run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+        LinkRun r = train(g, c, grid);
+        std::lock_guard<std::mutex> lock(mu);
+        got.push_back(std::move(r));
+      });
+      ASSERT_EQ(got.size(), static_cast<std::size_t>(s.size()));
+      for (const LinkRun& r : got) {
+        for (std::size_t e = 0; e < want.losses.size(); ++e) {
+          EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
+          EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
+          EXPECT_NEAR(r.test_auc[e], want.test_auc[e], 2e-3) << "epoch " << e;
+          EXPECT_NEAR(r.val_loss[e], want.val_loss[e], 1e-5 * std::abs(want.val_loss[e])) << "epoch " << e;
+        }
+      }
+    }
+  }
+}
+
+// The shards of a link run: Â holds the training links (and the self-loops GCN adds), never a
+// held-out one; the training positives are each training link once.
+TEST(LinkTask, HeldOutLinksNeverReachMessagePassing) {
+  const GraphData g = planted(80, 2);
+  const TrainConfig c = link_config("gcn", 1, 0);
+  auto grid = ProcessGrid::single();
+  const GnnShards s = shards_of_graph(g, c, *grid, true, false);
+  const HostCsr& a = s.adj_for_layer(0);
+  std::set<std::pair<index_t, index_t>> in_a;
+  for (index_t r = 0; r < a.rows; ++r)
+    for (index_t k = a.indptr[static_cast<std::size_t>(r)]; k < a.indptr[static_cast<std::size_t>(r) + 1]; ++k)
+      in_a.insert({r, a.indices[static_cast<std::size_t>(k)]});
+  const LinkPairs& l = s.links;
+  ASSERT_GT(l.val_pos.size(), 0u);
+  ASSERT_GT(l.test_pos.size(), 0u);
+  for (const NodePairList* held : {&l.val_pos, &l.test_pos})
+    for (std::size_t k = 0; k < held->size(); ++k) {
+      EXPECT_FALSE(in_a.count({held->u[k], held->v[k]})) << held->u[k] << "-" << held->v[k];
+      EXPECT_FALSE(in_a.count({held->v[k], held->u[k]})) << held->v[k] << "-" << held->u[k];
+    }
+  std::set<std::pair<index_t, index_t>> train;
+  for (std::size_t k = 0; k < l.train.size(); ++k) {
+    EXPECT_LT(l.train.u[k], l.train.v[k]);
+    EXPECT_TRUE(in_a.count({l.train.u[k], l.train.v[k]}));
+    EXPECT_TRUE(train.insert({l.train.u[k], l.train.v[k]}).second) << "a training link twice";
+  }
+  // Every link of the input is a training link or held out, once.
+  std::size_t input_links = 0;
+  for (index_t u = 0; u < g.num_nodes; ++u)
+    for (index_t k = g.indptr[static_cast<std::size_t>(u)]; k < g.indptr[static_cast<std::size_t>(u) + 1]; ++k)
+      input_links += u < g.indices[static_cast<std::size_t>(k)];
+  EXPECT_EQ(l.train.size() + l.val_pos.size() + l.test_pos.size(), input_links);
+  EXPECT_EQ(l.val_neg.size(), l.val_pos.size());
+  EXPECT_EQ(l.test_neg.size(), l.test_pos.size());
+}
+
+// The best epoch is the one the rule names over every epoch's evaluation: the highest
+// validation ROC-AUC (ties to the lower loss), or the lowest validation loss.
+TEST(LinkTask, BestEpochIsTheOneItsRuleNames) {
+  const GraphData g = planted(90, 6);
+  for (const Selection s : {Selection{}, Selection{SelectBy::Auc, -1}, Selection{SelectBy::Loss, -1}}) {
+    SCOPED_TRACE(selection_name(s));
+    TrainConfig c = link_config("gcn", 25, 0.2f);
+    c.select_by = s;
+    auto grid = ProcessGrid::single();
+    const LinkRun r = train(g, c, *grid);
+    std::int64_t want = 0;
+    for (std::size_t e = 1; e < r.losses.size(); ++e) {
+      const auto w = static_cast<std::size_t>(want);
+      const bool better = s.by == SelectBy::Loss
+                              ? r.val_loss[e] < r.val_loss[w] || (r.val_loss[e] == r.val_loss[w] && r.val_auc[e] > r.val_auc[w])
+                              : r.val_auc[e] > r.val_auc[w] || (r.val_auc[e] == r.val_auc[w] && r.val_loss[e] < r.val_loss[w]);
+      if (better) want = static_cast<std::int64_t>(e);
+    }
+    EXPECT_EQ(r.best, want);
+  }
+}
+
+TEST(LinkTask, LearnsPlantedHeldOutLinks) {
+  // Ten communities (most uniform negatives join two), features that tell them apart.
+  const GraphData g = planted(400, 11, 1.0, 10);
+  TrainConfig c = link_config("gcn", 100, 0);
+  c.hidden = 16;
+  c.link.embedding_width = 16;
+  c.lr = 0.01f;
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  const TrainResult r = train_gnn(g, c, *be, *grid);
+  EXPECT_GT(r.test_auc, 0.85);
+  EXPECT_GT(r.best_val_auc, 0.75);  // (a model that learns nothing: 0.5)
+  EXPECT_TRUE(std::isnan(r.test_acc)) << "node classification's metrics are not evaluated";
+}
+
+TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
+  const auto refused = [](const std::function<void(TrainConfig&)>& change, const std::string& where) {
+    TrainConfig c = link_config("gcn", 1, 0);
+    change(c);
+    try {
+      validate(c);
+      ADD_FAILURE() << where << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+    }
+  };
+  refused([](TrainConfig& c) { c.select_by = {SelectBy::MacroF1, -1}; }, "TrainConfig.select_by");
+  refused([](TrainConfig& c) { c.select_by = {SelectBy::Recall, 0}; }, "TrainConfig.select_by");
+  refused([](TrainConfig& c) { c.class_weights_auto = true; }, "TrainConfig.class_weights");
+  refused([](TrainConfig& c) { c.balance = Balance::kPermute; }, "TrainConfig.balance");
+  refused([](TrainConfig& c) { c.comm_variant = CommVariant::RsAg; }, "TrainConfig.comm_variant");
+  refused([](TrainConfig& c) { c.precision = Precision::BF16; }, "TrainConfig.precision");
+  refused([](TrainConfig& c) { c.link.embedding_width = -1; }, "TrainConfig.link.embedding_width");
+  refused([](TrainConfig& c) { c.link.val = -0.1; }, "TrainConfig.link.val");
+  refused([](TrainConfig& c) { c.link.test = 1.0; }, "TrainConfig.link.test");
+  refused([](TrainConfig& c) { c.link.val = 0.6, c.link.test = 0.4; }, "TrainConfig.link.val");
+  refused([](TrainConfig& c) { c.link.test = std::nan(""); }, "TrainConfig.link.test");
+  refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.select_by = {SelectBy::Auc, -1}; },
+          "TrainConfig.select_by");
+  EXPECT_EQ(parse_gnn_task("link"), GnnTask::Link);
+  EXPECT_EQ(parse_gnn_task("node"), GnnTask::NodeClassification);
+  EXPECT_THROW(parse_gnn_task("edge"), InputError);
+  EXPECT_EQ(parse_selection("auc"), (Selection{SelectBy::Auc, -1}));
+  // A link model is not saved yet: refused in words, not written as a node classifier.
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  GnnTrainer t(planted(40, 1), link_config("gcn", 1, 0), *be, *grid);
+  EXPECT_THROW(t.save(testing::TempDir() + "/link-model.h5"), InputError);
+  EXPECT_THROW(t.predict(), InputError);
+}
+
+TEST(LinkTask, LossOfScoresIsTheMeanCrossEntropy) {
+  const std::vector<double> s = {2.0, -1.0, 0.0, 40.0, -40.0, 0.5};
+  double want = 0;
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    // −log σ(x) = log(1 + e^−x) for a link, −log(1 − σ(x)) = log(1 + e^x) for a negative.
+    const long double x = s[k];
+    want += static_cast<double>(k < 2 ? std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
+  }
+  want /= static_cast<double>(s.size());
+  EXPECT_NEAR(link_loss_of_scores(s, 2), want, 1e-12);
+  EXPECT_TRUE(std::isnan(link_loss_of_scores({}, 0)));
+}
+
+}  // namespace
+}  // namespace plexus
