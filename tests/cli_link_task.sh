@@ -9,9 +9,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 source "$src/tests/lib_cli.sh"
 cd "$work" || exit 1
 
-link=(train --task link --threads 1 --epochs 15 --hidden 32 --embedding-width 16 --dropout 0.2 --quiet)
-if "$plexus" "${link[@]}" --grid 1x1x1 --metrics one.jsonl >one.out 2>&1 &&
-   timeout 300 mpirun -np 4 "$plexus" "${link[@]}" --grid 2x1x2 --metrics four.jsonl >four.out 2>&1; then
+link=(train --task link --threads 1 --hidden 32 --embedding-width 16 --dropout 0.2 --quiet)
+if "$plexus" "${link[@]}" --epochs 15 --grid 1x1x1 --metrics one.jsonl >one.out 2>&1 &&
+   timeout 300 mpirun -np 4 "$plexus" "${link[@]}" --epochs 15 --grid 2x1x2 --metrics four.jsonl >four.out 2>&1; then
   "$py" - one.jsonl four.jsonl <<'PY' && ok || fail "link task: 2x1x2 differs from one rank, or metrics missing"
 import json, math, sys
 def read(path):
@@ -34,8 +34,25 @@ else
   fail "train --task link on 1 and 4 ranks"; cat one.out four.out
 fi
 
-expect_error "link task with a model file" "a link model is not saved yet" train --task link --save-model m.h5
-expect_error "link task with checkpoints" "a link model is not saved yet" train --task link --checkpoint-dir ck
+# Checkpointed at epoch 8 on one rank, resumed to 15 on 2x1x2: the uninterrupted run's losses.
+if "$plexus" "${link[@]}" --grid 1x1x1 --epochs 8 --checkpoint-dir ck --checkpoint-every 4 >ck1.out 2>&1 &&
+   timeout 300 mpirun -np 4 "$plexus" "${link[@]}" --epochs 15 --grid 2x1x2 --resume ck --metrics resumed.jsonl \
+     --save-model link.h5 >ck2.out 2>&1; then
+  "$py" - one.jsonl resumed.jsonl <<'PY' && ok || fail "resumed link run differs from the uninterrupted one"
+import json, sys
+def epochs(path):
+    return {l["epoch"]: l for l in map(json.loads, open(path)) if "epoch" in l and not l.get("summary")}
+a, b = epochs(sys.argv[1]), epochs(sys.argv[2])
+assert sorted(b) == list(range(9, 16)), sorted(b)
+for e in b:
+    assert abs(a[e]["loss"] - b[e]["loss"]) <= 1e-5 * abs(a[e]["loss"]), (e, a[e]["loss"], b[e]["loss"])
+PY
+  h5dump -a /options/task link.h5 | grep -q '"link"' && ok || fail "the model file does not record the task"
+  expect_error "predict with a link model" "is a link-prediction model" predict --checkpoint link.h5 -o p.h5
+  expect_error "resume a link run as a node run" "was trained with --task link" train --resume ck --epochs 20 --hidden 32
+else
+  fail "link task checkpointed and resumed"; cat ck1.out ck2.out
+fi
 expect_error "link task picked by accuracy per class" "--select-by" train --task link --select-by macro-f1
 expect_error "node task picked by auc" "--select-by" train --select-by auc
 expect_error "link task balanced" "--balance" train --task link --balance permute

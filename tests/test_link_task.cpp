@@ -14,7 +14,9 @@
 #include "comm/in_process_communicator.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
+#include "plexus/gnn_model.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "plexus/io.hpp"
 #include "train/graph_shards.hpp"
 #include "train/tasks/link_passes.hpp"
 
@@ -70,7 +72,8 @@ LinkRun train(const GraphData& g, const TrainConfig& c, ProcessGrid& grid) {
 TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
   const GraphData g = planted(61, 4);
   const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {1, 2, 2}, {2, 1, 3}, {2, 2, 2}, {1, 1, 8}};
-  for (const std::string kind : {"gcn", "sage", "gin", "gat"}) {
+  for (const GnnKindInfo& info : gnn_kinds()) {
+    const std::string kind = info.name;
     SCOPED_TRACE(kind);
     const TrainConfig c = link_config(kind, 6, 0.3f);
     auto single = ProcessGrid::single();
@@ -199,12 +202,62 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
   EXPECT_EQ(parse_gnn_task("node"), GnnTask::NodeClassification);
   EXPECT_THROW(parse_gnn_task("edge"), InputError);
   EXPECT_EQ(parse_selection("auc"), (Selection{SelectBy::Auc, -1}));
-  // A link model is not saved yet: refused in words, not written as a node classifier.
+  // A link model predicts no classes: refused in words, never its embeddings taken for logits.
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
   GnnTrainer t(planted(40, 1), link_config("gcn", 1, 0), *be, *grid);
-  EXPECT_THROW(t.save(testing::TempDir() + "/link-model.h5"), InputError);
+  t.epoch();
   EXPECT_THROW(t.predict(), InputError);
+  const std::string path = testing::TempDir() + "/link-model.h5";
+  t.save(path);
+  EXPECT_THROW(GnnModel::load(path).predict(planted(40, 1), *be, *grid), InputError);
+}
+
+// A link run saved and resumed continues as the uninterrupted run (on another grid:
+// tests/cli_link_task.sh, HDF5 being read by one thread at a time here): the file
+// records the task, its options and the best epoch's ROC-AUCs; the split and each epoch's
+// negatives follow from the seed and the epoch.
+TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
+  const GraphData g = planted(57, 8);
+  TrainConfig c = link_config("sage", 8, 0.3f);
+  auto single = ProcessGrid::single();
+  const LinkRun want = train(g, c, *single);
+  const std::string path = testing::TempDir() + "/link-checkpoint.h5";
+  {
+    auto be = make_cpu_backend(1);
+    TrainConfig first = c;
+    first.epochs = 5;
+    GnnTrainer t(g, first, *be, *single);
+    t.run();
+    t.save(path);
+  }
+  const GnnModelInfo info = read_gnn_model_info_h5(path);
+  EXPECT_EQ(info.config.task, GnnTask::Link);
+  EXPECT_EQ(info.config.link.embedding_width, 7);
+  EXPECT_EQ(info.config.link.val, c.link.val);
+  EXPECT_EQ(info.dims.back(), 7);
+  EXPECT_EQ(info.best.val_auc, want.val_auc[static_cast<std::size_t>(info.best.epoch)]);
+  {
+    auto be = make_cpu_backend(1);
+    GnnTrainer t(g, c, *be, *single);
+    t.resume(path);
+    for (int e = 5; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
+  }
+  // Resumed as another task, or with other shares (another split), it is refused.
+  auto be = make_cpu_backend(1);
+  TrainConfig other = c;
+  other.link.val = 0.1;
+  GnnTrainer t(g, other, *be, *single);
+  EXPECT_THROW(t.resume(path), InputError);
+  TrainConfig node = c;
+  node.task = GnnTask::NodeClassification;
+  GnnTrainer n(g, node, *be, *single);
+  try {
+    n.resume(path);
+    ADD_FAILURE() << "a link checkpoint resumed as node classification";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainConfig.task link"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LinkTask, LossOfScoresIsTheMeanCrossEntropy) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Link prediction against PyG's link_pred example on Cora, on the same 10 splits (issue 46,
-# acceptance 2, for the dot decoder): the peer writes its splits, the engine's pieces train on
-# them (examples/bench/link_pieces_parity.cpp, until `plexus train --task link` exists).
+# Link prediction against PyG's link_pred example on Cora (issue 46, acceptance 2, for the dot
+# decoder), two ways: on the peer's own 10 splits (the peer writes them, the engine's pieces train
+# on them: examples/bench/link_pieces_parity.cpp), and `plexus train --task link` on its own 10
+# splits (seeds 0..9 of random_link_split, the same shares), the mean test ROC-AUC of each.
 #   examples/bench/run_link_parity.sh BUILD_DIR [PLANETOID_DIR] [GRID]
 set -euo pipefail
 build=${1:?usage: run_link_parity.sh BUILD_DIR [PLANETOID_DIR] [GRID]}
@@ -14,3 +15,16 @@ cp "$raw"/ind.cora.* "$work/raw/"
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} /usr/bin/python3 "$(dirname "$0")/pyg_link_peer.py" "$work/raw" --seeds 10 \
   --write-split "$work/split" | tail -1
 "$build/examples/link_pieces_parity" "$work/split" --seeds 10 --grid "$grid" | tail -1 | cut -c1-200
+# The command: GCN 128 -> 64, dot decoder, no dropout or decay, Adam 0.01, 100 epochs; the test
+# ROC-AUC at the best validation ROC-AUC (the summary's test_auc).
+cora=$(dirname "$0")/../../data/cora.h5
+for seed in 0 1 2 3 4 5 6 7 8 9; do
+  "$build/plexus" train --data "$cora" --task link --seed "$seed" --hidden 128 --embedding-width 64 --dropout 0 \
+    --weight-decay 0 --lr 0.01 --epochs 100 --grid 1x1x1 --quiet --metrics "$work/cli$seed.jsonl" >/dev/null
+done
+/usr/bin/python3 - "$work" <<'PY'
+import json, statistics, sys
+auc = [json.loads(open(f"{sys.argv[1]}/cli{k}.jsonl").read().splitlines()[-1])["test_auc"] for k in range(10)]
+print(f"plexus train --task link, own splits: test ROC-AUC {statistics.mean(auc):.4f} +- {statistics.stdev(auc):.4f} "
+      f"over {len(auc)} seeds")
+PY

@@ -46,6 +46,10 @@ struct Inference {
   EvalMetrics metrics;                   // with InferenceOptions::metrics; else every one NaN
 };
 
+// InputError(where, ...) for the configuration of a link model (TrainConfig::task): its last
+// layer is embeddings, not logits, so it predicts no classes.
+void require_node_model(const TrainConfig& cfg, const std::string& where);
+
 class GnnModel {
  public:
   // A model file or checkpoint (plexus train --save-model / --checkpoint-dir, GnnTrainer::save;

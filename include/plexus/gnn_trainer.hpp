@@ -86,8 +86,7 @@ struct BestEpoch {
   std::int64_t epoch = -1;            // 0-based; -1: none yet
   double val_acc = 0, val_loss = 0, test_acc = 0;
   double score = 0;                   // selection_score of the epoch (TrainConfig::select_by)
-  // The link task's (EvalMetrics::val_auc, test_auc); NaN otherwise. Not stored in model files
-  // (a link model is not saved yet).
+  // The link task's (EvalMetrics::val_auc, test_auc); NaN otherwise.
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
 };
 struct ModelState {

@@ -4,7 +4,7 @@
 //
 // Root attributes: format = "plexus-gcn", version = 1, layers, epochs_done, the best epoch so
 // far (best_epoch, best_val_acc, best_val_loss, best_test_acc, best_score: NaN when not evaluated, a split
-// without a node), a checkpoint's run_id (the run that wrote it; docs/checkpoints.md), and the
+// without a node; with the link task also best_val_auc, best_test_auc), a checkpoint's run_id (the run that wrote it; docs/checkpoints.md), and the
 // widths D_0..D_L as the
 // 1-D int64 dataset "dims"; the training options as attributes of /options. Each parameter
 // (layerK/weight [D_K × D_K+1], layerK/bias [1 × D_K+1]) is a float32 dataset under /value,
@@ -76,6 +76,16 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
     w.string_attr("class_weights", weights, kOptions);
   // What picked best_epoch (TrainConfig::select_by); none: accuracy.
   if (o.select_by != Selection{}) w.string_attr("select_by", selection_name(o.select_by), kOptions);
+  // The task (TrainConfig::task; none: node classification) and the link task's options and
+  // best-epoch ROC-AUCs.
+  if (o.task == GnnTask::Link) {
+    w.string_attr("task", gnn_task_name(o.task), kOptions);
+    w.scalar_attr<std::int64_t>("embedding_width", H5T_STD_I64LE, o.link.embedding_width, kOptions);
+    w.scalar_attr<double>("link_val", H5T_IEEE_F64LE, o.link.val, kOptions);
+    w.scalar_attr<double>("link_test", H5T_IEEE_F64LE, o.link.test, kOptions);
+    w.scalar_attr<double>("best_val_auc", H5T_IEEE_F64LE, h.best.val_auc);
+    w.scalar_attr<double>("best_test_auc", H5T_IEEE_F64LE, h.best.test_auc);
+  }
   // The model kind and its options (docs/gnn-models.md), each an attribute named by its key
   // and typed as declared; a file without `model` is a GCN.
   w.string_attr("model", o.model.kind(), kOptions);
@@ -196,6 +206,24 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
                     : o.select_by.by == SelectBy::Loss ? info.best.val_loss
                                                        : info.best.val_acc;
   if (r.attr_exists("model", kOptions)) read_model_options(r, o);
+  if (r.attr_exists("task", kOptions)) {
+    try {
+      o.task = parse_gnn_task(r.string_attr("task", kOptions));
+    } catch (const InputError& e) {
+      r.fail(std::string(kOptions) + ": attribute task", e.message());
+    }
+  }
+  if (o.task == GnnTask::Link) {
+    o.link.embedding_width = r.int_attr("embedding_width", "int64", kOptions);
+    o.link.val = r.float_attr("link_val", kOptions);
+    o.link.test = r.float_attr("link_test", kOptions);
+    info.best.val_auc = r.evaluated_attr("best_val_auc");
+    info.best.test_auc = r.evaluated_attr("best_test_auc");
+    // The embeddings' width is the last layer's: a file whose widths say otherwise is refused.
+    if (o.link.embedding_width >= 0 && info.dims.back() != output_width(o, 0))
+      r.fail("dims", "the last width " + std::to_string(info.dims.back()) + " is not the link task's embedding width " +
+                         std::to_string(output_width(o, 0)));
+  }
   // The options as `plexus train` checks them (those the file does not record are valid
   // defaults): a file that says otherwise would build a model its parameters do not fit.
   try {

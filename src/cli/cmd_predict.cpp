@@ -61,6 +61,7 @@ void run_predict(PredictOptions& o) {
   // The model: its widths and options from the file, so that none need repeating here.
   const GnnModelInfo model = read_gnn_model_info_h5(o.checkpoint);
   require_model_kind(o.model, model.config.model.kind(), o.checkpoint);
+  require_node_model(model.config, o.checkpoint);
   const GraphInfo graph = read_graph_info_h5(o.data);
   if (model.dims.size() < 2 || model.dims.front() != graph.num_features || model.dims.back() != graph.num_classes)
     throw InputError(o.checkpoint,

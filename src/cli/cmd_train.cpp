@@ -140,8 +140,6 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (!o.link_split.empty()) parse_link_split(o.link_split, o.cfg.link);
   validate(o.cfg);
   const bool link = o.cfg.task == GnnTask::Link;
-  if (link && (!o.save_model.empty() || !o.checkpoints.dir.empty() || !o.checkpoints.resume.empty()))
-    throw InputError("--task", "link: a link model is not saved yet (no --save-model, --checkpoint-dir or --resume)");
   o.threads = threads_per_rank(o.threads);
   if (o.data.empty()) o.data = default_dataset();
   const std::size_t memory_limit = parse_memory_budget(o.memory_per_rank);

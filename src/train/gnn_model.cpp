@@ -91,6 +91,12 @@ void GnnModel::put_values(GnnNetwork& net, Backend& backend) const {
   net.weights_updated();
 }
 
+void require_node_model(const TrainConfig& cfg, const std::string& where) {
+  if (cfg.task == GnnTask::Link)
+    throw InputError(where, "is a link-prediction model (TrainConfig.task link): scoring its pairs is not built yet; "
+                            "it predicts no classes");
+}
+
 GnnModel GnnModel::load(const std::string& path) {
   const GnnModelInfo info = read_gnn_model_info_h5(path);
   GnnModel m;
@@ -129,6 +135,7 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
   // The ranks' models and graphs alike, before a rank can throw alone about its own (once: the
   // shards below are cut from the agreed graph).
   require_same_inputs(graph, config_, grid, "model");
+  require_node_model(config_, path_.empty() ? std::string("model") : path_);
   if (graph.num_features != dims_.front())
     throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
                                   ", the model reads " + std::to_string(dims_.front()) + " features");
@@ -152,6 +159,7 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
 }
 
 Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options) {
+  require_node_model(config_, path_.empty() ? std::string("model") : path_);
   if (shards.dims != dims_)
     throw InputError("shards", "they were cut for widths other than the model's (its features, hidden widths and "
                                "classes)");

@@ -558,8 +558,6 @@ std::vector<index_t> GnnTrainer::Impl::dims() const {
 
 void GnnTrainer::save(const std::string& path) {
   Impl& t = *impl_;
-  if (t.cfg.task == GnnTask::Link)  // (a model file says its task before one is written: to come)
-    throw InputError("TrainConfig.task", "a link model is not saved yet (no checkpoint, no model file)");
   // Each rank writes the blocks it holds, once per replica: no rank assembles the model.
   const std::vector<ParamPlace> places = param_places(t.model);
   const std::vector<ParamRef> params = t.model.parameters();
@@ -619,6 +617,7 @@ void GnnTrainer::resume(const std::string& path) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
   };
+  differs("TrainConfig.task", gnn_task_name(was.task), gnn_task_name(now.task));
   differs("TrainConfig.model", was.model.kind(), now.model.kind());
   for (const GnnOptionInfo& option : now.model.info().options)
     differs(gnn_option_field(option.name).c_str(), was.model.text(option.name), now.model.text(option.name));
@@ -635,6 +634,11 @@ void GnnTrainer::resume(const std::string& path) {
   };
   differs("TrainConfig.class_weights", weights_text(was), weights_text(now));
   differs("TrainConfig.select_by", selection_name(was.select_by), selection_name(now.select_by));
+  if (now.task == GnnTask::Link) {  // (the same split: the same shares and seed)
+    differs("TrainConfig.link.embedding_width", std::to_string(output_width(was, 0)), std::to_string(output_width(now, 0)));
+    differs("TrainConfig.link.val", std::to_string(was.link.val), std::to_string(now.link.val));
+    differs("TrainConfig.link.test", std::to_string(was.link.test), std::to_string(now.link.test));
+  }
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
                                std::to_string(t.num_nodes) + " (a resumed run continues on the same data)");
