@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/nccl_schedule.hpp"
 #include "comm/recording_communicator.hpp"
 #include "kernels/shape/shape_backend.hpp"
 #include "models/gpt.hpp"
@@ -356,6 +357,37 @@ TEST(ZeroOptimizer, EachReplicaCountsItsOwnPartOfEveryBucketAndUnit) {
         const double units = rest(0, 8) + rest(8, 20) + rest(20, 26);
         // Stage 1: each bucket reduce-scattered, then all-gathered after the step; stage 3: each
         // unit gathered before its backward, each bucket reduce-scattered.
+        EXPECT_EQ(grid->axis_stats(Axis::D).bytes, stage == 1 ? 2 * buckets : units + buckets);
+      }
+}
+
+// The same over NCCL's accounting (comm/nccl_schedule.hpp: a padded or grouped call by each
+// bucket's counts, their largest among them): every collective's bytes as the schedule of the
+// counts computed here, replica by replica, gives them.
+TEST(ZeroOptimizer, NcclAccountingOfEveryBucketIsTheScheduleOfItsCounts) {
+  for (const int dp : {3, 7, 30})
+    for (const int stage : {1, 3})
+      for (int d = 0; d < dp; ++d) {
+        SCOPED_TRACE("D=" + std::to_string(dp) + " stage " + std::to_string(stage) + " replica " + std::to_string(d));
+        ShapeBackend be;
+        auto grid = make_recording_grid(GridShape{1, 1, 1}, dp, d, Transport::Nccl);
+        Toy toy;
+        ZeroOptimizer opt(be, *grid, toy.tensors, ZeroOptions{stage, 8 * sizeof(float)}, toy_adamw());
+        std::vector<std::vector<float>> grads;
+        for (const FlatTensor& t : toy.tensors) grads.emplace_back(t.size, 0.0f);
+        grid->reset_stats();
+        backward_pass(opt, toy, be, grads);
+        opt.step(1e-3f);
+        const auto bytes = [&](index_t b0, index_t b1) {  // of one collective over [b0, b1)
+          std::vector<std::size_t> counts;
+          for (int r = 0; r < dp; ++r) {
+            const Range own = block_range(26, dp, r);
+            counts.push_back(static_cast<std::size_t>(std::clamp(own.end, b0, b1) - std::clamp(own.begin, b0, b1)));
+          }
+          return schedule_uneven(counts, sizeof(float)).rank_bytes(counts, d, sizeof(float));
+        };
+        const double buckets = bytes(0, 8) + bytes(8, 16) + bytes(16, 20) + bytes(20, 26);
+        const double units = bytes(0, 8) + bytes(8, 20) + bytes(20, 26);
         EXPECT_EQ(grid->axis_stats(Axis::D).bytes, stage == 1 ? 2 * buckets : units + buckets);
       }
 }

@@ -69,6 +69,29 @@ class Communicator {
                                                    const std::vector<std::size_t>& counts) = 0;
   virtual std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv,
                                                const std::vector<std::size_t>& counts) = 0;
+  // The four above, told the counts' sum and largest value by a caller that has them at hand
+  // (ZeRO's buckets: a bucket's size): an accounting communicator (a plan's dry run) then makes
+  // no pass over every rank's count, which for thousands of replicas and millions of buckets was
+  // a plan's largest cost. `sum` must be the counts' own. By default the calls above.
+  struct CountsSum {
+    std::size_t total = 0, max = 0;
+  };
+  virtual std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
+                                                   const std::vector<std::size_t>& counts, CountsSum) {
+    return ireduce_scatter(send, recv, counts);
+  }
+  virtual std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts,
+                                               CountsSum) {
+    return iall_gather(send, recv, counts);
+  }
+  virtual std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
+                                                   const std::vector<std::size_t>& counts, CountsSum) {
+    return ireduce_scatter(send, recv, counts);
+  }
+  virtual std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts,
+                                               CountsSum) {
+    return iall_gather(send, recv, counts);
+  }
   // Blocking all-reduce (sum) of bfloat16 values whose sum is accumulated in float: every
   // rank's values enter the sum as they are, the sum of each element is taken in float in rank
   // order and rounded to bf16 once (the GNN's bf16 activations and gradients, --precision bf16;

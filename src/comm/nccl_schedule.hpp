@@ -41,10 +41,15 @@ struct UnevenSchedule {
 // The schedule of an all-gather or reduce-scatter of `counts` (one per rank; both collectives
 // move the same volume, so they share it). A one-rank communicator's schedule is Native.
 UnevenSchedule schedule_uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
+// The same from the counts' number, sum and largest value.
+UnevenSchedule schedule_uneven(std::size_t ranks, std::size_t total, std::size_t max_count, std::size_t element_bytes);
 
 // Bytes rank `rank` receives in an all-gather or reduce-scatter of `counts` under transport t:
 // MPI's (Σc - c_rank)·element_bytes, or the NCCL schedule's rank_bytes (the recording communicator).
 double uneven_rank_bytes(Transport t, const std::vector<std::size_t>& counts, int rank, std::size_t element_bytes);
+// The same with the counts' sum and largest value known (Communicator::CountsSum): no pass over them.
+double uneven_rank_bytes(Transport t, const std::vector<std::size_t>& counts, int rank, std::size_t element_bytes,
+                         std::size_t total, std::size_t max_count);
 
 // Bytes one rank receives in an NCCL ring all-reduce of n elements: 2(p-1)/p·n·element_bytes.
 double ring_all_reduce_bytes(int p, std::size_t n, std::size_t element_bytes);

@@ -14,10 +14,12 @@ void RecordingCommunicator::reduce(std::size_t n, std::size_t element_bytes) {
   if (size_ > 1) ring_steps_ += 2 * (size_ - 1);
 }
 
-void RecordingCommunicator::uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes) {
+void RecordingCommunicator::uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes,
+                                   const CountsSum* sum) {
   ++stats_.calls;
   if (size_ == 1) return;
-  stats_.bytes += uneven_rank_bytes(transport_, counts, rank_, element_bytes);
+  stats_.bytes += sum ? uneven_rank_bytes(transport_, counts, rank_, element_bytes, sum->total, sum->max)
+                      : uneven_rank_bytes(transport_, counts, rank_, element_bytes);
   ring_steps_ += size_ - 1;
 }
 

@@ -70,6 +70,28 @@ class RecordingCommunicator final : public Communicator {
     return completed();
   }
 
+  // With the counts' sum known (Communicator::CountsSum): no pass over every rank's count.
+  std::unique_ptr<Request> ireduce_scatter(const float*, float*, const std::vector<std::size_t>& counts,
+                                           CountsSum sum) override {
+    uneven(counts, sizeof(float), &sum);
+    return completed();
+  }
+  std::unique_ptr<Request> iall_gather(const float*, float*, const std::vector<std::size_t>& counts,
+                                       CountsSum sum) override {
+    uneven(counts, sizeof(float), &sum);
+    return completed();
+  }
+  std::unique_ptr<Request> ireduce_scatter(const bf16*, bf16*, const std::vector<std::size_t>& counts,
+                                           CountsSum sum) override {
+    uneven(counts, sizeof(bf16), &sum);
+    return completed();
+  }
+  std::unique_ptr<Request> iall_gather(const bf16*, bf16*, const std::vector<std::size_t>& counts,
+                                       CountsSum sum) override {
+    uneven(counts, sizeof(bf16), &sum);
+    return completed();
+  }
+
   void reset_stats() override {
     Communicator::reset_stats();
     ring_steps_ = 0;
@@ -80,7 +102,7 @@ class RecordingCommunicator final : public Communicator {
 
  private:
   void reduce(std::size_t n, std::size_t element_bytes);
-  void uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes);
+  void uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes, const CountsSum* sum = nullptr);
   void host_call(double bytes);  // one host collective of `bytes` to this rank
 
   int size_, rank_;

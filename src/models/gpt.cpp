@@ -160,10 +160,10 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
 
 // ---- the parameter registry ----------------------------------------------------------------------
 
-void GptModel::add_vector(const std::string& name, ParamSlot& slot, index_t n, Range cols, bool owner,
+void GptModel::add_vector(std::string name, ParamSlot& slot, index_t n, Range cols, bool owner,
                           GptParam::Init init, int unit, bool qkv_columns) {
   GptParam p;
-  p.name = name;
+  p.name = std::move(name);  // (by value: a plan builds these names once per dry run)
   p.rows = 1;
   p.cols = n;
   p.local_rows = {0, 1};
@@ -202,9 +202,9 @@ void GptModel::add_linear(const std::string& name, Linear3D& lin, index_t in_dim
              GptParam::Init::Zero, unit, qkv_columns);
 }
 
-void GptModel::add_table(const std::string& name, Linear3D& table, index_t rows, int unit) {
+void GptModel::add_table(std::string name, Linear3D& table, index_t rows, int unit) {
   GptParam p;
-  p.name = name;
+  p.name = std::move(name);
   p.rows = rows;  // [vocab or positions × embed]: the stored Wᵀ
   p.cols = cfg_.embed;
   p.local_rows = table.w_rows();

@@ -88,9 +88,9 @@ class GptModel {
   void write_unit(int unit, const std::function<float(const GptParam&, index_t row, index_t col)>& value);
   void add_linear(const std::string& name, Linear3D& lin, index_t in_dim, index_t out_dim, bool residual,
                   bool qkv_columns, int unit);
-  void add_vector(const std::string& name, ParamSlot& slot, index_t n, Range cols, bool owner, GptParam::Init init,
+  void add_vector(std::string name, ParamSlot& slot, index_t n, Range cols, bool owner, GptParam::Init init,
                   int unit, bool qkv_columns = false);
-  void add_table(const std::string& name, Linear3D& table, index_t rows, int unit);
+  void add_table(std::string name, Linear3D& table, index_t rows, int unit);
 
   Backend& be_;
   ProcessGrid& grid_;

@@ -103,7 +103,7 @@ inline std::size_t ZeroOptimizer::last_block_from(std::size_t i) const {
   return std::min(replicas_ - 1, extra_ + (i - wide) / base_);
 }
 
-const std::vector<std::size_t>& ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
+ZeroOptimizer::Counts ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
   // Only the replicas whose blocks meet [b0, b1) hold any of it: found from block_range's cut and
   // written into one vector kept zero elsewhere (the previous call's entries cleared), with no
   // allocation and no pass over every replica: a plan's dry runs call this for each of tens of
@@ -114,10 +114,13 @@ const std::vector<std::size_t>& ZeroOptimizer::counts(std::size_t b0, std::size_
             counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.second), 0);
   if (b1 <= b0) {  // nothing to count
     counts_set_ = {0, 0};
-    return counts_;
+    return {counts_, {0, 0}};
   }
-  // Replicas first..last meet [b0, b1): the two ends in part, those between with their whole blocks.
+  // Replicas first..last meet [b0, b1): the two ends in part, those between with their whole
+  // blocks. Their sum and largest value go with them (Communicator::CountsSum: a plan's
+  // recording communicator then reads no other replica's count).
   const std::size_t first = last_block_from(b0), last = last_block_from(b1 - 1);
+  Communicator::CountsSum sum;
   for (std::size_t r = first; r <= last; ++r) {
     if (r == first || r == last) {
       const auto [lo, hi] = part(block_start(r), block_start(r + 1), b0, b1);
@@ -125,9 +128,11 @@ const std::vector<std::size_t>& ZeroOptimizer::counts(std::size_t b0, std::size_
     } else {
       counts_[r] = base_ + (r < extra_ ? 1 : 0);
     }
+    sum.total += counts_[r];
+    sum.max = std::max(sum.max, counts_[r]);
   }
   counts_set_ = {first, last + 1};
-  return counts_;
+  return {counts_, sum};
 }
 
 std::pair<std::size_t, std::size_t> ZeroOptimizer::own(std::size_t b0, std::size_t b1) const {
@@ -175,18 +180,16 @@ void ZeroOptimizer::bind_unit(int ui) {
 // ---- the collectives over D (one replica: copies on the device, which SelfCommunicator cannot do)
 
 template <class T>
-std::unique_ptr<Communicator::Request> ZeroOptimizer::start_all_gather(const T* send, T* recv,
-                                                                       const std::vector<std::size_t>& counts) {
-  if (dp_.size() > 1) return dp_.iall_gather(send, recv, counts);
-  if (send != recv && counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(T));
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_all_gather(const T* send, T* recv, const Counts& counts) {
+  if (dp_.size() > 1) return dp_.iall_gather(send, recv, counts.each, counts.sum);
+  if (send != recv && counts.each[0]) be_.copy_on_device(recv, send, counts.each[0] * sizeof(T));
   return nullptr;
 }
 
 template <class T>
-std::unique_ptr<Communicator::Request> ZeroOptimizer::start_reduce_scatter(const T* send, T* recv,
-                                                                           const std::vector<std::size_t>& counts) {
-  if (dp_.size() > 1) return dp_.ireduce_scatter(send, recv, counts);
-  if (counts[0]) be_.copy_on_device(recv, send, counts[0] * sizeof(T));
+std::unique_ptr<Communicator::Request> ZeroOptimizer::start_reduce_scatter(const T* send, T* recv, const Counts& counts) {
+  if (dp_.size() > 1) return dp_.ireduce_scatter(send, recv, counts.each, counts.sum);
+  if (counts.each[0]) be_.copy_on_device(recv, send, counts.each[0] * sizeof(T));
   return nullptr;
 }
 

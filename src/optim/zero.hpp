@@ -151,11 +151,15 @@ class ZeroOptimizer {
   void bind_unit(int u);
   // Non-blocking collectives over D (T: float or bf16); nullptr when done already (one
   // replica: a device copy).
+  // A collective's counts per D rank and their sum and largest value (counts()).
+  struct Counts {
+    const std::vector<std::size_t>& each;
+    Communicator::CountsSum sum;
+  };
   template <class T>
-  std::unique_ptr<Communicator::Request> start_all_gather(const T* send, T* recv, const std::vector<std::size_t>& counts);
+  std::unique_ptr<Communicator::Request> start_all_gather(const T* send, T* recv, const Counts& counts);
   template <class T>
-  std::unique_ptr<Communicator::Request> start_reduce_scatter(const T* send, T* recv,
-                                                              const std::vector<std::size_t>& counts);
+  std::unique_ptr<Communicator::Request> start_reduce_scatter(const T* send, T* recv, const Counts& counts);
   std::unique_ptr<Communicator::Request> start_bucket(Unit& u, std::size_t c0, std::size_t c1, Pending& p);
   void round_unit_grads(Unit& u);  // BF16: the unit's fp32 gradient into 16 bits, then freed
   void store_unit(const Unit& u);  // for_each_unit: what was written into the unit's values is kept
@@ -165,7 +169,7 @@ class ZeroOptimizer {
   void drain();  // waits for and completes every reduction in flight
   void complete(Pending& p);
   // Per D rank, of [b0, b1); valid until the next call (a collective's counts, read when started).
-  const std::vector<std::size_t>& counts(std::size_t b0, std::size_t b1) const;
+  Counts counts(std::size_t b0, std::size_t b1) const;
   std::pair<std::size_t, std::size_t> own(std::size_t b0, std::size_t b1) const;  // this rank's part of [b0, b1)
   std::pair<std::size_t, std::size_t> opt_piece(std::size_t k) const;  // tensor k's part Adam updates here
   // f(c0, c1) for each bucket [c0, c1) of the unit, in order.
