@@ -35,6 +35,7 @@ else
 fi
 
 # Checkpointed at epoch 8 on one rank, resumed to 15 on 2x1x2: the uninterrupted run's losses.
+"$plexus" train --epochs 2 --threads 1 --quiet --save-model node.h5 >/dev/null 2>&1
 if "$plexus" "${link[@]}" --grid 1x1x1 --epochs 8 --checkpoint-dir ck --checkpoint-every 4 >ck1.out 2>&1 &&
    timeout 300 mpirun -np 4 "$plexus" "${link[@]}" --epochs 15 --grid 2x1x2 --resume ck --metrics resumed.jsonl \
      --save-model link.h5 >ck2.out 2>&1; then
@@ -48,7 +49,28 @@ for e in b:
     assert abs(a[e]["loss"] - b[e]["loss"]) <= 1e-5 * abs(a[e]["loss"]), (e, a[e]["loss"], b[e]["loss"])
 PY
   h5dump -a /options/task link.h5 | grep -q '"link"' && ok || fail "the model file does not record the task"
-  expect_error "predict with a link model" "is a link-prediction model" predict --checkpoint link.h5 -o p.h5
+  expect_error "predict with a link model, no --top-k" "give --top-k K" predict --checkpoint link.h5 -o p.h5
+  expect_error "top-k of a node model" "is a node-classification model" predict --checkpoint node.h5 --top-k 3 -o p.h5
+  # Each node's best partners: one rank and 2x1x2 alike, none a neighbour or the node itself.
+  if "$plexus" predict --checkpoint link.h5 --top-k 6 -o top1.h5 --threads 1 >top1.out 2>&1 &&
+     timeout 300 mpirun -np 4 "$plexus" predict --checkpoint link.h5 --top-k 6 -o top4.h5 --grid 2x1x2 --threads 1 \
+       >top4.out 2>&1; then
+    "$py" - top1.h5 top4.h5 "$cora" <<'PY' && ok || fail "top-k partners differ between grids, or include neighbours"
+import sys, h5py, numpy as np
+a, b, g = h5py.File(sys.argv[1]), h5py.File(sys.argv[2]), h5py.File(sys.argv[3])
+assert a.attrs["format"] == "plexus-top-k" and a.attrs["k"] == 6 and a["partners"].shape == (2708, 6)
+assert np.array_equal(a["node_id"][...], np.arange(2708)) and np.array_equal(a["node_id"][...], b["node_id"][...])
+assert np.abs(a["scores"][...] - b["scores"][...]).max() < 1e-4
+assert (a["partners"][...] == b["partners"][...]).mean() > 0.99  # (near-ties may swap)
+assert np.all(np.diff(a["scores"][...], axis=1) <= 0), "not best first"
+indptr, indices = g["graph/indptr"][...], g["graph/indices"][...]
+for u in range(2708):
+    p = set(a["partners"][u].tolist())
+    assert u not in p and not p & set(indices[indptr[u]:indptr[u + 1]].tolist()), u
+PY
+  else
+    fail "predict --top-k on 1 and 4 ranks"; cat top1.out top4.out
+  fi
   expect_error "resume a link run as a node run" "was trained with --task link" train --resume ck --epochs 20 --hidden 32
 else
   fail "link task checkpointed and resumed"; cat ck1.out ck2.out

@@ -5,6 +5,7 @@
 // validation loss is the cross-entropy of the gathered scores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -258,6 +259,78 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("TrainConfig.task link"), std::string::npos) << e.what();
   }
+}
+
+// A link model's recommendations: every node's K best partners on every grid equal a brute-force
+// ranking of the embeddings (the same model's last layer, as a node model of the same widths
+// and seed gives it), its neighbours and itself left out, your ids on the rows.
+TEST(LinkTask, TopKPartnersOnGridsEqualBruteForce) {
+  GraphData g = planted(47, 12);
+  g.node_ids.resize(static_cast<std::size_t>(g.num_nodes));
+  for (std::size_t k = 0; k < g.node_ids.size(); ++k) g.node_ids[k] = 1000 + 7 * static_cast<std::int64_t>(k);
+  const TrainConfig c = link_config("gcn", 1, 0);
+  const std::vector<index_t> dims = gnn_dims(g.num_features, c.layers, c.hidden, output_width(c, 0));
+  // The embeddings: the same weights read as a node model's logits.
+  TrainConfig node = c;
+  node.task = GnnTask::NodeClassification;
+  GraphData as_classes = g;
+  as_classes.num_classes = static_cast<std::int32_t>(dims.back());
+  for (auto& y : as_classes.labels) y = y % as_classes.num_classes;
+  auto be = make_cpu_backend(1);
+  auto single = ProcessGrid::single();
+  const Predictions z = GnnModel::untrained(node, dims).predict(as_classes, *be, *single).predictions;
+  const auto w = static_cast<std::size_t>(dims.back());
+  const index_t k = 5;
+  // Brute force, in double: (score, node) of each node's best k.
+  std::vector<std::vector<std::pair<double, std::int64_t>>> want(static_cast<std::size_t>(g.num_nodes));
+  for (index_t u = 0; u < g.num_nodes; ++u) {
+    std::set<index_t> skip(g.indices.begin() + g.indptr[static_cast<std::size_t>(u)],
+                           g.indices.begin() + g.indptr[static_cast<std::size_t>(u) + 1]);
+    skip.insert(u);
+    auto& best = want[static_cast<std::size_t>(u)];
+    for (index_t v = 0; v < g.num_nodes; ++v) {
+      if (skip.count(v)) continue;
+      double dot = 0;
+      for (std::size_t j = 0; j < w; ++j)
+        dot += static_cast<double>(z.logits[static_cast<std::size_t>(u) * w + j]) * z.logits[static_cast<std::size_t>(v) * w + j];
+      best.push_back({dot, v});
+    }
+    std::sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    best.resize(std::min<std::size_t>(best.size(), static_cast<std::size_t>(k)));
+  }
+  for (const GridShape s : {GridShape{1, 1, 1}, GridShape{2, 1, 1}, GridShape{1, 3, 1}, GridShape{2, 1, 2}, GridShape{2, 2, 2}}) {
+    SCOPED_TRACE(s.str());
+    std::mutex mu;
+    std::vector<TopKPartners> got;
+    run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+      auto rank_be = make_cpu_backend(1);
+      TopKPartners t = GnnModel::untrained(c, dims).top_k_partners(g, k, *rank_be, grid, 4);
+      std::lock_guard<std::mutex> lock(mu);
+      got.push_back(std::move(t));
+    });
+    std::vector<int> seen(static_cast<std::size_t>(g.num_nodes), 0);
+    for (const TopKPartners& t : got) {
+      ASSERT_EQ(t.k, k);
+      for (std::size_t r = 0; r < t.node_ids.size(); ++r) {
+        const auto u = static_cast<std::size_t>(t.node_ids[r]);
+        seen[u] += 1;
+        EXPECT_EQ(t.ids[r], g.node_ids[u]);
+        for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j) {
+          const auto& [score, v] = want[u][j];
+          EXPECT_NEAR(t.scores[r * k + j], score, 1e-5 * (1 + std::abs(score))) << "node " << u << ", partner " << j;
+          const bool clear = (j == 0 || want[u][j - 1].first - score > 1e-4) &&
+                             (j + 1 == want[u].size() || score - want[u][j + 1].first > 1e-4);
+          if (clear) {
+            EXPECT_EQ(t.partner_ids[r * k + j], g.node_ids[static_cast<std::size_t>(v)]) << "node " << u << ", partner " << j;
+          }
+        }
+      }
+    }
+    for (index_t u = 0; u < g.num_nodes; ++u) EXPECT_EQ(seen[static_cast<std::size_t>(u)], 1) << "node " << u;
+  }
+  // A node model has no partners to score; k must be positive.
+  EXPECT_THROW(GnnModel::untrained(node, dims).top_k_partners(g, k, *be, *single), InputError);
+  EXPECT_THROW(GnnModel::untrained(c, dims).top_k_partners(g, 0, *be, *single), InputError);
 }
 
 TEST(LinkTask, LossOfScoresIsTheMeanCrossEntropy) {

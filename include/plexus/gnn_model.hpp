@@ -46,6 +46,7 @@ struct Inference {
   EvalMetrics metrics;                   // with InferenceOptions::metrics; else every one NaN
 };
 
+
 // InputError(where, ...) for the configuration of a link model (TrainConfig::task): its last
 // layer is embeddings, not logits, so it predicts no classes.
 void require_node_model(const TrainConfig& cfg, const std::string& where);
@@ -77,6 +78,13 @@ class GnnModel {
   // The same on shards this rank holds (load_shards_h5 of a file too large for one rank, cut
   // for this model: its layers, hidden width and layer order).
   Inference predict(GnnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options = {});
+  // A link model (TrainConfig::task): every node's `k` best partners on `graph` (every rank the
+  // same graph; message passing over all of its links), excluding its neighbours in the graph
+  // and itself: its embeddings against every node's, `tile` nodes at a time as a GEMM on the
+  // grid (TopKPartners3D), never an N × N matrix. Collective. InputError for a node model, a
+  // graph that does not fit, k < 1.
+  TopKPartners top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
+                              index_t tile = 1024);
 
  private:
   GnnModel() = default;

@@ -18,6 +18,13 @@ namespace plexus {
 
 inline constexpr std::int32_t kFormatVersion = 1;
 
+// A link model's recommendations (GnnModel::top_k_partners) as one HDF5 file (docs/predictions.md,
+// "Partners"): root attributes format "plexus-top-k", version 1, num_nodes, k; datasets node_ids
+// int64 [N] (your ids), partners int64 [N × k] (your ids, -1: none), scores float32 [N × k]
+// (-inf: none). Row u is node u of the graph; every rank writes the rows it reports,
+// collectively on the grid's world, atomically (io/files). Collective.
+void write_top_k_h5(const TopKPartners& partners, index_t num_nodes, ProcessGrid& grid, const std::string& path);
+
 // Format v1 HDF5 (docs/format-v1.md).
 GraphData read_graph_h5(const std::string& path);
 // Only the sizes of a format v1 file (root attributes and the length of /graph/indices),

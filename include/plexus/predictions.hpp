@@ -42,4 +42,16 @@ struct NodeRows {
   std::vector<float> values;      // node_ids.size() × width, row-major
 };
 
+// A link model's recommendations (GnnModel::top_k_partners): for the nodes this rank reports,
+// each one's K best partners by the decoder's score, best first (the higher score, then the lower
+// node), its existing neighbours and itself left out; -1 and -inf pad a node with fewer than K
+// candidates. Every node is reported by exactly one rank of the grid.
+struct TopKPartners {
+  index_t k = 0;
+  std::vector<index_t> node_ids;         // the input graph's node index of each row
+  std::vector<std::int64_t> ids;          // your id of each row's node (GraphData::node_ids)
+  std::vector<std::int64_t> partner_ids;  // rows × k: your ids of its partners (-1: none)
+  std::vector<float> scores;              // rows × k: their scores (the logits z_u·z_v)
+};
+
 }  // namespace plexus

@@ -36,7 +36,30 @@ struct PredictOptions {
   bool attention = false;   // GAT: each layer's attention coefficients too
   bool embeddings = false;  // each hidden layer's output too
   bool strict = false;      // the strict checks of the file's shards (plexus/graph_checks.hpp)
+  index_t top_k = 0;        // a link model: each node's best partners (0: not asked)
 };
+
+// A link model (--task link): each node's --top-k best partners on the graph (every rank reads
+// it whole, as the link task's training does), excluding its neighbours and itself.
+void run_top_k(PredictOptions& o, const GnnModelInfo& model, std::size_t memory_limit) {
+  set_rank_memory_budget(memory_limit);
+  const GridChoice grid_choice = choose_gnn_grid(o.grid, o.data, model.config);
+  auto grid = ProcessGrid::create(grid_choice.shape);
+  const bool quiet = o.quiet || grid->rank() != 0;
+  RunBackend run = make_run_backend(o.backend, o.threads, /*profile=*/false, *grid);
+  Backend& backend = run.get();
+  backend.set_memory_limit(memory_limit);
+  const auto t0 = std::chrono::steady_clock::now();
+  const GraphData graph = read_graph_h5(o.data);
+  if (o.strict) validate_strict(graph, o.data, GraphNames::File);
+  GnnModel gnn = GnnModel::load(o.checkpoint);
+  const TopKPartners best = gnn.top_k_partners(graph, o.top_k, backend, *grid);
+  write_top_k_h5(best, graph.num_nodes, *grid, o.out);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!quiet)
+    fmt::print("wrote {} ({} nodes x {} partners, by the link model {}) in {:.2f} s\n", o.out, graph.num_nodes, o.top_k,
+               o.checkpoint, s);
+}
 
 // A missing or unreadable --checkpoint is named as such before anything is loaded.
 void require_checkpoint(const std::string& path) {
@@ -61,7 +84,15 @@ void run_predict(PredictOptions& o) {
   // The model: its widths and options from the file, so that none need repeating here.
   const GnnModelInfo model = read_gnn_model_info_h5(o.checkpoint);
   require_model_kind(o.model, model.config.model.kind(), o.checkpoint);
-  require_node_model(model.config, o.checkpoint);
+  if (o.top_k != 0 || model.config.task == GnnTask::Link) {
+    if (model.config.task != GnnTask::Link)
+      throw InputError("--top-k", o.checkpoint + " is a node-classification model: partners are scored by a link model "
+                                                 "(plexus train --task link)");
+    if (o.top_k < 1) throw InputError("--top-k", "a link model predicts each node's partners: give --top-k K (K >= 1)");
+    if (o.attention || o.embeddings)
+      throw InputError(o.attention ? "--attention" : "--embeddings", "not written with --top-k (a link model's partners)");
+    return run_top_k(o, model, memory_limit);
+  }
   const GraphInfo graph = read_graph_info_h5(o.data);
   if (model.dims.size() < 2 || model.dims.front() != graph.num_features || model.dims.back() != graph.num_classes)
     throw InputError(o.checkpoint,
@@ -149,6 +180,9 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--embeddings", opts->embeddings,
                 "Write each hidden layer's output too, a row per node (/embeddings, docs/predictions.md)");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print nothing (and skip the accuracy pass)");
+  cmd->add_option("--top-k", opts->top_k,
+                  "A link model (plexus train --task link): write each node's K best partners by the decoder's score, "
+                  "its neighbours and itself left out (docs/predictions.md, \"Partners\")");
   cmd->callback([opts] { run_predict(*opts); });
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "models/gnn_network.hpp"
+#include "pmm/top_k_partners_3d.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "train/graph_shards.hpp"
@@ -189,6 +190,62 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
   if (options.attention) result.attention = net.attention();
   backend.synchronize();
   return result;
+}
+
+TopKPartners GnnModel::top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
+                                      index_t tile) {
+  require_same_inputs(graph, config_, grid, "model");
+  if (config_.task != GnnTask::Link)
+    throw InputError(path_.empty() ? std::string("model") : path_,
+                     "is a node-classification model: partners are scored by a link model (TrainConfig.task link)");
+  if (k < 1) throw InputError("top_k_partners(k)", "must be at least 1");
+  if (tile < 1) throw InputError("top_k_partners(tile)", "must be at least 1");
+  if (graph.num_features != dims_.front())
+    throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
+                                  ", the model reads " + std::to_string(dims_.front()) + " features");
+  // The graph as it is (no link split: inference passes messages over every link), its labels
+  // and masks not read: the embeddings' width stands where the classes would.
+  GraphData g = graph;
+  const auto n = static_cast<std::size_t>(graph.num_nodes);
+  g.num_classes = static_cast<std::int32_t>(dims_.back());
+  g.labels.assign(n, -1);
+  for (auto* mask : {&g.train_mask, &g.val_mask, &g.test_mask}) mask->assign(n, 0);
+  GnnShards shards = shards_of_graph(g, config_, grid, /*for_training=*/false, false);
+  GnnNetwork net(backend, grid, shards, config_, NetworkUse::Inference);
+  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(net))));
+  if (state_) put_values(net, backend);
+  const Matrix& z = net.forward(static_cast<int>(epochs_done_), /*training=*/false);
+  require_finite_outputs(net, net.owned_output(net.num_layers() - 1), {}, grid, backend.computes());
+  TopKPartners3D search(backend, grid, net.output_geometry(), graph.num_nodes);
+  // Each row's neighbours (sorted, as the search wants them), itself excluded by the search.
+  const Range rows = search.rows();
+  std::vector<std::vector<std::int64_t>> exclude(static_cast<std::size_t>(rows.size()));
+  for (index_t u = rows.begin; u < rows.end; ++u) {
+    auto& e = exclude[static_cast<std::size_t>(u - rows.begin)];
+    e.assign(graph.indices.begin() + graph.indptr[static_cast<std::size_t>(u)],
+             graph.indices.begin() + graph.indptr[static_cast<std::size_t>(u) + 1]);
+    std::sort(e.begin(), e.end());
+    e.erase(std::unique(e.begin(), e.end()), e.end());
+  }
+  const TopKRows best = search.search(z, k, exclude, std::min(tile, std::max<index_t>(graph.num_nodes, 1)));
+  backend.synchronize();
+  TopKPartners out;
+  out.k = k;
+  // Every rank of Q holds the same rows: those of Q coordinate 0 report them.
+  if (grid.coord(net.output_geometry().out_repl()) != 0) return out;
+  const auto user = [&](std::int64_t node) {
+    return node < 0 || graph.node_ids.empty() ? node : graph.node_ids[static_cast<std::size_t>(node)];
+  };
+  for (index_t u = rows.begin; u < rows.end; ++u) {
+    out.node_ids.push_back(u);
+    out.ids.push_back(user(u));
+    for (index_t j = 0; j < k; ++j) {
+      const Partner& p = best.best[static_cast<std::size_t>((u - rows.begin) * k + j)];
+      out.partner_ids.push_back(user(p.node));
+      out.scores.push_back(p.score);
+    }
+  }
+  return out;
 }
 
 }  // namespace plexus

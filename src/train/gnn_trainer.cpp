@@ -111,13 +111,15 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   const bool link = cfg.task == GnnTask::Link;
   if (for_training && !link) require_labelled_training_node(input, "graph", GraphNames::Memory);
   // The link task trains on the graph without its held-out links (message passing never sees them).
+  // (Inference passes messages over every link: no split.)
   GraphData split;
   LinkPairs links;
-  if (link) {
+  const bool held_out = link && for_training;
+  if (held_out) {
     split = input;
     links = split_links(split, cfg);
   }
-  const GraphData& graph = link ? split : input;
+  const GraphData& graph = held_out ? split : input;
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
   if (link) {  // (validate(cfg): in the graph's own order)
     GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),

@@ -1,0 +1,43 @@
+// Top-K partner files (plexus/io.hpp: write_top_k_h5; docs/predictions.md, "Partners"): each
+// rank reports a contiguous range of nodes (TopKPartners3D's slices of the R blocks), written in
+// place collectively, nothing gathered to one rank.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/hdf5/collective_write.hpp"
+#include "io/hdf5/writer.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+
+namespace plexus {
+
+void write_top_k_h5(const TopKPartners& t, index_t num_nodes, ProcessGrid& grid, const std::string& path) {
+  const auto rows = static_cast<hsize_t>(t.node_ids.size()), k = static_cast<hsize_t>(t.k);
+  if (t.ids.size() != rows || t.partner_ids.size() != rows * k || t.scores.size() != rows * k)
+    throw std::invalid_argument("write_top_k_h5: the rows' lists differ in length");
+  for (std::size_t r = 1; r < t.node_ids.size(); ++r)
+    if (t.node_ids[r] != t.node_ids[r - 1] + 1) throw std::invalid_argument("write_top_k_h5: the rows are not contiguous");
+  // A missing partner (fewer than k candidates) is -1 with score 0: no non-finite value is written.
+  std::vector<float> scores(t.scores);
+  for (std::size_t j = 0; j < scores.size(); ++j)
+    if (t.partner_ids[j] < 0) scores[j] = 0.0f;
+    else if (!std::isfinite(scores[j]))
+      throw InputError(path, "the score of node " + std::to_string(t.ids[j / k]) + "'s partner " +
+                                 std::to_string(t.partner_ids[j]) + " is not finite: nothing written");
+  const auto n = static_cast<hsize_t>(num_nodes);
+  const auto r0 = static_cast<hsize_t>(t.node_ids.empty() ? 0 : t.node_ids.front());
+  h5::write_collectively(path, grid.world(), [&](h5::Writer& w) {
+    w.string_attr("format", "plexus-top-k");
+    w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, 1);
+    w.scalar_attr<std::int64_t>("num_nodes", H5T_STD_I64LE, num_nodes);
+    w.scalar_attr<std::int64_t>("k", H5T_STD_I64LE, t.k);
+    w.block_dataset<std::int64_t, 1>("/node_id", H5T_STD_I64LE, {n}, {r0}, {rows}, t.ids.data(), true);
+    w.block_dataset<std::int64_t, 2>("/partners", H5T_STD_I64LE, {n, k}, {r0, 0}, {rows, k}, t.partner_ids.data(), true);
+    w.block_dataset<float, 2>("/scores", H5T_IEEE_F32LE, {n, k}, {r0, 0}, {rows, k}, scores.data(), true);
+  });
+}
+
+}  // namespace plexus
