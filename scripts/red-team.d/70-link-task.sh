@@ -1,0 +1,86 @@
+# Issue 46's new inputs (docs/link-prediction.md): sourced by scripts/red-team.sh.
+#  - `train --task link`: the held-out shares, the embedding width, the options it does not take
+#    yet, a prepared file, a graph without links to train on, on 1 and 2 ranks;
+#  - a link model file whose claims (its task, its embedding width) were edited;
+#  - `predict --top-k`: K out of range, a node model, a link model without --top-k, features
+#    whose embeddings overflow, K beyond the candidates (padded, never a non-finite score).
+L=$W/link
+mkdir -p "$L"
+lk=(--task link --epochs 2 --quiet --threads 1 --hidden 8 --embedding-width 4)
+"$plexus" train --data "$IN/sbm.h5" "${lk[@]}" --save-model "$L/link.h5" --checkpoint-dir "$L/ck" >/dev/null ||
+  setup_fail "70: train --task link"
+printf '%%%%MatrixMarket matrix coordinate pattern general\n6 6 0\n' >"$L/edgeless.mtx"
+"$plexus" convert mtx "$L/edgeless.mtx" -o "$L/edgeless.h5" >/dev/null 2>&1 || setup_fail "70: convert edgeless"
+printf '0 1\n1 2\n2 0\n' >"$L/triangle.txt"
+"$plexus" convert edgelist "$L/triangle.txt" -o "$L/triangle.h5" >/dev/null 2>&1 || setup_fail "70: convert triangle"
+(cd "$L" && $py - "$IN" <<'PY') || setup_fail "70: h5py inputs"
+import shutil, sys
+import h5py, numpy as np
+IN = sys.argv[1]
+def edit(src, dst, f_):
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        f_(f)
+edit("link.h5", "task-edge.h5", lambda f: f["options"].attrs.modify("task", "edge"))
+edit("link.h5", "width-edited.h5", lambda f: f["options"].attrs.modify("embedding_width", np.int64(5)))
+def no_task(f):
+    del f["options"].attrs["task"]
+edit("link.h5", "no-task.h5", no_task)
+def huge(f):
+    f["features"][...] = np.where(np.arange(f["features"].shape[1]) % 2 == 0, 3e38, -3e38).astype(np.float32)
+edit(f"{IN}/sbm.h5", "huge.h5", huge)
+PY
+
+# train --task link: what it is told and what it does not take.
+refuse train "link: held-out shares summing to 1" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --link-split 0.5,0.5
+refuse train "link: a negative share" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --link-split -0.1,0.1
+refuse train "link: a share that is not a number" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --link-split nan,0.1
+refuse train "link: one share" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --link-split 0.1
+refuse train "link: shares as words" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --link-split a,b
+refuse train "link: a negative embedding width" "--embedding-width" --data "$IN/sbm.h5" "${lk[@]}" --embedding-width -2
+refuse train "link: an unknown task" "--task" --data "$IN/sbm.h5" --task edges --epochs 1 --quiet
+refuse train "link: balanced" "--balance" --data "$IN/sbm.h5" "${lk[@]}" --balance metis
+refuse train "link: bf16" "--precision" --data "$IN/sbm.h5" "${lk[@]}" --precision bf16
+refuse train "link: picked by a class's recall" "--select-by" --data "$IN/sbm.h5" "${lk[@]}" --select-by recall:1
+refuse train "link: class weights" "--class-weights" --data "$IN/sbm.h5" "${lk[@]}" --class-weights auto
+refuse train "link: rs-ag collectives" "--comm-variant" --data "$IN/sbm.h5" "${lk[@]}" --comm-variant rs-ag
+refuse train "node task picked by auc" "--select-by" --data "$IN/sbm.h5" "${tr1[@]}" --select-by auc
+refuse train "link: a prepared file" "link task reads a plain graph file" --data "$IN/prep.h5" "${lk[@]}"
+refuse train "link: an edgeless graph" "no training link" --data "$L/edgeless.h5" "${lk[@]}"
+refuse train "link: a triangle with half its links held out" "held-out shares must leave training links" \
+  --data "$L/triangle.h5" "${lk[@]}" --link-split 0.5,0.5
+NP=2 refuse train "link: an edgeless graph, 2 ranks" "no training link" --data "$L/edgeless.h5" "${lk[@]}" --grid 2x1x1
+NP=2 accept train "link: 2 ranks" 'jsonl_ok $OUT/l2.jsonl && grep -q "\"test_auc\"" $OUT/l2.jsonl' \
+  --data "$IN/sbm.h5" "${lk[@]}" --grid 1x1x2 --metrics "$OUT/l2.jsonl"
+accept train "link: a triangle (some split shares hold no link)" 'jsonl_ok $OUT/tri.jsonl' \
+  --data "$L/triangle.h5" "${lk[@]}" --metrics "$OUT/tri.jsonl"
+
+# A link model file's claims.
+refuse predict "a link model whose task is edited" "attribute task" \
+  --checkpoint "$L/task-edge.h5" --data "$IN/sbm.h5" -o "$OUT/t1.h5" --top-k 3
+refuse predict "a link model whose embedding width is edited" "embedding width" \
+  --checkpoint "$L/width-edited.h5" --data "$IN/sbm.h5" -o "$OUT/t2.h5" --top-k 3
+refuse predict "a link model without its task: it reads as node classification picked by auc" "auc is the link task's" \
+  --checkpoint "$L/no-task.h5" --data "$IN/sbm.h5" -o "$OUT/t3.h5"
+refuse train "resume a link model as node classification" "was trained with --task link" \
+  --data "$IN/sbm.h5" --epochs 4 --quiet --threads 1 --hidden 8 --resume "$L/ck"
+
+# predict --top-k.
+topk_ok() { $py -c 'import h5py,sys,numpy as n
+f=h5py.File(sys.argv[1]); p=f["partners"][()]; s=f["scores"][()]
+sys.exit(not (n.isfinite(s).all() and (s[p < 0] == 0).all() and f.attrs["k"] == p.shape[1]))' "$1" 2>/dev/null; }
+refuse predict "top-k of 0" "--top-k" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/k0.h5" --top-k 0
+refuse predict "top-k of -3" "--top-k" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/k-3.h5" --top-k -3
+refuse predict "top-k of a node model" "node-classification model" --checkpoint "$IN/gcn.h5" --data "$IN/g.h5" \
+  -o "$OUT/kn.h5" --top-k 3
+refuse predict "a link model without --top-k" "give --top-k K" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/kk.h5"
+refuse predict "top-k with --embeddings" "--embeddings" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/ke.h5" \
+  --top-k 3 --embeddings
+refuse predict "top-k on features of ±3e38" "is not finite for node" --checkpoint "$L/link.h5" --data "$L/huge.h5" \
+  -o "$OUT/kh.h5" --top-k 3
+refuse predict "top-k on a graph of other features" "features" --checkpoint "$L/link.h5" --data "$IN/cora.h5" \
+  -o "$OUT/kf.h5" --top-k 3
+accept predict "top-k beyond the candidates: padded with -1 and 0" 'topk_ok $OUT/kbig.h5' \
+  --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/kbig.h5" --top-k 500 --threads 1
+NP=2 accept predict "top-k on 2 ranks" 'topk_ok $OUT/k2.h5' \
+  --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/k2.h5" --top-k 4 --grid 2x1x1 --threads 1
