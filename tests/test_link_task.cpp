@@ -18,6 +18,7 @@
 #include "plexus/gnn_model.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/io.hpp"
+#include "link_graphs.hpp"
 #include "train/graph_shards.hpp"
 #include "train/tasks/link_passes.hpp"
 
@@ -25,15 +26,7 @@ namespace plexus {
 namespace {
 
 GraphData planted(index_t nodes, std::uint64_t seed, double signal = 0.3, std::int32_t communities = 3) {
-  SbmOptions o;
-  o.nodes = nodes;
-  o.classes = communities;
-  o.avg_degree = 6;
-  o.homophily = 0.9;
-  o.features = 6;
-  o.feature_signal = signal;
-  o.seed = seed;
-  return generate_sbm(o);
+  return generate_sbm(test::link_sbm(nodes, seed, communities, signal));
 }
 
 TrainConfig link_config(const std::string& kind, int epochs, float dropout) {

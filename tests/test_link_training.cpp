@@ -16,6 +16,7 @@
 #include "optim/adam.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "link_graphs.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
 #include "train/graph_shards.hpp"
 #include "train/tasks/link_passes.hpp"
@@ -30,17 +31,7 @@ struct LinkData {
   LinkSplit split;
 };
 
-SbmOptions link_sbm(index_t nodes, std::uint64_t seed, std::int32_t communities = 3, double signal = 0.3) {
-  SbmOptions o;
-  o.nodes = nodes;
-  o.classes = communities;
-  o.avg_degree = 6;
-  o.homophily = 0.9;
-  o.features = 6;
-  o.feature_signal = signal;
-  o.seed = seed;
-  return o;
-}
+using test::link_sbm;
 
 LinkData link_data(index_t nodes, std::uint64_t seed, std::int32_t communities = 3, double signal = 0.3) {
   LinkData d{generate_sbm(link_sbm(nodes, seed, communities, signal)), {}, {}};

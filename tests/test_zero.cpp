@@ -333,20 +333,27 @@ TEST(ZeroOptimizer, AnAbortedPassFreesWhatItGatheredAndStartsClean) {
 // cut as block_range cuts them): each rank of a recording grid is charged, per all-gather and
 // reduce-scatter, the whole range less its own part (MPI accounting). Over 7 replicas of
 // uneven blocks (a bucket holding some whole and two partial), and 30 of one float or none.
+// The bytes replica d of D counts over D in the toy's backward pass and step (buckets of 8
+// floats) on recording communicators of `transport`.
+double toy_step_bytes(int dp, int stage, int d, Transport transport) {
+  ShapeBackend be;
+  auto grid = make_recording_grid(GridShape{1, 1, 1}, dp, d, transport);
+  Toy toy;
+  ZeroOptimizer opt(be, *grid, toy.tensors, ZeroOptions{stage, 8 * sizeof(float)}, toy_adamw());
+  std::vector<std::vector<float>> grads;
+  for (const FlatTensor& t : toy.tensors) grads.emplace_back(t.size, 0.0f);
+  grid->reset_stats();
+  backward_pass(opt, toy, be, grads);
+  opt.step(1e-3f);
+  return grid->axis_stats(Axis::D).bytes;
+}
+
 TEST(ZeroOptimizer, EachReplicaCountsItsOwnPartOfEveryBucketAndUnit) {
   for (const int dp : {7, 30})
     for (const int stage : {1, 3})
       for (int d = 0; d < dp; ++d) {
         SCOPED_TRACE("D=" + std::to_string(dp) + " stage " + std::to_string(stage) + " replica " + std::to_string(d));
-        ShapeBackend be;
-        auto grid = make_recording_grid(GridShape{1, 1, 1}, dp, d, Transport::Mpi);
-        Toy toy;
-        ZeroOptimizer opt(be, *grid, toy.tensors, ZeroOptions{stage, 8 * sizeof(float)}, toy_adamw());
-        std::vector<std::vector<float>> grads;
-        for (const FlatTensor& t : toy.tensors) grads.emplace_back(t.size, 0.0f);
-        grid->reset_stats();
-        backward_pass(opt, toy, be, grads);
-        opt.step(1e-3f);
+        const double moved = toy_step_bytes(dp, stage, d, Transport::Mpi);
         // The flat space: units [0, 8), [8, 20), [20, 26); buckets of 8 floats within each.
         const Range own = block_range(26, dp, d);
         const auto rest = [&](index_t b0, index_t b1) {  // what the others hold of [b0, b1)
@@ -357,7 +364,7 @@ TEST(ZeroOptimizer, EachReplicaCountsItsOwnPartOfEveryBucketAndUnit) {
         const double units = rest(0, 8) + rest(8, 20) + rest(20, 26);
         // Stage 1: each bucket reduce-scattered, then all-gathered after the step; stage 3: each
         // unit gathered before its backward, each bucket reduce-scattered.
-        EXPECT_EQ(grid->axis_stats(Axis::D).bytes, stage == 1 ? 2 * buckets : units + buckets);
+        EXPECT_EQ(moved, stage == 1 ? 2 * buckets : units + buckets);
       }
 }
 
@@ -369,15 +376,7 @@ TEST(ZeroOptimizer, NcclAccountingOfEveryBucketIsTheScheduleOfItsCounts) {
     for (const int stage : {1, 3})
       for (int d = 0; d < dp; ++d) {
         SCOPED_TRACE("D=" + std::to_string(dp) + " stage " + std::to_string(stage) + " replica " + std::to_string(d));
-        ShapeBackend be;
-        auto grid = make_recording_grid(GridShape{1, 1, 1}, dp, d, Transport::Nccl);
-        Toy toy;
-        ZeroOptimizer opt(be, *grid, toy.tensors, ZeroOptions{stage, 8 * sizeof(float)}, toy_adamw());
-        std::vector<std::vector<float>> grads;
-        for (const FlatTensor& t : toy.tensors) grads.emplace_back(t.size, 0.0f);
-        grid->reset_stats();
-        backward_pass(opt, toy, be, grads);
-        opt.step(1e-3f);
+        const double moved = toy_step_bytes(dp, stage, d, Transport::Nccl);
         const auto bytes = [&](index_t b0, index_t b1) {  // of one collective over [b0, b1)
           std::vector<std::size_t> counts;
           for (int r = 0; r < dp; ++r) {
@@ -388,7 +387,7 @@ TEST(ZeroOptimizer, NcclAccountingOfEveryBucketIsTheScheduleOfItsCounts) {
         };
         const double buckets = bytes(0, 8) + bytes(8, 16) + bytes(16, 20) + bytes(20, 26);
         const double units = bytes(0, 8) + bytes(8, 20) + bytes(20, 26);
-        EXPECT_EQ(grid->axis_stats(Axis::D).bytes, stage == 1 ? 2 * buckets : units + buckets);
+        EXPECT_EQ(moved, stage == 1 ? 2 * buckets : units + buckets);
       }
 }
 

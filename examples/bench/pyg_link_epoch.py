@@ -20,22 +20,9 @@ import numpy as np
 import torch
 import torch_geometric.transforms as T
 from torch_geometric.data import Data
-from torch_geometric.nn import GCNConv
 from torch_geometric.utils import negative_sampling
 
-
-class Net(torch.nn.Module):
-    def __init__(self, in_channels, hidden_channels, out_channels):
-        super().__init__()
-        self.conv1 = GCNConv(in_channels, hidden_channels)
-        self.conv2 = GCNConv(hidden_channels, out_channels)
-
-    def encode(self, x, edge_index):
-        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
-
-    @staticmethod
-    def decode(z, edge_label_index):
-        return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(dim=-1)
+from pyg_link_peer import Net  # the peer's model (this folder)
 
 
 def read_graph(path):
