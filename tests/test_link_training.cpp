@@ -19,6 +19,7 @@
 #include "link_graphs.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
 #include "train/graph_shards.hpp"
+#include "train/tasks/link_metrics.hpp"
 #include "train/tasks/link_passes.hpp"
 #include "train/tasks/negative_pairs.hpp"
 
@@ -52,6 +53,7 @@ LinkData link_data(index_t nodes, std::uint64_t seed, std::int32_t communities =
 struct RunResult {
   std::vector<double> losses;
   double test_auc = 0;
+  double test_hits3 = 0;  // Hits@3 of the test links against their negatives
 };
 
 // Every rank's part of `epochs` full-batch epochs; the losses (summed over the grid) and, at the
@@ -89,6 +91,9 @@ RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& k
   // The test links against their negatives, scored once.
   be->copy(net.forward(epochs, false).view(), z.view());
   out.test_auc = link_roc_auc(*be, grid, dec, z, d.split.test_pos, d.split.test_neg);
+  const std::vector<double> s = link_scores(*be, grid, dec, z, d.split.test_pos, d.split.test_neg);
+  const auto p = static_cast<std::ptrdiff_t>(d.split.test_pos.size());
+  out.test_hits3 = hits_at(std::vector<float>(s.begin(), s.begin() + p), std::vector<float>(s.begin() + p, s.end()), 3);
   return out;
 }
 
@@ -141,6 +146,7 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
     c.lr = 0.01f;
     c.seed = 5;
     c.epochs = 8;
+    c.link.hits_k = 3;
     auto be = make_cpu_backend(1);
     auto grid = ProcessGrid::single();
     GnnTrainer t(generate_sbm(link_sbm(61, 5)), c, *be, *grid);
@@ -149,6 +155,9 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
       EXPECT_NEAR(m.loss, want.losses[static_cast<std::size_t>(e)], 1e-6 * std::abs(m.loss)) << kind << ", epoch " << e;
       if (e + 1 == c.epochs) {
         EXPECT_NEAR(m.test_auc, want.test_auc, 1e-9) << kind;
+        EXPECT_NEAR(m.test_hits, want.test_hits3, 1e-9) << kind;
+        EXPECT_GT(want.test_hits3, 0) << kind;
+        EXPECT_LT(want.test_hits3, 1) << kind;
       }
     }
   }

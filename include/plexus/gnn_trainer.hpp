@@ -49,6 +49,8 @@ struct EvalMetrics {
   // negatives; the validation loss is then their binary cross-entropy, and the accuracies NaN.
   // NaN for node classification.
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
+  // With LinkConfig::hits_k: each held-out split's Hits@K (NaN: not computed).
+  double val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
 };
 // The most classes whose nodes an evaluation counts one by one (9 doubles a class, all-reduced
 // each epoch): beyond it EvalMetrics::classes stays empty and --select-by macro-f1 / recall:K

@@ -76,6 +76,9 @@ struct LinkConfig {
   // split of its own (random_link_split, plexus/convert.hpp, drawn with TrainConfig::seed): PyG's
   // RandomLinkSplit(num_val, num_test). Message passing sees the remaining links only.
   double val = 0.05, test = 0.1;
+  // Hits@K of each held-out split besides its ROC-AUC (OGB's: the share of its links scoring
+  // above the K-th best of its negatives, shared by all); 0: not computed.
+  index_t hits_k = 0;
 };
 
 struct TrainConfig {
@@ -161,6 +164,8 @@ struct EpochMetrics {
   // The link task's ROC-AUC of the held-out links against their negatives (NaN: not evaluated,
   // as for node classification).
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
+  // With LinkConfig::hits_k: each held-out split's Hits@K (NaN: not computed).
+  double val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
   // This rank's wall time of the epoch, its time inside collectives, and the difference.
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
   // Seconds inside the collectives of each axis (x, y, z) and in all of them (index 3), over all

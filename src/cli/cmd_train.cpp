@@ -73,6 +73,10 @@ nlohmann::ordered_json epoch_json(const EpochMetrics& m, GnnTask task) {
   if (task == GnnTask::Link) {
     j["val_auc"] = evaluated_json(m.val_auc);
     j["test_auc"] = evaluated_json(m.test_auc);
+    if (!std::isnan(m.val_hits) || !std::isnan(m.test_hits)) {
+      j["val_hits"] = evaluated_json(m.val_hits);
+      j["test_hits"] = evaluated_json(m.test_hits);
+    }
   } else {
     j["train_acc"] = evaluated_json(m.train_acc);
     j["val_acc"] = evaluated_json(m.val_acc);
@@ -173,6 +177,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (link) {
     run_fields["embedding_width"] = output_width(o.cfg, 0);
     run_fields["link_split"] = {o.cfg.link.val, o.cfg.link.test};
+    run_fields["hits_k"] = o.cfg.link.hits_k;
   }
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
@@ -237,7 +242,11 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
     training.step_done(epoch_json(m, o.cfg.task), m.epoch + 1,
-                       link ? fmt::format("loss {:.4f}  val auc {}  test auc {}", m.loss, evaluated_text(m.val_auc),
+                       link && o.cfg.link.hits_k > 0
+                           ? fmt::format("loss {:.4f}  val auc {} hits@{} {}  test auc {} hits@{} {}", m.loss,
+                                         evaluated_text(m.val_auc), o.cfg.link.hits_k, evaluated_text(m.val_hits),
+                                         evaluated_text(m.test_auc), o.cfg.link.hits_k, evaluated_text(m.test_hits))
+                       : link ? fmt::format("loss {:.4f}  val auc {}  test auc {}", m.loss, evaluated_text(m.val_auc),
                                           evaluated_text(m.test_auc))
                             : fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
                                           evaluated_text(m.val_acc), evaluated_text(m.test_acc)),
@@ -365,6 +374,10 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--embedding-width", c.link.embedding_width,
                   "--task link: the width of the last layer, the embeddings scored (0 = --hidden)")
+      ->capture_default_str();
+  cmd->add_option("--hits-k", c.link.hits_k,
+                  "--task link: also report each held-out split's Hits@K (OGB's: its links scoring above the K-th "
+                  "best of its negatives; val_hits, test_hits); 0 = off")
       ->capture_default_str();
   cmd->add_option("--link-split", opts->link_split,
                   "--task link: the shares of the links held out for validation and test, VAL,TEST (default "

@@ -38,6 +38,7 @@ const OptionName kNames[] = {
     {"TrainConfig.link.embedding_width", "--embedding-width"},
     {"TrainConfig.link.val", "--link-split"},
     {"TrainConfig.link.test", "--link-split"},
+    {"TrainConfig.link.hits_k", "--hits-k"},
     {"GnnSpec.kind", "--model"},  // (GnnSpec.<option>: from the kinds, below)
     {"InferenceOptions.attention", "--attention"},
     {"training_order(balance)", "--balance"},

@@ -389,6 +389,8 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   m.val_loss = e.val_loss;
   m.val_auc = e.val_auc;
   m.test_auc = e.test_auc;
+  m.val_hits = e.val_hits;
+  m.test_hits = e.test_hits;
   m.epoch_seconds = seconds_since(t_epoch);
   const CommTotals c = comm_totals(t.grid);
   m.rank_comm_bytes = c.bytes;

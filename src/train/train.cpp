@@ -130,6 +130,7 @@ void validate_link(const TrainConfig& c) {
   if (l.embedding_width < 0) throw InputError("TrainConfig.link.embedding_width", "must be 0 (the hidden width) or more");
   if (!(l.val >= 0 && l.val < 1)) throw InputError("TrainConfig.link.val", "must be in [0, 1)");
   if (!(l.test >= 0 && l.test < 1)) throw InputError("TrainConfig.link.test", "must be in [0, 1)");
+  if (l.hits_k < 0) throw InputError("TrainConfig.link.hits_k", "must be 0 (not computed) or a number of negatives K >= 1");
   if (!(l.val + l.test < 1)) throw InputError("TrainConfig.link.val", "the held-out shares must leave training links (val + test < 1)");
   if (c.task != GnnTask::Link) return;
   if (c.select_by.by == SelectBy::MacroF1 || c.select_by.by == SelectBy::Recall)

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "plexus/error.hpp"
 #include "train/tasks/link_metrics.hpp"
@@ -15,10 +17,12 @@ namespace plexus {
 namespace {
 constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
 
-// The ROC-AUC of a list of link_scores (its first `positives` are the links).
-double auc_of(const std::vector<double>& all, std::size_t positives) {
+// The ROC-AUC and Hits@K (k > 0; else NaN) of a list of link_scores (its first `positives` are
+// the links).
+std::pair<double, double> metrics_of(const std::vector<double>& all, std::size_t positives, index_t k) {
   const auto p = static_cast<std::ptrdiff_t>(positives);
-  return roc_auc(std::vector<float>(all.begin(), all.begin() + p), std::vector<float>(all.begin() + p, all.end()));
+  const std::vector<float> pos(all.begin(), all.begin() + p), neg(all.begin() + p, all.end());
+  return {roc_auc(pos, neg), k > 0 ? hits_at(pos, neg, static_cast<std::size_t>(k)) : kNotEvaluated};
 }
 }  // namespace
 
@@ -29,6 +33,7 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
       num_nodes_(in.shards.num_nodes),
       seed_(in.cfg.seed),
       by_loss_(in.cfg.select_by.by == SelectBy::Loss),
+      hits_k_(in.cfg.link.hits_k),
       decoder_(in.backend, in.grid, in.out, in.shards.num_nodes) {
   if (in.row_split) throw std::logic_error("LinkPrediction: the output's rows are not split further (baseline collectives)");
   // (A plan's shards of sizes only carry no pairs: its dry run prices the encoder alone for now.)
@@ -48,11 +53,12 @@ EvalMetrics LinkPrediction::evaluate(const Matrix& out) {
   e.val_loss = kNotEvaluated;
   if (links_.val_pos.size() > 0) {
     const std::vector<double> s = link_scores(be_, grid_, decoder_, out, links_.val_pos, links_.val_neg);
-    e.val_auc = auc_of(s, links_.val_pos.size());
+    std::tie(e.val_auc, e.val_hits) = metrics_of(s, links_.val_pos.size(), hits_k_);
     e.val_loss = link_loss_of_scores(s, links_.val_pos.size());
   }
   if (links_.test_pos.size() > 0)
-    e.test_auc = auc_of(link_scores(be_, grid_, decoder_, out, links_.test_pos, links_.test_neg), links_.test_pos.size());
+    std::tie(e.test_auc, e.test_hits) = metrics_of(
+        link_scores(be_, grid_, decoder_, out, links_.test_pos, links_.test_neg), links_.test_pos.size(), hits_k_);
   return e;
 }
 

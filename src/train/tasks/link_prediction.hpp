@@ -30,6 +30,7 @@ class LinkPrediction : public Task {
   index_t num_nodes_;
   std::uint64_t seed_;
   bool by_loss_;  // TrainConfig::select_by: loss, else ROC-AUC
+  index_t hits_k_;  // LinkConfig::hits_k (0: not computed)
   DotLinkDecoder3D decoder_;
 };
 
