@@ -39,6 +39,8 @@ const OptionName kNames[] = {
     {"TrainConfig.link.val", "--link-split"},
     {"TrainConfig.link.test", "--link-split"},
     {"TrainConfig.link.hits_k", "--hits-k"},
+    {"top_k_partners(k)", "--top-k"},
+    {"top_k_partners(tile)", ""},
     {"GnnSpec.kind", "--model"},  // (GnnSpec.<option>: from the kinds, below)
     {"InferenceOptions.attention", "--attention"},
     {"training_order(balance)", "--balance"},
