@@ -71,6 +71,34 @@ PY
   else
     fail "predict --top-k on 1 and 4 ranks"; cat top1.out top4.out
   fi
+  # Given pairs: the score of each node's best partner is the top-K file's, on 1 and 4 ranks.
+  "$py" - <<'PY'
+import h5py
+f = h5py.File("top1.h5")
+partners = f["partners"][...]
+with open("pairs.txt", "w") as out:
+    out.write("# u v\n")
+    for u in range(0, 2708, 97):
+        out.write(f"{u} {partners[u, 0]}\n")
+PY
+  if "$plexus" predict --checkpoint link.h5 --pairs pairs.txt -o ps1.h5 --threads 1 >ps1.out 2>&1 &&
+     timeout 300 mpirun -np 4 "$plexus" predict --checkpoint link.h5 --pairs pairs.txt -o ps4.h5 --grid 2x2x1 \
+       --threads 1 >ps4.out 2>&1; then
+    "$py" - ps1.h5 ps4.h5 top1.h5 <<'PY' && ok || fail "pair scores differ from the top-k scores or between grids"
+import sys, h5py, numpy as np
+a, b, t = h5py.File(sys.argv[1]), h5py.File(sys.argv[2]), h5py.File(sys.argv[3])
+u = np.arange(0, 2708, 97)
+assert a.attrs["format"] == "plexus-pair-scores" and np.array_equal(a["u"][...], u)
+assert np.array_equal(a["v"][...], t["partners"][u, 0])
+assert np.abs(a["score"][...] - t["scores"][u, 0]).max() < 1e-4, np.abs(a["score"][...] - t["scores"][u, 0]).max()
+assert np.abs(a["score"][...] - b["score"][...]).max() < 1e-4
+PY
+  else
+    fail "predict --pairs on 1 and 4 ranks"; cat ps1.out ps4.out
+  fi
+  printf '0 1\n2 99999\n' >unknown.txt
+  expect_error "pairs with an unknown node" "node 99999 is not in the graph" predict --checkpoint link.h5 \
+    --pairs unknown.txt -o pu.h5
   expect_error "resume a link run as a node run" "was trained with --task link" train --resume ck --epochs 20 --hidden 32
 else
   fail "link task checkpointed and resumed"; cat ck1.out ck2.out

@@ -324,6 +324,32 @@ TEST(LinkTask, TopKPartnersOnGridsEqualBruteForce) {
   // A node model has no partners to score; k must be positive.
   EXPECT_THROW(GnnModel::untrained(node, dims).top_k_partners(g, k, *be, *single), InputError);
   EXPECT_THROW(GnnModel::untrained(c, dims).top_k_partners(g, 0, *be, *single), InputError);
+
+  // Given pairs, by your ids, in any order (repeats, self-pairs, both directions): each score is
+  // the dot product of the two embeddings, on every rank of every grid.
+  NodePairList pairs;
+  for (const auto& [a, b] : std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}, {46, 3}, {3, 46}, {5, 5}, {0, 1}, {17, 30}}) {
+    pairs.u.push_back(g.node_ids[a]);
+    pairs.v.push_back(g.node_ids[b]);
+  }
+  for (const GridShape s : {GridShape{1, 1, 1}, GridShape{2, 1, 2}, GridShape{1, 3, 1}}) {
+    SCOPED_TRACE(s.str());
+    run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+      auto rank_be = make_cpu_backend(1);
+      const std::vector<float> got = GnnModel::untrained(c, dims).score_pairs(g, pairs, *rank_be, grid);
+      ASSERT_EQ(got.size(), pairs.size());
+      for (std::size_t p = 0; p < pairs.size(); ++p) {
+        const auto a = static_cast<std::size_t>((pairs.u[p] - 1000) / 7), b = static_cast<std::size_t>((pairs.v[p] - 1000) / 7);
+        double dot = 0;
+        for (std::size_t j = 0; j < w; ++j) dot += static_cast<double>(z.logits[a * w + j]) * z.logits[b * w + j];
+        EXPECT_NEAR(got[p], dot, 1e-5 * (1 + std::abs(dot))) << "pair " << p;
+      }
+    });
+  }
+  NodePairList unknown = pairs;
+  unknown.v[2] = 5;  // not an id of this graph
+  EXPECT_THROW(GnnModel::untrained(c, dims).score_pairs(g, unknown, *be, *single), InputError);
+  EXPECT_THROW(GnnModel::untrained(node, dims).score_pairs(g, pairs, *be, *single), InputError);
 }
 
 TEST(LinkTask, LossOfScoresIsTheMeanCrossEntropy) {

@@ -85,11 +85,20 @@ class GnnModel {
   // graph that does not fit, k < 1.
   TopKPartners top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
                               index_t tile = 1024);
+  // A link model's scores (logits z_u·z_v; σ gives the probability) of the pairs (u[i], v[i]) —
+  // your ids (GraphData::node_ids; the index for a graph without them) — on `graph` (every rank
+  // the same graph and pairs; message passing over all of its links): every pair's score on every
+  // rank, in order. Collective. InputError for a node model, an id not in the graph.
+  std::vector<float> score_pairs(const GraphData& graph, const NodePairList& pairs, Backend& backend, ProcessGrid& grid);
 
  private:
   GnnModel() = default;
   // The weights into the network's parameters (this rank's shards of them).
   void put_values(GnnNetwork& net, Backend& backend) const;
+  // A link model's forward pass on a whole graph (its network and embeddings): what
+  // top_k_partners and score_pairs score; `what` names them in the error for a node model.
+  struct LinkEmbeddings;
+  LinkEmbeddings link_embeddings(const GraphData& graph, Backend& backend, ProcessGrid& grid, const std::string& what);
 
   TrainConfig config_;
   std::vector<index_t> dims_;

@@ -24,6 +24,12 @@ inline constexpr std::int32_t kFormatVersion = 1;
 // (-inf: none). Row u is node u of the graph; every rank writes the rows it reports,
 // collectively on the grid's world, atomically (io/files). Collective.
 void write_top_k_h5(const TopKPartners& partners, index_t num_nodes, ProcessGrid& grid, const std::string& path);
+// A link model's scores of given pairs (GnnModel::score_pairs) as one HDF5 file (docs/predictions.md,
+// "Pair scores"): root attributes format "plexus-pair-scores", version 1, num_pairs; datasets u,
+// v int64 [M] (your ids, as given) and score float32 [M] (logits). Every rank passes the same
+// lists; collective, atomic.
+void write_pair_scores_h5(const NodePairList& pairs, const std::vector<float>& scores, ProcessGrid& grid,
+                          const std::string& path);
 
 // Format v1 HDF5 (docs/format-v1.md).
 GraphData read_graph_h5(const std::string& path);

@@ -84,3 +84,39 @@ accept predict "top-k beyond the candidates: padded with -1 and 0" 'topk_ok $OUT
   --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/kbig.h5" --top-k 500 --threads 1
 NP=2 accept predict "top-k on 2 ranks" 'topk_ok $OUT/k2.h5' \
   --checkpoint "$L/link.h5" --data "$IN/sbm.h5" -o "$OUT/k2.h5" --top-k 4 --grid 2x1x1 --threads 1
+
+# predict --pairs.
+printf '0 1\n1 2\n' >"$L/pairs.txt"
+printf '0 1\n1 2 3\n' >"$L/three.txt"
+printf '0 1\n1 two\n' >"$L/word.txt"
+printf '# nothing\n\n' >"$L/none.txt"
+printf '0 1\n5 100000\n' >"$L/unknown.txt"
+printf '0 1\n-1 2\n' >"$L/negative.txt"
+printf '0 99999999999999999999\n' >"$L/huge.txt"
+pairs_ok() { $py -c 'import h5py,sys,numpy as n
+f=h5py.File(sys.argv[1]); sys.exit(not (f.attrs["num_pairs"] == 2 and n.isfinite(f["score"][()]).all() and list(f["u"][()]) == [0, 1]))' "$1" 2>/dev/null; }
+accept predict "pairs scored" 'pairs_ok $OUT/ps.h5' --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --pairs "$L/pairs.txt" \
+  -o "$OUT/ps.h5" --threads 1
+NP=2 accept predict "pairs scored on 2 ranks" 'pairs_ok $OUT/ps2.h5' --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/pairs.txt" -o "$OUT/ps2.h5" --grid 1x2x1 --threads 1
+refuse predict "pairs: three ids on a line" "line 2: not two node ids" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/three.txt" -o "$OUT/p3.h5"
+refuse predict "pairs: a word" "line 2: 'two' is not a node id" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/word.txt" -o "$OUT/pw.h5"
+refuse predict "pairs: none" "holds no pair" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --pairs "$L/none.txt" \
+  -o "$OUT/pn.h5"
+refuse predict "pairs: an id not in the graph" "node 100000 is not in the graph" --checkpoint "$L/link.h5" \
+  --data "$IN/sbm.h5" --pairs "$L/unknown.txt" -o "$OUT/pu.h5"
+refuse predict "pairs: a negative id" "node -1 is not in the graph" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/negative.txt" -o "$OUT/pneg.h5"
+refuse predict "pairs: an id past int64" "is not a node id" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/huge.txt" -o "$OUT/ph.h5"
+refuse predict "pairs: the file missing" "nope.txt" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/nope.txt" -o "$OUT/pm.h5"
+refuse predict "pairs: a directory" "link" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --pairs "$L" -o "$OUT/pd.h5"
+refuse predict "pairs: written over" "is the same file as the input" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/pairs.txt" -o "$L/pairs.txt"
+refuse predict "pairs and top-k together" "not both" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --pairs "$L/pairs.txt" --top-k 3 -o "$OUT/pt.h5"
+refuse predict "pairs of a node model" "node-classification model" --checkpoint "$IN/gcn.h5" --data "$IN/g.h5" \
+  --pairs "$L/pairs.txt" -o "$OUT/pnode.h5"

@@ -6,6 +6,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -37,7 +41,39 @@ struct PredictOptions {
   bool embeddings = false;  // each hidden layer's output too
   bool strict = false;      // the strict checks of the file's shards (plexus/graph_checks.hpp)
   index_t top_k = 0;        // a link model: each node's best partners (0: not asked)
+  std::string pairs;        // a link model: the pairs to score (a text file of "u v" lines)
 };
+
+// --pairs FILE: one pair of your node ids a line ("u v" or "u,v"); blank lines and lines from
+// '#' are skipped. Each problem is one line naming the file and the line.
+NodePairList read_pairs(const std::string& path) {
+  io::require_regular_input(path, "text");
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot be read (--pairs)");
+  NodePairList p;
+  std::string line;
+  for (std::size_t n = 1; std::getline(in, line); ++n) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::replace(line.begin(), line.end(), ',', ' ');
+    std::istringstream words(line);
+    std::string a, b, extra;
+    if (!(words >> a)) continue;
+    const auto id = [&](const std::string& w) {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
+      if (ec != std::errc() || end != w.data() + w.size())
+        throw InputError(path, "line " + std::to_string(n) + ": '" + w + "' is not a node id (--pairs: \"u v\" a line)");
+      return v;
+    };
+    if (!(words >> b) || (words >> extra))
+      throw InputError(path, "line " + std::to_string(n) + ": not two node ids (--pairs: \"u v\" a line)");
+    p.u.push_back(id(a));
+    p.v.push_back(id(b));
+  }
+  if (in.bad()) throw InputError(path, "read failed (--pairs)");
+  if (p.size() == 0) throw InputError(path, "holds no pair (--pairs: \"u v\" a line)");
+  return p;
+}
 
 // A link model (--task link): each node's --top-k best partners on the graph (every rank reads
 // it whole, as the link task's training does), excluding its neighbours and itself.
@@ -53,6 +89,15 @@ void run_top_k(PredictOptions& o, const GnnModelInfo& model, std::size_t memory_
   const GraphData graph = read_graph_h5(o.data);
   if (o.strict) validate_strict(graph, o.data, GraphNames::File);
   GnnModel gnn = GnnModel::load(o.checkpoint);
+  if (!o.pairs.empty()) {
+    const NodePairList pairs = read_pairs(o.pairs);
+    const std::vector<float> scores = gnn.score_pairs(graph, pairs, backend, *grid);
+    write_pair_scores_h5(pairs, scores, *grid, o.out);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!quiet)
+      fmt::print("wrote {} ({} pairs scored by the link model {}) in {:.2f} s\n", o.out, pairs.size(), o.checkpoint, s);
+    return;
+  }
   const TopKPartners best = gnn.top_k_partners(graph, o.top_k, backend, *grid);
   write_top_k_h5(best, graph.num_nodes, *grid, o.out);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -79,18 +124,22 @@ void run_predict(PredictOptions& o) {
   require_checkpoint(o.checkpoint);
   require_model_file(o.checkpoint, ModelFamily::Gnn);  // a GPT model is named as one
   if (launched_rank() == 0)
-    io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint});
+    io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint, o.pairs});
 
   // The model: its widths and options from the file, so that none need repeating here.
   const GnnModelInfo model = read_gnn_model_info_h5(o.checkpoint);
   require_model_kind(o.model, model.config.model.kind(), o.checkpoint);
-  if (o.top_k != 0 || model.config.task == GnnTask::Link) {
+  if (o.top_k != 0 || !o.pairs.empty() || model.config.task == GnnTask::Link) {
+    const char* option = o.pairs.empty() ? "--top-k" : "--pairs";
     if (model.config.task != GnnTask::Link)
-      throw InputError("--top-k", o.checkpoint + " is a node-classification model: partners are scored by a link model "
-                                                 "(plexus train --task link)");
-    if (o.top_k < 1) throw InputError("--top-k", "a link model predicts each node's partners: give --top-k K (K >= 1)");
+      throw InputError(option, o.checkpoint + " is a node-classification model: " +
+                                   (o.pairs.empty() ? "partners" : "pairs") + " are scored by a link model "
+                                                                            "(plexus train --task link)");
+    if (!o.pairs.empty() && o.top_k != 0) throw InputError("--pairs", "one output a run: --pairs or --top-k, not both");
+    if (o.pairs.empty() && o.top_k < 1)
+      throw InputError("--top-k", "a link model predicts each node's partners: give --top-k K (K >= 1) or --pairs FILE");
     if (o.attention || o.embeddings)
-      throw InputError(o.attention ? "--attention" : "--embeddings", "not written with --top-k (a link model's partners)");
+      throw InputError(o.attention ? "--attention" : "--embeddings", "not written for a link model (--top-k, --pairs)");
     return run_top_k(o, model, memory_limit);
   }
   const GraphInfo graph = read_graph_info_h5(o.data);
@@ -180,6 +229,9 @@ void add_predict_command(CLI::App& app) {
   cmd->add_flag("--embeddings", opts->embeddings,
                 "Write each hidden layer's output too, a row per node (/embeddings, docs/predictions.md)");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print nothing (and skip the accuracy pass)");
+  cmd->add_option("--pairs", opts->pairs,
+                  "A link model: write the score of each pair of FILE (a text file, one pair of your node ids a line: "
+                  "\"u v\"; docs/predictions.md, \"Pair scores\")");
   cmd->add_option("--top-k", opts->top_k,
                   "A link model (plexus train --task link): write each node's K best partners by the decoder's score, "
                   "its neighbours and itself left out (docs/predictions.md, \"Partners\")");

@@ -9,10 +9,13 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "models/gnn_network.hpp"
+#include "pmm/dot_link_decoder_3d.hpp"
 #include "pmm/top_k_partners_3d.hpp"
+#include "train/tasks/link_passes.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "train/graph_shards.hpp"
@@ -192,14 +195,18 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
   return result;
 }
 
-TopKPartners GnnModel::top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
-                                      index_t tile) {
+// A link model's network after a forward pass, and its output: the embeddings of this rank's block.
+struct GnnModel::LinkEmbeddings {
+  std::unique_ptr<GnnNetwork> net;
+  const Matrix* z = nullptr;
+};
+
+GnnModel::LinkEmbeddings GnnModel::link_embeddings(const GraphData& graph, Backend& backend, ProcessGrid& grid,
+                                                   const std::string& what) {
   require_same_inputs(graph, config_, grid, "model");
   if (config_.task != GnnTask::Link)
     throw InputError(path_.empty() ? std::string("model") : path_,
-                     "is a node-classification model: partners are scored by a link model (TrainConfig.task link)");
-  if (k < 1) throw InputError("top_k_partners(k)", "must be at least 1");
-  if (tile < 1) throw InputError("top_k_partners(tile)", "must be at least 1");
+                     "is a node-classification model: " + what + " are scored by a link model (TrainConfig.task link)");
   if (graph.num_features != dims_.front())
     throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
                                   ", the model reads " + std::to_string(dims_.front()) + " features");
@@ -211,11 +218,52 @@ TopKPartners GnnModel::top_k_partners(const GraphData& graph, index_t k, Backend
   g.labels.assign(n, -1);
   for (auto* mask : {&g.train_mask, &g.val_mask, &g.test_mask}) mask->assign(n, 0);
   GnnShards shards = shards_of_graph(g, config_, grid, /*for_training=*/false, false);
-  GnnNetwork net(backend, grid, shards, config_, NetworkUse::Inference);
-  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(net))));
-  if (state_) put_values(net, backend);
-  const Matrix& z = net.forward(static_cast<int>(epochs_done_), /*training=*/false);
-  require_finite_outputs(net, net.owned_output(net.num_layers() - 1), {}, grid, backend.computes());
+  auto net = std::make_unique<GnnNetwork>(backend, grid, shards, config_, NetworkUse::Inference);
+  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(*net))));
+  if (state_) put_values(*net, backend);
+  const Matrix* z = &net->forward(static_cast<int>(epochs_done_), /*training=*/false);
+  require_finite_outputs(*net, net->owned_output(net->num_layers() - 1), {}, grid, backend.computes());
+  return {std::move(net), z};
+}
+
+std::vector<float> GnnModel::score_pairs(const GraphData& graph, const NodePairList& pairs, Backend& backend,
+                                         ProcessGrid& grid) {
+  if (pairs.u.size() != pairs.v.size()) throw InputError("score_pairs(pairs)", "u and v differ in length");
+  // Your ids to the graph's nodes.
+  std::unordered_map<std::int64_t, std::int64_t> index;
+  for (std::size_t k = 0; k < graph.node_ids.size(); ++k) index.emplace(graph.node_ids[k], static_cast<std::int64_t>(k));
+  NodePairList rows;
+  for (const auto* side : {&pairs.u, &pairs.v}) {
+    std::vector<std::int64_t>& to = side == &pairs.u ? rows.u : rows.v;
+    to.reserve(side->size());
+    for (std::size_t k = 0; k < side->size(); ++k) {
+      const std::int64_t id = (*side)[k];
+      const auto it = index.find(id);
+      const bool known = graph.node_ids.empty() ? id >= 0 && id < graph.num_nodes : it != index.end();
+      if (!known)
+        throw InputError("score_pairs(pairs)", "pair " + std::to_string(k + 1) + ": node " + std::to_string(id) +
+                                                   " is not in the graph");
+      to.push_back(graph.node_ids.empty() ? id : it->second);
+    }
+  }
+  const LinkEmbeddings e = link_embeddings(graph, backend, grid, "pairs");
+  DotLinkDecoder3D decoder(backend, grid, e.net->output_geometry(), graph.num_nodes);
+  const std::vector<double> all = link_scores(backend, grid, decoder, *e.z, rows, NodePairList{});
+  backend.synchronize();
+  std::vector<float> scores(all.begin(), all.end());
+  for (std::size_t k = 0; k < scores.size(); ++k)
+    if (!std::isfinite(scores[k]))
+      throw InputError("score_pairs(pairs)", "the score of pair " + std::to_string(k + 1) + " is not finite");
+  return scores;
+}
+
+TopKPartners GnnModel::top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
+                                      index_t tile) {
+  if (k < 1) throw InputError("top_k_partners(k)", "must be at least 1");
+  if (tile < 1) throw InputError("top_k_partners(tile)", "must be at least 1");
+  const LinkEmbeddings e = link_embeddings(graph, backend, grid, "partners");
+  GnnNetwork& net = *e.net;
+  const Matrix& z = *e.z;
   TopKPartners3D search(backend, grid, net.output_geometry(), graph.num_nodes);
   // Each row's neighbours (sorted, as the search wants them), itself excluded by the search.
   const Range rows = search.rows();

@@ -1,6 +1,7 @@
-// Top-K partner files (plexus/io.hpp: write_top_k_h5; docs/predictions.md, "Partners"): each
-// rank reports a contiguous range of nodes (TopKPartners3D's slices of the R blocks), written in
-// place collectively, nothing gathered to one rank.
+// A link model's outputs (plexus/io.hpp; docs/predictions.md, "Partners", "Pair scores"): top-K
+// partner files, where each rank reports a contiguous range of nodes (TopKPartners3D's slices of
+// the R blocks), written in place collectively, nothing gathered to one rank; and the scores of
+// given pairs, which every rank holds whole (rank 0 writes them).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -37,6 +38,25 @@ void write_top_k_h5(const TopKPartners& t, index_t num_nodes, ProcessGrid& grid,
     w.block_dataset<std::int64_t, 1>("/node_id", H5T_STD_I64LE, {n}, {r0}, {rows}, t.ids.data(), true);
     w.block_dataset<std::int64_t, 2>("/partners", H5T_STD_I64LE, {n, k}, {r0, 0}, {rows, k}, t.partner_ids.data(), true);
     w.block_dataset<float, 2>("/scores", H5T_IEEE_F32LE, {n, k}, {r0, 0}, {rows, k}, scores.data(), true);
+  });
+}
+
+void write_pair_scores_h5(const NodePairList& pairs, const std::vector<float>& scores, ProcessGrid& grid,
+                          const std::string& path) {
+  if (pairs.u.size() != pairs.v.size() || scores.size() != pairs.size())
+    throw std::invalid_argument("write_pair_scores_h5: the pairs and their scores differ in length");
+  for (std::size_t k = 0; k < scores.size(); ++k)
+    if (!std::isfinite(scores[k]))
+      throw InputError(path, "the score of pair " + std::to_string(k + 1) + " is not finite: nothing written");
+  const auto m = static_cast<hsize_t>(scores.size());
+  const bool writes = grid.world().rank() == 0;
+  h5::write_collectively(path, grid.world(), [&](h5::Writer& w) {
+    w.string_attr("format", "plexus-pair-scores");
+    w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, 1);
+    w.scalar_attr<std::int64_t>("num_pairs", H5T_STD_I64LE, static_cast<std::int64_t>(m));
+    w.block_dataset<std::int64_t, 1>("/u", H5T_STD_I64LE, {m}, {0}, {m}, pairs.u.data(), writes);
+    w.block_dataset<std::int64_t, 1>("/v", H5T_STD_I64LE, {m}, {0}, {m}, pairs.v.data(), writes);
+    w.block_dataset<float, 1>("/score", H5T_IEEE_F32LE, {m}, {0}, {m}, scores.data(), writes);
   });
 }
 
