@@ -116,14 +116,16 @@ json best_validation(const MetricsFile& f, const char* summary_key, const char* 
   return best;
 }
 
-// The test accuracy at the best validation epoch (what the trainer reports).
-json test_at_best_validation(const MetricsFile& f) {
-  if (!f.summary.is_null()) return field(f.summary, "test_acc");
-  const json best = best_validation(f, "best_val_acc", "val_acc", false);
-  // No validation accuracy (no validation node: null): the trainer keeps the last epoch.
-  if (best.is_null()) return field(f.steps.back(), "test_acc");
+// The test figure at the best validation epoch (what the trainer reports): the accuracy, or the
+// link task's ROC-AUC (`metric` "acc" or "auc").
+json test_at_best_validation(const MetricsFile& f, const std::string& metric) {
+  const std::string test = "test_" + metric, val = "val_" + metric, best_val = "best_val_" + metric;
+  if (!f.summary.is_null()) return field(f.summary, test.c_str());
+  const json best = best_validation(f, best_val.c_str(), val.c_str(), false);
+  // No validation figure (no validation node or link: null): the trainer keeps the last epoch.
+  if (best.is_null()) return f.steps.empty() ? json() : field(f.steps.back(), test.c_str());
   for (const json& s : f.steps)
-    if (field(s, "val_acc") == best) return field(s, "test_acc");
+    if (field(s, val.c_str()) == best) return field(s, test.c_str());
   return nullptr;
 }
 
@@ -154,7 +156,9 @@ json run_record(const MetricsFile& f, const std::string& name) {
     r["best_val_loss"] = best_validation(f, "best_val_loss", "val_loss", true);
   } else {
     r["best_val_acc"] = best_validation(f, "best_val_acc", "val_acc", false);
-    r["test_acc"] = test_at_best_validation(f);
+    r["test_acc"] = test_at_best_validation(f, "acc");
+    r["best_val_auc"] = best_validation(f, "best_val_auc", "val_auc", false);  // (--task link)
+    r["test_auc"] = test_at_best_validation(f, "auc");
   }
   r["peak_rss_bytes"] = field(f.summary, "peak_rss_bytes");
   r["peak_tensor_bytes"] = field(f.summary, "peak_tensor_bytes");
@@ -267,6 +271,8 @@ std::vector<Column> figure_columns(const std::string& step) {
     c.push_back({fmt::format("comm_bytes_{}", axis), fmt::format("  bytes {}", axis), Shown::Bytes});
   c.push_back({"best_val_acc", "best val acc", Shown::Ratio});
   c.push_back({"test_acc", "test acc", Shown::Ratio});
+  c.push_back({"best_val_auc", "best val ROC-AUC", Shown::Ratio});
+  c.push_back({"test_auc", "test ROC-AUC", Shown::Ratio});
   c.push_back({"best_val_loss", "best val loss", Shown::Ratio});
   c.push_back({"peak_rss_bytes", "peak RSS/rank", Shown::Bytes});
   c.push_back({"peak_tensor_bytes", "peak tensors/rank", Shown::Bytes});

@@ -48,6 +48,8 @@ constexpr Field kFields[] = {
     {"test_acc", Kind::Fraction},    {"best_val_acc", Kind::Fraction}, {"val_loss", Kind::Figure},
     {"best_val_loss", Kind::Figure}, {"comm_seconds", Kind::AxisOrAmount}, {"comm_bytes", Kind::AxisAmounts},
     {"options", Kind::Options},      {"model", Kind::Text},            {"recompute", Kind::Flag},
+    {"task", Kind::Text},            {"val_auc", Kind::Fraction},      {"test_auc", Kind::Fraction},
+    {"best_val_auc", Kind::Fraction}, {"val_hits", Kind::Fraction},    {"test_hits", Kind::Fraction},
 };
 
 const char* expected(Kind k) {
