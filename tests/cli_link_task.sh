@@ -30,6 +30,8 @@ for s in (sa, sb):
 PY
   grep -q "^best validation ROC-AUC [0-9.]* at epoch [0-9]*; test ROC-AUC [0-9.]*" one.out && ok ||
     { fail "link task's result line"; cat one.out; }
+  "$plexus" report one.jsonl >report.out 2>&1 && grep -q "^test ROC-AUC *0\.[0-9]*$" report.out && ok ||
+    { fail "plexus report of a link run"; cat report.out; }
 else
   fail "train --task link on 1 and 4 ranks"; cat one.out four.out
 fi
