@@ -221,6 +221,7 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
 TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   const GraphData g = planted(57, 8);
   TrainConfig c = link_config("sage", 8, 0.3f);
+  c.link.hits_k = 3;
   auto single = ProcessGrid::single();
   const LinkRun want = train(g, c, *single);
   const std::string path = testing::TempDir() + "/link-checkpoint.h5";
@@ -238,6 +239,8 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   EXPECT_EQ(info.config.link.val, c.link.val);
   EXPECT_EQ(info.dims.back(), 7);
   EXPECT_EQ(info.best.val_auc, want.val_auc[static_cast<std::size_t>(info.best.epoch)]);
+  EXPECT_EQ(info.config.link.hits_k, 3);
+  EXPECT_TRUE(info.best.val_hits >= 0 && info.best.val_hits <= 1) << info.best.val_hits;
   {
     auto be = make_cpu_backend(1);
     GnnTrainer t(g, c, *be, *single);
@@ -250,6 +253,10 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   other.link.val = 0.1;
   GnnTrainer t(g, other, *be, *single);
   EXPECT_THROW(t.resume(path), InputError);
+  TrainConfig other_k = c;
+  other_k.link.hits_k = 5;
+  GnnTrainer tk(g, other_k, *be, *single);
+  EXPECT_THROW(tk.resume(path), InputError);
   TrainConfig node = c;
   node.task = GnnTask::NodeClassification;
   GnnTrainer n(g, node, *be, *single);

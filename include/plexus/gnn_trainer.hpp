@@ -88,8 +88,10 @@ struct BestEpoch {
   std::int64_t epoch = -1;            // 0-based; -1: none yet
   double val_acc = 0, val_loss = 0, test_acc = 0;
   double score = 0;                   // selection_score of the epoch (TrainConfig::select_by)
-  // The link task's (EvalMetrics::val_auc, test_auc); NaN otherwise.
+  // The link task's (EvalMetrics::val_auc, test_auc, and with LinkConfig::hits_k val_hits,
+  // test_hits); NaN otherwise.
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
+  double val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
 };
 struct ModelState {
   std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken

@@ -205,8 +205,10 @@ struct TrainResult {
   // The test accuracy at the best-validation epoch. Without validation nodes best_epoch is the
   // last epoch and best_val_acc NaN; without test nodes test_acc is NaN (not evaluated).
   double best_val_acc = 0, test_acc = 0;
-  // The link task's ROC-AUCs at that epoch (NaN for node classification).
+  // The link task's ROC-AUCs at that epoch (NaN for node classification), and its Hits@K with
+  // LinkConfig::hits_k.
   double best_val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
+  double best_val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
   double total_seconds = 0;
   std::size_t peak_tensor_bytes = 0;      // this rank's peak backend allocation
   std::size_t max_peak_tensor_bytes = 0;  // the largest peak over all ranks

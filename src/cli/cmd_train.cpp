@@ -313,6 +313,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"task", gnn_task_name(o.cfg.task)},
                                      {"best_val_auc", evaluated_json(r.best_val_auc)},
                                      {"test_auc", evaluated_json(r.test_auc)},
+                                     {"best_val_hits", evaluated_json(r.best_val_hits)},
+                                     {"test_hits", evaluated_json(r.test_hits)},
                                      {"total_seconds", r.total_seconds},
                                      {"load_seconds", load_s},
                                      {"base_rss_bytes", training.base_rss()},
