@@ -20,9 +20,7 @@ import numpy as np
 import torch
 import torch_geometric.transforms as T
 from torch_geometric.data import Data
-from torch_geometric.utils import negative_sampling
-
-from pyg_link_peer import Net  # the peer's model (this folder)
+from pyg_link_peer import Net, train_step  # the peer's model and step (this folder)
 
 
 def read_graph(path):
@@ -51,16 +49,7 @@ def main():
     steps, epochs = [], []
     for _ in range(a.epochs):
         t0 = time.perf_counter()
-        model.train()
-        optimizer.zero_grad()
-        z = model.encode(train_data.x, train_data.edge_index)
-        neg = negative_sampling(edge_index=train_data.edge_index, num_nodes=train_data.num_nodes,
-                                num_neg_samples=train_data.edge_label_index.size(1), method="sparse")
-        edge_label_index = torch.cat([train_data.edge_label_index, neg], dim=-1)
-        edge_label = torch.cat([train_data.edge_label, train_data.edge_label.new_zeros(neg.size(1))], dim=0)
-        loss = criterion(model.decode(z, edge_label_index).view(-1), edge_label)
-        loss.backward()
-        optimizer.step()
+        train_step(model, optimizer, criterion, train_data)
         t1 = time.perf_counter()
         model.eval()
         with torch.no_grad():

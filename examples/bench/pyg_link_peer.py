@@ -61,6 +61,21 @@ class Net(torch.nn.Module):
         return (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(dim=-1)
 
 
+def train_step(model, optimizer, criterion, train_data):
+    """One epoch's training step of link_pred: encode, fresh negatives, decode, loss, Adam."""
+    model.train()
+    optimizer.zero_grad()
+    z = model.encode(train_data.x, train_data.edge_index)
+    neg = negative_sampling(edge_index=train_data.edge_index, num_nodes=train_data.num_nodes,
+                            num_neg_samples=train_data.edge_label_index.size(1), method="sparse")
+    edge_label_index = torch.cat([train_data.edge_label_index, neg], dim=-1)
+    edge_label = torch.cat([train_data.edge_label, train_data.edge_label.new_zeros(neg.size(1))], dim=0)
+    loss = criterion(model.decode(z, edge_label_index).view(-1), edge_label)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 def write_split(out, seed, x, train_data, val_data, test_data):
     d = os.path.join(out, f"seed{seed}")
     os.makedirs(d, exist_ok=True)
@@ -95,17 +110,7 @@ def run(raw_dir, seed, epochs, out):
 
     best_val = final_test = 0.0
     for epoch in range(epochs):
-        model.train()
-        optimizer.zero_grad()
-        z = model.encode(train_data.x, train_data.edge_index)
-        neg = negative_sampling(edge_index=train_data.edge_index, num_nodes=train_data.num_nodes,
-                                num_neg_samples=train_data.edge_label_index.size(1), method="sparse")
-        edge_label_index = torch.cat([train_data.edge_label_index, neg], dim=-1)
-        edge_label = torch.cat([train_data.edge_label, train_data.edge_label.new_zeros(neg.size(1))], dim=0)
-        out = model.decode(z, edge_label_index).view(-1)
-        loss = criterion(out, edge_label)
-        loss.backward()
-        optimizer.step()
+        train_step(model, optimizer, criterion, train_data)
         val_auc, test_auc = test(val_data), test(test_data)
         if val_auc > best_val:
             best_val, final_test = val_auc, test_auc

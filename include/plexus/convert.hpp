@@ -231,6 +231,11 @@ SplitFractions parse_split_fractions(const std::string& text);
 void stratified_split(GraphData& g, const SplitFractions& fractions, std::uint64_t seed);
 
 // ---- link prediction: a random split of the edges: plexus/link_split.hpp (included above) ------
+// A list of node pairs from text (plexus predict --pairs): one pair of ids a line ("u v", "u,v" or
+// tab-separated), lines blank or starting with '#' or '%' skipped; plain or gzip, or "-" for
+// standard input. InputError("<file>:<line>", ...) for a line that is not two integers,
+// InputError(path, ...) for a file without a pair.
+NodePairList read_node_pairs_text(const std::string& path);
 
 // ---- stochastic block model ------------------------------------------------------------------
 // Planted classes (each node uniform over `classes`), O(edges) generation: node u emits

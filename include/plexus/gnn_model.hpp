@@ -93,8 +93,10 @@ class GnnModel {
 
  private:
   GnnModel() = default;
-  // The weights into the network's parameters (this rank's shards of them).
-  void put_values(GnnNetwork& net, Backend& backend) const;
+  // The weights into the network's parameters (this rank's shards of them), read from the file
+  // by the first call; none for an untrained model (the network's own initialisation).
+  void put_values(GnnNetwork& net, Backend& backend);
+  std::string where() const;  // what errors name: the file, or "model"
   // A link model's forward pass on a whole graph (its network and embeddings): what
   // top_k_partners and score_pairs score; `what` names them in the error for a node model.
   struct LinkEmbeddings;

@@ -99,9 +99,9 @@ accept predict "pairs scored" 'pairs_ok $OUT/ps.h5' --checkpoint "$L/link.h5" --
   -o "$OUT/ps.h5" --threads 1
 NP=2 accept predict "pairs scored on 2 ranks" 'pairs_ok $OUT/ps2.h5' --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --pairs "$L/pairs.txt" -o "$OUT/ps2.h5" --grid 1x2x1 --threads 1
-refuse predict "pairs: three ids on a line" "line 2: not two node ids" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+refuse predict "pairs: three ids on a line" "three.txt:2: not two node ids" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --pairs "$L/three.txt" -o "$OUT/p3.h5"
-refuse predict "pairs: a word" "line 2: 'two' is not a node id" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+refuse predict "pairs: a word" "word.txt:2: expected an integer node id, got 'two'" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --pairs "$L/word.txt" -o "$OUT/pw.h5"
 refuse predict "pairs: none" "holds no pair" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --pairs "$L/none.txt" \
   -o "$OUT/pn.h5"
@@ -109,7 +109,7 @@ refuse predict "pairs: an id not in the graph" "node 100000 is not in the graph"
   --data "$IN/sbm.h5" --pairs "$L/unknown.txt" -o "$OUT/pu.h5"
 refuse predict "pairs: a negative id" "node -1 is not in the graph" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --pairs "$L/negative.txt" -o "$OUT/pneg.h5"
-refuse predict "pairs: an id past int64" "is not a node id" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+refuse predict "pairs: an id past int64" "huge.txt:1: node id out of range" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --pairs "$L/huge.txt" -o "$OUT/ph.h5"
 refuse predict "pairs: the file missing" "nope.txt" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --pairs "$L/nope.txt" -o "$OUT/pm.h5"

@@ -6,10 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <charconv>
-#include <fstream>
-#include <sstream>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -18,6 +14,7 @@
 #include <vector>
 
 #include "io/files/safe_files.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/train.hpp"
@@ -44,40 +41,10 @@ struct PredictOptions {
   std::string pairs;        // a link model: the pairs to score (a text file of "u v" lines)
 };
 
-// --pairs FILE: one pair of your node ids a line ("u v" or "u,v"); blank lines and lines from
-// '#' are skipped. Each problem is one line naming the file and the line.
-NodePairList read_pairs(const std::string& path) {
-  io::require_regular_input(path, "text");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot be read (--pairs)");
-  NodePairList p;
-  std::string line;
-  for (std::size_t n = 1; std::getline(in, line); ++n) {
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream words(line);
-    std::string a, b, extra;
-    if (!(words >> a)) continue;
-    const auto id = [&](const std::string& w) {
-      std::int64_t v = 0;
-      const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
-      if (ec != std::errc() || end != w.data() + w.size())
-        throw InputError(path, "line " + std::to_string(n) + ": '" + w + "' is not a node id (--pairs: \"u v\" a line)");
-      return v;
-    };
-    if (!(words >> b) || (words >> extra))
-      throw InputError(path, "line " + std::to_string(n) + ": not two node ids (--pairs: \"u v\" a line)");
-    p.u.push_back(id(a));
-    p.v.push_back(id(b));
-  }
-  if (in.bad()) throw InputError(path, "read failed (--pairs)");
-  if (p.size() == 0) throw InputError(path, "holds no pair (--pairs: \"u v\" a line)");
-  return p;
-}
-
-// A link model (--task link): each node's --top-k best partners on the graph (every rank reads
-// it whole, as the link task's training does), excluding its neighbours and itself.
-void run_top_k(PredictOptions& o, const GnnModelInfo& model, std::size_t memory_limit) {
+// A link model (--task link): each node's --top-k best partners on the graph, excluding its
+// neighbours and itself, or the scores of the --pairs (every rank reads the graph whole, as the
+// link task's training does).
+void run_link_model(PredictOptions& o, const GnnModelInfo& model, std::size_t memory_limit) {
   set_rank_memory_budget(memory_limit);
   const GridChoice grid_choice = choose_gnn_grid(o.grid, o.data, model.config);
   auto grid = ProcessGrid::create(grid_choice.shape);
@@ -89,21 +56,17 @@ void run_top_k(PredictOptions& o, const GnnModelInfo& model, std::size_t memory_
   const GraphData graph = read_graph_h5(o.data);
   if (o.strict) validate_strict(graph, o.data, GraphNames::File);
   GnnModel gnn = GnnModel::load(o.checkpoint);
+  std::string what;
   if (!o.pairs.empty()) {
-    const NodePairList pairs = read_pairs(o.pairs);
-    const std::vector<float> scores = gnn.score_pairs(graph, pairs, backend, *grid);
-    write_pair_scores_h5(pairs, scores, *grid, o.out);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!quiet)
-      fmt::print("wrote {} ({} pairs scored by the link model {}) in {:.2f} s\n", o.out, pairs.size(), o.checkpoint, s);
-    return;
+    const NodePairList pairs = read_node_pairs_text(o.pairs);
+    write_pair_scores_h5(pairs, gnn.score_pairs(graph, pairs, backend, *grid), *grid, o.out);
+    what = fmt::format("{} pairs scored", pairs.size());
+  } else {
+    write_top_k_h5(gnn.top_k_partners(graph, o.top_k, backend, *grid), graph.num_nodes, *grid, o.out);
+    what = fmt::format("{} nodes x {} partners", graph.num_nodes, o.top_k);
   }
-  const TopKPartners best = gnn.top_k_partners(graph, o.top_k, backend, *grid);
-  write_top_k_h5(best, graph.num_nodes, *grid, o.out);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!quiet)
-    fmt::print("wrote {} ({} nodes x {} partners, by the link model {}) in {:.2f} s\n", o.out, graph.num_nodes, o.top_k,
-               o.checkpoint, s);
+  if (!quiet) fmt::print("wrote {} ({}, by the link model {}) in {:.2f} s\n", o.out, what, o.checkpoint, s);
 }
 
 // A missing or unreadable --checkpoint is named as such before anything is loaded.
@@ -140,7 +103,7 @@ void run_predict(PredictOptions& o) {
       throw InputError("--top-k", "a link model predicts each node's partners: give --top-k K (K >= 1) or --pairs FILE");
     if (o.attention || o.embeddings)
       throw InputError(o.attention ? "--attention" : "--embeddings", "not written for a link model (--top-k, --pairs)");
-    return run_top_k(o, model, memory_limit);
+    return run_link_model(o, model, memory_limit);
   }
   const GraphInfo graph = read_graph_info_h5(o.data);
   if (model.dims.size() < 2 || model.dims.front() != graph.num_features || model.dims.back() != graph.num_classes)

@@ -80,8 +80,10 @@ void require_finite_outputs(GnnNetwork& net, const NodeRows& logits, const std::
 
 }  // namespace
 
-void GnnModel::put_values(GnnNetwork& net, Backend& backend) const {
+void GnnModel::put_values(GnnNetwork& net, Backend& backend) {
   const std::vector<ParamPlace> places = param_places(net);
+  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(places)));
+  if (!state_) return;  // untrained: the network's own initialisation
   try {
     check_state_fits(*state_, places, /*with_moments=*/false);
   } catch (const InputError& e) {
@@ -97,9 +99,19 @@ void GnnModel::put_values(GnnNetwork& net, Backend& backend) const {
 
 void require_node_model(const TrainConfig& cfg, const std::string& where) {
   if (cfg.task == GnnTask::Link)
-    throw InputError(where, "is a link-prediction model (TrainConfig.task link): scoring its pairs is not built yet; "
-                            "it predicts no classes");
+    throw InputError(where, "is a link-prediction model (TrainConfig.task link): it predicts no classes, it scores "
+                            "pairs and partners (GnnModel::score_pairs, top_k_partners)");
 }
+
+namespace {
+void require_feature_width(const GraphData& graph, index_t width) {
+  if (graph.num_features != width)
+    throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
+                                  ", the model reads " + std::to_string(width) + " features");
+}
+}  // namespace
+
+std::string GnnModel::where() const { return path_.empty() ? std::string("model") : path_; }
 
 GnnModel GnnModel::load(const std::string& path) {
   const GnnModelInfo info = read_gnn_model_info_h5(path);
@@ -139,10 +151,8 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
   // The ranks' models and graphs alike, before a rank can throw alone about its own (once: the
   // shards below are cut from the agreed graph).
   require_same_inputs(graph, config_, grid, "model");
-  require_node_model(config_, path_.empty() ? std::string("model") : path_);
-  if (graph.num_features != dims_.front())
-    throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
-                                  ", the model reads " + std::to_string(dims_.front()) + " features");
+  require_node_model(config_, where());
+  require_feature_width(graph, dims_.front());
   if (graph.num_classes != 0 && graph.num_classes != dims_.back())
     throw InputError("graph", "GraphData.num_classes is " + std::to_string(graph.num_classes) +
                                   ", the model predicts " + std::to_string(dims_.back()) + " classes (or give 0)");
@@ -163,15 +173,14 @@ Inference GnnModel::predict(const GraphData& graph, Backend& backend, ProcessGri
 }
 
 Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& grid, const InferenceOptions& options) {
-  require_node_model(config_, path_.empty() ? std::string("model") : path_);
+  require_node_model(config_, where());
   if (shards.dims != dims_)
     throw InputError("shards", "they were cut for widths other than the model's (its features, hidden widths and "
                                "classes)");
   if (options.attention && !config_.model.info().attention)
     throw InputError("InferenceOptions.attention", "a " + config_.model.kind() + " model has no attention coefficients");
   GnnNetwork net(backend, grid, shards, config_, NetworkUse::Inference);  // (no gradients, nothing kept for backward)
-  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(net))));
-  if (state_) put_values(net, backend);  // (untrained: the network's own initialisation)
+  put_values(net, backend);
 
   const Matrix& out = net.forward(static_cast<int>(epochs_done_), /*training=*/false);
   const LayerGeometry out_geo = net.loss_geometry();
@@ -205,11 +214,8 @@ GnnModel::LinkEmbeddings GnnModel::link_embeddings(const GraphData& graph, Backe
                                                    const std::string& what) {
   require_same_inputs(graph, config_, grid, "model");
   if (config_.task != GnnTask::Link)
-    throw InputError(path_.empty() ? std::string("model") : path_,
-                     "is a node-classification model: " + what + " are scored by a link model (TrainConfig.task link)");
-  if (graph.num_features != dims_.front())
-    throw InputError("graph", "GraphData.num_features is " + std::to_string(graph.num_features) +
-                                  ", the model reads " + std::to_string(dims_.front()) + " features");
+    throw InputError(where(), "is a node-classification model: " + what + " are scored by a link model (TrainConfig.task link)");
+  require_feature_width(graph, dims_.front());
   // The graph as it is (no link split: inference passes messages over every link), its labels
   // and masks not read: the embeddings' width stands where the classes would.
   GraphData g = graph;
@@ -219,8 +225,7 @@ GnnModel::LinkEmbeddings GnnModel::link_embeddings(const GraphData& graph, Backe
   for (auto* mask : {&g.train_mask, &g.val_mask, &g.test_mask}) mask->assign(n, 0);
   GnnShards shards = shards_of_graph(g, config_, grid, /*for_training=*/false, false);
   auto net = std::make_unique<GnnNetwork>(backend, grid, shards, config_, NetworkUse::Inference);
-  if (!state_ && !path_.empty()) state_ = values_of(read_gnn_model_h5(path_, dims_, parameter_shapes(param_places(*net))));
-  if (state_) put_values(*net, backend);
+  put_values(*net, backend);
   const Matrix* z = &net->forward(static_cast<int>(epochs_done_), /*training=*/false);
   require_finite_outputs(*net, net->owned_output(net->num_layers() - 1), {}, grid, backend.computes());
   return {std::move(net), z};

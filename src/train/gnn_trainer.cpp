@@ -121,17 +121,13 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   }
   const GraphData& graph = held_out ? split : input;
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
-  if (link) {  // (validate(cfg): in the graph's own order)
+  if (cfg.balance == Balance::kNone) {  // (the link task's always: validate(cfg))
     GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
                                                  grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
                                     graph);
     s.links = std::move(links);
     return s;
   }
-  if (cfg.balance == Balance::kNone)
-    return with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
-                                          grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
-                             graph);
   PrepareOptions po;
   po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
   po.balance = cfg.balance;
