@@ -98,6 +98,28 @@ PY
   else
     fail "predict --pairs on 1 and 4 ranks"; cat ps1.out ps4.out
   fi
+  # Only listed nodes (any order, a repeat, a comment): their rows of the all-nodes file, on 1 and 4 ranks.
+  printf '# ids\n2700\n5\n17\n5\n0\n' >nodes.txt
+  if "$plexus" predict --checkpoint link.h5 --top-k 6 --nodes nodes.txt -o tn1.h5 --threads 1 >tn1.out 2>&1 &&
+     timeout 300 mpirun -np 4 "$plexus" predict --checkpoint link.h5 --top-k 6 --nodes nodes.txt -o tn4.h5 \
+       --grid 1x2x2 --threads 1 >tn4.out 2>&1; then
+    "$py" - tn1.h5 tn4.h5 top1.h5 <<'PY' && ok || fail "top-k of listed nodes differ from their rows of all nodes"
+import sys, h5py, numpy as np
+a, b, t = h5py.File(sys.argv[1]), h5py.File(sys.argv[2]), h5py.File(sys.argv[3])
+rows = [0, 5, 17, 2700]
+assert a.attrs["num_rows"] == 4 and a.attrs["num_nodes"] == 2708 and a["partners"].shape == (4, 6)
+for f in (a, b):
+    assert np.array_equal(f["node_id"][...], rows), f["node_id"][...]
+    assert np.abs(f["scores"][...] - t["scores"][rows]).max() < 1e-4
+    assert (f["partners"][...] == t["partners"][rows]).mean() > 0.95  # (near-ties may swap)
+PY
+  else
+    fail "predict --top-k --nodes on 1 and 4 ranks"; cat tn1.out tn4.out
+  fi
+  printf '3\n99999\n' >unknown_nodes.txt
+  expect_error "listed node not in the graph" "node 99999 is not in the graph" predict --checkpoint link.h5 \
+    --top-k 3 --nodes unknown_nodes.txt -o pn.h5
+  expect_error "--nodes without --top-k" "give --top-k too" predict --checkpoint link.h5 --nodes nodes.txt -o pn.h5
   printf '0 1\n2 99999\n' >unknown.txt
   expect_error "pairs with an unknown node" "node 99999 is not in the graph" predict --checkpoint link.h5 \
     --pairs unknown.txt -o pu.h5

@@ -305,21 +305,33 @@ TEST(LinkTask, TopKPartnersOnGridsEqualBruteForce) {
     std::sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
     best.resize(std::min<std::size_t>(best.size(), static_cast<std::size_t>(k)));
   }
-  for (const GridShape s : {GridShape{1, 1, 1}, GridShape{2, 1, 1}, GridShape{1, 3, 1}, GridShape{2, 1, 2}, GridShape{2, 2, 2}}) {
-    SCOPED_TRACE(s.str());
+  // `listed`: your ids of the nodes asked for (any order, repeats), else every node.
+  const auto check = [&](GridShape s, const std::vector<std::int64_t>* listed) {
+    SCOPED_TRACE(s.str() + (listed ? ", a list" : ""));
+    std::set<std::size_t> asked;  // the nodes to be reported
+    for (index_t u = 0; u < g.num_nodes; ++u)
+      if (!listed || std::count(listed->begin(), listed->end(), g.node_ids[static_cast<std::size_t>(u)]))
+        asked.insert(static_cast<std::size_t>(u));
     std::mutex mu;
     std::vector<TopKPartners> got;
     run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
       auto rank_be = make_cpu_backend(1);
-      TopKPartners t = GnnModel::untrained(c, dims).top_k_partners(g, k, *rank_be, grid, 4);
+      GnnModel m = GnnModel::untrained(c, dims);
+      TopKPartners t = listed ? m.top_k_partners(g, *listed, k, *rank_be, grid, 4) : m.top_k_partners(g, k, *rank_be, grid, 4);
       std::lock_guard<std::mutex> lock(mu);
       got.push_back(std::move(t));
     });
     std::vector<int> seen(static_cast<std::size_t>(g.num_nodes), 0);
+    std::vector<int> row_taken(asked.size(), 0);
     for (const TopKPartners& t : got) {
       ASSERT_EQ(t.k, k);
+      ASSERT_EQ(t.num_rows, static_cast<index_t>(asked.size()));
       for (std::size_t r = 0; r < t.node_ids.size(); ++r) {
         const auto u = static_cast<std::size_t>(t.node_ids[r]);
+        // Its row among all ranks' rows is its place in node order among the nodes asked for.
+        ASSERT_EQ(static_cast<std::size_t>(t.first_row) + r,
+                  static_cast<std::size_t>(std::distance(asked.begin(), asked.find(u))));
+        row_taken[static_cast<std::size_t>(t.first_row) + r] += 1;
         seen[u] += 1;
         EXPECT_EQ(t.ids[r], g.node_ids[u]);
         for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j) {
@@ -333,8 +345,18 @@ TEST(LinkTask, TopKPartnersOnGridsEqualBruteForce) {
         }
       }
     }
-    for (index_t u = 0; u < g.num_nodes; ++u) EXPECT_EQ(seen[static_cast<std::size_t>(u)], 1) << "node " << u;
+    for (index_t u = 0; u < g.num_nodes; ++u)
+      EXPECT_EQ(seen[static_cast<std::size_t>(u)], asked.count(static_cast<std::size_t>(u))) << "node " << u;
+    for (std::size_t r = 0; r < row_taken.size(); ++r) EXPECT_EQ(row_taken[r], 1) << "row " << r;
+  };
+  const std::vector<std::int64_t> listed = {g.node_ids[30], g.node_ids[2], g.node_ids[46], g.node_ids[2], g.node_ids[0]};
+  for (const GridShape s : {GridShape{1, 1, 1}, GridShape{2, 1, 1}, GridShape{1, 3, 1}, GridShape{2, 1, 2}, GridShape{2, 2, 2}}) {
+    check(s, nullptr);
+    check(s, &listed);
   }
+  // A listed id not in the graph, an empty list.
+  EXPECT_THROW(GnnModel::untrained(c, dims).top_k_partners(g, std::vector<std::int64_t>{1000, 5}, k, *be, *single), InputError);
+  EXPECT_THROW(GnnModel::untrained(c, dims).top_k_partners(g, std::vector<std::int64_t>{}, k, *be, *single), InputError);
   // A node model has no partners to score; k must be positive.
   EXPECT_THROW(GnnModel::untrained(node, dims).top_k_partners(g, k, *be, *single), InputError);
   EXPECT_THROW(GnnModel::untrained(c, dims).top_k_partners(g, 0, *be, *single), InputError);

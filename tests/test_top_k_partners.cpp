@@ -59,12 +59,14 @@ std::vector<double> best_scores(const Case& c, std::int64_t u) {
   return all;
 }
 
-void check(const Case& c, GridShape shape, int layers, bool tf, index_t tile) {
+// `list`: search for these nodes only (ascending), else for every node.
+void check(const Case& c, GridShape shape, int layers, bool tf, index_t tile,
+           const std::vector<std::int64_t>* list = nullptr) {
   const std::vector<index_t> dims = layers == 1 ? std::vector<index_t>{4, c.width} : std::vector<index_t>{4, 3, c.width};
   const std::vector<bool> order(static_cast<std::size_t>(layers), tf);
   std::vector<std::atomic<int>> covered(static_cast<std::size_t>(c.n));
   const std::string where = shape.str() + ", " + std::to_string(layers) + " layers" + (tf ? " tf" : "") + ", tile " +
-                            std::to_string(tile);
+                            std::to_string(tile) + (list ? ", " + std::to_string(list->size()) + " listed" : "");
   run_in_process_grid(shape, 1, [&](ProcessGrid& grid) {
     auto be = make_cpu_backend();
     const LayerGeometry last = layer_geometry(grid, layers - 1, c.n, dims, order);
@@ -74,16 +76,23 @@ void check(const Case& c, GridShape shape, int layers, bool tf, index_t tile) {
       for (index_t j = last.out_cols.begin; j < last.out_cols.end; ++j) z_host.push_back(c.z[static_cast<std::size_t>(i * c.width + j)]);
     Matrix z(*be, last.out_rows.size(), last.out_cols.size());
     z.upload(z_host);
-    const Range rows = search.rows();
+    if (list) search.only(*list);
+    const std::vector<std::int64_t> rows = search.reported();
+    // The slice's rows, or the listed ones among them.
+    const Range slice = sub_range(last.out_rows, grid.dim(last.out_feat()), grid.coord(last.out_feat()));
+    for (std::int64_t u = slice.begin; u < slice.end; ++u)
+      ASSERT_EQ(std::count(rows.begin(), rows.end(), u), !list || std::binary_search(list->begin(), list->end(), u))
+          << where << ", node " << u;
     std::vector<std::vector<std::int64_t>> exclude;
-    for (index_t u = rows.begin; u < rows.end; ++u) exclude.push_back(c.exclude[static_cast<std::size_t>(u)]);
+    for (const std::int64_t u : rows) exclude.push_back(c.exclude[static_cast<std::size_t>(u)]);
     const TopKRows got = search.search(z, c.k, exclude, tile);
     ASSERT_EQ(got.rows, rows);
     if (grid.coord(last.out_repl()) == 0)
-      for (index_t u = rows.begin; u < rows.end; ++u) ++covered[static_cast<std::size_t>(u)];
-    for (index_t u = rows.begin; u < rows.end; ++u) {
+      for (const std::int64_t u : rows) ++covered[static_cast<std::size_t>(u)];
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const std::int64_t u = rows[r];
       const std::vector<double> want = best_scores(c, u);
-      const auto i = static_cast<std::size_t>(u - rows.begin) * static_cast<std::size_t>(c.k);
+      const auto i = r * static_cast<std::size_t>(c.k);
       for (std::size_t j = 0; j < static_cast<std::size_t>(c.k); ++j) {
         const Partner& p = got.best[i + j];
         if (j >= want.size()) {
@@ -102,7 +111,9 @@ void check(const Case& c, GridShape shape, int layers, bool tf, index_t tile) {
       }
     }
   });
-  for (index_t u = 0; u < c.n; ++u) ASSERT_EQ(covered[static_cast<std::size_t>(u)].load(), 1) << where << ": node " << u;
+  for (index_t u = 0; u < c.n; ++u)
+    ASSERT_EQ(covered[static_cast<std::size_t>(u)].load(), !list || std::binary_search(list->begin(), list->end(), u))
+        << where << ": node " << u;
 }
 
 TEST(TopKPartners, EveryGridUpTo8RanksFindsTheBruteForceBest) {
@@ -115,6 +126,18 @@ TEST(TopKPartners, EveryGridUpTo8RanksFindsTheBruteForceBest) {
       }
 }
 
+// A list of nodes (some ranks' slices with none of them, runs of consecutive rows and single
+// ones, the first and the last node): those nodes and no other, each with the brute-force best.
+TEST(TopKPartners, AListOfNodesOnEveryGridFindsTheirBruteForceBest) {
+  const Case wide = make_case(41, 6, 5, 3);
+  const std::vector<std::int64_t> list = {0, 1, 2, 7, 19, 20, 33, 40}, one = {23};
+  for (const GridShape shape : test::grids_up_to(8))
+    for (const bool tf : {false, true}) {
+      check(wide, shape, 2, tf, shape.size() % 2 ? 1000 : 3, &list);
+      check(wide, shape, 1, tf, 5, &one);
+    }
+}
+
 TEST(TopKPartners, BadArgumentsAreRefused) {
   auto be = make_cpu_backend();
   auto grid = ProcessGrid::single();
@@ -125,6 +148,10 @@ TEST(TopKPartners, BadArgumentsAreRefused) {
   EXPECT_THROW(search.search(z, 2, {}, 0), std::invalid_argument);
   EXPECT_THROW(search.search(wrong, 2, {}, 3), std::invalid_argument);
   EXPECT_THROW(search.search(z, 2, {{}, {}}, 3), std::invalid_argument);
+  EXPECT_THROW(search.only({0, 5}), std::invalid_argument);   // out of range
+  EXPECT_THROW(search.only({-1, 2}), std::invalid_argument);  // out of range
+  EXPECT_THROW(search.only({3, 1}), std::invalid_argument);   // out of order
+  EXPECT_THROW(search.only({2, 2}), std::invalid_argument);   // a repeat
   const TopKRows r = search.search(z, 2, {}, 3);  // all scores 0: ties go to the lower node
   EXPECT_EQ(r.best[0].node, 1);
   EXPECT_EQ(r.best[1].node, 2);

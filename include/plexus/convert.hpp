@@ -236,6 +236,10 @@ void stratified_split(GraphData& g, const SplitFractions& fractions, std::uint64
 // standard input. InputError("<file>:<line>", ...) for a line that is not two integers,
 // InputError(path, ...) for a file without a pair.
 NodePairList read_node_pairs_text(const std::string& path);
+// A list of node ids from text (plexus predict --top-k K --nodes FILE): one id a line, read as
+// read_node_pairs_text reads pairs; InputError for a line that is not one integer, a file
+// without an id.
+std::vector<std::int64_t> read_node_list_text(const std::string& path);
 
 // ---- stochastic block model ------------------------------------------------------------------
 // Planted classes (each node uniform over `classes`), O(edges) generation: node u emits

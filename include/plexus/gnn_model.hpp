@@ -85,6 +85,11 @@ class GnnModel {
   // graph that does not fit, k < 1.
   TopKPartners top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
                               index_t tile = 1024);
+  // The same for the listed nodes only (your ids, each reported once: rows in the graph's node
+  // order), their embeddings alone against every node's, so the work falls with the list.
+  // Every rank passes the same list (checked). InputError for an id not in the graph, an empty list.
+  TopKPartners top_k_partners(const GraphData& graph, const std::vector<std::int64_t>& nodes, index_t k,
+                              Backend& backend, ProcessGrid& grid, index_t tile = 1024);
   // A link model's scores (logits z_u·z_v; σ gives the probability) of the pairs (u[i], v[i]) —
   // your ids (GraphData::node_ids; the index for a graph without them) — on `graph` (every rank
   // the same graph and pairs; message passing over all of its links): every pair's score on every
@@ -101,6 +106,9 @@ class GnnModel {
   // top_k_partners and score_pairs score; `what` names them in the error for a node model.
   struct LinkEmbeddings;
   LinkEmbeddings link_embeddings(const GraphData& graph, Backend& backend, ProcessGrid& grid, const std::string& what);
+  // top_k_partners of all nodes (nodes null) or of the listed graph nodes (ascending, distinct).
+  TopKPartners search_partners(const GraphData& graph, const std::vector<std::int64_t>* nodes, index_t k,
+                               Backend& backend, ProcessGrid& grid, index_t tile);
 
   TrainConfig config_;
   std::vector<index_t> dims_;

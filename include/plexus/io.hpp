@@ -19,10 +19,11 @@ namespace plexus {
 inline constexpr std::int32_t kFormatVersion = 1;
 
 // A link model's recommendations (GnnModel::top_k_partners) as one HDF5 file (docs/predictions.md,
-// "Partners"): root attributes format "plexus-top-k", version 1, num_nodes, k; datasets node_ids
-// int64 [N] (your ids), partners int64 [N × k] (your ids, -1: none), scores float32 [N × k]
-// (-inf: none). Row u is node u of the graph; every rank writes the rows it reports,
-// collectively on the grid's world, atomically (io/files). Collective.
+// "Partners"): root attributes format "plexus-top-k", version 1, num_nodes (the graph's), k and
+// num_rows M (N, or the nodes listed); datasets node_id int64 [M] (your ids), partners int64
+// [M × k] (your ids, -1: none), scores float32 [M × k] (0 beside -1). Rows in the graph's node
+// order (every node: row u is node u); every rank writes the rows it reports (TopKPartners's
+// first_row), collectively on the grid's world, atomically (io/files). Collective.
 void write_top_k_h5(const TopKPartners& partners, index_t num_nodes, ProcessGrid& grid, const std::string& path);
 // A link model's scores of given pairs (GnnModel::score_pairs) as one HDF5 file (docs/predictions.md,
 // "Pair scores"): root attributes format "plexus-pair-scores", version 1, num_pairs; datasets u,

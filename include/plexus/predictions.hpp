@@ -45,9 +45,12 @@ struct NodeRows {
 // A link model's recommendations (GnnModel::top_k_partners): for the nodes this rank reports,
 // each one's K best partners by the decoder's score, best first (the higher score, then the lower
 // node), its existing neighbours and itself left out; -1 and -inf pad a node with fewer than K
-// candidates. Every node is reported by exactly one rank of the grid.
+// candidates. Every node is reported by exactly one rank of the grid; the rows of all ranks, in
+// the graph's node order, are every node or the nodes listed (top_k_partners with a list).
 struct TopKPartners {
   index_t k = 0;
+  index_t first_row = 0;  // the position of this rank's first row among all ranks' rows
+  index_t num_rows = 0;   // rows of all ranks together (the graph's nodes, or the listed nodes)
   std::vector<index_t> node_ids;         // the input graph's node index of each row
   std::vector<std::int64_t> ids;          // your id of each row's node (GraphData::node_ids)
   std::vector<std::int64_t> partner_ids;  // rows × k: your ids of its partners (-1: none)

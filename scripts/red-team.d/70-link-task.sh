@@ -120,3 +120,27 @@ refuse predict "pairs and top-k together" "not both" --checkpoint "$L/link.h5" -
   --pairs "$L/pairs.txt" --top-k 3 -o "$OUT/pt.h5"
 refuse predict "pairs of a node model" "node-classification model" --checkpoint "$IN/gcn.h5" --data "$IN/g.h5" \
   --pairs "$L/pairs.txt" -o "$OUT/pnode.h5"
+
+# predict --top-k K --nodes FILE: only the listed nodes' partners.
+printf '# listed\n7\n3\n7\n' >"$L/nodes.txt"
+printf '3\n1 2\n' >"$L/nodes_two.txt"
+printf '3\n100000\n' >"$L/nodes_unknown.txt"
+printf '# nothing\n' >"$L/nodes_none.txt"
+nodes_ok() { $py -c 'import h5py,sys,numpy as n
+f=h5py.File(sys.argv[1]); sys.exit(not (f.attrs["num_rows"] == 2 and list(f["node_id"][()]) == [3, 7] and f["partners"].shape == (2, 4) and n.isfinite(f["scores"][()]).all()))' "$1" 2>/dev/null; }
+accept predict "top-k of listed nodes" 'nodes_ok $OUT/tn.h5' --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --top-k 4 \
+  --nodes "$L/nodes.txt" -o "$OUT/tn.h5" --threads 1
+NP=3 accept predict "top-k of listed nodes on 3 ranks" 'nodes_ok $OUT/tn3.h5' --checkpoint "$L/link.h5" \
+  --data "$IN/sbm.h5" --top-k 4 --nodes "$L/nodes.txt" -o "$OUT/tn3.h5" --grid 3x1x1 --threads 1
+refuse predict "nodes: two ids on a line" "nodes_two.txt:2: not one node id" --checkpoint "$L/link.h5" \
+  --data "$IN/sbm.h5" --top-k 4 --nodes "$L/nodes_two.txt" -o "$OUT/tn2.h5"
+refuse predict "nodes: an id not in the graph" "node 100000 is not in the graph" --checkpoint "$L/link.h5" \
+  --data "$IN/sbm.h5" --top-k 4 --nodes "$L/nodes_unknown.txt" -o "$OUT/tnu.h5"
+refuse predict "nodes: none" "holds no node id" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --top-k 4 \
+  --nodes "$L/nodes_none.txt" -o "$OUT/tnn.h5"
+refuse predict "nodes without --top-k" "give --top-k too" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --nodes "$L/nodes.txt" -o "$OUT/tnk.h5"
+refuse predict "nodes with --pairs" "not both" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" --top-k 2 \
+  --nodes "$L/nodes.txt" --pairs "$L/pairs.txt" -o "$OUT/tnp.h5"
+refuse predict "nodes: written over" "is the same file as the input" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
+  --top-k 2 --nodes "$L/nodes.txt" -o "$L/nodes.txt"

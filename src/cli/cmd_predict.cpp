@@ -39,6 +39,7 @@ struct PredictOptions {
   bool strict = false;      // the strict checks of the file's shards (plexus/graph_checks.hpp)
   index_t top_k = 0;        // a link model: each node's best partners (0: not asked)
   std::string pairs;        // a link model: the pairs to score (a text file of "u v" lines)
+  std::string nodes;        // a link model with --top-k: only these nodes' partners (an id a line)
 };
 
 // A link model (--task link): each node's --top-k best partners on the graph, excluding its
@@ -61,6 +62,10 @@ void run_link_model(PredictOptions& o, const GnnModelInfo& model, std::size_t me
     const NodePairList pairs = read_node_pairs_text(o.pairs);
     write_pair_scores_h5(pairs, gnn.score_pairs(graph, pairs, backend, *grid), *grid, o.out);
     what = fmt::format("{} pairs scored", pairs.size());
+  } else if (!o.nodes.empty()) {
+    const TopKPartners best = gnn.top_k_partners(graph, read_node_list_text(o.nodes), o.top_k, backend, *grid);
+    write_top_k_h5(best, graph.num_nodes, *grid, o.out);
+    what = fmt::format("{} listed nodes x {} partners", best.num_rows, o.top_k);
   } else {
     write_top_k_h5(gnn.top_k_partners(graph, o.top_k, backend, *grid), graph.num_nodes, *grid, o.out);
     what = fmt::format("{} nodes x {} partners", graph.num_nodes, o.top_k);
@@ -87,11 +92,13 @@ void run_predict(PredictOptions& o) {
   require_checkpoint(o.checkpoint);
   require_model_file(o.checkpoint, ModelFamily::Gnn);  // a GPT model is named as one
   if (launched_rank() == 0)
-    io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint, o.pairs});
+    io::check_output(o.out, io::OutputNeeds::Seekable, {o.data, o.checkpoint, o.pairs, o.nodes});
 
   // The model: its widths and options from the file, so that none need repeating here.
   const GnnModelInfo model = read_gnn_model_info_h5(o.checkpoint);
   require_model_kind(o.model, model.config.model.kind(), o.checkpoint);
+  if (!o.nodes.empty() && o.top_k == 0)
+    throw InputError("--nodes", "lists the nodes whose partners --top-k K writes: give --top-k too");
   if (o.top_k != 0 || !o.pairs.empty() || model.config.task == GnnTask::Link) {
     const char* option = o.pairs.empty() ? "--top-k" : "--pairs";
     if (model.config.task != GnnTask::Link)
@@ -198,6 +205,9 @@ void add_predict_command(CLI::App& app) {
   cmd->add_option("--top-k", opts->top_k,
                   "A link model (plexus train --task link): write each node's K best partners by the decoder's score, "
                   "its neighbours and itself left out (docs/predictions.md, \"Partners\")");
+  cmd->add_option("--nodes", opts->nodes,
+                  "With --top-k: only these nodes' partners (a text file of your node ids, one a line; each "
+                  "written once, in the graph's order)");
   cmd->callback([opts] { run_predict(*opts); });
 }
 

@@ -41,6 +41,7 @@ const OptionName kNames[] = {
     {"TrainConfig.link.hits_k", "--hits-k"},
     {"top_k_partners(k)", "--top-k"},
     {"top_k_partners(tile)", ""},
+    {"top_k_partners(nodes)", "--nodes"},
     {"score_pairs(pairs)", "--pairs"},
     {"GnnSpec.kind", "--model"},  // (GnnSpec.<option>: from the kinds, below)
     {"InferenceOptions.attention", "--attention"},

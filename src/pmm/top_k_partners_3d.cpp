@@ -29,7 +29,24 @@ TopKPartners3D::TopKPartners3D(Backend& be, ProcessGrid& grid, const LayerGeomet
     : be_(be),
       grid_(grid),
       at_(grid, last, num_nodes),
-      slice_(sub_range(last.out_rows, grid.dim(last.out_feat()), grid.coord(last.out_feat()))) {}
+      slice_(sub_range(last.out_rows, grid.dim(last.out_feat()), grid.coord(last.out_feat()))) {
+  for (index_t u = slice_.begin; u < slice_.end; ++u) reported_.push_back(u);
+}
+
+void TopKPartners3D::only(const std::vector<std::int64_t>& nodes) {
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i] < 0 || nodes[i] >= at_.n || (i > 0 && nodes[i] <= nodes[i - 1]))
+      throw std::invalid_argument("TopKPartners3D::only: node " + std::to_string(nodes[i]) + " at " +
+                                  std::to_string(i) + " is out of range or order (ascending, distinct, below " +
+                                  std::to_string(at_.n) + ")");
+  const auto within = [&](Range r) {
+    return std::vector<std::int64_t>(std::lower_bound(nodes.begin(), nodes.end(), r.begin),
+                                     std::lower_bound(nodes.begin(), nodes.end(), r.end));
+  };
+  listed_ = true;
+  block_rows_ = within(at_.rows);
+  reported_ = within(slice_);
+}
 
 TopKRows TopKPartners3D::search(const Matrix& z, index_t k, const std::vector<std::vector<std::int64_t>>& exclude,
                                 index_t tile) {
@@ -37,10 +54,10 @@ TopKRows TopKPartners3D::search(const Matrix& z, index_t k, const std::vector<st
   if (k < 1 || tile < 1)
     throw std::invalid_argument("TopKPartners3D: K and the tile must be at least 1, got " + std::to_string(k) + " and " +
                                 std::to_string(tile));
-  if (!exclude.empty() && exclude.size() != static_cast<std::size_t>(slice_.size()))
+  const std::size_t rows = reported_.size();
+  if (!exclude.empty() && exclude.size() != rows)
     throw std::invalid_argument("TopKPartners3D: " + std::to_string(exclude.size()) + " exclusion lists for " +
-                                std::to_string(slice_.size()) + " rows");
-  const auto rows = static_cast<std::size_t>(slice_.size());
+                                std::to_string(rows) + " rows");
   const Range q = at_.q_rows;
   const index_t width = at_.cols.size();
   Matrix zq;
@@ -50,11 +67,38 @@ TopKRows TopKPartners3D::search(const Matrix& z, index_t k, const std::vector<st
   }
   at_.gather_q(grid_, z, zq);
 
+  // The rows a tile's GEMM takes: the R block's, or its listed rows copied out (runs of
+  // consecutive rows a copy each).
+  const index_t m = listed_ ? static_cast<index_t>(block_rows_.size()) : at_.rows.size();
+  Matrix listed;
+  if (listed_) {
+    MemoryScope scope(be_, MemoryKind::Activations, "the listed rows of the embeddings");
+    listed = Matrix(be_, m, width);
+    for (std::size_t i = 0; i < block_rows_.size();) {
+      std::size_t j = i + 1;
+      while (j < block_rows_.size() && block_rows_[j] == block_rows_[j - 1] + 1) ++j;
+      const index_t from = block_rows_[i] - at_.rows.begin, run = static_cast<index_t>(j - i);
+      if (width > 0)
+        be_.copy(ConstMatrixView{z.data() + from * width, run, width, width},
+                 MatrixView{listed.data() + static_cast<index_t>(i) * width, run, width, width});
+      i = j;
+    }
+  }
+  const ConstMatrixView left = listed_ ? listed.view() : z.view();
+
   const int f_parts = grid_.dim(at_.f);
+  // Rows of the GEMM each rank of F selects for: its slice's (listed) rows.
+  std::vector<index_t> slice_rows(static_cast<std::size_t>(f_parts));
+  for (int c = 0; c < f_parts; ++c) {
+    const Range s = sub_range(at_.rows, f_parts, c);
+    slice_rows[static_cast<std::size_t>(c)] =
+        listed_ ? static_cast<index_t>(std::lower_bound(block_rows_.begin(), block_rows_.end(), s.end) -
+                                       std::lower_bound(block_rows_.begin(), block_rows_.end(), s.begin))
+                : s.size();
+  }
   const index_t t_max = std::min(tile, std::max<index_t>(q.size(), 1));
   MemoryScope scope(be_, MemoryKind::Workspace, "a tile of partner scores");
-  Buffer<float> scores(be_, static_cast<std::size_t>(at_.rows.size() * t_max)),
-      mine(be_, rows * static_cast<std::size_t>(t_max));
+  Buffer<float> scores(be_, static_cast<std::size_t>(m * t_max)), mine(be_, rows * static_cast<std::size_t>(t_max));
   std::vector<std::vector<Partner>> heaps(rows);  // worst first: the one a better candidate replaces
   const auto worse_first = [](const Partner& a, const Partner& b) { return better(a, b); };
   std::vector<std::size_t> next_excluded(rows, 0);
@@ -62,18 +106,17 @@ TopKRows TopKPartners3D::search(const Matrix& z, index_t k, const std::vector<st
   for (index_t t0 = 0; t0 < q.size(); t0 += t_max) {
     const index_t t = std::min(t_max, q.size() - t0);
     if (width > 0)
-      be_.gemm(Trans::No, Trans::Yes, 1.0f, z.view(), ConstMatrixView{zq.data() + t0 * width, t, width, width}, 0.0f,
-               MatrixView{scores.data(), at_.rows.size(), t, t});
+      be_.gemm(Trans::No, Trans::Yes, 1.0f, left, ConstMatrixView{zq.data() + t0 * width, t, width, width}, 0.0f,
+               MatrixView{scores.data(), m, t, t});
     else  // no feature column here: this rank's partial scores are 0
-      be_.fill(MatrixView{scores.data(), at_.rows.size(), t, t}, 0.0f);
+      be_.fill(MatrixView{scores.data(), m, t, t}, 0.0f);
     for (int c = 0; c < f_parts; ++c)
-      counts[static_cast<std::size_t>(c)] =
-          static_cast<std::size_t>(sub_range(at_.rows, f_parts, c).size() * t);
+      counts[static_cast<std::size_t>(c)] = static_cast<std::size_t>(slice_rows[static_cast<std::size_t>(c)] * t);
     grid_.comm(at_.f).reduce_scatter(scores.data(), mine.data(), counts);
     std::vector<float> host(rows * static_cast<std::size_t>(t));
     if (!host.empty()) be_.copy_to_host(host.data(), mine.data(), host.size() * sizeof(float));
     for (std::size_t i = 0; i < rows; ++i) {
-      const std::int64_t u = slice_.begin + static_cast<index_t>(i);
+      const std::int64_t u = reported_[i];
       const std::vector<std::int64_t>* ex = exclude.empty() ? nullptr : &exclude[i];
       std::vector<Partner>& heap = heaps[i];
       for (index_t j = 0; j < t; ++j) {
@@ -110,7 +153,7 @@ TopKRows TopKPartners3D::search(const Matrix& z, index_t k, const std::vector<st
       packed.data(), all.data(),
       std::vector<std::size_t>(static_cast<std::size_t>(q_parts), packed.size() * sizeof(PackedPartner)));
   TopKRows out;
-  out.rows = slice_;
+  out.rows = reported_;
   out.k = k;
   out.best.resize(rows * kk);
   std::vector<Partner> row;

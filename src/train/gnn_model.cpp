@@ -21,6 +21,8 @@
 #include "train/graph_shards.hpp"
 #include "train/model_state.hpp"
 #include "train/tasks/task.hpp"
+#include "core/hasher.hpp"
+#include "core/rank_agreement.hpp"
 #include "core/shard_layout.hpp"
 
 namespace plexus {
@@ -204,6 +206,29 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
   return result;
 }
 
+namespace {
+// Your node ids (GraphData::node_ids; the index for a graph without them) to the graph's nodes.
+class NodeIndex {
+ public:
+  explicit NodeIndex(const GraphData& g) : g_(g) {
+    for (std::size_t k = 0; k < g.node_ids.size(); ++k) index_.emplace(g.node_ids[k], static_cast<std::int64_t>(k));
+  }
+  // The node of `id`; InputError(where, "<what> <id> is not in the graph") when none.
+  std::int64_t operator()(std::int64_t id, const char* where, const std::string& what) const {
+    if (g_.node_ids.empty()) {
+      if (id >= 0 && id < g_.num_nodes) return id;
+    } else if (const auto it = index_.find(id); it != index_.end()) {
+      return it->second;
+    }
+    throw InputError(where, what + " " + std::to_string(id) + " is not in the graph");
+  }
+
+ private:
+  const GraphData& g_;
+  std::unordered_map<std::int64_t, std::int64_t> index_;
+};
+}  // namespace
+
 // A link model's network after a forward pass, and its output: the embeddings of this rank's block.
 struct GnnModel::LinkEmbeddings {
   std::unique_ptr<GnnNetwork> net;
@@ -234,22 +259,12 @@ GnnModel::LinkEmbeddings GnnModel::link_embeddings(const GraphData& graph, Backe
 std::vector<float> GnnModel::score_pairs(const GraphData& graph, const NodePairList& pairs, Backend& backend,
                                          ProcessGrid& grid) {
   if (pairs.u.size() != pairs.v.size()) throw InputError("score_pairs(pairs)", "u and v differ in length");
-  // Your ids to the graph's nodes.
-  std::unordered_map<std::int64_t, std::int64_t> index;
-  for (std::size_t k = 0; k < graph.node_ids.size(); ++k) index.emplace(graph.node_ids[k], static_cast<std::int64_t>(k));
+  const NodeIndex node_of(graph);
   NodePairList rows;
-  for (const auto* side : {&pairs.u, &pairs.v}) {
-    std::vector<std::int64_t>& to = side == &pairs.u ? rows.u : rows.v;
-    to.reserve(side->size());
-    for (std::size_t k = 0; k < side->size(); ++k) {
-      const std::int64_t id = (*side)[k];
-      const auto it = index.find(id);
-      const bool known = graph.node_ids.empty() ? id >= 0 && id < graph.num_nodes : it != index.end();
-      if (!known)
-        throw InputError("score_pairs(pairs)", "pair " + std::to_string(k + 1) + ": node " + std::to_string(id) +
-                                                   " is not in the graph");
-      to.push_back(graph.node_ids.empty() ? id : it->second);
-    }
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const std::string what = "pair " + std::to_string(k + 1) + ": node";
+    rows.u.push_back(node_of(pairs.u[k], "score_pairs(pairs)", what));
+    rows.v.push_back(node_of(pairs.v[k], "score_pairs(pairs)", what));
   }
   const LinkEmbeddings e = link_embeddings(graph, backend, grid, "pairs");
   DotLinkDecoder3D decoder(backend, grid, e.net->output_geometry(), graph.num_nodes);
@@ -264,19 +279,43 @@ std::vector<float> GnnModel::score_pairs(const GraphData& graph, const NodePairL
 
 TopKPartners GnnModel::top_k_partners(const GraphData& graph, index_t k, Backend& backend, ProcessGrid& grid,
                                       index_t tile) {
+  return search_partners(graph, nullptr, k, backend, grid, tile);
+}
+
+TopKPartners GnnModel::top_k_partners(const GraphData& graph, const std::vector<std::int64_t>& nodes, index_t k,
+                                      Backend& backend, ProcessGrid& grid, index_t tile) {
+  if (nodes.empty()) throw InputError("top_k_partners(nodes)", "lists no node");
+  const NodeIndex node_of(graph);
+  std::vector<std::int64_t> rows;
+  rows.reserve(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    rows.push_back(node_of(nodes[i], "top_k_partners(nodes)", "entry " + std::to_string(i + 1) + ": node"));
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  // Each rank's counts follow from the list: one that differs would mismatch the collectives.
+  Hasher h;
+  h.array(rows);
+  require_same_on_ranks(h.value(), grid.world(), "top_k_partners(nodes)", "the node list",
+                        "node lists (every rank passes the same list)");
+  return search_partners(graph, &rows, k, backend, grid, tile);
+}
+
+TopKPartners GnnModel::search_partners(const GraphData& graph, const std::vector<std::int64_t>* nodes, index_t k,
+                                       Backend& backend, ProcessGrid& grid, index_t tile) {
   if (k < 1) throw InputError("top_k_partners(k)", "must be at least 1");
   if (tile < 1) throw InputError("top_k_partners(tile)", "must be at least 1");
   const LinkEmbeddings e = link_embeddings(graph, backend, grid, "partners");
   GnnNetwork& net = *e.net;
   const Matrix& z = *e.z;
   TopKPartners3D search(backend, grid, net.output_geometry(), graph.num_nodes);
+  if (nodes) search.only(*nodes);
   // Each row's neighbours (sorted, as the search wants them), itself excluded by the search.
-  const Range rows = search.rows();
-  std::vector<std::vector<std::int64_t>> exclude(static_cast<std::size_t>(rows.size()));
-  for (index_t u = rows.begin; u < rows.end; ++u) {
-    auto& e = exclude[static_cast<std::size_t>(u - rows.begin)];
-    e.assign(graph.indices.begin() + graph.indptr[static_cast<std::size_t>(u)],
-             graph.indices.begin() + graph.indptr[static_cast<std::size_t>(u) + 1]);
+  const std::vector<std::int64_t>& rows = search.reported();
+  std::vector<std::vector<std::int64_t>> exclude(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto u = static_cast<std::size_t>(rows[i]);
+    auto& e = exclude[i];
+    e.assign(graph.indices.begin() + graph.indptr[u], graph.indices.begin() + graph.indptr[u + 1]);
     std::sort(e.begin(), e.end());
     e.erase(std::unique(e.begin(), e.end()), e.end());
   }
@@ -284,16 +323,22 @@ TopKPartners GnnModel::top_k_partners(const GraphData& graph, index_t k, Backend
   backend.synchronize();
   TopKPartners out;
   out.k = k;
+  out.num_rows = nodes ? static_cast<index_t>(nodes->size()) : graph.num_nodes;
   // Every rank of Q holds the same rows: those of Q coordinate 0 report them.
   if (grid.coord(net.output_geometry().out_repl()) != 0) return out;
+  // Ranks report their slices' rows, slices in node order: the nodes before this rank's first.
+  if (!rows.empty())
+    out.first_row = nodes ? static_cast<index_t>(std::lower_bound(nodes->begin(), nodes->end(), rows.front()) -
+                                                 nodes->begin())
+                          : rows.front();
   const auto user = [&](std::int64_t node) {
     return node < 0 || graph.node_ids.empty() ? node : graph.node_ids[static_cast<std::size_t>(node)];
   };
-  for (index_t u = rows.begin; u < rows.end; ++u) {
-    out.node_ids.push_back(u);
-    out.ids.push_back(user(u));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out.node_ids.push_back(rows[i]);
+    out.ids.push_back(user(rows[i]));
     for (index_t j = 0; j < k; ++j) {
-      const Partner& p = best.best[static_cast<std::size_t>((u - rows.begin) * k + j)];
+      const Partner& p = best.best[i * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)];
       out.partner_ids.push_back(user(p.node));
       out.scores.push_back(p.score);
     }
