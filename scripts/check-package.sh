@@ -8,7 +8,8 @@
 # process and under mpirun on 2 and 4 ranks. When the package has the `cuda` component, embed is
 # also built with it (-DEMBED_CUDA=ON) and run once (on the CPU where no GPU is visible). Then
 # examples/pipeline (train with class weights and the best weights restored, save, score an
-# unlabelled snapshot with new nodes, one table keyed by id) on 1, 2 and 4 ranks: the same table.
+# unlabelled snapshot with new nodes, one table keyed by id; a link model and the new accounts' likely
+# counterparties) on 1, 2 and 4 ranks: the same table and the same counterparties.
 # Exit status 0 when every step passed (the example itself checks its accuracy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +51,7 @@ echo "== run"
 mpirun --oversubscribe -np 2 "$work/embed/embed" 1x2x1
 mpirun --oversubscribe -np 4 "$work/embed/embed" 2x1x2
 
-echo "== examples/pipeline against it: train, save, score a snapshot, one table; 1, 2 and 4 ranks"
+echo "== examples/pipeline against it: train, save, score a snapshot, one table, counterparties; 1, 2 and 4 ranks"
 cmake -S examples/pipeline -B "$work/pipeline" -DCMAKE_PREFIX_PATH="$work/moved" -DCMAKE_BUILD_TYPE=Release \
   > "$work/configure-pipeline.log" || { cat "$work/configure-pipeline.log"; fail "configure (pipeline)"; }
 cmake --build "$work/pipeline" -j2 > "$work/build-pipeline.log" || { cat "$work/build-pipeline.log"; fail "build (pipeline)"; }
@@ -75,6 +76,17 @@ for c in range(2, len(a[0])):
     top = max(max(abs(v) for v in x), 1e-30)
     err = max(abs(p - q) for p, q in zip(x, y))
     assert err <= 1e-4 * max(top, 1.0), f"column {a[0][c]}: {err} of {top}"
+PY
+  # Stage 3's counterparties: the same accounts and scores (within 1e-4), the same partners but
+  # where two candidates' scores nearly tie.
+  /usr/bin/python3 - "$work/run1/counterparties.h5" "$work/run$np/counterparties.h5" <<'PY' || fail "the pipeline's counterparties on $np ranks differ from 1 rank's"
+import sys, h5py, numpy as np
+a, b = (h5py.File(f) for f in sys.argv[1:3])
+assert a.attrs["num_rows"] == b.attrs["num_rows"] == 60 and a.attrs["k"] == 5
+assert np.array_equal(a["node_id"][...], b["node_id"][...])
+sa, sb = a["scores"][...], b["scores"][...]
+assert np.abs(sa - sb).max() <= 1e-4 * max(1.0, np.abs(sa).max()), np.abs(sa - sb).max()
+assert (a["partners"][...] == b["partners"][...]).mean() > 0.95
 PY
 done
 

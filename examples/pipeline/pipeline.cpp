@@ -13,7 +13,13 @@
 // Stage 2 (score): GnnModel::load on the snapshot (every account, old and new, unlabelled),
 // predictions and the hidden layer's embeddings, gathered into one table on rank 0 and written
 // as OUT_DIR/scores.csv: id, class, logits, embeddings. OUT_DIR/model.h5 is the model.
-// Exit status 0 when the model beats always answering "not fraud" on the test accounts.
+// Stage 3 (counterparties): a link model (TrainConfig::task = Link: a GCN encoder, the dot
+// decoder) trained on the same transfers, then the likely next counterparties of each new account
+// of the snapshot — its 5 best-scoring partners that it has not transferred with yet
+// (GnnModel::top_k_partners for a list of ids) — written by every rank collectively as
+// OUT_DIR/counterparties.h5 (write_top_k_h5; docs/predictions.md, "Partners").
+// Exit status 0 when the fraud model beats always answering "not fraud" on the test accounts
+// and the link model ranks held-out transfers well above random pairs (test ROC-AUC above 0.7).
 #include <mpi.h>
 
 #include <cstdint>
@@ -39,12 +45,16 @@ struct Lcg {
   float uniform() { return static_cast<float>(next() % 1000000) / 1e6f; }
 };
 
+// The branch of account k (0-3).
+int branch(int k) { return (k * 37 + k / 7) % 4; }
+
 // 12-digit account ids, not 0..N-1 and not in order.
 std::int64_t account_id(int k) { return 100000000000LL + (static_cast<std::int64_t>(k) * 7919 % 1000003) * 10007; }
 
 // Accounts 0..n-1 (the first kAccounts of them labelled: 1 = fraud, about 8 %), their features
-// and transfers. Fraudulent accounts send to each other and have skewed features. `snapshot`:
-// kNewAccounts more, unlabelled, and no labels or splits at all.
+// and transfers. Fraudulent accounts send to each other and have skewed features; the others
+// mostly within their branch (one of four, which features 2-5 hint at). `snapshot`: kNewAccounts
+// more, unlabelled, and no labels or splits at all.
 void accounts(bool snapshot, plexus::EdgeArrays& e, plexus::NodeArrays& nodes) {
   const int n = kAccounts + (snapshot ? kNewAccounts : 0);
   Lcg rng{2026};
@@ -53,7 +63,8 @@ void accounts(bool snapshot, plexus::EdgeArrays& e, plexus::NodeArrays& nodes) {
   for (int k = 0; k < n; ++k) {
     nodes.ids.push_back(account_id(k));
     for (int f = 0; f < kFeatures; ++f)
-      nodes.features.push_back(rng.uniform() + (fraud[static_cast<std::size_t>(k)] && f < 2 ? 0.35f : 0.0f));
+      nodes.features.push_back(rng.uniform() + (fraud[static_cast<std::size_t>(k)] && f < 2 ? 0.35f : 0.0f) +
+                               (f == 2 + branch(k) ? 0.5f : 0.0f));
     if (!snapshot) {
       nodes.labels.push_back(fraud[static_cast<std::size_t>(k)]);
       const std::uint64_t r = rng.next() % 10;  // 60 % train, 20 % validation, 20 % test
@@ -67,6 +78,8 @@ void accounts(bool snapshot, plexus::EdgeArrays& e, plexus::NodeArrays& nodes) {
       int to = static_cast<int>(rng.next() % static_cast<std::uint64_t>(n));
       if (fraud[static_cast<std::size_t>(k)] && rng.next() % 3 != 0)
         while (!fraud[static_cast<std::size_t>(to)]) to = static_cast<int>(rng.next() % static_cast<std::uint64_t>(n));
+      else if (rng.next() % 5 != 0)  // four in five within the branch
+        while (branch(to) != branch(k)) to = static_cast<int>(rng.next() % static_cast<std::uint64_t>(n));
       e.src.push_back(account_id(k));
       e.dst.push_back(account_id(to));
     }
@@ -138,6 +151,32 @@ int main(int argc, char** argv) {
       std::printf("stage 2: scored %zu accounts (%d new) on grid %s: %zu flagged as fraud (%zu new); wrote %s\n",
                   table.rows(), kNewAccounts, shape.str().c_str(), flagged, new_flagged, table_path.c_str());
     }
+
+    // ---- stage 3: likely next counterparties of the new accounts ------------------------------
+    plexus::TrainConfig link;
+    link.task = plexus::GnnTask::Link;  // 5 % of the transfers held out for validation, 10 % for test
+    link.hidden = 32;
+    link.link.embedding_width = 16;
+    link.epochs = 100;
+    link.dropout = 0.0f;
+    link.weight_decay = 0.0f;
+    const plexus::GridShape link_shape = plexus::choose_gnn_grid(labelled, link, size).shape;
+    auto link_grid = plexus::ProcessGrid::from_mpi(link_shape, 1, MPI_COMM_WORLD);
+    plexus::GnnTrainer link_trainer(labelled, link, *backend, *link_grid);
+    const plexus::TrainResult lr = link_trainer.run();
+    const std::string link_path = dir + "/counterparties-model.h5", partners_path = dir + "/counterparties.h5";
+    link_trainer.save(link_path);
+    std::vector<std::int64_t> new_accounts;
+    for (int k = kAccounts; k < kAccounts + kNewAccounts; ++k) new_accounts.push_back(account_id(k));
+    plexus::GnnModel link_model = plexus::GnnModel::load(link_path);
+    const plexus::TopKPartners next = link_model.top_k_partners(snapshot, new_accounts, 5, *backend, *link_grid);
+    plexus::write_top_k_h5(next, snapshot.num_nodes, *link_grid, partners_path);
+    if (rank == 0)
+      std::printf("stage 3: link model, best validation ROC-AUC %.4f, test ROC-AUC %.4f on grid %s; the 5 likely "
+                  "next counterparties of %lld new accounts in %s\n",
+                  lr.best_val_auc, lr.test_auc, link_shape.str().c_str(), static_cast<long long>(next.num_rows),
+                  partners_path.c_str());
+    if (!(lr.test_auc > 0.7)) status = 1;
   } catch (const plexus::InputError& e) {
     std::fprintf(stderr, "pipeline: %s\n", e.message().c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
