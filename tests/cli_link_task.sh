@@ -9,7 +9,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 source "$src/tests/lib_cli.sh"
 cd "$work" || exit 1
 
-link=(train --task link --threads 1 --hidden 32 --embedding-width 16 --dropout 0.2 --quiet)
+link=(train --task link --threads 1 --hidden 32 --embedding-width 16 --dropout 0.2 --mrr-negatives 20 --quiet)
 if "$plexus" "${link[@]}" --epochs 15 --grid 1x1x1 --metrics one.jsonl >one.out 2>&1 &&
    timeout 300 mpirun -np 4 "$plexus" "${link[@]}" --epochs 15 --grid 2x1x2 --metrics four.jsonl >four.out 2>&1; then
   "$py" - one.jsonl four.jsonl <<'PY' && ok || fail "link task: 2x1x2 differs from one rank, or metrics missing"
@@ -23,10 +23,12 @@ for x, y in zip(a, b):
     assert "train_acc" not in x and math.isfinite(x["val_auc"]) and math.isfinite(x["test_auc"]), x
     assert abs(x["loss"] - y["loss"]) <= 1e-5 * abs(x["loss"]), (x["loss"], y["loss"])
     assert abs(x["val_auc"] - y["val_auc"]) <= 2e-3 and abs(x["test_auc"] - y["test_auc"]) <= 2e-3
+    assert 0 < x["val_mrr"] <= 1 and abs(x["val_mrr"] - y["val_mrr"]) <= 5e-3 and abs(x["test_mrr"] - y["test_mrr"]) <= 5e-3
 assert a[-1]["loss"] < a[0]["loss"], "the loss does not fall"
 for s in (sa, sb):
     assert s["task"] == "link" and s["select_by"] == "auc" and s["test_acc"] is None, s
     assert 0.5 < s["test_auc"] <= 1 and s["best_val_auc"] == max(e["val_auc"] for e in a), s
+    assert 1 / 21 < s["test_mrr"] <= 1 and s["best_val_mrr"] is not None, s
 PY
   grep -q "^best validation ROC-AUC [0-9.]* at epoch [0-9]*; test ROC-AUC [0-9.]*" one.out && ok ||
     { fail "link task's result line"; cat one.out; }
@@ -124,6 +126,8 @@ PY
   expect_error "pairs with an unknown node" "node 99999 is not in the graph" predict --checkpoint link.h5 \
     --pairs unknown.txt -o pu.h5
   expect_error "resume a link run as a node run" "was trained with --task link" train --resume ck --epochs 20 --hidden 32
+  expect_error "resume a link run with other MRR negatives" "--mrr-negatives" train --task link --resume ck \
+    --epochs 20 --hidden 32 --embedding-width 16 --dropout 0.2 --mrr-negatives 5
 else
   fail "link task checkpointed and resumed"; cat ck1.out ck2.out
 fi
@@ -133,6 +137,7 @@ expect_error "link task balanced" "--balance" train --task link --balance permut
 expect_error "held-out shares" "--link-split" train --task link --link-split 0.5,0.5
 expect_error "held-out shares, text" "--link-split" train --task link --link-split 0.1
 expect_error "embedding width" "--embedding-width" train --task link --embedding-width -3
+expect_error "MRR negatives" "--mrr-negatives" train --task link --mrr-negatives -2
 "$plexus" prepare "$cora" -o prepared.h5 --grid 1x1x1 >/dev/null 2>&1
 expect_error "link task on a prepared file" "link task reads a plain graph file" \
   train --task link --data prepared.h5

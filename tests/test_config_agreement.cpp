@@ -50,6 +50,7 @@ TEST(ConfigHash, EveryTrainConfigFieldCounts) {
       [](TrainConfig& c) { c.link.val = 0.1; },
       [](TrainConfig& c) { c.link.test = 0.2; },
       [](TrainConfig& c) { c.link.hits_k = 50; },
+      [](TrainConfig& c) { c.link.mrr_negatives = 100; },
       [](TrainConfig& c) { c.select_by = {SelectBy::Auc, -1}; },
   };
   std::set<std::uint64_t> seen{config_hash(TrainConfig{})};

@@ -1,9 +1,11 @@
 // Link prediction's ranking metrics (src/train/tasks/link_metrics.hpp): hand-computed cases of
-// each definition (ties, fewer negatives than K, OGB's MRR ranks), and ROC-AUC against the
-// brute-force count over every positive-negative pair on random scores with many ties.
+// each definition (ties, fewer negatives than K, OGB's MRR ranks), ROC-AUC against the
+// brute-force count over every positive-negative pair on random scores with many ties, and every
+// metric against NumPy's (tests/link_metrics_numpy.py) on the same scores.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -55,6 +57,35 @@ TEST(LinkMetrics, MrrRanksEachPositiveAmongItsOwnNegatives) {
   EXPECT_DOUBLE_EQ(mrr({0.0f}, {1, 2, 3, 4}, 4), 1 / 5.0);
   EXPECT_THROW(mrr({0.0f}, {1, 2, 3}, 4), std::invalid_argument);
   EXPECT_TRUE(std::isnan(mrr({}, {}, 4)));
+}
+
+// Scores with many ties, as tests/link_metrics_numpy.py builds them: float32 arithmetic on both
+// sides, so the two hold the same bits.
+std::vector<float> formula_scores(int count, std::int64_t mult, std::int64_t add, std::int64_t mod, float shift) {
+  std::vector<float> s;
+  for (std::int64_t i = 0; i < count; ++i) s.push_back(static_cast<float>((i * mult + add) % mod) / 20.0f - shift);
+  return s;
+}
+
+// Issue 46's fourth acceptance: each metric equals an independent NumPy computation of OGB's
+// and scikit-learn's definitions on the same scores (tests/link_metrics_numpy.py; its output,
+// pasted below, is the oracle), to 1e-6 and here to 1e-12.
+TEST(LinkMetrics, EqualNumpyOnTheSameScores) {
+  const std::vector<float> pos = formula_scores(200, 7919, 13, 101, 2.5f), neg = formula_scores(300, 104729, 7, 97, 2.6f),
+                           own = formula_scores(200 * 20, 15485863, 3, 89, 2.2f);
+  // /usr/bin/python3 tests/link_metrics_numpy.py:
+  const double auc = 0.5377083333333333;
+  const double hits_1 = 0.06;
+  const double hits_10 = 0.09;
+  const double hits_50 = 0.22;
+  const double hits_400 = 1.0;
+  const double mrr_20 = 0.20356485016801706;
+  EXPECT_NEAR(roc_auc(pos, neg), auc, 1e-12);
+  EXPECT_NEAR(hits_at(pos, neg, 1), hits_1, 1e-12);
+  EXPECT_NEAR(hits_at(pos, neg, 10), hits_10, 1e-12);
+  EXPECT_NEAR(hits_at(pos, neg, 50), hits_50, 1e-12);
+  EXPECT_NEAR(hits_at(pos, neg, 400), hits_400, 1e-12);
+  EXPECT_NEAR(mrr(pos, own, 20), mrr_20, 1e-12);
 }
 
 TEST(LinkMetrics, NonFiniteScoresAreRefused) {

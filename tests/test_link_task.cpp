@@ -44,7 +44,7 @@ TrainConfig link_config(const std::string& kind, int epochs, float dropout) {
 }
 
 struct LinkRun {
-  std::vector<double> losses, val_auc, test_auc, val_loss;
+  std::vector<double> losses, val_auc, test_auc, val_loss, val_mrr;
   std::int64_t best = -1;
 };
 
@@ -58,6 +58,7 @@ LinkRun train(const GraphData& g, const TrainConfig& c, ProcessGrid& grid) {
     r.val_auc.push_back(m.val_auc);
     r.test_auc.push_back(m.test_auc);
     r.val_loss.push_back(m.val_loss);
+    r.val_mrr.push_back(m.val_mrr);
   }
   r.best = t.best().epoch;
   return r;
@@ -189,6 +190,9 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
   refused([](TrainConfig& c) { c.link.val = -0.1; }, "TrainConfig.link.val");
   refused([](TrainConfig& c) { c.link.test = 1.0; }, "TrainConfig.link.test");
   refused([](TrainConfig& c) { c.link.val = 0.6, c.link.test = 0.4; }, "TrainConfig.link.val");
+  refused([](TrainConfig& c) { c.link.hits_k = -1; }, "TrainConfig.link.hits_k");
+  refused([](TrainConfig& c) { c.link.mrr_negatives = -1; }, "TrainConfig.link.mrr_negatives");
+  refused([](TrainConfig& c) { c.link.mrr_negatives = 100001; }, "TrainConfig.link.mrr_negatives");
   refused([](TrainConfig& c) { c.link.test = std::nan(""); }, "TrainConfig.link.test");
   refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.select_by = {SelectBy::Auc, -1}; },
           "TrainConfig.select_by");
@@ -222,6 +226,7 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   const GraphData g = planted(57, 8);
   TrainConfig c = link_config("sage", 8, 0.3f);
   c.link.hits_k = 3;
+  c.link.mrr_negatives = 6;
   auto single = ProcessGrid::single();
   const LinkRun want = train(g, c, *single);
   const std::string path = testing::TempDir() + "/link-checkpoint.h5";
@@ -241,6 +246,8 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   EXPECT_EQ(info.best.val_auc, want.val_auc[static_cast<std::size_t>(info.best.epoch)]);
   EXPECT_EQ(info.config.link.hits_k, 3);
   EXPECT_TRUE(info.best.val_hits >= 0 && info.best.val_hits <= 1) << info.best.val_hits;
+  EXPECT_EQ(info.config.link.mrr_negatives, 6);
+  EXPECT_EQ(info.best.val_mrr, want.val_mrr[static_cast<std::size_t>(info.best.epoch)]);
   {
     auto be = make_cpu_backend(1);
     GnnTrainer t(g, c, *be, *single);
@@ -257,6 +264,10 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   other_k.link.hits_k = 5;
   GnnTrainer tk(g, other_k, *be, *single);
   EXPECT_THROW(tk.resume(path), InputError);
+  TrainConfig other_mrr = c;
+  other_mrr.link.mrr_negatives = 7;
+  GnnTrainer tm(g, other_mrr, *be, *single);
+  EXPECT_THROW(tm.resume(path), InputError);
   TrainConfig node = c;
   node.task = GnnTask::NodeClassification;
   GnnTrainer n(g, node, *be, *single);

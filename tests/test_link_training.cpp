@@ -54,6 +54,7 @@ struct RunResult {
   std::vector<double> losses;
   double test_auc = 0;
   double test_hits3 = 0;  // Hits@3 of the test links against their negatives
+  double test_mrr4 = 0;   // MRR of each test link (u, v) against 4 negatives (u, w) of its own
 };
 
 // Every rank's part of `epochs` full-batch epochs; the losses (summed over the grid) and, at the
@@ -94,6 +95,13 @@ RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& k
   const std::vector<double> s = link_scores(*be, grid, dec, z, d.split.test_pos, d.split.test_neg);
   const auto p = static_cast<std::ptrdiff_t>(d.split.test_pos.size());
   out.test_hits3 = hits_at(std::vector<float>(s.begin(), s.begin() + p), std::vector<float>(s.begin() + p, s.end()), 3);
+  // MRR's negatives by the documented key (docs/link-prediction.md, "Random streams"): link i's
+  // j-th is (u_i, v of draw 4i + j of the MRR stream, its epoch word 2 for the test split).
+  const std::int64_t k = 4, links = static_cast<std::int64_t>(d.split.test_pos.size());
+  NodePairList own = negative_pairs(cfg.seed, 2, d.graph.num_nodes, 0, links * k, kMrrNegativeStream);
+  for (std::int64_t i = 0; i < links * k; ++i) own.u[static_cast<std::size_t>(i)] = d.split.test_pos.u[static_cast<std::size_t>(i / k)];
+  const std::vector<double> o = link_scores(*be, grid, dec, z, d.split.test_pos, own);
+  out.test_mrr4 = mrr(std::vector<float>(o.begin(), o.begin() + p), std::vector<float>(o.begin() + p, o.end()), 4);
   return out;
 }
 
@@ -147,6 +155,7 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
     c.seed = 5;
     c.epochs = 8;
     c.link.hits_k = 3;
+    c.link.mrr_negatives = 4;
     auto be = make_cpu_backend(1);
     auto grid = ProcessGrid::single();
     GnnTrainer t(generate_sbm(link_sbm(61, 5)), c, *be, *grid);
@@ -158,6 +167,9 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
         EXPECT_NEAR(m.test_hits, want.test_hits3, 1e-9) << kind;
         EXPECT_GT(want.test_hits3, 0) << kind;
         EXPECT_LT(want.test_hits3, 1) << kind;
+        EXPECT_NEAR(m.test_mrr, want.test_mrr4, 1e-9) << kind;
+        EXPECT_GT(want.test_mrr4, 0.2) << kind;  // (1/5 is the lowest rank among 4 negatives)
+        EXPECT_LT(want.test_mrr4, 1) << kind;
       }
     }
   }

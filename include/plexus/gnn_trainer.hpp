@@ -51,6 +51,8 @@ struct EvalMetrics {
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
   // With LinkConfig::hits_k: each held-out split's Hits@K (NaN: not computed).
   double val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
+  // With LinkConfig::mrr_negatives: each held-out split's MRR (NaN: not computed).
+  double val_mrr = std::numeric_limits<double>::quiet_NaN(), test_mrr = std::numeric_limits<double>::quiet_NaN();
 };
 // The most classes whose nodes an evaluation counts one by one (9 doubles a class, all-reduced
 // each epoch): beyond it EvalMetrics::classes stays empty and --select-by macro-f1 / recall:K
@@ -89,9 +91,10 @@ struct BestEpoch {
   double val_acc = 0, val_loss = 0, test_acc = 0;
   double score = 0;                   // selection_score of the epoch (TrainConfig::select_by)
   // The link task's (EvalMetrics::val_auc, test_auc, and with LinkConfig::hits_k val_hits,
-  // test_hits); NaN otherwise.
+  // test_hits, with LinkConfig::mrr_negatives val_mrr, test_mrr); NaN otherwise.
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
   double val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
+  double val_mrr = std::numeric_limits<double>::quiet_NaN(), test_mrr = std::numeric_limits<double>::quiet_NaN();
 };
 struct ModelState {
   std::int64_t epochs_done = 0;       // epochs trained = Adam steps taken

@@ -79,6 +79,10 @@ struct LinkConfig {
   // Hits@K of each held-out split besides its ROC-AUC (OGB's: the share of its links scoring
   // above the K-th best of its negatives, shared by all); 0: not computed.
   index_t hits_k = 0;
+  // MRR of each held-out split besides its ROC-AUC (OGB's, as for ogbl-citation2: each link
+  // (u, v) ranked among K negatives (u, w) of its own, w uniform over the nodes and fixed for the
+  // run); K here, 0: not computed.
+  index_t mrr_negatives = 0;
 };
 
 struct TrainConfig {
@@ -166,6 +170,8 @@ struct EpochMetrics {
   double val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
   // With LinkConfig::hits_k: each held-out split's Hits@K (NaN: not computed).
   double val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
+  // With LinkConfig::mrr_negatives: each held-out split's MRR (NaN: not computed).
+  double val_mrr = std::numeric_limits<double>::quiet_NaN(), test_mrr = std::numeric_limits<double>::quiet_NaN();
   // This rank's wall time of the epoch, its time inside collectives, and the difference.
   double epoch_seconds = 0, comm_seconds = 0, compute_seconds = 0;
   // Seconds inside the collectives of each axis (x, y, z) and in all of them (index 3), over all
@@ -209,6 +215,8 @@ struct TrainResult {
   // LinkConfig::hits_k.
   double best_val_auc = std::numeric_limits<double>::quiet_NaN(), test_auc = std::numeric_limits<double>::quiet_NaN();
   double best_val_hits = std::numeric_limits<double>::quiet_NaN(), test_hits = std::numeric_limits<double>::quiet_NaN();
+  // And its MRR with LinkConfig::mrr_negatives.
+  double best_val_mrr = std::numeric_limits<double>::quiet_NaN(), test_mrr = std::numeric_limits<double>::quiet_NaN();
   double total_seconds = 0;
   std::size_t peak_tensor_bytes = 0;      // this rank's peak backend allocation
   std::size_t max_peak_tensor_bytes = 0;  // the largest peak over all ranks

@@ -88,6 +88,9 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
     w.scalar_attr<std::int64_t>("hits_k", H5T_STD_I64LE, o.link.hits_k, kOptions);
     w.scalar_attr<double>("best_val_hits", H5T_IEEE_F64LE, h.best.val_hits);
     w.scalar_attr<double>("best_test_hits", H5T_IEEE_F64LE, h.best.test_hits);
+    w.scalar_attr<std::int64_t>("mrr_negatives", H5T_STD_I64LE, o.link.mrr_negatives, kOptions);
+    w.scalar_attr<double>("best_val_mrr", H5T_IEEE_F64LE, h.best.val_mrr);
+    w.scalar_attr<double>("best_test_mrr", H5T_IEEE_F64LE, h.best.test_mrr);
   }
   // The model kind and its options (docs/gnn-models.md), each an attribute named by its key
   // and typed as declared; a file without `model` is a GCN.
@@ -225,6 +228,9 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
     o.link.hits_k = r.int_attr("hits_k", "int64", kOptions);
     info.best.val_hits = r.evaluated_attr("best_val_hits");
     info.best.test_hits = r.evaluated_attr("best_test_hits");
+    o.link.mrr_negatives = r.int_attr("mrr_negatives", "int64", kOptions);
+    info.best.val_mrr = r.evaluated_attr("best_val_mrr");
+    info.best.test_mrr = r.evaluated_attr("best_test_mrr");
     // The embeddings' width is the last layer's: a file whose widths say otherwise is refused.
     if (o.link.embedding_width >= 0 && info.dims.back() != output_width(o, 0))
       r.fail("dims", "the last width " + std::to_string(info.dims.back()) + " is not the link task's embedding width " +

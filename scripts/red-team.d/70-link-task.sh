@@ -144,3 +144,13 @@ refuse predict "nodes with --pairs" "not both" --checkpoint "$L/link.h5" --data 
   --nodes "$L/nodes.txt" --pairs "$L/pairs.txt" -o "$OUT/tnp.h5"
 refuse predict "nodes: written over" "is the same file as the input" --checkpoint "$L/link.h5" --data "$IN/sbm.h5" \
   --top-k 2 --nodes "$L/nodes.txt" -o "$L/nodes.txt"
+
+# --mrr-negatives K: each held-out split's MRR.
+refuse train "MRR negatives: negative" "--mrr-negatives" --task link --data "$IN/sbm.h5" --mrr-negatives -1
+refuse train "MRR negatives: too many" "--mrr-negatives" --task link --data "$IN/sbm.h5" --mrr-negatives 100001
+refuse train "MRR negatives: not a number" "--mrr-negatives" --task link --data "$IN/sbm.h5" --mrr-negatives many
+mrr_ok() { $py -c 'import json,sys
+l=[json.loads(x) for x in open(sys.argv[1])]; e=[x for x in l if "epoch" in x and not x.get("summary")]
+sys.exit(not (len(e) == 2 and all(0 < x["val_mrr"] <= 1 and 0 < x["test_mrr"] <= 1 for x in e) and l[-1]["test_mrr"] is not None))' "$1" 2>/dev/null; }
+accept train "MRR in the metrics" 'mrr_ok $OUT/mrr.jsonl' --task link --data "$IN/sbm.h5" --mrr-negatives 30 --epochs 2 \
+  --threads 1 --metrics "$OUT/mrr.jsonl"

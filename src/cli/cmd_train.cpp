@@ -68,6 +68,22 @@ const std::map<std::string, std::string> kEpochReductions = {
     {"loss", "global: the mean over every training node"},
 };
 
+// The progress line of an epoch: the link task's held-out ROC-AUCs, with --hits-k and
+// --mrr-negatives their Hits@K and MRR; node classification's accuracies.
+std::string progress_text(const EpochMetrics& m, const TrainConfig& c) {
+  if (c.task != GnnTask::Link)
+    return fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
+                       evaluated_text(m.val_acc), evaluated_text(m.test_acc));
+  const auto split = [&](const char* name, double auc, double hits, double mrr) {
+    std::string s = fmt::format("  {} auc {}", name, evaluated_text(auc));
+    if (c.link.hits_k > 0) s += fmt::format(" hits@{} {}", c.link.hits_k, evaluated_text(hits));
+    if (c.link.mrr_negatives > 0) s += fmt::format(" mrr {}", evaluated_text(mrr));
+    return s;
+  };
+  return fmt::format("loss {:.4f}", m.loss) + split("val", m.val_auc, m.val_hits, m.val_mrr) +
+         split("test", m.test_auc, m.test_hits, m.test_mrr);
+}
+
 nlohmann::ordered_json epoch_json(const EpochMetrics& m, GnnTask task) {
   nlohmann::ordered_json j = {{"epoch", m.epoch + 1}, {"loss", m.loss}};
   if (task == GnnTask::Link) {
@@ -76,6 +92,10 @@ nlohmann::ordered_json epoch_json(const EpochMetrics& m, GnnTask task) {
     if (!std::isnan(m.val_hits) || !std::isnan(m.test_hits)) {
       j["val_hits"] = evaluated_json(m.val_hits);
       j["test_hits"] = evaluated_json(m.test_hits);
+    }
+    if (!std::isnan(m.val_mrr) || !std::isnan(m.test_mrr)) {
+      j["val_mrr"] = evaluated_json(m.val_mrr);
+      j["test_mrr"] = evaluated_json(m.test_mrr);
     }
   } else {
     j["train_acc"] = evaluated_json(m.train_acc);
@@ -178,6 +198,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     run_fields["embedding_width"] = output_width(o.cfg, 0);
     run_fields["link_split"] = {o.cfg.link.val, o.cfg.link.test};
     run_fields["hits_k"] = o.cfg.link.hits_k;
+    run_fields["mrr_negatives"] = o.cfg.link.mrr_negatives;
   }
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
@@ -241,16 +262,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     if (grid->rank() == fault.rank && m.epoch + 1 == fault.epoch)
       throw std::runtime_error("fault injected by --debug-fail on rank " + std::to_string(fault.rank) +
                                " after epoch " + std::to_string(fault.epoch));
-    training.step_done(epoch_json(m, o.cfg.task), m.epoch + 1,
-                       link && o.cfg.link.hits_k > 0
-                           ? fmt::format("loss {:.4f}  val auc {} hits@{} {}  test auc {} hits@{} {}", m.loss,
-                                         evaluated_text(m.val_auc), o.cfg.link.hits_k, evaluated_text(m.val_hits),
-                                         evaluated_text(m.test_auc), o.cfg.link.hits_k, evaluated_text(m.test_hits))
-                       : link ? fmt::format("loss {:.4f}  val auc {}  test auc {}", m.loss, evaluated_text(m.val_auc),
-                                          evaluated_text(m.test_auc))
-                            : fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
-                                          evaluated_text(m.val_acc), evaluated_text(m.test_acc)),
-                       m.epoch_seconds);
+    training.step_done(epoch_json(m, o.cfg.task), m.epoch + 1, progress_text(m, o.cfg), m.epoch_seconds);
   };
   const auto save = [&](const std::string& path) { trainer->save(path); };
   const TrainResult r = trainer->run(on_epoch, [&] { return training.stop_after(trainer->epochs_done(), save); });
@@ -315,6 +327,8 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"test_auc", evaluated_json(r.test_auc)},
                                      {"best_val_hits", evaluated_json(r.best_val_hits)},
                                      {"test_hits", evaluated_json(r.test_hits)},
+                                     {"best_val_mrr", evaluated_json(r.best_val_mrr)},
+                                     {"test_mrr", evaluated_json(r.test_mrr)},
                                      {"total_seconds", r.total_seconds},
                                      {"load_seconds", load_s},
                                      {"base_rss_bytes", training.base_rss()},
@@ -380,6 +394,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--hits-k", c.link.hits_k,
                   "--task link: also report each held-out split's Hits@K (OGB's: its links scoring above the K-th "
                   "best of its negatives; val_hits, test_hits); 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--mrr-negatives", c.link.mrr_negatives,
+                  "--task link: also report each held-out split's MRR (OGB's, as ogbl-citation2's: each link (u, v) "
+                  "ranked among K negatives (u, w) of its own, w uniform, fixed for the run; val_mrr, test_mrr); 0 = off")
       ->capture_default_str();
   cmd->add_option("--link-split", opts->link_split,
                   "--task link: the shares of the links held out for validation and test, VAL,TEST (default "

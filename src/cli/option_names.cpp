@@ -39,6 +39,7 @@ const OptionName kNames[] = {
     {"TrainConfig.link.val", "--link-split"},
     {"TrainConfig.link.test", "--link-split"},
     {"TrainConfig.link.hits_k", "--hits-k"},
+    {"TrainConfig.link.mrr_negatives", "--mrr-negatives"},
     {"top_k_partners(k)", "--top-k"},
     {"top_k_partners(tile)", ""},
     {"top_k_partners(nodes)", "--nodes"},

@@ -50,7 +50,8 @@ constexpr Field kFields[] = {
     {"options", Kind::Options},      {"model", Kind::Text},            {"recompute", Kind::Flag},
     {"task", Kind::Text},            {"val_auc", Kind::Fraction},      {"test_auc", Kind::Fraction},
     {"best_val_auc", Kind::Fraction}, {"val_hits", Kind::Fraction},    {"test_hits", Kind::Fraction},
-    {"best_val_hits", Kind::Fraction},
+    {"best_val_hits", Kind::Fraction}, {"val_mrr", Kind::Fraction},     {"test_mrr", Kind::Fraction},
+    {"best_val_mrr", Kind::Fraction},
 };
 
 const char* expected(Kind k) {

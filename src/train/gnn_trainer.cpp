@@ -387,6 +387,8 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   m.test_auc = e.test_auc;
   m.val_hits = e.val_hits;
   m.test_hits = e.test_hits;
+  m.val_mrr = e.val_mrr;
+  m.test_mrr = e.test_mrr;
   m.epoch_seconds = seconds_since(t_epoch);
   const CommTotals c = comm_totals(t.grid);
   m.rank_comm_bytes = c.bytes;
@@ -408,7 +410,8 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   BestEpoch& b = t.best;
   t.weights_epoch = m.epoch;
   if (t.task->better(e, b)) {
-    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc, t.task->score(e), e.val_auc, e.test_auc, e.val_hits, e.test_hits};
+    b = BestEpoch{m.epoch, m.val_acc, m.val_loss, m.test_acc, t.task->score(e), e.val_auc, e.test_auc, e.val_hits, e.test_hits,
+                  e.val_mrr,   e.test_mrr};
     t.best_classes = {e.classes[1], e.classes[2]};
     if (t.cfg.restore_best) t.values_to_host(t.best_values);
   }
@@ -451,6 +454,8 @@ TrainResult GnnTrainer::run(const std::function<void(const EpochMetrics&)>& on_e
   result.test_auc = t.best.test_auc;
   result.best_val_hits = t.best.val_hits;
   result.test_hits = t.best.test_hits;
+  result.best_val_mrr = t.best.val_mrr;
+  result.test_mrr = t.best.test_mrr;
   result.val_classes = class_metrics(t.best_classes[0]);
   result.test_classes = class_metrics(t.best_classes[1]);
   result.total_seconds = seconds_since(t_start);
@@ -641,6 +646,8 @@ void GnnTrainer::resume(const std::string& path) {
     differs("TrainConfig.link.val", std::to_string(was.link.val), std::to_string(now.link.val));
     differs("TrainConfig.link.test", std::to_string(was.link.test), std::to_string(now.link.test));
     differs("TrainConfig.link.hits_k", std::to_string(was.link.hits_k), std::to_string(now.link.hits_k));
+    differs("TrainConfig.link.mrr_negatives", std::to_string(was.link.mrr_negatives),
+            std::to_string(now.link.mrr_negatives));
   }
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +

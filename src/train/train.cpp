@@ -131,6 +131,8 @@ void validate_link(const TrainConfig& c) {
   if (!(l.val >= 0 && l.val < 1)) throw InputError("TrainConfig.link.val", "must be in [0, 1)");
   if (!(l.test >= 0 && l.test < 1)) throw InputError("TrainConfig.link.test", "must be in [0, 1)");
   if (l.hits_k < 0) throw InputError("TrainConfig.link.hits_k", "must be 0 (not computed) or a number of negatives K >= 1");
+  if (l.mrr_negatives < 0 || l.mrr_negatives > 100000)
+    throw InputError("TrainConfig.link.mrr_negatives", "must be 0 (not computed) or a number of negatives per link, 1 to 100000");
   if (!(l.val + l.test < 1)) throw InputError("TrainConfig.link.val", "the held-out shares must leave training links (val + test < 1)");
   if (c.task != GnnTask::Link) return;
   if (c.select_by.by == SelectBy::MacroF1 || c.select_by.by == SelectBy::Recall)

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <limits>
-#include <tuple>
 #include <utility>
 
 #include "plexus/error.hpp"
@@ -17,12 +16,16 @@ namespace plexus {
 namespace {
 constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
 
-// The ROC-AUC and Hits@K (k > 0; else NaN) of a list of link_scores (its first `positives` are
-// the links).
-std::pair<double, double> metrics_of(const std::vector<double>& all, std::size_t positives, index_t k) {
-  const auto p = static_cast<std::ptrdiff_t>(positives);
-  const std::vector<float> pos(all.begin(), all.begin() + p), neg(all.begin() + p, all.end());
-  return {roc_auc(pos, neg), k > 0 ? hits_at(pos, neg, static_cast<std::size_t>(k)) : kNotEvaluated};
+// MRR's negatives of a split's links (LinkConfig::mrr_negatives: k each): link i's j-th is
+// (u_i, w), w the j-th draw of its stream (negative_pairs.hpp), `split` 1 validation, 2 test.
+NodePairList mrr_negatives_of(const NodePairList& links, index_t k, std::uint64_t seed, std::uint32_t split,
+                              index_t num_nodes) {
+  NodePairList out;
+  if (k <= 0 || links.size() == 0) return out;
+  const auto n = static_cast<std::int64_t>(links.size()) * k;
+  out = negative_pairs(seed, split, num_nodes, 0, n, kMrrNegativeStream);
+  for (std::int64_t i = 0; i < n; ++i) out.u[static_cast<std::size_t>(i)] = links.u[static_cast<std::size_t>(i / k)];
+  return out;
 }
 }  // namespace
 
@@ -34,6 +37,9 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
       seed_(in.cfg.seed),
       by_loss_(in.cfg.select_by.by == SelectBy::Loss),
       hits_k_(in.cfg.link.hits_k),
+      mrr_k_(in.cfg.link.mrr_negatives),
+      val_mrr_neg_(mrr_negatives_of(links_.val_pos, mrr_k_, seed_, 1, num_nodes_)),
+      test_mrr_neg_(mrr_negatives_of(links_.test_pos, mrr_k_, seed_, 2, num_nodes_)),
       decoder_(in.backend, in.grid, in.out, in.shards.num_nodes) {
   if (in.row_split) throw std::logic_error("LinkPrediction: the output's rows are not split further (baseline collectives)");
   // (A plan's shards of sizes only carry no pairs: its dry run prices the encoder alone for now.)
@@ -47,18 +53,29 @@ double LinkPrediction::loss_and_grad(int epoch, const Matrix& out, Matrix& d_out
   return link_loss_and_grad(be_, grid_, decoder_, out, links_.train, negatives, d_out);
 }
 
+void LinkPrediction::split_metrics(const NodePairList& positives, const NodePairList& negatives,
+                                   const NodePairList& mrr_negatives, const Matrix& out, double& auc, double& hits,
+                                   double& mrr_value, double* loss) {
+  NodePairList all_negatives = negatives;
+  all_negatives.u.insert(all_negatives.u.end(), mrr_negatives.u.begin(), mrr_negatives.u.end());
+  all_negatives.v.insert(all_negatives.v.end(), mrr_negatives.v.begin(), mrr_negatives.v.end());
+  const std::vector<double> s = link_scores(be_, grid_, decoder_, out, positives, all_negatives);
+  const auto p = static_cast<std::ptrdiff_t>(positives.size()), q = p + static_cast<std::ptrdiff_t>(negatives.size());
+  const std::vector<float> pos(s.begin(), s.begin() + p), neg(s.begin() + p, s.begin() + q), own(s.begin() + q, s.end());
+  auc = roc_auc(pos, neg);
+  hits = hits_k_ > 0 ? hits_at(pos, neg, static_cast<std::size_t>(hits_k_)) : kNotEvaluated;
+  mrr_value = mrr_k_ > 0 ? mrr(pos, own, static_cast<std::size_t>(mrr_k_)) : kNotEvaluated;
+  if (loss) *loss = link_loss_of_scores(std::vector<double>(s.begin(), s.begin() + q), positives.size());
+}
+
 EvalMetrics LinkPrediction::evaluate(const Matrix& out) {
   EvalMetrics e;
   e.train_acc = e.val_acc = e.test_acc = e.train_loss = kNotEvaluated;
   e.val_loss = kNotEvaluated;
-  if (links_.val_pos.size() > 0) {
-    const std::vector<double> s = link_scores(be_, grid_, decoder_, out, links_.val_pos, links_.val_neg);
-    std::tie(e.val_auc, e.val_hits) = metrics_of(s, links_.val_pos.size(), hits_k_);
-    e.val_loss = link_loss_of_scores(s, links_.val_pos.size());
-  }
+  if (links_.val_pos.size() > 0)
+    split_metrics(links_.val_pos, links_.val_neg, val_mrr_neg_, out, e.val_auc, e.val_hits, e.val_mrr, &e.val_loss);
   if (links_.test_pos.size() > 0)
-    std::tie(e.test_auc, e.test_hits) = metrics_of(
-        link_scores(be_, grid_, decoder_, out, links_.test_pos, links_.test_neg), links_.test_pos.size(), hits_k_);
+    split_metrics(links_.test_pos, links_.test_neg, test_mrr_neg_, out, e.test_auc, e.test_hits, e.test_mrr, nullptr);
   return e;
 }
 

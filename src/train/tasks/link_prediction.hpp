@@ -31,6 +31,13 @@ class LinkPrediction : public Task {
   std::uint64_t seed_;
   bool by_loss_;  // TrainConfig::select_by: loss, else ROC-AUC
   index_t hits_k_;  // LinkConfig::hits_k (0: not computed)
+  index_t mrr_k_;   // LinkConfig::mrr_negatives (0: not computed)
+  // Each held-out split's MRR negatives (mrr_k_ per link, fixed for the run; mrr_negatives_of).
+  NodePairList val_mrr_neg_, test_mrr_neg_;
+  // A held-out split's metrics from the scores of its links, its fixed negatives and its MRR
+  // negatives (link_scores of positives ++ negatives ++ mrr negatives).
+  void split_metrics(const NodePairList& positives, const NodePairList& negatives, const NodePairList& mrr_negatives,
+                     const Matrix& out, double& auc, double& hits, double& mrr_value, double* loss);
   DotLinkDecoder3D decoder_;
 };
 

@@ -9,12 +9,12 @@
 namespace plexus {
 
 NodePairList negative_pairs(std::uint64_t seed, std::uint32_t epoch, index_t num_nodes, std::int64_t begin,
-                         std::int64_t end) {
+                            std::int64_t end, std::uint32_t stream) {
   if (num_nodes < 1) throw std::invalid_argument("negative_pairs: no nodes to draw from");
   if (begin < 0 || end < begin)
     throw std::invalid_argument("negative_pairs: [" + std::to_string(begin) + ", " + std::to_string(end) +
                                 ") is not a range of negatives");
-  const DropoutKey key{seed, epoch, kNegativePairStream};
+  const DropoutKey key{seed, epoch, stream};
   NodePairList p;
   p.u.reserve(static_cast<std::size_t>(end - begin));
   p.v.reserve(static_cast<std::size_t>(end - begin));

@@ -15,9 +15,13 @@
 namespace plexus {
 
 inline constexpr std::uint32_t kNegativePairStream = 0x11E6;
+// MRR's negatives of a held-out split (LinkConfig::mrr_negatives), fixed for the run: positive
+// i's j-th negative is (u_i, v of pair i·K + j of this stream), its `epoch` word the split
+// (1 validation, 2 test).
+inline constexpr std::uint32_t kMrrNegativeStream = 0x11E7;
 
-// Negatives [begin, end) of `epoch` over `num_nodes` nodes (≥ 1).
+// Negatives [begin, end) of `epoch` over `num_nodes` nodes (≥ 1), from `stream`.
 NodePairList negative_pairs(std::uint64_t seed, std::uint32_t epoch, index_t num_nodes, std::int64_t begin,
-                         std::int64_t end);
+                            std::int64_t end, std::uint32_t stream = kNegativePairStream);
 
 }  // namespace plexus
