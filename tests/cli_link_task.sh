@@ -131,6 +131,41 @@ PY
 else
   fail "link task checkpointed and resumed"; cat ck1.out ck2.out
 fi
+# A file with its own link split (convert edgelist --edge-split, seed 3) trains as the same split
+# drawn in memory (--seed 3): the same losses and ROC-AUCs.
+"$py" - "$cora" <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1])
+ip, ix = f["graph/indptr"][...], f["graph/indices"][...]
+with open("cora_edges.txt", "w") as o:
+    for u in range(len(ip) - 1):
+        for v in ix[ip[u]:ip[u + 1]]:
+            if u < v:
+                o.write(f"{u} {v}\n")
+PY
+if "$plexus" convert edgelist cora_edges.txt --num-nodes 2708 --edge-split 0.85,0.05,0.1 --split-seed 3 \
+     -o edge_split.h5 >es.out 2>&1 &&
+   "$plexus" convert edgelist cora_edges.txt --num-nodes 2708 -o edges.h5 >/dev/null 2>&1 &&
+   "$plexus" train --task link --data edge_split.h5 --epochs 6 --seed 3 --threads 1 --quiet --metrics fs.jsonl \
+     >/dev/null 2>&1 &&
+   "$plexus" train --task link --data edges.h5 --epochs 6 --seed 3 --threads 1 --quiet --metrics ms.jsonl >/dev/null 2>&1
+then
+  "$py" - fs.jsonl ms.jsonl <<'PY' && ok || fail "a file's link split trains differently from the same split in memory"
+import json, sys
+def read(path):
+    l = [json.loads(x) for x in open(path)]
+    return l[0], [(x["loss"], x["val_auc"], x["test_auc"]) for x in l if "epoch" in x and not x.get("summary")]
+(ha, a), (hb, b) = read(sys.argv[1]), read(sys.argv[2])
+assert len(a) == 6 and a == b, (a, b)
+assert ha["link_split"] == "file" and hb["link_split"] == [0.05, 0.1], (ha["link_split"], hb["link_split"])
+PY
+  grep -q "^links held out: 263 validation, 527 test" es.out && ok || { fail "convert --edge-split's report"; cat es.out; }
+  expect_error "a file's split and --link-split" "holds its own link split" train --task link --data edge_split.h5 \
+    --link-split 0.1,0.1
+  expect_error "prepare of a file with a link split" "holds a link split (/links)" prepare edge_split.h5 -o es_p.h5
+else
+  fail "convert --edge-split and train on it"; cat es.out
+fi
 expect_error "link task picked by accuracy per class" "--select-by" train --task link --select-by macro-f1
 expect_error "node task picked by auc" "--select-by" train --select-by auc
 expect_error "link task balanced" "--balance" train --task link --balance permute

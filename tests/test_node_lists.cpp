@@ -9,21 +9,13 @@
 
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
+#include "input_errors.hpp"
 #include "scratch_dir.hpp"
 
 namespace plexus {
 namespace {
 
-// The one-line message (where: what) of the InputError that `f` throws ("" when it throws none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.message();
-  }
-  return "";
-}
+using test::input_error_message;
 
 TEST(NodeLists, PairsAndNodesAreReadLineByLine) {
   testing::ScratchDir dir;
@@ -37,10 +29,10 @@ TEST(NodeLists, PairsAndNodesAreReadLineByLine) {
 TEST(NodeLists, LinesOfTheWrongShapeAndEmptyFilesAreRefused) {
   testing::ScratchDir dir;
   const auto nodes = [&](const char* name, const char* text) {
-    return error_of([&] { read_node_list_text(dir.write(name, text)); });
+    return input_error_message([&] { read_node_list_text(dir.write(name, text)); });
   };
   const auto pairs = [&](const char* name, const char* text) {
-    return error_of([&] { read_node_pairs_text(dir.write(name, text)); });
+    return input_error_message([&] { read_node_pairs_text(dir.write(name, text)); });
   };
   EXPECT_NE(nodes("two.txt", "1\n2 3\n").find("two.txt:2: not one node id"), std::string::npos);
   EXPECT_NE(nodes("word.txt", "1\nx\n").find("word.txt:2"), std::string::npos);
@@ -48,7 +40,7 @@ TEST(NodeLists, LinesOfTheWrongShapeAndEmptyFilesAreRefused) {
   EXPECT_NE(pairs("one.txt", "1 2\n3\n").find("one.txt:2: not two node ids"), std::string::npos);
   EXPECT_NE(pairs("three.txt", "1 2 3\n").find("three.txt:1: not two node ids"), std::string::npos);
   EXPECT_NE(pairs("nopair.txt", "% x\n").find("holds no pair"), std::string::npos);
-  EXPECT_NE(error_of([&] { read_node_list_text(dir.file("missing.txt")); }).find("missing.txt"), std::string::npos);
+  EXPECT_NE(input_error_message([&] { read_node_list_text(dir.file("missing.txt")); }).find("missing.txt"), std::string::npos);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "plexus/backend.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/graph.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/predictions.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
@@ -141,6 +142,9 @@ struct GnnTrainingData {
   TrainingOrder order;
   GnnShards shards;  // this rank's shards (empty when order.in_memory)
   GraphData whole;   // the whole graph (order.in_memory), ordered by the trainer
+  // The link task: the file's own split (read_link_split_h5; `whole` then holds the training
+  // links only), trained on in place of one drawn with LinkConfig's shares. Nullopt: none.
+  std::optional<LinkSplit> held_out;
 };
 GnnTrainingData read_training_data(const std::string& path, const TrainConfig& cfg, ProcessGrid& grid,
                                    const TrainingOrder& order);

@@ -5,10 +5,12 @@
 // dataset) on bad input.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "plexus/graph.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/predictions.hpp"
 #include "plexus/prepare_passes.hpp"
 #include "plexus/process_grid.hpp"
@@ -40,6 +42,7 @@ struct GraphInfo {
   index_t num_nodes = 0, num_features = 0, nnz = 0;
   std::int32_t num_classes = 0;
   bool directed = false;  // the root attribute `directed`
+  bool link_split = false;  // whether it holds its own link split (/links: read_link_split_h5)
 };
 GraphInfo read_graph_info_h5(const std::string& path);
 // This rank's shards of a `layers`-layer GCN (hidden width `hidden`) over `grid`, reading
@@ -118,6 +121,13 @@ struct NodeNames {
 // write_graph_h5 plus the names (each written only when non-empty and of the right length:
 // N ids, num_classes names; InputError(path, ...) otherwise).
 void write_graph_h5(const GraphData& g, const NodeNames& names, const std::string& path);
+// The same with a link split (docs/format-v1.md, "Link splits": /links/{val,test}_{pos,neg},
+// int64 [M, 2]): `g` then holds the training links only (random_link_split leaves it so).
+// Checked first (validate_link_split).
+void write_graph_h5(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& path);
+// A file's link split (/links), checked against its graph's node count and shapes; nullopt when
+// the file has none. (validate_link_split checks it against the graph's edges.)
+std::optional<LinkSplit> read_link_split_h5(const std::string& path);
 // The original ids of nodes [begin, begin + count) in the order a predictions file uses
 // (node k of the graph as converted: a prepared file's order is undone), read from the
 // file's /node_ids; empty when it has none. InputError(path, ...) on a malformed /node_ids.

@@ -3,6 +3,7 @@
 // RandomLinkSplit): what the link task (TrainConfig::task, plexus/train.hpp) trains and
 // evaluates on when a graph brings no split of its own. docs/link-prediction.md.
 #include <cstdint>
+#include <string>
 
 #include "plexus/graph.hpp"
 
@@ -22,5 +23,12 @@ struct LinkSplit {
 // it holds links. InputError("LinkSplit", ...) for fractions outside [0, 1) or summing to 1 or
 // more, or a graph too dense to have that many non-edges. Deterministic for a seed.
 LinkSplit random_link_split(GraphData& g, double val, double test, std::uint64_t seed);
+
+// Checks a split against the graph message passing sees (`g`: the training links only, as a
+// file with /links holds it; docs/format-v1.md, "Link splits"): every pair's nodes in range, no
+// held-out link an edge of `g` (message passing would see it), no negative an edge of `g` or a
+// held-out link (either direction when undirected). InputError(where, "/links/<split>: pair k
+// (u, v) ...") naming the first problem.
+void validate_link_split(const GraphData& g, const LinkSplit& s, const std::string& where);
 
 }  // namespace plexus

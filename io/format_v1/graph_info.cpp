@@ -14,6 +14,7 @@ GraphInfo read_graph_info_h5(const std::string& path) {
   info.num_classes = h.num_classes;
   info.nnz = h.nnz;
   info.directed = h.directed;
+  info.link_split = r.exists("/links");
   return info;
 }
 

@@ -30,13 +30,15 @@ void h5::check_node_names(const GraphData& g, const NodeNames& names, const std:
                                std::to_string(g.num_classes) + " classes");
 }
 
-void write_graph_h5(const GraphData& g, const NodeNames& names, const std::string& path) {
+void h5::write_node_names(h5::Writer& w, const GraphData& g, const NodeNames& names) {
   const auto n = static_cast<hsize_t>(g.num_nodes);
+  if (!names.ids.empty()) w.dataset(kNodeIds, H5T_STD_I64LE, names.ids.data(), {n}, h5::chunk_1d(n, 8));
+  if (!names.class_names.empty()) w.string_dataset(kClassNames, names.class_names);
+}
+
+void write_graph_h5(const GraphData& g, const NodeNames& names, const std::string& path) {
   h5::check_node_names(g, names, path);
-  h5::write_atomically(g, path, [&](h5::Writer& w) {
-    if (!names.ids.empty()) w.dataset(kNodeIds, H5T_STD_I64LE, names.ids.data(), {n}, h5::chunk_1d(n, 8));
-    if (!names.class_names.empty()) w.string_dataset(kClassNames, names.class_names);
-  });
+  h5::write_atomically(g, path, [&](h5::Writer& w) { h5::write_node_names(w, g, names); });
 }
 
 std::vector<std::int64_t> read_original_node_ids_h5(const std::string& path, index_t begin, index_t count) {

@@ -6,6 +6,7 @@
 #include "plexus/io.hpp"
 
 namespace plexus::h5 {
+class Writer;  // io/hdf5/writer.hpp
 
 constexpr const char* kPrepared = "/prepared";
 
@@ -48,6 +49,8 @@ PreparedHeader read_prepared_header(const Reader& r, const Header& h);
 // Refuses (InputError(path, "cannot write: ...")) names that do not fit `g`: ids other than
 // one per node, class names other than one per class (io/format_v1/node_names.cpp).
 void check_node_names(const GraphData& g, const NodeNames& names, const std::string& path);
+// Writes the names that are non-empty (/node_ids, /class_names) of a plain file of `g`.
+void write_node_names(Writer& w, const GraphData& g, const NodeNames& names);
 
 // The /class_names of a file (serial read; empty when it has none), checked as
 // read_node_names_h5 checks them.

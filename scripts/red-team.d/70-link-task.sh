@@ -154,3 +154,60 @@ l=[json.loads(x) for x in open(sys.argv[1])]; e=[x for x in l if "epoch" in x an
 sys.exit(not (len(e) == 2 and all(0 < x["val_mrr"] <= 1 and 0 < x["test_mrr"] <= 1 for x in e) and l[-1]["test_mrr"] is not None))' "$1" 2>/dev/null; }
 accept train "MRR in the metrics" 'mrr_ok $OUT/mrr.jsonl' --task link --data "$IN/sbm.h5" --mrr-negatives 30 --epochs 2 \
   --threads 1 --metrics "$OUT/mrr.jsonl"
+
+# convert edgelist --edge-split and files with their own link split (/links).
+printf '0 1\n1 2\n2 3\n3 4\n4 5\n5 0\n0 3\n1 4\n2 5\n6 7\n7 8\n8 6\n0 6\n' >"$L/ring.txt"
+"$plexus" convert edgelist "$L/ring.txt" --edge-split 0.6,0.2,0.2 --split-seed 2 -o "$L/ring_split.h5" >/dev/null 2>&1 ||
+  setup_fail "70: convert --edge-split"
+(cd "$L" && $py - <<'PY') || setup_fail "70: h5py link splits"
+import shutil
+import h5py, numpy as np
+def edit(dst, f_):
+    shutil.copy("ring_split.h5", dst)
+    with h5py.File(dst, "r+") as f:
+        f_(f)
+def shape(f):
+    del f["links/val_pos"]
+    f["links/val_pos"] = np.zeros((1, 3), np.int64)
+edit("split_shape.h5", shape)
+def out_of_range(f):
+    a = f["links/test_neg"][...]; a[0, 1] = 99; f["links/test_neg"][...] = a
+edit("split_range.h5", out_of_range)
+def leak(f):  # a held-out link that is an edge of /graph
+    ip, ix = f["graph/indptr"][...], f["graph/indices"][...]
+    a = f["links/val_pos"][...]; a[0] = [0, ix[ip[0]]]; f["links/val_pos"][...] = a
+edit("split_leak.h5", leak)
+def missing(f):
+    del f["links/test_pos"]
+edit("split_missing.h5", missing)
+def floats(f):
+    a = f["links/val_neg"][...]; del f["links/val_neg"]; f["links/val_neg"] = a.astype(np.float32)
+edit("split_float.h5", floats)
+PY
+es=(--task link --epochs 2 --quiet --threads 1 --hidden 8)
+split_ok() { $py -c 'import json,sys
+l=[json.loads(x) for x in open(sys.argv[1])]
+sys.exit(not (l[0]["link_split"] == "file" and l[-1]["test_auc"] is not None))' "$1" 2>/dev/null; }
+accept train "link: a file's own split" 'split_ok $OUT/rs.jsonl' --data "$L/ring_split.h5" "${es[@]}" --metrics "$OUT/rs.jsonl"
+NP=2 accept train "link: a file's own split on 2 ranks" 'split_ok $OUT/rs2.jsonl' --data "$L/ring_split.h5" "${es[@]}" \
+  --grid 2x1x1 --metrics "$OUT/rs2.jsonl"
+refuse train "link split: a pair of 3 ids" "/links/val_pos: expected shape [M, 2]" --data "$L/split_shape.h5" "${es[@]}"
+refuse train "link split: a node out of range" "/links/test_neg: pair 1" --data "$L/split_range.h5" "${es[@]}"
+refuse train "link split: a held-out link in the graph" "is an edge of /graph: message passing would see" \
+  --data "$L/split_leak.h5" "${es[@]}"
+refuse train "link split: a list missing" "/links/test_pos: missing dataset" --data "$L/split_missing.h5" "${es[@]}"
+refuse train "link split: float pairs" "/links/val_neg: expected int64" --data "$L/split_float.h5" "${es[@]}"
+refuse train "link split: and --link-split" "holds its own link split" --data "$L/ring_split.h5" "${es[@]}" \
+  --link-split 0.1,0.1
+refuse prepare "link split: prepare does not carry it" "holds a link split (/links)" "$L/ring_split.h5" -o "$OUT/rsp.h5"
+refuse convert "edge split: fractions over 1" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.8,0.2,0.2 -o "$OUT/e1.h5"
+refuse convert "edge split: fractions under 1" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.5,0.2,0.2 -o "$OUT/e2.h5"
+refuse convert "edge split: nothing held out" "--edge-split" edgelist "$L/ring.txt" --edge-split 1,0,0 -o "$OUT/e3.h5"
+refuse convert "edge split: two fractions" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.9,0.1 -o "$OUT/e4.h5"
+refuse convert "edge split: too few links to hold one out" "holds out no link" edgelist "$L/triangle.txt" \
+  --edge-split 0.4,0.3,0.3 -o "$OUT/e5.h5"
+printf '0 1\n0 2\n0 3\n1 2\n1 3\n2 3\n' >"$L/k4.txt"
+refuse convert "edge split: too dense for negatives" "--edge-split" edgelist "$L/k4.txt" --edge-split 0.5,0.25,0.25 \
+  -o "$OUT/e8.h5"
+refuse convert "split seed alone" "--split-seed" edgelist "$L/ring.txt" --split-seed 4 -o "$OUT/e6.h5"
+NP=2 refuse convert "edge split on ranks" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.6,0.2,0.2 -o "$OUT/e7.h5"

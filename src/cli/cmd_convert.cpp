@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
 #include "plexus/convert.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare_distributed.hpp"
@@ -38,6 +40,7 @@ struct TextOptions {
   CLI::Option *synthetic_given = nullptr, *classes_given = nullptr, *width_given = nullptr;
   // edgelist only
   std::string nodes, split;
+  std::string edge_split;  // --edge-split TRAIN,VAL,TEST: the links split for the link task
   NodeFileOptions columns;
   std::uint64_t split_seed = 1;
   CLI::Option *num_nodes_given = nullptr, *base_given = nullptr, *split_seed_given = nullptr;
@@ -119,9 +122,26 @@ void check_features_file(const TextOptions& o) {
     throw InputError("--synthetic-features", "--features " + o.features_file + " gives the features: use one");
 }
 
+// --edge-split's shares of the links: TRAIN,VAL,TEST adding up to 1 (every link in one split).
+SplitFractions parse_edge_split(const std::string& text) {
+  SplitFractions f;
+  try {
+    f = parse_split_fractions(text);
+  } catch (const InputError& e) {
+    throw InputError("--edge-split", e.what());
+  }
+  if (std::abs(f.train + f.val + f.test - 1.0) > 1e-9)
+    throw InputError("--edge-split", "the fractions must add up to 1 (every link in one split), got '" + text + "'");
+  if (f.val + f.test <= 0) throw InputError("--edge-split", "holds out no link (VAL and TEST are 0): '" + text + "'");
+  return f;
+}
+
 // Option combinations of `edgelist` refused before anything is read.
 void check_edgelist_options(const TextOptions& o) {
   check_features_file(o);
+  if (o.split.empty() && o.edge_split.empty() && o.split_seed_given->count() > 0)
+    throw InputError("--split-seed", "needs --split or --edge-split");
+  if (!o.edge_split.empty()) (void)parse_edge_split(o.edge_split);  // a bad value before anything is read
   if (o.nodes.empty()) {
     for (const CLI::Option* c : o.column_options)
       if (c->count() > 0) throw InputError(c->get_name(), "names a column of the node file: give --nodes");
@@ -134,7 +154,6 @@ void check_edgelist_options(const TextOptions& o) {
     throw InputError("--base", "ids are looked up in the node file " + o.nodes + ": --base does not apply");
   if (o.columns.pick_features && !o.features_file.empty())
     throw InputError("--feature-columns", "--features " + o.features_file + " gives the features: use one");
-  if (o.split.empty() && o.split_seed_given->count() > 0) throw InputError("--split-seed", "needs --split");
 }
 
 // The node file's features replace the synthetic ones: an explicit synthetic mode is a mistake.
@@ -241,6 +260,8 @@ void convert_edgelist(TextOptions& o) {
   if (const int passes = text_passes(o, ranks.get()); passes > 0) {
     if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read whole: convert it without passes");
     if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read whole: convert without passes");
+    if (!o.edge_split.empty())
+      throw InputError("--edge-split", "the links are split on one process: convert without passes");
     return convert_in_passes(o, passes, o.opt.num_nodes == 0 || o.opt.base != 0, read_edge_list_in_passes);
   }
   if (ranks) {
@@ -248,6 +269,7 @@ void convert_edgelist(TextOptions& o) {
     if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + on_one_rank(*ranks));
     if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(*ranks));
     if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + on_one_rank(*ranks));
+    if (!o.edge_split.empty()) throw InputError("--edge-split", "the links are split" + on_one_rank(*ranks));
     return convert_on_ranks(o, *ranks, read_edge_list_on_ranks);
   }
   NodeFileOptions& cols = o.columns;
@@ -280,6 +302,22 @@ void convert_edgelist(TextOptions& o) {
                  nodes ? "row k = data line k of " + nodes->path
                        : names.ids.empty() ? "row k = node id k" : "row k = the k-th smallest node id");
   if (fractions) stratified_split(g, *fractions, o.split_seed);
+  if (!o.edge_split.empty()) {
+    // PyG's RandomLinkSplit (random_link_split): the graph keeps the training links, /links the
+    // held-out ones with as many negatives (docs/format-v1.md, "Link splits").
+    const SplitFractions f = parse_edge_split(o.edge_split);
+    const index_t links = g.num_edges();
+    const LinkSplit held_out = random_link_split(g, f.val, f.test, o.split_seed);
+    if (held_out.val_pos.size() + held_out.test_pos.size() == 0)
+      throw InputError("--edge-split", fmt::format("holds out no link of {}: its {} stored edges are too few for "
+                                                   "VAL {} and TEST {}",
+                                                   o.input, links, f.val, f.test));
+    in_phase("writing " + o.out, [&] { write_graph_h5(g, names, held_out, o.out); });
+    report(g, o.out);
+    fmt::print("links held out: {} validation, {} test (each with as many negatives; the graph keeps the rest)\n",
+               held_out.val_pos.size(), held_out.test_pos.size());
+    return;
+  }
   in_phase("writing " + o.out, [&] { write_graph_h5(g, names, o.out); });
   report(g, o.out);
 }
@@ -313,7 +351,12 @@ void add_edgelist_command(CLI::App* conv) {
   ec->add_option("--split", el->split,
                  "Random split TRAIN,VAL,TEST (fractions, e.g. 0.6,0.2,0.2) of the labelled nodes, stratified by "
                  "label, for a node file without a split column");
-  el->split_seed_given = ec->add_option("--split-seed", el->split_seed, "Seed of --split")->capture_default_str();
+  ec->add_option("--edge-split", el->edge_split,
+                 "Split the links for plexus train --task link: TRAIN,VAL,TEST fractions adding up to 1 (e.g. "
+                 "0.85,0.05,0.1; PyG's RandomLinkSplit): the graph keeps the training links, /links holds the held-out "
+                 "ones with as many negatives (docs/format-v1.md, \"Link splits\")");
+  el->split_seed_given =
+      ec->add_option("--split-seed", el->split_seed, "Seed of --split and --edge-split")->capture_default_str();
   add_text_options(ec, *el);
   ec->callback([el] {
     NodeFileOptions& c = el->columns;

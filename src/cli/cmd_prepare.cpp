@@ -167,6 +167,11 @@ void run_prepare(const PrepareCliOptions& o) {
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::size_t budget = parse_memory_budget(o.choices.memory_per_rank);
+  // A link split (/links) is not carried into prepared files yet: refused, not dropped (every rank
+  // reads the header; the answer is the same on all).
+  if (about_file(o.input, [&] { return read_graph_info_h5(o.input); }).link_split)
+    throw InputError(o.input, "holds a link split (/links), which prepare does not carry yet: the link task trains on "
+                              "the plain file");
   if (size > 1 || !o.cost_json.empty()) {  // --cost-json on one process: the prepare on ranks on one rank
     if (!o.scratch.empty() && size > 1)
       throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "

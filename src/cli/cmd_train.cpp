@@ -194,9 +194,13 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   run_fields["restore_best"] = o.cfg.restore_best;
   run_fields["precision"] = o.cfg.precision == Precision::BF16 ? "bf16" : "fp32";
   run_fields["task"] = gnn_task_name(o.cfg.task);
+  // A file with its own link split (/links, e.g. convert edgelist --edge-split) trains on it.
+  const bool file_split = link && read_graph_info_h5(o.data).link_split;
+  if (file_split && !o.link_split.empty())
+    throw InputError("--link-split", o.data + " holds its own link split (/links): drop --link-split");
   if (link) {
     run_fields["embedding_width"] = output_width(o.cfg, 0);
-    run_fields["link_split"] = {o.cfg.link.val, o.cfg.link.test};
+    run_fields["link_split"] = file_split ? nlohmann::ordered_json("file") : nlohmann::ordered_json{o.cfg.link.val, o.cfg.link.test};
     run_fields["hits_k"] = o.cfg.link.hits_k;
     run_fields["mrr_negatives"] = o.cfg.link.mrr_negatives;
   }

@@ -127,7 +127,7 @@ const OptionName kNames[] = {
     {"apply_node_file(classes)", "--classes"},
     {"SplitFractions", "--split"},
     {"OgbOptions.split", "--split"},
-    {"LinkSplit", ""},  // random_link_split: no command yet (docs/link-prediction.md)
+    {"LinkSplit", "--edge-split"},  // random_link_split: convert edgelist --edge-split (train splits in memory)
 };
 
 bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }

@@ -86,11 +86,9 @@ void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, Process
 }
 
 namespace {
-// The link task's pairs of `graph`: its links split (random_link_split with the configuration's
-// shares and seed), `graph` left with the training links only; the training positives each
-// link once (u < v in an undirected graph), without self-loops.
-LinkPairs split_links(GraphData& graph, const TrainConfig& cfg) {
-  LinkSplit s = random_link_split(graph, cfg.link.val, cfg.link.test, cfg.seed);
+// The link task's pairs: the held-out ones of `s`, and the training positives, each link of
+// `graph` (the training links only) once (u < v in an undirected graph), without self-loops.
+LinkPairs link_pairs(const GraphData& graph, LinkSplit s) {
   LinkPairs p{{}, std::move(s.val_pos), std::move(s.val_neg), std::move(s.test_pos), std::move(s.test_neg)};
   for (index_t u = 0; u < graph.num_nodes; ++u)
     for (index_t k = graph.indptr[static_cast<std::size_t>(u)]; k < graph.indptr[static_cast<std::size_t>(u) + 1]; ++k) {
@@ -104,7 +102,7 @@ LinkPairs split_links(GraphData& graph, const TrainConfig& cfg) {
 }  // namespace
 
 GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
-                          bool strict) {
+                          bool strict, const LinkSplit* held_out) {
   validate(cfg);
   validate(input, "graph", GraphNames::Memory);
   if (strict) validate_strict(input, "graph", GraphNames::Memory);
@@ -112,14 +110,18 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   if (for_training && !link) require_labelled_training_node(input, "graph", GraphNames::Memory);
   // The link task trains on the graph without its held-out links (message passing never sees them).
   // (Inference passes messages over every link: no split.)
+  // (A split given is checked against the graph first: no held-out link may be an edge of it.)
   GraphData split;
   LinkPairs links;
-  const bool held_out = link && for_training;
-  if (held_out) {
+  const bool drawn = link && for_training && !held_out;
+  if (link && for_training && held_out) {
+    validate_link_split(input, *held_out, "graph");
+    links = link_pairs(input, *held_out);
+  } else if (drawn) {
     split = input;
-    links = split_links(split, cfg);
+    links = link_pairs(split, random_link_split(split, cfg.link.val, cfg.link.test, cfg.seed));
   }
-  const GraphData& graph = held_out ? split : input;
+  const GraphData& graph = drawn ? split : input;
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
   if (cfg.balance == Balance::kNone) {  // (the link task's always: validate(cfg))
     GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
@@ -315,7 +317,8 @@ TrainConfig with_order(TrainConfig cfg, const TrainingOrder& order) {
 
 GnnTrainer::GnnTrainer(GnnTrainingData data, const TrainConfig& cfg, Backend& backend, ProcessGrid& grid)
     : GnnTrainer(data.order.in_memory
-                     ? shards_of_graph(data.whole, with_order(cfg, data.order), grid, /*for_training=*/true, false)
+                     ? shards_of_graph(data.whole, with_order(cfg, data.order), grid, /*for_training=*/true, false,
+                                       data.held_out ? &*data.held_out : nullptr)
                      : std::move(data.shards),
                  with_order(cfg, data.order), backend, grid) {}
 

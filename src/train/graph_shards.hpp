@@ -28,8 +28,10 @@ void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, Process
 // Validates cfg and the graph (messages name GraphData's members); `for_training` also requires a
 // labelled training node (inference does not: its graph may have no labels at all). `strict`:
 // the checks of plexus/graph_checks.hpp too (symmetry, disjoint masks). The ranks' inputs are the
-// caller's to compare first (require_same_inputs).
+// caller's to compare first (require_same_inputs). The link task's training splits the graph's
+// links (random_link_split with the configuration's shares and seed), unless `held_out` gives
+// the split (a file's: `graph` then holds the training links only; validate_link_split).
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
-                          bool strict);
+                          bool strict, const LinkSplit* held_out = nullptr);
 
 }  // namespace plexus

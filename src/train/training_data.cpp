@@ -44,6 +44,10 @@ GnnTrainingData read_training_data(const std::string& path, const TrainConfig& c
     d.whole = read_graph_h5(path);
     // Named as the file's datasets: the trainer would name an in-memory graph's members.
     if (cfg.task != GnnTask::Link) require_labelled_training_node(d.whole, path);
+    if (cfg.task == GnnTask::Link) {
+      d.held_out = read_link_split_h5(path);  // the file's own split, if it has one
+      if (d.held_out) validate_link_split(d.whole, *d.held_out, path);
+    }
     if (cfg.strict) validate_strict(d.whole, path, GraphNames::File);
     return d;
   }

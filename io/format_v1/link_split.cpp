@@ -1,0 +1,77 @@
+// A format v1 file's link split (docs/format-v1.md, "Link splits"): /links/{val,test}_{pos,neg},
+// int64 [M, 2], beside a /graph that holds the training links only. Written by `plexus convert
+// edgelist --edge-split` (write_graph_h5 with a LinkSplit), read by the link task
+// (read_training_data) in place of a split drawn in memory.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/format_v1/prepared.hpp"
+#include "io/hdf5/reader.hpp"
+#include "io/hdf5/util.hpp"
+#include "io/hdf5/writer.hpp"
+#include "plexus/error.hpp"
+#include "plexus/io.hpp"
+#include "plexus/sizes.hpp"
+
+namespace plexus {
+
+namespace {
+constexpr const char* kLinks = "/links";
+struct Member {
+  const char* path;
+  NodePairList LinkSplit::*list;
+};
+constexpr Member kMembers[] = {{"/links/val_pos", &LinkSplit::val_pos},
+                               {"/links/val_neg", &LinkSplit::val_neg},
+                               {"/links/test_pos", &LinkSplit::test_pos},
+                               {"/links/test_neg", &LinkSplit::test_neg}};
+}  // namespace
+
+void write_graph_h5(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& path) {
+  h5::check_node_names(g, names, path);
+  validate(g, path);
+  validate_link_split(g, held_out, path);
+  h5::write_atomically(g, path, [&](h5::Writer& w) {
+    h5::write_node_names(w, g, names);
+    w.group(kLinks);
+    for (const Member& m : kMembers) {
+      const NodePairList& p = held_out.*m.list;
+      std::vector<std::int64_t> rows(2 * p.size());
+      for (std::size_t k = 0; k < p.size(); ++k) rows[2 * k] = p.u[k], rows[2 * k + 1] = p.v[k];
+      const auto count = static_cast<hsize_t>(p.size());
+      w.dataset(m.path, H5T_STD_I64LE, rows.data(), {count, 2}, {std::max<hsize_t>(1, std::min<hsize_t>(count, 65536)), 2});
+    }
+  });
+}
+
+std::optional<LinkSplit> read_link_split_h5(const std::string& path) {
+  h5::silence_errors();
+  h5::Reader r(path);
+  r.open();
+  const h5::Header h = h5::read_header(r);
+  if (!r.exists(kLinks)) return std::nullopt;
+  LinkSplit s;
+  for (const Member& m : kMembers) {
+    const h5::Reader::Dataset d = r.open_dataset(m.path, false, "int64", {h5::Reader::kAny, 2}, "[M, 2]");
+    const hsize_t count = d.dims[0];
+    require_memory(static_cast<double>(count) * 32.0, path, m.path, std::to_string(count) + " pairs");
+    const std::vector<std::int64_t> rows = r.read_ints<std::int64_t>(d, static_cast<std::size_t>(2 * count));
+    NodePairList& p = s.*m.list;
+    p.u.reserve(static_cast<std::size_t>(count));
+    p.v.reserve(static_cast<std::size_t>(count));
+    for (std::size_t k = 0; k < static_cast<std::size_t>(count); ++k) {
+      const std::int64_t u = rows[2 * k], v = rows[2 * k + 1];
+      if (u < 0 || u >= h.num_nodes || v < 0 || v >= h.num_nodes)
+        throw InputError(path, std::string(m.path) + ": pair " + std::to_string(k + 1) + " (" + std::to_string(u) +
+                                   ", " + std::to_string(v) + ") names a node outside [0, " +
+                                   std::to_string(h.num_nodes) + ")");
+      p.u.push_back(u);
+      p.v.push_back(v);
+    }
+  }
+  return s;
+}
+
+}  // namespace plexus
