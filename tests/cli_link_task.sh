@@ -166,6 +166,18 @@ PY
 else
   fail "convert --edge-split and train on it"; cat es.out
 fi
+# generate sbm --task link: a planted-community graph with its links split; its held-out links are learnable.
+if "$plexus" generate sbm --task link --nodes 2000 --seed 4 -o sbm_link.h5 >sl.out 2>&1 &&
+   "$plexus" train --task link --data sbm_link.h5 --epochs 60 --threads 1 --quiet --metrics sl.jsonl >/dev/null 2>&1; then
+  "$py" - sl.jsonl <<'PY' && ok || fail "generate sbm --task link: held-out links not learnt"
+import json, sys
+l = [json.loads(x) for x in open(sys.argv[1])]
+assert l[0]["link_split"] == "file" and l[-1]["test_auc"] > 0.75, (l[0]["link_split"], l[-1]["test_auc"])
+PY
+else
+  fail "generate sbm --task link and train on it"; cat sl.out
+fi
+expect_error "generate: an edge split without the link task" "--edge-split" generate sbm --edge-split 0.8,0.1,0.1 -o x.h5
 expect_error "link task picked by accuracy per class" "--select-by" train --task link --select-by macro-f1
 expect_error "node task picked by auc" "--select-by" train --select-by auc
 expect_error "link task balanced" "--balance" train --task link --balance permute

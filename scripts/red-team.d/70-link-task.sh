@@ -211,3 +211,13 @@ refuse convert "edge split: too dense for negatives" "--edge-split" edgelist "$L
   -o "$OUT/e8.h5"
 refuse convert "split seed alone" "--split-seed" edgelist "$L/ring.txt" --split-seed 4 -o "$OUT/e6.h5"
 NP=2 refuse convert "edge split on ranks" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.6,0.2,0.2 -o "$OUT/e7.h5"
+
+# generate sbm --task link.
+gen_ok() { $py -c 'import h5py,sys
+f=h5py.File(sys.argv[1]); sys.exit(not ("links" in f and f["links/val_pos"].shape[0] > 0 and f["links/test_neg"].shape[1] == 2))' "$1" 2>/dev/null; }
+accept generate "sbm with a link split" 'gen_ok $OUT/gl.h5' sbm --task link --nodes 300 -o "$OUT/gl.h5"
+refuse generate "sbm: an edge split without the link task" "--edge-split" sbm --nodes 300 --edge-split 0.8,0.1,0.1 \
+  -o "$OUT/gl2.h5"
+refuse generate "sbm: an edge split over 1" "--edge-split" sbm --task link --nodes 300 --edge-split 0.9,0.1,0.1 \
+  -o "$OUT/gl3.h5"
+refuse generate "sbm: an unknown task" "--task" sbm --task edge --nodes 300 -o "$OUT/gl4.h5"

@@ -13,11 +13,11 @@
 #include "io/files/safe_files.hpp"
 #include "io/files/shared_output.hpp"
 #include "plexus/convert.hpp"
-#include "plexus/link_split.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare_distributed.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/edge_split_option.hpp"
 #include "src/cli/progress_display.hpp"
 
 namespace plexus::cli {
@@ -120,20 +120,6 @@ void check_features_file(const TextOptions& o) {
                                        o.features_file);
   if (o.synthetic_given->count() > 0)
     throw InputError("--synthetic-features", "--features " + o.features_file + " gives the features: use one");
-}
-
-// --edge-split's shares of the links: TRAIN,VAL,TEST adding up to 1 (every link in one split).
-SplitFractions parse_edge_split(const std::string& text) {
-  SplitFractions f;
-  try {
-    f = parse_split_fractions(text);
-  } catch (const InputError& e) {
-    throw InputError("--edge-split", e.what());
-  }
-  if (std::abs(f.train + f.val + f.test - 1.0) > 1e-9)
-    throw InputError("--edge-split", "the fractions must add up to 1 (every link in one split), got '" + text + "'");
-  if (f.val + f.test <= 0) throw InputError("--edge-split", "holds out no link (VAL and TEST are 0): '" + text + "'");
-  return f;
 }
 
 // Option combinations of `edgelist` refused before anything is read.
@@ -303,19 +289,11 @@ void convert_edgelist(TextOptions& o) {
                        : names.ids.empty() ? "row k = node id k" : "row k = the k-th smallest node id");
   if (fractions) stratified_split(g, *fractions, o.split_seed);
   if (!o.edge_split.empty()) {
-    // PyG's RandomLinkSplit (random_link_split): the graph keeps the training links, /links the
-    // held-out ones with as many negatives (docs/format-v1.md, "Link splits").
-    const SplitFractions f = parse_edge_split(o.edge_split);
-    const index_t links = g.num_edges();
-    const LinkSplit held_out = random_link_split(g, f.val, f.test, o.split_seed);
-    if (held_out.val_pos.size() + held_out.test_pos.size() == 0)
-      throw InputError("--edge-split", fmt::format("holds out no link of {}: its {} stored edges are too few for "
-                                                   "VAL {} and TEST {}",
-                                                   o.input, links, f.val, f.test));
-    in_phase("writing " + o.out, [&] { write_graph_h5(g, names, held_out, o.out); });
+    // The graph keeps the training links, /links the held-out ones (docs/format-v1.md, "Link splits").
+    in_phase("writing " + o.out, [&] {
+      write_with_edge_split(g, names, parse_edge_split(o.edge_split), o.split_seed, o.input, o.out);
+    });
     report(g, o.out);
-    fmt::print("links held out: {} validation, {} test (each with as many negatives; the graph keeps the rest)\n",
-               held_out.val_pos.size(), held_out.test_pos.size());
     return;
   }
   in_phase("writing " + o.out, [&] { write_graph_h5(g, names, o.out); });

@@ -8,6 +8,7 @@
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
 #include "src/cli/commands.hpp"
+#include "src/cli/edge_split_option.hpp"
 
 namespace plexus::cli {
 
@@ -48,10 +49,25 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str();
   sc->add_option("--seed", sbm->seed, "Random seed")->capture_default_str();
   sc->add_option("--out,-o", *sbm_out, "Output file (format v1 HDF5)")->required();
-  sc->callback([sbm, sbm_out] {
+  auto task = std::make_shared<std::string>("node");
+  auto edge_split = std::make_shared<std::string>();
+  sc->add_option("--task", *task,
+                 "node: planted classes to learn (masks); link: the same graph with its links split for plexus train "
+                 "--task link (/links: held-out links between and within the planted communities)")
+      ->check(CLI::IsMember({"node", "link"}))
+      ->capture_default_str();
+  sc->add_option("--edge-split", *edge_split,
+                 "--task link: TRAIN,VAL,TEST shares of the links (default 0.85,0.05,0.1; drawn with --seed)");
+  sc->callback([sbm, sbm_out, task, edge_split] {
+    const bool link = *task == "link";
+    if (!link && !edge_split->empty()) throw InputError("--edge-split", "splits the links of --task link");
+    const SplitFractions shares = parse_edge_split(edge_split->empty() ? "0.85,0.05,0.1" : *edge_split);
     io::check_output(*sbm_out, io::OutputNeeds::Seekable);
-    const GraphData g = generate_sbm(*sbm);
-    write_graph_h5(g, *sbm_out);
+    GraphData g = generate_sbm(*sbm);
+    if (link)
+      write_with_edge_split(g, NodeNames{}, shares, sbm->seed, "the generated graph", *sbm_out);
+    else
+      write_graph_h5(g, *sbm_out);
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *sbm_out, g.num_nodes, g.num_edges(),
                g.num_features, g.num_classes);
   });
