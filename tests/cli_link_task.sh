@@ -163,6 +163,34 @@ PY
   expect_error "a file's split and --link-split" "holds its own link split" train --task link --data edge_split.h5 \
     --link-split 0.1,0.1
   expect_error "prepare of a file with a link split" "holds a link split (/links)" prepare edge_split.h5 -o es_p.h5
+  # The same split written as a split column (the file's held-out links tagged val and test, in
+  # other orders): the same held-out links; the file trains (its negatives are its own draw).
+  "$py" - edge_split.h5 cora_edges.txt <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1])
+tag = {}
+for name, t in (("val_pos", "valid"), ("test_pos", "test")):
+    for u, v in f["links/" + name][...]:
+        tag[(int(u), int(v))] = t
+with open("cora_tagged.txt", "w") as o:
+    for line in reversed(open(sys.argv[2]).read().splitlines()):
+        u, v = map(int, line.split())
+        o.write(f"{v} {u} {tag.get((min(u, v), max(u, v)), 'train')}\n")
+PY
+  if "$plexus" convert edgelist cora_tagged.txt --num-nodes 2708 --edge-split-column -o tagged.h5 >tg.out 2>&1 &&
+     "$plexus" train --task link --data tagged.h5 --epochs 3 --threads 1 --quiet --metrics tg.jsonl >/dev/null 2>&1; then
+    "$py" - edge_split.h5 tagged.h5 tg.jsonl <<'PY' && ok || fail "a split column does not hold out its tagged links"
+import json, sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+for name in ("val_pos", "test_pos"):
+    assert sorted(map(tuple, a["links/" + name][...])) == sorted(map(tuple, b["links/" + name][...])), name
+assert np.array_equal(a["graph/indices"][...], b["graph/indices"][...])
+l = [json.loads(x) for x in open(sys.argv[3])]
+assert l[0]["link_split"] == "file" and 0 < l[-1]["test_auc"] <= 1
+PY
+  else
+    fail "convert --edge-split-column and train on it"; cat tg.out
+  fi
 else
   fail "convert --edge-split and train on it"; cat es.out
 fi

@@ -194,6 +194,39 @@ TEST(EdgeList, BadInput) {
   expect_error([&] { plexus::read_edge_list(zero, o); }, zero + ":2", "below the first id 1");
 }
 
+// A split column (EdgeListOptions::held_out_*): the last column of every edge line, its val
+// (or valid) and test lines listed by node index (ids relabelled), each link once; the graph read
+// holds every edge; a link in two splits, a tag that is none and a missing column are refused.
+TEST(EdgeList, SplitColumn) {
+  TempDir t;
+  plexus::NodePairList val, test;
+  EdgeListOptions o;
+  o.held_out_val = &val;
+  o.held_out_test = &test;
+  const std::string path =
+      t.write("split.txt", "# u v split\n10 20 train\n20 30 VAL\n30 40 test\n40 10 valid\n30 20 val\n50 10 train\n");
+  std::vector<std::int64_t> ids;
+  const GraphData g = plexus::read_edge_list(path, o, ids);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{10, 20, 30, 40, 50}));
+  EXPECT_EQ(g.num_edges(), 10);  // every link (20-30 twice: one), both ways
+  EXPECT_EQ(val.u, (std::vector<std::int64_t>{1, 3}));  // 20-30 (its second line the same link), 40-10
+  EXPECT_EQ(val.v, (std::vector<std::int64_t>{2, 0}));
+  EXPECT_EQ(test.u, (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(test.v, (std::vector<std::int64_t>{3}));
+  const std::string weighted = t.write("w.txt", "1 2 0.5 train\n2 3 1.5 test\n");
+  const GraphData w = plexus::read_edge_list(weighted, o);
+  EXPECT_EQ(w.values.size(), 4u);
+  EXPECT_EQ(test.size(), 1u);
+  const std::string twice = t.write("twice.txt", "1 2 train\n2 1 test\n");
+  expect_error([&] { plexus::read_edge_list(twice, o); }, twice, "is in two splits (train and test)");
+  const std::string tag = t.write("tag.txt", "1 2 train\n2 3 later\n");
+  expect_error([&] { plexus::read_edge_list(tag, o); }, tag + ":2", "expected a split (train, val, valid or test)");
+  const std::string none = t.write("none.txt", "1 2\n");
+  expect_error([&] { plexus::read_edge_list(none, o); }, none + ":1", "expected 3 or 4 columns (u v [weight] split)");
+  const std::string mixed = t.write("mixed.txt", "1 2 0.5 train\n2 3 test\n");
+  expect_error([&] { plexus::read_edge_list(mixed, o); }, mixed + ":2", "expected 4 columns like the first edge line");
+}
+
 TEST(EdgeList, TruncatedAndCorruptGzip) {
   TempDir t;
   const std::string gz = slurp(fixture("edges_snap.txt.gz"));

@@ -134,5 +134,46 @@ TEST(LinkSplit, BadFractionsAndGraphsTooDenseForNegativesAreRefused) {
   EXPECT_THROW(random_link_split(k4, 0.2, 0.2, 1), InputError);
 }
 
+// Given held-out links (an edge list's split column): exactly those leave the graph, both ways
+// when undirected, each written smaller node first, with as many distinct non-edge negatives as
+// random_link_split draws; a random split's own links given back give the random split.
+TEST(LinkSplit, GivenLinksAreHeldOutAsGiven) {
+  const GraphData g = sbm();
+  GraphData drawn = g;
+  const LinkSplit want = random_link_split(drawn, 0.1, 0.05, 3);
+  GraphData given = g;
+  NodePairList val = want.val_pos, test = want.test_pos;
+  std::swap(val.u[0], val.v[0]);  // the other direction names the same link
+  const LinkSplit got = given_link_split(given, val, test, 3);
+  EXPECT_EQ(pairs_of(got.val_pos), pairs_of(want.val_pos));
+  EXPECT_EQ(pairs_of(got.test_pos), pairs_of(want.test_pos));
+  EXPECT_EQ(pairs_of(got.val_neg), pairs_of(want.val_neg));
+  EXPECT_EQ(pairs_of(got.test_neg), pairs_of(want.test_neg));
+  EXPECT_EQ(given.indptr, drawn.indptr);
+  EXPECT_EQ(given.indices, drawn.indices);
+  const std::multiset<Link> before = links_of(g), after = links_of(given);
+  EXPECT_EQ(before.size() - after.size(), 2 * (want.val_pos.size() + want.test_pos.size()));
+}
+
+TEST(LinkSplit, GivenPairsThatAreNoLinkOrTwiceAreRefused) {
+  const GraphData g = sbm();
+  const Link e{0, g.indices[static_cast<std::size_t>(g.indptr[0])]};  // a link of the graph
+  std::int64_t non = 1;  // a node that is no neighbour of node 0
+  while (links_of(g).count(Link{0, non}) || links_of(g).count(Link{non, 0})) ++non;
+  const auto refused = [&](NodePairList val, NodePairList test, const std::string& says) {
+    GraphData copy = g;
+    try {
+      given_link_split(copy, val, test, 1);
+      ADD_FAILURE() << "accepted; wanted " << says;
+    } catch (const InputError& err) {
+      EXPECT_NE(std::string(err.what()).find(says), std::string::npos) << err.what();
+    }
+  };
+  refused({{0}, {non}}, {}, "validation link 1 (0, " + std::to_string(non) + ") is not a link");
+  refused({}, {{3}, {3}}, "test link 1 (3, 3) is not a link");
+  refused({{e.first}, {e.second}}, {{e.second}, {e.first}}, "test link 1");  // twice (the other way round)
+  refused({{0}, {400}}, {}, "names a node outside [0, 400)");
+}
+
 }  // namespace
 }  // namespace plexus

@@ -68,11 +68,18 @@ struct EdgeListOptions {
   // Refuse node counts above this (a corrupt header or id must not make us allocate without
   // bound).
   index_t max_nodes = index_t{1} << 33;
+  // When set (read_edge_list in one process only), every edge line ends with its split column —
+  // train, val (or valid) or test — and the validation and test edges are listed here (node
+  // indices of the graph read, in the file's order); the graph read holds every edge
+  // (given_link_split, plexus/link_split.hpp, holds them out).
+  NodePairList* held_out_val = nullptr;
+  NodePairList* held_out_test = nullptr;
 };
 
 // SNAP-style edge list: one edge "u v" or "u v w" per line, fields separated by spaces, tabs
 // or a comma; lines starting with '#' or '%' and blank lines are comments. Either all edge
-// lines carry a weight (w, finite float -> /graph/values) or none does.
+// lines carry a weight (w, finite float -> /graph/values) or none does. With
+// EdgeListOptions::held_out_val, "u v [w] split" (split: train, val, valid or test).
 GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt = {});
 // The same, with `original_ids` set to the id in the file of every node (row k = node k)
 // whenever that is not k (ids relabelled, --base 1 or a node file); empty otherwise.

@@ -23,6 +23,11 @@ struct LinkSplit {
 // it holds links. InputError("LinkSplit", ...) for fractions outside [0, 1) or summing to 1 or
 // more, or a graph too dense to have that many non-edges. Deterministic for a seed.
 LinkSplit random_link_split(GraphData& g, double val, double test, std::uint64_t seed);
+// The same with the held-out links given (an edge list's split column): each a link of `g`
+// (either direction when undirected; no self-loop; none twice), each undirected one written with
+// its smaller node first; `g` keeps the rest and the negatives are drawn as above with `seed`.
+// InputError("LinkSplit", "<validation|test> link k (u, v) ...") naming the first that is not.
+LinkSplit given_link_split(GraphData& g, const NodePairList& val, const NodePairList& test, std::uint64_t seed);
 
 // Checks a split against the graph message passing sees (`g`: the training links only, as a
 // file with /links holds it; docs/format-v1.md, "Link splits"): every pair's nodes in range, no

@@ -4,6 +4,7 @@
 // "<file>:<line>: <what>", build the CSR with build::csr_from_edges and validate the result.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -49,24 +50,69 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// One edge line "u v [w]": the fields checked, the weight parsed (`columns` is set by the first
-// edge line). Comments and blank lines are the caller's.
+// One edge line "u v [w]" (with a split column: "u v [w] split"): the fields checked, the
+// weight parsed (`columns` is set by the first edge line, the split column not counted).
+// Comments and blank lines are the caller's.
 struct EdgeLine {
   std::int64_t ids[2];
   float w;
+  int split;  // 0 train, 1 validation, 2 test (0 without a split column)
 };
 EdgeLine parse_edge_line(const TextReader& in, std::string_view line, std::vector<std::string_view>& f,
-                         std::size_t& columns) {
+                         std::size_t& columns, bool split_column) {
   text::split_fields(line, f);
-  if (f.size() < 2 || f.size() > 3) in.fail("expected 2 or 3 columns (u v [weight]), got " + std::to_string(f.size()));
+  EdgeLine e{};
+  if (split_column) {
+    if (f.size() < 3 || f.size() > 4)
+      in.fail("expected 3 or 4 columns (u v [weight] split), got " + std::to_string(f.size()));
+    const std::string tag = lower(f.back());
+    if (tag == "train") e.split = 0;
+    else if (tag == "val" || tag == "valid") e.split = 1;
+    else if (tag == "test") e.split = 2;
+    else in.fail("expected a split (train, val, valid or test) in the last column, got " + text::printable(f.back()));
+    f.pop_back();
+  } else if (f.size() < 2 || f.size() > 3) {
+    in.fail("expected 2 or 3 columns (u v [weight]), got " + std::to_string(f.size()));
+  }
   if (columns == 0) columns = f.size();
   if (f.size() != columns)
-    in.fail("expected " + std::to_string(columns) + " columns like the first edge line, got " + std::to_string(f.size()));
-  EdgeLine e{};
+    in.fail("expected " + std::to_string(columns + split_column) + " columns like the first edge line, got " +
+            std::to_string(f.size() + split_column));
   for (int k = 0; k < 2; ++k) e.ids[k] = text::parse_id(in, f[static_cast<std::size_t>(k)], "node id");
   e.w = columns == 3 ? text::parse_float(in, f[2], "edge weight") : 1.0f;
   return e;
 }
+
+// Each edge's split (EdgeLine::split), by its index, while reading; then the held-out edges
+// listed in EdgeListOptions::held_out_* once the edges have their final node indices.
+struct SplitTags {
+  std::vector<std::uint8_t> of_edge;
+  void note(const EdgeListOptions& opt, const EdgeLine& e) {
+    if (opt.held_out_val) of_edge.push_back(static_cast<std::uint8_t>(e.split));
+  }
+  // A link in two splits (a line of each, either way round when symmetrized) is refused.
+  void list(const EdgeListOptions& opt, const std::vector<build::Edge>& edges, const std::string& path) const {
+    if (!opt.held_out_val) return;
+    *opt.held_out_val = {};
+    if (opt.held_out_test) *opt.held_out_test = {};
+    std::map<std::pair<index_t, index_t>, int> split_of;
+    for (const build::Edge& e : edges) {
+      const int s = of_edge[static_cast<std::size_t>(e.order)];
+      const std::pair<index_t, index_t> key =
+          opt.symmetrize && e.v < e.u ? std::pair<index_t, index_t>{e.v, e.u} : std::pair<index_t, index_t>{e.u, e.v};
+      const auto [it, fresh] = split_of.emplace(key, s);
+      if (!fresh && it->second != s)
+        throw InputError(path, "edge " + std::to_string(e.order + 1) + " (" + std::to_string(key.first) + ", " +
+                                   std::to_string(key.second) + " as nodes) is in two splits (" + kSplitNames[it->second] +
+                                   " and " + kSplitNames[s] + ")");
+      NodePairList* into = s == 1 ? opt.held_out_val : s == 2 ? opt.held_out_test : nullptr;
+      if (!into || !fresh) continue;
+      into->u.push_back(e.u);
+      into->v.push_back(e.v);
+    }
+  }
+  static constexpr const char* kSplitNames[] = {"train", "val", "test"};
+};
 
 // The edges between the nodes a node file names (opt.node_ids): node k is the k-th id there.
 GraphData read_edges_of_named_nodes(const std::string& path, const EdgeListOptions& opt,
@@ -78,12 +124,14 @@ GraphData read_edges_of_named_nodes(const std::string& path, const EdgeListOptio
   for (std::size_t k = 0; k < names.size(); ++k) node_of.emplace(names[k], static_cast<index_t>(k));
   TextReader in(path);
   std::vector<build::Edge> edges;
+  SplitTags tags;
   std::vector<std::string_view> f;
   std::string_view line;
   std::size_t columns = 0;
   while (in.next(line)) {
     if (text::is_comment_or_blank(line)) continue;
-    const EdgeLine e = parse_edge_line(in, line, f, columns);
+    const EdgeLine e = parse_edge_line(in, line, f, columns, opt.held_out_val != nullptr);
+    tags.note(opt, e);
     index_t ends[2];
     for (int k = 0; k < 2; ++k) {
       const auto it = node_of.find(e.ids[k]);
@@ -96,6 +144,7 @@ GraphData read_edges_of_named_nodes(const std::string& path, const EdgeListOptio
   if (edges.empty()) throw InputError(path, "no edges");
   build::require_graph_memory(path, std::to_string(n) + " nodes, " + std::to_string(edges.size()) + " edges", n,
                               static_cast<std::int64_t>(edges.size()), opt.symmetrize, columns == 3, feature_width(opt));
+  tags.list(opt, edges, path);
   GraphData g;
   build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3);
   finish(g, opt, path);
@@ -120,12 +169,14 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
                                 opt.symmetrize, false, feature_width(opt));
   TextReader in(path);
   std::vector<build::Edge> edges;
+  SplitTags tags;
   std::vector<std::string_view> f;
   std::string_view line;
   std::size_t columns = 0;  // of the first edge line: 2 (unweighted) or 3 (weighted)
   while (in.next(line)) {
     if (text::is_comment_or_blank(line)) continue;
-    const EdgeLine e = parse_edge_line(in, line, f, columns);
+    const EdgeLine e = parse_edge_line(in, line, f, columns, opt.held_out_val != nullptr);
+    tags.note(opt, e);
     index_t ids[2];
     for (int k = 0; k < 2; ++k) {
       const std::int64_t id = e.ids[k];
@@ -168,6 +219,7 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
   build::require_graph_memory(path, std::to_string(n) + " nodes, " + std::to_string(edges.size()) + " edges", n,
                               static_cast<std::int64_t>(edges.size()), opt.symmetrize, columns == 3,
                               feature_width(opt));
+  tags.list(opt, edges, path);
   GraphData g;
   build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3);
   finish(g, opt, path);

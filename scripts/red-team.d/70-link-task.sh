@@ -221,3 +221,26 @@ refuse generate "sbm: an edge split without the link task" "--edge-split" sbm --
 refuse generate "sbm: an edge split over 1" "--edge-split" sbm --task link --nodes 300 --edge-split 0.9,0.1,0.1 \
   -o "$OUT/gl3.h5"
 refuse generate "sbm: an unknown task" "--task" sbm --task edge --nodes 300 -o "$OUT/gl4.h5"
+
+# convert edgelist --edge-split-column: each edge line's last column is its split.
+printf '0 1 train\n1 2 val\n2 3 test\n3 4 train\n4 5 train\n5 0 valid\n0 3 train\n1 4 train\n2 5 train\n6 7 train\n7 8 train\n8 6 train\n0 6 train\n' \
+  >"$L/ring_tagged.txt"
+col_ok() { $py -c 'import h5py,sys
+f=h5py.File(sys.argv[1]); sys.exit(not (f["links/val_pos"].shape[0] == 2 and f["links/test_pos"].shape[0] == 1))' "$1" 2>/dev/null; }
+accept convert "edge split column" 'col_ok $OUT/col.h5' edgelist "$L/ring_tagged.txt" --edge-split-column -o "$OUT/col.h5"
+printf '0 1 train\n1 2 later\n' >"$L/tag_bad.txt"
+printf '0 1 train\n1 0 test\n' >"$L/tag_twice.txt"
+printf '0 1 train\n1 2\n' >"$L/tag_missing.txt"
+printf '0 1 train\n1 1 val\n' >"$L/tag_self.txt"
+refuse convert "edge split column: a tag that is none" "tag_bad.txt:2: expected a split" edgelist "$L/tag_bad.txt" \
+  --edge-split-column -o "$OUT/c1.h5"
+refuse convert "edge split column: a link in two splits" "in two splits" edgelist "$L/tag_twice.txt" \
+  --edge-split-column -o "$OUT/c2.h5"
+refuse convert "edge split column: a line without it" "tag_missing.txt:2: expected 3 or 4 columns" edgelist \
+  "$L/tag_missing.txt" --edge-split-column -o "$OUT/c3.h5"
+refuse convert "edge split column: a held-out self-loop" "is not a link of the input" edgelist "$L/tag_self.txt" \
+  --edge-split-column -o "$OUT/c4.h5"
+refuse convert "edge split column and --edge-split" "use one" edgelist "$L/ring_tagged.txt" --edge-split-column \
+  --edge-split 0.8,0.1,0.1 -o "$OUT/c5.h5"
+NP=2 refuse convert "edge split column on ranks" "--edge-split-column" edgelist "$L/ring_tagged.txt" \
+  --edge-split-column -o "$OUT/c6.h5"

@@ -15,6 +15,7 @@
 #include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/prepare_distributed.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/edge_split_option.hpp"
@@ -41,6 +42,7 @@ struct TextOptions {
   // edgelist only
   std::string nodes, split;
   std::string edge_split;  // --edge-split TRAIN,VAL,TEST: the links split for the link task
+  bool edge_split_column = false;  // --edge-split-column: each edge line's last column is its split
   NodeFileOptions columns;
   std::uint64_t split_seed = 1;
   CLI::Option *num_nodes_given = nullptr, *base_given = nullptr, *split_seed_given = nullptr;
@@ -125,8 +127,10 @@ void check_features_file(const TextOptions& o) {
 // Option combinations of `edgelist` refused before anything is read.
 void check_edgelist_options(const TextOptions& o) {
   check_features_file(o);
-  if (o.split.empty() && o.edge_split.empty() && o.split_seed_given->count() > 0)
-    throw InputError("--split-seed", "needs --split or --edge-split");
+  if (o.split.empty() && o.edge_split.empty() && !o.edge_split_column && o.split_seed_given->count() > 0)
+    throw InputError("--split-seed", "needs --split, --edge-split or --edge-split-column");
+  if (o.edge_split_column && !o.edge_split.empty())
+    throw InputError("--edge-split", "the edge list's split column gives the split (--edge-split-column): use one");
   if (!o.edge_split.empty()) (void)parse_edge_split(o.edge_split);  // a bad value before anything is read
   if (o.nodes.empty()) {
     for (const CLI::Option* c : o.column_options)
@@ -246,8 +250,9 @@ void convert_edgelist(TextOptions& o) {
   if (const int passes = text_passes(o, ranks.get()); passes > 0) {
     if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read whole: convert it without passes");
     if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read whole: convert without passes");
-    if (!o.edge_split.empty())
-      throw InputError("--edge-split", "the links are split on one process: convert without passes");
+    if (!o.edge_split.empty() || o.edge_split_column)
+      throw InputError(o.edge_split_column ? "--edge-split-column" : "--edge-split",
+                       "the links are split on one process: convert without passes");
     return convert_in_passes(o, passes, o.opt.num_nodes == 0 || o.opt.base != 0, read_edge_list_in_passes);
   }
   if (ranks) {
@@ -255,7 +260,9 @@ void convert_edgelist(TextOptions& o) {
     if (!o.nodes.empty()) throw InputError("--nodes", "a node file is read" + on_one_rank(*ranks));
     if (!o.features_file.empty()) throw InputError("--features", "a .npy feature file is read" + on_one_rank(*ranks));
     if (!o.split.empty()) throw InputError("--split", "a split needs a node file, read" + on_one_rank(*ranks));
-    if (!o.edge_split.empty()) throw InputError("--edge-split", "the links are split" + on_one_rank(*ranks));
+    if (!o.edge_split.empty() || o.edge_split_column)
+      throw InputError(o.edge_split_column ? "--edge-split-column" : "--edge-split",
+                       "the links are split" + on_one_rank(*ranks));
     return convert_on_ranks(o, *ranks, read_edge_list_on_ranks);
   }
   NodeFileOptions& cols = o.columns;
@@ -278,6 +285,11 @@ void convert_edgelist(TextOptions& o) {
     opt.node_ids_from = nodes->path;
     if (nodes->has_labels) opt.classes = 1;  // the labels decide, below
   }
+  NodePairList val, test;  // --edge-split-column: the lines marked val (or valid) and test
+  if (o.edge_split_column) {
+    opt.held_out_val = &val;
+    opt.held_out_test = &test;
+  }
   GraphData g = in_phase("reading " + o.input, [&] { return read_edge_list(o.input, opt, names.ids); });
   if (nodes) {
     apply_node_file(g, *nodes, classes_option(o));
@@ -288,6 +300,22 @@ void convert_edgelist(TextOptions& o) {
                  nodes ? "row k = data line k of " + nodes->path
                        : names.ids.empty() ? "row k = node id k" : "row k = the k-th smallest node id");
   if (fractions) stratified_split(g, *fractions, o.split_seed);
+  if (o.edge_split_column) {
+    // The split as the file gives it; the negatives drawn with --split-seed (given_link_split).
+    in_phase("writing " + o.out, [&] {
+      LinkSplit held_out;
+      try {
+        held_out = given_link_split(g, val, test, o.split_seed);
+      } catch (const InputError& e) {  // named as the file's problem (the links are its lines)
+        throw InputError(o.input, e.what());
+      }
+      write_graph_h5(g, names, held_out, o.out);
+      fmt::print("links held out as given: {} validation, {} test (each with as many negatives)\n",
+                 held_out.val_pos.size(), held_out.test_pos.size());
+    });
+    report(g, o.out);
+    return;
+  }
   if (!o.edge_split.empty()) {
     // The graph keeps the training links, /links the held-out ones (docs/format-v1.md, "Link splits").
     in_phase("writing " + o.out, [&] {
@@ -333,8 +361,12 @@ void add_edgelist_command(CLI::App* conv) {
                  "Split the links for plexus train --task link: TRAIN,VAL,TEST fractions adding up to 1 (e.g. "
                  "0.85,0.05,0.1; PyG's RandomLinkSplit): the graph keeps the training links, /links holds the held-out "
                  "ones with as many negatives (docs/format-v1.md, \"Link splits\")");
-  el->split_seed_given =
-      ec->add_option("--split-seed", el->split_seed, "Seed of --split and --edge-split")->capture_default_str();
+  ec->add_flag("--edge-split-column", el->edge_split_column,
+               "Each edge line's last column is its split for plexus train --task link: train, val (or valid) or test "
+               "(\"u v [weight] split\"); the held-out links' negatives are drawn with --split-seed");
+  el->split_seed_given = ec->add_option("--split-seed", el->split_seed,
+                                        "Seed of --split, --edge-split and --edge-split-column's negatives")
+                             ->capture_default_str();
   add_text_options(ec, *el);
   ec->callback([el] {
     NodeFileOptions& c = el->columns;
