@@ -160,6 +160,8 @@ assert len(a) == 6 and a == b, (a, b)
 assert ha["link_split"] == "file" and hb["link_split"] == [0.05, 0.1], (ha["link_split"], hb["link_split"])
 PY
   grep -q "^links held out: 263 validation, 527 test" es.out && ok || { fail "convert --edge-split's report"; cat es.out; }
+  "$plexus" inspect edge_split.h5 2>&1 | grep -q "link split     val 263 links (263 negatives)  test 527 links" && ok ||
+    fail "inspect does not show the file's link split"
   expect_error "a file's split and --link-split" "holds its own link split" train --task link --data edge_split.h5 \
     --link-split 0.1,0.1
   expect_error "prepare of a file with a link split" "holds a link split (/links)" prepare edge_split.h5 -o es_p.h5

@@ -244,3 +244,8 @@ refuse convert "edge split column and --edge-split" "use one" edgelist "$L/ring_
   --edge-split 0.8,0.1,0.1 -o "$OUT/c5.h5"
 NP=2 refuse convert "edge split column on ranks" "--edge-split-column" edgelist "$L/ring_tagged.txt" \
   --edge-split-column -o "$OUT/c6.h5"
+insp_ok() { $py -c 'import json,sys
+d=json.load(open(sys.argv[1])); sys.exit(not (d["link_split"]["val_pos"] > 0 and d["link_split"]["test_neg"] == d["link_split"]["test_pos"]))' "$1" 2>/dev/null; }
+accept inspect "a file's link split in JSON" '"$plexus" inspect "$L/ring_split.h5" --json > $OUT/insp.json && insp_ok $OUT/insp.json' \
+  "$L/ring_split.h5"
+refuse inspect "a leaked held-out link" "is an edge of /graph" "$L/split_leak.h5"

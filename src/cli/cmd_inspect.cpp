@@ -11,11 +11,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "io/hdf5/file_format.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/train.hpp"
@@ -183,6 +185,10 @@ void run_inspect(const InspectOptions& o) {
     imb_s = seconds_since(t1);
   }
 
+  // A link split of its own (/links), checked against the graph as training checks it.
+  std::optional<LinkSplit> links = read_link_split_h5(o.data);
+  if (links) validate_link_split(g, *links, o.data);
+
   if (o.json) {
     nlohmann::json h = nlohmann::json::array();
     for (std::size_t k = 0; k < hist.size(); ++k)
@@ -202,6 +208,9 @@ void run_inspect(const InspectOptions& o) {
         {"num_classes", g.num_classes},
         {"label_counts", labels},
         {"split", {{"train", n_train}, {"val", n_val}, {"test", n_test}}},
+        {"link_split", links ? nlohmann::json{{"val_pos", links->val_pos.size()}, {"val_neg", links->val_neg.size()},
+                                              {"test_pos", links->test_pos.size()}, {"test_neg", links->test_neg.size()}}
+                             : nlohmann::json()},
         {"read_seconds", read_s}};
     if (have_grid) {
       nlohmann::json ls = nlohmann::json::array();
@@ -231,6 +240,10 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("  isolated nodes {}\n  self-loops     {}\n", isolated, self_loops);
   fmt::print("  features       {}\n  classes        {}\n", g.num_features, g.num_classes);
   fmt::print("  split          train {}  val {}  test {}\n", n_train, n_val, n_test);
+  if (links)
+    fmt::print("  link split     val {} links ({} negatives)  test {} links ({} negatives); the graph holds the "
+               "training links\n",
+               links->val_pos.size(), links->val_neg.size(), links->test_pos.size(), links->test_neg.size());
   fmt::print("  degree histogram (log2 buckets):\n");
   for (std::size_t k = 0; k < hist.size(); ++k)
     if (hist[k]) fmt::print("    {:>15} {:>10}\n", bucket_label(static_cast<int>(k)), hist[k]);
