@@ -15,6 +15,14 @@ DotLinkDecoder3D::DotLinkDecoder3D(Backend& be, ProcessGrid& grid, const LayerGe
     : be_(be), grid_(grid), at_(grid, last, num_nodes) {}
 
 PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v) const {
+  return select(u, v, {});
+}
+
+PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v,
+                                   const std::vector<std::int64_t>& index) const {
+  if (!index.empty() && index.size() != u.size())
+    throw std::invalid_argument("DotLinkDecoder3D::select: " + std::to_string(index.size()) + " indices for " +
+                                std::to_string(u.size()) + " pairs");
   if (u.size() != v.size())
     throw std::invalid_argument("DotLinkDecoder3D::select: " + std::to_string(u.size()) + " first nodes but " +
                                 std::to_string(v.size()) + " second nodes");
@@ -27,7 +35,7 @@ PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std
     if (u[k] < 0 || u[k] >= at_.n || v[k] < 0 || v[k] >= at_.n)
       throw std::invalid_argument("DotLinkDecoder3D::select: pair " + std::to_string(k) + " (" + std::to_string(u[k]) +
                                   ", " + std::to_string(v[k]) + ") is not a pair of nodes 0.." + std::to_string(at_.n - 1));
-    if (u[k] >= at_.rows.begin && u[k] < at_.rows.end && v[k] >= at_.q_rows.begin && v[k] < at_.q_rows.end) {
+    if (owns(u[k], v[k])) {
       mine.push_back(k);
       ++h.indptr[static_cast<std::size_t>(u[k] - at_.rows.begin) + 1];
     }
@@ -41,7 +49,7 @@ PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std
   for (const std::size_t k : mine) {
     const index_t at = next[static_cast<std::size_t>(u[k] - at_.rows.begin)]++;
     h.indices[static_cast<std::size_t>(at)] = static_cast<col_t>(v[k] - at_.q_rows.begin);
-    b.index[static_cast<std::size_t>(at)] = static_cast<std::int64_t>(k);
+    b.index[static_cast<std::size_t>(at)] = index.empty() ? static_cast<std::int64_t>(k) : index[k];
   }
   const HostCsr t = csr_transpose(h);
   MemoryScope scope(be_, MemoryKind::EdgeValues, "the pairs' pattern");

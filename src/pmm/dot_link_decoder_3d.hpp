@@ -54,6 +54,14 @@ class DotLinkDecoder3D {
   // rank scores. Every rank may pass the whole list; each keeps its block's. Rows out of [0, N)
   // are invalid_argument. Not collective.
   PairBlock select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v) const;
+  // The same with the pairs' own indices (entry k's PairBlock::index is index[k], not k): a list
+  // already cut to this rank's block (owns) keeps the places of its pairs in the whole list.
+  PairBlock select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v,
+                   const std::vector<std::int64_t>& index) const;
+  // Whether this rank's block scores pair (u, v): u in rows(), v in q_rows().
+  bool owns(std::int64_t u, std::int64_t v) const {
+    return u >= at_.rows.begin && u < at_.rows.end && v >= at_.q_rows.begin && v < at_.q_rows.end;
+  }
 
   // The scores of the block's pairs from this rank's block of Z (rows × features of `last`'s
   // output), whole (summed over F), into `scores` (pairs() floats, on the backend). Collective

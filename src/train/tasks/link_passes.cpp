@@ -25,12 +25,17 @@ PairBlock select_both(const DotLinkDecoder3D& decoder, const NodePairList& posit
 
 double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
                           const NodePairList& positives, const NodePairList& negatives, Matrix& dz) {
-  const PairBlock pairs = select_both(decoder, positives, negatives);
+  return link_loss_and_grad(be, grid, decoder, z, select_both(decoder, positives, negatives),
+                            static_cast<std::int64_t>(positives.size()),
+                            static_cast<std::int64_t>(positives.size() + negatives.size()), dz);
+}
+
+double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                          const PairBlock& pairs, std::int64_t positives, std::int64_t total, Matrix& dz) {
   const auto n = static_cast<std::size_t>(pairs.pairs());
-  const auto first_negative = static_cast<std::int64_t>(positives.size());
-  const float weight = 1.0f / static_cast<float>(positives.size() + negatives.size());
+  const float weight = 1.0f / static_cast<float>(total);
   std::vector<float> labels(n);
-  for (std::size_t e = 0; e < n; ++e) labels[e] = pairs.index[e] < first_negative ? 1.0f : 0.0f;
+  for (std::size_t e = 0; e < n; ++e) labels[e] = pairs.index[e] < positives ? 1.0f : 0.0f;
   MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
   Buffer<float> scores(be, n), label(be, labels), weights(be, std::vector<float>(n, weight)), grad(be, n);
   decoder.forward(z, pairs, scores.data());
@@ -43,12 +48,17 @@ double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& deco
 
 std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
                                 const NodePairList& positives, const NodePairList& negatives) {
-  const PairBlock pairs = select_both(decoder, positives, negatives);
+  return link_scores(be, grid, decoder, z, select_both(decoder, positives, negatives),
+                     positives.size() + negatives.size());
+}
+
+std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+                                const PairBlock& pairs, std::size_t total) {
   MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
   Buffer<float> scores(be, static_cast<std::size_t>(pairs.pairs()));
   decoder.forward(z, pairs, scores.data());
   // Each score once: the ranks of F 0 add theirs into a list of every pair.
-  std::vector<double> all(positives.size() + negatives.size(), 0.0);
+  std::vector<double> all(total, 0.0);
   if (grid.coord(decoder.feature_axis()) == 0) {
     const std::vector<float> mine = scores.to_host();
     for (std::size_t e = 0; e < mine.size(); ++e) all[static_cast<std::size_t>(pairs.index[e])] = mine[e];

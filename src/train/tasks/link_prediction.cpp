@@ -2,6 +2,7 @@
 // negatives, and the best-epoch rule.
 #include "train/tasks/link_prediction.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -16,66 +17,87 @@ namespace plexus {
 namespace {
 constexpr double kNotEvaluated = std::numeric_limits<double>::quiet_NaN();
 
-// MRR's negatives of a split's links (LinkConfig::mrr_negatives: k each): link i's j-th is
-// (u_i, w), w the j-th draw of its stream (negative_pairs.hpp), `split` 1 validation, 2 test.
-NodePairList mrr_negatives_of(const NodePairList& links, index_t k, std::uint64_t seed, std::uint32_t split,
-                              index_t num_nodes) {
-  NodePairList out;
-  if (k <= 0 || links.size() == 0) return out;
-  const auto n = static_cast<std::int64_t>(links.size()) * k;
-  out = negative_pairs(seed, split, num_nodes, 0, n, kMrrNegativeStream);
-  for (std::int64_t i = 0; i < n; ++i) out.u[static_cast<std::size_t>(i)] = links.u[static_cast<std::size_t>(i / k)];
-  return out;
-}
+// Pairs are drawn and cut to each rank's block this many at a time: no rank holds a whole list.
+constexpr std::int64_t kChunk = std::int64_t{1} << 16;
 }  // namespace
+
+void LinkPrediction::BlockList::keep(const DotLinkDecoder3D& d, const NodePairList& pairs, std::int64_t offset) {
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    if (d.owns(pairs.u[k], pairs.v[k])) {
+      u.push_back(pairs.u[k]);
+      v.push_back(pairs.v[k]);
+      index.push_back(offset + static_cast<std::int64_t>(k));
+    }
+}
 
 LinkPrediction::LinkPrediction(const TaskInputs& in)
     : be_(in.backend),
       grid_(in.grid),
-      links_(in.shards.links),
       num_nodes_(in.shards.num_nodes),
       seed_(in.cfg.seed),
       by_loss_(in.cfg.select_by.by == SelectBy::Loss),
       hits_k_(in.cfg.link.hits_k),
       mrr_k_(in.cfg.link.mrr_negatives),
-      val_mrr_neg_(mrr_negatives_of(links_.val_pos, mrr_k_, seed_, 1, num_nodes_)),
-      test_mrr_neg_(mrr_negatives_of(links_.test_pos, mrr_k_, seed_, 2, num_nodes_)),
       decoder_(in.backend, in.grid, in.out, in.shards.num_nodes) {
   if (in.row_split) throw std::logic_error("LinkPrediction: the output's rows are not split further (baseline collectives)");
+  const LinkPairs& links = in.shards.links;
   // (A plan's shards of sizes only carry no pairs: its dry run prices the encoder alone for now.)
-  if (in.evaluates && !in.shards.shape_only && links_.train.size() == 0)
+  if (in.evaluates && !in.shards.shape_only && links.train.size() == 0)
     throw InputError("graph", "has no training link for the link task (every link held out, or no edge)");
+  train_links_ = static_cast<std::int64_t>(links.train.size());
+  train_.keep(decoder_, links.train, 0);
+  val_ = held_out(links.val_pos, links.val_neg, 1);
+  test_ = held_out(links.test_pos, links.test_neg, 2);
+}
+
+LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const NodePairList& neg, std::uint32_t split) {
+  HeldOut h;
+  h.positives = pos.size();
+  h.negatives = neg.size();
+  BlockList b;
+  b.keep(decoder_, pos, 0);
+  b.keep(decoder_, neg, static_cast<std::int64_t>(h.positives));
+  // MRR's negatives (mrr_k_ a link): link i's j-th is (u_i, w), w the v of draw i·K + j of its
+  // split's stream (negative_pairs.hpp), drawn a chunk at a time.
+  const std::int64_t k = mrr_k_, n = static_cast<std::int64_t>(pos.size()) * k;
+  const auto offset = static_cast<std::int64_t>(h.positives + h.negatives);
+  for (std::int64_t b0 = 0; b0 < n; b0 += kChunk) {
+    NodePairList c = negative_pairs(seed_, split, num_nodes_, b0, std::min(n, b0 + kChunk), kMrrNegativeStream);
+    for (std::size_t i = 0; i < c.size(); ++i) c.u[i] = pos.u[static_cast<std::size_t>((b0 + static_cast<std::int64_t>(i)) / k)];
+    b.keep(decoder_, c, offset + b0);
+  }
+  h.total = static_cast<std::size_t>(offset + n);
+  h.block = decoder_.select(b.u, b.v, b.index);
+  return h;
 }
 
 double LinkPrediction::loss_and_grad(int epoch, const Matrix& out, Matrix& d_out) {
-  const auto n = static_cast<std::int64_t>(links_.train.size());
-  const NodePairList negatives = negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, 0, n);
-  return link_loss_and_grad(be_, grid_, decoder_, out, links_.train, negatives, d_out);
+  // The training links and as many negatives of this epoch (negative_pairs), this rank's block.
+  BlockList pairs = train_;
+  const std::int64_t n = train_links_;
+  for (std::int64_t b0 = 0; b0 < n; b0 += kChunk)
+    pairs.keep(decoder_, negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, b0, std::min(n, b0 + kChunk)),
+               n + b0);
+  return link_loss_and_grad(be_, grid_, decoder_, out, decoder_.select(pairs.u, pairs.v, pairs.index), n, 2 * n, d_out);
 }
 
-void LinkPrediction::split_metrics(const NodePairList& positives, const NodePairList& negatives,
-                                   const NodePairList& mrr_negatives, const Matrix& out, double& auc, double& hits,
-                                   double& mrr_value, double* loss) {
-  NodePairList all_negatives = negatives;
-  all_negatives.u.insert(all_negatives.u.end(), mrr_negatives.u.begin(), mrr_negatives.u.end());
-  all_negatives.v.insert(all_negatives.v.end(), mrr_negatives.v.begin(), mrr_negatives.v.end());
-  const std::vector<double> s = link_scores(be_, grid_, decoder_, out, positives, all_negatives);
-  const auto p = static_cast<std::ptrdiff_t>(positives.size()), q = p + static_cast<std::ptrdiff_t>(negatives.size());
+void LinkPrediction::split_metrics(const HeldOut& h, const Matrix& out, double& auc, double& hits, double& mrr_value,
+                                   double* loss) {
+  const std::vector<double> s = link_scores(be_, grid_, decoder_, out, h.block, h.total);
+  const auto p = static_cast<std::ptrdiff_t>(h.positives), q = p + static_cast<std::ptrdiff_t>(h.negatives);
   const std::vector<float> pos(s.begin(), s.begin() + p), neg(s.begin() + p, s.begin() + q), own(s.begin() + q, s.end());
   auc = roc_auc(pos, neg);
   hits = hits_k_ > 0 ? hits_at(pos, neg, static_cast<std::size_t>(hits_k_)) : kNotEvaluated;
   mrr_value = mrr_k_ > 0 ? mrr(pos, own, static_cast<std::size_t>(mrr_k_)) : kNotEvaluated;
-  if (loss) *loss = link_loss_of_scores(std::vector<double>(s.begin(), s.begin() + q), positives.size());
+  if (loss) *loss = link_loss_of_scores(std::vector<double>(s.begin(), s.begin() + q), h.positives);
 }
 
 EvalMetrics LinkPrediction::evaluate(const Matrix& out) {
   EvalMetrics e;
   e.train_acc = e.val_acc = e.test_acc = e.train_loss = kNotEvaluated;
   e.val_loss = kNotEvaluated;
-  if (links_.val_pos.size() > 0)
-    split_metrics(links_.val_pos, links_.val_neg, val_mrr_neg_, out, e.val_auc, e.val_hits, e.val_mrr, &e.val_loss);
-  if (links_.test_pos.size() > 0)
-    split_metrics(links_.test_pos, links_.test_neg, test_mrr_neg_, out, e.test_auc, e.test_hits, e.test_mrr, nullptr);
+  if (val_.positives > 0) split_metrics(val_, out, e.val_auc, e.val_hits, e.val_mrr, &e.val_loss);
+  if (test_.positives > 0) split_metrics(test_, out, e.test_auc, e.test_hits, e.test_mrr, nullptr);
   return e;
 }
 

@@ -18,27 +18,39 @@ class LinkPrediction : public Task {
   explicit LinkPrediction(const TaskInputs& in);
   double loss_and_grad(int epoch, const Matrix& out, Matrix& d_out) override;
   EvalMetrics evaluate(const Matrix& out) override;
-  bool validates() const override { return links_.val_pos.size() > 0; }
+  bool validates() const override { return val_.positives > 0; }
   bool better(const EvalMetrics& e, const BestEpoch& best) const override;
   double score(const EvalMetrics& e) const override;
   Predictions predictions(NodeRows last_layer) const override;
 
  private:
+  // This rank's block of a list of pairs (DotLinkDecoder3D::owns): its pairs and their places in
+  // the whole list. Every rank keeps its block's only, so the lists' memory falls with the grid.
+  struct BlockList {
+    std::vector<std::int64_t> u, v, index;
+    void keep(const DotLinkDecoder3D& d, const NodePairList& pairs, std::int64_t offset);
+  };
+  // A held-out split selected once: its links, their fixed negatives and their MRR negatives
+  // (mrr_k_ each, drawn by the documented key), this rank's block of them as one PairBlock.
+  struct HeldOut {
+    PairBlock block;
+    std::size_t positives = 0, negatives = 0, total = 0;
+  };
+  HeldOut held_out(const NodePairList& pos, const NodePairList& neg, std::uint32_t split);
+  // A held-out split's metrics from the scores of its block (link_scores).
+  void split_metrics(const HeldOut& h, const Matrix& out, double& auc, double& hits, double& mrr_value, double* loss);
+
   Backend& be_;
   ProcessGrid& grid_;
-  LinkPairs links_;  // (a copy: the shards a trainer is built from do not outlive its construction)
   index_t num_nodes_;
   std::uint64_t seed_;
   bool by_loss_;  // TrainConfig::select_by: loss, else ROC-AUC
   index_t hits_k_;  // LinkConfig::hits_k (0: not computed)
   index_t mrr_k_;   // LinkConfig::mrr_negatives (0: not computed)
-  // Each held-out split's MRR negatives (mrr_k_ per link, fixed for the run; mrr_negatives_of).
-  NodePairList val_mrr_neg_, test_mrr_neg_;
-  // A held-out split's metrics from the scores of its links, its fixed negatives and its MRR
-  // negatives (link_scores of positives ++ negatives ++ mrr negatives).
-  void split_metrics(const NodePairList& positives, const NodePairList& negatives, const NodePairList& mrr_negatives,
-                     const Matrix& out, double& auc, double& hits, double& mrr_value, double* loss);
   DotLinkDecoder3D decoder_;
+  BlockList train_;             // this rank's training links (their places: 0 .. train_links_)
+  std::int64_t train_links_ = 0;  // the training links of all ranks
+  HeldOut val_, test_;
 };
 
 }  // namespace plexus
