@@ -3,6 +3,7 @@
 // (validate_link_split), and trained on as the same split drawn in memory.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,9 @@ TEST(LinkSplitFile, ASplitThatContradictsTheGraphIsRefused) {
     change(bad);
     const std::string m = input_error_message([&] { validate_link_split(g, bad, "f.h5"); });
     EXPECT_NE(m.find(says), std::string::npos) << m;
-    testing::ScratchDir dir;  // nothing is written either
+    testing::ScratchDir dir;  // nothing is written either (no file, no temporary)
     EXPECT_NE(input_error_message([&] { write_graph_h5(g, NodeNames{}, bad, dir.file("x.h5")); }).find(says), std::string::npos);
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
   };
   const std::int64_t u = 0, v = g.indices[static_cast<std::size_t>(g.indptr[0])];  // an edge of the graph
   refused([&](LinkSplit& b) { b.val_pos.u[0] = u, b.val_pos.v[0] = v; }, "/links/val_pos: pair 1 (0, " + std::to_string(v) + ") is an edge of /graph: message passing");

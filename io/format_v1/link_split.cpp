@@ -31,9 +31,10 @@ constexpr Member kMembers[] = {{"/links/val_pos", &LinkSplit::val_pos},
 
 void write_graph_h5(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& path) {
   h5::check_node_names(g, names, path);
-  validate(g, path);
-  validate_link_split(g, held_out, path);
+  // (write_atomically validates g first; the split is checked against it before any of it is
+  // written, and a refusal removes the temporary file.)
   h5::write_atomically(g, path, [&](h5::Writer& w) {
+    validate_link_split(g, held_out, path);
     h5::write_node_names(w, g, names);
     w.group(kLinks);
     for (const Member& m : kMembers) {

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -300,31 +299,22 @@ void convert_edgelist(TextOptions& o) {
                  nodes ? "row k = data line k of " + nodes->path
                        : names.ids.empty() ? "row k = node id k" : "row k = the k-th smallest node id");
   if (fractions) stratified_split(g, *fractions, o.split_seed);
-  if (o.edge_split_column) {
-    // The split as the file gives it; the negatives drawn with --split-seed (given_link_split).
-    in_phase("writing " + o.out, [&] {
-      LinkSplit held_out;
+  in_phase("writing " + o.out, [&] {
+    if (!o.edge_split_column && o.edge_split.empty()) return write_graph_h5(g, names, o.out);
+    // The graph keeps the training links, /links the held-out ones (docs/format-v1.md, "Link
+    // splits"): as the split column gives them, or drawn; the negatives drawn with --split-seed.
+    LinkSplit held_out;
+    if (o.edge_split_column) {
       try {
         held_out = given_link_split(g, val, test, o.split_seed);
       } catch (const InputError& e) {  // named as the file's problem (the links are its lines)
         throw InputError(o.input, e.what());
       }
-      write_graph_h5(g, names, held_out, o.out);
-      fmt::print("links held out as given: {} validation, {} test (each with as many negatives)\n",
-                 held_out.val_pos.size(), held_out.test_pos.size());
-    });
-    report(g, o.out);
-    return;
-  }
-  if (!o.edge_split.empty()) {
-    // The graph keeps the training links, /links the held-out ones (docs/format-v1.md, "Link splits").
-    in_phase("writing " + o.out, [&] {
-      write_with_edge_split(g, names, parse_edge_split(o.edge_split), o.split_seed, o.input, o.out);
-    });
-    report(g, o.out);
-    return;
-  }
-  in_phase("writing " + o.out, [&] { write_graph_h5(g, names, o.out); });
+    } else {
+      held_out = draw_edge_split(g, parse_edge_split(o.edge_split), o.split_seed, o.input);
+    }
+    write_with_link_split(g, names, held_out, o.out);
+  });
   report(g, o.out);
 }
 

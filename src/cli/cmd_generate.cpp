@@ -64,10 +64,12 @@ void add_generate_command(CLI::App& app) {
     const SplitFractions shares = parse_edge_split(edge_split->empty() ? "0.85,0.05,0.1" : *edge_split);
     io::check_output(*sbm_out, io::OutputNeeds::Seekable);
     GraphData g = generate_sbm(*sbm);
-    if (link)
-      write_with_edge_split(g, NodeNames{}, shares, sbm->seed, "the generated graph", *sbm_out);
-    else
+    if (link) {
+      const LinkSplit held_out = draw_edge_split(g, shares, sbm->seed, "the generated graph");
+      write_with_link_split(g, NodeNames{}, held_out, *sbm_out);
+    } else {
       write_graph_h5(g, *sbm_out);
+    }
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *sbm_out, g.num_nodes, g.num_edges(),
                g.num_features, g.num_classes);
   });

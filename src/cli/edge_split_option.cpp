@@ -1,4 +1,4 @@
-// --edge-split (edge_split_option.hpp).
+// --edge-split and the writing of a split graph (edge_split_option.hpp).
 #include "src/cli/edge_split_option.hpp"
 
 #include <fmt/format.h>
@@ -23,14 +23,17 @@ SplitFractions parse_edge_split(const std::string& text) {
   return f;
 }
 
-void write_with_edge_split(GraphData& g, const NodeNames& names, const SplitFractions& shares, std::uint64_t seed,
-                           const std::string& what, const std::string& out) {
+LinkSplit draw_edge_split(GraphData& g, const SplitFractions& shares, std::uint64_t seed, const std::string& what) {
   const index_t links = g.num_edges();
-  const LinkSplit held_out = random_link_split(g, shares.val, shares.test, seed);
+  LinkSplit held_out = random_link_split(g, shares.val, shares.test, seed);
   if (held_out.val_pos.size() + held_out.test_pos.size() == 0)
     throw InputError("--edge-split", fmt::format("holds out no link of {}: its {} stored edges are too few for VAL {} "
                                                  "and TEST {}",
                                                  what, links, shares.val, shares.test));
+  return held_out;
+}
+
+void write_with_link_split(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& out) {
   write_graph_h5(g, names, held_out, out);
   fmt::print("links held out: {} validation, {} test (each with as many negatives; the graph keeps the rest)\n",
              held_out.val_pos.size(), held_out.test_pos.size());

@@ -1,7 +1,7 @@
 #pragma once
-// `--edge-split TRAIN,VAL,TEST` of `convert edgelist` and `generate sbm --task link`: a graph's
-// links split for the link task (random_link_split, PyG's RandomLinkSplit) and written as a file
-// with its own link split (docs/format-v1.md, "Link splits").
+// `--edge-split TRAIN,VAL,TEST` of `convert edgelist` and `generate sbm --task link`, and the
+// writing of a graph with its own link split (docs/format-v1.md, "Link splits"), which
+// `--edge-split-column` shares.
 #include <cstdint>
 #include <string>
 
@@ -14,10 +14,12 @@ namespace plexus::cli {
 // InputError("--edge-split", ...) otherwise.
 SplitFractions parse_edge_split(const std::string& text);
 
-// Splits g's links with `seed` (g is left with the training links), writes g, `names` and the split to
-// `out` and prints what was held out. InputError("--edge-split", ...) when the split would hold
-// out no link of `what` (too few links), or the graph is too dense for the negatives.
-void write_with_edge_split(GraphData& g, const NodeNames& names, const SplitFractions& shares, std::uint64_t seed,
-                           const std::string& what, const std::string& out);
+// g's links split with `seed` (random_link_split: g is left with the training links).
+// InputError("--edge-split", ...) when the split would hold out no link of `what` (too few
+// links), or the graph is too dense for the negatives.
+LinkSplit draw_edge_split(GraphData& g, const SplitFractions& shares, std::uint64_t seed, const std::string& what);
+
+// Writes g (the training links), `names` and the split to `out` and prints what was held out.
+void write_with_link_split(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& out);
 
 }  // namespace plexus::cli

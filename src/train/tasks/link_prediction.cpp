@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <utility>
 
 #include "plexus/error.hpp"
 #include "train/tasks/link_metrics.hpp"
