@@ -96,6 +96,82 @@ TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
   }
 }
 
+// With edge batches every grid still equals one rank, epoch by epoch, for kinds with dropout on
+// (a GAT with attention dropout too); a batch as large as the training links (or larger) is the
+// full batch, bit for bit; a run resumed from a checkpoint mid-way continues as uninterrupted,
+// and one resumed with another batch size is refused.
+TEST(LinkTask, EdgeBatchesOnGridsEqualOneRankAndResume) {
+  const GraphData g = planted(61, 4);
+  const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 1, 3}, {2, 2, 1}, {1, 2, 2}, {2, 1, 3}, {2, 2, 2}};
+  for (const std::string kind : {"gcn", "gat"}) {
+    SCOPED_TRACE(kind);
+    TrainConfig c = link_config(kind, 4, 0.3f);
+    if (kind == "gat") c.model.set("attn-dropout", 0.2);
+    c.link.edge_batch = 17;
+    auto single = ProcessGrid::single();
+    const LinkRun want = train(g, c, *single);
+    for (double l : want.losses) ASSERT_TRUE(std::isfinite(l));
+    for (const GridShape s : shapes) {
+      SCOPED_TRACE(s.str());
+      std::mutex mu;
+      std::vector<LinkRun> got;
+      run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+        LinkRun r = train(g, c, grid);
+        std::lock_guard<std::mutex> lock(mu);
+        got.push_back(std::move(r));
+      });
+      ASSERT_EQ(got.size(), static_cast<std::size_t>(s.size()));
+      for (const LinkRun& r : got)
+        for (std::size_t e = 0; e < want.losses.size(); ++e) {
+          EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
+          EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
+        }
+    }
+  }
+  // The full batch: 0, or a batch of at least every training link.
+  auto single = ProcessGrid::single();
+  TrainConfig c = link_config("sage", 3, 0.3f);
+  const LinkRun full = train(g, c, *single);
+  const auto links = static_cast<std::int64_t>(shards_of_graph(g, c, *single, true, false).links.train.size());
+  for (const std::int64_t b : {links, links + 1, std::int64_t{1} << 30}) {
+    c.link.edge_batch = b;
+    EXPECT_EQ(train(g, c, *single).losses, full.losses) << b;
+  }
+  c.link.edge_batch = links - 1;  // two steps: another run
+  EXPECT_NE(train(g, c, *single).losses, full.losses);
+
+  // Resumed mid-way (Adam's steps count the batches), and refused with another batch size.
+  c = link_config("gcn", 6, 0.3f);
+  c.link.edge_batch = 9;
+  const LinkRun want = train(g, c, *single);
+  const std::string path = testing::TempDir() + "/link-batches-checkpoint.h5";
+  {
+    auto be = make_cpu_backend(1);
+    TrainConfig first = c;
+    first.epochs = 3;
+    GnnTrainer t(g, first, *be, *single);
+    t.run();
+    t.save(path);
+  }
+  EXPECT_EQ(read_gnn_model_info_h5(path).config.link.edge_batch, 9);
+  {
+    auto be = make_cpu_backend(1);
+    GnnTrainer t(g, c, *be, *single);
+    t.resume(path);
+    for (int e = 3; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
+  }
+  auto be = make_cpu_backend(1);
+  TrainConfig other = c;
+  other.link.edge_batch = 10;
+  GnnTrainer t(g, other, *be, *single);
+  try {
+    t.resume(path);
+    ADD_FAILURE() << "resumed with another edge batch";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("TrainConfig.link.edge_batch"), std::string::npos) << e.what();
+  }
+}
+
 // The shards of a link run: Â holds the training links (and the self-loops GCN adds), never a
 // held-out one; the training positives are each training link once.
 TEST(LinkTask, HeldOutLinksNeverReachMessagePassing) {
@@ -193,6 +269,10 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
   refused([](TrainConfig& c) { c.link.hits_k = -1; }, "TrainConfig.link.hits_k");
   refused([](TrainConfig& c) { c.link.mrr_negatives = -1; }, "TrainConfig.link.mrr_negatives");
   refused([](TrainConfig& c) { c.link.mrr_negatives = 100001; }, "TrainConfig.link.mrr_negatives");
+  refused([](TrainConfig& c) { c.link.edge_batch = -1; }, "TrainConfig.link.edge_batch");
+  refused([](TrainConfig& c) { c.link.edge_batch = std::int64_t{1} << 40; }, "TrainConfig.link.edge_batch");
+  refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.link.edge_batch = 5; }, "TrainConfig.link.edge_batch");
+  refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.link.hits_k = 5; }, "TrainConfig.link.hits_k");
   refused([](TrainConfig& c) { c.link.test = std::nan(""); }, "TrainConfig.link.test");
   refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.select_by = {SelectBy::Auc, -1}; },
           "TrainConfig.select_by");
@@ -270,6 +350,7 @@ TEST(LinkTask, ResumedRunContinuesAsUninterrupted) {
   EXPECT_THROW(tm.resume(path), InputError);
   TrainConfig node = c;
   node.task = GnnTask::NodeClassification;
+  node.link = LinkConfig{};  // (the link task's options are refused with another task)
   GnnTrainer n(g, node, *be, *single);
   try {
     n.resume(path);

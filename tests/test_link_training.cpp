@@ -7,7 +7,9 @@
 //  * It learns: on a planted SBM, the held-out links' ROC-AUC after training is high.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "optim/adam.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "plexus/rng.hpp"
 #include "link_graphs.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
 #include "train/graph_shards.hpp"
@@ -57,9 +60,35 @@ struct RunResult {
   double test_mrr8 = 0;   // MRR of each test link (u, v) against 8 negatives (u, w) of its own
 };
 
-// Every rank's part of `epochs` full-batch epochs; the losses (summed over the grid) and, at the
-// end, the test links' ROC-AUC against their negatives.
-RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& kind, int epochs, float dropout) {
+// Where link i goes in an epoch's order, by the documented key alone (docs/link-prediction.md,
+// "Edge batches"): a 4-round Feistel network over the smallest even number of bits (≥ 2)
+// covering n, walked until it lands in [0, n).
+std::int64_t documented_place(std::uint64_t seed, std::uint32_t epoch, std::int64_t n, std::int64_t i) {
+  int bits = 2;
+  while ((std::int64_t{1} << bits) < n) bits += 2;
+  const int h = bits / 2;
+  const std::uint64_t mask = (std::uint64_t{1} << h) - 1;
+  const DropoutKey key{seed, epoch, 0x11E8};
+  std::uint64_t x = static_cast<std::uint64_t>(i);
+  do {
+    std::uint64_t l = x >> h, r = x & mask;
+    for (std::uint32_t round = 0; round < 4; ++round) {
+      const std::uint64_t next = l ^ (counter_block(key, r, round).v[0] & mask);
+      l = r;
+      r = next;
+    }
+    x = (l << h) | r;
+  } while (x >= static_cast<std::uint64_t>(n));
+  return static_cast<std::int64_t>(x);
+}
+
+// Every rank's part of `epochs` epochs; the losses (summed over the grid) and, at the end, the
+// test links' ROC-AUC against their negatives. Full-batch, or with `batch` > 0 links a step:
+// each epoch's links in the documented order, batch b the places [b·batch, (b+1)·batch) with
+// the epoch's negatives at the same places, a pass and an Adam step each, dropout keyed by the
+// step's index; the epoch's loss the batches' losses weighed by their links.
+RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& kind, int epochs, float dropout,
+                      std::int64_t batch = 0) {
   auto be = make_cpu_backend(1);
   TrainConfig cfg;
   cfg.model = GnnSpec(kind);
@@ -79,7 +108,35 @@ RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& k
   const auto positives = static_cast<std::int64_t>(d.train.size());
   RunResult out;
   Matrix z(*be, last.out_rows.size(), last.out_cols.size());
-  for (int epoch = 0; epoch < epochs; ++epoch) {
+  if (batch > 0) {
+    const std::int64_t steps = (positives + batch - 1) / batch;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      std::vector<std::int64_t> at(static_cast<std::size_t>(positives));  // the link at each place
+      for (std::int64_t i = 0; i < positives; ++i)
+        at[static_cast<std::size_t>(documented_place(cfg.seed, static_cast<std::uint32_t>(epoch), positives, i))] = i;
+      double loss = 0;
+      for (std::int64_t b = 0; b < steps; ++b) {
+        const int pass = static_cast<int>(epoch * steps + b);
+        const std::int64_t first = b * batch, n = std::min(batch, positives - first);
+        NodePairList links;
+        for (std::int64_t p = first; p < first + n; ++p) {
+          links.u.push_back(d.train.u[static_cast<std::size_t>(at[static_cast<std::size_t>(p)])]);
+          links.v.push_back(d.train.v[static_cast<std::size_t>(at[static_cast<std::size_t>(p)])]);
+        }
+        be->copy(net.forward(pass, true).view(), z.view());
+        Matrix dz(*be, z.rows(), z.cols());
+        loss += link_loss_and_grad(
+                    *be, grid, dec, z, links,
+                    negative_pairs(cfg.seed, static_cast<std::uint32_t>(epoch), d.graph.num_nodes, first, first + n), dz) *
+                static_cast<double>(n) / static_cast<double>(positives);
+        net.backward(dz, pass);
+        adam.step();
+        net.weights_updated();
+      }
+      out.losses.push_back(loss);
+    }
+  }
+  for (int epoch = 0; batch == 0 && epoch < epochs; ++epoch) {
     be->copy(net.forward(epoch, true).view(), z.view());
     Matrix dz(*be, z.rows(), z.cols());
     out.losses.push_back(link_loss_and_grad(
@@ -105,11 +162,12 @@ RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& k
   return out;
 }
 
-RunResult on_grid(GridShape shape, const LinkData& d, const std::string& kind, int epochs, float dropout) {
+RunResult on_grid(GridShape shape, const LinkData& d, const std::string& kind, int epochs, float dropout,
+                  std::int64_t batch = 0) {
   RunResult result;
   std::mutex m;
   run_in_process_grid(shape, 1, [&](ProcessGrid& grid) {
-    RunResult r = train_links(grid, d, kind, epochs, dropout);
+    RunResult r = train_links(grid, d, kind, epochs, dropout, batch);
     if (grid.rank() == 0) {
       std::lock_guard<std::mutex> lock(m);
       result = r;
@@ -172,6 +230,49 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
         EXPECT_LT(want.test_mrr8, 1) << kind;
       }
     }
+  }
+}
+
+// With edge batches (LinkConfig::edge_batch) the trainer runs the batches of the documented
+// order: each epoch's loss is the loop's above, on one rank and on a grid, with dropout on (a mask
+// per step), an uneven last batch, and Adam stepping once a batch; the test ROC-AUC after them
+// is the loop's.
+TEST(LinkTraining, EdgeBatchesAreTheDocumentedOrdersBatches) {
+  const LinkData d = link_data(61, 5);
+  const std::int64_t batch = 23;
+  ASSERT_NE(d.train.size() % batch, 0u);
+  ASSERT_GT(d.train.size(), 3 * batch);
+  const RunResult want = on_grid({1, 1, 1}, d, "gcn", 4, 0.5f, batch);
+  const RunResult full = on_grid({1, 1, 1}, d, "gcn", 4, 0.5f);
+  EXPECT_NE(want.losses[1], full.losses[1]);  // (batches do train otherwise)
+  TrainConfig c;
+  c.task = GnnTask::Link;
+  c.hidden = 16;
+  c.link.embedding_width = 8;
+  c.dropout = 0.5f;
+  c.weight_decay = 0;
+  c.lr = 0.01f;
+  c.seed = 5;
+  c.epochs = 4;
+  c.link.edge_batch = batch;
+  for (const GridShape g : {GridShape{1, 1, 1}, GridShape{2, 1, 2}, GridShape{1, 3, 1}}) {
+    std::vector<EpochMetrics> got;
+    std::mutex m;
+    run_in_process_grid(g, 1, [&](ProcessGrid& grid) {
+      auto be = make_cpu_backend(1);
+      GnnTrainer t(generate_sbm(link_sbm(61, 5)), c, *be, grid);
+      std::vector<EpochMetrics> mine;
+      for (int e = 0; e < c.epochs; ++e) mine.push_back(t.epoch());
+      if (grid.rank() == 0) {
+        std::lock_guard<std::mutex> lock(m);
+        got = mine;
+      }
+    });
+    for (int e = 0; e < c.epochs; ++e)
+      EXPECT_NEAR(got[static_cast<std::size_t>(e)].loss, want.losses[static_cast<std::size_t>(e)],
+                  1e-5 * want.losses[static_cast<std::size_t>(e)])
+          << g.str() << ", epoch " << e;
+    EXPECT_NEAR(got.back().test_auc, want.test_auc, 1e-6) << g.str();
   }
 }
 

@@ -83,7 +83,30 @@ struct LinkConfig {
   // (u, v) ranked among K negatives (u, w) of its own, w uniform over the nodes and fixed for the
   // run); K here, 0: not computed.
   index_t mrr_negatives = 0;
+  // Training links per optimizer step (OGB's full-graph baselines' batch_size): each epoch takes
+  // the training links in a fresh order, cut into batches of this many, and steps once per batch,
+  // each step a whole forward and backward pass of the encoder with as many negatives as the
+  // batch has links (docs/link-prediction.md, "Edge batches"). 0: one step over every link (the
+  // full batch, PyG's link_pred example).
+  index_t edge_batch = 0;
 };
+
+// The link task's count options (hits_k, mrr_negatives, edge_batch), each declared once here:
+// the checks, the command line and --config, the run's identity, a resumed run's agreement,
+// model-file attributes and the run's JSON records all read this table, so none of them names
+// one of these fields.
+struct LinkCountOption {
+  const char* name;           // "mrr-negatives": the flag --mrr-negatives and the --config key
+  index_t LinkConfig::*field;  // the field it sets
+  index_t max;                // 0 (off) or 1 to max
+  const char* off;            // what 0 means: "not computed", "the full batch"
+  const char* help;           // for the command line (which adds "--task link: " and "0 = off")
+  // "mrr_negatives": the name with '_' for '-', the key of JSON records and model-file attributes.
+  std::string key() const;
+  // "TrainConfig.link.mrr_negatives": how errors name it (plexus/error.hpp).
+  std::string field_name() const;
+};
+const std::vector<LinkCountOption>& link_count_options();
 
 struct TrainConfig {
   // What the model learns (GnnTask) and the link task's options.

@@ -85,10 +85,10 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
     w.scalar_attr<double>("link_test", H5T_IEEE_F64LE, o.link.test, kOptions);
     w.scalar_attr<double>("best_val_auc", H5T_IEEE_F64LE, h.best.val_auc);
     w.scalar_attr<double>("best_test_auc", H5T_IEEE_F64LE, h.best.test_auc);
-    w.scalar_attr<std::int64_t>("hits_k", H5T_STD_I64LE, o.link.hits_k, kOptions);
+    for (const LinkCountOption& c : link_count_options())
+      w.scalar_attr<std::int64_t>(c.key().c_str(), H5T_STD_I64LE, o.link.*c.field, kOptions);
     w.scalar_attr<double>("best_val_hits", H5T_IEEE_F64LE, h.best.val_hits);
     w.scalar_attr<double>("best_test_hits", H5T_IEEE_F64LE, h.best.test_hits);
-    w.scalar_attr<std::int64_t>("mrr_negatives", H5T_STD_I64LE, o.link.mrr_negatives, kOptions);
     w.scalar_attr<double>("best_val_mrr", H5T_IEEE_F64LE, h.best.val_mrr);
     w.scalar_attr<double>("best_test_mrr", H5T_IEEE_F64LE, h.best.test_mrr);
   }
@@ -225,10 +225,11 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
     o.link.test = r.float_attr("link_test", kOptions);
     info.best.val_auc = r.evaluated_attr("best_val_auc");
     info.best.test_auc = r.evaluated_attr("best_test_auc");
-    o.link.hits_k = r.int_attr("hits_k", "int64", kOptions);
+    // (A count the file does not record is 0, off: what the files before it was added meant.)
+    for (const LinkCountOption& c : link_count_options())
+      o.link.*c.field = r.attr_exists(c.key(), kOptions) ? r.int_attr(c.key(), "int64", kOptions) : 0;
     info.best.val_hits = r.evaluated_attr("best_val_hits");
     info.best.test_hits = r.evaluated_attr("best_test_hits");
-    o.link.mrr_negatives = r.int_attr("mrr_negatives", "int64", kOptions);
     info.best.val_mrr = r.evaluated_attr("best_val_mrr");
     info.best.test_mrr = r.evaluated_attr("best_test_mrr");
     // The embeddings' width is the last layer's: a file whose widths say otherwise is refused.

@@ -155,6 +155,19 @@ sys.exit(not (len(e) == 2 and all(0 < x["val_mrr"] <= 1 and 0 < x["test_mrr"] <=
 accept train "MRR in the metrics" 'mrr_ok $OUT/mrr.jsonl' --task link --data "$IN/sbm.h5" --mrr-negatives 30 --epochs 2 \
   --threads 1 --metrics "$OUT/mrr.jsonl"
 
+# --edge-batch N: N training links an optimizer step.
+refuse train "edge batch: negative" "--edge-batch" --task link --data "$IN/sbm.h5" --edge-batch -1
+refuse train "edge batch: past 2^31 - 1" "--edge-batch" --task link --data "$IN/sbm.h5" --edge-batch 4294967296
+refuse train "edge batch: not a number" "--edge-batch" --task link --data "$IN/sbm.h5" --edge-batch half
+refuse train "edge batch: node classification" "--edge-batch: is the link task's" --data "$IN/sbm.h5" --edge-batch 10
+refuse train "edge batch: steps past the dropout key" "--edge-batch" --task link --data "$IN/sbm.h5" --edge-batch 1 \
+  --epochs 100000000
+batch_ok() { $py -c 'import json,sys
+l=[json.loads(x) for x in open(sys.argv[1])]; e=[x for x in l if "epoch" in x and not x.get("summary")]
+sys.exit(not (len(e) == 2 and l[0].get("edge_batch") == 7 and all(0 < x["loss"] < 10 for x in e)))' "$1" 2>/dev/null; }
+accept train "edge batches train and are recorded" 'batch_ok $OUT/batch.jsonl' --task link --data "$IN/sbm.h5" \
+  --edge-batch 7 --epochs 2 --threads 1 --metrics "$OUT/batch.jsonl"
+
 # convert edgelist --edge-split and files with their own link split (/links).
 printf '0 1\n1 2\n2 3\n3 4\n4 5\n5 0\n0 3\n1 4\n2 5\n6 7\n7 8\n8 6\n0 6\n' >"$L/ring.txt"
 "$plexus" convert edgelist "$L/ring.txt" --edge-split 0.6,0.2,0.2 --split-seed 2 -o "$L/ring_split.h5" >/dev/null 2>&1 ||

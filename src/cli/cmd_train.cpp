@@ -201,8 +201,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (link) {
     run_fields["embedding_width"] = output_width(o.cfg, 0);
     run_fields["link_split"] = file_split ? nlohmann::ordered_json("file") : nlohmann::ordered_json{o.cfg.link.val, o.cfg.link.test};
-    run_fields["hits_k"] = o.cfg.link.hits_k;
-    run_fields["mrr_negatives"] = o.cfg.link.mrr_negatives;
+    for (const LinkCountOption& l : link_count_options()) run_fields[l.key()] = o.cfg.link.*l.field;
   }
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
@@ -395,14 +394,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--embedding-width", c.link.embedding_width,
                   "--task link: the width of the last layer, the embeddings scored (0 = --hidden)")
       ->capture_default_str();
-  cmd->add_option("--hits-k", c.link.hits_k,
-                  "--task link: also report each held-out split's Hits@K (OGB's: its links scoring above the K-th "
-                  "best of its negatives; val_hits, test_hits); 0 = off")
-      ->capture_default_str();
-  cmd->add_option("--mrr-negatives", c.link.mrr_negatives,
-                  "--task link: also report each held-out split's MRR (OGB's, as ogbl-citation2's: each link (u, v) "
-                  "ranked among K negatives (u, w) of its own, w uniform, fixed for the run; val_mrr, test_mrr); 0 = off")
-      ->capture_default_str();
+  for (const LinkCountOption& l : link_count_options())
+    cmd->add_option(std::string("--") + l.name, c.link.*l.field,
+                    std::string("--task link: ") + l.help + "; 0 = " + l.off)
+        ->capture_default_str();
   cmd->add_option("--link-split", opts->link_split,
                   "--task link: the shares of the links held out for validation and test, VAL,TEST (default "
                   "0.05,0.1; PyG's RandomLinkSplit); message passing sees the rest only");

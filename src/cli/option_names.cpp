@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "plexus/gnn_spec.hpp"
+#include "plexus/train.hpp"
 #include "src/cli/model_options.hpp"
 
 namespace plexus::cli {
@@ -38,8 +39,6 @@ const OptionName kNames[] = {
     {"TrainConfig.link.embedding_width", "--embedding-width"},
     {"TrainConfig.link.val", "--link-split"},
     {"TrainConfig.link.test", "--link-split"},
-    {"TrainConfig.link.hits_k", "--hits-k"},
-    {"TrainConfig.link.mrr_negatives", "--mrr-negatives"},
     {"top_k_partners(k)", "--top-k"},
     {"top_k_partners(tile)", ""},
     {"top_k_partners(nodes)", "--nodes"},
@@ -159,6 +158,7 @@ const std::vector<OptionName>& option_names() {
       for (const GnnOptionInfo& o : k.options)
         if (std::none_of(v.begin(), v.end(), [&](const OptionName& n) { return n.library == gnn_option_field(o.name); }))
           v.push_back({gnn_option_field(o.name), model_option_flag(o.name)});
+    for (const LinkCountOption& o : link_count_options()) v.push_back({o.field_name(), std::string("--") + o.name});
     // The longest first: a phrase ("GptConfig.tied true") before a name it starts with.
     std::stable_sort(v.begin(), v.end(),
                      [](const OptionName& a, const OptionName& b) { return a.library.size() > b.library.size(); });

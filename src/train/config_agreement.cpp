@@ -40,14 +40,13 @@ void add_spec(Hasher& h, const GnnSpec& spec) {
 
 std::uint64_t config_hash(const TrainConfig& c) {
   static_assert(field_count<TrainConfig>() == 25, "a TrainConfig field is missing from config_hash");
-  static_assert(field_count<LinkConfig>() == 5, "a LinkConfig field is missing from config_hash");
+  static_assert(field_count<LinkConfig>() == 6, "a LinkConfig field is missing from config_hash");
   Hasher h;
   h.word(static_cast<std::uint64_t>(c.task));
   h.word(static_cast<std::uint64_t>(c.link.embedding_width));
   h.real(c.link.val);
   h.real(c.link.test);
-  h.word(static_cast<std::uint64_t>(c.link.hits_k));
-  h.word(static_cast<std::uint64_t>(c.link.mrr_negatives));
+  for (const LinkCountOption& o : link_count_options()) h.word(static_cast<std::uint64_t>(c.link.*o.field));
   add_spec(h, c.model);
   h.word(static_cast<std::uint64_t>(c.layers));
   h.word(static_cast<std::uint64_t>(c.hidden));

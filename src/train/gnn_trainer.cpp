@@ -242,7 +242,7 @@ void GnnTrainer::Impl::undo_step(int epoch) {
       backend.copy_from_host(to[j], from.data(), from.size() * sizeof(float));
     }
   }
-  adam.set_steps(epoch);
+  adam.set_steps(static_cast<std::int64_t>(epoch) * task->steps_per_epoch());
   epochs_done = epoch;
   weights_epoch = epoch - 1;
   model.weights_updated();
@@ -363,16 +363,23 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   bool stepped = false;
   EvalMetrics e;
   try {
-    const Matrix& logits = t.model.forward(epoch, /*training=*/true, between_layers);
-    t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
-    m.loss = t.task->loss_and_grad(epoch, logits, t.d_logits);
-    if (stoppable) stop_point();
-    t.model.backward(t.d_logits, epoch, between_layers);
-    if (stoppable) t.keep_state_before_step();
-    t.adam.step();
-    stepped = true;
-    t.model.weights_updated();
-    t.backend.synchronize();
+    // The task's steps (one, or the link task's edge batches), each a pass and an Adam step. The
+    // dropout key counts the steps (docs/link-prediction.md): the epoch itself with one a epoch.
+    const int steps = t.task->steps_per_epoch();
+    m.loss = 0;
+    for (int step = 0; step < steps; ++step) {
+      const int pass = epoch * steps + step;
+      const Matrix& logits = t.model.forward(pass, /*training=*/true, between_layers);
+      t.d_logits = Matrix(t.backend, t.out.out_rows.size(), t.out.out_cols.size());
+      m.loss += t.task->loss_and_grad(epoch, step, logits, t.d_logits);
+      if (stoppable) stop_point();
+      t.model.backward(t.d_logits, pass, between_layers);
+      if (stoppable && step == 0) t.keep_state_before_step();
+      t.adam.step();
+      stepped = true;
+      t.model.weights_updated();
+      t.backend.synchronize();
+    }
     m.train_seconds = seconds_since(t_epoch);
     ++t.epochs_done;
 
@@ -547,7 +554,7 @@ void GnnTrainer::set_state(const ModelState& s) {
     if (!s.parameters[k].best_value.empty()) t.best_values.push_back(cut(places[k], s.parameters[k].best_value));
     if (!s.parameters[k].last_value.empty()) t.last_values.push_back(cut(places[k], s.parameters[k].last_value));
   }
-  t.adam.set_steps(s.epochs_done);
+  t.adam.set_steps(s.epochs_done * t.task->steps_per_epoch());
   t.epochs_done = static_cast<int>(s.epochs_done);
   t.best = s.best;
   t.weights_epoch = s.weights_epoch >= 0 ? s.weights_epoch : s.epochs_done - 1;
@@ -648,9 +655,8 @@ void GnnTrainer::resume(const std::string& path) {
     differs("TrainConfig.link.embedding_width", std::to_string(output_width(was, 0)), std::to_string(output_width(now, 0)));
     differs("TrainConfig.link.val", std::to_string(was.link.val), std::to_string(now.link.val));
     differs("TrainConfig.link.test", std::to_string(was.link.test), std::to_string(now.link.test));
-    differs("TrainConfig.link.hits_k", std::to_string(was.link.hits_k), std::to_string(now.link.hits_k));
-    differs("TrainConfig.link.mrr_negatives", std::to_string(was.link.mrr_negatives),
-            std::to_string(now.link.mrr_negatives));
+    for (const LinkCountOption& o : link_count_options())
+      differs(o.field_name().c_str(), std::to_string(was.link.*o.field), std::to_string(now.link.*o.field));
   }
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +

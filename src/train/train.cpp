@@ -122,6 +122,29 @@ index_t output_width(const TrainConfig& cfg, index_t num_classes) {
   return cfg.link.embedding_width > 0 ? cfg.link.embedding_width : cfg.hidden;
 }
 
+const std::vector<LinkCountOption>& link_count_options() {
+  static const std::vector<LinkCountOption> options = {
+      {"hits-k", &LinkConfig::hits_k, std::numeric_limits<std::int32_t>::max(), "not computed",
+       "also report each held-out split's Hits@K (OGB's: its links scoring above the K-th best of its negatives; "
+       "val_hits, test_hits)"},
+      {"mrr-negatives", &LinkConfig::mrr_negatives, 100000, "not computed",
+       "also report each held-out split's MRR (OGB's, as ogbl-citation2's: each link (u, v) ranked among K "
+       "negatives (u, w) of its own, w uniform, fixed for the run; val_mrr, test_mrr)"},
+      {"edge-batch", &LinkConfig::edge_batch, std::numeric_limits<std::int32_t>::max(), "the full batch",
+       "training links per optimizer step: each epoch takes the links in a fresh order, in batches of this "
+       "many, each step a whole pass of the encoder with as many negatives (OGB's full-graph baselines)"},
+  };
+  return options;
+}
+
+std::string LinkCountOption::key() const {
+  std::string k = name;
+  std::replace(k.begin(), k.end(), '-', '_');
+  return k;
+}
+
+std::string LinkCountOption::field_name() const { return "TrainConfig.link." + key(); }
+
 namespace {
 // What the link task takes of the options (the rest are node classification's, or not built
 // for it yet: each refused rather than ignored).
@@ -130,11 +153,16 @@ void validate_link(const TrainConfig& c) {
   if (l.embedding_width < 0) throw InputError("TrainConfig.link.embedding_width", "must be 0 (the hidden width) or more");
   if (!(l.val >= 0 && l.val < 1)) throw InputError("TrainConfig.link.val", "must be in [0, 1)");
   if (!(l.test >= 0 && l.test < 1)) throw InputError("TrainConfig.link.test", "must be in [0, 1)");
-  if (l.hits_k < 0) throw InputError("TrainConfig.link.hits_k", "must be 0 (not computed) or a number of negatives K >= 1");
-  if (l.mrr_negatives < 0 || l.mrr_negatives > 100000)
-    throw InputError("TrainConfig.link.mrr_negatives", "must be 0 (not computed) or a number of negatives per link, 1 to 100000");
+  for (const LinkCountOption& o : link_count_options())
+    if (l.*o.field < 0 || l.*o.field > o.max)
+      throw InputError(o.field_name(), "must be 0 (" + std::string(o.off) + ") or 1 to " + std::to_string(o.max) + ", not " +
+                                           std::to_string(l.*o.field));
   if (!(l.val + l.test < 1)) throw InputError("TrainConfig.link.val", "the held-out shares must leave training links (val + test < 1)");
-  if (c.task != GnnTask::Link) return;
+  if (c.task != GnnTask::Link) {
+    for (const LinkCountOption& o : link_count_options())
+      if (l.*o.field != 0) throw InputError(o.field_name(), "is the link task's (TrainConfig.task link), not node classification's");
+    return;
+  }
   if (c.select_by.by == SelectBy::MacroF1 || c.select_by.by == SelectBy::Recall)
     throw InputError("TrainConfig.select_by", selection_name(c.select_by) + " is node classification's; the link task picks by auc or loss");
   if (c.class_weights_auto || !c.class_weights.empty())

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "plexus/error.hpp"
 #include "train/tasks/link_metrics.hpp"
+#include "train/tasks/edge_batches.hpp"
 #include "train/tasks/link_passes.hpp"
 #include "train/tasks/negative_pairs.hpp"
 
@@ -45,6 +48,17 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
     throw InputError("graph", "has no training link for the link task (every link held out, or no edge)");
   train_links_ = static_cast<std::int64_t>(links.train.size());
   train_.keep(decoder_, links.train, 0);
+  if (in.cfg.link.edge_batch > 0 && in.cfg.link.edge_batch < train_links_) {
+    batch_ = in.cfg.link.edge_batch;
+    const std::int64_t steps = edge_batches(train_links_, batch_);
+    // The dropout key counts optimizer steps (GnnTrainer): every step of the run needs its own.
+    if (steps > std::numeric_limits<std::int32_t>::max() / std::max(1, in.cfg.epochs))
+      throw InputError("TrainConfig.link.edge_batch",
+                       std::to_string(batch_) + " links a step make " + std::to_string(steps) + " steps an epoch over " +
+                           std::to_string(train_links_) + " training links: more than 2^31 - 1 steps in " +
+                           std::to_string(in.cfg.epochs) + " epochs; take larger batches");
+    steps_ = static_cast<int>(steps);
+  }
   val_ = held_out(links.val_pos, links.val_neg, 1);
   test_ = held_out(links.test_pos, links.test_neg, 2);
 }
@@ -70,14 +84,50 @@ LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const 
   return h;
 }
 
-double LinkPrediction::loss_and_grad(int epoch, const Matrix& out, Matrix& d_out) {
-  // The training links and as many negatives of this epoch (negative_pairs), this rank's block.
-  BlockList pairs = train_;
-  const std::int64_t n = train_links_;
+void LinkPrediction::order_links(int epoch) {
+  if (ordered_epoch_ == epoch) return;
+  const EdgeOrder order(seed_, static_cast<std::uint32_t>(epoch), train_links_);
+  places_.resize(train_.index.size());
+  ordered_.resize(train_.index.size());
+  for (std::size_t k = 0; k < places_.size(); ++k) {
+    places_[k] = order.place(train_.index[k]);
+    ordered_[k] = k;
+  }
+  std::sort(ordered_.begin(), ordered_.end(), [&](std::size_t a, std::size_t b) { return places_[a] < places_[b]; });
+  ordered_epoch_ = epoch;
+}
+
+double LinkPrediction::loss_and_grad(int epoch, int step, const Matrix& out, Matrix& d_out) {
+  if (step < 0 || step >= steps_) throw std::logic_error("LinkPrediction: no step " + std::to_string(step) + " in an epoch");
+  // The step's training links (all of them, or batch `step` of this epoch's order) and as many
+  // negatives: the epoch's negatives at the same places (negative_pairs), this rank's block.
+  // In a batch, pairs are indexed from its start: links [0, n), negatives [n, 2n).
+  BlockList pairs;
+  std::int64_t n = train_links_, first = 0;
+  if (steps_ == 1) {
+    pairs = train_;
+  } else {
+    order_links(epoch);
+    first = static_cast<std::int64_t>(step) * batch_;
+    n = std::min(batch_, train_links_ - first);
+    const auto at = [&](std::int64_t place) {
+      return std::lower_bound(ordered_.begin(), ordered_.end(), place,
+                              [&](std::size_t k, std::int64_t p) { return places_[k] < p; });
+    };
+    for (auto it = at(first), end = at(first + n); it != end; ++it) {
+      pairs.u.push_back(train_.u[*it]);
+      pairs.v.push_back(train_.v[*it]);
+      pairs.index.push_back(places_[*it] - first);
+    }
+  }
   for (std::int64_t b0 = 0; b0 < n; b0 += kChunk)
-    pairs.keep(decoder_, negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, b0, std::min(n, b0 + kChunk)),
+    pairs.keep(decoder_,
+               negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, first + b0, first + std::min(n, b0 + kChunk)),
                n + b0);
-  return link_loss_and_grad(be_, grid_, decoder_, out, decoder_.select(pairs.u, pairs.v, pairs.index), n, 2 * n, d_out);
+  const double loss =
+      link_loss_and_grad(be_, grid_, decoder_, out, decoder_.select(pairs.u, pairs.v, pairs.index), n, 2 * n, d_out);
+  // The epoch's loss is the links' mean over its batches (OGB's total_loss / total_examples).
+  return steps_ == 1 ? loss : loss * static_cast<double>(n) / static_cast<double>(train_links_);
 }
 
 void LinkPrediction::split_metrics(const HeldOut& h, const Matrix& out, double& auc, double& hits, double& mrr_value,

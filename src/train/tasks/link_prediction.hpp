@@ -16,7 +16,8 @@ namespace plexus {
 class LinkPrediction : public Task {
  public:
   explicit LinkPrediction(const TaskInputs& in);
-  double loss_and_grad(int epoch, const Matrix& out, Matrix& d_out) override;
+  int steps_per_epoch() const override { return steps_; }
+  double loss_and_grad(int epoch, int step, const Matrix& out, Matrix& d_out) override;
   EvalMetrics evaluate(const Matrix& out) override;
   bool validates() const override { return val_.positives > 0; }
   bool better(const EvalMetrics& e, const BestEpoch& best) const override;
@@ -50,6 +51,15 @@ class LinkPrediction : public Task {
   DotLinkDecoder3D decoder_;
   BlockList train_;             // this rank's training links (their places: 0 .. train_links_)
   std::int64_t train_links_ = 0;  // the training links of all ranks
+  // Edge batches (LinkConfig::edge_batch; edge_batches.hpp): links a step, steps an epoch, and
+  // this rank's training links in the order of the epoch `ordered_epoch_` (train_ entries by
+  // their place in it; the places alongside).
+  std::int64_t batch_ = 0;
+  int steps_ = 1;
+  int ordered_epoch_ = -1;
+  std::vector<std::size_t> ordered_;
+  std::vector<std::int64_t> places_;
+  void order_links(int epoch);
   HeldOut val_, test_;
 };
 

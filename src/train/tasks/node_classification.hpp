@@ -15,7 +15,7 @@ namespace plexus {
 class NodeClassification : public Task {
  public:
   explicit NodeClassification(const TaskInputs& in);
-  double loss_and_grad(int /*epoch*/, const Matrix& out, Matrix& d_out) override { return loss().train_loss_and_grad(out, d_out); }
+  double loss_and_grad(int /*epoch*/, int /*step*/, const Matrix& out, Matrix& d_out) override { return loss().train_loss_and_grad(out, d_out); }
   EvalMetrics evaluate(const Matrix& out) override { return loss().evaluate(out); }
   bool validates() const override { return split_sizes_[1] > 0; }
   bool better(const EvalMetrics& e, const BestEpoch& best) const override;

@@ -22,10 +22,14 @@ namespace plexus {
 class Task {
  public:
   virtual ~Task() = default;
-  // A training pass of epoch `epoch` (0-based: what a task draws afresh each epoch is keyed by
-  // it): the loss of the output block this rank holds (the model's last layer, its loss
-  // geometry) and its gradient, written into `d_out` (the block's shape).
-  virtual double loss_and_grad(int epoch, const Matrix& out, Matrix& d_out) = 0;
+  // Optimizer steps an epoch takes (the link task's edge batches); each is a forward pass, a
+  // loss_and_grad, a backward pass and an optimizer step. 1: the full batch.
+  virtual int steps_per_epoch() const { return 1; }
+  // Step `step` of epoch `epoch` (0-based: what a task draws afresh each epoch is keyed by it):
+  // the loss of the output block this rank holds (the model's last layer, its loss geometry) and
+  // its gradient, written into `d_out` (the block's shape). The loss returned is the step's share
+  // of the epoch's: the epoch's loss is the sum over its steps (one step: the loss itself).
+  virtual double loss_and_grad(int epoch, int step, const Matrix& out, Matrix& d_out) = 0;
   // An evaluation pass: its metrics; NaN for what has nothing to evaluate.
   virtual EvalMetrics evaluate(const Matrix& out) = 0;
   // Whether a validation split exists: the best epoch is picked by it (else the last epoch
