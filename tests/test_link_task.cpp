@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -172,6 +173,112 @@ TEST(LinkTask, EdgeBatchesOnGridsEqualOneRankAndResume) {
   }
 }
 
+// The MLP decoder (OGB's LinkPredictor) through the trainer: every grid equals one rank epoch by
+// epoch with dropout on, the loss falls, a run resumed from a checkpoint continues as the
+// uninterrupted one (and one resumed with another decoder or width is refused); the saved model
+// scores given pairs alike on every grid, as the trainer's own weights do, and refuses a top-K
+// search (which ranks by the dot product).
+TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
+  const GraphData g = planted(61, 4);
+  const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {2, 1, 3}, {2, 2, 2}};
+  const auto mlp = [](const std::string& kind, int epochs) {
+    TrainConfig c = link_config(kind, epochs, 0.3f);
+    c.link.decoder = LinkDecoder::Mlp;
+    c.link.decoder_hidden = 5;
+    return c;
+  };
+  for (const std::string kind : {"gcn", "gat"}) {
+    SCOPED_TRACE(kind);
+    const TrainConfig c = mlp(kind, 5);
+    auto single = ProcessGrid::single();
+    const LinkRun want = train(g, c, *single);
+    for (double l : want.losses) ASSERT_TRUE(std::isfinite(l));
+    EXPECT_LT(want.losses.back(), want.losses.front());
+    for (const GridShape s : shapes) {
+      SCOPED_TRACE(s.str());
+      std::mutex mu;
+      std::vector<LinkRun> got;
+      run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+        LinkRun r = train(g, c, grid);
+        std::lock_guard<std::mutex> lock(mu);
+        got.push_back(std::move(r));
+      });
+      for (const LinkRun& r : got)
+        for (std::size_t e = 0; e < want.losses.size(); ++e) {
+          EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
+          EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
+        }
+    }
+  }
+  // Resumed mid-way; refused with another decoder or width.
+  auto single = ProcessGrid::single();
+  const TrainConfig c = mlp("sage", 6);
+  const LinkRun want = train(g, c, *single);
+  const std::string path = testing::TempDir() + "/link-mlp-checkpoint.h5";
+  NodePairList pairs;
+  for (const auto& [a, b] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 1}, {46, 3}, {3, 46}, {5, 5}, {17, 30}}) {
+    pairs.u.push_back(a);  // (the planted graph's ids are its indices)
+    pairs.v.push_back(b);
+  }
+  std::vector<float> live;
+  {
+    auto be = make_cpu_backend(1);
+    TrainConfig first = c;
+    first.epochs = 3;
+    GnnTrainer t(g, first, *be, *single);
+    t.run();
+    t.save(path);
+    live = GnnModel(t).score_pairs(g, pairs, *be, *single);
+  }
+  const GnnModelInfo info = read_gnn_model_info_h5(path);
+  EXPECT_EQ(info.config.link.decoder, LinkDecoder::Mlp);
+  EXPECT_EQ(info.config.link.decoder_hidden, 5);
+  {
+    auto be = make_cpu_backend(1);
+    GnnTrainer t(g, c, *be, *single);
+    t.resume(path);
+    for (int e = 3; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
+  }
+  const std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>> changes{
+      {[](TrainConfig& o) { o.link.decoder = LinkDecoder::Dot, o.link.decoder_hidden = 0; }, "TrainConfig.link.decoder"},
+      {[](TrainConfig& o) { o.link.decoder_hidden = 6; }, "TrainConfig.link.decoder_hidden"},
+      {[](TrainConfig& o) { o.link.decoder_layers = 2; }, "TrainConfig.link.decoder_layers"}};
+  for (const auto& [change, named] : changes) {
+    auto be = make_cpu_backend(1);
+    TrainConfig other = c;
+    change(other);
+    GnnTrainer t(g, other, *be, *single);
+    try {
+      t.resume(path);
+      ADD_FAILURE() << "resumed with another " << named;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  }
+  // The saved model's scores of given pairs: the trainer's, on every grid; no dot product.
+  ASSERT_EQ(live.size(), pairs.size());
+  EXPECT_EQ(live[1], live[2]);  // (z_u ⊙ z_v = z_v ⊙ z_u: both directions score alike)
+  EXPECT_NE(live[0], live[1]);
+  // (The file is read once, here: HDF5 is not for threads, which the ranks below are.)
+  GnnModel loaded = GnnModel::load(path);
+  {
+    auto be = make_cpu_backend(1);
+    (void)loaded.score_pairs(g, pairs, *be, *single);
+  }
+  for (const GridShape s : {GridShape{1, 1, 1}, GridShape{2, 1, 2}, GridShape{1, 3, 1}, GridShape{2, 2, 2}}) {
+    SCOPED_TRACE(s.str());
+    run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+      auto be = make_cpu_backend(1);
+      GnnModel m = loaded;
+      const std::vector<float> got = m.score_pairs(g, pairs, *be, grid);
+      ASSERT_EQ(got.size(), live.size());
+      for (std::size_t p = 0; p < got.size(); ++p) EXPECT_NEAR(got[p], live[p], 1e-5 * (1 + std::abs(live[p]))) << p;
+    });
+  }
+  auto be = make_cpu_backend(1);
+  EXPECT_THROW(loaded.top_k_partners(g, 3, *be, *single), InputError);
+}
+
 // The shards of a link run: Â holds the training links (and the self-loops GCN adds), never a
 // held-out one; the training positives are each training link once.
 TEST(LinkTask, HeldOutLinksNeverReachMessagePassing) {
@@ -273,6 +380,11 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
   refused([](TrainConfig& c) { c.link.edge_batch = std::int64_t{1} << 40; }, "TrainConfig.link.edge_batch");
   refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.link.edge_batch = 5; }, "TrainConfig.link.edge_batch");
   refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.link.hits_k = 5; }, "TrainConfig.link.hits_k");
+  refused([](TrainConfig& c) { c.link.decoder_layers = 2; }, "TrainConfig.link.decoder_layers");  // (with dot)
+  refused([](TrainConfig& c) { c.link.decoder_hidden = 8; }, "TrainConfig.link.decoder_hidden");
+  refused([](TrainConfig& c) { c.link.decoder = LinkDecoder::Mlp, c.link.decoder_layers = 17; }, "TrainConfig.link.decoder_layers");
+  refused([](TrainConfig& c) { c.link.decoder = LinkDecoder::Mlp, c.link.decoder_hidden = -1; }, "TrainConfig.link.decoder_hidden");
+  refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.link.decoder = LinkDecoder::Mlp; }, "TrainConfig.link.decoder");
   refused([](TrainConfig& c) { c.link.test = std::nan(""); }, "TrainConfig.link.test");
   refused([](TrainConfig& c) { c.task = GnnTask::NodeClassification, c.select_by = {SelectBy::Auc, -1}; },
           "TrainConfig.select_by");

@@ -68,6 +68,15 @@ enum class GnnTask { NodeClassification, Link };
 const char* gnn_task_name(GnnTask t);
 GnnTask parse_gnn_task(const std::string& text);
 
+// How the link task scores a pair (u, v) from the encoder's embeddings z (docs/link-prediction.md):
+//   Dot  z_u · z_v (PyG's link_pred example, the GAE)
+//   Mlp  an MLP on z_u ⊙ z_v: LinkConfig::decoder_layers linear layers (ReLU between them, the
+//        last one wide), as OGB's baseline LinkPredictor
+enum class LinkDecoder { Dot, Mlp };
+// "dot", "mlp"; the parser throws InputError("TrainConfig.link.decoder", ...).
+const char* link_decoder_name(LinkDecoder d);
+LinkDecoder parse_link_decoder(const std::string& text);
+
 // The link task's options.
 struct LinkConfig {
   // The width of the last layer, the embeddings the decoder scores; 0: TrainConfig::hidden.
@@ -89,7 +98,16 @@ struct LinkConfig {
   // batch has links (docs/link-prediction.md, "Edge batches"). 0: one step over every link (the
   // full batch, PyG's link_pred example).
   index_t edge_batch = 0;
+  // The decoder (LinkDecoder) and, for the MLP, its linear layers (0: 3, OGB's) and their width
+  // (0: TrainConfig::hidden, as OGB's baselines use one width for both).
+  LinkDecoder decoder = LinkDecoder::Dot;
+  index_t decoder_layers = 0;
+  index_t decoder_hidden = 0;
 };
+// The MLP decoder's layers and width as resolved (LinkConfig's 0s: the defaults).
+struct TrainConfig;
+index_t decoder_layers_of(const TrainConfig& cfg);
+index_t decoder_hidden_of(const TrainConfig& cfg);
 
 // The link task's count options (hits_k, mrr_negatives, edge_batch), each declared once here:
 // the checks, the command line and --config, the run's identity, a resumed run's agreement,

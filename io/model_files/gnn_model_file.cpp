@@ -47,7 +47,10 @@ std::string dims_str(const std::vector<index_t>& d) {
 }
 
 // `best_values`, `last_values`: the groups /best_value and /last_value are written too.
-void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool last_values) {
+// `groups`: the parameters' groups ("layer0", ..., and a link model's "decoder0", ...), each
+// made under every group of values.
+void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool last_values,
+                  const std::vector<std::string>& groups) {
   const std::vector<index_t>& dims = h.dims;
   w.string_attr("format", kGcnFormat);
   w.scalar_attr<std::int32_t>("version", H5T_STD_I32LE, static_cast<std::int32_t>(kGcnVersion));
@@ -87,6 +90,7 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
     w.scalar_attr<double>("best_test_auc", H5T_IEEE_F64LE, h.best.test_auc);
     for (const LinkCountOption& c : link_count_options())
       w.scalar_attr<std::int64_t>(c.key().c_str(), H5T_STD_I64LE, o.link.*c.field, kOptions);
+    w.string_attr("decoder", link_decoder_name(o.link.decoder), kOptions);
     w.scalar_attr<double>("best_val_hits", H5T_IEEE_F64LE, h.best.val_hits);
     w.scalar_attr<double>("best_test_hits", H5T_IEEE_F64LE, h.best.test_hits);
     w.scalar_attr<double>("best_val_mrr", H5T_IEEE_F64LE, h.best.val_mrr);
@@ -110,12 +114,12 @@ void write_header(h5::Writer& w, const GnnModelHeader& h, bool best_values, bool
     }
   }
   for (const char* g : kGroups) w.group(g);
-  for (std::size_t k = 0; k + 1 < dims.size(); ++k)
-    for (const char* g : kGroups) w.group((std::string(g) + "/layer" + std::to_string(k)).c_str());
+  for (const std::string& sub : groups)
+    for (const char* g : kGroups) w.group((std::string(g) + "/" + sub).c_str());
   for (const auto& [present, group] : {std::pair{best_values, kBest}, std::pair{last_values, kLast}}) {
     if (!present) continue;
     w.group(group);
-    for (std::size_t k = 0; k + 1 < dims.size(); ++k) w.group((std::string(group) + "/layer" + std::to_string(k)).c_str());
+    for (const std::string& sub : groups) w.group((std::string(group) + "/" + sub).c_str());
   }
 }
 
@@ -228,6 +232,13 @@ h5::Reader open_model(const std::string& path, GnnModelInfo& info) {
     // (A count the file does not record is 0, off: what the files before it was added meant.)
     for (const LinkCountOption& c : link_count_options())
       o.link.*c.field = r.attr_exists(c.key(), kOptions) ? r.int_attr(c.key(), "int64", kOptions) : 0;
+    if (r.attr_exists("decoder", kOptions)) {  // (none: the dot decoder, the only one before it was recorded)
+      try {
+        o.link.decoder = parse_link_decoder(r.string_attr("decoder", kOptions));
+      } catch (const InputError& e) {
+        r.fail(std::string(kOptions) + "/decoder", e.message());
+      }
+    }
     info.best.val_hits = r.evaluated_attr("best_val_hits");
     info.best.test_hits = r.evaluated_attr("best_test_hits");
     info.best.val_mrr = r.evaluated_attr("best_val_mrr");
@@ -255,7 +266,14 @@ void write_gnn_model_blocks_h5(const std::string& path, Communicator& comm, cons
   const bool best_values = !blocks.empty() && blocks.front().best_value != nullptr;
   const bool last_values = !blocks.empty() && blocks.front().last_value != nullptr;
   h5::write_collectively(path, comm, [&](h5::Writer& w) {
-    write_header(w, header, best_values, last_values);
+    std::vector<std::string> groups;  // every layer's, then any other parameter's group, once, in order
+    for (std::size_t k = 0; k + 1 < header.dims.size(); ++k) groups.push_back("layer" + std::to_string(k));
+    for (const ParameterBlock& p : blocks) {
+      const std::string g = p.name.substr(0, p.name.find('/'));
+      if (p.name.find('/') != std::string::npos && std::find(groups.begin(), groups.end(), g) == groups.end())
+        groups.push_back(g);
+    }
+    write_header(w, header, best_values, last_values, groups);
     for (const ParameterBlock& p : blocks) {
       const std::array<hsize_t, 2> dims{static_cast<hsize_t>(p.rows), static_cast<hsize_t>(p.cols)};
       const std::array<hsize_t, 2> start{static_cast<hsize_t>(p.block_rows.begin),

@@ -155,6 +155,42 @@ sys.exit(not (len(e) == 2 and all(0 < x["val_mrr"] <= 1 and 0 < x["test_mrr"] <=
 accept train "MRR in the metrics" 'mrr_ok $OUT/mrr.jsonl' --task link --data "$IN/sbm.h5" --mrr-negatives 30 --epochs 2 \
   --threads 1 --metrics "$OUT/mrr.jsonl"
 
+# --decoder mlp: OGB's LinkPredictor on z_u * z_v.
+refuse train "decoder: unknown" "--decoder" --task link --data "$IN/sbm.h5" --decoder cosine
+refuse train "decoder layers with the dot decoder" "--decoder-layers: is the MLP decoder's" --task link \
+  --data "$IN/sbm.h5" --decoder-layers 2
+refuse train "decoder width with the dot decoder" "--decoder-hidden: is the MLP decoder's" --task link \
+  --data "$IN/sbm.h5" --decoder-hidden 16
+refuse train "decoder layers past 16" "--decoder-layers" --task link --data "$IN/sbm.h5" --decoder mlp --decoder-layers 17
+refuse train "decoder width negative" "--decoder-hidden" --task link --data "$IN/sbm.h5" --decoder mlp --decoder-hidden -4
+refuse train "decoder with node classification" "--decoder: is the link task's" --data "$IN/sbm.h5" --decoder mlp
+"$plexus" train --data "$IN/sbm.h5" "${lk[@]}" --decoder mlp --decoder-hidden 6 --save-model "$L/mlp.h5" >/dev/null ||
+  setup_fail "70: train --decoder mlp"
+printf '0 1\n2 3\n3 2\n' >"$L/mlp_pairs.txt"
+(cd "$L" && $py - <<'PY') || setup_fail "70: h5py mlp inputs"
+import shutil
+import h5py
+for name, value in (("mlp-as-dot.h5", "dot"), ("mlp-as-other.h5", "cosine")):
+    shutil.copy("mlp.h5", name)
+    with h5py.File(name, "r+") as f:
+        f["options"].attrs.modify("decoder", value)
+shutil.copy("link.h5", "dot-as-mlp.h5")
+with h5py.File("dot-as-mlp.h5", "r+") as f:
+    f["options"].attrs["decoder"] = "mlp"
+PY
+mlp_scored() { $py -c 'import h5py,sys,numpy as np
+s=h5py.File(sys.argv[1])["score"][...]; sys.exit(not (len(s) == 3 and np.isfinite(s).all() and s[1] == s[2]))' "$1" 2>/dev/null; }
+accept predict "an MLP link model scores pairs (both directions alike)" 'mlp_scored $OUT/mlp_pairs.h5' \
+  --checkpoint "$L/mlp.h5" --data "$IN/sbm.h5" --pairs "$L/mlp_pairs.txt" -o "$OUT/mlp_pairs.h5"
+refuse predict "an MLP link model's top-k" "--top-k: ranks partners by the embeddings' dot product" \
+  --checkpoint "$L/mlp.h5" --data "$IN/sbm.h5" --top-k 2 -o "$OUT/mlp_top.h5"
+refuse predict "an MLP link model relabelled dot" "--decoder-hidden: is the MLP decoder's" \
+  --checkpoint "$L/mlp-as-dot.h5" --data "$IN/sbm.h5" --pairs "$L/mlp_pairs.txt" -o "$OUT/m1.h5"
+refuse predict "an MLP link model of an unknown decoder" "decoder" \
+  --checkpoint "$L/mlp-as-other.h5" --data "$IN/sbm.h5" --pairs "$L/mlp_pairs.txt" -o "$OUT/m2.h5"
+refuse predict "a dot link model relabelled mlp" "decoder0" \
+  --checkpoint "$L/dot-as-mlp.h5" --data "$IN/sbm.h5" --pairs "$L/mlp_pairs.txt" -o "$OUT/m3.h5"
+
 # --edge-batch N: N training links an optimizer step.
 refuse train "edge batch: negative" "--edge-batch" --task link --data "$IN/sbm.h5" --edge-batch -1
 refuse train "edge batch: past 2^31 - 1" "--edge-batch" --task link --data "$IN/sbm.h5" --edge-batch 4294967296

@@ -42,6 +42,7 @@ struct TrainOptions {
   std::string class_weights;  // --class-weights: auto or w0,w1,...
   std::string select_by = "accuracy";  // --select-by
   std::string task = "node";           // --task
+  std::string decoder = "dot";         // --decoder
   std::string link_split;              // --link-split VAL,TEST (empty: LinkConfig's defaults)
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   CheckpointOptions checkpoints;  // docs/checkpoints.md
@@ -159,6 +160,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
   o.cfg.select_by = parse_selection(o.select_by);
   o.cfg.task = parse_gnn_task(o.task);
+  o.cfg.link.decoder = parse_link_decoder(o.decoder);
   // The link task's default pick is its headline metric (LinkPrediction: accuracy means auc there).
   if (o.cfg.task == GnnTask::Link && o.cfg.select_by.by == SelectBy::Accuracy) o.cfg.select_by = {SelectBy::Auc, -1};
   if (!o.link_split.empty()) parse_link_split(o.link_split, o.cfg.link);
@@ -202,6 +204,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
     run_fields["embedding_width"] = output_width(o.cfg, 0);
     run_fields["link_split"] = file_split ? nlohmann::ordered_json("file") : nlohmann::ordered_json{o.cfg.link.val, o.cfg.link.test};
     for (const LinkCountOption& l : link_count_options()) run_fields[l.key()] = o.cfg.link.*l.field;
+    run_fields["decoder"] = link_decoder_name(o.cfg.link.decoder);
   }
   training.header("train", cmd, run_fields, kEpochReductions);
   // A checkpoint of a GPT run is refused in words naming both, before the graph is loaded.
@@ -393,6 +396,11 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--embedding-width", c.link.embedding_width,
                   "--task link: the width of the last layer, the embeddings scored (0 = --hidden)")
+      ->capture_default_str();
+  cmd->add_option("--decoder", opts->decoder,
+                  "--task link: how a pair is scored from its two embeddings: dot (their dot product, PyG's "
+                  "link_pred) or mlp (an MLP on their elementwise product, OGB's LinkPredictor)")
+      ->check(CLI::IsMember({"dot", "mlp"}))
       ->capture_default_str();
   for (const LinkCountOption& l : link_count_options())
     cmd->add_option(std::string("--") + l.name, c.link.*l.field,

@@ -39,6 +39,7 @@ const OptionName kNames[] = {
     {"TrainConfig.link.embedding_width", "--embedding-width"},
     {"TrainConfig.link.val", "--link-split"},
     {"TrainConfig.link.test", "--link-split"},
+    {"TrainConfig.link.decoder", "--decoder"},
     {"top_k_partners(k)", "--top-k"},
     {"top_k_partners(tile)", ""},
     {"top_k_partners(nodes)", "--nodes"},

@@ -133,6 +133,10 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
                                comm};
     layers_.push_back(kind.make_layer(context));
   }
+  if (cfg.task == GnnTask::Link && cfg.link.decoder == LinkDecoder::Mlp)
+    link_decoder_ = std::make_unique<MlpLinkDecoder3D>(be, grid, layers_.back()->geometry(), shards.num_nodes,
+                                                       static_cast<int>(decoder_layers_of(cfg)), decoder_hidden_of(cfg),
+                                                       cfg.seed, inference_);
   const LayerGeometry& g0 = layers_.front()->geometry();
   if (bf16_) {
     if (!kind.bf16) throw std::invalid_argument("GnnNetwork: bf16 graph tensors are not done for " + cfg.model.kind());
@@ -213,6 +217,8 @@ std::vector<ModelParam> GnnNetwork::named_parameters() {
       p.name = "layer" + std::to_string(l) + "/" + p.name;
       all.push_back(std::move(p));
     }
+  if (link_decoder_)
+    for (LayerParam& p : link_decoder_->parameters()) all.push_back(std::move(p));
   return all;
 }
 

@@ -14,6 +14,7 @@
 #include "pmm/bf16_tensors.hpp"
 #include "pmm/device_adj.hpp"
 #include "pmm/gnn_layer_3d.hpp"
+#include "pmm/mlp_link_decoder_3d.hpp"
 #include "core/shard_layout.hpp"
 
 namespace plexus {
@@ -67,6 +68,9 @@ class GnnNetwork {
   // forward()). Collective over that axis.
   NodeRows owned_output(int layer);
   int num_layers() const { return static_cast<int>(layers_.size()); }
+  // The link task's MLP decoder (TrainConfig::link.decoder mlp), whose parameters are the
+  // model's too ("decoder<l>/weight", after the layers'); nullptr otherwise.
+  MlpLinkDecoder3D* link_decoder() { return link_decoder_.get(); }
 
  private:
   DropoutSpec dropout_for(int epoch, int layer, bool training) const;
@@ -89,6 +93,7 @@ class GnnNetwork {
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
+  std::unique_ptr<MlpLinkDecoder3D> link_decoder_;
   std::vector<ActivationView> outputs_;  // each layer's output of the last forward pass
   // Each layer's block, and the input ids of its rows and columns (GnnShards::adj_row_ids): the
   // node each output row or attention entry belongs to.

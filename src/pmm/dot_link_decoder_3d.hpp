@@ -30,6 +30,7 @@
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "core/shard_layout.hpp"
+#include "pmm/link_decoder_3d.hpp"
 #include "pmm/pair_layout.hpp"
 
 namespace plexus {
@@ -44,7 +45,7 @@ struct PairBlock {
   index_t pairs() const { return pattern.nnz(); }
 };
 
-class DotLinkDecoder3D {
+class DotLinkDecoder3D : public LinkDecoder3D {
  public:
   // `last`: the geometry of the encoder's last layer (its output is what is scored), over
   // `num_nodes` nodes.
@@ -66,16 +67,16 @@ class DotLinkDecoder3D {
   // The scores of the block's pairs from this rank's block of Z (rows × features of `last`'s
   // output), whole (summed over F), into `scores` (pairs() floats, on the backend). Collective
   // over R and F. Keeps the gathered Q rows for backward().
-  void forward(const Matrix& z, const PairBlock& pairs, float* scores);
+  void forward(const Matrix& z, const PairBlock& pairs, float* scores) override;
   // dZ from dL/ds of the block's pairs (`grad`, pairs() floats; every rank of F the same):
   // written over `dz` (Z's shape), whole on every replica. Collective over R and Q. Uses the
   // Q rows of the last forward().
-  void backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz);
+  void backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz) override;
 
   Range rows() const { return at_.rows; }        // the R block of nodes: Z's rows here
   Range q_rows() const { return at_.q_rows; }    // the Q block: the pairs' second nodes here
   Range features() const { return at_.cols; }    // Z's columns here
-  Axis feature_axis() const { return at_.f; }
+  Axis feature_axis() const override { return at_.f; }
 
  private:
   Backend& be_;

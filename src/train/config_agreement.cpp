@@ -40,13 +40,14 @@ void add_spec(Hasher& h, const GnnSpec& spec) {
 
 std::uint64_t config_hash(const TrainConfig& c) {
   static_assert(field_count<TrainConfig>() == 25, "a TrainConfig field is missing from config_hash");
-  static_assert(field_count<LinkConfig>() == 6, "a LinkConfig field is missing from config_hash");
+  static_assert(field_count<LinkConfig>() == 9, "a LinkConfig field is missing from config_hash");
   Hasher h;
   h.word(static_cast<std::uint64_t>(c.task));
   h.word(static_cast<std::uint64_t>(c.link.embedding_width));
   h.real(c.link.val);
   h.real(c.link.test);
   for (const LinkCountOption& o : link_count_options()) h.word(static_cast<std::uint64_t>(c.link.*o.field));
+  h.word(static_cast<std::uint64_t>(c.link.decoder));
   add_spec(h, c.model);
   h.word(static_cast<std::uint64_t>(c.layers));
   h.word(static_cast<std::uint64_t>(c.hidden));

@@ -188,7 +188,8 @@ Inference GnnModel::predict(GnnShards shards, Backend& backend, ProcessGrid& gri
   const LayerGeometry out_geo = net.loss_geometry();
   const Axis split = out_geo.out_repl();
   const std::unique_ptr<Task> task =
-      make_task({backend, grid, out_geo, net.scatters_logits() ? &split : nullptr, shards, config_, options.metrics});
+      make_task({backend, grid, out_geo, net.scatters_logits() ? &split : nullptr, shards, config_, options.metrics,
+                 net.link_decoder()});
   Inference result;
   if (options.metrics) {
     result.metrics = task->evaluate(out);
@@ -267,8 +268,9 @@ std::vector<float> GnnModel::score_pairs(const GraphData& graph, const NodePairL
     rows.v.push_back(node_of(pairs.v[k], "score_pairs(pairs)", what));
   }
   const LinkEmbeddings e = link_embeddings(graph, backend, grid, "pairs");
-  DotLinkDecoder3D decoder(backend, grid, e.net->output_geometry(), graph.num_nodes);
-  const std::vector<double> all = link_scores(backend, grid, decoder, *e.z, rows, NodePairList{});
+  DotLinkDecoder3D decoder(backend, grid, e.net->output_geometry(), graph.num_nodes);  // (the pairs' layout)
+  LinkDecoder3D& scorer = e.net->link_decoder() ? static_cast<LinkDecoder3D&>(*e.net->link_decoder()) : decoder;
+  const std::vector<double> all = link_scores(backend, grid, scorer, *e.z, decoder.select(rows.u, rows.v), rows.size());
   backend.synchronize();
   std::vector<float> scores(all.begin(), all.end());
   for (std::size_t k = 0; k < scores.size(); ++k)
@@ -304,6 +306,11 @@ TopKPartners GnnModel::search_partners(const GraphData& graph, const std::vector
                                        Backend& backend, ProcessGrid& grid, index_t tile) {
   if (k < 1) throw InputError("top_k_partners(k)", "must be at least 1");
   if (tile < 1) throw InputError("top_k_partners(tile)", "must be at least 1");
+  // The search ranks partners by the dot product of the embeddings (a GEMM of row blocks); an
+  // MLP's score of a pair is no such product.
+  if (config_.link.decoder == LinkDecoder::Mlp)
+    throw InputError("top_k_partners(k)", "ranks partners by the embeddings' dot product; this model scores pairs by its "
+                                          "MLP decoder (TrainConfig.link.decoder mlp): score given pairs instead");
   const LinkEmbeddings e = link_embeddings(graph, backend, grid, "partners");
   GnnNetwork& net = *e.net;
   const Matrix& z = *e.z;

@@ -155,7 +155,7 @@ struct GnnTrainer::Impl {
         model(be, g, shards, c),
         out(model.loss_geometry()),
         split_axis(out.out_repl()),
-        task(make_task({be, g, out, model.scatters_logits() ? &split_axis : nullptr, shards, c})),
+        task(make_task({be, g, out, model.scatters_logits() ? &split_axis : nullptr, shards, c, true, model.link_decoder()})),
         adam(be, model.parameters(), adam_params(c)),
         num_nodes(shards.num_nodes) {}
 
@@ -657,6 +657,7 @@ void GnnTrainer::resume(const std::string& path) {
     differs("TrainConfig.link.test", std::to_string(was.link.test), std::to_string(now.link.test));
     for (const LinkCountOption& o : link_count_options())
       differs(o.field_name().c_str(), std::to_string(was.link.*o.field), std::to_string(now.link.*o.field));
+    differs("TrainConfig.link.decoder", link_decoder_name(was.link.decoder), link_decoder_name(now.link.decoder));
   }
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +

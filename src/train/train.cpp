@@ -117,6 +117,17 @@ GnnTask parse_gnn_task(const std::string& text) {
   throw InputError("TrainConfig.task", "'" + text + "' is not one of node, link");
 }
 
+const char* link_decoder_name(LinkDecoder d) { return d == LinkDecoder::Mlp ? "mlp" : "dot"; }
+
+LinkDecoder parse_link_decoder(const std::string& text) {
+  if (text == "dot") return LinkDecoder::Dot;
+  if (text == "mlp") return LinkDecoder::Mlp;
+  throw InputError("TrainConfig.link.decoder", "'" + text + "' is not one of dot, mlp");
+}
+
+index_t decoder_layers_of(const TrainConfig& cfg) { return cfg.link.decoder_layers > 0 ? cfg.link.decoder_layers : 3; }
+index_t decoder_hidden_of(const TrainConfig& cfg) { return cfg.link.decoder_hidden > 0 ? cfg.link.decoder_hidden : cfg.hidden; }
+
 index_t output_width(const TrainConfig& cfg, index_t num_classes) {
   if (cfg.task != GnnTask::Link) return num_classes;
   return cfg.link.embedding_width > 0 ? cfg.link.embedding_width : cfg.hidden;
@@ -133,6 +144,10 @@ const std::vector<LinkCountOption>& link_count_options() {
       {"edge-batch", &LinkConfig::edge_batch, std::numeric_limits<std::int32_t>::max(), "the full batch",
        "training links per optimizer step: each epoch takes the links in a fresh order, in batches of this "
        "many, each step a whole pass of the encoder with as many negatives (OGB's full-graph baselines)"},
+      {"decoder-layers", &LinkConfig::decoder_layers, 16, "3, OGB's LinkPredictor",
+       "--decoder mlp: its linear layers (ReLU between them; the last one scores)"},
+      {"decoder-hidden", &LinkConfig::decoder_hidden, 1 << 20, "--hidden",
+       "--decoder mlp: the width of its hidden layers"},
   };
   return options;
 }
@@ -158,9 +173,15 @@ void validate_link(const TrainConfig& c) {
       throw InputError(o.field_name(), "must be 0 (" + std::string(o.off) + ") or 1 to " + std::to_string(o.max) + ", not " +
                                            std::to_string(l.*o.field));
   if (!(l.val + l.test < 1)) throw InputError("TrainConfig.link.val", "the held-out shares must leave training links (val + test < 1)");
+  if (l.decoder != LinkDecoder::Mlp)
+    for (index_t LinkConfig::*f : {&LinkConfig::decoder_layers, &LinkConfig::decoder_hidden})
+      for (const LinkCountOption& o : link_count_options())
+        if (o.field == f && l.*f != 0) throw InputError(o.field_name(), "is the MLP decoder's (TrainConfig.link.decoder mlp)");
   if (c.task != GnnTask::Link) {
     for (const LinkCountOption& o : link_count_options())
       if (l.*o.field != 0) throw InputError(o.field_name(), "is the link task's (TrainConfig.task link), not node classification's");
+    if (l.decoder != LinkDecoder::Dot)
+      throw InputError("TrainConfig.link.decoder", "is the link task's (TrainConfig.task link), not node classification's");
     return;
   }
   if (c.select_by.by == SelectBy::MacroF1 || c.select_by.by == SelectBy::Recall)

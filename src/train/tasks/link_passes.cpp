@@ -30,7 +30,7 @@ double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& deco
                             static_cast<std::int64_t>(positives.size() + negatives.size()), dz);
 }
 
-double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+double link_loss_and_grad(Backend& be, ProcessGrid& grid, LinkDecoder3D& decoder, const Matrix& z,
                           const PairBlock& pairs, std::int64_t positives, std::int64_t total, Matrix& dz) {
   const auto n = static_cast<std::size_t>(pairs.pairs());
   const float weight = 1.0f / static_cast<float>(total);
@@ -52,7 +52,7 @@ std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D
                      positives.size() + negatives.size());
 }
 
-std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+std::vector<double> link_scores(Backend& be, ProcessGrid& grid, LinkDecoder3D& decoder, const Matrix& z,
                                 const PairBlock& pairs, std::size_t total) {
   MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
   Buffer<float> scores(be, static_cast<std::size_t>(pairs.pairs()));

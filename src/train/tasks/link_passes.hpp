@@ -31,9 +31,10 @@ double link_loss_of_scores(const std::vector<double>& scores, std::size_t positi
 // The same two on a block already selected (DotLinkDecoder3D::select with the pairs' places in
 // the whole list): its entries whose index is below `positives` are links (label 1), the rest
 // negatives, and the whole list holds `total` pairs (the mean's count; the scores' length).
-double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+// Either decoder scores a block (dot_link_decoder_3d.hpp, mlp_link_decoder_3d.hpp).
+double link_loss_and_grad(Backend& be, ProcessGrid& grid, LinkDecoder3D& decoder, const Matrix& z,
                           const PairBlock& pairs, std::int64_t positives, std::int64_t total, Matrix& dz);
-std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
+std::vector<double> link_scores(Backend& be, ProcessGrid& grid, LinkDecoder3D& decoder, const Matrix& z,
                                 const PairBlock& pairs, std::size_t total);
 
 // The ROC-AUC of `positives` against `negatives` (link_scores); the same on every rank.

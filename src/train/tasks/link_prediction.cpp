@@ -40,7 +40,8 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
       by_loss_(in.cfg.select_by.by == SelectBy::Loss),
       hits_k_(in.cfg.link.hits_k),
       mrr_k_(in.cfg.link.mrr_negatives),
-      decoder_(in.backend, in.grid, in.out, in.shards.num_nodes) {
+      decoder_(in.backend, in.grid, in.out, in.shards.num_nodes),
+      scorer_(in.link_decoder ? in.link_decoder : &decoder_) {
   if (in.row_split) throw std::logic_error("LinkPrediction: the output's rows are not split further (baseline collectives)");
   const LinkPairs& links = in.shards.links;
   // (A plan's shards of sizes only carry no pairs: its dry run prices the encoder alone for now.)
@@ -125,14 +126,14 @@ double LinkPrediction::loss_and_grad(int epoch, int step, const Matrix& out, Mat
                negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, first + b0, first + std::min(n, b0 + kChunk)),
                n + b0);
   const double loss =
-      link_loss_and_grad(be_, grid_, decoder_, out, decoder_.select(pairs.u, pairs.v, pairs.index), n, 2 * n, d_out);
+      link_loss_and_grad(be_, grid_, *scorer_, out, decoder_.select(pairs.u, pairs.v, pairs.index), n, 2 * n, d_out);
   // The epoch's loss is the links' mean over its batches (OGB's total_loss / total_examples).
   return steps_ == 1 ? loss : loss * static_cast<double>(n) / static_cast<double>(train_links_);
 }
 
 void LinkPrediction::split_metrics(const HeldOut& h, const Matrix& out, double& auc, double& hits, double& mrr_value,
                                    double* loss) {
-  const std::vector<double> s = link_scores(be_, grid_, decoder_, out, h.block, h.total);
+  const std::vector<double> s = link_scores(be_, grid_, *scorer_, out, h.block, h.total);
   const auto p = static_cast<std::ptrdiff_t>(h.positives), q = p + static_cast<std::ptrdiff_t>(h.negatives);
   const std::vector<float> pos(s.begin(), s.begin() + p), neg(s.begin() + p, s.begin() + q), own(s.begin() + q, s.end());
   auc = roc_auc(pos, neg);

@@ -16,6 +16,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
 #include "core/shard_layout.hpp"
+#include "pmm/link_decoder_3d.hpp"
 
 namespace plexus {
 
@@ -56,6 +57,9 @@ struct TaskInputs {
   const GnnShards& shards;
   const TrainConfig& cfg;
   bool evaluates = true;
+  // The link task's decoder when it has parameters, which the model holds (GnnNetwork::
+  // link_decoder); nullptr: the dot product.
+  LinkDecoder3D* link_decoder = nullptr;
 };
 
 // The task of a configuration (TrainConfig::task: node classification or link prediction).

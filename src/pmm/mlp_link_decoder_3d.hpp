@@ -1,0 +1,70 @@
+#pragma once
+// The MLP link decoder on the 3D grid (OGB's baseline LinkPredictor): the score of a pair (u, v)
+// is an MLP of the elementwise product of its two embeddings,
+//   h_0 = z_u ⊙ z_v,  h_l = ReLU(h_{l−1}·W_l + b_l) for l < L,  s = h_{L−1}·W_L + b_L  (one wide),
+// W_1 [D × H], W_l [H × H], W_L [H × 1] (L = 1: W_1 is [D × 1]).
+//
+// Layout. The pairs are laid out as the dot decoder's (dot_link_decoder_3d.hpp): a rank scores
+// the pairs of its (R, Q) block, from Z's rows of its R block and of its Q block (gathered over
+// R), over its F columns. The product h_0 of a pair is local to those columns, so W_1 is split
+// by rows over F (each rank of F holds its columns' rows), replicated over R and Q; h_0·W_1 is a
+// partial sum over F. The layers after it are small (H wide) and run whole on every rank of the
+// block's F line, their weights replicated on every rank. A parameter's gradient is its blocks'
+// sum: each block's pairs count once (every rank of F holds the same for W_2.., its rows of W_1).
+//
+// Collectives, in order (a forward/backward pair each):
+//   forward   Zq = Z[Q block, F cols]        all-gather       over R   (|Q block| × |F cols|)
+//             h_0·W_1 (or s, L = 1)          all-reduce(sum)  over F   (pairs × H)
+//   backward  dW_l, db_l for every layer     all-reduce(sum)  over R, then over Q (the parameters)
+//             dZq back to its owners         reduce-scatter   over R   (|Q block| × |F cols|)
+//             dZ, whole on every replica     all-reduce(sum)  over Q   (|R rows| × |F cols|)
+//
+// Initial values: PyTorch's nn.Linear's (uniform in ±1/√fan_in, weights and biases): element
+// (r, c) of layer l's weight is (2u − 1)/√fan_in in double, rounded to float, u =
+// counter_uniform(DropoutKey{seed, 2l, kMlpDecoderInitStream}, r, c) (its bias: 2l + 1, row 0),
+// each element keyed by its place in the whole tensor (docs/link-prediction.md, "Random streams"), so
+// every grid starts from the same decoder.
+#include <cstdint>
+#include <vector>
+
+#include "plexus/backend.hpp"
+#include "plexus/buffer.hpp"
+#include "plexus/process_grid.hpp"
+#include "pmm/gnn_layer_3d.hpp"
+#include "pmm/link_decoder_3d.hpp"
+#include "pmm/pair_layout.hpp"
+#include "pmm/param_slot.hpp"
+
+namespace plexus {
+
+inline constexpr std::uint32_t kMlpDecoderInitStream = 0x11E9;
+
+class MlpLinkDecoder3D : public LinkDecoder3D {
+ public:
+  // `last`: the encoder's last layer (its output is what is scored), over `num_nodes` nodes;
+  // `layers` (≥ 1) linear layers, hidden ones `hidden` wide; `inference`: no gradients kept.
+  MlpLinkDecoder3D(Backend& be, ProcessGrid& grid, const LayerGeometry& last, index_t num_nodes, int layers,
+                   index_t hidden, std::uint64_t seed, bool inference);
+
+  void forward(const Matrix& z, const PairBlock& pairs, float* scores) override;
+  void backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz) override;
+  Axis feature_axis() const override { return at_.f; }
+
+  // "decoder0/weight", "decoder0/bias", ...: this rank's blocks of the whole tensors, for the optimizer,
+  // checkpoints and model files. Not decayed (OGB's baselines decay nothing).
+  std::vector<LayerParam> parameters();
+
+ private:
+  Backend& be_;
+  ProcessGrid& grid_;
+  PairLayout at_;
+  index_t hidden_;
+  bool inference_;
+  std::vector<ParamSlot> w_, b_;     // per layer
+  Matrix zq_;                        // Z's rows of the Q block (this rank's feature columns)
+  Matrix h0_;                        // [F cols × pairs]: the products, one row per feature column
+  std::vector<Matrix> h_;            // h_1 .. h_{L−1} after ReLU, [pairs × H]
+  index_t in_rows(int layer) const;  // rows of W_layer here
+};
+
+}  // namespace plexus
