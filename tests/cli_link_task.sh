@@ -207,6 +207,33 @@ PY
 else
   fail "generate sbm --task link and train on it"; cat sl.out
 fi
+# OGB's baseline recipe: the MLP decoder on z_u * z_v and an Adam step per batch of links, on 1 and
+# 4 ranks alike; the saved model scores given pairs (both directions alike), refuses --top-k.
+ogb=(train --task link --threads 1 --hidden 16 --embedding-width 8 --decoder mlp --decoder-hidden 12 --edge-batch 1500
+     --epochs 4 --quiet)
+if "$plexus" "${ogb[@]}" --grid 1x1x1 --metrics mlp1.jsonl --save-model mlp.h5 >mlp1.out 2>&1 &&
+   timeout 300 mpirun -np 4 "$plexus" "${ogb[@]}" --grid 1x2x2 --metrics mlp4.jsonl >mlp4.out 2>&1 &&
+   printf '0 1\n1 0\n5 9\n' >mlp_pairs.txt &&
+   "$plexus" predict --checkpoint mlp.h5 --pairs mlp_pairs.txt -o mlp_scores.h5 --threads 1 >/dev/null 2>&1; then
+  "$py" - mlp1.jsonl mlp4.jsonl mlp_scores.h5 <<'PY' && ok || fail "MLP decoder with edge batches on 1 and 4 ranks"
+import json, sys
+import h5py
+def read(path):
+    lines = [json.loads(l) for l in open(path)]
+    return [l for l in lines if "epoch" in l and not l.get("summary")], lines[0]
+(a, ha), (b, hb) = read(sys.argv[1]), read(sys.argv[2])
+assert ha["decoder"] == "mlp" and ha["edge_batch"] == 1500 and ha["decoder_hidden"] == 12, ha
+assert len(a) == len(b) == 4 and a[-1]["loss"] < a[0]["loss"], (a, b)
+for x, y in zip(a, b):
+    assert abs(x["loss"] - y["loss"]) <= 1e-5 * abs(x["loss"]) and abs(x["val_auc"] - y["val_auc"]) <= 2e-3, (x, y)
+s = h5py.File(sys.argv[3])["score"][...]
+assert len(s) == 3 and s[0] == s[1] and s[0] != s[2], s
+PY
+  expect_error "top-k of an MLP link model" "--top-k: ranks partners by the embeddings' dot product" \
+    predict --checkpoint mlp.h5 --top-k 3 -o mlp_top.h5
+else
+  fail "train --decoder mlp --edge-batch on 1 and 4 ranks"; cat mlp1.out mlp4.out
+fi
 expect_error "generate: an edge split without the link task" "--edge-split" generate sbm --edge-split 0.8,0.1,0.1 -o x.h5
 expect_error "link task picked by accuracy per class" "--select-by" train --task link --select-by macro-f1
 expect_error "node task picked by auc" "--select-by" train --select-by auc
@@ -215,6 +242,8 @@ expect_error "held-out shares" "--link-split" train --task link --link-split 0.5
 expect_error "held-out shares, text" "--link-split" train --task link --link-split 0.1
 expect_error "embedding width" "--embedding-width" train --task link --embedding-width -3
 expect_error "MRR negatives" "--mrr-negatives" train --task link --mrr-negatives -2
+expect_error "edge batch" "--edge-batch" train --task link --edge-batch -1
+expect_error "decoder width with the dot decoder" "--decoder-hidden: is the MLP decoder" train --task link --decoder-hidden 8
 "$plexus" prepare "$cora" -o prepared.h5 --grid 1x1x1 >/dev/null 2>&1
 expect_error "link task on a prepared file" "link task reads a plain graph file" \
   train --task link --data prepared.h5
