@@ -19,8 +19,10 @@
 #include "plexus/gnn_model.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/io.hpp"
+#include "plexus/link_split.hpp"
 #include "link_graphs.hpp"
 #include "train/graph_shards.hpp"
+#include "train/tasks/link_metrics.hpp"
 #include "train/tasks/link_passes.hpp"
 
 namespace plexus {
@@ -227,9 +229,29 @@ TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
     TrainConfig first = c;
     first.epochs = 3;
     GnnTrainer t(g, first, *be, *single);
+    const ModelState before = t.state();
     t.run();
     t.save(path);
     live = GnnModel(t).score_pairs(g, pairs, *be, *single);
+    // The decoder trains: its parameters are the model's, Adam moves them.
+    const ModelState after = t.state();
+    ASSERT_EQ(before.parameters.size(), after.parameters.size());
+    int decoder_params = 0;
+    for (std::size_t k = 0; k < after.parameters.size(); ++k)
+      if (after.parameters[k].name.rfind("decoder", 0) == 0) {
+        ++decoder_params;
+        EXPECT_NE(after.parameters[k].value, before.parameters[k].value) << after.parameters[k].name;
+      }
+    EXPECT_EQ(decoder_params, 6);  // 3 layers' weights and biases
+    // Given pairs are scored as the trainer scores its held-out ones: on the graph it passes
+    // messages over (the training links: the split drawn alike), the test split's ROC-AUC from
+    // score_pairs is the trainer's.
+    GraphData training_graph = g;
+    const LinkSplit split = random_link_split(training_graph, first.link.val, first.link.test, first.seed);
+    ASSERT_GT(split.test_pos.size(), 0u);
+    const std::vector<float> pos = GnnModel(t).score_pairs(training_graph, split.test_pos, *be, *single),
+                             neg = GnnModel(t).score_pairs(training_graph, split.test_neg, *be, *single);
+    EXPECT_NEAR(roc_auc(pos, neg), t.evaluate().test_auc, 1e-9);
   }
   const GnnModelInfo info = read_gnn_model_info_h5(path);
   EXPECT_EQ(info.config.link.decoder, LinkDecoder::Mlp);

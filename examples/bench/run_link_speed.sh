@@ -3,17 +3,18 @@
 # acceptance 7): PyG's link_pred model (GCN 128 -> 64, dot decoder) on a planted-community graph
 # of NODES nodes (default 200,000; 128 features, mean degree 10), `plexus train --task link` and
 # examples/bench/pyg_link_epoch.py, each the median of EPOCHS epochs.
-#   examples/bench/run_link_speed.sh BUILD_DIR [NODES] [THREADS] [EPOCHS]
+# With DECODER mlp both score pairs by OGB's LinkPredictor (3 layers, 128 wide) on z_u * z_v.
+#   examples/bench/run_link_speed.sh BUILD_DIR [NODES] [THREADS] [EPOCHS] [DECODER]
 set -euo pipefail
-build=${1:?usage: run_link_speed.sh BUILD_DIR [NODES] [THREADS] [EPOCHS]}
-nodes=${2:-200000} threads=${3:-2} epochs=${4:-5}
+build=${1:?usage: run_link_speed.sh BUILD_DIR [NODES] [THREADS] [EPOCHS] [DECODER]}
+nodes=${2:-200000} threads=${3:-2} epochs=${4:-5} decoder=${5:-dot}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$build/plexus" generate sbm --nodes "$nodes" --feature-width 128 --avg-degree 10 --classes 16 -o "$work/g.h5" >/dev/null
 OMP_NUM_THREADS=$threads /usr/bin/python3 "$(dirname "$0")/pyg_link_epoch.py" "$work/g.h5" --epochs "$epochs" \
-  --threads "$threads" | tee "$work/peer.txt" | head -1
+  --threads "$threads" --decoder "$decoder" | tee "$work/peer.txt" | head -1
 "$build/plexus" train --data "$work/g.h5" --task link --hidden 128 --embedding-width 64 --dropout 0 --weight-decay 0 \
-  --epochs "$epochs" --threads "$threads" --grid 1x1x1 --quiet --metrics "$work/m.jsonl" >/dev/null
+  --epochs "$epochs" --threads "$threads" --grid 1x1x1 --decoder "$decoder" --quiet --metrics "$work/m.jsonl" >/dev/null
 /usr/bin/python3 - "$work/m.jsonl" "$work/peer.txt" <<'PY'
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
