@@ -263,7 +263,7 @@ TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
     for (int e = 3; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
   }
   const std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>> changes{
-      {[](TrainConfig& o) { o.link.decoder = LinkDecoder::Dot, o.link.decoder_hidden = 0; }, "TrainConfig.link.decoder"},
+      {[](TrainConfig& o) { o.link.decoder = LinkDecoder::Dot, o.link.decoder_hidden = 0; }, "TrainConfig.link.decoder mlp"},
       {[](TrainConfig& o) { o.link.decoder_hidden = 6; }, "TrainConfig.link.decoder_hidden"},
       {[](TrainConfig& o) { o.link.decoder_layers = 2; }, "TrainConfig.link.decoder_layers"}};
   for (const auto& [change, named] : changes) {

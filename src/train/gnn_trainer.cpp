@@ -655,9 +655,9 @@ void GnnTrainer::resume(const std::string& path) {
     differs("TrainConfig.link.embedding_width", std::to_string(output_width(was, 0)), std::to_string(output_width(now, 0)));
     differs("TrainConfig.link.val", std::to_string(was.link.val), std::to_string(now.link.val));
     differs("TrainConfig.link.test", std::to_string(was.link.test), std::to_string(now.link.test));
+    differs("TrainConfig.link.decoder", link_decoder_name(was.link.decoder), link_decoder_name(now.link.decoder));
     for (const LinkCountOption& o : link_count_options())
       differs(o.field_name().c_str(), std::to_string(was.link.*o.field), std::to_string(now.link.*o.field));
-    differs("TrainConfig.link.decoder", link_decoder_name(was.link.decoder), link_decoder_name(now.link.decoder));
   }
   if (info.num_nodes != 0 && info.num_nodes != t.num_nodes)  // 0: not recorded (write_gnn_model_h5)
     throw InputError(path, "was trained on a graph of " + std::to_string(info.num_nodes) + " nodes, this one has " +
