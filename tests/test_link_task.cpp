@@ -182,7 +182,7 @@ TEST(LinkTask, EdgeBatchesOnGridsEqualOneRankAndResume) {
 // search (which ranks by the dot product).
 TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
   const GraphData g = planted(61, 4);
-  const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {2, 1, 3}, {2, 2, 2}};
+  const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {5, 1, 1}, {2, 1, 3}, {1, 7, 1}, {2, 2, 2}};
   const auto mlp = [](const std::string& kind, int epochs) {
     TrainConfig c = link_config(kind, epochs, 0.3f);
     c.link.decoder = LinkDecoder::Mlp;
