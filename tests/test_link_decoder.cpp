@@ -8,10 +8,12 @@
 #include <atomic>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "comm/in_process_communicator.hpp"
 #include "grid_shapes.hpp"
+#include "random_pairs.hpp"
 #include "core/shard_layout.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
@@ -32,15 +34,11 @@ Problem make_problem(index_t n, index_t width, std::size_t pairs, std::uint64_t 
   Problem p;
   p.n = n;
   p.width = width;
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<std::int64_t> node(0, n - 1);
-  for (index_t i = 0; i < n * width; ++i) p.z.push_back(static_cast<float>(normal(rng)));
-  for (std::size_t k = 0; k < pairs; ++k) {
-    p.u.push_back(node(rng));
-    p.v.push_back(k % 11 == 3 ? p.u.back() : node(rng));  // a node with itself, now and then
-    p.g.push_back(static_cast<float>(normal(rng)));
-  }
+  test::RandomPairs r = test::random_pairs(n, width, pairs, seed);
+  p.z = std::move(r.z);
+  p.u = std::move(r.u);
+  p.v = std::move(r.v);
+  p.g = std::move(r.g);
   p.u.push_back(p.u[0]);  // a pair twice
   p.v.push_back(p.v[0]);
   p.g.push_back(0.5f);

@@ -67,6 +67,68 @@ LinkRun train(const GraphData& g, const TrainConfig& c, ProcessGrid& grid) {
   return r;
 }
 
+// Every rank of each grid trains as one rank did (`want`): each epoch's loss within 1e-5
+// relative, its ROC-AUCs within 2e-3 and (with `val_loss`) its validation loss within 1e-5.
+void expect_grids_equal(const GraphData& g, const TrainConfig& c, const std::vector<GridShape>& shapes, const LinkRun& want,
+                        bool val_loss = false) {
+  for (const GridShape s : shapes) {
+    SCOPED_TRACE(s.str());
+    std::mutex mu;
+    std::vector<LinkRun> got;
+    run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
+      LinkRun r = train(g, c, grid);
+      std::lock_guard<std::mutex> lock(mu);
+      got.push_back(std::move(r));
+    });
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(s.size()));
+    for (const LinkRun& r : got)
+      for (std::size_t e = 0; e < want.losses.size(); ++e) {
+        EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
+        EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
+        EXPECT_NEAR(r.test_auc[e], want.test_auc[e], 2e-3) << "epoch " << e;
+        if (val_loss) {
+          EXPECT_NEAR(r.val_loss[e], want.val_loss[e], 1e-5 * std::abs(want.val_loss[e])) << "epoch " << e;
+        }
+      }
+  }
+}
+
+// A checkpoint of `c`'s first `first_epochs` epochs, resumed with `c`: the remaining epochs'
+// losses are `want`'s, bit for bit. Returns the checkpoint's path.
+std::string expect_resumes(const GraphData& g, const TrainConfig& c, int first_epochs, const LinkRun& want,
+                           const std::string& name) {
+  auto single = ProcessGrid::single();
+  const std::string path = testing::TempDir() + "/" + name;
+  {
+    auto be = make_cpu_backend(1);
+    TrainConfig first = c;
+    first.epochs = first_epochs;
+    GnnTrainer t(g, first, *be, *single);
+    t.run();
+    t.save(path);
+  }
+  auto be = make_cpu_backend(1);
+  GnnTrainer t(g, c, *be, *single);
+  t.resume(path);
+  for (int e = first_epochs; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
+  return path;
+}
+
+// Resuming `path` with `c` changed by `change` is refused, in words naming `named`.
+void expect_resume_refused(const GraphData& g, TrainConfig c, const std::function<void(TrainConfig&)>& change,
+                           const std::string& path, const std::string& named) {
+  auto single = ProcessGrid::single();
+  auto be = make_cpu_backend(1);
+  change(c);
+  GnnTrainer t(g, c, *be, *single);
+  try {
+    t.resume(path);
+    ADD_FAILURE() << "resumed with another " << named;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+  }
+}
+
 TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
   const GraphData g = planted(61, 4);
   const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {1, 2, 2}, {2, 1, 3}, {2, 2, 2}, {1, 1, 8}};
@@ -77,25 +139,7 @@ TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
     auto single = ProcessGrid::single();
     const LinkRun want = train(g, c, *single);
     for (double l : want.losses) ASSERT_TRUE(std::isfinite(l));
-    for (const GridShape s : shapes) {
-      SCOPED_TRACE(s.str());
-      std::mutex mu;
-      std::vector<LinkRun> got;
-      run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
-        LinkRun r = train(g, c, grid);
-        std::lock_guard<std::mutex> lock(mu);
-        got.push_back(std::move(r));
-      });
-      ASSERT_EQ(got.size(), static_cast<std::size_t>(s.size()));
-      for (const LinkRun& r : got) {
-        for (std::size_t e = 0; e < want.losses.size(); ++e) {
-          EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
-          EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
-          EXPECT_NEAR(r.test_auc[e], want.test_auc[e], 2e-3) << "epoch " << e;
-          EXPECT_NEAR(r.val_loss[e], want.val_loss[e], 1e-5 * std::abs(want.val_loss[e])) << "epoch " << e;
-        }
-      }
-    }
+    expect_grids_equal(g, c, shapes, want, /*val_loss=*/true);
   }
 }
 
@@ -114,22 +158,7 @@ TEST(LinkTask, EdgeBatchesOnGridsEqualOneRankAndResume) {
     auto single = ProcessGrid::single();
     const LinkRun want = train(g, c, *single);
     for (double l : want.losses) ASSERT_TRUE(std::isfinite(l));
-    for (const GridShape s : shapes) {
-      SCOPED_TRACE(s.str());
-      std::mutex mu;
-      std::vector<LinkRun> got;
-      run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
-        LinkRun r = train(g, c, grid);
-        std::lock_guard<std::mutex> lock(mu);
-        got.push_back(std::move(r));
-      });
-      ASSERT_EQ(got.size(), static_cast<std::size_t>(s.size()));
-      for (const LinkRun& r : got)
-        for (std::size_t e = 0; e < want.losses.size(); ++e) {
-          EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
-          EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
-        }
-    }
+    expect_grids_equal(g, c, shapes, want);
   }
   // The full batch: 0, or a batch of at least every training link.
   auto single = ProcessGrid::single();
@@ -146,33 +175,9 @@ TEST(LinkTask, EdgeBatchesOnGridsEqualOneRankAndResume) {
   // Resumed mid-way (Adam's steps count the batches), and refused with another batch size.
   c = link_config("gcn", 6, 0.3f);
   c.link.edge_batch = 9;
-  const LinkRun want = train(g, c, *single);
-  const std::string path = testing::TempDir() + "/link-batches-checkpoint.h5";
-  {
-    auto be = make_cpu_backend(1);
-    TrainConfig first = c;
-    first.epochs = 3;
-    GnnTrainer t(g, first, *be, *single);
-    t.run();
-    t.save(path);
-  }
+  const std::string path = expect_resumes(g, c, 3, train(g, c, *single), "link-batches-checkpoint.h5");
   EXPECT_EQ(read_gnn_model_info_h5(path).config.link.edge_batch, 9);
-  {
-    auto be = make_cpu_backend(1);
-    GnnTrainer t(g, c, *be, *single);
-    t.resume(path);
-    for (int e = 3; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
-  }
-  auto be = make_cpu_backend(1);
-  TrainConfig other = c;
-  other.link.edge_batch = 10;
-  GnnTrainer t(g, other, *be, *single);
-  try {
-    t.resume(path);
-    ADD_FAILURE() << "resumed with another edge batch";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("TrainConfig.link.edge_batch"), std::string::npos) << e.what();
-  }
+  expect_resume_refused(g, c, [](TrainConfig& o) { o.link.edge_batch = 10; }, path, "TrainConfig.link.edge_batch");
 }
 
 // The MLP decoder (OGB's LinkPredictor) through the trainer: every kind on every grid equals one
@@ -197,21 +202,7 @@ TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
     const LinkRun want = train(g, c, *single);
     for (double l : want.losses) ASSERT_TRUE(std::isfinite(l));
     EXPECT_LT(want.losses.back(), want.losses.front());
-    for (const GridShape s : shapes) {
-      SCOPED_TRACE(s.str());
-      std::mutex mu;
-      std::vector<LinkRun> got;
-      run_in_process_grid(s, 1, [&](ProcessGrid& grid) {
-        LinkRun r = train(g, c, grid);
-        std::lock_guard<std::mutex> lock(mu);
-        got.push_back(std::move(r));
-      });
-      for (const LinkRun& r : got)
-        for (std::size_t e = 0; e < want.losses.size(); ++e) {
-          EXPECT_NEAR(r.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << "epoch " << e;
-          EXPECT_NEAR(r.val_auc[e], want.val_auc[e], 2e-3) << "epoch " << e;
-        }
-    }
+    expect_grids_equal(g, c, shapes, want);
   }
   // Resumed mid-way; refused with another decoder or width.
   auto single = ProcessGrid::single();
@@ -262,22 +253,10 @@ TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
     t.resume(path);
     for (int e = 3; e < c.epochs; ++e) EXPECT_EQ(t.epoch().loss, want.losses[static_cast<std::size_t>(e)]) << e;
   }
-  const std::vector<std::pair<std::function<void(TrainConfig&)>, std::string>> changes{
-      {[](TrainConfig& o) { o.link.decoder = LinkDecoder::Dot, o.link.decoder_hidden = 0; }, "TrainConfig.link.decoder mlp"},
-      {[](TrainConfig& o) { o.link.decoder_hidden = 6; }, "TrainConfig.link.decoder_hidden"},
-      {[](TrainConfig& o) { o.link.decoder_layers = 2; }, "TrainConfig.link.decoder_layers"}};
-  for (const auto& [change, named] : changes) {
-    auto be = make_cpu_backend(1);
-    TrainConfig other = c;
-    change(other);
-    GnnTrainer t(g, other, *be, *single);
-    try {
-      t.resume(path);
-      ADD_FAILURE() << "resumed with another " << named;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
-    }
-  }
+  expect_resume_refused(g, c, [](TrainConfig& o) { o.link.decoder = LinkDecoder::Dot, o.link.decoder_hidden = 0; }, path,
+                        "TrainConfig.link.decoder mlp");
+  expect_resume_refused(g, c, [](TrainConfig& o) { o.link.decoder_hidden = 6; }, path, "TrainConfig.link.decoder_hidden");
+  expect_resume_refused(g, c, [](TrainConfig& o) { o.link.decoder_layers = 2; }, path, "TrainConfig.link.decoder_layers");
   // The saved model's scores of given pairs: the trainer's, on every grid; no dot product.
   ASSERT_EQ(live.size(), pairs.size());
   EXPECT_EQ(live[1], live[2]);  // (z_u ⊙ z_v = z_v ⊙ z_u: both directions score alike)

@@ -233,6 +233,43 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
   }
 }
 
+// The trainer's link task with train_links's model (GCN 16 -> 8, dropout 0.5, Adam 0.01, seed
+// 5) on the planted graph of `nodes` nodes: rank 0's epochs on grid `g`.
+TrainConfig pieces_config(int epochs) {
+  TrainConfig c;
+  c.task = GnnTask::Link;
+  c.hidden = 16;
+  c.link.embedding_width = 8;
+  c.dropout = 0.5f;
+  c.weight_decay = 0;
+  c.lr = 0.01f;
+  c.seed = 5;
+  c.epochs = epochs;
+  return c;
+}
+std::vector<EpochMetrics> trainer_epochs(GridShape g, index_t nodes, const TrainConfig& c) {
+  std::vector<EpochMetrics> got;
+  std::mutex m;
+  run_in_process_grid(g, 1, [&](ProcessGrid& grid) {
+    auto be = make_cpu_backend(1);
+    GnnTrainer t(generate_sbm(link_sbm(nodes, 5)), c, *be, grid);
+    std::vector<EpochMetrics> mine;
+    for (int e = 0; e < c.epochs; ++e) mine.push_back(t.epoch());
+    if (grid.rank() == 0) {
+      std::lock_guard<std::mutex> lock(m);
+      got = mine;
+    }
+  });
+  return got;
+}
+// Each epoch's loss within 1e-5 relative of the pieces' and the last test ROC-AUC within 1e-6.
+void expect_pieces(const std::vector<EpochMetrics>& got, const RunResult& want, const std::string& where) {
+  ASSERT_EQ(got.size(), want.losses.size()) << where;
+  for (std::size_t e = 0; e < got.size(); ++e)
+    EXPECT_NEAR(got[e].loss, want.losses[e], 1e-5 * want.losses[e]) << where << ", epoch " << e;
+  EXPECT_NEAR(got.back().test_auc, want.test_auc, 1e-6) << where;
+}
+
 // With edge batches (LinkConfig::edge_batch) the trainer runs the batches of the documented
 // order: each epoch's loss is the loop's above, on one rank and on a grid, with dropout on (a mask
 // per step), an uneven last batch, and Adam stepping once a batch; the test ROC-AUC after them
@@ -245,35 +282,10 @@ TEST(LinkTraining, EdgeBatchesAreTheDocumentedOrdersBatches) {
   const RunResult want = on_grid({1, 1, 1}, d, "gcn", 4, 0.5f, batch);
   const RunResult full = on_grid({1, 1, 1}, d, "gcn", 4, 0.5f);
   EXPECT_NE(want.losses[1], full.losses[1]);  // (batches do train otherwise)
-  TrainConfig c;
-  c.task = GnnTask::Link;
-  c.hidden = 16;
-  c.link.embedding_width = 8;
-  c.dropout = 0.5f;
-  c.weight_decay = 0;
-  c.lr = 0.01f;
-  c.seed = 5;
-  c.epochs = 4;
+  TrainConfig c = pieces_config(4);
   c.link.edge_batch = batch;
-  for (const GridShape g : {GridShape{1, 1, 1}, GridShape{2, 1, 2}, GridShape{1, 3, 1}}) {
-    std::vector<EpochMetrics> got;
-    std::mutex m;
-    run_in_process_grid(g, 1, [&](ProcessGrid& grid) {
-      auto be = make_cpu_backend(1);
-      GnnTrainer t(generate_sbm(link_sbm(61, 5)), c, *be, grid);
-      std::vector<EpochMetrics> mine;
-      for (int e = 0; e < c.epochs; ++e) mine.push_back(t.epoch());
-      if (grid.rank() == 0) {
-        std::lock_guard<std::mutex> lock(m);
-        got = mine;
-      }
-    });
-    for (int e = 0; e < c.epochs; ++e)
-      EXPECT_NEAR(got[static_cast<std::size_t>(e)].loss, want.losses[static_cast<std::size_t>(e)],
-                  1e-5 * want.losses[static_cast<std::size_t>(e)])
-          << g.str() << ", epoch " << e;
-    EXPECT_NEAR(got.back().test_auc, want.test_auc, 1e-6) << g.str();
-  }
+  for (const GridShape g : {GridShape{1, 1, 1}, GridShape{2, 1, 2}, GridShape{1, 3, 1}})
+    expect_pieces(trainer_epochs(g, 61, c), want, g.str());
 }
 
 // On a graph of more training links than the task draws and cuts to blocks at a time (65,536),
@@ -285,34 +297,11 @@ TEST(LinkTraining, PairsDrawnInChunksAreTheWholeDraw) {
   ASSERT_GT(d.train.size(), 65536u * 1.1);
   ASSERT_GT(d.split.test_pos.size() * 8, 65536u * 1.05);
   const RunResult want = on_grid({1, 1, 1}, d, "gcn", 2, 0.5f);
-  TrainConfig c;
-  c.task = GnnTask::Link;
-  c.hidden = 16;
-  c.link.embedding_width = 8;
-  c.dropout = 0.5f;
-  c.weight_decay = 0;
-  c.lr = 0.01f;
-  c.seed = 5;
-  c.epochs = 2;
+  TrainConfig c = pieces_config(2);
   c.link.mrr_negatives = 8;  // (train_links's test_mrr8)
   for (const GridShape g : {GridShape{1, 1, 1}, GridShape{2, 1, 2}}) {
-    std::vector<EpochMetrics> got;
-    std::mutex m;
-    run_in_process_grid(g, 1, [&](ProcessGrid& grid) {
-      auto be = make_cpu_backend(1);
-      GnnTrainer t(generate_sbm(link_sbm(30000, 5)), c, *be, grid);
-      std::vector<EpochMetrics> mine;
-      for (int e = 0; e < c.epochs; ++e) mine.push_back(t.epoch());
-      if (grid.rank() == 0) {
-        std::lock_guard<std::mutex> lock(m);
-        got = mine;
-      }
-    });
-    for (int e = 0; e < c.epochs; ++e)
-      EXPECT_NEAR(got[static_cast<std::size_t>(e)].loss, want.losses[static_cast<std::size_t>(e)],
-                  1e-5 * want.losses[static_cast<std::size_t>(e)])
-          << g.str() << ", epoch " << e;
-    EXPECT_NEAR(got.back().test_auc, want.test_auc, 1e-6) << g.str();
+    const std::vector<EpochMetrics> got = trainer_epochs(g, 30000, c);
+    expect_pieces(got, want, g.str());
     EXPECT_NEAR(got.back().test_mrr, want.test_mrr8, 1e-6) << g.str();
   }
 }

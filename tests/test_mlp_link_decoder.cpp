@@ -9,12 +9,13 @@
 
 #include <atomic>
 #include <cmath>
-#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/in_process_communicator.hpp"
 #include "grid_shapes.hpp"
+#include "random_pairs.hpp"
 #include "core/shard_layout.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
@@ -49,15 +50,11 @@ Reference make_reference(index_t n, index_t width, int layers, index_t hidden, s
   p.width = width;
   p.layers = layers;
   p.hidden = hidden;
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<std::int64_t> node(0, n - 1);
-  for (index_t i = 0; i < n * width; ++i) p.z.push_back(static_cast<float>(normal(rng)));
-  for (std::size_t k = 0; k < pairs; ++k) {
-    p.u.push_back(node(rng));
-    p.v.push_back(k % 11 == 3 ? p.u.back() : node(rng));
-    p.g.push_back(static_cast<float>(normal(rng)));
-  }
+  test::RandomPairs r = test::random_pairs(n, width, pairs, seed);
+  p.z = std::move(r.z);
+  p.u = std::move(r.u);
+  p.v = std::move(r.v);
+  p.g = std::move(r.g);
   std::vector<index_t> in, out;
   for (int l = 0; l < layers; ++l) {
     in.push_back(l == 0 ? width : hidden);
