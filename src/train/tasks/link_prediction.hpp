@@ -1,10 +1,12 @@
 #pragma once
 // Link prediction (TrainConfig::task = Link; docs/link-prediction.md): the model's last layer
 // is each node's embedding and a pair's score the dot product of its two rows (the GAE's and
-// PyG's link_pred decoder, DotLinkDecoder3D on the grid). Trained by the mean binary
+// PyG's link_pred decoder, DotLinkDecoder3D on the grid) or the model's MLP decoder of their
+// product (MlpLinkDecoder3D, LinkConfig::decoder). Trained by the mean binary
 // cross-entropy with logits over the training links (label 1) and as many negatives drawn
 // afresh each epoch (negative_pairs: keyed by seed, epoch and index, so every grid draws the
-// same); evaluated by each held-out split's ROC-AUC of its links against its fixed negatives,
+// same) — all of them in one step, or in edge batches (LinkConfig::edge_batch: steps_per_epoch()
+// steps, each a batch of the epoch's order, edge_batches.hpp); evaluated by each held-out split's ROC-AUC of its links against its fixed negatives,
 // the validation loss their cross-entropy; the best epoch by validation ROC-AUC (ties to the
 // lower loss) or by loss (TrainConfig::select_by). Writes no per-node predictions yet.
 #include "plexus/shard.hpp"
