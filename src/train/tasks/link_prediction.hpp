@@ -6,8 +6,9 @@
 // cross-entropy with logits over the training links (label 1) and as many negatives drawn
 // afresh each epoch (negative_pairs: keyed by seed, epoch and index, so every grid draws the
 // same) — all of them in one step, or in edge batches (LinkConfig::edge_batch: steps_per_epoch()
-// steps, each a batch of the epoch's order, edge_batches.hpp); evaluated by each held-out split's ROC-AUC of its links against its fixed negatives,
-// the validation loss their cross-entropy; the best epoch by validation ROC-AUC (ties to the
+// steps, each a batch of the epoch's order, edge_batches.hpp); evaluated by each held-out
+// split's ROC-AUC of its links against its fixed negatives, the validation loss their
+// cross-entropy; the best epoch by validation ROC-AUC (ties to the
 // lower loss) or by loss (TrainConfig::select_by). Writes no per-node predictions yet.
 #include "plexus/shard.hpp"
 #include "pmm/dot_link_decoder_3d.hpp"
