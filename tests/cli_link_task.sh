@@ -231,6 +231,19 @@ assert len(s) == 3 and s[0] == s[1] and s[0] != s[2], s
 PY
   expect_error "top-k of an MLP link model" "--top-k: ranks partners by the embeddings' dot product" \
     predict --checkpoint mlp.h5 --top-k 3 -o mlp_top.h5
+  # inspect says what the model is: its task and decoder, its best ROC-AUCs (not accuracies).
+  if "$plexus" inspect mlp.h5 >mlp_inspect.txt 2>&1 && "$plexus" inspect mlp.h5 --json >mlp_inspect.json 2>&1 &&
+     grep -Eq '^  task +link \(embedding width 8, decoder mlp: 3 layers 12 wide, edge-batch 1500\)$' mlp_inspect.txt &&
+     grep -Eq '^  best epoch +[0-9]+ \(val ROC-AUC 0\.[0-9]+, test ROC-AUC 0\.[0-9]+\)$' mlp_inspect.txt; then
+    "$py" - mlp_inspect.json <<'PY' && ok || fail "inspect --json of an MLP link model"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["task"] == "link" and d["link"]["decoder"] == "mlp" and d["link"]["edge_batch"] == 1500, d
+assert d["link"]["decoder_hidden"] == 12 and d["link"]["embedding_width"] == 8 and 0 < d["best_test_auc"] <= 1, d
+PY
+  else
+    fail "inspect of an MLP link model"; cat mlp_inspect.txt
+  fi
 else
   fail "train --decoder mlp --edge-batch on 1 and 4 ranks"; cat mlp1.out mlp4.out
 fi

@@ -84,6 +84,16 @@ void inspect_model(const InspectOptions& o) {
           {"adamw", c.adamw},
           {"dropout", json_float(c.dropout)},
           {"seed", c.seed}}}});
+    if (c.task == GnnTask::Link) {  // the task, its options (the count table's too) and best ROC-AUCs
+      nlohmann::ordered_json link = {{"embedding_width", output_width(c, 0)},
+                                     {"link_split", {c.link.val, c.link.test}},
+                                     {"decoder", link_decoder_name(c.link.decoder)}};
+      for (const LinkCountOption& l : link_count_options()) link[l.key()] = c.link.*l.field;
+      doc["task"] = gnn_task_name(c.task);
+      doc["link"] = std::move(link);
+      doc["best_val_auc"] = evaluated_json(m.best.val_auc);
+      doc["best_test_auc"] = evaluated_json(m.best.test_auc);
+    }
     fmt::print("{}\n", json_text(std::move(doc), 2));
     return;
   }
@@ -93,7 +103,20 @@ void inspect_model(const InspectOptions& o) {
   fmt::print("  model          {}\n", model_text(c));
   fmt::print("  layers         {} (widths {})\n", c.layers, widths);
   fmt::print("  trained        {} epochs on a graph of {} nodes\n", m.epochs_done, m.num_nodes);
-  if (best > 0)
+  const bool link = c.task == GnnTask::Link;
+  if (link) {
+    std::string task = fmt::format("link (embedding width {}, decoder {}", output_width(c, 0), link_decoder_name(c.link.decoder));
+    if (c.link.decoder == LinkDecoder::Mlp)
+      task += fmt::format(": {} layers {} wide", decoder_layers_of(c), decoder_hidden_of(c));
+    for (const LinkCountOption& l : link_count_options())
+      if (c.link.*l.field != 0 && l.field != &LinkConfig::decoder_layers && l.field != &LinkConfig::decoder_hidden)
+        task += fmt::format(", {} {}", l.name, c.link.*l.field);
+    fmt::print("  task           {})\n", task);
+  }
+  if (best > 0 && link)
+    fmt::print("  best epoch     {} (val ROC-AUC {}, test ROC-AUC {})\n", best, evaluated_text(m.best.val_auc),
+               evaluated_text(m.best.test_auc));
+  else if (best > 0)
     fmt::print("  best epoch     {} (val acc {}, test acc {})\n", best, evaluated_text(m.best.val_acc),
                evaluated_text(m.best.test_acc));
   fmt::print("  options        --hidden {} --lr {} --weight-decay {}{} --dropout {} --seed {}\n", c.hidden, c.lr,
