@@ -104,21 +104,18 @@ struct LinkConfig {
   index_t decoder_layers = 0;
   index_t decoder_hidden = 0;
 };
-// The MLP decoder's layers and width as resolved (LinkConfig's 0s: the defaults).
-struct TrainConfig;
-index_t decoder_layers_of(const TrainConfig& cfg);
-index_t decoder_hidden_of(const TrainConfig& cfg);
 
-// The link task's count options (hits_k, mrr_negatives, edge_batch), each declared once here:
-// the checks, the command line and --config, the run's identity, a resumed run's agreement,
-// model-file attributes and the run's JSON records all read this table, so none of them names
-// one of these fields.
+// The link task's count options (hits_k, mrr_negatives, edge_batch, decoder_layers,
+// decoder_hidden), each declared once here: the checks, the command line and --config, the run's
+// identity, a resumed run's agreement, model-file attributes, `plexus inspect` and the run's JSON
+// records all read this table, so none of them names one of these fields.
 struct LinkCountOption {
   const char* name;           // "mrr-negatives": the flag --mrr-negatives and the --config key
   index_t LinkConfig::*field;  // the field it sets
   index_t max;                // 0 (off) or 1 to max
   const char* off;            // what 0 means: "not computed", "the full batch"
-  const char* help;           // for the command line (which adds "--task link: " and "0 = off")
+  const char* help;           // for the command line (which adds "--task link: " and "; 0 = <off>")
+  bool mlp_only = false;      // the MLP decoder's (LinkConfig::decoder mlp): refused with the dot product
   // "mrr_negatives": the name with '_' for '-', the key of JSON records and model-file attributes.
   std::string key() const;
   // "TrainConfig.link.mrr_negatives": how errors name it (plexus/error.hpp).
@@ -290,6 +287,9 @@ void validate(const TrainConfig& cfg);
 // The width of a model's last layer for `cfg` on a graph of `num_classes` classes: the classes,
 // or the link task's embedding width.
 index_t output_width(const TrainConfig& cfg, index_t num_classes);
+// The MLP decoder's layers and width as resolved (LinkConfig's 0s: the defaults).
+index_t decoder_layers_of(const TrainConfig& cfg);
+index_t decoder_hidden_of(const TrainConfig& cfg);
 
 // The layer order that shards for `cfg` are cut with: cfg.layer_order for a kind whose layers take
 // either (GCN), else its layers' order (what load_shards_h5 takes).

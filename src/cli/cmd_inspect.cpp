@@ -109,7 +109,7 @@ void inspect_model(const InspectOptions& o) {
     if (c.link.decoder == LinkDecoder::Mlp)
       task += fmt::format(": {} layers {} wide", decoder_layers_of(c), decoder_hidden_of(c));
     for (const LinkCountOption& l : link_count_options())
-      if (c.link.*l.field != 0 && l.field != &LinkConfig::decoder_layers && l.field != &LinkConfig::decoder_hidden)
+      if (c.link.*l.field != 0 && !l.mlp_only)  // (the MLP's own, resolved, are shown with it above)
         task += fmt::format(", {} {}", l.name, c.link.*l.field);
     fmt::print("  task           {})\n", task);
   }

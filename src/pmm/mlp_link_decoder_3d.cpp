@@ -48,8 +48,6 @@ MlpLinkDecoder3D::MlpLinkDecoder3D(Backend& be, ProcessGrid& grid, const LayerGe
   }
 }
 
-index_t MlpLinkDecoder3D::in_rows(int layer) const { return layer == 0 ? at_.cols.size() : hidden_; }
-
 void MlpLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* scores) {
   at_.require_block(z, "MlpLinkDecoder3D", "Z");
   const index_t n = pairs.pairs(), cols = at_.cols.size();
@@ -121,12 +119,17 @@ void MlpLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const f
   // dz_u[j] = Σ over u's pairs (u, v) of dh_0[j]·z_v[j]; dzq_v[j] the same over v's pairs with z_u.
   Matrix dzq(be_, at_.q_rows.size(), cols);
   if (n > 0 && cols > 0) {
-    Matrix ones_r(be_, at_.rows.size(), cols), ones_q(be_, at_.q_rows.size(), cols), other(be_, cols, n);
-    be_.fill(ones_r.view(), 1.0f);
-    be_.fill(ones_q.view(), 1.0f);
-    be_.edge_dots(pairs.pattern.view(), cols, 1, 0, ones_r.view(), zq_.view(), other.data());  // z_v[j] per pair
+    if (ones_r_.rows() != at_.rows.size() || ones_r_.cols() != cols) {
+      MemoryScope ones(be_, MemoryKind::Activations, "the MLP decoder's ones");
+      ones_r_ = Matrix(be_, at_.rows.size(), cols);
+      ones_q_ = Matrix(be_, at_.q_rows.size(), cols);
+      be_.fill(ones_r_.view(), 1.0f);
+      be_.fill(ones_q_.view(), 1.0f);
+    }
+    Matrix other(be_, cols, n);
+    be_.edge_dots(pairs.pattern.view(), cols, 1, 0, ones_r_.view(), zq_.view(), other.data());  // z_v[j] per pair
     be_.edge_row_sum(pairs.pattern.view(), cols, dh0.data(), other.data(), nullptr, dz.data());
-    be_.edge_dots(pairs.pattern.view(), cols, 1, 0, z.view(), ones_q.view(), other.data());  // z_u[j] per pair
+    be_.edge_dots(pairs.pattern.view(), cols, 1, 0, z.view(), ones_q_.view(), other.data());  // z_u[j] per pair
     be_.edge_row_sum(pairs.transpose.view(), cols, dh0.data(), other.data(), pairs.transpose_map.data(), dzq.data());
   } else {
     be_.fill(dz.view(), 0.0f);

@@ -64,7 +64,9 @@ class MlpLinkDecoder3D : public LinkDecoder3D {
   Matrix zq_;                        // Z's rows of the Q block (this rank's feature columns)
   Matrix h0_;                        // [F cols × pairs]: the products, one row per feature column
   std::vector<Matrix> h_;            // h_1 .. h_{L−1} after ReLU, [pairs × H]
-  index_t in_rows(int layer) const;  // rows of W_layer here
+  // Ones of Z's block and of the Q block's shape: edge_dots of them with Zq (with Z) gives each
+  // pair's z_v[j] (z_u[j]). Filled once, not every backward pass.
+  Matrix ones_r_, ones_q_;
 };
 
 }  // namespace plexus

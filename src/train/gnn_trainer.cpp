@@ -364,7 +364,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   EvalMetrics e;
   try {
     // The task's steps (one, or the link task's edge batches), each a pass and an Adam step. The
-    // dropout key counts the steps (docs/link-prediction.md): the epoch itself with one a epoch.
+    // dropout key counts the steps (docs/link-prediction.md): the epoch itself with one step an epoch.
     const int steps = t.task->steps_per_epoch();
     m.loss = 0;
     for (int step = 0; step < steps; ++step) {

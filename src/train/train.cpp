@@ -145,9 +145,9 @@ const std::vector<LinkCountOption>& link_count_options() {
        "training links per optimizer step: each epoch takes the links in a fresh order, in batches of this "
        "many, each step a whole pass of the encoder with as many negatives (OGB's full-graph baselines)"},
       {"decoder-layers", &LinkConfig::decoder_layers, 16, "3, OGB's LinkPredictor",
-       "--decoder mlp: its linear layers (ReLU between them; the last one scores)"},
-      {"decoder-hidden", &LinkConfig::decoder_hidden, 1 << 20, "--hidden",
-       "--decoder mlp: the width of its hidden layers"},
+       "--decoder mlp: its linear layers (ReLU between them; the last one scores)", true},
+      {"decoder-hidden", &LinkConfig::decoder_hidden, 1 << 20, "--hidden", "--decoder mlp: the width of its hidden layers",
+       true},
   };
   return options;
 }
@@ -173,10 +173,9 @@ void validate_link(const TrainConfig& c) {
       throw InputError(o.field_name(), "must be 0 (" + std::string(o.off) + ") or 1 to " + std::to_string(o.max) + ", not " +
                                            std::to_string(l.*o.field));
   if (!(l.val + l.test < 1)) throw InputError("TrainConfig.link.val", "the held-out shares must leave training links (val + test < 1)");
-  if (l.decoder != LinkDecoder::Mlp)
-    for (index_t LinkConfig::*f : {&LinkConfig::decoder_layers, &LinkConfig::decoder_hidden})
-      for (const LinkCountOption& o : link_count_options())
-        if (o.field == f && l.*f != 0) throw InputError(o.field_name(), "is the MLP decoder's (TrainConfig.link.decoder mlp)");
+  for (const LinkCountOption& o : link_count_options())
+    if (o.mlp_only && l.decoder != LinkDecoder::Mlp && l.*o.field != 0)
+      throw InputError(o.field_name(), "is the MLP decoder's (TrainConfig.link.decoder mlp)");
   if (c.task != GnnTask::Link) {
     for (const LinkCountOption& o : link_count_options())
       if (l.*o.field != 0) throw InputError(o.field_name(), "is the link task's (TrainConfig.task link), not node classification's");
