@@ -76,22 +76,34 @@ class Communicator {
   struct CountsSum {
     std::size_t total = 0, max = 0;
   };
+  // Whether those four read every rank's count. An accounting communicator reads only its own
+  // (and counts.size()): a caller may then leave the others' unset, so that ZeRO's buckets over
+  // 65,536 replicas cost a plan no pass over them.
+  virtual bool reads_every_count() const { return true; }
+  // (These defaults read every count anyway, so they check `sum` against them: every real
+  // communicator's tests then check what the callers computed without the pass.)
   virtual std::unique_ptr<Request> ireduce_scatter(const float* send, float* recv,
-                                                   const std::vector<std::size_t>& counts, CountsSum) {
+                                                   const std::vector<std::size_t>& counts, CountsSum sum) {
+    check_counts_sum(counts, sum);
     return ireduce_scatter(send, recv, counts);
   }
   virtual std::unique_ptr<Request> iall_gather(const float* send, float* recv, const std::vector<std::size_t>& counts,
-                                               CountsSum) {
+                                               CountsSum sum) {
+    check_counts_sum(counts, sum);
     return iall_gather(send, recv, counts);
   }
   virtual std::unique_ptr<Request> ireduce_scatter(const bf16* send, bf16* recv,
-                                                   const std::vector<std::size_t>& counts, CountsSum) {
+                                                   const std::vector<std::size_t>& counts, CountsSum sum) {
+    check_counts_sum(counts, sum);
     return ireduce_scatter(send, recv, counts);
   }
   virtual std::unique_ptr<Request> iall_gather(const bf16* send, bf16* recv, const std::vector<std::size_t>& counts,
-                                               CountsSum) {
+                                               CountsSum sum) {
+    check_counts_sum(counts, sum);
     return iall_gather(send, recv, counts);
   }
+  // std::logic_error unless `sum` is the counts' sum and largest value.
+  static void check_counts_sum(const std::vector<std::size_t>& counts, CountsSum sum);
   // Blocking all-reduce (sum) of bfloat16 values whose sum is accumulated in float: every
   // rank's values enter the sum as they are, the sum of each element is taken in float in rank
   // order and rounded to bf16 once (the GNN's bf16 activations and gradients, --precision bf16;

@@ -1,6 +1,9 @@
 // What every communicator shares (plexus/comm.hpp).
 #include "plexus/comm.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace plexus {
@@ -47,5 +50,17 @@ struct Done final : Communicator::Request {
 }  // namespace
 
 std::unique_ptr<Communicator::Request> Communicator::completed() { return std::make_unique<Done>(); }
+
+void Communicator::check_counts_sum(const std::vector<std::size_t>& counts, CountsSum sum) {
+  CountsSum own;
+  for (const std::size_t c : counts) {
+    own.total += c;
+    own.max = std::max(own.max, c);
+  }
+  if (own.total != sum.total || own.max != sum.max)
+    throw std::logic_error("Communicator: counts summing to " + std::to_string(own.total) + " (largest " +
+                           std::to_string(own.max) + ") passed as " + std::to_string(sum.total) + " (largest " +
+                           std::to_string(sum.max) + ")");
+}
 
 }  // namespace plexus

@@ -10,7 +10,7 @@ namespace plexus {
 void RecordingCommunicator::reduce(std::size_t n, std::size_t element_bytes) {
   ++stats_.calls;
   // MpiCommunicator and the NCCL communicator count 2(p-1)/p of the buffer (0 on one rank).
-  stats_.bytes += ring_all_reduce_bytes(size_, n, element_bytes);
+  count(ring_all_reduce_bytes(size_, n, element_bytes));
   if (size_ > 1) ring_steps_ += 2 * (size_ - 1);
 }
 
@@ -18,15 +18,15 @@ void RecordingCommunicator::uneven(const std::vector<std::size_t>& counts, std::
                                    const CountsSum* sum) {
   ++stats_.calls;
   if (size_ == 1) return;
-  stats_.bytes += sum ? uneven_rank_bytes(transport_, counts, rank_, element_bytes, sum->total, sum->max)
-                      : uneven_rank_bytes(transport_, counts, rank_, element_bytes);
+  count(sum ? uneven_rank_bytes(transport_, counts, rank_, element_bytes, sum->total, sum->max)
+            : uneven_rank_bytes(transport_, counts, rank_, element_bytes));
   ring_steps_ += size_ - 1;
 }
 
 void RecordingCommunicator::host_call(double bytes) {
   ++stats_.calls;
   if (size_ == 1) return;
-  stats_.bytes += bytes;
+  count(bytes);
   ring_steps_ += size_ - 1;
 }
 

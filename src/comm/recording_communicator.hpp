@@ -11,6 +11,7 @@
 // No element is read or written: buffers may be address space that a shape-only backend
 // never backs with memory. Reductions leave their buffers as they were.
 #include <memory>
+#include <vector>
 
 #include "plexus/comm.hpp"
 #include "comm/transport.hpp"
@@ -70,7 +71,9 @@ class RecordingCommunicator final : public Communicator {
     return completed();
   }
 
-  // With the counts' sum known (Communicator::CountsSum): no pass over every rank's count.
+  // With the counts' sum known (Communicator::CountsSum): no pass over every rank's count; of
+  // the counts only this rank's is read.
+  bool reads_every_count() const override { return false; }
   std::unique_ptr<Request> ireduce_scatter(const float*, float*, const std::vector<std::size_t>& counts,
                                            CountsSum sum) override {
     uneven(counts, sizeof(float), &sum);
@@ -99,15 +102,24 @@ class RecordingCommunicator final : public Communicator {
   // Ring steps since the last reset: 2(p-1) per all-reduce, p-1 per any other collective,
   // none on a one-rank axis.
   long ring_steps() const { return ring_steps_; }
+  // Also appends each call's bytes to `log` (nullptr: stop), in the order they are counted: a
+  // plan that assembles a rank's bytes from recorded parts adds the same numbers in the same
+  // order, so its sum is the rank's own to the last bit (src/plan/zero_replay.cpp).
+  void log_bytes(std::vector<double>* log) { log_ = log; }
 
  private:
   void reduce(std::size_t n, std::size_t element_bytes);
   void uneven(const std::vector<std::size_t>& counts, std::size_t element_bytes, const CountsSum* sum = nullptr);
   void host_call(double bytes);  // one host collective of `bytes` to this rank
+  void count(double bytes) {
+    stats_.bytes += bytes;
+    if (log_) log_->push_back(bytes);
+  }
 
   int size_, rank_;
   Transport transport_;
   long ring_steps_ = 0;
+  std::vector<double>* log_ = nullptr;
 };
 
 // A grid of `dp` replicas of `shape` seen from `rank`, every communicator a recording one

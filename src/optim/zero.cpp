@@ -19,6 +19,42 @@ std::pair<std::size_t, std::size_t> part(std::size_t lo, std::size_t hi, std::si
 }
 }  // namespace
 
+// A call reported to the observer: begun when made, ended when it returns (or throws).
+class ZeroOptimizer::Reported {
+ public:
+  Reported(ZeroOptimizer& z, const ZeroCall& call) : z_(z), call_(call), on_(z.observer_ && z.reporting_ == 0) {
+    ++z_.reporting_;
+    if (on_) z_.observer_->begin(call_);
+  }
+  ~Reported() {
+    --z_.reporting_;
+    if (on_) z_.observer_->end(call_);
+  }
+  Reported(const Reported&) = delete;
+  Reported& operator=(const Reported&) = delete;
+
+ private:
+  ZeroOptimizer& z_;
+  ZeroCall call_;
+  bool on_;
+};
+
+namespace {
+ZeroCall call(ZeroCall::Op op, int unit = -1, int arg = -1, float value = 0.0f) {
+  ZeroCall c;
+  c.op = op;
+  c.unit = unit;
+  c.arg = arg;
+  c.value = value;
+  return c;
+}
+thread_local ZeroObserver* t_observer = nullptr;
+}  // namespace
+
+ZeroObserverScope::ZeroObserverScope(ZeroObserver* observer) : previous_(t_observer) { t_observer = observer; }
+ZeroObserverScope::~ZeroObserverScope() { t_observer = previous_; }
+ZeroObserver* ZeroObserverScope::current() { return t_observer; }
+
 // One bucket's collective in flight and what to do with its result.
 struct ZeroOptimizer::Pending {
   std::unique_ptr<Communicator::Request> request;
@@ -33,9 +69,14 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
                              AdamParams hp)
     : be_(be), grid_(grid), dp_(grid.comm(Axis::D)), tensors_(std::move(tensors)), opt_(opt), hp_(hp) {
   if (opt_.stage < 0 || opt_.stage > 3) throw std::invalid_argument("ZeroOptimizer: stage must be 0..3");
+  observer_ = ZeroObserverScope::current();
+  if (observer_) observer_->constructed(tensors_, opt_, hp);
+  const Reported reported(*this, call(ZeroCall::Op::Construct));
   if (opt_.bucket_bytes < sizeof(float)) throw std::invalid_argument("ZeroOptimizer: bucket smaller than a float");
   bucket_ = opt_.bucket_bytes / (half() ? sizeof(bf16) : sizeof(float));
   hp_.step = 1;
+  offset_.reserve(tensors_.size());
+  units_.reserve(tensors_.empty() ? 0 : std::min(tensors_.size(), static_cast<std::size_t>(std::max(0, tensors_.back().unit)) + 1));
   for (std::size_t k = 0; k < tensors_.size(); ++k) {
     const int u = tensors_[k].unit;
     if (u < 0 || u < units() - 1 || u > units())
@@ -43,15 +84,18 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
     if (u == units()) {
       units_.emplace_back();
       units_.back().begin = flat_;
+      units_.back().first_tensor = static_cast<int>(k);
     }
     offset_.push_back(flat_);
+    binds_ = binds_ || static_cast<bool>(tensors_[k].bind);
     flat_ += tensors_[k].size;
     units_.back().end = flat_;
-    units_.back().tensors.push_back(static_cast<int>(k));
+    units_.back().end_tensor = static_cast<int>(k) + 1;
   }
   // Every replica's block, as block_range cuts them: `extra_` blocks of base_ + 1, then base_
   // (computed, not listed: a plan dry-runs ranks of up to 65,536 replicas, each optimizer once).
   replicas_ = static_cast<std::size_t>(dp_.size());
+  every_count_ = dp_.reads_every_count();
   base_ = flat_ / replicas_;
   extra_ = flat_ % replicas_;
   const Range block = block_range(static_cast<index_t>(flat_), dp_.size(), dp_.rank());
@@ -106,32 +150,35 @@ inline std::size_t ZeroOptimizer::last_block_from(std::size_t i) const {
 ZeroOptimizer::Counts ZeroOptimizer::counts(std::size_t b0, std::size_t b1) const {
   // Only the replicas whose blocks meet [b0, b1) hold any of it: found from block_range's cut and
   // written into one vector kept zero elsewhere (the previous call's entries cleared), with no
-  // allocation and no pass over every replica: a plan's dry runs call this for each of tens of
-  // thousands of buckets, with up to 65,536 replicas.
+  // allocation. Their sum and largest value go with them (Communicator::CountsSum) in O(1); a
+  // communicator that reads only its own count (a plan's) gets only that one written: a plan's
+  // dry runs call this for each of tens of thousands of buckets, with up to 65,536 replicas.
   const std::size_t replicas = replicas_;
   if (counts_.size() != replicas) counts_.assign(replicas, 0);
   std::fill(counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.first),
             counts_.begin() + static_cast<std::ptrdiff_t>(counts_set_.second), 0);
-  if (b1 <= b0) {  // nothing to count
-    counts_set_ = {0, 0};
-    return {counts_, {0, 0}};
-  }
+  counts_set_ = {0, 0};
+  if (b1 <= b0) return {counts_, {0, 0}};  // nothing to count
   // Replicas first..last meet [b0, b1): the two ends in part, those between with their whole
-  // blocks. Their sum and largest value go with them (Communicator::CountsSum: a plan's
-  // recording communicator then reads no other replica's count).
+  // blocks (base_ + 1 for the first extra_ replicas, then base_).
   const std::size_t first = last_block_from(b0), last = last_block_from(b1 - 1);
+  const auto count_of = [&](std::size_t r) {
+    if (r < first || r > last) return std::size_t{0};
+    const auto [lo, hi] = part(block_start(r), block_start(r + 1), b0, b1);
+    return hi - lo;
+  };
   Communicator::CountsSum sum;
-  for (std::size_t r = first; r <= last; ++r) {
-    if (r == first || r == last) {
-      const auto [lo, hi] = part(block_start(r), block_start(r + 1), b0, b1);
-      counts_[r] = hi - lo;
-    } else {
-      counts_[r] = base_ + (r < extra_ ? 1 : 0);
-    }
-    sum.total += counts_[r];
-    sum.max = std::max(sum.max, counts_[r]);
+  sum.total = b1 - b0;  // the blocks tile [0, Ψ)
+  sum.max = std::max(count_of(first), count_of(last));
+  if (last > first + 1) sum.max = std::max(sum.max, base_ + (first + 1 < extra_ ? 1 : 0));
+  if (every_count_) {
+    for (std::size_t r = first; r <= last; ++r) counts_[r] = count_of(r);
+    counts_set_ = {first, last + 1};
+  } else {
+    const auto own = static_cast<std::size_t>(dp_.rank());
+    counts_[own] = count_of(own);
+    counts_set_ = {own, own + 1};
   }
-  counts_set_ = {first, last + 1};
   return {counts_, sum};
 }
 
@@ -166,8 +213,10 @@ bf16* ZeroOptimizer::value16_at(std::size_t flat) {
 }
 
 void ZeroOptimizer::bind_unit(int ui) {
+  if (!binds_) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
-  for (const int k : u.tensors) {
+  for (int k = u.first_tensor; k < u.end_tensor; ++k) {
+    if (!tensors_[static_cast<std::size_t>(k)].bind) continue;
     const std::size_t off = offset_[static_cast<std::size_t>(k)];
     float* value = !working_values() ? values_.data() + off
                    : u.values.data() ? u.values.data() + (off - u.begin)
@@ -211,7 +260,13 @@ void ZeroOptimizer::start_gather(int ui) {
   }
 }
 
+void ZeroOptimizer::begin_micro_batch(bool last) {
+  const Reported reported(*this, call(ZeroCall::Op::BeginMicroBatch, -1, last ? 1 : 0));
+  last_micro_ = last;
+}
+
 void ZeroOptimizer::acquire(int ui, int prefetch) {
+  const Reported reported(*this, call(ZeroCall::Op::Acquire, ui, prefetch));
   if (!working_values()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   start_gather(ui);
@@ -232,6 +287,7 @@ void ZeroOptimizer::acquire(int ui, int prefetch) {
 }
 
 void ZeroOptimizer::release(int ui) {
+  const Reported reported(*this, call(ZeroCall::Op::Release, ui));
   if (!working_values()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   if (u.gather) {
@@ -246,6 +302,7 @@ void ZeroOptimizer::release(int ui) {
 // ---- gradients ------------------------------------------------------------------------------------
 
 void ZeroOptimizer::begin_backward(int ui) {
+  const Reported reported(*this, call(ZeroCall::Op::BeginBackward, ui));
   if (!working_grads()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   MemoryScope scope(be_, MemoryKind::Workspace, half() ? "one unit's fp32 gradients" : "one unit's gradients");
@@ -287,6 +344,7 @@ std::unique_ptr<Communicator::Request> ZeroOptimizer::start_bucket(Unit& u, std:
 }
 
 void ZeroOptimizer::end_backward(int ui) {
+  const Reported reported(*this, call(ZeroCall::Op::EndBackward, ui));
   Unit& u = units_[static_cast<std::size_t>(ui)];
   if (half()) {
     round_unit_grads(u);
@@ -382,12 +440,14 @@ void ZeroOptimizer::drain() {
 }
 
 void ZeroOptimizer::finish_backward() {
+  const Reported reported(*this, call(ZeroCall::Op::FinishBackward));
   drain();
   if (reduce_start_ >= 0) stats_.reduce_seconds += now_seconds() - reduce_start_;
   reduce_start_ = -1;
 }
 
 void ZeroOptimizer::abort_pass() noexcept {
+  const Reported reported(*this, call(ZeroCall::Op::AbortPass));
   for (auto& p : pending_)
     if (p->request) p->request->wait();
   pending_.clear();
@@ -405,6 +465,7 @@ void ZeroOptimizer::abort_pass() noexcept {
 }
 
 void ZeroOptimizer::zero_grads() {
+  const Reported reported(*this, call(ZeroCall::Op::ZeroGrads));
   grad_scale_ = 1.0f;
   if (half()) {  // no 16-bit fill kernel: a fresh zero-filled buffer, the old one freed first
     const std::size_t n = grads16_.size();
@@ -433,6 +494,7 @@ const float* ZeroOptimizer::fp32_grad(std::size_t lo, std::size_t hi, Buffer<flo
 }
 
 double ZeroOptimizer::grad_squared_norm() {
+  const Reported reported(*this, call(ZeroCall::Op::GradNorm));
   // FP32: every piece in one call. BF16 widens each piece into the same fp32 workspace, so its
   // norm is taken before the next piece is widened.
   Buffer<float> tmp;
@@ -459,6 +521,7 @@ double ZeroOptimizer::grad_squared_norm() {
 }
 
 void ZeroOptimizer::scale_grads(float s) {
+  const Reported reported(*this, call(ZeroCall::Op::ScaleGrads, -1, -1, s));
   if (half()) {  // rounding a scaled 16-bit gradient would round twice: scaled when widened
     grad_scale_ *= s;
     return;
@@ -468,6 +531,7 @@ void ZeroOptimizer::scale_grads(float s) {
 }
 
 void ZeroOptimizer::step(float lr) {
+  const Reported reported(*this, call(ZeroCall::Op::Step, -1, -1, lr));
   if (!m_.data() && opt_end_ > opt_begin_) {  // on first use: a model that only infers needs none
     MemoryScope scope(be_, MemoryKind::Optimizer, "Adam state");
     m_ = Buffer<float>(be_, opt_end_ - opt_begin_);
@@ -501,6 +565,38 @@ void ZeroOptimizer::step(float lr) {
   }
 }
 
+void ZeroOptimizer::replay(const ZeroCall& c) {
+  using Op = ZeroCall::Op;
+  const auto unit = [&]() -> Unit& {
+    if (c.unit < 0 || c.unit >= units()) throw std::logic_error("ZeroOptimizer::replay: no unit " + std::to_string(c.unit));
+    return units_[static_cast<std::size_t>(c.unit)];
+  };
+  switch (c.op) {
+    case Op::Construct: throw std::logic_error("ZeroOptimizer::replay: a construction is not a call");
+    case Op::BeginMicroBatch: return begin_micro_batch(c.arg != 0);
+    case Op::Acquire: return acquire(c.unit, c.arg);
+    case Op::Release: return release(c.unit);
+    case Op::BeginBackward: return begin_backward(c.unit);
+    case Op::EndBackward: return end_backward(c.unit);
+    case Op::FinishBackward: return finish_backward();
+    case Op::AbortPass: return abort_pass();
+    case Op::ZeroGrads: return zero_grads();
+    case Op::GradNorm: grad_squared_norm(); return;
+    case Op::ScaleGrads: return scale_grads(c.value);
+    case Op::Step: return step(c.value);
+    case Op::StoreUnit: {
+      const Reported reported(*this, c);
+      return store_unit(unit());
+    }
+    case Op::RangeState: range_state(); return;
+    case Op::SetMoments: {
+      const std::vector<float> zeros(opt_end_ - opt_begin_, 0.0f);
+      return set_moments(zeros, zeros, c.steps);
+    }
+  }
+  throw std::logic_error("ZeroOptimizer::replay: an unknown call");
+}
+
 void ZeroOptimizer::store_unit(const Unit& u) {
   if (half()) {  // the fp32 values are the master's, and rounded, the 16-bit parameters'
     const auto [m0, m1] = part(opt_begin_, opt_end_, u.begin, u.end);
@@ -519,12 +615,16 @@ void ZeroOptimizer::for_each_unit(const std::function<void(int unit)>& fn, bool 
     acquire(ui);
     fn(ui);
     Unit& u = units_[static_cast<std::size_t>(ui)];
-    if (store) store_unit(u);
+    if (store) {
+      const Reported reported(*this, call(ZeroCall::Op::StoreUnit, ui));
+      store_unit(u);
+    }
     release(ui);
   }
 }
 
 ZeroOptimizer::RangeState ZeroOptimizer::range_state() {
+  const Reported reported(*this, call(ZeroCall::Op::RangeState));
   RangeState s;
   s.begin = opt_begin_;
   s.end = opt_end_;
@@ -544,6 +644,9 @@ ZeroOptimizer::RangeState ZeroOptimizer::range_state() {
 }
 
 void ZeroOptimizer::set_moments(const std::vector<float>& m, const std::vector<float>& v, std::int64_t steps) {
+  ZeroCall c = call(ZeroCall::Op::SetMoments);
+  c.steps = steps;
+  const Reported reported(*this, c);
   const std::size_t n = opt_end_ - opt_begin_;
   if (m.size() != n || v.size() != n || steps < 0)
     throw std::invalid_argument("ZeroOptimizer::set_moments: " + std::to_string(m.size()) + " and " +

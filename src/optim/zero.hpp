@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "optim/zero_observer.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/comm.hpp"
@@ -50,7 +51,8 @@ struct FlatTensor {
   int unit = 0;        // units are numbered 0..units-1; a unit's tensors are consecutive
   bool decay = false;  // AdamW weight decay applies
   bool owner = true;   // counts in the gradient norm (replicated tensors: one replica only)
-  // Points the layer at its value and gradient (nullptr: not available now).
+  // Points the layer at its value and gradient (nullptr: not available now); empty: no layer
+  // (a plan's replay of the optimizer alone, src/plan/zero_replay.hpp).
   std::function<void(float* value, float* grad)> bind;
 };
 
@@ -77,7 +79,7 @@ class ZeroOptimizer {
 
   // ---- the passes: the model calls these around each unit ------------------------------
   // A micro-batch begins (last: the last one before the optimizer step).
-  void begin_micro_batch(bool last) { last_micro_ = last; }
+  void begin_micro_batch(bool last);
   // Stage 3: makes the unit's whole values available (gathering them, and starting the gather
   // of `prefetch` when >= 0); the other stages have them always. BF16: an fp32 working copy.
   void acquire(int unit, int prefetch = -1);
@@ -101,6 +103,9 @@ class ZeroOptimizer {
   // AdamW on this rank's block, then (stages 1-2) the updated values all-gathered.
   void step(float lr);
   std::int64_t steps() const { return hp_.step - 1; }
+  // Makes a call that an observer saw again (a plan's replay of another replica's calls,
+  // src/plan/zero_replay.hpp): the call's work with its arguments; set_moments with zeros.
+  void replay(const ZeroCall& call);
 
   // ---- optimizer state, for checkpoints ----------------------------------------------------
   // The flat range whose Adam state this rank keeps ([0, Ψ) at stage 0, its block otherwise)
@@ -136,13 +141,16 @@ class ZeroOptimizer {
  private:
   struct Unit {
     std::size_t begin = 0, end = 0;  // flat range
-    std::vector<int> tensors;
+    int first_tensor = 0, end_tensor = 0;  // its tensors (consecutive)
     // While in use: stage 3 values and stage 2-3 gradients (BF16: the fp32 working copies).
     Buffer<float> values, grads;
     Buffer<bf16> gathered16, grads16;  // BF16: stage 3 gathered values, stage 2-3 rounded gradients
     std::unique_ptr<Communicator::Request> gather;  // stage 3: a gather in flight
   };
   struct Pending;  // a bucket's reduction in flight
+  // Reports a call to the observer (zero_observer.hpp) as it begins and ends; calls made by
+  // another call (for_each_unit's) are reported, those made inside a reported one are not.
+  class Reported;
 
   bool half() const { return opt_.precision == Precision::BF16; }
   // Whether the layers see the units through acquire/release and begin/end_backward only.
@@ -197,6 +205,8 @@ class ZeroOptimizer {
   std::size_t replicas_ = 1, base_ = 0, extra_ = 0;  // D, and block_range's cut of Ψ over it
   std::size_t block_start(std::size_t r) const;      // where replica r's block begins (r = D: Ψ)
   std::size_t last_block_from(std::size_t i) const;  // the last replica whose block begins at or before i
+  bool binds_ = false;                          // some tensor has a layer to bind
+  bool every_count_ = true;                     // dp_ reads every replica's count (else its own only)
   mutable std::vector<std::size_t> counts_;     // counts()'s, zero outside counts_set_
   mutable std::pair<std::size_t, std::size_t> counts_set_{0, 0};
   std::size_t opt_begin_ = 0, opt_end_ = 0;     // the range Adam updates here
@@ -212,6 +222,8 @@ class ZeroOptimizer {
   // dry runs, millions), and allocating each record was a tenth of a GPT-3 plan.
   std::vector<std::unique_ptr<Pending>> spare_;
   bool last_micro_ = true;
+  ZeroObserver* observer_ = nullptr;  // ZeroObserverScope::current() when constructed
+  int reporting_ = 0;                 // depth of reported calls in progress
   double reduce_start_ = -1;
   ZeroStats stats_;
 };

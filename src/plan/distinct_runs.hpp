@@ -50,16 +50,27 @@ struct RankKeyHash {
 // thousands of these calls of a few runs each, and libgomp's idle threads spin between parallel
 // regions, which cost a second of CPU per plan doing nothing. Results are indexed by run (the
 // order of the threads does not show); the first error thrown is rethrown, and no run starts
-// after it.
+// after it. Called from a run (a plan that spreads its grids over the threads: plan_gpt), it
+// runs on that thread alone: the threads are busy already, and starting and joining more for
+// each of thousands of small calls cost more CPU than the runs.
+inline thread_local bool t_in_run_each = false;
+
 template <class Result>
 std::vector<Result> run_each(const std::vector<int>& representative, const std::function<Result(int rank)>& run) {
   const auto n = static_cast<int>(representative.size());
+  if (t_in_run_each) {
+    std::vector<Result> out;
+    out.reserve(representative.size());
+    for (const int r : representative) out.push_back(run(r));
+    return out;
+  }
   std::vector<Result> out(representative.size());
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::mutex error_mutex;
   const auto work = [&] {
+    t_in_run_each = true;
     for (int i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
       try {
         out[static_cast<std::size_t>(i)] = run(representative[static_cast<std::size_t>(i)]);
@@ -69,6 +80,7 @@ std::vector<Result> run_each(const std::vector<int>& representative, const std::
         failed = true;
       }
     }
+    t_in_run_each = false;
   };
   const int threads = std::min(n, std::max(1, omp_get_max_threads()));
   {

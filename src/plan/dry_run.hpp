@@ -24,6 +24,7 @@ class DryRun {
  public:
   DryRun(GridShape shape, int dp, int rank, Transport transport);
   Backend& backend() { return backend_; }
+  ShapeBackend& shape_backend() { return backend_; }
   ProcessGrid& grid() { return *grid_; }
   // What happened since the last measure() (or the start): bytes and ring steps per axis (x, y,
   // z, d) with the transport's accounting, GEMM and SpMM FLOPs, SpMM traffic, the memory-bound

@@ -18,6 +18,7 @@
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/shard.hpp"
 #include "plan/distinct_runs.hpp"
+#include "plan/zero_replay.hpp"
 #include "plan/gpt_plan.hpp"
 #include "core/shard_layout.hpp"
 
@@ -49,16 +50,20 @@ TokenCorpus shape_corpus(const GptConfig& c) {
   return corpus;
 }
 
-RankCost dry_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights,
-                 const GptParallel& par, int rank) {
+// The rank's step, dry, with its optimizer's calls recorded for the other replicas of its layout
+// and the other ZeRO stages (zero_replay.hpp).
+RunRecord record_run(const GptConfig& c, index_t batch, int grad_accum, GridShape g, bool gather_weights,
+                     const GptParallel& par, int rank) {
   DryRun run(g, par.dp, rank, par.transport);
+  ZeroRecorder recorder(run);
   const TokenCorpus corpus = shape_corpus(c);
   GptTrainer trainer(corpus, dry_run_config(c, batch, grad_accum, par), run.backend(), run.grid());
   // An evaluation gathers every weight over Z: the step after it finds them gathered.
   if (!gather_weights) trainer.evaluate();
-  run.measure();  // not the setup's
+  recorder.measure();  // not the setup's
   trainer.step();
-  return run.measure();
+  recorder.measure();
+  return recorder.take();
 }
 
 // What decides a rank's costs apart from its replica: the sizes of everything it holds — its
@@ -156,17 +161,33 @@ class SparseTable {
 
 std::uint64_t cls_size(GridShape g, int dp) { return static_cast<std::uint64_t>(g.size()) * static_cast<std::uint64_t>(dp); }
 
-// Every rank's run: ranks alike in the key share one. The key is the layout's (layout_key_*)
-// and, with ZeRO sharding over several replicas, how the replica's block of the flat space
-// (cut where the model of its layout cuts it) meets the segments between the cuts; without,
-// replicas are alike. The ranks are told apart exactly as by that key computed rank by rank,
-// and the runs numbered in the order of their first rank (run_classes), but the layout's parts
-// are keyed once per pair of coordinates and the rank's class is looked up from them, with no
-// key per rank: 65,536 ranks of 3,417 (replicas, grid, stage) choices are 224 million ranks.
-DistinctRuns<RankCost> predict_runs(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
-                                    bool gather_weights, const GptParallel& par) {
+// The ranks' classes of one (replicas, grid) choice, whatever the ZeRO stage (a plan runs its
+// four stages on one set): ranks alike in the key share a run. The key is the layout's
+// (layout_key_*) and, with ZeRO sharding over several replicas, how the replica's block of the
+// flat space (cut where the model of its layout cuts it) meets the segments between the cuts;
+// without, replicas are alike. The ranks are told apart exactly as by that key computed rank by
+// rank, and the runs numbered in the order of their first rank (run_classes), but the layout's
+// parts are keyed once per pair of coordinates and the rank's class is looked up from them, with
+// no key per rank: 65,536 ranks of 3,417 (replicas, grid) choices are 224 million ranks.
+struct RankClasses {
+  std::vector<int> layout;       // per rank
+  std::vector<int> layout_rank;  // each layout's first rank
+  // `sharded` only: per rank its (layout, block) class, and each class's first rank.
+  std::vector<int> block_class, class_rank;
+  // Classes are numbered in the order of their first ranks, as run_classes numbers runs.
+};
+
+bool shards(const GptParallel& par) { return par.zero > 0 && par.dp > 1; }
+// Each rank's run at par's stage (the runs of stage_runs), and each run's rank.
+const std::vector<int>& which_run(const RankClasses& classes, const GptParallel& par) {
+  return shards(par) ? classes.block_class : classes.layout;
+}
+const std::vector<int>& run_ranks(const RankClasses& classes, const GptParallel& par) {
+  return shards(par) ? classes.class_rank : classes.layout_rank;
+}
+
+RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const GptParallel& par, bool sharded) {
   validate(c);
-  const bool sharded = par.zero > 0 && par.dp > 1;
   const int X = g.x, Y = g.y, Z = g.z, D = par.dp;
   {
     const GptLayout l = gpt_layout_at(g, {0, 0, 0}, c, batch, D, 0);
@@ -195,14 +216,20 @@ DistinctRuns<RankCost> predict_runs(const GptConfig& c, index_t batch, int grad_
       seq_of[static_cast<std::size_t>(z) * D + d] = seq_ids(k);
     }
   }
-  std::vector<int> cls(static_cast<std::size_t>(cls_size(g, D)));
+  RankClasses out;
+  out.layout.resize(static_cast<std::size_t>(cls_size(g, D)));
+  if (sharded) out.block_class.resize(out.layout.size());
   // A layout is a triple of parts' classes, numbered in the order first seen.
   const std::uint64_t triples = static_cast<std::uint64_t>(head_ids.size()) * hid_ids.size() * seq_ids.size();
   SparseTable layout_of(triples);
-  int layouts = 0;
   // Sharded: a rank's class is its (layout, block key) pair, numbered once per (layout, replica).
   SparseTable class_of(sharded ? std::min<std::uint64_t>(triples, cls_size(g, D)) * static_cast<std::uint64_t>(D) : 0);
   std::vector<std::vector<std::size_t>> cuts_of_layout;
+  struct Previous {  // a layout's last replica keyed
+    int d = -2, id = -1;
+    std::vector<index_t> key;
+  };
+  std::vector<Previous> previous;
   KeyIds block_ids;
   std::map<std::pair<int, int>, int> pair_ids;
 
@@ -216,27 +243,73 @@ DistinctRuns<RankCost> predict_runs(const GptConfig& c, index_t batch, int grad_
           const std::uint64_t e = static_cast<std::uint64_t>(hid_of[static_cast<std::size_t>(y) * Z + z]);
           int& layout = layout_of[(h * static_cast<std::uint64_t>(hid_ids.size()) + e) * seq_ids.size() + s];
           if (layout < 0) {
-            layout = layouts++;
+            layout = static_cast<int>(out.layout_rank.size());
+            out.layout_rank.push_back(static_cast<int>(rank));
             // The cuts of the layout's model, built at its first rank (this one).
-            if (sharded) cuts_of_layout.push_back(zero_cuts(c, batch, g, par, static_cast<int>(rank)));
+            if (sharded) {
+              cuts_of_layout.push_back(zero_cuts(c, batch, g, par, static_cast<int>(rank)));
+              previous.emplace_back();
+            }
           }
-          if (!sharded) {
-            cls[rank] = layout;
-            continue;
-          }
+          out.layout[rank] = layout;
+          if (!sharded) continue;
           int& id = class_of[static_cast<std::uint64_t>(layout) * static_cast<std::uint64_t>(D) + static_cast<std::uint64_t>(d)];
           if (id < 0) {
             k.clear();
             add_block_key(k, cuts_of_layout[static_cast<std::size_t>(layout)], D, d);
-            id = pair_ids.try_emplace({layout, block_ids(k)}, static_cast<int>(pair_ids.size())).first->second;
+            // Replicas in a row whose blocks lie alike (inside one segment, most of them) share
+            // the key: compared with the layout's previous replica's before any hashing.
+            Previous& prev = previous[static_cast<std::size_t>(layout)];
+            if (prev.d == d - 1 && prev.key == k) {
+              id = prev.id;
+            } else {
+              const auto [it, added] = pair_ids.try_emplace({layout, block_ids(k)}, static_cast<int>(pair_ids.size()));
+              id = it->second;
+              if (added) out.class_rank.push_back(static_cast<int>(rank));
+              prev.key = k;
+              prev.id = id;
+            }
+            prev.d = d;
           }
-          cls[rank] = id;
+          out.block_class[rank] = id;
         }
       }
     }
-  const int classes = sharded ? static_cast<int>(pair_ids.size()) : layouts;
-  return run_classes<RankCost>(cls, classes,
-                               [&](int r) { return dry_run(c, batch, grad_accum, g, gather_weights, par, r); });
+  return out;
+}
+
+// The dry runs of the layouts' first ranks, recorded (zero_replay.hpp): at par's ZeRO stage, and
+// what every stage's runs of the choice are assembled from (the layers do not depend on it).
+std::vector<RunRecord> layout_records(const RankClasses& classes, const GptConfig& c, index_t batch, int grad_accum,
+                                      GridShape g, bool gather_weights, const GptParallel& par) {
+  return run_each<RunRecord>(classes.layout_rank,
+                             [&](int r) { return record_run(c, batch, grad_accum, g, gather_weights, par, r); });
+}
+
+// The runs at par's ZeRO stage, one per class of `classes` (made `sharded` where par shards over
+// several replicas; which_run numbers them): its layout's record merged with its own
+// optimizer's replay.
+std::vector<RankCost> stage_runs(const RankClasses& classes, const std::vector<RunRecord>& records, GridShape g,
+                                 const GptParallel& par) {
+  if (shards(par) && classes.block_class.empty()) throw std::logic_error("stage_runs: ZeRO classes without their blocks");
+  return run_each<RankCost>(run_ranks(classes, par), [&](int r) {
+    const int layout = classes.layout[static_cast<std::size_t>(r)];
+    const RunRecord& record = records[static_cast<std::size_t>(layout)];
+    if (record.options.stage == par.zero && r == classes.layout_rank[static_cast<std::size_t>(layout)])
+      return merge_runs(record, record.own);
+    ZeroOptions options = record.options;
+    options.stage = par.zero;
+    return replay_replica(record, options, g, par.dp, r, par.transport);
+  });
+}
+
+DistinctRuns<RankCost> predict_runs(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
+                                    bool gather_weights, const GptParallel& par) {
+  const RankClasses classes = rank_classes(c, batch, g, par, shards(par));
+  DistinctRuns<RankCost> out;
+  out.runs = stage_runs(classes, layout_records(classes, c, batch, grad_accum, g, gather_weights, par), g, par);
+  out.which = which_run(classes, par);
+  return out;
 }
 
 }  // namespace
@@ -274,17 +347,33 @@ GridPlan plan_gpt_grid(const GptConfig& c, index_t batch, int grad_accum, GridSh
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
                                const MachineModel& machine, double memory_per_rank, double bucket_mb,
                                Precision precision, Transport transport, float dropout) {
+  std::vector<std::pair<int, GridShape>> choices;  // (replicas, grid)
+  for (int dp = 1; dp <= ranks; ++dp)
+    if (ranks % dp == 0)
+      for (GridShape g : all_grids(ranks / dp)) choices.emplace_back(dp, g);
+  std::vector<int> index(choices.size());
+  for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int>(i);
+  // The choices spread over the threads (each one's runs then on its thread): a few large
+  // parallel loops rather than thousands of small ones.
+  const std::vector<std::vector<GridPlan>> each = run_each<std::vector<GridPlan>>(index, [&](int i) {
+    const auto [dp, g] = choices[static_cast<std::size_t>(i)];
+    // The ranks' classes and the layouts' records once for the four stages (ZeRO's blocks cut
+    // alike at each; the layers alike).
+    const GptParallel first{dp, dp > 1 ? 1 : 0, bucket_mb, precision, transport, dropout};
+    const RankClasses classes = rank_classes(c, batch, g, first, /*sharded=*/dp > 1);
+    const std::vector<RunRecord> records = layout_records(classes, c, batch, grad_accum, g, true, first);
+    std::vector<GridPlan> plans;
+    for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
+      const GptParallel par{dp, stage, bucket_mb, precision, transport, dropout};
+      const std::vector<RankCost> runs = stage_runs(classes, records, g, par);
+      GridPlan plan = plan_from_runs(g, runs, runs, which_run(classes, par), machine, dp);
+      plan.zero = stage;
+      if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
+    }
+    return plans;
+  });
   std::vector<GridPlan> plans;
-  for (int dp = 1; dp <= ranks; ++dp) {
-    if (ranks % dp) continue;
-    for (GridShape g : all_grids(ranks / dp))
-      for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
-        GridPlan plan =
-            plan_gpt_grid(c, batch, grad_accum, g, machine, {dp, stage, bucket_mb, precision, transport, dropout});
-        plan.zero = stage;
-        if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
-      }
-  }
+  for (const std::vector<GridPlan>& p : each) plans.insert(plans.end(), p.begin(), p.end());
   sort_plans(plans);
   return plans;
 }
