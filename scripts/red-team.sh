@@ -94,7 +94,8 @@ record() {  # record SUB DESC EXPECTED RC VERDICT [DETAIL]
 }
 
 # execute EXPECTED SUB DESC WANT ARGS...: runs the case; env: AS (1: as an ordinary user),
-# STDIN (a file), NP (ranks under mpirun), CHECK (a shell condition for expected 0).
+# STDIN (a file), NP (ranks under mpirun), CHECK (a shell condition for expected 0), CPU
+# (seconds of CPU the case may use, all threads: RLIMIT_CPU, past which SIGXCPU fails it).
 execute() {
   local expect=$1 sub=$2 desc=$3 want=$4; shift 4
   local words=() prefix=() rc detail="" verdict=PASS
@@ -105,6 +106,7 @@ execute() {
     prefix=("${AS_USER[@]}")
   fi
   [[ -n ${NP:-} ]] && prefix=(mpirun -np "$NP" "${prefix[@]}")
+  [[ -n ${CPU:-} ]] && prefix=(prlimit --cpu="$CPU" "${prefix[@]}")
   local in_before out_before
   in_before=$(state_of_inputs)
   out_before=$(state_of_outputs)

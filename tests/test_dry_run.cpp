@@ -2,12 +2,15 @@
 // the transport would move and touches no element, the shape-only backend allocates address
 // space only and counts FLOPs, a shape-only Â block holds what the real one holds, and a dry
 // run follows the code it runs: a collective or a buffer added to a layer shows in the plan
-// with no other edit.
+// with no other edit. Ranks sharing a run, and ZeRO replicas and stages assembled from their
+// layout's record, cost what each costs alone.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "comm/nccl_schedule.hpp"
 #include "comm/recording_communicator.hpp"
@@ -20,6 +23,7 @@
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/sparse.hpp"
 #include "plan/gpt_plan.hpp"
+#include "plan/zero_replay.hpp"
 #include "core/shard_layout.hpp"
 
 namespace plexus {
@@ -360,25 +364,66 @@ namespace plexus {
 namespace {
 
 // Every rank's own dry run of a GPT step, as src/plan/gpt_plan.cpp runs its representatives.
-RankCost gpt_rank_alone(const GptConfig& c, index_t batch, GridShape g, const GptParallel& par, int rank) {
+struct StepSetup {
+  GptConfig model;
+  index_t batch = 12;
+  int grad_accum = 1;
+  bool gather_weights = true;  // false: an evaluation before the step (weights gathered already)
+  GptParallel par;             // (its dropout the run's)
+};
+
+GptTrainConfig train_config(const StepSetup& s) {
   GptTrainConfig cfg;
-  cfg.model = c;
-  cfg.batch = batch;
+  cfg.model = s.model;
+  cfg.batch = s.batch;
+  cfg.grad_accum = s.grad_accum;
   cfg.iters = 1;
   cfg.eval_every = 0;
   cfg.eval_iters = 1;
-  cfg.zero_stage = par.zero;
-  cfg.bucket_mb = par.bucket_mb;
-  cfg.precision = par.precision;
+  cfg.zero_stage = s.par.zero;
+  cfg.bucket_mb = s.par.bucket_mb;
+  cfg.precision = s.par.precision;
+  cfg.dropout = s.par.dropout;
+  return cfg;
+}
+
+TokenCorpus corpus_for(const GptConfig& c) {
   TokenCorpus corpus;
   corpus.vocab = c.vocab;
   corpus.train.assign(static_cast<std::size_t>(c.block + 1), 0);
   corpus.val = corpus.train;
-  DryRun run(g, par.dp, rank, par.transport);
-  GptTrainer trainer(corpus, cfg, run.backend(), run.grid());
-  run.measure();
+  return corpus;
+}
+
+// The rank's step dry-run whole (`measure`: the DryRun, or a ZeroRecorder that records it).
+template <class Measure>
+RankCost step(const StepSetup& s, DryRun& run, Measure& measure) {
+  const TokenCorpus corpus = corpus_for(s.model);
+  GptTrainer trainer(corpus, train_config(s), run.backend(), run.grid());
+  if (!s.gather_weights) trainer.evaluate();
+  measure.measure();
   trainer.step();
-  return run.measure();
+  return measure.measure();
+}
+
+RankCost alone(const StepSetup& s, GridShape g, int rank) {
+  DryRun run(g, s.par.dp, rank, s.par.transport);
+  return step(s, run, run);
+}
+
+RunRecord record(const StepSetup& s, GridShape g, int rank) {
+  DryRun run(g, s.par.dp, rank, s.par.transport);
+  ZeroRecorder recorder(run);
+  step(s, run, recorder);
+  return recorder.take();
+}
+
+RankCost gpt_rank_alone(const GptConfig& c, index_t batch, GridShape g, const GptParallel& par, int rank) {
+  StepSetup s;
+  s.model = c;
+  s.batch = batch;
+  s.par = par;
+  return alone(s, g, rank);
 }
 
 void expect_same_cost(const RankCost& a, const RankCost& b, const std::string& what) {
@@ -509,6 +554,142 @@ TEST(DistinctRuns, ZeroReplicasOfSmallBlocksShareFewDryRuns) {
     EXPECT_EQ(ranks.size(), 4096u);
     EXPECT_LT(runs, 400u) << "ZeRO-" << stage << ": " << runs << " dry runs for 4096 replicas";
   }
+}
+
+// ---- a ZeRO replica's dry run assembled from its layout's record (src/plan/zero_replay.hpp):
+// the layout's first rank recorded at one ZeRO stage, every replica of it at every stage
+// replayed and merged, against each rank's own dry run at that stage, field by field and bit for
+// bit; a merge of calls that differ refused; and plan gpt, which records once per grid for its
+// four stages, giving each stage the plan that stage's own runs give.
+
+GptConfig small_model(bool recompute) {
+  GptConfig c;
+  c.layers = 2;
+  c.heads = 2;
+  c.embed = 8;
+  c.block = 4;
+  c.vocab = 7;
+  c.recompute = recompute;
+  return c;
+}
+
+// Recorded at replica 0 at ZeRO-1 or ZeRO-3, every replica at every stage (0-3): what it costs
+// alone. Over grids that split the heads, the embedding and the sequences, 2 and 3 replicas,
+// FP32 with MPI's accounting and BF16 with NCCL's, small buckets (several per unit), gradient
+// accumulation, an evaluation before the step, dropout and recomputation.
+TEST(ZeroReplay, EveryReplicaAtEveryStageFromOneRecordCostsWhatItWouldAlone) {
+  int checked = 0;
+  for (const GridShape g : {GridShape{1, 2, 1}, GridShape{2, 1, 1}, GridShape{1, 1, 2}})
+    for (const int dp : {2, 3})
+      for (const int recorded_stage : {1, 3})
+        for (const int variant : {0, 1, 2, 3}) {
+          StepSetup s;
+          s.model = small_model(variant == 3);
+          s.grad_accum = variant == 1 ? 2 : 1;
+          s.gather_weights = variant != 2;
+          const bool half = variant % 2 == 1;
+          s.par = {dp, recorded_stage, 0.0003, half ? Precision::BF16 : Precision::FP32,
+                   half ? Transport::Nccl : Transport::Mpi, variant == 3 ? 0.1f : 0.0f};
+          for (int first = 0; first < g.size(); ++first) {  // replica 0's ranks: each a layout
+            const RunRecord rec = record(s, g, first);
+            for (int stage = 0; stage <= 3; ++stage)
+              for (int d = 0; d < dp; ++d) {
+                const int rank = d * g.size() + first;
+                StepSetup at = s;
+                at.par.zero = stage;
+                ZeroOptions options = rec.options;
+                options.stage = stage;
+                const RankCost merged = stage == recorded_stage && d == 0
+                                            ? merge_runs(rec, rec.own)
+                                            : replay_replica(rec, options, g, dp, rank, s.par.transport);
+                expect_same_cost(merged, alone(at, g, rank),
+                            g.str() + " x" + std::to_string(dp) + " recorded at ZeRO-" + std::to_string(recorded_stage) +
+                                " variant " + std::to_string(variant) + ": rank " + std::to_string(rank) +
+                                " at ZeRO-" + std::to_string(stage));
+                ++checked;
+              }
+          }
+        }
+  EXPECT_EQ(checked, 3 * 2 * 4 * 2 * 4 * (2 + 3));  // grids, recorded stages, variants, ranks, stages, replicas
+}
+
+// The recorded rank's optimizer replayed at its own stage is what the record saw it do, call by
+// call (setup included: the stores of the initial values, which no step cost shows).
+TEST(ZeroReplay, AReplayOfTheRecordedRankIsItsRecordCallByCall) {
+  for (const int stage : {1, 2, 3})
+    for (const Precision p : {Precision::FP32, Precision::BF16}) {
+      StepSetup s;
+      s.model = small_model(false);
+      s.par = {3, stage, 0.0003, p, Transport::Mpi, 0.0f};
+      const GridShape g{1, 1, 2};
+      for (int rank = 0; rank < 3 * g.size(); ++rank) {
+        const RunRecord rec = record(s, g, rank);
+        const OptimizerRun replay = replay_optimizer(rec, rec.options, g, 3, rank, Transport::Mpi);
+        const std::string what = "ZeRO-" + std::to_string(stage) + (p == Precision::BF16 ? " bf16" : "") + " rank " +
+                                 std::to_string(rank);
+        ASSERT_EQ(replay.calls.size(), rec.own.calls.size()) << what;
+        for (std::size_t c = 0; c < replay.calls.size(); ++c) {
+          const CallPiece &a = replay.calls[c], &b = rec.own.calls[c];
+          const std::string call = what + " call " + std::to_string(c);
+          EXPECT_EQ(a.call, b.call) << call;
+          EXPECT_EQ(a.stream_bytes, b.stream_bytes) << call;
+          EXPECT_EQ(a.d_steps, b.d_steps) << call;
+          EXPECT_EQ(a.live_end, b.live_end) << call;
+          EXPECT_EQ(a.peak, b.peak) << call;
+          EXPECT_EQ(std::vector<double>(replay.d_bytes.begin() + static_cast<std::ptrdiff_t>(a.d_first),
+                                        replay.d_bytes.begin() + static_cast<std::ptrdiff_t>(a.d_end)),
+                    std::vector<double>(rec.own.d_bytes.begin() + static_cast<std::ptrdiff_t>(b.d_first),
+                                        rec.own.d_bytes.begin() + static_cast<std::ptrdiff_t>(b.d_end)))
+              << call;
+        }
+      }
+    }
+}
+
+// A merge of an optimizer whose calls are not the layout's (another call, one missing) is
+// refused rather than summed.
+TEST(ZeroReplay, MergeRefusesCallsThatDiffer) {
+  StepSetup s;
+  s.model = small_model(false);
+  s.par = {2, 3, 0.0003, Precision::FP32, Transport::Mpi, 0.0f};
+  const RunRecord rec = record(s, GridShape{1, 2, 1}, 0);
+  ASSERT_GT(rec.own.calls.size(), 4u);
+  EXPECT_NO_THROW(merge_runs(rec, rec.own));
+  OptimizerRun other = rec.own;
+  other.calls[3].call.unit += 1;
+  EXPECT_THROW(merge_runs(rec, other), std::logic_error);
+  other = rec.own;
+  other.calls.pop_back();
+  EXPECT_THROW(merge_runs(rec, other), std::logic_error);
+}
+
+// plan gpt takes its records once per grid for the four stages: each stage's plan is what that
+// stage's own runs give (plan_gpt_grid records at the stage it plans).
+TEST(ZeroReplay, PlanGptGivesEachStageItsOwnPlan) {
+  GptConfig c = small_model(false);
+  c.heads = 4;
+  c.embed = 12;
+  const MachineModel machine;
+  for (const int ranks : {6, 8})
+    for (const Precision p : {Precision::FP32, Precision::BF16}) {
+      const Transport t = p == Precision::BF16 ? Transport::Nccl : Transport::Mpi;
+      const std::vector<GridPlan> plans = plan_gpt(c, 9, 2, ranks, machine, 0, 0.0004, p, t, 0.1f);
+      int stages_above_0 = 0;
+      for (const GridPlan& plan : plans) {
+        const GridPlan own = plan_gpt_grid(c, 9, 2, plan.grid, machine, {plan.dp, plan.zero, 0.0004, p, t, 0.1f});
+        const std::string what = std::to_string(ranks) + " ranks: " + plan.grid.str() + " x" + std::to_string(plan.dp) +
+                                 " ZeRO-" + std::to_string(plan.zero);
+        EXPECT_EQ(plan.total_seconds, own.total_seconds) << what;
+        EXPECT_EQ(plan.comm_seconds, own.comm_seconds) << what;
+        EXPECT_EQ(plan.compute_seconds, own.compute_seconds) << what;
+        EXPECT_EQ(plan.memory_bytes, own.memory_bytes) << what;
+        EXPECT_EQ(plan.memory_by_kind, own.memory_by_kind) << what;
+        EXPECT_EQ(plan.steady.bytes, own.steady.bytes) << what;
+        EXPECT_EQ(plan.latency_steps, own.latency_steps) << what;
+        stages_above_0 += plan.zero > 0;
+      }
+      EXPECT_GT(stages_above_0, 0);
+    }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/in_process_communicator.hpp"
 #include "comm/nccl_schedule.hpp"
 #include "comm/recording_communicator.hpp"
 #include "kernels/shape/shape_backend.hpp"
@@ -19,6 +20,7 @@
 #include "optim/zero.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
+#include "plexus/gpt_trainer.hpp"
 #include "plexus/shard.hpp"
 #include "plan/gpt_plan.hpp"
 
@@ -433,6 +435,60 @@ TEST(ZeroModel, BF16HalvesTheGradientAndParameterBytesOverD) {
         predict_gpt_step(c, 6, 1, g, true, GptParallel{3, stage, 0.01, Precision::BF16})[Axis::D] - loss;
     EXPECT_GT(fp32, 0);
     EXPECT_NEAR(bf16, fp32 / 2, 1e-9 * fp32);
+  }
+}
+
+// Replicas as threads (in-process communicators: every count read, the sums passed checked) at
+// every ZeRO stage, FP32 and BF16, with buckets small enough that a unit has several and a
+// bucket meets several replicas' blocks: three steps lose what one replica's do (up to the
+// order of the sums) and move over each axis what the plan predicts.
+TEST(ZeroInProcess, ReplicasAtEveryStageTrainAsOneAndMoveWhatThePlanSays) {
+  TokenCorpus corpus;
+  corpus.vocab = 13;
+  for (int k = 0; k < 400; ++k) corpus.train.push_back((k * 7 + k / 5) % 13);
+  corpus.val = corpus.train;
+  GptTrainConfig base;
+  base.model = {1, 2, 10, 8, 13, true};
+  base.batch = 6;
+  base.iters = 3;
+  base.eval_every = 0;
+  base.bucket_mb = 300.0 / (1 << 20);  // 300 bytes
+  for (const Precision precision : {Precision::FP32, Precision::BF16}) {
+    base.precision = precision;
+    std::vector<double> want;
+    {
+      auto be = make_cpu_backend(1);
+      auto grid = ProcessGrid::single();
+      GptTrainer(corpus, base, *be, *grid).run([&](const GptStepMetrics& m) { want.push_back(m.loss); });
+    }
+    ASSERT_EQ(want.size(), 3u);
+    for (const int dp : {2, 3})
+      for (int stage = 0; stage <= 3; ++stage) {
+        GptTrainConfig cfg = base;
+        cfg.zero_stage = stage;
+        const GridShape g{1, 2, 1};
+        const AxisBytes bytes =
+            predict_gpt_step(cfg.model, cfg.batch, 1, g, true, GptParallel{dp, stage, cfg.bucket_mb, precision});
+        std::vector<std::vector<double>> losses(static_cast<std::size_t>(dp * g.size()));
+        run_in_process_grid(g, dp, [&](ProcessGrid& grid) {
+          auto be = make_cpu_backend(1);
+          GptTrainer(corpus, cfg, *be, grid).run([&](const GptStepMetrics& m) {
+            losses[static_cast<std::size_t>(grid.world().rank())].push_back(m.loss);
+            for (int a = 0; a < 4; ++a)
+              EXPECT_NEAR(m.comm_bytes[static_cast<std::size_t>(a)], bytes.bytes[static_cast<std::size_t>(a)],
+                          1e-9 * std::max(1.0, bytes.bytes[static_cast<std::size_t>(a)]))
+                  << "axis " << a;
+          });
+        });
+        const std::string what = std::string(precision == Precision::BF16 ? "bf16" : "fp32") + " D " +
+                                 std::to_string(dp) + " ZeRO-" + std::to_string(stage);
+        for (const std::vector<double>& l : losses) {
+          ASSERT_EQ(l.size(), want.size()) << what;
+          for (std::size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(l[i], want[i], (precision == Precision::BF16 ? 2e-3 : 2e-5) * std::abs(want[i]))
+                << what << " step " << i + 1;
+        }
+      }
   }
 }
 

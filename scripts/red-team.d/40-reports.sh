@@ -124,8 +124,13 @@ accept report "--json, a file name that is not UTF-8" "json_name $LOG/out" --jso
 accept report "table, a file name that is not UTF-8" "said 'epochs done'" "$OUT/m$BAD.jsonl"
 
 # ==== plans at the documented sizes =================================================================
-accept plan "--ranks 65536 --json (the documented maximum)" "json_ok $LOG/out" --ranks 65536 --json
+# (Issue 45: each within 5 s of CPU, GPT-3 on 64 ranks within 2; the limits here are three
+# times that, for a loaded machine.)
+CPU=15 accept plan "--ranks 65536 --json (the documented maximum)" "json_ok $LOG/out" --ranks 65536 --json
 accept "plan gpt" "--ranks 4096 (ZeRO over 4096 replicas)" "said '4096 ranks'" --ranks 4096
+CPU=15 accept "plan gpt" "--ranks 65536: every replica count, grid and ZeRO stage" "said '65536 ranks'" --ranks 65536
+CPU=6 accept "plan gpt" "GPT-3 sizes on 64 ranks" "said '64 ranks'" --ranks 64 --layers 96 --heads 96 \
+  --embed 12288 --block 2048 --vocab 50257 --batch 1
 
 # ==== messages ===================================================================================
 $py - "$R" <<'PY' || setup_fail "reports: token files, TOML"

@@ -6,7 +6,8 @@
 // the replicas of a layout run the same layer code, so only the optimizer's work is run again.
 //
 // An observer is picked up by the optimizers constructed on its thread while a
-// ZeroObserverScope is alive (a plan runs its dry runs on several threads, each with its own).
+// ZeroObserverScope is alive (a plan runs its dry runs on several threads, each with its own),
+// and must outlive them.
 #include <cstdint>
 #include <vector>
 

@@ -171,8 +171,8 @@ RankCost merge_runs(const RunRecord& layout, const OptimizerRun& optimizer) {
   return out;
 }
 
-RankCost replay_replica(const RunRecord& layout, const ZeroOptions& options, GridShape grid, int dp, int rank,
-                        Transport transport) {
+OptimizerRun replay_optimizer(const RunRecord& layout, const ZeroOptions& options, GridShape grid, int dp, int rank,
+                              Transport transport) {
   DryRun run(grid, dp, rank, transport);
   OptimizerRun calls;
   {
@@ -189,9 +189,14 @@ RankCost replay_replica(const RunRecord& layout, const ZeroOptions& options, Gri
   for (Axis a : {Axis::X, Axis::Y, Axis::Z})
     tensor_axes = tensor_axes || run.grid().axis_stats(a).bytes != 0 || recording_axis(run.grid(), a).ring_steps() != 0;
   if (c.gemm_flops != 0 || c.spmm_flops != 0 || c.spmm_bytes != 0 || c.random_draws != 0 || tensor_axes)
-    throw std::logic_error("replay_replica: the optimizer did tensor work or used a tensor axis; a replica's cost "
+    throw std::logic_error("replay_optimizer: the optimizer did tensor work or used a tensor axis; a replica's cost "
                            "cannot be assembled from its layout's");
-  return merge_runs(layout, calls);
+  return calls;
+}
+
+RankCost replay_replica(const RunRecord& layout, const ZeroOptions& options, GridShape grid, int dp, int rank,
+                        Transport transport) {
+  return merge_runs(layout, replay_optimizer(layout, options, grid, dp, rank, transport));
 }
 
 }  // namespace plexus

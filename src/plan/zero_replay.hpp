@@ -105,9 +105,13 @@ class ZeroRecorder final : public ZeroObserver {
   std::size_t d_logged_ = 0;
 };
 
+// The optimizer of `rank` (on the grid `layout` was recorded on), with `options`, replaying the
+// layout's calls on a fresh dry run: what each call did.
+OptimizerRun replay_optimizer(const RunRecord& layout, const ZeroOptions& options, GridShape grid, int dp, int rank,
+                              Transport transport);
 // The cost of `rank` (a replica of the layout `layout` was recorded at, on the same grid): its
 // optimizer, with `options` (the layout's, or another ZeRO stage's: the layers do not depend on
-// it), replayed on a fresh dry run and merged with the layout's layers.
+// it), replayed (replay_optimizer) and merged with the layout's layers.
 RankCost replay_replica(const RunRecord& layout, const ZeroOptions& options, GridShape grid, int dp, int rank,
                         Transport transport);
 // The merge itself: `layout`'s layers with an optimizer's calls (the layout's own, or a replay's).
