@@ -121,7 +121,8 @@ RunRecord ZeroRecorder::take() {
           own.live_end[k] = opt[k];
         }
         r.own.calls.push_back(own);
-        r.gaps.emplace_back().live = r.gaps[r.gaps.size() - 2].live;
+        const Memory layers = gap.live;  // (the next gap begins with the layers' bytes as they are)
+        r.gaps.emplace_back().live = layers;
         break;
       }
     }
