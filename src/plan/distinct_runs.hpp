@@ -6,8 +6,8 @@
 // A plan asks this for every rank of every grid it ranks (millions at 65,536 ranks), so the
 // per-rank part is kept to the key alone: written into one reused buffer, looked up in a hash
 // table, and copied only when new. A plan whose keys fall apart into a few small tables (the
-// GPT's: src/plan/gpt_plan.cpp) numbers its ranks' classes itself and hands them to
-// run_classes, which needs no key per rank at all.
+// GPT's: src/plan/gpt_plan.cpp) numbers its ranks' classes itself, in the order of their first
+// ranks as run_distinct numbers its runs, and runs one representative of each with run_each.
 #include <omp.h>
 
 #include <algorithm>
@@ -89,27 +89,6 @@ std::vector<Result> run_each(const std::vector<int>& representative, const std::
     work();
   }  // joined
   if (error) std::rethrow_exception(error);
-  return out;
-}
-
-// One run per class: `cls` holds each rank's class (0 ≤ class < classes); the runs are numbered
-// in the order of their first rank, which is the rank run. The same runs, numbered alike, as
-// run_distinct with any key that tells the same ranks apart.
-template <class Result>
-DistinctRuns<Result> run_classes(const std::vector<int>& cls, int classes, const std::function<Result(int rank)>& run) {
-  std::vector<int> run_of(static_cast<std::size_t>(classes), -1);
-  std::vector<int> representative;
-  DistinctRuns<Result> out;
-  out.which.resize(cls.size());
-  for (std::size_t r = 0; r < cls.size(); ++r) {
-    int& k = run_of[static_cast<std::size_t>(cls[r])];
-    if (k < 0) {
-      k = static_cast<int>(representative.size());
-      representative.push_back(static_cast<int>(r));
-    }
-    out.which[r] = k;
-  }
-  out.runs = run_each(representative, run);
   return out;
 }
 

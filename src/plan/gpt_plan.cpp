@@ -166,7 +166,7 @@ std::uint64_t cls_size(GridShape g, int dp) { return static_cast<std::uint64_t>(
 // (layout_key_*) and, with ZeRO sharding over several replicas, how the replica's block of the
 // flat space (cut where the model of its layout cuts it) meets the segments between the cuts;
 // without, replicas are alike. The ranks are told apart exactly as by that key computed rank by
-// rank, and the runs numbered in the order of their first rank (run_classes), but the layout's
+// rank, and the runs numbered in the order of their first rank (as run_distinct), but the layout's
 // parts are keyed once per pair of coordinates and the rank's class is looked up from them, with
 // no key per rank: 65,536 ranks of 3,417 (replicas, grid) choices are 224 million ranks.
 struct RankClasses {
@@ -174,7 +174,7 @@ struct RankClasses {
   std::vector<int> layout_rank;  // each layout's first rank
   // `sharded` only: per rank its (layout, block) class, and each class's first rank.
   std::vector<int> block_class, class_rank;
-  // Classes are numbered in the order of their first ranks, as run_classes numbers runs.
+  // Classes are numbered in the order of their first ranks, as run_distinct numbers runs.
 };
 
 bool shards(const GptParallel& par) { return par.zero > 0 && par.dp > 1; }
@@ -303,6 +303,13 @@ std::vector<RankCost> stage_runs(const RankClasses& classes, const std::vector<R
   });
 }
 
+// The plan of the grid at par's stage from those runs.
+GridPlan stage_plan(const RankClasses& classes, const std::vector<RunRecord>& records, GridShape g,
+                    const GptParallel& par, const MachineModel& machine) {
+  const std::vector<RankCost> runs = stage_runs(classes, records, g, par);
+  return plan_from_runs(g, runs, runs, which_run(classes, par), machine, par.dp);
+}
+
 DistinctRuns<RankCost> predict_runs(const GptConfig& c, index_t batch, int grad_accum, GridShape g,
                                     bool gather_weights, const GptParallel& par) {
   const RankClasses classes = rank_classes(c, batch, g, par, shards(par));
@@ -340,8 +347,8 @@ AxisBytes predict_gpt_step(const GptConfig& c, index_t batch, int grad_accum, Gr
 
 GridPlan plan_gpt_grid(const GptConfig& c, index_t batch, int grad_accum, GridShape g, const MachineModel& machine,
                        const GptParallel& par) {
-  const DistinctRuns<RankCost> runs = predict_runs(c, batch, grad_accum, g, true, par);
-  return plan_from_runs(g, runs.runs, runs.runs, runs.which, machine, par.dp);
+  const RankClasses classes = rank_classes(c, batch, g, par, shards(par));
+  return stage_plan(classes, layout_records(classes, c, batch, grad_accum, g, true, par), g, par, machine);
 }
 
 std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum, int ranks,
@@ -365,8 +372,7 @@ std::vector<GridPlan> plan_gpt(const GptConfig& c, index_t batch, int grad_accum
     std::vector<GridPlan> plans;
     for (int stage = 0; stage <= (dp > 1 ? 3 : 0); ++stage) {
       const GptParallel par{dp, stage, bucket_mb, precision, transport, dropout};
-      const std::vector<RankCost> runs = stage_runs(classes, records, g, par);
-      GridPlan plan = plan_from_runs(g, runs, runs, which_run(classes, par), machine, dp);
+      GridPlan plan = stage_plan(classes, records, g, par, machine);
       plan.zero = stage;
       if (memory_per_rank <= 0 || plan.memory_bytes <= memory_per_rank) plans.push_back(plan);
     }

@@ -70,13 +70,9 @@ void ZeroRecorder::end(const ZeroCall& call) { close(Kind::Call, call); }
 
 OptimizerRun ZeroRecorder::take_calls() {
   d_.log_bytes(nullptr);
+  if (!calls_only_) throw std::logic_error("ZeroRecorder::take_calls: a whole run's record is take()'s");
   OptimizerRun run;
-  if (!calls_only_) {
-    for (std::size_t i = 0; i < pieces_.size(); ++i)
-      if (kinds_[i] == Kind::Call) run.calls.push_back(pieces_[i]);
-  } else {
-    run.calls = std::move(pieces_);  // (every piece a call)
-  }
+  run.calls = std::move(pieces_);  // (a replay's pieces are all calls)
   run.d_bytes = std::move(d_bytes_);
   return run;
 }

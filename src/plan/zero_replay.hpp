@@ -78,7 +78,7 @@ class ZeroRecorder final : public ZeroObserver {
   // run.measure() with the mark it makes: the step's counts start (first call) or end (second).
   RankCost measure();
   RunRecord take();           // the whole run (after the second measure())
-  OptimizerRun take_calls();  // a replay's calls
+  OptimizerRun take_calls();  // a replay's calls (calls_only)
 
   void constructed(const std::vector<FlatTensor>& tensors, const ZeroOptions& options, const AdamParams& adam) override;
   void begin(const ZeroCall& call) override;
