@@ -90,6 +90,8 @@ void symmetrize_sorted(GraphData& g) {
 
 GraphData clean_graph(GraphData g, bool symmetrize) {
   validate(g, "graph", GraphNames::Memory);
+  if (g.num_edge_features > 0)
+    throw InputError("graph", "GraphData.edge_features: cleaning does not carry edge features yet");
   detail::dedupe_rows(0, g.indptr, g.indices, g.values);
   if (symmetrize) symmetrize_sorted(g);
   return g;
@@ -193,6 +195,8 @@ HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const
 
 PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   validate(g, "graph", GraphNames::Memory);
+  if (g.num_edge_features > 0)  // (they would be left behind in the input order: refused, not dropped)
+    throw InputError("graph", "GraphData.edge_features: prepare does not carry edge features yet: train on the plain graph");
   if (g.num_nodes > std::numeric_limits<col_t>::max())
     throw InputError("graph", "num_nodes: more than 2^31-1 nodes are not supported yet");
   if (opt.features_bf16)

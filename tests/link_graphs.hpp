@@ -1,9 +1,11 @@
 #pragma once
 // The planted-community graphs the link tests train on (tests/test_link_*.cpp): an SBM whose
 // held-out links are learnable (most uniform negatives join two communities).
+#include <cmath>
 #include <cstdint>
 
 #include "plexus/convert.hpp"
+#include "plexus/graph.hpp"
 
 namespace plexus::test {
 
@@ -17,6 +19,19 @@ inline SbmOptions link_sbm(index_t nodes, std::uint64_t seed, std::int32_t commu
   o.feature_signal = signal;
   o.seed = seed;
   return o;
+}
+
+// `g` with `width` features on every stored edge (what GINE reads; the other kinds ignore them),
+// a function of the edge's two ends in order: u -> v and v -> u differ.
+inline GraphData with_edge_features(GraphData g, index_t width = 3) {
+  g.num_edge_features = width;
+  g.edge_features.clear();
+  for (index_t u = 0; u < g.num_nodes; ++u)
+    for (index_t e = g.indptr[static_cast<std::size_t>(u)]; e < g.indptr[static_cast<std::size_t>(u) + 1]; ++e)
+      for (index_t f = 0; f < width; ++f)
+        g.edge_features.push_back(static_cast<float>(
+            std::sin(0.7 * static_cast<double>(u) + 1.3 * static_cast<double>(g.indices[static_cast<std::size_t>(e)]) + 0.9 * static_cast<double>(f))));
+  return g;
 }
 
 }  // namespace plexus::test

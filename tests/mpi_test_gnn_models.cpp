@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
+#include "plexus/error.hpp"
 #include "plan/plan.hpp"  // all_grids
 #include "plexus/convert.hpp"
 #include "plexus/gnn_model.hpp"
@@ -23,6 +24,7 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "link_graphs.hpp"  // with_edge_features
 #include "mpi_grid_runs.hpp"
 #include "mpi_scratch.hpp"
 
@@ -34,7 +36,7 @@ using testing::world_size;
 using KindRun = testing::GridRun;
 
 const GraphData& uneven_graph() {
-  static const GraphData g = testing::uneven_sbm(11);
+  static const GraphData g = test::with_edge_features(testing::uneven_sbm(11));  // (GINE reads them)
   return g;
 }
 
@@ -50,6 +52,7 @@ const std::vector<Variant>& variants() {
       {"gin-fixed-eps", GnnSpec("gin").set("gin-eps", 0.1)},
       {"gin-trained-eps", GnnSpec("gin").set("train-eps", true)},
       {"appnp", GnnSpec("appnp").set("steps", 3).set("alpha", 0.2)},
+      {"gine-trained-eps", GnnSpec("gine").set("gin-eps", 0.1).set("train-eps", true)},
   };
   return v;
 }
@@ -82,6 +85,7 @@ void expect_learns(const KindRun& r, const Variant& v) {
   const std::vector<std::string> per_layer =
       v.model.kind() == "appnp"   ? std::vector<std::string>{"weight", "bias"}
       : v.model.kind() == "sage"  ? std::vector<std::string>{"weight", "root_weight", "bias"}
+      : v.model.kind() == "gine"  ? std::vector<std::string>{"weight", "bias", "weight2", "bias2", "eps", "edge_weight", "edge_bias"}
       : v.model.flag("train-eps") ? std::vector<std::string>{"weight", "bias", "weight2", "bias2", "eps"}
                                   : std::vector<std::string>{"weight", "bias", "weight2", "bias2"};
   std::vector<std::string> want;
@@ -123,9 +127,13 @@ TEST(GnnModels, EveryKindOnEveryGridMatchesOneRank) {
         const std::string what = v.name + (balance == Balance::kNone ? "" : " permute") + " on " + shape.str();
         expect_same(train_on(*grid, config(v, balance, false, 1)), want, what);
       }
-      // Sharded Â and chunked aggregation on the last (most mixed) grid.
+      // Sharded Â and chunked aggregation on the last (most mixed) grid (GINE's blocks are whole:
+      // sharded Â is refused).
       auto grid = ProcessGrid::from_mpi(all_grids(p).back());
-      expect_same(train_on(*grid, config(v, balance, true, 3)), want, v.name + " sharded, 3 chunks");
+      if (v.model.info().edge_features)
+        EXPECT_THROW(train_on(*grid, config(v, balance, true, 3)), InputError) << v.name;
+      else
+        expect_same(train_on(*grid, config(v, balance, true, 3)), want, v.name + " sharded, 3 chunks");
       // rs-ag-reuse: the weights gathered once per update; the last layer stays the baseline's
       // (only the GCN's reduce-scatters), so the loss must not split its rows either. On 1x1xP:
       // the last (third) layer's i axis is Z, so a split there would show.
@@ -147,10 +155,14 @@ TEST(GnnModels, PreparedFileReadByEveryGridMatchesOneRank) {
     po.clean = po.symmetrize = false;  // as train_gnn's in-memory balancing
     po.balance = Balance::kPermute;
     po.seed = 1;
-    write_prepared_h5(prepare_graph(uneven_graph(), po), path);
+    GraphData g = uneven_graph();  // (prepare does not carry edge features yet: refused, not dropped)
+    g.num_edge_features = 0;
+    g.edge_features.clear();
+    write_prepared_h5(prepare_graph(std::move(g), po), path);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   for (const Variant& v : variants()) {
+    if (v.model.info().edge_features) continue;  // (its file holds none)
     TrainConfig cfg = config(v, Balance::kPermute, false, 1);
     cfg.epochs = 8;
     auto single = ProcessGrid::single();
@@ -268,7 +280,7 @@ TEST(GnnModelInference, EveryGridGathersOneRanksTable) {
   const int p = world_size();
   GraphData g = uneven_graph();
   for (index_t k = 0; k < g.num_nodes; ++k) g.node_ids.push_back(5'000'000'000 - 3 * k);
-  for (const std::string kind : {"sage", "gat"}) {
+  for (const std::string kind : {"sage", "gat", "gine"}) {
     GnnSpec spec(kind);
     if (kind == "gat") spec.set("heads", 2);
     TrainConfig cfg = config(Variant{"inference", spec}, Balance::kPermute, false, 1);

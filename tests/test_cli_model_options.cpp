@@ -155,19 +155,22 @@ TEST(ModelOptions, AnOptionOfAnotherKindIsRefusedNamingIt) {
   for (const GnnKindInfo& owner : gnn_kinds())
     for (const GnnOptionInfo& o : owner.options) {
       const std::vector<std::string> kinds = kinds_with_option(o.name);
+      std::string owners;  // "gin or gine": every kind that has it
+      for (const std::string& k : kinds) owners += (owners.empty() ? "" : " or ") + k;
+      EXPECT_NE(std::find(kinds.begin(), kinds.end(), owner.name), kinds.end()) << o.name;
       const std::string value = o.type == GnnOptionType::Choice ? o.choices.front() : "1";
       for (const GnnKindInfo& other : gnn_kinds()) {
         if (std::find(kinds.begin(), kinds.end(), other.name) != kinds.end()) continue;
         std::vector<std::string> args = {"--model", other.name, "--" + o.name};
         if (o.type != GnnOptionType::Flag) args.push_back(value);
-        EXPECT_EQ(refusal(args), "--" + o.name + ": only with --model " + owner.name) << other.name;
+        EXPECT_EQ(refusal(args), "--" + o.name + ": only with --model " + owners) << other.name;
       }
     }
   EXPECT_EQ(refusal({"--model", "gin", "--aggregator", "mean"}), "--aggregator: only with --model sage");
   EXPECT_EQ(refusal({"--model", "gat", "--normalize"}), "--normalize: only with --model sage");
   // Without --model the run is a GCN: the same.
   EXPECT_EQ(refusal({"--aggregator", "sum"}), "--aggregator: only with --model sage");
-  EXPECT_EQ(refusal({"--gin-eps", "0.5"}), "--gin-eps: only with --model gin");
+  EXPECT_EQ(refusal({"--gin-eps", "0.5"}), "--gin-eps: only with --model gin or gine");
   EXPECT_EQ(refusal({"--heads", "8"}), "--heads: only with --model gat");
   // Even a value the other kind would refuse: the kind is the first thing wrong.
   EXPECT_EQ(refusal({"--model", "gin", "--aggregator", "max"}), "--aggregator: only with --model sage");

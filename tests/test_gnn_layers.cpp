@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/gnn_network.hpp"
+#include "train/graph_shards.hpp"
 #include "plexus/graph.hpp"
 #include "plexus/sparse.hpp"
 #include "core/shard_layout.hpp"
@@ -33,6 +34,9 @@ GraphData graph() {
     g.indptr.push_back(static_cast<index_t>(g.indices.size()));
   }
   for (index_t k = 0; k < g.num_nodes * g.num_features; ++k) g.features.push_back(std::cos(0.9f * static_cast<float>(k)));
+  // Two features an edge (GINE reads them; the other kinds do not), u -> v and v -> u unlike.
+  g.num_edge_features = 2;
+  for (index_t k = 0; k < g.num_edges() * 2; ++k) g.edge_features.push_back(std::sin(1.3f * static_cast<float>(k) + 0.4f));
   for (index_t i = 0; i < g.num_nodes; ++i) {
     g.labels.push_back(static_cast<std::int32_t>(i % 3));
     g.train_mask.push_back(1);
@@ -59,6 +63,29 @@ void relu(Mat& a) {
   for (auto& row : a)
     for (double& v : row) v = std::max(v, 0.0);
 }
+// GINE's Σ_{j ∈ N(i)} relu(h_j + e_ij·W_e + b_e), e_ij the feature row of the stored edge i -> j.
+Mat edge_messages(const GraphData& g, const Mat& h, const std::vector<float>& w_e, const std::vector<float>& b_e) {
+  const auto cols = static_cast<index_t>(h[0].size());
+  Mat out(h.size(), std::vector<double>(h[0].size(), 0.0));
+  for (index_t i = 0; i < g.num_nodes; ++i)
+    for (index_t k = g.indptr[i]; k < g.indptr[i + 1]; ++k)
+      for (index_t c = 0; c < cols; ++c) {
+        double m = h[g.indices[k]][c] + b_e[c];
+        for (index_t f = 0; f < g.num_edge_features; ++f)
+          m += g.edge_features[k * g.num_edge_features + f] * w_e[f * cols + c];
+        out[i][c] += std::max(m, 0.0);
+      }
+  return out;
+}
+// The shards of `g` for `cfg`'s kind, with the blocks' edge features where it reads them.
+GnnShards kind_shards(const GraphData& g, const HostCsr& a_hat, const TrainConfig& cfg, const std::vector<index_t>& dims,
+                      const std::vector<bool>& transform_first) {
+  auto grid = ProcessGrid::single();
+  GnnShards shards = build_shards(g, a_hat, *grid, dims, false, transform_first);
+  if (cfg.model.info().edge_features) attach_edge_features(shards, g);
+  return shards;
+}
+
 // Σ_{j ∈ N(i)} h_j (or the mean), N(i) the row's entries of the cleaned graph (no self-loop).
 Mat aggregate(const GraphData& g, const Mat& h, bool mean) {
   Mat out(h.size(), std::vector<double>(h[0].size(), 0.0));
@@ -120,7 +147,7 @@ void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4
   const GnnSpec& m = cfg.model;
   const bool gat = m.kind() == "gat", appnp = m.kind() == "appnp";
   const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
-  GnnShards shards = build_shards(g, a_hat, *grid, dims, false, std::vector<bool>(3, gat || appnp));
+  GnnShards shards = kind_shards(g, a_hat, cfg, dims, std::vector<bool>(3, gat || appnp));
   GnnNetwork model(*be, *grid, shards, cfg);
   // Random values for every parameter (biases and ε too), kept by name for the reference.
   std::mt19937 rng(3);
@@ -132,7 +159,7 @@ void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4
     p.slot->upload(v);
     value[p.name] = v;
   }
-  if (m.kind() == "gin") model.weights_updated();
+  if (m.kind() == "gin" || m.kind() == "gine") model.weights_updated();
   const Matrix& out = model.forward(0, /*training=*/false);
   std::vector<float> got(static_cast<std::size_t>(out.rows() * out.cols()));
   be->copy_to_host(got.data(), out.data(), got.size() * sizeof(float));
@@ -199,7 +226,8 @@ void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4
         }
     } else {
       const double eps = m.flag("train-eps") ? value[L + "eps"][0] : m.real("gin-eps");
-      Mat z = aggregate(g, h, false);
+      Mat z = m.kind() == "gine" ? edge_messages(g, h, value[L + "edge_weight"], value[L + "edge_bias"])
+                                 : aggregate(g, h, false);
       for (std::size_t i = 0; i < z.size(); ++i)
         for (std::size_t c = 0; c < z[i].size(); ++c) z[i][c] += (1.0 + eps) * h[i][c];
       next = matmul(z, value[L + "weight"], out_dim);
@@ -273,7 +301,7 @@ TEST(GnnLayers, WeightDecayTakesWhatEachKindsReferenceDecays) {
     auto grid = ProcessGrid::single();
     TrainConfig cfg = kind(GnnSpec(k.name));
     if (k.name == "gat") cfg.model.set("heads", 1);
-    GnnShards shards = build_shards(g, a_hat, *grid, {4, 5, 6, 3}, false, transform_first_layers(cfg, {4, 5, 6, 3}));
+    GnnShards shards = kind_shards(g, a_hat, cfg, {4, 5, 6, 3}, transform_first_layers(cfg, {4, 5, 6, 3}));
     GnnNetwork model(*be, *grid, shards, cfg);
     const bool every = k.name == "gat" || k.name == "appnp";
     for (const ModelParam& p : model.named_parameters()) {
@@ -287,6 +315,10 @@ TEST(GnnLayers, SageMeanIsPyGsSAGEConv) { check_forward(kind(GnnSpec("sage"))); 
 TEST(GnnLayers, SageSumIsPyGsSAGEConvWithSum) { check_forward(kind(GnnSpec("sage").set("aggregator", "sum"))); }
 TEST(GnnLayers, SageNormalizeDividesEachRowByItsNorm) { check_forward(kind(GnnSpec("sage").set("normalize", true))); }
 TEST(GnnLayers, GinWithAFixedEpsIsPyGsGINConv) { check_forward(kind(GnnSpec("gin").set("gin-eps", 0.7))); }
+TEST(GnnLayers, GineAddsEachEdgesFeaturesToItsMessageAsPyGsGINEConv) {
+  check_forward(kind(GnnSpec("gine").set("gin-eps", 0.7)));
+  check_forward(kind(GnnSpec("gine").set("gin-eps", 5.0).set("train-eps", true)));
+}
 TEST(GnnLayers, GinWithATrainedEpsReadsItsParameter) {
   // 5 is the initial value; the parameter is then set to 0.3.
   check_forward(kind(GnnSpec("gin").set("gin-eps", 5.0).set("train-eps", true)));

@@ -74,7 +74,8 @@ TEST(GnnSpec, RangesAreTheDeclaredOnes) {
 TEST(GnnSpec, AnOptionOfAnotherKindIsRefusedNamingItsKind) {
   EXPECT_EQ(refusal([] { GnnSpec("gcn").set("heads", 8); }), "GnnSpec.heads: only with GnnSpec.kind gat");
   EXPECT_EQ(refusal([] { GnnSpec("gat").set_text("aggregator", "sum"); }), "GnnSpec.aggregator: only with GnnSpec.kind sage");
-  EXPECT_EQ(kinds_with_option("gin-eps"), std::vector<std::string>{"gin"});
+  EXPECT_EQ(kinds_with_option("gin-eps"), (std::vector<std::string>{"gin", "gine"}));
+  EXPECT_EQ(refusal([] { GnnSpec("sage").set("train-eps", true); }), "GnnSpec.train-eps: only with GnnSpec.kind gin or gine");
   EXPECT_TRUE(kinds_with_option("epochs").empty());
   // Asking a value a kind does not have is a programming error, not an input one.
   EXPECT_THROW((void)GnnSpec("gcn").integer("heads"), std::invalid_argument);

@@ -29,7 +29,7 @@ namespace plexus {
 namespace {
 
 GraphData planted(index_t nodes, std::uint64_t seed, double signal = 0.3, std::int32_t communities = 3) {
-  return generate_sbm(test::link_sbm(nodes, seed, communities, signal));
+  return test::with_edge_features(generate_sbm(test::link_sbm(nodes, seed, communities, signal)));
 }
 
 TrainConfig link_config(const std::string& kind, int epochs, float dropout) {

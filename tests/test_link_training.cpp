@@ -38,7 +38,7 @@ struct LinkData {
 using test::link_sbm;
 
 LinkData link_data(index_t nodes, std::uint64_t seed, std::int32_t communities = 3, double signal = 0.3) {
-  LinkData d{generate_sbm(link_sbm(nodes, seed, communities, signal)), {}, {}};
+  LinkData d{test::with_edge_features(generate_sbm(link_sbm(nodes, seed, communities, signal))), {}, {}};
   d.split = random_link_split(d.graph, 0.05, 0.1, seed);
   const GraphData& g = d.graph;
   for (index_t u = 0; u < g.num_nodes; ++u)

@@ -55,6 +55,10 @@ from j to i for every j in row i of the CSR.
         MLP((1 + eps) h_i + sum_{j in N(i)} h_j), edge weights ignored. Model file: layerK/weight,
         layerK/bias (first Linear), layerK/weight2, layerK/bias2 (second), layerK/eps [1 x 1] when
         eps is trained (else eps is /options gin_eps).
+  gine  GINEConv(the same MLP, eps, train_eps, edge_dim=D): MLP((1 + eps) h_i + sum_{j in N(i)}
+        relu(h_j + lin(e_ij))), e_ij the file's /graph/edge_features row of the stored edge i -> j
+        (row i, column j); lin = Linear(D, D_K). Model file: gin's and layerK/edge_weight [D x D_K]
+        (lin.weight transposed), layerK/edge_bias.
   gat   GATConv(D_K, F, heads, concat, negative_slope, dropout=attn_dropout, add_self_loops=True):
         z = H W (no bias), e_ij = LeakyReLU(att_dst . z_i + att_src . z_j) per head over the edges
         j -> i and one self-loop per node, alpha = softmax_j(e_ij), attention dropout on alpha,
@@ -87,7 +91,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-KINDS = ("gcn", "sage", "gin", "gat", "appnp")
+KINDS = ("gcn", "sage", "gin", "gine", "gat", "appnp")
 # The layer index of GAT's attention dropout keys: DropoutKey{seed, epoch, ATTENTION_LAYER + K}, apart
 # from the input dropout's {seed, epoch, K}.
 ATTENTION_LAYER = 256
@@ -106,12 +110,16 @@ class Graph:
             self.x = torch.from_numpy(f["features"][...].astype(np.float32))
             labels = f["labels"][...].astype(np.int64)
             masks = [f[f"masks/{s}"][...].astype(bool) & (labels >= 0) for s in ("train", "val", "test")]
+            edge_features = f["graph/edge_features"][...].astype(np.float32) if "edge_features" in f["graph"] else None
         self.labels = torch.from_numpy(labels)
         self.splits = [torch.from_numpy(np.nonzero(m)[0]) for m in masks]
         rows = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(indptr))
         off = rows != cols
-        keys, where = np.unique(rows[off] * self.n + cols[off], return_inverse=True)
+        keys, first, where = np.unique(rows[off] * self.n + cols[off], return_index=True, return_inverse=True)
         i, j = keys // self.n, keys % self.n
+        # Each edge's feature row (gine; the engine refuses a graph that stores an edge twice).
+        self.edge_attr = None if edge_features is None else torch.from_numpy(edge_features[off][first])
+        self.edge_dim = 0 if edge_features is None else edge_features.shape[1]
         self.edge_index = torch.from_numpy(np.vstack([j, i]))  # PyG's (source, target): j -> i
         self.edge_weight = torch.from_numpy(
             np.bincount(where, weights=values[off], minlength=len(keys)).astype(np.float32))
@@ -138,6 +146,7 @@ class Options:
         """The kind and the options that shape it, as the peer reports them."""
         return self.kind + {"sage": f" aggregator={self.aggregator} normalize={int(self.normalize)}",
                             "gin": f" eps={self.gin_eps:g} train_eps={int(self.train_eps)}",
+                            "gine": f" eps={self.gin_eps:g} train_eps={int(self.train_eps)}",
                             "gat": f" heads={self.heads} out_heads={self.out_heads} attn_dropout={self.attn_dropout:g}"
                                    f" negative_slope={self.negative_slope:g}",
                             "appnp": f" steps={self.steps} alpha={self.alpha:g}"}.get(self.kind, "")
@@ -180,8 +189,8 @@ def gat_conv(d_in, d_out, last, opt):
 class Net(torch.nn.Module):
     """The L convolutions of one kind, widths `dims`, with PyG's own initialisation."""
 
-    def __init__(self, dims, opt):
-        from torch_geometric.nn import APPNP, GCNConv, GINConv, SAGEConv
+    def __init__(self, dims, opt, edge_dim=0):
+        from torch_geometric.nn import APPNP, GCNConv, GINConv, GINEConv, SAGEConv
 
         super().__init__()
         self.kind = opt.kind
@@ -199,7 +208,12 @@ class Net(torch.nn.Module):
                 convs.append(SAGEConv(d_in, d_out, aggr=opt.aggregator, normalize=opt.normalize, root_weight=True))
             else:
                 mlp = torch.nn.Sequential(torch.nn.Linear(d_in, d_out), torch.nn.ReLU(), torch.nn.Linear(d_out, d_out))
-                convs.append(GINConv(mlp, eps=opt.gin_eps, train_eps=opt.train_eps))
+                if opt.kind == "gine":
+                    if edge_dim <= 0:
+                        sys.exit("pyg_gnn_peer: gine needs a graph with edge features (/graph/edge_features)")
+                    convs.append(GINEConv(mlp, eps=opt.gin_eps, train_eps=opt.train_eps, edge_dim=edge_dim))
+                else:
+                    convs.append(GINConv(mlp, eps=opt.gin_eps, train_eps=opt.train_eps))
         self.convs = torch.nn.ModuleList(convs)
 
     def forward(self, g, dropout, attention=None):
@@ -212,6 +226,8 @@ class Net(torch.nn.Module):
                 conv.attention_mask = attention(k) if attention else None
             if self.kind == "appnp":
                 h = conv(h)
+            elif self.kind == "gine":
+                h = conv(h, g.edge_index, g.edge_attr)
             else:
                 h = conv(h, g.edge_index, g.edge_weight) if self.kind == "gcn" else conv(h, g.edge_index)
             if k + 1 < len(self.convs):
@@ -238,6 +254,8 @@ class Net(torch.nn.Module):
                          ("weight2", c.nn[2].weight, True), ("bias2", c.nn[2].bias, False)]
                 if isinstance(c.eps, torch.nn.Parameter):
                     named.append(("eps", c.eps, False))
+                if self.kind == "gine":  # lin: Linear(edge_dim, d_in)
+                    named += [("edge_weight", c.lin.weight, True), ("edge_bias", c.lin.bias, False)]
             out += [(f"layer{k}/{name}", p, t) for name, p, t in named]
         return out
 
@@ -247,7 +265,8 @@ def make_optimizer(net, lr, weight_decay, adamw):
     if net.kind in ("gat", "appnp"):  # as PyG's GAT and APPNP examples: every parameter
         decayed = [p for _, p, _ in params]
     else:  # Kipf & Welling's rule, which the engine keeps for these kinds
-        decayed = [p for name, p, _ in params if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2")]
+        decayed = [p for name, p, _ in params
+                   if name in ("layer0/weight", "layer0/root_weight", "layer0/weight2", "layer0/edge_weight")]
     rest = [p for _, p, _ in params if not any(p is q for q in decayed)]
     cls = torch.optim.AdamW if adamw else torch.optim.Adam
     return cls([{"params": decayed, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
@@ -406,7 +425,7 @@ def continue_run(args, g, say):
     if end <= mf.epochs_done:
         sys.exit(f"pyg_gnn_peer: nothing to train: the model has {mf.epochs_done} epochs done, "
                  f"the run ends at epoch {end} (--epochs, or the last epoch of --metrics)")
-    net = Net(mf.dims, mf.opt)
+    net = Net(mf.dims, mf.opt, g.edge_dim)
     opt = make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw)
     mf.load_into(net, opt)
     o = mf.opt
@@ -460,7 +479,7 @@ def compare_attention(args, g, say):
     mf = ModelFile(args.model_file)
     if mf.opt.kind != "gat":
         sys.exit(f"pyg_gnn_peer: --attention needs a GAT model, {args.model_file} holds {mf.opt.kind}")
-    net = Net(mf.dims, mf.opt)
+    net = Net(mf.dims, mf.opt, g.edge_dim)
     mf.load_into(net, make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw))
     net.eval()
     worst, errors = 0.0, []
@@ -498,7 +517,7 @@ def fresh_runs(args, g, say):
     runs = []
     for seed in args.seeds:
         torch.manual_seed(seed)
-        net = Net(dims, o).to(g.x.device)
+        net = Net(dims, o, g.edge_dim).to(g.x.device)
         opt = make_optimizer(net, args.lr, args.weight_decay, args.adamw)
         best, seconds, loss = None, [], float("nan")
         for e in range(args.epochs):

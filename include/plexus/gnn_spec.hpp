@@ -49,6 +49,9 @@ struct GnnKindInfo {
   std::string title;  // "GraphSAGE", "graph attention, PyG's GATConv"
   std::vector<GnnOptionInfo> options;
   bool attention = false;  // its layers have attention coefficients to report (GnnTrainer::attention)
+  // Its layers read the graph's edge features (GraphData::edge_features, format v1's
+  // /graph/edge_features): a graph without them is refused, and a file is read whole on every rank.
+  bool edge_features = false;
 };
 
 // "negative_slope" for "negative-slope": an option's key in JSON records and model files.

@@ -135,9 +135,11 @@ struct TrainingOrder {
   bool in_memory = false;            // every rank reads the whole graph and orders it
 };
 // The link task (TrainConfig::task) reads a plain file whole on every rank, in its own order
-// (it splits the links first); a prepared file is refused for it.
+// (it splits the links first); a prepared file is refused for it. So does a model whose layers
+// read edge features (`edge_features`: GnnKindInfo::edge_features, GINE), which refuses a file
+// without /graph/edge_features too.
 TrainingOrder training_order(const std::string& path, std::optional<Balance> balance = std::nullopt,
-                             GnnTask task = GnnTask::NodeClassification);
+                             GnnTask task = GnnTask::NodeClassification, bool edge_features = false);
 struct GnnTrainingData {
   TrainingOrder order;
   GnnShards shards;  // this rank's shards (empty when order.in_memory)

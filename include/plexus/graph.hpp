@@ -18,6 +18,11 @@ struct GraphData {
   std::vector<index_t> indptr;   // num_nodes + 1
   std::vector<index_t> indices;  // nnz
   std::vector<float> values;     // nnz or empty
+  // Optional edge features: a row of num_edge_features values per stored edge, in the order of
+  // `indices` (edge e's row is edge_features[e·D, (e+1)·D)); num_edge_features 0 and empty
+  // when there are none. What GINE layers (PyG's GINEConv) add to their messages.
+  index_t num_edge_features = 0;
+  std::vector<float> edge_features;  // nnz * num_edge_features, row-major
   std::vector<float> features;   // num_nodes * num_features, row-major
   std::vector<std::int32_t> labels;  // num_nodes; -1 = unlabelled
   // Optional: each node's weight in the loss (finite, >= 0; TrainConfig's class weights

@@ -43,6 +43,7 @@ struct GraphInfo {
   std::int32_t num_classes = 0;
   bool directed = false;  // the root attribute `directed`
   bool link_split = false;  // whether it holds its own link split (/links: read_link_split_h5)
+  index_t num_edge_features = 0;  // the width of /graph/edge_features (0: none)
 };
 GraphInfo read_graph_info_h5(const std::string& path);
 // This rank's shards of a `layers`-layer GCN (hidden width `hidden`) over `grid`, reading

@@ -117,6 +117,13 @@ struct GnnShards {
   std::vector<index_t> adj_nnz;
   // The link task's pairs (empty for node classification).
   LinkPairs links;
+  // Edge features (GraphData::edge_features), for a model whose layers read them (GINE,
+  // GnnKindInfo::edge_features): the width, and for each Â block k the feature row of every
+  // entry of adj[k] in its CSR order, [adj[k].nnz() × width] row-major — the row of the input's
+  // edge (row node → column node), zeros for the row's self-loop (Â's, not an edge). Empty
+  // otherwise; a shape-only shard has the width and no rows.
+  index_t edge_feature_width = 0;
+  std::vector<std::vector<float>> adj_edge_features;
   // Bytes of the arrays held (what a rank's memory for the dataset is, after loading).
   std::size_t host_bytes() const;
 };

@@ -55,12 +55,18 @@ GraphData read_graph_h5(const std::string& path) {
   const auto n = static_cast<hsize_t>(h.num_nodes);
   const auto nnz = static_cast<hsize_t>(h.nnz);
   // The header's sizes decide what the reads allocate: check them first.
-  require_memory(graph_host_bytes(h.num_nodes, h.nnz, h.num_features, h.has_values), path, "the graph",
+  require_memory(graph_host_bytes(h.num_nodes, h.nnz, h.num_features, h.has_values) +
+                     4.0 * static_cast<double>(h.nnz) * static_cast<double>(h.num_edge_features),
+                 path, "the graph",
                  std::to_string(h.num_nodes) + " nodes, " + std::to_string(h.nnz) + " edges, " +
                      std::to_string(h.num_features) + " features");
   g.indptr = r.read_ints<index_t>(h.indptr, n + 1);
   g.indices = r.read_ints<index_t>(h.indices, nnz);
   if (h.has_values) g.values = r.read_floats(h.values, nnz);
+  if (h.num_edge_features > 0) {
+    g.num_edge_features = h.num_edge_features;
+    g.edge_features = r.read_floats(h.edge_features, nnz * static_cast<hsize_t>(h.num_edge_features));
+  }
   g.features = r.read_floats(h.features, n * static_cast<hsize_t>(h.num_features));
   g.labels = r.read_ints<std::int32_t>(h.labels, n);
   g.train_mask = r.read_ints<std::uint8_t>(h.train, n);

@@ -15,6 +15,7 @@ GraphInfo read_graph_info_h5(const std::string& path) {
   info.nnz = h.nnz;
   info.directed = h.directed;
   info.link_split = r.exists("/links");
+  info.num_edge_features = h.num_edge_features;
   return info;
 }
 

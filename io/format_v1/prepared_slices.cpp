@@ -55,6 +55,8 @@ std::vector<index_t> split_rows(const std::vector<index_t>& indptr, index_t num_
 GraphSlice slice_of(const Reader& r, const h5::Header& h) {
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
+  if (h.num_edge_features > 0)  // (they would be left behind: refused, not dropped)
+    r.fail(h5::kEdgeFeatures, "prepare does not carry edge features yet: train on the plain file");
   GraphSlice s;
   s.num_nodes = h.num_nodes;
   s.num_features = h.num_features;

@@ -38,6 +38,7 @@ constexpr const char* kFormatName = "plexus-graph";
 constexpr const char* kIndptr = "/graph/indptr";
 constexpr const char* kIndices = "/graph/indices";
 constexpr const char* kValues = "/graph/values";
+constexpr const char* kEdgeFeatures = "/graph/edge_features";  // optional: [nnz, D]
 constexpr const char* kFeatures = "/features";
 constexpr const char* kLabels = "/labels";
 constexpr const char* kTrain = "/masks/train";
@@ -498,7 +499,8 @@ struct Header {
   std::int32_t num_classes = 0;
   bool directed = false;
   bool has_values = false;
-  Reader::Dataset indptr, indices, values, features, labels, train, val, test;
+  std::int64_t num_edge_features = 0;  // 0: no /graph/edge_features
+  Reader::Dataset indptr, indices, values, edge_features, features, labels, train, val, test;
 };
 
 // The optional /node_weights of rows [rows.begin, rows.end): each finite and >= 0.
@@ -547,6 +549,13 @@ inline Header read_header(const Reader& r) {
   const auto nnz = static_cast<hsize_t>(h.nnz);
   h.has_values = r.exists(kValues);
   if (h.has_values) h.values = r.open_dataset(kValues, true, "float32", {nnz}, "[nnz] (length of /graph/indices)");
+  if (r.exists(kEdgeFeatures)) {
+    h.edge_features = r.open_dataset(kEdgeFeatures, true, "float32", {nnz, any}, "[nnz, num_edge_features]");
+    h.num_edge_features = static_cast<std::int64_t>(h.edge_features.dims[1]);
+    if (h.num_edge_features == 0) r.fail(kEdgeFeatures, "has no columns (leave it out for a graph without edge features)");
+    if (nnz > 0 && static_cast<hsize_t>(h.num_edge_features) > std::numeric_limits<std::size_t>::max() / nnz / sizeof(float))
+      r.fail(kEdgeFeatures, "nnz x num_edge_features too large");
+  }
   h.features = r.open_dataset(kFeatures, true, "float32", {n, f}, "[num_nodes, num_features]");
   h.labels = r.open_dataset(kLabels, false, "int32", {n}, "[num_nodes]");
   h.train = r.open_dataset(kTrain, false, "uint8", {n}, "[num_nodes]");

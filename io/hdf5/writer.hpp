@@ -285,6 +285,10 @@ void write_atomically(const GraphData& g, const std::string& path, Extra&& extra
   w.dataset(kIndptr, H5T_STD_I64LE, g.indptr.data(), {n + 1}, chunk_1d(n + 1, 8));
   w.dataset(kIndices, H5T_STD_I64LE, g.indices.data(), {nnz}, chunk_1d(nnz, 8));
   if (!g.values.empty()) w.dataset(kValues, H5T_IEEE_F32LE, g.values.data(), {nnz}, chunk_1d(nnz, 4));
+  if (g.num_edge_features > 0) {
+    const auto d = static_cast<hsize_t>(g.num_edge_features);
+    w.dataset(kEdgeFeatures, H5T_IEEE_F32LE, g.edge_features.data(), {nnz, d}, chunk_features(nnz, d));
+  }
   if (features_bf16)  // rounded to nearest even, stored in 16 bits (docs/format-v1.md)
     w.dataset(kFeatures, bf16_type(), bf16_values(g.features).data(), {n, f}, chunk_features(n, f));
   else

@@ -137,17 +137,27 @@ void run_predict(PredictOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   // A graph without labels or masks is scored all the same: the accuracies are those of its
   // labelled splits (not evaluated where it has none).
-  GnnShards shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg),
-                                    ShardsFor::Inference);
-  if (o.strict) validate_strict(shards, graph.directed, *grid, o.data);
-  const index_t num_nodes = shards.num_nodes;
+  // A model that reads edge features finds them per Â entry in the whole graph (every rank reads
+  // it, as its training did); any other reads only its shards.
+  const bool whole = cfg.model.info().edge_features;
+  GraphData whole_graph;
+  GnnShards shards;
+  if (whole) {
+    whole_graph = read_graph_h5(o.data);
+    if (o.strict) validate_strict(whole_graph, o.data, GraphNames::File);
+  } else {
+    shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg), ShardsFor::Inference);
+    if (o.strict) validate_strict(shards, graph.directed, *grid, o.data);
+  }
+  const index_t num_nodes = whole ? whole_graph.num_nodes : shards.num_nodes;
   GnnModel gnn = GnnModel::load(o.checkpoint);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto t1 = std::chrono::steady_clock::now();
   const int epochs = static_cast<int>(model.epochs_done);
   // (The accuracies follow the user's --quiet, not rank 0's: every rank takes part.)
+  const InferenceOptions what{.embeddings = o.embeddings, .attention = o.attention, .metrics = !o.quiet};
   const Inference result =
-      gnn.predict(std::move(shards), backend, *grid, {.embeddings = o.embeddings, .attention = o.attention, .metrics = !o.quiet});
+      whole ? gnn.predict(whole_graph, backend, *grid, what) : gnn.predict(std::move(shards), backend, *grid, what);
   const index_t classes = result.predictions.num_classes;
   write_predictions_h5(result.predictions, num_nodes, epochs, *grid, o.out, /*ids_from=*/o.data,  // original ids, if stored
                        result.attention, result.embeddings);

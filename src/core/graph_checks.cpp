@@ -82,6 +82,10 @@ std::uint64_t graph_hash(const GraphData& g) {
   h.array(g.val_mask);
   h.array(g.test_mask);
   h.array(g.node_ids);
+  if (g.num_edge_features > 0) {  // (a graph without them hashes as before)
+    h.word(static_cast<std::uint64_t>(g.num_edge_features));
+    h.array(g.edge_features);
+  }
   return h.value();
 }
 

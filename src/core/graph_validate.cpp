@@ -22,14 +22,14 @@ std::string str(index_t v) { return std::to_string(v); }
 
 // The name of each field in messages.
 struct Names {
-  const char *num_nodes, *num_features, *num_classes, *indptr, *indices, *values, *features, *labels, *train, *val,
+  const char *num_nodes, *num_features, *num_classes, *indptr, *indices, *values, *edge_features, *features, *labels, *train, *val,
       *test, *node_ids, *node_weights;
 };
 constexpr Names kFileNames{"num_nodes", "num_features", "num_classes", "/graph/indptr", "/graph/indices",
-                           "/graph/values", "/features", "/labels", "/masks/train", "/masks/val", "/masks/test",
+                           "/graph/values", "/graph/edge_features", "/features", "/labels", "/masks/train", "/masks/val", "/masks/test",
                            "node_ids", "/node_weights"};
 constexpr Names kMemoryNames{"GraphData.num_nodes", "GraphData.num_features", "GraphData.num_classes",
-                             "GraphData.indptr", "GraphData.indices", "GraphData.values", "GraphData.features",
+                             "GraphData.indptr", "GraphData.indices", "GraphData.values", "GraphData.edge_features", "GraphData.features",
                              "GraphData.labels", "GraphData.train_mask", "GraphData.val_mask",
                              "GraphData.test_mask", "GraphData.node_ids", "GraphData.node_weights"};
 const Names& names_of(GraphNames names) { return names == GraphNames::Memory ? kMemoryNames : kFileNames; }
@@ -86,6 +86,19 @@ void validate(const GraphData& g, const std::string& where, GraphNames field_nam
     for (std::size_t e = 0; e < g.values.size(); ++e)
       if (!std::isfinite(g.values[e])) fail(where, nm.values, "non-finite value at position " + str(e));
   }
+  if (g.num_edge_features < 0) fail(where, nm.edge_features, "negative width " + str(g.num_edge_features));
+  if (g.num_edge_features > 0 && nnz > 0 && g.num_edge_features > std::numeric_limits<index_t>::max() / nnz)
+    fail(where, nm.edge_features, "number of edges x width overflows");
+  if (g.edge_features.size() != static_cast<std::size_t>(nnz * g.num_edge_features))
+    fail(where, nm.edge_features,
+         "expected " + str(nnz) + " edges x " + str(g.num_edge_features) + " = " + str(nnz * g.num_edge_features) +
+             " values, got " + str(g.edge_features.size()));
+  for (std::size_t k = 0; k < g.edge_features.size(); ++k)
+    if (!std::isfinite(g.edge_features[k])) {
+      const auto d = static_cast<std::size_t>(g.num_edge_features);
+      fail(where, nm.edge_features,
+           std::string(std::isnan(g.edge_features[k]) ? "NaN" : "Inf") + " at [" + str(k / d) + ", " + str(k % d) + "]");
+    }
 
   // ---- features ----
   if (g.num_features > std::numeric_limits<index_t>::max() / n)

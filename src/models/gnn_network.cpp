@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
 #include "models/kinds/kind_spec.hpp"
 #include "pmm/neighbour_operators.hpp"
@@ -99,6 +100,20 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
       transpose_maps_.emplace_back(be, static_cast<std::size_t>(nnz));
       if (!shards.shape_only) transpose_maps_.back().upload(csr_transpose_map(shards.adj[k], shards.adj_t[k]).data());
     }
+    if (needs.edge_features) {  // the block's edges, without its self-loops, and their features (GINE)
+      if (b.sharded) throw std::invalid_argument("GnnNetwork: edge features need Â blocks held whole (no sharded Â)");
+      if (shards.edge_feature_width <= 0)
+        throw InputError("shards", "GnnShards: the model (" + cfg.model.kind() +
+                                       ") reads edge features and these shards hold none (a prepared file's do not yet: "
+                                       "train on the plain graph)");
+      if (shards.shape_only)  // (Â's entries: the edges and at most a self-loop a row, counted as edges)
+        edge_features_.push_back(std::make_unique<DeviceEdgeFeatures>(be, b.rows.size(), b.cols.size(), shards.adj_nnz.at(k),
+                                                                      shards.edge_feature_width));
+      else
+        edge_features_.push_back(std::make_unique<DeviceEdgeFeatures>(be, shards.adj[k], self_col(k),
+                                                                      shards.adj_edge_features.at(k),
+                                                                      shards.edge_feature_width));
+    }
     if (shards.shape_only)
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, shards.adj_nnz.at(k), cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
     else
@@ -107,6 +122,8 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   }
   shards.adj_self_col.clear();
   shards.adj_self_col.shrink_to_fit();
+  shards.adj_edge_features.clear();
+  shards.adj_edge_features.shrink_to_fit();
   adj_of_layer_ = shards.adj_of_layer;
   adj_blocks_ = shards.adj_blocks;
   adj_row_ids_ = std::move(shards.adj_row_ids);
@@ -129,6 +146,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
                                *adj_[k],
                                needs.self_loops ? self_loops_[k].get() : nullptr,
                                needs.transpose_map ? transpose_maps_[k].data() : nullptr,
+                               needs.edge_features ? edge_features_[k].get() : nullptr,
                                cfg_,
                                comm};
     layers_.push_back(kind.make_layer(context));

@@ -13,6 +13,7 @@
 #include "pmm/activation.hpp"
 #include "pmm/bf16_tensors.hpp"
 #include "pmm/device_adj.hpp"
+#include "pmm/edge_messages_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 #include "pmm/mlp_link_decoder_3d.hpp"
 #include "core/shard_layout.hpp"
@@ -92,6 +93,7 @@ class GnnNetwork {
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
+  std::vector<std::unique_ptr<DeviceEdgeFeatures>> edge_features_;  // GINE: each block's edges and features
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
   std::unique_ptr<MlpLinkDecoder3D> link_decoder_;
   std::vector<ActivationView> outputs_;  // each layer's output of the last forward pass

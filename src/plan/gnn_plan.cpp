@@ -82,6 +82,11 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.label_rows = sr.label_rows;
+  if (p.config.model.info().edge_features) {
+    if (p.num_edge_features <= 0)
+      throw InputError("graph", "/graph/edge_features: the model reads edge features and the graph has none");
+    s.edge_feature_width = p.num_edge_features;
+  }
   return s;
 }
 
@@ -181,6 +186,7 @@ ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.nnz = info.nnz;
   p.num_features = info.num_features;
   p.num_classes = info.num_classes;
+  p.num_edge_features = info.num_edge_features;
   p.config = cfg;
   return p;
 }

@@ -27,6 +27,7 @@ struct ProblemSize {
   index_t num_nodes = 0;
   index_t nnz = 0;  // edges of the input graph (Â has about nnz + num_nodes entries)
   index_t num_features = 0, num_classes = 0;
+  index_t num_edge_features = 0;  // the width of the graph's edge features (0: none)
   // The run: the model (its kind and options, layers, hidden) and how it runs (dropout > 0:
   // layer 0's train aggregation is not cached; shard_adj, comm_variant, agg_chunks, layer_order,
   // recompute, precision). The dry run trains this configuration, so the bytes, calls and memory

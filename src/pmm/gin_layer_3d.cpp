@@ -23,7 +23,7 @@ Range second_out_cols(const ProcessGrid& grid, const LayerGeometry& g) {
 
 GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& neighbours,
                        DeviceAdj* self_loops, bool relu, float eps, bool train_eps, std::uint64_t seed,
-                       LayerCommOptions comm)
+                       LayerCommOptions comm, DeviceEdgeFeatures* edges)
     : GnnLayer3D(be, geo, comm, TensorRole::Scratch),
       be_(be),
       grid_(grid),
@@ -42,14 +42,21 @@ GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
             Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16,
                             .inference = comm.inference}),
       z_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
-      root_h_(tensors_, TensorRole::Recomputed, train_eps ? geo.out_rows.size() : 0, geo.in_cols.size()),
+      root_h_(tensors_, TensorRole::Recomputed, train_eps || edges ? geo.out_rows.size() : 0, geo.in_cols.size()),
       y1_(tensors_, TensorRole::Kept, lin1_),
       y2_(tensors_, TensorRole::PassOnly, lin2_),
       gathered_(tensors_, TensorRole::PassOnly, geo.out_rows.size(), geo.out_dim),
       out_(tensors_, TensorRole::Output, geo.out_rows.size(), geo.out_cols.size()),
       d_y2_(tensors_, TensorRole::Backward, geo.out_rows.size(), second_out_cols(grid, geo).size()) {
+  if (edges != nullptr) {
+    if (bf16_) throw std::invalid_argument("GinLayer3D: GINE's edge messages are fp32 only");
+    // stream layer + 5000 (W_e; b_e + 5500)
+    edges_ = std::make_unique<EdgeMessages3D>(be, grid, geo, *edges, seed, static_cast<std::uint32_t>(geo.layer) + 5000u,
+                                              comm.inference);
+  }
+  if (root_apart() && self_loops_ == nullptr)
+    throw std::invalid_argument("GinLayer3D: a trained ε or edge messages need the self-loop selector");
   if (train_eps_) {
-    if (self_loops_ == nullptr) throw std::invalid_argument("GinLayer3D: a trained ε needs the self-loop selector");
     eps_ = ParamSlot(be, 1, 1);
     eps_.allocate(eps, tensors_.grads());
   }
@@ -69,6 +76,8 @@ std::vector<LayerParam> GinLayer3D::parameters(bool decay_weights) {
     const bool first = grid_.coord(Axis::X) == 0 && grid_.coord(Axis::Y) == 0 && grid_.coord(Axis::Z) == 0;
     p.push_back({"eps", &eps_, 1, 1, Range{0, 1}, Range{0, 1}, first, false});
   }
+  if (edges_)
+    for (LayerParam& e : edges_->parameters(decay_weights)) p.push_back(std::move(e));
   return p;
 }
 
@@ -110,7 +119,21 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
   gathered_.done();
 }
 
+void GinLayer3D::aggregate_edges(const DropoutSpec& dropout) {
+  const ConstMatrixView h = input_.dropped(dropout);
+  Matrix& z = z_.compute();
+  edges_->forward(h, z.view());
+  grid_.comm(geo_.roles.o).all_reduce(z.data(), z.size(), ReduceOp::Sum);
+  Matrix& root = root_h_.compute();
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), self_loops_->operand(false), h, root);
+  be_.axpby(z.size(), 1.0f + current_eps(), root.data(), 1.0f, z.data());
+  input_.done();
+  z_.computed();
+  root_h_.computed();
+}
+
 void GinLayer3D::aggregate(const DropoutSpec& dropout) {
+  if (edges_) return aggregate_edges(dropout);
   std::vector<LayerInput::Aggregation> products{{neighbours_.operand(false), z_}};
   if (!train_eps_) return input_.aggregate(dropout, grid_.comm(geo_.roles.o), products);
   products.push_back({self_loops_->operand(false), root_h_});
@@ -147,7 +170,8 @@ Activation GinLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropo
   y1_.mask_gradient(d_y1.view(), Nonlinearity::Relu);
   y1_.release();
   z_.ensure([&] { aggregate(dropout); });  // (S·H with it)
-  Activation d_linear = tensors_.linear_backward(lin1_, z_.rows(), plain_rows(d_y1.view()), need_input_grad || train_eps_);
+  Activation d_linear =
+      tensors_.linear_backward(lin1_, z_.rows(), plain_rows(d_y1.view()), need_input_grad || root_apart());
   z_.release();
   const Matrix d_z = tensors_.fp32(std::move(d_linear));  // (the SpMM's operand)
   if (train_eps_) {
@@ -161,6 +185,17 @@ Activation GinLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropo
     grid_.comm(geo_.roles.i).all_reduce(eps_.grad(), 1, ReduceOp::Sum);
   }
   root_h_.release();
+  if (edges_) {  // dH = (the edges' part + (1+ε)·Sᵀ·dZ) summed over d
+    Matrix d_h = need_input_grad ? Matrix(be_, geo_.in_rows.size(), geo_.in_cols.size()) : Matrix();
+    edges_->backward(d_z.view(), need_input_grad ? &d_h : nullptr);
+    if (!need_input_grad) return {};
+    const AdjOperand s_t = self_loops_->operand(true);
+    Matrix root(be_, geo_.in_rows.size(), geo_.in_cols.size());
+    be_.spmm(s_t.whole, d_z.view(), root.view(), 0.0f, s_t.whole_plan);
+    be_.axpby(d_h.size(), 1.0f + current_eps(), root.data(), 1.0f, d_h.data());
+    grid_.comm(geo_.roles.d).all_reduce(d_h.data(), d_h.size(), ReduceOp::Sum);
+    return input_.gradient(std::move(d_h), dropout);
+  }
   if (!need_input_grad) return {};
 
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());

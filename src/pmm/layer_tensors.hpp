@@ -236,6 +236,9 @@ class LayerInput {
   // ever whole in fp32.
   void aggregate(const DropoutSpec& dropout, Communicator& comm, std::span<const Aggregation> products,
                  const std::function<void(std::span<const MatrixView>)>& combine = {});
+  // dropout(H) of an fp32 input, whole, for an aggregation of the layer's own (GINE's edge
+  // messages): the input itself without dropout, else its dropped-out copy. done() when read.
+  ConstMatrixView dropped(const DropoutSpec& dropout) { return whole(dropout); }
   // dropout(H) as a linear's X: forward draws it; backward reads the same again (kept, or drawn
   // again). A bf16 input by rows, its dropout drawn per row chunk.
   RowSource rows(const DropoutSpec& dropout);

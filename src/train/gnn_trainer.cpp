@@ -122,12 +122,14 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
     links = link_pairs(split, random_link_split(split, cfg.link.val, cfg.link.test, cfg.seed));
   }
   const GraphData& graph = drawn ? split : input;
+  const bool edge_features = cfg.model.info().edge_features;  // (validate(cfg): its Â blocks are whole)
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
   if (cfg.balance == Balance::kNone) {  // (the link task's always: validate(cfg))
     GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
                                                  grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
                                     graph);
     s.links = std::move(links);
+    if (edge_features) attach_edge_features(s, graph);
     return s;
   }
   PrepareOptions po;
@@ -136,8 +138,13 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   po.seed = cfg.balance_seed;
   const GridShape g = grid.shape();
   po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
-  return with_node_weights(
-      build_shards(prepare_graph(graph, po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)), graph);
+  GraphData ordered = graph;  // (prepare_graph's copy; the blocks find their edge features in `graph`)
+  ordered.num_edge_features = 0;
+  ordered.edge_features = {};
+  GnnShards s = with_node_weights(
+      build_shards(prepare_graph(std::move(ordered), po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)), graph);
+  if (edge_features) attach_edge_features(s, graph);
+  return s;
 }
 
 namespace {

@@ -10,8 +10,16 @@
 
 namespace plexus {
 
-TrainingOrder training_order(const std::string& path, std::optional<Balance> balance, GnnTask task) {
+TrainingOrder training_order(const std::string& path, std::optional<Balance> balance, GnnTask task, bool edge_features) {
   const PreparedInfo prep = read_prepared_info_h5(path);
+  // A model that reads edge features finds each Â entry's edge in the graph as the file holds it:
+  // every rank reads it whole (prepared files do not carry edge features yet).
+  if (edge_features) {
+    if (prep.prepared)
+      throw InputError(path, "is prepared: a model that reads edge features trains on the plain graph file for now");
+    if (read_graph_info_h5(path).num_edge_features == 0)
+      throw InputError(path, "/graph/edge_features: the model reads edge features and the file has none");
+  }
   // The link task splits the graph's links before training (random_link_split): every rank
   // reads it whole, in its own order, until prepared files carry edge splits.
   if (task == GnnTask::Link) {
@@ -32,7 +40,7 @@ TrainingOrder training_order(const std::string& path, std::optional<Balance> bal
                                  "; drop training_order(balance) or run plexus prepare again with PrepareOptions.balance " + balance_name(*balance));
     o.balance = *balance;
   }
-  o.in_memory = !prep.prepared && o.balance != Balance::kNone;
+  o.in_memory = edge_features || (!prep.prepared && o.balance != Balance::kNone);
   return o;
 }
 

@@ -14,6 +14,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
 #include "pmm/device_adj.hpp"
+#include "pmm/edge_messages_3d.hpp"
 #include "pmm/gnn_layer_3d.hpp"
 #include "pmm/neighbour_operators.hpp"
 #include "core/shard_layout.hpp"
@@ -26,6 +27,7 @@ struct BlockNeeds {
   std::optional<NeighbourOperator> values;
   bool self_loops = false;     // the block's self-loop selector S (and Sᵀ)
   bool transpose_map = false;  // the map of the block's entries to its transpose's (per-edge values)
+  bool edge_features = false;  // the block's edges and their features (GINE: DeviceEdgeFeatures)
 };
 
 // What one layer of the model is built from (GnnNetwork builds every layer through its kind).
@@ -37,6 +39,7 @@ struct LayerContext {
   DeviceAdj& adj;                           // its Â block (values per BlockNeeds::values)
   DeviceAdj* self_loops = nullptr;          // its S, where BlockNeeds::self_loops
   const index_t* transpose_map = nullptr;   // where BlockNeeds::transpose_map
+  DeviceEdgeFeatures* edges = nullptr;      // where BlockNeeds::edge_features
   const TrainConfig& cfg;                   // cfg.model: the kind's options
   LayerCommOptions comm;
   bool last() const { return geo.layer + 1 == layers; }

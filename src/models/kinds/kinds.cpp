@@ -13,6 +13,7 @@ const std::vector<const KindSpec*>& kind_specs() {
       &gin_kind(),
       &gat_kind(),
       &appnp_kind(),
+      &gine_kind(),
   };
   return table;
 }

@@ -7,6 +7,7 @@ namespace plexus {
 const KindSpec& gcn_kind();
 const KindSpec& sage_kind();
 const KindSpec& gin_kind();
+const KindSpec& gine_kind();
 const KindSpec& gat_kind();
 const KindSpec& appnp_kind();
 

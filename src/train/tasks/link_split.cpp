@@ -60,7 +60,7 @@ InputLinks input_links(const GraphData& g) {
 }
 
 // s's held-out links (val_pos, test_pos: links of the input) leave `g`, which keeps the rest
-// (both directions of an undirected link, self-loops, values); then each split's negatives:
+// (both directions of an undirected link, self-loops, values, edge features); then each split's negatives:
 // distinct non-edges of the input (`edges`), no self-loop, drawn uniformly by rejection.
 LinkSplit hold_out(GraphData& g, const PairSet& edges, LinkSplit s, std::uint64_t seed) {
   const index_t n = g.num_nodes;
@@ -70,19 +70,23 @@ LinkSplit hold_out(GraphData& g, const PairSet& edges, LinkSplit s, std::uint64_
     for (std::size_t k = 0; k < p->size(); ++k) held.insert({p->u[k], p->v[k]});
   if (!held.empty()) {
     std::vector<index_t> indptr{0}, indices;
-    std::vector<float> values;
+    std::vector<float> values, edge_features;
+    const auto width = static_cast<std::size_t>(g.num_edge_features);
     for (index_t u = 0; u < n; ++u) {
       for (index_t e = g.indptr[static_cast<std::size_t>(u)]; e < g.indptr[static_cast<std::size_t>(u) + 1]; ++e) {
         const index_t v = g.indices[static_cast<std::size_t>(e)];
         if (u != v && held.count(link(u, v, directed))) continue;
         indices.push_back(v);
         if (!g.values.empty()) values.push_back(g.values[static_cast<std::size_t>(e)]);
+        const auto row = g.edge_features.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(e) * width);
+        edge_features.insert(edge_features.end(), row, row + static_cast<std::ptrdiff_t>(width));
       }
       indptr.push_back(static_cast<index_t>(indices.size()));
     }
     g.indptr = std::move(indptr);
     g.indices = std::move(indices);
     g.values = std::move(values);
+    g.edge_features = std::move(edge_features);
   }
 
   const auto n_val = static_cast<std::int64_t>(s.val_pos.size());
