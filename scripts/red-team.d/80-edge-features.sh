@@ -51,7 +51,7 @@ refuse train "gine: bf16" "--precision" --data "$E/ef.h5" "${ge[@]}" --precision
 refuse inspect "edge features: fewer rows than edges, inspect" "/graph/edge_features" "$E/ef-short.h5"
 refuse prepare "prepare: a graph with edge features" "prepare does not carry edge features yet" "$E/ef.h5" -o "$OUT/efp.h5"
 refuse prepare "prepare in passes: a graph with edge features" "prepare does not carry edge features yet" \
-  "$E/ef.h5" -o "$OUT/efp2.h5" --passes 2
+  "$E/ef.h5" -o "$OUT/efp2.h5" --memory-per-rank 1G --scratch "$E"
 NP=2 refuse prepare "prepare on 2 ranks: a graph with edge features" "prepare does not carry edge features yet" \
   "$E/ef.h5" -o "$OUT/efp3.h5"
 accept train "gine: trains" 'jsonl_ok $OUT/gine.jsonl' --data "$E/ef.h5" "${ge[@]}" --metrics "$OUT/gine.jsonl" \
