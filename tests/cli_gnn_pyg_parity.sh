@@ -53,13 +53,17 @@ variants=(
   "appnp|sbm|--model appnp"
   "appnp-steps3-alpha0.3-dropout0.3|sbm|--model appnp --steps 3 --alpha 0.3 --dropout 0.3"
   "appnp-messy|messy|--model appnp --steps 5"
-  # GINE (PyG's GINEConv, edge_dim 3): the graphs with a feature row per stored edge, u -> v and
+  # GINE (PyG's GINEConv, edge_dim 3) and GAT with edge_dim 3: the graphs with a feature row per stored edge, u -> v and
   # v -> u unlike (edges: the SBM graph; messy-edges: the messy graph with each edge once, its
   # self-loops and nodes without neighbours kept).
   "gine-eps0.1|edges|--model gine --gin-eps 0.1"
   "gine-train-eps-adamw|edges|--model gine --train-eps --adamw"
   "gine-dropout0.2|edges|--model gine --dropout 0.2"
   "gine-train-eps-messy|messy-edges|--model gine --gin-eps 0.1 --train-eps"
+  # GAT with edge_dim (GATConv's lin_edge and att_edge; self-loops' features the mean of the row's).
+  "gat-edge-features|edges|--model gat --heads 2 --edge-features"
+  "gat-edge-features-attn-dropout0.3|edges|--model gat --heads 4 --out-heads 2 --edge-features --attn-dropout 0.3"
+  "gat-edge-features-messy|messy-edges|--model gat --heads 2 --edge-features"
 )
 # Variants the engine refuses (each must still be refused cleanly): none today.
 pending=()

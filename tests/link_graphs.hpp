@@ -4,7 +4,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include <string>
+#include <vector>
+
 #include "plexus/convert.hpp"
+#include "plexus/gnn_spec.hpp"
 #include "plexus/graph.hpp"
 
 namespace plexus::test {
@@ -19,6 +23,23 @@ inline SbmOptions link_sbm(index_t nodes, std::uint64_t seed, std::int32_t commu
   o.feature_signal = signal;
   o.seed = seed;
   return o;
+}
+
+// Every kind's name, and "kind+flag" for each kind whose flag makes it read edge features
+// ("gat+edge-features"): the models the tests over every kind train.
+inline std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const GnnKindInfo& k : gnn_kinds()) {
+    names.push_back(k.name);
+    if (!k.edge_features_flag.empty()) names.push_back(k.name + "+" + k.edge_features_flag);
+  }
+  return names;
+}
+// The model a name of model_names() stands for.
+inline GnnSpec model_spec(const std::string& name) {
+  const std::size_t plus = name.find('+');
+  if (plus == std::string::npos) return GnnSpec(name);
+  return GnnSpec(name.substr(0, plus)).set(name.substr(plus + 1), true);
 }
 
 // `g` with `width` features on every stored edge (what GINE reads; the other kinds ignore them),

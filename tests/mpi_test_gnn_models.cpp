@@ -130,7 +130,7 @@ TEST(GnnModels, EveryKindOnEveryGridMatchesOneRank) {
       // Sharded Â and chunked aggregation on the last (most mixed) grid (GINE's blocks are whole:
       // sharded Â is refused).
       auto grid = ProcessGrid::from_mpi(all_grids(p).back());
-      if (v.model.info().edge_features)
+      if (v.model.reads_edge_features())
         EXPECT_THROW(train_on(*grid, config(v, balance, true, 3)), InputError) << v.name;
       else
         expect_same(train_on(*grid, config(v, balance, true, 3)), want, v.name + " sharded, 3 chunks");
@@ -162,7 +162,7 @@ TEST(GnnModels, PreparedFileReadByEveryGridMatchesOneRank) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   for (const Variant& v : variants()) {
-    if (v.model.info().edge_features) continue;  // (its file holds none)
+    if (v.model.reads_edge_features()) continue;  // (its file holds none)
     TrainConfig cfg = config(v, Balance::kPermute, false, 1);
     cfg.epochs = 8;
     auto single = ProcessGrid::single();
@@ -212,11 +212,14 @@ TEST(GatModels, EveryGridMatchesOneRank) {
   struct GatVariant {
     std::string name;
     int layers, heads, out_heads;
+    bool edge_features = false;  // PyG's edge_dim: the scores read the graph's edge features
   };
   for (const GatVariant& v : {GatVariant{"gat-3-layers-2-heads-2-averaged", 3, 2, 2},
-                              GatVariant{"gat-2-layers-1-head", 2, 1, 1}})
+                              GatVariant{"gat-2-layers-1-head", 2, 1, 1},
+                              GatVariant{"gat-2-layers-2-heads-3-averaged-edge-features", 2, 2, 3, true}})
     for (const Balance balance : {Balance::kNone, Balance::kPermute}) {
-      const GnnSpec gat = GnnSpec("gat").set("heads", v.heads).set("out-heads", v.out_heads).set("attn-dropout", 0.3);
+      const GnnSpec gat = GnnSpec("gat").set("heads", v.heads).set("out-heads", v.out_heads).set("attn-dropout", 0.3)
+                              .set("edge-features", v.edge_features);
       TrainConfig cfg = config(Variant{v.name, gat}, balance, false, 1);
       cfg.layers = v.layers;
       cfg.hidden = 8;
@@ -226,8 +229,9 @@ TEST(GatModels, EveryGridMatchesOneRank) {
       std::vector<std::string> names, expected;
       for (const ParameterState& s : want.state.parameters) names.push_back(s.name);
       for (int l = 0; l < v.layers; ++l)
-        for (const char* n : {"weight", "att_src", "att_dst", "bias"})
-          expected.push_back("layer" + std::to_string(l) + "/" + n);
+        for (const std::string n : {"weight", "att_src", "att_dst", "bias", "edge_weight", "att_edge"})
+          if (v.edge_features || (n != "edge_weight" && n != "att_edge"))
+            expected.push_back("layer" + std::to_string(l) + "/" + n);
       EXPECT_EQ(names, expected) << v.name;
       // One rank's attention: every entry of Â (the graph's edges both ways and a self-loop per
       // node), once, each row's α summing to 1 per head.

@@ -229,13 +229,13 @@ TEST(ModelOptions, TextAndJsonShowTheKindAndItsOptions) {
   EXPECT_EQ(model_text(c), "gin (gin-eps 0.1, train-eps on)");
   EXPECT_EQ(model_json(c).dump(), R"({"model":"gin","gin_eps":0.1,"train_eps":true})");
   c.model = GnnSpec("gat");
-  EXPECT_EQ(model_text(c), "gat (heads 8, out-heads 1, attn-dropout 0, negative-slope 0.2)");
+  EXPECT_EQ(model_text(c), "gat (heads 8, out-heads 1, attn-dropout 0, negative-slope 0.2, edge-features off)");
   EXPECT_EQ(model_json(c).dump(),
-            R"({"model":"gat","heads":8,"out_heads":1,"attn_dropout":0.0,"negative_slope":0.2})");
+            R"({"model":"gat","heads":8,"out_heads":1,"attn_dropout":0.0,"negative_slope":0.2,"edge_features":false})");
   c.model.set("heads", 1).set("out-heads", 6).set("attn-dropout", 0.6).set("negative-slope", 0.01);
-  EXPECT_EQ(model_text(c), "gat (heads 1, out-heads 6, attn-dropout 0.6, negative-slope 0.01)");
+  EXPECT_EQ(model_text(c), "gat (heads 1, out-heads 6, attn-dropout 0.6, negative-slope 0.01, edge-features off)");
   EXPECT_EQ(model_json(c).dump(),
-            R"({"model":"gat","heads":1,"out_heads":6,"attn_dropout":0.6,"negative_slope":0.01})");
+            R"({"model":"gat","heads":1,"out_heads":6,"attn_dropout":0.6,"negative_slope":0.01,"edge_features":false})");
   EXPECT_EQ(json_float(0.01f), 0.01);
 }
 
@@ -308,7 +308,7 @@ TEST(ModelOptions, AGatModelFileRecordsItsOptions) {
   EXPECT_EQ(read.model.integer("out-heads"), 3);
   EXPECT_EQ(read.model.real("attn-dropout"), 0.6f);
   EXPECT_EQ(read.model.real("negative-slope"), 0.1f);
-  EXPECT_EQ(model_text(read), "gat (heads 4, out-heads 3, attn-dropout 0.6, negative-slope 0.1)");
+  EXPECT_EQ(model_text(read), "gat (heads 4, out-heads 3, attn-dropout 0.6, negative-slope 0.1, edge-features off)");
   // Options a run would refuse are refused in the file too, naming the attribute: a model built
   // from them would not be the one the parameters belong to.
   const auto refusal_of_file = [&] {

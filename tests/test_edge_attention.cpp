@@ -113,27 +113,32 @@ class EdgeAttention : public ::testing::TestWithParam<std::string> {
 
 // ---- edge kernels, one at a time ------------------------------------------------------------
 
+// With an entry term s_edge (GAT's edge features) and without.
 TEST_P(EdgeAttention, ScoresAndTheirBackward) {
   for (const HostCsr& a : test_blocks(rng))
-    for (const index_t heads : {1, 3}) {
+    for (const index_t heads : {1, 3})
+      for (const bool with_edge : {false, true}) {
       const auto s_dst = random_vec(rng, per_head(a.rows, heads)), s_src = random_vec(rng, per_head(a.cols, heads));
-      const auto de = random_vec(rng, per_head(a.nnz(), heads));
+      const auto de = random_vec(rng, per_head(a.nnz(), heads)), s_edge = random_vec(rng, per_head(a.nnz(), heads));
       const CsrMatrix da(*be, a);
-      Buffer<float> dd(*be, s_dst), ds(*be, s_src), e(*be, nans(de.size())), dde(*be, de);
-      be->gat_edge_scores(da.view(), heads, dd.data(), ds.data(), kSlope, e.data());
-      be->gat_edge_scores_backward(da.view(), heads, dd.data(), ds.data(), kSlope, dde.data());
+      Buffer<float> dd(*be, s_dst), ds(*be, s_src), e(*be, nans(de.size())), dde(*be, de), se(*be, s_edge);
+      const float* edge = with_edge ? se.data() : nullptr;
+      be->gat_edge_scores(da.view(), heads, dd.data(), ds.data(), kSlope, e.data(), edge);
+      be->gat_edge_scores_backward(da.view(), heads, dd.data(), ds.data(), kSlope, dde.data(), edge);
       std::vector<double> want_e(de.size()), want_de(de.size());
       const auto rows = entry_rows(a);
       for (index_t h = 0; h < heads; ++h)
         for (index_t k = 0; k < a.nnz(); ++k) {
-          const double s = static_cast<double>(s_dst[rows[k] * heads + h]) + s_src[a.indices[k] * heads + h];
+          const double s = static_cast<double>(s_dst[rows[k] * heads + h]) + s_src[a.indices[k] * heads + h] +
+                           (with_edge ? s_edge[static_cast<std::size_t>(h * a.nnz() + k)] : 0.0);
           const std::size_t i = static_cast<std::size_t>(h * a.nnz() + k);
           want_e[i] = s > 0 ? s : kSlope * s;
           want_de[i] = de[i] * (s > 0 ? 1.0 : kSlope);
         }
-      expect_near(e.to_host(), want_e, kTol, "gat_edge_scores " + label(a, heads));
-      expect_near(dde.to_host(), want_de, kTol, "gat_edge_scores_backward " + label(a, heads));
-    }
+      const std::string what = label(a, heads) + (with_edge ? " with s_edge" : "");
+      expect_near(e.to_host(), want_e, kTol, "gat_edge_scores " + what);
+      expect_near(dde.to_host(), want_de, kTol, "gat_edge_scores_backward " + what);
+      }
 }
 
 // Each phase from given inputs: the maximum (-inf for an empty row), exp against a row maximum

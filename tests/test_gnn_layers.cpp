@@ -82,7 +82,7 @@ GnnShards kind_shards(const GraphData& g, const HostCsr& a_hat, const TrainConfi
                       const std::vector<bool>& transform_first) {
   auto grid = ProcessGrid::single();
   GnnShards shards = build_shards(g, a_hat, *grid, dims, false, transform_first);
-  if (cfg.model.info().edge_features) attach_edge_features(shards, g);
+  if (cfg.model.reads_edge_features()) attach_edge_features(shards, g);
   return shards;
 }
 
@@ -102,7 +102,7 @@ Mat aggregate(const GraphData& g, const Mat& h, bool mean) {
 // `alpha_out`, where given, receives α: (dst, src) → every head's.
 using AlphaMap = std::map<std::pair<index_t, index_t>, std::vector<double>>;
 Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vector<float>>& value, const std::string& L,
-              int heads, index_t width, bool average, float slope, AlphaMap* alpha_out = nullptr) {
+              int heads, index_t width, bool average, float slope, AlphaMap* alpha_out = nullptr, bool edges = false) {
   const index_t f = average ? width : width / heads;
   const Mat z = matmul(h, value[L + "weight"], heads * f);
   const std::vector<float>& a_src = value[L + "att_src"];
@@ -111,6 +111,20 @@ Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vecto
   for (index_t i = 0; i < g.num_nodes; ++i) {
     std::vector<index_t> nbrs(g.indices.begin() + g.indptr[i], g.indices.begin() + g.indptr[i + 1]);
     nbrs.push_back(i);
+    // With edge features (`edges`): each entry's feature row, the self-loop's the mean of the row's.
+    std::vector<std::vector<double>> rows;
+    const index_t d_e = g.num_edge_features;
+    if (edges) {
+      std::vector<double> mean(static_cast<std::size_t>(d_e), 0.0);
+      for (index_t k = g.indptr[i]; k < g.indptr[i + 1]; ++k) {
+        rows.emplace_back();
+        for (index_t f = 0; f < d_e; ++f) {
+          rows.back().push_back(g.edge_features[k * d_e + f]);
+          mean[f] += g.edge_features[k * d_e + f] / static_cast<double>(g.indptr[i + 1] - g.indptr[i]);
+        }
+      }
+      rows.push_back(mean);
+    }
     for (int hd = 0; hd < heads; ++hd) {
       const auto score = [&](index_t node, const std::vector<float>& a) {
         double s = 0;
@@ -118,8 +132,14 @@ Mat gat_layer(const GraphData& g, const Mat& h, std::map<std::string, std::vecto
         return s;
       };
       std::vector<double> e;
-      for (index_t j : nbrs) {
-        const double x = score(i, a_dst) + score(j, a_src);
+      for (std::size_t q = 0; q < nbrs.size(); ++q) {
+        double x = score(i, a_dst) + score(nbrs[q], a_src);
+        if (edges)  // a_edge·(e_ij·W_e) over the head's columns
+          for (index_t c = 0; c < f; ++c) {
+            double lin = 0;
+            for (index_t ff = 0; ff < d_e; ++ff) lin += rows[q][ff] * value[L + "edge_weight"][ff * heads * f + hd * f + c];
+            x += lin * value[L + "att_edge"][hd * f + c];
+          }
         e.push_back(x > 0 ? x : slope * x);
       }
       const double m = *std::max_element(e.begin(), e.end());
@@ -176,7 +196,7 @@ void check_forward(const TrainConfig& cfg, const std::vector<index_t>& dims = {4
     if (gat) {
       AlphaMap alpha;
       const int heads = static_cast<int>(m.integer(l < 2 ? "heads" : "out-heads"));
-      next = gat_layer(g, h, value, L, heads, out_dim, l == 2, m.real("negative-slope"), &alpha);
+      next = gat_layer(g, h, value, L, heads, out_dim, l == 2, m.real("negative-slope"), &alpha, m.reads_edge_features());
       // The model's attention coefficients (what predict --attention writes) are these α.
       const EdgeAttention& a = attention.at(static_cast<std::size_t>(l));
       EXPECT_EQ(a.layer, l);
@@ -257,6 +277,9 @@ TEST(GnnLayers, GatWithConcatenatedAndAveragedHeadsIsPyGsGATConv) {
   // Hidden layers: 2 heads of 3 and of 2 features, concatenated; the last: 3 heads of 3 classes,
   // averaged.
   check_forward(kind(GnnSpec("gat").set("heads", 2).set("out-heads", 3).set("negative-slope", 0.3)), {4, 6, 4, 3});
+}
+TEST(GnnLayers, GatWithEdgeFeaturesIsPyGsGATConvWithEdgeDim) {
+  check_forward(kind(GnnSpec("gat").set("heads", 2).set("out-heads", 3).set("edge-features", true)), {4, 6, 4, 3});
 }
 TEST(GnnLayers, GatWithOneHeadPerLayer) {
   check_forward(kind(GnnSpec("gat").set("heads", 1).set("out-heads", 1)));

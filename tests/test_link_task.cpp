@@ -35,7 +35,7 @@ GraphData planted(index_t nodes, std::uint64_t seed, double signal = 0.3, std::i
 TrainConfig link_config(const std::string& kind, int epochs, float dropout) {
   TrainConfig c;
   c.task = GnnTask::Link;
-  c.model = kind == "gat" ? GnnSpec(kind).set("heads", 2) : GnnSpec(kind);
+  c.model = kind.starts_with("gat") ? test::model_spec(kind).set("heads", 2) : test::model_spec(kind);
   c.hidden = 12;
   c.link.embedding_width = 7;  // uneven over every axis of up to 8 ranks
   c.epochs = epochs;
@@ -132,8 +132,7 @@ void expect_resume_refused(const GraphData& g, TrainConfig c, const std::functio
 TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
   const GraphData g = planted(61, 4);
   const std::vector<GridShape> shapes = {{2, 1, 1}, {1, 2, 1}, {1, 1, 3}, {2, 2, 1}, {1, 2, 2}, {2, 1, 3}, {2, 2, 2}, {1, 1, 8}};
-  for (const GnnKindInfo& info : gnn_kinds()) {
-    const std::string kind = info.name;
+  for (const std::string& kind : test::model_names()) {
     SCOPED_TRACE(kind);
     const TrainConfig c = link_config(kind, 6, 0.3f);
     auto single = ProcessGrid::single();
@@ -194,8 +193,7 @@ TEST(LinkTask, MlpDecoderOnGridsResumesAndScoresPairs) {
     c.link.decoder_hidden = 5;
     return c;
   };
-  for (const GnnKindInfo& info : gnn_kinds()) {  // (acceptance 1: every kind, 20 epochs, dropout on)
-    const std::string kind = info.name;
+  for (const std::string& kind : test::model_names()) {  // (acceptance 1: every kind, 20 epochs, dropout on)
     SCOPED_TRACE(kind);
     const TrainConfig c = mlp(kind, 20);
     auto single = ProcessGrid::single();

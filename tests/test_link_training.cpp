@@ -91,7 +91,7 @@ RunResult train_links(ProcessGrid& grid, const LinkData& d, const std::string& k
                       std::int64_t batch = 0) {
   auto be = make_cpu_backend(1);
   TrainConfig cfg;
-  cfg.model = GnnSpec(kind);
+  cfg.model = test::model_spec(kind);
   cfg.layers = 2;
   cfg.hidden = 16;
   cfg.dropout = dropout;
@@ -181,16 +181,16 @@ TEST(LinkTraining, EveryKindOnEveryGridUpTo8RanksLosesAsOneRank) {
   const std::vector<GridShape> grids{{2, 1, 1}, {1, 2, 1}, {1, 1, 2}, {3, 1, 1}, {1, 1, 3}, {2, 2, 1}, {1, 2, 2},
                                      {2, 1, 2}, {5, 1, 1}, {1, 5, 1}, {3, 2, 1}, {1, 2, 3}, {7, 1, 1}, {1, 1, 7},
                                      {2, 2, 2}, {4, 2, 1}, {1, 2, 4}, {8, 1, 1}};
-  for (const GnnKindInfo& kind : gnn_kinds()) {
-    const RunResult one = on_grid({1, 1, 1}, d, kind.name, 20, 0.5f);
+  for (const std::string& kind : test::model_names()) {
+    const RunResult one = on_grid({1, 1, 1}, d, kind, 20, 0.5f);
     ASSERT_EQ(one.losses.size(), 20u);
-    for (const double l : one.losses) ASSERT_TRUE(std::isfinite(l)) << kind.name;
-    EXPECT_LT(one.losses.back(), one.losses.front()) << kind.name << ": the loss does not fall";
+    for (const double l : one.losses) ASSERT_TRUE(std::isfinite(l)) << kind;
+    EXPECT_LT(one.losses.back(), one.losses.front()) << kind << ": the loss does not fall";
     for (const GridShape g : grids) {
-      const RunResult r = on_grid(g, d, kind.name, 20, 0.5f);
+      const RunResult r = on_grid(g, d, kind, 20, 0.5f);
       for (std::size_t e = 0; e < one.losses.size(); ++e)
         ASSERT_NEAR(r.losses[e], one.losses[e], 1e-5 * std::abs(one.losses[e]))
-            << kind.name << " on " << g.str() << ", epoch " << e;
+            << kind << " on " << g.str() << ", epoch " << e;
     }
   }
 }
@@ -318,11 +318,11 @@ TEST(LinkTraining, AGcnLearnsThePlantedLinks) {
 // differences of the loss in every parameter of every kind (one rank; the grids equal it above).
 TEST(LinkTraining, EveryKindsGradientMatchesFiniteDifferences) {
   const LinkData d = link_data(24, 5);
-  for (const GnnKindInfo& kind : gnn_kinds()) {
+  for (const std::string& kind : test::model_names()) {
     auto grid = ProcessGrid::single();
     auto be = make_cpu_backend(1);
     TrainConfig cfg;
-    cfg.model = GnnSpec(kind.name);
+    cfg.model = test::model_spec(kind);
     cfg.layers = 2;
     cfg.hidden = 8;  // (a multiple of the GAT's heads)
     cfg.dropout = 0;
@@ -330,7 +330,7 @@ TEST(LinkTraining, EveryKindsGradientMatchesFiniteDifferences) {
     // GIN's MLP has a ReLU inside every layer and biases that are not zero: a kink lies within
     // the step of most points (as in GinGradients, tests/test_gcn_gradients.cpp); this seed's
     // point is clear of them.
-    if (kind.name == "gin") cfg.seed = 21;
+    if (kind == "gin") cfg.seed = 21;
     GnnShards shards = shards_of_graph(d.graph, cfg, *grid, false, false);
     GnnNetwork net(*be, *grid, shards, cfg);
     const LayerGeometry last = net.output_geometry();
@@ -363,10 +363,10 @@ TEST(LinkTraining, EveryKindsGradientMatchesFiniteDifferences) {
         x = x0;
         const double fd = (up - down) / (static_cast<double>(xu) - xd);
         EXPECT_NEAR(grads[k][j], fd, 2e-4 + 0.05 * std::abs(fd))
-            << kind.name << ": parameter " << k << " (" << net.named_parameters()[k].name << ")[" << j << "]";
+            << kind << ": parameter " << k << " (" << net.named_parameters()[k].name << ")[" << j << "]";
         ++checked;
       }
-    EXPECT_GT(checked, 10) << kind.name;
+    EXPECT_GT(checked, 10) << kind;
   }
 }
 

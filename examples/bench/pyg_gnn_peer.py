@@ -68,6 +68,9 @@ from j to i for every j in row i of the CSR.
         layerK/att_src and layerK/att_dst [1 x heads*F] (PyG's (1, heads, F)), layerK/bias [1 x D_K+1].
         The engine's attention dropout mask of layer K keeps alpha_ij of head h where
         counter_uniform(DropoutKey{seed, epoch, 256 + K}, i * heads + h, j) >= attn_dropout.
+        With /options edge_features: GATConv(edge_dim=D), e_ij += att_edge . lin_edge(edge_ij) per
+        head, the self-loops' rows the mean of the node's edges' (fill_value "mean"); model file
+        layerK/edge_weight [D x heads*F] (lin_edge.weight transposed), layerK/att_edge.
 
   appnp Linear(D_K, D_K+1) for every layer (ReLU between), then APPNP(K=steps, alpha) over
         A_hat as gcn's (PyG's citation example). Model file: layerK/weight, layerK/bias.
@@ -129,7 +132,7 @@ class Options:
     """The kind and its options, from a model file's /options or from the command line."""
 
     def __init__(self, kind, aggregator="mean", normalize=False, gin_eps=0.0, train_eps=False, heads=8, out_heads=1,
-                 attn_dropout=0.0, negative_slope=0.2, steps=10, alpha=0.1):
+                 attn_dropout=0.0, negative_slope=0.2, steps=10, alpha=0.1, edge_features=False):
         if kind not in KINDS:
             sys.exit(f"pyg_gnn_peer: unknown model kind '{kind}' ({', '.join(KINDS)})")
         if aggregator not in ("mean", "sum"):
@@ -141,6 +144,7 @@ class Options:
         self.heads, self.out_heads = heads, out_heads
         self.attn_dropout, self.negative_slope = attn_dropout, negative_slope
         self.steps, self.alpha = steps, alpha
+        self.edge_features = edge_features  # gat: GATConv(edge_dim=D) on the graph's edge features
 
     def text(self):
         """The kind and the options that shape it, as the peer reports them."""
@@ -148,7 +152,7 @@ class Options:
                             "gin": f" eps={self.gin_eps:g} train_eps={int(self.train_eps)}",
                             "gine": f" eps={self.gin_eps:g} train_eps={int(self.train_eps)}",
                             "gat": f" heads={self.heads} out_heads={self.out_heads} attn_dropout={self.attn_dropout:g}"
-                                   f" negative_slope={self.negative_slope:g}",
+                                   f" negative_slope={self.negative_slope:g} edge_features={int(self.edge_features)}",
                             "appnp": f" steps={self.steps} alpha={self.alpha:g}"}.get(self.kind, "")
 
 
@@ -176,14 +180,18 @@ def engine_gat_conv_class():
     return EngineGATConv
 
 
-def gat_conv(d_in, d_out, last, opt):
+def gat_conv(d_in, d_out, last, opt, edge_dim=0):
     """A layer of the engine's GAT: hidden layers concatenate `heads` heads of d_out / heads
-    features; the last averages `out_heads` heads of d_out (= classes) features."""
+    features; the last averages `out_heads` heads of d_out (= classes) features. With
+    opt.edge_features, edge_dim = the graph's (self-loops filled with the mean, GATConv's default)."""
     heads = opt.out_heads if last else opt.heads
     if not last and d_out % heads:
         sys.exit(f"pyg_gnn_peer: the hidden width {d_out} is not a multiple of the heads ({heads})")
+    if opt.edge_features and edge_dim <= 0:
+        sys.exit("pyg_gnn_peer: gat with edge features needs a graph with them (/graph/edge_features)")
     return engine_gat_conv_class()(d_in, d_out if last else d_out // heads, heads=heads, concat=not last,
-                                   negative_slope=opt.negative_slope, dropout=opt.attn_dropout, add_self_loops=True)
+                                   negative_slope=opt.negative_slope, dropout=opt.attn_dropout, add_self_loops=True,
+                                   edge_dim=edge_dim if opt.edge_features else None)
 
 
 class Net(torch.nn.Module):
@@ -201,7 +209,7 @@ class Net(torch.nn.Module):
             if opt.kind == "appnp":
                 convs.append(torch.nn.Linear(d_in, d_out))
             elif opt.kind == "gat":
-                convs.append(gat_conv(d_in, d_out, k + 2 == len(dims), opt))
+                convs.append(gat_conv(d_in, d_out, k + 2 == len(dims), opt, edge_dim))
             elif opt.kind == "gcn":
                 convs.append(GCNConv(d_in, d_out, cached=True))  # A_hat normalised once
             elif opt.kind == "sage":
@@ -226,7 +234,7 @@ class Net(torch.nn.Module):
                 conv.attention_mask = attention(k) if attention else None
             if self.kind == "appnp":
                 h = conv(h)
-            elif self.kind == "gine":
+            elif self.kind == "gine" or (self.kind == "gat" and conv.lin_edge is not None):
                 h = conv(h, g.edge_index, g.edge_attr)
             else:
                 h = conv(h, g.edge_index, g.edge_weight) if self.kind == "gcn" else conv(h, g.edge_index)
@@ -249,6 +257,8 @@ class Net(torch.nn.Module):
             elif self.kind == "gat":  # att_src, att_dst: PyG's (1, heads, F) is the file's [1 x heads*F]
                 named = [("weight", c.lin.weight, True), ("att_src", c.att_src, False),
                          ("att_dst", c.att_dst, False), ("bias", c.bias, False)]
+                if c.lin_edge is not None:  # lin_edge: Linear(edge_dim, heads * F, bias=False)
+                    named += [("edge_weight", c.lin_edge.weight, True), ("att_edge", c.att_edge, False)]
             else:
                 named = [("weight", c.nn[0].weight, True), ("bias", c.nn[0].bias, False),
                          ("weight2", c.nn[2].weight, True), ("bias2", c.nn[2].bias, False)]
@@ -323,7 +333,7 @@ class ModelFile:
                                int(o.get("heads", 8)), int(o.get("out_heads", 1)),
                                float(np.float32(o.get("attn_dropout", 0.0))),
                                float(np.float32(o.get("negative_slope", 0.2))), int(o.get("steps", 10)),
-                               float(np.float32(o.get("alpha", 0.1))))
+                               float(np.float32(o.get("alpha", 0.1))), bool(o.get("edge_features", 0)))
             self.lr, self.weight_decay = float(np.float32(o["lr"])), float(np.float32(o["weight_decay"]))
             self.adamw, self.dropout, self.seed = bool(o["adamw"]), float(np.float32(o["dropout"])), int(o["seed"])
             self.epochs_done = int(f.attrs["epochs_done"])
@@ -512,7 +522,7 @@ def compare_attention(args, g, say):
 
 def fresh_runs(args, g, say):
     o = Options(args.model, args.aggregator, args.normalize, args.gin_eps, args.train_eps, args.heads, args.out_heads,
-                args.attn_dropout, args.negative_slope, args.steps, args.alpha)
+                args.attn_dropout, args.negative_slope, args.steps, args.alpha, args.edge_features)
     dims = [g.x.shape[1]] + [args.hidden] * (args.layers - 1) + [g.classes]
     runs = []
     for seed in args.seeds:
@@ -577,6 +587,8 @@ def main():
     fresh.add_argument("--out-heads", type=int, help="gat: the last layer's heads, averaged; default 1")
     fresh.add_argument("--attn-dropout", type=float, help="gat: GATConv's dropout on alpha; default 0")
     fresh.add_argument("--negative-slope", type=float, help="gat: default 0.2")
+    fresh.add_argument("--edge-features", action="store_const", const=True,
+                       help="gat: GATConv(edge_dim) on the graph's edge features")
     fresh.add_argument("--steps", type=int, help="appnp: propagation steps K, default 10")
     fresh.add_argument("--alpha", type=float, help="appnp: teleport probability, default 0.1")
     args = ap.parse_args()
@@ -585,7 +597,7 @@ def main():
     defaults = {"model": "gcn", "layers": 2, "hidden": 16, "lr": 0.01, "weight_decay": 5e-4, "adamw": False,
                 "dropout": 0.5, "seeds": [0], "aggregator": "mean", "normalize": False, "gin_eps": 0.0,
                 "train_eps": False, "heads": 8, "out_heads": 1, "attn_dropout": 0.0, "negative_slope": 0.2,
-                "steps": 10, "alpha": 0.1}
+                "steps": 10, "alpha": 0.1, "edge_features": False}
     given = [k for k in defaults if getattr(args, k) is not None]
     if not args.fresh and given:
         ap.error(f"--{given[0].replace('_', '-')} is for --fresh: MODEL.h5 brings its own")

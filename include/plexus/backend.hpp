@@ -219,8 +219,9 @@ class Backend {
   // ranks: the caller combines the partial row maxima and sums between the phases
   // (all-reduce max, then sum). a.values is not read. Deterministic, no atomics, every result
   // independent of the thread count.
-  //   gat_edge_scores           e[h,k] = leaky(s_dst[r,h] + s_src[c,h]), leaky(x) = x > 0 ? x : slope·x
-  //   gat_edge_scores_backward  de[h,k] *= (s_dst[r,h] + s_src[c,h] > 0 ? 1 : slope), in place
+  //   gat_edge_scores           e[h,k] = leaky(s_dst[r,h] + s_src[c,h] (+ s_edge[h,k])), leaky(x) = x > 0 ? x : slope·x;
+  //                             s_edge (an edge array, or null): each entry's own term (GAT's edge features)
+  //   gat_edge_scores_backward  de[h,k] *= (s_dst[r,h] + s_src[c,h] (+ s_edge[h,k]) > 0 ? 1 : slope), in place
   //   edge_row_max              row_max[r,h] = max_k e[h,k] over row r (-inf for an empty row)
   //   edge_softmax_exp          e[h,k] = exp(e[h,k] − row_max[r,h]) in place;
   //                             row_sum[r,h] = Σ_k of the new e over row r (partial)
@@ -248,9 +249,10 @@ class Backend {
   //   head_dots_backward        dz[i,j] += ds[i,h(j)]·att[j];  datt[j] += Σ_i ds[i,h(j)]·z[i,j]
   //   elu                       m = m > 0 ? m : exp(m) − 1, in place
   //   elu_backward              grad *= activated > 0 ? 1 : activated + 1 (activated: elu's output)
-  void gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope, float* e);
+  void gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope, float* e,
+                       const float* s_edge = nullptr);
   void gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
-                                float* de);
+                                float* de, const float* s_edge = nullptr);
   void edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max);
   void edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum);
   void edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e);
@@ -414,9 +416,9 @@ class Backend {
   virtual void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                                      const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
   virtual void do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
-                                  float* e) = 0;
+                                  float* e, const float* s_edge) = 0;
   virtual void do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
-                                           float slope, float* de) = 0;
+                                           float slope, float* de, const float* s_edge) = 0;
   virtual void do_edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max) = 0;
   virtual void do_edge_softmax_exp(const CsrView& a, index_t heads, const float* row_max, float* e, float* row_sum) = 0;
   virtual void do_edge_softmax_normalize(const CsrView& a, index_t heads, const float* row_sum, float* e) = 0;

@@ -50,8 +50,11 @@ struct GnnKindInfo {
   std::vector<GnnOptionInfo> options;
   bool attention = false;  // its layers have attention coefficients to report (GnnTrainer::attention)
   // Its layers read the graph's edge features (GraphData::edge_features, format v1's
-  // /graph/edge_features): a graph without them is refused, and a file is read whole on every rank.
+  // /graph/edge_features) always (GINE), or where its flag of this name is on (GAT's
+  // "edge-features", PyG's edge_dim): GnnSpec::reads_edge_features. A graph without them is then
+  // refused, and a file is read whole on every rank.
   bool edge_features = false;
+  std::string edge_features_flag;
 };
 
 // "negative_slope" for "negative-slope": an option's key in JSON records and model files.
@@ -103,6 +106,11 @@ class GnnSpec {
   // the float), "mean", and "on"/"off" for a flag.
   std::string text(const std::string& option) const;
   const GnnOptionValue& value(const std::string& option) const;
+
+  // Whether this model's layers read the graph's edge features (GnnKindInfo::edge_features).
+  bool reads_edge_features() const {
+    return info_->edge_features || (!info_->edge_features_flag.empty() && flag(info_->edge_features_flag));
+  }
 
   // "gcn", "sage (aggregator mean, normalize off)", "gat (heads 8, out-heads 1, attn-dropout
   // 0.6, negative-slope 0.2)": the kind and every option, for people.

@@ -120,7 +120,8 @@ struct GnnShards {
   // Edge features (GraphData::edge_features), for a model whose layers read them (GINE,
   // GnnKindInfo::edge_features): the width, and for each Â block k the feature row of every
   // entry of adj[k] in its CSR order, [adj[k].nnz() × width] row-major — the row of the input's
-  // edge (row node → column node), zeros for the row's self-loop (Â's, not an edge). Empty
+  // edge (row node → column node); for the row's self-loop (Â's, not an edge) the mean of the
+  // row's edges' rows (PyG's GATConv fills its self-loops so; GINE sends it no message). Empty
   // otherwise; a shape-only shard has the width and no rows.
   index_t edge_feature_width = 0;
   std::vector<std::vector<float>> adj_edge_features;

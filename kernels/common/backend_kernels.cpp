@@ -247,14 +247,14 @@ void Backend::l2_normalize_rows_backward(ConstMatrixView y, const float* sumsq, 
 
 // ---- graph attention (GAT) ------------------------------------------------------------------
 void Backend::gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
-                              float* e) {
+                              float* e, const float* s_edge) {
   check_edges(a, heads, "gat_edge_scores");
-  observed("gat_edge_scores", [&] { do_gat_edge_scores(a, heads, s_dst, s_src, slope, e); });
+  observed("gat_edge_scores", [&] { do_gat_edge_scores(a, heads, s_dst, s_src, slope, e, s_edge); });
 }
 void Backend::gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
-                                       float slope, float* de) {
+                                       float slope, float* de, const float* s_edge) {
   check_edges(a, heads, "gat_edge_scores_backward");
-  observed("gat_edge_scores_backward", [&] { do_gat_edge_scores_backward(a, heads, s_dst, s_src, slope, de); });
+  observed("gat_edge_scores_backward", [&] { do_gat_edge_scores_backward(a, heads, s_dst, s_src, slope, de, s_edge); });
 }
 void Backend::edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max) {
   check_edges(a, heads, "edge_row_max");

@@ -59,13 +59,15 @@ double dot(const float* __restrict x, const float* __restrict y, Span s) {
 }  // namespace
 
 void CpuBackend::do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
-                                    float slope, float* e) {
+                                    float slope, float* e, const float* s_edge) {
   for_each_row(a, threads_for(edge_work(a, heads)), [&](index_t r, index_t begin, index_t end) {
     for (index_t h = 0; h < heads; ++h) {
       const float sd = s_dst[r * heads + h];
       float* __restrict eh = e + h * a.nnz;
+      const float* se = s_edge ? s_edge + h * a.nnz : nullptr;
       for (index_t k = begin; k < end; ++k) {
-        const float s = sd + s_src[a.indices[k] * heads + h];
+        const float s0 = sd + s_src[a.indices[k] * heads + h];
+        const float s = se ? s0 + se[k] : s0;
         eh[k] = s > 0.0f ? s : slope * s;
       }
     }
@@ -73,13 +75,16 @@ void CpuBackend::do_gat_edge_scores(const CsrView& a, index_t heads, const float
 }
 
 void CpuBackend::do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
-                                             float slope, float* de) {
+                                             float slope, float* de, const float* s_edge) {
   for_each_row(a, threads_for(edge_work(a, heads)), [&](index_t r, index_t begin, index_t end) {
     for (index_t h = 0; h < heads; ++h) {
       const float sd = s_dst[r * heads + h];
       float* __restrict dh = de + h * a.nnz;
-      for (index_t k = begin; k < end; ++k)
-        if (!(sd + s_src[a.indices[k] * heads + h] > 0.0f)) dh[k] *= slope;
+      const float* se = s_edge ? s_edge + h * a.nnz : nullptr;
+      for (index_t k = begin; k < end; ++k) {
+        const float s0 = sd + s_src[a.indices[k] * heads + h];
+        if (!((se ? s0 + se[k] : s0) > 0.0f)) dh[k] *= slope;
+      }
     }
   });
 }

@@ -54,19 +54,25 @@ struct Edges {
   index_t nnz, heads;
 };
 
+// s_dst + s_src of entry k, and its own term where there is one (GAT's edge features).
+__device__ inline float entry_score(const Edges& g, const float* s_dst, const float* s_src, const float* s_edge,
+                                    index_t r, index_t h, index_t k) {
+  const float s = s_dst[r * g.heads + h] + s_src[static_cast<index_t>(g.indices[k]) * g.heads + h];
+  return s_edge ? s + s_edge[h * g.nnz + k] : s;
+}
+
 struct ScoresOp {
   Edges g;
   const float *s_dst, *s_src;
   float slope;
   float* e;
+  const float* s_edge;
   __device__ void operator()(index_t r, index_t begin, index_t end, int lane) const {
-    for (index_t h = 0; h < g.heads; ++h) {
-      const float sd = s_dst[r * g.heads + h];
+    for (index_t h = 0; h < g.heads; ++h)
       for (index_t k = begin + lane; k < end; k += 32) {
-        const float s = sd + s_src[static_cast<index_t>(g.indices[k]) * g.heads + h];
+        const float s = entry_score(g, s_dst, s_src, s_edge, r, h, k);
         e[h * g.nnz + k] = s > 0.0f ? s : slope * s;
       }
-    }
   }
 };
 
@@ -75,12 +81,11 @@ struct ScoresBackwardOp {
   const float *s_dst, *s_src;
   float slope;
   float* de;
+  const float* s_edge;
   __device__ void operator()(index_t r, index_t begin, index_t end, int lane) const {
-    for (index_t h = 0; h < g.heads; ++h) {
-      const float sd = s_dst[r * g.heads + h];
+    for (index_t h = 0; h < g.heads; ++h)
       for (index_t k = begin + lane; k < end; k += 32)
-        if (!(sd + s_src[static_cast<index_t>(g.indices[k]) * g.heads + h] > 0.0f)) de[h * g.nnz + k] *= slope;
-    }
+        if (!(entry_score(g, s_dst, s_src, s_edge, r, h, k) > 0.0f)) de[h * g.nnz + k] *= slope;
   }
 };
 
@@ -311,16 +316,16 @@ __global__ void head_dots_backward_final_kernel(const double* __restrict__ part,
 }  // namespace
 
 void CudaBackend::do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
-                                     float slope, float* e) {
+                                     float slope, float* e, const float* s_edge) {
   activate();
-  for_each_row(a, stream_, "gat_edge_scores", ScoresOp{{a.indices, a.nnz, heads}, s_dst, s_src, slope, e});
+  for_each_row(a, stream_, "gat_edge_scores", ScoresOp{{a.indices, a.nnz, heads}, s_dst, s_src, slope, e, s_edge});
 }
 
 void CudaBackend::do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst,
-                                              const float* s_src, float slope, float* de) {
+                                              const float* s_src, float slope, float* de, const float* s_edge) {
   activate();
   for_each_row(a, stream_, "gat_edge_scores_backward",
-               ScoresBackwardOp{{a.indices, a.nnz, heads}, s_dst, s_src, slope, de});
+               ScoresBackwardOp{{a.indices, a.nnz, heads}, s_dst, s_src, slope, de, s_edge});
 }
 
 void CudaBackend::do_edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max) {

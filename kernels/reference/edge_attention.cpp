@@ -19,20 +19,27 @@ index_t at(const CsrView& a, index_t h, index_t k) { return h * a.nnz + k; }
 
 }  // namespace
 
+// s_dst + s_src, and the entry's own term where there is one.
+float score(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, const float* s_edge, index_t r,
+            index_t h, index_t k) {
+  const float s = s_dst[r * heads + h] + s_src[a.indices[k] * heads + h];
+  return s_edge ? s + s_edge[at(a, h, k)] : s;
+}
+
 void ReferenceBackend::do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,
-                                          float slope, float* e) {
+                                          float slope, float* e, const float* s_edge) {
   for (index_t r = 0; r < a.rows; ++r)
     for (index_t h = 0; h < heads; ++h)
       for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k)
-        e[at(a, h, k)] = leaky(s_dst[r * heads + h] + s_src[a.indices[k] * heads + h], slope);
+        e[at(a, h, k)] = leaky(score(a, heads, s_dst, s_src, s_edge, r, h, k), slope);
 }
 
 void ReferenceBackend::do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst,
-                                                   const float* s_src, float slope, float* de) {
+                                                   const float* s_src, float slope, float* de, const float* s_edge) {
   for (index_t r = 0; r < a.rows; ++r)
     for (index_t h = 0; h < heads; ++h)
       for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k)
-        if (!(s_dst[r * heads + h] + s_src[a.indices[k] * heads + h] > 0.0f)) de[at(a, h, k)] *= slope;
+        if (!(score(a, heads, s_dst, s_src, s_edge, r, h, k) > 0.0f)) de[at(a, h, k)] *= slope;
 }
 
 void ReferenceBackend::do_edge_row_max(const CsrView& a, index_t heads, const float* e, float* row_max) {

@@ -187,12 +187,13 @@ void ShapeBackend::do_layernorm_backward(ConstMatrixView x, ConstMatrixView, con
 }
 // The GAT edge kernels: edge arrays of nnz·heads floats, the block's structure, per-node arrays
 // of rows (or cols) × heads.
-void ShapeBackend::do_gat_edge_scores(const CsrView& a, index_t heads, const float*, const float*, float, float*) {
-  counts_.stream_bytes += csr_bytes(a) + kF * num(a.rows + a.cols) * num(heads) + edge_bytes(a, heads);
+void ShapeBackend::do_gat_edge_scores(const CsrView& a, index_t heads, const float*, const float*, float, float*,
+                                      const float* s_edge) {
+  counts_.stream_bytes += csr_bytes(a) + kF * num(a.rows + a.cols) * num(heads) + (s_edge ? 2 : 1) * edge_bytes(a, heads);
 }
 void ShapeBackend::do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float*, const float*, float,
-                                               float*) {
-  counts_.stream_bytes += csr_bytes(a) + kF * num(a.rows + a.cols) * num(heads) + 2 * edge_bytes(a, heads);
+                                               float*, const float* s_edge) {
+  counts_.stream_bytes += csr_bytes(a) + kF * num(a.rows + a.cols) * num(heads) + (s_edge ? 3 : 2) * edge_bytes(a, heads);
 }
 void ShapeBackend::do_edge_row_max(const CsrView& a, index_t heads, const float*, float*) {
   counts_.stream_bytes += num(a.rows + 1) * sizeof(index_t) + edge_bytes(a, heads) + kF * num(a.rows) * num(heads);

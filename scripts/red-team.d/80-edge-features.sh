@@ -61,3 +61,7 @@ accept predict "gine: predicts" '[[ -s $OUT/gine-p.h5 ]]' --checkpoint "$OUT/gin
 refuse predict "gine: predicts on a graph without edge features" "/graph/edge_features" \
   --checkpoint "$OUT/gine.h5" --data "$IN/sbm.h5" -o "$OUT/gine-p2.h5" --quiet
 accept plan "gine: planned" 'true' --data "$E/ef.h5" --model gine --ranks 4
+refuse train "gat --edge-features: a graph without them" "the model reads edge features and the file has none" \
+  --data "$IN/sbm.h5" --model gat --heads 2 --edge-features --epochs 1 --quiet --hidden 8
+NP=2 accept train "gat --edge-features: 2 ranks" 'jsonl_ok $OUT/gate2.jsonl' --data "$E/ef.h5" --model gat --heads 2 \
+  --edge-features --epochs 2 --quiet --threads 1 --hidden 8 --grid 2x1x1 --metrics "$OUT/gate2.jsonl"

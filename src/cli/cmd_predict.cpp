@@ -139,7 +139,7 @@ void run_predict(PredictOptions& o) {
   // labelled splits (not evaluated where it has none).
   // A model that reads edge features finds them per Â entry in the whole graph (every rank reads
   // it, as its training did); any other reads only its shards.
-  const bool whole = cfg.model.info().edge_features;
+  const bool whole = cfg.model.reads_edge_features();
   GraphData whole_graph;
   GnnShards shards;
   if (whole) {

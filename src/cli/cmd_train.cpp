@@ -215,7 +215,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   o.cfg.strict = o.strict;
   const TrainingOrder order =
       training_order(o.data, o.balance.empty() ? std::nullopt : std::optional<Balance>(parse_balance(o.balance)), o.cfg.task,
-                     o.cfg.model.info().edge_features);
+                     o.cfg.model.reads_edge_features());
   const bool in_memory = order.in_memory;
   const Balance balance = order.balance;
   if (in_memory) o.cfg.balance = balance;  // the check predicts the order training will make

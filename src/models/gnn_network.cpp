@@ -52,6 +52,12 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   // layout (shards.layouts, as the loaders' reads do), so every rank issues the same sequence
   // whichever of its blocks coincide.
   const BlockNeeds needs = kind.blocks(cfg.model);
+  const index_t edge_feature_width = shards.edge_feature_width;
+  const auto no_edge_features = [&] {
+    return InputError("shards", "GnnShards: the model (" + cfg.model.kind() +
+                                    ") reads edge features and these shards hold none (a prepared file's do not yet: "
+                                    "train on the plain graph)");
+  };
   const auto block = [&](std::size_t k) {
     // (Shards without block ranges, e.g. put together by hand, hold whole blocks.)
     return k < shards.adj_blocks.size() ? shards.adj_blocks[k] : AdjBlockRange{};
@@ -102,10 +108,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
     }
     if (needs.edge_features) {  // the block's edges, without its self-loops, and their features (GINE)
       if (b.sharded) throw std::invalid_argument("GnnNetwork: edge features need Â blocks held whole (no sharded Â)");
-      if (shards.edge_feature_width <= 0)
-        throw InputError("shards", "GnnShards: the model (" + cfg.model.kind() +
-                                       ") reads edge features and these shards hold none (a prepared file's do not yet: "
-                                       "train on the plain graph)");
+      if (shards.edge_feature_width <= 0) throw no_edge_features();
       if (shards.shape_only)  // (Â's entries: the edges and at most a self-loop a row, counted as edges)
         edge_features_.push_back(std::make_unique<DeviceEdgeFeatures>(be, b.rows.size(), b.cols.size(), shards.adj_nnz.at(k),
                                                                       shards.edge_feature_width));
@@ -113,6 +116,20 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
         edge_features_.push_back(std::make_unique<DeviceEdgeFeatures>(be, shards.adj[k], self_col(k),
                                                                       shards.adj_edge_features.at(k),
                                                                       shards.edge_feature_width));
+    }
+    if (needs.entry_features) {  // every entry's feature row, feature-major (GAT's edge scores)
+      if (shards.edge_feature_width <= 0) throw no_edge_features();
+      const index_t nnz = shards.shape_only ? shards.adj_nnz.at(k) : shards.adj[k].nnz();
+      const auto w = static_cast<std::size_t>(shards.edge_feature_width), n = static_cast<std::size_t>(nnz);
+      MemoryScope scope(be, MemoryKind::EdgeValues, "the entries' edge features");
+      entry_features_.emplace_back(be, n * w);
+      if (!shards.shape_only) {
+        const std::vector<float>& rows = shards.adj_edge_features.at(k);
+        std::vector<float> by_feature(n * w);
+        for (std::size_t q = 0; q < n; ++q)
+          for (std::size_t f = 0; f < w; ++f) by_feature[f * n + q] = rows[q * w + f];
+        entry_features_.back().upload(by_feature.data());
+      }
     }
     if (shards.shape_only)
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, shards.adj_nnz.at(k), cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
@@ -147,6 +164,8 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
                                needs.self_loops ? self_loops_[k].get() : nullptr,
                                needs.transpose_map ? transpose_maps_[k].data() : nullptr,
                                needs.edge_features ? edge_features_[k].get() : nullptr,
+                               needs.entry_features ? entry_features_[k].data() : nullptr,
+                               needs.entry_features ? edge_feature_width : 0,
                                cfg_,
                                comm};
     layers_.push_back(kind.make_layer(context));

@@ -94,6 +94,7 @@ class GnnNetwork {
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block
   std::vector<Buffer<index_t>> transpose_maps_;         // GAT: each block's entry map to its transpose
   std::vector<std::unique_ptr<DeviceEdgeFeatures>> edge_features_;  // GINE: each block's edges and features
+  std::vector<Buffer<float>> entry_features_;  // GAT with edge features: each block's entries' rows, feature-major
   std::vector<std::unique_ptr<GnnLayer3D>> layers_;
   std::unique_ptr<MlpLinkDecoder3D> link_decoder_;
   std::vector<ActivationView> outputs_;  // each layer's output of the last forward pass

@@ -82,7 +82,7 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.label_rows = sr.label_rows;
-  if (p.config.model.info().edge_features) {
+  if (p.config.model.reads_edge_features()) {
     if (p.num_edge_features <= 0)
       throw InputError("graph", "/graph/edge_features: the model reads edge features and the graph has none");
     s.edge_feature_width = p.num_edge_features;

@@ -41,7 +41,7 @@ index_t GatLayer3D::z_width(const LayerGeometry& g, const GatOptions& o) {
 
 GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj,
                        const index_t* transpose_map, DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed,
-                       LayerCommOptions comm)
+                       LayerCommOptions comm, const float* entry_features)
     : GnnLayer3D(be, geo, comm, TensorRole::Recomputed),
       be_(be),
       grid_(grid),
@@ -62,6 +62,9 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       att_src_(be, 1, z_cols_.size()),
       att_dst_(be, 1, z_cols_.size()),
       bias_(be, 1, geo.out_cols.size()),
+      entry_features_(entry_features),
+      edge_weight_(be, opt.edge_width, z_cols_.size()),
+      att_edge_(be, opt.edge_width > 0 ? 1 : 0, z_cols_.size()),
       z_(tensors_, TensorRole::Kept, linear_),
       s_cols_(tensors_, TensorRole::Recomputed, 2 * geo.in_rows.size(), local_heads_, LayerTensor::Options::fp32_values()),
       s_dst_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), local_heads_, LayerTensor::Options::fp32_values()),
@@ -82,12 +85,21 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
   att_src_.allocate(0.0f, grads);
   att_dst_.allocate(0.0f, grads);
   bias_.allocate(0.0f, grads);
+  if (opt.edge_width > 0) {
+    if (entry_features_ == nullptr) throw std::invalid_argument("GatLayer3D: an edge width without the entries' features");
+    edge_weight_.allocate(0.0f, grads);
+    att_edge_.allocate(0.0f, grads);
+  }
   if (be.computes()) {  // streams: layer + 1000 (W, as every kind's), + 3000 (a_src), + 4000 (a_dst)
     const auto layer = static_cast<std::uint32_t>(geo.layer);
     linear_.weight().upload(glorot_block(geo.in_dim, width, linear_.w_rows(), z_cols_, seed, layer + 1000u));
     // PyG's glorot of a (1, heads, F) tensor: ±√(6 / (heads + F)).
     att_src_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 3000u));
     att_dst_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 4000u));
+    if (opt.edge_width > 0) {  // + 6000 (lin_edge: glorot of [heads·F × D_e]), + 7000 (a_edge, as a_src)
+      edge_weight_.upload(glorot_block(opt.edge_width, width, Range{0, opt.edge_width}, z_cols_, seed, layer + 6000u));
+      att_edge_.upload(glorot_block(opt.heads, head_width(), Range{0, 1}, z_cols_, seed, layer + 7000u));
+    }
   }
   if (opt.average_heads) {
     std::vector<float> map(static_cast<std::size_t>(z_cols_.size() * geo.out_dim), 0.0f);
@@ -103,10 +115,17 @@ std::vector<LayerParam> GatLayer3D::parameters(bool decay_weights) {
   const index_t width = z_width(geo_, opt_);
   // a_src, a_dst and b are replicated over o and d: the copy at coordinate 0 of both counts.
   const bool contributes = grid_.coord(geo_.roles.o) == 0 && grid_.coord(geo_.roles.d) == 0;
-  return {linear_weight_param(linear_, grid_, "weight", geo_.in_dim, width, decay_weights),
-          LayerParam{"att_src", &att_src_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
-          LayerParam{"att_dst", &att_dst_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
-          LayerParam{"bias", &bias_, 1, geo_.out_dim, Range{0, 1}, geo_.out_cols, contributes, decay_weights}};
+  std::vector<LayerParam> p{
+      linear_weight_param(linear_, grid_, "weight", geo_.in_dim, width, decay_weights),
+      LayerParam{"att_src", &att_src_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
+      LayerParam{"att_dst", &att_dst_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights},
+      LayerParam{"bias", &bias_, 1, geo_.out_dim, Range{0, 1}, geo_.out_cols, contributes, decay_weights}};
+  if (opt_.edge_width > 0) {  // (replicated over o and d, as a_src)
+    p.push_back({"edge_weight", &edge_weight_, opt_.edge_width, width, Range{0, opt_.edge_width}, z_cols_, contributes,
+                 decay_weights});
+    p.push_back({"att_edge", &att_edge_, 1, width, Range{0, 1}, z_cols_, contributes, decay_weights});
+  }
+  return p;
 }
 
 std::vector<float> GatLayer3D::attention_on_host() {
@@ -194,9 +213,24 @@ const float* GatLayer3D::attend(const DropoutSpec& dropout) {
   if (!heads_whole_) i.all_reduce(s_cols.data(), s_cols.size(), ReduceOp::Sum);
   spmm_all_reduce(be_, o, self_loops_.operand(false), ConstMatrixView{s_dst_in, in_rows, heads, heads}, s_dst);
 
+  // Edge features: s_edge[h, k] = e_k·M[:, h], M = W_e·a_edge summed over head h's columns.
+  const float* s_edge = nullptr;
+  if (opt_.edge_width > 0) {
+    const index_t d_e = opt_.edge_width;
+    Matrix m(be_, d_e, heads);
+    if (z_cols_.size() > 0)
+      be_.head_dots(edge_weight_.view(), att_edge_.data(), heads, head_width(), feature0(), m.data());
+    if (!heads_whole_) i.all_reduce(m.data(), m.size(), ReduceOp::Sum);
+    MemoryScope scope(be_, MemoryKind::EdgeValues, "the entries' edge scores");
+    s_edge_ = Matrix(be_, heads, nnz_);
+    if (nnz_ > 0)
+      be_.gemm(Trans::Yes, Trans::No, 1.0f, m.view(), ConstMatrixView{entry_features_, d_e, nnz_, nnz_}, 0.0f,
+               s_edge_.view());
+    s_edge = s_edge_.data();
+  }
   // The softmax of a row spans the blocks of its row over o: maxima and sums are all-reduced.
   const AdjOperand a = adj_.operand(false);
-  be_.gat_edge_scores(a.whole, heads, s_dst.data(), s_src, opt_.negative_slope, alpha);
+  be_.gat_edge_scores(a.whole, heads, s_dst.data(), s_src, opt_.negative_slope, alpha, s_edge);
   be_.edge_row_max(a.whole, heads, alpha, row_max_.data());
   o.all_reduce(row_max_.data(), row_max_.size(), ReduceOp::Max);
   be_.edge_softmax_exp(a.whole, heads, row_max_.data(), alpha, row_sum_.data());
@@ -222,6 +256,7 @@ void GatLayer3D::attention_done() {
 }
 
 void GatLayer3D::release_attention() {
+  s_edge_ = Matrix();
   s_cols_.release();
   s_dst_.release();
   alpha_.release();
@@ -281,8 +316,25 @@ Activation GatLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropo
   o.all_reduce(row_sum_.data(), row_sum_.size(), ReduceOp::Sum);
   be_.edge_softmax_backward(a.whole, heads, alpha, row_sum_.data(), d_alpha.data());
   const float* s_src = s_cols_.view().data;
-  be_.gat_edge_scores_backward(a.whole, heads, s_dst_.view().data, s_src, opt_.negative_slope, d_alpha.data());
+  be_.gat_edge_scores_backward(a.whole, heads, s_dst_.view().data, s_src, opt_.negative_slope, d_alpha.data(),
+                               opt_.edge_width > 0 ? s_edge_.data() : nullptr);
   release_attention();
+  if (opt_.edge_width > 0) {
+    // dM[f, h] = Σ_k e_k[f]·ds[h, k] over the block's entries, summed over the blocks (o, then d);
+    // then dW_e = dM·a_edge and da_edge = Σ_f W_e ⊙ dM, column by column of each head.
+    const index_t d_e = opt_.edge_width;
+    Matrix d_m(be_, d_e, heads);
+    if (nnz_ > 0)
+      be_.gemm(Trans::No, Trans::Yes, 1.0f, ConstMatrixView{entry_features_, d_e, nnz_, nnz_},
+               ConstMatrixView{d_alpha.data(), heads, nnz_, nnz_}, 0.0f, d_m.view());
+    o.all_reduce(d_m.data(), d_m.size(), ReduceOp::Sum);
+    d.all_reduce(d_m.data(), d_m.size(), ReduceOp::Sum);
+    be_.fill(edge_weight_.grad_view(), 0.0f);
+    be_.fill(att_edge_.grad_view(), 0.0f);
+    if (z_cols_.size() > 0)
+      be_.head_dots_backward(edge_weight_.view(), att_edge_.data(), heads, head_width(), feature0(), d_m.data(),
+                             edge_weight_.grad_view(), att_edge_.grad());
+  }
 
   // ds_dst of the rows (summed over the row's blocks), then ds_src (the block's column sums) and
   // ds_dst moved back to the input order by Sᵀ, both summed over the blocks of the column.

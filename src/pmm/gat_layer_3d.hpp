@@ -19,6 +19,8 @@
 //   forward   W = gather(W_o)            all-gather        over o     L
 //             Z = H·W                    all-reduce(sum)   over d     L
 //             s_src, s_dst = Z·a         all-reduce(sum)   over i     (nodes × 2·heads)      [h]
+//             edge features: M = W_e·a_edge per head  all-reduce(sum) over i (D_e × heads)  [h]
+//               (s_edge = E·M on the block's entries, added to the scores)
 //             s_dst of the rows = S·s_dst all-reduce(sum)  over o     (nodes × heads)
 //             row max of e               all-reduce(max)   over o     (nodes × heads)
 //             row sum of exp             all-reduce(sum)   over o     (nodes × heads)
@@ -32,6 +34,7 @@
 //             ds_dst of the rows         all-reduce(sum)   over o     (nodes × heads)
 //             ds_src, Sᵀ·ds_dst          all-reduce(sum)   over d     (nodes × 2·heads)
 //             da_src, da_dst             all-reduce(sum)   over o     (features)
+//             edge features: dM = E·dsᵀ  all-reduce(sum)   over o, then d (D_e × heads; dW_e, da_edge from it)
 //             W = gather(W_o)            all-gather        over o     L
 //             dW = Hᵀ·dZ                 reduce-scatter    over o     L
 //             dH = dZ·Wᵀ                 all-reduce(sum)   over i     L
@@ -66,6 +69,7 @@ struct GatOptions {
   float attn_dropout = 0.0f;
   float negative_slope = 0.2f;
   bool elu = false;            // ELU on the output (every layer but the last)
+  index_t edge_width = 0;      // the edge features' width D_e (0: the scores read none)
 };
 
 class GatLayer3D : public GnnLayer3D {
@@ -74,13 +78,18 @@ class GatLayer3D : public GnnLayer3D {
   // the block's nnz entries): entry k of the block's transpose is entry transpose_map[k] of the
   // block; `self_loops`: the block's S. All outlive the layer. geo.out_dim is the layer's output
   // width: heads × F concatenated, or F (= out_dim) averaged.
+  // `entry_features` (device, [opt.edge_width × the block's nnz], feature-major; only with an
+  // edge width): each entry's edge features, a self-loop's the mean of its row's (PyG's
+  // fill_value "mean"), which add a_edge·(e_ij·W_e) to the entry's score (PyG's edge_dim).
   GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, DeviceAdj& adj, const index_t* transpose_map,
-             DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed, LayerCommOptions comm = {});
+             DeviceAdj& self_loops, GatOptions opt, std::uint64_t seed, LayerCommOptions comm = {},
+             const float* entry_features = nullptr);
 
   void weight_updated() override { linear_.weight_updated(); }
   Range out_slice_rows() const override { return geo_.out_rows; }
   const LayerGeometry& geometry() const override { return geo_; }
-  // "weight" [in_dim × heads·F], "att_src" and "att_dst" [1 × heads·F], "bias" [1 × out_dim].
+  // "weight" [in_dim × heads·F], "att_src" and "att_dst" [1 × heads·F], "bias" [1 × out_dim];
+  // with edge features "edge_weight" [D_e × heads·F] (lin_edge's, transposed) and "att_edge".
   // Weight decay applies to every one of them when `decay_weights` (PyG's GAT example decays
   // all parameters).
   std::vector<LayerParam> parameters(bool decay_weights) override;
@@ -128,6 +137,9 @@ class GatLayer3D : public GnnLayer3D {
   index_t nnz_ = 0;
   Linear3D linear_;
   ParamSlot att_src_, att_dst_, bias_;
+  const float* entry_features_ = nullptr;
+  ParamSlot edge_weight_, att_edge_;  // with edge features: W_e [D_e × z_cols], a_edge [1 × z_cols]
+  Matrix s_edge_;                     // [heads × nnz]: a_edge·(e_ij·W_e) of each entry, attend() to backward
   LayerTensor z_;       // Z = dropout(H)·W: the linear's output
   LayerTensor s_cols_;  // [2 × in_rows × heads]: s_src then s_dst of the input order
   LayerTensor s_dst_;   // [out_rows × heads]: s_dst of the output order

@@ -58,6 +58,17 @@ void attach_edge_features(GnnShards& s, const GraphData& input) {
   if (s.shape_only) return;
   const EdgeIndex edges(input);
   const auto w = static_cast<std::size_t>(width);
+  // The mean of node u's edges' feature rows, its own self-loops left out (0 without an edge).
+  const auto row_mean = [&](index_t u, std::vector<float>::iterator out) {
+    std::vector<double> sum(w, 0.0);
+    index_t count = 0;
+    for (index_t e = input.indptr[u]; e < input.indptr[u + 1]; ++e) {
+      if (input.indices[e] == u) continue;
+      ++count;
+      for (std::size_t f = 0; f < w; ++f) sum[f] += input.edge_features[static_cast<std::size_t>(e) * w + f];
+    }
+    for (std::size_t f = 0; f < w; ++f) out[static_cast<std::ptrdiff_t>(f)] = count ? static_cast<float>(sum[f] / static_cast<double>(count)) : 0.0f;
+  };
   for (std::size_t k = 0; k < s.adj.size(); ++k) {
     const AdjBlockRange b = k < s.adj_blocks.size() ? s.adj_blocks[k] : AdjBlockRange{};
     const HostCsr& a = s.adj[k];
@@ -71,7 +82,10 @@ void attach_edge_features(GnnShards& s, const GraphData& input) {
       for (index_t q = a.indptr[r]; q < a.indptr[r + 1]; ++q) {
         const index_t c = a.indices[static_cast<std::size_t>(q)];
         const index_t v = col_ids ? (*col_ids)[static_cast<std::size_t>(c)] : b.cols.begin + c;
-        if (u == v) continue;  // the self-loop: no edge, no message
+        if (u == v) {  // the self-loop: the mean of the row's edges' rows (GATConv's fill_value "mean")
+          row_mean(u, rows.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(q) * w));
+          continue;
+        }
         index_t e = edges.find(u, v);
         if (e < 0) e = edges.find(v, u);  // (an undirected graph symmetrised in memory)
         if (e < 0)

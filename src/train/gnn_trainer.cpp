@@ -122,7 +122,7 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
     links = link_pairs(split, random_link_split(split, cfg.link.val, cfg.link.test, cfg.seed));
   }
   const GraphData& graph = drawn ? split : input;
-  const bool edge_features = cfg.model.info().edge_features;  // (validate(cfg): its Â blocks are whole)
+  const bool edge_features = cfg.model.reads_edge_features();  // (validate(cfg): its Â blocks are whole)
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
   if (cfg.balance == Balance::kNone) {  // (the link task's always: validate(cfg))
     GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),

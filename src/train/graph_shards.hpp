@@ -34,7 +34,8 @@ void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, Process
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict, const LinkSplit* held_out = nullptr);
 
-// Fills s.edge_feature_width and s.adj_edge_features from `input` (the graph the shards were cut
+// Fills s.edge_feature_width and s.adj_edge_features (a self-loop's row: the mean of its row's
+// edges' rows) from `input` (the graph the shards were cut
 // from, in its own node order: each block entry is found by its row's and column's input ids,
 // GnnShards::adj_row_ids/adj_col_ids). Â's entries are A's edges and the self-loops, so every
 // entry off a row's self-loop is an edge of `input`; an undirected graph symmetrised in memory may

@@ -22,7 +22,10 @@ const KindSpec& gat_kind() {
                integer_option("out-heads", "attention heads of the last layer, averaged", 1, 1, 1024),
                real_option("attn-dropout", "dropout on the attention coefficients while training", 0.0, 0.0, 1.0,
                            /*max_excluded=*/true),
-               real_option("negative-slope", "slope of the LeakyReLU of the attention scores", 0.2, 0.0, 1000.0)}};
+               real_option("negative-slope", "slope of the LeakyReLU of the attention scores", 0.2, 0.0, 1000.0),
+               flag_option("edge-features",
+                           "the attention scores read the graph's edge features (PyG's GATConv with edge_dim)")}};
+    s.info.edge_features_flag = "edge-features";
     s.order = LayerOrder::TransformFirst;
     s.decay_every_layer = true;  // PyG's GAT example decays every parameter
     s.bf16 = true;
@@ -30,10 +33,16 @@ const KindSpec& gat_kind() {
     s.shard_adj = false;   // its Â blocks are held whole (per-edge values in the block's order)
     s.agg_chunks = false;
     s.hidden_multiple_of = "heads";
-    s.blocks = [](const GnnSpec&) { return BlockNeeds{std::nullopt, true, true}; };
+    s.blocks = [](const GnnSpec& m) {
+      BlockNeeds b{std::nullopt, true, true};
+      b.entry_features = m.flag("edge-features");
+      return b;
+    };
     s.make_layer = [](const LayerContext& c) -> std::unique_ptr<GnnLayer3D> {
-      return std::make_unique<GatLayer3D>(c.be, c.grid, c.geo, c.adj, c.transpose_map, *c.self_loops,
-                                          gat_options(c.cfg.model, c.last()), c.cfg.seed, c.comm);
+      GatOptions o = gat_options(c.cfg.model, c.last());
+      o.edge_width = c.edge_feature_width;
+      return std::make_unique<GatLayer3D>(c.be, c.grid, c.geo, c.adj, c.transpose_map, *c.self_loops, o, c.cfg.seed,
+                                          c.comm, c.entry_features);
     };
     // Z's columns over i (the last layer's: heads × the classes, averaged later).
     s.rank_key = [](const LayerGeometry& geo, int layers, const GnnSpec& m, GridShape g, const std::array<int, 3>& coords,

@@ -28,6 +28,7 @@ struct BlockNeeds {
   bool self_loops = false;     // the block's self-loop selector S (and Sᵀ)
   bool transpose_map = false;  // the map of the block's entries to its transpose's (per-edge values)
   bool edge_features = false;  // the block's edges and their features (GINE: DeviceEdgeFeatures)
+  bool entry_features = false;  // every entry's feature row, [width × nnz] (GAT with edge features)
 };
 
 // What one layer of the model is built from (GnnNetwork builds every layer through its kind).
@@ -40,6 +41,8 @@ struct LayerContext {
   DeviceAdj* self_loops = nullptr;          // its S, where BlockNeeds::self_loops
   const index_t* transpose_map = nullptr;   // where BlockNeeds::transpose_map
   DeviceEdgeFeatures* edges = nullptr;      // where BlockNeeds::edge_features
+  const float* entry_features = nullptr;    // where BlockNeeds::entry_features: [edge_feature_width × nnz]
+  index_t edge_feature_width = 0;
   const TrainConfig& cfg;                   // cfg.model: the kind's options
   LayerCommOptions comm;
   bool last() const { return geo.layer + 1 == layers; }
