@@ -215,3 +215,43 @@ TEST(EdgeFeatures, EveryBackwardWritesTheEdgeGradientsAfresh) {
 
 }  // namespace
 }  // namespace plexus
+
+namespace plexus {
+namespace {
+
+// `convert edgelist --edge-features N`: the last N columns of each line are its edge's features,
+// both directions of a symmetrized edge take them, a repeated edge keeps its first line's.
+TEST(EdgeFeatures, AnEdgeListsLastColumnsAreItsEdgesFeatures) {
+  const testing::ScratchDir dir;
+  const std::string path = dir.write("e.txt", "# u v w f1 f2\n10 20 1.5 0.25 -1\n20 30 2 3 4\n30 10 1 5 6\n20 10 9 7 8\n");
+  EdgeListOptions o;
+  o.edge_features = 2;
+  const GraphData g = read_edge_list(path, o);  // ids 10, 20, 30: nodes 0, 1, 2
+  ASSERT_EQ(g.num_edge_features, 2);
+  ASSERT_EQ(g.num_edges(), 6);
+  const auto row = [&](index_t u, index_t v) {
+    for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k)
+      if (g.indices[k] == v) return std::vector<float>{g.edge_features[k * 2], g.edge_features[k * 2 + 1]};
+    return std::vector<float>{};
+  };
+  EXPECT_EQ(row(0, 1), (std::vector<float>{0.25f, -1.0f}));  // line 1, and its reverse; line 4 repeats it
+  EXPECT_EQ(row(1, 0), (std::vector<float>{0.25f, -1.0f}));
+  EXPECT_EQ(row(1, 2), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(row(2, 1), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(row(2, 0), (std::vector<float>{5.0f, 6.0f}));
+  EXPECT_EQ(g.values[static_cast<std::size_t>(g.indptr[0])], 1.5f);  // the weight stays a weight
+  o.symmetrize = false;
+  EXPECT_EQ(read_edge_list(path, o).num_edges(), 4);
+  // Too few columns, a feature that is not a number, a width out of range; other readers refuse.
+  const std::string short_line = dir.write("s.txt", "1 2 0.5\n");
+  EXPECT_TRUE(contains(refusal([&] { read_edge_list(short_line, o); }), "expected 4 or 5 columns (u v [weight] 2 edge features)"));
+  const std::string nan_line = dir.write("n.txt", "1 2 0.5 x\n");
+  o.edge_features = 1;
+  EXPECT_TRUE(contains(refusal([&] { read_edge_list(nan_line, o); }), "edge feature"));
+  o.edge_features = -1;
+  const std::string why = refusal([&] { read_edge_list(path, o); });
+  EXPECT_TRUE(contains(why, "must be between 0 and 4096")) << why;
+}
+
+}  // namespace
+}  // namespace plexus

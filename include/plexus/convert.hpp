@@ -74,6 +74,11 @@ struct EdgeListOptions {
   // (given_link_split, plexus/link_split.hpp, holds them out).
   NodePairList* held_out_val = nullptr;
   NodePairList* held_out_test = nullptr;
+  // > 0 (read_edge_list in one process only): the last `edge_features` columns of every edge line
+  // (before a split column) are the edge's features, finite floats (/graph/edge_features):
+  // "u v [w] f1 .. fN". Both directions of a symmetrized edge take its line's; a repeated edge
+  // keeps its first line's, as its weight.
+  index_t edge_features = 0;
 };
 
 // SNAP-style edge list: one edge "u v" or "u v w" per line, fields separated by spaces, tabs

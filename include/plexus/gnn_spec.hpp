@@ -54,7 +54,7 @@ struct GnnKindInfo {
   // "edge-features", PyG's edge_dim): GnnSpec::reads_edge_features. A graph without them is then
   // refused, and a file is read whole on every rank.
   bool edge_features = false;
-  std::string edge_features_flag;
+  std::string edge_features_flag{};
 };
 
 // "negative_slope" for "negative-slope": an option's key in JSON records and model files.

@@ -31,6 +31,8 @@ void check_common(const EdgeListOptions& opt) {
   if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));
   if (opt.features == SyntheticFeatures::kRandom && opt.feature_width < 1)
     throw InputError("EdgeListOptions.feature_width", "must be at least 1, got " + std::to_string(opt.feature_width));
+  if (opt.edge_features < 0 || opt.edge_features > 4096)
+    throw InputError("EdgeListOptions.edge_features", "must be between 0 and 4096, got " + std::to_string(opt.edge_features));
 }
 
 void finish(GraphData& g, const EdgeListOptions& opt, const std::string& path) {
@@ -42,6 +44,17 @@ void finish(GraphData& g, const EdgeListOptions& opt, const std::string& path) {
 // Columns of the synthetic features (the size checks count them).
 index_t feature_width(const EdgeListOptions& opt) {
   return opt.features == SyntheticFeatures::kRandom ? opt.feature_width : 1;
+}
+
+// The stored entries' feature rows, each its line's (`orders`: the line of every entry, CSR order).
+void take_edge_features(GraphData& g, index_t width, const std::vector<float>& by_line, const std::vector<index_t>& orders) {
+  if (width <= 0) return;
+  const auto w = static_cast<std::size_t>(width);
+  g.num_edge_features = width;
+  g.edge_features.resize(orders.size() * w);
+  for (std::size_t k = 0; k < orders.size(); ++k)
+    std::copy_n(by_line.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(orders[k]) * w), w,
+                g.edge_features.begin() + static_cast<std::ptrdiff_t>(k * w));
 }
 
 std::string lower(std::string_view s) {
@@ -59,9 +72,20 @@ struct EdgeLine {
   int split;  // 0 train, 1 validation, 2 test (0 without a split column)
 };
 EdgeLine parse_edge_line(const TextReader& in, std::string_view line, std::vector<std::string_view>& f,
-                         std::size_t& columns, bool split_column) {
+                         std::size_t& columns, bool split_column, index_t feature_cols = 0,
+                         std::vector<float>* features = nullptr) {
   text::split_fields(line, f);
   EdgeLine e{};
+  if (feature_cols > 0) {  // "u v [w] f1 .. fN [split]": the features taken off first
+    const auto n = static_cast<std::size_t>(feature_cols);
+    const std::size_t tail = split_column ? 1 : 0;
+    if (f.size() < 2 + n + tail || f.size() > 3 + n + tail)
+      in.fail("expected " + std::to_string(2 + n + tail) + " or " + std::to_string(3 + n + tail) + " columns (u v [weight] " +
+              std::to_string(n) + " edge features" + (split_column ? " split" : "") + "), got " + std::to_string(f.size()));
+    const std::size_t first = f.size() - tail - n;
+    for (std::size_t k = first; k < first + n; ++k) features->push_back(text::parse_float(in, f[k], "edge feature"));
+    f.erase(f.begin() + static_cast<std::ptrdiff_t>(first), f.begin() + static_cast<std::ptrdiff_t>(first + n));
+  }
   if (split_column) {
     if (f.size() < 3 || f.size() > 4)
       in.fail("expected 3 or 4 columns (u v [weight] split), got " + std::to_string(f.size()));
@@ -125,12 +149,13 @@ GraphData read_edges_of_named_nodes(const std::string& path, const EdgeListOptio
   TextReader in(path);
   std::vector<build::Edge> edges;
   SplitTags tags;
+  std::vector<float> line_features;  // EdgeListOptions::edge_features per edge line
   std::vector<std::string_view> f;
   std::string_view line;
   std::size_t columns = 0;
   while (in.next(line)) {
     if (text::is_comment_or_blank(line)) continue;
-    const EdgeLine e = parse_edge_line(in, line, f, columns, opt.held_out_val != nullptr);
+    const EdgeLine e = parse_edge_line(in, line, f, columns, opt.held_out_val != nullptr, opt.edge_features, &line_features);
     tags.note(opt, e);
     index_t ends[2];
     for (int k = 0; k < 2; ++k) {
@@ -146,7 +171,9 @@ GraphData read_edges_of_named_nodes(const std::string& path, const EdgeListOptio
                               static_cast<std::int64_t>(edges.size()), opt.symmetrize, columns == 3, feature_width(opt));
   tags.list(opt, edges, path);
   GraphData g;
-  build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3);
+  std::vector<index_t> orders;
+  build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3, &orders);
+  take_edge_features(g, opt.edge_features, line_features, orders);
   finish(g, opt, path);
   original_ids = names;
   return g;
@@ -170,12 +197,13 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
   TextReader in(path);
   std::vector<build::Edge> edges;
   SplitTags tags;
+  std::vector<float> line_features;  // EdgeListOptions::edge_features per edge line
   std::vector<std::string_view> f;
   std::string_view line;
   std::size_t columns = 0;  // of the first edge line: 2 (unweighted) or 3 (weighted)
   while (in.next(line)) {
     if (text::is_comment_or_blank(line)) continue;
-    const EdgeLine e = parse_edge_line(in, line, f, columns, opt.held_out_val != nullptr);
+    const EdgeLine e = parse_edge_line(in, line, f, columns, opt.held_out_val != nullptr, opt.edge_features, &line_features);
     tags.note(opt, e);
     index_t ids[2];
     for (int k = 0; k < 2; ++k) {
@@ -221,7 +249,9 @@ GraphData read_edge_list(const std::string& path, const EdgeListOptions& opt, st
                               feature_width(opt));
   tags.list(opt, edges, path);
   GraphData g;
-  build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3);
+  std::vector<index_t> orders;
+  build::csr_from_edges(g, n, edges, opt.symmetrize, columns == 3, &orders);
+  take_edge_features(g, opt.edge_features, line_features, orders);
   finish(g, opt, path);
   return g;
 }

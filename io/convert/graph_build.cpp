@@ -36,7 +36,8 @@ void require_generated_memory(index_t n, double stored_edges, index_t features, 
                      " stored edges, " + std::to_string(features) + " features");
 }
 
-void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symmetrize, bool weighted) {
+void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symmetrize, bool weighted,
+                    std::vector<index_t>* orders) {
   // Drop self-loops, then add the reversed copies.
   std::erase_if(edges, [](const Edge& e) { return e.u == e.v; });
   if (symmetrize) {
@@ -49,11 +50,12 @@ void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symm
   }
   g.num_nodes = n;
   g.directed = !symmetrize;
-  csr_rows_from_edges(0, n, edges, weighted, g.indptr, g.indices, g.values);
+  csr_rows_from_edges(0, n, edges, weighted, g.indptr, g.indices, g.values, orders);
 }
 
 void csr_rows_from_edges(index_t row0, index_t rows, std::vector<Edge>& edges, bool weighted,
-                         std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values) {
+                         std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values,
+                         std::vector<index_t>* orders) {
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
     if (a.u != b.u) return a.u < b.u;
     if (a.v != b.v) return a.v < b.v;
@@ -68,10 +70,12 @@ void csr_rows_from_edges(index_t row0, index_t rows, std::vector<Edge>& edges, b
   indices.resize(edges.size());
   values.clear();
   if (weighted) values.resize(edges.size());
+  if (orders) orders->resize(edges.size());
   for (std::size_t k = 0; k < edges.size(); ++k) {
     ++indptr[static_cast<std::size_t>(edges[k].u - row0) + 1];
     indices[k] = edges[k].v;
     if (weighted) values[k] = edges[k].w;
+    if (orders) (*orders)[k] = edges[k].order;
   }
   for (std::size_t i = 1; i < indptr.size(); ++i) indptr[i] += indptr[i - 1];
   std::vector<Edge>().swap(edges);

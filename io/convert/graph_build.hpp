@@ -48,11 +48,14 @@ void require_every_split(const GraphData& g, const SplitOptions& names);
 // Sets g.num_nodes = n, g.directed = !symmetrize and the CSR (sorted rows, no duplicates, no
 // self-loops; g.values only when `weighted`). With `symmetrize` each edge is also stored
 // reversed with the same weight. Ids must already be in [0, n). Consumes `edges`.
-void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symmetrize, bool weighted);
+// `orders` (when given): each stored entry's Edge::order, in CSR order.
+void csr_from_edges(GraphData& g, index_t n, std::vector<Edge>& edges, bool symmetrize, bool weighted,
+                    std::vector<index_t>* orders = nullptr);
 // Rows [row0, row0 + rows) of that CSR from their edges (every e.u in the range; self-loops
 // dropped and reversed copies added already): indptr from 0. Consumes `edges`.
 void csr_rows_from_edges(index_t row0, index_t rows, std::vector<Edge>& edges, bool weighted,
-                         std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values);
+                         std::vector<index_t>& indptr, std::vector<index_t>& indices, std::vector<float>& values,
+                         std::vector<index_t>* orders = nullptr);
 
 // Fills g.features / g.num_features for inputs without features (see SyntheticFeatures).
 // `where` names the option in errors (e.g. "EdgeListOptions.feature_width").

@@ -153,6 +153,8 @@ int convert_passes_for_budget(std::uint64_t lines, index_t num_nodes, index_t fe
 void read_edge_list_in_passes(const std::string& path, const EdgeListOptions& opt, int passes,
                               const std::string& scratch_dir, const GraphRowsSink& sink) {
   if (opt.node_ids != nullptr) throw InputError("EdgeListOptions.node_ids", "a node file is read whole: convert with EdgeListOptions.node_ids without passes");
+  if (opt.edge_features != 0)
+    throw InputError("EdgeListOptions.edge_features", "edge features are read on one process for now: convert without passes");
   if (opt.base != 0 && opt.base != 1) throw InputError("EdgeListOptions.base", "must be 0 or 1, got " + std::to_string(opt.base));
   if (opt.num_nodes < 0) throw InputError("EdgeListOptions.num_nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
   if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));

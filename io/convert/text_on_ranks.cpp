@@ -176,6 +176,8 @@ GraphSlice read_edge_list_on_ranks(const std::string& path, const EdgeListOption
   const Ranks ranks(comm);
   if (opt.node_ids != nullptr)
     throw InputError("EdgeListOptions.node_ids", "a node file is read on one rank: convert with EdgeListOptions.node_ids on one rank");
+  if (opt.edge_features != 0)
+    throw InputError("EdgeListOptions.edge_features", "edge features are read on one process for now: convert on one rank");
   if (opt.base != 0 && opt.base != 1) throw InputError("EdgeListOptions.base", "must be 0 or 1, got " + std::to_string(opt.base));
   if (opt.num_nodes < 0) throw InputError("EdgeListOptions.num_nodes", "must be >= 0, got " + std::to_string(opt.num_nodes));
   if (opt.classes < 1) throw InputError("EdgeListOptions.classes", "must be at least 1, got " + std::to_string(opt.classes));

@@ -351,6 +351,10 @@ void add_edgelist_command(CLI::App* conv) {
                  "Split the links for plexus train --task link: TRAIN,VAL,TEST fractions adding up to 1 (e.g. "
                  "0.85,0.05,0.1; PyG's RandomLinkSplit): the graph keeps the training links, /links holds the held-out "
                  "ones with as many negatives (docs/format-v1.md, \"Link splits\")");
+  ec->add_option("--edge-features", el->opt.edge_features,
+                 "The last N columns of every edge line (before a split column) are the edge's features, "
+                 "/graph/edge_features (\"u v [weight] f1 .. fN\"; what --model gine and gat --edge-features read)")
+      ->capture_default_str();
   ec->add_flag("--edge-split-column", el->edge_split_column,
                "Each edge line's last column is its split for plexus train --task link: train, val (or valid) or test "
                "(\"u v [weight] split\"); the held-out links' negatives are drawn with --split-seed");

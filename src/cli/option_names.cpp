@@ -116,6 +116,7 @@ const OptionName kNames[] = {
     {"EdgeListOptions.num_nodes", "--num-nodes"},
     {"EdgeListOptions.classes", "--classes"},
     {"EdgeListOptions.feature_width", "--feature-width"},
+    {"EdgeListOptions.edge_features", "--edge-features"},
     {"read_edge_list_in_passes(scratch_dir)", "--scratch"},
     {"convert_passes_for_budget(budget)", "--memory-per-rank"},
     {"NodeFileOptions.id_column", "--id-column"},
