@@ -198,7 +198,7 @@ then ok; else fail report; cat report.txt; fi
 if "$plexus" inspect sage-sum.h5 >inspect.txt 2>&1 && grep -Eq '^  model +sage \(aggregator sum, normalize on\)$' inspect.txt &&
    "$plexus" inspect gin-eps.h5 >>inspect.txt 2>&1 && grep -Eq '^  model +gin \(gin-eps 0.5, train-eps on\)$' inspect.txt &&
    "$plexus" inspect gat-opts.h5 >>inspect.txt 2>&1 &&
-   grep -Eq '^  model +gat \(heads 4, out-heads 2, attn-dropout 0.3, negative-slope 0.1\)$' inspect.txt
+   grep -Eq '^  model +gat \(heads 4, out-heads 2, attn-dropout 0.3, negative-slope 0.1, edge-features off\)$' inspect.txt
 then ok; else fail inspect; cat inspect.txt; fi
 
 echo "cli_gnn_models: $passed passed, $failures failed"

@@ -18,6 +18,7 @@ if "$plexus" inspect "$cora" --grid 2x2x2 --balance permute --layers 3 --json >"
 import json, sys
 d = json.load(open('$work/j'))
 assert d['num_nodes'] == 2708 and d['stored_edges'] == 10556 and d['num_classes'] == 7, d
+assert d['num_edge_features'] == 0, d
 assert sum(d['label_counts'].values()) == 2708
 assert sum(b['nodes'] for b in d['degree']['log2_histogram']) == 2708
 b = d['balance']
@@ -87,7 +88,7 @@ with h5py.File('$work/gat.h5', 'r+') as f:
 if "$plexus" inspect "$work/sage.h5" >"$work/sage" 2>&1 && grep -Eq "^  model +sage \(aggregator sum, normalize on\)$" "$work/sage" &&
    "$plexus" inspect "$work/gin.h5" >"$work/gin" 2>&1 && grep -Eq "^  model +gin \(gin-eps 0.25, train-eps off\)$" "$work/gin" &&
    "$plexus" inspect "$work/gat.h5" >"$work/gat" 2>&1 &&
-   grep -Eq "^  model +gat \(heads 4, out-heads 1, attn-dropout 0.6, negative-slope 0.2\)$" "$work/gat"; then ok
+   grep -Eq "^  model +gat \(heads 4, out-heads 1, attn-dropout 0.6, negative-slope 0.2, edge-features off\)$" "$work/gat"; then ok
 else fail model-kinds; cat "$work/sage" "$work/gin" "$work/gat"; fi
 if "$plexus" inspect "$work/m.h5" --json >"$work/j" 2>&1 && "$plexus" inspect "$work/sage.h5" --json >"$work/js" 2>&1 &&
    "$plexus" inspect "$work/gin.h5" --json >"$work/jg" 2>&1 && "$plexus" inspect "$work/gat.h5" --json >"$work/jt" 2>&1 && $py -c "
@@ -117,6 +118,21 @@ expect_error model-grid "--grid: $work/m.h5 is a GNN model file: it has no layou
   --save "$work/gpt.h5" >/dev/null 2>&1 || fail "gpt train --save"
 expect_error gpt-model "gpt.h5: is a GPT model file (plexus gpt train --save or --checkpoint-dir); plexus inspect reads graphs and GNN model files" \
   inspect "$work/gpt.h5"
+
+# A graph with edge features says their width (docs/format-v1.md).
+$py - "$cora" "$work/ef.h5" <<'PY' || fail "edge features: h5py"
+import shutil, sys
+import h5py, numpy as np
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    f["graph/edge_features"] = np.ones((f["graph/indices"].shape[0], 4), np.float32)
+PY
+if "$plexus" inspect "$work/ef.h5" >"$work/ef.txt" 2>&1 && grep -q "edge features  4 per stored edge" "$work/ef.txt" &&
+   "$plexus" inspect "$work/ef.h5" --json | $py -c "import json, sys; assert json.load(sys.stdin)['num_edge_features'] == 4"; then
+  ok
+else
+  fail "edge features"; cat "$work/ef.txt"
+fi
 
 echo "cli_inspect: $passed passed, $failures failed"
 ((failures == 0))

@@ -39,6 +39,9 @@ struct GnnOptionInfo {
   std::vector<std::string> choices;  // Choice
   double min = 0, max = 0;           // Integer and Real: the range, both ends included ...
   bool max_excluded = false;         // ... except max where this is set: [min, max)
+  // Added after model files were written without it: a file that lacks the attribute takes the
+  // default (any other missing option is a damaged file).
+  bool default_when_absent = false;
   // "negative_slope": the name with '_' for '-'.
   std::string key() const;
 };

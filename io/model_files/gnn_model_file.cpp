@@ -134,6 +134,7 @@ void read_model_options(const h5::Reader& r, TrainConfig& o) {
   }
   for (const GnnOptionInfo& opt : o.model.info().options) {
     const std::string key = opt.key();
+    if (opt.default_when_absent && !r.attr_exists(key, kOptions)) continue;  // (an older file: the default)
     try {
       switch (opt.type) {
         case GnnOptionType::Flag: o.model.set(opt.name, r.int_attr(key, "uint8", kOptions) != 0); break;

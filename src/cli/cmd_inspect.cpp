@@ -224,6 +224,7 @@ void run_inspect(const InspectOptions& o) {
         {"stored_edges", g.num_edges()},
         {"directed", g.directed},
         {"weighted", !g.values.empty()},
+        {"num_edge_features", g.num_edge_features},
         {"degree", {{"min", sorted.front()}, {"mean", mean}, {"median", median}, {"max", sorted.back()}, {"log2_histogram", h}}},
         {"isolated_nodes", isolated},
         {"self_loops", self_loops},
@@ -262,6 +263,7 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("  degree         min {}  mean {:.2f}  median {:g}  max {}\n", sorted.front(), mean, median, sorted.back());
   fmt::print("  isolated nodes {}\n  self-loops     {}\n", isolated, self_loops);
   fmt::print("  features       {}\n  classes        {}\n", g.num_features, g.num_classes);
+  if (g.num_edge_features > 0) fmt::print("  edge features  {} per stored edge\n", g.num_edge_features);
   fmt::print("  split          train {}  val {}  test {}\n", n_train, n_val, n_test);
   if (links)
     fmt::print("  link split     val {} links ({} negatives)  test {} links ({} negatives); the graph holds the "

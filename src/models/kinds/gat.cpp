@@ -26,6 +26,7 @@ const KindSpec& gat_kind() {
                flag_option("edge-features",
                            "the attention scores read the graph's edge features (PyG's GATConv with edge_dim)")}};
     s.info.edge_features_flag = "edge-features";
+    s.info.options.back().default_when_absent = true;  // (GAT files before it: off)
     s.order = LayerOrder::TransformFirst;
     s.decay_every_layer = true;  // PyG's GAT example decays every parameter
     s.bf16 = true;
