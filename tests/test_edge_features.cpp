@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gnn_network.hpp"
@@ -17,6 +18,7 @@
 #include "plexus/link_split.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
+#include "input_errors.hpp"
 #include "link_graphs.hpp"
 #include "scratch_dir.hpp"
 #include "train/graph_shards.hpp"
@@ -28,15 +30,10 @@ GraphData featured(index_t nodes = 60, std::uint64_t seed = 4) {
   return test::with_edge_features(generate_sbm(test::link_sbm(nodes, seed)));
 }
 
-// The message of an InputError thrown by `f` ("" when none is).
+// The one-line message ("where: what") of an InputError thrown by `f` ("" when none is).
 template <class F>
 std::string refusal(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_message(std::forward<F>(f));
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -250,7 +247,7 @@ TEST(EdgeFeatures, AnEdgeListsLastColumnsAreItsEdgesFeatures) {
   EXPECT_TRUE(contains(refusal([&] { read_edge_list(nan_line, o); }), "edge feature"));
   o.edge_features = -1;
   const std::string why = refusal([&] { read_edge_list(path, o); });
-  EXPECT_TRUE(contains(why, "must be between 0 and 4096")) << why;
+  EXPECT_TRUE(contains(why, "EdgeListOptions.edge_features: must be between 0 and 4096")) << why;
 }
 
 }  // namespace
