@@ -65,3 +65,15 @@ refuse train "gat --edge-features: a graph without them" "the model reads edge f
   --data "$IN/sbm.h5" --model gat --heads 2 --edge-features --epochs 1 --quiet --hidden 8
 NP=2 accept train "gat --edge-features: 2 ranks" 'jsonl_ok $OUT/gate2.jsonl' --data "$E/ef.h5" --model gat --heads 2 \
   --edge-features --epochs 2 --quiet --threads 1 --hidden 8 --grid 2x1x1 --metrics "$OUT/gate2.jsonl"
+# convert edgelist --edge-features N (docs/converters.md): the last N columns of every line.
+printf '0 1 0.5 -1\n1 2 2 3\n2 0 1 4\n' >"$E/ef.txt"
+printf '0 1 0.5\n1 2 2 3\n' >"$E/ef-short.txt"
+printf '0 1 nan\n' >"$E/ef-nan.txt"
+refuse convert "edge list: a line without its edge features" "expected 3 or 4 columns" edgelist "$E/ef-short.txt" \
+  -o "$OUT/efc1.h5" --edge-features 1
+refuse convert "edge list: an edge feature that is not finite" "edge feature" edgelist "$E/ef-nan.txt" -o "$OUT/efc2.h5" \
+  --edge-features 1
+refuse convert "edge list: a negative width" "--edge-features" edgelist "$E/ef.txt" -o "$OUT/efc3.h5" --edge-features -1
+refuse convert "edge list: edge features in passes" "--edge-features" edgelist "$E/ef.txt" -o "$OUT/efc4.h5" \
+  --edge-features 1 --memory-per-rank 1G --scratch "$E"
+accept convert "edge list: edge features" '[[ -s $OUT/efc.h5 ]]' edgelist "$E/ef.txt" -o "$OUT/efc.h5" --edge-features 1
