@@ -69,7 +69,7 @@ NP=2 accept train "gat --edge-features: 2 ranks" 'jsonl_ok $OUT/gate2.jsonl' --d
 printf '0 1 0.5 -1\n1 2 2 3\n2 0 1 4\n' >"$E/ef.txt"
 printf '0 1 0.5\n1 2 2 3\n' >"$E/ef-short.txt"
 printf '0 1 nan\n' >"$E/ef-nan.txt"
-refuse convert "edge list: a line without its edge features" "expected 3 or 4 columns" edgelist "$E/ef-short.txt" \
+refuse convert "edge list: lines with and without a weight" "columns like the first edge line" edgelist "$E/ef-short.txt" \
   -o "$OUT/efc1.h5" --edge-features 1
 refuse convert "edge list: an edge feature that is not finite" "edge feature" edgelist "$E/ef-nan.txt" -o "$OUT/efc2.h5" \
   --edge-features 1
