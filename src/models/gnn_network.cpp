@@ -52,7 +52,6 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   // layout (shards.layouts, as the loaders' reads do), so every rank issues the same sequence
   // whichever of its blocks coincide.
   const BlockNeeds needs = kind.blocks(cfg.model);
-  const index_t edge_feature_width = shards.edge_feature_width;
   const auto no_edge_features = [&] {
     return InputError("shards", "GnnShards: the model (" + cfg.model.kind() +
                                     ") reads edge features and these shards hold none (a prepared file's do not yet: "
@@ -123,13 +122,8 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
       const auto w = static_cast<std::size_t>(shards.edge_feature_width), n = static_cast<std::size_t>(nnz);
       MemoryScope scope(be, MemoryKind::EdgeValues, "the entries' edge features");
       entry_features_.emplace_back(be, n * w);
-      if (!shards.shape_only) {
-        const std::vector<float>& rows = shards.adj_edge_features.at(k);
-        std::vector<float> by_feature(n * w);
-        for (std::size_t q = 0; q < n; ++q)
-          for (std::size_t f = 0; f < w; ++f) by_feature[f * n + q] = rows[q * w + f];
-        entry_features_.back().upload(by_feature.data());
-      }
+      if (!shards.shape_only)
+        entry_features_.back().upload(feature_major(shards.adj_edge_features.at(k), shards.edge_feature_width).data());
     }
     if (shards.shape_only)
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, shards.adj_nnz.at(k), cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
@@ -165,7 +159,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
                                needs.transpose_map ? transpose_maps_[k].data() : nullptr,
                                needs.edge_features ? edge_features_[k].get() : nullptr,
                                needs.entry_features ? entry_features_[k].data() : nullptr,
-                               needs.entry_features ? edge_feature_width : 0,
+                               needs.entry_features ? shards.edge_feature_width : 0,
                                cfg_,
                                comm};
     layers_.push_back(kind.make_layer(context));

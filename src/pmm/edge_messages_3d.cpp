@@ -2,7 +2,6 @@
 // edge kernels (one "head" per feature column) or a GEMM, so it is the same code on every backend.
 #include "pmm/edge_messages_3d.hpp"
 
-#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -34,14 +33,21 @@ std::pair<HostCsr, std::vector<float>> edges_of_block(const HostCsr& a, const st
       }
     e.indptr[static_cast<std::size_t>(r) + 1] = e.nnz();
   }
-  const auto n = kept.size(), w = static_cast<std::size_t>(width);
-  std::vector<float> features(n * w);
-  for (std::size_t k = 0; k < n; ++k)
-    for (std::size_t f = 0; f < w; ++f) features[f * n + k] = entry_rows[static_cast<std::size_t>(kept[k]) * w + f];
-  return {std::move(e), std::move(features)};
+  return {std::move(e), feature_major(entry_rows, width, &kept)};
 }
 
 }  // namespace
+
+std::vector<float> feature_major(const std::vector<float>& rows, index_t width, const std::vector<index_t>* kept) {
+  const auto w = static_cast<std::size_t>(width);
+  const std::size_t n = kept ? kept->size() : rows.size() / w;
+  std::vector<float> out(n * w);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t from = kept ? static_cast<std::size_t>((*kept)[k]) : k;
+    for (std::size_t f = 0; f < w; ++f) out[f * n + k] = rows[from * w + f];
+  }
+  return out;
+}
 
 DeviceEdgeFeatures::DeviceEdgeFeatures(Backend& be, const HostCsr& a, const std::vector<index_t>& self_col,
                                        const std::vector<float>& entry_rows, index_t width)
@@ -67,19 +73,14 @@ DeviceEdgeFeatures::DeviceEdgeFeatures(Backend& be, index_t rows, index_t cols, 
 
 EdgeMessages3D::EdgeMessages3D(Backend& be, ProcessGrid& grid, const LayerGeometry& geo, DeviceEdgeFeatures& edges,
                                std::uint64_t seed, std::uint32_t stream, bool inference)
-    : be_(be), grid_(grid), geo_(geo), edges_(edges), weight_(be, edges.width(), geo.in_cols.size()),
+    : be_(be), grid_(grid), geo_(geo), edges_(edges), inference_(inference), weight_(be, edges.width(), geo.in_cols.size()),
       bias_(be, 1, geo.in_cols.size()) {
   weight_.allocate(0.0f, !inference);
   bias_.allocate(0.0f, !inference);
-  if (be.computes()) {  // nn.Linear(D, in_dim): U(±1/√D), drawn on global indices (glorot_block rescaled)
-    const index_t d = edges.width(), in = geo.in_dim;
-    const float scale = std::sqrt(static_cast<float>(d + in) / (6.0f * static_cast<float>(d)));
-    std::vector<float> w = glorot_block(d, in, Range{0, d}, geo.in_cols, seed, stream);
-    std::vector<float> b = glorot_block(d, in, Range{0, 1}, geo.in_cols, seed, stream + 500u);
-    for (float& x : w) x *= scale;
-    for (float& x : b) x *= scale;
-    weight_.upload(w);
-    bias_.upload(b);
+  if (be.computes()) {  // nn.Linear(D, in_dim)
+    const index_t d = edges.width();
+    weight_.upload(torch_linear_block(d, geo.in_dim, Range{0, d}, geo.in_cols, seed, stream));
+    bias_.upload(torch_linear_block(d, geo.in_dim, Range{0, 1}, geo.in_cols, seed, stream + 500u));
   }
   MemoryScope scope(be, MemoryKind::Workspace, "the edge messages' ones");
   ones_rows_ = Matrix(be, geo.out_rows.size(), cols());
@@ -115,6 +116,7 @@ void EdgeMessages3D::forward(ConstMatrixView h, MatrixView z) {
     be_.relu(messages_.view());
   }
   if (c > 0) be_.edge_row_sum(a, c, messages_.data(), nullptr, nullptr, z.data);  // (no columns here: nothing to sum)
+  if (inference_) messages_ = Matrix();  // (no backward will read them)
 }
 
 void EdgeMessages3D::backward(ConstMatrixView d_z, Matrix* d_h) {

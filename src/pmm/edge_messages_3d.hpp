@@ -53,6 +53,11 @@ class DeviceEdgeFeatures {
   index_t width_ = 0;
 };
 
+// Per-entry rows [entries × width] (row-major, GnnShards::adj_edge_features) as [width × entries]
+// (feature-major: the edge kernels' layout); with `kept`, only those entries, in that order.
+std::vector<float> feature_major(const std::vector<float>& rows, index_t width,
+                                 const std::vector<index_t>* kept = nullptr);
+
 class EdgeMessages3D {
  public:
   // `geo`: the layer's (its in_rows, in_cols, roles); `stream`: the initialisation's (W_e from
@@ -77,6 +82,7 @@ class EdgeMessages3D {
   ProcessGrid& grid_;
   LayerGeometry geo_;
   DeviceEdgeFeatures& edges_;
+  bool inference_;  // (forward frees the messages: no backward)
   ParamSlot weight_, bias_;
   Matrix messages_;            // M [in_cols × edges], forward to backward
   Matrix ones_rows_, ones_cols_, ones_edges_;  // the edge kernels' gather and sum operands

@@ -49,16 +49,19 @@ std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Ran
   return w;
 }
 
-void torch_linear_init(Linear3D& lin, index_t in_dim, index_t out_dim, std::uint64_t seed, std::uint32_t stream) {
+std::vector<float> torch_linear_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
+                                      std::uint32_t stream) {
   const float scale = std::sqrt(static_cast<float>(in_dim + out_dim) / (6.0f * static_cast<float>(in_dim)));
   // glorot_block draws U(±√(6/(in+out))): rescaled to U(±1/√in).
-  std::vector<float> w = glorot_block(in_dim, out_dim, lin.w_rows(), lin.layout().out_cols, seed, stream);
+  std::vector<float> w = glorot_block(in_dim, out_dim, rows, cols, seed, stream);
   for (float& x : w) x *= scale;
-  lin.weight().upload(w);
+  return w;
+}
+
+void torch_linear_init(Linear3D& lin, index_t in_dim, index_t out_dim, std::uint64_t seed, std::uint32_t stream) {
+  lin.weight().upload(torch_linear_block(in_dim, out_dim, lin.w_rows(), lin.layout().out_cols, seed, stream));
   if (lin.bias().size() == 0) return;
-  std::vector<float> b = glorot_block(in_dim, out_dim, Range{0, 1}, lin.layout().out_cols, seed, stream + 500u);
-  for (float& x : b) x *= scale;
-  lin.bias().upload(b);
+  lin.bias().upload(torch_linear_block(in_dim, out_dim, Range{0, 1}, lin.layout().out_cols, seed, stream + 500u));
 }
 
 LayerParam linear_weight_param(Linear3D& lin, const ProcessGrid&, std::string name, index_t in_dim, index_t out_dim,

@@ -87,6 +87,11 @@ class GnnLayer3D {
 // global indices from stream `stream` of `seed`, so every grid initialises the same weights.
 std::vector<float> glorot_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
                                 std::uint32_t stream);
+// PyTorch's nn.Linear(in_dim, out_dim) initialisation of the block rows × cols of its weight
+// [in_dim × out_dim] (its bias: rows {0, 1}, stream + 500): uniform in ±1/√in_dim, drawn on global
+// indices as glorot_block draws them.
+std::vector<float> torch_linear_block(index_t in_dim, index_t out_dim, Range rows, Range cols, std::uint64_t seed,
+                                      std::uint32_t stream);
 // A Linear3D's weight and bias as LayerParams: W [in_dim × out_dim] (this rank's w_rows ×
 // out_cols; unique to it) and b [1 × out_dim] (replicated over the row and in axes).
 // PyTorch's nn.Linear initialisation (PyG's SAGEConv and GINConv use it): weight and bias
