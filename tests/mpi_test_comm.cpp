@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -216,6 +217,91 @@ TEST(StagingCommunicator, CopiesDeviceBuffersThroughTheHostAndPassesHostOnes) {
   comms.staged_grid->world().all_gather(&mine, all.data(), std::vector<std::size_t>(static_cast<std::size_t>(p), 1));
   for (int q = 0; q < p; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)], static_cast<float>(q));
   EXPECT_EQ(comms.copies() - before, 2u);  // send to the host, received back
+}
+
+// A one-rank communicator bound to a backend copies that backend's buffers through it (a host
+// memmove of a device pointer faults: one-rank CUDA link training did, on an H200), host ones
+// with memmove; every direction, blocking and not. Here the "device" is a CPU backend whose
+// copies the profiler counts, and `device` marks which buffers are its.
+TEST(SelfCommunicator, CopiesDeviceBuffersThroughTheBackend) {
+  auto cpu = make_cpu_backend(1);
+  KernelProfiler profile(*cpu);
+  std::vector<float> a{1, 2, 3, 4}, b(4, 0.0f), host(4, 0.0f);
+  const auto device = [&](const void* p) { return p == a.data() || p == b.data(); };
+  auto self = make_self_communicator(cpu.get(), device);
+  const auto calls = [&](const char* k) -> std::uint64_t {
+    const auto it = profile.entries().find(k);
+    return it == profile.entries().end() ? 0 : it->second.calls;
+  };
+  self->all_gather(a.data(), b.data(), {4});                  // device to device
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(calls("copy_on_device"), 1u);
+  self->reduce_scatter(b.data() + 1, host.data(), {3});       // send inside a device buffer: no pointer of it
+  EXPECT_EQ(calls("copy_on_device"), 1u);                      // is marked, so the host path (memmove)
+  b = {5, 6, 7, 8};
+  self->iall_gather(b.data(), host.data(), {4})->wait();      // device to host
+  EXPECT_EQ(host, b);
+  EXPECT_EQ(calls("copy_to_host"), 1u);
+  host = {9, 10, 11, 12};
+  self->ireduce_scatter(host.data(), a.data(), {4})->wait();  // host to device
+  EXPECT_EQ(a, host);
+  EXPECT_EQ(calls("copy_from_host"), 1u);
+  self->all_gather(a.data(), a.data(), {4});                  // in place: nothing to copy
+  self->all_gather(a.data(), b.data(), {0});                  // nothing to copy
+  EXPECT_EQ(calls("copy_on_device") + calls("copy_to_host") + calls("copy_from_host"), 3u);
+  EXPECT_EQ(self->stats().calls, 6u);
+  EXPECT_EQ(self->stats().bytes, 0.0);
+  // Unbound, the same calls are memmoves the backend never sees.
+  auto plain = make_self_communicator();
+  plain->all_gather(host.data(), b.data(), {4});
+  EXPECT_EQ(b, host);
+  EXPECT_EQ(calls("copy_on_device") + calls("copy_to_host") + calls("copy_from_host"), 3u);
+}
+
+// ProcessGrid::use_device_copies: a one-rank grid's axes copy through the backend, with or
+// without MPI under it; its world keeps the MPI communicator HDF5 opens files with; again with
+// the same backend changes nothing; a grid of several ranks is left to staging or NCCL.
+TEST(SelfCommunicator, OneRankGridsCopyThroughTheirBackend) {
+  auto cpu = make_cpu_backend(1);
+  KernelProfiler profile(*cpu);
+  std::vector<float> a{1, 2, 3}, b(3, 0.0f);
+  const auto device = [&](const void* p) { return p == a.data() || p == b.data(); };
+  auto copies = [&]() -> std::uint64_t {
+    const auto it = profile.entries().find("copy_on_device");
+    return it == profile.entries().end() ? 0 : it->second.calls;
+  };
+  auto single = ProcessGrid::single();
+  auto mpi_one = ProcessGrid::from_mpi(GridShape{1, 1, 1}, 1, MPI_COMM_SELF);
+  std::uint64_t expected = 0;
+  for (ProcessGrid* g : {single.get(), mpi_one.get()}) {
+    const MPI_Comm world = g->world().mpi_comm();
+    g->use_device_copies(*cpu, device);
+    g->use_device_copies(*cpu, device);
+    EXPECT_EQ(g->world().mpi_comm(), world);
+    for (Axis x : kAllAxes) {
+      std::fill(b.begin(), b.end(), 0.0f);
+      g->comm(x).all_gather(a.data(), b.data(), {3});
+      EXPECT_EQ(b, a);
+      EXPECT_EQ(copies(), ++expected);
+    }
+    std::fill(b.begin(), b.end(), 0.0f);
+    g->replica().all_gather(a.data(), b.data(), {3});  // a copy (single) or staged over MPI (mpi_one)
+    EXPECT_EQ(b, a);
+    expected = copies();
+    double scalar = 2.0;
+    g->world().all_reduce(&scalar, 1, ReduceOp::Sum);
+    EXPECT_EQ(scalar, 2.0);
+  }
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p > 1) {
+    auto many = ProcessGrid::from_mpi(GridShape{p, 1, 1});
+    many->use_device_copies(*cpu, device);
+    std::vector<float> all(static_cast<std::size_t>(p) * 3);
+    many->comm(Axis::X).all_gather(a.data(), all.data(), std::vector<std::size_t>(static_cast<std::size_t>(p), 3));
+    EXPECT_EQ(many->comm(Axis::X).size(), p);
+    EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + 3), a);
+  }
 }
 
 // The host copies come from pinned blocks the staging communicator reuses: the first step of a

@@ -617,8 +617,9 @@ def main():
     if args.device == "cuda":
         if not args.fresh:
             ap.error("--device cuda is for --fresh runs")
-        for name in ("x", "labels", "edge_index", "edge_weight"):
-            setattr(g, name, getattr(g, name).cuda())
+        for name in ("x", "labels", "edge_index", "edge_weight", "edge_attr"):
+            if getattr(g, name) is not None:
+                setattr(g, name, getattr(g, name).cuda())
         g.splits = [s.cuda() for s in g.splits]
     if args.attention:
         result, rc = compare_attention(args, g, say)

@@ -149,8 +149,13 @@ class Communicator {
   CommStats stats_;
 };
 
-// A communicator of one rank: every collective is a copy or nothing, and counts no bytes.
-std::unique_ptr<Communicator> make_self_communicator();
+class Backend;
+// A communicator of one rank: every collective is a copy or nothing, and counts no bytes. With
+// `device`, a copy that touches one of its device buffers is the backend's (copy_on_device,
+// copy_to_host or copy_from_host): host code cannot reach device memory. `on_device` says which
+// buffers are (default: the backend's is_device_pointer; tests mark host memory with it).
+std::unique_ptr<Communicator> make_self_communicator(Backend* device = nullptr,
+                                                     std::function<bool(const void*)> on_device = {});
 
 // The ranks of `comm` (MPI initialised), in its rank order, over a duplicate of it (freed with
 // the communicator), so that its messages never mix with the caller's. Collective over `comm`.
@@ -158,7 +163,6 @@ std::unique_ptr<Communicator> make_self_communicator();
 // plexus/convert.hpp) when there is no ProcessGrid (whose world() serves as well).
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD);
 
-class Backend;
 // `host` (MPI: host memory only) for the buffers of `backend`: device buffers are staged
 // through host copies (the backend's copy_to_host / copy_from_host), host ones passed as they
 // are (src/comm/staging_communicator.cpp). The fallback when ranks share a GPU or the build

@@ -119,6 +119,11 @@ class ProcessGrid {
   // (make_staging_communicator): a device backend's tensors over host MPI.
   // `on_device`: which buffers (default: device.is_device_pointer).
   void stage_through_host(Backend& device, std::function<bool(const void*)> on_device = {});
+  // A grid of one rank: its collectives are copies, made by `device` where a buffer is on it
+  // (make_self_communicator). Nothing on a grid of several ranks (stage_through_host, use_nccl).
+  // Every model binds its grid so (GnnNetwork, GptModel), as does make_node_backend; again with
+  // the same backend does nothing.
+  void use_device_copies(Backend& device, std::function<bool(const void*)> on_device = {});
   // Every axis of more than one rank gets a device communicator made by `make` from the axis's
   // host communicator (kept, as host_comm, for host values); one-rank axes, the replica and the
   // world stage device buffers through host memory. use_nccl passes make_nccl_communicator
@@ -135,6 +140,7 @@ class ProcessGrid {
   std::array<std::unique_ptr<Communicator>, 4> axes_;
   std::array<std::unique_ptr<Communicator>, 4> host_axes_;  // set by use_device_communicators
   bool device_comms_ = false;
+  const Backend* copies_by_ = nullptr;  // set by use_device_copies
   std::unique_ptr<Communicator> replica_;
   std::unique_ptr<Communicator> world_;
   MPI_Comm mpi_comm_ = MPI_COMM_NULL;

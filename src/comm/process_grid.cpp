@@ -98,6 +98,18 @@ void ProcessGrid::stage_through_host(Backend& device, std::function<bool(const v
   world_ = make_staging_communicator(std::move(world_), device, on_device);
 }
 
+void ProcessGrid::use_device_copies(Backend& device, std::function<bool(const void*)> on_device) {
+  if (size() != 1 || copies_by_ == &device) return;
+  // The axes carry the layers' tensors: plain copies. The replica and the world keep an MPI
+  // communicator of one process where they have one (HDF5 opens files through the world's),
+  // staged (their few tensors, norms and gathers, are small).
+  for (auto& c : axes_) c = make_self_communicator(&device, on_device);
+  for (auto* c : {&replica_, &world_})
+    *c = (*c)->mpi_comm() != MPI_COMM_NULL ? make_staging_communicator(std::move(*c), device, on_device)
+                                           : make_self_communicator(&device, on_device);
+  copies_by_ = &device;
+}
+
 void ProcessGrid::use_device_communicators(Backend& device, const DeviceCommFactory& make) {
   if (device_comms_) return;
   // Every device communicator is made before any axis changes, so a failure leaves the grid as

@@ -1,7 +1,12 @@
-// The single-rank communicator: collectives over a group of one are identities.
+// The single-rank communicator: collectives over a group of one are identities. Its copies
+// (a gather's or a reduce-scatter's one part) go through the backend when a buffer is on its
+// device: a host memmove of a device pointer faults (a one-rank CUDA run found it).
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <utility>
 
+#include "plexus/backend.hpp"
 #include "plexus/comm.hpp"
 
 namespace plexus {
@@ -9,6 +14,10 @@ namespace {
 
 class SelfCommunicator final : public Communicator {
  public:
+  SelfCommunicator(Backend* device, std::function<bool(const void*)> on_device)
+      : device_(device), on_device_(std::move(on_device)) {
+    if (device_ && !on_device_) on_device_ = [d = device_](const void* p) { return d->is_device_pointer(p); };
+  }
   int size() const override { return 1; }
   int rank() const override { return 0; }
   void all_reduce(float*, std::size_t, ReduceOp) override { ++stats_.calls; }
@@ -60,7 +69,13 @@ class SelfCommunicator final : public Communicator {
   template <class T>
   void copy(const T* send, T* recv, const std::vector<std::size_t>& counts) {
     ++stats_.calls;
-    if (send != recv && counts.at(0) > 0) std::memmove(recv, send, counts[0] * sizeof(T));
+    if (send == recv || counts.at(0) == 0) return;
+    const std::size_t bytes = counts[0] * sizeof(T);
+    const bool from = device_ && on_device_(send), to = device_ && on_device_(recv);
+    if (from && to) device_->copy_on_device(recv, send, bytes);
+    else if (from) device_->copy_to_host(recv, send, bytes);
+    else if (to) device_->copy_from_host(recv, send, bytes);
+    else std::memmove(recv, send, bytes);
   }
   // A non-blocking collective over one rank: done when it starts.
   std::unique_ptr<Request> reduced() {
@@ -72,10 +87,15 @@ class SelfCommunicator final : public Communicator {
     copy(send, recv, counts);
     return completed();
   }
+
+  Backend* device_;
+  std::function<bool(const void*)> on_device_;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_self_communicator() { return std::make_unique<SelfCommunicator>(); }
+std::unique_ptr<Communicator> make_self_communicator(Backend* device, std::function<bool(const void*)> on_device) {
+  return std::make_unique<SelfCommunicator>(device, std::move(on_device));
+}
 
 }  // namespace plexus

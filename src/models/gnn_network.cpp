@@ -22,6 +22,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
       bf16_(cfg.precision == Precision::BF16),
       inference_(use == NetworkUse::Inference),
       adj_ws_(be) {
+  if (be.device() == Device::CUDA) grid.use_device_copies(be);  // a one-rank grid's copies reach the GPU
   const KindSpec& kind = kind_spec(cfg.model);
   const int n_layers = shards.layers();
   if (shards.shape_only && be.computes()) throw std::invalid_argument("GnnNetwork: shards of sizes only on a backend that computes");

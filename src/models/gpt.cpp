@@ -51,6 +51,7 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
                    AdamParams adam)
     : be_(be), grid_(grid), cfg_(cfg), layout_(gpt_layout(grid, cfg, batch)) {
   validate(cfg);
+  if (be.device() == Device::CUDA) grid.use_device_copies(be);  // a one-rank grid's copies reach the GPU
   const GptLayout& l = layout_;
   Linear3DOptions head = gpt_linear_options();
   head.bias = false;

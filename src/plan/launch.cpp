@@ -114,6 +114,7 @@ std::unique_ptr<Backend> make_node_backend(const std::string& name, int threads,
   const bool own_gpus = lacking == 0.0;  // auto: CUDA only when every rank has its own GPU
   std::unique_ptr<Backend> b =
       make_backend(name == "auto" && !own_gpus ? "cpu" : name, threads, gpus ? node.local_rank % gpus : 0);
+  if (b->device() == Device::CUDA && grid.size() == 1) grid.use_device_copies(*b);
   if (b->device() == Device::CUDA && grid.size() > 1) {
     std::string how;
     if (own_gpus && nccl_available()) {
