@@ -65,6 +65,49 @@ std::vector<T> permute_rows(const std::vector<T>& v, const std::vector<index_t>&
   return out;
 }
 
+// The feature rows of `out`'s entries, found in `in` (the same graph before cleaning and
+// renumbering): out's node q is in's node source_of[q], so entry (q, c) is in's edge
+// (source_of[q], source_of[c]), with that edge's first row in row order (cleaning keeps the
+// first of duplicates); an entry symmetrizing added takes its reverse edge's row (as PyG's
+// to_undirected copies edge_attr to the reversed edges). Each input row is searched through a
+// column-sorted index of it: 16 bytes per stored edge beside the two graphs.
+std::vector<float> carried_edge_features(const std::vector<index_t>& in_ptr, const std::vector<index_t>& in_idx,
+                                         const std::vector<float>& in_rows, index_t width, const GraphData& out,
+                                         const std::vector<index_t>& source_of) {
+  const auto n = static_cast<index_t>(in_ptr.size()) - 1;
+  std::vector<std::pair<index_t, index_t>> by_col(in_idx.size());  // (column, position), per row
+  const ArrayWatch held(by_col);
+#pragma omp parallel for schedule(dynamic, 512) if(worth_a_team(n + static_cast<index_t>(in_idx.size())))
+  for (index_t u = 0; u < n; ++u) {
+    for (index_t k = in_ptr[u]; k < in_ptr[u + 1]; ++k) by_col[static_cast<std::size_t>(k)] = {in_idx[k], k};
+    std::stable_sort(by_col.begin() + in_ptr[u], by_col.begin() + in_ptr[u + 1],
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  const auto find = [&](index_t u, index_t v) -> index_t {  // the first stored (u, v), or -1
+    const auto b = by_col.begin() + in_ptr[u], e = by_col.begin() + in_ptr[u + 1];
+    const auto it = std::lower_bound(b, e, v, [](const auto& x, index_t c) { return x.first < c; });
+    return it != e && it->first == v ? it->second : -1;
+  };
+  std::vector<float> rows(out.indices.size() * static_cast<std::size_t>(width));
+  bool orphan = false;
+#pragma omp parallel for schedule(dynamic, 512) if(worth_a_team(out.num_nodes + out.num_edges()))
+  for (index_t q = 0; q < out.num_nodes; ++q) {
+    const index_t u = source_of[q];
+    for (index_t k = out.indptr[q]; k < out.indptr[q + 1]; ++k) {
+      const index_t v = source_of[out.indices[k]];
+      index_t from = find(u, v);
+      if (from < 0) from = find(v, u);
+      if (from < 0) {
+        orphan = true;  // (a benign race: every writer stores true)
+        continue;
+      }
+      std::copy_n(in_rows.begin() + from * width, width, rows.begin() + k * width);
+    }
+  }
+  if (orphan) throw std::logic_error("carried_edge_features: an entry that is no edge of the input, either way");
+  return rows;
+}
+
 // A's rows (sorted, unique) merged with Aᵀ's: the union, A's own weight where both exist.
 void symmetrize_sorted(GraphData& g) {
   const index_t n = g.num_nodes;
@@ -88,12 +131,45 @@ void symmetrize_sorted(GraphData& g) {
 
 }  // namespace
 
-GraphData clean_graph(GraphData g, bool symmetrize) {
-  validate(g, "graph", GraphNames::Memory);
-  if (g.num_edge_features > 0)
-    throw InputError("graph", "GraphData.edge_features: cleaning does not carry edge features yet");
+namespace {
+// clean_graph without edge features (the caller carries them).
+GraphData clean_rows_of(GraphData g, bool symmetrize) {
   detail::dedupe_rows(0, g.indptr, g.indices, g.values);
   if (symmetrize) symmetrize_sorted(g);
+  return g;
+}
+// The input's CSR and edge feature rows, kept while the graph is cleaned and renumbered
+// (carried_edge_features reads them at the end); `g` is left without edge features.
+struct EdgeFeatureSource {
+  index_t width = 0;
+  std::vector<index_t> indptr, indices;
+  std::vector<float> rows;
+  explicit EdgeFeatureSource(GraphData& g) : width(g.num_edge_features) {
+    if (width == 0) return;
+    indptr = g.indptr;
+    indices = g.indices;
+    rows = std::move(g.edge_features);
+    g.edge_features = {};
+    g.num_edge_features = 0;
+  }
+  void carry_to(GraphData& out, const std::vector<index_t>& source_of) const {
+    if (width == 0) return;
+    out.edge_features = carried_edge_features(indptr, indices, rows, width, out, source_of);
+    out.num_edge_features = width;
+  }
+};
+std::vector<index_t> identity(index_t n) {
+  std::vector<index_t> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), index_t{0});
+  return v;
+}
+}  // namespace
+
+GraphData clean_graph(GraphData g, bool symmetrize) {
+  validate(g, "graph", GraphNames::Memory);
+  const EdgeFeatureSource edges(g);
+  g = clean_rows_of(std::move(g), symmetrize);
+  edges.carry_to(g, identity(g.num_nodes));
   return g;
 }
 
@@ -195,8 +271,9 @@ HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const
 
 PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   validate(g, "graph", GraphNames::Memory);
-  if (g.num_edge_features > 0)  // (they would be left behind in the input order: refused, not dropped)
-    throw InputError("graph", "GraphData.edge_features: prepare does not carry edge features yet: train on the plain graph");
+  // Edge feature rows move with their entries (through cleaning and the P2 renumbering), found
+  // at the end by where each entry came from.
+  const EdgeFeatureSource edges(g);
   if (g.num_nodes > std::numeric_limits<col_t>::max())
     throw InputError("graph", "num_nodes: more than 2^31-1 nodes are not supported yet");
   if (opt.features_bf16)
@@ -204,7 +281,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
       throw InputError("graph", why);
   // Progress by stage (plexus/progress.hpp): kStages steps of unequal length, a rough ETA.
   constexpr std::uint64_t kStages = 6;
-  if (opt.clean || opt.symmetrize) g = clean_graph(std::move(g), opt.symmetrize);
+  if (opt.clean || opt.symmetrize) g = clean_rows_of(std::move(g), opt.symmetrize);
   report_progress(1, kStages);
   PreparedGraph p;
   p.balance = opt.balance;
@@ -249,6 +326,7 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
     g.indices = {};
     g.values = {};
   }
+  edges.carry_to(out, p.node_id_p2);
   report_progress(5, kStages);
   out.features = permute_rows(g.features, p2, g.num_features);
   g.features = {};
@@ -265,6 +343,58 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   }
   report_progress(kStages, kStages);
   return p;
+}
+
+PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt, const LinkSplit& held_out) {
+  validate(g, "graph", GraphNames::Memory);
+  validate_link_split(g, held_out, "graph");
+  PreparedGraph p = prepare_graph(std::move(g), opt);
+  p.links = renumbered(held_out, inverse_permutation(p.node_id_p2));
+  // Cleaning can make a held-out link an edge again (symmetrizing a directed graph stores its
+  // reverse): refused, as message passing would see it.
+  validate_link_split(p.graph, *p.links, "the prepared graph");
+  return p;
+}
+
+GraphData original_order(GraphData g, const std::vector<index_t>& node_id_p2) {
+  const index_t n = g.num_nodes;
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
+  bool permutation = static_cast<index_t>(node_id_p2.size()) == n;
+  for (std::size_t k = 0; permutation && k < node_id_p2.size(); ++k) {
+    const index_t u = node_id_p2[k];
+    permutation = u >= 0 && u < n && !seen[static_cast<std::size_t>(u)];
+    if (permutation) seen[static_cast<std::size_t>(u)] = 1;
+  }
+  if (!permutation) throw InputError("/prepared/node_id_p2", "not a permutation of the graph's " + std::to_string(n) + " nodes");
+  const EdgeFeatureSource edges(g);
+  GraphData out;
+  out.num_nodes = n;
+  out.num_features = g.num_features;
+  out.num_classes = g.num_classes;
+  out.directed = g.directed;
+  permute_arrays(n, g.indptr, g.indices, g.values, node_id_p2, node_id_p2, out.indptr, out.indices, out.values);
+  g.indptr = {};
+  g.indices = {};
+  g.values = {};
+  edges.carry_to(out, inverse_permutation(node_id_p2));
+  out.features = permute_rows(g.features, node_id_p2, g.num_features);
+  out.labels = permute_rows(g.labels, node_id_p2);
+  out.train_mask = permute_rows(g.train_mask, node_id_p2);
+  out.val_mask = permute_rows(g.val_mask, node_id_p2);
+  out.test_mask = permute_rows(g.test_mask, node_id_p2);
+  if (!g.node_weights.empty()) out.node_weights = permute_rows(g.node_weights, node_id_p2);
+  if (!g.node_ids.empty()) out.node_ids = permute_rows(g.node_ids, node_id_p2);
+  return out;
+}
+
+LinkSplit renumbered(const LinkSplit& s, const std::vector<index_t>& new_id) {
+  LinkSplit out = s;
+  for (NodePairList* l : {&out.val_pos, &out.val_neg, &out.test_pos, &out.test_neg})
+    for (std::size_t k = 0; k < l->size(); ++k) {
+      l->u[k] = new_id[static_cast<std::size_t>(l->u[k])];
+      l->v[k] = new_id[static_cast<std::size_t>(l->v[k])];
+    }
+  return out;
 }
 
 }  // namespace plexus

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plexus train --task link (docs/link-prediction.md): on Cora, one rank and a 2x1x2 grid train
 # the same losses and ROC-AUCs (the metrics file's val_auc / test_auc), the summary names the
-# task and its metrics, and what the link task does not take yet ends with exit 2 and one line.
+# task and its metrics, a prepared file (its split renumbered) trains as the plain one, and
+# what the link task does not take yet ends with exit 2 and one line.
 # Usage: cli_link_task.sh PLEXUS_BINARY SOURCE_DIR
 set -u
 plexus=$1 src=$2
@@ -164,7 +165,36 @@ PY
     fail "inspect does not show the file's link split"
   expect_error "a file's split and --link-split" "holds its own link split" train --task link --data edge_split.h5 \
     --link-split 0.1,0.1
-  expect_error "prepare of a file with a link split" "holds a link split (/links)" prepare edge_split.h5 -o es_p.h5
+  # Prepared (permuted, on one process), the file keeps its split, renumbered with the graph, and
+  # trains as the plain one: the same losses and ROC-AUCs; its model's partners are the same.
+  if "$plexus" prepare edge_split.h5 -o es_p.h5 --balance permute -q >/dev/null 2>es_p.err &&
+     "$plexus" train --task link --data es_p.h5 --epochs 6 --seed 3 --threads 1 --quiet --metrics fp.jsonl \
+       --save-model fp_model.h5 >/dev/null 2>&1 &&
+     "$plexus" train --task link --data edge_split.h5 --epochs 6 --seed 3 --threads 1 --quiet --save-model fs_model.h5 \
+       >/dev/null 2>&1 &&
+     "$plexus" predict --checkpoint fp_model.h5 --data es_p.h5 --top-k 4 -o fp_top.h5 >/dev/null 2>&1 &&
+     "$plexus" predict --checkpoint fs_model.h5 --data edge_split.h5 --top-k 4 -o fs_top.h5 >/dev/null 2>&1; then
+    "$py" - fs.jsonl fp.jsonl edge_split.h5 es_p.h5 fs_top.h5 fp_top.h5 <<'PY' && ok || fail "a prepared file's link split trains differently"
+import json, sys, h5py, numpy as np
+def read(path):
+    return [(x["loss"], x["val_auc"], x["test_auc"]) for x in map(json.loads, open(path)) if "epoch" in x and not x.get("summary")]
+assert read(sys.argv[1]) == read(sys.argv[2]), (read(sys.argv[1]), read(sys.argv[2]))
+plain, prep = h5py.File(sys.argv[3]), h5py.File(sys.argv[4])
+p2 = prep["prepared/node_id_p2"][...]
+for name in ("val_pos", "val_neg", "test_pos", "test_neg"):  # stored in P2 order: position k is node p2[k]
+    assert np.array_equal(p2[prep["links/" + name][...]], plain["links/" + name][...]), name
+a, b = h5py.File(sys.argv[5]), h5py.File(sys.argv[6])
+for name in ("node_id", "partners", "scores"):
+    assert np.array_equal(a[name][...], b[name][...]), name
+PY
+  else
+    fail "prepare a file with a link split, train and predict on it"; cat es_p.err
+  fi
+  mpi_error "prepare on ranks of a file with a link split" "only a prepare on one process in memory carries" \
+    prepare edge_split.h5 -o es_p4.h5
+  mkdir -p scratch
+  expect_error "prepare in passes of a file with a link split" "holds a link split (/links), which only a prepare" \
+    prepare edge_split.h5 -o es_p5.h5 --memory-per-rank 1G --scratch scratch
   # The same split written as a split column (the file's held-out links tagged val and test, in
   # other orders): the same held-out links; the file trains (its negatives are its own draw).
   "$py" - edge_split.h5 cora_edges.txt <<'PY'
@@ -257,9 +287,19 @@ expect_error "embedding width" "--embedding-width" train --task link --embedding
 expect_error "MRR negatives" "--mrr-negatives" train --task link --mrr-negatives -2
 expect_error "edge batch" "--edge-batch" train --task link --edge-batch -1
 expect_error "decoder width with the dot decoder" "--decoder-hidden: is the MLP decoder" train --task link --decoder-hidden 8
-"$plexus" prepare "$cora" -o prepared.h5 --grid 1x1x1 >/dev/null 2>&1
-expect_error "link task on a prepared file" "link task reads a plain graph file" \
-  train --task link --data prepared.h5
+# A prepared Cora (no split of its own) trains the link task as the plain file: the split is
+# drawn on the graph in its input's order.
+if "$plexus" prepare "$cora" -o prepared.h5 --grid 1x1x1 >/dev/null 2>&1 &&
+   "$plexus" train --task link --data prepared.h5 --epochs 3 --threads 1 --quiet --metrics pc.jsonl >/dev/null 2>&1 &&
+   "$plexus" train --task link --data "$cora" --epochs 3 --threads 1 --quiet --metrics cc.jsonl >/dev/null 2>&1; then
+  "$py" - pc.jsonl cc.jsonl <<'PY' && ok || fail "the link task on a prepared Cora trains differently"
+import json, sys
+r = [[x["loss"] for x in map(json.loads, open(f)) if "epoch" in x and not x.get("summary")] for f in sys.argv[1:]]
+assert len(r[0]) == 3 and r[0] == r[1], r
+PY
+else
+  fail "the link task on a prepared Cora"
+fi
 
 echo "cli_link_task: $passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -1,6 +1,6 @@
 // Edge features (GraphData::edge_features, format v1's /graph/edge_features) on their way to
 // GINE: validated, written and read back, carried when the link task holds links out, refused
-// where they would be dropped (prepare) or ambiguous (an edge stored twice); and what GINE makes
+// where they would be ambiguous (an edge stored twice); and what GINE makes
 // of them — a row's entries in any stored order train alike, other features train otherwise,
 // and every backward pass writes the edge linear's gradient afresh.
 #include <gtest/gtest.h>
@@ -112,9 +112,7 @@ TEST(EdgeFeatures, HeldOutLinksLeaveWithTheirRows) {
 
 TEST(EdgeFeatures, WhatWouldDropOrConfuseThemIsRefused) {
   const GraphData g = featured();
-  EXPECT_TRUE(contains(refusal([&] { prepare_graph(g, PrepareOptions{}); }), "prepare does not carry edge features"));
-  EXPECT_TRUE(contains(refusal([&] { clean_graph(g, true); }), "does not carry edge features"));
-  // Row 0's first edge stored twice.
+  // Row 0's first edge stored twice (prepare keeps the first of them, tests/test_prepare_edges.cpp).
   GraphData twice = g;
   twice.indices.insert(twice.indices.begin() + twice.indptr[1], twice.indices[0]);
   for (std::size_t r = 1; r < twice.indptr.size(); ++r) ++twice.indptr[r];

@@ -134,12 +134,23 @@ struct TrainingOrder {
   bool prepared = false;             // the file is prepared (brings the order)
   bool in_memory = false;            // every rank reads the whole graph and orders it
 };
-// The link task (TrainConfig::task) reads a plain file whole on every rank, in its own order
-// (it splits the links first); a prepared file is refused for it. So does a model whose layers
-// read edge features (`edge_features`: GnnKindInfo::edge_features, GINE), which refuses a file
-// without /graph/edge_features too.
+// The link task (TrainConfig::task) reads the file whole on every rank, in the order of the
+// graph that was prepared (read_whole_graph_h5; it splits the links first). So does a model
+// whose layers read edge features (`edge_features`: GnnKindInfo::edge_features, GINE), which
+// refuses a file without /graph/edge_features too.
 TrainingOrder training_order(const std::string& path, std::optional<Balance> balance = std::nullopt,
                              GnnTask task = GnnTask::NodeClassification, bool edge_features = false);
+// A file's whole graph in the order of the graph that was prepared — a plain file as it is, a
+// prepared one (P2 order) through original_order (plexus/prepare.hpp) — with its link split
+// (/links), if any, renumbered alike: so a prepared file trains and predicts as the cleaned
+// plain graph, node k its node k. What the link task and the models that read edge features
+// load.
+struct WholeGraph {
+  GraphData graph;
+  std::optional<LinkSplit> held_out;
+};
+WholeGraph read_whole_graph_h5(const std::string& path);
+
 struct GnnTrainingData {
   TrainingOrder order;
   GnnShards shards;  // this rank's shards (empty when order.in_memory)

@@ -11,6 +11,7 @@
 // in P2 order, and the labels in the order of the last layer's output: P2 after an even
 // number of layers, P after an odd one; both are kept. With one order (none, metis) Â1 == Â2.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "plexus/block_counts.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/graph.hpp"
+#include "plexus/link_split.hpp"
 
 namespace plexus {
 
@@ -54,16 +56,34 @@ struct PreparedGraph {
   // Each order's entries counted by block (plexus/block_counts.hpp): what plans read to be exact.
   AdjBlockCounts block_counts;
   bool features_bf16 = false;  // how the writer stores /features (PrepareOptions::features_bf16)
+  // The graph's link split (the held-out links and their negatives) in P2 order, as /graph:
+  // written as /links (docs/format-v1.md, "Link splits"). Nullopt: the graph has none.
+  std::optional<LinkSplit> links;
 };
 
 // Self-loops and duplicates dropped (and, with `symmetrize`, every edge stored both ways),
-// rows sorted by column. Validates `g` first.
+// rows sorted by column. Validates `g` first. Edge features move with their entries: a
+// duplicate's first row is kept, an edge stored by symmetrizing takes its reverse's row.
 GraphData clean_graph(GraphData g, bool symmetrize);
 
 // Cleans `g` (opt.clean / opt.symmetrize), computes Â = D^-1/2 (A+I) D^-1/2 exactly as
 // gcn_normalize does, the orders of opt.balance, and everything PreparedGraph holds. Memory:
 // docs/balancing.md ("Memory of prepare"). Throws InputError on an invalid graph or option.
 PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt);
+// The same for a graph with a link split (`g` holding the training links only, as a file with
+// /links does): the split is checked against `g`, renumbered into P2 order with the graph
+// (PreparedGraph::links) and checked again against the cleaned graph (symmetrizing a directed
+// graph can make a held-out link an edge: InputError).
+PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt, const LinkSplit& held_out);
+
+// A prepared graph (P2 order: PreparedGraph::graph, a prepared file's /graph) back in the order
+// of the graph that was prepared: node k of `g` becomes node node_id_p2[k], rows sorted by
+// column, edge feature rows moved with their entries. What the models that read the whole
+// graph (the link task, edge features) train on, so that a prepared file trains as the cleaned
+// plain one. InputError("/prepared/node_id_p2", ...) when it is no permutation of the nodes.
+GraphData original_order(GraphData g, const std::vector<index_t>& node_id_p2);
+// A link split's nodes renumbered: node u becomes new_id[u] (every node of it in range).
+LinkSplit renumbered(const LinkSplit& s, const std::vector<index_t>& new_id);
 
 // Rows and columns of a CSR renumbered: row r of `a` becomes row row_new[r], column c becomes
 // col_new[c]; every output row sorted by column. Values move with their entries unchanged.

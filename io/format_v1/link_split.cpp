@@ -29,6 +29,19 @@ constexpr Member kMembers[] = {{"/links/val_pos", &LinkSplit::val_pos},
                                {"/links/test_neg", &LinkSplit::test_neg}};
 }  // namespace
 
+namespace h5 {
+void write_link_split(Writer& w, const LinkSplit& held_out) {
+  w.group(kLinks);
+  for (const Member& m : kMembers) {
+    const NodePairList& p = held_out.*m.list;
+    std::vector<std::int64_t> rows(2 * p.size());
+    for (std::size_t k = 0; k < p.size(); ++k) rows[2 * k] = p.u[k], rows[2 * k + 1] = p.v[k];
+    const auto count = static_cast<hsize_t>(p.size());
+    w.dataset(m.path, H5T_STD_I64LE, rows.data(), {count, 2}, {std::max<hsize_t>(1, std::min<hsize_t>(count, 65536)), 2});
+  }
+}
+}  // namespace h5
+
 void write_graph_h5(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& path) {
   h5::check_node_names(g, names, path);
   // (write_atomically validates g first; the split is checked against it before any of it is
@@ -36,14 +49,7 @@ void write_graph_h5(const GraphData& g, const NodeNames& names, const LinkSplit&
   h5::write_atomically(g, path, [&](h5::Writer& w) {
     validate_link_split(g, held_out, path);
     h5::write_node_names(w, g, names);
-    w.group(kLinks);
-    for (const Member& m : kMembers) {
-      const NodePairList& p = held_out.*m.list;
-      std::vector<std::int64_t> rows(2 * p.size());
-      for (std::size_t k = 0; k < p.size(); ++k) rows[2 * k] = p.u[k], rows[2 * k + 1] = p.v[k];
-      const auto count = static_cast<hsize_t>(p.size());
-      w.dataset(m.path, H5T_STD_I64LE, rows.data(), {count, 2}, {std::max<hsize_t>(1, std::min<hsize_t>(count, 65536)), 2});
-    }
+    h5::write_link_split(w, held_out);
   });
 }
 

@@ -112,6 +112,10 @@ void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std
   }
 
   write_atomically(g, path, [&](Writer& w) {
+    if (p.links) {  // (checked before anything of it is written; a refusal removes the temporary file)
+      validate_link_split(g, *p.links, path);
+      write_link_split(w, *p.links);
+    }
     w.group(kPrepared);
     w.string_attr("normalization", "gcn", kPrepared);
     w.string_attr("balance", balance_name(p.balance), kPrepared);

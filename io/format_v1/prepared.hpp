@@ -10,6 +10,10 @@ class Writer;  // io/hdf5/writer.hpp
 
 constexpr const char* kPrepared = "/prepared";
 
+// /links/{val,test}_{pos,neg} (docs/format-v1.md, "Link splits"), written into an open file
+// (io/format_v1/link_split.cpp): a plain graph's and a prepared one's.
+void write_link_split(Writer& w, const LinkSplit& held_out);
+
 // One CSR of datasets, opened and shape-checked: /graph or /prepared/a1, /prepared/a2.
 struct CsrDatasets {
   Reader::Dataset indptr, indices, values;

@@ -1,6 +1,6 @@
 # Issue 46's new inputs (docs/link-prediction.md): sourced by scripts/red-team.sh.
 #  - `train --task link`: the held-out shares, the embedding width, the options it does not take
-#    yet, a prepared file, a graph without links to train on, on 1 and 2 ranks;
+#    yet, a graph without links to train on, on 1 and 2 ranks; a prepared file trains;
 #  - a link model file whose claims (its task, its embedding width) were edited;
 #  - `predict --top-k`: K out of range, a node model, a link model without --top-k, features
 #    whose embeddings overflow, K beyond the candidates (padded, never a non-finite score).
@@ -45,7 +45,8 @@ refuse train "link: picked by a class's recall" "--select-by" --data "$IN/sbm.h5
 refuse train "link: class weights" "--class-weights" --data "$IN/sbm.h5" "${lk[@]}" --class-weights auto
 refuse train "link: rs-ag collectives" "--comm-variant" --data "$IN/sbm.h5" "${lk[@]}" --comm-variant rs-ag
 refuse train "node task picked by auc" "--select-by" --data "$IN/sbm.h5" "${tr1[@]}" --select-by auc
-refuse train "link: a prepared file" "link task reads a plain graph file" --data "$IN/prep.h5" "${lk[@]}"
+accept train "link: a prepared file" 'jsonl_ok $OUT/link-prep.jsonl' --data "$IN/prep.h5" "${lk[@]}" \
+  --metrics "$OUT/link-prep.jsonl"
 refuse train "link: an edgeless graph" "no training link" --data "$L/edgeless.h5" "${lk[@]}"
 refuse train "link: a triangle with half its links held out" "held-out shares must leave training links" \
   --data "$L/triangle.h5" "${lk[@]}" --link-split 0.5,0.5
@@ -248,7 +249,9 @@ refuse train "link split: a list missing" "/links/test_pos: missing dataset" --d
 refuse train "link split: float pairs" "/links/val_neg: expected int64" --data "$L/split_float.h5" "${es[@]}"
 refuse train "link split: and --link-split" "holds its own link split" --data "$L/ring_split.h5" "${es[@]}" \
   --link-split 0.1,0.1
-refuse prepare "link split: prepare does not carry it" "holds a link split (/links)" "$L/ring_split.h5" -o "$OUT/rsp.h5"
+accept prepare "link split: prepare carries it" 'graph_ok $OUT/rsp.h5' "$L/ring_split.h5" -o "$OUT/rsp.h5" --quiet
+NP=2 refuse prepare "link split: prepare on 2 ranks refuses it" "holds a link split (/links), which only a prepare" \
+  "$L/ring_split.h5" -o "$OUT/rsp2.h5"
 refuse convert "edge split: fractions over 1" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.8,0.2,0.2 -o "$OUT/e1.h5"
 refuse convert "edge split: fractions under 1" "--edge-split" edgelist "$L/ring.txt" --edge-split 0.5,0.2,0.2 -o "$OUT/e2.h5"
 refuse convert "edge split: nothing held out" "--edge-split" edgelist "$L/ring.txt" --edge-split 1,0,0 -o "$OUT/e3.h5"

@@ -2,8 +2,9 @@
 # scripts/red-team.sh.
 #  - /graph/edge_features of the wrong shape, type or values: one line naming it, exit 2, for
 #    every reader that meets it (train, inspect, prepare);
-#  - GINE on a graph without them, on a prepared file, stored twice, sharded or bf16: refused;
-#  - prepare (one process, on ranks, in passes) refuses a graph with them rather than drop them;
+#  - GINE on a graph without them, stored twice, sharded or bf16: refused;
+#  - prepare on one process carries them (GINE trains on the prepared file as on the plain one);
+#    on ranks and in passes it refuses a graph with them rather than drop them;
 #  - GINE trains, predicts and is planned on 1 and 2 ranks.
 E=$W/edges
 mkdir -p "$E"
@@ -45,14 +46,21 @@ refuse train "edge features: a NaN" "/graph/edge_features: NaN at [5, 1]" --data
 refuse train "edge features: a NaN, read by a gcn too" "/graph/edge_features" --data "$E/ef-nan.h5" --epochs 1 --quiet --balance permute
 refuse train "gine: an edge stored twice" "stored twice" --data "$E/ef-twice.h5" "${ge[@]}"
 refuse train "gine: a graph without edge features" "the model reads edge features and the file has none" --data "$IN/sbm.h5" "${ge[@]}"
-refuse train "gine: a prepared file" "a model that reads edge features" --data "$IN/prep.h5" "${ge[@]}"
+refuse train "gine: a prepared file without edge features" "the model reads edge features and the file has none" \
+  --data "$IN/prep.h5" "${ge[@]}"
 refuse train "gine: sharded Â" "--shard-adj" --data "$E/ef.h5" "${ge[@]}" --shard-adj
 refuse train "gine: bf16" "--precision" --data "$E/ef.h5" "${ge[@]}" --precision bf16
 refuse inspect "edge features: fewer rows than edges, inspect" "/graph/edge_features" "$E/ef-short.h5"
-refuse prepare "prepare: a graph with edge features" "prepare does not carry edge features yet" "$E/ef.h5" -o "$OUT/efp.h5"
-refuse prepare "prepare in passes: a graph with edge features" "prepare does not carry edge features yet" \
+accept train "gine: the plain file, for the prepared one" 'jsonl_ok $OUT/gine-plain.jsonl' --data "$E/ef.h5" "${ge[@]}" \
+  --metrics "$OUT/gine-plain.jsonl"
+accept prepare "prepare: a graph with edge features, carried" 'graph_ok $OUT/efp.h5' "$E/ef.h5" -o "$OUT/efp.h5" \
+  --balance permute --quiet
+accept train "gine: the prepared file trains as the plain one" \
+  'cmp -s <(grep -o "\"loss\":[^,]*" $OUT/gine-prep.jsonl) <(grep -o "\"loss\":[^,]*" $OUT/gine-plain.jsonl)' \
+  --data "$OUT/efp.h5" "${ge[@]}" --metrics "$OUT/gine-prep.jsonl"
+refuse prepare "prepare in passes: a graph with edge features" "which only a prepare on one process in memory carries" \
   "$E/ef.h5" -o "$OUT/efp2.h5" --memory-per-rank 1G --scratch "$E"
-NP=2 refuse prepare "prepare on 2 ranks: a graph with edge features" "prepare does not carry edge features yet" \
+NP=2 refuse prepare "prepare on 2 ranks: a graph with edge features" "which only a prepare on one process in memory carries" \
   "$E/ef.h5" -o "$OUT/efp3.h5"
 accept train "gine: trains" 'jsonl_ok $OUT/gine.jsonl' --data "$E/ef.h5" "${ge[@]}" --metrics "$OUT/gine.jsonl" \
   --save-model "$OUT/gine.h5"

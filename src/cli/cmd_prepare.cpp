@@ -44,8 +44,11 @@ void prepare_in_one_process(const PrepareCliOptions& o, const PrepareOptions& po
   reading.done(fmt::format("{} nodes, {} stored edges", g.num_nodes, g.num_edges()));
   const double read_s = reading.seconds();
   const index_t in_edges = g.num_edges();
+  const std::optional<LinkSplit> held_out = read_link_split_h5(o.input);  // renumbered with the graph
   Phase preparing(style, fmt::format("cleaning, normalising and ordering ({})", balance_name(po.balance)));
-  PreparedGraph p = about_file(o.input, [&] { return prepare_graph(std::move(g), po); });
+  PreparedGraph p = about_file(o.input, [&] {
+    return held_out ? prepare_graph(std::move(g), po, *held_out) : prepare_graph(std::move(g), po);
+  });
   preparing.done(fmt::format("Â {} nnz", p.a1.nnz()));
   const double prep_s = preparing.seconds();
   Phase writing(style, "writing " + o.out);
@@ -167,11 +170,15 @@ void run_prepare(const PrepareCliOptions& o) {
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::size_t budget = parse_memory_budget(o.choices.memory_per_rank);
-  // A link split (/links) is not carried into prepared files yet: refused, not dropped (every rank
-  // reads the header; the answer is the same on all).
-  if (about_file(o.input, [&] { return read_graph_info_h5(o.input); }).link_split)
-    throw InputError(o.input, "holds a link split (/links), which prepare does not carry yet: the link task trains on "
-                              "the plain file");
+  // A link split (/links) and edge features are carried by the prepare on one process only, for
+  // now: refused elsewhere, not dropped (every rank reads the header; the answer is the same on all).
+  const GraphInfo in = about_file(o.input, [&] { return read_graph_info_h5(o.input); });
+  const char* carried_by_one = in.link_split ? "a link split (/links)"
+                               : in.num_edge_features > 0 ? "edge features (/graph/edge_features)"
+                                                          : nullptr;
+  if (carried_by_one && (size > 1 || !o.cost_json.empty() || !o.scratch.empty()))
+    throw InputError(o.input, fmt::format("holds {}, which only a prepare on one process in memory carries yet "
+                                          "(no mpirun, --scratch or --cost-json)", carried_by_one));
   if (size > 1 || !o.cost_json.empty()) {  // --cost-json on one process: the prepare on ranks on one rank
     if (!o.scratch.empty() && size > 1)
       throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "

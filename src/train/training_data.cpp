@@ -12,21 +12,16 @@ namespace plexus {
 
 TrainingOrder training_order(const std::string& path, std::optional<Balance> balance, GnnTask task, bool edge_features) {
   const PreparedInfo prep = read_prepared_info_h5(path);
-  // A model that reads edge features finds each Â entry's edge in the graph as the file holds it:
-  // every rank reads it whole (prepared files do not carry edge features yet).
-  if (edge_features) {
-    if (prep.prepared)
-      throw InputError(path, "is prepared: a model that reads edge features trains on the plain graph file for now");
-    if (read_graph_info_h5(path).num_edge_features == 0)
-      throw InputError(path, "/graph/edge_features: the model reads edge features and the file has none");
-  }
+  // A model that reads edge features finds each Â entry's edge in the whole graph: every rank
+  // reads it (read_whole_graph_h5), a prepared file in the order of the graph that was prepared.
+  if (edge_features && read_graph_info_h5(path).num_edge_features == 0)
+    throw InputError(path, "/graph/edge_features: the model reads edge features and the file has none");
   // The link task splits the graph's links before training (random_link_split): every rank
-  // reads it whole, in its own order, until prepared files carry edge splits.
-  if (task == GnnTask::Link) {
-    if (prep.prepared)
-      throw InputError(path, "is prepared: the link task reads a plain graph file (format v1) for now, whole on every rank");
+  // reads it whole, likewise, until the sharded loader reads the pairs.
+  if (task == GnnTask::Link || (edge_features && prep.prepared)) {
     if (balance && *balance != Balance::kNone)
-      throw InputError("TrainConfig.balance", "the link task takes the graph in its own order (balance none) for now");
+      throw InputError("TrainConfig.balance", std::string(task == GnnTask::Link ? "the link task" : "a model that reads edge features") +
+                                                  " takes the graph in its own order (balance none) for now");
     TrainingOrder o;
     o.in_memory = true;
     return o;
@@ -44,16 +39,29 @@ TrainingOrder training_order(const std::string& path, std::optional<Balance> bal
   return o;
 }
 
+WholeGraph read_whole_graph_h5(const std::string& path) {
+  WholeGraph w;
+  w.graph = read_graph_h5(path);
+  w.held_out = read_link_split_h5(path);
+  const PreparedInfo prep = read_prepared_info_h5(path, /*with_ids=*/true);
+  if (prep.prepared) {
+    w.graph = original_order(std::move(w.graph), prep.node_id_p2);  // (checks node_id_p2 first)
+    if (w.held_out) w.held_out = renumbered(*w.held_out, prep.node_id_p2);  // P2 position k -> node node_id_p2[k]
+  }
+  return w;
+}
+
 GnnTrainingData read_training_data(const std::string& path, const TrainConfig& cfg, ProcessGrid& grid,
                                    const TrainingOrder& order) {
   GnnTrainingData d;
   d.order = order;
   if (order.in_memory) {
-    d.whole = read_graph_h5(path);
+    WholeGraph w = read_whole_graph_h5(path);
+    d.whole = std::move(w.graph);
     // Named as the file's datasets: the trainer would name an in-memory graph's members.
     if (cfg.task != GnnTask::Link) require_labelled_training_node(d.whole, path);
     if (cfg.task == GnnTask::Link) {
-      d.held_out = read_link_split_h5(path);  // the file's own split, if it has one
+      d.held_out = std::move(w.held_out);  // the file's own split, if it has one
       if (d.held_out) validate_link_split(d.whole, *d.held_out, path);
     }
     if (cfg.strict) validate_strict(d.whole, path, GraphNames::File);
