@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_equality.hpp"
 #include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/graph.hpp"
@@ -51,21 +52,6 @@ GraphData small_graph(bool with_values = false, bool directed = false) {
   g.val_mask = {0, 0, 1, 0, 0, 0};
   g.test_mask = {0, 0, 0, 1, 1, 1};
   return g;
-}
-
-void expect_equal(const GraphData& a, const GraphData& b) {
-  EXPECT_EQ(a.num_nodes, b.num_nodes);
-  EXPECT_EQ(a.num_features, b.num_features);
-  EXPECT_EQ(a.num_classes, b.num_classes);
-  EXPECT_EQ(a.directed, b.directed);
-  EXPECT_EQ(a.indptr, b.indptr);
-  EXPECT_EQ(a.indices, b.indices);
-  EXPECT_EQ(a.values, b.values);
-  EXPECT_EQ(a.features, b.features);
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.train_mask, b.train_mask);
-  EXPECT_EQ(a.val_mask, b.val_mask);
-  EXPECT_EQ(a.test_mask, b.test_mask);
 }
 
 // ---- raw HDF5 patching helpers (errors are fatal test failures) -------------------------
@@ -209,7 +195,7 @@ TEST_F(IoH5, RoundTripUnweightedUndirected) {
   const GraphData g = small_graph(false, false);
   const std::string p = file("rt.h5");
   plexus::write_graph_h5(g, p);
-  expect_equal(plexus::read_graph_h5(p), g);
+  plexus::test::expect_same_graph(plexus::read_graph_h5(p), g);
 }
 
 TEST_F(IoH5, RoundTripWeightedDirected) {
@@ -217,7 +203,7 @@ TEST_F(IoH5, RoundTripWeightedDirected) {
   const std::string p = file("rt.h5");
   plexus::write_graph_h5(g, p);
   const GraphData r = plexus::read_graph_h5(p);
-  expect_equal(r, g);
+  plexus::test::expect_same_graph(r, g);
   EXPECT_TRUE(r.directed);
   EXPECT_EQ(r.values.size(), g.indices.size());
 }
@@ -250,7 +236,7 @@ TEST_F(IoH5, RoundTripNoEdgesAndLargerChunkedGraph) {
   g.indptr.assign(7, 0);
   g.indices.clear();
   plexus::write_graph_h5(g, file("noedges.h5"));
-  expect_equal(plexus::read_graph_h5(file("noedges.h5")), g);
+  plexus::test::expect_same_graph(plexus::read_graph_h5(file("noedges.h5")), g);
 
   // Several row and column chunks of features (F = 300 -> two 150-column chunks).
   GraphData h;
@@ -272,7 +258,7 @@ TEST_F(IoH5, RoundTripNoEdgesAndLargerChunkedGraph) {
     h.test_mask.push_back(i % 3 == 2);
   }
   plexus::write_graph_h5(h, file("big.h5"));
-  expect_equal(plexus::read_graph_h5(file("big.h5")), h);
+  plexus::test::expect_same_graph(plexus::read_graph_h5(file("big.h5")), h);
 }
 
 TEST_F(IoH5, WriteIsDeterministic) {
@@ -342,7 +328,7 @@ TEST_F(IoH5, FailedValidationLeavesExistingTargetUntouched) {
   }
   EXPECT_EQ(slurp(p), before);
   EXPECT_TRUE(temp_files().empty());
-  expect_equal(plexus::read_graph_h5(p), small_graph());
+  plexus::test::expect_same_graph(plexus::read_graph_h5(p), small_graph());
 }
 
 TEST_F(IoH5, WriteIntoMissingDirectoryIsInputError) {
@@ -392,7 +378,7 @@ TEST_F(IoH5, AcceptsOtherIntegerWidthsAndFloat64Features) {
   H5Tclose(boolt);
   put_attr<std::int16_t>(p, "num_classes", H5T_STD_I16LE, H5T_NATIVE_INT16, 3);
   put_string_attr(p, "format", "plexus-graph");
-  expect_equal(plexus::read_graph_h5(p), g);
+  plexus::test::expect_same_graph(plexus::read_graph_h5(p), g);
 }
 
 // =============================================================================================
@@ -749,7 +735,7 @@ TEST_F(IoH5, LibraryCrashOrHangIsAnInputError) {
     EXPECT_EQ(e.where(), "PLEXUS_HDF5_CHECK_SECONDS");
   }
   ASSERT_EQ(unsetenv("PLEXUS_HDF5_CHECK_SECONDS"), 0);
-  expect_equal(plexus::read_graph_h5(good_file()), small_graph());
+  plexus::test::expect_same_graph(plexus::read_graph_h5(good_file()), small_graph());
 }
 
 // =============================================================================================

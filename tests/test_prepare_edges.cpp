@@ -14,6 +14,7 @@
 #include "plexus/io.hpp"
 #include "plexus/link_split.hpp"
 #include "plexus/prepare.hpp"
+#include "graph_equality.hpp"
 #include "input_errors.hpp"
 #include "link_graphs.hpp"
 #include "scratch_dir.hpp"
@@ -83,21 +84,6 @@ std::vector<index_t> identity(index_t n) {
   return v;
 }
 
-void expect_same_graph(const GraphData& a, const GraphData& b) {
-  EXPECT_EQ(a.num_nodes, b.num_nodes);
-  EXPECT_EQ(a.indptr, b.indptr);
-  EXPECT_EQ(a.indices, b.indices);
-  EXPECT_EQ(a.values, b.values);
-  EXPECT_EQ(a.num_edge_features, b.num_edge_features);
-  EXPECT_EQ(a.edge_features, b.edge_features);
-  EXPECT_EQ(a.features, b.features);
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.train_mask, b.train_mask);
-  EXPECT_EQ(a.val_mask, b.val_mask);
-  EXPECT_EQ(a.test_mask, b.test_mask);
-  EXPECT_EQ(a.node_ids, b.node_ids);
-}
-
 TEST(PrepareEdges, CleaningCarriesEachEntrysRow) {
   const GraphData in = messy();
   for (const bool symmetrize : {false, true}) {
@@ -130,7 +116,7 @@ TEST(PrepareEdges, EveryOrderCarriesEachEntrysRow) {
       // apart, as NodeNames: write_prepared_h5 stores them in P2 order as /node_ids).
       GraphData cleaned = clean_graph(in, true);
       cleaned.node_ids.clear();
-      expect_same_graph(original_order(p.graph, p.node_id_p2), cleaned);
+      test::expect_same_graph(original_order(p.graph, p.node_id_p2), cleaned);
     }
 }
 
@@ -207,9 +193,9 @@ TEST(PrepareEdges, APreparedFileReadsBackAsTheCleanedInput) {
   EXPECT_EQ(read_link_split_h5(dir.file("p.h5"))->test_pos.u, p.links->test_pos.u);
   const WholeGraph prepared = read_whole_graph_h5(dir.file("p.h5")), plain = read_whole_graph_h5(dir.file("plain.h5"));
   GraphData cleaned = clean_graph(g, true);  // (ids are read apart: node k's is the file's k-th)
-  expect_same_graph(prepared.graph, cleaned);
+  test::expect_same_graph(prepared.graph, cleaned);
   EXPECT_EQ(read_original_node_ids_h5(dir.file("p.h5"), 0, g.num_nodes), names.ids);
-  expect_same_graph(prepared.graph, plain.graph);  // (the SBM is clean already)
+  test::expect_same_graph(prepared.graph, plain.graph);  // (the SBM is clean already)
   ASSERT_TRUE(prepared.held_out && plain.held_out);
   EXPECT_EQ(prepared.held_out->val_neg.u, plain.held_out->val_neg.u);
   EXPECT_EQ(prepared.held_out->val_neg.v, plain.held_out->val_neg.v);
