@@ -14,6 +14,7 @@
 #include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
 #include "partition/clean_rows.hpp"
+#include "partition/edge_rows.hpp"
 #include "src/core/array_census.hpp"
 #include "src/core/parallel_work.hpp"
 
@@ -65,49 +66,6 @@ std::vector<T> permute_rows(const std::vector<T>& v, const std::vector<index_t>&
   return out;
 }
 
-// The feature rows of `out`'s entries, found in `in` (the same graph before cleaning and
-// renumbering): out's node q is in's node source_of[q], so entry (q, c) is in's edge
-// (source_of[q], source_of[c]), with that edge's first row in row order (cleaning keeps the
-// first of duplicates); an entry symmetrizing added takes its reverse edge's row (as PyG's
-// to_undirected copies edge_attr to the reversed edges). Each input row is searched through a
-// column-sorted index of it: 16 bytes per stored edge beside the two graphs.
-std::vector<float> carried_edge_features(const std::vector<index_t>& in_ptr, const std::vector<index_t>& in_idx,
-                                         const std::vector<float>& in_rows, index_t width, const GraphData& out,
-                                         const std::vector<index_t>& source_of) {
-  const auto n = static_cast<index_t>(in_ptr.size()) - 1;
-  std::vector<std::pair<index_t, index_t>> by_col(in_idx.size());  // (column, position), per row
-  const ArrayWatch held(by_col);
-#pragma omp parallel for schedule(dynamic, 512) if(worth_a_team(n + static_cast<index_t>(in_idx.size())))
-  for (index_t u = 0; u < n; ++u) {
-    for (index_t k = in_ptr[u]; k < in_ptr[u + 1]; ++k) by_col[static_cast<std::size_t>(k)] = {in_idx[k], k};
-    std::stable_sort(by_col.begin() + in_ptr[u], by_col.begin() + in_ptr[u + 1],
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-  }
-  const auto find = [&](index_t u, index_t v) -> index_t {  // the first stored (u, v), or -1
-    const auto b = by_col.begin() + in_ptr[u], e = by_col.begin() + in_ptr[u + 1];
-    const auto it = std::lower_bound(b, e, v, [](const auto& x, index_t c) { return x.first < c; });
-    return it != e && it->first == v ? it->second : -1;
-  };
-  std::vector<float> rows(out.indices.size() * static_cast<std::size_t>(width));
-  bool orphan = false;
-#pragma omp parallel for schedule(dynamic, 512) if(worth_a_team(out.num_nodes + out.num_edges()))
-  for (index_t q = 0; q < out.num_nodes; ++q) {
-    const index_t u = source_of[q];
-    for (index_t k = out.indptr[q]; k < out.indptr[q + 1]; ++k) {
-      const index_t v = source_of[out.indices[k]];
-      index_t from = find(u, v);
-      if (from < 0) from = find(v, u);
-      if (from < 0) {
-        orphan = true;  // (a benign race: every writer stores true)
-        continue;
-      }
-      std::copy_n(in_rows.begin() + from * width, width, rows.begin() + k * width);
-    }
-  }
-  if (orphan) throw std::logic_error("carried_edge_features: an entry that is no edge of the input, either way");
-  return rows;
-}
-
 // A's rows (sorted, unique) merged with Aᵀ's: the union, A's own weight where both exist.
 void symmetrize_sorted(GraphData& g) {
   const index_t n = g.num_nodes;
@@ -154,7 +112,7 @@ struct EdgeFeatureSource {
   }
   void carry_to(GraphData& out, const std::vector<index_t>& source_of) const {
     if (width == 0) return;
-    out.edge_features = carried_edge_features(indptr, indices, rows, width, out, source_of);
+    out.edge_features = detail::carried_edge_features(detail::EdgeRowIndex(0, indptr, indices), rows, width, out, source_of);
     out.num_edge_features = width;
   }
 };

@@ -18,6 +18,7 @@
 
 #include "partition/bf16_features.hpp"
 #include "partition/clean_rows.hpp"
+#include "partition/edge_rows.hpp"
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
@@ -135,8 +136,8 @@ std::string check_slice(const GraphSlice& s, const std::vector<index_t>& starts,
 // The prepare's steps, its large arrays registered with the thread's array census as they come
 // and go (src/core/array_census.hpp).
 PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicator& comm, index_t round) {
-  const ArrayWatch input(in.indptr, in.indices, in.values, in.features, in.labels, in.train_mask, in.val_mask,
-                         in.test_mask, in.node_weights, in.node_ids);
+  const ArrayWatch input(in.indptr, in.indices, in.values, in.edge_features, in.features, in.labels, in.train_mask,
+                         in.val_mask, in.test_mask, in.node_weights, in.node_ids);
   const Ranks ranks(comm);
   const index_t n = in.num_nodes;
   check_distributed_prepare(opt, ranks.size);
@@ -144,11 +145,14 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
     throw InputError(kWhere, "num_nodes: more than 2^31-1 nodes are not supported yet");
   // The ranks agree on the sizes, then each checks its slice.
   {
-    const index_t mine[4] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0)};
-    index_t lo[4] = {mine[0], mine[1], mine[2], mine[3]}, hi[4] = {mine[0], mine[1], mine[2], mine[3]};
-    comm.all_reduce(lo, 4, ReduceOp::Min);
-    comm.all_reduce(hi, 4, ReduceOp::Max);
-    if (!std::equal(lo, lo + 4, hi)) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
+    const index_t mine[5] = {n, in.num_features, in.num_classes, (in.directed ? 1 : 0) + (in.weighted ? 2 : 0),
+                             in.num_edge_features};
+    index_t lo[5], hi[5];
+    std::copy_n(mine, 5, lo);
+    std::copy_n(mine, 5, hi);
+    comm.all_reduce(lo, 5, ReduceOp::Min);
+    comm.all_reduce(hi, 5, ReduceOp::Max);
+    if (!std::equal(lo, lo + 5, hi)) throw InputError(kWhere, "the ranks' slices describe different graphs (sizes or flags differ)");
   }
   // Node weights and ids are optional, but all or none (a rank without rows holds none).
   const bool has_weights = ranks.max(in.node_weights.empty() ? 0 : 1) == 1;
@@ -160,7 +164,23 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
   if (why.empty() && in.rows.size() > 0 && has_ids && in.node_ids.empty())
     why = "GraphSlice.node_ids: other ranks' slices have node ids, this one has none";
   if (why.empty() && opt.features_bf16) why = detail::bf16_feature_overflow(in.features, in.rows.begin, in.num_features);
+  const index_t ef_width = in.num_edge_features;
+  if (why.empty() && (ef_width < 0 || in.edge_features.size() != in.indices.size() * static_cast<std::size_t>(ef_width)))
+    why = "GraphSlice.edge_features: " + std::to_string(in.edge_features.size()) + " values for " +
+          std::to_string(in.indices.size()) + " entries of " + std::to_string(ef_width);
+  for (std::size_t k = 0; why.empty() && k < in.edge_features.size(); ++k)
+    if (!std::isfinite(in.edge_features[k]))
+      why = "GraphSlice.edge_features: non-finite value at entry " + std::to_string(k / static_cast<std::size_t>(ef_width)) +
+            " of row run " + std::to_string(in.rows.begin);
   ranks.agree(why, kWhere);
+  // The input's entries and rows, kept for the edge feature lookup at the end (step 4).
+  std::vector<index_t> ef_indptr, ef_indices;
+  std::vector<float> ef_rows = std::move(in.edge_features);
+  const ArrayWatch edge_source(ef_indptr, ef_indices, ef_rows);
+  if (ef_width > 0) {
+    ef_indptr = in.indptr;
+    ef_indices = in.indices;
+  }
   if (round <= 0) round = exchange_round_entries();
   const Range own = in.rows;
   constexpr std::uint64_t kStages = 6;
@@ -263,6 +283,17 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
   }
   detail::fill_node_positions(p, pr, pc);
   sample_arrays();
+
+  // 4. Edge features: each entry of the cleaned graph's output rows takes its input edge's row.
+  if (ef_width > 0) {
+    const std::vector<index_t> source_of = inverse_permutation(pc);
+    const ArrayWatch sources(source_of);
+    const detail::EdgeRowIndex index(own.begin, ef_indptr, ef_indices);
+    p.edge_features = detail::carry_edge_features_on_ranks(ranks, index, ef_rows, ef_width, p.graph, p.rows, source_of,
+                                                           owner_of_input_row, round);
+    p.num_edge_features = ef_width;
+    sample_arrays();
+  }
 
   // The block counts: this rank's rows of each order counted by tile, summed over the ranks.
   AdjBlockCounts& b = p.block_counts;

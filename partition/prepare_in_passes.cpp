@@ -190,6 +190,9 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
   if (po.round < 1) throw InputError("PassOptions.round", "must be at least 1");
   const GraphSlice h = in.header();
   const index_t n = h.num_nodes;
+  if (h.num_edge_features > 0)  // (they would be left behind: refused, not dropped)
+    throw InputError("GraphSlice.edge_features", "the prepare in passes does not carry edge features yet: prepare_graph "
+                                                 "or prepare_graph_distributed does");
   if (n > std::numeric_limits<col_t>::max())
     throw InputError(kWhere, "num_nodes: more than 2^31-1 nodes are not supported yet");
   const int k_passes = static_cast<int>(std::clamp<index_t>(po.passes, 1, std::max<index_t>(n, 1)));

@@ -3,7 +3,8 @@
 # prepare's, dataset for dataset and attribute for attribute (tests/h5_same_datasets.py), on
 # 2, 3, 4 and 8 ranks, for Cora and for a small weighted graph with duplicates, self-loops,
 # isolated nodes, original node ids, class names and node weights (37 nodes: no rank count
-# divides it), with balance none and permute, symmetrized and --directed; some runs exchange
+# divides it), with edge features or without, with balance none and permute, symmetrized and
+# --directed; some runs exchange
 # in rounds of a few entries and read in stripes of a few edges. Bad input on one rank's slice
 # and metis on several ranks end every rank with one line and leave no file behind.
 # Usage: cli_prepare_ranks.sh PLEXUS_BINARY SOURCE_DIR
@@ -27,6 +28,19 @@ case_() {
 }
 for r in 2 3 4 8; do case_ "small permute" "$work/small.h5" $r --balance permute; done
 case_ "small none" "$work/small.h5" 3 --balance none
+# Edge features (a row per stored entry, the duplicate's copies unlike): carried as in one process.
+"$py" - "$work/small.h5" "$work/small_edges.h5" "$work/small_directed.h5" "$work/small_directed_edges.h5" <<'PY'
+import shutil, sys, h5py, numpy as np
+for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        nnz = f["graph/indices"].shape[0]
+        f["graph/edge_features"] = (np.arange(nnz * 3, dtype=np.float32) * 0.5 - 7).reshape(nnz, 3)
+PY
+for r in 2 3; do PLEXUS_PREPARE_ROUND=4 case_ "small with edge features, permute" "$work/small_edges.h5" $r --balance permute; done
+case_ "small directed with edge features" "$work/small_directed_edges.h5" 4 --balance none --directed
+expect_error "edge features in passes" "the prepare in passes does not carry" prepare "$work/small_edges.h5" \
+  -o "$work/passes_edges.h5" --memory-per-rank 1G --scratch "$work"
 case_ "small directed permute" "$work/small_directed.h5" 4 --balance permute --directed
 case_ "small one-way edges symmetrized" "$work/small_directed.h5" 3 --balance permute
 case_ "small seed 9" "$work/small.h5" 2 --balance permute --balance-seed 9

@@ -86,6 +86,35 @@ TEST(DistributedPrepare, EqualsOneProcessSymmetrizedInRoundsOfOne) {
   check_case(messy_graph(13, 1, 40, true, 4), opt, false);
 }
 
+// Edge features: each output entry's row comes from the rank holding its input edge (or its
+// reverse's, for an edge symmetrizing stored), as prepare_graph carries them.
+TEST(DistributedPrepare, EqualsOneProcessWithEdgeFeatures) {
+  const RoundEnv env("3");
+  PrepareOptions opt;
+  opt.balance = Balance::kPermute;
+  opt.seed = 5;
+  check_case(test::with_entry_rows(messy_graph(43, 2, 220, true, 6), 3), opt, true);
+  opt.balance = Balance::kNone;
+  opt.symmetrize = false;
+  check_case(test::with_entry_rows(messy_graph(31, 1, 120, false, 7), 1), opt, false);
+}
+
+// Every rank's edge features must be as wide as the others' and hold a row per entry.
+TEST(DistributedPrepare, EdgeFeaturesOfAnotherWidthFailEveryRank) {
+  const int rank = world_rank(), size = world_size();
+  const GraphData g = test::with_entry_rows(messy_graph(29, 2, 80, true, 8), 2);
+  GraphSlice s = slice_of(g, slice_rows(g.num_nodes, rank, size), false);
+  if (rank == size - 1) s.edge_features.push_back(1.0f);  // one value too many
+  try {
+    prepare_graph_distributed(std::move(s), PrepareOptions{}, world());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    if (rank == size - 1) {
+      EXPECT_NE(std::string(e.what()).find("GraphSlice.edge_features"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(DistributedPrepare, BadSliceFailsOnEveryRank) {
   GraphData g = messy_graph(29, 2, 80, true, 5);
   GraphSlice s = slice_of(g, slice_rows(g.num_nodes, world_rank(), world_size()), false);
@@ -126,16 +155,20 @@ TEST(DistributedPrepare, NodeWeightsOnSomeRanksOnlyFailEveryRank) {
 // every rank count of the job (1, 2, 3, 4, 8: uneven slices, one of them empty from 3 ranks on).
 TEST(DistributedPrepare, DryRunPredictsEveryRanksBytesAndArraysExactly) {
   const int rank = world_rank(), size = world_size();
-  const GraphData g = messy_graph(61, 5, 300, true, 1);
+  const GraphData plain = messy_graph(61, 5, 300, true, 1);
+  const GraphData featured = test::with_entry_rows(plain, 3);  // (their lookup's exchanges and arrays too)
   PrepareOptions permute;
   permute.balance = Balance::kPermute;
   permute.seed = 3;
   PrepareOptions directed_none;
   directed_none.balance = Balance::kNone;
   directed_none.symmetrize = false;
+  for (const GraphData* graph : {&plain, &featured})
   for (const PrepareOptions& opt : {permute, directed_none}) {
+    const GraphData& g = *graph;
     for (const index_t round : {index_t{0}, index_t{7}}) {
-      SCOPED_TRACE(::testing::Message() << "balance " << balance_name(opt.balance) << " round " << round);
+      SCOPED_TRACE(::testing::Message() << "balance " << balance_name(opt.balance) << " round " << round
+                                        << " edge features " << g.num_edge_features);
       world().reset_stats();
       PrepareRankCost mine;
       prepare_graph_distributed(slice_of(g, slice_rows(g.num_nodes, rank, size), true), opt, world(), round, &mine);

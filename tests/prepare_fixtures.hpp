@@ -52,6 +52,15 @@ inline GraphData messy_graph(index_t n, index_t f, int edges, bool weighted, uns
   return g;
 }
 
+// `g` with `width` edge features on every stored entry, each entry's row its own (a duplicate's
+// second copy differs from its first).
+inline GraphData with_entry_rows(GraphData g, index_t width = 2) {
+  g.num_edge_features = width;
+  g.edge_features.resize(g.indices.size() * static_cast<std::size_t>(width));
+  for (std::size_t k = 0; k < g.edge_features.size(); ++k) g.edge_features[k] = 0.5f * static_cast<float>(k) - 3.0f;
+  return g;
+}
+
 // Rank k's rows of n among `size` ranks: uneven cuts (rank 1 of 3 or more gets none).
 inline Range slice_rows(index_t n, int rank, int size) {
   std::vector<index_t> starts(static_cast<std::size_t>(size) + 1, n);
@@ -73,6 +82,9 @@ inline GraphSlice slice_of(const GraphData& g, Range rows, bool with_extras) {
   for (index_t u = rows.begin; u <= rows.end; ++u) s.indptr.push_back(g.indptr[u] - e0);
   s.indices.assign(g.indices.begin() + e0, g.indices.begin() + e1);
   if (s.weighted) s.values.assign(g.values.begin() + e0, g.values.begin() + e1);
+  s.num_edge_features = g.num_edge_features;
+  s.edge_features.assign(g.edge_features.begin() + e0 * g.num_edge_features,
+                         g.edge_features.begin() + e1 * g.num_edge_features);
   s.features.assign(g.features.begin() + rows.begin * g.num_features, g.features.begin() + rows.end * g.num_features);
   s.labels.assign(g.labels.begin() + rows.begin, g.labels.begin() + rows.end);
   s.train_mask.assign(g.train_mask.begin() + rows.begin, g.train_mask.begin() + rows.end);
@@ -116,6 +128,12 @@ inline void expect_prepared_rows(const GraphData& g, const PreparedGraph& want, 
   expect_rows("graph", want.graph.indptr, want.graph.indices, want.graph.values, want.graph.num_edges(), got.graph, r);
   expect_rows("a1", want.a1.indptr, want.a1.indices, want.a1.values, want.a1.nnz(), got.a1, r);
   if (want.two_orders()) expect_rows("a2", want.a2.indptr, want.a2.indices, want.a2.values, want.a2.nnz(), got.a2, r);
+  EXPECT_EQ(got.num_edge_features, want.graph.num_edge_features);
+  {  // the entries' rows of [r)
+    const index_t d = want.graph.num_edge_features, e0 = want.graph.indptr[r.begin], e1 = want.graph.indptr[r.end];
+    EXPECT_EQ(got.edge_features, std::vector<float>(want.graph.edge_features.begin() + e0 * d,
+                                                    want.graph.edge_features.begin() + e1 * d));
+  }
   EXPECT_EQ(got.features, rows_of(want.graph.features, r, g.num_features));
   EXPECT_EQ(got.labels, rows_of(want.graph.labels, r));
   EXPECT_EQ(got.train_mask, rows_of(want.graph.train_mask, r));

@@ -101,6 +101,22 @@ void check_passes(const GraphData& g, const PrepareOptions& opt, bool extras, in
   EXPECT_EQ(row, g.num_nodes);
 }
 
+// Edge features are not carried in passes yet: refused, before any pass, rather than dropped.
+TEST(PrepareInPasses, EdgeFeaturesAreRefusedNotDropped) {
+  const GraphData g = test::with_entry_rows(messy_graph(30, 2, 90, true, 9), 2);
+  const MemorySource in(g, false);
+  const Scratch scratch;
+  Pieces out;
+  try {
+    prepare_graph_in_passes(in, PrepareOptions{}, PassOptions{3, scratch.dir.string(), 8}, out);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not carry edge features yet"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(in.reads, 0);
+  EXPECT_TRUE(out.got.empty());
+}
+
 TEST(PrepareInPasses, EqualsOneProcessPermuteSymmetrized) {
   PrepareOptions opt;
   opt.balance = Balance::kPermute;

@@ -14,7 +14,10 @@
 //   3. every entry of the cleaned graph, of Â1 = P·Â·P2ᵀ and of Â2 = P2·Â·Pᵀ travels to the
 //      rank writing its output row (output rows: block_range(N, P, rank)), in rounds of at most
 //      exchange_round_entries() entries per rank; features, labels, masks, node weights and
-//      node ids travel with their node likewise.
+//      node ids travel with their node likewise;
+//   4. with edge features, each output entry asks the rank holding its input edge's row for
+//      that edge's feature row (or its reverse's: partition/edge_rows.hpp), as prepare_graph
+//      carries them.
 // Memory per rank: about 48 bytes per entry of its share of the edges (its cleaned rows, Â's
 // rows, the output CSRs, one exchange in flight), 4 bytes per feature of its rows, and 16 bytes
 // per node of the whole graph (the orders; 56 while they are drawn) — docs/balancing.md.
@@ -42,6 +45,10 @@ struct GraphSlice {
   std::vector<index_t> indptr;  // rows.size() + 1, from 0
   std::vector<index_t> indices;
   std::vector<float> values;    // like indices, or empty when !weighted
+  // Optional edge features: num_edge_features values per entry of `indices`, row-major (as
+  // GraphData's); num_edge_features the whole graph's (every rank alike), 0 when none.
+  index_t num_edge_features = 0;
+  std::vector<float> edge_features;
   std::vector<float> features;  // rows.size() * num_features
   std::vector<std::int32_t> labels;
   std::vector<std::uint8_t> train_mask, val_mask, test_mask;
@@ -77,6 +84,8 @@ struct PreparedSlice {
   bool weighted = false;  // the graph stores edge weights (/graph/values)
   Range rows;
   CsrSlice<index_t> graph;  // the cleaned graph in P2 order (rows and columns)
+  index_t num_edge_features = 0;
+  std::vector<float> edge_features;  // graph's entries' rows (num_edge_features each), as prepare_graph carries them
   CsrSlice<col_t> a1, a2;   // Â1 = P·Â·P2ᵀ, Â2 = P2·Â·Pᵀ (a2 empty with one order)
   // P2 order:
   std::vector<float> features;

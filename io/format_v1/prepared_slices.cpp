@@ -55,9 +55,8 @@ std::vector<index_t> split_rows(const std::vector<index_t>& indptr, index_t num_
 GraphSlice slice_of(const Reader& r, const h5::Header& h) {
   if (h.num_nodes > std::numeric_limits<col_t>::max())
     r.fail("attribute num_nodes", "more than 2^31-1 nodes are not supported yet");
-  if (h.num_edge_features > 0)  // (they would be left behind: refused, not dropped)
-    r.fail(h5::kEdgeFeatures, "prepare does not carry edge features yet: train on the plain file");
   GraphSlice s;
+  s.num_edge_features = h.num_edge_features;
   s.num_nodes = h.num_nodes;
   s.num_features = h.num_features;
   s.num_classes = h.num_classes;
@@ -66,9 +65,17 @@ GraphSlice slice_of(const Reader& r, const h5::Header& h) {
   return s;
 }
 
-// The CSR of rows [s.rows) (s.indptr holding their global offsets, made local here).
-void read_edges(GraphSlice& s, const h5::Header& h, const h5::CsrDatasets& graph, h5::ShardReader& in) {
+// The CSR of rows [s.rows) (s.indptr holding their global offsets, made local here), with its
+// entries' edge feature rows where the file has them.
+void read_edges(GraphSlice& s, const Reader& r, const h5::Header& h, const h5::CsrDatasets& graph, h5::ShardReader& in) {
   const index_t e0 = s.indptr.front();
+  if (h.num_edge_features > 0) {
+    const index_t d = h.num_edge_features;
+    s.edge_features = in.float_block(h.edge_features, d, Range{e0, s.indptr.back()}, Range{0, d});
+    for (std::size_t k = 0; k < s.edge_features.size(); ++k)
+      if (!std::isfinite(s.edge_features[k]))
+        r.fail(h5::kEdgeFeatures, "non-finite value at edge " + std::to_string(e0 + static_cast<index_t>(k) / d));
+  }
   s.indices.reserve(static_cast<std::size_t>(s.indptr.back() - e0));
   if (h.has_values) s.values.reserve(static_cast<std::size_t>(s.indptr.back() - e0));
   in.stream_rows(graph, s.rows, s.indptr, [&](index_t, index_t, const auto&, const auto& idx, const float* val) {
@@ -112,9 +119,9 @@ GraphSlice read_slice(const Reader& r, Communicator& comm) {
     s.rows = Range{starts[static_cast<std::size_t>(in.rank())], starts[static_cast<std::size_t>(in.rank()) + 1]};
     s.indptr.assign(ip.begin() + s.rows.begin, ip.begin() + s.rows.end + 1);
   }
-  in.expect(static_cast<double>(s.indptr.back() - s.indptr.front()) * (h.has_values ? 8.0 : 4.0) +
+  in.expect(static_cast<double>(s.indptr.back() - s.indptr.front()) * ((h.has_values ? 8.0 : 4.0) + 4.0 * h.num_edge_features) +
             4.0 * static_cast<double>(s.rows.size() * h.num_features));
-  read_edges(s, h, graph, in);
+  read_edges(s, r, h, graph, in);
   read_nodes(s, r, h, in);
   in.finished();
   return s;
@@ -133,6 +140,8 @@ class H5RowSource final : public GraphRowSource {
     Reader& r = *r_;
     r.open();
     const h5::Header h = h5::read_header(r);
+    if (h.num_edge_features > 0)  // (they would be left behind: refused, not dropped)
+      r.fail(h5::kEdgeFeatures, "the prepare in passes does not carry edge features yet: prepare on one process or on ranks");
     head_ = slice_of(r, h);
     head_.class_names = std::move(names);
     weights_ = r.exists(h5::kNodeWeights);
@@ -163,7 +172,7 @@ class H5RowSource final : public GraphRowSource {
     } else {
       const h5::CsrDatasets graph = h5::take_graph_csr(h);
       s.indptr = in.indptr(graph, rows);
-      read_edges(s, h, graph, in);
+      read_edges(s, r, h, graph, in);
     }
     return s;
   }
@@ -230,6 +239,8 @@ struct V1Rows {
   const index_t* indices = nullptr;
   const float* values = nullptr;
   index_t edges = 0;  // of the whole graph
+  index_t edge_feature_width = 0;         // 0: no /graph/edge_features
+  const float* edge_features = nullptr;  // this rank's entries' rows
   const float* features = nullptr;
   const std::int32_t* labels = nullptr;
   const std::uint8_t *train = nullptr, *val = nullptr, *test = nullptr;
@@ -253,6 +264,12 @@ void write_v1_rows(h5::Writer& w, const V1Rows& v, bool last, bool metadata = tr
   }
   write_csr_rows(w, "/graph", H5T_STD_I64LE, v.num_nodes, v.rows, last, v.indptr, v.indices, v.values, v.weighted,
                  v.edges, metadata);
+  if (v.edge_feature_width > 0) {  // the entries' rows, where the entries are
+    const auto d = static_cast<hsize_t>(v.edge_feature_width);
+    const auto e0 = static_cast<hsize_t>(v.indptr[0]), count = static_cast<hsize_t>(v.indptr[v.rows.size()] - v.indptr[0]);
+    w.block_dataset<float, 2>(kEdgeFeatures, H5T_IEEE_F32LE, {static_cast<hsize_t>(v.edges), d}, {e0, 0}, {count, d},
+                              v.edge_features, true);
+  }
   if (v.features_bf16) {  // rounded to nearest even, as the one-process writer does
     std::vector<bf16> rounded(static_cast<std::size_t>(rows * f));
     for (std::size_t k = 0; k < rounded.size(); ++k) rounded[k] = float_to_bf16(v.features[k]);
@@ -298,6 +315,8 @@ V1Rows v1_rows_of(const GraphSlice& g, const std::vector<index_t>& indptr, index
   v.indices = g.indices.data();
   v.values = g.values.data();
   v.edges = edges;
+  v.edge_feature_width = g.num_edge_features;
+  v.edge_features = data_or_empty(g.edge_features, g.num_edge_features > 0);
   v.features = g.features.data();
   v.labels = g.labels.data();
   v.train = g.train_mask.data();
@@ -340,6 +359,8 @@ void write_prepared_rows(h5::Writer& w, const PreparedSlice& p, const RowsCall& 
   v.indices = p.graph.indices.data();
   v.values = p.graph.values.data();
   v.edges = p.graph.total;
+  v.edge_feature_width = p.num_edge_features;
+  v.edge_features = data_or_empty(p.edge_features, p.num_edge_features > 0);
   v.features = p.features.data();
   v.labels = p.labels.data();
   v.train = p.train_mask.data();

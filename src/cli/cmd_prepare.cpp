@@ -170,15 +170,16 @@ void run_prepare(const PrepareCliOptions& o) {
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::size_t budget = parse_memory_budget(o.choices.memory_per_rank);
-  // A link split (/links) and edge features are carried by the prepare on one process only, for
-  // now: refused elsewhere, not dropped (every rank reads the header; the answer is the same on all).
+  // A link split (/links) is carried by the prepare on one process only, edge features by it and
+  // the prepare on ranks, for now: refused elsewhere, not dropped (every rank reads the header;
+  // the answer is the same on all).
   const GraphInfo in = about_file(o.input, [&] { return read_graph_info_h5(o.input); });
-  const char* carried_by_one = in.link_split ? "a link split (/links)"
-                               : in.num_edge_features > 0 ? "edge features (/graph/edge_features)"
-                                                          : nullptr;
-  if (carried_by_one && (size > 1 || !o.cost_json.empty() || !o.scratch.empty()))
-    throw InputError(o.input, fmt::format("holds {}, which only a prepare on one process in memory carries yet "
-                                          "(no mpirun, --scratch or --cost-json)", carried_by_one));
+  if (in.link_split && (size > 1 || !o.cost_json.empty() || !o.scratch.empty()))
+    throw InputError(o.input, "holds a link split (/links), which only a prepare on one process in memory carries yet "
+                              "(no mpirun, --scratch or --cost-json)");
+  if (in.num_edge_features > 0 && !o.scratch.empty())
+    throw InputError(o.input, "holds edge features (/graph/edge_features), which the prepare in passes does not carry "
+                              "yet: prepare on one process or on ranks (mpirun)");
   if (size > 1 || !o.cost_json.empty()) {  // --cost-json on one process: the prepare on ranks on one rank
     if (!o.scratch.empty() && size > 1)
       throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "
