@@ -23,6 +23,7 @@
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
 #include "src/comm/rank_exchange.hpp"
+#include "src/core/link_split_problem.hpp"
 #include "src/core/array_census.hpp"
 #include "plexus/error.hpp"
 #include "plexus/progress.hpp"
@@ -172,6 +173,16 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
     if (!std::isfinite(in.edge_features[k]))
       why = "GraphSlice.edge_features: non-finite value at entry " + std::to_string(k / static_cast<std::size_t>(ef_width)) +
             " of row run " + std::to_string(in.rows.begin);
+  // A link split: on every rank or none, checked against the input rows this rank holds (as
+  // validate_link_split checks it against the whole graph).
+  const bool has_links = ranks.max(in.links ? 1 : 0) == 1;
+  if (why.empty() && has_links && !in.links) why = "GraphSlice.links: other ranks' slices have a link split, this one has none";
+  if (why.empty() && in.links)
+    why = link_split_problem(*in.links, n, in.directed, [&](std::int64_t u, std::int64_t v) {
+      if (u < in.rows.begin || u >= in.rows.end) return false;
+      const auto b = in.indices.begin() + in.indptr[u - in.rows.begin], e = in.indices.begin() + in.indptr[u - in.rows.begin + 1];
+      return std::find(b, e, v) != e;
+    });
   ranks.agree(why, kWhere);
   // The input's entries and rows, kept for the edge feature lookup at the end (step 4).
   std::vector<index_t> ef_indptr, ef_indices;
@@ -293,6 +304,20 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
                                                            owner_of_input_row, round);
     p.num_edge_features = ef_width;
     sample_arrays();
+  }
+
+  // 5. The link split, renumbered with the graph, against the cleaned graph's output rows here
+  // (symmetrizing a directed graph can store a held-out link's reverse).
+  if (has_links) {
+    p.links = renumbered(*in.links, pc);
+    in.links.reset();
+    const std::string leak = link_split_problem(*p.links, n, p.directed, [&](std::int64_t u, std::int64_t v) {
+      if (u < p.rows.begin || u >= p.rows.end) return false;
+      const auto b = p.graph.indices.begin() + (p.graph.indptr[u - p.rows.begin] - p.graph.begin()),
+                 e = p.graph.indices.begin() + (p.graph.indptr[u - p.rows.begin + 1] - p.graph.begin());
+      return std::binary_search(b, e, v);
+    });
+    ranks.agree(leak, "the prepared graph");
   }
 
   // The block counts: this rank's rows of each order counted by tile, summed over the ranks.

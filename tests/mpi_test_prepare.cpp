@@ -16,6 +16,7 @@
 
 #include "plexus/comm.hpp"
 #include "plexus/error.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/prepare_distributed.hpp"
 #include "prepare_fixtures.hpp"
@@ -97,6 +98,44 @@ TEST(DistributedPrepare, EqualsOneProcessWithEdgeFeatures) {
   opt.balance = Balance::kNone;
   opt.symmetrize = false;
   check_case(test::with_entry_rows(messy_graph(31, 1, 120, false, 7), 1), opt, false);
+}
+
+// A link split (whole on every rank) comes out renumbered with the graph, as prepare_graph
+// renumbers it; one that cleaning would make an edge again (a directed graph's held-out 3 -> 0
+// whose reverse is stored, symmetrized) is refused on every rank.
+TEST(DistributedPrepare, EqualsOneProcessWithALinkSplit) {
+  const int rank = world_rank(), size = world_size();
+  GraphData g = test::with_entry_rows(messy_graph(57, 2, 260, true, 12), 2);
+  g = clean_graph(g, true);  // (a split is drawn on a clean graph: random_link_split's input)
+  const LinkSplit held_out = random_link_split(g, 0.1, 0.15, 3);
+  ASSERT_GT(held_out.test_pos.size(), 0u);
+  for (const Balance b : {Balance::kPermute, Balance::kNone}) {
+    PrepareOptions opt;
+    opt.balance = b;
+    const PreparedGraph want = prepare_graph(g, opt, held_out);
+    GraphSlice s = slice_of(g, slice_rows(g.num_nodes, rank, size), false);
+    s.links = held_out;
+    const PreparedSlice got = prepare_graph_distributed(std::move(s), opt, world());
+    test::expect_prepared_rows(g, want, got, block_range(g.num_nodes, size, rank), false);
+  }
+  // Directed: 0 -> 3 stored, 3 -> 0 held out; symmetrizing would store 3 -> 0.
+  GraphData d = messy_graph(20, 1, 0, false, 13);  // no edges yet
+  d.indptr.assign(static_cast<std::size_t>(d.num_nodes) + 1, 0);
+  d.indices = {3};
+  for (std::size_t r = 1; r < d.indptr.size(); ++r) d.indptr[r] = 1;
+  LinkSplit leak;
+  leak.test_pos.u = {3};
+  leak.test_pos.v = {0};
+  leak.test_neg.u = {5};
+  leak.test_neg.v = {9};
+  GraphSlice s = slice_of(d, slice_rows(d.num_nodes, rank, size), false);
+  s.links = leak;
+  try {
+    prepare_graph_distributed(std::move(s), PrepareOptions{}, world());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "the prepared graph");
+  }
 }
 
 // Every rank's edge features must be as wide as the others' and hold a row per entry.

@@ -128,6 +128,14 @@ inline void expect_prepared_rows(const GraphData& g, const PreparedGraph& want, 
   expect_rows("graph", want.graph.indptr, want.graph.indices, want.graph.values, want.graph.num_edges(), got.graph, r);
   expect_rows("a1", want.a1.indptr, want.a1.indices, want.a1.values, want.a1.nnz(), got.a1, r);
   if (want.two_orders()) expect_rows("a2", want.a2.indptr, want.a2.indices, want.a2.values, want.a2.nnz(), got.a2, r);
+  EXPECT_EQ(got.links.has_value(), want.links.has_value());
+  if (got.links && want.links)
+    for (auto [a, b] : {std::pair{&got.links->val_pos, &want.links->val_pos}, std::pair{&got.links->val_neg, &want.links->val_neg},
+                        std::pair{&got.links->test_pos, &want.links->test_pos},
+                        std::pair{&got.links->test_neg, &want.links->test_neg}}) {
+      EXPECT_EQ(a->u, b->u);
+      EXPECT_EQ(a->v, b->v);
+    }
   EXPECT_EQ(got.num_edge_features, want.graph.num_edge_features);
   {  // the entries' rows of [r)
     const index_t d = want.graph.num_edge_features, e0 = want.graph.indptr[r.begin], e1 = want.graph.indptr[r.end];

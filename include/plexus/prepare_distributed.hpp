@@ -17,11 +17,14 @@
 //      node ids travel with their node likewise;
 //   4. with edge features, each output entry asks the rank holding its input edge's row for
 //      that edge's feature row (or its reverse's: partition/edge_rows.hpp), as prepare_graph
-//      carries them.
+//      carries them;
+//   5. a link split, whole on every rank, is checked against the input rows each rank holds,
+//      renumbered with the graph and checked again against its cleaned output rows.
 // Memory per rank: about 48 bytes per entry of its share of the edges (its cleaned rows, Â's
 // rows, the output CSRs, one exchange in flight), 4 bytes per feature of its rows, and 16 bytes
 // per node of the whole graph (the orders; 56 while they are drawn) — docs/balancing.md.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,9 @@ struct GraphSlice {
   std::vector<float> node_weights;   // rows.size() or empty (every rank alike)
   std::vector<std::int64_t> node_ids;  // the nodes' original ids: rows.size() or empty (alike)
   std::vector<std::string> class_names;  // passed through (every rank alike; may be empty)
+  // The graph's link split (/links: held-out links and their negatives, the input's node ids),
+  // whole on every rank alike; nullopt when it has none. Renumbered into PreparedSlice::links.
+  std::optional<LinkSplit> links;
 };
 
 // Rows [rows) of a CSR whose indices are `Idx`: indptr holds the global offsets of rows
@@ -100,6 +106,7 @@ struct PreparedSlice {
   std::vector<std::uint8_t> train_p, val_p, test_p;
   std::vector<index_t> node_id_p, node_id_p2;  // the original node at each position of P, P2
   AdjBlockCounts block_counts;                 // the whole graph's (the same on every rank)
+  std::optional<LinkSplit> links;              // the split in P2 order, whole (the same on every rank)
   bool features_bf16 = false;                  // PrepareOptions::features_bf16
 };
 

@@ -424,6 +424,7 @@ void write_prepared_names(h5::Writer& w, const PreparedSlice& p) {
   w.string_attr("normalization", "gcn", h5::kPrepared);
   w.string_attr("balance", balance_name(p.balance), h5::kPrepared);
   if (!p.class_names.empty()) w.string_dataset(kClassNames, p.class_names);
+  if (p.links) h5::write_link_split(w, *p.links);  // (whole on every rank: rank 0 writes it, serially)
 }
 
 void check_class_names(const PreparedSlice& p, const std::string& path) {

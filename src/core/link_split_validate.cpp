@@ -2,12 +2,14 @@
 // sees. Beside validate (graph_validate.cpp): what a file's /links claims is checked against its
 // /graph before anything trains on it.
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <utility>
 
 #include "plexus/error.hpp"
 #include "plexus/link_split.hpp"
+#include "src/core/link_split_problem.hpp"
 
 namespace plexus {
 
@@ -29,6 +31,13 @@ struct PairHash {
 }  // namespace
 
 void validate_link_split(const GraphData& g, const LinkSplit& s, const std::string& where) {
+  const std::string why = link_split_problem(s, g.num_nodes, g.directed,
+                                             [&](std::int64_t u, std::int64_t v) { return has_edge(g, u, v); });
+  if (!why.empty()) throw InputError(where, why);
+}
+
+std::string link_split_problem(const LinkSplit& s, index_t num_nodes, bool directed,
+                               const std::function<bool(std::int64_t, std::int64_t)>& has_edge) {
   const struct {
     const char* name;
     const NodePairList* pairs;
@@ -44,20 +53,19 @@ void validate_link_split(const GraphData& g, const LinkSplit& s, const std::stri
   };
   for (const auto& l : lists) {
     if (l.pairs->u.size() != l.pairs->v.size())
-      throw InputError(where, std::string(l.name) + ": " + std::to_string(l.pairs->u.size()) + " first and " +
-                                  std::to_string(l.pairs->v.size()) + " second nodes");
+      return std::string(l.name) + ": " + std::to_string(l.pairs->u.size()) + " first and " +
+             std::to_string(l.pairs->v.size()) + " second nodes";
     for (std::size_t k = 0; k < l.pairs->size(); ++k) {
       const std::int64_t u = l.pairs->u[k], v = l.pairs->v[k];
-      if (u < 0 || u >= g.num_nodes || v < 0 || v >= g.num_nodes)
-        throw InputError(where, std::string(l.name) + ": " + pair_text(k, u, v) + " names a node outside [0, " +
-                                    std::to_string(g.num_nodes) + ")");
-      if (has_edge(g, u, v) || (!g.directed && has_edge(g, v, u)))
-        throw InputError(where, std::string(l.name) + ": " + pair_text(k, u, v) + " is an edge of /graph" +
-                                    (l.negative ? ": a negative must be no link"
-                                                : ": message passing would see the held-out link"));
+      if (u < 0 || u >= num_nodes || v < 0 || v >= num_nodes)
+        return std::string(l.name) + ": " + pair_text(k, u, v) + " names a node outside [0, " +
+               std::to_string(num_nodes) + ")";
+      if (has_edge(u, v) || (!directed && has_edge(v, u)))
+        return std::string(l.name) + ": " + pair_text(k, u, v) + " is an edge of /graph" +
+               (l.negative ? ": a negative must be no link" : ": message passing would see the held-out link");
       if (!l.negative) {
         held_out.insert({u, v});
-        if (!g.directed) held_out.insert({v, u});
+        if (!directed) held_out.insert({v, u});
       }
     }
   }
@@ -65,8 +73,9 @@ void validate_link_split(const GraphData& g, const LinkSplit& s, const std::stri
     if (l.negative)
       for (std::size_t k = 0; k < l.pairs->size(); ++k)
         if (held_out.count({l.pairs->u[k], l.pairs->v[k]}))
-          throw InputError(where, std::string(l.name) + ": " + pair_text(k, l.pairs->u[k], l.pairs->v[k]) +
-                                      " is a held-out link: a negative must be no link");
+          return std::string(l.name) + ": " + pair_text(k, l.pairs->u[k], l.pairs->v[k]) +
+                 " is a held-out link: a negative must be no link";
+  return "";
 }
 
 }  // namespace plexus
