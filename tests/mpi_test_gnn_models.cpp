@@ -155,7 +155,7 @@ TEST(GnnModels, PreparedFileReadByEveryGridMatchesOneRank) {
     po.clean = po.symmetrize = false;  // as train_gnn's in-memory balancing
     po.balance = Balance::kPermute;
     po.seed = 1;
-    GraphData g = uneven_graph();  // (prepare does not carry edge features yet: refused, not dropped)
+    GraphData g = uneven_graph();  // (the sharded loader reads no edge features yet: read_whole_graph_h5 does)
     g.num_edge_features = 0;
     g.edge_features.clear();
     write_prepared_h5(prepare_graph(std::move(g), po), path);
