@@ -7,6 +7,9 @@
 #include "plexus/prepare_passes.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <set>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,6 +25,7 @@
 #include "partition/slice_parts.hpp"
 #include "src/comm/rank_exchange.hpp"
 #include "src/comm/spill_buckets.hpp"
+#include "src/core/link_split_problem.hpp"
 #include "plexus/balance.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/error.hpp"
@@ -69,11 +73,12 @@ GraphSlice read_edges(const GraphRowSource& in, Range rows) {
 }
 
 // A pass's rows cleaned as prepare_graph cleans them: deduped, and merged with the transposed
-// entries spilled to this pass (symmetrize).
+// entries spilled to this pass (symmetrize). `raw`, when given, sees the rows as read first.
 GraphSlice clean_rows_of_pass(const GraphRowSource& in, const Runs& runs, int k, const SpillBuckets* transposed,
-                              bool weighted) {
+                              bool weighted, const std::function<void(const GraphSlice&)>& raw = {}) {
   const Range rows = runs.of(k);
   GraphSlice s = read_edges(in, rows);
+  if (raw) raw(s);
   detail::dedupe_rows(rows.begin, s.indptr, s.indices, s.values);
   if (transposed != nullptr) {
     std::vector<Entry> got;
@@ -83,6 +88,22 @@ GraphSlice clean_rows_of_pass(const GraphRowSource& in, const Runs& runs, int k,
     detail::merge_union(s.indptr, s.indices, s.values, t.indptr, t.indices, t.values);
   }
   return s;
+}
+
+// The pairs of a link split that are edges of rows [s.rows) of a graph (either direction), as
+// (u, v): what validate_link_split asks of the whole graph, found a pass of rows at a time
+// (normally none: a split's links are no edges of the graph message passing sees).
+using EdgeSet = std::set<std::pair<std::int64_t, std::int64_t>>;
+void note_split_edges(const LinkSplit& split, const GraphSlice& s, EdgeSet& found) {
+  const auto in_row = [&](std::int64_t a, std::int64_t b) {
+    if (a < s.rows.begin || a >= s.rows.end) return false;
+    const auto first = s.indices.begin() + s.indptr[a - s.rows.begin], last = s.indices.begin() + s.indptr[a - s.rows.begin + 1];
+    return std::find(first, last, b) != last;
+  };
+  for (const NodePairList* l : {&split.val_pos, &split.val_neg, &split.test_pos, &split.test_neg})
+    for (std::size_t k = 0; k < l->size(); ++k)
+      for (const auto& [a, b] : {std::pair{l->u[k], l->v[k]}, std::pair{l->v[k], l->u[k]}})
+        if (in_row(a, b)) found.insert({a, b});
 }
 
 // Output pass j's rows of a renumbered CSR, from the entries spilled to it: global offsets from
@@ -228,12 +249,18 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
   }
   const SpillBuckets* t = transposed ? &*transposed : nullptr;
 
-  // B. Degrees (every node's 1/sqrt(degree) in A + I) and cleaned row lengths, then the orders.
+  // B. Degrees (every node's 1/sqrt(degree) in A + I) and cleaned row lengths, then the orders;
+  // a link split's pairs that are edges of the input rows, and of the cleaned ones.
   std::vector<double> inv_sqrt_deg(static_cast<std::size_t>(n));
   std::vector<std::int32_t> length(static_cast<std::size_t>(n));  // < 2^31: the nodes are
+  const std::optional<LinkSplit>& links = h.links;
+  EdgeSet input_edges, cleaned_edges;
   for (int k = 0; k < k_passes; ++k) {
     const Range rows = in_runs.of(k);
-    GraphSlice s = clean_rows_of_pass(in, in_runs, k, t, weighted);
+    GraphSlice s = clean_rows_of_pass(in, in_runs, k, t, weighted, [&](const GraphSlice& raw) {
+      if (links) note_split_edges(*links, raw, input_edges);
+    });
+    if (links) note_split_edges(*links, s, cleaned_edges);
     const MergedRows m = merge_rows(n, rows.begin, rows.size(), s.indptr.data(), s.indices.data(),
                                     weighted ? s.values.data() : nullptr);
     std::vector<double> part;
@@ -257,6 +284,22 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
   const bool two = order.row != order.col;
   const std::vector<index_t>& pr = order.row;
   const std::vector<index_t>& pc = order.col;
+  // The split checked as prepare_graph checks it (against the input, then renumbered against the
+  // cleaned graph), before any row is written.
+  std::optional<LinkSplit> links_p2;
+  if (links) {
+    const auto known = [](const EdgeSet& e) {
+      return [&e](std::int64_t u, std::int64_t v) { return e.count({u, v}) > 0; };
+    };
+    if (const std::string why = link_split_problem(*links, n, h.directed, known(input_edges)); !why.empty())
+      throw InputError(kWhere, why);
+    links_p2 = renumbered(*links, pc);
+    EdgeSet cleaned_p2;
+    for (const auto& [u, v] : cleaned_edges) cleaned_p2.insert({pc[static_cast<std::size_t>(u)], pc[static_cast<std::size_t>(v)]});
+    if (const std::string why = link_split_problem(*links_p2, n, opt.symmetrize ? false : h.directed, known(cleaned_p2));
+        !why.empty())
+      throw InputError("the prepared graph", why);
+  }
 
   // The output runs: about equal bytes of output rows (Â1 at P, Â2, the graph and node rows at P2).
   const Runs out_runs([&] {
@@ -379,6 +422,7 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
       counts.sum_tiles();
       p.block_counts = counts;
     }
+    if (j == 0) p.links = std::move(links_p2);  // (written with the first rows' metadata)
     out.write(p);
     report_progress(++stage, stages);
   }

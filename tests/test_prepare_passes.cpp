@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "plexus/error.hpp"
+#include "plexus/link_split.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/prepare_passes.hpp"
 #include "prepare_fixtures.hpp"
@@ -32,8 +33,10 @@ class MemorySource final : public GraphRowSource {
   GraphSlice header() const override {
     GraphSlice h = test::slice_of(g_, Range{0, 0}, extras_);
     h.indptr.clear();
+    h.links = links;
     return h;
   }
+  std::optional<LinkSplit> links;  // the graph's split, if any
   bool has_node_weights() const override { return extras_; }
   bool has_node_ids() const override { return extras_; }
   std::vector<index_t> split(int parts) const override {
@@ -99,6 +102,54 @@ void check_passes(const GraphData& g, const PrepareOptions& opt, bool extras, in
     row = p.rows.end;
   }
   EXPECT_EQ(row, g.num_nodes);
+}
+
+// A link split is checked and renumbered as prepare_graph does it, and comes with the first rows;
+// one that symmetrizing would make an edge again is refused before any row is written.
+TEST(PrepareInPasses, ALinkSplitComesRenumberedWithTheFirstRows) {
+  GraphData g = clean_graph(messy_graph(50, 2, 200, true, 14), true);
+  const LinkSplit held_out = random_link_split(g, 0.1, 0.2, 6);
+  ASSERT_GT(held_out.val_pos.size(), 0u);
+  PrepareOptions opt;
+  opt.balance = Balance::kPermute;
+  const PreparedGraph want = prepare_graph(g, opt, held_out);
+  MemorySource in(g, false);
+  in.links = held_out;
+  const Scratch scratch;
+  Pieces out;
+  prepare_graph_in_passes(in, opt, PassOptions{4, scratch.dir.string(), 16}, out);
+  ASSERT_EQ(out.got.size(), 4u);
+  PreparedGraph rows_only = want;
+  rows_only.links.reset();
+  for (std::size_t j = 0; j < out.got.size(); ++j) {
+    SCOPED_TRACE("piece " + std::to_string(j));
+    test::expect_prepared_rows(g, j == 0 ? want : rows_only, out.got[j], out.got[j].rows, false, j + 1 == out.got.size());
+  }
+  // Directed: 0 -> 3 stored and 3 -> 0 held out; symmetrizing stores 3 -> 0 again.
+  GraphData d = messy_graph(12, 1, 0, false, 15);
+  d.indptr.assign(13, 1);
+  d.indptr[0] = 0;
+  d.indices = {3};
+  LinkSplit leak;
+  leak.test_pos.u = {3};
+  leak.test_pos.v = {0};
+  leak.test_neg.u = {5};
+  leak.test_neg.v = {9};
+  MemorySource bad(d, false);
+  bad.links = leak;
+  Pieces none;
+  try {
+    prepare_graph_in_passes(bad, PrepareOptions{}, PassOptions{3, scratch.dir.string(), 4}, none);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "the prepared graph");
+    EXPECT_NE(std::string(e.what()).find("/links/test_pos: pair 1"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(none.got.empty());
+  PrepareOptions keep;
+  keep.symmetrize = false;
+  EXPECT_NO_THROW(prepare_graph_in_passes(bad, keep, PassOptions{3, scratch.dir.string(), 4}, none));
+  EXPECT_TRUE(scratch.empty());
 }
 
 // Edge features are not carried in passes yet: refused, before any pass, rather than dropped.

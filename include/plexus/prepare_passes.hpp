@@ -32,7 +32,8 @@ namespace plexus {
 class GraphRowSource {
  public:
   virtual ~GraphRowSource() = default;
-  // The whole graph's sizes, flags and class names (a GraphSlice of no rows; has_* below).
+  // The whole graph's sizes, flags, class names and link split (a GraphSlice of no rows; has_*
+  // below). A split is checked and renumbered as prepare_graph does, and written with the rows.
   virtual GraphSlice header() const = 0;
   virtual bool has_node_weights() const = 0;
   virtual bool has_node_ids() const = 0;

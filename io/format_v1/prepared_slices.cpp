@@ -144,6 +144,7 @@ class H5RowSource final : public GraphRowSource {
       r.fail(h5::kEdgeFeatures, "the prepare in passes does not carry edge features yet: prepare on one process or on ranks");
     head_ = slice_of(r, h);
     head_.class_names = std::move(names);
+    head_.links = read_link_split_h5(path_);
     weights_ = r.exists(h5::kNodeWeights);
     ids_ = r.exists(kNodeIds);
   }
