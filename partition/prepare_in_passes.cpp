@@ -20,6 +20,7 @@
 
 #include "partition/bf16_features.hpp"
 #include "partition/clean_rows.hpp"
+#include "partition/edge_rows.hpp"
 #include "partition/entry_moves.hpp"
 #include "partition/slice_checks.hpp"
 #include "partition/slice_parts.hpp"
@@ -63,12 +64,21 @@ std::vector<index_t> split_by_cost(const std::vector<double>& cost, int parts) {
   return starts;
 }
 
-// One pass's input rows with their CSR checked (InputError naming the problem).
-GraphSlice read_edges(const GraphRowSource& in, Range rows) {
+// One pass's input rows with their CSR checked (InputError naming the problem); their edge
+// feature rows kept only when asked (step E), checked then.
+GraphSlice read_edges(const GraphRowSource& in, Range rows, index_t edge_features = 0) {
   GraphSlice s = in.read(rows, false);
   std::string why = s.rows.begin == rows.begin && s.rows.end == rows.end ? detail::check_slice_edges(s)
                                                                          : "GraphRowSource.read: returned other rows";
+  if (why.empty() && edge_features > 0 && s.edge_features.size() != s.indices.size() * static_cast<std::size_t>(edge_features))
+    why = "GraphSlice.edge_features: " + std::to_string(s.edge_features.size()) + " values for " +
+          std::to_string(s.indices.size()) + " entries of " + std::to_string(edge_features);
+  for (std::size_t k = 0; why.empty() && edge_features > 0 && k < s.edge_features.size(); ++k)
+    if (!std::isfinite(s.edge_features[k]))
+      why = "GraphSlice.edge_features: non-finite value at entry " + std::to_string(k / static_cast<std::size_t>(edge_features)) +
+            " of row run " + std::to_string(rows.begin);
   if (!why.empty()) throw InputError(kWhere, why);
+  if (edge_features == 0) s.edge_features = {};
   return s;
 }
 
@@ -211,9 +221,6 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
   if (po.round < 1) throw InputError("PassOptions.round", "must be at least 1");
   const GraphSlice h = in.header();
   const index_t n = h.num_nodes;
-  if (h.num_edge_features > 0)  // (they would be left behind: refused, not dropped)
-    throw InputError("GraphSlice.edge_features", "the prepare in passes does not carry edge features yet: prepare_graph "
-                                                 "or prepare_graph_distributed does");
   if (n > std::numeric_limits<col_t>::max())
     throw InputError(kWhere, "num_nodes: more than 2^31-1 nodes are not supported yet");
   const int k_passes = static_cast<int>(std::clamp<index_t>(po.passes, 1, std::max<index_t>(n, 1)));
@@ -373,6 +380,75 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
   transposed.reset();
   inv_sqrt_deg = {};
 
+  // E. Edge features: each output entry takes its input edge's row (partition/edge_rows.hpp's
+  // rule, as the other prepares), joined through the scratch files. The entries of each output
+  // pass ask the input pass of their row's node u for u -> v; each input pass answers from its
+  // rows or hands the question on, as v -> u, to the pass of v (an edge symmetrizing stored),
+  // which answers in a second sweep; the answers go to the asking output pass (step D).
+  const index_t ef = h.num_edge_features;
+  const std::size_t answer_bytes = sizeof(std::int64_t) + static_cast<std::size_t>(ef) * sizeof(float);
+  std::optional<SpillBuckets> answers;
+  if (ef > 0) {
+    struct Ask {
+      std::int64_t pass, entry, a, b;  // output pass j's entry asks for the first row of a -> b
+    };
+    const std::vector<index_t> source_of = inverse_permutation(pc);
+    const index_t total = total_of(graph_out, k_passes);
+    SpillBuckets asks(po.scratch_dir, sizeof(Ask), k_passes), reversed(po.scratch_dir, sizeof(Ask), k_passes);
+    answers.emplace(po.scratch_dir, answer_bytes, k_passes);
+    index_t base = 0;
+    for (int j = 0; j < k_passes; ++j) {
+      const Range rows = out_runs.of(j);
+      const CsrSlice<index_t> g = csr_of_pass<index_t>(graph_out, j, rows, weighted, base, total);
+      std::vector<index_t> row_of(static_cast<std::size_t>(g.size()));
+      for (index_t q = 0; q < rows.size(); ++q)
+        for (index_t k = g.indptr[q] - g.begin(); k < g.indptr[q + 1] - g.begin(); ++k) row_of[k] = source_of[rows.begin + q];
+      asks.add(g.size(), round, [&](index_t i0, index_t i1, auto&& emit) {
+        for (index_t i = i0; i < i1; ++i) {
+          const Ask q{j, i, row_of[i], source_of[g.indices[i]]};
+          emit(in_runs(q.a), &q);
+        }
+      });
+    }
+    std::vector<char> answer(answer_bytes);
+    for (const bool second : {false, true}) {
+      const SpillBuckets& questions = second ? reversed : asks;
+      for (int k = 0; k < k_passes; ++k) {
+        if (questions.count(k) == 0) continue;
+        const Range rows = in_runs.of(k);
+        const GraphSlice raw = read_edges(in, rows, ef);
+        const detail::EdgeRowIndex index(rows.begin, raw.indptr, raw.indices);
+        std::vector<Ask> got;
+        questions.read(k, [&](const char* items, index_t count) {
+          const std::size_t at = got.size();
+          got.resize(at + static_cast<std::size_t>(count));
+          std::memcpy(got.data() + at, items, static_cast<std::size_t>(count) * sizeof(Ask));
+        });
+        std::vector<index_t> found(got.size());
+        for (std::size_t i = 0; i < got.size(); ++i) found[i] = index.find(got[i].a, got[i].b);
+        if (second && std::find(found.begin(), found.end(), index_t{-1}) != found.end())
+          throw std::logic_error("prepare_graph_in_passes: an entry that is no edge of the input, either way");
+        answers->add(static_cast<index_t>(got.size()), round, [&](index_t i0, index_t i1, auto&& emit) {
+          for (index_t i = i0; i < i1; ++i) {
+            if (found[i] < 0) continue;
+            std::memcpy(answer.data(), &got[i].entry, sizeof(std::int64_t));
+            std::memcpy(answer.data() + sizeof(std::int64_t), raw.edge_features.data() + found[i] * ef,
+                        static_cast<std::size_t>(ef) * sizeof(float));
+            emit(static_cast<int>(got[i].pass), answer.data());
+          }
+        });
+        if (!second)
+          reversed.add(static_cast<index_t>(got.size()), round, [&](index_t i0, index_t i1, auto&& emit) {
+            for (index_t i = i0; i < i1; ++i) {
+              if (found[i] >= 0) continue;
+              const Ask q{got[i].pass, got[i].entry, got[i].b, got[i].a};
+              emit(in_runs(q.a), &q);
+            }
+          });
+      }
+    }
+  }
+
   // D. Each output pass: its rows of every dataset, to the sink in row order.
   const index_t graph_total = total_of(graph_out, k_passes), a1_total = total_of(a1_out, k_passes);
   const index_t a2_total = two ? total_of(*a2_out, k_passes) : 0;
@@ -389,6 +465,20 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
     const Range rows = p.rows;
     const auto count = static_cast<std::size_t>(rows.size());
     p.graph = csr_of_pass<index_t>(graph_out, j, rows, weighted, graph_base, graph_total);
+    if (ef > 0) {  // the answers of step E, by entry
+      p.num_edge_features = ef;
+      p.edge_features.assign(static_cast<std::size_t>(p.graph.size() * ef), 0.0f);
+      if (answers->count(j) != p.graph.size())
+        throw std::logic_error("prepare_graph_in_passes: an output entry without its edge feature row");
+      answers->read(j, [&](const char* items, index_t arrivals) {
+        for (index_t i = 0; i < arrivals; ++i) {
+          std::int64_t entry = 0;
+          std::memcpy(&entry, items + static_cast<std::size_t>(i) * answer_bytes, sizeof entry);
+          std::memcpy(p.edge_features.data() + entry * ef, items + static_cast<std::size_t>(i) * answer_bytes + sizeof entry,
+                      static_cast<std::size_t>(ef) * sizeof(float));
+        }
+      });
+    }
     p.a1 = csr_of_pass<col_t>(a1_out, j, rows, true, a1_base, a1_total);
     if (two) p.a2 = csr_of_pass<col_t>(*a2_out, j, rows, true, a2_base, a2_total);
     p.features.resize(count * static_cast<std::size_t>(h.num_features));

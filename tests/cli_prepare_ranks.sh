@@ -39,8 +39,13 @@ for src, dst in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
 PY
 for r in 2 3; do PLEXUS_PREPARE_ROUND=4 case_ "small with edge features, permute" "$work/small_edges.h5" $r --balance permute; done
 case_ "small directed with edge features" "$work/small_directed_edges.h5" 4 --balance none --directed
-expect_error "edge features in passes" "the prepare in passes does not carry" prepare "$work/small_edges.h5" \
-  -o "$work/passes_edges.h5" --memory-per-rank 1G --scratch "$work"
+# ... and in passes (through scratch files): the same file again.
+mkdir -p "$work/edge_scratch"
+"$plexus" prepare "$work/small_edges.h5" -o "$work/one_edges.h5" -q --balance permute &&
+  PLEXUS_PREPARE_PASSES=6 PLEXUS_PREPARE_ROUND=3 "$plexus" prepare "$work/small_edges.h5" -o "$work/passes_edges.h5" -q \
+    --balance permute --memory-per-rank 1G --scratch "$work/edge_scratch" &&
+  same_datasets "$work/one_edges.h5" "$work/passes_edges.h5" >"$work/diff" && [ -z "$(ls -A "$work/edge_scratch")" ] && ok ||
+  { fail "edge features in 6 passes differ from one process"; head -n 8 "$work/diff"; }
 case_ "small directed permute" "$work/small_directed.h5" 4 --balance permute --directed
 case_ "small one-way edges symmetrized" "$work/small_directed.h5" 3 --balance permute
 case_ "small seed 9" "$work/small.h5" 2 --balance permute --balance-seed 9

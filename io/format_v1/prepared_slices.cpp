@@ -140,8 +140,6 @@ class H5RowSource final : public GraphRowSource {
     Reader& r = *r_;
     r.open();
     const h5::Header h = h5::read_header(r);
-    if (h.num_edge_features > 0)  // (they would be left behind: refused, not dropped)
-      r.fail(h5::kEdgeFeatures, "the prepare in passes does not carry edge features yet: prepare on one process or on ranks");
     head_ = slice_of(r, h);
     head_.class_names = std::move(names);
     head_.links = read_link_split_h5(path_);

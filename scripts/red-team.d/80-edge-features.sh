@@ -3,8 +3,8 @@
 #  - /graph/edge_features of the wrong shape, type or values: one line naming it, exit 2, for
 #    every reader that meets it (train, inspect, prepare);
 #  - GINE on a graph without them, stored twice, sharded or bf16: refused;
-#  - prepare on one process and on ranks carries them (the same file; GINE trains on it as on the
-#    plain one); in passes it refuses a graph with them rather than drop them;
+#  - prepare on one process, on ranks and in passes carries them (the same file; GINE trains on
+#    it as on the plain one);
 #  - GINE trains, predicts and is planned on 1 and 2 ranks.
 E=$W/edges
 mkdir -p "$E"
@@ -58,8 +58,11 @@ accept prepare "prepare: a graph with edge features, carried" 'graph_ok $OUT/efp
 accept train "gine: the prepared file trains as the plain one" \
   'cmp -s <(grep -o "\"loss\":[^,]*" $OUT/gine-prep.jsonl) <(grep -o "\"loss\":[^,]*" $OUT/gine-plain.jsonl)' \
   --data "$OUT/efp.h5" "${ge[@]}" --metrics "$OUT/gine-prep.jsonl"
-refuse prepare "prepare in passes: a graph with edge features" "the prepare in passes does not carry" \
-  "$E/ef.h5" -o "$OUT/efp2.h5" --memory-per-rank 1G --scratch "$E"
+accept prepare "prepare in passes: a graph with edge features, the one-process file" \
+  '$py $repo/tests/h5_same_datasets.py $OUT/efp.h5 $OUT/efp2.h5 >/dev/null' "$E/ef.h5" -o "$OUT/efp2.h5" --balance permute \
+  --quiet --memory-per-rank 1G --scratch "$E"
+refuse prepare "prepare in passes: an edge feature NaN" "/graph/edge_features" "$E/ef-nan.h5" -o "$OUT/efp5.h5" \
+  --memory-per-rank 1G --scratch "$E"
 NP=2 accept prepare "prepare on 2 ranks: a graph with edge features, the one-process file" \
   '$py $repo/tests/h5_same_datasets.py $OUT/efp.h5 $OUT/efp3.h5 >/dev/null' "$E/ef.h5" -o "$OUT/efp3.h5" --balance permute --quiet
 NP=2 refuse prepare "prepare on 2 ranks: an edge feature NaN" "/graph/edge_features: non-finite value at edge 5" \

@@ -171,12 +171,6 @@ void run_prepare(const PrepareCliOptions& o) {
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_size(MPI_COMM_WORLD, &size);
   const std::size_t budget = parse_memory_budget(o.choices.memory_per_rank);
-  // Edge features are carried by the prepare on one process and on ranks, not yet in passes:
-  // refused there, not dropped (every rank reads the header; the answer is the same on all).
-  const GraphInfo in = about_file(o.input, [&] { return read_graph_info_h5(o.input); });
-  if (in.num_edge_features > 0 && !o.scratch.empty())
-    throw InputError(o.input, "holds edge features (/graph/edge_features), which the prepare in passes does not carry "
-                              "yet: prepare on one process or on ranks (mpirun)");
   if (size > 1 || !o.cost_json.empty()) {  // --cost-json on one process: the prepare on ranks on one rank
     if (!o.scratch.empty() && size > 1)
       throw InputError("--scratch", fmt::format("the passes run in one process; on {} ranks each holds about 1/{} of "
