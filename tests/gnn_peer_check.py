@@ -17,7 +17,9 @@ read by the peer's own loaders, and checked:
             any), then row-wise L2 normalisation if set; gin  ReLU(((1 + ε) H + B H) W + b) W2 + b2;
             gat  per head h, Z = H W, α_ij = softmax_j LeakyReLU(a_dst·z_i + a_src·z_j) over the
             neighbours and the node itself, Σ_j α_ij z_j, heads concatenated (hidden) or averaged
-            (last), + b; ReLU between layers (gat: ELU). With attention dropout, also the
+            (last), + b; gine  gin's MLP of (1 + ε) h_i + Σ_j ReLU(h_j + e_ij W_e + b_e); gat with
+            edge features  + att_edge·(e_ij W_e) in α's logit, a self-loop's e the mean of the
+            node's edges' rows; ReLU between layers (gat: ELU). With attention dropout, also the
             training forward, α masked as the engine keys it (gcn_reference.counter_uniform).
   step      the parameters after the peer's Adam step against numpy's Adam (step 4, L2 or
             decoupled decay on layer 0's matrices only, gat: on every parameter) fed with
@@ -42,6 +44,10 @@ N, DIMS = 5, [3, 4, 2]
 INDPTR = np.array([0, 4, 5, 7, 8, 8])
 INDICES = np.array([1, 2, 2, 0, 2, 0, 3, 1])
 VALUES = np.array([1.0, 0.5, 1.5, 3.0, 1.0, 2.0, 1.0, 1.0], dtype=np.float32)
+# A feature row per stored entry (gine, gat with edge features): the duplicate's second row and
+# the self-loop's differ from the rest, and must not be read (the first row of 0 <- 2 is).
+EDGE_FEATURES = np.array([[0.5, -1.0], [1.5, 0.25], [-3.0, 2.0], [4.0, 4.0], [-0.5, 0.75], [1.0, 1.0],
+                          [0.25, -2.0], [-1.25, 0.5]], dtype=np.float32)
 TRAIN = np.array([1, 1, 0, 1, 1], dtype=np.uint8)
 LABELS = np.array([0, 1, 1, 0, 1], dtype=np.int32)
 LR, WD, STEPS_DONE, SEED = 0.05, 0.1, 3, 1
@@ -61,7 +67,27 @@ VARIANTS = {
     "gat-mean-adamw": dict(model="gat", heads=4, out_heads=3, attn_dropout=0.0, negative_slope=0.2, adamw=1),
     # The engine's attention dropout masks, replayed.
     "gat-attn-dropout": dict(model="gat", heads=2, out_heads=2, attn_dropout=0.5, negative_slope=0.2),
+    # GINEConv (edge_dim 2) and GATConv(edge_dim=2), the self-loops' rows the mean of the node's edges'.
+    "gine-eps0.1": dict(model="gine", gin_eps=0.1, train_eps=0),
+    "gine-train-eps-adamw": dict(model="gine", gin_eps=-0.2, train_eps=1, adamw=1),
+    "gat-edge-features": dict(model="gat", heads=2, out_heads=1, attn_dropout=0.0, negative_slope=0.2, edge_features=1),
+    "gat-edge-features-mean-adamw": dict(model="gat", heads=4, out_heads=3, attn_dropout=0.0, negative_slope=0.1,
+                                         edge_features=1, adamw=1),
 }
+EDGE_DIM = EDGE_FEATURES.shape[1]
+
+
+def edge_rows():
+    """[i, j] -> the feature row of the stored edge i <- j (its first, for the duplicate; none for
+    the self-loop), zeros where there is no edge."""
+    e = np.zeros((N, N, EDGE_DIM))
+    seen = np.zeros((N, N), bool)
+    for i in range(N):
+        for k in range(INDPTR[i], INDPTR[i + 1]):
+            j = INDICES[k]
+            if j != i and not seen[i, j]:
+                e[i, j], seen[i, j] = EDGE_FEATURES[k], True
+    return e
 
 
 def dense_adjacency():
@@ -76,7 +102,10 @@ def dense_adjacency():
 def param_names(o):
     names = {"gcn": ["weight", "bias"], "sage": ["weight", "root_weight", "bias"],
              "gin": ["weight", "bias", "weight2", "bias2"] + (["eps"] if o.get("train_eps") else []),
-             "gat": ["weight", "att_src", "att_dst", "bias"]}[o["model"]]
+             "gine": ["weight", "bias", "weight2", "bias2"] + (["eps"] if o.get("train_eps") else [])
+                     + ["edge_weight", "edge_bias"],
+             "gat": ["weight", "att_src", "att_dst", "bias"]
+                    + (["edge_weight", "att_edge"] if o.get("edge_features") else [])}[o["model"]]
     return [f"layer{k}/{n}" for k in range(len(DIMS) - 1) for n in names]
 
 
@@ -93,9 +122,10 @@ def shape(name, o):
     if o["model"] == "gat":  # the heads' columns side by side
         heads, width = gat_heads(o, k)
         d_out_heads = heads * width
-        return {"weight": (d_in, d_out_heads), "att_src": (1, d_out_heads),
-                "att_dst": (1, d_out_heads)}.get(n, (1, d_out))
-    shapes = {"weight": (d_in, d_out), "root_weight": (d_in, d_out), "weight2": (d_out, d_out), "eps": (1, 1)}
+        return {"weight": (d_in, d_out_heads), "att_src": (1, d_out_heads), "att_dst": (1, d_out_heads),
+                "edge_weight": (EDGE_DIM, d_out_heads), "att_edge": (1, d_out_heads)}.get(n, (1, d_out))
+    shapes = {"weight": (d_in, d_out), "root_weight": (d_in, d_out), "weight2": (d_out, d_out), "eps": (1, 1),
+              "edge_weight": (EDGE_DIM, d_in), "edge_bias": (1, d_in)}  # gine: lin = Linear(D_e, d_in)
     return shapes.get(n, (1, d_out))  # the biases: 1 x d_out
 
 
@@ -107,6 +137,13 @@ def gat_layer(o, k, h, w, b, epoch):
     s_src = (z * w("att_src").reshape(heads, width)).sum(axis=2)  # [N x heads]
     s_dst = (z * w("att_dst").reshape(heads, width)).sum(axis=2)
     e = s_dst[:, None, :] + s_src[None, :, :]  # [i, j, head]
+    if o.get("edge_features"):  # + att_edge . (W_e e_ij) per head; a self-loop's row: the mean of i's edges'
+        rows = edge_rows()
+        count = b.sum(axis=1)
+        loops = rows.sum(axis=1) / np.maximum(count, 1)[:, None]
+        rows[np.arange(N), np.arange(N)] = loops
+        m = (rows @ w("edge_weight")).reshape(N, N, heads, width)
+        e = e + (m * w("att_edge").reshape(heads, width)).sum(axis=3)
     e = np.where(e > 0, e, o["negative_slope"] * e)
     edge = (b + np.eye(N))[:, :, None] > 0  # B has no self-loop; every node gets one
     e = np.where(edge, e, -np.inf)
@@ -140,9 +177,14 @@ def forward(o, x, p, epoch=None):
             z = agg @ w("weight") + h @ w("root_weight") + w("bias")
             if o["normalize"]:
                 z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
-        elif o["model"] == "gin":
+        elif o["model"] in ("gin", "gine"):
             eps = w("eps")[0, 0] if o["train_eps"] else np.float32(o["gin_eps"])
-            z = np.maximum(((1 + eps) * h + b @ h) @ w("weight") + w("bias"), 0) @ w("weight2") + w("bias2")
+            if o["model"] == "gin":
+                agg = b @ h
+            else:  # sum over j in N(i) of ReLU(h_j + e_ij W_e + b_e)
+                msg = np.maximum(h[None, :, :] + edge_rows() @ w("edge_weight") + w("edge_bias"), 0)
+                agg = (b[:, :, None] * msg).sum(axis=1)
+            z = np.maximum(((1 + eps) * h + agg) @ w("weight") + w("bias"), 0) @ w("weight2") + w("bias2")
         else:
             z = gat_layer(o, k, h, w, b, epoch)
         if k + 2 == len(DIMS):
@@ -175,7 +217,8 @@ def adam_step(o, x, p, m, v, epoch=None):
             plus[name][idx] += h
             minus[name][idx] -= h
             g[idx] = (loss(o, x, plus, epoch) - loss(o, x, minus, epoch)) / (2 * h)
-        decayed = o["model"] == "gat" or name in ("layer0/weight", "layer0/root_weight", "layer0/weight2")
+        decayed = o["model"] == "gat" or name in ("layer0/weight", "layer0/root_weight", "layer0/weight2",
+                                                  "layer0/edge_weight")
         wd = WD if decayed else 0.0
         w = p[name]
         if o.get("adamw"):
@@ -193,6 +236,7 @@ def write_files(folder, o, rng):
     with h5py.File(graph, "w") as f:
         f.attrs.update({"num_nodes": N, "num_features": DIMS[0], "num_classes": DIMS[-1], "directed": 1})
         f["graph/indptr"], f["graph/indices"], f["graph/values"] = INDPTR, INDICES, VALUES
+        f["graph/edge_features"] = EDGE_FEATURES
         f["features"], f["labels"] = x, LABELS
         f["masks/train"], f["masks/val"], f["masks/test"] = TRAIN, 1 - TRAIN, 1 - TRAIN
     tensors = {}
@@ -220,7 +264,7 @@ def write_files(folder, o, rng):
 def check(name, o, folder, rng):
     graph, model, x, t = write_files(folder, o, rng)
     g, mf = peer.Graph(graph), peer.ModelFile(model)
-    net = peer.Net(mf.dims, mf.opt)
+    net = peer.Net(mf.dims, mf.opt, g.edge_dim)
     opt = peer.make_optimizer(net, mf.lr, mf.weight_decay, mf.adamw)
     mf.load_into(net, opt)
     net.eval()
