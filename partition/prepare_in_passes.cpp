@@ -191,17 +191,23 @@ double entries_of(index_t n, index_t stored_edges, bool symmetrize) {
 
 }  // namespace
 
-double passes_memory_bytes(index_t num_nodes, index_t stored_edges, index_t num_features, bool symmetrize, int passes) {
-  const double per_pass = kBytesPerEntry * entries_of(num_nodes, stored_edges, symmetrize) +
+double passes_memory_bytes(index_t num_nodes, index_t stored_edges, index_t num_features, bool symmetrize, int passes,
+                           index_t edge_features) {
+  // Step E (edge features) holds a pass's input rows with theirs beside a column index and the
+  // questions, then an output pass's rows with theirs: about 8·D_e + 64 bytes per entry.
+  const double edge_rows = edge_features > 0 ? (8.0 * static_cast<double>(edge_features) + 64.0) *
+                                                   entries_of(num_nodes, stored_edges, symmetrize)
+                                             : 0.0;
+  const double per_pass = kBytesPerEntry * entries_of(num_nodes, stored_edges, symmetrize) + edge_rows +
                           (4.0 * static_cast<double>(num_features) + 32.0) * static_cast<double>(num_nodes);
   return per_pass / std::max(1, passes) + kBytesPerNode * static_cast<double>(num_nodes) + kRoundBytes;
 }
 
 int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_features, bool symmetrize,
-                      std::uint64_t budget) {
+                      std::uint64_t budget, index_t edge_features) {
   // memory(K) = base + variable / K, with base and variable those of passes_memory_bytes.
   const double base = kBytesPerNode * static_cast<double>(num_nodes) + kRoundBytes;
-  const double variable = passes_memory_bytes(num_nodes, stored_edges, num_features, symmetrize, 1) - base;
+  const double variable = passes_memory_bytes(num_nodes, stored_edges, num_features, symmetrize, 1, edge_features) - base;
   const double room = static_cast<double>(budget) - base;
   if (room <= 0 || variable / room > static_cast<double>(std::max<index_t>(num_nodes, 1)))
     throw InputError("passes_for_budget(budget)",

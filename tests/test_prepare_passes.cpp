@@ -290,6 +290,13 @@ TEST(PrepareInPasses, PassesForBudget) {
     EXPECT_LE(passes_memory_bytes(n, e, f, true, got), static_cast<double>(budget) + 1);
     EXPECT_GT(passes_memory_bytes(n, e, f, true, got - 1), static_cast<double>(budget) + 1);
   }
+  // Edge feature rows add to every pass's share: more passes for the same budget, the same rule.
+  for (int k : {2, 8}) {
+    const auto budget = static_cast<std::uint64_t>(passes_memory_bytes(n, e, f, true, k, 6));
+    EXPECT_EQ(passes_for_budget(n, e, f, true, budget + 1, 6), k);
+    EXPECT_GT(passes_for_budget(n, e, f, true, budget + 1), 0);
+    EXPECT_LT(passes_for_budget(n, e, f, true, budget + 1), k);
+  }
   // Symmetrizing doubles the entries: more passes for the same budget.
   const auto mid = static_cast<std::uint64_t>(passes_memory_bytes(n, e, f, true, 4));
   EXPECT_LT(passes_for_budget(n, e, f, false, mid), 4);

@@ -70,10 +70,11 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
 // InputError("passes_for_budget(budget)", ...) when even one row per pass would not fit (the 40 bytes
 // per node alone exceed the budget).
 int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_features, bool symmetrize,
-                      std::uint64_t budget);
+                      std::uint64_t budget, index_t edge_features = 0);
 
-// The memory of a prepare in `passes` passes, by the model above, in bytes.
+// The memory of a prepare in `passes` passes, by the model above, in bytes; `edge_features`: the
+// width of the graph's edge feature rows (step E adds about 8·D_e + 64 bytes per entry of a pass).
 double passes_memory_bytes(index_t num_nodes, index_t stored_edges, index_t num_features, bool symmetrize,
-                           int passes);
+                           int passes, index_t edge_features = 0);
 
 }  // namespace plexus

@@ -188,7 +188,7 @@ void run_prepare(const PrepareCliOptions& o) {
     return;
   }
   const GraphInfo info = about_file(o.input, [&] { return read_graph_info_h5(o.input); });
-  int passes = passes_for_budget(info.num_nodes, info.nnz, info.num_features, po.symmetrize, budget);
+  int passes = passes_for_budget(info.num_nodes, info.nnz, info.num_features, po.symmetrize, budget, info.num_edge_features);
   // Tests force many passes on small graphs; one row a pass at most.
   if (!o.scratch.empty()) passes = forced_passes("PLEXUS_PREPARE_PASSES", passes, info.num_nodes);
   if (!o.scratch.empty()) {
@@ -201,7 +201,7 @@ void run_prepare(const PrepareCliOptions& o) {
                      fmt::format("preparing {} nodes and {} stored edges in one process needs about {:.2f} GiB; give "
                                  "--scratch DIR to prepare them in {} passes through files in DIR, or run on more ranks",
                                  info.num_nodes, info.nnz,
-                                 passes_memory_bytes(info.num_nodes, info.nnz, info.num_features, po.symmetrize, 1) /
+                                 passes_memory_bytes(info.num_nodes, info.nnz, info.num_features, po.symmetrize, 1, info.num_edge_features) /
                                      (1024.0 * 1024.0 * 1024.0),
                                  passes));
   }
