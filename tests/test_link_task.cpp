@@ -391,6 +391,18 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
   EXPECT_EQ(parse_gnn_task("link"), GnnTask::Link);
   EXPECT_EQ(parse_gnn_task("node"), GnnTask::NodeClassification);
   EXPECT_THROW(parse_gnn_task("edge"), InputError);
+  // Each choice's name parses back to it, and a refusal lists them all (one table: gnn_tasks(),
+  // link_decoders()).
+  for (const auto& c : gnn_tasks()) EXPECT_EQ(parse_gnn_task(gnn_task_name(c.kind)), c.kind);
+  for (const auto& c : link_decoders()) EXPECT_EQ(parse_link_decoder(link_decoder_name(c.kind)), c.kind);
+  EXPECT_EQ(link_decoders().size(), 2u);
+  try {
+    parse_link_decoder("bilinear");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "TrainConfig.link.decoder");
+    EXPECT_NE(std::string(e.what()).find("'bilinear' is not one of dot, mlp"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(parse_selection("auc"), (Selection{SelectBy::Auc, -1}));
   // A link model predicts no classes: refused in words, never its embeddings taken for logits.
   auto be = make_cpu_backend(1);

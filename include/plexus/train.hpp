@@ -67,6 +67,15 @@ enum class GnnTask { NodeClassification, Link };
 // "node", "link"; the parser throws InputError("TrainConfig.task", ...).
 const char* gnn_task_name(GnnTask t);
 GnnTask parse_gnn_task(const std::string& text);
+// A choice's name and what it does, in declaration order: the one list the names, the parser,
+// the CLI's choices and its help are made from (gnn_tasks(), link_decoders()).
+template <class Kind>
+struct NamedChoice {
+  Kind kind;
+  const char* name;
+  const char* help;
+};
+const std::vector<NamedChoice<GnnTask>>& gnn_tasks();
 
 // How the link task scores a pair (u, v) from the encoder's embeddings z (docs/link-prediction.md):
 //   Dot  z_u · z_v (PyG's link_pred example, the GAE)
@@ -76,6 +85,7 @@ enum class LinkDecoder { Dot, Mlp };
 // "dot", "mlp"; the parser throws InputError("TrainConfig.link.decoder", ...).
 const char* link_decoder_name(LinkDecoder d);
 LinkDecoder parse_link_decoder(const std::string& text);
+const std::vector<NamedChoice<LinkDecoder>>& link_decoders();
 
 // The link task's options.
 struct LinkConfig {

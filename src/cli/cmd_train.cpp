@@ -33,6 +33,21 @@ namespace plexus::cli {
 
 namespace {
 
+// A choice list's names (the CLI's accepted values) and its help: "a (what a does) or b (...)".
+template <class Kind>
+std::vector<std::string> choice_names(const std::vector<NamedChoice<Kind>>& all) {
+  std::vector<std::string> names;
+  for (const auto& c : all) names.emplace_back(c.name);
+  return names;
+}
+template <class Kind>
+std::string choices_text(const std::vector<NamedChoice<Kind>>& all) {
+  std::string text;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    text += std::string(k == 0 ? "" : k + 1 == all.size() ? " or " : ", ") + all[k].name + " (" + all[k].help + ")";
+  return text;
+}
+
 struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
   std::string layer_order = "auto";
@@ -390,18 +405,15 @@ void add_train_command(CLI::App& app) {
                   "accuracy, loss (weighted as the training loss), macro-f1, or recall:K (class K's recall); "
                   "--task link: auc (the default there) or loss")
       ->capture_default_str();
-  cmd->add_option("--task", opts->task,
-                  "What the GNN learns: node (a class per node) or link (whether two nodes are linked: the last "
-                  "layer's rows are embeddings scored by their dot product; docs/link-prediction.md)")
-      ->check(CLI::IsMember({"node", "link"}))
+  cmd->add_option("--task", opts->task, "What the GNN learns: " + choices_text(gnn_tasks()))
+      ->check(CLI::IsMember(choice_names(gnn_tasks())))
       ->capture_default_str();
   cmd->add_option("--embedding-width", c.link.embedding_width,
                   "--task link: the width of the last layer, the embeddings scored (0 = --hidden)")
       ->capture_default_str();
   cmd->add_option("--decoder", opts->decoder,
-                  "--task link: how a pair is scored from its two embeddings: dot (their dot product, PyG's "
-                  "link_pred) or mlp (an MLP on their elementwise product, OGB's LinkPredictor)")
-      ->check(CLI::IsMember({"dot", "mlp"}))
+                  "--task link: how a pair is scored from its two embeddings: " + choices_text(link_decoders()))
+      ->check(CLI::IsMember(choice_names(link_decoders())))
       ->capture_default_str();
   for (const LinkCountOption& l : link_count_options())
     cmd->add_option(std::string("--") + l.name, c.link.*l.field,

@@ -109,20 +109,44 @@ std::string class_weights_text(const TrainConfig& cfg) {
   return text;
 }
 
-const char* gnn_task_name(GnnTask t) { return t == GnnTask::Link ? "link" : "node"; }
-
-GnnTask parse_gnn_task(const std::string& text) {
-  if (text == "node") return GnnTask::NodeClassification;
-  if (text == "link") return GnnTask::Link;
-  throw InputError("TrainConfig.task", "'" + text + "' is not one of node, link");
+const std::vector<NamedChoice<GnnTask>>& gnn_tasks() {
+  static const std::vector<NamedChoice<GnnTask>> all = {
+      {GnnTask::NodeClassification, "node", "a class per node"},
+      {GnnTask::Link, "link",
+       "whether two nodes are linked: the last layer's rows are embeddings a decoder scores; docs/link-prediction.md"}};
+  return all;
 }
 
-const char* link_decoder_name(LinkDecoder d) { return d == LinkDecoder::Mlp ? "mlp" : "dot"; }
+const std::vector<NamedChoice<LinkDecoder>>& link_decoders() {
+  static const std::vector<NamedChoice<LinkDecoder>> all = {
+      {LinkDecoder::Dot, "dot", "their dot product, PyG's link_pred"},
+      {LinkDecoder::Mlp, "mlp", "an MLP on their elementwise product, OGB's LinkPredictor"}};
+  return all;
+}
 
+namespace {
+template <class Kind>
+const char* name_in(const std::vector<NamedChoice<Kind>>& all, Kind k) {
+  for (const auto& c : all)
+    if (c.kind == k) return c.name;
+  throw std::logic_error("a choice without a name");
+}
+template <class Kind>
+Kind parse_in(const std::vector<NamedChoice<Kind>>& all, const std::string& text, const char* field) {
+  std::string names;
+  for (const auto& c : all) {
+    if (text == c.name) return c.kind;
+    names += std::string(names.empty() ? "" : ", ") + c.name;
+  }
+  throw InputError(field, "'" + text + "' is not one of " + names);
+}
+}  // namespace
+
+const char* gnn_task_name(GnnTask t) { return name_in(gnn_tasks(), t); }
+GnnTask parse_gnn_task(const std::string& text) { return parse_in(gnn_tasks(), text, "TrainConfig.task"); }
+const char* link_decoder_name(LinkDecoder d) { return name_in(link_decoders(), d); }
 LinkDecoder parse_link_decoder(const std::string& text) {
-  if (text == "dot") return LinkDecoder::Dot;
-  if (text == "mlp") return LinkDecoder::Mlp;
-  throw InputError("TrainConfig.link.decoder", "'" + text + "' is not one of dot, mlp");
+  return parse_in(link_decoders(), text, "TrainConfig.link.decoder");
 }
 
 index_t decoder_layers_of(const TrainConfig& cfg) { return cfg.link.decoder_layers > 0 ? cfg.link.decoder_layers : 3; }
