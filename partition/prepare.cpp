@@ -227,8 +227,9 @@ HostCsr permute_csr(const HostCsr& a, const std::vector<index_t>& row_new, const
   return out;
 }
 
-PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
-  validate(g, "graph", GraphNames::Memory);
+namespace {
+// prepare_graph of a graph validated already.
+PreparedGraph prepare_valid_graph(GraphData g, const PrepareOptions& opt) {
   // Edge feature rows move with their entries (through cleaning and the P2 renumbering), found
   // at the end by where each entry came from.
   const EdgeFeatureSource edges(g);
@@ -302,11 +303,17 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
   report_progress(kStages, kStages);
   return p;
 }
+}  // namespace
+
+PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt) {
+  validate(g, "graph", GraphNames::Memory);
+  return prepare_valid_graph(std::move(g), opt);
+}
 
 PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt, const LinkSplit& held_out) {
   validate(g, "graph", GraphNames::Memory);
   validate_link_split(g, held_out, "graph");
-  PreparedGraph p = prepare_graph(std::move(g), opt);
+  PreparedGraph p = prepare_valid_graph(std::move(g), opt);
   p.links = renumbered(held_out, inverse_permutation(p.node_id_p2));
   // Cleaning can make a held-out link an edge again (symmetrizing a directed graph stores its
   // reverse): refused, as message passing would see it.

@@ -166,23 +166,14 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
     why = "GraphSlice.node_ids: other ranks' slices have node ids, this one has none";
   if (why.empty() && opt.features_bf16) why = detail::bf16_feature_overflow(in.features, in.rows.begin, in.num_features);
   const index_t ef_width = in.num_edge_features;
-  if (why.empty() && (ef_width < 0 || in.edge_features.size() != in.indices.size() * static_cast<std::size_t>(ef_width)))
-    why = "GraphSlice.edge_features: " + std::to_string(in.edge_features.size()) + " values for " +
-          std::to_string(in.indices.size()) + " entries of " + std::to_string(ef_width);
-  for (std::size_t k = 0; why.empty() && k < in.edge_features.size(); ++k)
-    if (!std::isfinite(in.edge_features[k]))
-      why = "GraphSlice.edge_features: non-finite value at entry " + std::to_string(k / static_cast<std::size_t>(ef_width)) +
-            " of row run " + std::to_string(in.rows.begin);
+  if (why.empty()) why = detail::check_slice_edge_features(in);
   // A link split: on every rank or none, checked against the input rows this rank holds (as
   // validate_link_split checks it against the whole graph).
   const bool has_links = ranks.max(in.links ? 1 : 0) == 1;
   if (why.empty() && has_links && !in.links) why = "GraphSlice.links: other ranks' slices have a link split, this one has none";
   if (why.empty() && in.links)
-    why = link_split_problem(*in.links, n, in.directed, [&](std::int64_t u, std::int64_t v) {
-      if (u < in.rows.begin || u >= in.rows.end) return false;
-      const auto b = in.indices.begin() + in.indptr[u - in.rows.begin], e = in.indices.begin() + in.indptr[u - in.rows.begin + 1];
-      return std::find(b, e, v) != e;
-    });
+    why = link_split_problem(*in.links, n, in.directed,
+                             [&](std::int64_t u, std::int64_t v) { return detail::slice_has_edge(in, u, v); });
   ranks.agree(why, kWhere);
   // The input's entries and rows, kept for the edge feature lookup at the end (step 4).
   std::vector<index_t> ef_indptr, ef_indices;

@@ -65,20 +65,14 @@ std::vector<index_t> split_by_cost(const std::vector<double>& cost, int parts) {
 }
 
 // One pass's input rows with their CSR checked (InputError naming the problem); their edge
-// feature rows kept only when asked (step E), checked then.
-GraphSlice read_edges(const GraphRowSource& in, Range rows, index_t edge_features = 0) {
+// feature rows kept, and checked, only when asked (step E).
+GraphSlice read_edges(const GraphRowSource& in, Range rows, bool edge_features = false) {
   GraphSlice s = in.read(rows, false);
   std::string why = s.rows.begin == rows.begin && s.rows.end == rows.end ? detail::check_slice_edges(s)
                                                                          : "GraphRowSource.read: returned other rows";
-  if (why.empty() && edge_features > 0 && s.edge_features.size() != s.indices.size() * static_cast<std::size_t>(edge_features))
-    why = "GraphSlice.edge_features: " + std::to_string(s.edge_features.size()) + " values for " +
-          std::to_string(s.indices.size()) + " entries of " + std::to_string(edge_features);
-  for (std::size_t k = 0; why.empty() && edge_features > 0 && k < s.edge_features.size(); ++k)
-    if (!std::isfinite(s.edge_features[k]))
-      why = "GraphSlice.edge_features: non-finite value at entry " + std::to_string(k / static_cast<std::size_t>(edge_features)) +
-            " of row run " + std::to_string(rows.begin);
+  if (why.empty() && edge_features) why = detail::check_slice_edge_features(s);
   if (!why.empty()) throw InputError(kWhere, why);
-  if (edge_features == 0) s.edge_features = {};
+  if (!edge_features) s.edge_features = {};
   return s;
 }
 
@@ -105,15 +99,10 @@ GraphSlice clean_rows_of_pass(const GraphRowSource& in, const Runs& runs, int k,
 // (normally none: a split's links are no edges of the graph message passing sees).
 using EdgeSet = std::set<std::pair<std::int64_t, std::int64_t>>;
 void note_split_edges(const LinkSplit& split, const GraphSlice& s, EdgeSet& found) {
-  const auto in_row = [&](std::int64_t a, std::int64_t b) {
-    if (a < s.rows.begin || a >= s.rows.end) return false;
-    const auto first = s.indices.begin() + s.indptr[a - s.rows.begin], last = s.indices.begin() + s.indptr[a - s.rows.begin + 1];
-    return std::find(first, last, b) != last;
-  };
   for (const NodePairList* l : {&split.val_pos, &split.val_neg, &split.test_pos, &split.test_neg})
     for (std::size_t k = 0; k < l->size(); ++k)
       for (const auto& [a, b] : {std::pair{l->u[k], l->v[k]}, std::pair{l->v[k], l->u[k]}})
-        if (in_row(a, b)) found.insert({a, b});
+        if (detail::slice_has_edge(s, a, b)) found.insert({a, b});
 }
 
 // Output pass j's rows of a renumbered CSR, from the entries spilled to it: global offsets from
@@ -422,7 +411,7 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
       for (int k = 0; k < k_passes; ++k) {
         if (questions.count(k) == 0) continue;
         const Range rows = in_runs.of(k);
-        const GraphSlice raw = read_edges(in, rows, ef);
+        const GraphSlice raw = read_edges(in, rows, /*edge_features=*/true);
         const detail::EdgeRowIndex index(rows.begin, raw.indptr, raw.indices);
         std::vector<Ask> got;
         questions.read(k, [&](const char* items, index_t count) {

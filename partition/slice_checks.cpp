@@ -1,6 +1,7 @@
 // Checks of a slice of a graph's rows (partition/slice_checks.hpp).
 #include "partition/slice_checks.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -48,6 +49,24 @@ std::string check_slice_nodes(const GraphSlice& s) {
   if (!s.node_ids.empty() && static_cast<index_t>(s.node_ids.size()) != rows)
     return "GraphSlice.node_ids: expected one id per row";
   return {};
+}
+
+std::string check_slice_edge_features(const GraphSlice& s) {
+  const index_t d = s.num_edge_features;
+  if (d < 0 || s.edge_features.size() != s.indices.size() * static_cast<std::size_t>(d))
+    return "GraphSlice.edge_features: " + std::to_string(s.edge_features.size()) + " values for " +
+           std::to_string(s.indices.size()) + " entries of " + std::to_string(d);
+  for (std::size_t k = 0; k < s.edge_features.size(); ++k)
+    if (!std::isfinite(s.edge_features[k]))
+      return "GraphSlice.edge_features: non-finite value at entry " + std::to_string(k / static_cast<std::size_t>(d)) +
+             " of row run " + std::to_string(s.rows.begin);
+  return {};
+}
+
+bool slice_has_edge(const GraphSlice& s, std::int64_t u, std::int64_t v) {
+  if (u < s.rows.begin || u >= s.rows.end) return false;
+  const auto first = s.indices.begin() + s.indptr[u - s.rows.begin], last = s.indices.begin() + s.indptr[u - s.rows.begin + 1];
+  return std::find(first, last, v) != last;
 }
 
 }  // namespace plexus::detail

@@ -144,12 +144,12 @@ TrainingOrder training_order(const std::string& path, std::optional<Balance> bal
 // prepared one (P2 order) through original_order (plexus/prepare.hpp) — with its link split
 // (/links), if any, renumbered alike: so a prepared file trains and predicts as the cleaned
 // plain graph, node k its node k. What the link task and the models that read edge features
-// load.
+// load; `link_split` false leaves the split unread (held_out nullopt: prediction needs none).
 struct WholeGraph {
   GraphData graph;
   std::optional<LinkSplit> held_out;
 };
-WholeGraph read_whole_graph_h5(const std::string& path);
+WholeGraph read_whole_graph_h5(const std::string& path, bool link_split = true);
 
 struct GnnTrainingData {
   TrainingOrder order;

@@ -7,6 +7,7 @@
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/io.hpp"
+#include "src/cli/named_choices.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/edge_split_option.hpp"
 
@@ -54,12 +55,12 @@ void add_generate_command(CLI::App& app) {
   sc->add_option("--task", *task,
                  "node: planted classes to learn (masks); link: the same graph with its links split for plexus train "
                  "--task link (/links: held-out links between and within the planted communities)")
-      ->check(CLI::IsMember({"node", "link"}))
+      ->check(CLI::IsMember(choice_names(gnn_tasks())))
       ->capture_default_str();
   sc->add_option("--edge-split", *edge_split,
                  "--task link: TRAIN,VAL,TEST shares of the links (default 0.85,0.05,0.1; drawn with --seed)");
   sc->callback([sbm, sbm_out, task, edge_split] {
-    const bool link = *task == "link";
+    const bool link = parse_gnn_task(*task) == GnnTask::Link;
     if (!link && !edge_split->empty()) throw InputError("--edge-split", "splits the links of --task link");
     const SplitFractions shares = parse_edge_split(edge_split->empty() ? "0.85,0.05,0.1" : *edge_split);
     io::check_output(*sbm_out, io::OutputNeeds::Seekable);

@@ -54,7 +54,7 @@ void run_link_model(PredictOptions& o, const GnnModelInfo& model, std::size_t me
   Backend& backend = run.get();
   backend.set_memory_limit(memory_limit);
   const auto t0 = std::chrono::steady_clock::now();
-  const GraphData graph = read_whole_graph_h5(o.data).graph;  // (a prepared file in its input's order)
+  const GraphData graph = read_whole_graph_h5(o.data, /*link_split=*/false).graph;  // (a prepared file in its input's order)
   if (o.strict) validate_strict(graph, o.data, GraphNames::File);
   GnnModel gnn = GnnModel::load(o.checkpoint);
   std::string what;
@@ -143,7 +143,7 @@ void run_predict(PredictOptions& o) {
   GraphData whole_graph;
   GnnShards shards;
   if (whole) {
-    whole_graph = read_whole_graph_h5(o.data).graph;
+    whole_graph = read_whole_graph_h5(o.data, /*link_split=*/false).graph;
     if (o.strict) validate_strict(whole_graph, o.data, GraphNames::File);
   } else {
     shards = load_shards_h5(o.data, *grid, cfg.layers, cfg.hidden, cfg.shard_adj, layer_order_of(cfg), ShardsFor::Inference);

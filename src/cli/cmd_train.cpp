@@ -22,6 +22,7 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "src/cli/named_choices.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
@@ -32,21 +33,6 @@
 namespace plexus::cli {
 
 namespace {
-
-// A choice list's names (the CLI's accepted values) and its help: "a (what a does) or b (...)".
-template <class Kind>
-std::vector<std::string> choice_names(const std::vector<NamedChoice<Kind>>& all) {
-  std::vector<std::string> names;
-  for (const auto& c : all) names.emplace_back(c.name);
-  return names;
-}
-template <class Kind>
-std::string choices_text(const std::vector<NamedChoice<Kind>>& all) {
-  std::string text;
-  for (std::size_t k = 0; k < all.size(); ++k)
-    text += std::string(k == 0 ? "" : k + 1 == all.size() ? " or " : ", ") + all[k].name + " (" + all[k].help + ")";
-  return text;
-}
 
 struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;

@@ -226,7 +226,7 @@ void ZeroOptimizer::bind_unit(int ui) {
   }
 }
 
-// ---- the collectives over D (one replica: copies on the device, which SelfCommunicator cannot do)
+// ---- the collectives over D (one replica: a copy on the device, no collective to wait for)
 
 template <class T>
 std::unique_ptr<Communicator::Request> ZeroOptimizer::start_all_gather(const T* send, T* recv, const Counts& counts) {

@@ -93,8 +93,7 @@ void GinLayer3D::relayout(ConstMatrixView x, Axis from, Range keep, Matrix& out)
   const index_t rows = x.rows, dim = geo_.out_dim;
   const auto counts = block_counts(dim, parts, rows);  // block k: rows × (its columns), row-major
   if (x.ld != x.cols) throw std::invalid_argument("GinLayer3D::relayout: a padded block");
-  if (parts == 1) {  // the whole width is here; a one-rank communicator copies with memmove, which
-                     // cannot reach a device buffer
+  if (parts == 1) {  // the whole width is here: one copy of the kept columns, no gather
     be_.copy(ConstMatrixView{x.data + keep.begin, rows, keep.size(), x.ld}, out.view());
     return;
   }

@@ -39,10 +39,10 @@ TrainingOrder training_order(const std::string& path, std::optional<Balance> bal
   return o;
 }
 
-WholeGraph read_whole_graph_h5(const std::string& path) {
+WholeGraph read_whole_graph_h5(const std::string& path, bool link_split) {
   WholeGraph w;
   w.graph = read_graph_h5(path);
-  w.held_out = read_link_split_h5(path);
+  if (link_split) w.held_out = read_link_split_h5(path);
   const PreparedInfo prep = read_prepared_info_h5(path, /*with_ids=*/true);
   if (prep.prepared) {
     w.graph = original_order(std::move(w.graph), prep.node_id_p2);  // (checks node_id_p2 first)
