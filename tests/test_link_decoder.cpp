@@ -79,8 +79,7 @@ void check_grid(const Problem& p, GridShape shape, int layers, bool transform_fi
     z.upload(z_host);
     const PairBlock pairs = dec.select(p.u, p.v);
     const auto n = static_cast<std::size_t>(pairs.pairs());
-    if (grid.coord(dec.feature_axis()) == 0)
-      for (const std::int64_t k : pairs.index) ++scored[static_cast<std::size_t>(k)];
+    for (const std::int64_t k : pairs.index) ++scored[static_cast<std::size_t>(k)];
 
     Buffer<float> s(*be, n), g(*be, n);
     grid.reset_stats();
@@ -119,6 +118,42 @@ TEST(DotLinkDecoder, EveryGridUpTo8RanksScoresAndDifferentiatesAsOneRank) {
         check_grid(wide, shape, layers, tf);
         if (shape.size() >= 4) check_grid(narrow, shape, layers, tf);  // 3 features over 4 ranks: some hold none
       }
+}
+
+// Pieces larger than a chunk (kMinPairChunk pairs) go round the F line in several chunks: each
+// pair still scored once, by the rank that keeps it, and the pieces of a block even in size.
+TEST(DotLinkDecoder, PiecesLargerThanAChunkGoRoundInChunks) {
+  const Problem many = make_problem(301, 6, 4 * static_cast<std::size_t>(kMinPairChunk) + 321, 11);
+  for (const GridShape shape : {GridShape{1, 1, 1}, GridShape{2, 1, 1}, GridShape{1, 2, 1}, GridShape{1, 1, 2}})
+    for (const int layers : {1, 2}) check_grid(many, shape, layers, false);
+  // The hash that picks a pair's rank of F spreads a block's pairs evenly.
+  std::atomic<int> split{0};  // configurations whose F line has 4 ranks
+  run_in_process_grid(GridShape{1, 4, 1}, 1, [&](ProcessGrid& grid) {
+    auto be = make_cpu_backend();
+    for (const int layers : {1, 2, 3}) {
+      std::vector<index_t> dims{6};
+      for (int l = 1; l < layers; ++l) dims.push_back(5);
+      dims.push_back(many.width);
+      const LayerGeometry last = layer_geometry(grid, layers - 1, many.n, dims);
+      DotLinkDecoder3D dec(*be, grid, last, many.n);
+      const PairBlock pairs = dec.select(many.u, many.v);
+      std::vector<index_t> pieces(static_cast<std::size_t>(grid.dim(last.out_feat())), 0);
+      split += pieces.size() == 4;
+      for (const PairChunkShape& c : pairs.chunks) {
+        EXPECT_EQ(c.offset, pieces[static_cast<std::size_t>(c.owner)]);  // each piece from its start
+        EXPECT_LE(c.size, std::max(kMinPairChunk, static_cast<index_t>(many.u.size()) / 16 + 1));
+        pieces[static_cast<std::size_t>(c.owner)] += c.size;
+      }
+      EXPECT_EQ(pieces[static_cast<std::size_t>(grid.coord(last.out_feat()))], pairs.pairs());
+      index_t block = 0, in_block = 0;
+      for (const index_t p : pieces) block += p;
+      for (std::size_t k = 0; k < many.u.size(); ++k) in_block += dec.layout().in_block(many.u[k], many.v[k]);
+      EXPECT_EQ(block, in_block);
+      for (const index_t p : pieces)
+        EXPECT_LE(static_cast<double>(p), 1.05 * static_cast<double>(block) / static_cast<double>(pieces.size()));
+    }
+  });
+  EXPECT_GT(split.load(), 0);
 }
 
 TEST(DotLinkDecoder, PairsOfNodesOutOfRangeAreRefused) {

@@ -191,6 +191,12 @@ TEST(MlpLinkDecoder, EveryGridUpTo8RanksScoresAndDifferentiatesAsTheReference) {
     }
 }
 
+// Pieces larger than a chunk go round the F line in several chunks (pair_block.hpp).
+TEST(MlpLinkDecoder, PiecesLargerThanAChunkGoRoundInChunks) {
+  const Reference many = make_reference(211, 6, 2, 5, 2 * static_cast<std::size_t>(kMinPairChunk) + 77, 12);
+  for (const GridShape shape : {GridShape{1, 1, 1}, GridShape{1, 2, 1}, GridShape{2, 1, 1}}) check_grid(many, shape, 2);
+}
+
 TEST(MlpLinkDecoder, ADecoderForInferenceHasNoBackward) {
   auto be = make_cpu_backend();
   auto grid = ProcessGrid::single();

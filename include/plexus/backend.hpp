@@ -30,11 +30,12 @@ enum class Trans { No, Yes };
 // What a buffer holds, for the memory report of a training run (parameters, gradients,
 // optimizer state, activations, workspace: ZeRO's categories; and per-edge values, the
 // attention coefficients of GAT layers and their gradients, which grow with the edges rather
-// than the nodes). Buffers take the backend's current kind when they are allocated
-// (MemoryScope sets it); the default is Activations.
-enum class MemoryKind { Parameters = 0, Gradients, Optimizer, Activations, Workspace, EdgeValues };
-inline constexpr int kMemoryKinds = 6;
-// "param", "grad", "optimizer", "activation", "workspace", "edge"
+// than the nodes; and per-pair values, the link task's node pairs and what is computed for
+// each of them, which grow with the pairs). Buffers take the backend's current kind when they
+// are allocated (MemoryScope sets it); the default is Activations.
+enum class MemoryKind { Parameters = 0, Gradients, Optimizer, Activations, Workspace, EdgeValues, Pairs };
+inline constexpr int kMemoryKinds = 7;
+// "param", "grad", "optimizer", "activation", "workspace", "edge", "pairs"
 const char* memory_kind_name(MemoryKind k);
 
 // Softmax statistics and loss inputs are split so that the class axis can be sharded over

@@ -17,6 +17,7 @@ const char* memory_kind_name(MemoryKind k) {
     case MemoryKind::Activations: return "activation";
     case MemoryKind::Workspace: return "workspace";
     case MemoryKind::EdgeValues: return "edge";
+    case MemoryKind::Pairs: return "pairs";
   }
   return "?";
 }

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "plexus/shard.hpp"
-#include "plexus/sparse.hpp"
 
 namespace plexus {
 
@@ -20,43 +19,7 @@ PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std
 
 PairBlock DotLinkDecoder3D::select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v,
                                    const std::vector<std::int64_t>& index) const {
-  if (!index.empty() && index.size() != u.size())
-    throw std::invalid_argument("DotLinkDecoder3D::select: " + std::to_string(index.size()) + " indices for " +
-                                std::to_string(u.size()) + " pairs");
-  if (u.size() != v.size())
-    throw std::invalid_argument("DotLinkDecoder3D::select: " + std::to_string(u.size()) + " first nodes but " +
-                                std::to_string(v.size()) + " second nodes");
-  HostCsr h;
-  h.rows = at_.rows.size();
-  h.cols = at_.q_rows.size();
-  h.indptr.assign(static_cast<std::size_t>(h.rows) + 1, 0);
-  std::vector<std::size_t> mine;
-  for (std::size_t k = 0; k < u.size(); ++k) {
-    if (u[k] < 0 || u[k] >= at_.n || v[k] < 0 || v[k] >= at_.n)
-      throw std::invalid_argument("DotLinkDecoder3D::select: pair " + std::to_string(k) + " (" + std::to_string(u[k]) +
-                                  ", " + std::to_string(v[k]) + ") is not a pair of nodes 0.." + std::to_string(at_.n - 1));
-    if (owns(u[k], v[k])) {
-      mine.push_back(k);
-      ++h.indptr[static_cast<std::size_t>(u[k] - at_.rows.begin) + 1];
-    }
-  }
-  for (std::size_t r = 0; r < static_cast<std::size_t>(h.rows); ++r) h.indptr[r + 1] += h.indptr[r];
-  // Each row's pairs in the order given: a stable placement by row.
-  std::vector<index_t> next(h.indptr.begin(), h.indptr.end() - 1);
-  h.indices.resize(mine.size());
-  PairBlock b;
-  b.index.resize(mine.size());
-  for (const std::size_t k : mine) {
-    const index_t at = next[static_cast<std::size_t>(u[k] - at_.rows.begin)]++;
-    h.indices[static_cast<std::size_t>(at)] = static_cast<col_t>(v[k] - at_.q_rows.begin);
-    b.index[static_cast<std::size_t>(at)] = index.empty() ? static_cast<std::int64_t>(k) : index[k];
-  }
-  const HostCsr t = csr_transpose(h);
-  MemoryScope scope(be_, MemoryKind::EdgeValues, "the pairs' pattern");
-  b.pattern = CsrMatrix(be_, h);
-  b.transpose = CsrMatrix(be_, t);
-  b.transpose_map = Buffer<index_t>(be_, csr_transpose_map(h, t));
-  return b;
+  return select_pairs(be_, grid_, at_, u, v, index, "DotLinkDecoder3D");
 }
 
 void DotLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* scores) {
@@ -66,27 +29,37 @@ void DotLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* s
     zq_ = Matrix(be_, at_.q_rows.size(), at_.cols.size());
   }
   at_.gather_q(grid_, z, zq_);
-  const auto n = static_cast<std::size_t>(pairs.pairs());
-  if (n) be_.edge_dots(pairs.pattern.view(), 1, at_.width, at_.cols.begin, z.view(), zq_.view(), scores);
-  grid_.comm(at_.f).all_reduce(scores, n, ReduceOp::Sum);
+  for_each_pair_chunk(be_, grid_, at_, pairs, false, [&](const PairChunk& c) {
+    MemoryScope scope(be_, MemoryKind::Pairs, "a chunk's partial scores");
+    Buffer<float> part(be_, static_cast<std::size_t>(c.size));
+    be_.edge_dots(c.pattern.view(), 1, at_.width, at_.cols.begin, rows_of(z.view(), c.row0, c.row0 + c.span),
+                  zq_.view(), part.data());
+    sum_to_owner(grid_, at_, c, part.data(), 1, scores);
+  });
 }
 
 void DotLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz) {
   at_.require_block(z, "DotLinkDecoder3D", "Z");
   at_.require_block(dz, "DotLinkDecoder3D", "dZ");
-  const index_t n = pairs.pairs();
-  // The first nodes' side: dZ = S_g·Zq.
-  CsrView s = pairs.pattern.view();
-  s.values = grad;
-  be_.spmm(s, zq_.cview(), dz.view(), 0.0f);
-  // The second nodes' side: dZq = S_gᵀ·Z, summed over the R line into the ranks that own its rows.
   MemoryScope scope(be_, MemoryKind::Workspace, "the pairs' backward");
-  Buffer<float> grad_t(be_, static_cast<std::size_t>(n));
-  if (n) be_.edge_gather(n, 1, pairs.transpose_map.data(), grad, grad_t.data());
-  CsrView st = pairs.transpose.view();
-  st.values = grad_t.data();
   Matrix dzq(be_, at_.q_rows.size(), at_.cols.size());
-  be_.spmm(st, z.cview(), dzq.view(), 0.0f);
+  be_.fill(dz.view(), 0.0f);
+  be_.fill(dzq.view(), 0.0f);
+  for_each_pair_chunk(be_, grid_, at_, pairs, true, [&](const PairChunk& c) {
+    MemoryScope chunk(be_, MemoryKind::Pairs, "a chunk's gradients");
+    Buffer<float> g(be_, static_cast<std::size_t>(c.size)), g_t(be_, static_cast<std::size_t>(c.size));
+    share_from_owner(grid_, at_, c, grad, 1, g.data());
+    // The first nodes' side: dZ += S_g·Zq.
+    CsrView s = c.pattern.view();
+    s.values = g.data();
+    be_.spmm(s, zq_.cview(), rows_of(dz.view(), c.row0, c.row0 + c.span), 1.0f);
+    // The second nodes' side: dZq += S_gᵀ·Z.
+    be_.edge_gather(c.size, 1, c.transpose_map.data(), g.data(), g_t.data());
+    CsrView st = c.transpose.view();
+    st.values = g_t.data();
+    be_.spmm(st, rows_of(z.cview(), c.row0, c.row0 + c.span), dzq.view(), 1.0f);
+  });
+  // dZq summed over the R line into the ranks that own its rows.
   at_.add_q_gradient(grid_, be_, dzq, dz);
   // Each replica over Q holds its Q block's pairs' part: the whole is their sum.
   grid_.comm(at_.q).all_reduce(dz.data(), static_cast<std::size_t>(dz.rows() * dz.cols()), ReduceOp::Sum);

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "plexus/rng.hpp"
-#include "pmm/dot_link_decoder_3d.hpp"
+#include "pmm/pair_block.hpp"
 
 namespace plexus {
 
@@ -50,26 +50,37 @@ MlpLinkDecoder3D::MlpLinkDecoder3D(Backend& be, ProcessGrid& grid, const LayerGe
 
 void MlpLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* scores) {
   at_.require_block(z, "MlpLinkDecoder3D", "Z");
-  const index_t n = pairs.pairs(), cols = at_.cols.size();
+  const index_t n = pairs.pairs(), cols = at_.cols.size(), out1 = w_[0].cols();
   const int layers = static_cast<int>(w_.size());
-  MemoryScope scope(be_, MemoryKind::Activations, "the MLP decoder's activations");
-  if (zq_.rows() != at_.q_rows.size() || zq_.cols() != cols) zq_ = Matrix(be_, at_.q_rows.size(), cols);
+  if (zq_.rows() != at_.q_rows.size() || zq_.cols() != cols) {
+    MemoryScope scope(be_, MemoryKind::Activations, "the Q block of the scored embeddings");
+    zq_ = Matrix(be_, at_.q_rows.size(), cols);
+  }
   at_.gather_q(grid_, z, zq_);
-  // h_0 = z_u ⊙ z_v, one row per feature column here.
-  h0_ = Matrix(be_, cols, n);
-  if (n > 0 && cols > 0) be_.edge_dots(pairs.pattern.view(), cols, 1, 0, z.view(), zq_.view(), h0_.data());
+  MemoryScope scope(be_, MemoryKind::Pairs, "the MLP decoder's activations");
   h_.clear();
-  for (int l = 0; l < layers; ++l) {
-    ParamSlot& w = w_[static_cast<std::size_t>(l)];
-    const bool last = l + 1 == layers;
-    Matrix y;
-    MatrixView out = last ? MatrixView{scores, n, 1, 1} : (y = Matrix(be_, n, hidden_)).view();
-    if (n > 0) {
-      if (l == 0 && cols == 0) be_.fill(out, 0.0f);
-      else if (l == 0) be_.gemm(Trans::Yes, Trans::No, 1.0f, h0_.cview(), w.view(), 0.0f, out);
-      else be_.gemm(Trans::No, Trans::No, 1.0f, h_.back().cview(), w.view(), 0.0f, out);
+  // The first layer's output of this rank's pairs: h_0·W_1 of each chunk, partial over F (h_0 =
+  // z_u ⊙ z_v, one row per feature column here), summed into the rank that keeps its pairs.
+  Matrix y = layers == 1 ? Matrix() : Matrix(be_, n, out1);
+  MatrixView out = layers == 1 ? MatrixView{scores, n, 1, 1} : y.view();
+  for_each_pair_chunk(be_, grid_, at_, pairs, false, [&](const PairChunk& c) {
+    Matrix h0(be_, cols, c.size), part(be_, c.size, out1);
+    if (cols > 0) {
+      be_.edge_dots(c.pattern.view(), cols, 1, 0, rows_of(z.view(), c.row0, c.row0 + c.span), zq_.view(), h0.data());
+      be_.gemm(Trans::Yes, Trans::No, 1.0f, h0.cview(), w_[0].view(), 0.0f, part.view());
+    } else {
+      be_.fill(part.view(), 0.0f);
     }
-    if (l == 0) grid_.comm(at_.f).all_reduce(out.data, static_cast<std::size_t>(n * out.cols), ReduceOp::Sum);
+    sum_to_owner(grid_, at_, c, part.data(), out1, out.data);
+  });
+  // The rest on this rank's own pairs alone.
+  for (int l = 0; l < layers; ++l) {
+    const bool last = l + 1 == layers;
+    if (l > 0) {
+      y = last ? Matrix() : Matrix(be_, n, hidden_);
+      out = last ? MatrixView{scores, n, 1, 1} : y.view();
+      if (n > 0) be_.gemm(Trans::No, Trans::No, 1.0f, h_.back().cview(), w_[static_cast<std::size_t>(l)].view(), 0.0f, out);
+    }
     if (n > 0) {
       be_.add_bias(out, b_[static_cast<std::size_t>(l)].data());
       if (!last) be_.relu(out);
@@ -81,60 +92,75 @@ void MlpLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* s
 void MlpLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const float* grad, Matrix& dz) {
   at_.require_block(z, "MlpLinkDecoder3D", "Z");
   at_.require_block(dz, "MlpLinkDecoder3D", "dZ");
-  const index_t n = pairs.pairs(), cols = at_.cols.size();
+  const index_t n = pairs.pairs(), cols = at_.cols.size(), out1 = w_[0].cols();
   const int layers = static_cast<int>(w_.size());
   if (inference_) throw std::logic_error("MlpLinkDecoder3D: backward of a decoder built for inference");
-  MemoryScope scope(be_, MemoryKind::Workspace, "the MLP decoder's backward");
-  // dL/dy of the layer in turn, from the scores' down to h_0's (one row per feature column).
+  MemoryScope scope(be_, MemoryKind::Pairs, "the MLP decoder's backward");
+  // dL/dy of the layer in turn, from the scores' down to the first layer's output, on this
+  // rank's own pairs.
   Matrix dy(be_, n, 1);
   if (n > 0) be_.copy(ConstMatrixView{grad, n, 1, 1}, dy.view());
-  Matrix dh0(be_, cols, n);
   for (int l = layers - 1; l >= 0; --l) {
-    ParamSlot& w = w_[static_cast<std::size_t>(l)];
     ParamSlot& b = b_[static_cast<std::size_t>(l)];
-    if (n == 0 || (l == 0 && cols == 0)) {
-      be_.fill(w.grad_view(), 0.0f);
-    } else if (l == 0) {
-      be_.gemm(Trans::No, Trans::No, 1.0f, h0_.cview(), dy.cview(), 0.0f, w.grad_view());
-    } else {
-      be_.gemm(Trans::Yes, Trans::No, 1.0f, h_[static_cast<std::size_t>(l - 1)].cview(), dy.cview(), 0.0f, w.grad_view());
-    }
     if (n == 0) be_.fill(b.grad_view(), 0.0f);
     else be_.column_sum(dy.cview(), 0.0f, b.grad());
-    if (l > 0) {
-      Matrix dx(be_, n, hidden_);
-      if (n > 0) {
-        be_.gemm(Trans::No, Trans::Yes, 1.0f, dy.cview(), w.view(), 0.0f, dx.view());
-        be_.relu_backward(h_[static_cast<std::size_t>(l - 1)].cview(), dx.view());
-      }
-      dy = std::move(dx);
-    } else if (n > 0 && cols > 0) {
-      be_.gemm(Trans::No, Trans::Yes, 1.0f, w.view(), dy.cview(), 0.0f, dh0.view());
+    if (l == 0) break;
+    ParamSlot& w = w_[static_cast<std::size_t>(l)];
+    const Matrix& x = h_[static_cast<std::size_t>(l - 1)];
+    Matrix dx(be_, n, hidden_);
+    if (n > 0) {
+      be_.gemm(Trans::Yes, Trans::No, 1.0f, x.cview(), dy.cview(), 0.0f, w.grad_view());
+      be_.gemm(Trans::No, Trans::Yes, 1.0f, dy.cview(), w.view(), 0.0f, dx.view());
+      be_.relu_backward(x.cview(), dx.view());
+    } else {
+      be_.fill(w.grad_view(), 0.0f);
     }
+    dy = std::move(dx);
   }
-  // Each block's pairs count once in a parameter's gradient: the sum over the R and Q lines.
+  // W_1 and Z's side, a chunk of the block at a time on every rank of F: the chunk's products
+  // again, dW_1 += h_0·dy, dh_0 = W_1·dyᵀ; dz_u[j] += Σ over u's pairs (u, v) of dh_0[j]·z_v[j],
+  // dzq_v[j] the same over v's pairs with z_u[j].
+  ParamSlot& w1 = w_[0];
+  be_.fill(w1.grad_view(), 0.0f);
+  Matrix dzq, part, part_q;  // dZq, and a chunk's part of dZ and of dZq
+  {
+    MemoryScope ws(be_, MemoryKind::Workspace, "the MLP decoder's backward");
+    dzq = Matrix(be_, at_.q_rows.size(), cols);
+    part = Matrix(be_, at_.rows.size(), cols);
+    part_q = Matrix(be_, at_.q_rows.size(), cols);
+  }
+  be_.fill(dz.view(), 0.0f);
+  be_.fill(dzq.view(), 0.0f);
+  if (cols > 0 && (ones_r_.rows() != at_.rows.size() || ones_r_.cols() != cols)) {
+    MemoryScope ones(be_, MemoryKind::Activations, "the MLP decoder's ones");
+    ones_r_ = Matrix(be_, at_.rows.size(), cols);
+    ones_q_ = Matrix(be_, at_.q_rows.size(), cols);
+    be_.fill(ones_r_.view(), 1.0f);
+    be_.fill(ones_q_.view(), 1.0f);
+  }
+  for_each_pair_chunk(be_, grid_, at_, pairs, true, [&](const PairChunk& c) {
+    Matrix dyc(be_, c.size, out1);
+    share_from_owner(grid_, at_, c, dy.data(), out1, dyc.data());
+    if (cols == 0) return;
+    const ConstMatrixView zr = rows_of(z.view(), c.row0, c.row0 + c.span);
+    Matrix h0(be_, cols, c.size), dh0(be_, cols, c.size), other(be_, cols, c.size);
+    be_.edge_dots(c.pattern.view(), cols, 1, 0, zr, zq_.view(), h0.data());
+    be_.gemm(Trans::No, Trans::No, 1.0f, h0.cview(), dyc.cview(), 1.0f, w1.grad_view());
+    be_.gemm(Trans::No, Trans::Yes, 1.0f, w1.view(), dyc.cview(), 0.0f, dh0.view());
+    be_.edge_dots(c.pattern.view(), cols, 1, 0, rows_of(ones_r_.cview(), c.row0, c.row0 + c.span), zq_.view(),
+                  other.data());  // z_v[j] per pair
+    be_.edge_row_sum(c.pattern.view(), cols, dh0.data(), other.data(), nullptr, part.data());
+    be_.axpby(static_cast<std::size_t>(c.span * cols), 1.0f, part.data(), 1.0f, dz.data() + c.row0 * cols);
+    be_.edge_dots(c.pattern.view(), cols, 1, 0, zr, ones_q_.view(), other.data());  // z_u[j] per pair
+    be_.edge_row_sum(c.transpose.view(), cols, dh0.data(), other.data(), c.transpose_map.data(), part_q.data());
+    be_.axpby(static_cast<std::size_t>(at_.q_rows.size() * cols), 1.0f, part_q.data(), 1.0f, dzq.data());
+  });
+  // A parameter's gradient is its pieces' sum: W_1's rows over the R and Q lines, the rest (each
+  // rank's own pairs) over the grid.
   for (std::size_t l = 0; l < w_.size(); ++l)
     for (ParamSlot* p : {&w_[l], &b_[l]})
-      for (const Axis a : {at_.r, at_.q}) grid_.comm(a).all_reduce(p->grad(), p->size(), ReduceOp::Sum);
-  // dz_u[j] = Σ over u's pairs (u, v) of dh_0[j]·z_v[j]; dzq_v[j] the same over v's pairs with z_u.
-  Matrix dzq(be_, at_.q_rows.size(), cols);
-  if (n > 0 && cols > 0) {
-    if (ones_r_.rows() != at_.rows.size() || ones_r_.cols() != cols) {
-      MemoryScope ones(be_, MemoryKind::Activations, "the MLP decoder's ones");
-      ones_r_ = Matrix(be_, at_.rows.size(), cols);
-      ones_q_ = Matrix(be_, at_.q_rows.size(), cols);
-      be_.fill(ones_r_.view(), 1.0f);
-      be_.fill(ones_q_.view(), 1.0f);
-    }
-    Matrix other(be_, cols, n);
-    be_.edge_dots(pairs.pattern.view(), cols, 1, 0, ones_r_.view(), zq_.view(), other.data());  // z_v[j] per pair
-    be_.edge_row_sum(pairs.pattern.view(), cols, dh0.data(), other.data(), nullptr, dz.data());
-    be_.edge_dots(pairs.pattern.view(), cols, 1, 0, z.view(), ones_q_.view(), other.data());  // z_u[j] per pair
-    be_.edge_row_sum(pairs.transpose.view(), cols, dh0.data(), other.data(), pairs.transpose_map.data(), dzq.data());
-  } else {
-    be_.fill(dz.view(), 0.0f);
-    be_.fill(dzq.view(), 0.0f);
-  }
+      for (const Axis a : {at_.r, at_.q, at_.f})
+        if (p != &w_[0] || a != at_.f) grid_.comm(a).all_reduce(p->grad(), p->size(), ReduceOp::Sum);
   at_.add_q_gradient(grid_, be_, dzq, dz);
   // Each replica over Q holds its Q block's pairs' part: the whole is their sum.
   grid_.comm(at_.q).all_reduce(dz.data(), static_cast<std::size_t>(dz.rows() * dz.cols()), ReduceOp::Sum);

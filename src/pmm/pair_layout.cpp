@@ -25,7 +25,21 @@ PairLayout::PairLayout(const ProcessGrid& grid, const LayerGeometry& last, index
       rows(last.out_rows),
       cols(last.out_cols),
       q_rows(block_range(num_nodes, grid.dim(last.out_repl()), grid.coord(last.out_repl()))),
-      r_parts(grid.dim(last.roles.d)) {}
+      r_parts(grid.dim(last.roles.d)),
+      f_parts(grid.dim(last.out_feat())),
+      f_coord(grid.coord(last.out_feat())) {}
+
+PairLayout::Oriented PairLayout::orient(std::int64_t u, std::int64_t v) const {
+  const std::int64_t a = std::min(u, v), b = std::max(u, v);
+  // splitmix64's finaliser of the unordered pair's place in the N × N square: its top bit says
+  // which way round, its remainder by |F| which piece.
+  auto x = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(n) + static_cast<std::uint64_t>(b);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  const int piece = static_cast<int>(x % static_cast<std::uint64_t>(f_parts));
+  return (x >> 63) ? Oriented{b, a, piece} : Oriented{a, b, piece};
+}
 
 Range PairLayout::shared_rows() const { return intersect(rows, q_rows); }
 

@@ -2,7 +2,10 @@
 // Where the two rows of a node pair meet on the 3D grid: the layout the link decoders and the
 // top-K search share (dot_link_decoder_3d.hpp describes it). The encoder's last output Z is
 // [rows of N over R × features over F], replicated over Q; a rank also holds the rows of its Q
-// block (block_range(N, |Q|, q)), gathered from the ranks of its R line.
+// block (block_range(N, |Q|, q)), gathered from the ranks of its R line. A pair (u, v) is
+// scored by the (R, Q) block that holds u and v, and kept by one rank of that block's F line,
+// its piece (orient): so each rank keeps 1/P of the pairs (pair_block.hpp).
+#include <cstdint>
 #include <vector>
 
 #include "plexus/backend.hpp"
@@ -20,6 +23,30 @@ struct PairLayout {
   Range rows, cols;      // Z's rows and columns here
   Range q_rows;          // the Q block of nodes: the second rows of the pairs scored here
   int r_parts = 1;       // ranks of the R line
+  int f_parts = 1, f_coord = 0;  // ranks of the F line, and this rank's place on it
+
+  // The way round a pair is scored: (u, v) or (v, u), by a hash of the unordered pair. Both
+  // decoders are symmetric in the pair (a dot product, an MLP of z_u ⊙ z_v), so the score is the
+  // same either way; a fixed way (u < v, as a split lists its links) would put every link in the
+  // blocks above the diagonal, half of them with none.
+  struct Oriented {
+    std::int64_t u, v;
+    int piece;  // the rank of the block's F line that keeps it
+  };
+  Oriented orient(std::int64_t u, std::int64_t v) const;
+  // Whether this rank's (R, Q) block scores pair (u, v), the way orient() says: its first node
+  // in rows, its second in q_rows.
+  bool in_block(const Oriented& o) const {
+    return o.u >= rows.begin && o.u < rows.end && o.v >= q_rows.begin && o.v < q_rows.end;
+  }
+  bool in_block(std::int64_t u, std::int64_t v) const { return in_block(orient(u, v)); }
+  // Whether this rank keeps pair (u, v): its block's, and its piece this rank's. The piece is a
+  // hash of the pair too, so that every list a pair is selected from (a batch, a whole split)
+  // gives it to the same rank, and the pieces of a block are even whatever the pairs' order.
+  bool owns(std::int64_t u, std::int64_t v) const {
+    const Oriented o = orient(u, v);
+    return in_block(o) && o.piece == f_coord;
+  }
 
   // rows ∩ q_rows: what this rank gives its R line's gather (maybe empty).
   Range shared_rows() const;

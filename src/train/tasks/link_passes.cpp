@@ -36,11 +36,11 @@ double link_loss_and_grad(Backend& be, ProcessGrid& grid, LinkDecoder3D& decoder
   const float weight = 1.0f / static_cast<float>(total);
   std::vector<float> labels(n);
   for (std::size_t e = 0; e < n; ++e) labels[e] = pairs.index[e] < positives ? 1.0f : 0.0f;
-  MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
+  MemoryScope scope(be, MemoryKind::Pairs, "the pairs' scores");
   Buffer<float> scores(be, n), label(be, labels), weights(be, std::vector<float>(n, weight)), grad(be, n);
   decoder.forward(z, pairs, scores.data());
+  // Each pair is kept (and scored) by one rank: the sum over the grid counts each once.
   double loss = be.sigmoid_xent(n, scores.data(), label.data(), weights.data(), grad.data()).loss_sum;
-  if (grid.coord(decoder.feature_axis()) != 0) loss = 0;  // the block's other ranks of F hold the same
   grid.world().all_reduce(&loss, 1, ReduceOp::Sum);
   decoder.backward(z, pairs, grad.data(), dz);
   return loss;
@@ -54,15 +54,13 @@ std::vector<double> link_scores(Backend& be, ProcessGrid& grid, DotLinkDecoder3D
 
 std::vector<double> link_scores(Backend& be, ProcessGrid& grid, LinkDecoder3D& decoder, const Matrix& z,
                                 const PairBlock& pairs, std::size_t total) {
-  MemoryScope scope(be, MemoryKind::EdgeValues, "the pairs' scores");
+  MemoryScope scope(be, MemoryKind::Pairs, "the pairs' scores");
   Buffer<float> scores(be, static_cast<std::size_t>(pairs.pairs()));
   decoder.forward(z, pairs, scores.data());
-  // Each score once: the ranks of F 0 add theirs into a list of every pair.
+  // Each score once: every rank adds its own pairs' into a list of every pair.
   std::vector<double> all(total, 0.0);
-  if (grid.coord(decoder.feature_axis()) == 0) {
-    const std::vector<float> mine = scores.to_host();
-    for (std::size_t e = 0; e < mine.size(); ++e) all[static_cast<std::size_t>(pairs.index[e])] = mine[e];
-  }
+  const std::vector<float> mine = scores.to_host();
+  for (std::size_t e = 0; e < mine.size(); ++e) all[static_cast<std::size_t>(pairs.index[e])] = mine[e];
   grid.world().all_reduce(all.data(), all.size(), ReduceOp::Sum);
   return all;
 }

@@ -14,7 +14,7 @@
 namespace plexus {
 
 // The mean binary cross-entropy with logits over `positives` (label 1) and `negatives`
-// (label 0), summed over the grid (each block's pairs counted on one rank of F), and its
+// (label 0), summed over the grid (each pair kept by one rank), and its
 // gradient with respect to Z written over `dz` (Z's shape).
 double link_loss_and_grad(Backend& be, ProcessGrid& grid, DotLinkDecoder3D& decoder, const Matrix& z,
                           const NodePairList& positives, const NodePairList& negatives, Matrix& dz);

@@ -25,7 +25,7 @@ constexpr std::int64_t kChunk = std::int64_t{1} << 16;
 
 void LinkPrediction::BlockList::keep(const DotLinkDecoder3D& d, const NodePairList& pairs, std::int64_t offset) {
   for (std::size_t k = 0; k < pairs.size(); ++k)
-    if (d.owns(pairs.u[k], pairs.v[k])) {
+    if (d.layout().in_block(pairs.u[k], pairs.v[k])) {
       u.push_back(pairs.u[k]);
       v.push_back(pairs.v[k]);
       index.push_back(offset + static_cast<std::int64_t>(k));

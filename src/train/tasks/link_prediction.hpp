@@ -28,8 +28,9 @@ class LinkPrediction : public Task {
   Predictions predictions(NodeRows last_layer) const override;
 
  private:
-  // This rank's block of a list of pairs (DotLinkDecoder3D::owns): its pairs and their places in
-  // the whole list. Every rank keeps its block's only, so the lists' memory falls with the grid.
+  // This rank's block of a list of pairs (PairLayout::in_block): its pairs and their places in
+  // the whole list. Every rank keeps its block's only (the ranks of its F line alike: each
+  // selects its piece from it, pair_block.hpp), so the lists' memory falls with |R|·|Q|.
   struct BlockList {
     std::vector<std::int64_t> u, v, index;
     void keep(const DotLinkDecoder3D& d, const NodePairList& pairs, std::int64_t offset);
