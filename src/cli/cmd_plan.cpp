@@ -21,6 +21,7 @@
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
+#include "src/cli/task_options.hpp"
 #include "plan/gpt_plan.hpp"
 
 namespace plexus::cli {
@@ -43,6 +44,7 @@ struct PlanOptions {
   MachineOptions machine;
   std::string data;
   ModelOptions model;  // --model and its kind's options, into train
+  TaskOptions task;    // --task and the link task's options, into train
   TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
   std::string layer_order = layer_order_name(LayerOrder::Auto);
@@ -139,6 +141,7 @@ void run_plan(PlanOptions& o) {
   // Options first (cheap, one line each), then the file.
   const auto [ranks, m] = machine_model(o.machine);
   apply_model_options(o.model, o.train);  // the dry run builds this model
+  apply_task_options(o.task, o.train);    // and trains this task (the link task: on the file's pairs)
   o.train.comm_variant = parse_comm_variant(o.comm_variant);
   o.train.layer_order = parse_layer_order(o.layer_order);
   validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
@@ -181,6 +184,7 @@ void run_plan(PlanOptions& o) {
         {"ranks", ranks},
         {"ranks_per_node", m.ranks_per_node},
         {"gnn", model_json(o.train)},
+        {"task", gnn_task_name(c.task)},
         {"host_graph_bytes_per_rank", host_graph},
         {"model",
          {{"bandwidth_gbs", {m.bw_intra_gbs, m.bw_inter_gbs}},
@@ -209,8 +213,11 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, dropout {:g} G draws/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops, m.stream_gbs, m.dropout_gdraws);
-  fmt::print("{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n",
-             p.inference ? "inference (plexus predict: one forward pass); " : "", model_text(o.train),
+  fmt::print("{}{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n",
+             p.inference ? "inference (plexus predict: one forward pass); " : "",
+             c.task == GnnTask::Link ? fmt::format("task link ({} decoder, on the file's pairs); ", link_decoder_name(c.link.decoder))
+                                     : std::string(),
+             model_text(o.train),
              comm_variant_name(c.comm_variant),
              c.agg_chunks, c.agg_chunks == 1 ? "" : "s", c.dropout > 0 ? "on" : "off", transport_name(p.transport),
              c.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
@@ -368,6 +375,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--spmm-gbs", o->machine.spmm_gbs, "SpMM memory-traffic rate per rank, GB/s")->capture_default_str();
   TrainConfig& t = o->train;
   add_model_options(cmd, o->model, "The GNN whose epoch is predicted, as train");
+  add_task_options(cmd, o->task, t);
   cmd->add_option("--layers", t.layers, "Number of GNN layers (as train)")->capture_default_str();
   cmd->add_option("--hidden", t.hidden, "Hidden feature width (as train)")->capture_default_str();
   cmd->add_option("--dropout", t.dropout, "Dropout probability (as train; 0 changes layer 0's caching)")

@@ -26,6 +26,7 @@
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
+#include "src/cli/task_options.hpp"
 #include "src/cli/progress_display.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/training_run.hpp"
@@ -42,9 +43,7 @@ struct TrainOptions {
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
   std::string class_weights;  // --class-weights: auto or w0,w1,...
   std::string select_by = "accuracy";  // --select-by
-  std::string task = "node";           // --task
-  std::string decoder = "dot";         // --decoder
-  std::string link_split;              // --link-split VAL,TEST (empty: LinkConfig's defaults)
+  TaskOptions task;                    // --task and the link task's options
   std::string debug_fail;  // "RANK:EPOCH": a fault injected for the failure tests
   CheckpointOptions checkpoints;  // docs/checkpoints.md
   int threads = 0;
@@ -115,21 +114,6 @@ nlohmann::ordered_json epoch_json(const EpochMetrics& m, GnnTask task) {
   return j;
 }
 
-// --link-split VAL,TEST: the held-out shares of the links (LinkConfig::val, test).
-void parse_link_split(const std::string& text, LinkConfig& l) {
-  const auto comma = text.find(',');
-  const auto number = [&](const std::string& s) {
-    double v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-      throw InputError("--link-split", "'" + text + "' is not VAL,TEST (two shares of the links, e.g. 0.05,0.1)");
-    return v;
-  };
-  if (comma == std::string::npos) number("");
-  l.val = number(text.substr(0, comma));
-  l.test = number(text.substr(comma + 1));
-}
-
 // --debug-fail RANK:EPOCH: rank RANK fails (an internal error, exit 1) after epoch EPOCH, so
 // that tests can check that one failing rank ends the whole job (docs/failures.md).
 struct InjectedFault {
@@ -160,11 +144,9 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
   o.cfg.select_by = parse_selection(o.select_by);
-  o.cfg.task = parse_gnn_task(o.task);
-  o.cfg.link.decoder = parse_link_decoder(o.decoder);
+  apply_task_options(o.task, o.cfg);
   // The link task's default pick is its headline metric (LinkPrediction: accuracy means auc there).
   if (o.cfg.task == GnnTask::Link && o.cfg.select_by.by == SelectBy::Accuracy) o.cfg.select_by = {SelectBy::Auc, -1};
-  if (!o.link_split.empty()) parse_link_split(o.link_split, o.cfg.link);
   validate(o.cfg);
   const bool link = o.cfg.task == GnnTask::Link;
   o.threads = threads_per_rank(o.threads);
@@ -199,7 +181,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   run_fields["task"] = gnn_task_name(o.cfg.task);
   // A file with its own link split (/links, e.g. convert edgelist --edge-split) trains on it.
   const bool file_split = link && read_graph_info_h5(o.data).link_split;
-  if (file_split && !o.link_split.empty())
+  if (file_split && !o.task.link_split.empty())
     throw InputError("--link-split", o.data + " holds its own link split (/links): drop --link-split");
   if (link) {
     run_fields["embedding_width"] = output_width(o.cfg, 0);
@@ -391,23 +373,7 @@ void add_train_command(CLI::App& app) {
                   "accuracy, loss (weighted as the training loss), macro-f1, or recall:K (class K's recall); "
                   "--task link: auc (the default there) or loss")
       ->capture_default_str();
-  cmd->add_option("--task", opts->task, "What the GNN learns: " + choices_text(gnn_tasks()))
-      ->check(CLI::IsMember(choice_names(gnn_tasks())))
-      ->capture_default_str();
-  cmd->add_option("--embedding-width", c.link.embedding_width,
-                  "--task link: the width of the last layer, the embeddings scored (0 = --hidden)")
-      ->capture_default_str();
-  cmd->add_option("--decoder", opts->decoder,
-                  "--task link: how a pair is scored from its two embeddings: " + choices_text(link_decoders()))
-      ->check(CLI::IsMember(choice_names(link_decoders())))
-      ->capture_default_str();
-  for (const LinkCountOption& l : link_count_options())
-    cmd->add_option(std::string("--") + l.name, c.link.*l.field,
-                    std::string("--task link: ") + l.help + "; 0 = " + l.off)
-        ->capture_default_str();
-  cmd->add_option("--link-split", opts->link_split,
-                  "--task link: the shares of the links held out for validation and test, VAL,TEST (default "
-                  "0.05,0.1; PyG's RandomLinkSplit); message passing sees the rest only");
+  add_task_options(cmd, opts->task, c);
   cmd->add_flag("--restore-best", c.restore_best,
                 "End with the weights of the epoch the validation set picks: --save-model writes the model whose "
                 "accuracy is reported (checkpoints carry them too)");

@@ -25,6 +25,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plan/distinct_runs.hpp"
+#include "train/tasks/link_task_graph.hpp"
 #include "core/shard_layout.hpp"
 
 namespace plexus {
@@ -82,6 +83,7 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.label_rows = sr.label_rows;
+  if (p.links) s.links = *p.links;
   if (p.config.model.reads_edge_features()) {
     if (p.num_edge_features <= 0)
       throw InputError("graph", "/graph/edge_features: the model reads edge features and the graph has none");
@@ -111,6 +113,8 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
   }
   k.insert(k.end(), sr.adj_of_layer.begin(), sr.adj_of_layer.end());
   for (const AdjBlockRange& b : sr.adj) k.push_back(block_entries(p, b));
+  // The link task's pairs: each rank's block and piece of them are its own.
+  if (p.links) k.insert(k.end(), coords.begin(), coords.end());
 }
 
 }  // namespace
@@ -194,6 +198,19 @@ ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
 ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg) {
   const GraphInfo info = read_graph_info_h5(path);
   ProblemSize p = gnn_problem(info, cfg);
+  if (cfg.task == GnnTask::Link) {
+    // Read and split as training does (its ranks each read the file whole), in the order the
+    // graph was prepared in; the encoder passes messages over the training links alone.
+    const WholeGraph w = read_whole_graph_h5(path);
+    const LinkTaskGraph t = link_task_graph(w.graph, cfg, w.held_out ? &*w.held_out : nullptr);
+    const GraphData& g = t.graph(w.graph);
+    p.nnz = g.num_edges();
+    p.two_orders = false;  // (the link task takes no balancing: validate(cfg))
+    p.blocks = std::make_shared<const AdjBlockCounts>(
+        count_adj_blocks(gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), HostCsr{}));
+    p.links = std::make_shared<const LinkPairs>(t.links);
+    return p;
+  }
   const PreparedInfo prep = read_prepared_info_h5(path);
   if (prep.prepared) {
     p.two_orders = prep.two_orders;

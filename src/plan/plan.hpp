@@ -45,9 +45,15 @@ struct ProblemSize {
   // plexus predict's forward pass (GnnModel::predict) instead of a training epoch: the dry run
   // runs inference, so the bytes and the memory are what inference moves and holds.
   bool inference = false;
+  // The link task's pairs (TrainConfig::task = Link): the dry run scores and differentiates the
+  // pairs training would, so its decoder's bytes and pair memory are exact. Without them (a
+  // problem of sizes only) it prices the encoder alone.
+  std::shared_ptr<const LinkPairs> links = nullptr;
   int layers() const { return config.layers; }
-  // D_0 = features, hidden..., D_L = classes.
-  std::vector<index_t> dims() const { return gnn_dims(num_features, config.layers, config.hidden, num_classes); }
+  // D_0 = features, hidden..., D_L = classes (the link task's: the embedding width).
+  std::vector<index_t> dims() const {
+    return gnn_dims(num_features, config.layers, config.hidden, output_width(config, num_classes));
+  }
   // Per layer: transform first? (the kind's order, or config.layer_order resolved on dims())
   std::vector<bool> transform_first() const { return transform_first_layers(config, dims()); }
 };
@@ -56,7 +62,9 @@ struct ProblemSize {
 ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges
-// stored edges trained without --balance, counted from its Â here.
+// stored edges trained without --balance, counted from its Â here. The link task's problem
+// reads the graph whole, as every rank of its training does: its split (the file's own or one
+// drawn as training draws it), the graph without the held-out links and its blocks, the pairs.
 ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg);
 inline constexpr index_t kCountedPlanEdges = index_t{1} << 22;
 

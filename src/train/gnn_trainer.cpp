@@ -24,6 +24,7 @@
 #include "plexus/gnn_trainer.hpp"
 #include "train/model_state.hpp"
 #include "train/tasks/task.hpp"
+#include "train/tasks/link_task_graph.hpp"
 #include "train/graph_shards.hpp"
 #include "train/finite_loss.hpp"
 #include "core/shard_layout.hpp"
@@ -85,22 +86,6 @@ void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, Process
   require_same_graph(graph, grid, "graph");
 }
 
-namespace {
-// The link task's pairs: the held-out ones of `s`, and the training positives, each link of
-// `graph` (the training links only) once (u < v in an undirected graph), without self-loops.
-LinkPairs link_pairs(const GraphData& graph, LinkSplit s) {
-  LinkPairs p{{}, std::move(s.val_pos), std::move(s.val_neg), std::move(s.test_pos), std::move(s.test_neg)};
-  for (index_t u = 0; u < graph.num_nodes; ++u)
-    for (index_t k = graph.indptr[static_cast<std::size_t>(u)]; k < graph.indptr[static_cast<std::size_t>(u) + 1]; ++k) {
-      const index_t v = graph.indices[static_cast<std::size_t>(k)];
-      if (v == u || (!graph.directed && v < u)) continue;
-      p.train.u.push_back(u);
-      p.train.v.push_back(v);
-    }
-  return p;
-}
-}  // namespace
-
 GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict, const LinkSplit* held_out) {
   validate(cfg);
@@ -108,20 +93,12 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   if (strict) validate_strict(input, "graph", GraphNames::Memory);
   const bool link = cfg.task == GnnTask::Link;
   if (for_training && !link) require_labelled_training_node(input, "graph", GraphNames::Memory);
-  // The link task trains on the graph without its held-out links (message passing never sees them).
-  // (Inference passes messages over every link: no split.)
-  // (A split given is checked against the graph first: no held-out link may be an edge of it.)
-  GraphData split;
-  LinkPairs links;
-  const bool drawn = link && for_training && !held_out;
-  if (link && for_training && held_out) {
-    validate_link_split(input, *held_out, "graph");
-    links = link_pairs(input, *held_out);
-  } else if (drawn) {
-    split = input;
-    links = link_pairs(split, random_link_split(split, cfg.link.val, cfg.link.test, cfg.seed));
-  }
-  const GraphData& graph = drawn ? split : input;
+  // The link task trains on the graph without its held-out links (message passing never sees them;
+  // link_task_graph). (Inference passes messages over every link: no split.)
+  LinkTaskGraph task;
+  if (link && for_training) task = link_task_graph(input, cfg, held_out);
+  LinkPairs& links = task.links;
+  const GraphData& graph = task.graph(input);
   const bool edge_features = cfg.model.reads_edge_features();  // (validate(cfg): its Â blocks are whole)
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
   if (cfg.balance == Balance::kNone) {  // (the link task's always: validate(cfg))
