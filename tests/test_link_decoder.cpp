@@ -156,6 +156,28 @@ TEST(DotLinkDecoder, PiecesLargerThanAChunkGoRoundInChunks) {
   EXPECT_GT(split.load(), 0);
 }
 
+// A block whose largest piece holds 16·kMinPairChunk pairs or more is cut into tiles: no chunk
+// crosses one, so its pattern spans a tile's rows and columns.
+TEST(DotLinkDecoder, LargeBlocksGoRoundTileByTile) {
+  const Problem many = make_problem(997, 4, 16 * static_cast<std::size_t>(kMinPairChunk) + 1234, 13);
+  check_grid(many, GridShape{1, 1, 1}, 1, false);
+  check_grid(many, GridShape{1, 1, 1}, 2, true);
+  auto be = make_cpu_backend();
+  auto grid = ProcessGrid::single();
+  const LayerGeometry last = layer_geometry(*grid, 0, many.n, {3, many.width});
+  DotLinkDecoder3D dec(*be, *grid, last, many.n);
+  const PairBlock pairs = dec.select(many.u, many.v);
+  const auto tile = [&](index_t row) { return row * kPairTiles / many.n; };  // (one rank: the block is every node)
+  index_t total = 0;
+  for (const PairChunkShape& c : pairs.chunks) {
+    EXPECT_EQ(tile(c.row0), tile(c.row0 + c.span - 1)) << "a chunk crosses a tile's rows";
+    EXPECT_EQ(tile(c.col0), tile(c.col0 + c.cspan - 1)) << "a chunk crosses a tile's columns";
+    total += c.size;
+  }
+  EXPECT_EQ(total, static_cast<index_t>(many.u.size()));
+  EXPECT_GE(pairs.chunks.size(), static_cast<std::size_t>(kPairTiles * kPairTiles));
+}
+
 TEST(DotLinkDecoder, PairsOfNodesOutOfRangeAreRefused) {
   auto be = make_cpu_backend();
   auto grid = ProcessGrid::single();

@@ -195,6 +195,9 @@ TEST(MlpLinkDecoder, EveryGridUpTo8RanksScoresAndDifferentiatesAsTheReference) {
 TEST(MlpLinkDecoder, PiecesLargerThanAChunkGoRoundInChunks) {
   const Reference many = make_reference(211, 6, 2, 5, 2 * static_cast<std::size_t>(kMinPairChunk) + 77, 12);
   for (const GridShape shape : {GridShape{1, 1, 1}, GridShape{1, 2, 1}, GridShape{2, 1, 1}}) check_grid(many, shape, 2);
+  // A block large enough to be cut into tiles (pair_block.hpp).
+  const Reference tiled = make_reference(503, 4, 2, 3, 16 * static_cast<std::size_t>(kMinPairChunk) + 99, 14);
+  check_grid(tiled, GridShape{1, 1, 1}, 1);
 }
 
 TEST(MlpLinkDecoder, ADecoderForInferenceHasNoBackward) {

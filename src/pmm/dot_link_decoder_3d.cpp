@@ -33,7 +33,7 @@ void DotLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* s
     MemoryScope scope(be_, MemoryKind::Pairs, "a chunk's partial scores");
     Buffer<float> part(be_, static_cast<std::size_t>(c.size));
     be_.edge_dots(c.pattern.view(), 1, at_.width, at_.cols.begin, rows_of(z.view(), c.row0, c.row0 + c.span),
-                  zq_.view(), part.data());
+                  rows_of(zq_.view(), c.col0, c.col0 + c.cspan), part.data());
     sum_to_owner(grid_, at_, c, part.data(), 1, scores);
   });
 }
@@ -52,12 +52,12 @@ void DotLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const f
     // The first nodes' side: dZ += S_g·Zq.
     CsrView s = c.pattern.view();
     s.values = g.data();
-    be_.spmm(s, zq_.cview(), rows_of(dz.view(), c.row0, c.row0 + c.span), 1.0f);
+    be_.spmm(s, rows_of(zq_.cview(), c.col0, c.col0 + c.cspan), rows_of(dz.view(), c.row0, c.row0 + c.span), 1.0f);
     // The second nodes' side: dZq += S_gᵀ·Z.
     be_.edge_gather(c.size, 1, c.transpose_map.data(), g.data(), g_t.data());
     CsrView st = c.transpose.view();
     st.values = g_t.data();
-    be_.spmm(st, rows_of(z.cview(), c.row0, c.row0 + c.span), dzq.view(), 1.0f);
+    be_.spmm(st, rows_of(z.cview(), c.row0, c.row0 + c.span), rows_of(dzq.view(), c.col0, c.col0 + c.cspan), 1.0f);
   });
   // dZq summed over the R line into the ranks that own its rows.
   at_.add_q_gradient(grid_, be_, dzq, dz);

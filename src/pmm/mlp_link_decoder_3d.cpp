@@ -66,7 +66,8 @@ void MlpLinkDecoder3D::forward(const Matrix& z, const PairBlock& pairs, float* s
   for_each_pair_chunk(be_, grid_, at_, pairs, false, [&](const PairChunk& c) {
     Matrix h0(be_, cols, c.size), part(be_, c.size, out1);
     if (cols > 0) {
-      be_.edge_dots(c.pattern.view(), cols, 1, 0, rows_of(z.view(), c.row0, c.row0 + c.span), zq_.view(), h0.data());
+      be_.edge_dots(c.pattern.view(), cols, 1, 0, rows_of(z.view(), c.row0, c.row0 + c.span),
+                    rows_of(zq_.view(), c.col0, c.col0 + c.cspan), h0.data());
       be_.gemm(Trans::Yes, Trans::No, 1.0f, h0.cview(), w_[0].view(), 0.0f, part.view());
     } else {
       be_.fill(part.view(), 0.0f);
@@ -143,17 +144,19 @@ void MlpLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const f
     share_from_owner(grid_, at_, c, dy.data(), out1, dyc.data());
     if (cols == 0) return;
     const ConstMatrixView zr = rows_of(z.view(), c.row0, c.row0 + c.span);
+    const ConstMatrixView zc = rows_of(zq_.view(), c.col0, c.col0 + c.cspan);
     Matrix h0(be_, cols, c.size), dh0(be_, cols, c.size), other(be_, cols, c.size);
-    be_.edge_dots(c.pattern.view(), cols, 1, 0, zr, zq_.view(), h0.data());
+    be_.edge_dots(c.pattern.view(), cols, 1, 0, zr, zc, h0.data());
     be_.gemm(Trans::No, Trans::No, 1.0f, h0.cview(), dyc.cview(), 1.0f, w1.grad_view());
     be_.gemm(Trans::No, Trans::Yes, 1.0f, w1.view(), dyc.cview(), 0.0f, dh0.view());
-    be_.edge_dots(c.pattern.view(), cols, 1, 0, rows_of(ones_r_.cview(), c.row0, c.row0 + c.span), zq_.view(),
+    be_.edge_dots(c.pattern.view(), cols, 1, 0, rows_of(ones_r_.cview(), c.row0, c.row0 + c.span), zc,
                   other.data());  // z_v[j] per pair
     be_.edge_row_sum(c.pattern.view(), cols, dh0.data(), other.data(), nullptr, part.data());
     be_.axpby(static_cast<std::size_t>(c.span * cols), 1.0f, part.data(), 1.0f, dz.data() + c.row0 * cols);
-    be_.edge_dots(c.pattern.view(), cols, 1, 0, zr, ones_q_.view(), other.data());  // z_u[j] per pair
+    be_.edge_dots(c.pattern.view(), cols, 1, 0, zr, rows_of(ones_q_.cview(), c.col0, c.col0 + c.cspan),
+                  other.data());  // z_u[j] per pair
     be_.edge_row_sum(c.transpose.view(), cols, dh0.data(), other.data(), c.transpose_map.data(), part_q.data());
-    be_.axpby(static_cast<std::size_t>(at_.q_rows.size() * cols), 1.0f, part_q.data(), 1.0f, dzq.data());
+    be_.axpby(static_cast<std::size_t>(c.cspan * cols), 1.0f, part_q.data(), 1.0f, dzq.data() + c.col0 * cols);
   });
   // A parameter's gradient is its pieces' sum: W_1's rows over the R and Q lines, the rest (each
   // rank's own pairs) over the grid.

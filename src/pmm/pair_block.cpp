@@ -30,62 +30,79 @@ PairBlock select_pairs(Backend& be, ProcessGrid& grid, const PairLayout& at, con
                                 std::to_string(v.size()) + " second nodes");
   struct Kept {
     std::size_t k;
-    std::int64_t u, v;  // the way round it is scored
+    col_t u, v;  // its rows in the R and the Q block, the way round it is scored
+    int piece;
   };
-  std::vector<Kept> mine;
-  // Every piece's first rows (R-block rows), for the chunks' rows.
-  std::vector<std::vector<col_t>> rows(static_cast<std::size_t>(at.f_parts));
+  std::vector<Kept> block;  // the block's pairs, every piece's
   for (std::size_t k = 0; k < u.size(); ++k) {
     if (u[k] < 0 || u[k] >= at.n || v[k] < 0 || v[k] >= at.n)
       throw std::invalid_argument(std::string(who) + "::select: pair " + std::to_string(k) + " (" + std::to_string(u[k]) +
                                   ", " + std::to_string(v[k]) + ") is not a pair of nodes 0.." + std::to_string(at.n - 1));
     const PairLayout::Oriented o = at.orient(u[k], v[k]);
-    if (!at.in_block(o)) continue;
-    rows[static_cast<std::size_t>(o.piece)].push_back(static_cast<col_t>(o.u - at.rows.begin));
-    if (o.piece == at.f_coord) mine.push_back({k, o.u, o.v});
+    if (at.in_block(o))
+      block.push_back({k, static_cast<col_t>(o.u - at.rows.begin), static_cast<col_t>(o.v - at.q_rows.begin), o.piece});
   }
-  // Row order, each row's pairs in the order given.
-  std::stable_sort(mine.begin(), mine.end(), [](const Kept& a, const Kept& b) { return a.u < b.u; });
+  std::vector<index_t> sizes(static_cast<std::size_t>(at.f_parts), 0);
+  for (const Kept& p : block) ++sizes[static_cast<std::size_t>(p.piece)];
+  const index_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const index_t step = chunk_pairs(largest), tiles = largest >= 16 * kMinPairChunk ? kPairTiles : 1;
+  const index_t rows_n = std::max<index_t>(1, at.rows.size()), cols_n = std::max<index_t>(1, at.q_rows.size());
+  const auto tile = [&](const Kept& p) {
+    return (static_cast<index_t>(p.u) * tiles / rows_n) * tiles + static_cast<index_t>(p.v) * tiles / cols_n;
+  };
+  // Piece by piece, tile by tile, row by row, each row's pairs in the order given.
+  std::stable_sort(block.begin(), block.end(), [&](const Kept& a, const Kept& b) {
+    if (a.piece != b.piece) return a.piece < b.piece;
+    const index_t ta = tile(a), tb = tile(b);
+    return ta != tb ? ta < tb : a.u < b.u;
+  });
   PairBlock b;
-  b.index.resize(mine.size());
-  std::vector<col_t> nodes(2 * mine.size());
-  for (std::size_t e = 0; e < mine.size(); ++e) {
-    nodes[2 * e] = static_cast<col_t>(mine[e].u - at.rows.begin);
-    nodes[2 * e + 1] = static_cast<col_t>(mine[e].v - at.q_rows.begin);
-    b.index[e] = index.empty() ? static_cast<std::int64_t>(mine[e].k) : index[mine[e].k];
+  std::vector<col_t> nodes;
+  std::size_t at_piece = 0;
+  for (int f = 0; f < at.f_parts; ++f) {
+    const std::size_t end = at_piece + static_cast<std::size_t>(sizes[static_cast<std::size_t>(f)]);
+    for (std::size_t first = at_piece; first < end;) {
+      // A chunk: up to `step` pairs of one tile.
+      std::size_t last = first + 1;
+      while (last < end && last - first < static_cast<std::size_t>(step) && tile(block[last]) == tile(block[first])) ++last;
+      PairChunkShape c;
+      c.owner = f;
+      c.offset = static_cast<index_t>(first - at_piece);
+      c.size = static_cast<index_t>(last - first);
+      c.row0 = block[first].u;
+      c.span = block[last - 1].u - c.row0 + 1;
+      col_t lo = block[first].v, hi = block[first].v;
+      for (std::size_t e = first; e < last; ++e) {
+        lo = std::min(lo, block[e].v);
+        hi = std::max(hi, block[e].v);
+      }
+      c.col0 = lo;
+      c.cspan = hi - lo + 1;
+      b.chunks.push_back(c);
+      first = last;
+    }
+    if (f == at.f_coord)
+      for (std::size_t e = at_piece; e < end; ++e) {
+        nodes.push_back(block[e].u);
+        nodes.push_back(block[e].v);
+        b.index.push_back(index.empty() ? static_cast<std::int64_t>(block[e].k) : index[block[e].k]);
+      }
+    at_piece = end;
   }
   {
     MemoryScope scope(be, MemoryKind::Pairs, "the pairs' node ids");
     b.nodes = Buffer<col_t>(be, nodes);
   }
-  // The chunks of every piece, in the F line's order.
-  std::size_t largest = 0;
-  for (const auto& r : rows) largest = std::max(largest, r.size());
-  const index_t step = chunk_pairs(static_cast<index_t>(largest));
-  for (int f = 0; f < at.f_parts; ++f) {
-    std::vector<col_t>& r = rows[static_cast<std::size_t>(f)];
-    std::sort(r.begin(), r.end());
-    const auto total = static_cast<index_t>(r.size());
-    for (index_t offset = 0; offset < total; offset += step) {
-      PairChunkShape c;
-      c.owner = f;
-      c.offset = offset;
-      c.size = std::min(step, total - offset);
-      c.row0 = r[static_cast<std::size_t>(offset)];
-      c.span = r[static_cast<std::size_t>(offset + c.size - 1)] - c.row0 + 1;
-      b.chunks.push_back(c);
-    }
-  }
   // Every rank of the line must have seen the same pieces (its own is what it keeps).
-  std::vector<index_t> sizes(static_cast<std::size_t>(at.f_parts), 0);
+  std::vector<index_t> kept(static_cast<std::size_t>(at.f_parts), 0);
   const index_t own = b.pairs();
-  grid.comm(at.f).all_gather_bytes(&own, sizes.data(), std::vector<std::size_t>(sizes.size(), sizeof(index_t)));
+  grid.comm(at.f).all_gather_bytes(&own, kept.data(), std::vector<std::size_t>(kept.size(), sizeof(index_t)));
   if (be.computes())
     for (int f = 0; f < at.f_parts; ++f)
-      if (sizes[static_cast<std::size_t>(f)] != static_cast<index_t>(rows[static_cast<std::size_t>(f)].size()))
+      if (kept[static_cast<std::size_t>(f)] != sizes[static_cast<std::size_t>(f)])
         throw std::logic_error(std::string(who) + "::select: rank " + std::to_string(f) + " of the F line keeps " +
-                               std::to_string(sizes[static_cast<std::size_t>(f)]) + " pairs of the block, this rank's list " +
-                               std::to_string(rows[static_cast<std::size_t>(f)].size()) +
+                               std::to_string(kept[static_cast<std::size_t>(f)]) + " pairs of the block, this rank's list " +
+                               std::to_string(sizes[static_cast<std::size_t>(f)]) +
                                ": the ranks of a line must select from the same pairs");
   return b;
 }
@@ -107,27 +124,28 @@ void for_each_pair_chunk(Backend& be, ProcessGrid& grid, const PairLayout& at, c
       if (be.computes()) {
         const std::vector<col_t> ids = nodes.to_host();
         h.rows = c.span;
-        h.cols = at.q_rows.size();
+        h.cols = c.cspan;
         h.indptr.assign(static_cast<std::size_t>(c.span) + 1, 0);
         h.indices.resize(static_cast<std::size_t>(c.size));
         for (index_t e = 0; e < c.size; ++e) {
-          const index_t r = ids[static_cast<std::size_t>(2 * e)] - c.row0;
-          if (r < 0 || r >= c.span || (e > 0 && ids[static_cast<std::size_t>(2 * e)] < ids[static_cast<std::size_t>(2 * e - 2)]))
+          const index_t r = ids[static_cast<std::size_t>(2 * e)] - c.row0, q = ids[static_cast<std::size_t>(2 * e + 1)] - c.col0;
+          if (r < 0 || r >= c.span || q < 0 || q >= c.cspan ||
+              (e > 0 && ids[static_cast<std::size_t>(2 * e)] < ids[static_cast<std::size_t>(2 * e - 2)]))
             throw std::logic_error("for_each_pair_chunk: the chunk's pairs are not in the rows its shape says");
           ++h.indptr[static_cast<std::size_t>(r) + 1];
-          h.indices[static_cast<std::size_t>(e)] = ids[static_cast<std::size_t>(2 * e + 1)];
+          h.indices[static_cast<std::size_t>(e)] = static_cast<col_t>(q);
         }
         for (std::size_t r = 0; r < static_cast<std::size_t>(c.span); ++r) h.indptr[r + 1] += h.indptr[r];
       }
     }
-    c.pattern = be.computes() ? CsrMatrix(be, h) : CsrMatrix(be, c.span, at.q_rows.size(), c.size, false);
+    c.pattern = be.computes() ? CsrMatrix(be, h) : CsrMatrix(be, c.span, c.cspan, c.size, false);
     if (transpose) {
       if (be.computes()) {
         const HostCsr t = csr_transpose(h);
         c.transpose = CsrMatrix(be, t);
         c.transpose_map = Buffer<index_t>(be, csr_transpose_map(h, t));
       } else {
-        c.transpose = CsrMatrix(be, at.q_rows.size(), c.span, c.size, false);
+        c.transpose = CsrMatrix(be, c.cspan, c.span, c.size, false);
         c.transpose_map = Buffer<index_t>(be, static_cast<std::size_t>(c.size));
       }
     }

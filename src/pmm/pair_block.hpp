@@ -10,6 +10,9 @@
 // node ids are all-gathered over F from it (two 32-bit ids a pair), every rank of the line
 // builds the chunk's pattern, works on it and frees it. So a rank's pair memory is its piece
 // and one chunk (a sixteenth of the largest piece, at least kMinPairChunk pairs): 1/P of it.
+// A large block is cut into kPairTiles × kPairTiles tiles (ranges of its R rows × ranges of its
+// Q rows) and no chunk crosses a tile, so a chunk's pattern and its transpose span a tile's
+// rows, not the block's: their row pointers stay a small part of the chunk.
 //
 // The chunks' shapes (sizes and rows) are known to every rank of the line from the list the
 // pairs were selected from, which holds the whole block on each of them, so no collective
@@ -37,10 +40,12 @@ struct PairChunkShape {
   int owner = 0;                 // the rank of F whose piece it is
   index_t offset = 0, size = 0;  // its entries [offset, offset + size) of the owner's piece
   index_t row0 = 0, span = 0;    // its rows: R-block rows [row0, row0 + span)
+  index_t col0 = 0, cspan = 0;   // its columns: Q-block rows [col0, col0 + cspan)
 };
 
-// The pairs a rank keeps: those of its (R, Q) block whose piece is its own, in row order (each
-// row's pairs in the order given), and the chunks of every piece of its F line.
+// The pairs a rank keeps: those of its (R, Q) block whose piece is its own, tile by tile, each
+// tile's in row order (each row's pairs in the order given), and the chunks of every piece of
+// its F line.
 // `index[k]`: the position, in the list they were selected from, of the pair that is entry k
 // (scores and gradients are in entry order).
 struct PairBlock {
@@ -52,12 +57,14 @@ struct PairBlock {
 
 // A chunk of one piece of the block, as every rank of the F line holds it in its round.
 struct PairChunk : PairChunkShape {
-  CsrMatrix pattern;              // [span × |Q block|], the chunk's entries in order
-  CsrMatrix transpose;            // [|Q block| × span], when asked for
+  CsrMatrix pattern;              // [span × cspan], the chunk's entries in order
+  CsrMatrix transpose;            // [cspan × span], when asked for
   Buffer<index_t> transpose_map;  // entry k of the transpose is entry transpose_map[k]
 };
 
 inline constexpr index_t kMinPairChunk = 4096;
+// Tiles a side of a block whose largest piece holds at least 16·kMinPairChunk pairs (one below).
+inline constexpr index_t kPairTiles = 4;
 
 // The pairs of (u[k], v[k]) (global rows in the order of the last layer's output) that this
 // rank keeps (PairLayout::owns), with index[k] as their places (k without). Every rank of the F
