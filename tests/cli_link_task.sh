@@ -311,5 +311,36 @@ else
   fail "the link task on a prepared Cora"
 fi
 
+# plexus plan --task link: its dry run scores the pairs training scores (the split drawn alike), so
+# the predicted memory per rank (every kind, "pairs" included) and each axis's bytes of the first
+# and the steady epoch are the measured ones exactly: both decoders, edge batches, Hits@K and MRR.
+for c in "1x1x1 --decoder dot" "2x2x1 --decoder dot --hits-k 20" "1x1x3 --decoder mlp --decoder-layers 2" \
+         "3x1x1 --decoder dot --edge-batch 1500 --mrr-negatives 5" "1x2x2 --decoder mlp --edge-batch 3000"; do
+  read -r grid options <<<"$c"
+  IFS=x read -r gx gy gz <<<"$grid"
+  np=$((gx * gy * gz))
+  run=(--task link --hidden 24 --embedding-width 12 --dropout 0.3 $options)
+  launch=()
+  [ "$np" -gt 1 ] && launch=(timeout 300 mpirun -np "$np")
+  if "$plexus" plan --json --ranks "$np" "${run[@]}" >plan.json 2>plan.err &&
+     "${launch[@]}" "$plexus" train "${run[@]}" --grid "$grid" --epochs 2 --threads 1 --quiet --metrics plan-m.jsonl \
+       >/dev/null 2>train.err; then
+    "$py" - plan.json plan-m.jsonl "$grid" <<'PY' && ok || fail "plan --task link $c: not the measured memory and bytes"
+import json, sys
+plan = next(g for g in json.load(open(sys.argv[1]))["grids"] if g["grid"] == sys.argv[3])
+lines = [json.loads(l) for l in open(sys.argv[2])]
+summary, epochs = lines[-1], [l for l in lines if "epoch" in l and "comm_bytes" in l]
+assert summary["peak_tensor_bytes"] == plan["memory_bytes_per_rank"], (summary["peak_tensor_bytes"], plan["memory_bytes_per_rank"])
+assert summary["memory_by_kind"] == {k: int(v) for k, v in plan["memory_by_kind"].items()}, (summary["memory_by_kind"], plan["memory_by_kind"])
+assert summary["memory_by_kind"]["pairs"] > 0
+for epoch, key in zip(epochs, ("bytes_first", "bytes_steady")):
+    for axis in "xyz":
+        assert abs(epoch["comm_bytes"][axis] - plan[key][axis]) <= 1e-9 * max(1.0, plan[key][axis]), (key, axis, epoch["comm_bytes"], plan[key])
+PY
+  else
+    fail "plan and train --task link $c"; cat plan.err train.err
+  fi
+done
+
 echo "cli_link_task: $passed passed, $failures failed"
 [[ $failures -eq 0 ]]

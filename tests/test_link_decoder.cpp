@@ -178,6 +178,43 @@ TEST(DotLinkDecoder, LargeBlocksGoRoundTileByTile) {
   EXPECT_GE(pairs.chunks.size(), static_cast<std::size_t>(kPairTiles * kPairTiles));
 }
 
+// Issue 46's fifth acceptance, small: the pair tensors of a rank (the Pairs memory kind: its
+// piece's node ids, its scores and gradients, one chunk) at 8 ranks are near an eighth of one
+// rank's, whichever axis splits the features — not a block's share held alike by its F line.
+TEST(DotLinkDecoder, PairMemoryOfARankFallsAsOneOverP) {
+  const Problem p = make_problem(2003, 8, 400000, 17);
+  const auto peak_pairs = [&](GridShape shape, int layers) {
+    std::vector<index_t> dims{6};
+    for (int l = 1; l < layers; ++l) dims.push_back(5);
+    dims.push_back(p.width);
+    std::atomic<std::size_t> peak{0};
+    run_in_process_grid(shape, 1, [&](ProcessGrid& grid) {
+      auto be = make_cpu_backend(1);
+      const LayerGeometry last = layer_geometry(grid, layers - 1, p.n, dims);
+      DotLinkDecoder3D dec(*be, grid, last, p.n);
+      Matrix z(*be, last.out_rows.size(), last.out_cols.size()), dz(*be, last.out_rows.size(), last.out_cols.size());
+      be->fill(z.view(), 0.25f);
+      const PairBlock pairs = dec.select(p.u, p.v);
+      {
+        MemoryScope scope(*be, MemoryKind::Pairs, "the scores and their gradients");
+        Buffer<float> s(*be, static_cast<std::size_t>(pairs.pairs())), g(*be, static_cast<std::size_t>(pairs.pairs()));
+        dec.forward(z, pairs, s.data());
+        be->fill(MatrixView{g.data(), pairs.pairs(), 1, 1}, 1.0f);
+        dec.backward(z, pairs, g.data(), dz);
+      }
+      const std::size_t mine = be->peak_bytes(MemoryKind::Pairs);
+      for (std::size_t now = peak.load(); mine > now && !peak.compare_exchange_weak(now, mine);) {
+      }
+    });
+    return static_cast<double>(peak.load());
+  };
+  const double one = peak_pairs(GridShape{1, 1, 1}, 1);
+  for (const int layers : {1, 2, 3}) {  // the last layer's features over each axis in turn
+    const double eight = peak_pairs(GridShape{2, 2, 2}, layers);
+    EXPECT_LE(eight, 1.2 / 8 * one) << layers << " layers: " << eight << " bytes at 8 ranks, " << one << " at one";
+  }
+}
+
 TEST(DotLinkDecoder, PairsOfNodesOutOfRangeAreRefused) {
   auto be = make_cpu_backend();
   auto grid = ProcessGrid::single();

@@ -57,8 +57,9 @@ struct AdjBlockRange {
 // The link task's pairs (TrainConfig::task), by global row of the last layer's output (the
 // shards' node order): the training links (positives; each undirected link once) and each
 // held-out split's links with their fixed negatives. The shards hold the lists whole; the link
-// task keeps only its rank's block of them (DotLinkDecoder3D::owns) for the run, and draws and
-// cuts each epoch's negatives a chunk at a time. Empty for node classification.
+// task keeps only its rank's block of them for the run, and its tensors only the rank's piece of
+// that block (src/pmm/pair_block.hpp), and draws and cuts each epoch's negatives a chunk at a
+// time. Empty for node classification.
 struct LinkPairs {
   NodePairList train, val_pos, val_neg, test_pos, test_neg;
 };

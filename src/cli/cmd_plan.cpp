@@ -1,6 +1,7 @@
 // `plexus plan`: rank every X×Y×Z grid of P ranks by the predicted epoch time of the
 // analytic model (src/plan/plan.hpp, docs/communication.md; columns and fields:
-// docs/plan.md). Reads only the sizes of the dataset.
+// docs/plan.md). Reads only the sizes of the dataset (the link task: the whole graph, to score
+// the pairs training scores).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -370,12 +371,14 @@ Bytes are exact for the MPI transport: train --metrics reports the same comm_byt
 void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand("plan", "Rank the process grids of P ranks by predicted epoch time");
-  add_data_option(cmd, o->data, "Dataset in Plexus format v1 (only its sizes are read); default: the bundled Cora");
+  add_data_option(cmd, o->data, "Dataset in Plexus format v1 (only its sizes are read; --task link reads it whole); default: the bundled Cora");
   add_machine_options(cmd, o->machine);
   cmd->add_option("--spmm-gbs", o->machine.spmm_gbs, "SpMM memory-traffic rate per rank, GB/s")->capture_default_str();
   TrainConfig& t = o->train;
   add_model_options(cmd, o->model, "The GNN whose epoch is predicted, as train");
   add_task_options(cmd, o->task, t);
+  cmd->add_option("--seed", t.seed, "Seed, as train: --task link draws the same split and negatives with it")
+      ->capture_default_str();
   cmd->add_option("--layers", t.layers, "Number of GNN layers (as train)")->capture_default_str();
   cmd->add_option("--hidden", t.hidden, "Hidden feature width (as train)")->capture_default_str();
   cmd->add_option("--dropout", t.dropout, "Dropout probability (as train; 0 changes layer 0's caching)")
