@@ -215,6 +215,36 @@ TEST(DotLinkDecoder, PairMemoryOfARankFallsAsOneOverP) {
   }
 }
 
+// The ranks of an F line know every piece's chunks from their own lists: a rank whose list holds
+// other pairs of the block than its line's would go round chunks of other shapes, and is stopped.
+TEST(PairBlock, RanksOfALineSelectingFromDifferentListsAreALogicError) {
+  const Problem p = make_problem(41, 6, 300, 19);
+  int lines = 0;
+  for (const GridShape shape : {GridShape{2, 1, 1}, GridShape{1, 2, 1}, GridShape{1, 1, 2}}) {
+    std::atomic<bool> split{false};
+    run_in_process_grid(shape, 1, [&](ProcessGrid& grid) {
+      split = grid.dim(layer_geometry(grid, 0, p.n, {6, p.width}).out_feat()) == 2;
+    });
+    if (!split) continue;
+    ++lines;
+    EXPECT_THROW(run_in_process_grid(shape, 1,
+                                     [&](ProcessGrid& grid) {
+                                       auto be = make_cpu_backend(1);
+                                       const LayerGeometry last = layer_geometry(grid, 0, p.n, {6, p.width});
+                                       DotLinkDecoder3D dec(*be, grid, last, p.n);
+                                       std::vector<std::int64_t> u = p.u, v = p.v;
+                                       if (grid.coord(last.out_feat()) == 1) {  // this rank lacks 10 of the pairs
+                                         u.resize(u.size() - 10);
+                                         v.resize(v.size() - 10);
+                                       }
+                                       dec.select(u, v);
+                                     }),
+                 std::logic_error)
+        << shape.str();
+  }
+  EXPECT_EQ(lines, 1);
+}
+
 TEST(DotLinkDecoder, PairsOfNodesOutOfRangeAreRefused) {
   auto be = make_cpu_backend();
   auto grid = ProcessGrid::single();

@@ -50,12 +50,37 @@ PairBlock select_pairs(Backend& be, ProcessGrid& grid, const PairLayout& at, con
   const auto tile = [&](const Kept& p) {
     return (static_cast<index_t>(p.u) * tiles / rows_n) * tiles + static_cast<index_t>(p.v) * tiles / cols_n;
   };
-  // Piece by piece, tile by tile, row by row, each row's pairs in the order given.
-  std::stable_sort(block.begin(), block.end(), [&](const Kept& a, const Kept& b) {
-    if (a.piece != b.piece) return a.piece < b.piece;
-    const index_t ta = tile(a), tb = tile(b);
-    return ta != tb ? ta < tb : a.u < b.u;
-  });
+  // Piece by piece, tile by tile, row by row, each row's pairs in the order given: a stable
+  // counting sort by (piece, tile), then one by row within each (piece, tile), whose rows are a
+  // tile's (so its counts stay in cache).
+  const std::size_t keys = static_cast<std::size_t>(at.f_parts * tiles * tiles);
+  std::vector<std::size_t> start(keys + 1, 0);
+  const auto key = [&](const Kept& p) { return static_cast<std::size_t>(p.piece * tiles * tiles + tile(p)); };
+  for (const Kept& p : block) ++start[key(p) + 1];
+  for (std::size_t k = 0; k < keys; ++k) start[k + 1] += start[k];
+  std::vector<Kept> sorted(block.size());
+  {
+    std::vector<std::size_t> next(start.begin(), start.end() - 1);
+    for (const Kept& p : block) sorted[next[key(p)]++] = p;
+  }
+  std::vector<std::size_t> rows_at;
+  for (std::size_t k = 0; k < keys; ++k) {
+    if (start[k + 1] - start[k] < 2) {
+      std::copy(sorted.begin() + static_cast<std::ptrdiff_t>(start[k]), sorted.begin() + static_cast<std::ptrdiff_t>(start[k + 1]),
+                block.begin() + static_cast<std::ptrdiff_t>(start[k]));
+      continue;
+    }
+    col_t lo = sorted[start[k]].u, hi = lo;
+    for (std::size_t e = start[k]; e < start[k + 1]; ++e) {
+      lo = std::min(lo, sorted[e].u);
+      hi = std::max(hi, sorted[e].u);
+    }
+    rows_at.assign(static_cast<std::size_t>(hi - lo) + 2, 0);
+    for (std::size_t e = start[k]; e < start[k + 1]; ++e) ++rows_at[static_cast<std::size_t>(sorted[e].u - lo) + 1];
+    for (std::size_t r = 0; r + 1 < rows_at.size(); ++r) rows_at[r + 1] += rows_at[r];
+    for (std::size_t e = start[k]; e < start[k + 1]; ++e)
+      block[start[k] + rows_at[static_cast<std::size_t>(sorted[e].u - lo)]++] = sorted[e];
+  }
   PairBlock b;
   std::vector<col_t> nodes;
   std::size_t at_piece = 0;
