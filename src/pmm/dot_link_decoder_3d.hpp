@@ -54,8 +54,6 @@ class DotLinkDecoder3D : public LinkDecoder3D {
   // whole list.
   PairBlock select(const std::vector<std::int64_t>& u, const std::vector<std::int64_t>& v,
                    const std::vector<std::int64_t>& index) const;
-  // Whether this rank keeps pair (u, v) (PairLayout::owns).
-  bool owns(std::int64_t u, std::int64_t v) const { return at_.owns(u, v); }
   const PairLayout& layout() const { return at_; }
 
   // The scores of this rank's pairs from its block of Z (rows × features of `last`'s output),

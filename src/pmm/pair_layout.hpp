@@ -35,18 +35,13 @@ struct PairLayout {
   };
   Oriented orient(std::int64_t u, std::int64_t v) const;
   // Whether this rank's (R, Q) block scores pair (u, v), the way orient() says: its first node
-  // in rows, its second in q_rows.
+  // in rows, its second in q_rows. The rank keeps it when its piece is f_coord too (the piece
+  // is a hash of the pair, so every list a pair is selected from, a batch or a whole split,
+  // gives it to the same rank, and the pieces of a block are even whatever the pairs' order).
   bool in_block(const Oriented& o) const {
     return o.u >= rows.begin && o.u < rows.end && o.v >= q_rows.begin && o.v < q_rows.end;
   }
   bool in_block(std::int64_t u, std::int64_t v) const { return in_block(orient(u, v)); }
-  // Whether this rank keeps pair (u, v): its block's, and its piece this rank's. The piece is a
-  // hash of the pair too, so that every list a pair is selected from (a batch, a whole split)
-  // gives it to the same rank, and the pieces of a block are even whatever the pairs' order.
-  bool owns(std::int64_t u, std::int64_t v) const {
-    const Oriented o = orient(u, v);
-    return in_block(o) && o.piece == f_coord;
-  }
 
   // rows ∩ q_rows: what this rank gives its R line's gather (maybe empty).
   Range shared_rows() const;
