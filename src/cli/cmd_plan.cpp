@@ -150,7 +150,7 @@ void run_plan(PlanOptions& o) {
   const Transport transport = parse_transport(o.transport);
 
   const std::string path = o.data.empty() ? default_dataset() : o.data;
-  ProblemSize p = gnn_problem(path, o.train);
+  ProblemSize p = gnn_problem(path, o.train, /*link_pairs=*/true);
   p.transport = transport;
   p.inference = o.inference;
   const TrainConfig& c = p.config;

@@ -195,10 +195,10 @@ ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   return p;
 }
 
-ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg) {
+ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool link_pairs) {
   const GraphInfo info = read_graph_info_h5(path);
   ProblemSize p = gnn_problem(info, cfg);
-  if (cfg.task == GnnTask::Link) {
+  if (cfg.task == GnnTask::Link && link_pairs) {
     // Read and split as training does (its ranks each read the file whole), in the order the
     // graph was prepared in; the encoder passes messages over the training links alone.
     const WholeGraph w = read_whole_graph_h5(path);

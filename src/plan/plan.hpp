@@ -62,10 +62,13 @@ struct ProblemSize {
 ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges
-// stored edges trained without --balance, counted from its Â here. The link task's problem
-// reads the graph whole, as every rank of its training does: its split (the file's own or one
-// drawn as training draws it), the graph without the held-out links and its blocks, the pairs.
-ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg);
+// stored edges trained without --balance, counted from its Â here. With `link_pairs`, the link
+// task's problem reads the graph whole, as every rank of its training does: its split (the
+// file's own or one drawn as training draws it), the graph without the held-out links and its
+// blocks, and the pairs, so the decoder is priced exactly — `plexus plan --task link`. Every
+// rank's dry run then draws each epoch's negatives, work that grows with ranks × edges, so the
+// checks before a run and --grid auto price the encoder alone.
+ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool link_pairs = false);
 inline constexpr index_t kCountedPlanEdges = index_t{1} << 22;
 
 // Bytes of one epoch (or GPT step) per axis, summed over all ranks: what `plexus train` reports
