@@ -1,5 +1,5 @@
 # Issue 46's new inputs (docs/link-prediction.md): sourced by scripts/red-team.sh.
-#  - `train --task link`: the held-out shares, the embedding width, the options it does not take
+#  - `train --task link` (and `plan --task link`): the held-out shares, the embedding width, the options it does not take
 #    yet, a graph without links to train on, on 1 and 2 ranks; a prepared file trains;
 #  - a link model file whose claims (its task, its embedding width) were edited;
 #  - `predict --top-k`: K out of range, a node model, a link model without --top-k, features
@@ -50,6 +50,10 @@ accept train "link: a prepared file" 'jsonl_ok $OUT/link-prep.jsonl' --data "$IN
 refuse train "link: an edgeless graph" "no training link" --data "$L/edgeless.h5" "${lk[@]}"
 refuse train "link: a triangle with half its links held out" "held-out shares must leave training links" \
   --data "$L/triangle.h5" "${lk[@]}" --link-split 0.5,0.5
+refuse plan "link: plan of an edgeless graph" "no training link" --data "$L/edgeless.h5" --task link --ranks 2
+refuse plan "link: plan of a triangle with half its links held out" "held-out shares must leave training links" \
+  --data "$L/triangle.h5" --task link --ranks 2 --link-split 0.5,0.5
+accept plan "link: plan of a planted graph" 'said "\"task\": \"link\""' --data "$IN/sbm.h5" --task link --ranks 4 --json
 NP=2 refuse train "link: an edgeless graph, 2 ranks" "no training link" --data "$L/edgeless.h5" "${lk[@]}" --grid 2x1x1
 NP=2 accept train "link: 2 ranks" 'jsonl_ok $OUT/l2.jsonl && grep -q "\"test_auc\"" $OUT/l2.jsonl' \
   --data "$IN/sbm.h5" "${lk[@]}" --grid 1x1x2 --metrics "$OUT/l2.jsonl"

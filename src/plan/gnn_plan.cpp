@@ -203,6 +203,8 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     // graph was prepared in; the encoder passes messages over the training links alone.
     const WholeGraph w = read_whole_graph_h5(path);
     const LinkTaskGraph t = link_task_graph(w.graph, cfg, w.held_out ? &*w.held_out : nullptr);
+    if (t.links.train.size() == 0)  // (training's words: LinkPrediction)
+      throw InputError("graph", "has no training link for the link task (every link held out, or no edge)");
     const GraphData& g = t.graph(w.graph);
     p.nnz = g.num_edges();
     p.two_orders = false;  // (the link task takes no balancing: validate(cfg))
