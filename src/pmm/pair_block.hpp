@@ -67,9 +67,10 @@ inline constexpr index_t kMinPairChunk = 4096;
 inline constexpr index_t kPairTiles = 4;
 
 // The pairs of (u[k], v[k]) (global rows in the order of the last layer's output) that this
-// rank keeps (PairLayout::owns), with index[k] as their places (k without). Every rank of the F
-// line must pass a list holding the same pairs of its block, such as the whole list (a rank
-// whose list lacks pairs that another's holds is a logic_error, when the backend computes).
+// rank keeps (its block's whose piece is its own: PairLayout::orient), with index[k] as their
+// places (k without). Every rank of the F line must pass a list holding the same pairs of its
+// block, such as the whole list (a rank whose list lacks pairs that another's holds is a
+// logic_error, when the backend computes).
 // Rows out of [0, N) are invalid_argument (`who` names the caller). Collective over F.
 PairBlock select_pairs(Backend& be, ProcessGrid& grid, const PairLayout& at, const std::vector<std::int64_t>& u,
                        const std::vector<std::int64_t>& v, const std::vector<std::int64_t>& index, const char* who);

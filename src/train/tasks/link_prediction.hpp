@@ -52,7 +52,7 @@ class LinkPrediction : public Task {
   bool by_loss_;  // TrainConfig::select_by: loss, else ROC-AUC
   index_t hits_k_;  // LinkConfig::hits_k (0: not computed)
   index_t mrr_k_;   // LinkConfig::mrr_negatives (0: not computed)
-  DotLinkDecoder3D decoder_;  // the pairs' layout (select, owns) and the dot product
+  DotLinkDecoder3D decoder_;  // the pairs' layout (select, layout().in_block) and the dot product
   LinkDecoder3D* scorer_;     // what scores them: decoder_, or the model's MLP decoder
   BlockList train_;             // this rank's training links (their places: 0 .. train_links_)
   std::int64_t train_links_ = 0;  // the training links of all ranks
