@@ -22,7 +22,6 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
-#include "src/cli/named_choices.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"

@@ -195,6 +195,14 @@ ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   return p;
 }
 
+namespace {
+// The entries of every block of `g`'s Â, counted (in `g`'s order).
+std::shared_ptr<const AdjBlockCounts> counted_blocks(const GraphData& g) {
+  return std::make_shared<const AdjBlockCounts>(
+      count_adj_blocks(gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), HostCsr{}));
+}
+}  // namespace
+
 ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool link_pairs) {
   const GraphInfo info = read_graph_info_h5(path);
   ProblemSize p = gnn_problem(info, cfg);
@@ -203,13 +211,11 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     // graph was prepared in; the encoder passes messages over the training links alone.
     const WholeGraph w = read_whole_graph_h5(path);
     const LinkTaskGraph t = link_task_graph(w.graph, cfg, w.held_out ? &*w.held_out : nullptr);
-    if (t.links.train.size() == 0)  // (training's words: LinkPrediction)
-      throw InputError("graph", "has no training link for the link task (every link held out, or no edge)");
+    require_training_links(t.links);
     const GraphData& g = t.graph(w.graph);
     p.nnz = g.num_edges();
     p.two_orders = false;  // (the link task takes no balancing: validate(cfg))
-    p.blocks = std::make_shared<const AdjBlockCounts>(
-        count_adj_blocks(gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), HostCsr{}));
+    p.blocks = counted_blocks(g);
     p.links = std::make_shared<const LinkPairs>(t.links);
     return p;
   }
@@ -227,9 +233,7 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     // A file that cannot be counted keeps the even estimate: the prediction must not preempt
     // the loader, whose checks name what is wrong with the file in their own words.
     try {
-      const GraphData g = read_graph_h5(path);
-      const HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);
-      p.blocks = std::make_shared<const AdjBlockCounts>(count_adj_blocks(a_hat, HostCsr{}));
+      p.blocks = counted_blocks(read_graph_h5(path));
     } catch (const InputError&) {
       p.blocks = nullptr;
     }

@@ -5,6 +5,7 @@
 #include "pmm/mlp_link_decoder_3d.hpp"
 
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -160,10 +161,14 @@ void MlpLinkDecoder3D::backward(const Matrix& z, const PairBlock& pairs, const f
   });
   // A parameter's gradient is its pieces' sum: W_1's rows over the R and Q lines, the rest (each
   // rank's own pairs) over the grid.
-  for (std::size_t l = 0; l < w_.size(); ++l)
-    for (ParamSlot* p : {&w_[l], &b_[l]})
-      for (const Axis a : {at_.r, at_.q, at_.f})
-        if (p != &w_[0] || a != at_.f) grid_.comm(a).all_reduce(p->grad(), p->size(), ReduceOp::Sum);
+  const auto sum_over = [&](ParamSlot& p, std::initializer_list<Axis> axes) {
+    for (const Axis a : axes) grid_.comm(a).all_reduce(p.grad(), p.size(), ReduceOp::Sum);
+  };
+  sum_over(w_[0], {at_.r, at_.q});
+  for (std::size_t l = 0; l < w_.size(); ++l) {
+    if (l > 0) sum_over(w_[l], {at_.r, at_.q, at_.f});
+    sum_over(b_[l], {at_.r, at_.q, at_.f});
+  }
   at_.add_q_gradient(grid_, be_, dzq, dz);
   // Each replica over Q holds its Q block's pairs' part: the whole is their sum.
   grid_.comm(at_.q).all_reduce(dz.data(), static_cast<std::size_t>(dz.rows() * dz.cols()), ReduceOp::Sum);

@@ -12,6 +12,7 @@
 #include "train/tasks/link_metrics.hpp"
 #include "train/tasks/edge_batches.hpp"
 #include "train/tasks/link_passes.hpp"
+#include "train/tasks/link_task_graph.hpp"
 #include "train/tasks/negative_pairs.hpp"
 
 namespace plexus {
@@ -45,8 +46,7 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
   if (in.row_split) throw std::logic_error("LinkPrediction: the output's rows are not split further (baseline collectives)");
   const LinkPairs& links = in.shards.links;
   // (A plan's shards of sizes only carry no pairs: its dry run prices the encoder alone for now.)
-  if (in.evaluates && !in.shards.shape_only && links.train.size() == 0)
-    throw InputError("graph", "has no training link for the link task (every link held out, or no edge)");
+  if (in.evaluates && !in.shards.shape_only) require_training_links(links);
   train_links_ = static_cast<std::int64_t>(links.train.size());
   train_.keep(decoder_, links.train, 0);
   if (in.cfg.link.edge_batch > 0 && in.cfg.link.edge_batch < train_links_) {

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "plexus/error.hpp"
+
 namespace plexus {
 
 namespace {
@@ -31,6 +33,11 @@ LinkTaskGraph link_task_graph(const GraphData& input, const TrainConfig& cfg, co
   t.drawn = input;
   t.links = link_pairs(*t.drawn, random_link_split(*t.drawn, cfg.link.val, cfg.link.test, cfg.seed));
   return t;
+}
+
+void require_training_links(const LinkPairs& links) {
+  if (links.train.size() == 0)
+    throw InputError("graph", "has no training link for the link task (every link held out, or no edge)");
 }
 
 }  // namespace plexus

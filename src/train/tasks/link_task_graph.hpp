@@ -23,4 +23,7 @@ struct LinkTaskGraph {
 // edge of it), or nullptr for one drawn as TrainConfig::link says, with TrainConfig::seed.
 LinkTaskGraph link_task_graph(const GraphData& input, const TrainConfig& cfg, const LinkSplit* held_out);
 
+// InputError unless `links` hold a training link to learn from (training's check, and its plan's).
+void require_training_links(const LinkPairs& links);
+
 }  // namespace plexus
