@@ -233,6 +233,52 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
   }
 }
 
+// A split that brings each link's own negatives (LinkSplit::negatives_per_link, as
+// ogbl-citation2's) ranks each link against them without --mrr-negatives: given the documented
+// MRR draws as its negatives, the trainer's MRR is the loop's, its losses untouched.
+TEST(LinkTraining, ASplitsOwnNegativesRankItsLinks) {
+  const LinkData d = link_data(61, 5);
+  const RunResult want = on_grid({1, 1, 1}, d, "gcn", 8, 0.5f);
+  const auto own = [&](const NodePairList& pos, std::uint32_t split) {
+    const auto n = static_cast<std::int64_t>(pos.size()) * 8;
+    NodePairList o = negative_pairs(5, split, d.graph.num_nodes, 0, n, kMrrNegativeStream);
+    for (std::int64_t i = 0; i < n; ++i) o.u[static_cast<std::size_t>(i)] = pos.u[static_cast<std::size_t>(i / 8)];
+    return o;
+  };
+  LinkSplit s = d.split;
+  s.val_neg = own(s.val_pos, 1);
+  s.test_neg = own(s.test_pos, 2);
+  s.negatives_per_link = 8;
+  s.as_published = true;  // (a drawn w may be a link)
+  TrainConfig c;
+  c.task = GnnTask::Link;
+  c.model = GnnSpec("gcn");
+  c.hidden = 16;
+  c.link.embedding_width = 8;
+  c.dropout = 0.5f;
+  c.weight_decay = 0;
+  c.lr = 0.01f;
+  c.seed = 5;
+  c.epochs = 8;
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  GnnTrainingData data;
+  data.order.in_memory = true;
+  data.whole = d.graph;
+  data.held_out = s;
+  GnnTrainer t(std::move(data), c, *be, *grid);
+  for (int e = 0; e < c.epochs; ++e) {
+    const EpochMetrics m = t.epoch();
+    EXPECT_NEAR(m.loss, want.losses[static_cast<std::size_t>(e)], 1e-6 * std::abs(m.loss)) << "epoch " << e;
+    if (e + 1 == c.epochs) {
+      EXPECT_NEAR(m.test_mrr, want.test_mrr8, 1e-9);
+      EXPECT_GT(want.test_mrr8, 1.0 / 9);
+      EXPECT_LT(want.test_mrr8, 1);
+      EXPECT_TRUE(std::isfinite(m.val_mrr));
+    }
+  }
+}
+
 // The trainer's link task with train_links's model (GCN 16 -> 8, dropout 0.5, Adam 0.01, seed
 // 5) on the planted graph of `nodes` nodes: rank 0's epochs on grid `g`.
 TrainConfig pieces_config(int epochs) {

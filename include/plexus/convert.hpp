@@ -152,6 +152,27 @@ struct OgbOptions {
 };
 GraphData read_ogb(const std::string& dir, const OgbOptions& opt = {});
 
+// OGB link-property-prediction layout (ogbl-collab, -ppa, -ddi, -citation2, -vessel): raw/ as
+// above (raw/edge.csv.gz holds the training links only, each undirected link once; no labels),
+// and split/<split>/{train,valid,test}.pt, torch.save dicts of numpy arrays read without Python
+// (io/convert/torch_file.hpp):
+//   train.pt  "edge" [E, 2]                                   or "source_node", "target_node" [E]
+//   valid.pt  "edge" [M, 2] and "edge_neg" [K, 2]              or "source_node", "target_node"
+//   test.pt                                                       [M] and "target_node_neg" [M, K]
+// (other keys, as collab's "weight" and "year", are ignored). Every training link must be an
+// edge of raw/edge.csv.gz (either direction when symmetrized), every node in range. The split is
+// OGB's as published (LinkSplit::as_published: a held-out link may also be a training link, as
+// ogbl-collab's repeat collaborations are, and a negative a link); the graph is read as
+// read_ogb reads it. citation2's target_node_neg becomes the pairs (source_i, neg_ij), row-major
+// (LinkSplit::negatives_per_link = K), each held-out link ranked against its own for the MRR.
+struct OgbLinkData {
+  GraphData graph;
+  LinkSplit held_out;
+};
+OgbLinkData read_ogb_links(const std::string& dir, const OgbOptions& opt = {});
+// Whether the split read_ogb and read_ogb_links would take is a link split (holds a .pt file).
+bool ogb_has_link_split(const std::string& dir, const OgbOptions& opt = {});
+
 // ---- a graph built in memory from your arrays ---------------------------------------------
 // Edges between nodes named by your own 64-bit ids (account numbers, ...), and optionally what
 // you know of each node, to a validated GraphData whose node k is nodes.ids[k] (kept in

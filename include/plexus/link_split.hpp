@@ -12,6 +12,14 @@ namespace plexus {
 // Held-out links and their negatives (validation and test), as PyG's RandomLinkSplit gives them.
 struct LinkSplit {
   NodePairList val_pos, val_neg, test_pos, test_neg;
+  // A published benchmark's split taken as it is (OGB's; read_ogb_links): a held-out link may
+  // also be a link of the graph (ogbl-collab's repeat collaborations) and a negative a link
+  // (ogbl-citation2's uniform targets). The checks keep node ranges and counts only.
+  bool as_published = false;
+  // > 0: each split's negatives are this many per held-out link, row-major (val_neg pairs
+  // i·K .. i·K + K - 1 are val_pos link i's own, as ogbl-citation2's): the MRR ranks each link
+  // against its own (link task). 0: one shared set of any size.
+  std::int64_t negatives_per_link = 0;
 };
 // PyG's RandomLinkSplit(num_val=val, num_test=test, is_undirected=!g.directed) with one
 // negative per held-out link. The candidate links are the graph's edges without self-loops,
@@ -32,7 +40,8 @@ LinkSplit given_link_split(GraphData& g, const NodePairList& val, const NodePair
 // Checks a split against the graph message passing sees (`g`: the training links only, as a
 // file with /links holds it; docs/format-v1.md, "Link splits"): every pair's nodes in range, no
 // held-out link an edge of `g` (message passing would see it), no negative an edge of `g` or a
-// held-out link (either direction when undirected). InputError(where, "/links/<split>: pair k
+// held-out link (either direction when undirected) — these two unless as_published — and with
+// negatives_per_link K, K negatives for each held-out link. InputError(where, "/links/<split>: pair k
 // (u, v) ...") naming the first problem.
 void validate_link_split(const GraphData& g, const LinkSplit& s, const std::string& where);
 

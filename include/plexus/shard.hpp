@@ -62,6 +62,7 @@ struct AdjBlockRange {
 // time. Empty for node classification.
 struct LinkPairs {
   NodePairList train, val_pos, val_neg, test_pos, test_neg;
+  std::int64_t negatives_per_link = 0;  // LinkSplit::negatives_per_link: each link's own negatives
 };
 
 // Everything one rank holds of the dataset. A layer's Â block depends on its layout: its roles

@@ -1,6 +1,7 @@
-// OGB node-property-prediction raw layout (read_ogb): the CSV files that ogb's
-// NodePropPredDataset downloads (DIR/raw/*.csv.gz, DIR/split/<name>/*.csv.gz), read without
-// Python. Each file may be gzip-compressed or plain, and named NAME.csv.gz or NAME.csv.
+// OGB's raw layout (read_ogb): the CSV files that ogb's NodePropPredDataset and
+// LinkPropPredDataset download (DIR/raw/*.csv.gz), read without Python, and a node-property
+// split (DIR/split/<name>/*.csv.gz). Each file may be gzip-compressed or plain, and named
+// NAME.csv.gz or NAME.csv. The link split's .pt files: io/convert/ogb_links.cpp.
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "io/convert/graph_build.hpp"
+#include "io/convert/ogb_raw.hpp"
 #include "io/convert/text_reader.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
@@ -66,7 +68,9 @@ void check_rows(const std::string& path, index_t rows, index_t n, const std::str
 
 }  // namespace
 
-GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
+namespace ogb {
+
+GraphData read_ogb_graph(const std::string& dir_str, const OgbOptions& opt, std::string& n_source_out) {
   const fs::path dir(dir_str);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw InputError(dir_str, fs::exists(dir, ec) ? "not a directory" : "no such directory");
@@ -207,7 +211,12 @@ GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
     g.num_classes = std::max<std::int32_t>(c, 1);
   }
 
-  // ---- split ----
+  n_source_out = n_source;
+  return g;
+}
+
+std::filesystem::path ogb_split_dir(const std::filesystem::path& dir, const OgbOptions& opt) {
+  std::error_code ec;
   std::string split = opt.split;
   const fs::path split_root = dir / "split";
   if (split.empty() && fs::is_directory(split_root, ec)) {
@@ -222,9 +231,30 @@ GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
       throw InputError("OgbOptions.split", "several splits in " + split_root.string() + " (" + list + "); choose one");
     }
   }
-  if (!split.empty()) {
-    const fs::path sd = split_root / split;
-    if (!fs::is_directory(sd, ec)) throw InputError(sd.string(), "no such split directory");
+  if (split.empty()) return {};
+  const fs::path sd = split_root / split;
+  if (!fs::is_directory(sd, ec)) throw InputError(sd.string(), "no such split directory");
+  return sd;
+}
+
+}  // namespace ogb
+
+using ogb::ogb_split_dir;
+using ogb::read_ogb_graph;
+
+bool ogb_has_link_split(const std::string& dir, const OgbOptions& opt) {
+  const fs::path sd = ogb_split_dir(dir, opt);
+  std::error_code ec;
+  return !sd.empty() && (fs::exists(sd / "valid.pt", ec) || fs::exists(sd / "train.pt", ec));
+}
+
+GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
+  std::string n_source;
+  GraphData g = read_ogb_graph(dir_str, opt, n_source);
+  const index_t n = g.num_nodes;
+  if (const fs::path sd = ogb_split_dir(dir_str, opt); !sd.empty()) {
+    if (ogb_has_link_split(dir_str, opt))
+      throw InputError(sd.string(), "holds a link split (train.pt, valid.pt, test.pt): read it with read_ogb_links");
     const std::pair<const char*, std::vector<std::uint8_t>*> parts[] = {
         {"train", &g.train_mask}, {"valid", &g.val_mask}, {"test", &g.test_mask}};
     for (const auto& [name, mask] : parts) {

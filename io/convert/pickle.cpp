@@ -51,13 +51,37 @@ bool resolve_global(std::string_view module, std::string_view name, Global& out)
     out = Global::BuiltinTuple;
   } else if (builtins && name == "object") {
     out = Global::BuiltinObject;
+  } else if (module == "_codecs" && name == "encode") {
+    out = Global::CodecsEncode;
   } else {
     return false;
   }
   return true;
 }
 
-bool is_class(Global g) { return g != Global::Reconstruct && g != Global::Reconstructor; }
+bool is_class(Global g) {
+  return g != Global::Reconstruct && g != Global::Reconstructor && g != Global::CodecsEncode;
+}
+
+// The bytes of a UTF-8 string whose code points are all below 256 (Python's str.encode('latin1')),
+// false for a code point above 255 or a malformed sequence.
+bool latin1_bytes(std::string_view utf8, std::string& out) {
+  out.clear();
+  out.reserve(utf8.size());
+  for (std::size_t k = 0; k < utf8.size(); ++k) {
+    const auto c = static_cast<unsigned char>(utf8[k]);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if ((c == 0xC2 || c == 0xC3) && k + 1 < utf8.size() &&
+               (static_cast<unsigned char>(utf8[k + 1]) & 0xC0) == 0x80) {
+      out += static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(utf8[k + 1]) & 0x3F));
+      ++k;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::string printable(std::string_view s) {
   std::string out;
@@ -80,9 +104,11 @@ std::string printable(std::string_view s) {
 
 class Parser {
  public:
-  Parser(std::string_view data, const std::string& where, Document& doc) : data_(data), doc_(doc) {
+  Parser(std::string_view data, const std::string& where, Document& doc, std::size_t start = 0)
+      : data_(data), doc_(doc), pos_(start) {
     doc_.where_ = where;
   }
+  std::size_t position() const { return pos_; }
 
   void run() {
     while (true) {
@@ -257,6 +283,15 @@ class Parser {
         }
         return new_object(a[0]->global, tuple_of({}));
       }
+      case Global::CodecsEncode: {  // _codecs.encode(text, 'latin1') -> bytes
+        if (a.size() != 2 || a[0]->kind != Kind::Str || !a[1]->is_string_like() ||
+            (a[1]->s != "latin1" && a[1]->s != "latin-1")) {
+          fail("unsupported _codecs.encode arguments (only a str in 'latin1')");
+        }
+        Value* o = make(Kind::Bytes);
+        if (!latin1_bytes(a[0]->s, o->s)) fail("_codecs.encode: a character outside latin1");
+        return o;
+      }
       case Global::DefaultDict:
         if (a.size() > 1) fail("unsupported defaultdict arguments");
         return make(Kind::Dict);
@@ -291,6 +326,7 @@ class Parser {
         return make(Kind::Tuple);
       case Global::Reconstruct:
       case Global::Reconstructor:
+      case Global::CodecsEncode:
         fail("NEWOBJ on a function");
       default: {
         Value* o = make(Kind::Object);
@@ -524,6 +560,14 @@ Document parse(std::string_view data, const std::string& where) {
   Document doc;
   Parser p(data, where, doc);
   p.run();
+  return doc;
+}
+
+Document parse_next(std::string_view data, std::size_t& pos, const std::string& where) {
+  Document doc;
+  Parser p(data, where, doc, pos);
+  p.run();
+  pos = p.position();
   return doc;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // A small, safe reader for Python pickles (protocols 0-2, plus the protocol 3/4 opcodes that
-// carry plain data), as written by Python 2's cPickle for the Planetoid datasets.
+// carry plain data), as written by Python 2's cPickle for the Planetoid datasets and by
+// torch.save for OGB's link splits (dicts of numpy arrays; io/convert/torch_file.hpp).
 //
 // Safety: the reader is a stack machine that only *builds a value tree*; it never executes
 // anything. GLOBAL may only name a fixed set of known classes and functions (numpy arrays and
@@ -31,6 +32,7 @@ enum class Global {
   BuiltinDict,    // dict
   BuiltinTuple,   // tuple
   BuiltinObject,  // object
+  CodecsEncode,   // _codecs.encode(str, 'latin1'): how protocol 2 writes Python 3 bytes (torch.save)
 };
 
 struct Value;
@@ -75,6 +77,9 @@ class Document {
 
 // Parses `data` (the bytes of one pickle); errors name `where`.
 Document parse(std::string_view data, const std::string& where);
+// Parses the pickle that starts at data[pos] and sets pos just past its STOP: for files that
+// hold several pickles one after another (torch.save's legacy format).
+Document parse_next(std::string_view data, std::size_t& pos, const std::string& where);
 // Reads and parses the file at `path` (InputError(path, ...) if it cannot be opened).
 Document parse_file(const std::string& path);
 

@@ -39,6 +39,8 @@ void write_link_split(Writer& w, const LinkSplit& held_out) {
     const auto count = static_cast<hsize_t>(p.size());
     w.dataset(m.path, H5T_STD_I64LE, rows.data(), {count, 2}, {std::max<hsize_t>(1, std::min<hsize_t>(count, 65536)), 2});
   }
+  w.scalar_attr("as_published", H5T_STD_I32LE, std::int32_t{held_out.as_published ? 1 : 0}, kLinks);
+  w.scalar_attr("negatives_per_link", H5T_STD_I64LE, std::int64_t{held_out.negatives_per_link}, kLinks);
 }
 }  // namespace h5
 
@@ -60,6 +62,17 @@ std::optional<LinkSplit> read_link_split_h5(const std::string& path) {
   const h5::Header h = h5::read_header(r);
   if (!r.exists(kLinks)) return std::nullopt;
   LinkSplit s;
+  // (Absent from files written before they existed: a split of ours, shared negatives.)
+  if (r.attr_exists("as_published", kLinks)) {
+    const std::int64_t a = r.int_attr("as_published", "int32", kLinks);
+    if (a != 0 && a != 1) r.fail("/links: attribute as_published", std::to_string(a) + " is not 0 or 1");
+    s.as_published = a == 1;
+  }
+  if (r.attr_exists("negatives_per_link", kLinks)) {
+    s.negatives_per_link = r.int_attr("negatives_per_link", "int64", kLinks);
+    if (s.negatives_per_link < 0)
+      r.fail("/links: attribute negatives_per_link", std::to_string(s.negatives_per_link) + " is negative");
+  }
   for (const Member& m : kMembers) {
     const h5::Reader::Dataset d = r.open_dataset(m.path, false, "int64", {h5::Reader::kAny, 2}, "[M, 2]");
     const hsize_t count = d.dims[0];

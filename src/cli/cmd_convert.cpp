@@ -420,8 +420,9 @@ void add_convert_command(CLI::App& app) {
   auto og_out = std::make_shared<std::string>();
   auto og_directed = std::make_shared<bool>(false);
   CLI::App* oc = conv->add_subcommand(
-      "ogb", "OGB node-property raw layout: DIR/raw/{edge,num-node-list,node-feat,node-label}.csv.gz and "
-             "DIR/split/<split>/{train,valid,test}.csv.gz");
+      "ogb", "OGB raw layout: DIR/raw/{edge,num-node-list,node-feat,node-label}.csv.gz and a node split "
+             "DIR/split/<split>/{train,valid,test}.csv.gz (ogbn-*), or a link split "
+             "DIR/split/<split>/{train,valid,test}.pt (ogbl-*: written to /links as published)");
   add_data_option(oc, *og_dir, "Dataset directory (holding raw/ and split/)")->required();
   oc->add_option("--split", og->split, "Split directory name under split/ (default: the only one)");
   oc->add_flag("--directed", *og_directed, "Keep edge directions; default: symmetrize (as GCN setups do)");
@@ -430,6 +431,12 @@ void add_convert_command(CLI::App& app) {
     OgbOptions opt = *og;
     opt.symmetrize = !*og_directed;
     io::check_output(*og_out, io::OutputNeeds::Seekable);
+    if (ogb_has_link_split(*og_dir, opt)) {
+      const OgbLinkData d = in_phase("reading " + *og_dir, [&] { return read_ogb_links(*og_dir, opt); });
+      in_phase("writing " + *og_out, [&] { write_with_link_split(d.graph, NodeNames{}, d.held_out, *og_out); });
+      report(d.graph, *og_out);
+      return;
+    }
     const GraphData g = in_phase("reading " + *og_dir, [&] { return read_ogb(*og_dir, opt); });
     in_phase("writing " + *og_out, [&] { write_graph_h5(g, *og_out); });
     report(g, *og_out);

@@ -232,8 +232,12 @@ void run_inspect(const InspectOptions& o) {
         {"num_classes", g.num_classes},
         {"label_counts", labels},
         {"split", {{"train", n_train}, {"val", n_val}, {"test", n_test}}},
-        {"link_split", links ? nlohmann::json{{"val_pos", links->val_pos.size()}, {"val_neg", links->val_neg.size()},
-                                              {"test_pos", links->test_pos.size()}, {"test_neg", links->test_neg.size()}}
+        {"link_split", links ? nlohmann::json{{"val_pos", links->val_pos.size()},
+                                              {"val_neg", links->val_neg.size()},
+                                              {"test_pos", links->test_pos.size()},
+                                              {"test_neg", links->test_neg.size()},
+                                              {"as_published", links->as_published},
+                                              {"negatives_per_link", links->negatives_per_link}}
                              : nlohmann::json()},
         {"read_seconds", read_s}};
     if (have_grid) {
@@ -266,9 +270,11 @@ void run_inspect(const InspectOptions& o) {
   if (g.num_edge_features > 0) fmt::print("  edge features  {} per stored edge\n", g.num_edge_features);
   fmt::print("  split          train {}  val {}  test {}\n", n_train, n_val, n_test);
   if (links)
-    fmt::print("  link split     val {} links ({} negatives)  test {} links ({} negatives); the graph holds the "
-               "training links\n",
-               links->val_pos.size(), links->val_neg.size(), links->test_pos.size(), links->test_neg.size());
+    fmt::print("  link split     val {} links ({} negatives)  test {} links ({} negatives){}; the graph holds the "
+               "training links{}\n",
+               links->val_pos.size(), links->val_neg.size(), links->test_pos.size(), links->test_neg.size(),
+               links->negatives_per_link > 0 ? fmt::format(", {} a link", links->negatives_per_link) : "",
+               links->as_published ? " (as published: held-out links may also be training links)" : "");
   fmt::print("  degree histogram (log2 buckets):\n");
   for (std::size_t k = 0; k < hist.size(); ++k)
     if (hist[k]) fmt::print("    {:>15} {:>10}\n", bucket_label(static_cast<int>(k)), hist[k]);

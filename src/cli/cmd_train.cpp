@@ -69,7 +69,7 @@ const std::map<std::string, std::string> kEpochReductions = {
 };
 
 // The progress line of an epoch: the link task's held-out ROC-AUCs, with --hits-k and
-// --mrr-negatives their Hits@K and MRR; node classification's accuracies.
+// --mrr-negatives (or a split's own negatives) their Hits@K and MRR; node classification's accuracies.
 std::string progress_text(const EpochMetrics& m, const TrainConfig& c) {
   if (c.task != GnnTask::Link)
     return fmt::format("loss {:.4f}  train {}  val {}  test {}", m.loss, evaluated_text(m.train_acc),
@@ -77,7 +77,8 @@ std::string progress_text(const EpochMetrics& m, const TrainConfig& c) {
   const auto split = [&](const char* name, double auc, double hits, double mrr) {
     std::string s = fmt::format("  {} auc {}", name, evaluated_text(auc));
     if (c.link.hits_k > 0) s += fmt::format(" hits@{} {}", c.link.hits_k, evaluated_text(hits));
-    if (c.link.mrr_negatives > 0) s += fmt::format(" mrr {}", evaluated_text(mrr));
+    // (A split whose links bring their own negatives has an MRR without --mrr-negatives.)
+    if (c.link.mrr_negatives > 0 || !std::isnan(mrr)) s += fmt::format(" mrr {}", evaluated_text(mrr));
     return s;
   };
   return fmt::format("loss {:.4f}", m.loss) + split("val", m.val_auc, m.val_hits, m.val_mrr) +

@@ -35,6 +35,15 @@ LinkSplit draw_edge_split(GraphData& g, const SplitFractions& shares, std::uint6
 
 void write_with_link_split(const GraphData& g, const NodeNames& names, const LinkSplit& held_out, const std::string& out) {
   write_graph_h5(g, names, held_out, out);
+  if (held_out.as_published) {
+    const std::string negatives =
+        held_out.negatives_per_link > 0
+            ? fmt::format("{} negatives each", held_out.negatives_per_link)
+            : fmt::format("{} and {} shared negatives", held_out.val_neg.size(), held_out.test_neg.size());
+    fmt::print("links held out as published: {} validation, {} test ({})\n", held_out.val_pos.size(),
+               held_out.test_pos.size(), negatives);
+    return;
+  }
   fmt::print("links held out: {} validation, {} test (each with as many negatives; the graph keeps the rest)\n",
              held_out.val_pos.size(), held_out.test_pos.size());
 }

@@ -60,14 +60,19 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
                            std::to_string(in.cfg.epochs) + " epochs; take larger batches");
     steps_ = static_cast<int>(steps);
   }
-  val_ = held_out(links.val_pos, links.val_neg, 1);
-  test_ = held_out(links.test_pos, links.test_neg, 2);
+  val_ = held_out(links.val_pos, links.val_neg, links.negatives_per_link, 1);
+  test_ = held_out(links.test_pos, links.test_neg, links.negatives_per_link, 2);
 }
 
-LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const NodePairList& neg, std::uint32_t split) {
+LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const NodePairList& neg,
+                                                 std::int64_t negatives_per_link, std::uint32_t split) {
   HeldOut h;
   h.positives = pos.size();
   h.negatives = neg.size();
+  // A split that brings each link's own negatives (ogbl-citation2's) is ranked by them, unless
+  // --mrr-negatives asks for drawn ones.
+  h.mrr_of_negatives = mrr_k_ == 0 && negatives_per_link > 0;
+  h.mrr_per_link = static_cast<std::size_t>(h.mrr_of_negatives ? negatives_per_link : mrr_k_);
   BlockList b;
   b.keep(decoder_, pos, 0);
   b.keep(decoder_, neg, static_cast<std::int64_t>(h.positives));
@@ -138,7 +143,7 @@ void LinkPrediction::split_metrics(const HeldOut& h, const Matrix& out, double& 
   const std::vector<float> pos(s.begin(), s.begin() + p), neg(s.begin() + p, s.begin() + q), own(s.begin() + q, s.end());
   auc = roc_auc(pos, neg);
   hits = hits_k_ > 0 ? hits_at(pos, neg, static_cast<std::size_t>(hits_k_)) : kNotEvaluated;
-  mrr_value = mrr_k_ > 0 ? mrr(pos, own, static_cast<std::size_t>(mrr_k_)) : kNotEvaluated;
+  mrr_value = h.mrr_per_link > 0 ? mrr(pos, h.mrr_of_negatives ? neg : own, h.mrr_per_link) : kNotEvaluated;
   if (loss) *loss = link_loss_of_scores(std::vector<double>(s.begin(), s.begin() + q), h.positives);
 }
 

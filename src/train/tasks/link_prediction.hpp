@@ -40,8 +40,12 @@ class LinkPrediction : public Task {
   struct HeldOut {
     PairBlock block;
     std::size_t positives = 0, negatives = 0, total = 0;
+    // The MRR's negatives a link (0: not computed) and whether they are the fixed negatives
+    // themselves (a split with negatives_per_link, ranked by them unless mrr_k_ draws others).
+    std::size_t mrr_per_link = 0;
+    bool mrr_of_negatives = false;
   };
-  HeldOut held_out(const NodePairList& pos, const NodePairList& neg, std::uint32_t split);
+  HeldOut held_out(const NodePairList& pos, const NodePairList& neg, std::int64_t negatives_per_link, std::uint32_t split);
   // A held-out split's metrics from the scores of its block (link_scores).
   void split_metrics(const HeldOut& h, const Matrix& out, double& auc, double& hits, double& mrr_value, double* loss);
 
