@@ -7,12 +7,12 @@
 # (io/hdf5/probe.hpp) and must turn the library's own crashes and hangs into InputErrors.
 # The reproducer is left in build-fuzz/artifacts/<target>/.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
-#   targets: edge_list hdf5 pickle text_corpus (default: all)
+#   targets: edge_list hdf5 pickle text_corpus torch_file (default: all)
 set -uo pipefail
 secs=${1:-30}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(edge_list hdf5 pickle text_corpus)
+((${#targets[@]})) || targets=(edge_list hdf5 pickle text_corpus torch_file)
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PLEXUS_FUZZ_BUILD:-$root/build-fuzz}
 

@@ -3,7 +3,9 @@
 #    yet, a graph without links to train on, on 1 and 2 ranks; a prepared file trains;
 #  - a link model file whose claims (its task, its embedding width) were edited;
 #  - `predict --top-k`: K out of range, a node model, a link model without --top-k, features
-#    whose embeddings overflow, K beyond the candidates (padded, never a non-finite score).
+#    whose embeddings overflow, K beyond the candidates (padded, never a non-finite score);
+#  - `convert ogb` of OGB's link layout: each kind of bad .pt file, damaged containers, and a
+#    file's /links attributes (as_published, negatives_per_link) edited.
 L=$W/link
 mkdir -p "$L"
 lk=(--task link --epochs 2 --quiet --threads 1 --hidden 8 --embedding-width 4)
@@ -308,3 +310,60 @@ d=json.load(open(sys.argv[1])); sys.exit(not (d["link_split"]["val_pos"] > 0 and
 accept inspect "a file's link split in JSON" '"$plexus" inspect "$L/ring_split.h5" --json > $OUT/insp.json && insp_ok $OUT/insp.json' \
   "$L/ring_split.h5"
 refuse inspect "a leaked held-out link" "is an edge of /graph" "$L/split_leak.h5"
+
+# convert ogb of OGB's link-property layout (split/<name>/*.pt, torch.save files; docs/converters.md).
+fx=$repo/tests/fixtures
+ogbl_dir() {  # ogbl_dir NAME PART BAD: ogbl_tiny with split/time/PART.pt replaced by ogbl_bad/BAD.pt
+  rm -rf "$L/$1" && cp -r "$fx/ogbl_tiny" "$L/$1" && cp "$fx/ogbl_bad/$3.pt" "$L/$1/split/time/$2.pt"
+}
+published_ok() { $py -c 'import h5py,sys
+f=h5py.File(sys.argv[1]); l=f["links"]
+sys.exit(not (l.attrs["as_published"] == 1 and l.attrs["negatives_per_link"] == int(sys.argv[2])))' "$1" "$2" 2>/dev/null; }
+accept convert "ogb link layout (collab's shape, zip .pt)" 'published_ok $OUT/ogbl.h5 0' ogb "$fx/ogbl_tiny" -o "$OUT/ogbl.h5"
+accept convert "ogb link layout (citation2's shape, legacy .pt)" 'published_ok $OUT/ogbc.h5 3' ogb "$fx/ogbl_citation_tiny" \
+  -o "$OUT/ogbc.h5"
+accept train "link: an OGB split with a held-out link that is also a training link" 'split_ok $OUT/ogbl.jsonl' \
+  --data "$OUT/ogbl.h5" "${es[@]}" --metrics "$OUT/ogbl.jsonl"
+mrr_ok() { $py -c 'import json,sys
+l=[json.loads(x) for x in open(sys.argv[1])]
+sys.exit(not (l[-1]["test_mrr"] is not None and 0 < l[-1]["test_mrr"] <= 1))' "$1" 2>/dev/null; }
+NP=2 accept train "link: citation2's own negatives rank its links (MRR), 2 ranks" 'mrr_ok $OUT/ogbc.jsonl' \
+  --data "$OUT/ogbc.h5" "${es[@]}" --grid 1x2x1 --metrics "$OUT/ogbc.jsonl"
+ogbl_dir ogb_notedge train train_not_an_edge
+refuse convert "ogb: a training link that is no edge" "is not an edge of raw/edge.csv.gz" ogb "$L/ogb_notedge" -o "$OUT/o1.h5"
+ogbl_dir ogb_range valid node_out_of_range
+refuse convert "ogb: a negative out of range" "'edge_neg' entry 1: node 10 out of range" ogb "$L/ogb_range" -o "$OUT/o2.h5"
+ogbl_dir ogb_shape valid edge_wrong_shape
+refuse convert "ogb: pairs of three" "has shape [1, 3], expected" ogb "$L/ogb_shape" -o "$OUT/o3.h5"
+ogbl_dir ogb_noneg test no_negatives
+refuse convert "ogb: no negatives" "no 'edge_neg'" ogb "$L/ogb_noneg" -o "$OUT/o4.h5"
+ogbl_dir ogb_tensors valid torch_tensors
+refuse convert "ogb: torch tensors instead of numpy arrays" "not an allowed class" ogb "$L/ogb_tensors" -o "$OUT/o5.h5"
+ogbl_dir ogb_mixed valid negatives_per_link_3
+refuse convert "ogb: own negatives in one file, shared in the other" "the split's files disagree" ogb "$L/ogb_mixed" \
+  -o "$OUT/o6.h5"
+ogbl_dir ogb_cut valid no_negatives
+head -c 300 "$fx/ogbl_tiny/split/time/valid.pt" >"$L/ogb_cut/split/time/valid.pt"
+refuse convert "ogb: a .pt cut short" "end-of-directory" ogb "$L/ogb_cut" -o "$OUT/o7.h5"
+ogbl_dir ogb_crc valid no_negatives
+$py -c 'import sys; b=bytearray(open(sys.argv[1],"rb").read()); i=b.find(b"edge_neg"); b[i]=ord("E"); open(sys.argv[2],"wb").write(b)' \
+  "$fx/ogbl_tiny/split/time/valid.pt" "$L/ogb_crc/split/time/valid.pt"
+refuse convert "ogb: a .pt with a damaged byte" "CRC-32" ogb "$L/ogb_crc" -o "$OUT/o8.h5"
+refuse convert "ogb: a split that is not there" "no such split directory" ogb "$fx/ogbl_tiny" --split year -o "$OUT/o9.h5"
+(cd "$L" && $py - "$OUT" <<'PY') || setup_fail "70: h5py OGB edits"
+import shutil, sys
+import h5py, numpy as np
+OUT = sys.argv[1]
+def edit(dst, f_):
+    shutil.copy(f"{OUT}/ogbc.h5", dst)
+    with h5py.File(dst, "r+") as f:
+        f_(f)
+edit("pub2.h5", lambda f: f["links"].attrs.modify("as_published", np.int32(2)))
+edit("per5.h5", lambda f: f["links"].attrs.modify("negatives_per_link", np.int64(5)))
+edit("perneg.h5", lambda f: f["links"].attrs.modify("negatives_per_link", np.int64(-1)))
+edit("pub0.h5", lambda f: f["links"].attrs.modify("as_published", np.int32(0)))
+PY
+refuse train "link split: as_published 2" "attribute as_published: 2 is not 0 or 1" --data "$L/pub2.h5" "${es[@]}"
+refuse train "link split: negatives a link that do not divide them" "negatives_per_link 5 needs" --data "$L/per5.h5" "${es[@]}"
+refuse train "link split: negatives a link below 0" "negatives_per_link: -1 is negative" --data "$L/perneg.h5" "${es[@]}"
+refuse inspect "link split: a published split claimed as ours" "is an edge of /graph" "$L/pub0.h5"
