@@ -184,6 +184,19 @@ TEST(OgbLinks, BadSplitFiles) {
   }
 }
 
+// Protocol 2 writes an array's bytes as latin1 text (_codecs.encode): every byte value comes back.
+TEST(TorchFile, EveryByteValueOfAnArraySurvivesBothContainers) {
+  for (const char* name : {"every_byte", "every_byte_legacy"}) {
+    SCOPED_TRACE(name);
+    const plexus::pickle::Document doc = plexus::read_torch_save(fixture(std::string("ogbl_bad/") + name + ".pt"));
+    const auto bytes = plexus::pickle::to_int_array(doc.root()->get("bytes"), name);
+    ASSERT_EQ(bytes.data.size(), 256u);
+    for (std::size_t k = 0; k < 256; ++k) EXPECT_EQ(bytes.data[k], static_cast<std::int64_t>(k));
+    const auto ids = plexus::pickle::to_int_array(doc.root()->get("ids"), name);
+    EXPECT_EQ(ids.data, (std::vector<std::int64_t>{200, 1000, 70000, (std::int64_t{1} << 40) + 3}));
+  }
+}
+
 TEST(TorchFile, DamagedContainersAreRefused) {
   TempDir t;
   const std::string zip = slurp(fixture("ogbl_tiny/split/time/valid.pt"));
