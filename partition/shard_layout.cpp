@@ -169,10 +169,9 @@ void shard_ranges_at(GridShape shape, const std::array<int, 3>& coords, index_t 
   const Axis repl = g0.in_repl();
   sr.feat_rows = sub_range(g0.in_rows, shape.dim(repl), coords[static_cast<int>(repl)]);
   sr.feat_cols = g0.in_cols;
-  // Labels and masks: the rows of the last layer's output, in that layer's output order (an
-  // even layer multiplies by Â1 = P·Â·P2ᵀ, whose rows are in P order).
+  // Labels and masks: the rows of the last layer's output, in that layer's output order.
   sr.label_rows = geometry(layers - 1).out_rows;
-  sr.label_order = two_orders && (layers - 1) % 2 == 0 ? 1 : 0;
+  sr.label_order = output_order(layers, two_orders);
 }
 
 ShardRanges shard_ranges(const ProcessGrid& grid, index_t num_nodes, const std::vector<index_t>& dims,

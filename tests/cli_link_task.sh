@@ -290,7 +290,7 @@ fi
 expect_error "generate: an edge split without the link task" "--edge-split" generate sbm --edge-split 0.8,0.1,0.1 -o x.h5
 expect_error "link task picked by accuracy per class" "--select-by" train --task link --select-by macro-f1
 expect_error "node task picked by auc" "--select-by" train --select-by auc
-expect_error "link task balanced" "--balance" train --task link --balance permute
+expect_error "plan of a link task METIS orders per grid" "--balance" plan --task link --balance metis --ranks 2
 expect_error "held-out shares" "--link-split" train --task link --link-split 0.5,0.5
 expect_error "held-out shares, text" "--link-split" train --task link --link-split 0.1
 expect_error "embedding width" "--embedding-width" train --task link --embedding-width -3
@@ -313,9 +313,11 @@ fi
 
 # plexus plan --task link: its dry run scores the pairs training scores (the split drawn alike), so
 # the predicted memory per rank (every kind, "pairs" included) and each axis's bytes of the first
-# and the steady epoch are the measured ones exactly: both decoders, edge batches, Hits@K and MRR.
+# and the steady epoch are the measured ones exactly: both decoders, edge batches, Hits@K and MRR,
+# and a graph balanced in memory (--balance permute: the pairs move with the nodes).
 for c in "1x1x1 --decoder dot" "2x2x1 --decoder dot --hits-k 20" "1x1x3 --decoder mlp --decoder-layers 2" \
-         "3x1x1 --decoder dot --edge-batch 1500 --mrr-negatives 5" "1x2x2 --decoder mlp --edge-batch 3000"; do
+         "3x1x1 --decoder dot --edge-batch 1500 --mrr-negatives 5" "1x2x2 --decoder mlp --edge-batch 3000" \
+         "2x1x2 --decoder dot --balance permute --mrr-negatives 3" "1x3x1 --decoder mlp --balance permute"; do
   read -r grid options <<<"$c"
   IFS=x read -r gx gy gz <<<"$grid"
   np=$((gx * gy * gz))

@@ -142,6 +142,37 @@ TEST(LinkTask, EveryKindOnGridsEqualsOneRank) {
   }
 }
 
+// A graph balanced in memory (--balance permute, METIS) moves the pairs with its nodes, and the
+// negatives the task draws as pairs of the input's nodes: without dropout (whose masks follow
+// the rows) a balanced run's losses, ROC-AUCs and MRRs are the input order's; with it, every grid
+// of a permuted run equals its one rank (METIS orders each grid apart: it is checked on one).
+TEST(LinkTask, BalancedRunsMoveThePairsWithTheNodes) {
+  const GraphData g = planted(61, 4);
+  for (const std::string kind : {"gcn", "sage", "gat"}) {
+    SCOPED_TRACE(kind);
+    TrainConfig c = link_config(kind, 5, 0.0f);
+    c.link.mrr_negatives = 4;
+    auto single = ProcessGrid::single();
+    const LinkRun want = train(g, c, *single);
+    for (const Balance b : {Balance::kPermute, Balance::kMetis}) {
+      TrainConfig balanced = c;
+      balanced.balance = b;
+      const LinkRun got = train(g, balanced, *single);
+      for (std::size_t e = 0; e < want.losses.size(); ++e) {
+        EXPECT_NEAR(got.losses[e], want.losses[e], 1e-5 * std::abs(want.losses[e])) << balance_name(b) << " epoch " << e;
+        EXPECT_NEAR(got.val_auc[e], want.val_auc[e], 1e-6) << balance_name(b) << " epoch " << e;
+        EXPECT_NEAR(got.test_auc[e], want.test_auc[e], 1e-6) << balance_name(b) << " epoch " << e;
+        EXPECT_NEAR(got.val_mrr[e], want.val_mrr[e], 1e-6) << balance_name(b) << " epoch " << e;
+      }
+    }
+  }
+  TrainConfig c = link_config("gcn", 5, 0.3f);
+  c.balance = Balance::kPermute;
+  auto single = ProcessGrid::single();
+  const LinkRun want = train(g, c, *single);
+  expect_grids_equal(g, c, {{2, 1, 1}, {1, 2, 2}, {2, 2, 2}, {1, 1, 3}}, want, /*val_loss=*/true);
+}
+
 // With edge batches every grid still equals one rank, epoch by epoch, for kinds with dropout on
 // (a GAT with attention dropout too); a batch as large as the training links (or larger) is the
 // full batch, bit for bit; a run resumed from a checkpoint mid-way continues as uninterrupted,
@@ -366,7 +397,6 @@ TEST(LinkTask, OptionsItDoesNotTakeAreRefused) {
   refused([](TrainConfig& c) { c.select_by = {SelectBy::MacroF1, -1}; }, "TrainConfig.select_by");
   refused([](TrainConfig& c) { c.select_by = {SelectBy::Recall, 0}; }, "TrainConfig.select_by");
   refused([](TrainConfig& c) { c.class_weights_auto = true; }, "TrainConfig.class_weights");
-  refused([](TrainConfig& c) { c.balance = Balance::kPermute; }, "TrainConfig.balance");
   refused([](TrainConfig& c) { c.comm_variant = CommVariant::RsAg; }, "TrainConfig.comm_variant");
   refused([](TrainConfig& c) { c.precision = Precision::BF16; }, "TrainConfig.precision");
   refused([](TrainConfig& c) { c.link.embedding_width = -1; }, "TrainConfig.link.embedding_width");

@@ -63,6 +63,11 @@ struct AdjBlockRange {
 struct LinkPairs {
   NodePairList train, val_pos, val_neg, test_pos, test_neg;
   std::int64_t negatives_per_link = 0;  // LinkSplit::negatives_per_link: each link's own negatives
+  // A balanced run (TrainConfig::balance): the output row of each node of the input graph. The
+  // lists above are in output rows already; the task draws its negatives as node pairs of the
+  // input and moves them here, so a balanced run draws the pairs an unbalanced one does. Empty:
+  // the input's order.
+  std::vector<index_t> row_of_node;
 };
 
 // Everything one rank holds of the dataset. A layer's Â block depends on its layout: its roles

@@ -23,6 +23,7 @@
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
 #include "src/cli/task_options.hpp"
+#include "src/cli/balance_options.hpp"
 #include "plan/gpt_plan.hpp"
 
 namespace plexus::cli {
@@ -46,6 +47,7 @@ struct PlanOptions {
   std::string data;
   ModelOptions model;  // --model and its kind's options, into train
   TaskOptions task;    // --task and the link task's options, into train
+  BalanceOptions balance;  // --balance: the order training takes (--balance-seed into train)
   TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
   std::string layer_order = layer_order_name(LayerOrder::Auto);
@@ -150,6 +152,7 @@ void run_plan(PlanOptions& o) {
   const Transport transport = parse_transport(o.transport);
 
   const std::string path = o.data.empty() ? default_dataset() : o.data;
+  if (!o.balance.balance.empty()) apply_balance_options(o.balance, path, o.train);  // the order training will take
   ProblemSize p = gnn_problem(path, o.train, /*link_pairs=*/true);
   p.transport = transport;
   p.inference = o.inference;
@@ -377,6 +380,7 @@ void add_plan_command(CLI::App& app) {
   TrainConfig& t = o->train;
   add_model_options(cmd, o->model, "The GNN whose epoch is predicted, as train");
   add_task_options(cmd, o->task, t);
+  add_balance_options(cmd, o->balance, t);
   cmd->add_option("--seed", t.seed, "Seed, as train: --task link draws the same split and negatives with it")
       ->capture_default_str();
   cmd->add_option("--layers", t.layers, "Number of GNN layers (as train)")->capture_default_str();

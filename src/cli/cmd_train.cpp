@@ -26,6 +26,7 @@
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
 #include "src/cli/task_options.hpp"
+#include "src/cli/balance_options.hpp"
 #include "src/cli/progress_display.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/training_run.hpp"
@@ -37,7 +38,7 @@ namespace {
 struct TrainOptions {
   std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
   std::string layer_order = "auto";
-  std::string balance;  // empty: the file's own order (none for a file not prepared)
+  BalanceOptions balance;
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
   std::string class_weights;  // --class-weights: auto or w0,w1,...
@@ -196,12 +197,10 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   // The node order: a prepared file's own, or (for a plain file) --balance applied in memory
   // (the library's policy: training_order, read_training_data).
   o.cfg.strict = o.strict;
-  const TrainingOrder order =
-      training_order(o.data, o.balance.empty() ? std::nullopt : std::optional<Balance>(parse_balance(o.balance)), o.cfg.task,
-                     o.cfg.model.reads_edge_features());
+  // (cfg.balance: the order an in-memory run makes, which the memory check predicts.)
+  const TrainingOrder order = apply_balance_options(o.balance, o.data, o.cfg);
   const bool in_memory = order.in_memory;
   const Balance balance = order.balance;
-  if (in_memory) o.cfg.balance = balance;  // the check predicts the order training will make
   check_train_memory(o.data, o.cfg, grid->shape(), in_memory);  // before the load, not by the OOM killer
 
   // file → shards: each rank reads only the blocks it holds (for a plain file with --balance,
@@ -411,11 +410,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--recompute", c.recompute,
                 "Each layer keeps only its input from forward to backward and computes the rest again there: less "
                 "activation memory for a second aggregation per layer, the same losses (docs/gnn-models.md)");
-  cmd->add_option("--balance", opts->balance,
-                  "Node order: none | permute | metis (docs/balancing.md). A prepared file (plexus prepare) "
-                  "brings its own; a plain file is ordered in memory on every rank")
-      ->check(CLI::IsMember({"none", "permute", "metis"}));
-  cmd->add_option("--balance-seed", c.balance_seed, "Seed of --balance permute on a plain file")->capture_default_str();
+  add_balance_options(cmd, opts->balance, c);
   cmd->add_option("--metrics", opts->metrics, "Write per-epoch metrics as JSON Lines to FILE");
   cmd->add_flag("--quiet,-q", opts->quiet, "Print only the final result");
   cmd->add_option("--save-model", opts->save_model,

@@ -50,6 +50,9 @@ LayerGeometry layer_geometry_at(GridShape shape, const std::array<int, 3>& coord
 // Which Â a layer multiplies by: with two node orders (a prepared, balanced graph) even
 // layers use Â1 and odd layers Â2 (include/plexus/prepare.hpp); otherwise always Â1 = Â.
 inline int which_adj(int layer, bool two_orders) { return two_orders ? layer % 2 : 0; }
+// The order of the last of `layers` layers' output rows (0: P2, 1: P): an even layer multiplies
+// by Â1 = P·Â·P2ᵀ, whose rows are in P order.
+inline int output_order(int layers, bool two_orders) { return two_orders && (layers - 1) % 2 == 0 ? 1 : 0; }
 
 struct ShardRanges {
   std::vector<bool> transform_first;  // per layer (as given, padded to one entry a layer)

@@ -25,6 +25,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plan/distinct_runs.hpp"
+#include "train/graph_shards.hpp"
 #include "train/tasks/link_task_graph.hpp"
 #include "core/shard_layout.hpp"
 
@@ -214,9 +215,23 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     require_training_links(t.links);
     const GraphData& g = t.graph(w.graph);
     p.nnz = g.num_edges();
-    p.two_orders = false;  // (the link task takes no balancing: validate(cfg))
-    p.blocks = counted_blocks(g);
-    p.links = std::make_shared<const LinkPairs>(t.links);
+    if (cfg.balance == Balance::kNone) {
+      p.two_orders = false;
+      p.blocks = counted_blocks(g);
+      p.links = std::make_shared<const LinkPairs>(t.links);
+      return p;
+    }
+    // Ordered in memory as training orders it, the pairs moved with the nodes: exact for a
+    // permutation, which no grid changes; METIS cuts the graph for each grid.
+    if (cfg.balance == Balance::kMetis)
+      throw InputError("TrainConfig.balance", "metis orders the link task's graph for each grid apart: plan it with "
+                                              "permute (or none), which every grid shares");
+    const PreparedGraph ordered = ordered_in_memory(g, cfg, 1);
+    p.two_orders = ordered.two_orders();
+    p.blocks = std::make_shared<const AdjBlockCounts>(ordered.block_counts);
+    LinkPairs links = t.links;
+    move_to_output_rows(links, ordered, cfg.layers);
+    p.links = std::make_shared<const LinkPairs>(std::move(links));
     return p;
   }
   const PreparedInfo prep = read_prepared_info_h5(path);

@@ -20,6 +20,7 @@
 #include "train/config_agreement.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
+#include "plexus/balance.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "train/model_state.hpp"
@@ -101,7 +102,7 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   const GraphData& graph = task.graph(input);
   const bool edge_features = cfg.model.reads_edge_features();  // (validate(cfg): its Â blocks are whole)
   const std::vector<index_t> dims = gnn_dims(graph.num_features, cfg.layers, cfg.hidden, output_width(cfg, graph.num_classes));
-  if (cfg.balance == Balance::kNone) {  // (the link task's always: validate(cfg))
+  if (cfg.balance == Balance::kNone) {
     GnnShards s = with_node_weights(build_shards(graph, gcn_normalize(graph.num_nodes, graph.indptr, graph.indices, graph.values),
                                                  grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)),
                                     graph);
@@ -109,19 +110,28 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
     if (edge_features) attach_edge_features(s, graph);
     return s;
   }
+  const GridShape g = grid.shape();
+  const PreparedGraph p = ordered_in_memory(graph, cfg, std::lcm(std::lcm(g.x, g.y), g.z));
+  GnnShards s =
+      with_node_weights(build_shards(p, grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)), graph);
+  if (edge_features) attach_edge_features(s, graph);
+  if (link) {  // the pairs in the output's rows
+    move_to_output_rows(links, p, static_cast<int>(dims.size()) - 1);
+    s.links = std::move(links);
+  }
+  return s;
+}
+
+PreparedGraph ordered_in_memory(const GraphData& graph, const TrainConfig& cfg, int metis_parts) {
   PrepareOptions po;
   po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
   po.balance = cfg.balance;
   po.seed = cfg.balance_seed;
-  const GridShape g = grid.shape();
-  po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
+  po.metis_parts = metis_parts;
   GraphData ordered = graph;  // (prepare_graph's copy; the blocks find their edge features in `graph`)
   ordered.num_edge_features = 0;
   ordered.edge_features = {};
-  GnnShards s = with_node_weights(
-      build_shards(prepare_graph(std::move(ordered), po), grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)), graph);
-  if (edge_features) attach_edge_features(s, graph);
-  return s;
+  return prepare_graph(std::move(ordered), po);
 }
 
 namespace {

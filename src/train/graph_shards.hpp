@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plexus/graph.hpp"
+#include "plexus/prepare.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
@@ -33,6 +34,11 @@ void require_same_inputs(const GraphData& graph, const TrainConfig& cfg, Process
 // the split (a file's: `graph` then holds the training links only; validate_link_split).
 GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, ProcessGrid& grid, bool for_training,
                           bool strict, const LinkSplit* held_out = nullptr);
+
+// The orders a run with cfg.balance makes in memory (not kNone): `graph` reordered only (no
+// cleaning: the same Â), as plexus prepare orders it, METIS cut in `metis_parts` (the lcm of the
+// grid's axes). Its edge features are left behind (the blocks find theirs in the input).
+PreparedGraph ordered_in_memory(const GraphData& graph, const TrainConfig& cfg, int metis_parts);
 
 // Fills s.edge_feature_width and s.adj_edge_features (a self-loop's row: the mean of its row's
 // edges' rows) from `input` (the graph the shards were cut

@@ -211,8 +211,6 @@ void validate_link(const TrainConfig& c) {
     throw InputError("TrainConfig.select_by", selection_name(c.select_by) + " is node classification's; the link task picks by auc or loss");
   if (c.class_weights_auto || !c.class_weights.empty())
     throw InputError("TrainConfig.class_weights", "weigh classes, which the link task has none of");
-  if (c.balance != Balance::kNone)
-    throw InputError("TrainConfig.balance", "the link task takes the graph in its own order (balance none) for now");
   if (c.comm_variant != CommVariant::Baseline)
     throw InputError("TrainConfig.comm_variant", "the link task runs the baseline collectives for now");
   if (c.precision != Precision::FP32) throw InputError("TrainConfig.precision", "the link task trains in fp32 for now");

@@ -19,11 +19,13 @@ TrainingOrder training_order(const std::string& path, std::optional<Balance> bal
   // The link task splits the graph's links before training (random_link_split): every rank
   // reads it whole, likewise, until the sharded loader reads the pairs.
   if (task == GnnTask::Link || (edge_features && prep.prepared)) {
-    if (balance && *balance != Balance::kNone)
-      throw InputError("TrainConfig.balance", std::string(task == GnnTask::Link ? "the link task" : "a model that reads edge features") +
-                                                  " takes the graph in its own order (balance none) for now");
+    // (Balanced in memory, as a plain file is: shards_of_graph orders it, the link task's pairs
+    // with it; a prepared file's edge features are found by the input's ids, which it renumbered.)
+    if (balance && *balance != Balance::kNone && edge_features)
+      throw InputError("TrainConfig.balance", "a model that reads edge features takes the graph in its own order (balance none) for now");
     TrainingOrder o;
     o.in_memory = true;
+    if (balance) o.balance = *balance;
     return o;
   }
   TrainingOrder o;

@@ -37,6 +37,7 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
     : be_(in.backend),
       grid_(in.grid),
       num_nodes_(in.shards.num_nodes),
+      row_of_node_(in.shards.links.row_of_node),
       seed_(in.cfg.seed),
       by_loss_(in.cfg.select_by.by == SelectBy::Loss),
       hits_k_(in.cfg.link.hits_k),
@@ -64,6 +65,15 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
   test_ = held_out(links.test_pos, links.test_neg, links.negatives_per_link, 2);
 }
 
+NodePairList LinkPrediction::in_rows(NodePairList p) const {
+  if (row_of_node_.empty()) return p;
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    p.u[k] = row_of_node_[static_cast<std::size_t>(p.u[k])];
+    p.v[k] = row_of_node_[static_cast<std::size_t>(p.v[k])];
+  }
+  return p;
+}
+
 LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const NodePairList& neg,
                                                  std::int64_t negatives_per_link, std::uint32_t split) {
   HeldOut h;
@@ -81,7 +91,7 @@ LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const 
   const std::int64_t k = mrr_k_, n = static_cast<std::int64_t>(pos.size()) * k;
   const auto offset = static_cast<std::int64_t>(h.positives + h.negatives);
   for (std::int64_t b0 = 0; b0 < n; b0 += kChunk) {
-    NodePairList c = negative_pairs(seed_, split, num_nodes_, b0, std::min(n, b0 + kChunk), kMrrNegativeStream);
+    NodePairList c = in_rows(negative_pairs(seed_, split, num_nodes_, b0, std::min(n, b0 + kChunk), kMrrNegativeStream));
     for (std::size_t i = 0; i < c.size(); ++i) c.u[i] = pos.u[static_cast<std::size_t>((b0 + static_cast<std::int64_t>(i)) / k)];
     b.keep(decoder_, c, offset + b0);
   }
@@ -128,7 +138,8 @@ double LinkPrediction::loss_and_grad(int epoch, int step, const Matrix& out, Mat
   }
   for (std::int64_t b0 = 0; b0 < n; b0 += kChunk)
     pairs.keep(decoder_,
-               negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, first + b0, first + std::min(n, b0 + kChunk)),
+               in_rows(negative_pairs(seed_, static_cast<std::uint32_t>(epoch), num_nodes_, first + b0,
+                                      first + std::min(n, b0 + kChunk))),
                n + b0);
   const double loss =
       link_loss_and_grad(be_, grid_, *scorer_, out, decoder_.select(pairs.u, pairs.v, pairs.index), n, 2 * n, d_out);

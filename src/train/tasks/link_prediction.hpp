@@ -52,6 +52,9 @@ class LinkPrediction : public Task {
   Backend& be_;
   ProcessGrid& grid_;
   index_t num_nodes_;
+  std::vector<index_t> row_of_node_;  // LinkPairs::row_of_node (empty: the input's order)
+  // Negatives drawn as pairs of the input's nodes, moved to the output's rows.
+  NodePairList in_rows(NodePairList p) const;
   std::uint64_t seed_;
   bool by_loss_;  // TrainConfig::select_by: loss, else ROC-AUC
   index_t hits_k_;  // LinkConfig::hits_k (0: not computed)

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "core/shard_layout.hpp"
+#include "plexus/balance.hpp"
 #include "plexus/error.hpp"
 
 namespace plexus {
@@ -34,6 +36,17 @@ LinkTaskGraph link_task_graph(const GraphData& input, const TrainConfig& cfg, co
   t.drawn = input;
   t.links = link_pairs(*t.drawn, random_link_split(*t.drawn, cfg.link.val, cfg.link.test, cfg.seed));
   return t;
+}
+
+void move_to_output_rows(LinkPairs& links, const PreparedGraph& ordered, int layers) {
+  links.row_of_node =
+      inverse_permutation(output_order(layers, ordered.two_orders()) == 1 ? ordered.node_id_p : ordered.node_id_p2);
+  const std::vector<index_t>& row = links.row_of_node;
+  for (NodePairList* l : {&links.train, &links.val_pos, &links.val_neg, &links.test_pos, &links.test_neg})
+    for (std::size_t k = 0; k < l->size(); ++k) {
+      l->u[k] = row[static_cast<std::size_t>(l->u[k])];
+      l->v[k] = row[static_cast<std::size_t>(l->v[k])];
+    }
 }
 
 void require_training_links(const LinkPairs& links) {

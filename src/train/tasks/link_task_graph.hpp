@@ -7,6 +7,7 @@
 
 #include "plexus/graph.hpp"
 #include "plexus/link_split.hpp"
+#include "plexus/prepare.hpp"
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
 
@@ -22,6 +23,11 @@ struct LinkTaskGraph {
 // `held_out`: the file's own split (checked against `input` first: none of its links may be an
 // edge of it), or nullptr for one drawn as TrainConfig::link says, with TrainConfig::seed.
 LinkTaskGraph link_task_graph(const GraphData& input, const TrainConfig& cfg, const LinkSplit* held_out);
+
+// The pairs of a run ordered in memory (ordered_in_memory, src/train/graph_shards.hpp) moved to
+// the rows of its last layer's output (of `layers`), and LinkPairs::row_of_node set: the task
+// moves the negatives it draws alike. Training and its plan's dry run both.
+void move_to_output_rows(LinkPairs& links, const PreparedGraph& ordered, int layers);
 
 // InputError unless `links` hold a training link to learn from (training's check, and its plan's).
 void require_training_links(const LinkPairs& links);
