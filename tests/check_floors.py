@@ -11,6 +11,7 @@ folder's headers are what it offers the floors above. tests/, fuzz/ and examples
 Usage: check_floors.py [SOURCE_DIR]
 """
 import re
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,9 +77,22 @@ def resolve(root, including, name):
     return None  # a system or third-party header
 
 
+def tracked_files(root):
+    """The tree's files: git's list, or (a copy that is no git work tree, as scripts/mutate.py's
+    scratch copy) every file under root outside hidden and build folders."""
+    p = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True)
+    if p.returncode == 0:
+        return p.stdout.split()
+    files = []
+    for dirpath, dirnames, names in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and not d.startswith("build")]
+        files += [os.path.relpath(os.path.join(dirpath, n), root) for n in names]
+    return sorted(files)
+
+
 def main():
     root = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
-    files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    files = tracked_files(root)
     files = [f for f in files if f.endswith(SOURCES) and not f.startswith(UNCHECKED)]
     scopes = {}
     problems = []

@@ -41,7 +41,15 @@ refuse train "link: one share" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --l
 refuse train "link: shares as words" "--link-split" --data "$IN/sbm.h5" "${lk[@]}" --link-split a,b
 refuse train "link: a negative embedding width" "--embedding-width" --data "$IN/sbm.h5" "${lk[@]}" --embedding-width -2
 refuse train "link: an unknown task" "--task" --data "$IN/sbm.h5" --task edges --epochs 1 --quiet
-refuse train "link: balanced" "--balance" --data "$IN/sbm.h5" "${lk[@]}" --balance metis
+NP=2 accept train "link: METIS-balanced, 2 ranks" 'jsonl_ok $OUT/lmetis.jsonl' --data "$IN/sbm.h5" "${lk[@]}" \
+  --balance metis --grid 2x1x1 --metrics "$OUT/lmetis.jsonl"
+accept train "link: a prepared file permuted in memory" 'jsonl_ok $OUT/lprep-perm.jsonl' --data "$IN/prep.h5" "${lk[@]}" \
+  --balance permute --metrics "$OUT/lprep-perm.jsonl"
+refuse plan "link: plan of a METIS order" "--balance" --data "$IN/sbm.h5" --task link --balance metis --ranks 2
+accept plan "link: plan of a permuted order" 'said "\"task\": \"link\""' --data "$IN/sbm.h5" --task link --balance permute \
+  --ranks 3 --json
+refuse plan "a balance the prepared file was not prepared with" "prepared with" --data "$IN/prep.h5" --balance none --ranks 2
+refuse plan "an unknown balance" "--balance" --data "$IN/sbm.h5" --balance tidy --ranks 2
 refuse train "link: bf16" "--precision" --data "$IN/sbm.h5" "${lk[@]}" --precision bf16
 refuse train "link: picked by a class's recall" "--select-by" --data "$IN/sbm.h5" "${lk[@]}" --select-by recall:1
 refuse train "link: class weights" "--class-weights" --data "$IN/sbm.h5" "${lk[@]}" --class-weights auto
