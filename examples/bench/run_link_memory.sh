@@ -6,6 +6,8 @@
 # grids named (default 1x1x1 and 2x2x2), as two epochs of `plexus train` measure it; then each
 # grid's ratio to one rank's.
 #   examples/bench/run_link_memory.sh BUILD_DIR [SCALE] [GRID...]
+# BALANCE=permute (or none, the default) orders the graph in memory for the plan and the runs
+# alike: R-MAT's hubs otherwise crowd the first row blocks, and their pairs with them.
 set -euo pipefail
 build=${1:?usage: run_link_memory.sh BUILD_DIR [SCALE] [GRID...]}
 scale=${2:-16}
@@ -18,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 "$plexus" generate rmat --scale "$scale" --feature-width 32 -o g.h5 >/dev/null
-model=(--data g.h5 --task link --hidden 64 --embedding-width 32)
+model=(--data g.h5 --task link --hidden 64 --embedding-width 32 --balance "${BALANCE:-none}")
 "$plexus" plan --json --ranks 1 "${model[@]}" >plan1.json
 "$plexus" plan --json --ranks 8 "${model[@]}" >plan8.json
 for g in "${grids[@]}"; do
