@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "input_errors.hpp"
 #include "scratch_dir.hpp"
 #include "plexus/error.hpp"
 #include "plexus/convert.hpp"
@@ -37,17 +38,8 @@ std::string slurp(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// Runs f, expects an InputError whose where() is `where` and whose message contains `what`.
-void expect_error(const std::function<void()>& f, const std::string& where, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError; wanted " << where << ": " << what;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), where) << e.message();
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.message();
-    EXPECT_EQ(e.message().find('\n'), std::string::npos) << "multi-line message: " << e.message();
-  }
-}
+using plexus::test::expect_input_error;
+const auto expect_error = expect_input_error;
 
 std::vector<index_t> row(const GraphData& g, index_t i) {
   return {g.indices.begin() + g.indptr[i], g.indices.begin() + g.indptr[i + 1]};

@@ -15,6 +15,7 @@
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
 #include "plexus/link_split.hpp"
+#include "input_errors.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
@@ -33,16 +34,8 @@ Pairs pairs(const NodePairList& p) {
   return out;
 }
 
-void expect_error(const std::function<void()>& f, const std::string& where, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "no InputError; wanted " << where << ": " << what;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), where) << e.message();
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.message();
-    EXPECT_EQ(e.message().find('\n'), std::string::npos) << "multi-line message: " << e.message();
-  }
-}
+using plexus::test::expect_input_error;
+const auto expect_error = expect_input_error;
 
 // ogbl_tiny copied to a scratch folder with split/time/<part>.pt replaced by ogbl_bad/<bad>.pt.
 std::string with_split_file(const TempDir& t, const std::string& part, const std::string& bad) {

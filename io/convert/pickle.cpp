@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <unordered_map>
@@ -571,17 +570,7 @@ Document parse_next(std::string_view data, std::size_t& pos, const std::string& 
   return doc;
 }
 
-Document parse_file(const std::string& path) {
-  io::require_regular_input(path, "a pickle");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
-  io::note_input_file(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(path, "read error");
-  const std::string bytes = std::move(ss).str();
-  return parse(bytes, path);
-}
+Document parse_file(const std::string& path) { return parse(io::read_whole_input(path, "a pickle"), path); }
 
 // ---- converters ----------------------------------------------------------------------------
 

@@ -6,11 +6,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -68,17 +66,6 @@ void read_zip64_extra(const Bytes& b, std::uint64_t at, std::uint64_t size, Entr
     }
     p += 4 + len;
   }
-}
-
-std::string read_all(const std::string& path) {
-  io::require_regular_input(path, "a torch.save file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
-  io::note_input_file(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(path, "read error");
-  return std::move(ss).str();
 }
 
 // The bytes of the archive's data.pkl.
@@ -188,7 +175,7 @@ pickle::Document legacy_object(std::string_view data, const std::string& path) {
 }  // namespace
 
 pickle::Document read_torch_save(const std::string& path) {
-  const std::string data = read_all(path);
+  const std::string data = io::read_whole_input(path, "a torch.save file");
   if (data.size() >= 4 && Bytes(data, path).le(0, 4, "the header") == kLocalHeader)
     return pickle::parse(zip_data_pkl(data, path), path + ":data.pkl");
   return legacy_object(data, path);

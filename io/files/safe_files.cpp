@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <utility>
 
 #include "io/hdf5/file_set.hpp"
@@ -204,6 +206,17 @@ void require_regular_input(const std::string& path, const char* format) {
   const char* kind = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
                      : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket" : "not a file";
   throw InputError(path, std::string("is ") + kind + ", not a regular file (" + format + " needs one)");
+}
+
+std::string read_whole_input(const std::string& path, const char* format) {
+  require_regular_input(path, format);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open file");
+  note_input_file(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError(path, "read error");
+  return std::move(ss).str();
 }
 
 void guard_inputs() { guarding_inputs.store(true); }

@@ -68,6 +68,10 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 // Formats read in one pass (edge lists, MatrixMarket, text) read FIFOs as streams instead.
 void require_regular_input(const std::string& path, const char* format);
 
+// The bytes of a whole input file read in one go (`format` as above): require_regular_input,
+// noted as an input, InputError(path, "cannot open file" | "read error").
+std::string read_whole_input(const std::string& path, const char* format);
+
 // Records that the process reads `path` (readers call it when they open a file): AtomicFile
 // refuses to rename over any recorded input, whatever name it was given by. Only once
 // guard_inputs() was called — by the `plexus` tool, whose process runs one command; a library

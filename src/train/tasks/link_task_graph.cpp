@@ -13,8 +13,12 @@ namespace {
 // The link task's pairs: the held-out ones of `s`, and the training positives, each link of
 // `graph` (the training links only) once (u < v in an undirected graph), without self-loops.
 LinkPairs link_pairs(const GraphData& graph, LinkSplit s) {
-  LinkPairs p{{}, std::move(s.val_pos), std::move(s.val_neg), std::move(s.test_pos), std::move(s.test_neg),
-              s.negatives_per_link};
+  LinkPairs p;
+  p.val_pos = std::move(s.val_pos);
+  p.val_neg = std::move(s.val_neg);
+  p.test_pos = std::move(s.test_pos);
+  p.test_neg = std::move(s.test_neg);
+  p.negatives_per_link = s.negatives_per_link;
   for (index_t u = 0; u < graph.num_nodes; ++u)
     for (index_t k = graph.indptr[static_cast<std::size_t>(u)]; k < graph.indptr[static_cast<std::size_t>(u) + 1]; ++k) {
       const index_t v = graph.indices[static_cast<std::size_t>(k)];
