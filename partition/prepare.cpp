@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
@@ -352,13 +353,17 @@ GraphData original_order(GraphData g, const std::vector<index_t>& node_id_p2) {
   return out;
 }
 
+NodePairList renumbered(NodePairList p, const std::vector<index_t>& new_id) {
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    p.u[k] = new_id[static_cast<std::size_t>(p.u[k])];
+    p.v[k] = new_id[static_cast<std::size_t>(p.v[k])];
+  }
+  return p;
+}
+
 LinkSplit renumbered(const LinkSplit& s, const std::vector<index_t>& new_id) {
   LinkSplit out = s;
-  for (NodePairList* l : {&out.val_pos, &out.val_neg, &out.test_pos, &out.test_neg})
-    for (std::size_t k = 0; k < l->size(); ++k) {
-      l->u[k] = new_id[static_cast<std::size_t>(l->u[k])];
-      l->v[k] = new_id[static_cast<std::size_t>(l->v[k])];
-    }
+  for (NodePairList* l : {&out.val_pos, &out.val_neg, &out.test_pos, &out.test_neg}) *l = renumbered(std::move(*l), new_id);
   return out;
 }
 

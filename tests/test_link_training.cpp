@@ -233,6 +233,20 @@ TEST(LinkTraining, TheTrainersLinkTaskRunsThesePasses) {
   }
 }
 
+// The trainer's link task with train_links's model (GCN 16 -> 8, dropout 0.5, Adam 0.01, seed 5).
+TrainConfig pieces_config(int epochs) {
+  TrainConfig c;
+  c.task = GnnTask::Link;
+  c.hidden = 16;
+  c.link.embedding_width = 8;
+  c.dropout = 0.5f;
+  c.weight_decay = 0;
+  c.lr = 0.01f;
+  c.seed = 5;
+  c.epochs = epochs;
+  return c;
+}
+
 // A split that brings each link's own negatives (LinkSplit::negatives_per_link, as
 // ogbl-citation2's) ranks each link against them without --mrr-negatives: given the documented
 // MRR draws as its negatives, the trainer's MRR is the loop's, its losses untouched.
@@ -250,16 +264,7 @@ TEST(LinkTraining, ASplitsOwnNegativesRankItsLinks) {
   s.test_neg = own(s.test_pos, 2);
   s.negatives_per_link = 8;
   s.as_published = true;  // (a drawn w may be a link)
-  TrainConfig c;
-  c.task = GnnTask::Link;
-  c.model = GnnSpec("gcn");
-  c.hidden = 16;
-  c.link.embedding_width = 8;
-  c.dropout = 0.5f;
-  c.weight_decay = 0;
-  c.lr = 0.01f;
-  c.seed = 5;
-  c.epochs = 8;
+  const TrainConfig c = pieces_config(8);
   auto be = make_cpu_backend(1);
   auto grid = ProcessGrid::single();
   GnnTrainingData data;
@@ -279,20 +284,7 @@ TEST(LinkTraining, ASplitsOwnNegativesRankItsLinks) {
   }
 }
 
-// The trainer's link task with train_links's model (GCN 16 -> 8, dropout 0.5, Adam 0.01, seed
-// 5) on the planted graph of `nodes` nodes: rank 0's epochs on grid `g`.
-TrainConfig pieces_config(int epochs) {
-  TrainConfig c;
-  c.task = GnnTask::Link;
-  c.hidden = 16;
-  c.link.embedding_width = 8;
-  c.dropout = 0.5f;
-  c.weight_decay = 0;
-  c.lr = 0.01f;
-  c.seed = 5;
-  c.epochs = epochs;
-  return c;
-}
+// The trainer's link task of `c` on the planted graph of `nodes` nodes: rank 0's epochs on grid `g`.
 std::vector<EpochMetrics> trainer_epochs(GridShape g, index_t nodes, const TrainConfig& c) {
   std::vector<EpochMetrics> got;
   std::mutex m;

@@ -84,6 +84,8 @@ PreparedGraph prepare_graph(GraphData g, const PrepareOptions& opt, const LinkSp
 GraphData original_order(GraphData g, const std::vector<index_t>& node_id_p2);
 // A link split's nodes renumbered: node u becomes new_id[u] (every node of it in range).
 LinkSplit renumbered(const LinkSplit& s, const std::vector<index_t>& new_id);
+// The same for one list of pairs.
+NodePairList renumbered(NodePairList p, const std::vector<index_t>& new_id);
 
 // Rows and columns of a CSR renumbered: row r of `a` becomes row row_new[r], column c becomes
 // col_new[c]; every output row sorted by column. Values move with their entries unchanged.

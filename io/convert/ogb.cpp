@@ -242,18 +242,22 @@ std::filesystem::path ogb_split_dir(const std::filesystem::path& dir, const OgbO
 using ogb::ogb_split_dir;
 using ogb::read_ogb_graph;
 
-bool ogb_has_link_split(const std::string& dir, const OgbOptions& opt) {
-  const fs::path sd = ogb_split_dir(dir, opt);
+namespace {
+// Whether a split directory holds a link split (torch.save files) rather than node ids.
+bool holds_link_split(const fs::path& sd) {
   std::error_code ec;
   return !sd.empty() && (fs::exists(sd / "valid.pt", ec) || fs::exists(sd / "train.pt", ec));
 }
+}  // namespace
+
+bool ogb_has_link_split(const std::string& dir, const OgbOptions& opt) { return holds_link_split(ogb_split_dir(dir, opt)); }
 
 GraphData read_ogb(const std::string& dir_str, const OgbOptions& opt) {
   std::string n_source;
   GraphData g = read_ogb_graph(dir_str, opt, n_source);
   const index_t n = g.num_nodes;
   if (const fs::path sd = ogb_split_dir(dir_str, opt); !sd.empty()) {
-    if (ogb_has_link_split(dir_str, opt))
+    if (holds_link_split(sd))
       throw InputError(sd.string(), "holds a link split (train.pt, valid.pt, test.pt): read it with read_ogb_links");
     const std::pair<const char*, std::vector<std::uint8_t>*> parts[] = {
         {"train", &g.train_mask}, {"valid", &g.val_mask}, {"test", &g.test_mask}};

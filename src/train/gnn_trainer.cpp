@@ -20,7 +20,6 @@
 #include "train/config_agreement.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
-#include "plexus/balance.hpp"
 #include "plexus/sparse.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "train/model_state.hpp"

@@ -7,8 +7,10 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "plexus/error.hpp"
+#include "plexus/prepare.hpp"
 #include "train/tasks/link_metrics.hpp"
 #include "train/tasks/edge_batches.hpp"
 #include "train/tasks/link_passes.hpp"
@@ -66,12 +68,7 @@ LinkPrediction::LinkPrediction(const TaskInputs& in)
 }
 
 NodePairList LinkPrediction::in_rows(NodePairList p) const {
-  if (row_of_node_.empty()) return p;
-  for (std::size_t k = 0; k < p.size(); ++k) {
-    p.u[k] = row_of_node_[static_cast<std::size_t>(p.u[k])];
-    p.v[k] = row_of_node_[static_cast<std::size_t>(p.v[k])];
-  }
-  return p;
+  return row_of_node_.empty() ? p : renumbered(std::move(p), row_of_node_);
 }
 
 LinkPrediction::HeldOut LinkPrediction::held_out(const NodePairList& pos, const NodePairList& neg,

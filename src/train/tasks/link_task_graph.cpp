@@ -45,12 +45,8 @@ LinkTaskGraph link_task_graph(const GraphData& input, const TrainConfig& cfg, co
 void move_to_output_rows(LinkPairs& links, const PreparedGraph& ordered, int layers) {
   links.row_of_node =
       inverse_permutation(output_order(layers, ordered.two_orders()) == 1 ? ordered.node_id_p : ordered.node_id_p2);
-  const std::vector<index_t>& row = links.row_of_node;
   for (NodePairList* l : {&links.train, &links.val_pos, &links.val_neg, &links.test_pos, &links.test_neg})
-    for (std::size_t k = 0; k < l->size(); ++k) {
-      l->u[k] = row[static_cast<std::size_t>(l->u[k])];
-      l->v[k] = row[static_cast<std::size_t>(l->v[k])];
-    }
+    *l = renumbered(std::move(*l), links.row_of_node);
 }
 
 void require_training_links(const LinkPairs& links) {
