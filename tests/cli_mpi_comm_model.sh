@@ -62,6 +62,10 @@ cases=(
   "2x2x2 3 16 0.5 --recompute" "2x1x3 3 16 0.5 --recompute --layer-order aggregate-first --comm-variant rs-ag"
   "1x2x3 2 16 0.5 --recompute --model gin --train-eps" "3x2x1 2 16 0.5 --recompute --model sage --agg-chunks 3"
   "2x3x1 2 16 0.5 --recompute --model gat --heads 4 --attn-dropout 0.2"
+  # --sparse-comm dense: the aggregations' sums as an all-to-all and an all-gather, uneven row
+  # blocks (each rank's own count), chunked and sharded too.
+  "3x2x1 2 16 0.5 --sparse-comm dense" "2x2x2 3 16 0.5 --sparse-comm dense --agg-chunks 3 --shard-adj"
+  "1x3x2 2 16 0.5 --sparse-comm dense --model sage --layer-order aggregate-first --comm-variant rs-ag"
 )
 for c in "${cases[@]}"; do
   read -r grid layers hidden dropout options <<<"$c"

@@ -27,6 +27,18 @@ const char* comm_variant_name(CommVariant v);
 // Parses "baseline" | "rs-ag" | "rs-ag-reuse"; throws InputError("TrainConfig.comm_variant", ...).
 CommVariant parse_comm_variant(const std::string& text);
 
+// How the aggregations' all-reduces sum (docs/communication.md, "Row-sparse sums"; the CPU
+// backend's: a device backend keeps its all-reduce whatever this says):
+//   Off    the communicator's all-reduce (MPI's, whose order of summing is MPI's choice)
+//   Dense  an all-to-all to each row's owner, a sum in rank order, an all-gather: the volume of
+//          a ring all-reduce, and the same bits on every MPI
+//   Auto   the same schedule moving only the rows a rank's Â block has entries in, where that
+//          moves fewer bytes (chosen per collective at set-up); the same bits as Dense
+enum class SparseComm { Off, Dense, Auto };
+const char* sparse_comm_name(SparseComm s);
+// Parses "off" | "dense" | "auto"; throws InputError("TrainConfig.sparse_comm", ...).
+SparseComm parse_sparse_comm(const std::string& text);
+
 // The names of LayerOrder (include/plexus/shard.hpp): "auto", "aggregate-first",
 // "transform-first"; the parser throws InputError("TrainConfig.layer_order", ...).
 const char* layer_order_name(LayerOrder o);
@@ -183,6 +195,9 @@ struct TrainConfig {
   // Âᵀ·dAGG over d) run in this many row chunks, chunk k's non-blocking all-reduce
   // overlapping chunk k+1's SpMM. 1 = one blocking all-reduce (off).
   int agg_chunks = 1;
+  // The aggregations' sums (SparseComm above): with agg_chunks > 1 each chunk's sum is its own
+  // (blocking, no overlap); with --precision bf16 or a beta-scaled product they stay Off's.
+  SparseComm sparse_comm = SparseComm::Off;
   // Node ordering of the in-memory entry point train_gnn(GraphData): permute or metis
   // renumber Â into Â1/Â2 before it is cut (as `plexus prepare` does ahead of time; METIS
   // parts = lcm of the grid's axis sizes). Shards already cut (train_gnn(GnnShards)) carry

@@ -50,6 +50,7 @@ struct PlanOptions {
   BalanceOptions balance;  // --balance: the order training takes (--balance-seed into train)
   TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
+  std::string sparse_comm = sparse_comm_name(SparseComm::Off);
   std::string layer_order = layer_order_name(LayerOrder::Auto);
   std::string memory_per_rank, transport = "mpi";
   bool inference = false;  // plexus predict's forward pass instead of train's epoch
@@ -146,6 +147,7 @@ void run_plan(PlanOptions& o) {
   apply_model_options(o.model, o.train);  // the dry run builds this model
   apply_task_options(o.task, o.train);    // and trains this task (the link task: on the file's pairs)
   o.train.comm_variant = parse_comm_variant(o.comm_variant);
+  o.train.sparse_comm = parse_sparse_comm(o.sparse_comm);
   o.train.layer_order = parse_layer_order(o.layer_order);
   validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
@@ -201,6 +203,7 @@ void run_plan(PlanOptions& o) {
           {"shard_adj", c.shard_adj},
           {"comm_variant", comm_variant_name(c.comm_variant)},
           {"agg_chunks", c.agg_chunks},
+          {"sparse_comm", sparse_comm_name(c.sparse_comm)},
           {"layer_order", layer_order_name(layer_order_of(c))},
           {"precision", c.precision == Precision::BF16 ? "bf16" : "fp32"},
           {"recompute", c.recompute},
@@ -217,7 +220,7 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, dropout {:g} G draws/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops, m.stream_gbs, m.dropout_gdraws);
-  fmt::print("{}{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}\n",
+  fmt::print("{}{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}{}\n",
              p.inference ? "inference (plexus predict: one forward pass); " : "",
              c.task == GnnTask::Link ? fmt::format("task link ({} decoder, on the file's pairs); ", link_decoder_name(c.link.decoder))
                                      : std::string(),
@@ -227,6 +230,10 @@ void run_plan(PlanOptions& o) {
              c.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
              c.shard_adj ? "; Â sharded over each layer's third axis" : "",
              c.recompute ? "; activations recomputed in backward" : "",
+             c.sparse_comm == SparseComm::Off ? std::string()
+             : c.sparse_comm == SparseComm::Dense
+                 ? std::string("; aggregation sums dense (in rank order)")
+                 : std::string("; aggregation sums auto (row-sparse where it pays: shown as dense, an upper bound)"),
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(layer_order_of(c)), fmt::join(layer_orders(p, true), ", "));
   if (plans.empty()) {
@@ -393,6 +400,11 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--comm-variant", o->comm_variant,
                   "Collective arrangement, as train: baseline | rs-ag | rs-ag-reuse (docs/communication-variants.md)")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
+      ->capture_default_str();
+  cmd->add_option("--sparse-comm", o->sparse_comm,
+                  "The aggregations' sums, as train: off | dense | auto. The dry run has no Â entries: auto's "
+                  "bytes are the dense form's, an upper bound (docs/communication.md, \"Row-sparse sums\")")
+      ->check(CLI::IsMember({"off", "dense", "auto"}))
       ->capture_default_str();
   cmd->add_option("--agg-chunks", t.agg_chunks,
                   "Row chunks of the aggregation all-reduces, as train: same bytes, more ring steps")

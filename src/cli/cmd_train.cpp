@@ -36,7 +36,7 @@ namespace plexus::cli {
 namespace {
 
 struct TrainOptions {
-  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
+  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", sparse_comm = "off", memory_per_rank;
   std::string layer_order = "auto";
   BalanceOptions balance;
   std::string matmul_precision;
@@ -141,6 +141,7 @@ InjectedFault parse_injected_fault(const std::string& text, int ranks) {
 void run_train(TrainOptions& o, const CLI::App& cmd) {
   apply_model_options(o.model, o.cfg);
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
+  o.cfg.sparse_comm = parse_sparse_comm(o.sparse_comm);
   o.cfg.layer_order = parse_layer_order(o.layer_order);
   if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
@@ -330,6 +331,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"comm_variant", comm_variant_name(o.cfg.comm_variant)},
                                      {"balance", balance_name(balance)},
                                      {"agg_chunks", o.cfg.agg_chunks},
+                                     {"sparse_comm", sparse_comm_name(o.cfg.sparse_comm)},
                                      {"layer_orders", layer_orders},
                                      {"shard_adj", o.cfg.shard_adj},
                                      {"recompute", o.cfg.recompute},
@@ -391,6 +393,12 @@ void add_train_command(CLI::App& app) {
                   "Collective arrangement: baseline | rs-ag (last layer reduce-scatter + deferred all-gather) | "
                   "rs-ag-reuse (rs-ag + gather W once per update, features once); docs/communication-variants.md")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
+      ->capture_default_str();
+  cmd->add_option("--sparse-comm", opts->sparse_comm, "How the aggregations' all-reduces sum on the CPU backend (docs/communication.md, \"Row-sparse sums\"): "
+                  "off (MPI's all-reduce) | dense (an all-to-all to each row's owner, a sum in rank order, an "
+                  "all-gather) | auto (the same, moving only the rows an Â block has entries in where that moves "
+                  "fewer bytes; the same bits as dense)")
+      ->check(CLI::IsMember({"off", "dense", "auto"}))
       ->capture_default_str();
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")

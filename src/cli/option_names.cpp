@@ -33,6 +33,7 @@ const OptionName kNames[] = {
     {"TrainConfig.restore_best", "--restore-best"},
     {"TrainConfig.comm_variant", "--comm-variant"},
     {"TrainConfig.agg_chunks", "--agg-chunks"},
+    {"TrainConfig.sparse_comm", "--sparse-comm"},
     {"TrainConfig.shard_adj", "--shard-adj"},
     {"TrainConfig.balance", "--balance"},
     {"TrainConfig.task", "--task"},

@@ -132,6 +132,18 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
       adj_.push_back(std::make_unique<DeviceAdj>(be, b, std::move(shards.adj[k]), std::move(shards.adj_t[k]),
                                                  cfg.agg_chunks, axis, &adj_ws_, adj_width[k]));
   }
+  // --sparse-comm (TrainConfig::sparse_comm, CPU backend): the sums of each layer's block, over
+  // the axes the layer sums its products on (Â·H over o, Âᵀ·G over d), in layer order on every
+  // rank (a block two layers share on this rank may be two blocks on another).
+  if (cfg.sparse_comm != SparseComm::Off && be.device() == Device::CPU) {
+    const bool rows = cfg.sparse_comm == SparseComm::Auto;
+    for (int l = 0; l < n_layers; ++l) {
+      const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
+      const LayerRoles& roles = geos[static_cast<std::size_t>(l)].roles;
+      adj_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), rows);
+      if (needs.self_loops) self_loops_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), rows);
+    }
+  }
   shards.adj_self_col.clear();
   shards.adj_self_col.shrink_to_fit();
   shards.adj_edge_features.clear();

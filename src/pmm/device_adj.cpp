@@ -86,6 +86,7 @@ void DeviceAdj::setup_replicated(Backend& be, Side& s, HostCsr&& h) {
   s.rows = h.rows;
   s.cols = h.cols;
   s.nnz = h.nnz();
+  keep_held_rows(be, s, h.indptr.data(), h.rows);
   if (agg_chunks_ == 1) {
     s.stored = CsrMatrix(be, h);
   } else {
@@ -119,6 +120,7 @@ void DeviceAdj::setup_sharded(Backend& be, Side& s, HostCsr&& part, index_t whol
   std::vector<index_t> indptr(static_cast<std::size_t>(whole_rows) + 1, 0);
   for (index_t r = 0; r < whole_rows; ++r) indptr[r + 1] = indptr[r] + all[r];
   all = {};
+  keep_held_rows(be, s, indptr.data(), whole_rows);
   keep_sharded(be, s, [&](index_t r) { return indptr[static_cast<std::size_t>(r)]; }, &indptr, &part);
 }
 
@@ -173,6 +175,48 @@ void DeviceAdj::prepare(Backend& be, Side& s, const AdjOperand& op) {
   for (const CsrView& c : op.chunks) s.chunk_plans.push_back(be.prepare_spmm(c, max_dense_cols_));
 }
 
+void DeviceAdj::keep_held_rows(const Backend& be, Side& s, const index_t* indptr, index_t rows) {
+  if (be.device() != Device::CPU || !be.computes()) return;
+  s.held_rows.resize(static_cast<std::size_t>(rows));
+  for (index_t r = 0; r < rows; ++r) s.held_rows[static_cast<std::size_t>(r)] = indptr[r + 1] > indptr[r] ? 1 : 0;
+  s.rows_known = true;
+}
+
+void DeviceAdj::plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows) {
+  plan_side_sums(a_, rows_sum, allow_rows);
+  plan_side_sums(a_t_, cols_sum, allow_rows);
+}
+
+void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows) {
+  // Every rank of `comm` holds a block of the same rows and the same chunking, and knows its
+  // rows alike (all real, or all a dry run's): all gather the masks, or none does.
+  const bool rows = allow_rows && s.rows_known;
+  const auto make = [&](Range r) {
+    if (!rows) return std::make_unique<RowSparseSum>(comm, r.size());
+    const std::vector<std::uint8_t> held(s.held_rows.begin() + r.begin, s.held_rows.begin() + r.end);
+    return std::make_unique<RowSparseSum>(comm, r.size(), held, true);
+  };
+  PlannedSums planned{&comm, nullptr, {}};
+  if (agg_chunks_ == 1) {
+    planned.whole = make(Range{0, s.rows});
+  } else {
+    for (int k = 0; k < agg_chunks_; ++k) planned.chunks.push_back(make(block_range(s.rows, agg_chunks_, k)));
+  }
+  for (PlannedSums& p : s.sums)
+    if (p.comm == &comm) {
+      p = std::move(planned);
+      return;
+    }
+  s.sums.push_back(std::move(planned));
+}
+
+const PlannedSums* AdjOperand::sums_over(const Communicator& comm) const {
+  if (sums == nullptr) return nullptr;
+  for (const PlannedSums& p : *sums)
+    if (p.comm == &comm) return &p;
+  return nullptr;
+}
+
 AdjOperand DeviceAdj::view(Side& s) {
   AdjOperand op;
   if (!sharded_) {
@@ -189,6 +233,7 @@ AdjOperand DeviceAdj::view(Side& s) {
   }
   op.whole_plan = s.plan.get();
   for (const auto& p : s.chunk_plans) op.chunk_plans.push_back(p.get());
+  op.sums = &s.sums;
   return op;
 }
 

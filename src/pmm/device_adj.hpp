@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/row_sparse_sum.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/comm.hpp"
@@ -34,6 +35,14 @@ class AdjWorkspace {
   Buffer<float> values_;
 };
 
+// The sums of a block's products over one communicator, planned once (DeviceAdj::plan_sums): of
+// the whole product, or one per row chunk.
+struct PlannedSums {
+  const Communicator* comm = nullptr;
+  std::unique_ptr<RowSparseSum> whole;
+  std::vector<std::unique_ptr<RowSparseSum>> chunks;
+};
+
 // A block ready to multiply: whole, and its row chunks (empty unless agg_chunks > 1), each with
 // its SpMM plan (Backend::prepare_spmm; nullptr where the backend needs none). Only what is
 // multiplied is prepared: the whole block without chunks, else the chunks.
@@ -42,6 +51,11 @@ struct AdjOperand {
   std::vector<CsrView> chunks;
   const SpmmPlan* whole_plan = nullptr;
   std::vector<const SpmmPlan*> chunk_plans;  // one per chunk
+  // The sums planned for the product's rows (DeviceAdj::plan_sums), one entry per communicator
+  // (null or none for a communicator: its all-reduce).
+  const std::vector<PlannedSums>* sums = nullptr;
+  // The entry for `comm`, or null.
+  const PlannedSums* sums_over(const Communicator& comm) const;
 };
 
 class DeviceAdj {
@@ -66,6 +80,17 @@ class DeviceAdj {
   AdjOperand operand(bool transpose);
   int chunks() const { return agg_chunks_; }
 
+  // Plans the sums of this block's products (--sparse-comm dense or auto; collective over both
+  // communicators, in this order, where `allow_rows`): the block's (Â·H) over `rows_sum`, its
+  // transpose's (Âᵀ·G) over `cols_sum`, each of the whole or of every row chunk, as
+  // comm/row_sparse_sum.hpp sums them. `allow_rows`: the rows form where the rows with entries
+  // make it move less (a block built without entries, a dry run's, takes the dense form).
+  // operand() then carries them; spmm_all_reduce uses them only over the communicator they were
+  // planned for. Called once per layer that multiplies the block (a rank's layers of different
+  // layouts may share a block where their ranges coincide, another rank's not): planning again
+  // for a communicator replaces its sums, so that every rank issues the same collectives.
+  void plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows);
+
  private:
   // Â or Âᵀ. Unsharded: `stored` is the matrix (or `chunk_mats` its row chunks). Sharded:
   // `own_indices`/`own_values` are the entries of this rank's rows; the row pointers of the
@@ -81,6 +106,11 @@ class DeviceAdj {
     std::vector<Buffer<index_t>> chunk_indptr;  // sharded, agg_chunks > 1: each chunk's, from 0
     std::vector<Range> chunk_rows;
     std::vector<index_t> chunk_first;    // sharded: first entry of each chunk
+    // Which rows of the whole hold entries (1 byte a row), kept from set-up for plan_sums on a
+    // CPU backend (the only one whose sums it plans); rows_known: it was.
+    std::vector<std::uint8_t> held_rows;
+    bool rows_known = false;
+    std::vector<PlannedSums> sums;
     // SpMM plans of what is multiplied (the whole, or each chunk), made once here. A plan
     // depends on the row pointers only, which a sharded block keeps for good (indptr,
     // chunk_indptr): its gathered column ids and values, which land in the shared workspace
@@ -105,6 +135,9 @@ class DeviceAdj {
   AdjOperand view(Side& s);
   // Prepares s's SpMMs, given its operand as gather/operand() returns it.
   void prepare(Backend& be, Side& s, const AdjOperand& op);
+  // Keeps which rows of `indptr` (rows + 1 pointers) hold entries, on a CPU backend.
+  static void keep_held_rows(const Backend& be, Side& s, const index_t* indptr, index_t rows);
+  void plan_side_sums(Side& s, Communicator& comm, bool allow_rows);
 
   bool sharded_ = false;
   int agg_chunks_ = 1;

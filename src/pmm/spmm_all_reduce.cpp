@@ -10,12 +10,42 @@
 
 namespace plexus {
 
+namespace {
+// a's sums planned over `comm` where they serve this product: the product overwrites c (beta ==
+// 0), so that the rows without entries are zero, and they cover its chunks.
+const PlannedSums* planned_sums(const AdjOperand& a, const Communicator& comm, float beta) {
+  if (beta != 0.0f) return nullptr;
+  const PlannedSums* p = a.sums_over(comm);
+  if (p == nullptr) return nullptr;
+  if (a.chunks.empty() ? p->whole == nullptr : p->chunks.size() != a.chunks.size()) return nullptr;
+  return p;
+}
+}  // namespace
+
 void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c, float beta,
                      bool bf16, const std::function<void()>& operand_done) {
   if (bf16) {
     spmm_rows(be, a, b, c.view(), beta);
     if (operand_done) operand_done();
     all_reduce_in_bf16(be, comm, a, c.view());
+    return;
+  }
+  if (const PlannedSums* sums = planned_sums(a, comm, beta)) {
+    // The planned sums (DeviceAdj::plan_sums): each chunk's, blocking, after its SpMM. A
+    // backend that holds no memory (a dry run) hands them no data: they only count.
+    float* data = be.computes() ? c.data() : nullptr;
+    if (a.chunks.empty()) {
+      be.spmm(a.whole, b, c.view(), beta, a.whole_plan);
+      return sums->whole->sum(data, c.cols());
+    }
+    index_t row = 0;
+    for (std::size_t k = 0; k < a.chunks.size(); ++k) {
+      const CsrView& chunk = a.chunks[k];
+      be.spmm(chunk, b, rows_of(c.view(), row, row + chunk.rows), beta,
+              k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
+      sums->chunks[k]->sum(data ? data + row * c.cols() : nullptr, c.cols());
+      row += chunk.rows;
+    }
     return;
   }
   if (a.chunks.empty()) {

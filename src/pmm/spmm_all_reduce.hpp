@@ -10,7 +10,8 @@
 
 namespace plexus {
 
-// c = a·b + beta·c, then c summed over `comm` (all-reduce). With row chunks (a.chunks, the row
+// c = a·b + beta·c, then c summed over `comm` (all-reduce). Where a carries sums planned over
+// `comm` (DeviceAdj::plan_sums, --sparse-comm) and beta is 0, they sum (not in bf16). With row chunks (a.chunks, the row
 // blocks of a.whole) each chunk's all-reduce is non-blocking and overlaps the next chunk's
 // SpMM. beta scales what c held before (added once: only by this rank's share of the sum).
 // `bf16`: the all-reduces travel as bf16 with an fp32 sum (all_reduce_in_bf16, --precision

@@ -57,6 +57,21 @@ CommVariant parse_comm_variant(const std::string& text) {
   throw InputError("TrainConfig.comm_variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
 }
 
+const char* sparse_comm_name(SparseComm s) {
+  switch (s) {
+    case SparseComm::Off: return "off";
+    case SparseComm::Dense: return "dense";
+    case SparseComm::Auto: return "auto";
+  }
+  return "?";
+}
+
+SparseComm parse_sparse_comm(const std::string& text) {
+  for (SparseComm s : {SparseComm::Off, SparseComm::Dense, SparseComm::Auto})
+    if (text == sparse_comm_name(s)) return s;
+  throw InputError("TrainConfig.sparse_comm", "'" + text + "' is not one of off, dense, auto");
+}
+
 const char* layer_order_name(LayerOrder o) {
   switch (o) {
     case LayerOrder::Auto: return "auto";

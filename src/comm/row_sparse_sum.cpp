@@ -1,0 +1,176 @@
+// The row-sparse sum and its dense form (src/comm/row_sparse_sum.hpp).
+#include "comm/row_sparse_sum.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/parallel_work.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+namespace {
+
+std::size_t as_size(index_t n) { return static_cast<std::size_t>(n); }
+
+bool bit(const std::uint8_t* mask, index_t r) { return (mask[r >> 3] >> (r & 7)) & 1u; }
+
+// acc[0, n) += x[0, n): the one operation every sum here is made of (rank by rank, so each row's
+// sum is taken in rank order).
+void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
+#pragma omp simd
+  for (index_t j = 0; j < n; ++j) acc[j] += x[j];
+}
+
+std::vector<std::size_t> times(const std::vector<std::size_t>& rows, std::size_t bytes_per_row) {
+  std::vector<std::size_t> out(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * bytes_per_row;
+  return out;
+}
+
+// Elements of each rank's rows block_range(rows, p, q) of a block `cols` wide.
+std::vector<std::size_t> row_blocks(index_t rows, int p, index_t cols) {
+  std::vector<std::size_t> out;
+  for (int q = 0; q < p; ++q) out.push_back(as_size(block_range(rows, p, q).size() * cols));
+  return out;
+}
+
+}  // namespace
+
+RowSparseSum::RowSparseSum(Communicator& comm, index_t rows) : comm_(&comm), rows_(rows) {
+  const auto p = static_cast<std::uint64_t>(comm.size());
+  dense_group_rows_ = rows_group_rows_ = 2 * (p - 1) * static_cast<std::uint64_t>(rows);
+}
+
+RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero,
+                           bool allow_rows)
+    : RowSparseSum(comm, rows) {
+  if (maybe_nonzero.size() != as_size(rows)) throw std::invalid_argument("RowSparseSum: a mask of another length");
+  const int p = comm.size();
+  if (p == 1) return;  // nothing moves
+  const std::size_t mask_bytes = (as_size(rows) + 7) / 8;
+  std::vector<std::uint8_t> mine(mask_bytes, 0);
+  for (index_t r = 0; r < rows; ++r)
+    if (maybe_nonzero[as_size(r)]) mine[as_size(r >> 3)] |= static_cast<std::uint8_t>(1u << (r & 7));
+  std::vector<std::uint8_t> all(mask_bytes * static_cast<std::size_t>(p));
+  comm.all_gather_bytes(mine.data(), all.data(), std::vector<std::size_t>(static_cast<std::size_t>(p), mask_bytes));
+  build(all, mask_bytes);
+  if (allow_rows && rows_group_rows_ < dense_group_rows_) {
+    form_ = Form::Rows;
+    return;
+  }
+  // The dense form keeps no lists.
+  *this = RowSparseSum(comm, rows);
+}
+
+void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t mask_bytes) {
+  const int p = comm_->size(), me = comm_->rank();
+  const auto ranks = static_cast<std::size_t>(p);
+  std::vector<std::vector<index_t>> send_to(ranks), recv_from(ranks), owned_by(ranks);
+  std::vector<int> holders;
+  std::uint64_t transfers = 0;
+  int home = 0;
+  Range home_rows = block_range(rows_, p, 0);
+  for (index_t r = 0; r < rows_; ++r) {
+    while (r >= home_rows.end) home_rows = block_range(rows_, p, ++home);
+    holders.clear();
+    for (int s = 0; s < p; ++s)
+      if (bit(packed.data() + static_cast<std::size_t>(s) * mask_bytes, r)) holders.push_back(s);
+    if (holders.empty()) {
+      zero_rows_.push_back(r);
+      continue;
+    }
+    // The dense owner when it holds the row; else one of the holders, spread by the row.
+    const bool home_holds = std::find(holders.begin(), holders.end(), home) != holders.end();
+    const int owner = home_holds ? home : holders[static_cast<std::size_t>(r) % holders.size()];
+    owned_by[static_cast<std::size_t>(owner)].push_back(r);
+    transfers += holders.size() - 1 + static_cast<std::uint64_t>(p - 1);  // to the owner, then out to the rest
+    for (const int s : holders) {
+      if (s == owner) continue;
+      if (s == me) send_to[static_cast<std::size_t>(owner)].push_back(r);
+      if (owner == me) recv_from[static_cast<std::size_t>(s)].push_back(r);
+    }
+  }
+  rows_group_rows_ = transfers;
+  owned_ = owned_by[static_cast<std::size_t>(me)];
+  const std::uint8_t* my_mask = packed.data() + static_cast<std::size_t>(me) * mask_bytes;
+  for (const index_t r : owned_) owned_is_mine_.push_back(bit(my_mask, r) ? 1 : 0);
+  for (std::size_t s = 0; s < ranks; ++s) {
+    send_counts_.push_back(send_to[s].size());
+    send_rows_.insert(send_rows_.end(), send_to[s].begin(), send_to[s].end());
+    recv_counts_.push_back(recv_from[s].size());
+    // Both lists ascend: each received row's slot by a merge walk over owned_.
+    std::size_t slot = 0;
+    for (const index_t r : recv_from[s]) {
+      while (owned_[slot] != r) ++slot;
+      recv_slots_.push_back(static_cast<index_t>(slot));
+    }
+    owned_counts_.push_back(owned_by[s].size());
+    gathered_rows_.insert(gathered_rows_.end(), owned_by[s].begin(), owned_by[s].end());
+  }
+}
+
+void RowSparseSum::sum(float* c, index_t cols) const {
+  if (comm_->size() == 1 || rows_ == 0 || cols == 0) return;
+  if (form_ == Form::Dense) return sum_dense(c, cols);
+  sum_rows(c, cols);
+}
+
+void RowSparseSum::sum_dense(float* c, index_t cols) const {
+  const int p = comm_->size(), me = comm_->rank();
+  const Range mine = block_range(rows_, p, me);
+  const std::size_t row_bytes = as_size(cols) * sizeof(float);
+  const std::vector<std::size_t> send = times(row_blocks(rows_, p, 1), row_bytes),
+                                 recv(static_cast<std::size_t>(p), as_size(mine.size()) * row_bytes);
+  const bool data = c != nullptr;
+  const std::size_t slab = as_size(mine.size() * cols);
+  std::vector<float> parts(data ? slab * static_cast<std::size_t>(p) : 0), acc(data ? slab : 0, 0.0f);
+  comm_->all_to_all_bytes(c, send, data ? parts.data() : nullptr, recv);
+  if (data) {
+    // parts holds every rank's rows of this block, in rank order (its own among them).
+    const index_t n = mine.size() * cols;
+#pragma omp parallel for schedule(static) if (worth_a_team(n * p))
+    for (index_t at = 0; at < n; at += 4096) {
+      const index_t len = std::min<index_t>(4096, n - at);
+      for (int s = 0; s < p; ++s) add_row(acc.data() + at, parts.data() + static_cast<std::size_t>(s) * slab + as_size(at), len);
+    }
+  }
+  comm_->all_gather(data ? acc.data() : nullptr, c, row_blocks(rows_, p, cols));
+}
+
+void RowSparseSum::sum_rows(float* c, index_t cols) const {
+  const int p = comm_->size(), me = comm_->rank();
+  const std::size_t w = as_size(cols), row_bytes = w * sizeof(float);
+  const bool data = c != nullptr;
+  std::size_t received = 0;
+  for (const std::size_t n : recv_counts_) received += n;
+  std::vector<float> out(data ? send_rows_.size() * w : 0), in(data ? received * w : 0);
+  if (data)
+    for (std::size_t i = 0; i < send_rows_.size(); ++i)
+      std::memcpy(out.data() + i * w, c + as_size(send_rows_[i]) * w, row_bytes);
+  comm_->all_to_all_bytes(data ? out.data() : nullptr, times(send_counts_, row_bytes), data ? in.data() : nullptr,
+                          times(recv_counts_, row_bytes));
+  // The owned rows' sums, rank by rank: this rank's own rows at its place in the order.
+  std::vector<float> acc(data ? owned_.size() * w : 0, 0.0f);
+  if (data) {
+    std::size_t at = 0;  // first received row of source s
+    for (int s = 0; s < p; ++s) {
+      if (s == me) {
+        for (std::size_t k = 0; k < owned_.size(); ++k)
+          if (owned_is_mine_[k]) add_row(acc.data() + k * w, c + as_size(owned_[k]) * w, cols);
+        continue;
+      }
+      const std::size_t n = recv_counts_[static_cast<std::size_t>(s)];
+      for (std::size_t i = 0; i < n; ++i) add_row(acc.data() + as_size(recv_slots_[at + i]) * w, in.data() + (at + i) * w, cols);
+      at += n;
+    }
+  }
+  std::vector<float> gathered(data ? gathered_rows_.size() * w : 0);
+  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.data() : nullptr, times(owned_counts_, w));
+  if (!data) return;
+  for (std::size_t i = 0; i < gathered_rows_.size(); ++i)
+    std::memcpy(c + as_size(gathered_rows_[i]) * w, gathered.data() + i * w, row_bytes);
+  for (const index_t r : zero_rows_) std::fill_n(c + as_size(r) * w, w, 0.0f);
+}
+
+}  // namespace plexus

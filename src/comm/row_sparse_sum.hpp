@@ -1,0 +1,74 @@
+#pragma once
+// An all-reduce (sum) of row-major blocks [rows × cols] in host memory, over a group of ranks,
+// where some of a rank's rows are known to be zero for the whole run: the rows of an Â block
+// without entries give rows of Â·H that are zero whatever H holds, so a rank need not send them
+// (--sparse-comm, docs/communication.md, "Row-sparse sums").
+//
+// One schedule in two forms. Both sum every row in rank order, in fp32, starting from +0:
+//   dense  rank q owns the rows block_range(rows, P, q); an all-to-all hands each owner its rows
+//          from every rank (a reduce-scatter), the owner sums them, and an all-gather returns the
+//          sums: (P−1)/P of the rows in each phase, the volume of a ring all-reduce.
+//   rows   each rank says which of its rows may be non-zero (once, at set-up). A row held by one
+//          rank is owned by it and travels in the all-gather only; a row held by several goes to
+//          one of them (its dense owner when that one holds it) and its sum comes back in the
+//          all-gather; a row no rank holds is zero everywhere and moves not at all.
+// +0 + x is x for every x but −0, and an accumulator that starts at +0 never becomes −0: adding a
+// row of zeros (of either sign) changes no bit of the sum. So the two forms give the same bits,
+// and a sum that skips the rows known to be zero equals the one that adds them.
+//
+// Which form a sum takes is decided once, from every rank's rows, by the row transfers the group
+// would make (the same decision on every rank). Nothing here depends on MPI's reduction order:
+// the bits depend on the values and the group's size only.
+#include <cstdint>
+#include <vector>
+
+#include "plexus/comm.hpp"
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+class RowSparseSum {
+ public:
+  enum class Form { Dense, Rows };
+
+  // The dense form over `comm` (no collective: what a dry run or --sparse-comm dense takes).
+  RowSparseSum(Communicator& comm, index_t rows);
+  // Collective over `comm`: every rank's `maybe_nonzero` (one byte a row, non-zero: the row may
+  // hold values; rows bytes) is gathered, bit-packed, and the rows form is taken when
+  // `allow_rows` and it moves fewer rows over the group than the dense form.
+  RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero, bool allow_rows);
+
+  Form form() const { return form_; }
+  Communicator& comm() const { return *comm_; }
+  index_t rows() const { return rows_; }
+  // Rows the whole group receives per sum (times cols · 4 bytes: the bytes), in each form.
+  std::uint64_t dense_group_rows() const { return dense_group_rows_; }
+  std::uint64_t rows_group_rows() const { return rows_group_rows_; }
+
+  // c [rows × cols] (ld = cols) summed over the group in place. c == nullptr on every rank (a
+  // dry run on a backend that holds no memory): only the collectives are issued, with their
+  // counts.
+  void sum(float* c, index_t cols) const;
+
+ private:
+  void build(const std::vector<std::uint8_t>& packed_masks, std::size_t mask_bytes);
+  void sum_dense(float* c, index_t cols) const;
+  void sum_rows(float* c, index_t cols) const;
+
+  Communicator* comm_;
+  index_t rows_ = 0;
+  Form form_ = Form::Dense;
+  std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0;
+  // The rows form's lists (empty for the dense one), built once.
+  std::vector<index_t> send_rows_;         // rows sent to their owners, grouped by owner in rank order
+  std::vector<std::size_t> send_counts_;   // rows for each rank
+  std::vector<std::size_t> recv_counts_;   // rows from each rank
+  std::vector<index_t> recv_slots_;        // each received row's slot in owned_, grouped by source
+  std::vector<index_t> owned_;             // rows this rank sums, ascending
+  std::vector<std::uint8_t> owned_is_mine_;  // per slot: this rank holds the row (adds its own)
+  std::vector<std::size_t> owned_counts_;  // rows each rank owns (the all-gather's parts)
+  std::vector<index_t> gathered_rows_;     // the all-gather's rows, grouped by owner in rank order
+  std::vector<index_t> zero_rows_;         // rows no rank holds
+};
+
+}  // namespace plexus

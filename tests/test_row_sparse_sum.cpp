@@ -1,0 +1,172 @@
+// The row-sparse sum (src/comm/row_sparse_sum.hpp) on 1 to 5 ranks as threads: both forms give
+// the bits of a rank-ordered fp32 sum from +0 of every rank's rows (zeros of either sign
+// included), rows nobody holds come back +0, the rows form is taken only when it moves fewer
+// rows, and every rank counts the bytes the schedule says, as a dry run's recording
+// communicator counts them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "comm/in_process_communicator.hpp"
+#include "comm/recording_communicator.hpp"
+#include "comm/row_sparse_sum.hpp"
+#include "plexus/shard.hpp"
+
+namespace plexus {
+namespace {
+
+// Rank s's block: which rows it may hold (pattern), and its values there; elsewhere zeros of
+// either sign, as an SpMM may leave them.
+struct RankBlock {
+  std::vector<std::uint8_t> holds;
+  std::vector<float> values;
+};
+enum class Pattern { Random, Diagonal, Full, Empty };
+
+RankBlock rank_block(int s, int p, index_t rows, index_t cols, Pattern pattern, double density, unsigned seed) {
+  std::mt19937 rng(seed * 7919u + static_cast<unsigned>(s));
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::bernoulli_distribution held(density), sign(0.5);
+  RankBlock b;
+  for (index_t r = 0; r < rows; ++r) {
+    bool h = false;
+    switch (pattern) {
+      case Pattern::Random: h = held(rng); break;
+      case Pattern::Diagonal: h = block_range(rows, p, s).begin <= r && r < block_range(rows, p, s).end; break;
+      case Pattern::Full: h = true; break;
+      case Pattern::Empty: h = false; break;
+    }
+    b.holds.push_back(h ? 1 : 0);
+    for (index_t j = 0; j < cols; ++j) {
+      // A held row may hold zeros too (an entry times a zero); a row not held holds ±0 only.
+      const bool zero = !h || (j % 5 == 4);
+      b.values.push_back(zero ? (sign(rng) ? -0.0f : 0.0f) : value(rng));
+    }
+  }
+  return b;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+struct Case {
+  int p;
+  index_t rows, cols;
+  Pattern pattern;
+  double density;
+};
+
+TEST(RowSparseSum, BothFormsGiveTheRankOrderedSumBitForBitAndCountTheirRows) {
+  std::vector<Case> cases;
+  for (int p = 1; p <= 5; ++p)
+    for (const index_t rows : {index_t{0}, index_t{1}, index_t{7}, index_t{53}})
+      for (const index_t cols : {index_t{1}, index_t{3}, index_t{16}}) {
+        cases.push_back({p, rows, cols, Pattern::Random, 0.1});
+        cases.push_back({p, rows, cols, Pattern::Random, 0.6});
+        cases.push_back({p, rows, cols, Pattern::Diagonal, 0.0});
+        cases.push_back({p, rows, cols, Pattern::Full, 0.0});
+        cases.push_back({p, rows, cols, Pattern::Empty, 0.0});
+      }
+  unsigned seed = 1;
+  for (const Case& k : cases) {
+    ++seed;
+    const std::string what = "p=" + std::to_string(k.p) + " rows=" + std::to_string(k.rows) +
+                             " cols=" + std::to_string(k.cols) + " pattern=" + std::to_string(static_cast<int>(k.pattern)) +
+                             " density=" + std::to_string(k.density);
+    // The reference: every rank's rows summed in rank order, in fp32, from +0 (one rank: its
+    // rows as they are; nothing is summed).
+    std::vector<float> want(static_cast<std::size_t>(k.rows * k.cols), 0.0f);
+    std::vector<double> want64(want.size(), 0.0);
+    for (int s = 0; s < k.p; ++s) {
+      const RankBlock b = rank_block(s, k.p, k.rows, k.cols, k.pattern, k.density, seed);
+      if (k.p == 1) want = b.values;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        if (k.p > 1) want[i] += b.values[i];
+        want64[i] += b.values[i];
+      }
+    }
+    std::vector<double> dense_bytes(static_cast<std::size_t>(k.p)), rows_bytes(static_cast<std::size_t>(k.p));
+    std::vector<int> forms(static_cast<std::size_t>(k.p));
+    std::uint64_t dense_rows = 0, rows_rows = 0;
+    std::mutex m;
+    run_in_process(k.p, [&](Communicator& c) {
+      const RankBlock b = rank_block(c.rank(), k.p, k.rows, k.cols, k.pattern, k.density, seed);
+      const RowSparseSum dense(c, k.rows, b.holds, /*allow_rows=*/false);
+      const RowSparseSum sparse(c, k.rows, b.holds, /*allow_rows=*/true);
+      EXPECT_EQ(dense.form(), RowSparseSum::Form::Dense) << what;
+      std::vector<float> x = b.values, y = b.values;
+      c.reset_stats();
+      dense.sum(x.data(), k.cols);
+      const double dense_b = c.stats().bytes;
+      c.reset_stats();
+      sparse.sum(y.data(), k.cols);
+      EXPECT_TRUE(same_bits(x, want)) << what << " (dense form, rank " << c.rank() << ")";
+      EXPECT_TRUE(same_bits(y, want)) << what << " (chosen form, rank " << c.rank() << ")";
+      for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want64[i], 1e-5) << what;
+      const std::lock_guard<std::mutex> lock(m);
+      dense_bytes[static_cast<std::size_t>(c.rank())] = dense_b;
+      rows_bytes[static_cast<std::size_t>(c.rank())] = c.stats().bytes;
+      forms[static_cast<std::size_t>(c.rank())] = static_cast<int>(sparse.form());
+      dense_rows = sparse.dense_group_rows();
+      rows_rows = sparse.rows_group_rows();
+    });
+    double dense_total = 0, rows_total = 0;
+    for (int s = 0; s < k.p; ++s) {
+      dense_total += dense_bytes[static_cast<std::size_t>(s)];
+      rows_total += rows_bytes[static_cast<std::size_t>(s)];
+      EXPECT_EQ(forms[static_cast<std::size_t>(s)], forms[0]) << what << ": every rank takes the same form";
+    }
+    const double row_bytes = 4.0 * static_cast<double>(k.cols);
+    EXPECT_EQ(dense_total, static_cast<double>(dense_rows) * row_bytes) << what;
+    EXPECT_EQ(dense_rows, 2u * static_cast<std::uint64_t>(k.p - 1) * static_cast<std::uint64_t>(k.rows)) << what;
+    EXPECT_LE(rows_rows, dense_rows) << what;
+    const bool rows_form = forms[0] == static_cast<int>(RowSparseSum::Form::Rows);
+    EXPECT_EQ(rows_form, rows_rows < dense_rows) << what;
+    EXPECT_EQ(rows_total, static_cast<double>(rows_form ? rows_rows : dense_rows) * row_bytes) << what;
+    if (k.p > 1 && k.rows > 0 && k.pattern == Pattern::Empty) {
+      EXPECT_EQ(rows_total, 0.0) << what;
+    }
+    if (k.p > 1 && k.rows > 0 && k.pattern == Pattern::Diagonal) {
+      // Each row held by one rank: out once to the others, nothing to an owner.
+      EXPECT_TRUE(rows_form) << what;
+      EXPECT_EQ(rows_rows, static_cast<std::uint64_t>(k.p - 1) * static_cast<std::uint64_t>(k.rows)) << what;
+    }
+  }
+}
+
+// A dry run (no data, a recording communicator) counts on each rank what that rank measures.
+TEST(RowSparseSum, TheDenseFormOfADryRunCountsWhatARankMeasures) {
+  for (int p = 2; p <= 5; ++p) {
+    const index_t rows = 29, cols = 6;
+    std::vector<double> measured(static_cast<std::size_t>(p));
+    run_in_process(p, [&](Communicator& c) {
+      std::vector<float> x(static_cast<std::size_t>(rows * cols), 1.0f);
+      const RowSparseSum s(c, rows);
+      c.reset_stats();
+      s.sum(x.data(), cols);
+      for (const float v : x) EXPECT_EQ(v, static_cast<float>(p));
+      measured[static_cast<std::size_t>(c.rank())] = c.stats().bytes;
+    });
+    for (int r = 0; r < p; ++r) {
+      RecordingCommunicator rec(p, r, Transport::Mpi);
+      RowSparseSum(rec, rows).sum(nullptr, cols);
+      EXPECT_EQ(rec.stats().bytes, measured[static_cast<std::size_t>(r)]) << p << " ranks, rank " << r;
+    }
+  }
+}
+
+TEST(RowSparseSum, RefusesAMaskOfAnotherLength) {
+  run_in_process(2, [&](Communicator& c) {
+    EXPECT_THROW(RowSparseSum(c, 5, std::vector<std::uint8_t>(4, 1), true), std::invalid_argument);
+  });
+}
+
+}  // namespace
+}  // namespace plexus
