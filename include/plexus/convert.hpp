@@ -294,4 +294,20 @@ struct SbmOptions {
 };
 GraphData generate_sbm(const SbmOptions& opt);
 
+// ---- road-like graph ---------------------------------------------------------------------------
+// A lattice W = ceil(sqrt(nodes)) wide with each right and lower link kept with probability
+// avg_degree / 4 (mean degree ~ avg_degree, at most 4), numbered row by row, so that neighbours
+// are near in the node order (road networks, meshes). Labels: `classes` districts, rectangles of
+// the map; features and split as the SBM's. Deterministic in (options, seed).
+struct RoadOptions {
+  index_t nodes = 10000;
+  std::int32_t classes = 8;
+  double avg_degree = 2.6;
+  index_t features = 32;
+  double feature_signal = 0.3;
+  double train_fraction = 0.6, val_fraction = 0.2;
+  std::uint64_t seed = 1;
+};
+GraphData generate_road(const RoadOptions& opt);
+
 }  // namespace plexus

@@ -1,4 +1,5 @@
-// `plexus generate rmat|sbm`: synthetic graphs for benchmarks (R-MAT) and accuracy tests (SBM).
+// `plexus generate rmat|sbm|road`: synthetic graphs for benchmarks (R-MAT, road-like) and accuracy
+// tests (SBM).
 #include <fmt/format.h>
 
 #include <memory>
@@ -72,6 +73,30 @@ void add_generate_command(CLI::App& app) {
       write_graph_h5(g, *sbm_out);
     }
     fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *sbm_out, g.num_nodes, g.num_edges(),
+               g.num_features, g.num_classes);
+  });
+
+  auto road = std::make_shared<RoadOptions>();
+  auto road_out = std::make_shared<std::string>();
+  CLI::App* rc = gen->add_subcommand(
+      "road", "Road-like graph: a lattice with missing streets, numbered row by row (neighbours near in the order)");
+  rc->add_option("--nodes", road->nodes, "Number of nodes")->capture_default_str();
+  rc->add_option("--classes", road->classes, "Districts (rectangles of the map) as classes")->capture_default_str();
+  rc->add_option("--avg-degree", road->avg_degree, "Mean degree, at most 4 (each lattice link kept with avg-degree/4)")
+      ->capture_default_str();
+  rc->add_option("--feature-width", road->features, "Feature width")->capture_default_str();
+  rc->add_option("--feature-signal", road->feature_signal, "Scale of the class centroid in the features")
+      ->capture_default_str();
+  rc->add_option("--train-fraction", road->train_fraction, "Fraction of nodes in the train mask")->capture_default_str();
+  rc->add_option("--val-fraction", road->val_fraction, "Fraction of nodes in the val mask (the rest: test)")
+      ->capture_default_str();
+  rc->add_option("--seed", road->seed, "Random seed")->capture_default_str();
+  rc->add_option("--out,-o", *road_out, "Output file (format v1 HDF5)")->required();
+  rc->callback([road, road_out] {
+    io::check_output(*road_out, io::OutputNeeds::Seekable);
+    const GraphData g = generate_road(*road);
+    write_graph_h5(g, *road_out);
+    fmt::print("{}: {} nodes, {} edges, {} features, {} classes\n", *road_out, g.num_nodes, g.num_edges(),
                g.num_features, g.num_classes);
   });
 }

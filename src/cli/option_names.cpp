@@ -111,6 +111,13 @@ const OptionName kNames[] = {
     {"SbmOptions.feature_signal", "--feature-signal"},
     {"SbmOptions.train_fraction", "--train-fraction"},
     {"SbmOptions.val_fraction", "--val-fraction"},
+    {"RoadOptions.nodes", "--nodes"},
+    {"RoadOptions.classes", "--classes"},
+    {"RoadOptions.avg_degree", "--avg-degree"},
+    {"RoadOptions.features", "--feature-width"},
+    {"RoadOptions.feature_signal", "--feature-signal"},
+    {"RoadOptions.train_fraction", "--train-fraction"},
+    {"RoadOptions.val_fraction", "--val-fraction"},
     // plexus convert (include/plexus/convert.hpp)
     {"EdgeListOptions.node_ids", "--nodes"},
     {"EdgeListOptions.base", "--base"},
