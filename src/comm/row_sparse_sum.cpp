@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "core/parallel_work.hpp"
@@ -21,6 +22,18 @@ void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
 #pragma omp simd
   for (index_t j = 0; j < n; ++j) acc[j] += x[j];
 }
+
+// Extends the last run of `runs` by (row, at) where both follow on, else starts a run.
+void append(std::vector<RowSparseSum::Run>& runs, index_t row, index_t at) {
+  if (!runs.empty() && runs.back().row + runs.back().len == row && runs.back().at + runs.back().len == at) {
+    ++runs.back().len;
+    return;
+  }
+  runs.push_back({row, at, 1});
+}
+
+// Scratch of n floats, not zeroed (every element is written before it is read).
+std::unique_ptr<float[]> scratch(std::size_t n) { return std::unique_ptr<float[]>(new float[n]); }
 
 std::vector<std::size_t> times(const std::vector<std::size_t>& rows, std::size_t bytes_per_row) {
   std::vector<std::size_t> out(rows.size());
@@ -77,7 +90,7 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
     for (int s = 0; s < p; ++s)
       if (bit(packed.data() + static_cast<std::size_t>(s) * mask_bytes, r)) holders.push_back(s);
     if (holders.empty()) {
-      zero_rows_.push_back(r);
+      append(zero_runs_, r, r);
       continue;
     }
     // The dense owner when it holds the row; else one of the holders, spread by the row.
@@ -92,21 +105,26 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
     }
   }
   rows_group_rows_ = transfers;
-  owned_ = owned_by[static_cast<std::size_t>(me)];
+  const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
+  owned_ = owned.size();
   const std::uint8_t* my_mask = packed.data() + static_cast<std::size_t>(me) * mask_bytes;
-  for (const index_t r : owned_) owned_is_mine_.push_back(bit(my_mask, r) ? 1 : 0);
+  for (std::size_t k = 0; k < owned.size(); ++k)
+    if (bit(my_mask, owned[k])) append(own_runs_, owned[k], static_cast<index_t>(k));
+  index_t sent = 0, gathered = 0;
   for (std::size_t s = 0; s < ranks; ++s) {
     send_counts_.push_back(send_to[s].size());
-    send_rows_.insert(send_rows_.end(), send_to[s].begin(), send_to[s].end());
+    for (const index_t r : send_to[s]) append(send_runs_, r, sent++);
     recv_counts_.push_back(recv_from[s].size());
-    // Both lists ascend: each received row's slot by a merge walk over owned_.
+    // Both lists ascend: each received row's slot by a merge walk over the owned rows.
+    std::vector<Run>& from = recv_runs_.emplace_back();
     std::size_t slot = 0;
+    index_t at = 0;
     for (const index_t r : recv_from[s]) {
-      while (owned_[slot] != r) ++slot;
-      recv_slots_.push_back(static_cast<index_t>(slot));
+      while (owned[slot] != r) ++slot;
+      append(from, static_cast<index_t>(slot), at++);
     }
     owned_counts_.push_back(owned_by[s].size());
-    gathered_rows_.insert(gathered_rows_.end(), owned_by[s].begin(), owned_by[s].end());
+    for (const index_t r : owned_by[s]) append(gathered_runs_, r, gathered++);
   }
 }
 
@@ -124,15 +142,16 @@ void RowSparseSum::sum_dense(float* c, index_t cols) const {
                                  recv(static_cast<std::size_t>(p), as_size(mine.size()) * row_bytes);
   const bool data = c != nullptr;
   const std::size_t slab = as_size(mine.size() * cols);
-  std::vector<float> parts(data ? slab * static_cast<std::size_t>(p) : 0), acc(data ? slab : 0, 0.0f);
-  comm_->all_to_all_bytes(c, send, data ? parts.data() : nullptr, recv);
+  const std::unique_ptr<float[]> parts = scratch(data ? slab * static_cast<std::size_t>(p) : 0);
+  std::vector<float> acc(data ? slab : 0, 0.0f);
+  comm_->all_to_all_bytes(c, send, data ? parts.get() : nullptr, recv);
   if (data) {
     // parts holds every rank's rows of this block, in rank order (its own among them).
     const index_t n = mine.size() * cols;
 #pragma omp parallel for schedule(static) if (worth_a_team(n * p))
     for (index_t at = 0; at < n; at += 4096) {
       const index_t len = std::min<index_t>(4096, n - at);
-      for (int s = 0; s < p; ++s) add_row(acc.data() + at, parts.data() + static_cast<std::size_t>(s) * slab + as_size(at), len);
+      for (int s = 0; s < p; ++s) add_row(acc.data() + at, parts.get() + static_cast<std::size_t>(s) * slab + as_size(at), len);
     }
   }
   comm_->all_gather(data ? acc.data() : nullptr, c, row_blocks(rows_, p, cols));
@@ -142,35 +161,38 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   const int p = comm_->size(), me = comm_->rank();
   const std::size_t w = as_size(cols), row_bytes = w * sizeof(float);
   const bool data = c != nullptr;
-  std::size_t received = 0;
+  std::size_t sent = 0, received = 0;
+  for (const std::size_t n : send_counts_) sent += n;
   for (const std::size_t n : recv_counts_) received += n;
-  std::vector<float> out(data ? send_rows_.size() * w : 0), in(data ? received * w : 0);
+  const std::unique_ptr<float[]> out = scratch(data ? sent * w : 0), in = scratch(data ? received * w : 0);
   if (data)
-    for (std::size_t i = 0; i < send_rows_.size(); ++i)
-      std::memcpy(out.data() + i * w, c + as_size(send_rows_[i]) * w, row_bytes);
-  comm_->all_to_all_bytes(data ? out.data() : nullptr, times(send_counts_, row_bytes), data ? in.data() : nullptr,
+    for (const Run& run : send_runs_)
+      std::memcpy(out.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
+  comm_->all_to_all_bytes(data ? out.get() : nullptr, times(send_counts_, row_bytes), data ? in.get() : nullptr,
                           times(recv_counts_, row_bytes));
   // The owned rows' sums, rank by rank: this rank's own rows at its place in the order.
-  std::vector<float> acc(data ? owned_.size() * w : 0, 0.0f);
+  std::vector<float> acc(data ? owned_ * w : 0, 0.0f);
   if (data) {
-    std::size_t at = 0;  // first received row of source s
+    const float* from = in.get();  // source s's rows
     for (int s = 0; s < p; ++s) {
       if (s == me) {
-        for (std::size_t k = 0; k < owned_.size(); ++k)
-          if (owned_is_mine_[k]) add_row(acc.data() + k * w, c + as_size(owned_[k]) * w, cols);
+        for (const Run& run : own_runs_)
+          add_row(acc.data() + as_size(run.at) * w, c + as_size(run.row) * w, run.len * cols);
         continue;
       }
-      const std::size_t n = recv_counts_[static_cast<std::size_t>(s)];
-      for (std::size_t i = 0; i < n; ++i) add_row(acc.data() + as_size(recv_slots_[at + i]) * w, in.data() + (at + i) * w, cols);
-      at += n;
+      for (const Run& run : recv_runs_[static_cast<std::size_t>(s)])
+        add_row(acc.data() + as_size(run.row) * w, from + as_size(run.at) * w, run.len * cols);
+      from += recv_counts_[static_cast<std::size_t>(s)] * w;
     }
   }
-  std::vector<float> gathered(data ? gathered_rows_.size() * w : 0);
-  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.data() : nullptr, times(owned_counts_, w));
+  std::size_t gathered_rows = 0;
+  for (const std::size_t n : owned_counts_) gathered_rows += n;
+  const std::unique_ptr<float[]> gathered = scratch(data ? gathered_rows * w : 0);
+  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.get() : nullptr, times(owned_counts_, w));
   if (!data) return;
-  for (std::size_t i = 0; i < gathered_rows_.size(); ++i)
-    std::memcpy(c + as_size(gathered_rows_[i]) * w, gathered.data() + i * w, row_bytes);
-  for (const index_t r : zero_rows_) std::fill_n(c + as_size(r) * w, w, 0.0f);
+  for (const Run& run : gathered_runs_)
+    std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * row_bytes);
+  for (const Run& run : zero_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
 }
 
 }  // namespace plexus

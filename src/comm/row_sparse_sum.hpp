@@ -50,6 +50,12 @@ class RowSparseSum {
   // counts.
   void sum(float* c, index_t cols) const;
 
+  // A run of `len` consecutive rows of the block from `row`, at `at` (in rows) of a packed buffer
+  // (or of the owned sums): the rows form copies and adds runs, not rows one by one.
+  struct Run {
+    index_t row, at, len;
+  };
+
  private:
   void build(const std::vector<std::uint8_t>& packed_masks, std::size_t mask_bytes);
   void sum_dense(float* c, index_t cols) const;
@@ -60,15 +66,15 @@ class RowSparseSum {
   Form form_ = Form::Dense;
   std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0;
   // The rows form's lists (empty for the dense one), built once.
-  std::vector<index_t> send_rows_;         // rows sent to their owners, grouped by owner in rank order
-  std::vector<std::size_t> send_counts_;   // rows for each rank
-  std::vector<std::size_t> recv_counts_;   // rows from each rank
-  std::vector<index_t> recv_slots_;        // each received row's slot in owned_, grouped by source
-  std::vector<index_t> owned_;             // rows this rank sums, ascending
-  std::vector<std::uint8_t> owned_is_mine_;  // per slot: this rank holds the row (adds its own)
-  std::vector<std::size_t> owned_counts_;  // rows each rank owns (the all-gather's parts)
-  std::vector<index_t> gathered_rows_;     // the all-gather's rows, grouped by owner in rank order
-  std::vector<index_t> zero_rows_;         // rows no rank holds
+  std::vector<Run> send_runs_;                 // rows sent to their owners, packed by owner in rank order
+  std::vector<std::size_t> send_counts_;       // rows for each rank
+  std::vector<std::size_t> recv_counts_;       // rows from each rank
+  std::vector<std::vector<Run>> recv_runs_;    // per source: owned slot (row) of each received row (at)
+  std::vector<Run> own_runs_;                  // rows this rank holds and owns: block row, owned slot (at)
+  std::size_t owned_ = 0;                      // rows this rank sums
+  std::vector<std::size_t> owned_counts_;      // rows each rank owns (the all-gather's parts)
+  std::vector<Run> gathered_runs_;             // the all-gather's rows, packed by owner in rank order
+  std::vector<Run> zero_runs_;                 // rows no rank holds (at unused)
 };
 
 }  // namespace plexus

@@ -1,0 +1,40 @@
+# Issue 47's new inputs (docs/communication.md, "Row-sparse sums"): sourced by scripts/red-team.sh.
+#  - `train --sparse-comm` and `plan --sparse-comm`: a value not offered; the library's name
+#    never shown;
+#  - auto and dense train alike on 1, 3 and 4 ranks (a permuted graph, chunked, sharded, rs-ag),
+#    to the same losses bit for bit;
+#  - `generate road`: each option out of its range; a graph that trains.
+S=$W/sparse
+mkdir -p "$S"
+sc=(--epochs 2 --quiet --threads 1 --hidden 8)
+same_losses() { cmp -s <(grep -o '"loss":[^,]*' "$1") <(grep -o '"loss":[^,]*' "$2"); }
+
+refuse train "sparse-comm: a value not offered" "--sparse-comm" --data "$IN/sbm.h5" "${sc[@]}" --sparse-comm rows
+refuse train "sparse-comm: empty" "--sparse-comm" --data "$IN/sbm.h5" "${sc[@]}" --sparse-comm ""
+refuse plan "sparse-comm: plan, a value not offered" "--sparse-comm" --data "$IN/sbm.h5" --ranks 2 --sparse-comm on
+accept plan "sparse-comm: plan says auto is an upper bound" 'said "upper bound"' --data "$IN/sbm.h5" --ranks 4 \
+  --sparse-comm auto
+NP=3 accept train "sparse-comm: dense, 3 ranks, permuted" 'jsonl_ok $OUT/sc-dense3.jsonl' --data "$IN/sbm.h5" \
+  "${sc[@]}" --balance permute --grid 3x1x1 --sparse-comm dense --metrics "$OUT/sc-dense3.jsonl"
+NP=3 accept train "sparse-comm: auto, 3 ranks, the dense losses" 'same_losses $OUT/sc-auto3.jsonl $OUT/sc-dense3.jsonl' \
+  --data "$IN/sbm.h5" "${sc[@]}" --balance permute --grid 3x1x1 --sparse-comm auto --metrics "$OUT/sc-auto3.jsonl"
+NP=4 accept train "sparse-comm: dense, 4 ranks, chunked, sharded, rs-ag" 'jsonl_ok $OUT/sc-dense4.jsonl' \
+  --data "$IN/sbm.h5" "${sc[@]}" --grid 2x1x2 --agg-chunks 3 --shard-adj --comm-variant rs-ag --sparse-comm dense \
+  --metrics "$OUT/sc-dense4.jsonl"
+NP=4 accept train "sparse-comm: auto, 4 ranks, chunked, sharded, rs-ag, the dense losses" \
+  'same_losses $OUT/sc-auto4.jsonl $OUT/sc-dense4.jsonl' --data "$IN/sbm.h5" "${sc[@]}" --grid 2x1x2 --agg-chunks 3 \
+  --shard-adj --comm-variant rs-ag --sparse-comm auto --metrics "$OUT/sc-auto4.jsonl"
+accept train "sparse-comm: auto on one rank" 'jsonl_ok $OUT/sc-auto1.jsonl' --data "$IN/sbm.h5" "${sc[@]}" \
+  --sparse-comm auto --metrics "$OUT/sc-auto1.jsonl"
+
+refuse "generate road" "road: no nodes" "--nodes" --nodes 0 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: a degree above a lattice's" "--avg-degree" --avg-degree 4.5 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: a negative degree" "--avg-degree" --avg-degree -1 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: no classes" "--classes" --classes 0 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: more classes than nodes" "--classes" --nodes 5 --classes 6 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: no features" "--feature-width" --feature-width 0 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: shares above one" "--val-fraction" --train-fraction 0.7 --val-fraction 0.5 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: too few nodes for a test split" "test" --nodes 3 --classes 1 -o "$OUT/road-bad.h5"
+accept "generate road" "road: a small map" 'graph_ok $OUT/road.h5' --nodes 3000 --feature-width 8 -o "$OUT/road.h5"
+NP=2 accept train "road: trains with auto on 2 ranks" 'jsonl_ok $OUT/road.jsonl' --data "$OUT/road.h5" "${sc[@]}" \
+  --sparse-comm auto --metrics "$OUT/road.jsonl"
