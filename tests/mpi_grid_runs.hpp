@@ -166,4 +166,41 @@ inline void expect_same(const GridRun& got, const GridRun& want, const std::stri
   }
 }
 
+// Every GNN kind with options that exercise its collectives, and both GCN layer orders: what
+// the tests comparing two ways of running the same model on every grid loop over
+// (mpi_test_recompute, mpi_test_sparse_comm).
+struct KindRunCase {
+  std::string name;
+  GnnSpec model;
+  LayerOrder order = LayerOrder::Auto;
+};
+inline std::vector<KindRunCase> every_kind_case() {
+  return {
+      {"gcn aggregate-first", GnnSpec("gcn"), LayerOrder::AggregateFirst},
+      {"gcn transform-first", GnnSpec("gcn"), LayerOrder::TransformFirst},
+      {"sage sum normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
+      {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
+      {"gat", GnnSpec("gat")},
+      {"appnp", GnnSpec("appnp").set("steps", 3)},
+  };
+}
+// A case's model in a TrainConfig of 3 layers, hidden 7 (GAT: 2 heads of 4, attention dropout),
+// dropout 0.3, lr 0.02, seed 9, for `epochs` epochs.
+inline TrainConfig kind_run_config(const KindRunCase& c, int epochs) {
+  TrainConfig t;
+  t.model = c.model;
+  t.layer_order = c.order;
+  t.layers = 3;
+  t.hidden = 7;
+  t.epochs = epochs;
+  t.dropout = 0.3f;
+  t.lr = 0.02f;
+  t.seed = 9;
+  if (c.model.kind() == "gat") {
+    t.hidden = 8;  // 2 heads of 4 (on 3 ranks of i a head's columns are split)
+    t.model.set("heads", 2).set("attn-dropout", 0.2);
+  }
+  return t;
+}
+
 }  // namespace plexus::testing

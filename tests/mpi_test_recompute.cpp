@@ -31,27 +31,11 @@ const GraphData& uneven_graph() {
   return g;
 }
 
-struct Case {
-  std::string name;
-  GnnSpec model;
-  LayerOrder order = LayerOrder::Auto;
-};
+using Case = testing::KindRunCase;
 
 TrainConfig config(const Case& c, bool recompute) {
-  TrainConfig t;
-  t.model = c.model;
-  t.layer_order = c.order;
-  t.layers = 3;
-  t.hidden = 7;
-  t.epochs = 4;
-  t.dropout = 0.3f;
-  t.lr = 0.02f;
-  t.seed = 9;
+  TrainConfig t = testing::kind_run_config(c, 4);
   t.recompute = recompute;
-  if (c.model.kind() == "gat") {
-    t.hidden = 8;  // 2 heads of 4 (on 3 ranks of i a head's columns are split)
-    t.model.set("heads", 2).set("attn-dropout", 0.2);
-  }
   return t;
 }
 
@@ -96,14 +80,7 @@ void expect_identical(const TrainedRun& got, const TrainedRun& want, const std::
 }
 
 TEST(Recompute, EveryKindOnEveryGridMatchesTheRunWithoutIt) {
-  const std::vector<Case> cases{
-      {"gcn aggregate-first", GnnSpec("gcn"), LayerOrder::AggregateFirst},
-      {"gcn transform-first", GnnSpec("gcn"), LayerOrder::TransformFirst},
-      {"sage sum normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
-      {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
-      {"gat", GnnSpec("gat")},
-      {"appnp", GnnSpec("appnp").set("steps", 3)},
-  };
+  const std::vector<Case> cases = testing::every_kind_case();
   const int p = world_size();
   for (const Case& c : cases) {
     for (const GridShape& shape : all_grids(p)) {

@@ -1,8 +1,8 @@
 // --sparse-comm under MPI (mpi_test_trainer, on 1 to 4, 6 and 8 ranks): on every grid shape of
 // the rank count, every GNN kind and GCN layer order trains with the row-sparse sums (auto) to
-// the losses and parameters of their dense form, bit for bit, and moves no more bytes; on a
-// graph of low degree the rows form is taken and moves fewer. The chunked, sharded, rs-ag and
-// recomputing runs on the last grid too.
+// the losses and parameters of their dense form, bit for bit, and moves no more bytes, on a
+// graph of low degree, where the rows form is taken and moves fewer; on the last grid also a
+// graph of degree 6 and the chunked, sharded, rs-ag and recomputing runs.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -39,27 +39,11 @@ const GraphData& graph(bool sparse) {
   return sparse ? sparse_graph : dense_graph;
 }
 
-struct Case {
-  std::string name;
-  GnnSpec model;
-  LayerOrder order = LayerOrder::Auto;
-};
+using Case = testing::KindRunCase;
 
 TrainConfig config(const Case& c, SparseComm sums) {
-  TrainConfig t;
-  t.model = c.model;
-  t.layer_order = c.order;
-  t.layers = 3;
-  t.hidden = 7;
-  t.epochs = 3;
-  t.dropout = 0.3f;
-  t.lr = 0.02f;
-  t.seed = 9;
+  TrainConfig t = testing::kind_run_config(c, 2);
   t.sparse_comm = sums;
-  if (c.model.kind() == "gat") {
-    t.hidden = 8;
-    t.model.set("heads", 2).set("attn-dropout", 0.2);
-  }
   return t;
 }
 
@@ -97,26 +81,21 @@ bool expect_same_and_no_more(const SumsRun& got, const SumsRun& want, const std:
 }
 
 TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
-  const std::vector<Case> cases{
-      {"gcn aggregate-first", GnnSpec("gcn"), LayerOrder::AggregateFirst},
-      {"gcn transform-first", GnnSpec("gcn"), LayerOrder::TransformFirst},
-      {"sage sum normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
-      {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
-      {"gat", GnnSpec("gat")},
-      {"appnp", GnnSpec("appnp").set("steps", 3)},
-  };
+  const std::vector<Case> cases = testing::every_kind_case();
   const int p = world_size();
   int fewer = 0;
   for (const Case& c : cases) {
-    for (const GridShape& shape : all_grids(p))
-      for (const bool sparse_graph : {false, true}) {
-        auto grid = ProcessGrid::from_mpi(shape);
-        const std::string what = c.name + " on " + shape.str() + (sparse_graph ? " (degree 1.5)" : " (degree 6)");
-        fewer += expect_same_and_no_more(train(*grid, config(c, SparseComm::Auto), sparse_graph),
-                                         train(*grid, config(c, SparseComm::Dense), sparse_graph), what);
-      }
+    // Every grid on the sparse graph; the graph of degree 6 (most rows held: the dense form
+    // chosen for most sums) on the last grid.
+    for (const GridShape& shape : all_grids(p)) {
+      auto grid = ProcessGrid::from_mpi(shape);
+      fewer += expect_same_and_no_more(train(*grid, config(c, SparseComm::Auto), true),
+                                       train(*grid, config(c, SparseComm::Dense), true), c.name + " on " + shape.str());
+    }
     // The variants on the last (most mixed) grid, on the sparse graph.
     auto grid = ProcessGrid::from_mpi(all_grids(p).back());
+    expect_same_and_no_more(train(*grid, config(c, SparseComm::Auto), false),
+                            train(*grid, config(c, SparseComm::Dense), false), c.name + " (degree 6)");
     TrainConfig on = config(c, SparseComm::Auto), dense = config(c, SparseComm::Dense);
     if (c.model.kind() != "gat") {  // (GAT holds its blocks whole, unchunked)
       on.shard_adj = dense.shard_adj = true;

@@ -2,6 +2,8 @@
 // Features that carry a node's class (private to io/): feature_signal · centroid[label] + N(0, 1),
 // the centroids' entries ±1 — the generators' (sbm.cpp, road.cpp), so that a GNN learns the
 // labels from the features as well as from the structure.
+#include <string>
+
 #include "plexus/graph.hpp"
 
 namespace plexus {
@@ -10,5 +12,12 @@ namespace plexus {
 // Counter-based Philox under key = seed: centroid c (c, blk, 0, "CENT"), features of node i
 // (i, blk, 0, "FEAT"): the same whatever the thread count.
 void class_centroid_features(GraphData& g, index_t F, double feature_signal, std::uint64_t seed);
+
+// The checks of the options every such generator takes, InputError("<options>.<field>", ...):
+// features in 1..2^34/nodes, feature_signal in [0, 1e6], train_fraction in (0, 1], val_fraction
+// in [0, 1 − train_fraction] (a graph nobody can train on is refused here rather than by every
+// `plexus train` later).
+void check_feature_options(const std::string& options, index_t nodes, index_t features, double feature_signal,
+                           double train_fraction, double val_fraction);
 
 }  // namespace plexus

@@ -40,12 +40,7 @@ void check_options(const RoadOptions& o) {
     throw InputError("RoadOptions.classes", "must be in 1..nodes, got " + std::to_string(o.classes));
   if (!(o.avg_degree >= 0 && o.avg_degree <= 4))
     throw InputError("RoadOptions.avg_degree", "must be in [0, 4] (a lattice's degree), got " + std::to_string(o.avg_degree));
-  if (o.features < 1) throw InputError("RoadOptions.features", "must be at least 1, got " + std::to_string(o.features));
-  if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("RoadOptions.features", "nodes x features is too large");
-  if (!(o.feature_signal >= 0 && o.feature_signal <= 1e6)) throw InputError("RoadOptions.feature_signal", "must be in [0, 1e6]");
-  if (!(o.train_fraction > 0 && o.train_fraction <= 1)) throw InputError("RoadOptions.train_fraction", "must be in (0, 1]");
-  if (!(o.val_fraction >= 0 && o.val_fraction <= 1 - o.train_fraction + 1e-12))
-    throw InputError("RoadOptions.val_fraction", "must be in [0, 1 - train fraction]");
+  check_feature_options("RoadOptions", o.nodes, o.features, o.feature_signal, o.train_fraction, o.val_fraction);
 }
 
 }  // namespace

@@ -48,13 +48,7 @@ void check_options(const SbmOptions& o) {
     throw InputError("SbmOptions.classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
   if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("SbmOptions.avg_degree", "must be in [0, 100000]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("SbmOptions.homophily", "must be in [0, 1]");
-  if (o.features < 1) throw InputError("SbmOptions.features", "must be at least 1, got " + std::to_string(o.features));
-  if (o.features > (index_t{1} << 34) / o.nodes) throw InputError("SbmOptions.features", "nodes x features is too large");
-  if (!(o.feature_signal >= 0 && o.feature_signal <= 1e6)) throw InputError("SbmOptions.feature_signal", "must be in [0, 1e6]");
-  // A graph nobody can train on is refused here rather than by every `plexus train` later.
-  if (!(o.train_fraction > 0 && o.train_fraction <= 1)) throw InputError("SbmOptions.train_fraction", "must be in (0, 1]");
-  if (!(o.val_fraction >= 0 && o.val_fraction <= 1 - o.train_fraction + 1e-12))
-    throw InputError("SbmOptions.val_fraction", "must be in [0, 1 - train fraction]");
+  check_feature_options("SbmOptions", o.nodes, o.features, o.feature_signal, o.train_fraction, o.val_fraction);
   if (o.avg_degree * static_cast<double>(o.nodes) > static_cast<double>(index_t{1} << 36))
     throw InputError("SbmOptions.avg_degree", "nodes x avg_degree is too large");
 }
