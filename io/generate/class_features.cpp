@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "plexus/error.hpp"
@@ -16,15 +17,14 @@ std::uint32_t lo32(std::uint64_t x) { return static_cast<std::uint32_t>(x); }
 std::uint32_t hi32(std::uint64_t x) { return static_cast<std::uint32_t>(x >> 32); }
 }  // namespace
 
-void check_feature_options(const std::string& options, index_t nodes, index_t features, double feature_signal,
+void check_feature_options(const FeatureOptionNames& names, index_t nodes, index_t features, double feature_signal,
                            double train_fraction, double val_fraction) {
-  const auto field = [&](const char* name) { return options + "." + name; };
-  if (features < 1) throw InputError(field("features"), "must be at least 1, got " + std::to_string(features));
-  if (features > (index_t{1} << 34) / nodes) throw InputError(field("features"), "nodes x features is too large");
-  if (!(feature_signal >= 0 && feature_signal <= 1e6)) throw InputError(field("feature_signal"), "must be in [0, 1e6]");
-  if (!(train_fraction > 0 && train_fraction <= 1)) throw InputError(field("train_fraction"), "must be in (0, 1]");
+  if (features < 1) throw InputError(names.features, "must be at least 1, got " + std::to_string(features));
+  if (features > (index_t{1} << 34) / nodes) throw InputError(names.features, "nodes x features is too large");
+  if (!(feature_signal >= 0 && feature_signal <= 1e6)) throw InputError(names.feature_signal, "must be in [0, 1e6]");
+  if (!(train_fraction > 0 && train_fraction <= 1)) throw InputError(names.train_fraction, "must be in (0, 1]");
   if (!(val_fraction >= 0 && val_fraction <= 1 - train_fraction + 1e-12))
-    throw InputError(field("val_fraction"), "must be in [0, 1 - train fraction]");
+    throw InputError(names.val_fraction, "must be in [0, 1 - train fraction]");
 }
 
 void class_centroid_features(GraphData& g, index_t F, double feature_signal, std::uint64_t seed) {

@@ -40,7 +40,9 @@ void check_options(const RoadOptions& o) {
     throw InputError("RoadOptions.classes", "must be in 1..nodes, got " + std::to_string(o.classes));
   if (!(o.avg_degree >= 0 && o.avg_degree <= 4))
     throw InputError("RoadOptions.avg_degree", "must be in [0, 4] (a lattice's degree), got " + std::to_string(o.avg_degree));
-  check_feature_options("RoadOptions", o.nodes, o.features, o.feature_signal, o.train_fraction, o.val_fraction);
+  check_feature_options({"RoadOptions.features", "RoadOptions.feature_signal", "RoadOptions.train_fraction",
+                         "RoadOptions.val_fraction"},
+                        o.nodes, o.features, o.feature_signal, o.train_fraction, o.val_fraction);
 }
 
 }  // namespace

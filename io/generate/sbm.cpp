@@ -48,7 +48,9 @@ void check_options(const SbmOptions& o) {
     throw InputError("SbmOptions.classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
   if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("SbmOptions.avg_degree", "must be in [0, 100000]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("SbmOptions.homophily", "must be in [0, 1]");
-  check_feature_options("SbmOptions", o.nodes, o.features, o.feature_signal, o.train_fraction, o.val_fraction);
+  check_feature_options({"SbmOptions.features", "SbmOptions.feature_signal", "SbmOptions.train_fraction",
+                         "SbmOptions.val_fraction"},
+                        o.nodes, o.features, o.feature_signal, o.train_fraction, o.val_fraction);
   if (o.avg_degree * static_cast<double>(o.nodes) > static_cast<double>(index_t{1} << 36))
     throw InputError("SbmOptions.avg_degree", "nodes x avg_degree is too large");
 }
