@@ -34,7 +34,8 @@ refuse "generate road" "road: no classes" "--classes" --classes 0 -o "$OUT/road-
 refuse "generate road" "road: more classes than nodes" "--classes" --nodes 5 --classes 6 -o "$OUT/road-bad.h5"
 refuse "generate road" "road: no features" "--feature-width" --feature-width 0 -o "$OUT/road-bad.h5"
 refuse "generate road" "road: shares above one" "--val-fraction" --train-fraction 0.7 --val-fraction 0.5 -o "$OUT/road-bad.h5"
-refuse "generate road" "road: too few nodes for a test split" "test" --nodes 3 --classes 1 -o "$OUT/road-bad.h5"
+refuse "generate road" "road: no node left for the test split" "the test split" --nodes 20 --classes 1 \
+  --train-fraction 0.5 --val-fraction 0.5 -o "$OUT/road-bad.h5"
 accept "generate road" "road: a small map" 'graph_ok $OUT/road.h5' --nodes 3000 --feature-width 8 -o "$OUT/road.h5"
 NP=2 accept train "road: trains with auto on 2 ranks" 'jsonl_ok $OUT/road.jsonl' --data "$OUT/road.h5" "${sc[@]}" \
   --sparse-comm auto --metrics "$OUT/road.jsonl"
