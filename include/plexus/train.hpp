@@ -38,6 +38,7 @@ enum class SparseComm { Off, Dense, Auto };
 const char* sparse_comm_name(SparseComm s);
 // Parses "off" | "dense" | "auto"; throws InputError("TrainConfig.sparse_comm", ...).
 SparseComm parse_sparse_comm(const std::string& text);
+// Their names and help: sparse_comms() (below, with NamedChoice).
 
 // The names of LayerOrder (include/plexus/shard.hpp): "auto", "aggregate-first",
 // "transform-first"; the parser throws InputError("TrainConfig.layer_order", ...).
@@ -88,6 +89,7 @@ struct NamedChoice {
   const char* help;
 };
 const std::vector<NamedChoice<GnnTask>>& gnn_tasks();
+const std::vector<NamedChoice<SparseComm>>& sparse_comms();
 
 // How the link task scores a pair (u, v) from the encoder's embeddings z (docs/link-prediction.md):
 //   Dot  z_u · z_v (PyG's link_pred example, the GAE)

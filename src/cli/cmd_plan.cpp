@@ -19,6 +19,7 @@
 #include "plexus/io.hpp"
 #include "plexus/sizes.hpp"
 #include "plexus/train.hpp"
+#include "src/cli/named_choices.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
@@ -402,9 +403,10 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
       ->capture_default_str();
   cmd->add_option("--sparse-comm", o->sparse_comm,
-                  "The aggregations' sums, as train: off | dense | auto. The dry run has no Â entries: auto's "
-                  "bytes are the dense form's, an upper bound (docs/communication.md, \"Row-sparse sums\")")
-      ->check(CLI::IsMember({"off", "dense", "auto"}))
+                  "The aggregations' sums, as train: " + choices_text(sparse_comms()) +
+                      ". The dry run has no Â entries: auto's bytes are the dense form's, an upper bound "
+                      "(docs/communication.md, \"Row-sparse sums\")")
+      ->check(CLI::IsMember(choice_names(sparse_comms())))
       ->capture_default_str();
   cmd->add_option("--agg-chunks", t.agg_chunks,
                   "Row chunks of the aggregation all-reduces, as train: same bytes, more ring steps")

@@ -22,6 +22,7 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
+#include "src/cli/named_choices.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
@@ -394,11 +395,10 @@ void add_train_command(CLI::App& app) {
                   "rs-ag-reuse (rs-ag + gather W once per update, features once); docs/communication-variants.md")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
       ->capture_default_str();
-  cmd->add_option("--sparse-comm", opts->sparse_comm, "How the aggregations' all-reduces sum on the CPU backend (docs/communication.md, \"Row-sparse sums\"): "
-                  "off (MPI's all-reduce) | dense (an all-to-all to each row's owner, a sum in rank order, an "
-                  "all-gather) | auto (the same, moving only the rows an Â block has entries in where that moves "
-                  "fewer bytes; the same bits as dense)")
-      ->check(CLI::IsMember({"off", "dense", "auto"}))
+  cmd->add_option("--sparse-comm", opts->sparse_comm, 
+                  "How the aggregations' all-reduces sum on the CPU backend (docs/communication.md, \"Row-sparse "
+                  "sums\"): " + choices_text(sparse_comms()))
+      ->check(CLI::IsMember(choice_names(sparse_comms())))
       ->capture_default_str();
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")

@@ -57,21 +57,6 @@ CommVariant parse_comm_variant(const std::string& text) {
   throw InputError("TrainConfig.comm_variant", "'" + text + "' is not one of baseline, rs-ag, rs-ag-reuse");
 }
 
-const char* sparse_comm_name(SparseComm s) {
-  switch (s) {
-    case SparseComm::Off: return "off";
-    case SparseComm::Dense: return "dense";
-    case SparseComm::Auto: return "auto";
-  }
-  return "?";
-}
-
-SparseComm parse_sparse_comm(const std::string& text) {
-  for (SparseComm s : {SparseComm::Off, SparseComm::Dense, SparseComm::Auto})
-    if (text == sparse_comm_name(s)) return s;
-  throw InputError("TrainConfig.sparse_comm", "'" + text + "' is not one of off, dense, auto");
-}
-
 const char* layer_order_name(LayerOrder o) {
   switch (o) {
     case LayerOrder::Auto: return "auto";
@@ -139,6 +124,16 @@ const std::vector<NamedChoice<LinkDecoder>>& link_decoders() {
   return all;
 }
 
+const std::vector<NamedChoice<SparseComm>>& sparse_comms() {
+  static const std::vector<NamedChoice<SparseComm>> all = {
+      {SparseComm::Off, "off", "MPI's all-reduce"},
+      {SparseComm::Dense, "dense", "an all-to-all to each row's owner, a sum in rank order, an all-gather"},
+      {SparseComm::Auto, "auto",
+       "the same, moving only the rows an Â block has entries in where that moves fewer bytes; the same bits as "
+       "dense"}};
+  return all;
+}
+
 namespace {
 template <class Kind>
 const char* name_in(const std::vector<NamedChoice<Kind>>& all, Kind k) {
@@ -160,6 +155,10 @@ Kind parse_in(const std::vector<NamedChoice<Kind>>& all, const std::string& text
 const char* gnn_task_name(GnnTask t) { return name_in(gnn_tasks(), t); }
 GnnTask parse_gnn_task(const std::string& text) { return parse_in(gnn_tasks(), text, "TrainConfig.task"); }
 const char* link_decoder_name(LinkDecoder d) { return name_in(link_decoders(), d); }
+const char* sparse_comm_name(SparseComm s) { return name_in(sparse_comms(), s); }
+SparseComm parse_sparse_comm(const std::string& text) {
+  return parse_in(sparse_comms(), text, "TrainConfig.sparse_comm");
+}
 LinkDecoder parse_link_decoder(const std::string& text) {
   return parse_in(link_decoders(), text, "TrainConfig.link.decoder");
 }
