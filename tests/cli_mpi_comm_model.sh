@@ -66,6 +66,10 @@ cases=(
   # blocks (each rank's own count), chunked and sharded too.
   "3x2x1 2 16 0.5 --sparse-comm dense" "2x2x2 3 16 0.5 --sparse-comm dense --agg-chunks 3 --shard-adj"
   "1x3x2 2 16 0.5 --sparse-comm dense --model sage --layer-order aggregate-first --comm-variant rs-ag"
+  # --wire int8|int4: the activation sums quantised (a row's bytes do not depend on its values),
+  # alone, on the row-sparse sums' dense form, chunked, and for GAT's and APPNP's sums.
+  "2x2x2 2 16 0.5 --wire int8" "3x2x1 2 16 0.5 --wire int4 --sparse-comm dense --agg-chunks 3"
+  "1x2x3 2 16 0.5 --wire int8 --model gat --heads 2" "2x3x1 2 16 0.5 --wire int4 --model appnp --steps 2"
 )
 for c in "${cases[@]}"; do
   read -r grid layers hidden dropout options <<<"$c"

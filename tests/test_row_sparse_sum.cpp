@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <string>
@@ -160,6 +161,108 @@ TEST(RowSparseSum, TheDenseFormOfADryRunCountsWhatARankMeasures) {
       EXPECT_EQ(rec.stats().bytes, measured[static_cast<std::size_t>(r)]) << p << " ranks, rank " << r;
     }
   }
+}
+
+// Quantised sums (--wire int8|int4): both forms give the same bits on every rank (each rank's
+// rows rounded as the rank, the sums as their owner: the same draws whichever rank owns a row),
+// within the steps of the rounding of a float64 sum, and move 1 + cols (int8) or 1 + ⌈cols/2⌉
+// (int4) bytes a row where fp32 moves 4·cols; a dry run counts them as a rank measures them.
+TEST(RowSparseSum, QuantisedSumsAgreeAcrossFormsAndRanksWithinTheirSteps) {
+  unsigned seed = 100;
+  for (const Wire wire : {Wire::Int8, Wire::Int4})
+    for (int p = 1; p <= 5; ++p)
+      for (const index_t cols : {index_t{1}, index_t{6}, index_t{16}})
+        for (const Pattern pattern : {Pattern::Random, Pattern::Diagonal, Pattern::Full}) {
+          ++seed;
+          const index_t rows = 41;
+          const int bits = wire == Wire::Int8 ? 8 : 4, top = bits == 8 ? 127 : 7;
+          const std::string what = std::to_string(bits) + " bits, p=" + std::to_string(p) + " cols=" +
+                                   std::to_string(cols) + " pattern=" + std::to_string(static_cast<int>(pattern));
+          // The float64 sum, and a bound on the rounding: a step of each rank's row (at most
+          // 2·largest/qmax) and one of the sum's.
+          std::vector<double> want(static_cast<std::size_t>(rows * cols), 0.0), bound(static_cast<std::size_t>(rows), 0.0);
+          std::vector<std::vector<float>> inputs;
+          for (int s = 0; s < p; ++s) {
+            inputs.push_back(rank_block(s, p, rows, cols, pattern, 0.4, seed).values);
+            for (index_t r = 0; r < rows; ++r) {
+              double largest = 0;
+              for (index_t j = 0; j < cols; ++j) {
+                const float v = inputs.back()[static_cast<std::size_t>(r * cols + j)];
+                want[static_cast<std::size_t>(r * cols + j)] += v;
+                largest = std::max(largest, std::fabs(static_cast<double>(v)));
+              }
+              bound[static_cast<std::size_t>(r)] += 2 * largest / top;
+            }
+          }
+          for (index_t r = 0; r < rows; ++r) {
+            double largest = 0;
+            for (index_t j = 0; j < cols; ++j) largest = std::max(largest, std::fabs(want[static_cast<std::size_t>(r * cols + j)]));
+            bound[static_cast<std::size_t>(r)] = (bound[static_cast<std::size_t>(r)] + 1e-6) * (1 + 1e-5) + 2 * (largest + bound[static_cast<std::size_t>(r)]) / top;
+          }
+          std::vector<std::vector<float>> dense_out(static_cast<std::size_t>(p)), rows_out(static_cast<std::size_t>(p));
+          std::vector<double> dense_bytes(static_cast<std::size_t>(p)), rows_bytes(static_cast<std::size_t>(p));
+          std::uint64_t dense_rows = 0, rows_rows = 0;
+          bool rows_form = false;
+          std::mutex m;
+          run_in_process(p, [&](Communicator& c) {
+            const RankBlock b = rank_block(c.rank(), p, rows, cols, pattern, 0.4, seed);
+            const RowSparseSum dense(c, rows, b.holds, false), sparse(c, rows, b.holds, true);
+            std::vector<float> x = b.values, y = b.values;
+            c.reset_stats();
+            dense.sum(x.data(), cols, wire);
+            const double db = c.stats().bytes;
+            c.reset_stats();
+            sparse.sum(y.data(), cols, wire);
+            const std::lock_guard<std::mutex> lock(m);
+            dense_out[static_cast<std::size_t>(c.rank())] = x;
+            rows_out[static_cast<std::size_t>(c.rank())] = y;
+            dense_bytes[static_cast<std::size_t>(c.rank())] = db;
+            rows_bytes[static_cast<std::size_t>(c.rank())] = c.stats().bytes;
+            dense_rows = sparse.dense_group_rows();
+            rows_rows = sparse.rows_group_rows();
+            rows_form = sparse.form() == RowSparseSum::Form::Rows;
+          });
+          if (p == 1) {  // one rank: nothing rounded
+            EXPECT_TRUE(same_bits(dense_out[0], inputs[0])) << what;
+            continue;
+          }
+          double dense_total = 0, rows_total = 0;
+          for (int s = 0; s < p; ++s) {
+            EXPECT_TRUE(same_bits(dense_out[static_cast<std::size_t>(s)], dense_out[0])) << what << " rank " << s;
+            EXPECT_TRUE(same_bits(rows_out[static_cast<std::size_t>(s)], dense_out[0])) << what << " rank " << s;
+            dense_total += dense_bytes[static_cast<std::size_t>(s)];
+            rows_total += rows_bytes[static_cast<std::size_t>(s)];
+          }
+          for (index_t r = 0; r < rows; ++r)
+            for (index_t j = 0; j < cols; ++j) {
+              const std::size_t i = static_cast<std::size_t>(r * cols + j);
+              EXPECT_LE(std::fabs(dense_out[0][i] - want[i]), bound[static_cast<std::size_t>(r)]) << what << " row " << r;
+            }
+          const double row_bytes = 1.0 + static_cast<double>(bits == 8 ? cols : (cols + 1) / 2);
+          EXPECT_EQ(dense_total, static_cast<double>(dense_rows) * row_bytes) << what;
+          EXPECT_EQ(rows_total, static_cast<double>(rows_form ? rows_rows : dense_rows) * row_bytes) << what;
+          // A dry run counts, rank by rank, what each rank measured.
+          for (int r = 0; r < p; ++r) {
+            RecordingCommunicator rec(p, r, Transport::Mpi);
+            RowSparseSum(rec, rows).sum(nullptr, cols, wire);
+            EXPECT_EQ(rec.stats().bytes, dense_bytes[static_cast<std::size_t>(r)]) << what << " rank " << r;
+          }
+        }
+}
+
+// A value that is not finite on one rank makes its row NaN on every rank (the loss shows it),
+// and a bf16 sum is not RowSparseSum's.
+TEST(RowSparseSum, AQuantisedSumCarriesWhatIsNotFinite) {
+  run_in_process(3, [&](Communicator& c) {
+    std::vector<float> x(4 * 2, 1.0f);
+    if (c.rank() == 1) x[5] = std::numeric_limits<float>::infinity();
+    RowSparseSum(c, 4).sum(x.data(), 2, Wire::Int8);
+    for (int i = 0; i < 8; ++i) {
+      if (i / 2 == 2) EXPECT_TRUE(std::isnan(x[static_cast<std::size_t>(i)])) << i;
+      else EXPECT_EQ(x[static_cast<std::size_t>(i)], 3.0f) << i;
+    }
+    EXPECT_THROW(RowSparseSum(c, 4).sum(x.data(), 2, Wire::Bf16), std::logic_error);
+  });
 }
 
 TEST(RowSparseSum, RefusesAMaskOfAnotherLength) {

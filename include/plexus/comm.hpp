@@ -20,6 +20,13 @@ namespace plexus {
 
 enum class ReduceOp { Sum, Max, Min };
 
+// How an activation-sized sum travels (docs/communication.md): the values as they are (Fp32),
+// in bfloat16 (what --precision bf16 sends), or quantised per row to 8 or 4 bits with stochastic
+// rounding and summed in fp32 at each hop (--wire int8|int4, "Low-bit wire").
+enum class Wire { Fp32, Bf16, Int8, Int4 };
+// Bits a value takes on the wire: 32, 16, 8, 4.
+int wire_bits(Wire w);
+
 // Traffic counters of one communicator. `bytes` is the data volume a rank receives under the
 // ring algorithm's accounting (docs/communication.md): all-reduce 2(p-1)/p·n, all-gather and
 // reduce-scatter (p-1)/p·n; the host collectives below what reaches this rank from the others

@@ -40,6 +40,14 @@ const char* sparse_comm_name(SparseComm s);
 SparseComm parse_sparse_comm(const std::string& text);
 // Their names and help: sparse_comms() (below, with NamedChoice).
 
+// --wire (Communicator's Wire, include/plexus/comm.hpp; docs/communication.md, "Low-bit wire"):
+// how the GNN layers' activation-sized sums travel in an fp32 run: fp32, or quantised per row to
+// int8 or int4 with stochastic rounding, summed in fp32 at each hop (the CPU backend's). The
+// weights' and the optimizer's collectives stay exact. Names and help: wires() (below).
+const char* wire_name(Wire w);
+// Parses "fp32" | "int8" | "int4"; throws InputError("TrainConfig.wire", ...).
+Wire parse_wire(const std::string& text);
+
 // The names of LayerOrder (include/plexus/shard.hpp): "auto", "aggregate-first",
 // "transform-first"; the parser throws InputError("TrainConfig.layer_order", ...).
 const char* layer_order_name(LayerOrder o);
@@ -90,6 +98,7 @@ struct NamedChoice {
 };
 const std::vector<NamedChoice<GnnTask>>& gnn_tasks();
 const std::vector<NamedChoice<SparseComm>>& sparse_comms();
+const std::vector<NamedChoice<Wire>>& wires();
 
 // How the link task scores a pair (u, v) from the encoder's embeddings z (docs/link-prediction.md):
 //   Dot  z_u · z_v (PyG's link_pred example, the GAE)
@@ -200,6 +209,9 @@ struct TrainConfig {
   // The aggregations' sums (SparseComm above): with agg_chunks > 1 each chunk's sum is its own
   // (blocking, no overlap); with --precision bf16 or a beta-scaled product they stay Off's.
   SparseComm sparse_comm = SparseComm::Off;
+  // How the activation-sized sums travel (wire_name above; Fp32, Int8 or Int4): quantised ones
+  // need --precision fp32 and the CPU backend.
+  Wire wire = Wire::Fp32;
   // Node ordering of the in-memory entry point train_gnn(GraphData): permute or metis
   // renumber Â into Â1/Â2 before it is cut (as `plexus prepare` does ahead of time; METIS
   // parts = lcm of the grid's axis sizes). Shards already cut (train_gnn(GnnShards)) carry
@@ -252,6 +264,9 @@ struct EpochMetrics {
   std::array<double, 3> comm_bytes{};
   // This rank's bytes (the per-rank view of the same traffic).
   std::array<double, 3> rank_comm_bytes{};
+  // Of comm_bytes, those of the activation-sized sums (the aggregations', the linears' outputs
+  // and input gradients): what --wire (and --precision bf16) shrink; summed over all ranks.
+  double activation_bytes = 0;
 };
 
 // One class's metrics on a split: precision (of the nodes predicted as the class, the share

@@ -52,6 +52,7 @@ struct PlanOptions {
   TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
   std::string sparse_comm = sparse_comm_name(SparseComm::Off);
+  std::string wire = wire_name(Wire::Fp32);
   std::string layer_order = layer_order_name(LayerOrder::Auto);
   std::string memory_per_rank, transport = "mpi";
   bool inference = false;  // plexus predict's forward pass instead of train's epoch
@@ -149,6 +150,7 @@ void run_plan(PlanOptions& o) {
   apply_task_options(o.task, o.train);    // and trains this task (the link task: on the file's pairs)
   o.train.comm_variant = parse_comm_variant(o.comm_variant);
   o.train.sparse_comm = parse_sparse_comm(o.sparse_comm);
+  o.train.wire = parse_wire(o.wire);
   o.train.layer_order = parse_layer_order(o.layer_order);
   validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
@@ -205,6 +207,7 @@ void run_plan(PlanOptions& o) {
           {"comm_variant", comm_variant_name(c.comm_variant)},
           {"agg_chunks", c.agg_chunks},
           {"sparse_comm", sparse_comm_name(c.sparse_comm)},
+          {"wire", wire_name(c.wire)},
           {"layer_order", layer_order_name(layer_order_of(c))},
           {"precision", c.precision == Precision::BF16 ? "bf16" : "fp32"},
           {"recompute", c.recompute},
@@ -221,7 +224,7 @@ void run_plan(PlanOptions& o) {
              "SpMM {:g} GB/s, GEMM {:g} GFLOP/s, memory-bound {:g} GB/s, dropout {:g} G draws/s per rank\n",
              ranks, m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.spmm_gbs,
              m.gemm_gflops, m.stream_gbs, m.dropout_gdraws);
-  fmt::print("{}{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}{}\n",
+  fmt::print("{}{}model {}, comm variant {}, {} aggregation chunk{}, dropout {}, {} accounting{}{}{}{}{}{}\n",
              p.inference ? "inference (plexus predict: one forward pass); " : "",
              c.task == GnnTask::Link ? fmt::format("task link ({} decoder, on the file's pairs); ", link_decoder_name(c.link.decoder))
                                      : std::string(),
@@ -235,6 +238,7 @@ void run_plan(PlanOptions& o) {
              : c.sparse_comm == SparseComm::Dense
                  ? std::string("; aggregation sums dense (in rank order)")
                  : std::string("; aggregation sums auto (row-sparse where it pays: shown as dense, an upper bound)"),
+             c.wire == Wire::Fp32 ? std::string() : fmt::format("; activation sums in {} on the wire", wire_name(c.wire)),
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(layer_order_of(c)), fmt::join(layer_orders(p, true), ", "));
   if (plans.empty()) {
@@ -407,6 +411,11 @@ void add_plan_command(CLI::App& app) {
                       ". The dry run has no Â entries: auto's bytes are the dense form's, an upper bound "
                       "(docs/communication.md, \"Row-sparse sums\")")
       ->check(CLI::IsMember(choice_names(sparse_comms())))
+      ->capture_default_str();
+  cmd->add_option("--wire", o->wire,
+                  "The activation sums on the wire, as train: " + choices_text(wires()) +
+                      " (their bytes exact: a row's bytes do not depend on its values)")
+      ->check(CLI::IsMember(choice_names(wires())))
       ->capture_default_str();
   cmd->add_option("--agg-chunks", t.agg_chunks,
                   "Row chunks of the aggregation all-reduces, as train: same bytes, more ring steps")

@@ -37,7 +37,7 @@ namespace plexus::cli {
 namespace {
 
 struct TrainOptions {
-  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", sparse_comm = "off", memory_per_rank;
+  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", sparse_comm = "off", wire = "fp32", memory_per_rank;
   std::string layer_order = "auto";
   BalanceOptions balance;
   std::string matmul_precision;
@@ -67,6 +67,7 @@ const std::map<std::string, std::string> kEpochReductions = {
     {"comm_seconds_mean", "mean over ranks, per axis and of each rank's total"},
     {"comm_bytes", "sum over ranks, per axis (each rank counts the bytes it receives)"},
     {"rank0_comm_bytes", "rank 0"},
+    {"activation_bytes", "sum over ranks (of comm_bytes, the activation-sized sums: what --wire shrinks)"},
     {"loss", "global: the mean over every training node"},
 };
 
@@ -112,7 +113,8 @@ nlohmann::ordered_json epoch_json(const EpochMetrics& m, GnnTask task) {
           {"comm_seconds", axes_json(m.comm_seconds_max)},
           {"comm_seconds_mean", axes_json(m.comm_seconds_mean)},
           {"comm_bytes", axis_bytes_json(m.comm_bytes)},
-          {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}}});
+          {"rank0_comm_bytes", {{"x", m.rank_comm_bytes[0]}, {"y", m.rank_comm_bytes[1]}, {"z", m.rank_comm_bytes[2]}}},
+          {"activation_bytes", m.activation_bytes}});
   return j;
 }
 
@@ -143,6 +145,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
   apply_model_options(o.model, o.cfg);
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
   o.cfg.sparse_comm = parse_sparse_comm(o.sparse_comm);
+  o.cfg.wire = parse_wire(o.wire);
   o.cfg.layer_order = parse_layer_order(o.layer_order);
   if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
@@ -333,6 +336,7 @@ void run_train(TrainOptions& o, const CLI::App& cmd) {
                                      {"balance", balance_name(balance)},
                                      {"agg_chunks", o.cfg.agg_chunks},
                                      {"sparse_comm", sparse_comm_name(o.cfg.sparse_comm)},
+                                     {"wire", wire_name(o.cfg.wire)},
                                      {"layer_orders", layer_orders},
                                      {"shard_adj", o.cfg.shard_adj},
                                      {"recompute", o.cfg.recompute},
@@ -399,6 +403,11 @@ void add_train_command(CLI::App& app) {
                   "How the aggregations' all-reduces sum on the CPU backend (docs/communication.md, \"Row-sparse "
                   "sums\"): " + choices_text(sparse_comms()))
       ->check(CLI::IsMember(choice_names(sparse_comms())))
+      ->capture_default_str();
+  cmd->add_option("--wire", opts->wire,
+                  "How the layers' activation-sized sums travel on the CPU backend (docs/communication.md, \"Low-bit "
+                  "wire\"): " + choices_text(wires()))
+      ->check(CLI::IsMember(choice_names(wires())))
       ->capture_default_str();
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")

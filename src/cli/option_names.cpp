@@ -34,6 +34,7 @@ const OptionName kNames[] = {
     {"TrainConfig.comm_variant", "--comm-variant"},
     {"TrainConfig.agg_chunks", "--agg-chunks"},
     {"TrainConfig.sparse_comm", "--sparse-comm"},
+    {"TrainConfig.wire", "--wire"},
     {"TrainConfig.shard_adj", "--shard-adj"},
     {"TrainConfig.balance", "--balance"},
     {"TrainConfig.task", "--task"},

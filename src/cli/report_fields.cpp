@@ -38,7 +38,7 @@ struct Field {
 constexpr Field kFields[] = {
     {"config", Kind::Flag},          {"summary", Kind::Flag},          {"interrupted", Kind::Flag},
     {"shard_adj", Kind::Flag},       {"grid", Kind::Text},             {"command", Kind::Text},
-    {"comm_variant", Kind::Text},    {"sparse_comm", Kind::Text},      {"balance", Kind::Text},          {"backend", Kind::Text},
+    {"comm_variant", Kind::Text},    {"sparse_comm", Kind::Text},      {"wire", Kind::Text},      {"balance", Kind::Text},          {"backend", Kind::Text},
     {"matmul_precision", Kind::Text}, {"precision", Kind::Text},       {"ranks", Kind::Ordinal},
     {"epoch", Kind::Ordinal},        {"iter", Kind::Ordinal},          {"dp", Kind::Ordinal},
     {"epochs_done", Kind::Count},    {"iters_done", Kind::Count},      {"zero", Kind::Count},

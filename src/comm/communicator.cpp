@@ -49,6 +49,16 @@ struct Done final : Communicator::Request {
 
 }  // namespace
 
+int wire_bits(Wire w) {
+  switch (w) {
+    case Wire::Fp32: return 32;
+    case Wire::Bf16: return 16;
+    case Wire::Int8: return 8;
+    case Wire::Int4: return 4;
+  }
+  throw std::logic_error("wire_bits: not a Wire");
+}
+
 std::unique_ptr<Communicator::Request> Communicator::completed() { return std::make_unique<Done>(); }
 
 void Communicator::check_counts_sum(const std::vector<std::size_t>& counts, CountsSum sum) {

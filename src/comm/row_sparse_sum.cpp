@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "comm/quantised_rows.hpp"
 #include "core/parallel_work.hpp"
 #include "plexus/shard.hpp"
 
@@ -108,8 +109,10 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
   const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
   owned_ = owned.size();
   const std::uint8_t* my_mask = packed.data() + static_cast<std::size_t>(me) * mask_bytes;
-  for (std::size_t k = 0; k < owned.size(); ++k)
+  for (std::size_t k = 0; k < owned.size(); ++k) {
+    append(owned_runs_, owned[k], static_cast<index_t>(k));
     if (bit(my_mask, owned[k])) append(own_runs_, owned[k], static_cast<index_t>(k));
+  }
   index_t sent = 0, gathered = 0;
   for (std::size_t s = 0; s < ranks; ++s) {
     send_counts_.push_back(send_to[s].size());
@@ -128,8 +131,11 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
   }
 }
 
-void RowSparseSum::sum(float* c, index_t cols) const {
+void RowSparseSum::sum(float* c, index_t cols, Wire wire) const {
   if (comm_->size() == 1 || rows_ == 0 || cols == 0) return;
+  const int bits = wire_bits(wire);
+  if (bits == 16) throw std::logic_error("RowSparseSum: a bf16 sum (all_reduce_in_bf16's)");
+  if (bits < 16) return form_ == Form::Dense ? sum_dense_quantised(c, cols, bits) : sum_rows_quantised(c, cols, bits);
   if (form_ == Form::Dense) return sum_dense(c, cols);
   sum_rows(c, cols);
 }
@@ -192,6 +198,75 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   if (!data) return;
   for (const Run& run : gathered_runs_)
     std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * row_bytes);
+  for (const Run& run : zero_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
+}
+
+// The sums' stream of draws (quantised_rows.hpp): every rank's rows are drawn as its rank, the
+// owners' sums as this one.
+constexpr std::uint64_t kSumStream = 0xFFFFFFFFull;
+
+void RowSparseSum::sum_dense_quantised(float* c, index_t cols, int bits) const {
+  const int p = comm_->size(), me = comm_->rank();
+  const Range mine = block_range(rows_, p, me);
+  const std::size_t rb = quantised_row_bytes(cols, bits), w = as_size(cols), own = as_size(mine.size());
+  const std::vector<std::size_t> blocks = times(row_blocks(rows_, p, 1), rb),
+                                 recv(static_cast<std::size_t>(p), own * rb);
+  const bool data = c != nullptr;
+  std::vector<std::uint8_t> packed(data ? as_size(rows_) * rb : 0), parts(data ? own * rb * recv.size() : 0),
+      sums(data ? own * rb : 0), gathered(data ? as_size(rows_) * rb : 0);
+  if (data) quantise_rows(c, rows_, cols, bits, static_cast<std::uint64_t>(me), 0, packed.data());
+  comm_->all_to_all_bytes(data ? packed.data() : nullptr, blocks, data ? parts.data() : nullptr, recv);
+  if (data) {
+    std::vector<float> acc(own * w, 0.0f);
+    for (int s = 0; s < p; ++s)  // rank by rank: each row's sum in rank order
+      add_dequantised_rows(parts.data() + static_cast<std::size_t>(s) * own * rb, mine.size(), cols, bits, acc.data());
+    quantise_rows(acc.data(), mine.size(), cols, bits, kSumStream, mine.begin, sums.data());
+  }
+  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, blocks);
+  if (data) dequantise_rows(gathered.data(), rows_, cols, bits, c);
+}
+
+void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
+  const int p = comm_->size(), me = comm_->rank();
+  const std::size_t rb = quantised_row_bytes(cols, bits), w = as_size(cols);
+  const bool data = c != nullptr;
+  std::size_t sent = 0, received = 0, gathered_rows = 0;
+  for (const std::size_t n : send_counts_) sent += n;
+  for (const std::size_t n : recv_counts_) received += n;
+  for (const std::size_t n : owned_counts_) gathered_rows += n;
+  std::vector<std::uint8_t> out(data ? sent * rb : 0), in(data ? received * rb : 0), sums(data ? owned_ * rb : 0),
+      gathered(data ? gathered_rows * rb : 0);
+  if (data)
+    for (const Run& run : send_runs_)
+      quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
+                    out.data() + as_size(run.at) * rb);
+  comm_->all_to_all_bytes(data ? out.data() : nullptr, times(send_counts_, rb), data ? in.data() : nullptr,
+                          times(recv_counts_, rb));
+  if (data) {
+    std::vector<float> acc(owned_ * w, 0.0f);
+    const std::uint8_t* from = in.data();  // source s's rows
+    for (int s = 0; s < p; ++s) {
+      if (s == me) {  // this rank's own rows, rounded as if sent
+        for (const Run& run : own_runs_) {
+          std::vector<std::uint8_t> mine(as_size(run.len) * rb);
+          quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
+                        mine.data());
+          add_dequantised_rows(mine.data(), run.len, cols, bits, acc.data() + as_size(run.at) * w);
+        }
+        continue;
+      }
+      for (const Run& run : recv_runs_[static_cast<std::size_t>(s)])
+        add_dequantised_rows(from + as_size(run.at) * rb, run.len, cols, bits, acc.data() + as_size(run.row) * w);
+      from += recv_counts_[static_cast<std::size_t>(s)] * rb;
+    }
+    for (const Run& run : owned_runs_)
+      quantise_rows(acc.data() + as_size(run.at) * w, run.len, cols, bits, kSumStream, run.row,
+                    sums.data() + as_size(run.at) * rb);
+  }
+  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, times(owned_counts_, rb));
+  if (!data) return;
+  for (const Run& run : gathered_runs_)
+    dequantise_rows(gathered.data() + as_size(run.at) * rb, run.len, cols, bits, c + as_size(run.row) * w);
   for (const Run& run : zero_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
 }
 

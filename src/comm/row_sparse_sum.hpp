@@ -47,8 +47,12 @@ class RowSparseSum {
 
   // c [rows × cols] (ld = cols) summed over the group in place. c == nullptr on every rank (a
   // dry run on a backend that holds no memory): only the collectives are issued, with their
-  // counts.
-  void sum(float* c, index_t cols) const;
+  // counts. `wire` Int8 or Int4 (--wire): every row a rank sends is quantised
+  // (src/comm/quantised_rows.hpp; its own rows too, as if sent, so that both forms give the same
+  // bits), the owner sums the values in fp32 in rank order from +0 and quantises the sum, which
+  // every rank then takes (the owner too): bytes fall to 1 + cols (int8) or 1 + ⌈cols/2⌉ (int4)
+  // a row from 4·cols. On one rank nothing is rounded. (Bf16 is all_reduce_in_bf16's, not here.)
+  void sum(float* c, index_t cols, Wire wire = Wire::Fp32) const;
 
   // A run of `len` consecutive rows of the block from `row`, at `at` (in rows) of a packed buffer
   // (or of the owned sums): the rows form copies and adds runs, not rows one by one.
@@ -60,6 +64,8 @@ class RowSparseSum {
   void build(const std::vector<std::uint8_t>& packed_masks, std::size_t mask_bytes);
   void sum_dense(float* c, index_t cols) const;
   void sum_rows(float* c, index_t cols) const;
+  void sum_dense_quantised(float* c, index_t cols, int bits) const;
+  void sum_rows_quantised(float* c, index_t cols, int bits) const;
 
   Communicator* comm_;
   index_t rows_ = 0;
@@ -72,6 +78,7 @@ class RowSparseSum {
   std::vector<std::vector<Run>> recv_runs_;    // per source: owned slot (row) of each received row (at)
   std::vector<Run> own_runs_;                  // rows this rank holds and owns: block row, owned slot (at)
   std::size_t owned_ = 0;                      // rows this rank sums
+  std::vector<Run> owned_runs_;                // block row of each owned slot (at)
   std::vector<std::size_t> owned_counts_;      // rows each rank owns (the all-gather's parts)
   std::vector<Run> gathered_runs_;             // the all-gather's rows, packed by owner in rank order
   std::vector<Run> zero_runs_;                 // rows no rank holds (at unused)

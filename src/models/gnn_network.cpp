@@ -135,6 +135,9 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   // --sparse-comm (TrainConfig::sparse_comm, CPU backend): the sums of each layer's block, over
   // the axes the layer sums its products on (Â·H over o, Âᵀ·G over d), in layer order on every
   // rank (a block two layers share on this rank may be two blocks on another).
+  // --wire int8|int4: the quantised sums read and write host memory (RowSparseSum).
+  if (cfg.wire != Wire::Fp32 && be.device() != Device::CPU)
+    throw InputError("TrainConfig.wire", std::string(wire_name(cfg.wire)) + " sums are the CPU backend's for now");
   if (cfg.sparse_comm != SparseComm::Off && be.device() == Device::CPU) {
     const bool rows = cfg.sparse_comm == SparseComm::Auto;
     for (int l = 0; l < n_layers; ++l) {
@@ -159,6 +162,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
     comm.reuse_weight = reuse_gathers_;
     comm.agg_chunks = cfg.agg_chunks;
     comm.bf16 = bf16_;
+    comm.wire = cfg.wire;
     comm.bf16_output = bf16_ && l + 1 < n_layers;  // (the logits stay fp32)
     comm.recompute = cfg.recompute;
     comm.inference = inference_;

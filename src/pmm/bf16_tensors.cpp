@@ -1,4 +1,6 @@
 #include "pmm/bf16_tensors.hpp"
+#include "comm/row_sparse_sum.hpp"
+#include "pmm/activation_sum_bytes.hpp"
 #include "core/shard_layout.hpp"
 
 #include <algorithm>
@@ -24,6 +26,7 @@ std::vector<float> Bf16Matrix::to_host() const {
 
 void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t n) {
   if (comm.size() == 1) return;
+  const ActivationSumScope counted(comm);
   MemoryScope scope(be, MemoryKind::Workspace, "a bf16 all-reduce");
   Buffer<bf16> wire(be, n);
   be.to_bf16(n, buf, 0.0f, wire.data());
@@ -31,11 +34,20 @@ void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t
   be.from_bf16(n, wire.data(), buf);
 }
 
-void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, bool bf16) {
-  if (bf16)
-    all_reduce_in_bf16(be, comm, m.data(), m.size());
-  else
-    comm.all_reduce(m.data(), m.size(), ReduceOp::Sum);
+void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, Wire wire) {
+  const ActivationSumScope counted(comm);
+  switch (wire) {
+    case Wire::Fp32: return comm.all_reduce(m.data(), m.size(), ReduceOp::Sum);
+    case Wire::Bf16: return all_reduce_in_bf16(be, comm, m.data(), m.size());
+    case Wire::Int8:
+    case Wire::Int4: {
+      if (m.ld() != m.cols()) throw std::invalid_argument("all_reduce_activation: a padded block");
+      float* data = be.computes() ? m.data() : nullptr;
+      if (data != nullptr && be.device() != Device::CPU)
+        throw std::logic_error("all_reduce_activation: a quantised sum of device memory");
+      return RowSparseSum(comm, m.rows()).sum(data, m.cols(), wire);
+    }
+  }
 }
 
 void mask_by_output(Backend& be, const bf16* out, MatrixView grad, Nonlinearity f) {

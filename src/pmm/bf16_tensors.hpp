@@ -48,8 +48,9 @@ class Bf16Matrix {
 // of the partials rounded to bf16 and rounded to bf16 once more (exact in fp32 storage). The
 // bf16 copy is a workspace buffer of n elements. On one rank nothing happens (no rounding).
 void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t n);
-// An activation-sized sum over `comm`: of fp32 values, or with `bf16` all_reduce_in_bf16.
-void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, bool bf16);
+// An activation-sized sum over `comm` as `wire` says: of fp32 values, all_reduce_in_bf16, or
+// quantised (RowSparseSum's dense form; host memory: the CPU backend's).
+void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, Wire wire);
 
 // The nonlinearity a layer applies to its output (or to an intermediate); what a gradient is
 // masked by.

@@ -94,7 +94,7 @@ Linear3DOptions linear_options(const LayerGeometry& g, const LayerCommOptions& c
   return {.bias = !g.transform_first,
           .scatter_output = comm.scatter_output && !g.transform_first,
           .reuse_weight = comm.reuse_weight,
-          .bf16_comm = comm.bf16,
+          .bf16_comm = comm.bf16, .wire = comm.wire,
           .inference = comm.inference};
 }
 LayerCommOptions normalized(LayerCommOptions comm, const ProcessGrid& grid, const LayerGeometry& g) {
@@ -177,7 +177,7 @@ ActivationView GcnLayer3D::forward_transform_first(const DropoutSpec& dropout) {
   if (comm_.scatter_output)
     spmm_reduce_scatter(be_, o, adj_.operand(false), y.view(), partial_, out);
   else
-    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out, 0.0f, comm_.bf16, [&] { y_.done(); });
+    spmm_all_reduce(be_, o, adj_.operand(false), y.view(), out, 0.0f, comm_.sum_wire(), [&] { y_.done(); });
   y_.done();  // (bf16: Y is only the SpMM's operand)
   be_.add_bias(out.view(), std::as_const(bias_).data());
   if (relu_) be_.relu(out.view());
@@ -198,7 +198,7 @@ Activation GcnLayer3D::backward_transform_first(Activation& d_out, const Dropout
   be_.column_sum(d->view(), 0.0f, bias_.grad());
   dc.all_reduce(bias_.grad(), bias_.size(), ReduceOp::Sum);
   Matrix d_y(be_, geo_.in_rows.size(), geo_.out_cols.size());
-  spmm_all_reduce(be_, dc, adj_.operand(true), d->view(), d_y, 0.0f, comm_.bf16, [&] { out_.release(); });
+  spmm_all_reduce(be_, dc, adj_.operand(true), d->view(), d_y, 0.0f, comm_.sum_wire(), [&] { out_.release(); });
   out_.release();
   return input_.gradient_through(linear_, d_y, dropout, need_input_grad);
 }
@@ -234,7 +234,7 @@ Activation GcnLayer3D::backward_aggregate_first(Activation& d_out, const Dropout
   if (!need_input_grad) return {};
   Matrix d_agg = tensors_.fp32(std::move(d_linear));  // (the SpMM's operand)
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), adj_.operand(true), d_agg.view(), d_h, 0.0f, comm_.bf16,
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), adj_.operand(true), d_agg.view(), d_h, 0.0f, comm_.sum_wire(),
                   [&] { d_agg = Matrix(); });
   return input_.gradient(std::move(d_h), dropout);
 }

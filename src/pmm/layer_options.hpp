@@ -2,6 +2,7 @@
 // What a GNN layer is told for one pass (DropoutSpec) and once, when it is built
 // (LayerCommOptions): shared by the layers (pmm/gnn_layer_3d.hpp) and by the machinery that holds
 // their tensors (pmm/layer_tensors.hpp).
+#include "plexus/comm.hpp"
 #include "plexus/rng.hpp"
 
 namespace plexus {
@@ -36,6 +37,13 @@ struct LayerCommOptions {
   // With bf16, every layer but the last: the output (the next layer's input) is stored in bf16,
   // computed in fp32 and rounded once stored, and its gradient comes in bf16.
   bool bf16_output = false;
+  // --wire int8|int4 (an fp32 layer; docs/communication.md, "Low-bit wire"): its activation-sized
+  // sums quantised per row (RowSparseSum::sum), where bf16 would send bf16. Parameter-sized
+  // collectives, the attention's scores and scatter_output's reduce-scatter and all-gather stay
+  // fp32.
+  Wire wire = Wire::Fp32;
+  // How the activation-sized sums travel: Bf16 with bf16, else `wire`.
+  Wire sum_wire() const { return bf16 ? Wire::Bf16 : wire; }
   // Keep only the input (and the output) from forward to backward and compute the
   // intermediates again there (TrainConfig::recompute; TensorRole::Recomputed). Recomputing
   // repeats their collectives.

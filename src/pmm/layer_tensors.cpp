@@ -15,7 +15,8 @@ LayerTensors::LayerTensors(Backend& be, const LayerCommOptions& comm)
       bf16_(comm.bf16),
       bf16_output_(comm.bf16 && comm.bf16_output),
       recompute_(comm.recompute),
-      inference_(comm.inference) {}
+      inference_(comm.inference),
+      sum_wire_(comm.sum_wire()) {}
 
 TensorLifetime LayerTensors::lifetime(TensorRole role, bool graph) const {
   using L = TensorLifetime;
@@ -308,7 +309,7 @@ void LayerInput::aggregate(const DropoutSpec& dropout, Communicator& comm, std::
     const ConstMatrixView h = whole(dropout);
     for (const Aggregation& p : products) {
       Matrix& out = p.out.compute();
-      spmm_all_reduce(be, comm, p.a, h, out);
+      spmm_all_reduce(be, comm, p.a, h, out, 0.0f, owner_.sum_wire());
       sums.push_back(out.view());
     }
     if (combine) combine(sums);

@@ -67,6 +67,7 @@ class LayerTensors {
 
   Backend& backend() const { return *be_; }
   bool bf16() const { return bf16_; }                // the input, what is kept, the activation sums
+  Wire sum_wire() const { return sum_wire_; }       // how the activation sums travel (LayerCommOptions)
   bool bf16_output() const { return bf16_output_; }  // the output too
   bool inference() const { return inference_; }
   bool grads() const { return !inference_; }  // the parameters have gradients
@@ -100,6 +101,7 @@ class LayerTensors {
   friend class LayerTensor;
   Backend* be_;
   bool bf16_, bf16_output_, recompute_, inference_;
+  Wire sum_wire_;
   std::vector<LayerTensor*> tensors_;
 };
 

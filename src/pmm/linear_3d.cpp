@@ -1,5 +1,6 @@
 // Linear3D: the collectives listed in linear_3d.hpp, issued in that order.
 #include "pmm/linear_3d.hpp"
+#include "pmm/activation_sum_bytes.hpp"
 
 #include "pmm/bf16_tensors.hpp"
 #include "core/shard_layout.hpp"
@@ -88,7 +89,7 @@ Matrix Linear3D::backward(const RowSource& x, const RowSource& d_y, bool need_in
   Matrix d_x = need_input_grad ? Matrix(be_, layout_.rows, layout_.in_cols.size()) : Matrix();
   backward_by_rows(x, d_y, need_input_grad,
                    [&](index_t r0, index_t r1, ConstMatrixView dx) { be_.copy(dx, rows_of(d_x.view(), r0, r1)); });
-  if (need_input_grad) all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.bf16_comm);
+  if (need_input_grad) all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sum_wire());
   return d_x;
 }
 
@@ -99,7 +100,10 @@ Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool n
   backward_by_rows(x, d_y, need_input_grad, [&](index_t r0, index_t r1, ConstMatrixView dx) {
     be_.to_bf16(static_cast<std::size_t>((r1 - r0) * in), dx.data, 0.0f, d_x.data() + r0 * in);
   });
-  if (need_input_grad && grid_.dim(layout_.out) > 1) grid_.comm(layout_.out).all_reduce_bf16(d_x.data(), d_x.size());
+  if (need_input_grad && grid_.dim(layout_.out) > 1) {
+    const ActivationSumScope counted(grid_.comm(layout_.out));
+    grid_.comm(layout_.out).all_reduce_bf16(d_x.data(), d_x.size());
+  }
   return d_x;
 }
 
@@ -119,7 +123,7 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
     grid_.comm(layout_.in).reduce_scatter(y_.data(), y_slice_.data(), counts);
   } else {
-    all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.bf16_comm);
+    all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sum_wire());
   }
   if (opt_.bias) be_.add_bias(y.view(), std::as_const(b_).data());
   return y;
@@ -165,7 +169,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (!need_input_grad) return {};
   Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
-  all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.bf16_comm);
+  all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sum_wire());
   return d_x;
 }
 

@@ -66,6 +66,9 @@ struct Linear3DOptions {
   // `out`) travel as bf16 with an fp32 sum (all_reduce_in_bf16). W's gathers, dW's
   // reduce-scatters and db stay fp32 (parameter-sized).
   bool bf16_comm = false;
+  // Without bf16_comm, how those two travel (LayerCommOptions::wire, --wire).
+  Wire wire = Wire::Fp32;
+  Wire sum_wire() const { return bf16_comm ? Wire::Bf16 : wire; }
   // Built for inference: no gradients of W and b, no dW workspace, no buffer of the gathered
   // dY; backward is a std::logic_error.
   bool inference = false;

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "plexus/shard.hpp"
+#include "comm/row_sparse_sum.hpp"
+#include "pmm/activation_sum_bytes.hpp"
 #include "pmm/bf16_tensors.hpp"
 #include "core/shard_layout.hpp"
 
@@ -23,27 +25,37 @@ const PlannedSums* planned_sums(const AdjOperand& a, const Communicator& comm, f
 }  // namespace
 
 void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c, float beta,
-                     bool bf16, const std::function<void()>& operand_done) {
-  if (bf16) {
+                     Wire wire, const std::function<void()>& operand_done) {
+  const ActivationSumScope counted(comm);
+  if (wire == Wire::Bf16) {
     spmm_rows(be, a, b, c.view(), beta);
     if (operand_done) operand_done();
     all_reduce_in_bf16(be, comm, a, c.view());
     return;
   }
-  if (const PlannedSums* sums = planned_sums(a, comm, beta)) {
-    // The planned sums (DeviceAdj::plan_sums): each chunk's, blocking, after its SpMM. A
-    // backend that holds no memory (a dry run) hands them no data: they only count.
+  const PlannedSums* sums = planned_sums(a, comm, beta);
+  if (sums != nullptr || wire != Wire::Fp32) {
+    // The planned sums (DeviceAdj::plan_sums), or a quantised sum in the dense form: each
+    // chunk's, blocking, after its SpMM. A backend that holds no memory (a dry run) hands them
+    // no data: they only count.
     float* data = be.computes() ? c.data() : nullptr;
+    if (data != nullptr && be.device() != Device::CPU)
+      throw std::logic_error("spmm_all_reduce: a planned or quantised sum of device memory");
+    const auto sum_rows = [&](const RowSparseSum* planned, index_t row, index_t rows) {
+      float* at = data ? data + row * c.cols() : nullptr;
+      if (planned) return planned->sum(at, c.cols(), wire);
+      RowSparseSum(comm, rows).sum(at, c.cols(), wire);
+    };
     if (a.chunks.empty()) {
       be.spmm(a.whole, b, c.view(), beta, a.whole_plan);
-      return sums->whole->sum(data, c.cols());
+      return sum_rows(sums ? sums->whole.get() : nullptr, 0, c.rows());
     }
     index_t row = 0;
     for (std::size_t k = 0; k < a.chunks.size(); ++k) {
       const CsrView& chunk = a.chunks[k];
       be.spmm(chunk, b, rows_of(c.view(), row, row + chunk.rows), beta,
               k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
-      sums->chunks[k]->sum(data ? data + row * c.cols() : nullptr, c.cols());
+      sum_rows(sums ? sums->chunks[k].get() : nullptr, row, chunk.rows);
       row += chunk.rows;
     }
     return;
@@ -75,6 +87,7 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
 }
 
 void all_reduce_in_bf16(Backend& be, Communicator& comm, const AdjOperand& a, MatrixView c) {
+  const ActivationSumScope counted(comm);
   if (c.ld != c.cols) throw std::invalid_argument("all_reduce_in_bf16: a padded block");
   // Chunk k's rows of c are contiguous (row-major, ld == cols): each summed on its own.
   if (a.chunks.empty()) return all_reduce_in_bf16(be, comm, c.data, static_cast<std::size_t>(c.rows * c.cols));

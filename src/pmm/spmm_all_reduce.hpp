@@ -10,15 +10,20 @@
 
 namespace plexus {
 
-// c = a·b + beta·c, then c summed over `comm` (all-reduce). Where a carries sums planned over
-// `comm` (DeviceAdj::plan_sums, --sparse-comm) and beta is 0, they sum (not in bf16). With row chunks (a.chunks, the row
-// blocks of a.whole) each chunk's all-reduce is non-blocking and overlaps the next chunk's
-// SpMM. beta scales what c held before (added once: only by this rank's share of the sum).
-// `bf16`: the all-reduces travel as bf16 with an fp32 sum (all_reduce_in_bf16, --precision
-// bf16): every chunk's product first, then `operand_done` (when given: b is read no more, and a
-// caller may free it before the sums' bf16 wire buffers are taken), then each chunk's sum.
+// c = a·b + beta·c, then c summed over `comm` (all-reduce), as `wire` says (Communicator's Wire).
+// Where a carries sums planned over `comm` (DeviceAdj::plan_sums, --sparse-comm) and beta is 0,
+// they sum (fp32 or quantised; not in bf16). With row chunks (a.chunks, the row blocks of
+// a.whole) each chunk's sum is its own: in fp32 without planned sums a non-blocking all-reduce
+// that overlaps the next chunk's SpMM. beta scales what c held before (added once: only by this
+// rank's share of the sum).
+//   Bf16       the sums travel as bf16 with an fp32 sum (all_reduce_in_bf16, --precision bf16):
+//              every chunk's product first, then `operand_done` (when given: b is read no more,
+//              and a caller may free it before the sums' bf16 wire buffers are taken), then
+//              each chunk's sum.
+//   Int8/Int4  each chunk's sum quantised (RowSparseSum::sum, --wire; host memory: the CPU
+//              backend's), after its SpMM.
 void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c,
-                     float beta = 0.0f, bool bf16 = false, const std::function<void()>& operand_done = {});
+                     float beta = 0.0f, Wire wire = Wire::Fp32, const std::function<void()>& operand_done = {});
 
 // c (a's product) summed over `comm` in bf16 with an fp32 sum (all_reduce_in_bf16), each of a's
 // row chunks on its own, as spmm_all_reduce sums them.

@@ -39,7 +39,7 @@ void add_spec(Hasher& h, const GnnSpec& spec) {
 }  // namespace
 
 std::uint64_t config_hash(const TrainConfig& c) {
-  static_assert(field_count<TrainConfig>() == 26, "a TrainConfig field is missing from config_hash");
+  static_assert(field_count<TrainConfig>() == 27, "a TrainConfig field is missing from config_hash");
   static_assert(field_count<LinkConfig>() == 9, "a LinkConfig field is missing from config_hash");
   Hasher h;
   h.word(static_cast<std::uint64_t>(c.task));
@@ -68,6 +68,7 @@ std::uint64_t config_hash(const TrainConfig& c) {
   h.word(static_cast<std::uint64_t>(c.comm_variant));
   h.word(static_cast<std::uint64_t>(c.agg_chunks));
   h.word(static_cast<std::uint64_t>(c.sparse_comm));
+  h.word(static_cast<std::uint64_t>(c.wire));
   h.word(static_cast<std::uint64_t>(c.balance));
   h.word(c.balance_seed);
   h.word(c.shard_adj);

@@ -12,6 +12,7 @@
 
 #include "io/model_files/gnn_model_file.hpp"
 #include "models/gnn_network.hpp"
+#include "pmm/activation_sum_bytes.hpp"
 #include "models/kinds/kind_spec.hpp"
 #include "optim/adam.hpp"
 #include "plexus/link_split.hpp"
@@ -341,6 +342,7 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   t.outputs_current = false;
   t.last_values.clear();  // an epoch trained on from whatever weights the model holds
   t.grid.reset_stats();
+  take_activation_sum_bytes();  // (counted from here, as the stats)
   const auto t_epoch = Clock::now();
   EpochMetrics m;
   m.epoch = epoch;
@@ -397,6 +399,8 @@ std::optional<EpochMetrics> GnnTrainer::Impl::run_epoch(bool stoppable) {
   m.rank_comm_bytes = c.bytes;
   m.comm_bytes = c.bytes;
   t.grid.world().all_reduce(m.comm_bytes.data(), 3, ReduceOp::Sum);  // world traffic is not counted
+  m.activation_bytes = take_activation_sum_bytes();
+  t.grid.world().all_reduce(&m.activation_bytes, 1, ReduceOp::Sum);
   m.comm_seconds = c.seconds[3];
   m.compute_seconds = m.epoch_seconds - m.comm_seconds;
   // The slowest rank and the mean, per axis (world collectives are not counted in the stats).

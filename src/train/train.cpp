@@ -134,6 +134,14 @@ const std::vector<NamedChoice<SparseComm>>& sparse_comms() {
   return all;
 }
 
+const std::vector<NamedChoice<Wire>>& wires() {
+  static const std::vector<NamedChoice<Wire>> all = {
+      {Wire::Fp32, "fp32", "the values as they are"},
+      {Wire::Int8, "int8", "8 bits a value and a byte a row, stochastic rounding, sums in fp32"},
+      {Wire::Int4, "int4", "4 bits a value and a byte a row, the same"}};
+  return all;
+}
+
 namespace {
 template <class Kind>
 const char* name_in(const std::vector<NamedChoice<Kind>>& all, Kind k) {
@@ -159,6 +167,8 @@ const char* sparse_comm_name(SparseComm s) { return name_in(sparse_comms(), s); 
 SparseComm parse_sparse_comm(const std::string& text) {
   return parse_in(sparse_comms(), text, "TrainConfig.sparse_comm");
 }
+const char* wire_name(Wire w) { return name_in(wires(), w); }
+Wire parse_wire(const std::string& text) { return parse_in(wires(), text, "TrainConfig.wire"); }
 LinkDecoder parse_link_decoder(const std::string& text) {
   return parse_in(link_decoders(), text, "TrainConfig.link.decoder");
 }
@@ -255,6 +265,10 @@ void validate(const TrainConfig& c) {
   if (!any_weight) throw InputError("TrainConfig.class_weights", "every class weight is 0: nothing would be trained");
   if (c.task != GnnTask::Link && c.select_by.by == SelectBy::Auc)
     throw InputError("TrainConfig.select_by", "auc is the link task's; node classification picks by accuracy, loss, macro-f1 or recall:K");
+  if (c.wire == Wire::Bf16) throw InputError("TrainConfig.wire", "bf16 is what --precision bf16 sends, not a --wire");
+  if (c.wire != Wire::Fp32 && c.precision != Precision::FP32)
+    throw InputError("TrainConfig.wire", std::string(wire_name(c.wire)) +
+                                             " quantises fp32 sums; --precision bf16 sends its sums in bf16 (choose one)");
   validate_link(c);
   check_kind(c);
 }

@@ -1,0 +1,146 @@
+// --wire int8|int4 under MPI (mpi_test_trainer, on 1 to 4, 6 and 8 ranks): on every grid shape
+// of the rank count, every GNN kind and GCN layer order trains with quantised activation sums to
+// the same bits whichever form the sums take (the row-sparse sums' rows form or their dense
+// one: each rank's rows are rounded as the rank, each sum as its owner), near the fp32 losses,
+// their activation sums moving at most half of fp32's bytes and the rest as fp32; the same run twice gives the same bits; on one rank nothing is rounded.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "plan/plan.hpp"  // all_grids
+#include "plexus/backend.hpp"
+#include "plexus/convert.hpp"
+#include "plexus/error.hpp"
+#include "plexus/gnn_trainer.hpp"
+#include "plexus/process_grid.hpp"
+#include "plexus/train.hpp"
+#include "mpi_grid_runs.hpp"
+
+namespace plexus {
+namespace {
+
+using testing::world_size;
+
+// 211 nodes of degree 2.5: blocks of a few ranks' columns leave rows empty (the rows form).
+const GraphData& graph() {
+  static const GraphData g = [] {
+    SbmOptions o;
+    o.nodes = 211;
+    o.classes = 4;
+    o.features = 9;
+    o.avg_degree = 2.5;
+    o.seed = 37;
+    return generate_sbm(o);
+  }();
+  return g;
+}
+
+using Case = testing::KindRunCase;
+
+TrainConfig config(const Case& c, Wire wire, SparseComm sums) {
+  TrainConfig t = testing::kind_run_config(c, 3);
+  t.wire = wire;
+  t.sparse_comm = sums;
+  return t;
+}
+
+struct WireRun {
+  std::vector<double> losses;
+  ModelState state;
+  double bytes = 0;       // every epoch's, every axis's
+  double activation = 0;  // of them, the activation sums'
+};
+
+WireRun train(ProcessGrid& grid, const TrainConfig& cfg) {
+  auto be = make_cpu_backend(1);
+  GnnTrainer t(graph(), cfg, *be, grid);
+  WireRun r;
+  for (int e = 0; e < cfg.epochs; ++e) {
+    const EpochMetrics m = t.epoch();
+    r.losses.push_back(m.loss);
+    for (const double b : m.comm_bytes) r.bytes += b;
+    r.activation += m.activation_bytes;
+  }
+  r.state = t.state();
+  return r;
+}
+
+void expect_same_bits(const WireRun& got, const WireRun& want, const std::string& what) {
+  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
+  for (std::size_t e = 0; e < got.losses.size(); ++e)
+    EXPECT_EQ(std::memcmp(&got.losses[e], &want.losses[e], sizeof(double)), 0)
+        << what << ": epoch " << e + 1 << " loss " << got.losses[e] << " vs " << want.losses[e];
+  ASSERT_EQ(got.state.parameters.size(), want.state.parameters.size()) << what;
+  for (std::size_t k = 0; k < got.state.parameters.size(); ++k)
+    EXPECT_TRUE(got.state.parameters[k].value == want.state.parameters[k].value)
+        << what << ": " << want.state.parameters[k].name;
+}
+
+TEST(Wire, EveryKindOnEveryGridQuantisesAlikeInEitherFormNearFp32) {
+  const int p = world_size();
+  for (const Case& c : testing::every_kind_case())
+    for (const GridShape& shape : all_grids(p)) {
+      auto grid = ProcessGrid::from_mpi(shape);
+      const std::string what = c.name + " on " + shape.str();
+      const WireRun fp32 = train(*grid, config(c, Wire::Fp32, SparseComm::Dense));
+      const WireRun dense = train(*grid, config(c, Wire::Int8, SparseComm::Dense));
+      const WireRun rows = train(*grid, config(c, Wire::Int8, SparseComm::Auto));
+      const WireRun plain = train(*grid, config(c, Wire::Int8, SparseComm::Off));
+      expect_same_bits(rows, dense, what + " int8, auto vs dense");
+      expect_same_bits(plain, dense, what + " int8, off vs dense");  // (off: the dense form)
+      for (std::size_t e = 0; e < fp32.losses.size(); ++e) {
+        EXPECT_TRUE(std::isfinite(dense.losses[e])) << what;
+        EXPECT_NEAR(dense.losses[e], fp32.losses[e], 0.02 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
+      }
+      if (shape.size() == 1) {  // nothing rounded on one rank
+        expect_same_bits(dense, fp32, what + " one rank");
+        EXPECT_EQ(fp32.activation, 0.0) << what;
+        continue;
+      }
+      // The activation sums move fewer bytes — at most half of fp32's, 1 + cols for 4·cols a row,
+      // but for GAT's attention scores, which stay fp32 — and the rest of the traffic is fp32's
+      // to the byte.
+      EXPECT_GT(fp32.activation, 0.0) << what;
+      EXPECT_LT(dense.activation, fp32.activation) << what;
+      if (c.model.kind() != "gat") {
+        EXPECT_LE(dense.activation, 0.5 * fp32.activation) << what;
+      }
+      // (to rounding: a ring's count of 3 ranks is not a whole number)
+      EXPECT_NEAR(dense.bytes - dense.activation, fp32.bytes - fp32.activation, 1e-9 * fp32.bytes) << what;
+    }
+}
+
+TEST(Wire, Int4AndChunksAndVariantsOnTheLastGrid) {
+  const int p = world_size();
+  auto grid = ProcessGrid::from_mpi(all_grids(p).back());
+  for (const Case& c : testing::every_kind_case()) {
+    const std::string what = c.name + " on " + all_grids(p).back().str();
+    const WireRun fp32 = train(*grid, config(c, Wire::Fp32, SparseComm::Dense));
+    const WireRun int4 = train(*grid, config(c, Wire::Int4, SparseComm::Dense));
+    expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Auto)), int4, what + " int4, auto vs dense");
+    expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Dense)), int4, what + " int4 again");
+    for (std::size_t e = 0; e < fp32.losses.size(); ++e)
+      EXPECT_NEAR(int4.losses[e], fp32.losses[e], 0.1 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
+    TrainConfig on = config(c, Wire::Int8, SparseComm::Auto), dense = config(c, Wire::Int8, SparseComm::Dense);
+    on.comm_variant = dense.comm_variant = CommVariant::RsAgReuse;
+    on.recompute = dense.recompute = true;
+    if (c.model.kind() != "gat") on.agg_chunks = dense.agg_chunks = 3;
+    expect_same_bits(train(*grid, on), train(*grid, dense), what + " int8 chunked, rs-ag-reuse, recompute");
+  }
+}
+
+TEST(Wire, RefusedWithBf16) {
+  TrainConfig t = config(testing::every_kind_case()[0], Wire::Int8, SparseComm::Off);
+  t.precision = Precision::BF16;
+  EXPECT_THROW(validate(t), InputError);
+  t.wire = Wire::Bf16;
+  t.precision = Precision::FP32;
+  EXPECT_THROW(validate(t), InputError);
+}
+
+}  // namespace
+}  // namespace plexus
