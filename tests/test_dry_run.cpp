@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 #include "kernels/shape/shape_backend.hpp"
 #include "plan/dry_run.hpp"
 #include "plan/gnn_plan.hpp"
+#include "plan/kernel_work.hpp"
 #include "pmm/device_adj.hpp"
 #include "pmm/gcn_layer_3d.hpp"
 #include "pmm/linear_3d.hpp"
@@ -206,6 +208,42 @@ TEST(DryRun, AGcnLayerStepStreamsTheBytesCountedByHand) {
     EXPECT_DOUBLE_EQ(step.random_draws, draws);
     EXPECT_DOUBLE_EQ(step.gemm_flops, 2.0 * (2.0 * N * F * C));  // H·W and Hᵀ·dY
     EXPECT_DOUBLE_EQ(step.spmm_flops, 2.0 * (2.0 * nnz * C));    // Â·Y and Âᵀ·dOUT
+  }
+}
+
+// The roofline's kernel work (src/plan/kernel_work.hpp): a steady epoch's kernels, each by its
+// name, add up to that epoch's dry run, and the kernels that do the work are there.
+TEST(KernelWork, TheKernelsOfASteadyEpochAddUpToItsDryRun) {
+  for (const char* kind : {"gcn", "sage", "gat"}) {
+    SCOPED_TRACE(kind);
+    ProblemSize p;
+    p.num_nodes = 120;
+    p.nnz = 700;
+    p.num_features = 12;
+    p.num_classes = 5;
+    p.config.model = GnnSpec(kind);
+    p.config.layers = 3;
+    p.config.hidden = 8;
+    p.config.dropout = 0.5f;
+    const std::map<std::string, KernelWork> work = gnn_epoch_kernel_work(p);
+    const RankCost steady = dry_run_gnn_rank(p, GridShape{1, 1, 1}, 0).steady;
+    KernelWork sum;
+    for (const auto& [name, w] : work) {
+      EXPECT_GT(w.calls, 0u) << name;
+      sum.flops += w.flops;
+      sum.bytes += w.bytes;
+      sum.draws += w.draws;
+    }
+    EXPECT_DOUBLE_EQ(sum.flops, steady.gemm_flops + steady.spmm_flops);
+    EXPECT_DOUBLE_EQ(sum.bytes, steady.stream_bytes + steady.spmm_bytes);
+    EXPECT_DOUBLE_EQ(sum.draws, steady.random_draws);
+    ASSERT_TRUE(work.count("gemm_nn"));
+    EXPECT_GT(work.at("gemm_nn").flops, 0.0);
+    EXPECT_GT(work.at("dropout").draws, 0.0);
+    if (std::string(kind) != "gat") {
+      ASSERT_TRUE(work.count("spmm"));
+      EXPECT_GT(work.at("spmm").bytes, 0.0);
+    }
   }
 }
 

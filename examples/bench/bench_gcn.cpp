@@ -1,5 +1,9 @@
 // bench_gcn: SpMM GB/s, GEMM GFLOP/s, a STREAM-like triad (this machine's memory bandwidth)
-// and the epoch time of a 3-layer, hidden-128 GCN, all on the CPU backend.
+// and the epoch time of a 3-layer, hidden-128 GCN, all on the CPU backend; then the epoch's
+// roofline: each kernel's seconds (a KernelProfiler over the steady epochs) against the bytes
+// and FLOPs the plan's dry run of the same configuration says it moves and computes
+// (src/plan/kernel_work.hpp), as a fraction of the triad's bandwidth (memory-bound kernels and
+// SpMM) or of the measured GEMM rate (GEMMs), per kernel and per kernel family.
 //
 //   bench_gcn GRAPH.h5 [--epochs E] [--threads T] [--reps R] [--hidden H] [--layers L]
 //
@@ -14,12 +18,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench_common.hpp"
+#include "plan/kernel_work.hpp"
 #include "plexus/backend.hpp"
+#include "plexus/gnn_trainer.hpp"
+#include "plexus/profiling.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/train.hpp"
@@ -180,6 +188,60 @@ int main(int argc, char** argv) {
   const double epoch_med = median(ep);
   const double first_epoch = r.epochs.front().epoch_seconds;
 
+  // ---- (e) roofline of a steady epoch ------------------------------------------------------
+  // Bytes and FLOPs per kernel from the dry run (one truth: the shape backend's model), seconds
+  // per kernel from the profiled epochs 2..E of the same configuration.
+  const std::map<std::string, KernelWork> work = gnn_epoch_kernel_work(gnn_problem(path, cfg));
+  std::map<std::string, KernelProfiler::Entry> spent;
+  double profiled_epoch = 0;
+  {
+    GnnTrainer trainer(g, cfg, *be, *grid);
+    trainer.epoch();  // (the first: layer 0's clean aggregation cached, allocations)
+    KernelProfiler prof(*be);
+    const int steady = std::max(1, epochs - 1);
+    const double e0 = now_s();
+    for (int e = 0; e < steady; ++e) trainer.epoch();
+    profiled_epoch = (now_s() - e0) / steady;
+    for (const auto& [name, entry] : prof.entries()) spent[name] = {entry.seconds / steady, entry.calls / steady};
+  }
+  const double gemm_rate = std::max(gemm_gflops, gemm_tn_gflops) * 1e9;  // the machine's GEMM rate
+  const double mem_rate = triad * 1e9;                                   // its memory bandwidth
+  // Family of a kernel: GEMM (its FLOPs against the GEMM rate), SpMM and the memory-bound kernels
+  // (their bytes against the triad), dropout (its draws: no bound here), the rest.
+  const auto family = [](const std::string& k) -> std::string {
+    if (k.rfind("gemm", 0) == 0) return "gemm";
+    if (k.rfind("spmm", 0) == 0 && k != "spmm_prepare") return "spmm";
+    if (k.find("dropout") != std::string::npos) return "dropout";
+    return "memory";
+  };
+  struct Row {
+    double seconds = 0, bytes = 0, flops = 0, bound = 0;
+    std::uint64_t calls = 0;
+  };
+  std::map<std::string, Row> kernels, families;
+  for (const auto& [name, w] : work) {
+    Row r;
+    r.calls = w.calls;
+    r.bytes = w.bytes;
+    r.flops = w.flops;
+    const auto it = spent.find(name);
+    r.seconds = it == spent.end() ? 0.0 : it->second.seconds;
+    const std::string f = family(name);
+    r.bound = f == "gemm" ? w.flops / gemm_rate : f == "dropout" ? 0.0 : w.bytes / mem_rate;
+    kernels[name] = r;
+    Row& fam = families[f];
+    fam.seconds += r.seconds;
+    fam.bytes += r.bytes;
+    fam.flops += r.flops;
+    fam.bound += r.bound;
+    fam.calls += r.calls;
+  }
+  double bound_total = 0, kernel_seconds = 0;
+  for (const auto& [f, r] : families) {
+    bound_total += r.bound;
+    kernel_seconds += r.seconds;
+  }
+
   // ---- report -------------------------------------------------------------------------------
   std::printf("\nByte model (SpMM): indptr (N+1)*8 + indices nnz*4 + values nnz*4 + B rows gathered "
               "nnz*128*4 + C written N*128*4 = %.3f GB per call\n",
@@ -198,6 +260,22 @@ int main(int argc, char** argv) {
   std::printf("train_gnn total %.2f s (incl. normalize/shard), final loss %.4f, peak tensor %.2f GiB\n",
               train_total, r.epochs.back().loss, static_cast<double>(r.peak_tensor_bytes) / (1ull << 30));
 
+  std::printf("\nRoofline of a steady epoch (%.3f s profiled; kernels %.3f s): bytes and FLOPs from the plan's dry run,\n"
+              "bounds: triad %.2f GB/s for SpMM and memory-bound kernels, GEMM %.2f GFLOP/s\n",
+              profiled_epoch, kernel_seconds, triad, gemm_rate / 1e9);
+  std::printf("%-22s %7s %10s %10s %10s %10s %10s %8s\n", "kernel", "calls", "seconds", "GB", "GFLOP", "GB/s",
+              "GFLOP/s", "% bound");
+  const auto print_row = [](const std::string& name, const Row& r) {
+    std::printf("%-22s %7llu %10.4f %10.3f %10.3f %10.2f %10.2f %7.1f%%\n", name.c_str(),
+                static_cast<unsigned long long>(r.calls), r.seconds, r.bytes / 1e9, r.flops / 1e9,
+                r.seconds > 0 ? r.bytes / r.seconds / 1e9 : 0.0, r.seconds > 0 ? r.flops / r.seconds / 1e9 : 0.0,
+                r.seconds > 0 ? 100.0 * r.bound / r.seconds : 0.0);
+  };
+  for (const auto& [name, row] : kernels) print_row(name, row);
+  for (const auto& [f, row] : families) print_row("[" + f + "]", row);
+  std::printf("epoch at %.1f%% of its roofline (the bounds' sum over the profiled epoch; dropout draws unbounded)\n",
+              100.0 * bound_total / profiled_epoch);
+
   std::printf("BENCH_JSON {\"impl\":\"plexus\",\"graph\":\"%s\",\"threads\":%d,\"num_nodes\":%lld,"
               "\"nnz_a_hat\":%lld,\"features\":%lld,\"hidden\":%lld,\"layers\":%d,\"epochs\":%d,\"reps\":%d,"
               "\"spmm_seconds\":%.6f,\"spmm_bytes\":%.0f,\"spmm_gbs\":%.4f,"
@@ -210,6 +288,15 @@ int main(int argc, char** argv) {
               first_epoch);
   for (std::size_t i = 0; i < r.epochs.size(); ++i)
     std::printf("%s%.6f", i ? "," : "", r.epochs[i].epoch_seconds);
-  std::printf("],\"final_loss\":%.6f}\n", r.epochs.back().loss);
+  std::printf("],\"final_loss\":%.6f,\"profiled_epoch_seconds\":%.6f,\"epoch_roofline_fraction\":%.4f,\"roofline\":{",
+              r.epochs.back().loss, profiled_epoch, bound_total / profiled_epoch);
+  bool first = true;
+  for (const auto& [f, row] : families) {
+    std::printf("%s\"%s\":{\"seconds\":%.6f,\"bytes\":%.0f,\"flops\":%.0f,\"bound_seconds\":%.6f,\"fraction\":%.4f}",
+                first ? "" : ",", f.c_str(), row.seconds, row.bytes, row.flops, row.bound,
+                row.seconds > 0 ? row.bound / row.seconds : 0.0);
+    first = false;
+  }
+  std::printf("}}\n");
   return 0;
 }

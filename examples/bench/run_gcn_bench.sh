@@ -56,6 +56,12 @@ print(f"STREAM triad (this machine)        {px['triad_gbs']:.2f} GB/s")
 print(f"SpMM fraction of triad bandwidth   plexus {100 * px['spmm_gbs'] / px['triad_gbs']:.1f}%   "
       f"torch {100 * tc['spmm_gbs'] / px['triad_gbs']:.1f}%")
 print(f"epoch ratio plexus/torch = {ratio:.3f}  (goal <= 0.5: {'MET' if ratio <= 0.5 else 'NOT MET'})")
+roof = px.get("roofline", {})
+print("roofline of a steady Plexus epoch (share of each family's bound: triad for SpMM and memory-bound, GEMM rate for GEMM):")
+for fam, r in sorted(roof.items()):
+    print(f"  {fam:8s} {r['seconds']:.4f} s  bound {r['bound_seconds']:.4f} s  {100 * r['fraction']:.1f}%")
+if "epoch_roofline_fraction" in px:
+    print(f"  epoch at {100 * px['epoch_roofline_fraction']:.1f}% of its roofline")
 print("BENCH_JSON " + json.dumps({"impl": "side_by_side", "epoch_ratio": ratio,
       "spmm_fraction_of_triad": px["spmm_gbs"] / px["triad_gbs"], "plexus": px, "torch": tc}))
 PY

@@ -120,7 +120,7 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
 
 }  // namespace
 
-RankEpochs dry_run_gnn_rank(const ProblemSize& p, GridShape g, int rank) {
+RankEpochs dry_run_gnn_rank(const ProblemSize& p, GridShape g, int rank, const SteadyEpoch& steady) {
   DryRun run(g, 1, rank, p.transport);
   const ShardRanges sr =
       shard_ranges(run.grid(), p.num_nodes, p.dims(), p.two_orders, p.config.shard_adj, p.transform_first());
@@ -136,7 +136,10 @@ RankEpochs dry_run_gnn_rank(const ProblemSize& p, GridShape g, int rank) {
   run.measure();  // not the setup's collectives
   trainer.epoch();
   const RankCost first = run.measure();
-  trainer.epoch();
+  if (steady)
+    steady(run.shape_backend(), [&] { trainer.epoch(); });
+  else
+    trainer.epoch();
   return {first, run.measure()};
 }
 
