@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -163,6 +164,21 @@ inline void expect_same(const GridRun& got, const GridRun& want, const std::stri
       for (std::size_t h = 0; h < alpha.size(); ++h) err = std::max(err, std::abs(static_cast<double>(it->second[h]) - alpha[h]));
     }
     EXPECT_LE(err, 1e-4) << what << ": layer " << l << " attention";
+  }
+}
+
+// Two runs of one model on one grid (recompute or not, sums in one form or another): the same
+// loss every epoch and the same parameters, bit for bit.
+inline void expect_same_training(const std::vector<double>& got_losses, const ModelState& got,
+                                 const std::vector<double>& want_losses, const ModelState& want, const std::string& what) {
+  ASSERT_EQ(got_losses.size(), want_losses.size()) << what;
+  for (std::size_t e = 0; e < got_losses.size(); ++e)
+    EXPECT_EQ(std::memcmp(&got_losses[e], &want_losses[e], sizeof(double)), 0)
+        << what << ": epoch " << e + 1 << " loss " << got_losses[e] << " vs " << want_losses[e];
+  ASSERT_EQ(got.parameters.size(), want.parameters.size()) << what;
+  for (std::size_t k = 0; k < got.parameters.size(); ++k) {
+    ASSERT_EQ(got.parameters[k].value.size(), want.parameters[k].value.size()) << what << ": " << want.parameters[k].name;
+    EXPECT_TRUE(got.parameters[k].value == want.parameters[k].value) << what << ": " << want.parameters[k].name;
   }
 }
 

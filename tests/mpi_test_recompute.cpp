@@ -62,16 +62,7 @@ TrainedRun train(ProcessGrid& grid, const TrainConfig& cfg) {
 }
 
 void expect_identical(const TrainedRun& got, const TrainedRun& want, const std::string& what) {
-  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
-  for (std::size_t e = 0; e < got.losses.size(); ++e)
-    EXPECT_EQ(std::memcmp(&got.losses[e], &want.losses[e], sizeof(double)), 0)
-        << what << ": epoch " << e + 1 << " loss " << got.losses[e] << " vs " << want.losses[e];
-  ASSERT_EQ(got.state.parameters.size(), want.state.parameters.size()) << what;
-  for (std::size_t k = 0; k < got.state.parameters.size(); ++k) {
-    const ParameterState &g = got.state.parameters[k], &w = want.state.parameters[k];
-    ASSERT_EQ(g.value.size(), w.value.size()) << what << ": " << w.name;
-    EXPECT_TRUE(g.value == w.value) << what << ": " << w.name;
-  }
+  testing::expect_same_training(got.losses, got.state, want.losses, want.state, what);
   ASSERT_EQ(got.attention.size(), want.attention.size()) << what;
   for (std::size_t l = 0; l < got.attention.size(); ++l)
     EXPECT_TRUE(got.attention[l].alpha == want.attention[l].alpha) << what << ": layer " << l << " attention";

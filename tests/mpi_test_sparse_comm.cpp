@@ -68,14 +68,7 @@ SumsRun train(ProcessGrid& grid, const TrainConfig& cfg, bool sparse_graph) {
 
 // Auto against dense: the same bits, no more bytes; whether it moved fewer.
 bool expect_same_and_no_more(const SumsRun& got, const SumsRun& want, const std::string& what) {
-  EXPECT_EQ(got.losses.size(), want.losses.size()) << what;
-  for (std::size_t e = 0; e < got.losses.size() && e < want.losses.size(); ++e)
-    EXPECT_EQ(std::memcmp(&got.losses[e], &want.losses[e], sizeof(double)), 0)
-        << what << ": epoch " << e + 1 << " loss " << got.losses[e] << " vs " << want.losses[e];
-  EXPECT_EQ(got.state.parameters.size(), want.state.parameters.size()) << what;
-  for (std::size_t k = 0; k < got.state.parameters.size() && k < want.state.parameters.size(); ++k)
-    EXPECT_TRUE(got.state.parameters[k].value == want.state.parameters[k].value)
-        << what << ": " << want.state.parameters[k].name;
+  testing::expect_same_training(got.losses, got.state, want.losses, want.state, what);
   EXPECT_LE(got.bytes, want.bytes) << what;
   return got.bytes < want.bytes;
 }

@@ -70,14 +70,7 @@ WireRun train(ProcessGrid& grid, const TrainConfig& cfg) {
 }
 
 void expect_same_bits(const WireRun& got, const WireRun& want, const std::string& what) {
-  ASSERT_EQ(got.losses.size(), want.losses.size()) << what;
-  for (std::size_t e = 0; e < got.losses.size(); ++e)
-    EXPECT_EQ(std::memcmp(&got.losses[e], &want.losses[e], sizeof(double)), 0)
-        << what << ": epoch " << e + 1 << " loss " << got.losses[e] << " vs " << want.losses[e];
-  ASSERT_EQ(got.state.parameters.size(), want.state.parameters.size()) << what;
-  for (std::size_t k = 0; k < got.state.parameters.size(); ++k)
-    EXPECT_TRUE(got.state.parameters[k].value == want.state.parameters[k].value)
-        << what << ": " << want.state.parameters[k].name;
+  testing::expect_same_training(got.losses, got.state, want.losses, want.state, what);
 }
 
 TEST(Wire, EveryKindOnEveryGridQuantisesAlikeInEitherFormNearFp32) {
