@@ -1,4 +1,4 @@
-// --sparse-comm under MPI (mpi_test_trainer, on 1 to 4, 6 and 8 ranks): on every grid shape of
+// --sparse-comm under MPI (mpi_test_sums, on 1 to 4, 6 and 8 ranks): on every grid shape of
 // the rank count, every GNN kind and GCN layer order trains with the row-sparse sums (auto) to
 // the losses and parameters of their dense form, bit for bit, and moves no more bytes, on a
 // graph of low degree, where the rows form is taken and moves fewer; on the last grid also a
