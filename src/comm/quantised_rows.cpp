@@ -1,10 +1,12 @@
 // The low-bit wire's row codec (src/comm/quantised_rows.hpp).
 #include "comm/quantised_rows.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "core/parallel_work.hpp"
 
@@ -30,27 +32,61 @@ std::uint64_t splitmix64(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// The draw's seed of one row: its values' bits, its row and the stream.
+// The draw's seed of one row: its values' bits, its row and the stream. Four independent FNV-1a
+// lanes over 64-bit words (two values each), so that the multiplies do not wait on each other.
 std::uint64_t row_seed(const float* x, index_t cols, std::uint64_t stream, index_t row) {
-  std::uint64_t h = 0xCBF29CE484222325ULL ^ splitmix64(stream * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(row));
-  for (index_t j = 0; j < cols; ++j) {
+  constexpr std::uint64_t kPrime = 0x100000001B3ULL;
+  std::uint64_t h[4] = {0xCBF29CE484222325ULL ^ splitmix64(stream * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(row)),
+                        0x84222325CBF29CE4ULL, 0x9E3779B97F4A7C15ULL, 0xD1B54A32D192ED03ULL};
+  index_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    std::uint64_t w[4];
+    std::memcpy(w, x + j, sizeof w);
+    for (int k = 0; k < 4; ++k) h[k] = (h[k] ^ w[k]) * kPrime;
+  }
+  for (; j < cols; ++j) {
     std::uint32_t w;
     std::memcpy(&w, x + j, 4);
-    h = (h ^ w) * 0x100000001B3ULL;
+    h[0] = (h[0] ^ w) * kPrime;
   }
-  return splitmix64(h);
+  return splitmix64(h[0] ^ splitmix64(h[1]) ^ splitmix64(h[2] + 1) ^ splitmix64(h[3] + 2));
+}
+
+// q_j = clamp(floor(x_j·inv + u_j)) for the row's columns, u_j from 16 bits of one 64-bit draw
+// per four columns (`u`: a workspace of cols floats). `Scale` float where 2^-e is a normal float
+// (every row but the tiniest), else double. The draws first, then one loop the compiler
+// vectorises.
+template <class Scale>
+void round_values(const float* x, index_t cols, Scale inv, int top, std::uint64_t seed, Scale* u, std::int8_t* q) {
+  const Scale hi = static_cast<Scale>(top), lo = -hi, unit = static_cast<Scale>(1.0 / 65536.0);
+  for (index_t j0 = 0; j0 < cols; j0 += 4) {
+    const std::uint64_t word = splitmix64(seed + static_cast<std::uint64_t>(j0 >> 2) * 0xD1B54A32D192ED03ULL);
+    const index_t m = std::min<index_t>(4, cols - j0);
+    for (index_t k = 0; k < m; ++k) u[j0 + k] = static_cast<Scale>((word >> (16 * k)) & 0xFFFFu) * unit;
+  }
+  // floor by truncation and a step down where that rounded up (no libm call). x·inv lies in
+  // [−top, top]; the clamp keeps y in [−top, top + 1] and the result in [−top, top] whatever the
+  // rounding of the sum.
+#pragma omp simd
+  for (index_t j = 0; j < cols; ++j) {
+    const Scale y = std::min(std::max(static_cast<Scale>(x[j]) * inv + u[j], lo), hi + 1);
+    const int t = static_cast<int>(y);
+    q[j] = static_cast<std::int8_t>(std::min(t - (y < static_cast<Scale>(t) ? 1 : 0), top));
+  }
 }
 
 void quantise_row(const float* x, index_t cols, int bits, std::uint64_t stream, index_t row, std::uint8_t* out) {
   std::uint8_t* q = out + 1;
   const std::size_t value_bytes = quantised_row_bytes(cols, bits) - 1;
-  float largest = 0.0f;
-  bool finite = true;
+  // The largest |x|, and a probe that turns NaN where any value is inf or NaN (x·0).
+  float largest = 0.0f, probe = 0.0f;
+#pragma omp simd reduction(max : largest) reduction(+ : probe)
   for (index_t j = 0; j < cols; ++j) {
     const float a = std::fabs(x[j]);
-    if (!(a <= std::numeric_limits<float>::max())) finite = false;  // inf or NaN
-    else if (a > largest) largest = a;
+    largest = a > largest ? a : largest;
+    probe += x[j] * 0.0f;
   }
+  const bool finite = probe == 0.0f;
   const int top = qmax(bits);
   int e = 0;
   if (finite && largest > 0.0f) {
@@ -59,32 +95,31 @@ void quantise_row(const float* x, index_t cols, int bits, std::uint64_t stream, 
     e = exp2 - (bits - 1);
     if (static_cast<double>(largest) > std::ldexp(static_cast<double>(top), e)) ++e;
   }
-  std::memset(q, 0, value_bytes);
-  if (!finite || e > e_max(bits)) {
-    out[0] = kNotFinite;
-    return;
-  }
-  if (largest == 0.0f || e < e_min(bits)) {
-    out[0] = kZeroRow;
+  if (!finite || e > e_max(bits) || largest == 0.0f || e < e_min(bits)) {
+    std::memset(q, 0, value_bytes);
+    out[0] = !finite || e > e_max(bits) ? kNotFinite : kZeroRow;
     return;
   }
   out[0] = static_cast<std::uint8_t>(e - e_min(bits) + 1);
-  const double inv = std::ldexp(1.0, -e);
   const std::uint64_t seed = row_seed(x, cols, stream, row);
-  std::uint64_t word = 0;
-  for (index_t j = 0; j < cols; ++j) {
-    if ((j & 3) == 0) word = splitmix64(seed + static_cast<std::uint64_t>(j >> 2) * 0xD1B54A32D192ED03ULL);
-    const double u = static_cast<double>((word >> (16 * (j & 3))) & 0xFFFFu) * (1.0 / 65536.0);
-    double v = std::floor(static_cast<double>(x[j]) * inv + u);
-    if (v > top) v = top;
-    if (v < -top) v = -top;
-    const int iv = static_cast<int>(v);
-    if (bits == 8) {
-      q[j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(iv));
-    } else {
-      const auto nib = static_cast<std::uint8_t>(iv & 0xF);
-      q[j >> 1] |= static_cast<std::uint8_t>((j & 1) ? nib << 4 : nib);
-    }
+  // int8 values go straight to the row; int4 ones through a buffer, then two to a byte.
+  thread_local std::vector<std::int8_t> nibbles;
+  thread_local std::vector<float> draws;
+  thread_local std::vector<double> draws64;
+  if (draws.size() < static_cast<std::size_t>(cols)) draws.resize(static_cast<std::size_t>(cols));
+  std::int8_t* v = reinterpret_cast<std::int8_t*>(q);
+  if (bits == 4) {
+    if (nibbles.size() < static_cast<std::size_t>(cols)) nibbles.resize(static_cast<std::size_t>(cols));
+    v = nibbles.data();
+  }
+  if (e >= -126 && e <= 126)
+    round_values<float>(x, cols, std::ldexp(1.0f, -e), top, seed, draws.data(), v);
+  else
+    round_values<double>(x, cols, std::ldexp(1.0, -e), top, seed, (draws64.resize(static_cast<std::size_t>(cols)), draws64.data()), v);
+  if (bits == 4) {
+    std::memset(q, 0, value_bytes);
+    for (index_t j = 0; j < cols; ++j)
+      q[j >> 1] |= static_cast<std::uint8_t>((static_cast<unsigned>(v[j]) & 0xFu) << ((j & 1) * 4));
   }
 }
 
