@@ -247,8 +247,10 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
     const std::uint8_t* from = in.data();  // source s's rows
     for (int s = 0; s < p; ++s) {
       if (s == me) {  // this rank's own rows, rounded as if sent
+        index_t longest = 0;
+        for (const Run& run : own_runs_) longest = std::max(longest, run.len);
+        std::vector<std::uint8_t> mine(as_size(longest) * rb);
         for (const Run& run : own_runs_) {
-          std::vector<std::uint8_t> mine(as_size(run.len) * rb);
           quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
                         mine.data());
           add_dequantised_rows(mine.data(), run.len, cols, bits, acc.data() + as_size(run.at) * w);
