@@ -152,6 +152,7 @@ json run_record(const MetricsFile& f, const std::string& name) {
     r[fmt::format("median_comm_seconds_{}", axis)] = steady_median(f.steps, "comm_seconds", axis);
   for (const char* axis : {"total", "x", "y", "z", "d"})
     r[fmt::format("comm_bytes_{}", axis)] = steady_median(f.steps, "comm_bytes", axis);
+  r["activation_bytes"] = steady_median(f.steps, "activation_bytes");  // (what --wire shrinks)
   if (f.gpt) {
     r["best_val_loss"] = best_validation(f, "best_val_loss", "val_loss", true);
   } else {
@@ -269,6 +270,7 @@ std::vector<Column> figure_columns(const std::string& step) {
   c.push_back({"comm_bytes_total", "bytes/" + step, Shown::Bytes});
   for (const char* axis : {"x", "y", "z", "d"})
     c.push_back({fmt::format("comm_bytes_{}", axis), fmt::format("  bytes {}", axis), Shown::Bytes});
+  c.push_back({"activation_bytes", "  of them activation sums", Shown::Bytes});
   c.push_back({"best_val_acc", "best val acc", Shown::Ratio});
   c.push_back({"test_acc", "test acc", Shown::Ratio});
   c.push_back({"best_val_auc", "best val ROC-AUC", Shown::Ratio});

@@ -47,6 +47,7 @@ constexpr Field kFields[] = {
     {"peak_tensor_bytes", Kind::Amount}, {"train_acc", Kind::Fraction}, {"val_acc", Kind::Fraction},
     {"test_acc", Kind::Fraction},    {"best_val_acc", Kind::Fraction}, {"val_loss", Kind::Figure},
     {"best_val_loss", Kind::Figure}, {"comm_seconds", Kind::AxisOrAmount}, {"comm_bytes", Kind::AxisAmounts},
+    {"activation_bytes", Kind::Amount},
     {"options", Kind::Options},      {"model", Kind::Text},            {"recompute", Kind::Flag},
     {"task", Kind::Text},            {"val_auc", Kind::Fraction},      {"test_auc", Kind::Fraction},
     {"best_val_auc", Kind::Fraction}, {"val_hits", Kind::Fraction},    {"test_hits", Kind::Fraction},
