@@ -119,7 +119,7 @@ TEST(Bf16Tensors, LinearOverRowChunksIsTheWholeProduct) {
     const std::vector<float> xh = xin.to_host();
 
     Linear3D lin(*be, *grid, Linear3DLayout{Axis::Z, Axis::Y, Axis::X, rows, {0, in}, {0, out}},
-                 Linear3DOptions{.bias = false, .bf16_comm = true});
+                 Linear3DOptions{.bias = false, .sums = Wire::Bf16});
     lin.weight().upload(w);
     const std::vector<float> y = lin.forward(src).to_host();
     Matrix d_y(*be, rows, out);

@@ -19,7 +19,7 @@
 #include "plexus/io.hpp"
 #include "plexus/sizes.hpp"
 #include "plexus/train.hpp"
-#include "src/cli/named_choices.hpp"
+#include "src/cli/sums_options.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
@@ -51,8 +51,7 @@ struct PlanOptions {
   BalanceOptions balance;  // --balance: the order training takes (--balance-seed into train)
   TrainConfig train;   // layers, hidden, dropout, shard_adj, agg_chunks (train's defaults)
   std::string comm_variant = comm_variant_name(CommVariant::Baseline);
-  std::string sparse_comm = sparse_comm_name(SparseComm::Off);
-  std::string wire = wire_name(Wire::Fp32);
+  SumsOptions sums;
   std::string layer_order = layer_order_name(LayerOrder::Auto);
   std::string memory_per_rank, transport = "mpi";
   bool inference = false;  // plexus predict's forward pass instead of train's epoch
@@ -149,8 +148,7 @@ void run_plan(PlanOptions& o) {
   apply_model_options(o.model, o.train);  // the dry run builds this model
   apply_task_options(o.task, o.train);    // and trains this task (the link task: on the file's pairs)
   o.train.comm_variant = parse_comm_variant(o.comm_variant);
-  o.train.sparse_comm = parse_sparse_comm(o.sparse_comm);
-  o.train.wire = parse_wire(o.wire);
+  apply_sums_options(o.sums, o.train);
   o.train.layer_order = parse_layer_order(o.layer_order);
   validate(o.train);  // exactly the ranges `plexus train` accepts, with its messages
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
@@ -406,17 +404,7 @@ void add_plan_command(CLI::App& app) {
                   "Collective arrangement, as train: baseline | rs-ag | rs-ag-reuse (docs/communication-variants.md)")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
       ->capture_default_str();
-  cmd->add_option("--sparse-comm", o->sparse_comm,
-                  "The aggregations' sums, as train: " + choices_text(sparse_comms()) +
-                      ". The dry run has no Â entries: auto's bytes are the dense form's, an upper bound "
-                      "(docs/communication.md, \"Row-sparse sums\")")
-      ->check(CLI::IsMember(choice_names(sparse_comms())))
-      ->capture_default_str();
-  cmd->add_option("--wire", o->wire,
-                  "The activation sums on the wire, as train: " + choices_text(wires()) +
-                      " (their bytes exact: a row's bytes do not depend on its values)")
-      ->check(CLI::IsMember(choice_names(wires())))
-      ->capture_default_str();
+  add_sums_options(cmd, o->sums, /*dry_run=*/true);
   cmd->add_option("--agg-chunks", t.agg_chunks,
                   "Row chunks of the aggregation all-reduces, as train: same bytes, more ring steps")
       ->capture_default_str();

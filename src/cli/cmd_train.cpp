@@ -22,12 +22,12 @@
 #include "plexus/prepare.hpp"
 #include "plexus/train.hpp"
 #include "plexus/gnn_trainer.hpp"
-#include "src/cli/named_choices.hpp"
 #include "src/cli/about_file.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
 #include "src/cli/task_options.hpp"
 #include "src/cli/balance_options.hpp"
+#include "src/cli/sums_options.hpp"
 #include "src/cli/progress_display.hpp"
 #include "src/cli/commands.hpp"
 #include "src/cli/training_run.hpp"
@@ -37,9 +37,10 @@ namespace plexus::cli {
 namespace {
 
 struct TrainOptions {
-  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", sparse_comm = "off", wire = "fp32", memory_per_rank;
+  std::string data, metrics, config, backend = "auto", grid = "auto", comm_variant = "baseline", memory_per_rank;
   std::string layer_order = "auto";
   BalanceOptions balance;
+  SumsOptions sums;
   std::string matmul_precision;
   std::string save_model;  // the final weights, as a GNN model file (docs/gcn-model.md)
   std::string class_weights;  // --class-weights: auto or w0,w1,...
@@ -144,8 +145,7 @@ InjectedFault parse_injected_fault(const std::string& text, int ranks) {
 void run_train(TrainOptions& o, const CLI::App& cmd) {
   apply_model_options(o.model, o.cfg);
   o.cfg.comm_variant = parse_comm_variant(o.comm_variant);
-  o.cfg.sparse_comm = parse_sparse_comm(o.sparse_comm);
-  o.cfg.wire = parse_wire(o.wire);
+  apply_sums_options(o.sums, o.cfg);
   o.cfg.layer_order = parse_layer_order(o.layer_order);
   if (o.class_weights == "auto") o.cfg.class_weights_auto = true;
   else if (!o.class_weights.empty()) o.cfg.class_weights = parse_class_weights(o.class_weights);
@@ -399,16 +399,7 @@ void add_train_command(CLI::App& app) {
                   "rs-ag-reuse (rs-ag + gather W once per update, features once); docs/communication-variants.md")
       ->check(CLI::IsMember({"baseline", "rs-ag", "rs-ag-reuse"}))
       ->capture_default_str();
-  cmd->add_option("--sparse-comm", opts->sparse_comm, 
-                  "How the aggregations' all-reduces sum on the CPU backend (docs/communication.md, \"Row-sparse "
-                  "sums\"): " + choices_text(sparse_comms()))
-      ->check(CLI::IsMember(choice_names(sparse_comms())))
-      ->capture_default_str();
-  cmd->add_option("--wire", opts->wire,
-                  "How the layers' activation-sized sums travel on the CPU backend (docs/communication.md, \"Low-bit "
-                  "wire\"): " + choices_text(wires()))
-      ->check(CLI::IsMember(choice_names(wires())))
-      ->capture_default_str();
+  add_sums_options(cmd, opts->sums, /*dry_run=*/false);
   cmd->add_option("--agg-chunks", c.agg_chunks,
                   "Row chunks of the aggregation SpMM, each chunk's all-reduce overlapping the next chunk (1 = off)")
       ->capture_default_str();

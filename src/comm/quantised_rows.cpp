@@ -103,19 +103,20 @@ void quantise_row(const float* x, index_t cols, int bits, std::uint64_t stream, 
   out[0] = static_cast<std::uint8_t>(e - e_min(bits) + 1);
   const std::uint64_t seed = row_seed(x, cols, stream, row);
   // int8 values go straight to the row; int4 ones through a buffer, then two to a byte.
+  // Per-thread workspaces, grown to the widest row seen: the draws, and int4's values before they
+  // are packed (int8's go straight to the row).
   thread_local std::vector<std::int8_t> nibbles;
   thread_local std::vector<float> draws;
   thread_local std::vector<double> draws64;
-  if (draws.size() < static_cast<std::size_t>(cols)) draws.resize(static_cast<std::size_t>(cols));
-  std::int8_t* v = reinterpret_cast<std::int8_t*>(q);
-  if (bits == 4) {
-    if (nibbles.size() < static_cast<std::size_t>(cols)) nibbles.resize(static_cast<std::size_t>(cols));
-    v = nibbles.data();
-  }
+  const auto at_least = [cols](auto& buffer) {
+    if (buffer.size() < static_cast<std::size_t>(cols)) buffer.resize(static_cast<std::size_t>(cols));
+    return buffer.data();
+  };
+  std::int8_t* v = bits == 8 ? reinterpret_cast<std::int8_t*>(q) : at_least(nibbles);
   if (e >= -126 && e <= 126)
-    round_values<float>(x, cols, std::ldexp(1.0f, -e), top, seed, draws.data(), v);
+    round_values<float>(x, cols, std::ldexp(1.0f, -e), top, seed, at_least(draws), v);
   else
-    round_values<double>(x, cols, std::ldexp(1.0, -e), top, seed, (draws64.resize(static_cast<std::size_t>(cols)), draws64.data()), v);
+    round_values<double>(x, cols, std::ldexp(1.0, -e), top, seed, at_least(draws64), v);
   if (bits == 4) {
     std::memset(q, 0, value_bytes);
     for (index_t j = 0; j < cols; ++j)

@@ -18,9 +18,8 @@ AppnpLayer3D::AppnpLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, De
       opt_(opt),
       adj_(adj),
       self_loops_(self_loops),
-      wire_(comm.wire),
       linear_(be, grid, Linear3DLayout{geo.roles.o, geo.roles.d, geo.roles.i, geo.in_rows.size(), geo.in_cols, geo.out_cols},
-              Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .wire = comm.wire, .inference = comm.inference}),
+              Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .sums = comm.sum_wire(), .inference = comm.inference}),
       z0_(tensors_, TensorRole::PassOnly, linear_),
       out_(tensors_, TensorRole::Output, geo.out_rows.size(), geo.out_cols.size()) {
   if (!geo.transform_first) throw std::invalid_argument("AppnpLayer3D: APPNP layers transform first");
@@ -48,15 +47,15 @@ ActivationView AppnpLayer3D::forward_pass(const DropoutSpec& dropout) {
     const index_t rows = geo_.out_rows.size(), cols = geo_.out_cols.size();
     MemoryScope scope(be_, MemoryKind::Workspace, "APPNP's propagation");
     Matrix teleport(be_, rows, cols);  // S·Z_0: Z_0 in the output order
-    spmm_all_reduce(be_, o, self_loops_.operand(false), z0.view(), teleport, 0.0f, wire_);
+    spmm_all_reduce(be_, o, self_loops_.operand(false), z0.view(), teleport, 0.0f, tensors_.sum_wire());
     if (opt_.steps == 0) be_.copy(teleport.view(), out.view());
     Matrix z_in;  // Z_k back in the input order (k ≥ 1)
     for (int k = 1; k <= opt_.steps; ++k) {
-      spmm_all_reduce(be_, o, adj_.operand(false), k == 1 ? z0.view() : z_in.view(), out, 0.0f, wire_);
+      spmm_all_reduce(be_, o, adj_.operand(false), k == 1 ? z0.view() : z_in.view(), out, 0.0f, tensors_.sum_wire());
       be_.axpby(out.size(), opt_.alpha, teleport.data(), 1.0f - opt_.alpha, out.data());
       if (k == opt_.steps) break;
       if (z_in.size() == 0) z_in = Matrix(be_, geo_.in_rows.size(), cols);
-      spmm_all_reduce(be_, d, self_loops_.operand(true), out.view(), z_in, 0.0f, wire_);
+      spmm_all_reduce(be_, d, self_loops_.operand(true), out.view(), z_in, 0.0f, tensors_.sum_wire());
     }
   }
   z0_.done();
@@ -86,8 +85,8 @@ Activation AppnpLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dro
           spmm_rows(be_, adj_.operand(true), g.view(), d_z0.view());  // (summed below, with Sᵀ·dT)
           break;
         }
-        spmm_all_reduce(be_, d, adj_.operand(true), g.view(), d_in, 0.0f, wire_);      // dZ_{k−1}, input order
-        spmm_all_reduce(be_, o, self_loops_.operand(false), d_in.view(), g, 0.0f, wire_);  // and in the output order
+        spmm_all_reduce(be_, d, adj_.operand(true), g.view(), d_in, 0.0f, tensors_.sum_wire());      // dZ_{k−1}, input order
+        spmm_all_reduce(be_, o, self_loops_.operand(false), d_in.view(), g, 0.0f, tensors_.sum_wire());  // and in the output order
       }
     }
     const AdjOperand s_t = self_loops_.operand(true);

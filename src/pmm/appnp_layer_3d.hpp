@@ -72,7 +72,6 @@ class AppnpLayer3D : public GnnLayer3D {
   AppnpOptions opt_;
   DeviceAdj& adj_;
   DeviceAdj& self_loops_;
-  Wire wire_;        // LayerCommOptions::wire: the propagation's sums (APPNP has no bf16)
   Linear3D linear_;  // Z_0 = H·W + b: rows over o, input features over d, output features over i
   LayerTensor z0_;   // Z_0: the propagation's start and its teleport (forward only)
   LayerTensor out_;  // Z_K [out_rows × out_cols], after the ReLU where there is one

@@ -40,14 +40,18 @@ void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, Wire wire
     case Wire::Fp32: return comm.all_reduce(m.data(), m.size(), ReduceOp::Sum);
     case Wire::Bf16: return all_reduce_in_bf16(be, comm, m.data(), m.size());
     case Wire::Int8:
-    case Wire::Int4: {
+    case Wire::Int4:
       if (m.ld() != m.cols()) throw std::invalid_argument("all_reduce_activation: a padded block");
-      float* data = be.computes() ? m.data() : nullptr;
-      if (data != nullptr && be.device() != Device::CPU)
-        throw std::logic_error("all_reduce_activation: a quantised sum of device memory");
-      return RowSparseSum(comm, m.rows()).sum(data, m.cols(), wire);
-    }
+      return host_sum(be, comm, m.data(), m.rows(), m.cols(), wire);
   }
+}
+
+void host_sum(Backend& be, Communicator& comm, float* rows, index_t n_rows, index_t cols, Wire wire,
+              const RowSparseSum* planned) {
+  float* data = be.computes() ? rows : nullptr;
+  if (data != nullptr && be.device() != Device::CPU) throw std::logic_error("host_sum: a sum of device memory");
+  if (planned) return planned->sum(data, cols, wire);
+  RowSparseSum(comm, n_rows).sum(data, cols, wire);
 }
 
 void mask_by_output(Backend& be, const bf16* out, MatrixView grad, Nonlinearity f) {

@@ -51,6 +51,13 @@ void all_reduce_in_bf16(Backend& be, Communicator& comm, float* buf, std::size_t
 // An activation-sized sum over `comm` as `wire` says: of fp32 values, all_reduce_in_bf16, or
 // quantised (RowSparseSum's dense form; host memory: the CPU backend's).
 void all_reduce_activation(Backend& be, Communicator& comm, Matrix& m, Wire wire);
+class RowSparseSum;
+// rows [rows × cols] (contiguous) summed over `comm` on the host as `wire` says (Fp32, Int8 or
+// Int4): by `planned` (DeviceAdj::plan_sums) where given, else by RowSparseSum's dense form. A
+// backend that holds no memory (a dry run) hands the sum no data: it only counts. Device memory
+// is a logic_error (the CPU backend's: --sparse-comm, --wire).
+void host_sum(Backend& be, Communicator& comm, float* rows, index_t n_rows, index_t cols, Wire wire,
+              const RowSparseSum* planned = nullptr);
 
 // The nonlinearity a layer applies to its output (or to an intermediate); what a gradient is
 // masked by.

@@ -48,7 +48,6 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       geo_(geo),
       opt_(opt),
       bf16_(comm.bf16),
-      sum_wire_(comm.sum_wire()),
       adj_(adj),
       transpose_map_(transpose_map),
       self_loops_(self_loops),
@@ -58,7 +57,7 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       local_heads_(head_split(grid, geo, opt, z_cols_).count),
       nnz_(adj.operand(false).whole.nnz),
       linear_(be, grid, Linear3DLayout{geo.roles.o, geo.roles.d, geo.roles.i, geo.in_rows.size(), geo.in_cols, z_cols_},
-              Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16, .wire = comm.wire,
+              Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight, .sums = comm.sum_wire(),
                               .inference = comm.inference}),
       att_src_(be, 1, z_cols_.size()),
       att_dst_(be, 1, z_cols_.size()),
@@ -175,7 +174,7 @@ ActivationView GatLayer3D::forward_pass(const DropoutSpec& dropout) {
   Matrix& agg = agg_.compute();
   multiply_heads(adj_.operand(false), used, z_.view(), agg);
   attention_done();  // (recompute: backward computes it again)
-  all_reduce_activation(be_, grid_.comm(geo_.roles.o), agg, sum_wire_);
+  all_reduce_activation(be_, grid_.comm(geo_.roles.o), agg, tensors_.sum_wire());
 
   Matrix* out = &agg;
   if (opt_.average_heads) {
@@ -307,7 +306,7 @@ Activation GatLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropo
   multiply_heads(a_t, alpha_t, d_agg->view(), d_z);
   alpha_drop_t_.release();
   output().release();  // (dOUT is read no more)
-  all_reduce_activation(be_, d, d_z, sum_wire_);
+  all_reduce_activation(be_, d, d_z, tensors_.sum_wire());
 
   // Through the attention dropout, the softmax and the LeakyReLU to the scores' gradient.
   if (dropped)

@@ -127,7 +127,6 @@ class GatLayer3D : public GnnLayer3D {
   LayerGeometry geo_;
   GatOptions opt_;
   bool bf16_;
-  Wire sum_wire_;  // LayerCommOptions::sum_wire()
   DeviceAdj& adj_;
   const index_t* transpose_map_;
   DeviceAdj& self_loops_;

@@ -94,7 +94,7 @@ Linear3DOptions linear_options(const LayerGeometry& g, const LayerCommOptions& c
   return {.bias = !g.transform_first,
           .scatter_output = comm.scatter_output && !g.transform_first,
           .reuse_weight = comm.reuse_weight,
-          .bf16_comm = comm.bf16, .wire = comm.wire,
+          .sums = comm.sum_wire(),
           .inference = comm.inference};
 }
 LayerCommOptions normalized(LayerCommOptions comm, const ProcessGrid& grid, const LayerGeometry& g) {

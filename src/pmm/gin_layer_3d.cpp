@@ -32,15 +32,14 @@ GinLayer3D::GinLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       train_eps_(train_eps),
       bf16_(comm.bf16),
       bf16_output_(comm.bf16 && comm.bf16_output),
-      sum_wire_(comm.sum_wire()),
       fixed_eps_(eps),
       neighbours_(neighbours),
       self_loops_(self_loops),
       lin1_(be, grid, first_layout(geo),
-            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16, .wire = comm.wire,
+            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .sums = comm.sum_wire(),
                             .inference = comm.inference}),
       lin2_(be, grid, first_layout(geo).transposed(second_out_cols(grid, geo)),
-            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16, .wire = comm.wire,
+            Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .sums = comm.sum_wire(),
                             .inference = comm.inference}),
       z_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
       root_h_(tensors_, TensorRole::Recomputed, train_eps || edges ? geo.out_rows.size() : 0, geo.in_cols.size()),
@@ -125,7 +124,7 @@ void GinLayer3D::aggregate_edges(const DropoutSpec& dropout) {
   edges_->forward(h, z.view());
   grid_.comm(geo_.roles.o).all_reduce(z.data(), z.size(), ReduceOp::Sum);
   Matrix& root = root_h_.compute();
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), self_loops_->operand(false), h, root, 0.0f, sum_wire_);  // (fp32: no bf16 with edges)
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.o), self_loops_->operand(false), h, root, 0.0f, tensors_.sum_wire());  // (fp32: no bf16 with edges)
   be_.axpby(z.size(), 1.0f + current_eps(), root.data(), 1.0f, z.data());
   input_.done();
   z_.computed();
@@ -206,7 +205,7 @@ Activation GinLayer3D::backward_pass(Activation& d_out, const DropoutSpec& dropo
     be_.axpby(d_h.size(), 0.0f, d_h.data(), 1.0f + current_eps(), d_h.data());
     beta = 1.0f;
   }
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_z.view(), d_h, beta, sum_wire_);
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_z.view(), d_h, beta, tensors_.sum_wire());
   return input_.gradient(std::move(d_h), dropout);
 }
 

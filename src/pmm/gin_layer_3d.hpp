@@ -79,7 +79,6 @@ class GinLayer3D : public GnnLayer3D {
   ProcessGrid& grid_;
   LayerGeometry geo_;
   bool relu_, train_eps_, bf16_, bf16_output_;
-  Wire sum_wire_;  // LayerCommOptions::sum_wire()
   float fixed_eps_;
   DeviceAdj& neighbours_;
   DeviceAdj* self_loops_;

@@ -89,12 +89,12 @@ Matrix Linear3D::backward(const RowSource& x, const RowSource& d_y, bool need_in
   Matrix d_x = need_input_grad ? Matrix(be_, layout_.rows, layout_.in_cols.size()) : Matrix();
   backward_by_rows(x, d_y, need_input_grad,
                    [&](index_t r0, index_t r1, ConstMatrixView dx) { be_.copy(dx, rows_of(d_x.view(), r0, r1)); });
-  if (need_input_grad) all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sum_wire());
+  if (need_input_grad) all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
   return d_x;
 }
 
 Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool need_input_grad) {
-  if (!opt_.bf16_comm) throw std::logic_error("Linear3D::backward16: for a bf16 linear (bf16_comm)");
+  if (opt_.sums != Wire::Bf16) throw std::logic_error("Linear3D::backward16: for a bf16 linear (sums Bf16)");
   Bf16Matrix d_x = need_input_grad ? Bf16Matrix(be_, layout_.rows, layout_.in_cols.size()) : Bf16Matrix();
   const index_t in = layout_.in_cols.size();
   backward_by_rows(x, d_y, need_input_grad, [&](index_t r0, index_t r1, ConstMatrixView dx) {
@@ -123,7 +123,7 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
     const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
     grid_.comm(layout_.in).reduce_scatter(y_.data(), y_slice_.data(), counts);
   } else {
-    all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sum_wire());
+    all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sums);
   }
   if (opt_.bias) be_.add_bias(y.view(), std::as_const(b_).data());
   return y;
@@ -169,7 +169,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (!need_input_grad) return {};
   Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
-  all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sum_wire());
+  all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
   return d_x;
 }
 

@@ -62,13 +62,11 @@ struct Linear3DOptions {
   // W and b (and their gradients) are bound by the caller (ParamSlot::bind) before first
   // use instead of being owned by the layer (a data-parallel optimizer's storage).
   bool external_params = false;
-  // --precision bf16 (docs/precision.md): the activation-sized all-reduces (Y over `in`, dX over
-  // `out`) travel as bf16 with an fp32 sum (all_reduce_in_bf16). W's gathers, dW's
-  // reduce-scatters and db stay fp32 (parameter-sized).
-  bool bf16_comm = false;
-  // Without bf16_comm, how those two travel (LayerCommOptions::wire, --wire).
-  Wire wire = Wire::Fp32;
-  Wire sum_wire() const { return bf16_comm ? Wire::Bf16 : wire; }
+  // How the activation-sized all-reduces (Y over `in`, dX over `out`) travel
+  // (LayerCommOptions::sum_wire()): Bf16 under --precision bf16 (all_reduce_in_bf16, docs/precision.md;
+  // what backward16 needs), Int8 or Int4 under --wire. W's gathers, dW's reduce-scatters and db
+  // stay fp32 (parameter-sized).
+  Wire sums = Wire::Fp32;
   // Built for inference: no gradients of W and b, no dW workspace, no buffer of the gathered
   // dY; backward is a std::logic_error.
   bool inference = false;
@@ -95,7 +93,7 @@ class Linear3D {
   // chunk, x's input dropout applied (the mask of its forward: dX is the gradient of X before
   // it), then summed over `out`.
   Matrix backward(const RowSource& x, const RowSource& d_y, bool need_input_grad);
-  // --precision bf16 between layers (bf16_comm; no scatter_output, no accumulate_grads): X and
+  // --precision bf16 between layers (sums Bf16; no scatter_output, no accumulate_grads): X and
   // dY both read in the same row chunks, db and dW summed over the chunks, and dX = dY·Wᵀ computed chunk by chunk, x's
   // input dropout applied (the mask of its forward: dX is the gradient of X before it), and
   // stored in bf16, then summed over `out` in place (Communicator::all_reduce_bf16). Returns dX

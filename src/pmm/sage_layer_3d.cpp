@@ -25,14 +25,13 @@ SageLayer3D::SageLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Devi
       relu_(relu),
       normalize_(normalize),
       bf16_(comm.bf16),
-      sum_wire_(comm.sum_wire()),
       neighbours_(neighbours),
       self_loops_(self_loops),
       neigh_(be, grid, linear_layout(geo),
-             Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16, .wire = comm.wire,
+             Linear3DOptions{.bias = true, .reuse_weight = comm.reuse_weight, .sums = comm.sum_wire(),
                              .inference = comm.inference}),
       root_(be, grid, linear_layout(geo),
-            Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight, .bf16_comm = comm.bf16, .wire = comm.wire,
+            Linear3DOptions{.bias = false, .reuse_weight = comm.reuse_weight, .sums = comm.sum_wire(),
                             .inference = comm.inference}),
       agg_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
       root_h_(tensors_, TensorRole::Recomputed, geo.out_rows.size(), geo.in_cols.size()),
@@ -112,7 +111,7 @@ Activation SageLayer3D::backward_pass(Activation& d_out, const DropoutSpec& drop
   Matrix d_h(be_, geo_.in_rows.size(), geo_.in_cols.size());
   const AdjOperand s_t = self_loops_.operand(true);
   be_.spmm(s_t.whole, d_root.view(), d_h.view(), 0.0f, s_t.whole_plan);
-  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_agg.view(), d_h, 1.0f, sum_wire_);
+  spmm_all_reduce(be_, grid_.comm(geo_.roles.d), neighbours_.operand(true), d_agg.view(), d_h, 1.0f, tensors_.sum_wire());
   return input_.gradient(std::move(d_h), dropout);
 }
 

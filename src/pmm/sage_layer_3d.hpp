@@ -56,7 +56,6 @@ class SageLayer3D : public GnnLayer3D {
   ProcessGrid& grid_;
   LayerGeometry geo_;
   bool relu_, normalize_, bf16_;
-  Wire sum_wire_;  // LayerCommOptions::sum_wire()
   DeviceAdj& neighbours_;
   DeviceAdj& self_loops_;
   Linear3D neigh_, root_;

@@ -36,26 +36,17 @@ void spmm_all_reduce(Backend& be, Communicator& comm, const AdjOperand& a, Const
   const PlannedSums* sums = planned_sums(a, comm, beta);
   if (sums != nullptr || wire != Wire::Fp32) {
     // The planned sums (DeviceAdj::plan_sums), or a quantised sum in the dense form: each
-    // chunk's, blocking, after its SpMM. A backend that holds no memory (a dry run) hands them
-    // no data: they only count.
-    float* data = be.computes() ? c.data() : nullptr;
-    if (data != nullptr && be.device() != Device::CPU)
-      throw std::logic_error("spmm_all_reduce: a planned or quantised sum of device memory");
-    const auto sum_rows = [&](const RowSparseSum* planned, index_t row, index_t rows) {
-      float* at = data ? data + row * c.cols() : nullptr;
-      if (planned) return planned->sum(at, c.cols(), wire);
-      RowSparseSum(comm, rows).sum(at, c.cols(), wire);
-    };
+    // chunk's, blocking, after its SpMM (host_sum).
     if (a.chunks.empty()) {
       be.spmm(a.whole, b, c.view(), beta, a.whole_plan);
-      return sum_rows(sums ? sums->whole.get() : nullptr, 0, c.rows());
+      return host_sum(be, comm, c.data(), c.rows(), c.cols(), wire, sums ? sums->whole.get() : nullptr);
     }
     index_t row = 0;
     for (std::size_t k = 0; k < a.chunks.size(); ++k) {
       const CsrView& chunk = a.chunks[k];
       be.spmm(chunk, b, rows_of(c.view(), row, row + chunk.rows), beta,
               k < a.chunk_plans.size() ? a.chunk_plans[k] : nullptr);
-      sum_rows(sums ? sums->chunks[k].get() : nullptr, row, chunk.rows);
+      host_sum(be, comm, c.data() + row * c.cols(), chunk.rows, c.cols(), wire, sums ? sums->chunks[k].get() : nullptr);
       row += chunk.rows;
     }
     return;
