@@ -2,7 +2,10 @@
 #include "plexus/block_counts.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+
+#include "plexus/balance.hpp"
 
 namespace plexus {
 
@@ -45,6 +48,54 @@ std::vector<index_t> count_tiles_of_rows(const std::vector<index_t>& cuts, index
   return counts;
 }
 
+std::vector<index_t> count_held_of_rows(const std::vector<index_t>& cuts, index_t row0, index_t rows,
+                                        const index_t* indptr, const col_t* indices) {
+  const std::vector<std::int32_t> tile = tile_of_nodes(cuts);
+  const std::size_t tiles = cuts.size() - 1, parts = kBlockCountParts.size();
+  const index_t n = cuts.back();
+  // Every tile lies in one block of each part count (the cuts hold every block's bounds).
+  std::vector<std::int32_t> slot_of_tile(tiles * parts);
+  for (std::size_t t = 0; t < tiles; ++t) {
+    int offset = 0;
+    for (std::size_t i = 0; i < parts; ++i) {
+      const int p = kBlockCountParts[i];
+      slot_of_tile[t * parts + i] = offset + block_of(n, p, cuts[t]);
+      offset += p;
+    }
+  }
+  std::vector<index_t> held(tiles * static_cast<std::size_t>(kHeldSlots), 0);
+  // The last row that counted each tile and each slot: a row counts a block once, however many
+  // of its entries the block holds.
+  std::vector<index_t> tile_seen(tiles, -1), slot_seen(static_cast<std::size_t>(kHeldSlots), -1);
+  for (index_t r = 0; r < rows; ++r) {
+    const index_t row = row0 + r;
+    index_t* out = held.data() + static_cast<std::size_t>(tile[static_cast<std::size_t>(row)]) * kHeldSlots;
+    for (index_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+      const auto t = static_cast<std::size_t>(tile[static_cast<std::size_t>(indices[k])]);
+      if (tile_seen[t] == row) continue;
+      tile_seen[t] = row;
+      for (std::size_t i = 0; i < parts; ++i) {
+        const auto slot = static_cast<std::size_t>(slot_of_tile[t * parts + i]);
+        if (slot_seen[slot] == row) continue;
+        slot_seen[slot] = row;
+        ++out[slot];
+      }
+    }
+  }
+  return held;
+}
+
+int held_slot(index_t n, Range cols) {
+  if (cols.begin < 0 || cols.begin >= n) return -1;  // (a non-empty block starts inside)
+  int offset = 0;
+  for (const int p : kBlockCountParts) {
+    const int j = block_of(n, p, cols.begin);
+    if (block_range(n, p, j) == cols) return offset + j;
+    offset += p;
+  }
+  return -1;
+}
+
 AdjBlockCounts count_adj_blocks(const HostCsr& a1, const HostCsr& a2) {
   AdjBlockCounts c;
   c.cuts = block_count_cuts(a1.rows);
@@ -53,6 +104,8 @@ AdjBlockCounts count_adj_blocks(const HostCsr& a1, const HostCsr& a2) {
       throw std::invalid_argument("count_adj_blocks: not an n x n matrix");
   c.tiles[0] = count_tiles_of_rows(c.cuts, 0, a1.rows, a1.indptr.data(), a1.indices.data());
   c.tiles[1] = a2.rows > 0 ? count_tiles_of_rows(c.cuts, 0, a2.rows, a2.indptr.data(), a2.indices.data()) : c.tiles[0];
+  c.held[0] = count_held_of_rows(c.cuts, 0, a1.rows, a1.indptr.data(), a1.indices.data());
+  c.held[1] = a2.rows > 0 ? count_held_of_rows(c.cuts, 0, a2.rows, a2.indptr.data(), a2.indices.data()) : c.held[0];
   c.sum_tiles();
   return c;
 }
@@ -67,6 +120,31 @@ void AdjBlockCounts::sum_tiles() {
       for (std::size_t j = 0; j < n; ++j)
         s[(i + 1) * m + j + 1] = tiles[o][i * n + j] + s[i * m + j + 1] + s[(i + 1) * m + j] - s[i * m + j];
   }
+  if (held[0].empty() && held[1].empty()) {
+    held_prefix = {};
+    return;
+  }
+  const auto slots = static_cast<std::size_t>(kHeldSlots);
+  for (int o = 0; o < 2; ++o) {
+    if (held[o].size() != n * slots) throw std::invalid_argument("AdjBlockCounts: held rows do not match the cuts");
+    std::vector<index_t>& s = held_prefix[o];
+    s.assign(m * slots, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < slots; ++j) s[(i + 1) * slots + j] = s[i * slots + j] + held[o][i * slots + j];
+  }
+}
+
+index_t AdjBlockCounts::held_rows(int which, Range rows, Range cols) const {
+  if (!has_held()) return -1;
+  const std::ptrdiff_t r0 = cut_index(cuts, rows.begin), r1 = cut_index(cuts, rows.end);
+  if (r0 < 0 || r1 < 0) return -1;
+  if (cols.size() == 0 || rows.size() == 0) return 0;
+  const int slot = held_slot(cuts.back(), cols);
+  if (slot < 0) return -1;
+  const std::vector<index_t>& s = held_prefix[which == 1 ? 1 : 0];
+  const auto slots = static_cast<std::size_t>(kHeldSlots);
+  return s[static_cast<std::size_t>(r1) * slots + static_cast<std::size_t>(slot)] -
+         s[static_cast<std::size_t>(r0) * slots + static_cast<std::size_t>(slot)];
 }
 
 index_t AdjBlockCounts::entries(int which, Range rows, Range cols) const {

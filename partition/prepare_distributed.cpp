@@ -244,7 +244,9 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
                           p.a2.indptr, p.a2.indices, p.a2.values, p.features, p.labels, p.train_mask, p.val_mask,
                           p.test_mask, p.node_weights, p.node_ids, p.labels_p, p.train_p, p.val_p, p.test_p,
                           p.node_id_p, p.node_id_p2, p.block_counts.cuts, p.block_counts.tiles[0],
-                          p.block_counts.tiles[1], p.block_counts.prefix[0], p.block_counts.prefix[1]);
+                          p.block_counts.tiles[1], p.block_counts.prefix[0], p.block_counts.prefix[1],
+                          p.block_counts.held[0], p.block_counts.held[1], p.block_counts.held_prefix[0],
+                          p.block_counts.held_prefix[1]);
   p.has_node_weights = has_weights;
   p.has_node_ids = has_ids;
   p.class_names = std::move(in.class_names);
@@ -314,8 +316,9 @@ PreparedSlice prepare_rows(GraphSlice in, const PrepareOptions& opt, Communicato
   // The block counts: this rank's rows of each order counted by tile, summed over the ranks.
   AdjBlockCounts& b = p.block_counts;
   b.cuts = block_count_cuts(n);
-  b.tiles = detail::slice_tiles(p, b.cuts);
+  detail::count_slice_blocks(p, b.cuts, b.tiles, b.held);
   for (auto& t : b.tiles) comm.all_reduce(t.data(), t.size(), ReduceOp::Sum);
+  for (auto& h : b.held) comm.all_reduce(h.data(), h.size(), ReduceOp::Sum);
   b.sum_tiles();
   sample_arrays();
   report_progress(kStages, kStages);

@@ -498,10 +498,15 @@ void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt
     }
     detail::fill_node_positions(p, pr, pc);
     // The block counts: these rows of each order counted by tile, summed over the passes.
-    std::array<std::vector<index_t>, 2> tiles = detail::slice_tiles(p, counts.cuts);
+    std::array<std::vector<index_t>, 2> tiles, held;
+    detail::count_slice_blocks(p, counts.cuts, tiles, held);
+    const auto add = [](std::vector<index_t>& sum, const std::vector<index_t>& part) {
+      if (sum.empty()) sum.assign(part.size(), 0);
+      for (std::size_t i = 0; i < part.size(); ++i) sum[i] += part[i];
+    };
     for (int o = 0; o < 2; ++o) {
-      if (counts.tiles[o].empty()) counts.tiles[o].assign(tiles[o].size(), 0);
-      for (std::size_t i = 0; i < tiles[o].size(); ++i) counts.tiles[o][i] += tiles[o][i];
+      add(counts.tiles[o], tiles[o]);
+      add(counts.held[o], held[o]);
     }
     if (j == k_passes - 1) {
       counts.sum_tiles();

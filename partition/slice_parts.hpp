@@ -57,17 +57,19 @@ inline void fill_node_positions(PreparedSlice& p, const std::vector<index_t>& pr
   }
 }
 
-// The slice's rows of Â1 and Â2 counted by tile of `cuts` (the two the same with one order).
-inline std::array<std::vector<index_t>, 2> slice_tiles(const PreparedSlice& p, const std::vector<index_t>& cuts) {
-  std::array<std::vector<index_t>, 2> tiles;
+// The slice's rows of Â1 and Â2 counted by tile of `cuts` (the two the same with one order):
+// their entries (`tiles`) and the rows that hold them (`held`), to be summed over the slices.
+inline void count_slice_blocks(const PreparedSlice& p, const std::vector<index_t>& cuts,
+                               std::array<std::vector<index_t>, 2>& tiles, std::array<std::vector<index_t>, 2>& held) {
   for (int o = 0; o < 2; ++o) {
     const CsrSlice<col_t>& a = o == 1 && p.two_orders ? p.a2 : p.a1;
     std::vector<index_t> local(a.indptr.size());
-    const ArrayWatch held(local);
+    const ArrayWatch watched(local);
     for (std::size_t i = 0; i < local.size(); ++i) local[i] = a.indptr[i] - a.begin();
-    tiles[static_cast<std::size_t>(o)] = count_tiles_of_rows(cuts, p.rows.begin, p.rows.size(), local.data(), a.indices.data());
+    const auto k = static_cast<std::size_t>(o);
+    tiles[k] = count_tiles_of_rows(cuts, p.rows.begin, p.rows.size(), local.data(), a.indices.data());
+    held[k] = count_held_of_rows(cuts, p.rows.begin, p.rows.size(), local.data(), a.indices.data());
   }
-  return tiles;
 }
 
 }  // namespace plexus::detail

@@ -1,8 +1,9 @@
 // --sparse-comm under MPI (mpi_test_sums, on 1 to 4, 6 and 8 ranks): on every grid shape of
 // the rank count, every GNN kind and GCN layer order trains with the row-sparse sums (auto) to
 // the losses and parameters of their dense form, bit for bit, and moves no more bytes, on a
-// graph of low degree, where the rows form is taken and moves fewer; on the last grid also a
-// graph of degree 6 and the chunked, sharded, rs-ag and recomputing runs.
+// graph of low degree, where the rows form is taken and moves fewer, and as many as the plan
+// predicts from the graph's held rows; on the last grid also a graph of degree 6 and the
+// chunked, sharded, rs-ag and recomputing runs.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -10,8 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan.hpp"  // all_grids
+#include "plan/plan.hpp"  // all_grids, predict_epoch
 #include "plexus/backend.hpp"
+#include "plexus/block_counts.hpp"
+#include "plexus/sparse.hpp"
 #include "plexus/convert.hpp"
 #include "plexus/gnn_trainer.hpp"
 #include "plexus/process_grid.hpp"
@@ -66,6 +69,24 @@ SumsRun train(ProcessGrid& grid, const TrainConfig& cfg, bool sparse_graph) {
   return r;
 }
 
+// The plan of a run on `g` (a plain graph, one order), with the graph's table of blocks and held
+// rows, as plexus plan counts it for a small file: its bytes over every epoch of the run.
+double planned_bytes(const GraphData& g, const TrainConfig& cfg, GridShape shape) {
+  ProblemSize p;
+  p.num_nodes = g.num_nodes;
+  p.nnz = g.num_edges();
+  p.num_features = g.num_features;
+  p.num_classes = g.num_classes;
+  p.directed = g.directed;
+  p.config = cfg;
+  p.blocks = std::make_shared<const AdjBlockCounts>(
+      count_adj_blocks(gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), HostCsr{}));
+  double bytes = 0;
+  for (int e = 0; e < cfg.epochs; ++e)
+    for (const double b : predict_epoch(p, shape, e == 0).bytes) bytes += b;
+  return bytes;
+}
+
 // Auto against dense: the same bits, no more bytes; whether it moved fewer.
 bool expect_same_and_no_more(const SumsRun& got, const SumsRun& want, const std::string& what) {
   testing::expect_same_training(got.losses, got.state, want.losses, want.state, what);
@@ -80,10 +101,13 @@ TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
   for (const Case& c : cases) {
     // Every grid on the sparse graph; the graph of degree 6 (most rows held: the dense form
     // chosen for most sums) on the last grid.
+    // The plan, from the graph's held rows, predicts the bytes of the form each sum takes.
     for (const GridShape& shape : all_grids(p)) {
       auto grid = ProcessGrid::from_mpi(shape);
-      fewer += expect_same_and_no_more(train(*grid, config(c, SparseComm::Auto), true),
-                                       train(*grid, config(c, SparseComm::Dense), true), c.name + " on " + shape.str());
+      const SumsRun on = train(*grid, config(c, SparseComm::Auto), true);
+      fewer += expect_same_and_no_more(on, train(*grid, config(c, SparseComm::Dense), true), c.name + " on " + shape.str());
+      const double planned = planned_bytes(graph(true), config(c, SparseComm::Auto), shape);
+      EXPECT_NEAR(on.bytes, planned, 1e-9 * planned) << c.name << " on " << shape.str() << ": measured, planned";
     }
     // The variants on the last (most mixed) grid, on the sparse graph.
     auto grid = ProcessGrid::from_mpi(all_grids(p).back());

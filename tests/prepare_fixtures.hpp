@@ -167,6 +167,8 @@ inline void expect_prepared_rows(const GraphData& g, const PreparedGraph& want, 
     EXPECT_EQ(got.block_counts.cuts, want.block_counts.cuts);
     EXPECT_EQ(got.block_counts.tiles[0], want.block_counts.tiles[0]);
     EXPECT_EQ(got.block_counts.tiles[1], want.block_counts.tiles[1]);
+    EXPECT_EQ(got.block_counts.held[0], want.block_counts.held[0]);
+    EXPECT_EQ(got.block_counts.held[1], want.block_counts.held[1]);
   }
   EXPECT_EQ(got.class_names.size(), 4u);
 }

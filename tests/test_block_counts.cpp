@@ -57,6 +57,57 @@ TEST(BlockCounts, EveryBlockOfTheListedPartCountsIsExact) {
   EXPECT_EQ(one.entries(1, Range{0, n}, block_range(n, 3, 1)), brute_force(a1, Range{0, n}, block_range(n, 3, 1)));
 }
 
+index_t brute_force_held(const HostCsr& a, Range rows, Range cols) {
+  index_t n = 0;
+  for (index_t r = rows.begin; r < rows.end; ++r) {
+    bool held = false;
+    for (index_t k = a.indptr[r]; k < a.indptr[r + 1]; ++k) held |= a.indices[k] >= cols.begin && a.indices[k] < cols.end;
+    n += held;
+  }
+  return n;
+}
+
+// The rows that hold entries (what row-sparse sums move): every row range on the cuts and every
+// column block of every listed part count, both orders, rows without entries included; columns
+// that are no part count's block, and rows off the cuts, are refused.
+TEST(BlockCounts, HeldRowsOfEveryBlockOfTheListedPartCountsAreExact) {
+  const index_t n = 211;
+  HostCsr a1 = random_square(n, 0.02, 4);
+  const HostCsr a2 = random_square(n, 0.1, 5);
+  // Rows without entries (a CSR from a graph without self-loops): every third row emptied.
+  HostCsr sparse;
+  sparse.rows = sparse.cols = n;
+  sparse.indptr.push_back(0);
+  for (index_t r = 0; r < n; ++r) {
+    if (r % 3 != 0)
+      for (index_t k = a1.indptr[r]; k < a1.indptr[r + 1]; ++k) sparse.indices.push_back(a1.indices[k]);
+    sparse.indptr.push_back(static_cast<index_t>(sparse.indices.size()));
+  }
+  sparse.values.assign(sparse.indices.size(), 1.0f);
+  const AdjBlockCounts c = count_adj_blocks(sparse, a2);
+  ASSERT_TRUE(c.has_held());
+  std::vector<int> parts(kBlockCountParts.begin(), kBlockCountParts.end());
+  for (int pr : {1, 2, 5, 16, 64})
+    for (int i = 0; i < pr; ++i)
+      for (int pc : parts)
+        for (int j = 0; j < pc; ++j) {
+          const Range rows = block_range(n, pr, i), cols = block_range(n, pc, j);
+          ASSERT_EQ(c.held_rows(0, rows, cols), brute_force_held(sparse, rows, cols)) << pr << " " << i << " " << pc << " " << j;
+          ASSERT_EQ(c.held_rows(1, rows, cols), brute_force_held(a2, rows, cols)) << pr << " " << i << " " << pc << " " << j;
+        }
+  // A range of several blocks' rows (on cuts) sums them.
+  EXPECT_EQ(c.held_rows(0, Range{block_range(n, 4, 1).begin, n}, block_range(n, 7, 3)),
+            brute_force_held(sparse, Range{block_range(n, 4, 1).begin, n}, block_range(n, 7, 3)));
+  EXPECT_EQ(c.held_rows(0, Range{1, 50}, Range{0, n}), -1);                 // rows off the cuts
+  EXPECT_EQ(c.held_rows(0, Range{0, n}, Range{0, 100}), -1);                // no part count's block
+  EXPECT_EQ(c.held_rows(0, Range{0, n}, block_range(n, 17, 0)), -1);       // 17 is not listed
+  EXPECT_EQ(c.held_rows(0, Range{0, n}, Range{0, 0}), 0);                   // no columns, no rows
+  EXPECT_EQ(held_slot(n, Range{0, n}), 0);
+  EXPECT_EQ(held_slot(n, block_range(n, 3, 2)), 1 + 2 + 2);
+  EXPECT_EQ(held_slot(n, block_range(n, 64, 63)), kHeldSlots - 1);
+  EXPECT_EQ(AdjBlockCounts{}.held_rows(0, Range{0, 1}, Range{0, 1}), -1);
+}
+
 TEST(BlockCounts, RangesOffTheCutsAreRefusedNotGuessed) {
   const HostCsr a = random_square(100, 0.1, 3);
   const AdjBlockCounts c = count_adj_blocks(a, HostCsr{});
@@ -83,6 +134,12 @@ TEST(BlockCounts, PrepareStoresTheTableOfItsOwnGraph) {
   const AdjBlockCounts read = read_adj_block_counts_h5(prepared);
   EXPECT_EQ(read.cuts, p.block_counts.cuts);
   EXPECT_EQ(read.tiles, p.block_counts.tiles);
+  EXPECT_EQ(read.held, p.block_counts.held);
+  ASSERT_TRUE(read.has_held());
+  for (int k = 0; k < 4; ++k)
+    for (int o2 = 0; o2 < 2; ++o2)
+      EXPECT_EQ(read.held_rows(o2, Range{0, 300}, block_range(300, 4, k)),
+                brute_force_held(o2 == 0 ? p.a1 : p.a2, Range{0, 300}, block_range(300, 4, k)));
   for (int k = 0; k < 4; ++k)
     for (int o2 = 0; o2 < 2; ++o2)
       EXPECT_EQ(read.entries(o2, block_range(300, 4, k), Range{0, 300}),
@@ -162,6 +219,24 @@ TEST(BlockCounts, TilesBeyondTheirBoundsAreRefusedWithoutOverflow) {
                            std::to_string(first) + " x " + std::to_string(first) + " nodes"),
             std::string::npos)
       << refusal() << " (t = " << t << ")";
+  write_prepared_h5(p, path);
+  EXPECT_EQ(refusal(), "");
+  // Held rows: a block with more rows than its tile holds with any entry, and a part count whose
+  // blocks together hold fewer rows than hold an entry at all, are refused naming the tile.
+  std::vector<index_t> held = p.block_counts.held[0];
+  held[1] = held[0] + 1;
+  rewrite_int64(path, "/prepared/block_counts/held_a1", held);
+  EXPECT_NE(refusal().find("/prepared/block_counts/held_a1: tile 0: " + std::to_string(held[0] + 1) +
+                           " rows with entries in a block of 2"),
+            std::string::npos)
+      << refusal();
+  write_prepared_h5(p, path);
+  held = p.block_counts.held[1];
+  ASSERT_GT(held[1] + held[2], 0);
+  held[1] = held[2] = 0;  // part count 2's blocks hold no row, where rows hold entries
+  rewrite_int64(path, "/prepared/block_counts/held_a2", held);
+  EXPECT_NE(refusal().find("/prepared/block_counts/held_a2: tile 0: its rows hold 0 blocks of 2"), std::string::npos)
+      << refusal();
   write_prepared_h5(p, path);
   EXPECT_EQ(refusal(), "");
 }

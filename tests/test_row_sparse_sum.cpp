@@ -265,6 +265,78 @@ TEST(RowSparseSum, AQuantisedSumCarriesWhatIsNotFinite) {
   });
 }
 
+// A plan's sum from counts (HeldRowCounts: how many rows each rank holds and how many any holds)
+// takes the form the masks take and moves, over the group, the bytes the masks' sum measures —
+// fp32 and quantised — with no collective to set it up; it is a dry run's only.
+TEST(RowSparseSum, APlanFromHeldRowCountsMovesTheGroupsBytesInTheFormTheMasksTake) {
+  unsigned seed = 100;
+  for (int p = 2; p <= 5; ++p)
+    for (const index_t rows : {index_t{1}, index_t{9}, index_t{61}})
+      for (const Pattern pattern : {Pattern::Random, Pattern::Diagonal, Pattern::Full, Pattern::Empty})
+        for (const double density : {0.05, 0.3, 0.8})
+          for (const Wire wire : {Wire::Fp32, Wire::Int8}) {
+            ++seed;
+            const index_t cols = 5;
+            const std::string what = "p=" + std::to_string(p) + " rows=" + std::to_string(rows) + " pattern=" +
+                                     std::to_string(static_cast<int>(pattern)) + " density=" + std::to_string(density) +
+                                     " wire=" + std::to_string(wire_bits(wire));
+            HeldRowCounts held;
+            std::vector<std::uint8_t> any(static_cast<std::size_t>(rows), 0);
+            for (int s = 0; s < p; ++s) {
+              const RankBlock b = rank_block(s, p, rows, cols, pattern, density, seed);
+              index_t n = 0;
+              for (index_t r = 0; r < rows; ++r) {
+                n += b.holds[static_cast<std::size_t>(r)];
+                any[static_cast<std::size_t>(r)] |= b.holds[static_cast<std::size_t>(r)];
+              }
+              held.per_rank.push_back(n);
+            }
+            for (const std::uint8_t a : any) held.any += a;
+            double measured = 0;
+            int form = -1;
+            std::uint64_t group_rows = 0;
+            std::mutex m;
+            run_in_process(p, [&](Communicator& c) {
+              const RankBlock b = rank_block(c.rank(), p, rows, cols, pattern, density, seed);
+              const RowSparseSum sum(c, rows, b.holds, true);
+              std::vector<float> x = b.values;
+              c.reset_stats();
+              sum.sum(x.data(), cols, wire);
+              const std::lock_guard<std::mutex> lock(m);
+              measured += c.stats().bytes;
+              form = static_cast<int>(sum.form());
+              group_rows = sum.rows_group_rows();
+            });
+            double planned = 0;
+            for (int r = 0; r < p; ++r) {
+              RecordingCommunicator rec(p, r, Transport::Mpi);
+              const RowSparseSum sum(rec, rows, held, true);
+              EXPECT_EQ(rec.stats().calls, 0u) << what << ": no collective to plan it";
+              EXPECT_EQ(static_cast<int>(sum.form()), form) << what << ", rank " << r;
+              EXPECT_EQ(sum.rows_group_rows(), group_rows) << what;
+              sum.sum(nullptr, cols, wire);
+              planned += rec.stats().bytes;
+              std::vector<float> data(static_cast<std::size_t>(rows * cols));
+              if (sum.form() == RowSparseSum::Form::Rows) {
+                EXPECT_THROW(sum.sum(data.data(), cols, wire), std::logic_error) << what;
+              }
+              // Without allow_rows, the dense form.
+              EXPECT_EQ(RowSparseSum(rec, rows, held, false).form(), RowSparseSum::Form::Dense) << what;
+            }
+            EXPECT_EQ(planned, measured) << what;
+          }
+}
+
+TEST(RowSparseSum, RefusesHeldRowCountsThatCannotBe) {
+  RecordingCommunicator rec(3, 0, Transport::Mpi);
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 2}, 3}, true), std::invalid_argument);        // 2 ranks of 3
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 2, 5}, 4}, true), std::invalid_argument);     // 5 > any
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 1, 1}, 11}, true), std::invalid_argument);    // any > rows
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 1, 1}, 4}, true), std::invalid_argument);     // Σ < any
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{-1, 1, 1}, 1}, true), std::invalid_argument);
+  EXPECT_NO_THROW(RowSparseSum(rec, 10, HeldRowCounts{{0, 0, 0}, 0}, true));
+}
+
 TEST(RowSparseSum, RefusesAMaskOfAnotherLength) {
   run_in_process(2, [&](Communicator& c) {
     EXPECT_THROW(RowSparseSum(c, 5, std::vector<std::uint8_t>(4, 1), true), std::invalid_argument);

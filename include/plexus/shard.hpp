@@ -6,6 +6,7 @@
 // (layer geometry, shard ranges, cutting) is the engine's: src/core/shard_layout.hpp.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "plexus/process_grid.hpp"
 
 namespace plexus {
+
+struct AdjBlockCounts;  // plexus/block_counts.hpp
 
 struct Range {
   index_t begin = 0, end = 0;
@@ -122,6 +125,12 @@ struct GnnShards {
   // adj_nnz[k] entries.
   bool shape_only = false;
   std::vector<index_t> adj_nnz;
+  // And, where the plan has a table of Â's blocks with their held rows (plexus/block_counts.hpp),
+  // the row-sparse sums (--sparse-comm) are planned from its counts (null: planned dense).
+  // adj_symmetric: Â's pattern is symmetric (an undirected graph), so the transpose of a block of
+  // one order holds the rows of the other order's block (Â2 = Â1ᵀ; with one order Â1 = Â1ᵀ).
+  std::shared_ptr<const AdjBlockCounts> adj_counts;
+  bool adj_symmetric = false;
   // The link task's pairs (empty for node classification).
   LinkPairs links;
   // Edge features (GraphData::edge_features), for a model whose layers read them (GINE,

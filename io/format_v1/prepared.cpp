@@ -155,6 +155,14 @@ void write_prepared_h5(const PreparedGraph& p, const NodeNames& names, const std
         w.dataset("/prepared/block_counts/a2", H5T_STD_I64LE, b.tiles[1].data(), {tiles, tiles}, {tiles, tiles});
       else
         w.hard_link("/prepared/block_counts/a1", "/prepared/block_counts/a2");
+      if (!b.held[0].empty()) {
+        const auto slots = static_cast<hsize_t>(kHeldSlots);
+        w.dataset("/prepared/block_counts/held_a1", H5T_STD_I64LE, b.held[0].data(), {tiles, slots}, {tiles, slots});
+        if (p.two_orders())
+          w.dataset("/prepared/block_counts/held_a2", H5T_STD_I64LE, b.held[1].data(), {tiles, slots}, {tiles, slots});
+        else
+          w.hard_link("/prepared/block_counts/held_a1", "/prepared/block_counts/held_a2");
+      }
     }
     if (!ids_p2.empty()) w.dataset("/node_ids", H5T_STD_I64LE, ids_p2.data(), {n}, chunk_1d(n, 8));
     if (!names.class_names.empty()) w.string_dataset("/class_names", names.class_names);
@@ -230,6 +238,43 @@ AdjBlockCounts read_adj_block_counts_h5(const std::string& path) {
     if (sum != nnz)
       r.fail(name, "counts add up to " + std::to_string(sum) + ", but /prepared/a" + (o == 0 ? "1" : "2") +
                        " holds " + std::to_string(ph.adj[o].nnz) + " entries");
+  }
+  // The rows that hold entries, per block (optional: files from before them plan row-sparse
+  // sums as dense). Each count within its tile's rows and the whole row's count, every part
+  // count's blocks together at least the whole row's (a row holding an entry holds it in a block
+  // of each), and no tile's rows holding more blocks than it has entries.
+  if (r.exists("/prepared/block_counts/held_a1")) {
+    const auto slots = static_cast<hsize_t>(kHeldSlots);
+    for (int o = 0; o < 2; ++o) {
+      const std::string name = std::string("/prepared/block_counts/held_a") + (o == 0 ? "1" : "2");
+      const h5::Reader::Dataset d =
+          r.open_dataset(name, false, "int64", {t, slots}, "[cuts - 1, " + std::to_string(kHeldSlots) + "]");
+      b.held[o] = r.read_ints<index_t>(d, t * slots);
+      for (hsize_t i = 0; i < t; ++i) {
+        const index_t* row = b.held[o].data() + i * slots;
+        const index_t rows = b.cuts[i + 1] - b.cuts[i];
+        index_t entries = 0;
+        for (hsize_t j = 0; j < t; ++j) entries += b.tiles[o][i * t + j];
+        const std::string at = "tile " + std::to_string(i);
+        if (row[0] < 0 || row[0] > rows)
+          r.fail(name, at + " has " + std::to_string(row[0]) + " rows with entries, of " + std::to_string(rows));
+        hsize_t first = 0;
+        for (const int p : kBlockCountParts) {
+          index_t sum = 0;
+          for (int j = 0; j < p; ++j) {
+            const index_t c = row[first + static_cast<hsize_t>(j)];
+            if (c < 0 || c > row[0])
+              r.fail(name, at + ": " + std::to_string(c) + " rows with entries in a block of " + std::to_string(p) +
+                               ", of " + std::to_string(row[0]) + " with any");
+            sum += c;
+          }
+          if (sum < row[0] || sum > entries)
+            r.fail(name, at + ": its rows hold " + std::to_string(sum) + " blocks of " + std::to_string(p) + ", with " +
+                             std::to_string(row[0]) + " rows and " + std::to_string(entries) + " entries");
+          first += static_cast<hsize_t>(p);
+        }
+      }
+    }
   }
   b.sum_tiles();
   return b;

@@ -412,6 +412,14 @@ void write_prepared_rows(h5::Writer& w, const PreparedSlice& p, const RowsCall& 
                                   b.tiles[1].data(), values);
     else
       w.hard_link("/prepared/block_counts/a1", "/prepared/block_counts/a2");
+    const auto slots = static_cast<hsize_t>(kHeldSlots);
+    w.block_dataset<index_t, 2>("/prepared/block_counts/held_a1", H5T_STD_I64LE, {tiles, slots}, {0, 0}, {tiles, slots},
+                                b.held[0].data(), values);
+    if (p.two_orders)
+      w.block_dataset<index_t, 2>("/prepared/block_counts/held_a2", H5T_STD_I64LE, {tiles, slots}, {0, 0},
+                                  {tiles, slots}, b.held[1].data(), values);
+    else
+      w.hard_link("/prepared/block_counts/held_a1", "/prepared/block_counts/held_a2");
   }
   write_node_ids(w, v);
 }

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "plan/plan.hpp"
+#include "plexus/block_counts.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gpt.hpp"
 #include "plexus/io.hpp"
@@ -180,7 +181,8 @@ void run_plan(PlanOptions& o) {
                        {"memory_bytes_per_rank", g.memory_bytes},
                        {"memory_by_kind", memory_kinds_json(g)},
                        {"latency_steps_per_rank", g.latency_steps},
-                       {"intra_node", {{"x", g.intra_node[0]}, {"y", g.intra_node[1]}, {"z", g.intra_node[2]}}}});
+                       {"intra_node", {{"x", g.intra_node[0]}, {"y", g.intra_node[1]}, {"z", g.intra_node[2]}}},
+                       {"sums", {{"rows", g.sums.rows}, {"dense", g.sums.dense}, {"dense_unknown", g.sums.unknown}}}});
     }
     const nlohmann::json doc = {
         {"data", path},
@@ -235,7 +237,10 @@ void run_plan(PlanOptions& o) {
              c.sparse_comm == SparseComm::Off ? std::string()
              : c.sparse_comm == SparseComm::Dense
                  ? std::string("; aggregation sums dense (in rank order)")
-                 : std::string("; aggregation sums auto (row-sparse where it pays: shown as dense, an upper bound)"),
+             : p.blocks && p.blocks->has_held()
+                 ? std::string("; aggregation sums auto (row-sparse where the graph's held rows make it pay)")
+                 : std::string("; aggregation sums auto (row-sparse where it pays; no table of held rows: "
+                               "shown as dense, an upper bound)"),
              c.wire == Wire::Fp32 ? std::string() : fmt::format("; activation sums in {} on the wire", wire_name(c.wire)),
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(layer_order_of(c)), fmt::join(layer_orders(p, true), ", "));
@@ -258,6 +263,13 @@ void run_plan(PlanOptions& o) {
   fmt::print("MB/rank counts tensors; train's memory check adds the rank's share of the graph on the host: "
              "{:.2f} MB (all of it on every rank where --balance orders a plain file in memory)\n",
              host_graph / 1e6);
+  if (c.sparse_comm == SparseComm::Auto) {
+    const SumForms& s = plans.front().sums;
+    fmt::print("aggregation sums of {} (all ranks, per layer and direction): {} row-sparse, {} dense{}\n",
+               plans.front().grid.str(), s.rows, s.dense + s.unknown,
+               s.unknown > 0 ? fmt::format(" ({} of them for want of held rows: their bytes an upper bound)", s.unknown)
+                             : std::string());
+  }
 }
 
 struct GptPlanOptions {

@@ -77,6 +77,64 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<s
   *this = RowSparseSum(comm, rows);
 }
 
+RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, bool allow_rows)
+    : RowSparseSum(comm, rows) {
+  const int p = comm.size(), me = comm.rank();
+  const auto ranks = static_cast<std::size_t>(p);
+  if (held.per_rank.size() != ranks) throw std::invalid_argument("RowSparseSum: held rows of another group");
+  std::uint64_t total = 0;
+  for (const index_t c : held.per_rank) {
+    if (c < 0 || c > held.any) throw std::invalid_argument("RowSparseSum: a rank holds more rows than the group");
+    total += static_cast<std::uint64_t>(c);
+  }
+  if (held.any > rows || total < static_cast<std::uint64_t>(held.any))
+    throw std::invalid_argument("RowSparseSum: held rows that do not fit the block");
+  if (p == 1) return;
+  const auto any = static_cast<std::uint64_t>(held.any);
+  rows_group_rows_ = total - any + any * static_cast<std::uint64_t>(p - 1);
+  if (!allow_rows || rows_group_rows_ >= dense_group_rows_) {
+    rows_group_rows_ = dense_group_rows_;
+    return;
+  }
+  form_ = Form::Rows;
+  modelled_ = true;
+  // Owned rows: each rank its dense share of the held rows where it holds as many, the rest to
+  // the first ranks holding more.
+  std::vector<std::size_t> owned(ranks);
+  std::uint64_t left = any;
+  for (int q = 0; q < p; ++q) {
+    const auto c = static_cast<std::uint64_t>(held.per_rank[static_cast<std::size_t>(q)]);
+    owned[static_cast<std::size_t>(q)] = std::min<std::uint64_t>(c, as_size(block_range(held.any, p, q).size()));
+    left -= owned[static_cast<std::size_t>(q)];
+  }
+  for (int q = 0; q < p && left > 0; ++q) {
+    const auto c = static_cast<std::uint64_t>(held.per_rank[static_cast<std::size_t>(q)]);
+    const std::uint64_t more = std::min<std::uint64_t>(left, c - owned[static_cast<std::size_t>(q)]);
+    owned[static_cast<std::size_t>(q)] += more;
+    left -= more;
+  }
+  owned_counts_ = owned;
+  owned_ = owned[static_cast<std::size_t>(me)];
+  // The holders' copies (all but the owners'), received in proportion to the rows owned, and
+  // each rank's spread evenly over the others.
+  const std::uint64_t copies = total - any;
+  std::uint64_t before = 0;
+  std::size_t received = 0;
+  for (int q = 0; q <= me && any > 0; ++q) {
+    const std::uint64_t upto = before + owned[static_cast<std::size_t>(q)];
+    received = static_cast<std::size_t>(copies * upto / any - copies * before / any);
+    before = upto;
+  }
+  const std::size_t sent = as_size(held.per_rank[static_cast<std::size_t>(me)]) - owned_;
+  send_counts_.assign(ranks, 0);
+  recv_counts_.assign(ranks, 0);
+  for (int k = 0; k + 1 < p; ++k) {
+    const int other = k < me ? k : k + 1;
+    send_counts_[static_cast<std::size_t>(other)] = as_size(block_range(static_cast<index_t>(sent), p - 1, k).size());
+    recv_counts_[static_cast<std::size_t>(other)] = as_size(block_range(static_cast<index_t>(received), p - 1, k).size());
+  }
+}
+
 void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t mask_bytes) {
   const int p = comm_->size(), me = comm_->rank();
   const auto ranks = static_cast<std::size_t>(p);
@@ -133,6 +191,7 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
 
 void RowSparseSum::sum(float* c, index_t cols, Wire wire) const {
   if (comm_->size() == 1 || rows_ == 0 || cols == 0) return;
+  if (modelled_ && c != nullptr) throw std::logic_error("RowSparseSum: a dry run's sum (held row counts) given data");
   const int bits = wire_bits(wire);
   if (bits == 16) throw std::logic_error("RowSparseSum: a bf16 sum (all_reduce_in_bf16's)");
   if (bits < 16) return form_ == Form::Dense ? sum_dense_quantised(c, cols, bits) : sum_rows_quantised(c, cols, bits);

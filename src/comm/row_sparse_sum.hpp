@@ -27,6 +27,24 @@
 
 namespace plexus {
 
+// What a plan knows of a sum's rows (plexus/block_counts.hpp's held rows): how many rows each
+// rank of the group holds (in group rank order), and how many any of them holds — not which.
+struct HeldRowCounts {
+  std::vector<index_t> per_rank;
+  index_t any = 0;
+};
+
+// How many sums were planned in each form (counted by a plan's dry run, DeviceAdj's SumFormsCount):
+// rows, dense, and `unknown` — dense for want of the held rows where the rows form was allowed
+// (a dry run whose table does not cut the sum: its bytes an upper bound).
+struct SumForms {
+  long long rows = 0, dense = 0, unknown = 0;
+  SumForms& operator+=(const SumForms& o) {
+    rows += o.rows, dense += o.dense, unknown += o.unknown;
+    return *this;
+  }
+};
+
 class RowSparseSum {
  public:
   enum class Form { Dense, Rows };
@@ -37,6 +55,13 @@ class RowSparseSum {
   // hold values; rows bytes) is gathered, bit-packed, and the rows form is taken when
   // `allow_rows` and it moves fewer rows over the group than the dense form.
   RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero, bool allow_rows);
+  // A dry run's sum (no collective; sum() then takes c == nullptr only): the form the masks'
+  // constructor would take and the rows the group moves in it, both exact — they depend on the
+  // counts alone (a held row moves from each holder but its owner, then to every rank but its
+  // owner). Which rank owns which rows depends on the rows themselves: modelled here (each rank
+  // owns up to its dense share of the held rows, the rest in rank order, and receives the
+  // holders' copies in proportion), so a rank's bytes are near, the group's equal, a real run's.
+  RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, bool allow_rows);
 
   Form form() const { return form_; }
   Communicator& comm() const { return *comm_; }
@@ -70,6 +95,7 @@ class RowSparseSum {
   Communicator* comm_;
   index_t rows_ = 0;
   Form form_ = Form::Dense;
+  bool modelled_ = false;  // counts without lists (the HeldRowCounts constructor)
   std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0;
   // The rows form's lists (empty for the dense one), built once.
   std::vector<Run> send_runs_;                 // rows sent to their owners, packed by owner in rank order

@@ -8,6 +8,7 @@
 #include "plexus/error.hpp"
 #include "plexus/sparse.hpp"
 #include "models/kinds/kind_spec.hpp"
+#include "pmm/held_rows_model.hpp"
 #include "pmm/neighbour_operators.hpp"
 #include "core/shard_layout.hpp"
 
@@ -140,11 +141,17 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
     throw InputError("TrainConfig.wire", std::string(wire_name(cfg.wire)) + " sums are the CPU backend's for now");
   if (cfg.sparse_comm != SparseComm::Off && be.device() == Device::CPU) {
     const bool rows = cfg.sparse_comm == SparseComm::Auto;
+    if (shards.shape_only && shards.adj_counts)  // a plan's dry run: its table's held rows
+      for (std::size_t k = 0; k < num_blocks; ++k)
+        adj_[k]->model_held_rows(held_rows_model(shards.adj_counts, shards.adj_symmetric, shards.num_nodes, block(k)));
     for (int l = 0; l < n_layers; ++l) {
       const auto k = static_cast<std::size_t>(shards.adj_of_layer[l]);
       const LayerRoles& roles = geos[static_cast<std::size_t>(l)].roles;
       adj_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), rows);
-      if (needs.self_loops) self_loops_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), rows);
+      // S holds an entry in every row (an explicit zero where the node's self-loop is in another
+      // rank's columns: neighbour_operators.hpp), and Sᵀ's rows depend on the node order, which a
+      // plan does not know: their sums stay dense, the same in a run and in its plan.
+      if (needs.self_loops) self_loops_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), false);
     }
   }
   shards.adj_self_col.clear();

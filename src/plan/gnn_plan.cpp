@@ -11,14 +11,17 @@
 // E(r, c) = ⌊nnz·r·c / N²⌋, integers that add up to nnz over any tiling, so that the bytes
 // of sharded Â gathers summed over ranks are exact on every graph.
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "models/kinds/kind_spec.hpp"
 #include "plan/dry_run.hpp"
+#include "pmm/device_adj.hpp"
 #include "plan/gnn_plan.hpp"
 #include "plan/plan.hpp"
 #include "plexus/error.hpp"
 #include "plexus/gnn_model.hpp"
+#include "plexus/block_counts.hpp"
 #include "plexus/io.hpp"
 #include "plexus/prepare.hpp"
 #include "plexus/sparse.hpp"
@@ -81,6 +84,10 @@ GnnShards shape_shards(const ProblemSize& p, const ShardRanges& sr) {
   s.adj_of_layer = sr.adj_of_layer;
   s.layouts = sr.layouts;
   for (const AdjBlockRange& b : sr.adj) s.adj_nnz.push_back(block_entries(p, b));
+  if (p.blocks && p.blocks->has_held()) {
+    s.adj_counts = p.blocks;
+    s.adj_symmetric = !p.directed;
+  }
   s.feat_rows = sr.feat_rows;
   s.feat_cols = sr.feat_cols;
   s.label_rows = sr.label_rows;
@@ -114,8 +121,10 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
   }
   k.insert(k.end(), sr.adj_of_layer.begin(), sr.adj_of_layer.end());
   for (const AdjBlockRange& b : sr.adj) k.push_back(block_entries(p, b));
-  // The link task's pairs: each rank's block and piece of them are its own.
-  if (p.links) k.insert(k.end(), coords.begin(), coords.end());
+  // The link task's pairs: each rank's block and piece of them are its own. Row-sparse sums
+  // planned from held rows: a rank's share of its group's rows is its own too.
+  const bool held_rows = p.blocks && p.blocks->has_held() && p.config.sparse_comm == SparseComm::Auto;
+  if (p.links || held_rows) k.insert(k.end(), coords.begin(), coords.end());
 }
 
 }  // namespace
@@ -132,15 +141,20 @@ RankEpochs dry_run_gnn_rank(const ProblemSize& p, GridShape g, int rank, const S
     model.predict(shape_shards(p, sr), run.backend(), run.grid());
     return {first, run.measure()};
   }
+  SumForms sums;
+  std::optional<SumFormsCount> counting(&sums);  // the sums the network plans at set-up
   GnnTrainer trainer(shape_shards(p, sr), dry_run_config(p), run.backend(), run.grid());
+  counting.reset();
   run.measure();  // not the setup's collectives
   trainer.epoch();
-  const RankCost first = run.measure();
+  RankCost first = run.measure();
   if (steady)
     steady(run.shape_backend(), [&] { trainer.epoch(); });
   else
     trainer.epoch();
-  return {first, run.measure()};
+  RankCost later = run.measure();
+  first.sums = later.sums = sums;
+  return {first, later};
 }
 
 namespace {
@@ -195,6 +209,7 @@ ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg) {
   p.num_features = info.num_features;
   p.num_classes = info.num_classes;
   p.num_edge_features = info.num_edge_features;
+  p.directed = info.directed;
   p.config = cfg;
   return p;
 }

@@ -122,6 +122,7 @@ GridPlan plan_ranks(GridShape g, int dp, const First& first, const Steady& stead
   }
   for (const RankCost& rc : steady.set)
     plan.latency_steps = std::max(plan.latency_steps, rc.calls[0] + rc.calls[1] + rc.calls[2] + rc.calls[3]);
+  for (std::size_t r = 0; r < steady.n; ++r) plan.sums += steady.at(r).sums;
   return plan;
 }
 

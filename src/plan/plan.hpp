@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/row_sparse_sum.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/block_counts.hpp"
 #include "plexus/process_grid.hpp"
@@ -42,6 +43,9 @@ struct ProblemSize {
   // Each Â block's exact entries (a prepared file's table, or counted from a small plain file);
   // without them, or for a grid whose blocks the table does not cut, Â is taken as evenly dense.
   std::shared_ptr<const AdjBlockCounts> blocks = nullptr;
+  // The graph is directed (GraphInfo::directed): Â's blocks' transposes are not the other
+  // order's blocks, so their row-sparse sums are planned dense.
+  bool directed = false;
   // plexus predict's forward pass (GnnModel::predict) instead of a training epoch: the dry run
   // runs inference, so the bytes and the memory are what inference moves and holds.
   bool inference = false;
@@ -97,6 +101,10 @@ struct RankCost {
   // The peak of each MemoryKind (parameters, gradients, optimizer, activations, workspace,
   // per-edge values); each kind's own peak, so their sum may exceed memory_bytes.
   std::array<double, kMemoryKinds> memory_by_kind{};
+  // The row-sparse sums a rank planned (--sparse-comm; one per layer, direction and row chunk):
+  // in the rows form, in the dense form, and dense for want of the held rows (a sum the graph's
+  // table does not cut: its bytes an upper bound).
+  SumForms sums;
 };
 
 // Per-rank costs of one epoch (epoch 0 when `first_epoch`: layer 0's clean aggregation is
@@ -135,6 +143,7 @@ struct GridPlan {
   std::array<double, kMemoryKinds> memory_by_kind{};  // each kind's max over ranks
   int latency_steps = 0;          // steady epoch: max over ranks of RankCost::calls, all axes
   std::array<bool, 4> intra_node{};  // every group of that axis (x, y, z, d) lies within one node
+  SumForms sums;                  // RankCost::sums over the ranks (of the steady epoch's costs)
 };
 
 // The plan of a grid from per-rank costs of its first and steady epochs (or steps): the time

@@ -182,19 +182,42 @@ void DeviceAdj::keep_held_rows(const Backend& be, Side& s, const index_t* indptr
   s.rows_known = true;
 }
 
+namespace {
+thread_local SumForms* t_sum_forms = nullptr;
+}  // namespace
+
+SumFormsCount::SumFormsCount(SumForms* counter) : previous_(t_sum_forms) { t_sum_forms = counter; }
+SumFormsCount::~SumFormsCount() { t_sum_forms = previous_; }
+
 void DeviceAdj::plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows) {
-  plan_side_sums(a_, rows_sum, allow_rows);
-  plan_side_sums(a_t_, cols_sum, allow_rows);
+  plan_side_sums(a_, rows_sum, allow_rows, false);
+  plan_side_sums(a_t_, cols_sum, allow_rows, true);
 }
 
-void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows) {
+void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, bool transpose) {
   // Every rank of `comm` holds a block of the same rows and the same chunking, and knows its
-  // rows alike (all real, or all a dry run's): all gather the masks, or none does.
+  // rows alike (all real, or all a dry run's): all gather the masks, or none does. A dry run
+  // plans from the counts its model gives (no collective), as the masks would decide.
   const bool rows = allow_rows && s.rows_known;
-  const auto make = [&](Range r) {
-    if (!rows) return std::make_unique<RowSparseSum>(comm, r.size());
+  const auto plan = [&](Range r) {
+    if (allow_rows && !s.rows_known && held_model_) {
+      if (const std::optional<HeldRowCounts> held = held_model_(transpose, comm, r))
+        return std::make_unique<RowSparseSum>(comm, r.size(), *held, true);
+    }
+    if (!rows) {
+      if (t_sum_forms && allow_rows && comm.size() > 1) ++t_sum_forms->unknown;
+      return std::make_unique<RowSparseSum>(comm, r.size());
+    }
     const std::vector<std::uint8_t> held(s.held_rows.begin() + r.begin, s.held_rows.begin() + r.end);
     return std::make_unique<RowSparseSum>(comm, r.size(), held, true);
+  };
+  const auto make = [&](Range r) {
+    SumForms* const counter = t_sum_forms;
+    const long long unknown = counter ? counter->unknown : 0;
+    std::unique_ptr<RowSparseSum> sum = plan(r);
+    if (counter && counter->unknown == unknown && comm.size() > 1)
+      ++(sum->form() == RowSparseSum::Form::Rows ? counter->rows : counter->dense);
+    return sum;
   };
   PlannedSums planned{&comm, nullptr, {}};
   if (agg_chunks_ == 1) {

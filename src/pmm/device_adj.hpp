@@ -8,6 +8,7 @@
 //   operand   column ids and values of a block  all-gather (int32, float) over i
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/row_sparse_sum.hpp"
@@ -33,6 +34,19 @@ class AdjWorkspace {
   Backend* be_;
   Buffer<col_t> indices_;
   Buffer<float> values_;
+};
+
+// Counts the sums DeviceAdj::plan_sums plans on this thread (over groups of more than one rank)
+// into `counter` (null: none) until the scope ends: a plan's dry run (RankCost::sums).
+class SumFormsCount {
+ public:
+  explicit SumFormsCount(SumForms* counter);
+  ~SumFormsCount();
+  SumFormsCount(const SumFormsCount&) = delete;
+  SumFormsCount& operator=(const SumFormsCount&) = delete;
+
+ private:
+  SumForms* previous_;
 };
 
 // The sums of a block's products over one communicator, planned once (DeviceAdj::plan_sums): of
@@ -90,6 +104,11 @@ class DeviceAdj {
   // layouts may share a block where their ranges coincide, another rank's not): planning again
   // for a communicator replaces its sums, so that every rank issues the same collectives.
   void plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows);
+  // A dry run's block holds no rows: what the plan knows of them (src/pmm/held_rows_model.hpp)
+  // — the held row counts of the ranks of `group` for rows `rows` (from 0) of the block
+  // (transpose false) or of its transpose, or nullopt (that sum planned dense).
+  using HeldRowsModel = std::function<std::optional<HeldRowCounts>(bool transpose, const Communicator& group, Range rows)>;
+  void model_held_rows(HeldRowsModel model) { held_model_ = std::move(model); }
 
  private:
   // Â or Âᵀ. Unsharded: `stored` is the matrix (or `chunk_mats` its row chunks). Sharded:
@@ -137,7 +156,7 @@ class DeviceAdj {
   void prepare(Backend& be, Side& s, const AdjOperand& op);
   // Keeps which rows of `indptr` (rows + 1 pointers) hold entries, on a CPU backend.
   static void keep_held_rows(const Backend& be, Side& s, const index_t* indptr, index_t rows);
-  void plan_side_sums(Side& s, Communicator& comm, bool allow_rows);
+  void plan_side_sums(Side& s, Communicator& comm, bool allow_rows, bool transpose);
 
   bool sharded_ = false;
   int agg_chunks_ = 1;
@@ -145,6 +164,7 @@ class DeviceAdj {
   Communicator* axis_ = nullptr;
   AdjWorkspace* ws_ = nullptr;
   Side a_, a_t_;
+  HeldRowsModel held_model_;
 };
 
 }  // namespace plexus
