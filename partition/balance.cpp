@@ -11,6 +11,7 @@
 
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
+#include "plexus/shard.hpp"
 #include "src/core/parallel_work.hpp"
 
 namespace plexus {
@@ -193,6 +194,82 @@ NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int p
   return o;
 }
 
+double LayerBlockNnz::held_fraction() const {
+  double held = 0;
+  for (const index_t h : held_rows) held += static_cast<double>(h);
+  // Every node is a row of one block in each column block: G_o · n block rows in all.
+  return nodes == 0 ? 0.0 : held / (static_cast<double>(col_parts) * static_cast<double>(nodes));
+}
+
+namespace {
+
+// The rows and columns of each block of Â = A + I holding an entry (rb, cb: each node's block as
+// a row and as a column), and the rows its two sums move in each form (LayerBlockNnz).
+void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const std::vector<std::int32_t>& cb, int gd,
+                int go, LayerBlockNnz& r) {
+  const index_t n = g.num_nodes;
+  const std::size_t nb = static_cast<std::size_t>(gd) * go;
+  r.nodes = n;
+  r.held_rows.assign(nb, 0);
+  r.held_cols.assign(nb, 0);
+  // A column's entries are its in-neighbours' rows: the stored lists on an undirected graph
+  // (both directions stored), a transpose on a directed one.
+  std::vector<index_t> t_ptr, t_idx;
+  const std::vector<index_t>* in_ptr = &g.indptr;
+  const std::vector<index_t>* in_idx = &g.indices;
+  if (g.directed) {
+    t_ptr.assign(static_cast<std::size_t>(n) + 1, 0);
+    for (const index_t v : g.indices) ++t_ptr[static_cast<std::size_t>(v) + 1];
+    for (index_t v = 0; v < n; ++v) t_ptr[v + 1] += t_ptr[v];
+    t_idx.resize(g.indices.size());
+    std::vector<index_t> at(t_ptr.begin(), t_ptr.end() - 1);
+    for (index_t u = 0; u < n; ++u)
+      for (index_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) t_idx[static_cast<std::size_t>(at[g.indices[k]]++)] = u;
+    in_ptr = &t_ptr;
+    in_idx = &t_idx;
+  }
+  // Node u's row (resp. column) holds an entry in each distinct column (row) block of itself and
+  // its out- (in-) neighbours.
+  const auto pass = [n](const std::vector<index_t>& ptr, const std::vector<index_t>& idx,
+                        const std::vector<std::int32_t>& mine, const std::vector<std::int32_t>& other, int others,
+                        bool rows_major, int go_, std::vector<index_t>& out) {
+    std::vector<index_t> seen(static_cast<std::size_t>(others), -1);
+    for (index_t u = 0; u < n; ++u) {
+      const auto mark = [&](index_t v) {
+        const std::int32_t b = other[static_cast<std::size_t>(v)];
+        if (seen[static_cast<std::size_t>(b)] == u) return;
+        seen[static_cast<std::size_t>(b)] = u;
+        const std::int32_t a = mine[static_cast<std::size_t>(u)];
+        ++out[rows_major ? static_cast<std::size_t>(a) * go_ + b : static_cast<std::size_t>(b) * go_ + a];
+      };
+      mark(u);  // the self-loop of Â
+      for (index_t k = ptr[u]; k < ptr[u + 1]; ++k) mark(idx[static_cast<std::size_t>(k)]);
+    }
+  };
+  pass(g.indptr, g.indices, rb, cb, go, true, go, r.held_rows);
+  pass(*in_ptr, *in_idx, cb, rb, gd, false, go, r.held_cols);
+  // Each group: the dense form moves 2(P − 1) rows a row; the rows form Σ held + U(P − 2), U the
+  // rows any block holds (all of them: Â's self-loops); auto the fewer (nothing on one rank).
+  const auto sums = [](index_t rows, int p, index_t held, double& dense, double& automatic) {
+    if (p == 1) return;
+    const double d = 2.0 * (p - 1) * static_cast<double>(rows);
+    dense += d;
+    automatic += std::min(d, static_cast<double>(held) + static_cast<double>(rows) * (p - 2));
+  };
+  for (int i = 0; i < gd; ++i) {
+    index_t held = 0;
+    for (int j = 0; j < go; ++j) held += r.held_rows[static_cast<std::size_t>(i) * go + j];
+    sums(block_range(n, gd, i).size(), go, held, r.forward_dense, r.forward_auto);
+  }
+  for (int j = 0; j < go; ++j) {
+    index_t held = 0;
+    for (int i = 0; i < gd; ++i) held += r.held_cols[static_cast<std::size_t>(i) * go + j];
+    sums(block_range(n, go, j).size(), gd, held, r.backward_dense, r.backward_auto);
+  }
+}
+
+}  // namespace
+
 std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrder& order, GridShape grid,
                                                int layers, const std::vector<bool>& transform_first) {
   const index_t n = g.num_nodes;
@@ -243,6 +320,7 @@ std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrd
     r.layer = l;
     r.row_parts = gd;
     r.col_parts = go;
+    count_held(g, rb, cb, gd, go, r);
     r.total = std::accumulate(counts.begin(), counts.end(), index_t{0});
     r.max = *std::max_element(counts.begin(), counts.end());
     r.min = *std::min_element(counts.begin(), counts.end());

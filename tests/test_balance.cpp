@@ -147,6 +147,45 @@ TEST(Balance, IdentityImbalanceMatchesHandCount) {
   EXPECT_EQ(p[0].counts, (std::vector<index_t>{1, 4, 4, 1}));
 }
 
+// The rows and columns each block holds (what row-sparse sums move) and the rows the sums move
+// in each form, by hand on the graph above; a directed graph's columns are its in-neighbours.
+TEST(Balance, HeldRowsAndColumnsAndTheSumsRowsMatchHandCounts) {
+  GraphData g;
+  g.num_nodes = 4;
+  g.indptr = {0, 2, 3, 5, 7};
+  g.indices = {1, 2, 0, 0, 3, 2, 3};
+  // Â = {00 01 02 10 11 20 22 23 32 33}, blocks {0,1} × {2,3} both ways.
+  const auto r = block_nnz_imbalance(g, make_order(g, Balance::kNone, 1, 1), GridShape{2, 1, 2}, 2);
+  EXPECT_EQ(r[0].held_rows, (std::vector<index_t>{2, 1, 1, 2}));
+  EXPECT_EQ(r[0].held_cols, (std::vector<index_t>{2, 1, 1, 2}));
+  EXPECT_DOUBLE_EQ(r[0].held_fraction(), 0.75);
+  // Each row block of 2 rows over 2 ranks: dense 2·1·2 = 4 rows; rows form 3 held + 2·0.
+  EXPECT_DOUBLE_EQ(r[0].forward_dense, 8.0);
+  EXPECT_DOUBLE_EQ(r[0].forward_auto, 6.0);
+  EXPECT_DOUBLE_EQ(r[0].backward_dense, 8.0);
+  EXPECT_DOUBLE_EQ(r[0].backward_auto, 6.0);
+  // Layer 1: rows over 1 rank (no backward sum), columns over 2: rows 0,1,2 and 0,2,3 held.
+  EXPECT_EQ(r[1].held_rows, (std::vector<index_t>{3, 3}));
+  EXPECT_DOUBLE_EQ(r[1].forward_dense, 8.0);
+  EXPECT_DOUBLE_EQ(r[1].forward_auto, 6.0);
+  EXPECT_DOUBLE_EQ(r[1].backward_dense, 0.0);
+  EXPECT_DOUBLE_EQ(r[1].backward_auto, 0.0);
+  // Directed 0→1, 2→1 on 3 ranks a way: Â = {00 01 11 21 22}; column 1 held by rows 0, 1, 2.
+  GraphData d;
+  d.num_nodes = 3;
+  d.directed = true;
+  d.indptr = {0, 1, 1, 2};
+  d.indices = {1, 1};
+  const auto t = block_nnz_imbalance(d, make_order(d, Balance::kNone, 1, 1), GridShape{3, 1, 3}, 1);
+  EXPECT_EQ(t[0].held_rows, (std::vector<index_t>{1, 1, 0, 0, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(t[0].held_cols, (std::vector<index_t>{1, 1, 0, 0, 1, 0, 0, 1, 1}));
+  // Rows over 3: each row block of 1 row held 2, 1, 2 times: rows form 2 + 1 = 3, 2, 3 of dense 4.
+  EXPECT_DOUBLE_EQ(t[0].forward_dense, 12.0);
+  EXPECT_DOUBLE_EQ(t[0].forward_auto, 3.0 + 2.0 + 3.0);
+  // Columns over 3: column 1 held by 3 rows' blocks: 3 + 1 = 4 (dense's 4), the others 1 + 1.
+  EXPECT_DOUBLE_EQ(t[0].backward_auto, 2.0 + 4.0 + 2.0);
+}
+
 TEST(Balance, PermuteBalancesRmat) {
   const GridShape grid{2, 2, 2};
   // generate_rmat scrambles ids (as Graph500), so its own order is already nearly balanced;

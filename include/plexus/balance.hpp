@@ -58,11 +58,21 @@ NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int p
 struct LayerBlockNnz {
   int layer = 0;
   int row_parts = 1, col_parts = 1;  // G_d, G_o
+  index_t nodes = 0;
   index_t total = 0;                 // nnz of Â (off-diagonal stored entries + n self-loops)
   index_t max = 0, min = 0;
   double mean = 0;                   // total / (G_d·G_o)
   double imbalance() const { return mean > 0 ? static_cast<double>(max) / mean : 1.0; }
   std::vector<index_t> counts;       // row-major G_d × G_o
+  // Per block, as counts: its rows holding an entry, and its columns holding one (its
+  // transpose's rows) — what the row-sparse sums of --sparse-comm move (docs/communication.md).
+  std::vector<index_t> held_rows, held_cols;
+  // Rows the layer's sums move over their groups, all blocks together, per unit of width: the
+  // forward sum of Â·H over o and the backward one of Âᵀ·G over d, in the dense form and with
+  // --sparse-comm auto (each group's cheaper form).
+  double forward_dense = 0, forward_auto = 0, backward_dense = 0, backward_auto = 0;
+  // Of all the blocks' rows, those holding an entry.
+  double held_fraction() const;
 };
 
 // For layers 0..layers-1: Â = A + I (stored self-loops replaced by one per node, stored
