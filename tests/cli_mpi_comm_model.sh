@@ -71,6 +71,8 @@ cases=(
   "2x2x2 2 16 0.5 --sparse-comm auto" "8x1x1 2 16 0.5 --sparse-comm auto --layer-order aggregate-first"
   "3x2x1 3 16 0.5 --sparse-comm auto --model gat --heads 2" "1x2x3 2 16 0.5 --sparse-comm auto --model appnp --steps 2"
   "2x1x3 3 16 0.5 --sparse-comm auto --wire int8 --model sage --comm-variant rs-ag --shard-adj"
+  # A plain file permuted in memory at the run's start: plan permutes and counts it alike.
+  "2x2x2 2 16 0.5 --balance permute --sparse-comm auto" "3x1x2 3 16 0.5 --balance permute --model gin --train-eps"
   # --wire int8|int4: the activation sums quantised (a row's bytes do not depend on its values),
   # alone, on the row-sparse sums' dense form, chunked, and for GAT's and APPNP's sums.
   "2x2x2 2 16 0.5 --wire int8" "3x2x1 2 16 0.5 --wire int4 --sparse-comm dense --agg-chunks 3"

@@ -155,10 +155,14 @@ TEST(BlockCounts, PrepareStoresTheTableOfItsOwnGraph) {
   EXPECT_FALSE(plain_problem.two_orders);
   ASSERT_TRUE(plain_problem.blocks);
   EXPECT_EQ(plain_problem.blocks->entries(0, Range{0, 300}, Range{0, 300}), p.a1.nnz());
-  cfg.balance = Balance::kPermute;  // ordered in memory: two orders, blocks unknown here
+  cfg.balance = Balance::kPermute;  // ordered here as the run orders it in memory: two orders, counted
   const ProblemSize balanced = gnn_problem(plain, cfg);
   EXPECT_TRUE(balanced.two_orders);
-  EXPECT_FALSE(balanced.blocks);
+  ASSERT_TRUE(balanced.blocks);
+  EXPECT_EQ(balanced.blocks->tiles, p.block_counts.tiles);  // prepare's permutation of the same seed
+  EXPECT_EQ(balanced.blocks->held, p.block_counts.held);
+  cfg.balance = Balance::kMetis;  // METIS cuts for each grid: not counted here
+  EXPECT_FALSE(gnn_problem(plain, cfg).blocks);
 }
 
 // Rewrites the int64 dataset `name` of `path` in place.

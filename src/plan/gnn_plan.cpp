@@ -259,8 +259,17 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     if (!counts.empty()) p.blocks = std::make_shared<const AdjBlockCounts>(std::move(counts));
   } else if (cfg.balance != Balance::kNone) {
     // Ordered in memory at the start of training, as plexus prepare would: the permutation
-    // gives two orders (METIS one), with blocks of its own.
+    // gives two orders (METIS one), with blocks of its own. A small file is ordered here as the
+    // run orders it (the permutation does not depend on the grid; METIS's parts do) and counted.
     p.two_orders = cfg.balance == Balance::kPermute;
+    if (cfg.balance == Balance::kPermute && info.nnz <= kCountedPlanEdges) {
+      try {
+        const PreparedGraph ordered = ordered_in_memory(read_graph_h5(path), cfg, 1);
+        p.blocks = std::make_shared<const AdjBlockCounts>(ordered.block_counts);
+      } catch (const std::exception&) {  // (the loader names what is wrong, as below)
+        p.blocks = nullptr;
+      }
+    }
   } else if (info.nnz <= kCountedPlanEdges) {
     // Small enough to count here, in the order training keeps (a balanced run reorders it).
     // A file that cannot be counted keeps the even estimate: the prediction must not preempt

@@ -66,7 +66,8 @@ struct ProblemSize {
 ProblemSize gnn_problem(const GraphInfo& info, const TrainConfig& cfg);
 // The same for the graph file `path`, with what makes the memory exact: its node orders and its
 // block counts — a prepared file's table, or, for a plain file of at most kCountedPlanEdges
-// stored edges trained without --balance, counted from its Â here. With `link_pairs`, the link
+// stored edges trained without --balance or with --balance permute, counted from its Â here (in
+// the run's order). With `link_pairs`, the link
 // task's problem reads the graph whole, as every rank of its training does: its split (the
 // file's own or one drawn as training draws it), the graph without the held-out links and its
 // blocks, and the pairs, so the decoder is priced exactly — `plexus plan --task link`. Every
