@@ -12,6 +12,7 @@
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
 #include "plexus/shard.hpp"
+#include "src/comm/row_sparse_sum.hpp"
 #include "src/core/parallel_work.hpp"
 
 namespace plexus {
@@ -213,7 +214,8 @@ void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const s
   r.held_rows.assign(nb, 0);
   r.held_cols.assign(nb, 0);
   // A column's entries are its in-neighbours' rows: the stored lists on an undirected graph
-  // (both directions stored), a transpose on a directed one.
+  // (both directions stored), a transpose on a directed one (by hand: csr_transpose's HostCsr
+  // holds 32-bit block-local columns, a whole graph's ids are 64-bit).
   std::vector<index_t> t_ptr, t_idx;
   const std::vector<index_t>* in_ptr = &g.indptr;
   const std::vector<index_t>* in_idx = &g.indices;
@@ -230,31 +232,35 @@ void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const s
   }
   // Node u's row (resp. column) holds an entry in each distinct column (row) block of itself and
   // its out- (in-) neighbours.
-  const auto pass = [n](const std::vector<index_t>& ptr, const std::vector<index_t>& idx,
-                        const std::vector<std::int32_t>& mine, const std::vector<std::int32_t>& other, int others,
-                        bool rows_major, int go_, std::vector<index_t>& out) {
-    std::vector<index_t> seen(static_cast<std::size_t>(others), -1);
+  // Block (i, j) of each entry, as the row block of node u and the column block of node v (the
+  // held columns' pass swaps the roles): counted once per node and block.
+  const auto pass = [&](const std::vector<index_t>& ptr, const std::vector<index_t>& idx, bool columns,
+                        std::vector<index_t>& out) {
+    const std::vector<std::int32_t>& mine = columns ? cb : rb;
+    const std::vector<std::int32_t>& other = columns ? rb : cb;
+    std::vector<index_t> seen(static_cast<std::size_t>(columns ? gd : go), -1);
     for (index_t u = 0; u < n; ++u) {
       const auto mark = [&](index_t v) {
         const std::int32_t b = other[static_cast<std::size_t>(v)];
         if (seen[static_cast<std::size_t>(b)] == u) return;
         seen[static_cast<std::size_t>(b)] = u;
         const std::int32_t a = mine[static_cast<std::size_t>(u)];
-        ++out[rows_major ? static_cast<std::size_t>(a) * go_ + b : static_cast<std::size_t>(b) * go_ + a];
+        ++out[columns ? static_cast<std::size_t>(b) * go + a : static_cast<std::size_t>(a) * go + b];
       };
       mark(u);  // the self-loop of Â
       for (index_t k = ptr[u]; k < ptr[u + 1]; ++k) mark(idx[static_cast<std::size_t>(k)]);
     }
   };
-  pass(g.indptr, g.indices, rb, cb, go, true, go, r.held_rows);
-  pass(*in_ptr, *in_idx, cb, rb, gd, false, go, r.held_cols);
-  // Each group: the dense form moves 2(P − 1) rows a row; the rows form Σ held + U(P − 2), U the
-  // rows any block holds (all of them: Â's self-loops); auto the fewer (nothing on one rank).
+  pass(g.indptr, g.indices, false, r.held_rows);
+  pass(*in_ptr, *in_idx, true, r.held_cols);
+  // Each group's rows in either form (RowSparseSum's counts; every row of a group is held by some
+  // block: Â's self-loops); auto the fewer.
   const auto sums = [](index_t rows, int p, index_t held, double& dense, double& automatic) {
     if (p == 1) return;
-    const double d = 2.0 * (p - 1) * static_cast<double>(rows);
+    const auto d = static_cast<double>(RowSparseSum::dense_rows(rows, p));
     dense += d;
-    automatic += std::min(d, static_cast<double>(held) + static_cast<double>(rows) * (p - 2));
+    automatic += std::min(d, static_cast<double>(RowSparseSum::rows_form_rows(static_cast<std::uint64_t>(held),
+                                                                               static_cast<std::uint64_t>(rows), p)));
   };
   for (int i = 0; i < gd; ++i) {
     index_t held = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 
 #include "comm/quantised_rows.hpp"
@@ -52,8 +53,7 @@ std::vector<std::size_t> row_blocks(index_t rows, int p, index_t cols) {
 }  // namespace
 
 RowSparseSum::RowSparseSum(Communicator& comm, index_t rows) : comm_(&comm), rows_(rows) {
-  const auto p = static_cast<std::uint64_t>(comm.size());
-  dense_group_rows_ = rows_group_rows_ = 2 * (p - 1) * static_cast<std::uint64_t>(rows);
+  dense_group_rows_ = rows_group_rows_ = dense_rows(rows, comm.size());
 }
 
 RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero,
@@ -91,7 +91,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
     throw std::invalid_argument("RowSparseSum: held rows that do not fit the block");
   if (p == 1) return;
   const auto any = static_cast<std::uint64_t>(held.any);
-  rows_group_rows_ = total - any + any * static_cast<std::uint64_t>(p - 1);
+  rows_group_rows_ = rows_form_rows(total, any, p);
   if (!allow_rows || rows_group_rows_ >= dense_group_rows_) {
     rows_group_rows_ = dense_group_rows_;
     return;
@@ -118,13 +118,9 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
   // The holders' copies (all but the owners'), received in proportion to the rows owned, and
   // each rank's spread evenly over the others.
   const std::uint64_t copies = total - any;
-  std::uint64_t before = 0;
-  std::size_t received = 0;
-  for (int q = 0; q <= me && any > 0; ++q) {
-    const std::uint64_t upto = before + owned[static_cast<std::size_t>(q)];
-    received = static_cast<std::size_t>(copies * upto / any - copies * before / any);
-    before = upto;
-  }
+  const std::uint64_t before = std::accumulate(owned.begin(), owned.begin() + me, std::uint64_t{0}),
+                      upto = before + owned_;
+  const auto received = any == 0 ? std::size_t{0} : static_cast<std::size_t>(copies * upto / any - copies * before / any);
   const std::size_t sent = as_size(held.per_rank[static_cast<std::size_t>(me)]) - owned_;
   send_counts_.assign(ranks, 0);
   recv_counts_.assign(ranks, 0);
@@ -140,7 +136,7 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
   const auto ranks = static_cast<std::size_t>(p);
   std::vector<std::vector<index_t>> send_to(ranks), recv_from(ranks), owned_by(ranks);
   std::vector<int> holders;
-  std::uint64_t transfers = 0;
+  std::uint64_t held = 0, any = 0;
   int home = 0;
   Range home_rows = block_range(rows_, p, 0);
   for (index_t r = 0; r < rows_; ++r) {
@@ -156,14 +152,15 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
     const bool home_holds = std::find(holders.begin(), holders.end(), home) != holders.end();
     const int owner = home_holds ? home : holders[static_cast<std::size_t>(r) % holders.size()];
     owned_by[static_cast<std::size_t>(owner)].push_back(r);
-    transfers += holders.size() - 1 + static_cast<std::uint64_t>(p - 1);  // to the owner, then out to the rest
+    held += holders.size();
+    ++any;
     for (const int s : holders) {
       if (s == owner) continue;
       if (s == me) send_to[static_cast<std::size_t>(owner)].push_back(r);
       if (owner == me) recv_from[static_cast<std::size_t>(s)].push_back(r);
     }
   }
-  rows_group_rows_ = transfers;
+  rows_group_rows_ = rows_form_rows(held, any, p);
   const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
   owned_ = owned.size();
   const std::uint8_t* my_mask = packed.data() + static_cast<std::size_t>(me) * mask_bytes;

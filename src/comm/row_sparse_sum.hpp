@@ -63,6 +63,17 @@ class RowSparseSum {
   // holders' copies in proportion), so a rank's bytes are near, the group's equal, a real run's.
   RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, bool allow_rows);
 
+  // Rows a group of p ranks receives per sum of `rows` rows in the dense form, and in the rows
+  // form when its ranks hold `held` rows in all (each counted once per holder) of which `any`
+  // are distinct: a held row moves from each holder but its owner, then to every rank but its
+  // owner. The one formula the masks, a plan's counts and `inspect` decide by.
+  static std::uint64_t dense_rows(index_t rows, int p) {
+    return 2 * static_cast<std::uint64_t>(p - 1) * static_cast<std::uint64_t>(rows);
+  }
+  static std::uint64_t rows_form_rows(std::uint64_t held, std::uint64_t any, int p) {
+    return held - any + any * static_cast<std::uint64_t>(p - 1);
+  }
+
   Form form() const { return form_; }
   Communicator& comm() const { return *comm_; }
   index_t rows() const { return rows_; }

@@ -198,25 +198,24 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, boo
   // Every rank of `comm` holds a block of the same rows and the same chunking, and knows its
   // rows alike (all real, or all a dry run's): all gather the masks, or none does. A dry run
   // plans from the counts its model gives (no collective), as the masks would decide.
-  const bool rows = allow_rows && s.rows_known;
-  const auto plan = [&](Range r) {
-    if (allow_rows && !s.rows_known && held_model_) {
+  // Where the rows form is allowed: from the masks, else from the model's counts; null when the
+  // rows are not known (then dense, counted as such).
+  const auto from_rows = [&](Range r) -> std::unique_ptr<RowSparseSum> {
+    if (s.rows_known) {
+      const std::vector<std::uint8_t> held(s.held_rows.begin() + r.begin, s.held_rows.begin() + r.end);
+      return std::make_unique<RowSparseSum>(comm, r.size(), held, true);
+    }
+    if (held_model_)
       if (const std::optional<HeldRowCounts> held = held_model_(transpose, comm, r))
         return std::make_unique<RowSparseSum>(comm, r.size(), *held, true);
-    }
-    if (!rows) {
-      if (t_sum_forms && allow_rows && comm.size() > 1) ++t_sum_forms->unknown;
-      return std::make_unique<RowSparseSum>(comm, r.size());
-    }
-    const std::vector<std::uint8_t> held(s.held_rows.begin() + r.begin, s.held_rows.begin() + r.end);
-    return std::make_unique<RowSparseSum>(comm, r.size(), held, true);
+    return nullptr;
   };
   const auto make = [&](Range r) {
-    SumForms* const counter = t_sum_forms;
-    const long long unknown = counter ? counter->unknown : 0;
-    std::unique_ptr<RowSparseSum> sum = plan(r);
-    if (counter && counter->unknown == unknown && comm.size() > 1)
-      ++(sum->form() == RowSparseSum::Form::Rows ? counter->rows : counter->dense);
+    std::unique_ptr<RowSparseSum> sum = allow_rows ? from_rows(r) : nullptr;
+    const bool unknown = allow_rows && !sum;
+    if (!sum) sum = std::make_unique<RowSparseSum>(comm, r.size());
+    if (t_sum_forms && comm.size() > 1)
+      ++(unknown ? t_sum_forms->unknown : sum->form() == RowSparseSum::Form::Rows ? t_sum_forms->rows : t_sum_forms->dense);
     return sum;
   };
   PlannedSums planned{&comm, nullptr, {}};

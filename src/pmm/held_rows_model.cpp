@@ -13,9 +13,9 @@ DeviceAdj::HeldRowsModel held_rows_model(std::shared_ptr<const AdjBlockCounts> c
     const Range side_rows = transpose ? block.cols : block.rows, side_cols = transpose ? block.rows : block.cols;
     // This rank's columns must be its group rank's block of them, as every rank's are.
     if (block_range(nodes, size, group.rank()) != side_cols) return std::nullopt;
+    if (transpose && !symmetric) return std::nullopt;
     const Range rows{side_rows.begin + part.begin, side_rows.begin + part.end};
     HeldRowCounts held;
-    if (transpose && !symmetric) return std::nullopt;
     const int which = transpose ? 1 - block.which : block.which;
     held.any = counts->held_rows(which, rows, Range{0, nodes});
     if (held.any < 0) return std::nullopt;
