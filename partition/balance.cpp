@@ -206,8 +206,8 @@ namespace {
 
 // The rows and columns of each block of Â = A + I holding an entry (rb, cb: each node's block as
 // a row and as a column), and the rows its two sums move in each form (LayerBlockNnz).
-void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const std::vector<std::int32_t>& cb, int gd,
-                int go, LayerBlockNnz& r) {
+void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const std::vector<std::int32_t>& cb,
+                const std::vector<std::int32_t>& cpart, int gd, int go, LayerBlockNnz& r) {
   const index_t n = g.num_nodes;
   const std::size_t nb = static_cast<std::size_t>(gd) * go;
   r.nodes = n;
@@ -234,6 +234,7 @@ void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const s
   // its out- (in-) neighbours.
   // Block (i, j) of each entry, as the row block of node u and the column block of node v (the
   // held columns' pass swaps the roles): counted once per node and block.
+  std::vector<index_t> gathered(static_cast<std::size_t>(go), 0);  // per column block
   const auto pass = [&](const std::vector<index_t>& ptr, const std::vector<index_t>& idx, bool columns,
                         std::vector<index_t>& out) {
     const std::vector<std::int32_t>& mine = columns ? cb : rb;
@@ -246,6 +247,9 @@ void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const s
         seen[static_cast<std::size_t>(b)] = u;
         const std::int32_t a = mine[static_cast<std::size_t>(u)];
         ++out[columns ? static_cast<std::size_t>(b) * go + a : static_cast<std::size_t>(a) * go + b];
+        // Column u lies in part cpart[u] of its block's gather: block b's rank receives it unless
+        // that part is its own.
+        if (columns && b != cpart[static_cast<std::size_t>(u)]) ++gathered[static_cast<std::size_t>(a)];
       };
       mark(u);  // the self-loop of Â
       for (index_t k = ptr[u]; k < ptr[u + 1]; ++k) mark(idx[static_cast<std::size_t>(k)]);
@@ -271,6 +275,11 @@ void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const s
     index_t held = 0;
     for (int i = 0; i < gd; ++i) held += r.held_cols[static_cast<std::size_t>(i) * go + j];
     sums(block_range(n, go, j).size(), gd, held, r.backward_dense, r.backward_auto);
+    if (gd > 1) {  // the gather over d of column block j (RowSparseGather's counts)
+      const double dense = static_cast<double>(gd - 1) * static_cast<double>(block_range(n, go, j).size());
+      r.gather_dense += dense;
+      r.gather_auto += std::min(dense, static_cast<double>(gathered[static_cast<std::size_t>(j)]));
+    }
   }
 }
 
@@ -299,11 +308,15 @@ std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrd
     const std::vector<index_t>& rnew = order.rows_for_layer(l);
     const std::vector<index_t>& cnew = order.cols_for_layer(l);
     // Block of each node as a row and as a column, then one pass over the edges.
-    std::vector<std::int32_t> rb(static_cast<std::size_t>(n)), cb(static_cast<std::size_t>(n));
+    // (and the part of its column block, split over G_d, its column lies in: the input's gather).
+    std::vector<std::int32_t> rb(static_cast<std::size_t>(n)), cb(static_cast<std::size_t>(n)),
+        cpart(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static) if(worth_a_team(n))
     for (index_t v = 0; v < n; ++v) {
       rb[v] = block_of(n, gd, rnew[v]);
       cb[v] = block_of(n, go, cnew[v]);
+      const Range cols = block_range(n, go, cb[v]);
+      cpart[v] = block_of(cols.size(), gd, cnew[v] - cols.begin);
     }
     const std::size_t nb = static_cast<std::size_t>(gd) * go;
     std::vector<index_t> counts(nb, 0);
@@ -326,7 +339,7 @@ std::vector<LayerBlockNnz> block_nnz_imbalance(const GraphData& g, const NodeOrd
     r.layer = l;
     r.row_parts = gd;
     r.col_parts = go;
-    count_held(g, rb, cb, gd, go, r);
+    count_held(g, rb, cb, cpart, gd, go, r);
     r.total = std::accumulate(counts.begin(), counts.end(), index_t{0});
     r.max = *std::max_element(counts.begin(), counts.end());
     r.min = *std::min_element(counts.begin(), counts.end());

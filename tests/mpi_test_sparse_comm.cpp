@@ -71,8 +71,14 @@ SumsRun train(ProcessGrid& grid, const TrainConfig& cfg, bool sparse_graph) {
 }
 
 // The plan of a run on `g` (a plain graph, one order), with the graph's table of blocks and held
-// rows, as plexus plan counts it for a small file: its bytes over every epoch of the run.
-double planned_bytes(const GraphData& g, const TrainConfig& cfg, GridShape shape) {
+// rows, as plexus plan counts it for a small file: its bytes over every epoch of the run, and
+// how many of its sums and gathers it planned dense for want of the held rows (the table does not
+// cut them: an upper bound).
+struct Planned {
+  double bytes = 0;
+  long long unknown = 0;
+};
+Planned planned_bytes(const GraphData& g, const TrainConfig& cfg, GridShape shape) {
   ProblemSize p;
   p.num_nodes = g.num_nodes;
   p.nnz = g.num_edges();
@@ -88,10 +94,22 @@ double planned_bytes(const GraphData& g, const TrainConfig& cfg, GridShape shape
     p.two_orders = ordered.two_orders();
     p.blocks = std::make_shared<const AdjBlockCounts>(ordered.block_counts);
   }
-  double bytes = 0;
+  Planned out;
   for (int e = 0; e < cfg.epochs; ++e)
-    for (const double b : predict_epoch(p, shape, e == 0).bytes) bytes += b;
-  return bytes;
+    for (const RankCost& rc : predict_ranks(p, shape, e == 0)) {
+      for (int a = 0; a < 3; ++a) out.bytes += rc.bytes[static_cast<std::size_t>(a)];
+      out.unknown += rc.sums.unknown;
+    }
+  return out;
+}
+
+// Measured against planned: equal where the plan knew every sum's and gather's rows, else no more.
+void expect_planned(double measured, const Planned& planned, const std::string& what) {
+  if (planned.unknown == 0) {
+    EXPECT_NEAR(measured, planned.bytes, 1e-9 * planned.bytes) << what << ": measured, planned";
+  } else {
+    EXPECT_LE(measured, planned.bytes * (1 + 1e-12)) << what << ": measured, planned (an upper bound)";
+  }
 }
 
 // Auto against dense: the same bits, no more bytes; whether it moved fewer.
@@ -104,7 +122,7 @@ bool expect_same_and_no_more(const SumsRun& got, const SumsRun& want, const std:
 TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
   const std::vector<Case> cases = testing::every_kind_case();
   const int p = world_size();
-  int fewer = 0;
+  int fewer = 0, exact = 0;
   for (const Case& c : cases) {
     // Every grid on the sparse graph; the graph of degree 6 (most rows held: the dense form
     // chosen for most sums) on the last grid.
@@ -113,8 +131,9 @@ TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
       auto grid = ProcessGrid::from_mpi(shape);
       const SumsRun on = train(*grid, config(c, SparseComm::Auto), true);
       fewer += expect_same_and_no_more(on, train(*grid, config(c, SparseComm::Dense), true), c.name + " on " + shape.str());
-      const double planned = planned_bytes(graph(true), config(c, SparseComm::Auto), shape);
-      EXPECT_NEAR(on.bytes, planned, 1e-9 * planned) << c.name << " on " << shape.str() << ": measured, planned";
+      const Planned planned = planned_bytes(graph(true), config(c, SparseComm::Auto), shape);
+      expect_planned(on.bytes, planned, c.name + " on " + shape.str());
+      exact += planned.unknown == 0 && p > 1;
     }
     // Two node orders (the double permutation): a block's transpose planned from the other
     // order's held rows.
@@ -123,9 +142,8 @@ TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
         auto grid = ProcessGrid::from_mpi(shape);
         TrainConfig permuted = config(c, SparseComm::Auto);
         permuted.balance = Balance::kPermute;
-        const double planned = planned_bytes(graph(true), permuted, shape);
-        EXPECT_NEAR(train(*grid, permuted, true).bytes, planned, 1e-9 * planned)
-            << c.name << " permuted on " << shape.str() << ": measured, planned";
+        expect_planned(train(*grid, permuted, true).bytes, planned_bytes(graph(true), permuted, shape),
+                       c.name + " permuted on " + shape.str());
       }
     }
     // The variants on the last (most mixed) grid, on the sparse graph.
@@ -148,6 +166,7 @@ TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
   // empty, and the rows form moves fewer bytes.
   if (p > 1) {
     EXPECT_GT(fewer, 0);
+    EXPECT_GT(exact, 0) << "no grid's plan was exact";
   }
 }
 

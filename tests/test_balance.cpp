@@ -164,6 +164,11 @@ TEST(Balance, HeldRowsAndColumnsAndTheSumsRowsMatchHandCounts) {
   EXPECT_DOUBLE_EQ(r[0].forward_auto, 6.0);
   EXPECT_DOUBLE_EQ(r[0].backward_dense, 8.0);
   EXPECT_DOUBLE_EQ(r[0].backward_auto, 6.0);
+  // The input's gather over d (2 ranks) of each column block, one column a part: columns 0 (rows
+  // of both row blocks, in part 0: block 1 receives it), 1 (block 0's rows, part 1: received),
+  // 2 (both blocks, part 0: block 1) and 3 (block 1's, its own part): 2 of 2, 1 of 2.
+  EXPECT_DOUBLE_EQ(r[0].gather_dense, 4.0);
+  EXPECT_DOUBLE_EQ(r[0].gather_auto, 3.0);
   // Layer 1: rows over 1 rank (no backward sum), columns over 2: rows 0,1,2 and 0,2,3 held.
   EXPECT_EQ(r[1].held_rows, (std::vector<index_t>{3, 3}));
   EXPECT_DOUBLE_EQ(r[1].forward_dense, 8.0);
@@ -184,6 +189,10 @@ TEST(Balance, HeldRowsAndColumnsAndTheSumsRowsMatchHandCounts) {
   EXPECT_DOUBLE_EQ(t[0].forward_auto, 3.0 + 2.0 + 3.0);
   // Columns over 3: column 1 held by 3 rows' blocks: 3 + 1 = 4 (dense's 4), the others 1 + 1.
   EXPECT_DOUBLE_EQ(t[0].backward_auto, 2.0 + 4.0 + 2.0);
+  // Each column block's one column lies in part 0 of the gather: column 0 is read by row block 0
+  // only (its own part), column 1 by blocks 0, 1, 2 (two receive it), column 2 by block 2.
+  EXPECT_DOUBLE_EQ(t[0].gather_dense, 6.0);
+  EXPECT_DOUBLE_EQ(t[0].gather_auto, 0.0 + 2.0 + 1.0);
 }
 
 TEST(Balance, PermuteBalancesRmat) {

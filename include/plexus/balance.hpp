@@ -71,6 +71,11 @@ struct LayerBlockNnz {
   // forward sum of Â·H over o and the backward one of Âᵀ·G over d, in the dense form and with
   // --sparse-comm auto (each group's cheaper form).
   double forward_dense = 0, forward_auto = 0, backward_dense = 0, backward_auto = 0;
+  // Rows a gather over d of the layer's input H (its block's columns, stored in G_d parts) moves,
+  // all groups together, per unit of width: the all-gather's, and with --sparse-comm auto only the
+  // rows of the others' parts each block's columns hold (each group's cheaper form; what layer 0
+  // aggregating first gathers: docs/communication.md, "Row-sparse gathers").
+  double gather_dense = 0, gather_auto = 0;
   // Of all the blocks' rows, those holding an entry.
   double held_fraction() const;
 };

@@ -54,3 +54,26 @@ refuse "generate road" "road: no node left for the test split" "the test split" 
 accept "generate road" "road: a small map" 'graph_ok $OUT/road.h5' --nodes 3000 --feature-width 8 -o "$OUT/road.h5"
 NP=2 accept train "road: trains with auto on 2 ranks" 'jsonl_ok $OUT/road.jsonl' --data "$OUT/road.h5" "${sc[@]}" \
   --sparse-comm auto --metrics "$OUT/road.jsonl"
+
+# The input's gather (docs/communication.md, "Row-sparse gathers"): a GCN layer 0 aggregating first
+# on 4 ranks over d gathers only the feature rows its block's columns hold — the dense losses bit for
+# bit, fewer bytes — in fp32 and in bf16; plan says which gathers it knew.
+fewer_bytes() {  # a.jsonl b.jsonl: a's epochs moved fewer bytes than b's
+  $py - "$1" "$2" <<'PY'
+import json, sys
+def total(p):
+    return sum(r["comm_bytes"]["total"] for r in map(json.loads, open(p)) if "epoch" in r)
+sys.exit(0 if total(sys.argv[1]) < total(sys.argv[2]) else 1)
+PY
+}
+for prec in fp32 bf16; do
+  NP=4 accept train "sparse-comm: gather over 4 ranks, dense, $prec" "jsonl_ok \$OUT/sc-g-dense-$prec.jsonl" \
+    --data "$OUT/road.h5" "${sc[@]}" --grid 1x1x4 --layer-order aggregate-first --precision "$prec" \
+    --sparse-comm dense --metrics "$OUT/sc-g-dense-$prec.jsonl"
+  NP=4 accept train "sparse-comm: gather over 4 ranks, auto, $prec: the dense losses, fewer bytes" \
+    "same_losses \$OUT/sc-g-auto-$prec.jsonl \$OUT/sc-g-dense-$prec.jsonl && fewer_bytes \$OUT/sc-g-auto-$prec.jsonl \$OUT/sc-g-dense-$prec.jsonl" \
+    --data "$OUT/road.h5" "${sc[@]}" --grid 1x1x4 --layer-order aggregate-first --precision "$prec" \
+    --sparse-comm auto --metrics "$OUT/sc-g-auto-$prec.jsonl"
+done
+accept plan "sparse-comm: plan counts the gathers with the sums" 'said "sums and gathers"' --data "$OUT/road.h5" \
+  --ranks 4 --sparse-comm auto --layer-order aggregate-first

@@ -254,7 +254,8 @@ void run_inspect(const InspectOptions& o) {
                       {"max_over_mean", r.imbalance()},
                       {"held_rows_fraction", r.held_fraction()},
                       {"sum_rows", {{"forward", {{"dense", r.forward_dense}, {"auto", r.forward_auto}}},
-                                    {"backward", {{"dense", r.backward_dense}, {"auto", r.backward_auto}}}}}});
+                                    {"backward", {{"dense", r.backward_dense}, {"auto", r.backward_auto}}}}},
+                      {"input_gather_rows", {{"dense", r.gather_dense}, {"auto", r.gather_auto}}}});
       doc["balance"] = {{"grid", shape.str()},       {"method", balance_name(balance)},
                         {"seed", stored_order ? prep.seed : seed}, {"stored_in_file", stored_order},
                         {"metis_parts", balance == Balance::kMetis ? parts : 0},
@@ -287,15 +288,17 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("balance {}{} on grid {}{} (order {:.3f} s, block counts {:.3f} s)\n", balance_name(balance),
              stored_order ? " (as prepared in the file)" : "", shape.str(),
              balance == Balance::kMetis ? fmt::format(", {} METIS parts", parts) : std::string(), order_s, imb_s);
-  fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9}\n", "layer", "order", "blocks", "nnz(Â)",
-             "max", "mean", "max/mean", "held", "fwd sums", "bwd sums");
+  fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "layer", "order", "blocks",
+             "nnz(Â)", "max", "mean", "max/mean", "held", "fwd sums", "bwd sums", "gather");
   // held: the blocks' rows holding an entry; fwd/bwd sums: rows the aggregation's sums move with
-  // --sparse-comm auto, of the dense form's (docs/communication.md, "Row-sparse sums").
+  // --sparse-comm auto, of the dense form's (docs/communication.md, "Row-sparse sums"); gather:
+  // the same of the input's gather over d (layer 0 aggregating first: "Row-sparse gathers").
   const auto ratio = [](double a, double d) { return d > 0 ? fmt::format("{:.3f}", a / d) : std::string("-"); };
   for (const LayerBlockNnz& r : imb)
-    fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14.1f} {:>9.4f} {:>9.3f} {:>9} {:>9}\n", r.layer, order_name(r.layer),
-               fmt::format("{}x{}", r.row_parts, r.col_parts), r.total, r.max, r.mean, r.imbalance(), r.held_fraction(),
-               ratio(r.forward_auto, r.forward_dense), ratio(r.backward_auto, r.backward_dense));
+    fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14.1f} {:>9.4f} {:>9.3f} {:>9} {:>9} {:>9}\n", r.layer,
+               order_name(r.layer), fmt::format("{}x{}", r.row_parts, r.col_parts), r.total, r.max, r.mean,
+               r.imbalance(), r.held_fraction(), ratio(r.forward_auto, r.forward_dense),
+               ratio(r.backward_auto, r.backward_dense), ratio(r.gather_auto, r.gather_dense));
 }
 
 }  // namespace

@@ -238,8 +238,8 @@ void run_plan(PlanOptions& o) {
              : c.sparse_comm == SparseComm::Dense
                  ? std::string("; aggregation sums dense (in rank order)")
              : p.blocks && p.blocks->has_held()
-                 ? std::string("; aggregation sums auto (row-sparse where the graph's held rows make it pay)")
-                 : std::string("; aggregation sums auto (row-sparse where it pays; no table of held rows: "
+                 ? std::string("; aggregation sums and gathers auto (row-sparse where the graph's held rows make it pay)")
+                 : std::string("; aggregation sums and gathers auto (row-sparse where it pays; no table of held rows: "
                                "shown as dense, an upper bound)"),
              c.wire == Wire::Fp32 ? std::string() : fmt::format("; activation sums in {} on the wire", wire_name(c.wire)),
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
@@ -265,7 +265,8 @@ void run_plan(PlanOptions& o) {
              host_graph / 1e6);
   if (c.sparse_comm == SparseComm::Auto) {
     const SumForms& s = plans.front().sums;
-    fmt::print("aggregation sums of {} (all ranks, per layer and direction): {} row-sparse, {} dense{}\n",
+    fmt::print("aggregation sums and gathers of {} (all ranks; a sum per layer and direction, layer 0's input gather): "
+               "{} row-sparse, {} dense{}\n",
                plans.front().grid.str(), s.rows, s.dense + s.unknown,
                s.unknown > 0 ? fmt::format(" ({} of them for want of held rows: their bytes an upper bound)", s.unknown)
                              : std::string());

@@ -9,7 +9,8 @@ void add_sums_options(CLI::App* cmd, SumsOptions& o, bool dry_run) {
   cmd->add_option("--sparse-comm", o.sparse_comm,
                   "How the aggregations' all-reduces sum on the CPU backend (docs/communication.md, \"Row-sparse "
                   "sums\"): " + choices_text(sparse_comms()) +
-                      (dry_run ? ". The dry run has no Â entries: auto's bytes are the dense form's, an upper bound"
+                      (dry_run ? ". Auto's bytes are exact where the graph's table of held rows cuts the grid "
+                                 "(docs/dry-run.md), else the dense form's, an upper bound"
                                : ""))
       ->check(CLI::IsMember(choice_names(sparse_comms())))
       ->capture_default_str();

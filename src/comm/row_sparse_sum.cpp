@@ -16,8 +16,6 @@ namespace {
 
 std::size_t as_size(index_t n) { return static_cast<std::size_t>(n); }
 
-bool bit(const std::uint8_t* mask, index_t r) { return (mask[r >> 3] >> (r & 7)) & 1u; }
-
 // acc[0, n) += x[0, n): the one operation every sum here is made of (rank by rank, so each row's
 // sum is taken in rank order).
 void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
@@ -62,13 +60,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<s
   if (maybe_nonzero.size() != as_size(rows)) throw std::invalid_argument("RowSparseSum: a mask of another length");
   const int p = comm.size();
   if (p == 1) return;  // nothing moves
-  const std::size_t mask_bytes = (as_size(rows) + 7) / 8;
-  std::vector<std::uint8_t> mine(mask_bytes, 0);
-  for (index_t r = 0; r < rows; ++r)
-    if (maybe_nonzero[as_size(r)]) mine[as_size(r >> 3)] |= static_cast<std::uint8_t>(1u << (r & 7));
-  std::vector<std::uint8_t> all(mask_bytes * static_cast<std::size_t>(p));
-  comm.all_gather_bytes(mine.data(), all.data(), std::vector<std::size_t>(static_cast<std::size_t>(p), mask_bytes));
-  build(all, mask_bytes);
+  build(all_gather_row_masks(comm, maybe_nonzero));
   if (allow_rows && rows_group_rows_ < dense_group_rows_) {
     form_ = Form::Rows;
     return;
@@ -131,7 +123,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
   }
 }
 
-void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t mask_bytes) {
+void RowSparseSum::build(const RowMasks& masks) {
   const int p = comm_->size(), me = comm_->rank();
   const auto ranks = static_cast<std::size_t>(p);
   std::vector<std::vector<index_t>> send_to(ranks), recv_from(ranks), owned_by(ranks);
@@ -143,7 +135,7 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
     while (r >= home_rows.end) home_rows = block_range(rows_, p, ++home);
     holders.clear();
     for (int s = 0; s < p; ++s)
-      if (bit(packed.data() + static_cast<std::size_t>(s) * mask_bytes, r)) holders.push_back(s);
+      if (masks.set(s, r)) holders.push_back(s);
     if (holders.empty()) {
       append(zero_runs_, r, r);
       continue;
@@ -163,10 +155,9 @@ void RowSparseSum::build(const std::vector<std::uint8_t>& packed, std::size_t ma
   rows_group_rows_ = rows_form_rows(held, any, p);
   const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
   owned_ = owned.size();
-  const std::uint8_t* my_mask = packed.data() + static_cast<std::size_t>(me) * mask_bytes;
   for (std::size_t k = 0; k < owned.size(); ++k) {
     append(owned_runs_, owned[k], static_cast<index_t>(k));
-    if (bit(my_mask, owned[k])) append(own_runs_, owned[k], static_cast<index_t>(k));
+    if (masks.set(me, owned[k])) append(own_runs_, owned[k], static_cast<index_t>(k));
   }
   index_t sent = 0, gathered = 0;
   for (std::size_t s = 0; s < ranks; ++s) {

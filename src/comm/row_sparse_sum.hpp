@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "comm/row_masks.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/tensor.hpp"
 
@@ -97,7 +98,7 @@ class RowSparseSum {
   };
 
  private:
-  void build(const std::vector<std::uint8_t>& packed_masks, std::size_t mask_bytes);
+  void build(const RowMasks& masks);
   void sum_dense(float* c, index_t cols) const;
   void sum_rows(float* c, index_t cols) const;
   void sum_dense_quantised(float* c, index_t cols, int bits) const;

@@ -193,6 +193,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
                                                        static_cast<int>(decoder_layers_of(cfg)), decoder_hidden_of(cfg),
                                                        cfg.seed, inference_);
   const LayerGeometry& g0 = layers_.front()->geometry();
+  plan_features_gather(shards.adj_of_layer[0]);
   if (bf16_) {
     if (!kind.bf16) throw std::invalid_argument("GnnNetwork: bf16 graph tensors are not done for " + cfg.model.kind());
     features16_ = Bf16Matrix(be, shards.feat_rows.size(), shards.feat_cols.size());
@@ -205,6 +206,19 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   if (grid.dim(g0.in_repl()) > 1) features_full_ = Matrix(be, g0.in_rows.size(), g0.in_cols.size());
 }
 
+void GnnNetwork::plan_features_gather(int block) {
+  // Collective over layer 0's in_repl axis (every rank of it builds the same layer 0, so all
+  // plan or none): its block's columns are the rows of H it reads (DeviceAdj::plan_operand_gather).
+  const LayerGeometry& g0 = layers_.front()->geometry();
+  Communicator& group = grid_.comm(g0.in_repl());
+  if (cfg_.sparse_comm != SparseComm::Auto || be_.device() != Device::CPU || group.size() == 1 ||
+      !layers_.front()->reads_input_through_adj_only())
+    return;
+  auto gather = adj_[static_cast<std::size_t>(block)]->plan_operand_gather(group, true);
+  if (gather->rows() != g0.in_rows.size()) throw std::logic_error("GnnNetwork: layer 0's block does not read its input's rows");
+  if (gather->form() == RowSparseGather::Form::Rows) features_gather_ = std::move(gather);
+}
+
 ActivationView GnnNetwork::features() {
   // The feature rows are stored split over the axis layer 0's input is replicated on (d
   // aggregating first, i transforming first); all-gathered there. (With one rank on it the
@@ -215,7 +229,15 @@ ActivationView GnnNetwork::features() {
   if (grid_.dim(repl) == 1) return bf16_ ? ActivationView(features16_) : ActivationView(features_);
   if (!reuse_gathers_ || !features_gathered_) {
     const auto counts = block_counts(g0.in_rows.size(), grid_.dim(repl), g0.in_cols.size());
-    if (bf16_)
+    const auto width = static_cast<std::size_t>(g0.in_cols.size());
+    const bool data = be_.computes();  // (a dry run's backend holds no memory)
+    if (features_gather_ && bf16_)
+      features_gather_->gather(data ? features16_.data() : nullptr, data ? features16_full_.data() : nullptr,
+                               width * sizeof(bf16));
+    else if (features_gather_)
+      features_gather_->gather(data ? features_.data() : nullptr, data ? features_full_.data() : nullptr,
+                               width * sizeof(float));
+    else if (bf16_)
       grid_.comm(repl).iall_gather(features16_.data(), features16_full_.data(), counts)->wait();
     else
       grid_.comm(repl).all_gather(features_.data(), features_full_.data(), counts);

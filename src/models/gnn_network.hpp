@@ -77,6 +77,8 @@ class GnnNetwork {
   DropoutSpec dropout_for(int epoch, int layer, bool training) const;
   // Layer 0's input: the features, gathered over its in_repl axis (in bf16 with cfg.bf16).
   ActivationView features();
+  // Where --sparse-comm auto makes it pay: features_gather_ (set-up; `block`: layer 0's Â block).
+  void plan_features_gather(int block);
 
   Backend& be_;
   ProcessGrid& grid_;
@@ -89,6 +91,9 @@ class GnnNetwork {
   Matrix features_full_;  // all-gathered over it: layer 0's input
   Bf16Matrix features16_, features16_full_;  // the same two in bf16 (cfg.bf16; the fp32 ones empty)
   bool features_gathered_ = false;
+  // --sparse-comm auto where layer 0 reads its input through Â alone: the gather of the feature
+  // rows its block's columns hold (null: the all-gather).
+  std::unique_ptr<RowSparseGather> features_gather_;
   AdjWorkspace adj_ws_;                          // gathered sharded Â (one block at a time)
   std::vector<std::unique_ptr<DeviceAdj>> adj_;  // distinct Â blocks; declared before the layers using them
   std::vector<std::unique_ptr<DeviceAdj>> self_loops_;  // SAGE, GIN with a trained ε, GAT: S of each block

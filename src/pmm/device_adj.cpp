@@ -232,6 +232,33 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, boo
   s.sums.push_back(std::move(planned));
 }
 
+std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& group, bool allow_rows) {
+  const index_t rows = a_t_.rows;  // the block's columns: the rows of H its product reads
+  const int p = group.size();
+  std::unique_ptr<RowSparseGather> gather;
+  if (allow_rows && p > 1) {
+    if (a_t_.rows_known) {
+      gather = std::make_unique<RowSparseGather>(group, rows, a_t_.held_rows, true);
+    } else if (held_model_) {
+      // Rank s reads the rows of part q that its block's transpose holds in column block s.
+      const auto ranks = static_cast<std::size_t>(p);
+      std::vector<index_t> reads(ranks * ranks);
+      bool known = true;
+      for (int q = 0; q < p && known; ++q) {
+        const std::optional<HeldRowCounts> held = held_model_(true, group, block_range(rows, p, q));
+        known = held.has_value();
+        for (std::size_t s = 0; known && s < ranks; ++s) reads[s * ranks + static_cast<std::size_t>(q)] = held->per_rank[s];
+      }
+      if (known) gather = std::make_unique<RowSparseGather>(group, rows, reads, true);
+    }
+  }
+  const bool unknown = allow_rows && p > 1 && !gather;
+  if (!gather) gather = std::make_unique<RowSparseGather>(group, rows);
+  if (t_sum_forms && p > 1)
+    ++(unknown ? t_sum_forms->unknown : gather->form() == RowSparseGather::Form::Rows ? t_sum_forms->rows : t_sum_forms->dense);
+  return gather;
+}
+
 const PlannedSums* AdjOperand::sums_over(const Communicator& comm) const {
   if (sums == nullptr) return nullptr;
   for (const PlannedSums& p : *sums)

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "comm/row_sparse_gather.hpp"
 #include "comm/row_sparse_sum.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
@@ -36,7 +37,7 @@ class AdjWorkspace {
   Buffer<float> values_;
 };
 
-// Counts the sums DeviceAdj::plan_sums plans on this thread (over groups of more than one rank)
+// Counts the sums DeviceAdj::plan_sums (and the gathers plan_operand_gather) plans on this thread (over groups of more than one rank)
 // into `counter` (null: none) until the scope ends: a plan's dry run (RankCost::sums).
 class SumFormsCount {
  public:
@@ -104,6 +105,13 @@ class DeviceAdj {
   // layouts may share a block where their ranges coincide, another rank's not): planning again
   // for a communicator replaces its sums, so that every rank issues the same collectives.
   void plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows);
+  // The gather over `group` of the operand H [cols × width] of this block's product Â·H, stored in
+  // parts block_range(cols, p, q) over `group` (whose rank s holds the block of rows
+  // block_range(N, p, s)): where `allow_rows`, the rows form reads only the block's columns that
+  // hold entries (comm/row_sparse_gather.hpp; collective over `group` where the columns are known,
+  // a dry run's from its held-rows model of the transpose), else — or where not known — the dense
+  // form. Counted by SumFormsCount like the sums.
+  std::unique_ptr<RowSparseGather> plan_operand_gather(Communicator& group, bool allow_rows);
   // A dry run's block holds no rows: what the plan knows of them (src/pmm/held_rows_model.hpp)
   // — the held row counts of the ranks of `group` for rows `rows` (from 0) of the block
   // (transpose false) or of its transpose, or nullopt (that sum planned dense).

@@ -34,6 +34,7 @@ class GcnLayer3D : public GnnLayer3D {
   const LayerGeometry& geometry() const override { return geo_; }
   // "weight" [in_dim × out_dim], "bias" [1 × out_dim].
   std::vector<LayerParam> parameters(bool decay_weights) override;
+  bool reads_input_through_adj_only() const override { return !geo_.transform_first; }
   ParamSlot& weight() { return linear_.weight(); }  // this rank's shard [w_rows × out_cols]
   // [1 × out_cols], replicated over the two axes other than out_feat's (i and d aggregating
   // first, o and d transforming first).

@@ -69,6 +69,11 @@ class GnnLayer3D {
   // Other layers have none: 0 heads.
   virtual int attention_heads() const { return 0; }
   virtual std::vector<float> attention_on_host() { return {}; }
+  // The layer reads its input only through its Â block's product Â·H (a GCN layer aggregating
+  // first), so only the rows of H that are columns of the block holding entries: the gather of
+  // layer 0's input may bring those alone (--sparse-comm auto, comm/row_sparse_gather.hpp).
+  // Other layers read every row (a self term, attention on H·W, a linear first).
+  virtual bool reads_input_through_adj_only() const { return false; }
 
  protected:
   // `input_role`: of the input's dropped-out copy (LayerInput: Scratch where the layer
