@@ -12,20 +12,8 @@ namespace {
 
 std::size_t as_size(index_t n) { return static_cast<std::size_t>(n); }
 
-// Extends the last run of `runs` by (row, at) where both follow on, else starts a run.
-void append(std::vector<RowSparseGather::Run>& runs, index_t row, index_t at) {
-  if (!runs.empty() && runs.back().row + runs.back().len == row && runs.back().at + runs.back().len == at) {
-    ++runs.back().len;
-    return;
-  }
-  runs.push_back({row, at, 1});
-}
-
-std::vector<std::size_t> times(const std::vector<std::size_t>& rows, std::size_t bytes_per_row) {
-  std::vector<std::size_t> out(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * bytes_per_row;
-  return out;
-}
+// Scratch of n bytes, not zeroed (every byte is written before it is read): no fill on each pass.
+std::unique_ptr<unsigned char[]> scratch(std::size_t n) { return std::unique_ptr<unsigned char[]>(new unsigned char[n]); }
 
 }  // namespace
 
@@ -95,8 +83,8 @@ void RowSparseGather::build(const RowMasks& masks) {
       for (index_t r = part.begin; r < part.end; ++r) {
         if (!masks.set(s, r)) continue;
         ++received;
-        if (s == me) ++recv_counts_[static_cast<std::size_t>(q)], append(recv_runs_, r, got++);
-        if (q == me) ++send_counts_[static_cast<std::size_t>(s)], append(send_runs_, r, sent++);
+        if (s == me) ++recv_counts_[static_cast<std::size_t>(q)], append_row(recv_runs_, r, got++);
+        if (q == me) ++send_counts_[static_cast<std::size_t>(s)], append_row(send_runs_, r, sent++);
       }
     }
   }
@@ -114,19 +102,20 @@ void RowSparseGather::gather(const void* own, void* whole, std::size_t row_bytes
   const Range mine = block_range(rows_, p, me);
   auto* out_whole = static_cast<unsigned char*>(whole);
   const auto* in_own = static_cast<const unsigned char*>(own);
-  std::vector<unsigned char> out(data ? sent * row_bytes : 0), in(data ? received * row_bytes : 0);
+  const std::unique_ptr<unsigned char[]> out = scratch(data ? sent * row_bytes : 0),
+                                        in = scratch(data ? received * row_bytes : 0);
   if (data) {
     for (const Run& run : send_runs_)
-      std::memcpy(out.data() + as_size(run.at) * row_bytes, in_own + as_size(run.row - mine.begin) * row_bytes,
+      std::memcpy(out.get() + as_size(run.at) * row_bytes, in_own + as_size(run.row - mine.begin) * row_bytes,
                   as_size(run.len) * row_bytes);
     if (mine.size() > 0)
       std::memcpy(out_whole + as_size(mine.begin) * row_bytes, in_own, as_size(mine.size()) * row_bytes);
   }
-  comm_->all_to_all_bytes(data ? out.data() : nullptr, times(send_counts_, row_bytes), data ? in.data() : nullptr,
-                          times(recv_counts_, row_bytes));
+  comm_->all_to_all_bytes(data ? out.get() : nullptr, rows_in_bytes(send_counts_, row_bytes),
+                          data ? in.get() : nullptr, rows_in_bytes(recv_counts_, row_bytes));
   if (!data) return;
   for (const Run& run : recv_runs_)
-    std::memcpy(out_whole + as_size(run.row) * row_bytes, in.data() + as_size(run.at) * row_bytes,
+    std::memcpy(out_whole + as_size(run.row) * row_bytes, in.get() + as_size(run.at) * row_bytes,
                 as_size(run.len) * row_bytes);
 }
 

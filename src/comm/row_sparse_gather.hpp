@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/row_masks.hpp"
+#include "comm/row_lists.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/tensor.hpp"
 
@@ -50,10 +50,7 @@ class RowSparseGather {
   // no memory): only the collective is issued, with its counts.
   void gather(const void* own, void* whole, std::size_t row_bytes) const;
 
-  // A run of `len` consecutive rows of the whole from `row`, at `at` (in rows) of a packed buffer.
-  struct Run {
-    index_t row, at, len;
-  };
+  using Run = RowRun;  // (comm/row_lists.hpp)
 
  private:
   void build(const RowMasks& masks);

@@ -23,23 +23,8 @@ void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
   for (index_t j = 0; j < n; ++j) acc[j] += x[j];
 }
 
-// Extends the last run of `runs` by (row, at) where both follow on, else starts a run.
-void append(std::vector<RowSparseSum::Run>& runs, index_t row, index_t at) {
-  if (!runs.empty() && runs.back().row + runs.back().len == row && runs.back().at + runs.back().len == at) {
-    ++runs.back().len;
-    return;
-  }
-  runs.push_back({row, at, 1});
-}
-
 // Scratch of n floats, not zeroed (every element is written before it is read).
 std::unique_ptr<float[]> scratch(std::size_t n) { return std::unique_ptr<float[]>(new float[n]); }
-
-std::vector<std::size_t> times(const std::vector<std::size_t>& rows, std::size_t bytes_per_row) {
-  std::vector<std::size_t> out(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * bytes_per_row;
-  return out;
-}
 
 // Elements of each rank's rows block_range(rows, p, q) of a block `cols` wide.
 std::vector<std::size_t> row_blocks(index_t rows, int p, index_t cols) {
@@ -137,7 +122,7 @@ void RowSparseSum::build(const RowMasks& masks) {
     for (int s = 0; s < p; ++s)
       if (masks.set(s, r)) holders.push_back(s);
     if (holders.empty()) {
-      append(zero_runs_, r, r);
+      append_row(zero_runs_, r, r);
       continue;
     }
     // The dense owner when it holds the row; else one of the holders, spread by the row.
@@ -156,13 +141,13 @@ void RowSparseSum::build(const RowMasks& masks) {
   const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
   owned_ = owned.size();
   for (std::size_t k = 0; k < owned.size(); ++k) {
-    append(owned_runs_, owned[k], static_cast<index_t>(k));
-    if (masks.set(me, owned[k])) append(own_runs_, owned[k], static_cast<index_t>(k));
+    append_row(owned_runs_, owned[k], static_cast<index_t>(k));
+    if (masks.set(me, owned[k])) append_row(own_runs_, owned[k], static_cast<index_t>(k));
   }
   index_t sent = 0, gathered = 0;
   for (std::size_t s = 0; s < ranks; ++s) {
     send_counts_.push_back(send_to[s].size());
-    for (const index_t r : send_to[s]) append(send_runs_, r, sent++);
+    for (const index_t r : send_to[s]) append_row(send_runs_, r, sent++);
     recv_counts_.push_back(recv_from[s].size());
     // Both lists ascend: each received row's slot by a merge walk over the owned rows.
     std::vector<Run>& from = recv_runs_.emplace_back();
@@ -170,10 +155,10 @@ void RowSparseSum::build(const RowMasks& masks) {
     index_t at = 0;
     for (const index_t r : recv_from[s]) {
       while (owned[slot] != r) ++slot;
-      append(from, static_cast<index_t>(slot), at++);
+      append_row(from, static_cast<index_t>(slot), at++);
     }
     owned_counts_.push_back(owned_by[s].size());
-    for (const index_t r : owned_by[s]) append(gathered_runs_, r, gathered++);
+    for (const index_t r : owned_by[s]) append_row(gathered_runs_, r, gathered++);
   }
 }
 
@@ -191,7 +176,7 @@ void RowSparseSum::sum_dense(float* c, index_t cols) const {
   const int p = comm_->size(), me = comm_->rank();
   const Range mine = block_range(rows_, p, me);
   const std::size_t row_bytes = as_size(cols) * sizeof(float);
-  const std::vector<std::size_t> send = times(row_blocks(rows_, p, 1), row_bytes),
+  const std::vector<std::size_t> send = rows_in_bytes(row_blocks(rows_, p, 1), row_bytes),
                                  recv(static_cast<std::size_t>(p), as_size(mine.size()) * row_bytes);
   const bool data = c != nullptr;
   const std::size_t slab = as_size(mine.size() * cols);
@@ -221,8 +206,8 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   if (data)
     for (const Run& run : send_runs_)
       std::memcpy(out.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
-  comm_->all_to_all_bytes(data ? out.get() : nullptr, times(send_counts_, row_bytes), data ? in.get() : nullptr,
-                          times(recv_counts_, row_bytes));
+  comm_->all_to_all_bytes(data ? out.get() : nullptr, rows_in_bytes(send_counts_, row_bytes), data ? in.get() : nullptr,
+                          rows_in_bytes(recv_counts_, row_bytes));
   // The owned rows' sums, rank by rank: this rank's own rows at its place in the order.
   std::vector<float> acc(data ? owned_ * w : 0, 0.0f);
   if (data) {
@@ -241,7 +226,7 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   std::size_t gathered_rows = 0;
   for (const std::size_t n : owned_counts_) gathered_rows += n;
   const std::unique_ptr<float[]> gathered = scratch(data ? gathered_rows * w : 0);
-  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.get() : nullptr, times(owned_counts_, w));
+  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.get() : nullptr, rows_in_bytes(owned_counts_, w));
   if (!data) return;
   for (const Run& run : gathered_runs_)
     std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * row_bytes);
@@ -256,7 +241,7 @@ void RowSparseSum::sum_dense_quantised(float* c, index_t cols, int bits) const {
   const int p = comm_->size(), me = comm_->rank();
   const Range mine = block_range(rows_, p, me);
   const std::size_t rb = quantised_row_bytes(cols, bits), w = as_size(cols), own = as_size(mine.size());
-  const std::vector<std::size_t> blocks = times(row_blocks(rows_, p, 1), rb),
+  const std::vector<std::size_t> blocks = rows_in_bytes(row_blocks(rows_, p, 1), rb),
                                  recv(static_cast<std::size_t>(p), own * rb);
   const bool data = c != nullptr;
   std::vector<std::uint8_t> packed(data ? as_size(rows_) * rb : 0), parts(data ? own * rb * recv.size() : 0),
@@ -287,8 +272,8 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
     for (const Run& run : send_runs_)
       quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
                     out.data() + as_size(run.at) * rb);
-  comm_->all_to_all_bytes(data ? out.data() : nullptr, times(send_counts_, rb), data ? in.data() : nullptr,
-                          times(recv_counts_, rb));
+  comm_->all_to_all_bytes(data ? out.data() : nullptr, rows_in_bytes(send_counts_, rb), data ? in.data() : nullptr,
+                          rows_in_bytes(recv_counts_, rb));
   if (data) {
     std::vector<float> acc(owned_ * w, 0.0f);
     const std::uint8_t* from = in.data();  // source s's rows
@@ -312,7 +297,7 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
       quantise_rows(acc.data() + as_size(run.at) * w, run.len, cols, bits, kSumStream, run.row,
                     sums.data() + as_size(run.at) * rb);
   }
-  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, times(owned_counts_, rb));
+  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, rows_in_bytes(owned_counts_, rb));
   if (!data) return;
   for (const Run& run : gathered_runs_)
     dequantise_rows(gathered.data() + as_size(run.at) * rb, run.len, cols, bits, c + as_size(run.row) * w);

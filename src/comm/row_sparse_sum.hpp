@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/row_masks.hpp"
+#include "comm/row_lists.hpp"
 #include "plexus/comm.hpp"
 #include "plexus/tensor.hpp"
 
@@ -91,11 +91,8 @@ class RowSparseSum {
   // a row from 4·cols. On one rank nothing is rounded. (Bf16 is all_reduce_in_bf16's, not here.)
   void sum(float* c, index_t cols, Wire wire = Wire::Fp32) const;
 
-  // A run of `len` consecutive rows of the block from `row`, at `at` (in rows) of a packed buffer
-  // (or of the owned sums): the rows form copies and adds runs, not rows one by one.
-  struct Run {
-    index_t row, at, len;
-  };
+  // (comm/row_lists.hpp; `at` may be a slot of the owned sums.)
+  using Run = RowRun;
 
  private:
   void build(const RowMasks& masks);

@@ -189,6 +189,14 @@ thread_local SumForms* t_sum_forms = nullptr;
 SumFormsCount::SumFormsCount(SumForms* counter) : previous_(t_sum_forms) { t_sum_forms = counter; }
 SumFormsCount::~SumFormsCount() { t_sum_forms = previous_; }
 
+namespace {
+// Counts a sum or gather planned over a group of p ranks in the active SumFormsCount, if any:
+// `unknown` where the rows form was allowed and its rows not known, else its form.
+void count_form(int p, bool unknown, bool rows_form) {
+  if (t_sum_forms && p > 1) ++(unknown ? t_sum_forms->unknown : rows_form ? t_sum_forms->rows : t_sum_forms->dense);
+}
+}  // namespace
+
 void DeviceAdj::plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows) {
   plan_side_sums(a_, rows_sum, allow_rows, false);
   plan_side_sums(a_t_, cols_sum, allow_rows, true);
@@ -214,8 +222,7 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, boo
     std::unique_ptr<RowSparseSum> sum = allow_rows ? from_rows(r) : nullptr;
     const bool unknown = allow_rows && !sum;
     if (!sum) sum = std::make_unique<RowSparseSum>(comm, r.size());
-    if (t_sum_forms && comm.size() > 1)
-      ++(unknown ? t_sum_forms->unknown : sum->form() == RowSparseSum::Form::Rows ? t_sum_forms->rows : t_sum_forms->dense);
+    count_form(comm.size(), unknown, sum->form() == RowSparseSum::Form::Rows);
     return sum;
   };
   PlannedSums planned{&comm, nullptr, {}};
@@ -254,8 +261,7 @@ std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& gr
   }
   const bool unknown = allow_rows && p > 1 && !gather;
   if (!gather) gather = std::make_unique<RowSparseGather>(group, rows);
-  if (t_sum_forms && p > 1)
-    ++(unknown ? t_sum_forms->unknown : gather->form() == RowSparseGather::Form::Rows ? t_sum_forms->rows : t_sum_forms->dense);
+  count_form(p, unknown, gather->form() == RowSparseGather::Form::Rows);
   return gather;
 }
 

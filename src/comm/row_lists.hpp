@@ -1,0 +1,39 @@
+#pragma once
+// What the row-sparse sum and gather (comm/row_sparse_sum.hpp, row_sparse_gather.hpp) build their
+// schedules from: every rank's mask of rows, gathered bit-packed over a group once at set-up (R/8
+// bytes a rank), and the runs of consecutive rows their lists are kept as.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "plexus/comm.hpp"
+#include "plexus/tensor.hpp"
+
+namespace plexus {
+
+struct RowMasks {
+  std::vector<std::uint8_t> packed;  // rank s's mask at s · bytes, bit r of row r
+  std::size_t bytes = 0;             // a mask's, ⌈rows / 8⌉
+  // Whether rank s's mask sets row r.
+  bool set(int s, index_t r) const {
+    return (packed[static_cast<std::size_t>(s) * bytes + static_cast<std::size_t>(r >> 3)] >> (r & 7)) & 1u;
+  }
+};
+
+// Collective over `comm`: every rank's `mask` (one byte a row, non-zero: set; all of one length)
+// packed and all-gathered.
+RowMasks all_gather_row_masks(Communicator& comm, const std::vector<std::uint8_t>& mask);
+
+// A run of `len` consecutive rows of a block from `row`, at `at` (in rows) of a packed buffer: the
+// schedules copy and add runs, not rows one by one.
+struct RowRun {
+  index_t row, at, len;
+};
+
+// Extends the last run of `runs` by (row, at) where both follow on, else starts a run.
+void append_row(std::vector<RowRun>& runs, index_t row, index_t at);
+
+// Each count of rows times `bytes_per_row`: a collective's byte counts.
+std::vector<std::size_t> rows_in_bytes(const std::vector<std::size_t>& rows, std::size_t bytes_per_row);
+
+}  // namespace plexus
