@@ -25,7 +25,8 @@ Balance parse_balance(const std::string& text) {
   if (text == "none") return Balance::kNone;
   if (text == "permute") return Balance::kPermute;
   if (text == "metis") return Balance::kMetis;
-  throw InputError("Balance", "expected none, permute or metis, got '" + text + "'");
+  if (text == "locality") return Balance::kLocality;
+  throw InputError("Balance", "expected none, permute, metis or locality, got '" + text + "'");
 }
 
 const char* balance_name(Balance b) {
@@ -33,6 +34,7 @@ const char* balance_name(Balance b) {
     case Balance::kNone: return "none";
     case Balance::kPermute: return "permute";
     case Balance::kMetis: return "metis";
+    case Balance::kLocality: return "locality";
   }
   return "?";
 }
@@ -136,9 +138,11 @@ void metis_graph(const GraphData& g, std::vector<idx_t>& xadj, std::vector<idx_t
   }
 }
 
-std::vector<index_t> metis_order(const GraphData& g, int parts) {
+// Each node's METIS part of `parts` (0 .. parts - 1); empty where parts <= 1 or n <= parts
+// (nothing to cut: the identity order).
+std::vector<idx_t> metis_parts_of(const GraphData& g, int parts) {
   const index_t n = g.num_nodes;
-  if (parts <= 1 || n <= parts) return identity(n);
+  if (parts <= 1 || n <= parts) return {};
   if (n > static_cast<index_t>(std::numeric_limits<idx_t>::max()))
     throw InputError("Balance", "metis: too many nodes for METIS's 32-bit indices");
   std::vector<idx_t> xadj, adjncy;
@@ -160,18 +164,28 @@ std::vector<index_t> metis_order(const GraphData& g, int parts) {
   const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, nullptr,
                                      &nparts, nullptr, nullptr, options, &objval, part.data());
   if (rc != METIS_OK) throw InputError("Balance", "metis: METIS_PartGraphKway failed (code " + std::to_string(rc) + ")");
-  // Number the nodes part by part, keeping their relative order inside a part.
-  std::vector<index_t> start(static_cast<std::size_t>(parts) + 1, 0);
-  for (index_t u = 0; u < n; ++u) ++start[part[u] + 1];
-  for (int p = 0; p < parts; ++p) start[p + 1] += start[p];
-  std::vector<index_t> order(static_cast<std::size_t>(n));
-  for (index_t u = 0; u < n; ++u) order[u] = start[part[u]]++;
+  return part;
+}
+
+// New ids numbering the nodes part by part, the parts in the order `sequence` lists them (a
+// permutation of 0 .. parts - 1), keeping the nodes' relative order inside a part.
+std::vector<index_t> number_by_parts(const std::vector<idx_t>& part, const std::vector<int>& sequence) {
+  const std::size_t parts = sequence.size();
+  std::vector<index_t> size(parts, 0), start(parts, 0);
+  for (const idx_t p : part) ++size[static_cast<std::size_t>(p)];
+  index_t at = 0;
+  for (const int p : sequence) {
+    start[static_cast<std::size_t>(p)] = at;
+    at += size[static_cast<std::size_t>(p)];
+  }
+  std::vector<index_t> order(part.size());
+  for (std::size_t u = 0; u < part.size(); ++u) order[u] = start[static_cast<std::size_t>(part[u])]++;
   return order;
 }
 
 }  // namespace
 
-NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts) {
+NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts, int col_parts) {
   NodeOrder o;
   o.kind = kind;
   switch (kind) {
@@ -188,11 +202,38 @@ NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int p
       break;
     }
     case Balance::kMetis:
-      o.row = metis_order(g, parts);
-      o.col = o.row;
+    case Balance::kLocality: {
+      const std::vector<idx_t> part = metis_parts_of(g, parts);
+      if (part.empty()) {
+        o.row = identity(g.num_nodes);
+        o.col = o.row;
+        break;
+      }
+      std::vector<int> sequence(static_cast<std::size_t>(parts));
+      std::iota(sequence.begin(), sequence.end(), 0);
+      o.row = number_by_parts(part, sequence);
+      const int go = kind == Balance::kLocality ? col_parts : 1;
+      if (go <= 1 || go >= parts || parts % go != 0) {  // one part a block: rows and columns alike
+        o.col = o.row;
+        break;
+      }
+      // Column-major: column block j takes parts j, go + j, 2·go + j, ... (one in each row block).
+      const int gd = parts / go;
+      for (int j = 0, at = 0; j < go; ++j)
+        for (int i = 0; i < gd; ++i) sequence[static_cast<std::size_t>(at++)] = i * go + j;
+      o.col = number_by_parts(part, sequence);
       break;
+    }
   }
   return o;
+}
+
+OrderParts order_parts(Balance kind, GridShape grid) {
+  switch (kind) {
+    case Balance::kMetis: return {std::lcm(std::lcm(grid.x, grid.y), grid.z), 1};
+    case Balance::kLocality: return {grid.z * grid.x, grid.x};  // layer 0: rows over Z, columns over X
+    default: return {};
+  }
 }
 
 double LayerBlockNnz::held_fraction() const {

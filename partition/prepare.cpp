@@ -251,7 +251,7 @@ PreparedGraph prepare_valid_graph(GraphData g, const PrepareOptions& opt) {
 
   // Â in the original order, then in the orders of the layers (values untouched, so a layer
   // computes the same products in another order).
-  const NodeOrder order = make_order(g, opt.balance, opt.seed, opt.metis_parts);
+  const NodeOrder order = make_order(g, opt.balance, opt.seed, opt.metis_parts, opt.order_col_parts);
   report_progress(2, kStages);
   {
     HostCsr a_hat = gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values);

@@ -208,8 +208,9 @@ int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_featu
 
 void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt, const PassOptions& po,
                              PreparedRowSink& out) {
-  if (opt.balance == Balance::kMetis)
-    throw InputError("PrepareOptions.balance", "metis partitions the whole graph in one process's memory: it cannot run in passes "
+  if (opt.balance == Balance::kMetis || opt.balance == Balance::kLocality)
+    throw InputError("PrepareOptions.balance", std::string(balance_name(opt.balance)) +
+                                  " partitions the whole graph in one process's memory: it cannot run in passes "
                                   "(drop PassOptions.scratch_dir and passes_for_budget(budget), or use PrepareOptions.balance permute)");
   if (!opt.clean) throw InputError("PrepareOptions.clean", "the prepare in passes always cleans");
   if (po.passes < 1) throw InputError("PassOptions.passes", "must be at least 1");

@@ -47,7 +47,7 @@ if "$plexus" inspect "$cora" --grid 2x3x1 --layers 2 >"$work/out" 2>&1 &&
 else fail "layer-order-text"; cat "$work/out"; fi
 
 # The balance table for every method.
-for m in none permute metis; do
+for m in none permute metis locality; do
   if "$plexus" inspect "$cora" --grid 2x1x2 --balance $m >"$work/out" 2>&1 &&
      grep -q "balance $m on grid 2x1x2" "$work/out" && grep -q "max/mean" "$work/out"; then ok; else fail "balance-$m"; cat "$work/out"; fi
 done
@@ -55,7 +55,7 @@ done
 # Bad input: exit 2, one line `plexus: error: ...`.
 expect_error bad-grid "--grid" inspect "$cora" --grid 2x2
 expect_error zero-grid "--grid" inspect "$cora" --grid 0x2x2
-expect_error bad-balance "--balance: expected none, permute or metis" inspect "$cora" --grid 2x2x2 --balance random
+expect_error bad-balance "--balance: expected none, permute, metis or locality" inspect "$cora" --grid 2x2x2 --balance random
 expect_error bad-layers "--layers" inspect "$cora" --layers 0
 expect_error bad-hidden "--hidden: must be at least 1" inspect "$cora" --hidden 0
 expect_error bad-layer-order "--layer-order" inspect "$cora" --grid 2x2x2 --layer-order sideways

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `plexus prepare` and training with balanced orders (--balance none|permute|metis):
+# `plexus prepare` and training with balanced orders (--balance none|permute|metis|locality):
 #  - a prepared `none` file trains bit-identically to the plain file; the in-memory
 #    `train --balance permute` bit-identically to the prepared permute file;
 #  - a prepared permute file on MPI grids (uneven blocks, 3 layers) matches 1x1x1;
@@ -33,6 +33,9 @@ for m in none permute; do
 done
 if "$plexus" prepare "$cora" -o "$work/cora_metis.h5" --balance metis --grid 2x2x1 >"$work/out" 2>&1 &&
    grep -q "balance metis (2 parts)" "$work/out"; then ok; else fail prepare-metis; cat "$work/out"; fi
+if "$plexus" prepare "$cora" -o "$work/cora_locality.h5" --balance locality --grid 2x1x2 >"$work/out" 2>&1 &&
+   grep -q "balance locality (4 parts)" "$work/out" && grep -q "(Â1 and Â2)" "$work/out"; then ok
+else fail prepare-locality; cat "$work/out"; fi
 ls "$work" | grep -q '\.tmp\.' && fail "temporary files left" || ok
 
 # The file: v1 part readable with h5py, /prepared as documented.
@@ -62,7 +65,7 @@ common=(--epochs 20 --threads 2 -q)
 if [[ -s $work/plain.jsonl && "$(losses "$work/plain.jsonl")" == "$(losses "$work/none.jsonl")" ]]; then ok; else fail none-bit-identical; fi
 if [[ -s $work/mem.jsonl && "$(losses "$work/mem.jsonl")" == "$(losses "$work/perm.jsonl")" ]]; then ok; else fail in-memory-vs-prepared; fi
 # Without dropout the balanced orders compute the same model (summation order aside).
-for m in permute metis; do
+for m in permute metis locality; do
   "$plexus" train --data "$cora" "${common[@]}" --dropout 0 --metrics "$work/d0.jsonl" >/dev/null
   "$plexus" train --data "$work/cora_$m.h5" "${common[@]}" --dropout 0 --metrics "$work/d0_$m.jsonl" >/dev/null
   if close "$work/d0.jsonl" "$work/d0_$m.jsonl" 1e-5; then ok; else fail "no-dropout-$m"; fi
@@ -76,6 +79,11 @@ for grid in 2x2x2 3x1x2 1x4x1 2x1x3; do
        --metrics "$work/g.jsonl" >/dev/null 2>"$work/err" && close "$work/g1.jsonl" "$work/g.jsonl" 1e-5; then ok
   else fail "grid-$grid"; cat "$work/err"; fi
 done
+# The locality file on the grid it was cut for, row-sparse sums and gathers on, vs 1x1x1.
+"$plexus" train --data "$work/cora_locality.h5" --epochs 8 --threads 1 -q --metrics "$work/g1.jsonl" >/dev/null
+if mpirun -np 4 "$plexus" train --data "$work/cora_locality.h5" --epochs 8 --threads 1 -q --grid 2x1x2 --sparse-comm auto \
+     --metrics "$work/g.jsonl" >/dev/null 2>"$work/err" && close "$work/g1.jsonl" "$work/g.jsonl" 1e-5; then ok
+else fail grid-locality; cat "$work/err"; fi
 # 4 layers (Â1, Â2, Â1, Â2 over three rotations) on a prepared file written for that.
 "$plexus" train --data "$work/cora_permute.h5" --layers 4 --epochs 5 --threads 1 -q --metrics "$work/g1.jsonl" >/dev/null
 if mpirun -np 4 "$plexus" train --data "$work/cora_permute.h5" --layers 4 --epochs 5 --threads 1 -q --grid 2x1x2 \
@@ -125,6 +133,7 @@ if "$plexus" inspect "$work/cora_permute.h5" --grid 2x2x2 --layers 2 >"$work/out
 
 # Bad input: exit 2, one line `plexus: error: ...`, no output file.
 expect_error metis-no-grid "--grid: --balance metis needs" prepare "$cora" -o "$work/x.h5" --balance metis
+expect_error locality-no-grid "--grid: --balance locality needs" prepare "$cora" -o "$work/x.h5" --balance locality
 expect_error missing-input "$work/nope.h5: no such file" prepare "$work/nope.h5" -o "$work/x.h5"
 expect_error no-dir "does not exist" prepare "$cora" -o "$work/no/such/dir/x.h5"
 [[ -e $work/x.h5 ]] && fail "output written on error" || ok

@@ -231,10 +231,12 @@ TEST(DistributedPrepare, DryRunPredictsEveryRanksBytesAndArraysExactly) {
 TEST(DistributedPrepare, MetisRefusedOnSeveralRanks) {
   if (world_size() == 1) GTEST_SKIP() << "metis runs on one rank";
   GraphData g = messy_graph(20, 1, 30, false, 6);
-  PrepareOptions opt;
-  opt.balance = Balance::kMetis;
-  EXPECT_THROW(prepare_graph_distributed(slice_of(g, slice_rows(20, world_rank(), world_size()), false), opt, world()),
-               InputError);
+  for (const Balance b : {Balance::kMetis, Balance::kLocality}) {
+    PrepareOptions opt;
+    opt.balance = b;
+    EXPECT_THROW(prepare_graph_distributed(slice_of(g, slice_rows(20, world_rank(), world_size()), false), opt, world()),
+                 InputError) << balance_name(b);
+  }
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ Planned planned_bytes(const GraphData& g, const TrainConfig& cfg, GridShape shap
     p.blocks = std::make_shared<const AdjBlockCounts>(
         count_adj_blocks(gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), HostCsr{}));
   } else {  // ordered in memory as the run orders it: two orders, a transpose's rows the other's
-    const PreparedGraph ordered = ordered_in_memory(g, cfg, 1);
+    const PreparedGraph ordered = ordered_in_memory(g, cfg, OrderParts{});
     p.two_orders = ordered.two_orders();
     p.blocks = std::make_shared<const AdjBlockCounts>(ordered.block_counts);
   }

@@ -238,10 +238,141 @@ TEST(Balance, MetisOrderIsABijectionAndBalancesRows) {
   EXPECT_LE(std::max(r0, r1) / (0.5 * (r0 + r1)), 1.5);
 }
 
+// k cliques of `size` nodes, node v in clique v % k (interleaved: the ids carry no locality),
+// plus, with `bridges`, an edge from every node of clique c to one of clique c + 1; stored both
+// ways, unweighted.
+GraphData cliques(int k, int size, bool bridges) {
+  const index_t n = static_cast<index_t>(k) * size;
+  std::vector<std::vector<index_t>> adj(static_cast<std::size_t>(n));
+  const auto node = [&](int c, int i) { return static_cast<index_t>(i) * k + c; };
+  for (int c = 0; c < k; ++c)
+    for (int i = 0; i < size; ++i) {
+      for (int j = 0; j < size; ++j)
+        if (j != i) adj[node(c, i)].push_back(node(c, j));
+      if (bridges) {
+        const index_t u = node(c, i), v = node((c + 1) % k, (i * 7 + 3) % size);
+        adj[u].push_back(v);
+        adj[v].push_back(u);
+      }
+    }
+  GraphData g;
+  g.num_nodes = n;
+  g.directed = false;
+  g.indptr.push_back(0);
+  for (auto& row : adj) {
+    std::sort(row.begin(), row.end());
+    row.erase(std::unique(row.begin(), row.end()), row.end());
+    g.indices.insert(g.indices.end(), row.begin(), row.end());
+    g.indptr.push_back(static_cast<index_t>(g.indices.size()));
+  }
+  return g;
+}
+
+TEST(Balance, OrderPartsFollowTheGrid) {
+  const GridShape grid{4, 1, 3};
+  EXPECT_EQ(order_parts(Balance::kMetis, grid).parts, 12);
+  EXPECT_EQ(order_parts(Balance::kMetis, grid).col_parts, 1);
+  EXPECT_EQ(order_parts(Balance::kLocality, grid).parts, 12);  // layer 0: Z row blocks x X column blocks
+  EXPECT_EQ(order_parts(Balance::kLocality, grid).col_parts, 4);
+  EXPECT_EQ(order_parts(Balance::kLocality, GridShape{2, 5, 3}).parts, 6);
+  EXPECT_EQ(order_parts(Balance::kLocality, GridShape{2, 5, 3}).col_parts, 2);
+  EXPECT_EQ(order_parts(Balance::kPermute, grid).parts, 1);
+  EXPECT_EQ(order_parts(Balance::kNone, grid).parts, 1);
+}
+
+// Locality deals METIS's parts so that block (i, j) of layer 0 holds part i·G_o + j alone: on
+// 12 equal cliques cut for 3 row blocks x 4 column blocks, every block holds one clique (nnz
+// exactly even), a quarter of its rows and a third of its columns; the next layer (rows over Y,
+// columns over Z) touches a third of its rows. metis's one order piles the cliques on fewer
+// blocks, permute spreads every clique over all of them.
+TEST(Balance, LocalityOrderGivesEachBlockOnePart) {
+  const GraphData g = cliques(12, 20, false);
+  const GridShape grid{4, 1, 3};
+  const OrderParts cut = order_parts(Balance::kLocality, grid);
+  const NodeOrder loc = make_order(g, Balance::kLocality, 1, cut.parts, cut.col_parts);
+  EXPECT_EQ(loc.kind, Balance::kLocality);
+  EXPECT_TRUE(is_bijection(loc.row, g.num_nodes));
+  EXPECT_TRUE(is_bijection(loc.col, g.num_nodes));
+  EXPECT_NE(loc.row, loc.col);
+  EXPECT_EQ(loc.col, make_order(g, Balance::kLocality, 1, cut.parts, cut.col_parts).col);  // reproducible
+  // Each clique lands whole in one (row block, column block) pair, and each pair holds one clique.
+  std::vector<int> pair_of_clique(12, -1), clique_of_pair(12, -1);
+  for (index_t v = 0; v < g.num_nodes; ++v) {
+    const int c = static_cast<int>(v % 12);
+    const int pair = block_of(g.num_nodes, 3, loc.row[v]) * 4 + block_of(g.num_nodes, 4, loc.col[v]);
+    if (pair_of_clique[c] < 0) pair_of_clique[c] = pair;
+    EXPECT_EQ(pair_of_clique[c], pair) << "clique " << c << " split";
+    if (clique_of_pair[pair] < 0) clique_of_pair[pair] = c;
+    EXPECT_EQ(clique_of_pair[pair], c) << "block " << pair << " holds two cliques";
+  }
+  const auto l = block_nnz_imbalance(g, loc, grid, 2);
+  EXPECT_EQ(l[0].row_parts, 3);
+  EXPECT_EQ(l[0].col_parts, 4);
+  EXPECT_DOUBLE_EQ(l[0].imbalance(), 1.0);
+  EXPECT_DOUBLE_EQ(l[0].held_fraction(), 1.0 / 4);
+  for (std::size_t b = 0; b < 12; ++b) {
+    EXPECT_EQ(l[0].held_rows[b], 20) << b;
+    EXPECT_EQ(l[0].held_cols[b], 20) << b;
+  }
+  EXPECT_DOUBLE_EQ(l[1].held_fraction(), 1.0 / 3);
+  // Every row and column held by one block of its group: the sums move half the dense rows (a
+  // held row still reaches every rank), the gather brings nothing but the block's own part.
+  EXPECT_DOUBLE_EQ(l[0].forward_auto, 0.5 * l[0].forward_dense);
+  EXPECT_DOUBLE_EQ(l[0].backward_auto, 0.5 * l[0].backward_dense);
+  EXPECT_DOUBLE_EQ(l[0].gather_auto, 0.0);
+
+  const OrderParts mcut = order_parts(Balance::kMetis, grid);
+  const auto met = block_nnz_imbalance(g, make_order(g, Balance::kMetis, 1, mcut.parts), grid, 2);
+  const auto perm = block_nnz_imbalance(g, make_order(g, Balance::kPermute, 1, 1), grid, 2);
+  EXPECT_GE(met[0].imbalance(), 1.5);
+  EXPECT_GT(perm[0].held_fraction(), 0.9);
+}
+
+// With edges between the cliques the parts are no longer closed: locality keeps the blocks near
+// even (metis does not) and moves far fewer rows than permute.
+TEST(Balance, LocalityOrderOnBridgedCliques) {
+  const GraphData g = cliques(12, 20, true);
+  const GridShape grid{4, 1, 3};
+  const OrderParts cut = order_parts(Balance::kLocality, grid);
+  const auto loc = block_nnz_imbalance(g, make_order(g, Balance::kLocality, 1, cut.parts, cut.col_parts), grid, 3);
+  const auto perm = block_nnz_imbalance(g, make_order(g, Balance::kPermute, 1, 1), grid, 3);
+  const OrderParts mcut = order_parts(Balance::kMetis, grid);
+  const auto met = block_nnz_imbalance(g, make_order(g, Balance::kMetis, 1, mcut.parts), grid, 3);
+  // The blocks near even where metis's one order piles the nnz on the diagonal ...
+  EXPECT_LE(loc[0].imbalance(), 1.2);
+  EXPECT_GE(met[0].imbalance(), 2.0);
+  // ... and the rows the sums and the gather move well below permute's.
+  double moved_loc = 0, moved_perm = 0;
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(loc[l].total, perm[l].total);
+    EXPECT_LE(loc[l].forward_auto + loc[l].backward_auto, perm[l].forward_auto + perm[l].backward_auto) << l;
+    moved_loc += loc[l].forward_auto + loc[l].backward_auto + loc[l].gather_auto;
+    moved_perm += perm[l].forward_auto + perm[l].backward_auto + perm[l].gather_auto;
+  }
+  EXPECT_LT(moved_loc, 0.8 * moved_perm);
+  EXPECT_LT(loc[0].gather_auto, 0.5 * perm[0].gather_auto);
+}
+
+// A grid axis of size 1 leaves one part a block: one order, as metis's.
+TEST(Balance, LocalityOrderOnAFlatGridIsOneOrder) {
+  const GraphData g = cliques(6, 10, true);
+  for (const GridShape grid : {GridShape{6, 2, 1}, GridShape{1, 2, 6}}) {
+    const OrderParts cut = order_parts(Balance::kLocality, grid);
+    const NodeOrder o = make_order(g, Balance::kLocality, 1, cut.parts, cut.col_parts);
+    EXPECT_EQ(o.row, o.col) << grid.str();
+    EXPECT_EQ(o.row, make_order(g, Balance::kMetis, 1, 6).row) << grid.str();
+  }
+  const NodeOrder tiny = make_order(cliques(2, 2, false), Balance::kLocality, 1, 6, 2);  // n <= parts
+  EXPECT_EQ(tiny.row, (std::vector<index_t>{0, 1, 2, 3}));
+  EXPECT_EQ(tiny.col, tiny.row);
+}
+
 TEST(Balance, ParseBalance) {
   EXPECT_EQ(parse_balance("none"), Balance::kNone);
   EXPECT_EQ(parse_balance("permute"), Balance::kPermute);
   EXPECT_EQ(parse_balance("metis"), Balance::kMetis);
+  EXPECT_EQ(parse_balance("locality"), Balance::kLocality);
+  EXPECT_STREQ(balance_name(Balance::kLocality), "locality");
   EXPECT_THROW(parse_balance("random"), InputError);
   EXPECT_STREQ(balance_name(Balance::kMetis), "metis");
 }

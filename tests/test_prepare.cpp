@@ -369,11 +369,15 @@ TEST(Prepare, ShardsReadInSmallStripesAreTheSame) {
 TEST(Prepare, PreparedFileLoadsTheSameShards) {
   const plexus::testing::ScratchDir scratch;
   const GraphData g = small_graph(257, 5, 9);
-  for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis}) {
+  for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis, Balance::kLocality}) {
     PrepareOptions o;
     o.balance = b;
     o.metis_parts = 4;
+    o.order_col_parts = 2;  // locality: 2 x 2 blocks, two orders
     const PreparedGraph p = prepare_graph(g, o);
+    if (b == Balance::kLocality) {
+      EXPECT_TRUE(p.two_orders());
+    }
     const std::string path = scratch.file("prepared.h5");
     write_prepared_h5(p, path);
     const PreparedInfo info = read_prepared_info_h5(path, true);
@@ -424,10 +428,11 @@ TEST(Prepare, PreparedFileKeepsNodeIdsAndClassNames) {
   const NodeNames in = read_node_names_h5(plain);
   ASSERT_EQ(in.ids, names.ids);
   ASSERT_EQ(in.class_names, names.class_names);
-  for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis}) {
+  for (Balance b : {Balance::kNone, Balance::kPermute, Balance::kMetis, Balance::kLocality}) {
     PrepareOptions o;
     o.balance = b;
-    o.metis_parts = 2;
+    o.metis_parts = b == Balance::kLocality ? 4 : 2;
+    o.order_col_parts = 2;
     const PreparedGraph p = prepare_graph(g, o);
     ASSERT_EQ(p.graph.num_nodes, g.num_nodes) << "prepare renumbers nodes, never drops one";
     const std::string path = scratch.file("prepared-names.h5");

@@ -268,6 +268,8 @@ TEST(PrepareInPasses, RefusesMetisAndAMissingScratchDirectory) {
   const Scratch scratch;
   EXPECT_THROW(prepare_graph_in_passes(in, PrepareOptions{.balance = Balance::kMetis}, PassOptions{2, scratch.dir.string()}, out),
                InputError);
+  EXPECT_THROW(prepare_graph_in_passes(in, PrepareOptions{.balance = Balance::kLocality}, PassOptions{2, scratch.dir.string()}, out),
+               InputError);
   try {
     prepare_graph_in_passes(in, PrepareOptions{}, PassOptions{2, (scratch.dir / "missing").string()}, out);
     ADD_FAILURE() << "no error";

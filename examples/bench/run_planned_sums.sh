@@ -8,8 +8,11 @@
 #   examples/bench/run_planned_sums.sh BUILD_DIR [RANKS...]        (default 64 512 4096)
 # Graphs (env): ROAD_NODES (default 1,000,000; `generate road`, its own local order, none),
 # RMAT_SCALE (default 20; --balance permute), SBM_NODES (default 2,000,000; --balance metis,
-# prepared for the grid METIS_GRID, default 64x1x1: 64 parts); FEATURES (32), HIDDEN (32), LAYERS (2). Or KEEP=DIR
-# keeps (and reuses) the prepared files there.
+# prepared for the grid METIS_GRID, default 64x1x1: 64 parts; and the same SBM with --balance
+# locality for the grid LOCALITY_GRID, default 4x1x16: 64 parts, one to a block of layer 0; road-loc
+# the road graph so); FEATURES (32), HIDDEN (32), LAYERS (2). GRAPHS picks some (default "road rmat
+# sbm sbm-loc road-loc").
+# Or KEEP=DIR keeps (and reuses) the prepared files there.
 # A benchmark, not a test.
 set -euo pipefail
 build=${1:?usage: run_planned_sums.sh BUILD_DIR [RANKS...]}
@@ -33,14 +36,23 @@ prepare() {  # name balance generate-args...
   "$plexus" generate "$@" --feature-width "$f" -o "$name.h5" >/dev/null
   local extra=()
   [ "$balance" = metis ] && extra=(--grid "${METIS_GRID:-64x1x1}")
+  [ "$balance" = locality ] && extra=(--grid "${LOCALITY_GRID:-4x1x16}")
   "$plexus" prepare "$name.h5" -o "$name.prep.h5" --balance "$balance" "${extra[@]}" -q >/dev/null
   rm -f "$name.h5"
 }
-prepare road none road --nodes "${ROAD_NODES:-1000000}"
-prepare rmat permute rmat --scale "${RMAT_SCALE:-20}"
-prepare sbm metis sbm --nodes "${SBM_NODES:-2000000}"
+read -r -a graphs <<<"${GRAPHS:-road rmat sbm sbm-loc road-loc}"
+for graph in "${graphs[@]}"; do
+  case $graph in
+    road) prepare road none road --nodes "${ROAD_NODES:-1000000}" ;;
+    rmat) prepare rmat permute rmat --scale "${RMAT_SCALE:-20}" ;;
+    sbm) prepare sbm metis sbm --nodes "${SBM_NODES:-2000000}" ;;
+    sbm-loc) prepare sbm-loc locality sbm --nodes "${SBM_NODES:-2000000}" ;;
+    road-loc) prepare road-loc locality road --nodes "${ROAD_NODES:-1000000}" ;;
+    *) echo "run_planned_sums.sh: unknown graph $graph" >&2; exit 2 ;;
+  esac
+done
 printf '%-5s %5s %-9s %14s %-9s %7s %7s %-9s %7s %7s\n' graph ranks "dense" "B/epoch" "auto" "same" "own" "+int8" "same" "own"
-for graph in road rmat sbm; do
+for graph in "${graphs[@]}"; do
   for r in "${ranks[@]}"; do
     for mode in dense auto int8; do
       opts=(--sparse-comm "$mode")

@@ -8,7 +8,9 @@
 # against dense's too.
 #   examples/bench/run_sparse_comm.sh BUILD_DIR [GRID...]          (default grids 2x2x2 8x1x1 1x1x8)
 # Graphs (env): ROAD_NODES (default 1,000,000; `plexus generate road`, its own order: local),
-# RMAT_SCALE (default 18; --balance permute), SBM_NODES (default 200,000; --balance metis).
+# RMAT_SCALE (default 18; --balance permute), SBM_NODES (default 200,000; --balance metis, and
+# --balance locality: METIS parts dealt one to a block of each grid). SPECS="graph balance,..."
+# picks some of them (default "road none,rmat permute,sbm metis,sbm locality").
 # A benchmark, not a test: it asserts only that the two forms train alike.
 set -euo pipefail
 build=${1:?usage: run_sparse_comm.sh BUILD_DIR [GRID...]}
@@ -20,12 +22,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-"$plexus" generate road --nodes "${ROAD_NODES:-1000000}" --feature-width 32 -o road.h5 >/dev/null
-"$plexus" generate rmat --scale "${RMAT_SCALE:-18}" --feature-width 32 -o rmat.h5 >/dev/null
-"$plexus" generate sbm --nodes "${SBM_NODES:-200000}" --feature-width 32 -o sbm.h5 >/dev/null
+case "${SPECS:-road}" in *road*) "$plexus" generate road --nodes "${ROAD_NODES:-1000000}" --feature-width 32 -o road.h5 >/dev/null ;; esac
+case "${SPECS:-rmat}" in *rmat*) "$plexus" generate rmat --scale "${RMAT_SCALE:-18}" --feature-width 32 -o rmat.h5 >/dev/null ;; esac
+case "${SPECS:-sbm}" in *sbm*) "$plexus" generate sbm --nodes "${SBM_NODES:-200000}" --feature-width 32 -o sbm.h5 >/dev/null ;; esac
 printf '%-6s %-7s %8s %14s %14s %7s %9s %9s %7s %14s %7s %9s\n' graph grid balance "dense B/epoch" "auto B/epoch" ratio \
   "dense s" "auto s" ratio "+int8 B/epoch" ratio "+int8 s"
-for spec in "road none" "rmat permute" "sbm metis"; do
+IFS=, read -r -a specs <<<"${SPECS:-road none,rmat permute,sbm metis,sbm locality}"
+for spec in "${specs[@]}"; do
   read -r graph balance <<<"$spec"
   for g in "${grids[@]}"; do
     for sums in dense auto int8; do

@@ -15,15 +15,16 @@
 
 namespace plexus {
 
-enum class Balance { kNone, kPermute, kMetis };
-// "none" | "permute" | "metis"; anything else throws InputError("Balance", ...).
+enum class Balance { kNone, kPermute, kMetis, kLocality };
+// "none" | "permute" | "metis" | "locality"; anything else throws InputError("Balance", ...).
 Balance parse_balance(const std::string& text);
 const char* balance_name(Balance b);
 
 // New ids of every node: node v becomes row[v] of the row order and col[v] of the column order
 // (both bijections of [0, n)). Even layers use Â1 = P·Â·P2ᵀ (rows renumbered by `row` = P,
 // columns by `col` = P2); odd layers use Â2 = P2·Â·Pᵀ (the two swapped), so that layer l's
-// output order is layer l+1's input order. none and metis use one order for both (row == col).
+// output order is layer l+1's input order. none and metis use one order for both (row == col);
+// locality two, except where a grid axis it deals over has size 1.
 struct NodeOrder {
   Balance kind = Balance::kNone;
   std::vector<index_t> row, col;
@@ -52,7 +53,22 @@ std::vector<index_t> stratified_permutation(const std::vector<index_t>& weight, 
 // vertex weights, 1 and degree + 1 (= the row's nnz in Â), so parts hold equal node counts
 // and equal nnz; nodes numbered part by part (stable inside a part);
 // parts <= 1 gives the identity. Throws InputError("Balance", ...) when METIS fails.
-NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts);
+// locality: METIS as metis into `parts` = G_d·G_o parts (G_o = `col_parts`, layer 0's column
+// blocks), numbered part by part in two sequences: P (rows) in part order, so row block i holds
+// parts i·G_o .. i·G_o + G_o - 1, and P2 (columns) column-major, so column block j holds parts
+// j, G_o + j, 2·G_o + j, ...: block (i, j) meets the rows and the columns of one part, i·G_o + j,
+// and holds its internal edges. Equal-nnz parts give blocks of about equal nnz (what the SpMM
+// needs, unlike metis's heavy diagonal), and each block touches about 1/G_o of its rows and 1/G_d
+// of its columns (what the row-sparse sums and gathers move: docs/balancing.md, "locality").
+NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int parts, int col_parts = 1);
+
+// The METIS parts an order cuts for a grid (make_order's `parts` and `col_parts`): metis
+// lcm(X, Y, Z), so every layer's blocks end on parts; locality Z·X and X, layer 0's G_d·G_o and
+// G_o; none and permute 1 (the grid does not change them).
+struct OrderParts {
+  int parts = 1, col_parts = 1;
+};
+OrderParts order_parts(Balance kind, GridShape grid);
 
 // nnz of the Â blocks of one layer's layout.
 struct LayerBlockNnz {

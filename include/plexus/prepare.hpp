@@ -31,7 +31,8 @@ struct PrepareOptions {
   bool symmetrize = true;
   Balance balance = Balance::kNone;
   std::uint64_t seed = 1;  // of the permutations
-  int metis_parts = 1;     // METIS parts: lcm of the grid's axis sizes (`--grid`)
+  int metis_parts = 1;     // METIS parts (order_parts of `--grid`): metis lcm(X, Y, Z), locality Z·X
+  int order_col_parts = 1;  // locality: the column blocks its column order deals the parts over (X)
   // Store /features in bfloat16, rounded to nearest even (`--feature-precision bf16`; half the
   // bytes; docs/format-v1.md): readers convert them to float32 exactly.
   bool features_bf16 = false;

@@ -77,3 +77,21 @@ for prec in fp32 bf16; do
 done
 accept plan "sparse-comm: plan counts the gathers with the sums" 'said "sums and gathers"' --data "$OUT/road.h5" \
   --ranks 4 --sparse-comm auto --layer-order aggregate-first
+
+# The locality order (docs/balancing.md, "locality"): prepare refuses it without a grid, on several
+# ranks and in passes; a file prepared for 2x1x2 holds two orders and trains on that grid with the
+# row-sparse collectives to the dense losses bit for bit; train orders a plain file by it in memory.
+refuse prepare "locality: no grid" "--grid" "$OUT/road.h5" -o "$S/loc-nogrid.h5" --balance locality
+NP=2 refuse prepare "locality: on 2 ranks" "locality partitions the whole graph" "$OUT/road.h5" -o "$S/loc-ranks.h5" \
+  --balance locality --grid 2x1x2
+refuse prepare "locality: in passes" "locality partitions the whole graph" "$OUT/road.h5" -o "$S/loc-passes.h5" \
+  --balance locality --grid 2x1x2 --memory-per-rank 40M --scratch "$S"
+accept prepare "locality: prepared for 2x1x2, two orders" 'said "Â2\); balance locality \(4 parts\)"' \
+  "$OUT/road.h5" -o "$S/loc.h5" --balance locality --grid 2x1x2
+NP=4 accept train "locality: dense on its grid" 'jsonl_ok $OUT/loc-dense.jsonl' --data "$S/loc.h5" "${sc[@]}" \
+  --grid 2x1x2 --sparse-comm dense --metrics "$OUT/loc-dense.jsonl"
+NP=4 accept train "locality: auto on its grid, the dense losses, fewer bytes" \
+  'same_losses $OUT/loc-auto.jsonl $OUT/loc-dense.jsonl && fewer_bytes $OUT/loc-auto.jsonl $OUT/loc-dense.jsonl' \
+  --data "$S/loc.h5" "${sc[@]}" --grid 2x1x2 --sparse-comm auto --metrics "$OUT/loc-auto.jsonl"
+NP=4 accept train "locality: a plain file ordered in memory" 'jsonl_ok $OUT/loc-mem.jsonl' --data "$OUT/road.h5" \
+  "${sc[@]}" --grid 2x1x2 --balance locality --sparse-comm auto --metrics "$OUT/loc-mem.jsonl"

@@ -9,9 +9,9 @@ namespace plexus::cli {
 
 void add_balance_options(CLI::App* cmd, BalanceOptions& o, TrainConfig& cfg) {
   cmd->add_option("--balance", o.balance,
-                  "Node order: none | permute | metis (docs/balancing.md). A prepared file (plexus prepare) "
-                  "brings its own; a plain file is ordered in memory on every rank")
-      ->check(CLI::IsMember({"none", "permute", "metis"}));
+                  "Node order: none | permute | metis | locality (docs/balancing.md). A prepared file (plexus "
+                  "prepare) brings its own; a plain file is ordered in memory on every rank")
+      ->check(CLI::IsMember({"none", "permute", "metis", "locality"}));
   cmd->add_option("--balance-seed", cfg.balance_seed, "Seed of --balance permute on a plain file")->capture_default_str();
 }
 

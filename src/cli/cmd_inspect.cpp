@@ -184,8 +184,10 @@ void run_inspect(const InspectOptions& o) {
   std::vector<LayerBlockNnz> imb;
   double order_s = 0, imb_s = 0;
   int parts = 1;
+  const bool cuts_parts = balance == Balance::kMetis || balance == Balance::kLocality;
   if (have_grid) {
-    parts = stored_order ? prep.metis_parts : std::lcm(std::lcm(shape.x, shape.y), shape.z);
+    const OrderParts cut = order_parts(balance, shape);
+    parts = stored_order ? prep.metis_parts : cut.parts;
     const auto t0 = std::chrono::steady_clock::now();
     NodeOrder order;
     if (stored_order) {
@@ -200,7 +202,7 @@ void run_inspect(const InspectOptions& o) {
         order.col[i] = i;
       }
     } else {
-      order = make_order(g, balance, seed, parts);
+      order = make_order(g, balance, seed, cut.parts, cut.col_parts);
     }
     order_s = seconds_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
@@ -258,7 +260,7 @@ void run_inspect(const InspectOptions& o) {
                       {"input_gather_rows", {{"dense", r.gather_dense}, {"auto", r.gather_auto}}}});
       doc["balance"] = {{"grid", shape.str()},       {"method", balance_name(balance)},
                         {"seed", stored_order ? prep.seed : seed}, {"stored_in_file", stored_order},
-                        {"metis_parts", balance == Balance::kMetis ? parts : 0},
+                        {"metis_parts", cuts_parts ? parts : 0},
                         {"order_seconds", order_s},  {"imbalance_seconds", imb_s},     {"layers", ls}};
     }
     fmt::print("{}\n", json_text(std::move(doc), 2));
@@ -287,7 +289,7 @@ void run_inspect(const InspectOptions& o) {
   if (!have_grid) return;
   fmt::print("balance {}{} on grid {}{} (order {:.3f} s, block counts {:.3f} s)\n", balance_name(balance),
              stored_order ? " (as prepared in the file)" : "", shape.str(),
-             balance == Balance::kMetis ? fmt::format(", {} METIS parts", parts) : std::string(), order_s, imb_s);
+             cuts_parts ? fmt::format(", {} METIS parts", parts) : std::string(), order_s, imb_s);
   fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "layer", "order", "blocks",
              "nnz(Â)", "max", "mean", "max/mean", "held", "fwd sums", "bwd sums", "gather");
   // held: the blocks' rows holding an entry; fwd/bwd sums: rows the aggregation's sums move with

@@ -15,11 +15,13 @@
 namespace plexus::cli {
 
 void add_prepare_choices(CLI::App* cmd, PrepareChoices& c, const std::string& budget_help) {
-  cmd->add_option("--balance", c.balance, "Node order: none, permute (double permutation) or metis")
-      ->check(CLI::IsMember({"none", "permute", "metis"}))
+  cmd->add_option("--balance", c.balance,
+                  "Node order: none, permute (double permutation), metis, or locality (METIS parts dealt so each "
+                  "block holds one part: few rows for --sparse-comm auto to move)")
+      ->check(CLI::IsMember({"none", "permute", "metis", "locality"}))
       ->capture_default_str();
   cmd->add_option("--balance-seed", c.seed, "Seed of --balance permute")->capture_default_str();
-  cmd->add_option("--grid", c.grid, "Grid XxYxZ to train on (required by --balance metis)");
+  cmd->add_option("--grid", c.grid, "Grid XxYxZ to train on (required by --balance metis and locality)");
   cmd->add_flag("--directed", c.directed, "Keep edge directions (default: store every edge both ways)");
   cmd->add_option("--feature-precision", c.feature_precision,
                   "Store /features as fp32 or bf16 (rounded to nearest even: half the bytes; train reads either)")
@@ -34,11 +36,13 @@ PrepareOptions prepare_options(const PrepareChoices& c) {
   po.seed = c.seed;
   po.symmetrize = !c.directed;
   po.features_bf16 = c.feature_precision == "bf16";
-  if (po.balance == Balance::kMetis) {
+  if (po.balance == Balance::kMetis || po.balance == Balance::kLocality) {
     if (c.grid.empty())
-      throw InputError("--grid", "--balance metis needs the grid to train on (its blocks decide the METIS parts)");
-    const GridShape g = parse_grid(c.grid);
-    po.metis_parts = std::lcm(std::lcm(g.x, g.y), g.z);
+      throw InputError("--grid", std::string("--balance ") + balance_name(po.balance) +
+                                     " needs the grid to train on (its blocks decide the METIS parts)");
+    const OrderParts parts = order_parts(po.balance, parse_grid(c.grid));
+    po.metis_parts = parts.parts;
+    po.order_col_parts = parts.col_parts;
   } else if (!c.grid.empty()) {
     parse_grid(c.grid);  // checked, but only METIS depends on it
   }

@@ -241,10 +241,11 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     }
     // Ordered in memory as training orders it, the pairs moved with the nodes: exact for a
     // permutation, which no grid changes; METIS cuts the graph for each grid.
-    if (cfg.balance == Balance::kMetis)
-      throw InputError("TrainConfig.balance", "metis orders the link task's graph for each grid apart: plan it with "
-                                              "permute (or none), which every grid shares");
-    const PreparedGraph ordered = ordered_in_memory(g, cfg, 1);
+    if (cfg.balance == Balance::kMetis || cfg.balance == Balance::kLocality)
+      throw InputError("TrainConfig.balance", std::string(balance_name(cfg.balance)) +
+                                                  " orders the link task's graph for each grid apart: plan it with "
+                                                  "permute (or none), which every grid shares");
+    const PreparedGraph ordered = ordered_in_memory(g, cfg, OrderParts{});
     p.two_orders = ordered.two_orders();
     p.blocks = std::make_shared<const AdjBlockCounts>(ordered.block_counts);
     LinkPairs links = t.links;
@@ -259,12 +260,13 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     if (!counts.empty()) p.blocks = std::make_shared<const AdjBlockCounts>(std::move(counts));
   } else if (cfg.balance != Balance::kNone) {
     // Ordered in memory at the start of training, as plexus prepare would: the permutation
-    // gives two orders (METIS one), with blocks of its own. A small file is ordered here as the
-    // run orders it (the permutation does not depend on the grid; METIS's parts do) and counted.
-    p.two_orders = cfg.balance == Balance::kPermute;
+    // gives two orders (METIS one; locality two on a grid whose X and Z both exceed 1), with blocks
+    // of its own. A small file is ordered here as the run orders it (the permutation does not
+    // depend on the grid; METIS's parts do) and counted.
+    p.two_orders = cfg.balance == Balance::kPermute || cfg.balance == Balance::kLocality;
     if (cfg.balance == Balance::kPermute && info.nnz <= kCountedPlanEdges) {
       try {
-        const PreparedGraph ordered = ordered_in_memory(read_graph_h5(path), cfg, 1);
+        const PreparedGraph ordered = ordered_in_memory(read_graph_h5(path), cfg, OrderParts{});
         p.blocks = std::make_shared<const AdjBlockCounts>(ordered.block_counts);
       } catch (const std::exception&) {  // (the loader names what is wrong, as below)
         p.blocks = nullptr;

@@ -111,7 +111,7 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
     return s;
   }
   const GridShape g = grid.shape();
-  const PreparedGraph p = ordered_in_memory(graph, cfg, std::lcm(std::lcm(g.x, g.y), g.z));
+  const PreparedGraph p = ordered_in_memory(graph, cfg, order_parts(cfg.balance, g));
   GnnShards s =
       with_node_weights(build_shards(p, grid, dims, cfg.shard_adj, transform_first_layers(cfg, dims)), graph);
   if (edge_features) attach_edge_features(s, graph);
@@ -122,12 +122,13 @@ GnnShards shards_of_graph(const GraphData& input, const TrainConfig& cfg, Proces
   return s;
 }
 
-PreparedGraph ordered_in_memory(const GraphData& graph, const TrainConfig& cfg, int metis_parts) {
+PreparedGraph ordered_in_memory(const GraphData& graph, const TrainConfig& cfg, OrderParts parts) {
   PrepareOptions po;
   po.clean = po.symmetrize = false;  // reorder only: the same Â as without balancing
   po.balance = cfg.balance;
   po.seed = cfg.balance_seed;
-  po.metis_parts = metis_parts;
+  po.metis_parts = parts.parts;
+  po.order_col_parts = parts.col_parts;
   GraphData ordered = graph;  // (prepare_graph's copy; the blocks find their edge features in `graph`)
   ordered.num_edge_features = 0;
   ordered.edge_features = {};

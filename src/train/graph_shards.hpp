@@ -36,9 +36,9 @@ GnnShards shards_of_graph(const GraphData& graph, const TrainConfig& cfg, Proces
                           bool strict, const LinkSplit* held_out = nullptr);
 
 // The orders a run with cfg.balance makes in memory (not kNone): `graph` reordered only (no
-// cleaning: the same Â), as plexus prepare orders it, METIS cut in `metis_parts` (the lcm of the
-// grid's axes). Its edge features are left behind (the blocks find theirs in the input).
-PreparedGraph ordered_in_memory(const GraphData& graph, const TrainConfig& cfg, int metis_parts);
+// cleaning: the same Â), as plexus prepare orders it, METIS cut in `parts` (order_parts of the
+// grid). Its edge features are left behind (the blocks find theirs in the input).
+PreparedGraph ordered_in_memory(const GraphData& graph, const TrainConfig& cfg, OrderParts parts);
 
 // Fills s.edge_feature_width and s.adj_edge_features (a self-loop's row: the mean of its row's
 // edges' rows) from `input` (the graph the shards were cut
