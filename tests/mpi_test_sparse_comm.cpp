@@ -170,6 +170,36 @@ TEST(SparseComm, EveryKindOnEveryGridSumsAsTheDenseFormBitForBit) {
   }
 }
 
+// Layer 0 gathers its input over d (Z), which carries nothing else of a one-layer model on
+// 1x1xP but its weights' gradient sum: the kinds that read their input only through their block's
+// pattern (GCN aggregating first, SAGE with S, GIN with a trained ε) gather only the rows its
+// columns hold, and move fewer bytes over Z than dense; the losses stay the dense ones.
+TEST(SparseComm, LayerZeroOfEveryKindReadingThroughItsBlockGathersHeldRowsOnly) {
+  const int p = world_size();
+  if (p == 1) GTEST_SKIP() << "no gather on one rank";
+  auto grid = ProcessGrid::from_mpi(GridShape{1, 1, p});
+  for (const Case& c : testing::every_kind_case()) {
+    if (c.name != "gcn aggregate-first" && c.model.kind() != "sage" && c.model.kind() != "gin") continue;
+    const auto z_bytes = [&](SparseComm sums, std::vector<double>& losses) {
+      TrainConfig cfg = config(c, sums);
+      cfg.layers = 1;
+      auto be = make_cpu_backend(1);
+      GnnTrainer t(graph(true), cfg, *be, *grid);
+      double z = 0;
+      for (int e = 0; e < cfg.epochs; ++e) {
+        const EpochMetrics m = t.epoch();
+        losses.push_back(m.loss);
+        z += m.comm_bytes[static_cast<std::size_t>(Axis::Z)];
+      }
+      return z;
+    };
+    std::vector<double> on, dense;
+    const double z_on = z_bytes(SparseComm::Auto, on), z_dense = z_bytes(SparseComm::Dense, dense);
+    EXPECT_EQ(on, dense) << c.name;
+    EXPECT_LT(z_on, z_dense) << c.name << ": layer 0's input gathered whole";
+  }
+}
+
 // Dense against off (MPI's all-reduce): the same model to float rounding (MPI may sum in
 // another order).
 TEST(SparseComm, TheDenseFormTrainsAsMpisAllReduce) {

@@ -57,6 +57,8 @@ class GinLayer3D : public GnnLayer3D {
   }
   Range out_slice_rows() const override { return geo_.out_rows; }
   const LayerGeometry& geometry() const override { return geo_; }
+  // N·H and, with a trained ε, S·H (N on Â's pattern, S on its self-loops); not GINE's messages.
+  bool reads_input_through_adj_only() const override { return !geo_.transform_first && edges_ == nullptr; }
   // "weight" [in_dim × out_dim], "bias", "weight2" [out_dim × out_dim], "bias2" [1 × out_dim],
   // with a trained ε "eps" [1 × 1], and GINE's "edge_weight" [D × in_dim] and "edge_bias".
   std::vector<LayerParam> parameters(bool decay_weights) override;

@@ -69,10 +69,11 @@ class GnnLayer3D {
   // Other layers have none: 0 heads.
   virtual int attention_heads() const { return 0; }
   virtual std::vector<float> attention_on_host() { return {}; }
-  // The layer reads its input only through its Â block's product Â·H (a GCN layer aggregating
-  // first), so only the rows of H that are columns of the block holding entries: the gather of
-  // layer 0's input may bring those alone (--sparse-comm auto, comm/row_sparse_gather.hpp).
-  // Other layers read every row (a self term, attention on H·W, a linear first).
+  // The layer reads its input only through products of its block's pattern with H (a GCN, SAGE or
+  // GIN layer aggregating first: Â·H, N·H and S·H, S's entries on Â's self-loops), so only the
+  // rows of H that are columns of the block holding entries: the gather of layer 0's input may
+  // bring those alone (--sparse-comm auto, comm/row_sparse_gather.hpp). Other layers read every
+  // row (attention on H·W, a linear first, GINE's messages).
   virtual bool reads_input_through_adj_only() const { return false; }
 
  protected:

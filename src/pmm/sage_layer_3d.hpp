@@ -43,6 +43,8 @@ class SageLayer3D : public GnnLayer3D {
   }
   Range out_slice_rows() const override { return geo_.out_rows; }
   const LayerGeometry& geometry() const override { return geo_; }
+  // N·H and S·H alone (N on Â's pattern, S on its self-loops).
+  bool reads_input_through_adj_only() const override { return !geo_.transform_first; }
   // "weight" (W, on the neighbours) and "root_weight" [in_dim × out_dim], "bias" [1 × out_dim].
   std::vector<LayerParam> parameters(bool decay_weights) override;
 
