@@ -313,8 +313,8 @@ void add_inspect_command(CLI::App& app) {
       ->required();
   cmd->add_option("--grid", o->grid, "Process grid XxYxZ: report the max/mean nnz over the Â blocks of every layer");
   cmd->add_option("--balance", o->balance,
-                  "Node ordering: none, permute (double permutation) or metis; default: the file's own (none "
-                  "unless prepared)");
+                  "Node ordering: none, permute (double permutation), metis or locality (docs/balancing.md); "
+                  "default: the file's own (none unless prepared)");
   cmd->add_option("--layers", o->layers, "Number of GCN layers")->capture_default_str();
   cmd->add_option("--hidden", o->hidden, "Hidden feature width (with --layer-order, as train: the layers' orders)")
       ->capture_default_str();
