@@ -212,10 +212,10 @@ struct TrainConfig {
   // How the activation-sized sums travel (wire_name above; Fp32, Int8 or Int4): quantised ones
   // need --precision fp32 and the CPU backend.
   Wire wire = Wire::Fp32;
-  // Node ordering of the in-memory entry point train_gnn(GraphData): permute or metis
-  // renumber Â into Â1/Â2 before it is cut (as `plexus prepare` does ahead of time; METIS
-  // parts = lcm of the grid's axis sizes). Shards already cut (train_gnn(GnnShards)) carry
-  // their order.
+  // Node ordering of the in-memory entry point train_gnn(GraphData): permute, metis or locality
+  // renumber Â into Â1/Â2 before it is cut (as `plexus prepare` does ahead of time; METIS parts
+  // from the grid: order_parts, plexus/balance.hpp). Shards already cut (train_gnn(GnnShards))
+  // carry their order.
   Balance balance = Balance::kNone;
   std::uint64_t balance_seed = 1;
   // Sharded Â: each Â block, replicated over its layer's i axis in the Plexus layout, is
