@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -22,11 +23,13 @@ __extension__ typedef unsigned __int128 u128;
 }  // namespace
 
 Balance parse_balance(const std::string& text) {
-  if (text == "none") return Balance::kNone;
-  if (text == "permute") return Balance::kPermute;
-  if (text == "metis") return Balance::kMetis;
-  if (text == "locality") return Balance::kLocality;
-  throw InputError("Balance", "expected none, permute, metis or locality, got '" + text + "'");
+  std::string expected;
+  const std::size_t n = std::size(kAllBalances);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (text == balance_name(kAllBalances[k])) return kAllBalances[k];
+    expected += std::string(k == 0 ? "" : k + 1 == n ? " or " : ", ") + balance_name(kAllBalances[k]);
+  }
+  throw InputError("Balance", "expected " + expected + ", got '" + text + "'");
 }
 
 const char* balance_name(Balance b) {
@@ -227,6 +230,8 @@ NodeOrder make_order(const GraphData& g, Balance kind, std::uint64_t seed, int p
   }
   return o;
 }
+
+bool cuts_metis_parts(Balance kind) { return kind == Balance::kMetis || kind == Balance::kLocality; }
 
 OrderParts order_parts(Balance kind, GridShape grid) {
   switch (kind) {

@@ -50,7 +50,7 @@ index_t exchange_round_entries(std::uint64_t budget) {
 void check_distributed_prepare(const PrepareOptions& opt, int ranks) {
   // (On one rank too: the slices' orders are none and permute only, and a file saying metis must
   // hold METIS's order.)
-  if (opt.balance == Balance::kMetis || opt.balance == Balance::kLocality) {
+  if (cuts_metis_parts(opt.balance)) {
     const std::string name = balance_name(opt.balance);
     throw InputError("PrepareOptions.balance", name + " partitions the whole graph in one process: prepare with PrepareOptions.balance " +
                                   name + " in one process (prepare_graph), or use PrepareOptions.balance permute on " +

@@ -208,7 +208,7 @@ int passes_for_budget(index_t num_nodes, index_t stored_edges, index_t num_featu
 
 void prepare_graph_in_passes(const GraphRowSource& in, const PrepareOptions& opt, const PassOptions& po,
                              PreparedRowSink& out) {
-  if (opt.balance == Balance::kMetis || opt.balance == Balance::kLocality)
+  if (cuts_metis_parts(opt.balance))
     throw InputError("PrepareOptions.balance", std::string(balance_name(opt.balance)) +
                                   " partitions the whole graph in one process's memory: it cannot run in passes "
                                   "(drop PassOptions.scratch_dir and passes_for_budget(budget), or use PrepareOptions.balance permute)");

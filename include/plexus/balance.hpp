@@ -16,7 +16,9 @@
 namespace plexus {
 
 enum class Balance { kNone, kPermute, kMetis, kLocality };
-// "none" | "permute" | "metis" | "locality"; anything else throws InputError("Balance", ...).
+inline constexpr Balance kAllBalances[] = {Balance::kNone, Balance::kPermute, Balance::kMetis, Balance::kLocality};
+// A balance_name of kAllBalances ("none" | "permute" | "metis" | "locality"); anything else throws
+// InputError("Balance", ...).
 Balance parse_balance(const std::string& text);
 const char* balance_name(Balance b);
 
@@ -69,6 +71,9 @@ struct OrderParts {
   int parts = 1, col_parts = 1;
 };
 OrderParts order_parts(Balance kind, GridShape grid);
+// Whether the order is METIS's parts cut for a grid (metis, locality): it needs the grid to train
+// on, and the whole graph in one process (not a distributed prepare, not passes).
+bool cuts_metis_parts(Balance kind);
 
 // nnz of the Â blocks of one layer's layout.
 struct LayerBlockNnz {

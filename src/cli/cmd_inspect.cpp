@@ -184,7 +184,7 @@ void run_inspect(const InspectOptions& o) {
   std::vector<LayerBlockNnz> imb;
   double order_s = 0, imb_s = 0;
   int parts = 1;
-  const bool cuts_parts = balance == Balance::kMetis || balance == Balance::kLocality;
+  const bool cuts_parts = cuts_metis_parts(balance);
   if (have_grid) {
     const OrderParts cut = order_parts(balance, shape);
     parts = stored_order ? prep.metis_parts : cut.parts;

@@ -59,7 +59,7 @@ void prepare_in_one_process(const PrepareCliOptions& o, const PrepareOptions& po
   fmt::print("{}: {} nodes, {} stored edges in, {} out ({}), Â {} nnz{}; balance {}{}\n", o.out, p.graph.num_nodes,
              in_edges, p.graph.num_edges(), p.graph.directed ? "directed" : "symmetric", p.a1.nnz(),
              p.two_orders() ? " (Â1 and Â2)" : "", balance_name(p.balance),
-             p.balance == Balance::kMetis || p.balance == Balance::kLocality ? fmt::format(" ({} parts)", p.metis_parts)
+             cuts_metis_parts(p.balance) ? fmt::format(" ({} parts)", p.metis_parts)
                                                                             : std::string());
   fmt::print("time: read {:.2f} s, prepare {:.2f} s, write {:.2f} s; peak RSS {:.2f} GiB\n", read_s, prep_s, write_s,
              peak_rss_bytes() / (1024.0 * 1024.0 * 1024.0));

@@ -10,6 +10,7 @@
 #include "plexus/error.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/sizes.hpp"
+#include "src/cli/balance_options.hpp"
 #include "src/cli/commands.hpp"
 
 namespace plexus::cli {
@@ -18,7 +19,7 @@ void add_prepare_choices(CLI::App* cmd, PrepareChoices& c, const std::string& bu
   cmd->add_option("--balance", c.balance,
                   "Node order: none, permute (double permutation), metis, or locality (METIS parts dealt so each "
                   "block holds one part: few rows for --sparse-comm auto to move)")
-      ->check(CLI::IsMember({"none", "permute", "metis", "locality"}))
+      ->check(CLI::IsMember(balance_names()))
       ->capture_default_str();
   cmd->add_option("--balance-seed", c.seed, "Seed of --balance permute")->capture_default_str();
   cmd->add_option("--grid", c.grid, "Grid XxYxZ to train on (required by --balance metis and locality)");
@@ -36,7 +37,7 @@ PrepareOptions prepare_options(const PrepareChoices& c) {
   po.seed = c.seed;
   po.symmetrize = !c.directed;
   po.features_bf16 = c.feature_precision == "bf16";
-  if (po.balance == Balance::kMetis || po.balance == Balance::kLocality) {
+  if (cuts_metis_parts(po.balance)) {
     if (c.grid.empty())
       throw InputError("--grid", std::string("--balance ") + balance_name(po.balance) +
                                      " needs the grid to train on (its blocks decide the METIS parts)");

@@ -23,9 +23,9 @@ void append_row(std::vector<RowRun>& runs, index_t row, index_t at) {
   runs.push_back({row, at, 1});
 }
 
-std::vector<std::size_t> rows_in_bytes(const std::vector<std::size_t>& rows, std::size_t bytes_per_row) {
+std::vector<std::size_t> scaled_counts(const std::vector<std::size_t>& rows, std::size_t per_row) {
   std::vector<std::size_t> out(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * bytes_per_row;
+  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * per_row;
   return out;
 }
 

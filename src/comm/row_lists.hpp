@@ -4,6 +4,7 @@
 // bytes a rank), and the runs of consecutive rows their lists are kept as.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "plexus/comm.hpp"
@@ -33,7 +34,13 @@ struct RowRun {
 // Extends the last run of `runs` by (row, at) where both follow on, else starts a run.
 void append_row(std::vector<RowRun>& runs, index_t row, index_t at);
 
-// Each count of rows times `bytes_per_row`: a collective's byte counts.
-std::vector<std::size_t> rows_in_bytes(const std::vector<std::size_t>& rows, std::size_t bytes_per_row);
+// Each count of rows times `per_row` (bytes or elements a row): a collective's counts.
+std::vector<std::size_t> scaled_counts(const std::vector<std::size_t>& rows, std::size_t per_row);
+
+// Scratch of n values, not zeroed (every one is written before it is read): no fill on each pass.
+template <class T>
+std::unique_ptr<T[]> scratch(std::size_t n) {
+  return std::unique_ptr<T[]>(new T[n]);
+}
 
 }  // namespace plexus

@@ -12,8 +12,6 @@ namespace {
 
 std::size_t as_size(index_t n) { return static_cast<std::size_t>(n); }
 
-// Scratch of n bytes, not zeroed (every byte is written before it is read): no fill on each pass.
-std::unique_ptr<unsigned char[]> scratch(std::size_t n) { return std::unique_ptr<unsigned char[]>(new unsigned char[n]); }
 
 }  // namespace
 
@@ -102,8 +100,8 @@ void RowSparseGather::gather(const void* own, void* whole, std::size_t row_bytes
   const Range mine = block_range(rows_, p, me);
   auto* out_whole = static_cast<unsigned char*>(whole);
   const auto* in_own = static_cast<const unsigned char*>(own);
-  const std::unique_ptr<unsigned char[]> out = scratch(data ? sent * row_bytes : 0),
-                                        in = scratch(data ? received * row_bytes : 0);
+  const std::unique_ptr<unsigned char[]> out = scratch<unsigned char>(data ? sent * row_bytes : 0),
+                                        in = scratch<unsigned char>(data ? received * row_bytes : 0);
   if (data) {
     for (const Run& run : send_runs_)
       std::memcpy(out.get() + as_size(run.at) * row_bytes, in_own + as_size(run.row - mine.begin) * row_bytes,
@@ -111,8 +109,8 @@ void RowSparseGather::gather(const void* own, void* whole, std::size_t row_bytes
     if (mine.size() > 0)
       std::memcpy(out_whole + as_size(mine.begin) * row_bytes, in_own, as_size(mine.size()) * row_bytes);
   }
-  comm_->all_to_all_bytes(data ? out.get() : nullptr, rows_in_bytes(send_counts_, row_bytes),
-                          data ? in.get() : nullptr, rows_in_bytes(recv_counts_, row_bytes));
+  comm_->all_to_all_bytes(data ? out.get() : nullptr, scaled_counts(send_counts_, row_bytes),
+                          data ? in.get() : nullptr, scaled_counts(recv_counts_, row_bytes));
   if (!data) return;
   for (const Run& run : recv_runs_)
     std::memcpy(out_whole + as_size(run.row) * row_bytes, in.get() + as_size(run.at) * row_bytes,

@@ -23,8 +23,6 @@ void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
   for (index_t j = 0; j < n; ++j) acc[j] += x[j];
 }
 
-// Scratch of n floats, not zeroed (every element is written before it is read).
-std::unique_ptr<float[]> scratch(std::size_t n) { return std::unique_ptr<float[]>(new float[n]); }
 
 // Elements of each rank's rows block_range(rows, p, q) of a block `cols` wide.
 std::vector<std::size_t> row_blocks(index_t rows, int p, index_t cols) {
@@ -176,11 +174,11 @@ void RowSparseSum::sum_dense(float* c, index_t cols) const {
   const int p = comm_->size(), me = comm_->rank();
   const Range mine = block_range(rows_, p, me);
   const std::size_t row_bytes = as_size(cols) * sizeof(float);
-  const std::vector<std::size_t> send = rows_in_bytes(row_blocks(rows_, p, 1), row_bytes),
+  const std::vector<std::size_t> send = scaled_counts(row_blocks(rows_, p, 1), row_bytes),
                                  recv(static_cast<std::size_t>(p), as_size(mine.size()) * row_bytes);
   const bool data = c != nullptr;
   const std::size_t slab = as_size(mine.size() * cols);
-  const std::unique_ptr<float[]> parts = scratch(data ? slab * static_cast<std::size_t>(p) : 0);
+  const std::unique_ptr<float[]> parts = scratch<float>(data ? slab * static_cast<std::size_t>(p) : 0);
   std::vector<float> acc(data ? slab : 0, 0.0f);
   comm_->all_to_all_bytes(c, send, data ? parts.get() : nullptr, recv);
   if (data) {
@@ -202,12 +200,12 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   std::size_t sent = 0, received = 0;
   for (const std::size_t n : send_counts_) sent += n;
   for (const std::size_t n : recv_counts_) received += n;
-  const std::unique_ptr<float[]> out = scratch(data ? sent * w : 0), in = scratch(data ? received * w : 0);
+  const std::unique_ptr<float[]> out = scratch<float>(data ? sent * w : 0), in = scratch<float>(data ? received * w : 0);
   if (data)
     for (const Run& run : send_runs_)
       std::memcpy(out.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
-  comm_->all_to_all_bytes(data ? out.get() : nullptr, rows_in_bytes(send_counts_, row_bytes), data ? in.get() : nullptr,
-                          rows_in_bytes(recv_counts_, row_bytes));
+  comm_->all_to_all_bytes(data ? out.get() : nullptr, scaled_counts(send_counts_, row_bytes), data ? in.get() : nullptr,
+                          scaled_counts(recv_counts_, row_bytes));
   // The owned rows' sums, rank by rank: this rank's own rows at its place in the order.
   std::vector<float> acc(data ? owned_ * w : 0, 0.0f);
   if (data) {
@@ -225,8 +223,8 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   }
   std::size_t gathered_rows = 0;
   for (const std::size_t n : owned_counts_) gathered_rows += n;
-  const std::unique_ptr<float[]> gathered = scratch(data ? gathered_rows * w : 0);
-  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.get() : nullptr, rows_in_bytes(owned_counts_, w));
+  const std::unique_ptr<float[]> gathered = scratch<float>(data ? gathered_rows * w : 0);
+  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.get() : nullptr, scaled_counts(owned_counts_, w));
   if (!data) return;
   for (const Run& run : gathered_runs_)
     std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * row_bytes);
@@ -241,7 +239,7 @@ void RowSparseSum::sum_dense_quantised(float* c, index_t cols, int bits) const {
   const int p = comm_->size(), me = comm_->rank();
   const Range mine = block_range(rows_, p, me);
   const std::size_t rb = quantised_row_bytes(cols, bits), w = as_size(cols), own = as_size(mine.size());
-  const std::vector<std::size_t> blocks = rows_in_bytes(row_blocks(rows_, p, 1), rb),
+  const std::vector<std::size_t> blocks = scaled_counts(row_blocks(rows_, p, 1), rb),
                                  recv(static_cast<std::size_t>(p), own * rb);
   const bool data = c != nullptr;
   std::vector<std::uint8_t> packed(data ? as_size(rows_) * rb : 0), parts(data ? own * rb * recv.size() : 0),
@@ -272,8 +270,8 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
     for (const Run& run : send_runs_)
       quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
                     out.data() + as_size(run.at) * rb);
-  comm_->all_to_all_bytes(data ? out.data() : nullptr, rows_in_bytes(send_counts_, rb), data ? in.data() : nullptr,
-                          rows_in_bytes(recv_counts_, rb));
+  comm_->all_to_all_bytes(data ? out.data() : nullptr, scaled_counts(send_counts_, rb), data ? in.data() : nullptr,
+                          scaled_counts(recv_counts_, rb));
   if (data) {
     std::vector<float> acc(owned_ * w, 0.0f);
     const std::uint8_t* from = in.data();  // source s's rows
@@ -297,7 +295,7 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
       quantise_rows(acc.data() + as_size(run.at) * w, run.len, cols, bits, kSumStream, run.row,
                     sums.data() + as_size(run.at) * rb);
   }
-  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, rows_in_bytes(owned_counts_, rb));
+  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, scaled_counts(owned_counts_, rb));
   if (!data) return;
   for (const Run& run : gathered_runs_)
     dequantise_rows(gathered.data() + as_size(run.at) * rb, run.len, cols, bits, c + as_size(run.row) * w);

@@ -241,7 +241,7 @@ ProblemSize gnn_problem(const std::string& path, const TrainConfig& cfg, bool li
     }
     // Ordered in memory as training orders it, the pairs moved with the nodes: exact for a
     // permutation, which no grid changes; METIS cuts the graph for each grid.
-    if (cfg.balance == Balance::kMetis || cfg.balance == Balance::kLocality)
+    if (cuts_metis_parts(cfg.balance))
       throw InputError("TrainConfig.balance", std::string(balance_name(cfg.balance)) +
                                                   " orders the link task's graph for each grid apart: plan it with "
                                                   "permute (or none), which every grid shares");

@@ -129,8 +129,8 @@ const std::vector<NamedChoice<SparseComm>>& sparse_comms() {
       {SparseComm::Off, "off", "MPI's all-reduce"},
       {SparseComm::Dense, "dense", "an all-to-all to each row's owner, a sum in rank order, an all-gather"},
       {SparseComm::Auto, "auto",
-       "the same, moving only the rows an Â block has entries in (and gathering only the feature rows a GCN "
-       "layer 0 aggregating first reads) where that moves fewer bytes; the same bits as dense"}};
+       "the same, moving only the rows an Â block has entries in (and gathering only the feature rows a GCN, "
+       "SAGE or GIN layer 0 aggregating first reads) where that moves fewer bytes; the same bits as dense"}};
   return all;
 }
 
