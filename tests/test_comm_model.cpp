@@ -30,6 +30,9 @@ ProblemSize problem(index_t n, std::vector<index_t> dims, bool dropout = true,
   p.config.dropout = dropout ? 0.5f : 0.0f;
   p.config.comm_variant = variant;
   p.config.agg_chunks = agg_chunks;
+  // The closed forms (gcn_closed_form.hpp) are the communicator's all-reduces'; the row-sparse
+  // schedule's bytes are tests/test_sparse_comm's and mpi_test_sparse_comm's.
+  p.config.sparse_comm = SparseComm::Off;
   return p;
 }
 

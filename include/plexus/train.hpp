@@ -33,7 +33,8 @@ CommVariant parse_comm_variant(const std::string& text);
 //   Dense  an all-to-all to each row's owner, a sum in rank order, an all-gather: the volume of
 //          a ring all-reduce, and the same bits on every MPI
 //   Auto   the same schedule moving only the rows a rank's Â block has entries in, where that
-//          moves fewer bytes (chosen per collective at set-up); the same bits as Dense
+//          moves fewer bytes (chosen per collective at set-up); the same bits as Dense. The
+//          default (TrainConfig::sparse_comm).
 enum class SparseComm { Off, Dense, Auto };
 const char* sparse_comm_name(SparseComm s);
 // Parses "off" | "dense" | "auto"; throws InputError("TrainConfig.sparse_comm", ...).
@@ -208,7 +209,7 @@ struct TrainConfig {
   int agg_chunks = 1;
   // The aggregations' sums (SparseComm above): with agg_chunks > 1 each chunk's sum is its own
   // (blocking, no overlap); with --precision bf16 or a beta-scaled product they stay Off's.
-  SparseComm sparse_comm = SparseComm::Off;
+  SparseComm sparse_comm = SparseComm::Auto;
   // How the activation-sized sums travel (wire_name above; Fp32, Int8 or Int4): quantised ones
   // need --precision fp32 and the CPU backend.
   Wire wire = Wire::Fp32;

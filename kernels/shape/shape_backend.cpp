@@ -92,9 +92,10 @@ void ShapeBackend::deallocate(void* p, std::size_t bytes) noexcept {
   if (p) count_free(bytes);
 }
 
-// The host gets zeros: what it reads back (a loss, a count) is a number, never garbage.
+// The host gets zeros: what it reads back (a loss, a count) is a number, never garbage. A null
+// destination (a caller that reads nothing back in a dry run) is counted and not written.
 void ShapeBackend::do_copy_to_host(void* dst, const void*, std::size_t bytes) {
-  if (bytes) std::memset(dst, 0, bytes);
+  if (bytes && dst) std::memset(dst, 0, bytes);
   counts_.stream_bytes += 2.0 * static_cast<double>(bytes);
 }
 

@@ -10,7 +10,7 @@
 namespace plexus::cli {
 
 struct SumsOptions {
-  std::string sparse_comm = sparse_comm_name(SparseComm::Off);
+  std::string sparse_comm = sparse_comm_name(TrainConfig{}.sparse_comm);  // (the library's default)
   std::string wire = wire_name(Wire::Fp32);
 };
 

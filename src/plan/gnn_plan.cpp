@@ -69,6 +69,9 @@ TrainConfig dry_run_config(const ProblemSize& p) {
   cfg.restore_best = false;
   cfg.balance = Balance::kNone;
   cfg.strict = false;
+  // NCCL carries a device backend's tensors, and a device backend keeps its all-reduces whatever
+  // --sparse-comm says (TrainConfig::sparse_comm): the shape-only backend, a CPU, must too.
+  if (p.transport == Transport::Nccl) cfg.sparse_comm = SparseComm::Off;
   return cfg;
 }
 
@@ -121,6 +124,19 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
   }
   k.insert(k.end(), sr.adj_of_layer.begin(), sr.adj_of_layer.end());
   for (const AdjBlockRange& b : sr.adj) k.push_back(block_entries(p, b));
+  // The row-sparse sums' schedule (--sparse-comm dense or auto): each sum of a block's R rows (or
+  // of a chunk's, with agg_chunks) over an axis of P ranks hands rank q the rows block_range(R, P,
+  // q) to own, whose size — one of two — is what a rank's bytes depend on in the dense form. Every
+  // such size on every axis (a superset of the sums a layer plans: ranks it tells apart only run
+  // apart).
+  if (p.config.sparse_comm != SparseComm::Off) {
+    const int chunks = std::max(1, p.config.agg_chunks);
+    for (const AdjBlockRange& b : sr.adj)
+      for (const index_t rows : {b.rows.size(), b.cols.size()})
+        for (int c = 0; c < chunks; ++c)
+          for (int a = 0; a < 3; ++a)
+            add(block_range(block_range(rows, chunks, c).size(), g.dim(static_cast<Axis>(a)), coords[static_cast<std::size_t>(a)]));
+  }
   // The link task's pairs: each rank's block and piece of them are its own. Row-sparse sums
   // planned from held rows: a rank's share of its group's rows is its own too.
   const bool held_rows = p.blocks && p.blocks->has_held() && p.config.sparse_comm == SparseComm::Auto;

@@ -247,16 +247,21 @@ std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& gr
     if (a_t_.rows_known) {
       gather = std::make_unique<RowSparseGather>(group, rows, a_t_.held_rows, true);
     } else if (held_model_) {
-      // Rank s reads the rows of part q that its block's transpose holds in column block s.
+      // Rank s reads the rows of part q that its block's transpose holds in column block s. The
+      // p × p counts are allocated once the table is known to cut the parts: a plan asks this
+      // of every rank of groups of thousands, which the table does not cut.
       const auto ranks = static_cast<std::size_t>(p);
-      std::vector<index_t> reads(ranks * ranks);
-      bool known = true;
-      for (int q = 0; q < p && known; ++q) {
+      std::vector<index_t> reads;
+      for (int q = 0; q < p; ++q) {
         const std::optional<HeldRowCounts> held = held_model_(true, group, block_range(rows, p, q));
-        known = held.has_value();
-        for (std::size_t s = 0; known && s < ranks; ++s) reads[s * ranks + static_cast<std::size_t>(q)] = held->per_rank[s];
+        if (!held) {
+          reads.clear();
+          break;
+        }
+        if (reads.empty()) reads.assign(ranks * ranks, 0);
+        for (std::size_t s = 0; s < ranks; ++s) reads[s * ranks + static_cast<std::size_t>(q)] = held->per_rank[s];
       }
-      if (known) gather = std::make_unique<RowSparseGather>(group, rows, reads, true);
+      if (!reads.empty()) gather = std::make_unique<RowSparseGather>(group, rows, reads, true);
     }
   }
   const bool unknown = allow_rows && p > 1 && !gather;

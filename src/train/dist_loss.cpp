@@ -188,10 +188,12 @@ EvalMetrics DistLoss::evaluate(const Matrix& logits) {
   // the rows of the graph. [split][labelled, predicted, correct][class].
   const std::size_t c = classes_;
   if (c == 0) return m;  // more classes than are counted one by one: EvalMetrics::classes empty
-  std::vector<float> key(n);
-  if (n) be_.copy_to_host(key.data(), global, n * sizeof(float));
+  // (A dry run copies to no host memory: it has no classes to count, and a plan makes this copy
+  // for every rank of every grid it ranks.)
+  std::vector<float> key(be_.computes() ? n : 0);
+  if (n) be_.copy_to_host(be_.computes() ? key.data() : nullptr, global, n * sizeof(float));
   std::vector<double> counts(9 * c, 0.0);
-  for (std::size_t i = 0; i < labels_host_.size() && i < n; ++i) {
+  for (std::size_t i = 0; i < labels_host_.size() && i < key.size(); ++i) {
     const std::int32_t y = labels_host_[i];
     if (y < 0 || static_cast<std::size_t>(y) >= c) continue;
     const float p = -key[i];  // (-inf: no shard held the row's best value: never a class)
