@@ -7,7 +7,9 @@
 // indices, and (cpu) for results that do not depend on the thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -465,6 +467,91 @@ TEST_P(Attention, RejectsBadShapes) {
   empty.batch = 0;
   DevMat e(*be, HostMat(0, 24, 24)), ey(*be, HostMat(0, 8, 8));
   EXPECT_NO_THROW(be->attention_forward(e.cview(), empty, 0.0f, DropoutKey{}, ey.view(), lse.data()));
+}
+
+// ---- decoding with a KV cache ----------------------------------------------------------------
+
+// Decodes whole sequences of `qkv` (batch·seq rows, as attention_forward takes them) one step at
+// a time: at step k sequence b takes position pos(k, b) (uneven: later sequences start later, and
+// a position may come again, as a finished sequence of a batch repeats its last). Returns, for
+// every (b, t) decoded, y's row (at the step that decoded it last), as a batch·seq × heads·d
+// matrix (NaN where never decoded); the caches start as NaN, so a read of a position not yet
+// written shows.
+HostMat run_decode(Backend& be, const HostMat& qkv, const AttentionShape& whole, index_t steps,
+                   const std::function<index_t(index_t, index_t)>& pos, index_t extra_y = 0) {
+  const index_t B = whole.batch, T = whole.seq, width = whole.heads * whole.head_dim;
+  AttentionShape s = whole;
+  const auto cache = static_cast<std::size_t>(B * whole.heads * T * whole.head_dim);
+  Buffer<float> k(be, std::vector<float>(cache, kNaN)), v(be, std::vector<float>(cache, kNaN));
+  HostMat out(B * T, width, width, kNaN);
+  for (index_t step = 0; step < steps; ++step) {
+    HostMat rows(B, qkv.cols, qkv.ld, 0.0f);
+    std::vector<index_t> at(static_cast<std::size_t>(B));
+    for (index_t b = 0; b < B; ++b) {
+      at[static_cast<std::size_t>(b)] = pos(step, b);
+      for (index_t j = 0; j < qkv.cols; ++j) rows.at(b, j) = qkv.at(b * T + at[static_cast<std::size_t>(b)], j);
+    }
+    DevMat dq(be, rows), dy(be, output_matrix(B, width, extra_y, 0, kNaN));
+    be.attention_decode(dq.cview(), s, at.data(), k.data(), v.data(), dy.view());
+    const HostMat y = dy.download();
+    expect_extra_untouched(y, width, "decoded y");
+    for (index_t b = 0; b < B; ++b)
+      for (index_t j = 0; j < width; ++j) out.at(b * T + at[static_cast<std::size_t>(b)], j) = y.at(b, j);
+  }
+  return out;
+}
+
+// Sequence b starts decoding at step b and stays at its last position once there.
+index_t staggered(index_t step, index_t b, index_t T) { return std::clamp<index_t>(step - b, 0, T - 1); }
+
+TEST(AttentionReference, DecodingEqualsTheForwardPassRows) {
+  std::mt19937_64 rng(5);
+  auto ref = make_reference_backend();
+  const Case c{3, 21, 2, 7, 0, 0, 0, 0, 0, 2};
+  const AttentionShape s = shape_of(c);
+  const HostMat qkv = random_qkv(rng, c);
+  const HostMat got = run_decode(*ref, qkv, s, c.seq + c.batch, [&](index_t k, index_t b) { return staggered(k, b, c.seq); });
+  const Forward want = run_forward(*ref, qkv, s, 0.0f, DropoutKey{});
+  expect_close(got, want.y, 1e-12, "reference decode vs forward");
+}
+
+// Every backend decodes what the reference's forward pass computes for the same rows; the CPU
+// backend the same bits as its own forward pass (a generation with and without the cache must
+// pick the same tokens).
+TEST_P(Attention, DecodingEqualsTheForwardPassRows) {
+  const Case cases[] = {{3, 37, 2, 24, 2, 0, 1, 0, 0, 2}, {1, 1, 1, 1, 0, 0, 0, 0, 0, 1}, {2, 70, 3, 16, 0, 1, 0, 0, 0, 3},
+                        {2, 17, 1, 40, 0, 0, 0, 0, 0, 1}};
+  for (const Case& c : cases) {
+    const AttentionShape s = shape_of(c);
+    const HostMat qkv = random_qkv(rng, c);
+    const auto pos = [&](index_t k, index_t b) { return staggered(k, b, c.seq); };
+    const HostMat got = run_decode(*be, qkv, s, c.seq + c.batch, pos, c.extra_y);
+    const Forward want = run_forward(*ref, qkv, s, 0.0f, DropoutKey{});
+    expect_close(got, want.y, kTol, "decode vs reference forward " + describe(c, 0.0f));
+    if (GetParam() == "cpu") {
+      const Forward own = run_forward(*be, qkv, s, 0.0f, DropoutKey{});
+      EXPECT_TRUE(bitwise_equal(got.data, own.y.data)) << "decode vs the CPU's forward " << describe(c, 0.0f);
+    }
+  }
+}
+
+TEST_P(Attention, DecodingRejectsPositionsOutsideTheCache) {
+  const Case c{2, 5, 2, 4, 0, 0, 0, 0, 0, 2};
+  const AttentionShape s = shape_of(c);
+  DevMat dq(*be, random_mat(rng, 2, 24, 0)), y(*be, HostMat(2, 8, 8));
+  Buffer<float> k(*be, 2 * 2 * 5 * 4), v(*be, 2 * 2 * 5 * 4);
+  const auto decode = [&](std::vector<index_t> pos, AttentionShape sh) {
+    be->attention_decode(dq.cview(), sh, pos.data(), k.data(), v.data(), y.view());
+  };
+  EXPECT_NO_THROW(decode({0, 4}, s));
+  EXPECT_THROW(decode({0, 5}, s), std::invalid_argument);   // past the capacity
+  EXPECT_THROW(decode({-1, 0}, s), std::invalid_argument);
+  AttentionShape bad = s;
+  bad.batch = 3;  // qkv has 2 rows
+  EXPECT_THROW(decode({0, 0, 0}, bad), std::invalid_argument);
+  bad = s;
+  bad.heads = 3;  // qkv too narrow
+  EXPECT_THROW(decode({0, 0}, bad), std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Attention, ::testing::ValuesIn(backends_under_test()),

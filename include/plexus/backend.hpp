@@ -308,6 +308,11 @@ class Backend {
   // element of the 3·heads·head_dim columns is written). Deterministic: no atomics.
   void attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                           const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv);
+  // One new token per sequence against the KV cache (see attention.hpp): writes its key and value
+  // into the cache at pos[b] (host array of batch positions) and its attention output into y.
+  // s.seq is the cache's capacity; s's dropout indices are unused.
+  void attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
+                        float* v_cache, MatrixView y);
 
   // ---- masked log-softmax + NLL (class axis may be sharded; see LossTerms) -------------
   // row_max[i] = max(row_max[i], max_j x[i][j])   (initialise row_max to -inf)
@@ -416,6 +421,8 @@ class Backend {
                                     MatrixView y, float* lse) = 0;
   virtual void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                                      const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
+  virtual void do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
+                                   float* v_cache, MatrixView y) = 0;
   virtual void do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
                                   float* e, const float* s_edge) = 0;
   virtual void do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,

@@ -228,6 +228,22 @@ void Backend::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMa
   observed("attention_backward", [&] { do_attention_backward(qkv, y, dy, lse, s, dropout_p, key, dqkv); });
 }
 
+void Backend::attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
+                               float* v_cache, MatrixView y) {
+  const char* kernel = "attention_decode";
+  require(s.batch >= 0 && s.seq >= 1 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, heads must be >= 0, seq (the cache's capacity) and head_dim >= 1");
+  require(valid_view(qkv) && qkv.rows == s.batch && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
+          "qkv must be batch × >= 3·heads·head_dim");
+  require(valid_view(y) && y.rows == s.batch && y.cols >= s.heads * s.head_dim, kernel,
+          "y must be batch × >= heads·head_dim");
+  if (s.batch == 0 || s.heads == 0) return;
+  require(pos != nullptr && k_cache != nullptr && v_cache != nullptr, kernel, "positions and caches are needed");
+  for (index_t b = 0; b < s.batch; ++b)
+    require(pos[b] >= 0 && pos[b] < s.seq, kernel, "a position outside the cache (0 <= pos < seq)");
+  observed(kernel, [&] { do_attention_decode(qkv, s, pos, k_cache, v_cache, y); });
+}
+
 // ---- row L2 normalisation -------------------------------------------------------------------
 void Backend::row_dots(ConstMatrixView a, ConstMatrixView b, float* out) {
   check_same_shape(a, b, "row_dots");

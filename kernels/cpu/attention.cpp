@@ -90,6 +90,24 @@ inline float exp_clamped(float x) {
   return exp_in_range(x);
 }
 
+// row[j] ← exp(row[j] − max) for j < n; returns the row's log-sum-exp and sets inv_sum = 1/Σ. One
+// function, not inlined, for the forward pass and decoding (attention_decode), so that a decoded
+// row sums its terms in the same order as the forward pass's row: the same bits.
+[[gnu::noinline]] float exp_row(float* __restrict row, index_t n, float& inv_sum) {
+  float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+  for (index_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (index_t j = 0; j < n; ++j) {
+    const float e = exp_clamped(row[j] - mx);
+    row[j] = e;
+    sum += e;
+  }
+  inv_sum = 1.0f / sum;
+  return mx + std::log(sum);
+}
+
 // keep[j] = (dropout_keep(key, row, j, p) ? inv : 0) for j < n, the factor a probability is
 // multiplied by; writes up to n rounded up to 4·kLanes. The groups of a row are drawn kLanes at a
 // time by philox_lanes (the dropout kernel's vectorised generator): a row here is up to T columns.
@@ -222,18 +240,8 @@ void forward_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& s
     for (index_t r = 0; r < nb; ++r) {
       const index_t t = t0 + r, n = t + 1;
       float* __restrict row = w.s + r * Tp;
-      float mx = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : mx)
-      for (index_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
-      float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (index_t j = 0; j < n; ++j) {
-        const float e = exp_clamped(row[j] - mx);
-        row[j] = e;
-        sum += e;
-      }
-      lse_pair[t] = mx + std::log(sum);
-      const float inv_sum = 1.0f / sum;
+      float inv_sum = 0.0f;
+      lse_pair[t] = exp_row(row, n, inv_sum);
       if (p > 0.0f) {
         keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
         const float* __restrict keep = w.keep;
@@ -252,6 +260,36 @@ void forward_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& s
       for (index_t c = 0; c < d; ++c) out[c] = w.o[r * dp + c];
     }
   }
+}
+
+// Decoding (attention_decode): sequence b's new row against head h's cache, positions 0..pos.
+// The keys and values are copied into the forward pass's padded scratch (w sized for T = pos + 1,
+// whole kW tiles), and the query is row 0 of w.q (rows 1..kR−1 stay zero): every score, the
+// softmax and every output element then take the forward pass's operations in its order
+// (tile_nn's sums over head_dim and over positions, exp_row's), so y's row equals row pos of
+// attention_forward's output bit for bit.
+void decode_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& sh, const index_t* pos, index_t b,
+                 index_t h, float scale, float* k_cache, float* v_cache, MatrixView y) {
+  const index_t d = w.d, Tp = w.Tp, dp = w.dp, t = pos[b], n = t + 1, qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d;
+  const float* in = qkv.row(b);
+  float* kcache = k_cache + (b * sh.heads + h) * sh.seq * d;
+  float* vcache = v_cache + (b * sh.heads + h) * sh.seq * d;
+  std::memcpy(kcache + t * d, in + kc, static_cast<std::size_t>(d) * sizeof(float));
+  std::memcpy(vcache + t * d, in + vc, static_cast<std::size_t>(d) * sizeof(float));
+#pragma omp simd
+  for (index_t c = 0; c < d; ++c) w.q[c] = in[qc + c] * scale;
+  for (index_t j = 0; j < n; ++j) std::memcpy(w.v + j * dp, vcache + j * d, static_cast<std::size_t>(d) * sizeof(float));
+  transpose(kcache, d, n, d, w.kt, Tp);
+  for (index_t c0 = 0; c0 < n; c0 += kW) tile_nn(w.q, dp, w.kt + c0, Tp, 0, d, w.s + c0, Tp, false);
+  float inv_sum = 0.0f;
+  exp_row(w.s, n, inv_sum);
+#pragma omp simd
+  for (index_t j = 0; j < n; ++j) w.s[j] *= inv_sum;
+  std::fill(w.s + n, w.s + Tp, 0.0f);
+  for (index_t c0 = 0; c0 < dp; c0 += kW) tile_nn(w.s, Tp, w.v + c0, dp, 0, n, w.o + c0, dp, false);
+  float* out = y.row(b) + d * h;
+#pragma omp simd
+  for (index_t c = 0; c < d; ++c) out[c] = w.o[c];
 }
 
 void backward_pair(const Scratch& w, ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
@@ -379,6 +417,23 @@ void CpuBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, C
 #pragma omp for schedule(dynamic, 1)
     for (index_t pair = 0; pair < pairs; ++pair)
       backward_pair(w, qkv, y, dy, lse, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, dqkv);
+  }
+}
+
+void CpuBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
+                                     float* v_cache, MatrixView y) {
+  const index_t pairs = s.batch * s.heads;
+  index_t longest = 0;  // the scratch fits the longest sequence's positions
+  for (index_t b = 0; b < s.batch; ++b) longest = std::max(longest, pos[b] + 1);
+  const int threads = static_cast<int>(std::min<index_t>(threads_for(pairs * longest * s.head_dim), pairs));
+  const ScratchBlock scratch(threads, Scratch::floats(longest, s.head_dim, false));
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+#pragma omp parallel num_threads(threads)
+  {
+    const Scratch w(scratch.slot(omp_get_thread_num()), longest, s.head_dim, false);
+#pragma omp for schedule(dynamic, 1)
+    for (index_t pair = 0; pair < pairs; ++pair)
+      decode_pair(w, qkv, s, pos, pair / s.heads, pair % s.heads, scale, k_cache, v_cache, y);
   }
 }
 

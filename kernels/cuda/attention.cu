@@ -17,6 +17,7 @@
 //
 // Shared-memory rows read by lane index are padded to head_dim + 1 floats, so that 32 lanes
 // reading element c of 32 different rows hit 32 different banks.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -400,6 +401,64 @@ void launch_backward(const AttnArgs& a, const Grid& g, ConstMatrixView dy, const
 
 int columns_per_lane(index_t head_dim) { return static_cast<int>((head_dim + 31) / 32); }
 
+// Decoding (attention_decode): one block per (sequence, head), kDecodeThreads threads. The new
+// key and value go into the cache, then the scores of positions 0..pos (thread j takes
+// positions j, j + kDecodeThreads, ...) in shared memory, their maximum and exp-sum by tree
+// reductions in a fixed order, and each output column as one thread's sum over the positions
+// in order: deterministic. A decoded token is bandwidth-bound (the cache is read once).
+constexpr int kDecodeThreads = 128;
+
+__global__ void attn_decode_kernel(const float* __restrict qkv, index_t qkv_ld, const index_t* __restrict pos,
+                                   index_t heads, index_t d, index_t cap, float scale, float* __restrict k_cache,
+                                   float* __restrict v_cache, float* __restrict y, index_t y_ld) {
+  extern __shared__ float smem[];
+  const index_t pair = blockIdx.x, b = pair / heads, h = pair % heads, t = pos[b], n = t + 1;
+  const int tid = static_cast<int>(threadIdx.x);
+  const float* in = qkv + b * qkv_ld + 3 * d * h;
+  float* kc = k_cache + pair * cap * d;
+  float* vc = v_cache + pair * cap * d;
+  for (index_t c = tid; c < d; c += kDecodeThreads) {
+    kc[t * d + c] = in[d + c];
+    vc[t * d + c] = in[2 * d + c];
+  }
+  __syncthreads();
+  float* score = smem;
+  float* red = smem + n;
+  float mx = -INFINITY;
+  for (index_t j = tid; j < n; j += kDecodeThreads) {
+    float dot = 0.0f;
+    for (index_t c = 0; c < d; ++c) dot += in[c] * scale * kc[j * d + c];
+    score[j] = dot;
+    mx = fmaxf(mx, dot);
+  }
+  red[tid] = mx;
+  __syncthreads();
+  for (int w = kDecodeThreads / 2; w > 0; w /= 2) {
+    if (tid < w) red[tid] = fmaxf(red[tid], red[tid + w]);
+    __syncthreads();
+  }
+  mx = red[0];
+  __syncthreads();
+  float sum = 0.0f;
+  for (index_t j = tid; j < n; j += kDecodeThreads) {
+    const float e = expf(score[j] - mx);
+    score[j] = e;
+    sum += e;
+  }
+  red[tid] = sum;
+  __syncthreads();
+  for (int w = kDecodeThreads / 2; w > 0; w /= 2) {
+    if (tid < w) red[tid] += red[tid + w];
+    __syncthreads();
+  }
+  const float inv_sum = 1.0f / red[0];
+  for (index_t c = tid; c < d; c += kDecodeThreads) {
+    float acc = 0.0f;
+    for (index_t j = 0; j < n; ++j) acc += score[j] * inv_sum * vc[j * d + c];
+    y[b * y_ld + d * h + c] = acc;
+  }
+}
+
 }  // namespace
 
 void CudaBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
@@ -438,6 +497,21 @@ void CudaBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, 
     case 3: launch_backward<3>(a, g, dy, lse, D, dqkv, stream()); break;
     default: launch_backward<4>(a, g, dy, lse, D, dqkv, stream()); break;
   }
+}
+
+void CudaBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
+                                      float* v_cache, MatrixView y) {
+  index_t longest = 0;
+  for (index_t b = 0; b < s.batch; ++b) longest = std::max(longest, pos[b] + 1);
+  const std::size_t smem = static_cast<std::size_t>(longest + kDecodeThreads) * sizeof(float);
+  require(smem <= kDefaultSmem, "attention_decode", "the CUDA kernel holds a row's scores in 48 KiB: at most 12,160 positions");
+  activate();
+  auto* device_pos = static_cast<index_t*>(scratch(static_cast<std::size_t>(s.batch) * sizeof(index_t)));
+  do_copy_from_host(device_pos, pos, static_cast<std::size_t>(s.batch) * sizeof(index_t));
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  attn_decode_kernel<<<static_cast<unsigned>(s.batch * s.heads), kDecodeThreads, smem, stream()>>>(
+      qkv.data, qkv.ld, device_pos, s.heads, s.head_dim, s.seq, scale, k_cache, v_cache, y.data, y.ld);
+  PLEXUS_CUDA_CHECK_LAUNCH("attn_decode_kernel");
 }
 
 }  // namespace plexus::cuda

@@ -116,4 +116,40 @@ void ReferenceBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixVie
   }
 }
 
+// One new row per sequence against the cache: its key and value stored at pos[b], then the loop
+// of do_attention_forward for query pos[b], reading keys and values from the cache.
+void ReferenceBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos,
+                                           float* k_cache, float* v_cache, MatrixView y) {
+  const index_t d = s.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> score(static_cast<std::size_t>(s.seq));
+  for (index_t b = 0; b < s.batch; ++b) {
+    const index_t t = pos[b];
+    for (index_t h = 0; h < s.heads; ++h) {
+      const float* in = qkv.row(b) + 3 * d * h;  // q | k | v of this head
+      float* kc = k_cache + ((b * s.heads + h) * s.seq) * d;
+      float* vc = v_cache + ((b * s.heads + h) * s.seq) * d;
+      for (index_t c = 0; c < d; ++c) {
+        kc[t * d + c] = in[d + c];
+        vc[t * d + c] = in[2 * d + c];
+      }
+      double mx = -std::numeric_limits<double>::infinity();
+      for (index_t j = 0; j <= t; ++j) {
+        double dot = 0.0;
+        for (index_t c = 0; c < d; ++c) dot += static_cast<double>(in[c]) * kc[j * d + c];
+        score[static_cast<std::size_t>(j)] = dot * scale;
+        mx = std::max(mx, score[static_cast<std::size_t>(j)]);
+      }
+      double sum = 0.0;
+      for (index_t j = 0; j <= t; ++j) sum += std::exp(score[static_cast<std::size_t>(j)] - mx);
+      const double l = mx + std::log(sum);
+      for (index_t c = 0; c < d; ++c) {
+        double acc = 0.0;
+        for (index_t j = 0; j <= t; ++j) acc += std::exp(score[static_cast<std::size_t>(j)] - l) * vc[j * d + c];
+        y.row(b)[d * h + c] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
 }  // namespace plexus::reference

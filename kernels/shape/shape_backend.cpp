@@ -120,6 +120,17 @@ void ShapeBackend::do_attention_backward(ConstMatrixView, ConstMatrixView, Const
   counts_.gemm_flops += 2 * attention_products(s);
 }
 
+// A decoding step: q·k and p·v over each sequence's positions so far, and the cache's keys and
+// values read (the step's memory traffic: a decoded token is bandwidth-bound).
+void ShapeBackend::do_attention_decode(ConstMatrixView, const AttentionShape& s, const index_t* pos, float*, float*,
+                                       MatrixView) {
+  double positions = 0;
+  for (index_t b = 0; b < s.batch; ++b) positions += num(pos[b] + 1);
+  const double per_head = positions * num(s.heads) * num(s.head_dim);
+  counts_.gemm_flops += 4.0 * per_head;
+  counts_.stream_bytes += 2.0 * kF * per_head;
+}
+
 void ShapeBackend::do_squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
   for (std::size_t i = 0; i < count; ++i) {
     out[i] = 0.0;  // host memory
