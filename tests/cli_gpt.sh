@@ -73,6 +73,23 @@ PY
 out=$("$plexus" gpt sample --model "$work/m.h5" --prompt "ROMEO:" --tokens 40 --seed 3 --threads 1)
 again=$("$plexus" gpt sample --model "$work/m.h5" --prompt "ROMEO:" --tokens 40 --seed 3 --threads 1)
 if [[ "$out" == ROMEO:* && ${#out} -ge 46 && "$out" == "$again" ]]; then ok; else fail "sample"; echo "$out"; fi
+# A batch of prompts (--prompts, one a line): the KV cache, no cache and grids of 2 and 4 ranks
+# print the same texts, the first prompt's as it is alone; the stderr line reports the rates.
+printf 'ROMEO:\nJULIET: O\nA\n' >"$work/prompts.txt"
+"$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 \
+  >"$work/batch.txt" 2>"$work/batch.err" || fail "sample --prompts ran"
+"$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 --no-kv-cache \
+  >"$work/batch-nocache.txt" 2>/dev/null || fail "sample --no-kv-cache ran"
+mpirun -np 2 "$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 \
+  --grid 1x1x2 >"$work/batch-2.txt" 2>/dev/null || fail "sample on 1x1x2 ran"
+mpirun -np 4 "$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 \
+  --grid 2x2x1 >"$work/batch-4.txt" 2>/dev/null || fail "sample on 2x2x1 ran"
+first=$("$plexus" gpt sample --model "$work/m.h5" --prompt "ROMEO:" --tokens 20 --top-k 5 --threads 1 2>/dev/null)
+if [[ $(grep -c '^--- prompt [123] ---$' "$work/batch.txt") == 3 ]] && cmp -s "$work/batch.txt" "$work/batch-nocache.txt" &&
+   cmp -s "$work/batch.txt" "$work/batch-2.txt" && cmp -s "$work/batch.txt" "$work/batch-4.txt" &&
+   [[ "$(awk 'NR > 1 && /^--- prompt 2 ---$/ {exit} NR > 1' "$work/batch.txt")" == "$first" ]] &&
+   grep -q "^plexus: 60 tokens in .* tokens/s, first token after .* (3 prompts, grid 1x1x1, KV cache [0-9]* bytes a rank)$" \
+     "$work/batch.err"; then ok; else fail "sample --prompts / --no-kv-cache / --grid"; cat "$work/batch.txt" "$work/batch.err"; fi
 # --iters 0 saves the initial weights; training from the same seed starts from them.
 "$plexus" gpt train --data "$text" "${model[@]}" --iters 0 --save "$work/init.h5" >/dev/null && ok || fail "iters 0"
 [[ -s "$work/init.h5" ]] && ok || fail "init saved"
@@ -113,6 +130,12 @@ expect_error heads "--embed" gpt train --data "$text" --embed 100 --heads 6
 expect_error grid "--grid" gpt train --data "$text" --grid 2x1x1 --iters 1
 expect_error no-model "none.h5" gpt sample --model "$work/none.h5"
 expect_error prompt "--prompt" gpt sample --model "$work/m.h5" --prompt "ΩΩ"
+printf 'ROMEO\nΩ\n' >"$work/bad-prompts.txt"
+expect_error prompts-char "bad-prompts.txt: prompt 2" gpt sample --model "$work/m.h5" --prompts "$work/bad-prompts.txt"
+expect_error prompts-missing "none.txt" gpt sample --model "$work/m.h5" --prompts "$work/none.txt"
+printf '' >"$work/no-prompts.txt"
+expect_error prompts-empty "holds no prompt" gpt sample --model "$work/m.h5" --prompts "$work/no-prompts.txt"
+expect_error prompt-and-prompts "--prompt" gpt sample --model "$work/m.h5" --prompt "A" --prompts "$work/prompts.txt"
 cp "$work/m.h5" "$work/m-nan.h5"
 $py -c 'import h5py, numpy as np, sys
 f = h5py.File(sys.argv[1], "r+"); d = f["wpe"]; a = d[...]; a[2, 3] = np.nan; d[...] = a; f.close()' "$work/m-nan.h5"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -477,13 +478,20 @@ TEST_P(Attention, RejectsBadShapes) {
 // every (b, t) decoded, y's row (at the step that decoded it last), as a batch·seq × heads·d
 // matrix (NaN where never decoded); the caches start as NaN, so a read of a position not yet
 // written shows.
+// With `loaded`, positions 0..loaded[b]−1 enter the cache first by attention_cache_load from the
+// whole sequences (a prompt's prefill).
 HostMat run_decode(Backend& be, const HostMat& qkv, const AttentionShape& whole, index_t steps,
-                   const std::function<index_t(index_t, index_t)>& pos, index_t extra_y = 0) {
+                   const std::function<index_t(index_t, index_t)>& pos, index_t extra_y = 0,
+                   const std::vector<index_t>* loaded = nullptr) {
   const index_t B = whole.batch, T = whole.seq, width = whole.heads * whole.head_dim;
   AttentionShape s = whole;
   const auto cache = static_cast<std::size_t>(B * whole.heads * T * whole.head_dim);
   Buffer<float> k(be, std::vector<float>(cache, kNaN)), v(be, std::vector<float>(cache, kNaN));
   HostMat out(B * T, width, width, kNaN);
+  if (loaded) {
+    DevMat all(be, qkv);
+    be.attention_cache_load(all.cview(), s, loaded->data(), k.data(), v.data());
+  }
   for (index_t step = 0; step < steps; ++step) {
     HostMat rows(B, qkv.cols, qkv.ld, 0.0f);
     std::vector<index_t> at(static_cast<std::size_t>(B));
@@ -528,10 +536,29 @@ TEST_P(Attention, DecodingEqualsTheForwardPassRows) {
     const HostMat got = run_decode(*be, qkv, s, c.seq + c.batch, pos, c.extra_y);
     const Forward want = run_forward(*ref, qkv, s, 0.0f, DropoutKey{});
     expect_close(got, want.y, kTol, "decode vs reference forward " + describe(c, 0.0f));
+    const Forward own = run_forward(*be, qkv, s, 0.0f, DropoutKey{});
     if (GetParam() == "cpu") {
-      const Forward own = run_forward(*be, qkv, s, 0.0f, DropoutKey{});
       EXPECT_TRUE(bitwise_equal(got.data, own.y.data)) << "decode vs the CPU's forward " << describe(c, 0.0f);
     }
+    // Sequence b's first b + c.seq / 2 positions loaded at once (uneven; the last may be whole),
+    // the rest decoded: the decoded rows are the forward pass's, the loaded ones never written.
+    std::vector<index_t> loaded(static_cast<std::size_t>(c.batch));
+    for (index_t b = 0; b < c.batch; ++b) loaded[static_cast<std::size_t>(b)] = std::min(c.seq, b + c.seq / 2);
+    const auto after = [&](index_t k, index_t b) { return std::min(c.seq - 1, loaded[static_cast<std::size_t>(b)] + k); };
+    const HostMat rest = run_decode(*be, qkv, s, c.seq, after, 0, &loaded);
+    for (index_t b = 0; b < c.batch; ++b)
+      for (index_t t = 0; t < c.seq; ++t)
+        for (index_t j = 0; j < s.heads * s.head_dim; ++j) {
+          const float x = rest.at(b * c.seq + t, j);
+          if (t < loaded[static_cast<std::size_t>(b)]) {
+            ASSERT_TRUE(std::isnan(x)) << "a loaded position decoded " << describe(c, 0.0f);
+          } else if (GetParam() == "cpu") {
+            ASSERT_EQ(std::memcmp(&x, &own.y.data[static_cast<std::size_t>((b * c.seq + t) * own.y.ld + j)], sizeof x), 0)
+                << "after a load: decode vs the CPU's forward " << describe(c, 0.0f) << " b " << b << " t " << t;
+          } else {
+            ASSERT_NEAR(x, want.y.at(b * c.seq + t, j), 1e-4) << describe(c, 0.0f);
+          }
+        }
   }
 }
 
@@ -552,6 +579,14 @@ TEST_P(Attention, DecodingRejectsPositionsOutsideTheCache) {
   bad = s;
   bad.heads = 3;  // qkv too narrow
   EXPECT_THROW(decode({0, 0}, bad), std::invalid_argument);
+  DevMat whole(*be, random_mat(rng, 10, 24, 0));
+  const auto load = [&](std::vector<index_t> len) {
+    be->attention_cache_load(whole.cview(), s, len.data(), k.data(), v.data());
+  };
+  EXPECT_NO_THROW(load({0, 5}));
+  EXPECT_THROW(load({6, 0}), std::invalid_argument);  // longer than the cache
+  EXPECT_THROW(be->attention_cache_load(dq.cview(), s, std::vector<index_t>{1, 1}.data(), k.data(), v.data()),
+               std::invalid_argument);  // 2 rows, not batch·seq
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Attention, ::testing::ValuesIn(backends_under_test()),

@@ -313,6 +313,10 @@ class Backend {
   // s.seq is the cache's capacity; s's dropout indices are unused.
   void attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
                         float* v_cache, MatrixView y);
+  // Positions 0..len[b]−1 of each sequence's cache from qkv of whole sequences (batch·seq rows;
+  // len: host array of batch lengths, 0 ≤ len[b] ≤ seq).
+  void attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len, float* k_cache,
+                            float* v_cache);
 
   // ---- masked log-softmax + NLL (class axis may be sharded; see LossTerms) -------------
   // row_max[i] = max(row_max[i], max_j x[i][j])   (initialise row_max to -inf)
@@ -423,6 +427,8 @@ class Backend {
                                      const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
   virtual void do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
                                    float* v_cache, MatrixView y) = 0;
+  virtual void do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,
+                                       float* k_cache, float* v_cache) = 0;
   virtual void do_gat_edge_scores(const CsrView& a, index_t heads, const float* s_dst, const float* s_src, float slope,
                                   float* e, const float* s_edge) = 0;
   virtual void do_gat_edge_scores_backward(const CsrView& a, index_t heads, const float* s_dst, const float* s_src,

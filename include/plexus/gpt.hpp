@@ -158,7 +158,41 @@ GptCheckpoint read_gpt_checkpoint_h5(const std::string& path);
 // change), or when the checkpoint has more steps than now.iters.
 void check_resumable(const GptCheckpoint& c, const GptTrainConfig& now, const std::string& path);
 
-// Generates `tokens` tokens after `prompt` (token ids) on one rank: temperature, top-k (0 = all).
+// Text generation (docs/gpt.md, "Generation"): `tokens` new tokens after each prompt, drawn from
+// softmax(logits / temperature) over the top_k most likely (0: all; top_k 1 is greedy). The
+// draw of prompt i's token at position t is keyed by (seed, i, t): the same tokens on every grid,
+// alone or in a batch, with the KV cache or without.
+struct GptGenerateOptions {
+  int tokens = 256;
+  float temperature = 1.0f;
+  int top_k = 0;
+  std::uint64_t seed = 1337;
+  // Keep each layer's keys and values (split as the attention is) and run one row per sequence
+  // per new token; false: the whole window of every sequence again for every token (the path
+  // without a cache, for comparison). Past the model's context (block) the window slides, and
+  // every token is a whole window's pass either way.
+  bool kv_cache = true;
+};
+
+struct GptGeneration {
+  std::vector<std::vector<std::int32_t>> tokens;  // per prompt, the new tokens
+  double seconds = 0;              // the whole generation (rank 0's clock), the model's set-up excluded
+  double first_token_seconds = 0;  // until every prompt had its first new token
+  std::int64_t generated = 0;      // new tokens over all prompts
+  std::size_t cache_bytes = 0;     // the largest KV cache of a rank (0 without)
+  double tokens_per_second() const { return seconds > 0 ? static_cast<double>(generated) / seconds : 0.0; }
+};
+
+// Generates for a batch of prompts (token ids, each its own length; an empty prompt starts from
+// token 0) on `grid` (every rank calls it with the same arguments): the prompts' sequences split
+// over Z, embedding features over Y, heads and vocabulary over X, as training splits them, with
+// one data-parallel replica. Throws InputError naming the option ("generate_gpt(top_k)") for bad
+// options or a token outside the vocabulary.
+GptGeneration generate_gpt(const GptConfig& model, const GptWeights& weights,
+                           const std::vector<std::vector<std::int32_t>>& prompts, const GptGenerateOptions& options,
+                           Backend& backend, ProcessGrid& grid);
+
+// One prompt on one rank (generate_gpt on a grid of one, with the KV cache).
 std::vector<std::int32_t> sample_gpt(const GptConfig& model, const GptWeights& weights,
                                      const std::vector<std::int32_t>& prompt, int tokens, float temperature,
                                      int top_k, std::uint64_t seed, Backend& backend);

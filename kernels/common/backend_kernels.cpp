@@ -244,6 +244,20 @@ void Backend::attention_decode(ConstMatrixView qkv, const AttentionShape& s, con
   observed(kernel, [&] { do_attention_decode(qkv, s, pos, k_cache, v_cache, y); });
 }
 
+void Backend::attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len, float* k_cache,
+                                   float* v_cache) {
+  const char* kernel = "attention_cache_load";
+  require(s.batch >= 0 && s.seq >= 1 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, heads must be >= 0, seq (the cache's capacity) and head_dim >= 1");
+  require(valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
+          "qkv must be batch·seq × >= 3·heads·head_dim");
+  if (s.batch == 0 || s.heads == 0) return;
+  require(len != nullptr && k_cache != nullptr && v_cache != nullptr, kernel, "lengths and caches are needed");
+  for (index_t b = 0; b < s.batch; ++b)
+    require(len[b] >= 0 && len[b] <= s.seq, kernel, "a length outside the cache (0 <= len <= seq)");
+  observed(kernel, [&] { do_attention_cache_load(qkv, s, len, k_cache, v_cache); });
+}
+
 // ---- row L2 normalisation -------------------------------------------------------------------
 void Backend::row_dots(ConstMatrixView a, ConstMatrixView b, float* out) {
   check_same_shape(a, b, "row_dots");

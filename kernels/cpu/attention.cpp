@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "kernels/common/host_alloc.hpp"
 #include "kernels/common/shape_checks.hpp"
@@ -262,34 +263,70 @@ void forward_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& s
   }
 }
 
+// out[w] = Σ_{k < k1} a[k]·b[k·ldb + w] for w < width ≤ kW: one row of tile_nn's product, each
+// element the same chain of multiply-adds in k order. A whole tile's accumulators stay in
+// registers (a fixed width); a ragged one (the last of a row) reads only its own columns.
+template <index_t R>  // R tiles of kW: the accumulators laid out as tile_nn's, which GCC keeps in registers
+inline void row_tile_fixed(const float* __restrict a, index_t k1, const float* __restrict b, index_t ldb,
+                           float* __restrict out) {
+  float acc[R][kW] = {};
+  for (index_t k = 0; k < k1; ++k) {
+    const float ak = a[k];
+    const float* __restrict bk = b + k * ldb;
+    for (index_t r = 0; r < R; ++r) {
+#pragma omp simd
+      for (index_t w = 0; w < kW; ++w) acc[r][w] += ak * bk[r * kW + w];
+    }
+  }
+  for (index_t r = 0; r < R; ++r)
+    for (index_t w = 0; w < kW; ++w) out[r * kW + w] = acc[r][w];
+}
+
+// out[w] for w < width: four tiles at once while they last (eight independent chains of
+// multiply-adds: the latency of one is hidden), then two, then one, then the ragged rest.
+inline void row_product(const float* a, index_t k1, const float* b, index_t ldb, index_t width, float* out) {
+  index_t w0 = 0;
+  for (; w0 + 4 * kW <= width; w0 += 4 * kW) row_tile_fixed<4>(a, k1, b + w0, ldb, out + w0);
+  for (; w0 + 2 * kW <= width; w0 += 2 * kW) row_tile_fixed<2>(a, k1, b + w0, ldb, out + w0);
+  for (; w0 + kW <= width; w0 += kW) row_tile_fixed<1>(a, k1, b + w0, ldb, out + w0);
+  if (w0 == width) return;
+  float acc[kW] = {};
+  for (index_t k = 0; k < k1; ++k) {
+    const float ak = a[k];
+    const float* bk = b + k * ldb + w0;
+    for (index_t w = 0; w < width - w0; ++w) acc[w] += ak * bk[w];
+  }
+  std::copy_n(acc, width - w0, out + w0);
+}
+
 // Decoding (attention_decode): sequence b's new row against head h's cache, positions 0..pos.
-// The keys and values are copied into the forward pass's padded scratch (w sized for T = pos + 1,
-// whole kW tiles), and the query is row 0 of w.q (rows 1..kR−1 stay zero): every score, the
-// softmax and every output element then take the forward pass's operations in its order
-// (tile_nn's sums over head_dim and over positions, exp_row's), so y's row equals row pos of
-// attention_forward's output bit for bit.
-void decode_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& sh, const index_t* pos, index_t b,
-                 index_t h, float scale, float* k_cache, float* v_cache, MatrixView y) {
-  const index_t d = w.d, Tp = w.Tp, dp = w.dp, t = pos[b], n = t + 1, qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d;
-  const float* in = qkv.row(b);
-  float* kcache = k_cache + (b * sh.heads + h) * sh.seq * d;
-  float* vcache = v_cache + (b * sh.heads + h) * sh.seq * d;
-  std::memcpy(kcache + t * d, in + kc, static_cast<std::size_t>(d) * sizeof(float));
-  std::memcpy(vcache + t * d, in + vc, static_cast<std::size_t>(d) * sizeof(float));
+// Every score and output element takes the forward pass's operations in its order — tile_nn's
+// sum over head_dim of (q·scale)·k, exp_row's softmax, tile_nn's sum over positions of p·v, each
+// element its own chain of multiply-adds in index order — one query row at a time and reading
+// the cache in place (keys transposed: the scores run along a key row), so y's row equals row
+// pos of attention_forward's output bit for bit. `work`: this thread's 2·head_dim + seq floats.
+void decode_pair(ConstMatrixView qkv, const AttentionShape& sh, const index_t* pos, index_t b, index_t h, float scale,
+                 float* k_cache, float* v_cache, float* work, MatrixView y) {
+  const index_t d = sh.head_dim, cap = sh.seq, t = pos[b], n = t + 1, qc = 3 * d * h;
+  const float* in = qkv.row(b) + qc;
+  float* kt = k_cache + (b * sh.heads + h) * d * cap;
+  float* v = v_cache + (b * sh.heads + h) * cap * d;
+  for (index_t c = 0; c < d; ++c) {
+    kt[c * cap + t] = in[d + c];
+    v[t * d + c] = in[2 * d + c];
+  }
+  float* __restrict q = work;
+  float* __restrict o = work + d;
+  float* __restrict s = work + 2 * d;
 #pragma omp simd
-  for (index_t c = 0; c < d; ++c) w.q[c] = in[qc + c] * scale;
-  for (index_t j = 0; j < n; ++j) std::memcpy(w.v + j * dp, vcache + j * d, static_cast<std::size_t>(d) * sizeof(float));
-  transpose(kcache, d, n, d, w.kt, Tp);
-  for (index_t c0 = 0; c0 < n; c0 += kW) tile_nn(w.q, dp, w.kt + c0, Tp, 0, d, w.s + c0, Tp, false);
+  for (index_t c = 0; c < d; ++c) q[c] = in[c] * scale;
+  row_product(q, d, kt, cap, n, s);
   float inv_sum = 0.0f;
-  exp_row(w.s, n, inv_sum);
+  exp_row(s, n, inv_sum);
 #pragma omp simd
-  for (index_t j = 0; j < n; ++j) w.s[j] *= inv_sum;
-  std::fill(w.s + n, w.s + Tp, 0.0f);
-  for (index_t c0 = 0; c0 < dp; c0 += kW) tile_nn(w.s, Tp, w.v + c0, dp, 0, n, w.o + c0, dp, false);
-  float* out = y.row(b) + d * h;
-#pragma omp simd
-  for (index_t c = 0; c < d; ++c) out[c] = w.o[c];
+  for (index_t j = 0; j < n; ++j) s[j] *= inv_sum;
+  row_product(s, n, v, d, d, o);
+  std::copy_n(o, d, y.row(b) + d * h);
 }
 
 void backward_pair(const Scratch& w, ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
@@ -423,17 +460,32 @@ void CpuBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, C
 void CpuBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
                                      float* v_cache, MatrixView y) {
   const index_t pairs = s.batch * s.heads;
-  index_t longest = 0;  // the scratch fits the longest sequence's positions
-  for (index_t b = 0; b < s.batch; ++b) longest = std::max(longest, pos[b] + 1);
-  const int threads = static_cast<int>(std::min<index_t>(threads_for(pairs * longest * s.head_dim), pairs));
-  const ScratchBlock scratch(threads, Scratch::floats(longest, s.head_dim, false));
+  index_t positions = 0;
+  for (index_t b = 0; b < s.batch; ++b) positions += pos[b] + 1;
+  const int threads = static_cast<int>(std::min<index_t>(threads_for(positions * s.heads * s.head_dim), pairs));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  const auto per_thread = static_cast<std::size_t>(2 * s.head_dim + s.seq);
+  std::vector<float> work(per_thread * static_cast<std::size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
-    const Scratch w(scratch.slot(omp_get_thread_num()), longest, s.head_dim, false);
+    float* mine = work.data() + per_thread * static_cast<std::size_t>(omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
     for (index_t pair = 0; pair < pairs; ++pair)
-      decode_pair(w, qkv, s, pos, pair / s.heads, pair % s.heads, scale, k_cache, v_cache, y);
+      decode_pair(qkv, s, pos, pair / s.heads, pair % s.heads, scale, k_cache, v_cache, mine, y);
+  }
+}
+
+void CpuBackend::do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,
+                                         float* k_cache, float* v_cache) {
+  const index_t pairs = s.batch * s.heads, d = s.head_dim, cap = s.seq;
+  const int threads = static_cast<int>(std::min<index_t>(threads_for(pairs * cap * d), std::max<index_t>(pairs, 1)));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (index_t pair = 0; pair < pairs; ++pair) {
+    const index_t b = pair / s.heads, h = pair % s.heads, kc = 3 * d * h + d;
+    float* kt = k_cache + pair * d * cap;
+    float* v = v_cache + pair * cap * d;
+    transpose(qkv.row(b * cap) + kc, qkv.ld, len[b], d, kt, cap);
+    for (index_t t = 0; t < len[b]; ++t) std::copy_n(qkv.row(b * cap + t) + kc + d, d, v + t * d);
   }
 }
 

@@ -415,10 +415,10 @@ __global__ void attn_decode_kernel(const float* __restrict qkv, index_t qkv_ld, 
   const index_t pair = blockIdx.x, b = pair / heads, h = pair % heads, t = pos[b], n = t + 1;
   const int tid = static_cast<int>(threadIdx.x);
   const float* in = qkv + b * qkv_ld + 3 * d * h;
-  float* kc = k_cache + pair * cap * d;
+  float* kc = k_cache + pair * d * cap;  // keys transposed: key c of position j at c·cap + j
   float* vc = v_cache + pair * cap * d;
   for (index_t c = tid; c < d; c += kDecodeThreads) {
-    kc[t * d + c] = in[d + c];
+    kc[c * cap + t] = in[d + c];
     vc[t * d + c] = in[2 * d + c];
   }
   __syncthreads();
@@ -427,7 +427,7 @@ __global__ void attn_decode_kernel(const float* __restrict qkv, index_t qkv_ld, 
   float mx = -INFINITY;
   for (index_t j = tid; j < n; j += kDecodeThreads) {
     float dot = 0.0f;
-    for (index_t c = 0; c < d; ++c) dot += in[c] * scale * kc[j * d + c];
+    for (index_t c = 0; c < d; ++c) dot += in[c] * scale * kc[c * cap + j];
     score[j] = dot;
     mx = fmaxf(mx, dot);
   }
@@ -456,6 +456,22 @@ __global__ void attn_decode_kernel(const float* __restrict qkv, index_t qkv_ld, 
     float acc = 0.0f;
     for (index_t j = 0; j < n; ++j) acc += score[j] * inv_sum * vc[j * d + c];
     y[b * y_ld + d * h + c] = acc;
+  }
+}
+
+// Positions 0..len[b]−1 of sequence b from whole sequences' qkv: one thread per (pair, position,
+// column).
+__global__ void attn_cache_load_kernel(const float* __restrict qkv, index_t qkv_ld, const index_t* __restrict len,
+                                       index_t batch, index_t heads, index_t d, index_t cap, float* __restrict k_cache,
+                                       float* __restrict v_cache) {
+  const index_t total = batch * heads * cap * d;
+  for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    const index_t c = i % d, t = (i / d) % cap, pair = i / (d * cap), b = pair / heads, h = pair % heads;
+    if (t >= len[b]) continue;
+    const float* in = qkv + (b * cap + t) * qkv_ld + 3 * d * h;
+    k_cache[(pair * d + c) * cap + t] = in[d + c];
+    v_cache[(pair * cap + t) * d + c] = in[2 * d + c];
   }
 }
 
@@ -512,6 +528,17 @@ void CudaBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape&
   attn_decode_kernel<<<static_cast<unsigned>(s.batch * s.heads), kDecodeThreads, smem, stream()>>>(
       qkv.data, qkv.ld, device_pos, s.heads, s.head_dim, s.seq, scale, k_cache, v_cache, y.data, y.ld);
   PLEXUS_CUDA_CHECK_LAUNCH("attn_decode_kernel");
+}
+
+void CudaBackend::do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,
+                                          float* k_cache, float* v_cache) {
+  activate();
+  auto* device_len = static_cast<index_t*>(scratch(static_cast<std::size_t>(s.batch) * sizeof(index_t)));
+  do_copy_from_host(device_len, len, static_cast<std::size_t>(s.batch) * sizeof(index_t));
+  const auto total = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.head_dim);
+  attn_cache_load_kernel<<<clamp_grid((total + kThreads - 1) / kThreads, kMaxGrid1D), kThreads, 0, stream()>>>(
+      qkv.data, qkv.ld, device_len, s.batch, s.heads, s.head_dim, s.seq, k_cache, v_cache);
+  PLEXUS_CUDA_CHECK_LAUNCH("attn_cache_load_kernel");
 }
 
 }  // namespace plexus::cuda

@@ -116,6 +116,30 @@ void ReferenceBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixVie
   }
 }
 
+// Cache addresses (plexus/kernels/attention.hpp): keys transposed, values as rows.
+namespace {
+std::size_t key_at(const AttentionShape& s, index_t b, index_t h, index_t c, index_t t) {
+  return static_cast<std::size_t>(((b * s.heads + h) * s.head_dim + c) * s.seq + t);
+}
+std::size_t value_at(const AttentionShape& s, index_t b, index_t h, index_t c, index_t t) {
+  return static_cast<std::size_t>(((b * s.heads + h) * s.seq + t) * s.head_dim + c);
+}
+}  // namespace
+
+void ReferenceBackend::do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,
+                                               float* k_cache, float* v_cache) {
+  const index_t d = s.head_dim;
+  for (index_t b = 0; b < s.batch; ++b)
+    for (index_t h = 0; h < s.heads; ++h)
+      for (index_t t = 0; t < len[b]; ++t) {
+        const float* in = qkv.row(b * s.seq + t) + 3 * d * h;
+        for (index_t c = 0; c < d; ++c) {
+          k_cache[key_at(s, b, h, c, t)] = in[d + c];
+          v_cache[value_at(s, b, h, c, t)] = in[2 * d + c];
+        }
+      }
+}
+
 // One new row per sequence against the cache: its key and value stored at pos[b], then the loop
 // of do_attention_forward for query pos[b], reading keys and values from the cache.
 void ReferenceBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos,
@@ -127,16 +151,14 @@ void ReferenceBackend::do_attention_decode(ConstMatrixView qkv, const AttentionS
     const index_t t = pos[b];
     for (index_t h = 0; h < s.heads; ++h) {
       const float* in = qkv.row(b) + 3 * d * h;  // q | k | v of this head
-      float* kc = k_cache + ((b * s.heads + h) * s.seq) * d;
-      float* vc = v_cache + ((b * s.heads + h) * s.seq) * d;
       for (index_t c = 0; c < d; ++c) {
-        kc[t * d + c] = in[d + c];
-        vc[t * d + c] = in[2 * d + c];
+        k_cache[key_at(s, b, h, c, t)] = in[d + c];
+        v_cache[value_at(s, b, h, c, t)] = in[2 * d + c];
       }
       double mx = -std::numeric_limits<double>::infinity();
       for (index_t j = 0; j <= t; ++j) {
         double dot = 0.0;
-        for (index_t c = 0; c < d; ++c) dot += static_cast<double>(in[c]) * kc[j * d + c];
+        for (index_t c = 0; c < d; ++c) dot += static_cast<double>(in[c]) * k_cache[key_at(s, b, h, c, j)];
         score[static_cast<std::size_t>(j)] = dot * scale;
         mx = std::max(mx, score[static_cast<std::size_t>(j)]);
       }
@@ -145,7 +167,8 @@ void ReferenceBackend::do_attention_decode(ConstMatrixView qkv, const AttentionS
       const double l = mx + std::log(sum);
       for (index_t c = 0; c < d; ++c) {
         double acc = 0.0;
-        for (index_t j = 0; j <= t; ++j) acc += std::exp(score[static_cast<std::size_t>(j)] - l) * vc[j * d + c];
+        for (index_t j = 0; j <= t; ++j)
+          acc += std::exp(score[static_cast<std::size_t>(j)] - l) * v_cache[value_at(s, b, h, c, j)];
         y.row(b)[d * h + c] = static_cast<float>(acc);
       }
     }

@@ -131,6 +131,14 @@ void ShapeBackend::do_attention_decode(ConstMatrixView, const AttentionShape& s,
   counts_.stream_bytes += 2.0 * kF * per_head;
 }
 
+// Loading a cache copies the keys and values of every position loaded (read and written).
+void ShapeBackend::do_attention_cache_load(ConstMatrixView, const AttentionShape& s, const index_t* len, float*,
+                                           float*) {
+  double positions = 0;
+  for (index_t b = 0; b < s.batch; ++b) positions += num(len[b]);
+  counts_.stream_bytes += 4.0 * kF * positions * num(s.heads) * num(s.head_dim);
+}
+
 void ShapeBackend::do_squared_norms(const NormPiece* pieces, std::size_t count, double* out) {
   for (std::size_t i = 0; i < count; ++i) {
     out[i] = 0.0;  // host memory

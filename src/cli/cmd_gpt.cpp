@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -203,24 +204,60 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
 }
 
 struct GptSampleOptions {
-  std::string model, prompt = "\n", backend = "auto";
+  std::string model, prompt = "\n", prompts, backend = "auto", grid = "auto";
   int tokens = 500, top_k = 0, threads = 0;
   float temperature = 1.0f;
   std::uint64_t seed = 1337;
+  bool no_kv_cache = false, profile = false;
 };
+
+// --prompts FILE: one prompt a line (UTF-8, the line's end not part of it).
+std::vector<std::string> read_prompt_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot be read");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  if (lines.empty()) throw InputError(path, "holds no prompt (one a line)");
+  return lines;
+}
 
 void run_gpt_sample(GptSampleOptions& o) {
   require_model_file(o.model, ModelFamily::Gpt);  // a GNN model file is named as one
   const GptModelFile m = read_gpt_model_h5(o.model);
   if (m.chars.empty()) throw InputError(o.model, "has no character vocabulary: sampling text needs a character-level model");
-  check_sample_memory(m.config, o.model);  // sizes from the file's attributes, before the forward pass
-  auto backend = make_backend(o.backend, threads_per_rank(o.threads));
-  const std::vector<std::int32_t> prompt = encode_chars(m.chars, o.prompt, "--prompt");
-  const std::vector<std::int32_t> out =
-      sample_gpt(m.config, m.weights, prompt, o.tokens, o.temperature, o.top_k, o.seed, *backend);
-  std::string text = o.prompt;
-  for (const std::int32_t t : out) text += m.chars[static_cast<std::size_t>(t)];
-  fmt::print("{}\n", text);
+  const std::vector<std::string> texts = o.prompts.empty() ? std::vector<std::string>{o.prompt} : read_prompt_lines(o.prompts);
+  std::vector<std::vector<std::int32_t>> prompts;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    prompts.push_back(encode_chars(m.chars, texts[i], o.prompts.empty() ? "--prompt" : fmt::format("{}: prompt {}", o.prompts, i + 1)));
+  // Sizes from the file's attributes, before the forward pass.
+  check_sample_memory(m.config, static_cast<index_t>(prompts.size()), !o.no_kv_cache, o.model);
+  GptTrainConfig shape;  // what --grid auto plans: one step of the prompts' batch
+  shape.model = m.config;
+  shape.batch = static_cast<index_t>(prompts.size());
+  auto grid = ProcessGrid::create(choose_gpt_grid(o.grid, shape, 1).shape, 1);
+  RunBackend run = make_run_backend(o.backend, threads_per_rank(o.threads), o.profile, *grid);
+  GptGenerateOptions g;
+  g.tokens = o.tokens;
+  g.temperature = o.temperature;
+  g.top_k = o.top_k;
+  g.seed = o.seed;
+  g.kv_cache = !o.no_kv_cache;
+  const GptGeneration out = generate_gpt(m.config, m.weights, prompts, g, run.get(), *grid);
+  if (grid->rank() != 0) return;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    std::string text = texts[i];
+    for (const std::int32_t t : out.tokens[i]) text += m.chars[static_cast<std::size_t>(t)];
+    if (texts.size() > 1) fmt::print("--- prompt {} ---\n", i + 1);
+    fmt::print("{}\n", text);
+  }
+  fmt::print(stderr, "plexus: {} tokens in {:.3f} s: {:.1f} tokens/s, first token after {:.3f} s ({} prompt{}, grid {}, {})\n",
+             out.generated, out.seconds, out.tokens_per_second(), out.first_token_seconds, prompts.size(),
+             prompts.size() == 1 ? "" : "s", grid->shape().str(),
+             g.kv_cache ? fmt::format("KV cache {} bytes a rank", out.cache_bytes) : std::string("no KV cache"));
+  if (run.profiler) print_profile(*run.profiler, out.seconds, 0.0);
 }
 
 }  // namespace
@@ -292,12 +329,22 @@ void add_gpt_command(CLI::App& app) {
   auto s = std::make_shared<GptSampleOptions>();
   CLI::App* sample = gpt->add_subcommand("sample", "Generate text with a model saved by `plexus gpt train --save`");
   sample->add_option("--model", s->model, "Model file (HDF5)")->required();
-  sample->add_option("--prompt", s->prompt, "Text to continue")->capture_default_str();
-  sample->add_option("--tokens", s->tokens, "Characters to generate")->capture_default_str();
+  CLI::Option* prompt = sample->add_option("--prompt", s->prompt, "Text to continue")->capture_default_str();
+  sample->add_option("--prompts", s->prompts, "File of prompts, one a line, generated for in one batch")
+      ->excludes(prompt);
+  sample->add_option("--tokens", s->tokens, "Characters to generate (after each prompt)")->capture_default_str();
   sample->add_option("--temperature", s->temperature, "Softmax temperature")->capture_default_str();
   sample->add_option("--top-k", s->top_k, "Sample among the k most likely (0 = all)")->capture_default_str();
   sample->add_option("--seed", s->seed, "Sampling seed")->capture_default_str();
-  sample->add_option("--threads", s->threads, "CPU threads")->capture_default_str();
+  sample->add_option("--threads", s->threads, "CPU threads (per rank)")->capture_default_str();
+  sample->add_option("--grid", s->grid,
+                     "XxYxZ process grid (the prompts over Z, embedding over Y, heads and vocabulary over X), or auto: "
+                     "the grid plan ranks first for the ranks started")
+      ->capture_default_str();
+  sample->add_flag("--profile", s->profile, "Time every kernel (rank 0's, model set-up included) and print a breakdown");
+  sample->add_flag("--no-kv-cache", s->no_kv_cache,
+                   "Run every new token over each prompt's whole window again instead of one row through a cache of "
+                   "keys and values (the same tokens; for comparison)");
   sample->add_option("--backend", s->backend, "Kernel backend")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}))
       ->capture_default_str();

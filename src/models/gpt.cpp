@@ -49,9 +49,49 @@ void fill_zero(Backend& be, float* p, std::size_t n) {
 
 GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch, ZeroOptions zero,
                    AdamParams adam)
-    : be_(be), grid_(grid), cfg_(cfg), layout_(gpt_layout(grid, cfg, batch)) {
+    : be_(be), grid_(grid), cfg_(cfg), batch_(batch), layout_(gpt_layout(grid, cfg, batch)) {
   validate(cfg);
   if (be.device() == Device::CUDA) grid.use_device_copies(be);  // a one-rank grid's copies reach the GPU
+  build_layers();
+  const GptLayout& l = layout_;
+  d_x_ = Matrix(be, l.rows, l.embed.size());
+  const auto rows = static_cast<std::size_t>(l.rows);
+  xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, l.rows);
+  token_weights_ = Buffer<float>(be, rows);
+  labels_ = Buffer<std::int32_t>(be, rows);
+  d_logits_ = Matrix(be, l.rows, l.vocab.size());
+  if (be.computes()) {  // a plan's dry run draws no batches
+    positions_.resize(rows);
+    for (std::size_t r = 0; r < rows; ++r) positions_[r] = static_cast<std::int32_t>(static_cast<index_t>(r) % cfg.block);
+  }
+  register_params();
+  zero_ = std::make_unique<ZeroOptimizer>(be, grid, flat_tensors(), zero, adam);
+}
+
+GptModel::GptModel(GptModel& of, Decoding)
+    : be_(of.be_), grid_(of.grid_), cfg_(of.cfg_), batch_(of.batch_), layout_(gpt_layout(of.grid_, of.cfg_, of.batch_, true)) {
+  if (of.layout_.decoding || !of.zero_ || of.zero_->stage() == 3)
+    throw std::logic_error("GptModel::decoder_of: a whole-sequence model whose parameters stay whole (ZeRO 0-2)");
+  cfg_.recompute = false;  // a decoding block keeps its few rows' activations
+  build_layers();
+  register_params();
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    GptParam& p = params_[k];
+    const GptParam& src = of.params_[k];
+    if (src.name != p.name || src.size() != p.size() || (p.size() && src.value == nullptr))
+      throw std::logic_error("GptModel::decoder_of: the parameter " + p.name + " is not held by the model decoded for");
+    p.value = src.value;
+    p.bind_layer(p.value, nullptr);  // (no gradients: decoding runs forward only)
+  }
+  weights_updated();
+}
+
+std::unique_ptr<GptModel> GptModel::decoder_of(GptModel& of) { return std::unique_ptr<GptModel>(new GptModel(of, Decoding{})); }
+
+void GptModel::build_layers() {
+  Backend& be = be_;
+  ProcessGrid& grid = grid_;
+  const GptConfig& cfg = cfg_;
   const GptLayout& l = layout_;
   Linear3DOptions head = gpt_linear_options();
   head.bias = false;
@@ -70,18 +110,40 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   ln_f_ = std::make_unique<LayerNorm3D>(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true);
 
   x0_ = Matrix(be, l.rows, l.embed.size());
-  d_x_ = Matrix(be, l.rows, l.embed.size());
-  const auto rows = static_cast<std::size_t>(l.rows);
-  xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, l.rows);
-  token_weights_ = Buffer<float>(be, rows);
-  labels_ = Buffer<std::int32_t>(be, rows);
-  d_logits_ = Matrix(be, l.rows, l.vocab.size());
-  if (be.computes()) {  // a plan's dry run draws no batches
-    positions_.resize(rows);
-    for (std::size_t r = 0; r < rows; ++r) positions_[r] = static_cast<std::int32_t>(static_cast<index_t>(r) % cfg.block);
+}
+
+// ---- decoding ----------------------------------------------------------------------------------
+
+Matrix& GptModel::decode(const std::vector<std::int32_t>& ids, const std::vector<index_t>& pos) {
+  const GptLayout& l = layout_;
+  if (!l.decoding) throw std::logic_error("GptModel::decode: a model built for whole sequences");
+  if (static_cast<index_t>(ids.size()) != l.rows || static_cast<index_t>(pos.size()) != l.rows)
+    throw std::invalid_argument("GptModel::decode: one id and one position per local sequence");
+  positions_.resize(pos.size());
+  for (std::size_t b = 0; b < pos.size(); ++b) {
+    if (pos[b] < 0 || pos[b] >= cfg_.block) throw std::invalid_argument("GptModel::decode: a position outside the context");
+    positions_[b] = static_cast<std::int32_t>(pos[b]);
   }
-  register_params();
-  zero_ = std::make_unique<ZeroOptimizer>(be, grid, flat_tensors(), zero, adam);
+  // The forward pass of step() on one row per sequence, each block's attention through its cache.
+  tok_emb_->forward(ids, x0_.view(), 0.0f);
+  pos_emb_->forward(positions_, x0_.view(), 1.0f);
+  grid_.comm(l.head).all_reduce(x0_.data(), x0_.size(), ReduceOp::Sum);
+  const Matrix* h = &x0_;
+  for (auto& b : blocks_) h = &b->decode(*h, pos.data());
+  const Matrix& hf = ln_f_->forward(h->view());
+  return lm_head_->forward(hf.view());
+}
+
+void GptModel::load_cache(GptModel& prefilled, const std::vector<index_t>& lengths) {
+  if (!layout_.decoding || prefilled.layout_.decoding || prefilled.blocks_.size() != blocks_.size())
+    throw std::logic_error("GptModel::load_cache: a decoder and the model it decodes for");
+  for (std::size_t b = 0; b < blocks_.size(); ++b) blocks_[b]->load_cache(*prefilled.blocks_[b], lengths);
+}
+
+std::size_t GptModel::cache_bytes() const {
+  std::size_t n = 0;
+  for (const auto& b : blocks_) n += b->cache_bytes();
+  return n;
 }
 
 // ---- forward, loss, backward -----------------------------------------------------------------
@@ -96,7 +158,7 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
 
   // Units of parameters (ZeRO-3 gathers each just before use, prefetching the next, and frees
   // it after; the other stages keep them): 0 = embeddings, final LayerNorm and head, 1 + b = block b.
-  ZeroOptimizer& zero = *zero_;
+  ZeroOptimizer& zero = zero_opt();
   const int blocks = static_cast<int>(blocks_.size());
   struct AbortGuard {  // an exception mid-pass leaves no unit gathered and no reduction in flight
     ZeroOptimizer& zero;
@@ -287,7 +349,7 @@ void GptModel::init_weights(std::uint64_t seed) {
     }
     return 0.0f;
   };
-  zero_->for_each_unit([&](int unit) { write_unit(unit, init); }, /*store=*/true);
+  zero_opt().for_each_unit([&](int unit) { write_unit(unit, init); }, /*store=*/true);
   weights_updated();
 }
 
@@ -300,7 +362,7 @@ void GptModel::load_weights(const GptWeights& w) {
       throw InputError("model", "tensor '" + p.name + "' has " + std::to_string(t.data.size()) + " values, expected " +
                                     std::to_string(p.rows * p.cols));
   }
-  zero_->for_each_unit(
+  zero_opt().for_each_unit(
       [&](int unit) {
         write_unit(unit, [&](const GptParam& p, index_t row, index_t col) {
           return w.at(p.name).data[static_cast<std::size_t>(row * p.cols + col)];
@@ -314,7 +376,7 @@ GptWeights GptModel::gather_weights() {
   GptWeights out;
   for (const GptParam& p : params_)
     out[p.name] = GptTensor{p.rows, p.cols, std::vector<float>(static_cast<std::size_t>(p.rows * p.cols), 0.0f)};
-  zero_->for_each_unit(
+  zero_opt().for_each_unit(
       [&](int unit) {
         for (const GptParam& p : params_) {
           if (p.unit != unit || !p.owner || !p.size()) continue;
@@ -350,21 +412,21 @@ void for_each_in_range(const GptParam& p, std::size_t offset, std::size_t begin,
 }  // namespace
 
 GptModel::OptimizerTensors GptModel::gather_optimizer_state() {
-  const ZeroOptimizer::RangeState r = zero_->range_state();
+  const ZeroOptimizer::RangeState r = zero_opt().range_state();
   OptimizerTensors out;
   out.steps = r.steps;
   for (GptWeights* w : {&out.value, &out.m, &out.v})
     for (const GptParam& p : params_)
       (*w)[p.name] = GptTensor{p.rows, p.cols, std::vector<float>(static_cast<std::size_t>(p.rows * p.cols), 0.0f)};
   // Stage 0 keeps the whole range on every replica: the first one counts.
-  const bool counts = zero_->stage() > 0 || grid_.coord(Axis::D) == 0;
+  const bool counts = zero_opt().stage() > 0 || grid_.coord(Axis::D) == 0;
   for (std::size_t k = 0; k < params_.size() && counts; ++k) {
     const GptParam& p = params_[k];
     if (!p.owner) continue;
     float* value = out.value[p.name].data.data();
     float* m = out.m[p.name].data.data();
     float* v = out.v[p.name].data.data();
-    for_each_in_range(p, zero_->tensor_offset(k), r.begin, r.end, [&](std::size_t whole, std::size_t at) {
+    for_each_in_range(p, zero_opt().tensor_offset(k), r.begin, r.end, [&](std::size_t whole, std::size_t at) {
       value[whole] = r.value[at];
       m[whole] = r.m[at];
       v[whole] = r.v[at];
@@ -384,18 +446,18 @@ void GptModel::load_optimizer_state(const OptimizerTensors& s) {
         throw InputError("optimizer state", "has no tensor '" + p.name + "' of " + std::to_string(p.rows * p.cols) +
                                                 " values");
     }
-  const ZeroOptimizer::RangeState r = zero_->range_state();
+  const ZeroOptimizer::RangeState r = zero_opt().range_state();
   std::vector<float> m(r.end - r.begin, 0.0f), v(r.end - r.begin, 0.0f);
   for (std::size_t k = 0; k < params_.size(); ++k) {
     const GptParam& p = params_[k];
     const float* sm = s.m.at(p.name).data.data();
     const float* sv = s.v.at(p.name).data.data();
-    for_each_in_range(p, zero_->tensor_offset(k), r.begin, r.end, [&](std::size_t whole, std::size_t at) {
+    for_each_in_range(p, zero_opt().tensor_offset(k), r.begin, r.end, [&](std::size_t whole, std::size_t at) {
       m[at] = sm[whole];
       v[at] = sv[whole];
     });
   }
-  zero_->set_moments(m, v, s.steps);
+  zero_opt().set_moments(m, v, s.steps);
 }
 
 void GptModel::weights_updated() {

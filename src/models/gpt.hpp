@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -69,11 +70,24 @@ class GptModel {
   // Logits of the last step [rows × vocab shard], replicated over Y.
   Matrix& logits() { return lm_head_->output(); }
 
+  // Generation with a KV cache (models/gpt_generate.cpp). A model that decodes for `of`: one row
+  // per sequence of of's batch, on of's grid, each block with its cache; its parameters are of's
+  // (bound, not copied: `of` outlives it and keeps them whole, ZeRO stage 0–2, fp32).
+  static std::unique_ptr<GptModel> decoder_of(GptModel& of);
+  // Decoding: ids[b] the token at position pos[b] of local sequence b (pos[b] < block, the cache
+  // holding positions 0..pos[b]−1). Returns the logits [sequences × vocab shard], replicated over Y.
+  Matrix& decode(const std::vector<std::int32_t>& ids, const std::vector<index_t>& pos);
+  // Decoding: each local sequence b's positions 0..lengths[b]−1 into the caches from `prefilled`
+  // (the model decoder_of was given), whose forward pass (step) has just run on those tokens.
+  void load_cache(GptModel& prefilled, const std::vector<index_t>& lengths);
+  // Decoding: this rank's KV caches, bytes.
+  std::size_t cache_bytes() const;
+
   // Gradients, their norm and clipping, and the AdamW step (then call weights_updated()).
-  ZeroOptimizer& optimizer() { return *zero_; }
-  void zero_grads() { zero_->zero_grads(); }
+  ZeroOptimizer& optimizer() { return zero_opt(); }
+  void zero_grads() { zero_opt().zero_grads(); }
   // Σ g² over the whole model (each element counted once), on every rank.
-  double grad_squared_norm() { return zero_->grad_squared_norm(); }
+  double grad_squared_norm() { return zero_opt().grad_squared_norm(); }
   void weights_updated();
   std::size_t num_params() const;    // whole model
   std::size_t weight_bytes() const;  // this rank's shards
@@ -81,6 +95,15 @@ class GptModel {
   const std::vector<GptParam>& params() const { return params_; }
 
  private:
+  struct Decoding {};
+  GptModel(GptModel& of, Decoding);
+  // The layers (embeddings, blocks, final LayerNorm, head) and x0 of layout_.
+  void build_layers();
+  // The optimizer that stores the parameters (a decoder has none: a std::logic_error).
+  ZeroOptimizer& zero_opt() const {
+    if (!zero_) throw std::logic_error("GptModel: a decoder holds no parameters of its own");
+    return *zero_;
+  }
   void register_params();
   // The tensors of the registry for the optimizer, which binds them.
   std::vector<FlatTensor> flat_tensors();
@@ -95,6 +118,7 @@ class GptModel {
   Backend& be_;
   ProcessGrid& grid_;
   GptConfig cfg_;
+  index_t batch_ = 0;  // sequences of the whole batch
   GptLayout layout_;
   std::unique_ptr<Linear3D> lm_head_, wte_untied_, wpe_;
   std::unique_ptr<Embedding3D> tok_emb_, pos_emb_;

@@ -1,5 +1,7 @@
 #include "models/gpt_block.hpp"
 
+#include <stdexcept>
+
 namespace plexus {
 
 GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& l, int index)
@@ -22,6 +24,12 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
   shape_.batch0 = l.seqs.begin;
   shape_.head0 = l.heads.begin;
   shape_.total_heads = cfg.heads;
+  if (l.decoding) {
+    if (recompute_) throw std::logic_error("GptBlock: a decoding block keeps its activations (no recompute)");
+    const auto cache = static_cast<std::size_t>(l.seqs.size() * l.heads.size() * cfg.block * l.head_dim);
+    k_cache_ = Buffer<float>(be, cache);
+    v_cache_ = Buffer<float>(be, cache);
+  }
   if (!recompute_) allocate_intermediates();
 }
 
@@ -30,7 +38,7 @@ void GptBlock::allocate_intermediates() {
   att_ = Matrix(be_, l.rows, l.att_cols.size());
   mid_ = Matrix(be_, l.rows, l.embed.size());
   gelu_ = Matrix(be_, l.rows, l.ff.size());
-  lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.rows * l.heads.size()));
+  if (!l.decoding) lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.rows * l.heads.size()));
 }
 
 void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
@@ -54,11 +62,30 @@ const Matrix& GptBlock::forward(const Matrix& x, const GptDropout& drop) {
   return out_;
 }
 
-void GptBlock::compute(const Matrix& x, const GptDropout& drop) {
+const Matrix& GptBlock::decode(const Matrix& x, const index_t* pos) {
+  if (!layout_.decoding) throw std::logic_error("GptBlock::decode: a block built for whole sequences");
+  compute(x, GptDropout{}, pos);
+  return out_;
+}
+
+void GptBlock::load_cache(GptBlock& prefilled, const std::vector<index_t>& lengths) {
+  const GptLayout& l = layout_;
+  if (!l.decoding || prefilled.layout_.decoding || prefilled.layout_.seqs != l.seqs || prefilled.layout_.heads != l.heads ||
+      static_cast<index_t>(lengths.size()) != l.seqs.size())
+    throw std::logic_error("GptBlock::load_cache: not a decoding block and a whole-sequence block of its sequences");
+  be_.attention_cache_load(prefilled.qkv.output().view(), shape_, lengths.data(), k_cache_.data(), v_cache_.data());
+}
+
+void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* pos) {
   if (att_.backend() == nullptr) allocate_intermediates();  // (released by recompute)
   const Matrix& h1 = ln1.forward(x.view());
   Matrix& q = qkv.forward(h1.view());
-  be_.attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
+  if (layout_.decoding) {
+    AttentionShape cache = shape_;  // seq: the cache's capacity, the context
+    be_.attention_decode(q.view(), cache, pos, k_cache_.data(), v_cache_.data(), att_.view());
+  } else {
+    be_.attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
+  }
   Matrix& a = proj.forward(att_.view());
   drop_residual(a.view(), drop, site(1));
   be_.copy(x.view(), mid_.view());

@@ -4,12 +4,16 @@
 //   out = mid + drop(fc2(gelu(fc(ln2(mid)))))
 // qkv and fc are Linear3Ds Y → X, proj and fc2 X → Y; attention runs on this rank's whole
 // sequences (Z) and whole heads (X), replicated over Y.
+// Decoding (GptLayout::decoding): a row per sequence, its newest token; the block keeps the keys
+// and values of every token before it in a KV cache split as its attention is (this rank's
+// sequences and heads, every position of the context), and attention_decode reads them.
 // With GptConfig::recompute the block keeps only its input x (and `out`, the next block's input)
 // from forward to backward: every intermediate (the LayerNorms' and linears' outputs, the
 // attention output and its log-sum-exps, mid, GELU) is freed after forward, and backward runs
 // the forward again first — the same kernels, collectives and dropout masks (keyed by site and
 // global index), so the same values bit for bit.
 #include <cstdint>
+#include <vector>
 
 #include "models/gpt_layout.hpp"
 #include "plexus/backend.hpp"
@@ -37,12 +41,22 @@ class GptBlock {
   void backward(const Matrix& x, Matrix& d, const GptDropout& drop);
   const Matrix& output() const { return out_; }
 
+  // Decoding: x [sequences × embed], row b the token at position pos[b] of local sequence b.
+  // Stores its key and value in the cache and returns out (valid until the next call).
+  const Matrix& decode(const Matrix& x, const index_t* pos);
+  // Decoding: the cache's positions 0..lengths[b]−1 of each local sequence b from the keys and
+  // values `prefilled` (a block of the same model on the same grid, not decoding, whose forward
+  // pass has just run on those tokens) computed: a prompt enters the cache in one pass.
+  void load_cache(GptBlock& prefilled, const std::vector<index_t>& lengths);
+  // This rank's cache: keys and values, bytes.
+  std::size_t cache_bytes() const { return 2 * k_cache_.size() * sizeof(float); }
+
   LayerNorm3D ln1, ln2;
   Linear3D qkv, proj, fc, fc2;
 
  private:
-  // forward without releasing the intermediates.
-  void compute(const Matrix& x, const GptDropout& drop);
+  // forward without releasing the intermediates; with `pos`, a decoding step.
+  void compute(const Matrix& x, const GptDropout& drop, const index_t* pos = nullptr);
   void allocate_intermediates();  // att_, mid_, gelu_, lse_
   // Recompute: frees every intermediate of forward (not out_).
   void release_intermediates();
@@ -57,6 +71,7 @@ class GptBlock {
   bool recompute_ = false;
   Matrix att_, mid_, gelu_, out_;
   Buffer<float> lse_;
+  Buffer<float> k_cache_, v_cache_;  // decoding: [sequences·heads·block × head_dim] each
 };
 
 }  // namespace plexus

@@ -3,18 +3,19 @@
 
 namespace plexus {
 
-GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch) {
+GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding) {
   return gpt_layout_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, c, batch,
-                       grid.dp(), grid.coord(Axis::D));
+                       grid.dp(), grid.coord(Axis::D), decoding);
 }
 
 GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch, int dp,
-                        int d) {
+                        int d, bool decoding) {
   GptLayout l;
   const auto part = [&](index_t n, Axis a) { return block_range(n, shape.dim(a), coords[static_cast<int>(a)]); };
   l.head_dim = c.embed / c.heads;
   l.seqs = sub_range(block_range(batch, dp, d), shape.dim(l.seq), coords[static_cast<int>(l.seq)]);
-  l.rows = l.seqs.size() * c.block;
+  l.decoding = decoding;
+  l.rows = l.seqs.size() * (decoding ? 1 : c.block);
   l.embed = part(c.embed, l.hid);
   l.heads = part(c.heads, l.head);
   l.qkv_cols = {3 * l.head_dim * l.heads.begin, 3 * l.head_dim * l.heads.end};

@@ -17,7 +17,10 @@ struct GptLayout {
   Axis seq = Axis::Z, hid = Axis::Y, head = Axis::X;
   index_t head_dim = 0;
   Range seqs;      // global sequences of the batch held here
-  index_t rows = 0;  // seqs.size() · block
+  // Decoding with a KV cache (gpt_generate): one row per sequence, its newest token, whose
+  // attention reads the keys and values of the tokens before it from the blocks' caches.
+  bool decoding = false;
+  index_t rows = 0;  // seqs.size() · block; decoding: seqs.size()
   Range embed;     // embedding features (over Y)
   Range heads;     // attention heads (over X)
   Range qkv_cols;  // [3·hd·heads.begin, 3·hd·heads.end): per head q | k | v (internal order)
@@ -27,12 +30,12 @@ struct GptLayout {
   Range pos;       // position rows of wpe (over X)
 };
 
-GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch);
+GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding = false);
 // The same for the rank at `coords` (x, y, z) of a grid of `shape` in replica `d` of `dp`
 // (no communicators needed). Replica d takes sequences block_range(batch, dp, d) of the
 // global batch, split over its Z axis.
 GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const GptConfig& c, index_t batch,
-                        int dp = 1, int d = 0);
+                        int dp = 1, int d = 0, bool decoding = false);
 
 // Every GPT linear: W gathered once per optimizer step, gradients accumulated over micro-batches,
 // parameters stored by the model's ZeroOptimizer.

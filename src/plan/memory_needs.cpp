@@ -123,14 +123,16 @@ void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const s
                      "; model of docs/data-parallel.md");
 }
 
-void check_sample_memory(const GptConfig& m, const std::string& path) {
-  // One forward pass over a full context: its logits (block x vocabulary) and, per layer, the
-  // activations of block x embed (about a dozen floats a position and width).
-  const std::int64_t logits = checked_product({m.block, m.vocab}, path, "block x vocabulary");
-  const std::int64_t acts = checked_product({12, m.block, m.embed, m.layers}, path, "12 x block x embed x layers");
+void check_sample_memory(const GptConfig& m, index_t prompts, bool kv_cache, const std::string& path) {
+  // One forward pass over every prompt's full context: its logits (block x vocabulary) and, per
+  // layer, the activations of block x embed (about a dozen floats a position and width); with the
+  // KV cache also its keys and values (2 x block x embed a layer and prompt).
+  const std::int64_t logits = checked_product({prompts, m.block, m.vocab}, path, "prompts x block x vocabulary");
+  const std::int64_t acts = checked_product({kv_cache ? 14 : 12, prompts, m.block, m.embed, m.layers}, path,
+                                            "prompts x block x embed x layers");
   require_memory(4.0 * (static_cast<double>(logits) + static_cast<double>(acts)), path, "sampling",
-                 "block " + str(m.block) + ", vocabulary " + str(m.vocab) + ", embed " + str(m.embed) + ", " +
-                     str(m.layers) + " layers");
+                 str(prompts) + " prompts, block " + str(m.block) + ", vocabulary " + str(m.vocab) + ", embed " +
+                     str(m.embed) + ", " + str(m.layers) + " layers");
 }
 
 }  // namespace plexus

@@ -27,6 +27,6 @@ void check_predict_memory(const std::string& path, const TrainConfig& cfg, GridS
 // set the vocabulary (--vocab, or the text file).
 void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from);
 // plexus gpt sample: a forward pass of the model read from `path`.
-void check_sample_memory(const GptConfig& model, const std::string& path);
+void check_sample_memory(const GptConfig& model, index_t prompts, bool kv_cache, const std::string& path);
 
 }  // namespace plexus

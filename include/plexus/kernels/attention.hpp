@@ -15,12 +15,16 @@
 // scaled by 1/(1 − p); keep = dropout_keep(key, ((batch0 + b)·total_heads + head0 + h)·seq + t, s, p)
 // (plexus/rng.hpp): global sequence and head indices, so every grid draws the same masks.
 //
-// Decoding with a KV cache (generation: attention_decode). A cache holds, for each of `batch`
-// sequences and `heads` heads, the keys and values of up to `seq` positions (its capacity):
-//   k_cache, v_cache [batch·heads·seq × head_dim] floats each: row (b·heads + h)·seq + t is
-//       head h's key (value) of sequence b's token t.
-// A step takes one new token per sequence: qkv [batch × ≥ 3·heads·head_dim], row b that of
-// sequence b's token at position pos[b] (host array, 0 ≤ pos[b] < seq). Its key and value are
+// Decoding with a KV cache (attention_decode). A cache holds, for each of `batch` sequences and
+// `heads` heads, the keys and values of up to `seq` positions (its capacity), batch·heads·seq·
+// head_dim floats each:
+//   k_cache: keys transposed, position t of head h of sequence b at (b·heads + h)·head_dim·seq +
+//            c·seq + t (c < head_dim): a query's scores read every key row-contiguously;
+//   v_cache: values as rows, at ((b·heads + h)·seq + t)·head_dim + c.
+// attention_cache_load fills positions 0..len[b]−1 of each sequence from the qkv of its forward
+// pass (batch·seq rows, as attention_forward takes them): a prompt enters the cache in one pass.
+// A decoding step takes one new token per sequence: qkv [batch × ≥ 3·heads·head_dim], row b that
+// of sequence b's token at position pos[b] (host array, 0 ≤ pos[b] < seq). Its key and value are
 // written into the cache at pos[b], and y [batch × ≥ heads·head_dim] gets its attention over the
 // cache's positions 0..pos[b]: what attention_forward gives row pos[b] of the whole sequence
 // (the CPU backend: the same bits; no dropout, which is training's).

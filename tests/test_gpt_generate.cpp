@@ -1,0 +1,178 @@
+// Generation (plexus/gpt.hpp, generate_gpt) on one rank: with the KV cache it picks the tokens the
+// window passes pick without it — greedy, top-k and the full softmax, prompts of uneven lengths
+// in one batch, past the context where the window slides — while running one decoding step per
+// layer and token instead of a window pass; a batch is each prompt alone (greedy); the cache's
+// bytes; bad options. (Grids of 2-8 ranks: tests/mpi_test_gpt_generate.cpp.)
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpt_test_util.hpp"
+#include "plexus/error.hpp"
+#include "plexus/gpt.hpp"
+#include "plexus/process_grid.hpp"
+#include "src/models/gpt.hpp"
+
+namespace plexus {
+namespace {
+
+// GPT-2's initialisation with the matrices 10× larger: peaked next-token distributions, so that
+// greedy picks are far from ties and the draws depend on the logits.
+GptWeights sharp_weights(const GptConfig& cfg) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  GptModel model(*be, *grid, cfg, 1);
+  model.init_weights(11);
+  GptWeights w = model.gather_weights();
+  for (auto& [name, t] : w)
+    if (name.find("ln") == std::string::npos)
+      for (float& v : t.data) v *= 10.0f;
+  return w;
+}
+
+GptConfig small_model() { return testing::shaped(2, 2, 16, 12, 11, true); }
+
+std::vector<std::vector<std::int32_t>> prompts() {
+  // Lengths 1, 5, 12 (the whole context) and 15 (past it: the first pass already slides).
+  std::vector<std::vector<std::int32_t>> p(4);
+  const std::size_t lengths[] = {1, 5, 12, 15};
+  for (std::size_t i = 0; i < p.size(); ++i)
+    for (std::size_t t = 0; t < lengths[i]; ++t) p[i].push_back(static_cast<std::int32_t>((3 * i + 5 * t) % 11));
+  return p;
+}
+
+// Calls per kernel.
+struct Calls : KernelObserver {
+  std::map<std::string, int> n;
+  void begin(const char* kernel) override { ++n[kernel]; }
+  void end(const char*) override {}
+};
+
+struct Generated {
+  GptGeneration out;
+  std::map<std::string, int> calls;
+};
+
+Generated generate(const GptConfig& cfg, const GptWeights& w, const std::vector<std::vector<std::int32_t>>& p,
+             GptGenerateOptions o) {
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  Calls calls;
+  be->set_observer(&calls);
+  Generated r{generate_gpt(cfg, w, p, o, *be, *grid), {}};
+  be->set_observer(nullptr);
+  r.calls = calls.n;
+  return r;
+}
+
+TEST(GptGenerate, TheCachePicksTheTokensOfTheWindowPasses) {
+  const GptConfig cfg = small_model();
+  const GptWeights w = sharp_weights(cfg);
+  struct Draw {
+    int top_k;
+    float temperature;
+  };
+  // Lengths 1, 5 and 8, 6 tokens each: the 8-token prompt passes the context of 12 at its last
+  // token (a window pass); lengths 1, 5, 12, 15: past the context from the first token on.
+  std::vector<std::vector<std::int32_t>> short_prompts = prompts();
+  short_prompts.resize(3);
+  short_prompts[2].resize(8);
+  for (const auto& batch : {short_prompts, prompts()})
+    for (const Draw d : {Draw{1, 1.0f}, Draw{4, 0.8f}, Draw{0, 1.3f}}) {
+      const std::string what = "top_k " + std::to_string(d.top_k) + ", " + std::to_string(batch.size()) + " prompts";
+      GptGenerateOptions o;
+      o.tokens = 6;
+      o.top_k = d.top_k;
+      o.temperature = d.temperature;
+      o.seed = 21;
+      Generated cached = generate(cfg, w, batch, o);
+      o.kv_cache = false;
+      Generated window = generate(cfg, w, batch, o);
+      ASSERT_EQ(cached.out.tokens.size(), batch.size());
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        EXPECT_EQ(cached.out.tokens[i].size(), 6u) << what;
+        EXPECT_EQ(cached.out.tokens[i], window.out.tokens[i]) << what << " prompt " << i;
+      }
+      EXPECT_EQ(cached.out.generated, 6 * static_cast<std::int64_t>(batch.size()));
+      EXPECT_EQ(window.calls.count("attention_decode"), 0u);
+      // Short prompts: the prefill, four decoding steps, one window pass; past the context: windows.
+      EXPECT_EQ(cached.calls["attention_decode"], batch.size() == 3 ? 4 * cfg.layers : 0) << what;
+    }
+}
+
+TEST(GptGenerate, EveryTokenAfterThePromptIsOneDecodingStepWhileTheContextHoldsIt) {
+  const GptConfig cfg = small_model();
+  const GptWeights w = sharp_weights(cfg);
+  const std::vector<std::vector<std::int32_t>> p = {prompts()[0], prompts()[1]};  // lengths 1 and 5
+  GptGenerateOptions o;
+  o.tokens = 1;
+  Generated one = generate(cfg, w, p, o);
+  EXPECT_EQ(one.calls["attention_forward"], cfg.layers);  // the prefill
+  EXPECT_EQ(one.calls.count("attention_decode"), 0u);
+  // 9 tokens: the 5-token prompt's 9th is drawn at 13 positions, past the context of 12.
+  o.tokens = 9;
+  o.top_k = 3;
+  Generated nine = generate(cfg, w, p, o);
+  EXPECT_EQ(nine.calls["attention_forward"], 2 * cfg.layers);  // the prefill and the slide
+  EXPECT_EQ(nine.calls["attention_decode"], 7 * cfg.layers);
+  o.kv_cache = false;
+  Generated without = generate(cfg, w, p, o);
+  EXPECT_EQ(without.calls["attention_forward"], 9 * cfg.layers);
+  EXPECT_EQ(nine.out.tokens, without.out.tokens);
+  // The cache: keys and values of every position of the context, per layer and sequence.
+  EXPECT_EQ(nine.out.cache_bytes, static_cast<std::size_t>(2 * cfg.layers * 2 * cfg.block * cfg.embed) * sizeof(float));
+  EXPECT_EQ(without.out.cache_bytes, 0u);
+  EXPECT_GT(nine.out.seconds, 0.0);
+  EXPECT_GE(nine.out.seconds, nine.out.first_token_seconds);
+}
+
+TEST(GptGenerate, ABatchIsEachPromptAloneWhenGreedy) {
+  const GptConfig cfg = small_model();
+  const GptWeights w = sharp_weights(cfg);
+  GptGenerateOptions o;
+  o.tokens = 6;
+  o.top_k = 1;
+  Generated batch = generate(cfg, w, prompts(), o);
+  for (std::size_t i = 0; i < 4; ++i) {
+    Generated alone = generate(cfg, w, {prompts()[i]}, o);
+    EXPECT_EQ(alone.out.tokens[0], batch.out.tokens[i]) << "prompt " << i;
+  }
+  // Sampled: prompt 0 of a batch draws as it does alone (its draws are keyed by its index).
+  o.top_k = 0;
+  auto be = make_cpu_backend(1);
+  EXPECT_EQ(sample_gpt(cfg, w, prompts()[0], 6, 1.0f, 0, o.seed, *be), generate(cfg, w, prompts(), o).out.tokens[0]);
+}
+
+TEST(GptGenerate, RefusesBadOptions) {
+  const GptConfig cfg = small_model();
+  const GptWeights w = sharp_weights(cfg);
+  const auto refused = [&](GptGenerateOptions o, std::vector<std::vector<std::int32_t>> p, const std::string& what) {
+    try {
+      generate(cfg, w, p, o);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const InputError& e) {
+      EXPECT_NE(e.message().find(what), std::string::npos) << e.message();
+    }
+  };
+  GptGenerateOptions o;
+  o.tokens = -1;
+  refused(o, prompts(), "generate_gpt(tokens)");
+  o = {};
+  o.temperature = 0.0f;
+  refused(o, prompts(), "generate_gpt(temperature)");
+  o = {};
+  o.top_k = -2;
+  refused(o, prompts(), "generate_gpt(top_k)");
+  refused({}, {{1, 2}, {3, 11}}, "prompt 2: token 11");
+  // Nothing to do is no error: no prompts, or no tokens.
+  EXPECT_TRUE(generate(cfg, w, {}, {}).out.tokens.empty());
+  o = {};
+  o.tokens = 0;
+  EXPECT_EQ(generate(cfg, w, prompts(), o).out.tokens, std::vector<std::vector<std::int32_t>>(4));
+}
+
+}  // namespace
+}  // namespace plexus
