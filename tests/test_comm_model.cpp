@@ -344,6 +344,20 @@ TEST(CommModel, RsAgReuseSkipsRepeatedGathers) {
 // over d) becomes K calls. By hand, one layer on 2x1x1, steady epoch with dropout, ring steps
 // over X per rank: the AGG all-reduce 2, the 3 masked losses 3 x 3 x 2, argmax 2 x 2: 24;
 // with K = 4 the AGG all-reduce takes 4 x 2: 30.
+// A plan under NCCL is a device backend's run, whose sums stay the communicator's all-reduces
+// whatever --sparse-comm says: the default (auto) plans what off does.
+TEST(CommModel, UnderNcclTheSumsAreAllReduces) {
+  for (GridShape g : {GridShape{2, 1, 4}, GridShape{1, 2, 2}, GridShape{3, 1, 1}}) {
+    ProblemSize off = problem(1001, cora_dims(2));
+    off.transport = Transport::Nccl;
+    ProblemSize dflt = off;
+    dflt.config.sparse_comm = TrainConfig{}.sparse_comm;
+    ASSERT_NE(dflt.config.sparse_comm, SparseComm::Off);
+    expect_bytes_eq(predict_epoch(dflt, g, false), predict_epoch(off, g, false), g.str());
+    EXPECT_EQ(summed_calls(predict_ranks(dflt, g, false)), summed_calls(predict_ranks(off, g, false))) << g.str();
+  }
+}
+
 TEST(CommModel, AggChunksMultiplyAggregationCallsNotBytes) {
   EXPECT_EQ(predict_ranks(problem(4, {2, 2}), GridShape{2, 1, 1}, false)[0].calls[0], 24);
   EXPECT_EQ(predict_ranks(problem(4, {2, 2}, true, CommVariant::Baseline, 4), GridShape{2, 1, 1}, false)[0].calls[0], 30);

@@ -140,8 +140,15 @@ TEST(GptGenerate, ABatchIsEachPromptAloneWhenGreedy) {
     Generated alone = generate(cfg, w, {prompts()[i]}, o);
     EXPECT_EQ(alone.out.tokens[0], batch.out.tokens[i]) << "prompt " << i;
   }
-  // Sampled: prompt 0 of a batch draws as it does alone (its draws are keyed by its index).
+  // Sampled, each prompt's draws are its own (keyed by its index): the same prompt twice in a batch
+  // goes two ways, and prompt 0 of a batch draws as it does alone.
   o.top_k = 0;
+  o.temperature = 3.0f;
+  o.tokens = 12;
+  const GptGeneration twice = generate(cfg, w, {prompts()[1], prompts()[1]}, o).out;
+  EXPECT_NE(twice.tokens[0], twice.tokens[1]);
+  o.temperature = 1.0f;
+  o.tokens = 6;
   auto be = make_cpu_backend(1);
   EXPECT_EQ(sample_gpt(cfg, w, prompts()[0], 6, 1.0f, 0, o.seed, *be), generate(cfg, w, prompts(), o).out.tokens[0]);
 }
