@@ -81,7 +81,7 @@ printf 'ROMEO:\nJULIET: O\nA\n' >"$work/prompts.txt"
 "$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 --no-kv-cache \
   >"$work/batch-nocache.txt" 2>/dev/null || fail "sample --no-kv-cache ran"
 mpirun -np 2 "$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 \
-  --grid 1x1x2 >"$work/batch-2.txt" 2>/dev/null || fail "sample on 1x1x2 ran"
+  --grid 1x1x2 >"$work/batch-2.txt" 2>"$work/batch-2.err" || fail "sample on 1x1x2 ran"
 mpirun -np 4 "$plexus" gpt sample --model "$work/m.h5" --prompts "$work/prompts.txt" --tokens 20 --top-k 5 --threads 1 \
   --grid 2x2x1 >"$work/batch-4.txt" 2>/dev/null || fail "sample on 2x2x1 ran"
 first=$("$plexus" gpt sample --model "$work/m.h5" --prompt "ROMEO:" --tokens 20 --top-k 5 --threads 1 2>/dev/null)
@@ -90,6 +90,18 @@ if [[ $(grep -c '^--- prompt [123] ---$' "$work/batch.txt") == 3 ]] && cmp -s "$
    [[ "$(awk 'NR > 1 && /^--- prompt 2 ---$/ {exit} NR > 1' "$work/batch.txt")" == "$first" ]] &&
    grep -q "^plexus: 60 tokens in .* tokens/s, first token after .* (3 prompts, grid 1x1x1, KV cache [0-9]* bytes a rank)$" \
      "$work/batch.err"; then ok; else fail "sample --prompts / --no-kv-cache / --grid"; cat "$work/batch.txt" "$work/batch.err"; fi
+# plan gpt --prompts: the KV cache a rank holds, from a dry run of generation = what sample reports.
+"$plexus" plan gpt --ranks 2 --layers 3 --heads 6 --embed 90 --block 16 --vocab 65 --prompts 3 --json \
+  >"$work/plan-gen.json" || fail "plan gpt --prompts ran"
+if $py - "$work/plan-gen.json" "$work/batch-2.err" <<'PY'; then ok; else fail "plan gpt --prompts = sample's cache"; fi
+import json, re, sys
+gen = json.load(open(sys.argv[1]))["generation"]
+grids = {g["grid"]: g for g in gen["grids"]}
+assert gen["prompts"] == 3 and set(grids) == {"2x1x1", "1x2x1", "1x1x2"}, gen
+measured = int(re.search(r"KV cache (\d+) bytes a rank", open(sys.argv[2]).read()).group(1))
+assert grids["1x1x2"]["cache_bytes_per_rank"] == measured == 2 * 3 * 2 * 16 * 90 * 4, (grids, measured)
+assert all(g["memory_bytes_per_rank"] > g["cache_bytes_per_rank"] for g in grids.values())
+PY
 # --iters 0 saves the initial weights; training from the same seed starts from them.
 "$plexus" gpt train --data "$text" "${model[@]}" --iters 0 --save "$work/init.h5" >/dev/null && ok || fail "iters 0"
 [[ -s "$work/init.h5" ]] && ok || fail "init saved"

@@ -15,6 +15,7 @@
 #include "plexus/gpt.hpp"
 #include "plexus/process_grid.hpp"
 #include "src/models/gpt.hpp"
+#include "src/plan/generation_plan.hpp"
 
 namespace plexus {
 namespace {
@@ -125,6 +126,24 @@ TEST(GptGenerate, EveryTokenAfterThePromptIsOneDecodingStepWhileTheContextHoldsI
   // The cache: keys and values of every position of the context, per layer and sequence.
   EXPECT_EQ(nine.out.cache_bytes, static_cast<std::size_t>(2 * cfg.layers * 2 * cfg.block * cfg.embed) * sizeof(float));
   EXPECT_EQ(without.out.cache_bytes, 0u);
+  // The plan's dry run of the same generation holds the same cache, and more than it at its peak.
+  const std::vector<GenerationCost> planned = predict_generation_ranks(cfg, 2, GridShape{});
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_EQ(planned[0].cache_bytes, nine.out.cache_bytes);
+  EXPECT_GT(planned[0].memory_bytes, static_cast<double>(nine.out.cache_bytes));
+  const std::vector<GenerationCost> uncached = predict_generation_ranks(cfg, 2, GridShape{}, false);
+  EXPECT_EQ(uncached[0].cache_bytes, 0u);
+  EXPECT_LT(uncached[0].memory_bytes, planned[0].memory_bytes);
+  // On a grid, each rank's own: 3 prompts over Z = 2 (2 and 1 sequences), heads over X = 2.
+  const std::vector<GenerationCost> split = predict_generation_ranks(cfg, 3, GridShape{2, 1, 2});
+  ASSERT_EQ(split.size(), 4u);
+  const auto cache = [&](index_t seqs) {
+    return static_cast<std::size_t>(2 * cfg.layers * seqs * cfg.block * (cfg.embed / 2)) * sizeof(float);
+  };
+  for (int r = 0; r < 4; ++r) {
+    const std::array<int, 4> c = grid_coords(GridShape{2, 1, 2}, r);
+    EXPECT_EQ(split[static_cast<std::size_t>(r)].cache_bytes, cache(c[2] == 0 ? 2 : 1)) << "rank " << r;
+  }
   EXPECT_GT(nine.out.seconds, 0.0);
   EXPECT_GE(nine.out.seconds, nine.out.first_token_seconds);
 }

@@ -26,6 +26,7 @@
 #include "src/cli/model_options.hpp"
 #include "src/cli/task_options.hpp"
 #include "src/cli/balance_options.hpp"
+#include "plan/generation_plan.hpp"
 #include "plan/gpt_plan.hpp"
 
 namespace plexus::cli {
@@ -282,7 +283,24 @@ struct GptPlanOptions {
   std::string memory_per_rank, precision = "fp32", transport = "mpi";
   double bucket_mb = 25.0;
   float dropout = 0.0f;
+  index_t prompts = 0;  // > 0: also what generating for that many prompts holds on each grid
 };
+
+// `--prompts N`: per grid of the ranks (one replica), the largest KV cache and peak a rank holds
+// while generating for N prompts (plan/generation_plan.hpp).
+nlohmann::json generation_json(const GptPlanOptions& o, int ranks) {
+  nlohmann::json grids = nlohmann::json::array();
+  for (const GridShape& g : all_grids(ranks)) {
+    std::size_t cache = 0;
+    double peak = 0;
+    for (const GenerationCost& r : predict_generation_ranks(o.model, o.prompts, g)) {
+      cache = std::max(cache, r.cache_bytes);
+      peak = std::max(peak, r.memory_bytes);
+    }
+    grids.push_back({{"grid", g.str()}, {"cache_bytes_per_rank", cache}, {"memory_bytes_per_rank", peak}});
+  }
+  return {{"prompts", o.prompts}, {"grids", grids}};
+}
 
 void run_plan_gpt(GptPlanOptions& o) {
   keep_freed_memory();
@@ -333,7 +351,8 @@ void run_plan_gpt(GptPlanOptions& o) {
                                       {"recompute", o.model.recompute},
                                       {"dropout", o.dropout},
                                       {"transport", transport_name(transport)},
-                                                 {"grids", grids}},
+                                                 {"grids", grids},
+                                                 {"generation", o.prompts > 0 ? generation_json(o, ranks) : nlohmann::json()}},
                                   2));
     return;
   }
@@ -359,6 +378,12 @@ void run_plan_gpt(GptPlanOptions& o) {
                k + 1, g.dp, g.grid.str(), g.zero, 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
                g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6, g.steady.bytes[2] / 1e6,
                g.steady.bytes[3] / 1e6, g.memory_bytes / 1e6);
+  }
+  if (o.prompts > 0) {
+    fmt::print("generation of {} prompts with a KV cache, per grid of {} ranks (the largest rank's):\n", o.prompts, ranks);
+    for (const auto& g : generation_json(o, ranks)["grids"])
+      fmt::print("  {:<10} cache {:>10.3f} MB  peak {:>10.3f} MB\n", g["grid"].get<std::string>(),
+                 g["cache_bytes_per_rank"].get<double>() / 1e6, g["memory_bytes_per_rank"].get<double>() / 1e6);
   }
 }
 
@@ -450,6 +475,10 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--dropout", g->dropout,
                   "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
       ->capture_default_str();
+  gpt->add_option("--prompts", g->prompts,
+                  "Also list, per grid of the ranks, the KV cache and peak memory a rank holds generating for this many "
+                  "prompts (gpt sample --prompts; a dry run of it)")
+      ->check(CLI::PositiveNumber);
   gpt->add_option("--memory-per-rank", g->memory_per_rank, "List only the choices whose predicted memory fits (e.g. 2G)");
   gpt->add_option("--bucket-mb", g->bucket_mb, "Gradient-reduction bucket (MiB, as train)")->capture_default_str();
   add_precision_option(gpt, g->precision);
