@@ -144,6 +144,12 @@ TEST(GptGenerate, EveryTokenAfterThePromptIsOneDecodingStepWhileTheContextHoldsI
     const std::array<int, 4> c = grid_coords(GridShape{2, 1, 2}, r);
     EXPECT_EQ(split[static_cast<std::size_t>(r)].cache_bytes, cache(c[2] == 0 ? 2 : 1)) << "rank " << r;
   }
+  // A vocabulary of 12: every range splits evenly over Z = 2, only the prompts do not.
+  GptConfig even = cfg;
+  even.vocab = 12;
+  const std::vector<GenerationCost> z2 = predict_generation_ranks(even, 3, GridShape{1, 1, 2});
+  EXPECT_EQ(z2[0].cache_bytes, 2 * z2[1].cache_bytes);
+  EXPECT_GT(z2[0].memory_bytes, z2[1].memory_bytes);
   EXPECT_GT(nine.out.seconds, 0.0);
   EXPECT_GE(nine.out.seconds, nine.out.first_token_seconds);
 }
