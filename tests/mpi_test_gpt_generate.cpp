@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpt_test_util.hpp"
 #include "plan/plan.hpp"  // all_grids
 #include "plexus/gpt.hpp"
 #include "plexus/process_grid.hpp"
@@ -29,18 +30,7 @@ GptConfig model() {
   return c;
 }
 
-// GPT-2's initialisation with the matrices 10× larger: peaked distributions, far from ties.
-GptWeights weights() {
-  auto be = make_cpu_backend(1);
-  auto grid = ProcessGrid::single();
-  GptModel m(*be, *grid, model(), 1);
-  m.init_weights(3);
-  GptWeights w = m.gather_weights();
-  for (auto& [name, t] : w)
-    if (name.find("ln") == std::string::npos)
-      for (float& v : t.data) v *= 10.0f;
-  return w;
-}
+GptWeights weights() { return testing::sharp_weights(model(), 3); }
 
 std::vector<std::vector<std::int32_t>> prompts() {
   std::vector<std::vector<std::int32_t>> p;

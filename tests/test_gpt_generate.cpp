@@ -20,19 +20,7 @@
 namespace plexus {
 namespace {
 
-// GPT-2's initialisation with the matrices 10× larger: peaked next-token distributions, so that
-// greedy picks are far from ties and the draws depend on the logits.
-GptWeights sharp_weights(const GptConfig& cfg) {
-  auto be = make_cpu_backend(1);
-  auto grid = ProcessGrid::single();
-  GptModel model(*be, *grid, cfg, 1);
-  model.init_weights(11);
-  GptWeights w = model.gather_weights();
-  for (auto& [name, t] : w)
-    if (name.find("ln") == std::string::npos)
-      for (float& v : t.data) v *= 10.0f;
-  return w;
-}
+GptWeights sharp_weights(const GptConfig& cfg) { return testing::sharp_weights(cfg, 11); }
 
 GptConfig small_model() { return testing::shaped(2, 2, 16, 12, 11, true); }
 
