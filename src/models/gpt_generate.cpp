@@ -72,12 +72,6 @@ class TokenPicker {
   std::vector<int> order_;
 };
 
-std::vector<std::size_t> counts_of(index_t n, int parts, index_t times) {
-  std::vector<std::size_t> c(static_cast<std::size_t>(parts));
-  for (int q = 0; q < parts; ++q) c[static_cast<std::size_t>(q)] = static_cast<std::size_t>(block_range(n, parts, q).size() * times);
-  return c;
-}
-
 }  // namespace
 
 GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
@@ -105,8 +99,8 @@ GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
   }
   Communicator& over_x = grid.host_comm(l.head);
   Communicator& over_z = grid.host_comm(l.seq);
-  const std::vector<std::size_t> vocab_counts = counts_of(c.vocab, grid.dim(l.head), local);
-  const std::vector<std::size_t> seq_counts = counts_of(batch, grid.dim(l.seq), 1);
+  const std::vector<std::size_t> vocab_counts = block_counts(c.vocab, grid.dim(l.head), local);
+  const std::vector<std::size_t> seq_counts = block_counts(batch, grid.dim(l.seq), 1);
   std::vector<float> mine(static_cast<std::size_t>(local * vl)), gathered(static_cast<std::size_t>(local * c.vocab)),
       row(static_cast<std::size_t>(c.vocab));
   std::vector<std::int32_t> picked(static_cast<std::size_t>(local)), all_picked(prompts.size());
