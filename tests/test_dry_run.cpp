@@ -504,10 +504,13 @@ TEST(DistinctRuns, ZeroReplicasSharingARunCostWhatEachWouldAlone) {
 // class up from them. On every grid of 4 and 6 ranks, one replica and two, each ZeRO stage, over sizes
 // that split unevenly on every axis (heads and positions over X, the embedding over Y, the
 // sequences over Z and the replicas): each rank's share of the runs is what it costs alone.
+// With sequence parallelism too (a rank's sequences split again over X and Y).
 TEST(DistinctRuns, GptRanksSharingARunCostWhatEachWouldAloneOnEveryGrid) {
   int configs = 0;
-  for (const int ranks : {4, 6}) {
+  for (const int ranks : {4, 6})
+  for (const bool sp : {false, true}) {
     GptConfig c;
+    c.sequence_parallel = sp;
     c.layers = 1;
     c.heads = ranks == 4 ? 4 : 2;
     c.embed = ranks == 4 ? 12 : 10;
@@ -519,7 +522,7 @@ TEST(DistinctRuns, GptRanksSharingARunCostWhatEachWouldAloneOnEveryGrid) {
           for (const index_t batch : {8, 9}) {  // sequences even over Z and the replicas, and not
             const GptParallel par{dp, stage, 0.0002, Precision::FP32, Transport::Mpi};
             const std::string what = g.str() + " x" + std::to_string(dp) + " ZeRO-" + std::to_string(stage) +
-                                     " batch " + std::to_string(batch);
+                                     " batch " + std::to_string(batch) + (sp ? " sequence-parallel" : "");
             const std::vector<RankCost> shared = predict_gpt_ranks(c, batch, 1, g, true, par);
             ASSERT_EQ(shared.size(), static_cast<std::size_t>(ranks * dp));
             for (int rank = 0; rank < ranks * dp; ++rank)
@@ -528,7 +531,7 @@ TEST(DistinctRuns, GptRanksSharingARunCostWhatEachWouldAloneOnEveryGrid) {
             ++configs;
           }
   }
-  EXPECT_EQ(configs, (6 + 9) * 5 * 2);
+  EXPECT_EQ(configs, (6 + 9) * 5 * 2 * 2);
 }
 
 // Every kind (with the options that change what its layers hold) on every grid of 6 and 8 ranks,

@@ -197,6 +197,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
                     {"dp", grid->dp()},
                     {"zero", o.cfg.zero_stage},
                     {"recompute", o.cfg.model.recompute},
+                    {"sequence_parallel", o.cfg.model.sequence_parallel},
                     {"precision", o.precision},
                     {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
                     {"memory", memory_json(r)},
@@ -281,6 +282,9 @@ void add_gpt_command(CLI::App& app) {
   train->add_flag("--recompute", t->cfg.model.recompute,
                   "Each block keeps only its input from forward to backward and runs its forward again there: less "
                   "activation memory, the same losses (docs/gpt.md)");
+  train->add_flag("--sequence-parallel", t->cfg.model.sequence_parallel,
+                  "Split what the tensor-parallel linears replicate by whole sequences: the residual stream over X, "
+                  "the attention and GELU over Y (the same bytes; less work and memory per rank; docs/gpt.md)");
   train->add_option("--batch", c.batch, "Sequences per micro-batch")->capture_default_str();
   train->add_option("--iters", c.iters, "Optimizer steps (0: initialise, evaluate and save only)")->capture_default_str();
   train->add_option("--lr", c.lr, "Peak learning rate (AdamW)")->capture_default_str();

@@ -349,6 +349,7 @@ void run_plan_gpt(GptPlanOptions& o) {
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
                                       {"recompute", o.model.recompute},
+                                      {"sequence_parallel", o.model.sequence_parallel},
                                       {"dropout", o.dropout},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids},
@@ -363,7 +364,8 @@ void run_plan_gpt(GptPlanOptions& o) {
              o.precision, o.dropout, ranks,
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
              m.stream_gbs, m.dropout_gdraws,
-             o.model.recompute ? "; activations recomputed in backward" : "",
+             std::string(o.model.recompute ? "; activations recomputed in backward" : "") +
+                 (o.model.sequence_parallel ? "; sequence-parallel" : ""),
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
     fmt::print("no choice of replicas, grid and ZeRO stage fits: more ranks, or a smaller model or batch\n");
@@ -472,6 +474,8 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
+  gpt->add_flag("--sequence-parallel", g->model.sequence_parallel,
+                "Sequence parallelism (as gpt train): the residual stream split over X, attention and GELU over Y");
   gpt->add_option("--dropout", g->dropout,
                   "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/shard_layout.hpp"
 #include "plexus/error.hpp"
 #include "plexus/rng.hpp"
 
@@ -54,7 +55,7 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   if (be.device() == Device::CUDA) grid.use_device_copies(be);  // a one-rank grid's copies reach the GPU
   build_layers();
   const GptLayout& l = layout_;
-  d_x_ = Matrix(be, l.rows, l.embed.size());
+  d_x_ = Matrix(be, l.res_rows.size(), l.embed.size());
   const auto rows = static_cast<std::size_t>(l.rows);
   xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, l.rows);
   token_weights_ = Buffer<float>(be, rows);
@@ -73,6 +74,7 @@ GptModel::GptModel(GptModel& of, Decoding)
   if (of.layout_.decoding || !of.zero_ || of.zero_->stage() == 3)
     throw std::logic_error("GptModel::decoder_of: a whole-sequence model whose parameters stay whole (ZeRO 0-2)");
   cfg_.recompute = false;  // a decoding block keeps its few rows' activations
+  cfg_.sequence_parallel = false;
   build_layers();
   register_params();
   for (std::size_t k = 0; k < params_.size(); ++k) {
@@ -94,6 +96,8 @@ void GptModel::build_layers() {
   const GptConfig& cfg = cfg_;
   const GptLayout& l = layout_;
   Linear3DOptions head = gpt_linear_options();
+  head.gather_input = l.sequence_parallel;  // ln_f's rows over X; the logits stay whole
+  head.row_unit = l.decoding ? 1 : cfg.block;
   head.bias = false;
   head.store_transposed = true;  // the head's Wᵀ [vocab × embed] is the token table when tied
   lm_head_ = std::make_unique<Linear3D>(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.vocab}, head);
@@ -107,9 +111,11 @@ void GptModel::build_layers() {
   tok_emb_ = std::make_unique<Embedding3D>(be, *wte);
   pos_emb_ = std::make_unique<Embedding3D>(be, *wpe_);
   for (int b = 0; b < cfg.layers; ++b) blocks_.push_back(std::make_unique<GptBlock>(be, grid, cfg, l, b));
-  ln_f_ = std::make_unique<LayerNorm3D>(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true);
+  ln_f_ = std::make_unique<LayerNorm3D>(be, grid, l.seq, l.hid, l.res_rows.size(), l.embed, cfg.embed, /*external_params=*/true);
+  if (scatters_embeddings()) ln_f_->split_rows_over(l.head);
 
-  x0_ = Matrix(be, l.rows, l.embed.size());
+  x0_ = Matrix(be, l.res_rows.size(), l.embed.size());
+  if (scatters_embeddings()) emb_ = Matrix(be, l.rows, l.embed.size());
 }
 
 // ---- decoding ----------------------------------------------------------------------------------
@@ -154,7 +160,7 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   // (A plan's dry run, on a backend that does not compute, passes no ids.)
   if (be_.computes() && (static_cast<index_t>(ids.size()) != l.rows || static_cast<index_t>(targets.size()) != l.rows))
     throw std::invalid_argument("GptModel::step: one id and one target per local row");
-  const index_t row0 = l.seqs.begin * cfg_.block;
+  const index_t row0 = l.seqs.begin * cfg_.block + l.res_rows.begin;  // of the residual stream's rows
 
   // Units of parameters (ZeRO-3 gathers each just before use, prefetching the next, and frees
   // it after; the other stages keep them): 0 = embeddings, final LayerNorm and head, 1 + b = block b.
@@ -170,10 +176,17 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
   zero.acquire(0, 1);
 
   // Embeddings: each X rank holds some vocabulary and position rows, so the sum is a partial
-  // that one all-reduce over X completes.
-  tok_emb_->forward(ids, x0_.view(), 0.0f);
-  pos_emb_->forward(positions_, x0_.view(), 1.0f);
-  grid_.comm(l.head).all_reduce(x0_.data(), x0_.size(), ReduceOp::Sum);
+  // that one all-reduce over X completes (sequence parallelism: a reduce-scatter, each X rank
+  // its sequences).
+  if (scatters_embeddings()) {
+    tok_emb_->forward(ids, emb_.view(), 0.0f);
+    pos_emb_->forward(positions_, emb_.view(), 1.0f);
+    grid_.comm(l.head).reduce_scatter(emb_.data(), x0_.data(), embedding_counts());
+  } else {
+    tok_emb_->forward(ids, x0_.view(), 0.0f);
+    pos_emb_->forward(positions_, x0_.view(), 1.0f);
+    grid_.comm(l.head).all_reduce(x0_.data(), x0_.size(), ReduceOp::Sum);
+  }
   if (drop.p > 0.0f) be_.dropout(x0_.view(), x0_.view(), drop.p, drop.key(0), row0, l.embed.begin);
 
   const Matrix* h = &x0_;
@@ -212,13 +225,22 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
     zero.release(1 + b);
   }
   if (drop.p > 0.0f) be_.dropout(d_x_.view(), d_x_.view(), drop.p, drop.key(0), row0, l.embed.begin);
-  tok_emb_->backward(d_x_.view());
-  pos_emb_->backward(d_x_.view());
+  Matrix* d_emb = &d_x_;
+  if (scatters_embeddings()) {  // every row's gradient, for this rank's vocabulary and positions
+    grid_.comm(l.head).all_gather(d_x_.data(), emb_.data(), embedding_counts());
+    d_emb = &emb_;
+  }
+  tok_emb_->backward(d_emb->view());
+  pos_emb_->backward(d_emb->view());
   zero.end_backward(0);
   zero.release(0);
   zero.finish_backward();
   guard.done = true;
   return loss;
+}
+
+std::vector<std::size_t> GptModel::embedding_counts() const {
+  return block_counts(layout_.seqs.size(), grid_.dim(layout_.head), cfg_.block * layout_.embed.size());
 }
 
 // ---- the parameter registry ----------------------------------------------------------------------

@@ -124,7 +124,12 @@ class GptModel {
   std::unique_ptr<Embedding3D> tok_emb_, pos_emb_;
   std::vector<std::unique_ptr<GptBlock>> blocks_;
   std::unique_ptr<LayerNorm3D> ln_f_;
-  Matrix x0_, d_x_;
+  Matrix x0_, d_x_;  // the residual stream's rows (GptLayout::res_rows)
+  // Sequence parallelism over X: the embeddings of all rows before their reduce-scatter over X
+  // (forward), then their gradient all-gathered over X (backward).
+  Matrix emb_;
+  std::vector<std::size_t> embedding_counts() const;  // the rows' slices over X, as counts
+  bool scatters_embeddings() const { return layout_.sequence_parallel && grid_.dim(layout_.head) > 1; }
   std::unique_ptr<CrossEntropy3D> xent_;  // over the vocabulary, split over X
   Buffer<float> token_weights_;
   Buffer<std::int32_t> labels_;

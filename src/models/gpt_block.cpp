@@ -5,23 +5,28 @@
 namespace plexus {
 
 GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& l, int index)
-    : ln1(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true),
-      ln2(be, grid, l.seq, l.hid, l.rows, l.embed, cfg.embed, /*external_params=*/true),
-      qkv(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols}, gpt_linear_options()),
+    : ln1(be, grid, l.seq, l.hid, l.res_rows.size(), l.embed, cfg.embed, /*external_params=*/true),
+      ln2(be, grid, l.seq, l.hid, l.res_rows.size(), l.embed, cfg.embed, /*external_params=*/true),
+      qkv(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols}, gpt_linear_options(l, cfg.block)),
       // proj's input is the attention output: the same heads as qkv, head_dim columns each.
-      proj(be, grid, Linear3DLayout{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed}, gpt_linear_options()),
-      fc(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.ff}, gpt_linear_options()),
-      fc2(be, grid, fc.layout().transposed(l.embed), gpt_linear_options()),
+      proj(be, grid, Linear3DLayout{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed}, gpt_linear_options(l, cfg.block)),
+      fc(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.ff}, gpt_linear_options(l, cfg.block)),
+      fc2(be, grid, fc.layout().transposed(l.embed), gpt_linear_options(l, cfg.block)),
       be_(be),
       layout_(l),
       index_(index),
       recompute_(cfg.recompute),
-      out_(be, l.rows, l.embed.size()) {
-  shape_.batch = l.seqs.size();
+      out_(be, l.res_rows.size(), l.embed.size()) {
+  if (l.sequence_parallel && grid.dim(l.head) > 1) {  // the residual stream's rows split over X
+    ln1.split_rows_over(l.head);
+    ln2.split_rows_over(l.head);
+  }
+  // The attention's sequences: this rank's, or with sequence parallelism their slice over Y.
+  shape_.batch = l.att_rows.size() / (l.decoding ? 1 : cfg.block);
   shape_.seq = cfg.block;
   shape_.heads = l.heads.size();
   shape_.head_dim = l.head_dim;
-  shape_.batch0 = l.seqs.begin;
+  shape_.batch0 = l.seqs.begin + l.att_rows.begin / (l.decoding ? 1 : cfg.block);
   shape_.head0 = l.heads.begin;
   shape_.total_heads = cfg.heads;
   if (l.decoding) {
@@ -35,15 +40,15 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
 
 void GptBlock::allocate_intermediates() {
   const GptLayout& l = layout_;
-  att_ = Matrix(be_, l.rows, l.att_cols.size());
-  mid_ = Matrix(be_, l.rows, l.embed.size());
-  gelu_ = Matrix(be_, l.rows, l.ff.size());
-  if (!l.decoding) lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.rows * l.heads.size()));
+  att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size());
+  mid_ = Matrix(be_, l.res_rows.size(), l.embed.size());
+  gelu_ = Matrix(be_, l.att_rows.size(), l.ff.size());
+  if (!l.decoding) lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()));
 }
 
 void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
   if (drop.p > 0.0f)
-    be_.dropout(m, m, drop.p, drop.key(s), layout_.seqs.begin * shape_.seq, layout_.embed.begin);
+    be_.dropout(m, m, drop.p, drop.key(s), layout_.seqs.begin * shape_.seq + layout_.res_rows.begin, layout_.embed.begin);
 }
 
 void GptBlock::release_intermediates() {
@@ -70,7 +75,8 @@ const Matrix& GptBlock::decode(const Matrix& x, const index_t* pos) {
 
 void GptBlock::load_cache(GptBlock& prefilled, const std::vector<index_t>& lengths) {
   const GptLayout& l = layout_;
-  if (!l.decoding || prefilled.layout_.decoding || prefilled.layout_.seqs != l.seqs || prefilled.layout_.heads != l.heads ||
+  if (!l.decoding || prefilled.layout_.decoding || prefilled.layout_.sequence_parallel || prefilled.layout_.seqs != l.seqs ||
+      prefilled.layout_.heads != l.heads ||
       static_cast<index_t>(lengths.size()) != l.seqs.size())
     throw std::logic_error("GptBlock::load_cache: not a decoding block and a whole-sequence block of its sequences");
   be_.attention_cache_load(prefilled.qkv.output().view(), shape_, lengths.data(), k_cache_.data(), v_cache_.data());
@@ -115,7 +121,7 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   be_.copy(d.view(), branch.view());
   drop_residual(branch.view(), drop, site(1));
   Matrix d_att = proj.backward(att_.view(), branch, true);
-  Matrix d_qkv(be_, d.rows(), layout_.qkv_cols.size());
+  Matrix d_qkv(be_, layout_.att_rows.size(), layout_.qkv_cols.size());
   be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
                                        drop.key(site(0)), d_qkv.view());
   Matrix d_h1 = qkv.backward(ln1.forward_output().view(), d_qkv, true);

@@ -4,6 +4,12 @@
 //   out = mid + drop(fc2(gelu(fc(ln2(mid)))))
 // qkv and fc are Linear3Ds Y → X, proj and fc2 X → Y; attention runs on this rank's whole
 // sequences (Z) and whole heads (X), replicated over Y.
+// Sequence parallelism (GptLayout::sequence_parallel) splits what is replicated by whole
+// sequences: x, ln1, ln2, mid and out over X (GptLayout::res_rows), the attention, its output
+// and the GELU over Y (att_rows). Every linear then all-gathers its input's rows over its `out`
+// axis and reduce-scatters its output's over its `in` axis (backward: dY gathered, dX
+// scattered) — where the all-reduces were, for the same bytes:
+//   ln1 ─AG_X→ qkv ─RS_Y→ attention ─AG_Y→ proj ─RS_X→ + ─ ln2 ─AG_X→ fc ─RS_Y→ GELU ─AG_Y→ fc2 ─RS_X→ +
 // Decoding (GptLayout::decoding): a row per sequence, its newest token; the block keeps the keys
 // and values of every token before it in a KV cache split as its attention is (this rank's
 // sequences and heads, every position of the context), and attention_decode reads them.
@@ -35,7 +41,7 @@ struct GptDropout {
 class GptBlock {
  public:
   GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& layout, int index);
-  // x [rows × embed]: returns out (owned by the block, valid until the next forward).
+  // x [res_rows × embed]: returns out (owned by the block, valid until the next forward).
   const Matrix& forward(const Matrix& x, const GptDropout& drop);
   // d holds ∂L/∂out on entry and ∂L/∂x on return; parameter gradients are accumulated.
   void backward(const Matrix& x, Matrix& d, const GptDropout& drop);

@@ -85,6 +85,7 @@ GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
 
   GptConfig c = cfg;
   c.recompute = false;  // forward only: nothing to free for a backward pass
+  c.sequence_parallel = false;  // the caches load every row of the prefill: whole on each rank
   GptModel full(backend, grid, c, batch);
   full.load_weights(weights);
   std::unique_ptr<GptModel> decoder = o.kv_cache ? GptModel::decoder_of(full) : nullptr;

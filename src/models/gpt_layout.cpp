@@ -16,6 +16,14 @@ GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const
   l.seqs = sub_range(block_range(batch, dp, d), shape.dim(l.seq), coords[static_cast<int>(l.seq)]);
   l.decoding = decoding;
   l.rows = l.seqs.size() * (decoding ? 1 : c.block);
+  l.sequence_parallel = c.sequence_parallel && !decoding;
+  const auto slice = [&](Axis a) -> Range {  // whole sequences of this rank's
+    if (!l.sequence_parallel) return {0, l.rows};
+    const Range s = sub_range(Range{0, l.seqs.size()}, shape.dim(a), coords[static_cast<int>(a)]);
+    return {s.begin * c.block, s.end * c.block};
+  };
+  l.res_rows = slice(l.head);
+  l.att_rows = slice(l.hid);
   l.embed = part(c.embed, l.hid);
   l.heads = part(c.heads, l.head);
   l.qkv_cols = {3 * l.head_dim * l.heads.begin, 3 * l.head_dim * l.heads.end};

@@ -21,6 +21,11 @@ struct GptLayout {
   // attention reads the keys and values of the tokens before it from the blocks' caches.
   bool decoding = false;
   index_t rows = 0;  // seqs.size() · block; decoding: seqs.size()
+  // Sequence parallelism (GptConfig::sequence_parallel; never while decoding): the rows of
+  // [0, rows) that this rank holds of the residual stream (whole sequences, split over X) and
+  // of the attention and GELU (split over Y). Without it both are [0, rows).
+  bool sequence_parallel = false;
+  Range res_rows, att_rows;
   Range embed;     // embedding features (over Y)
   Range heads;     // attention heads (over X)
   Range qkv_cols;  // [3·hd·heads.begin, 3·hd·heads.end): per head q | k | v (internal order)
@@ -44,6 +49,14 @@ inline Linear3DOptions gpt_linear_options() {
   o.reuse_weight = true;
   o.accumulate_grads = true;
   o.external_params = true;
+  return o;
+}
+// A block's linear under sequence parallelism: its input a row slice over `out`, its output one
+// over `in`, in whole sequences (Linear3DOptions::gather_input, scatter_output).
+inline Linear3DOptions gpt_linear_options(const GptLayout& l, index_t block) {
+  Linear3DOptions o = gpt_linear_options();
+  o.gather_input = o.scatter_output = l.sequence_parallel;
+  o.row_unit = l.decoding ? 1 : block;
   return o;
 }
 

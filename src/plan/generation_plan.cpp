@@ -15,6 +15,7 @@ GenerationCost dry_run_generation(const GptConfig& model, index_t prompts, GridS
   DryRun run(g, 1, rank, Transport::Mpi);
   GptConfig c = model;
   c.recompute = false;  // as generate_gpt builds it
+  c.sequence_parallel = false;
   GptModel full(run.backend(), run.grid(), c, prompts);
   std::unique_ptr<GptModel> decoder = kv_cache ? GptModel::decoder_of(full) : nullptr;
   full.step({}, {}, 1.0f, GptDropout{}, /*train=*/false);  // the window pass (a dry run passes no ids)

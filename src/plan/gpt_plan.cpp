@@ -200,14 +200,28 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
       seq_of(static_cast<std::size_t>(Z) * D);
   std::vector<index_t> k;
   for (int z = 0; z < Z; ++z) {
+    // Sequence parallelism splits a rank's sequences over X (the residual stream) and over Y
+    // (attention): the head and hid parts then also hold their coordinate's share of every
+    // sequence count that Z rank z has in some replica.
+    std::vector<index_t> counts;
+    if (c.sequence_parallel) {
+      for (int d = 0; d < D; ++d) counts.push_back(gpt_layout_at(g, {0, 0, z}, c, batch, D, d).seqs.size());
+      std::sort(counts.begin(), counts.end());
+      counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    }
+    const auto add_shares = [&](int parts, int idx) {
+      for (const index_t n : counts) k.push_back(sub_range(Range{0, n}, parts, idx).size());
+    };
     for (int x = 0; x < X; ++x) {
       k.clear();
       layout_key_head(gpt_layout_at(g, {x, 0, z}, c, batch, D, 0), g, {x, 0, z}, k);
+      add_shares(X, x);
       head_of[static_cast<std::size_t>(x) * Z + z] = head_ids(k);
     }
     for (int y = 0; y < Y; ++y) {
       k.clear();
       layout_key_hid(gpt_layout_at(g, {0, y, z}, c, batch, D, 0), g, {0, y, z}, k);
+      add_shares(Y, y);
       hid_of[static_cast<std::size_t>(y) * Z + z] = hid_ids(k);
     }
     for (int d = 0; d < D; ++d) {

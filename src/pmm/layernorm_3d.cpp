@@ -54,6 +54,7 @@ void LayerNorm3D::backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx)
                          /*grad_beta=*/0.0f, dg, db);
   // Only this pass's parameter sums are reduced over the rows; then they are accumulated.
   grid_.comm(row_).all_reduce(param_sums_.data(), param_sums_.size(), ReduceOp::Sum);
+  if (also_rows_) grid_.comm(*also_rows_).all_reduce(param_sums_.data(), param_sums_.size(), ReduceOp::Sum);
   be_.axpby(cols, 1.0f, dg, 1.0f, gamma_.grad());
   be_.axpby(cols, 1.0f, db, 1.0f, beta_.grad());
 }

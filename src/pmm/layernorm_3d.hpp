@@ -6,7 +6,10 @@
 // Collectives, forward ↔ backward:
 //   mean = all-reduce(Σ x / C)             over hidden  ↔  (a, b) = all-reduce(Σ g/C, Σ g·x̂/C)  over hidden
 //   var  = all-reduce(Σ (x − mean)² / C)   over hidden  ↔  (dγ, dβ) = all-reduce(Σ_rows)          over row
+//                                                          (and over split_rows_over(), when set)
 // (the kernels: Backend::layernorm_* in plexus/backend.hpp).
+#include <optional>
+
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/process_grid.hpp"
@@ -26,6 +29,10 @@ class LayerNorm3D {
   // Adds the input gradient to `dx` (dx += ∂L/∂x) and dγ, dβ to the parameter gradients.
   void backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx);
 
+  // The rows are further split over `a` (sequence parallelism: the GPT's residual stream over
+  // X): dγ and dβ are then summed over `a` too.
+  void split_rows_over(Axis a) { also_rows_ = a; }
+
   const Matrix& forward_output() const { return y_; }
   // Frees the output until the next forward allocates it again (recomputing callers).
   void release_output() { y_ = Matrix(); }
@@ -37,6 +44,7 @@ class LayerNorm3D {
   Backend& be_;
   ProcessGrid& grid_;
   Axis row_, hidden_;
+  std::optional<Axis> also_rows_;
   Range cols_;
   index_t width_;
   float eps_;

@@ -16,6 +16,11 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
   const index_t in = layout.in_cols.size(), out = layout.out_cols.size();
   const bool split_w = grid.dim(layout.row) > 1;
   if (grid.dim(layout.in) == 1) opt_.scatter_output = false;  // the all-reduce is already the identity
+  if (grid.dim(layout.out) == 1) opt_.gather_input = false;     // the gather too
+  if (opt_.row_unit < 1 || layout.rows % opt_.row_unit != 0)
+    throw std::logic_error("Linear3D: rows are not whole units of row_unit");
+  if (opt_.gather_input && opt_.sums != Wire::Fp32)
+    throw std::logic_error("Linear3D: gather_input sums dX in fp32 (a reduce-scatter)");
   const Range stored_rows = opt_.store_transposed ? layout.out_cols : layout.in_cols;
   stored_rows_ = stored_rows.size();
   stored_cols_ = opt_.store_transposed ? in : out;
@@ -33,17 +38,40 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
     if (grads) dw_full_ = Matrix(be, stored_rows_, stored_cols_);
   }
   if (grads && opt_.bias && opt_.accumulate_grads) db_new_ = Buffer<float>(be, static_cast<std::size_t>(out));
-  y_ = Matrix(be, layout.rows, out);
-  if (opt_.scatter_output) {
+  // With scatter_output the whole Y and the gathered dY are a pass's workspace; Y's slice stays.
+  if (opt_.scatter_output)
     y_slice_ = Matrix(be, output_rows().size(), out);
-    if (grads) d_y_full_ = Matrix(be, layout.rows, out);
-  }
+  else
+    y_ = Matrix(be, layout.rows, out);
+}
+
+Range Linear3D::row_slice(int parts, int idx) const {
+  const Range units = sub_range(Range{0, layout_.rows / opt_.row_unit}, parts, idx);
+  return {units.begin * opt_.row_unit, units.end * opt_.row_unit};
+}
+
+std::vector<std::size_t> Linear3D::slice_counts(int parts, index_t cols) const {
+  return block_counts(layout_.rows / opt_.row_unit, parts, opt_.row_unit * cols);
 }
 
 Range Linear3D::output_rows() const {
-  const Range all{0, layout_.rows};
-  if (!opt_.scatter_output) return all;
-  return sub_range(all, grid_.dim(layout_.in), grid_.coord(layout_.in));
+  if (!opt_.scatter_output) return {0, layout_.rows};
+  return row_slice(grid_.dim(layout_.in), grid_.coord(layout_.in));
+}
+
+ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, Matrix& into) {
+  const index_t in = layout_.in_cols.size();
+  if (slice.rows != input_rows().size() || slice.cols != in || (slice.rows > 0 && slice.ld != in))
+    throw std::invalid_argument("Linear3D: gather_input's X is not this rank's slice [input_rows × in_cols], dense");
+  MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered input");
+  into = Matrix(be_, layout_.rows, in);
+  grid_.comm(layout_.out).all_gather(slice.data, into.data(), slice_counts(grid_.dim(layout_.out), in));
+  return into.view();
+}
+
+Range Linear3D::input_rows() const {
+  if (!opt_.gather_input) return {0, layout_.rows};
+  return row_slice(grid_.dim(layout_.out), grid_.coord(layout_.out));
 }
 
 ConstMatrixView Linear3D::full_weight() {
@@ -108,20 +136,29 @@ Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool n
 }
 
 Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
-  if (x_whole.rows != layout_.rows || x_whole.cols != layout_.in_cols.size())
-    throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols]");
+  const index_t in = layout_.in_cols.size();
+  if (x_whole.rows != input_rows().size() || x_whole.cols != in)
+    throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols] (gather_input: its slice)");
+  if (opt_.gather_input && src != nullptr) throw std::logic_error("Linear3D: gather_input takes X whole, not by rows");
+  Matrix x_full;  // gather_input: X's rows of every rank over `out`, for this pass
+  if (opt_.gather_input) x_whole = gather_input(x_whole, x_full);
   const ConstMatrixView w = full_weight();
-  if (y_.backend() == nullptr) {  // (released by release_output)
-    y_ = Matrix(be_, layout_.rows, layout_.out_cols.size());
-    if (opt_.scatter_output) y_slice_ = Matrix(be_, output_rows().size(), layout_.out_cols.size());
+  const index_t out = layout_.out_cols.size();
+  if (opt_.scatter_output && y_slice_.backend() == nullptr) y_slice_ = Matrix(be_, output_rows().size(), out);
+  if (!opt_.scatter_output && y_.backend() == nullptr) y_ = Matrix(be_, layout_.rows, out);  // (released by release_output)
+  Matrix y_whole;  // scatter_output: every row's partial sums, until they are reduce-scattered
+  if (opt_.scatter_output) {
+    MemoryScope scope(be_, MemoryKind::Workspace, "a linear's output before its reduce-scatter");
+    y_whole = Matrix(be_, layout_.rows, out);
   }
+  const MatrixView y_all = opt_.scatter_output ? y_whole.view() : y_.view();
   over_rows(be_, x_whole, src, [&](index_t r0, index_t r1, ConstMatrixView x) {
-    be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, rows_of(y_.view(), r0, r1));
+    be_.gemm(Trans::No, opt_.store_transposed ? Trans::Yes : Trans::No, 1.0f, x, w, 0.0f, rows_of(y_all, r0, r1));
   });
+  x_full = Matrix();  // (before Y's reduce-scatter: no longer needed)
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
-    const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
-    grid_.comm(layout_.in).reduce_scatter(y_.data(), y_slice_.data(), counts);
+    grid_.comm(layout_.in).reduce_scatter(y_whole.data(), y_slice_.data(), slice_counts(grid_.dim(layout_.in), out));
   } else {
     all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sums);
   }
@@ -131,10 +168,14 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
 
 Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, ConstMatrixView d_y, bool need_input_grad) {
   if (opt_.inference) throw std::logic_error("Linear3D: backward of a linear built for inference");
+  if (opt_.gather_input && src != nullptr) throw std::logic_error("Linear3D: gather_input takes X whole, not by rows");
+  Matrix x_full, d_y_full;  // this pass's gathered X and dY
+  if (opt_.gather_input) x_whole = gather_input(x_whole, x_full);  // (again: only slices are kept)
   if (opt_.scatter_output) {
-    const auto counts = block_counts(layout_.rows, grid_.dim(layout_.in), layout_.out_cols.size());
-    grid_.comm(layout_.in).all_gather(d_y.data, d_y_full_.data(), counts);
-    d_y = d_y_full_.view();
+    MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered output gradient");
+    d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size());
+    grid_.comm(layout_.in).all_gather(d_y.data, d_y_full.data(), slice_counts(grid_.dim(layout_.in), layout_.out_cols.size()));
+    d_y = d_y_full.view();
   }
   const Axis row = layout_.row;
   const bool acc = opt_.accumulate_grads;
@@ -169,15 +210,21 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (!need_input_grad) return {};
   Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
-  all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
-  return d_x;
+  if (!opt_.gather_input) {
+    all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
+    return d_x;
+  }
+  Matrix d_x_slice(be_, input_rows().size(), layout_.in_cols.size());
+  grid_.comm(layout_.out).reduce_scatter(d_x.data(), d_x_slice.data(), slice_counts(grid_.dim(layout_.out), layout_.in_cols.size()));
+  return d_x_slice;
 }
 
 template <class F>
 void Linear3D::backward_by_rows(const RowSource& x, const RowSource& d_y, bool need_input_grad, F&& dx_rows) {
   const index_t rows = layout_.rows, in = layout_.in_cols.size(), out = layout_.out_cols.size();
-  if (opt_.scatter_output || opt_.accumulate_grads || opt_.inference)
-    throw std::logic_error("Linear3D: a backward by rows of a training linear without scatter_output or accumulate_grads");
+  if (opt_.scatter_output || opt_.gather_input || opt_.accumulate_grads || opt_.inference)
+    throw std::logic_error(
+        "Linear3D: a backward by rows of a training linear without scatter_output, gather_input or accumulate_grads");
   if (x.rows != rows || x.cols != in || d_y.rows != rows || d_y.cols != out)
     throw std::invalid_argument("Linear3D: X is not [rows × in_cols] or dY not [rows × out_cols]");
   const ConstMatrixView w = full_weight();

@@ -15,6 +15,12 @@
 //   Y += b                                   ↔  db = all-reduce(column sums of dY) over row
 // Options: `scatter_output` makes the forward all-reduce a reduce-scatter over `in` (Y comes
 // back as this rank's slice of the rows) and the backward first all-gathers dY over `in`;
+// `gather_input` is its mirror on the input side (Megatron's sequence parallelism): X comes as
+// this rank's slice of the rows over `out`, forward all-gathers it over `out` and backward
+// all-gathers it again for dW (only the slice is kept) and reduce-scatters dX over `out`
+// instead of all-reducing it — a chain of linears with both then holds every activation between
+// them as row slices: forward's bytes are those of its all-reduces, backward adds the gather;
+// `row_unit` cuts both slices in whole units of that many rows (the GPT: whole sequences);
 // `reuse_weight` gathers W once per weight update instead of in every pass; `external_params`
 // leaves W and b to be bound by their owner (pmm/param_slot.hpp: the GPT's ZeroOptimizer).
 // `store_transposed` keeps Wᵀ [out/G_out × in/G_in] instead (PyTorch's nn.Linear layout), split
@@ -54,6 +60,8 @@ struct Linear3DLayout {
 struct Linear3DOptions {
   bool bias = true;
   bool scatter_output = false;  // reduce-scatter Y over `in` (see above)
+  bool gather_input = false;    // X is a row slice over `out`, all-gathered (see above)
+  index_t row_unit = 1;         // the slices of both cut rows in units of this many
   bool reuse_weight = false;    // gather W over `row` once per weight_updated()
   // Backward adds into dW and db instead of overwriting them (gradient accumulation over
   // micro-batches); the collectives then reduce only the new contribution.
@@ -76,8 +84,9 @@ class Linear3D {
  public:
   Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear3DOptions opt = {});
 
-  // Y = X·W (+ b) for x [rows × in_cols]. Returns Y [rows × out_cols] replicated over `in`,
-  // or with scatter_output its row slice [output_rows() × out_cols].
+  // Y = X·W (+ b) for x [rows × in_cols] (with gather_input its row slice [input_rows() ×
+  // in_cols]). Returns Y [rows × out_cols] replicated over `in`, or with scatter_output its row
+  // slice [output_rows() × out_cols].
   Matrix& forward(ConstMatrixView x);
   // The same with X read in row chunks (pmm/bf16_tensors.hpp: a bf16 input, or an input whose
   // dropout is applied chunk by chunk): only one chunk of X is ever held in fp32. An fp32 X
@@ -85,7 +94,8 @@ class Linear3D {
   Matrix& forward(const RowSource& x);
   // Given X of the forward pass and dY (the gradient of what forward returned; with
   // scatter_output it is all-gathered over `in` first), computes dW and db and, when
-  // `need_input_grad`, returns dX [rows × in_cols] (else an empty matrix).
+  // `need_input_grad`, returns dX [rows × in_cols] (else an empty matrix). With gather_input,
+  // X is the slice forward took (gathered again for dW) and dX the slice's rows.
   Matrix backward(ConstMatrixView x, Matrix& d_y, bool need_input_grad);
   // The same with X read by rows, as the forward that took it, and dY read by rows (an fp32 dY
   // in place: the product of backward(ConstMatrixView)); read in row chunks (no scatter_output,
@@ -113,6 +123,8 @@ class Linear3D {
   }
   // This rank's rows of what forward returns: all `rows`, or the slice over `in`.
   Range output_rows() const;
+  // This rank's rows of what forward takes: all `rows`, or the slice over `out`.
+  Range input_rows() const;
   const Linear3DLayout& layout() const { return layout_; }
   // Global rows of the stored matrix kept here: of W (in_cols split over `row`), or with
   // store_transposed of Wᵀ (out_cols split over `row`).
@@ -146,7 +158,13 @@ class Linear3D {
   Matrix w_full_, dw_full_;
   bool w_full_valid_ = false;
   Buffer<float> db_new_;
-  Matrix y_, y_slice_, d_y_full_;
+  // The rows of [0, rows) that rank `idx` of `parts` holds in a slice: whole row_unit units.
+  Range row_slice(int parts, int idx) const;
+  std::vector<std::size_t> slice_counts(int parts, index_t cols) const;
+  // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace).
+  ConstMatrixView gather_input(ConstMatrixView slice, Matrix& into);
+
+  Matrix y_, y_slice_;
 };
 
 }  // namespace plexus

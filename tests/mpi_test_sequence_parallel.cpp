@@ -1,0 +1,170 @@
+// Sequence parallelism under MPI (in mpi_test_trainer: 1 to 4, 6 and 8 ranks). On every replica
+// count and grid of the rank count, ZeRO 0 (and 3 over several replicas), two steps of two
+// micro-batches with dropout, on a batch whose sequences split unevenly over X and Y (a rank may
+// hold none):
+//  - the per-step losses of the run with GptConfig::sequence_parallel are those of the same grid
+//    without it to 1e-6 relative (only the sums' order differs), and so are the weights to 1e-5;
+//  - each rank's peak tensor memory, and each kind of it, is what the plan's dry run of that
+//    rank says at ZeRO 0 (predict_gpt_ranks; at most, with the vocabulary split over X), and with X or Y
+//    split the largest activation peak falls;
+//  - with --recompute on top, the losses and weights of the run without it, bit for bit.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "plan/gpt_plan.hpp"
+#include "plan/plan.hpp"  // all_grids
+#include "plexus/backend.hpp"
+#include "plexus/gpt.hpp"
+#include "plexus/gpt_trainer.hpp"
+#include "plexus/process_grid.hpp"
+
+namespace plexus {
+namespace {
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+GptTrainConfig sp_config() {
+  GptTrainConfig cfg;
+  cfg.model.layers = 2;
+  cfg.model.heads = 6;
+  cfg.model.embed = 12;
+  cfg.model.block = 5;
+  cfg.model.vocab = 13;
+  cfg.batch = 7;  // 7 sequences: uneven over every axis
+  cfg.grad_accum = 2;
+  cfg.iters = 2;
+  cfg.warmup = 0;
+  cfg.eval_every = 0;
+  cfg.dropout = 0.2f;
+  return cfg;
+}
+
+const TokenCorpus& corpus() {
+  static const TokenCorpus c = [] {
+    TokenCorpus t;
+    t.vocab = 13;
+    for (int k = 0; k < 400; ++k) t.train.push_back(static_cast<std::int32_t>((k * 5 + k / 7) % 13));
+    t.val.assign(t.train.begin(), t.train.begin() + 60);
+    return t;
+  }();
+  return c;
+}
+
+struct SpRun {
+  std::vector<double> losses;
+  GptWeights weights;
+  std::size_t peak = 0, activation_peak = 0;
+  std::vector<std::size_t> by_kind;
+};
+
+SpRun train(ProcessGrid& grid, GptTrainConfig c) {
+  auto be = make_cpu_backend(1);
+  GptTrainer trainer(corpus(), c, *be, grid);
+  SpRun r;
+  for (int i = 0; i < c.iters; ++i) r.losses.push_back(trainer.step().loss);
+  r.peak = be->peak_bytes();
+  r.activation_peak = be->peak_bytes(MemoryKind::Activations);
+  for (int k = 0; k < kMemoryKinds; ++k) r.by_kind.push_back(be->peak_bytes(MemoryKind(k)));
+  r.weights = trainer.weights();
+  return r;
+}
+
+double max_relative_difference(const GptWeights& a, const GptWeights& b) {
+  double worst = 0;
+  for (const auto& [name, t] : a) {
+    const auto it = b.find(name);
+    if (it == b.end() || it->second.data.size() != t.data.size()) return INFINITY;
+    for (std::size_t i = 0; i < t.data.size(); ++i)
+      worst = std::max(worst, std::abs(double(t.data[i]) - it->second.data[i]) / std::max(1.0, std::abs(double(t.data[i]))));
+  }
+  return a.size() == b.size() ? worst : INFINITY;
+}
+
+TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithoutIt) {
+  const int p = world_size();
+  for (int dp = 1; dp <= p; ++dp) {
+    if (p % dp) continue;
+    for (const GridShape& shape : all_grids(p / dp))
+      for (const int stage : dp > 1 ? std::vector<int>{0, 3} : std::vector<int>{0}) {
+        const std::string what = std::to_string(dp) + " x " + shape.str() + " ZeRO-" + std::to_string(stage);
+        GptTrainConfig off = sp_config(), on = sp_config();
+        off.zero_stage = on.zero_stage = stage;
+        on.model.sequence_parallel = true;
+        auto grid = ProcessGrid::from_mpi(shape, dp);
+        const SpRun a = train(*grid, off), b = train(*grid, on);
+        ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
+        for (std::size_t i = 0; i < a.losses.size(); ++i)
+          EXPECT_LE(std::abs(a.losses[i] - b.losses[i]), 1e-6 * std::abs(a.losses[i]))
+              << what << ": step " << i + 1 << " " << a.losses[i] << " vs " << b.losses[i];
+        EXPECT_LE(max_relative_difference(a.weights, b.weights), 1e-5) << what;
+
+        // One step: the plan's dry run of this rank holds what the run held, kind by kind (as
+        // DryRun.GptPlanHoldsWhatTrainingHoldsByKind on one rank).
+        GptTrainConfig one = on;
+        one.iters = 1;
+        one.grad_accum = 1;
+        one.dropout = 0.0f;
+        const SpRun m = train(*grid, one);
+        const GptParallel par{dp, stage, one.bucket_mb, Precision::FP32, Transport::Mpi, one.dropout};
+        const RankCost plan = predict_gpt_ranks(one.model, one.batch, one.grad_accum, shape, true, par)
+            [static_cast<std::size_t>(world_rank())];
+        // (With the vocabulary split over X, the plan takes each one-hot embedding matrix at its
+        // largest, every row's id held by the rank: at least the run's, then.)
+        for (int k = -1; k < kMemoryKinds; ++k) {
+          const auto kk = static_cast<std::size_t>(k);
+          const double want = k < 0 ? plan.memory_bytes : plan.memory_by_kind[kk];
+          const double got = static_cast<double>(k < 0 ? m.peak : m.by_kind[kk]);
+          const std::string kind = k < 0 ? "all" : memory_kind_name(MemoryKind(k));
+          if (stage != 0) continue;  // (ZeRO-3's own plan: tests/cli_gpt_dp.sh)
+          if (shape.x == 1) {
+            EXPECT_EQ(want, got) << what << ": " << kind;
+          } else {
+            EXPECT_GE(want, got) << what << ": " << kind;
+          }
+        }
+
+        // Split over X or Y, the largest rank's activations fall.
+        unsigned long long mine[2] = {b.activation_peak, a.activation_peak}, most[2] = {0, 0};
+        MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (shape.x * shape.y > 1) {
+          EXPECT_LT(most[0], most[1]) << what << ": the largest activation peak did not fall";
+        }
+
+      }
+  }
+}
+
+// Recompute with sequence parallelism: each block's forward runs again in backward, with its
+// gathers and reduce-scatters, to the same values bit for bit — on every grid.
+TEST(SequenceParallel, RecomputeOnEveryGridGivesTheSameLossesAndWeightsBitForBit) {
+  for (const GridShape& shape : all_grids(world_size())) {
+    GptTrainConfig plain = sp_config();
+    plain.model.sequence_parallel = true;
+    GptTrainConfig re = plain;
+    re.model.recompute = true;
+    auto grid = ProcessGrid::from_mpi(shape);
+    const SpRun a = train(*grid, plain), b = train(*grid, re);
+    ASSERT_EQ(a.losses.size(), b.losses.size());
+    for (std::size_t i = 0; i < a.losses.size(); ++i)
+      EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0) << shape.str() << ": step " << i + 1;
+    EXPECT_TRUE(a.weights == b.weights) << shape.str();
+  }
+}
+
+}  // namespace
+}  // namespace plexus
