@@ -284,6 +284,7 @@ struct GptPlanOptions {
   double bucket_mb = 25.0;
   float dropout = 0.0f;
   index_t prompts = 0;  // > 0: also what generating for that many prompts holds on each grid
+  std::string sequence_parallel = "off";  // off | on | both (each grid ranked with and without)
 };
 
 // `--prompts N`: per grid of the ranks (one replica), the largest KV cache and peak a rank holds
@@ -325,20 +326,51 @@ void run_plan_gpt(GptPlanOptions& o) {
   const double limit = static_cast<double>(parse_memory_budget(o.memory_per_rank));
   const Precision precision = precision_of(o.precision);
   const Transport transport = parse_transport(o.transport);
-  const std::vector<GridPlan> plans =
-      plan_gpt(o.model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport, o.dropout);
+  // Each choice with sequence parallelism off, on, or both ranked together.
+  const std::string& sp = o.sequence_parallel;
+  if (sp != "off" && sp != "on" && sp != "both")
+    throw InputError("--sequence-parallel", "'" + sp + "': off, on or both");
+  std::vector<GridPlan> plans;
+  std::vector<bool> sp_of;
+  for (const bool on : {false, true}) {
+    if ((on && sp == "off") || (!on && sp == "on")) continue;
+    GptConfig model = o.model;
+    model.sequence_parallel = on;
+    for (GridPlan& g : plan_gpt(model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport, o.dropout)) {
+      if (on && sp == "both" && g.grid.x * g.grid.y == 1) continue;  // splits nothing: the choice without it
+      plans.push_back(std::move(g));
+      sp_of.push_back(on);
+    }
+  }
+  {  // fastest first, as plan_gpt ranks one kind (stable: without it first on a tie)
+    std::vector<std::size_t> order(plans.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return plans[a].total_seconds < plans[b].total_seconds; });
+    std::vector<GridPlan> sorted;
+    std::vector<bool> sorted_sp;
+    for (const std::size_t k : order) {
+      sorted.push_back(std::move(plans[k]));
+      sorted_sp.push_back(sp_of[k]);
+    }
+    plans = std::move(sorted);
+    sp_of = std::move(sorted_sp);
+  }
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
       const GridPlan& g = plans[k];
       const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport, o.dropout};
+      GptConfig model = o.model;
+      model.sequence_parallel = sp_of[k];
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
                        {"dp", g.dp},
                        {"zero", g.zero},
+                       {"sequence_parallel", sp_of[k]},
                        {"bytes_step", bytes_json(g.steady)},
                        {"bytes_step_weights_gathered",
-                        bytes_json(predict_gpt_step(o.model, o.batch, o.grad_accum, g.grid, false, par))},
+                        bytes_json(predict_gpt_step(model, o.batch, o.grad_accum, g.grid, false, par))},
                        {"comm_seconds", g.comm_seconds},
                        {"compute_seconds", g.compute_seconds},
                        {"total_seconds", g.total_seconds},
@@ -349,7 +381,7 @@ void run_plan_gpt(GptPlanOptions& o) {
                                       {"ranks_per_node", m.ranks_per_node},
                                       {"precision", o.precision},
                                       {"recompute", o.model.recompute},
-                                      {"sequence_parallel", o.model.sequence_parallel},
+                                      {"sequence_parallel", sp},
                                       {"dropout", o.dropout},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids},
@@ -365,19 +397,21 @@ void run_plan_gpt(GptPlanOptions& o) {
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
              m.stream_gbs, m.dropout_gdraws,
              std::string(o.model.recompute ? "; activations recomputed in backward" : "") +
-                 (o.model.sequence_parallel ? "; sequence-parallel" : ""),
+                 (sp == "on" ? "; sequence-parallel" : sp == "both" ? "; with and without sequence parallelism (SP)" : ""),
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
     fmt::print("no choice of replicas, grid and ZeRO stage fits: more ranks, or a smaller model or batch\n");
     return;
   }
-  fmt::print("{:>4}  {:>3} {:<10} {:>4} {:>10} {:>10} {:>10}  {:>10} {:>9} {:>9} {:>9} {:>9}  {:>10}\n", "rank", "D",
-             "grid", "ZeRO", "step ms", "comm ms", "compute ms", "MB/step", "x MB", "y MB", "z MB", "d MB", "MB/rank");
+  const bool both = sp == "both";
+  fmt::print("{:>4}  {:>3} {:<10} {:>4}{} {:>10} {:>10} {:>10}  {:>10} {:>9} {:>9} {:>9} {:>9}  {:>10}\n", "rank", "D",
+             "grid", "ZeRO", both ? "  SP" : "", "step ms", "comm ms", "compute ms", "MB/step", "x MB", "y MB", "z MB",
+             "d MB", "MB/rank");
   for (std::size_t k = 0; k < plans.size(); ++k) {
     const GridPlan& g = plans[k];
-    fmt::print("{:>4}  {:>3} {:<10} {:>4} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  "
+    fmt::print("{:>4}  {:>3} {:<10} {:>4}{} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  "
                "{:>10.2f}\n",
-               k + 1, g.dp, g.grid.str(), g.zero, 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
+               k + 1, g.dp, g.grid.str(), g.zero, both ? (sp_of[k] ? " yes" : "  no") : "", 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
                g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6, g.steady.bytes[2] / 1e6,
                g.steady.bytes[3] / 1e6, g.memory_bytes / 1e6);
   }
@@ -474,8 +508,9 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
-  gpt->add_flag("--sequence-parallel", g->model.sequence_parallel,
-                "Sequence parallelism (as gpt train): the residual stream split over X, attention and GELU over Y");
+  gpt->add_flag("--sequence-parallel{on}", g->sequence_parallel,
+                "Sequence parallelism (as gpt train): the residual stream split over X, attention and GELU over Y; "
+                "--sequence-parallel=both ranks every choice with and without it (column SP; grids of X = Y = 1 once)");
   gpt->add_option("--dropout", g->dropout,
                   "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
       ->capture_default_str();
