@@ -480,15 +480,24 @@ TEST_P(Attention, RejectsBadShapes) {
 // written shows.
 // With `loaded`, positions 0..loaded[b]−1 enter the cache first by attention_cache_load from the
 // whole sequences (a prompt's prefill).
+// With `prefill` > 0 they are loaded from a shorter forward pass: the first `prefill` rows of
+// each sequence only (batch·prefill rows, prefill < seq, as a prompt's shorter window gives).
 HostMat run_decode(Backend& be, const HostMat& qkv, const AttentionShape& whole, index_t steps,
                    const std::function<index_t(index_t, index_t)>& pos, index_t extra_y = 0,
-                   const std::vector<index_t>* loaded = nullptr) {
+                   const std::vector<index_t>* loaded = nullptr, index_t prefill = 0) {
   const index_t B = whole.batch, T = whole.seq, width = whole.heads * whole.head_dim;
   AttentionShape s = whole;
   const auto cache = static_cast<std::size_t>(B * whole.heads * T * whole.head_dim);
   Buffer<float> k(be, std::vector<float>(cache, kNaN)), v(be, std::vector<float>(cache, kNaN));
   HostMat out(B * T, width, width, kNaN);
-  if (loaded) {
+  if (loaded && prefill > 0) {
+    HostMat rows(B * prefill, qkv.cols, qkv.ld, 0.0f);
+    for (index_t b = 0; b < B; ++b)
+      for (index_t t = 0; t < prefill; ++t)
+        for (index_t j = 0; j < qkv.cols; ++j) rows.at(b * prefill + t, j) = qkv.at(b * T + t, j);
+    DevMat part(be, rows);
+    be.attention_cache_load(part.cview(), s, loaded->data(), k.data(), v.data());
+  } else if (loaded) {
     DevMat all(be, qkv);
     be.attention_cache_load(all.cview(), s, loaded->data(), k.data(), v.data());
   }
@@ -545,7 +554,9 @@ TEST_P(Attention, DecodingEqualsTheForwardPassRows) {
     std::vector<index_t> loaded(static_cast<std::size_t>(c.batch));
     for (index_t b = 0; b < c.batch; ++b) loaded[static_cast<std::size_t>(b)] = std::min(c.seq, b + c.seq / 2);
     const auto after = [&](index_t k, index_t b) { return std::min(c.seq - 1, loaded[static_cast<std::size_t>(b)] + k); };
-    const HostMat rest = run_decode(*be, qkv, s, c.seq, after, 0, &loaded);
+    const index_t longest = *std::max_element(loaded.begin(), loaded.end());
+    for (const index_t prefill : {index_t{0}, std::max<index_t>(longest, 1)}) {  // whole sequences, and the prefix loaded
+    const HostMat rest = run_decode(*be, qkv, s, c.seq, after, 0, &loaded, prefill);
     for (index_t b = 0; b < c.batch; ++b)
       for (index_t t = 0; t < c.seq; ++t)
         for (index_t j = 0; j < s.heads * s.head_dim; ++j) {
@@ -559,6 +570,7 @@ TEST_P(Attention, DecodingEqualsTheForwardPassRows) {
             ASSERT_NEAR(x, want.y.at(b * c.seq + t, j), 1e-4) << describe(c, 0.0f);
           }
         }
+    }
   }
 }
 
@@ -585,8 +597,15 @@ TEST_P(Attention, DecodingRejectsPositionsOutsideTheCache) {
   };
   EXPECT_NO_THROW(load({0, 5}));
   EXPECT_THROW(load({6, 0}), std::invalid_argument);  // longer than the cache
-  EXPECT_THROW(be->attention_cache_load(dq.cview(), s, std::vector<index_t>{1, 1}.data(), k.data(), v.data()),
-               std::invalid_argument);  // 2 rows, not batch·seq
+  // A prefill shorter than the capacity: 2 rows are one a sequence, so lengths up to 1.
+  EXPECT_NO_THROW(be->attention_cache_load(dq.cview(), s, std::vector<index_t>{1, 1}.data(), k.data(), v.data()));
+  EXPECT_THROW(be->attention_cache_load(dq.cview(), s, std::vector<index_t>{2, 0}.data(), k.data(), v.data()),
+               std::invalid_argument);  // longer than the rows given
+  DevMat odd(*be, random_mat(rng, 3, 24, 0)), past(*be, random_mat(rng, 12, 24, 0));
+  EXPECT_THROW(be->attention_cache_load(odd.cview(), s, std::vector<index_t>{1, 1}.data(), k.data(), v.data()),
+               std::invalid_argument);  // 3 rows: not batch·r
+  EXPECT_THROW(be->attention_cache_load(past.cview(), s, std::vector<index_t>{1, 1}.data(), k.data(), v.data()),
+               std::invalid_argument);  // 6 rows a sequence, past the capacity 5
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Attention, ::testing::ValuesIn(backends_under_test()),

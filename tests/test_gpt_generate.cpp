@@ -43,6 +43,7 @@ struct Calls : KernelObserver {
 struct Generated {
   GptGeneration out;
   std::map<std::string, int> calls;
+  std::size_t peak = 0;  // the backend's peak tensor bytes
 };
 
 Generated generate(const GptConfig& cfg, const GptWeights& w, const std::vector<std::vector<std::int32_t>>& p,
@@ -54,6 +55,7 @@ Generated generate(const GptConfig& cfg, const GptWeights& w, const std::vector<
   Generated r{generate_gpt(cfg, w, p, o, *be, *grid), {}};
   be->set_observer(nullptr);
   r.calls = calls.n;
+  r.peak = be->peak_bytes();
   return r;
 }
 
@@ -65,11 +67,15 @@ TEST(GptGenerate, TheCachePicksTheTokensOfTheWindowPasses) {
     float temperature;
   };
   // Lengths 1, 5 and 8, 6 tokens each: the 8-token prompt passes the context of 12 at its last
-  // token (a window pass); lengths 1, 5, 12, 15: past the context from the first token on.
+  // token (a window pass); lengths 1, 5, 12, 15: past the context from the first token on;
+  // lengths 1, 5 and 7: every token fits the context, so the first pass runs on 7 positions
+  // only (generation_models' prefill), its keys and values loaded into the longer caches.
   std::vector<std::vector<std::int32_t>> short_prompts = prompts();
   short_prompts.resize(3);
   short_prompts[2].resize(8);
-  for (const auto& batch : {short_prompts, prompts()})
+  std::vector<std::vector<std::int32_t>> fitting = short_prompts;
+  fitting[2].resize(7);
+  for (const auto& batch : {short_prompts, prompts(), fitting})
     for (const Draw d : {Draw{1, 1.0f}, Draw{4, 0.8f}, Draw{0, 1.3f}}) {
       const std::string what = "top_k " + std::to_string(d.top_k) + ", " + std::to_string(batch.size()) + " prompts";
       GptGenerateOptions o;
@@ -87,8 +93,14 @@ TEST(GptGenerate, TheCachePicksTheTokensOfTheWindowPasses) {
       }
       EXPECT_EQ(cached.out.generated, 6 * static_cast<std::int64_t>(batch.size()));
       EXPECT_EQ(window.calls.count("attention_decode"), 0u);
-      // Short prompts: the prefill, four decoding steps, one window pass; past the context: windows.
-      EXPECT_EQ(cached.calls["attention_decode"], batch.size() == 3 ? 4 * cfg.layers : 0) << what;
+      // Short prompts: the prefill, four decoding steps, one window pass; past the context: windows;
+      // fitting: the prefill and five decoding steps.
+      const bool fits = batch == fitting;
+      EXPECT_EQ(cached.calls["attention_decode"], fits ? 5 * cfg.layers : batch.size() == 3 ? 4 * cfg.layers : 0) << what;
+      EXPECT_EQ(cached.calls["attention_forward"], (fits ? 1 : batch.size() == 3 ? 2 : 6) * cfg.layers) << what;
+      // The plan's dry run of generation holds at least what this one held, whichever the prompts.
+      const std::vector<GenerationCost> planned = predict_generation_ranks(cfg, static_cast<index_t>(batch.size()), GridShape{});
+      EXPECT_GE(planned[0].memory_bytes, static_cast<double>(cached.peak)) << what;
     }
 }
 

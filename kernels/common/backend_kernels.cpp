@@ -249,12 +249,15 @@ void Backend::attention_cache_load(ConstMatrixView qkv, const AttentionShape& s,
   const char* kernel = "attention_cache_load";
   require(s.batch >= 0 && s.seq >= 1 && s.heads >= 0 && s.head_dim >= 1, kernel,
           "batch, heads must be >= 0, seq (the cache's capacity) and head_dim >= 1");
-  require(valid_view(qkv) && qkv.rows == s.batch * s.seq && qkv.cols >= 3 * s.heads * s.head_dim, kernel,
-          "qkv must be batch·seq × >= 3·heads·head_dim");
+  // qkv holds r rows a sequence, r <= seq: the forward pass it comes from may be shorter.
+  const index_t r = s.batch > 0 ? qkv.rows / s.batch : 0;
+  require(valid_view(qkv) && qkv.rows == s.batch * r && (s.batch == 0 || (r >= 1 && r <= s.seq)) &&
+              qkv.cols >= 3 * s.heads * s.head_dim,
+          kernel, "qkv must be batch·r × >= 3·heads·head_dim, 1 <= r <= seq");
   if (s.batch == 0 || s.heads == 0) return;
   require(len != nullptr && k_cache != nullptr && v_cache != nullptr, kernel, "lengths and caches are needed");
   for (index_t b = 0; b < s.batch; ++b)
-    require(len[b] >= 0 && len[b] <= s.seq, kernel, "a length outside the cache (0 <= len <= seq)");
+    require(len[b] >= 0 && len[b] <= r, kernel, "a length outside the rows given (0 <= len <= r <= seq)");
   observed(kernel, [&] { do_attention_cache_load(qkv, s, len, k_cache, v_cache); });
 }
 

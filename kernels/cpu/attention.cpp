@@ -477,15 +477,15 @@ void CpuBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& 
 
 void CpuBackend::do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,
                                          float* k_cache, float* v_cache) {
-  const index_t pairs = s.batch * s.heads, d = s.head_dim, cap = s.seq;
+  const index_t pairs = s.batch * s.heads, d = s.head_dim, cap = s.seq, r = qkv.rows / s.batch;
   const int threads = static_cast<int>(std::min<index_t>(threads_for(pairs * cap * d), std::max<index_t>(pairs, 1)));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (index_t pair = 0; pair < pairs; ++pair) {
     const index_t b = pair / s.heads, h = pair % s.heads, kc = 3 * d * h + d;
     float* kt = k_cache + pair * d * cap;
     float* v = v_cache + pair * cap * d;
-    transpose(qkv.row(b * cap) + kc, qkv.ld, len[b], d, kt, cap);
-    for (index_t t = 0; t < len[b]; ++t) std::copy_n(qkv.row(b * cap + t) + kc + d, d, v + t * d);
+    transpose(qkv.row(b * r) + kc, qkv.ld, len[b], d, kt, cap);
+    for (index_t t = 0; t < len[b]; ++t) std::copy_n(qkv.row(b * r + t) + kc + d, d, v + t * d);
   }
 }
 

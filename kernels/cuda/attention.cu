@@ -461,15 +461,15 @@ __global__ void attn_decode_kernel(const float* __restrict qkv, index_t qkv_ld, 
 
 // Positions 0..len[b]−1 of sequence b from whole sequences' qkv: one thread per (pair, position,
 // column).
-__global__ void attn_cache_load_kernel(const float* __restrict qkv, index_t qkv_ld, const index_t* __restrict len,
-                                       index_t batch, index_t heads, index_t d, index_t cap, float* __restrict k_cache,
-                                       float* __restrict v_cache) {
+__global__ void attn_cache_load_kernel(const float* __restrict qkv, index_t qkv_ld, index_t rows_per_seq,
+                                       const index_t* __restrict len, index_t batch, index_t heads, index_t d, index_t cap,
+                                       float* __restrict k_cache, float* __restrict v_cache) {
   const index_t total = batch * heads * cap * d;
   for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<index_t>(gridDim.x) * blockDim.x) {
     const index_t c = i % d, t = (i / d) % cap, pair = i / (d * cap), b = pair / heads, h = pair % heads;
     if (t >= len[b]) continue;
-    const float* in = qkv + (b * cap + t) * qkv_ld + 3 * d * h;
+    const float* in = qkv + (b * rows_per_seq + t) * qkv_ld + 3 * d * h;
     k_cache[(pair * d + c) * cap + t] = in[d + c];
     v_cache[(pair * cap + t) * d + c] = in[2 * d + c];
   }
@@ -537,7 +537,7 @@ void CudaBackend::do_attention_cache_load(ConstMatrixView qkv, const AttentionSh
   do_copy_from_host(device_len, len, static_cast<std::size_t>(s.batch) * sizeof(index_t));
   const auto total = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.head_dim);
   attn_cache_load_kernel<<<clamp_grid((total + kThreads - 1) / kThreads, kMaxGrid1D), kThreads, 0, stream()>>>(
-      qkv.data, qkv.ld, device_len, s.batch, s.heads, s.head_dim, s.seq, k_cache, v_cache);
+      qkv.data, qkv.ld, qkv.rows / s.batch, device_len, s.batch, s.heads, s.head_dim, s.seq, k_cache, v_cache);
   PLEXUS_CUDA_CHECK_LAUNCH("attn_cache_load_kernel");
 }
 

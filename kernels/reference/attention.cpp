@@ -128,11 +128,11 @@ std::size_t value_at(const AttentionShape& s, index_t b, index_t h, index_t c, i
 
 void ReferenceBackend::do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,
                                                float* k_cache, float* v_cache) {
-  const index_t d = s.head_dim;
+  const index_t d = s.head_dim, r = qkv.rows / s.batch;  // rows a sequence (<= seq)
   for (index_t b = 0; b < s.batch; ++b)
     for (index_t h = 0; h < s.heads; ++h)
       for (index_t t = 0; t < len[b]; ++t) {
-        const float* in = qkv.row(b * s.seq + t) + 3 * d * h;
+        const float* in = qkv.row(b * r + t) + 3 * d * h;
         for (index_t c = 0; c < d; ++c) {
           k_cache[key_at(s, b, h, c, t)] = in[d + c];
           v_cache[value_at(s, b, h, c, t)] = in[2 * d + c];

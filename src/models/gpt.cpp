@@ -69,8 +69,8 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   zero_ = std::make_unique<ZeroOptimizer>(be, grid, flat_tensors(), zero, adam);
 }
 
-GptModel::GptModel(GptModel& of, Decoding)
-    : be_(of.be_), grid_(of.grid_), cfg_(of.cfg_), batch_(of.batch_), layout_(gpt_layout(of.grid_, of.cfg_, of.batch_, true)) {
+GptModel::GptModel(GptModel& of, index_t batch, Decoding)
+    : be_(of.be_), grid_(of.grid_), cfg_(of.cfg_), batch_(batch), layout_(gpt_layout(of.grid_, of.cfg_, batch, true)) {
   if (of.layout_.decoding || !of.zero_ || of.zero_->stage() == 3)
     throw std::logic_error("GptModel::decoder_of: a whole-sequence model whose parameters stay whole (ZeRO 0-2)");
   cfg_.recompute = false;  // a decoding block keeps its few rows' activations
@@ -88,7 +88,9 @@ GptModel::GptModel(GptModel& of, Decoding)
   weights_updated();
 }
 
-std::unique_ptr<GptModel> GptModel::decoder_of(GptModel& of) { return std::unique_ptr<GptModel>(new GptModel(of, Decoding{})); }
+std::unique_ptr<GptModel> GptModel::decoder_of(GptModel& of, index_t batch) {
+  return std::unique_ptr<GptModel>(new GptModel(of, batch < 0 ? of.batch_ : batch, Decoding{}));
+}
 
 void GptModel::build_layers() {
   Backend& be = be_;
@@ -141,8 +143,9 @@ Matrix& GptModel::decode(const std::vector<std::int32_t>& ids, const std::vector
 }
 
 void GptModel::load_cache(GptModel& prefilled, const std::vector<index_t>& lengths) {
-  if (!layout_.decoding || prefilled.layout_.decoding || prefilled.blocks_.size() != blocks_.size())
-    throw std::logic_error("GptModel::load_cache: a decoder and the model it decodes for");
+  if (!layout_.decoding || prefilled.layout_.decoding || prefilled.blocks_.size() != blocks_.size() ||
+      prefilled.cfg_.block > cfg_.block)
+    throw std::logic_error("GptModel::load_cache: a decoder and a whole-sequence model of a context at most its own");
   for (std::size_t b = 0; b < blocks_.size(); ++b) blocks_[b]->load_cache(*prefilled.blocks_[b], lengths);
 }
 

@@ -71,14 +71,17 @@ class GptModel {
   Matrix& logits() { return lm_head_->output(); }
 
   // Generation with a KV cache (models/gpt_generate.cpp). A model that decodes for `of`: one row
-  // per sequence of of's batch, on of's grid, each block with its cache; its parameters are of's
-  // (bound, not copied: `of` outlives it and keeps them whole, ZeRO stage 0–2, fp32).
-  static std::unique_ptr<GptModel> decoder_of(GptModel& of);
+  // per sequence of a batch of `batch` sequences (-1: of's; `of` may hold none: its parameters
+  // only), on of's grid, each block with its cache; its parameters are of's (bound, not copied:
+  // `of` outlives it and keeps them whole, ZeRO stage 0–2, fp32).
+  static std::unique_ptr<GptModel> decoder_of(GptModel& of, index_t batch = -1);
   // Decoding: ids[b] the token at position pos[b] of local sequence b (pos[b] < block, the cache
   // holding positions 0..pos[b]−1). Returns the logits [sequences × vocab shard], replicated over Y.
   Matrix& decode(const std::vector<std::int32_t>& ids, const std::vector<index_t>& pos);
   // Decoding: each local sequence b's positions 0..lengths[b]−1 into the caches from `prefilled`
-  // (the model decoder_of was given), whose forward pass (step) has just run on those tokens.
+  // (a whole-sequence model of the same batch and grid, its context at most the decoder's: the
+  // one decoder_of was given, or one of a shorter context), whose forward pass (step) has just
+  // run on those tokens.
   void load_cache(GptModel& prefilled, const std::vector<index_t>& lengths);
   // Decoding: this rank's KV caches, bytes.
   std::size_t cache_bytes() const;
@@ -96,7 +99,7 @@ class GptModel {
 
  private:
   struct Decoding {};
-  GptModel(GptModel& of, Decoding);
+  GptModel(GptModel& of, index_t batch, Decoding);
   // The layers (embeddings, blocks, final LayerNorm, head) and x0 of layout_.
   void build_layers();
   // The optimizer that stores the parameters (a decoder has none: a std::logic_error).
@@ -138,5 +141,22 @@ class GptModel {
   std::vector<GptParam> params_;
   std::unique_ptr<ZeroOptimizer> zero_;
 };
+
+// The models a generation runs (generate_gpt; the plan's dry run of it, plan/generation_plan.cpp):
+//  - `full`, of the model's context T: the parameters the decoder binds, and the window passes of
+//    T positions (without the cache every token; with it, once a sequence outgrows the context).
+//    It holds no sequence (its parameters only) when no such pass will run;
+//  - `prefill`, with the cache when no window pass of T positions will run (the prompts and the
+//    tokens fit the context): the first pass over the longest prompt's W < T positions only (its
+//    own copy of the parameters, wpe's first W rows), whose keys and values enter the caches;
+//    freed once it has run;
+//  - `decoder` (with the cache): GptModel::decoder_of(full).
+// `weights` null: a dry run (nothing loaded).
+struct GenerationModels {
+  std::unique_ptr<GptModel> full, prefill, decoder;
+  index_t prefill_window = 0;  // W: the first pass's positions (prefill's context, or T)
+};
+GenerationModels generation_models(Backend& be, ProcessGrid& grid, const GptConfig& model, index_t batch,
+                                   index_t longest_prompt, int tokens, bool kv_cache, const GptWeights* weights);
 
 }  // namespace plexus

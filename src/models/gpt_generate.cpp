@@ -4,8 +4,9 @@
 // Without the cache every new token runs the model on a window of each sequence's last `block`
 // tokens (padded at the end: causal attention makes the padding invisible to the positions
 // before it), and the next token is drawn from the logits of the last real position. With it,
-// the first pass (the prompts, "prefill") is that same window pass, its keys and values copied
-// into the decoder's caches (GptModel::decoder_of, load_cache); every later token runs one row
+// the first pass (the prompts, "prefill") is that same window pass — on the longest prompt's
+// positions only when it is shorter than the context (generation_models) — its keys and values
+// copied into the decoder's caches (GptModel::decoder_of, load_cache); every later token runs one row
 // per sequence through the decoder (GptModel::decode), whose attention reads the cache. Past the
 // context the window slides and the cache cannot follow (the positions of every cached token
 // change): those tokens are window passes, with the cache or without.
@@ -74,6 +75,37 @@ class TokenPicker {
 
 }  // namespace
 
+GenerationModels generation_models(Backend& be, ProcessGrid& grid, const GptConfig& model, index_t batch,
+                                   index_t longest_prompt, int tokens, bool kv_cache, const GptWeights* weights) {
+  GptConfig c = model;
+  c.recompute = false;          // forward only: nothing to free for a backward pass
+  c.sequence_parallel = false;  // the caches load every row of the first pass: whole on each rank
+  const index_t T = c.block, longest = std::max<index_t>(longest_prompt, 1);
+  GenerationModels m;
+  // Window passes of T positions: every token without the cache; with it, the first pass of a
+  // prompt as long as the context, and every token once a sequence outgrows it. Then `full`
+  // runs them all, the first one too (a first pass of its own would hold a second copy of the
+  // parameters beside full's activations). Otherwise the first pass is the prompts' own length.
+  const bool windows = !kv_cache || longest >= T || longest + tokens - 1 > T;
+  m.prefill_window = windows ? T : longest;
+  m.full = std::make_unique<GptModel>(be, grid, c, windows ? batch : 0);
+  if (weights) m.full->load_weights(*weights);
+  if (m.prefill_window < T) {
+    GptConfig short_context = c;
+    short_context.block = m.prefill_window;
+    m.prefill = std::make_unique<GptModel>(be, grid, short_context, batch);
+    if (weights) {
+      GptWeights w = *weights;  // positions beyond the window are never read
+      GptTensor& wpe = w.at("wpe");
+      wpe.rows = m.prefill_window;
+      wpe.data.resize(static_cast<std::size_t>(wpe.rows * wpe.cols));
+      m.prefill->load_weights(w);
+    }
+  }
+  if (kv_cache) m.decoder = GptModel::decoder_of(*m.full, batch);
+  return m;
+}
+
 GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
                            const std::vector<std::vector<std::int32_t>>& prompts, const GptGenerateOptions& o,
                            Backend& backend, ProcessGrid& grid) {
@@ -83,13 +115,14 @@ GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
   out.tokens.assign(prompts.size(), {});
   if (batch == 0 || o.tokens == 0) return out;
 
-  GptConfig c = cfg;
-  c.recompute = false;  // forward only: nothing to free for a backward pass
-  c.sequence_parallel = false;  // the caches load every row of the prefill: whole on each rank
-  GptModel full(backend, grid, c, batch);
-  full.load_weights(weights);
-  std::unique_ptr<GptModel> decoder = o.kv_cache ? GptModel::decoder_of(full) : nullptr;
-  const GptLayout& l = full.layout();
+  std::size_t longest = 1;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  GenerationModels models =
+      generation_models(backend, grid, cfg, batch, static_cast<index_t>(longest), o.tokens, o.kv_cache, &weights);
+  GptModel& full = *models.full;
+  GptModel* decoder = models.decoder.get();
+  const GptConfig& c = cfg;
+  const GptLayout l = gpt_layout(grid, c, batch);
   const index_t local = l.seqs.size(), T = c.block, vl = l.vocab.size();
 
   std::vector<std::vector<std::int32_t>> seq(prompts.size());
@@ -117,18 +150,21 @@ GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
     for (const auto& s : seq) window = window || static_cast<index_t>(s.size()) > T;
     Matrix* logits = nullptr;
     if (window) {
-      std::vector<std::int32_t> ids(static_cast<std::size_t>(local * T), 0);
+      // The first pass of prompts shorter than the context runs on the longest one's positions only.
+      GptModel& model = models.prefill ? *models.prefill : full;
+      const index_t W = models.prefill ? models.prefill_window : T;
+      std::vector<std::int32_t> ids(static_cast<std::size_t>(local * W), 0);
       for (index_t b = 0; b < local; ++b) {
         const auto& s = seq[static_cast<std::size_t>(l.seqs.begin + b)];
-        const std::size_t from = s.size() > static_cast<std::size_t>(T) ? s.size() - static_cast<std::size_t>(T) : 0;
-        std::copy(s.begin() + static_cast<std::ptrdiff_t>(from), s.end(), ids.begin() + b * T);
+        const std::size_t from = s.size() > static_cast<std::size_t>(W) ? s.size() - static_cast<std::size_t>(W) : 0;
+        std::copy(s.begin() + static_cast<std::ptrdiff_t>(from), s.end(), ids.begin() + b * W);
         lengths[static_cast<std::size_t>(b)] = static_cast<index_t>(s.size() - from);
-        row_of[static_cast<std::size_t>(b)] = b * T + lengths[static_cast<std::size_t>(b)] - 1;
+        row_of[static_cast<std::size_t>(b)] = b * W + lengths[static_cast<std::size_t>(b)] - 1;
       }
-      full.step(ids, ids, 1.0f, GptDropout{}, /*train=*/false);
-      logits = &full.logits();
+      model.step(ids, ids, 1.0f, GptDropout{}, /*train=*/false);
+      logits = &model.logits();
       if (decoder) {
-        decoder->load_cache(full, lengths);
+        decoder->load_cache(model, lengths);
         cached = true;
       }
     } else {
@@ -160,6 +196,7 @@ GptGeneration generate_gpt(const GptConfig& cfg, const GptWeights& weights,
       picked[static_cast<std::size_t>(b)] = pick(row.data(), i, seq[i].size());
     }
     over_z.all_gather(picked.data(), all_picked.data(), seq_counts);
+    if (n == 0) models.prefill.reset();  // (its logits are read: later windows are the context's)
     for (std::size_t i = 0; i < seq.size(); ++i) seq[i].push_back(all_picked[i]);
     if (n == 0) out.first_token_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }

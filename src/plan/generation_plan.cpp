@@ -11,22 +11,34 @@ namespace plexus {
 
 namespace {
 
-GenerationCost dry_run_generation(const GptConfig& model, index_t prompts, GridShape g, int rank, bool kv_cache) {
+// The models generate_gpt builds (generation_models) for prompts of `longest` tokens, one token
+// each: the first pass, the caches loaded from it, one decoding step.
+GenerationCost dry_run_generation(const GptConfig& model, index_t prompts, GridShape g, int rank, bool kv_cache,
+                                  index_t longest) {
   DryRun run(g, 1, rank, Transport::Mpi);
-  GptConfig c = model;
-  c.recompute = false;  // as generate_gpt builds it
-  c.sequence_parallel = false;
-  GptModel full(run.backend(), run.grid(), c, prompts);
-  std::unique_ptr<GptModel> decoder = kv_cache ? GptModel::decoder_of(full) : nullptr;
-  full.step({}, {}, 1.0f, GptDropout{}, /*train=*/false);  // the window pass (a dry run passes no ids)
+  GenerationModels m = generation_models(run.backend(), run.grid(), model, prompts, longest, 1, kv_cache, nullptr);
+  GptModel& first = m.prefill ? *m.prefill : *m.full;
+  first.step({}, {}, 1.0f, GptDropout{}, /*train=*/false);  // the window pass (a dry run passes no ids)
   GenerationCost cost;
-  if (decoder) {
-    const auto local = static_cast<std::size_t>(full.layout().seqs.size());
-    decoder->load_cache(full, std::vector<index_t>(local, c.block - 1));
-    decoder->decode(std::vector<std::int32_t>(local, 0), std::vector<index_t>(local, c.block - 1));
-    cost.cache_bytes = decoder->cache_bytes();
+  if (m.decoder) {
+    const auto local = static_cast<std::size_t>(first.layout().seqs.size());
+    m.decoder->load_cache(first, std::vector<index_t>(local, m.prefill_window));
+    m.prefill.reset();
+    m.decoder->decode(std::vector<std::int32_t>(local, 0), std::vector<index_t>(local, model.block - 1));
+    cost.cache_bytes = m.decoder->cache_bytes();
   }
   cost.memory_bytes = run.measure().memory_bytes;
+  return cost;
+}
+
+// Prompts as long as the context (the window model holds every sequence), and one position
+// shorter (the largest first pass of its own beside a model of parameters only): a rank's peak
+// is the larger.
+GenerationCost dry_run_generation(const GptConfig& model, index_t prompts, GridShape g, int rank, bool kv_cache) {
+  GenerationCost cost = dry_run_generation(model, prompts, g, rank, kv_cache, model.block);
+  if (kv_cache && model.block > 1)
+    cost.memory_bytes =
+        std::max(cost.memory_bytes, dry_run_generation(model, prompts, g, rank, kv_cache, model.block - 1).memory_bytes);
   return cost;
 }
 

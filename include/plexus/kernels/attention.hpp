@@ -22,7 +22,9 @@
 //            c·seq + t (c < head_dim): a query's scores read every key row-contiguously;
 //   v_cache: values as rows, at ((b·heads + h)·seq + t)·head_dim + c.
 // attention_cache_load fills positions 0..len[b]−1 of each sequence from the qkv of its forward
-// pass (batch·seq rows, as attention_forward takes them): a prompt enters the cache in one pass.
+// pass (batch·r rows, as attention_forward takes them for sequences of r ≤ seq positions: a
+// prefill may be shorter than the cache's capacity; len[b] ≤ r): a prompt enters the cache in
+// one pass.
 // A decoding step takes one new token per sequence: qkv [batch × ≥ 3·heads·head_dim], row b that
 // of sequence b's token at position pos[b] (host array, 0 ≤ pos[b] < seq). Its key and value are
 // written into the cache at pos[b], and y [batch × ≥ heads·head_dim] gets its attention over the
