@@ -23,15 +23,12 @@
 #include "plexus/gpt.hpp"
 #include "plexus/gpt_trainer.hpp"
 #include "plexus/process_grid.hpp"
+#include "mpi_grid_runs.hpp"
 
 namespace plexus {
 namespace {
 
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using testing::world_size;
 int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
