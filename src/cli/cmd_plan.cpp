@@ -330,44 +330,34 @@ void run_plan_gpt(GptPlanOptions& o) {
   const std::string& sp = o.sequence_parallel;
   if (sp != "off" && sp != "on" && sp != "both")
     throw InputError("--sequence-parallel", "'" + sp + "': off, on or both");
-  std::vector<GridPlan> plans;
-  std::vector<bool> sp_of;
+  struct Choice {
+    GridPlan plan;
+    bool sp;
+  };
+  std::vector<Choice> plans;
   for (const bool on : {false, true}) {
     if ((on && sp == "off") || (!on && sp == "on")) continue;
     GptConfig model = o.model;
     model.sequence_parallel = on;
-    for (GridPlan& g : plan_gpt(model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport, o.dropout)) {
-      if (on && sp == "both" && g.grid.x * g.grid.y == 1) continue;  // splits nothing: the choice without it
-      plans.push_back(std::move(g));
-      sp_of.push_back(on);
-    }
+    for (GridPlan& g : plan_gpt(model, o.batch, o.grad_accum, ranks, m, limit, o.bucket_mb, precision, transport, o.dropout))
+      if (!(on && sp == "both" && g.grid.x * g.grid.y == 1))  // splits nothing: the choice without it
+        plans.push_back({std::move(g), on});
   }
-  {  // fastest first, as plan_gpt ranks one kind (stable: without it first on a tie)
-    std::vector<std::size_t> order(plans.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return plans[a].total_seconds < plans[b].total_seconds; });
-    std::vector<GridPlan> sorted;
-    std::vector<bool> sorted_sp;
-    for (const std::size_t k : order) {
-      sorted.push_back(std::move(plans[k]));
-      sorted_sp.push_back(sp_of[k]);
-    }
-    plans = std::move(sorted);
-    sp_of = std::move(sorted_sp);
-  }
+  // Fastest first, as plan_gpt ranks one kind (stable: without it first on a tie).
+  std::stable_sort(plans.begin(), plans.end(),
+                   [](const Choice& a, const Choice& b) { return a.plan.total_seconds < b.plan.total_seconds; });
   if (o.machine.json) {
     nlohmann::json grids = nlohmann::json::array();
     for (std::size_t k = 0; k < plans.size(); ++k) {
-      const GridPlan& g = plans[k];
+      const GridPlan& g = plans[k].plan;
       const GptParallel par{g.dp, g.zero, o.bucket_mb, precision, transport, o.dropout};
       GptConfig model = o.model;
-      model.sequence_parallel = sp_of[k];
+      model.sequence_parallel = plans[k].sp;
       grids.push_back({{"rank", k + 1},
                        {"grid", g.grid.str()},
                        {"dp", g.dp},
                        {"zero", g.zero},
-                       {"sequence_parallel", sp_of[k]},
+                       {"sequence_parallel", plans[k].sp},
                        {"bytes_step", bytes_json(g.steady)},
                        {"bytes_step_weights_gathered",
                         bytes_json(predict_gpt_step(model, o.batch, o.grad_accum, g.grid, false, par))},
@@ -408,10 +398,10 @@ void run_plan_gpt(GptPlanOptions& o) {
              "grid", "ZeRO", both ? "  SP" : "", "step ms", "comm ms", "compute ms", "MB/step", "x MB", "y MB", "z MB",
              "d MB", "MB/rank");
   for (std::size_t k = 0; k < plans.size(); ++k) {
-    const GridPlan& g = plans[k];
+    const GridPlan& g = plans[k].plan;
     fmt::print("{:>4}  {:>3} {:<10} {:>4}{} {:>10.3f} {:>10.3f} {:>10.3f}  {:>10.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  "
                "{:>10.2f}\n",
-               k + 1, g.dp, g.grid.str(), g.zero, both ? (sp_of[k] ? " yes" : "  no") : "", 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
+               k + 1, g.dp, g.grid.str(), g.zero, both ? (plans[k].sp ? " yes" : "  no") : "", 1e3 * g.total_seconds, 1e3 * g.comm_seconds, 1e3 * g.compute_seconds,
                g.steady.total() / 1e6, g.steady.bytes[0] / 1e6, g.steady.bytes[1] / 1e6, g.steady.bytes[2] / 1e6,
                g.steady.bytes[3] / 1e6, g.memory_bytes / 1e6);
   }

@@ -204,11 +204,15 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
     // (attention): the head and hid parts then also hold their coordinate's share of every
     // sequence count that Z rank z has in some replica.
     std::vector<index_t> counts;
-    if (c.sequence_parallel) {
-      for (int d = 0; d < D; ++d) counts.push_back(gpt_layout_at(g, {0, 0, z}, c, batch, D, d).seqs.size());
-      std::sort(counts.begin(), counts.end());
-      counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    for (int d = 0; d < D; ++d) {
+      const GptLayout l = gpt_layout_at(g, {0, 0, z}, c, batch, D, d);
+      k.clear();
+      layout_key_seq(l, g, {0, 0, z}, k);
+      seq_of[static_cast<std::size_t>(z) * D + d] = seq_ids(k);
+      if (c.sequence_parallel) counts.push_back(l.seqs.size());
     }
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     const auto add_shares = [&](int parts, int idx) {
       for (const index_t n : counts) k.push_back(sub_range(Range{0, n}, parts, idx).size());
     };
@@ -223,11 +227,6 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
       layout_key_hid(gpt_layout_at(g, {0, y, z}, c, batch, D, 0), g, {0, y, z}, k);
       add_shares(Y, y);
       hid_of[static_cast<std::size_t>(y) * Z + z] = hid_ids(k);
-    }
-    for (int d = 0; d < D; ++d) {
-      k.clear();
-      layout_key_seq(gpt_layout_at(g, {0, 0, z}, c, batch, D, d), g, {0, 0, z}, k);
-      seq_of[static_cast<std::size_t>(z) * D + d] = seq_ids(k);
     }
   }
   RankClasses out;

@@ -59,7 +59,8 @@ Range Linear3D::output_rows() const {
   return row_slice(grid_.dim(layout_.in), grid_.coord(layout_.in));
 }
 
-ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, Matrix& into) {
+ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into) {
+  if (src != nullptr) throw std::logic_error("Linear3D: gather_input takes X whole, not by rows");
   const index_t in = layout_.in_cols.size();
   if (slice.rows != input_rows().size() || slice.cols != in || (slice.rows > 0 && slice.ld != in))
     throw std::invalid_argument("Linear3D: gather_input's X is not this rank's slice [input_rows × in_cols], dense");
@@ -139,9 +140,8 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   const index_t in = layout_.in_cols.size();
   if (x_whole.rows != input_rows().size() || x_whole.cols != in)
     throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols] (gather_input: its slice)");
-  if (opt_.gather_input && src != nullptr) throw std::logic_error("Linear3D: gather_input takes X whole, not by rows");
   Matrix x_full;  // gather_input: X's rows of every rank over `out`, for this pass
-  if (opt_.gather_input) x_whole = gather_input(x_whole, x_full);
+  if (opt_.gather_input) x_whole = gather_input(x_whole, src, x_full);
   const ConstMatrixView w = full_weight();
   const index_t out = layout_.out_cols.size();
   if (opt_.scatter_output && y_slice_.backend() == nullptr) y_slice_ = Matrix(be_, output_rows().size(), out);
@@ -168,9 +168,8 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
 
 Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, ConstMatrixView d_y, bool need_input_grad) {
   if (opt_.inference) throw std::logic_error("Linear3D: backward of a linear built for inference");
-  if (opt_.gather_input && src != nullptr) throw std::logic_error("Linear3D: gather_input takes X whole, not by rows");
   Matrix x_full, d_y_full;  // this pass's gathered X and dY
-  if (opt_.gather_input) x_whole = gather_input(x_whole, x_full);  // (again: only slices are kept)
+  if (opt_.gather_input) x_whole = gather_input(x_whole, src, x_full);  // (again: only slices are kept)
   if (opt_.scatter_output) {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered output gradient");
     d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size());

@@ -161,8 +161,9 @@ class Linear3D {
   // The rows of [0, rows) that rank `idx` of `parts` holds in a slice: whole row_unit units.
   Range row_slice(int parts, int idx) const;
   std::vector<std::size_t> slice_counts(int parts, index_t cols) const;
-  // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace).
-  ConstMatrixView gather_input(ConstMatrixView slice, Matrix& into);
+  // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace);
+  // X must come whole (`src` null), not by rows.
+  ConstMatrixView gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into);
 
   Matrix y_, y_slice_;
 };
