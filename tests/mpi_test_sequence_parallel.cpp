@@ -1,5 +1,5 @@
-// Sequence parallelism under MPI (in mpi_test_trainer: 1 to 4, 6 and 8 ranks). On every replica
-// count and grid of the rank count, ZeRO 0 (and 3 over several replicas), two steps of two
+// Sequence parallelism under MPI (in mpi_test_trainer: 1 to 4, 6 and 8 ranks, and on 5 and 7 of
+// the 6 and 8: every rank count of 1 to 8). On every replica count and grid of the rank count, ZeRO 0 (and 3 over several replicas), two steps of two
 // micro-batches with dropout, on a batch whose sequences split unevenly over X and Y (a rank may
 // hold none):
 //  - the per-step losses of the run with GptConfig::sequence_parallel are those of the same grid
@@ -28,10 +28,14 @@
 namespace plexus {
 namespace {
 
-using testing::world_size;
-int world_rank() {
+int size_of(MPI_Comm comm) {
+  int n = 0;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+int rank_in(MPI_Comm comm) {
   int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_rank(comm, &r);
   return r;
 }
 
@@ -92,8 +96,9 @@ double max_relative_difference(const GptWeights& a, const GptWeights& b) {
   return a.size() == b.size() ? worst : INFINITY;
 }
 
-TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithoutIt) {
-  const int p = world_size();
+// Every replica count, grid and ZeRO stage of the ranks of `comm`, with and without.
+void expect_every_grid_matches_the_run_without(MPI_Comm comm) {
+  const int p = size_of(comm);
   for (int dp = 1; dp <= p; ++dp) {
     if (p % dp) continue;
     for (const GridShape& shape : all_grids(p / dp))
@@ -102,7 +107,7 @@ TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithou
         GptTrainConfig off = sp_config(), on = sp_config();
         off.zero_stage = on.zero_stage = stage;
         on.model.sequence_parallel = true;
-        auto grid = ProcessGrid::from_mpi(shape, dp);
+        auto grid = ProcessGrid::from_mpi(shape, dp, comm);
         const SpRun a = train(*grid, off), b = train(*grid, on);
         ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
         for (std::size_t i = 0; i < a.losses.size(); ++i)
@@ -110,8 +115,17 @@ TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithou
               << what << ": step " << i + 1 << " " << a.losses[i] << " vs " << b.losses[i];
         EXPECT_LE(max_relative_difference(a.weights, b.weights), 1e-5) << what;
 
+        // Split over X or Y, the largest rank's activations fall.
+        unsigned long long mine[2] = {b.activation_peak, a.activation_peak}, most[2] = {0, 0};
+        MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+        if (shape.x * shape.y > 1) {
+          EXPECT_LT(most[0], most[1]) << what << ": the largest activation peak did not fall";
+        }
+
         // One step: the plan's dry run of this rank holds what the run held, kind by kind (as
-        // DryRun.GptPlanHoldsWhatTrainingHoldsByKind on one rank).
+        // DryRun.GptPlanHoldsWhatTrainingHoldsByKind on one rank). (ZeRO-3's own plan:
+        // tests/cli_gpt_dp.sh.)
+        if (stage != 0) continue;
         GptTrainConfig one = on;
         one.iters = 1;
         one.grad_accum = 1;
@@ -119,7 +133,7 @@ TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithou
         const SpRun m = train(*grid, one);
         const GptParallel par{dp, stage, one.bucket_mb, Precision::FP32, Transport::Mpi, one.dropout};
         const RankCost plan = predict_gpt_ranks(one.model, one.batch, one.grad_accum, shape, true, par)
-            [static_cast<std::size_t>(world_rank())];
+            [static_cast<std::size_t>(rank_in(comm))];
         // (With the vocabulary split over X, the plan takes each one-hot embedding matrix at its
         // largest, every row's id held by the rank: at least the run's, then.)
         for (int k = -1; k < kMemoryKinds; ++k) {
@@ -127,29 +141,38 @@ TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithou
           const double want = k < 0 ? plan.memory_bytes : plan.memory_by_kind[kk];
           const double got = static_cast<double>(k < 0 ? m.peak : m.by_kind[kk]);
           const std::string kind = k < 0 ? "all" : memory_kind_name(MemoryKind(k));
-          if (stage != 0) continue;  // (ZeRO-3's own plan: tests/cli_gpt_dp.sh)
           if (shape.x == 1) {
             EXPECT_EQ(want, got) << what << ": " << kind;
           } else {
             EXPECT_GE(want, got) << what << ": " << kind;
           }
         }
-
-        // Split over X or Y, the largest rank's activations fall.
-        unsigned long long mine[2] = {b.activation_peak, a.activation_peak}, most[2] = {0, 0};
-        MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
-        if (shape.x * shape.y > 1) {
-          EXPECT_LT(most[0], most[1]) << what << ": the largest activation peak did not fall";
-        }
-
       }
+  }
+}
+
+TEST(SequenceParallel, GptOnEveryGridReplicaCountAndZeroStageMatchesTheRunWithoutIt) {
+  expect_every_grid_matches_the_run_without(MPI_COMM_WORLD);
+}
+
+// 5 and 7 ranks (primes: every grid a line) on all but the last of 6 and 8.
+TEST(SequenceParallel, FiveAndSevenRanksOfSixAndEightMatchTheRunWithoutIt) {
+  const int p = size_of(MPI_COMM_WORLD);
+  if (p != 6 && p != 8) GTEST_SKIP() << "runs on 6 and 8 ranks";
+  MPI_Comm some;
+  const bool in = rank_in(MPI_COMM_WORLD) < p - 1;
+  MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED, 0, &some);
+  if (in) {
+    ASSERT_EQ(size_of(some), p - 1);
+    expect_every_grid_matches_the_run_without(some);
+    MPI_Comm_free(&some);
   }
 }
 
 // Recompute with sequence parallelism: each block's forward runs again in backward, with its
 // gathers and reduce-scatters, to the same values bit for bit — on every grid.
 TEST(SequenceParallel, RecomputeOnEveryGridGivesTheSameLossesAndWeightsBitForBit) {
-  for (const GridShape& shape : all_grids(world_size())) {
+  for (const GridShape& shape : all_grids(size_of(MPI_COMM_WORLD))) {
     GptTrainConfig plain = sp_config();
     plain.model.sequence_parallel = true;
     GptTrainConfig re = plain;
