@@ -375,7 +375,10 @@ TEST_P(Kernels, GemmAllTransposes) {
     index_t m, n, k, pad;
   };
   const Case cases[] = {{1, 1, 1, 0}, {17, 33, 5, 2}, {64, 65, 130, 0}, {3, 0, 4, 1},  {0, 3, 4, 0},
-                        {5, 4, 0, 1}, {31, 7, 300, 3}, {1, 50, 9, 0},    {257, 129, 65, 3}};
+                        {5, 4, 0, 1}, {31, 7, 300, 3}, {1, 50, 9, 0},    {257, 129, 65, 3},
+                        // few rows, cut into slabs of 64 of C's columns over the CPU backend's threads,
+                        // a ragged last one; 33 rows is one sgemm again
+                        {8, 1001, 40, 2}, {32, 515, 70, 1}, {33, 1001, 40, 0}};
   for (const auto& cs : cases) {
     for (const Trans ta : {Trans::No, Trans::Yes}) {
       for (const Trans tb : {Trans::No, Trans::Yes}) {
@@ -1372,6 +1375,33 @@ TEST(CpuDeterminism, ResultsIndependentOfThreadCount) {
   auto one = make_cpu_backend(1), two = make_cpu_backend(2);
   std::mt19937_64 rng(99);
   expect_same_bits(*one, *two, repro_inputs(rng));
+}
+
+// A product of few rows (decoding) is split into slabs of C's columns over the threads
+// (kernels/cpu/dense.cpp): the same bits as on one thread, every transpose, padded views, at
+// 1, 2 and 3 threads (slab counts that do not divide the columns).
+TEST(CpuDeterminism, FewRowGemmSplitOverThreadsIsTheOneThreadProductBitForBit) {
+  auto one = make_cpu_backend(1), two = make_cpu_backend(2), three = make_cpu_backend(3);
+  std::mt19937_64 rng(7);
+  for (const index_t m : {1, 8, 32})
+    for (const index_t n : {1001, 4099})
+      for (const Trans ta : {Trans::No, Trans::Yes})
+        for (const Trans tb : {Trans::No, Trans::Yes}) {
+          const index_t k = 96;
+          const HostMat a = ta == Trans::No ? random_mat(rng, m, k, 3) : random_mat(rng, k, m, 3);
+          const HostMat b = tb == Trans::No ? random_mat(rng, k, n, 5) : random_mat(rng, n, k, 5);
+          const HostMat c = random_mat(rng, m, n, 2);
+          const auto run = [&](Backend& x) {
+            DevMat da(x, a), db(x, b), dc(x, c);
+            x.gemm(ta, tb, 0.75f, da.cview(), db.cview(), 0.5f, dc.view());
+            return dc.download().data;
+          };
+          const std::string what = "m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                                   " ta=" + std::to_string(ta == Trans::Yes) + " tb=" + std::to_string(tb == Trans::Yes);
+          const std::vector<float> want = run(*one);
+          EXPECT_TRUE(bitwise_equal(run(*two), want)) << what << ", 2 threads";
+          EXPECT_TRUE(bitwise_equal(run(*three), want)) << what << ", 3 threads";
+        }
 }
 
 // The profiler times the conversions under their own names and a batch of norms as one

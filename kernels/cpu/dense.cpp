@@ -1,6 +1,7 @@
 // Dense kernels: GEMM through OpenBLAS, and the simple streaming ops.
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -28,6 +29,11 @@ void scale_matrix(MatrixView c, float beta, int threads) {
 
 bool fits_blas_int(index_t v) { return v >= 0 && v <= INT_MAX; }
 
+// GEMMs of at most kFewRows rows run as slabs of kSlabColumns of C's columns, shared out over
+// the threads (do_gemm says why).
+constexpr index_t kFewRows = 32;
+constexpr index_t kSlabColumns = 64;
+
 }  // namespace
 
 void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta,
@@ -46,9 +52,27 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
   // stored matrix of op(A) is m×k (No) or k×m (Yes), and its ld is the view's ld. m, n, k > 0
   // here, so every ld is >= max(1, stored cols) as BLAS requires. OpenBLAS treats beta == 0
   // as "overwrite" and never reads C then.
-  cblas_sgemm(CblasRowMajor, ta == Trans::No ? CblasNoTrans : CblasTrans, tb == Trans::No ? CblasNoTrans : CblasTrans,
-              static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k), alpha, a.data, static_cast<int>(a.ld),
-              b.data, static_cast<int>(b.ld), beta, c.data, static_cast<int>(c.ld));
+  const auto sgemm = [&](index_t col, index_t cols) {  // C's columns [col, col + cols)
+    const float* bs = b.data + (tb == Trans::No ? col : col * b.ld);
+    cblas_sgemm(CblasRowMajor, ta == Trans::No ? CblasNoTrans : CblasTrans, tb == Trans::No ? CblasNoTrans : CblasTrans,
+                static_cast<int>(d.m), static_cast<int>(cols), static_cast<int>(d.k), alpha, a.data,
+                static_cast<int>(a.ld), bs, static_cast<int>(b.ld), beta, c.data + col, static_cast<int>(c.ld));
+  };
+  // A product of few rows (decoding: a row a sequence) streams all of op(B) once per call and
+  // is bound by memory, but OpenBLAS runs it on one thread from 2 rows up (a batch of 8
+  // prompts decoded no faster on 2 threads than on 1). It is cut into slabs of kSlabColumns of
+  // C's columns instead, each a one-thread sgemm (OpenBLAS's OpenMP build runs single-threaded
+  // inside a parallel region), shared out over the threads. The slabs are the same on any
+  // thread count — OpenBLAS's sums over k differ with the width of the product it is given —
+  // so the result does not depend on it (CpuDeterminism.FewRowGemm...).
+  if (d.m > 1 && d.m <= kFewRows && d.n > kSlabColumns) {
+    const index_t slabs = (d.n + kSlabColumns - 1) / kSlabColumns;
+    const int threads = static_cast<int>(std::min<index_t>(threads_for(d.n * d.k), slabs));
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (index_t t = 0; t < slabs; ++t) sgemm(t * kSlabColumns, std::min(kSlabColumns, d.n - t * kSlabColumns));
+    return;
+  }
+  sgemm(0, d.n);
 }
 
 void CpuBackend::do_axpby(std::size_t n, float alpha, const float* x, float beta, float* y) {
