@@ -378,7 +378,9 @@ TEST_P(Kernels, GemmAllTransposes) {
                         {5, 4, 0, 1}, {31, 7, 300, 3}, {1, 50, 9, 0},    {257, 129, 65, 3},
                         // few rows, cut into slabs of 64 of C's columns over the CPU backend's threads,
                         // a ragged last one; 33 rows is one sgemm again
-                        {8, 1001, 40, 2}, {32, 515, 70, 1}, {33, 1001, 40, 0}};
+                        {8, 1001, 40, 2}, {32, 515, 70, 1}, {33, 1001, 40, 0},
+                        // one row: the CPU backend's own product for op(B) = B, slabs of 128
+                        {1, 1001, 40, 2}, {1, 300, 513, 1}};
   for (const auto& cs : cases) {
     for (const Trans ta : {Trans::No, Trans::Yes}) {
       for (const Trans tb : {Trans::No, Trans::Yes}) {
@@ -1377,9 +1379,10 @@ TEST(CpuDeterminism, ResultsIndependentOfThreadCount) {
   expect_same_bits(*one, *two, repro_inputs(rng));
 }
 
-// A product of few rows (decoding) is split into slabs of C's columns over the threads
-// (kernels/cpu/dense.cpp): the same bits as on one thread, every transpose, padded views, at
-// 1, 2 and 3 threads (slab counts that do not divide the columns).
+// A product of few rows (decoding) is split into slabs of C's columns over the threads, and
+// one row with op(B) = B is the CPU backend's own loop (kernels/cpu/dense.cpp): the same bits
+// as on one thread, every transpose, padded views, at 1, 2 and 3 threads (slab counts that do
+// not divide the columns).
 TEST(CpuDeterminism, FewRowGemmSplitOverThreadsIsTheOneThreadProductBitForBit) {
   auto one = make_cpu_backend(1), two = make_cpu_backend(2), three = make_cpu_backend(3);
   std::mt19937_64 rng(7);

@@ -33,6 +33,44 @@ bool fits_blas_int(index_t v) { return v >= 0 && v <= INT_MAX; }
 // the threads (do_gemm says why).
 constexpr index_t kFewRows = 32;
 constexpr index_t kSlabColumns = 64;
+// A one-row product's slab of C (one_row_product): 512 bytes of partial sums, and slabs enough
+// to share out over the threads at the widths of a GPT's linears.
+constexpr index_t kOneRowSlab = 128;
+
+// C (one row) = alpha·a·B + beta·C for B stored k×n (op(B) = B): a linear's product when one
+// sequence decodes, bound by the stream of B. OpenBLAS's path for it ran at about 7 GB/s on one
+// thread here and a fifth faster on two (docs/gpt.md, "Generation"). Row by row of B, each C
+// element's sum runs over k in order with the same code for every column, so the bits do not
+// depend on how the slabs of kOneRowSlab columns are shared out over the threads.
+void one_row_product(float alpha, ConstMatrixView a, Trans ta, ConstMatrixView b, float beta, MatrixView c, index_t k,
+                     int threads) {
+  const index_t n = c.cols;
+  std::vector<float> x(static_cast<std::size_t>(k));
+  for (index_t i = 0; i < k; ++i) x[static_cast<std::size_t>(i)] = ta == Trans::No ? a.data[i] : a.data[i * a.ld];
+  const index_t slabs = (n + kOneRowSlab - 1) / kOneRowSlab;
+  const int teams = static_cast<int>(std::min<index_t>(threads, slabs));
+#pragma omp parallel num_threads(teams)
+  {
+    alignas(64) float acc[kOneRowSlab];
+#pragma omp for schedule(static)
+    for (index_t s = 0; s < slabs; ++s) {
+      const index_t j0 = s * kOneRowSlab, w = std::min(kOneRowSlab, n - j0);
+      for (index_t j = 0; j < w; ++j) acc[j] = 0.0f;
+      for (index_t i = 0; i < k; ++i) {
+        const float xi = x[static_cast<std::size_t>(i)];
+        const float* __restrict row = b.data + i * b.ld + j0;
+#pragma omp simd
+        for (index_t j = 0; j < w; ++j) acc[j] += xi * row[j];
+      }
+      float* __restrict out = c.data + j0;
+      if (beta == 0.0f) {
+        for (index_t j = 0; j < w; ++j) out[j] = alpha * acc[j];
+      } else {
+        for (index_t j = 0; j < w; ++j) out[j] = alpha * acc[j] + beta * out[j];
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -65,6 +103,10 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
   // inside a parallel region), shared out over the threads. The slabs are the same on any
   // thread count — OpenBLAS's sums over k differ with the width of the product it is given —
   // so the result does not depend on it (CpuDeterminism.FewRowGemm...).
+  if (d.m == 1 && tb == Trans::No) {
+    one_row_product(alpha, a, ta, b, beta, c, d.k, threads_for(d.n * d.k));
+    return;
+  }
   if (d.m > 1 && d.m <= kFewRows && d.n > kSlabColumns) {
     const index_t slabs = (d.n + kSlabColumns - 1) / kSlabColumns;
     const int threads = static_cast<int>(std::min<index_t>(threads_for(d.n * d.k), slabs));
