@@ -380,7 +380,7 @@ TEST_P(Kernels, GemmAllTransposes) {
                         // a ragged last one; 33 rows is one sgemm again
                         {8, 1001, 40, 2}, {32, 515, 70, 1}, {33, 1001, 40, 0},
                         // one row: the CPU backend's own product for op(B) = B, slabs of 128
-                        {1, 1001, 40, 2}, {1, 300, 513, 1}};
+                        {1, 1001, 40, 2}, {1, 300, 513, 1}, {1, 127, 50, 0}, {1, 129, 20000, 0}};
   for (const auto& cs : cases) {
     for (const Trans ta : {Trans::No, Trans::Yes}) {
       for (const Trans tb : {Trans::No, Trans::Yes}) {

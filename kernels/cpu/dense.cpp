@@ -36,6 +36,8 @@ constexpr index_t kSlabColumns = 64;
 // A one-row product's slab of C (one_row_product): 512 bytes of partial sums, and slabs enough
 // to share out over the threads at the widths of a GPT's linears.
 constexpr index_t kOneRowSlab = 128;
+// The longest k a one-row product runs over itself (a GPT's linears: up to 4 × embed).
+constexpr index_t kOneRowLongestK = 16384;
 
 // C (one row) = alpha·a·B + beta·C for B stored k×n (op(B) = B): a linear's product when one
 // sequence decodes, bound by the stream of B. OpenBLAS's path for it ran at about 7 GB/s on one
@@ -103,7 +105,9 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
   // inside a parallel region), shared out over the threads. The slabs are the same on any
   // thread count — OpenBLAS's sums over k differ with the width of the product it is given —
   // so the result does not depend on it (CpuDeterminism.FewRowGemm...).
-  if (d.m == 1 && tb == Trans::No) {
+  // (Not for a narrow C or a long k — a weight's gradient over many nodes with one feature is
+  // OpenBLAS's, which splits it over the threads whatever its width.)
+  if (d.m == 1 && tb == Trans::No && d.n >= kOneRowSlab && d.k <= kOneRowLongestK) {
     one_row_product(alpha, a, ta, b, beta, c, d.k, threads_for(d.n * d.k));
     return;
   }
