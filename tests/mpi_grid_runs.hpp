@@ -20,11 +20,17 @@
 
 namespace plexus::testing {
 
-inline int world_size() {
+inline int size_of(MPI_Comm comm) {
   int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_size(comm, &n);
   return n;
 }
+inline int rank_in(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+inline int world_size() { return size_of(MPI_COMM_WORLD); }
 
 // 157 nodes, 11 features, 5 classes: every size uneven over every grid axis.
 inline GraphData uneven_sbm(std::uint64_t seed) {

@@ -1,6 +1,6 @@
 // Sequence parallelism under MPI (in mpi_test_trainer: 1 to 4, 6 and 8 ranks, and on 5 and 7 of
-// the 6 and 8: every rank count of 1 to 8). On every replica count and grid of the rank count, ZeRO 0 (and 3 over several replicas), two steps of two
-// micro-batches with dropout, on a batch whose sequences split unevenly over X and Y (a rank may
+// the 6 and 8: every rank count of 1 to 8). On every replica count and grid of the rank count,
+// ZeRO 0 (and 3 over several replicas), two steps of two micro-batches with dropout, on a batch whose sequences split unevenly over X and Y (a rank may
 // hold none):
 //  - the per-step losses of the run with GptConfig::sequence_parallel are those of the same grid
 //    without it to 1e-6 relative (only the sums' order differs), and so are the weights to 1e-5;
@@ -28,16 +28,8 @@
 namespace plexus {
 namespace {
 
-int size_of(MPI_Comm comm) {
-  int n = 0;
-  MPI_Comm_size(comm, &n);
-  return n;
-}
-int rank_in(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
+using testing::rank_in;
+using testing::size_of;
 
 GptTrainConfig sp_config() {
   GptTrainConfig cfg;

@@ -36,11 +36,7 @@
 namespace plexus {
 namespace {
 
-int size_of(MPI_Comm c) {
-  int n = 1;
-  MPI_Comm_size(c, &n);
-  return n;
-}
+using testing::size_of;
 
 // Small but uneven: 157 nodes and 5 classes split unevenly over every grid axis.
 const GraphData& graph() {

@@ -47,8 +47,12 @@ constexpr index_t kOneRowLongestK = 16384;
 void one_row_product(float alpha, ConstMatrixView a, Trans ta, ConstMatrixView b, float beta, MatrixView c, index_t k,
                      int threads) {
   const index_t n = c.cols;
-  std::vector<float> x(static_cast<std::size_t>(k));
-  for (index_t i = 0; i < k; ++i) x[static_cast<std::size_t>(i)] = ta == Trans::No ? a.data[i] : a.data[i * a.ld];
+  std::vector<float> column;  // a transposed A's one column, gathered into a row
+  if (ta == Trans::Yes) {
+    column.resize(static_cast<std::size_t>(k));
+    for (index_t i = 0; i < k; ++i) column[static_cast<std::size_t>(i)] = a.data[i * a.ld];
+  }
+  const float* x = ta == Trans::No ? a.data : column.data();
   const index_t slabs = (n + kOneRowSlab - 1) / kOneRowSlab;
   const int teams = static_cast<int>(std::min<index_t>(threads, slabs));
 #pragma omp parallel num_threads(teams)
@@ -59,7 +63,7 @@ void one_row_product(float alpha, ConstMatrixView a, Trans ta, ConstMatrixView b
       const index_t j0 = s * kOneRowSlab, w = std::min(kOneRowSlab, n - j0);
       for (index_t j = 0; j < w; ++j) acc[j] = 0.0f;
       for (index_t i = 0; i < k; ++i) {
-        const float xi = x[static_cast<std::size_t>(i)];
+        const float xi = x[i];
         const float* __restrict row = b.data + i * b.ld + j0;
 #pragma omp simd
         for (index_t j = 0; j < w; ++j) acc[j] += xi * row[j];
@@ -98,6 +102,13 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
                 static_cast<int>(d.m), static_cast<int>(cols), static_cast<int>(d.k), alpha, a.data,
                 static_cast<int>(a.ld), bs, static_cast<int>(b.ld), beta, c.data + col, static_cast<int>(c.ld));
   };
+  // One row (one sequence decoding): one_row_product. Not for a narrow C or a long k — a
+  // weight's gradient over many nodes with one feature is OpenBLAS's, which splits it over the
+  // threads whatever its width.
+  if (d.m == 1 && tb == Trans::No && d.n >= kOneRowSlab && d.k <= kOneRowLongestK) {
+    one_row_product(alpha, a, ta, b, beta, c, d.k, threads_for(d.n * d.k));
+    return;
+  }
   // A product of few rows (decoding: a row a sequence) streams all of op(B) once per call and
   // is bound by memory, but OpenBLAS runs it on one thread from 2 rows up (a batch of 8
   // prompts decoded no faster on 2 threads than on 1). It is cut into slabs of kSlabColumns of
@@ -105,12 +116,6 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
   // inside a parallel region), shared out over the threads. The slabs are the same on any
   // thread count — OpenBLAS's sums over k differ with the width of the product it is given —
   // so the result does not depend on it (CpuDeterminism.FewRowGemm...).
-  // (Not for a narrow C or a long k — a weight's gradient over many nodes with one feature is
-  // OpenBLAS's, which splits it over the threads whatever its width.)
-  if (d.m == 1 && tb == Trans::No && d.n >= kOneRowSlab && d.k <= kOneRowLongestK) {
-    one_row_product(alpha, a, ta, b, beta, c, d.k, threads_for(d.n * d.k));
-    return;
-  }
   if (d.m > 1 && d.m <= kFewRows && d.n > kSlabColumns) {
     const index_t slabs = (d.n + kSlabColumns - 1) / kSlabColumns;
     const int threads = static_cast<int>(std::min<index_t>(threads_for(d.n * d.k), slabs));
