@@ -66,6 +66,7 @@ class NcclAccounting final : public ForwardsHostCollectives<NcclAccounting> {
     forwarded_ = 0;
   }
 
+  using ForwardsHostCollectives<NcclAccounting>::all_reduce;  // (the host one, over int64)
   void all_reduce(float* b, std::size_t n, ReduceOp op) override {
     reduce_bytes(n, sizeof(float), [&] { host_.all_reduce(b, n, op); });
   }

@@ -96,7 +96,9 @@ TEST(Bf16Grids, EveryKindOnEveryGridMatchesOneRank) {
       {"sage sum normalize", GnnSpec("sage").set("aggregator", "sum").set("normalize", true)},
       {"gin trained eps", GnnSpec("gin").set("train-eps", true)},
       {"gat", GnnSpec("gat").set("heads", 2).set("out-heads", 2).set("attn-dropout", 0.2)}};
-  for (const auto& [name, model] : kinds) {
+  for (const auto& kind : kinds) {
+    const auto& name = kind.first;
+    const GnnSpec& model = kind.second;  // (not a structured binding: the lambda below reads it)
     const auto cfg = [&](Precision precision) {
       TrainConfig c = config(precision, LayerOrder::Auto);
       c.model = model;

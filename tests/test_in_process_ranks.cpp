@@ -77,8 +77,10 @@ TEST(InProcessRanks, AFailingRankEndsTheOthersAndItsErrorIsRethrown) {
 // coordinate (the replica: the ranks of one d; the world: all), ordered by that coordinate, as
 // ProcessGrid::from_mpi splits; a sum over an axis sums that line's values alone.
 TEST(InProcessRanks, AGridsAxesAreItsLinesOrderedByCoordinate) {
-  for (const auto& [shape, dp] : {std::pair{GridShape{2, 3, 1}, 2}, std::pair{GridShape{1, 2, 2}, 1},
-                                  std::pair{GridShape{3, 1, 2}, 1}, std::pair{GridShape{1, 1, 1}, 3}}) {
+  for (const auto& grid_and_replicas : {std::pair{GridShape{2, 3, 1}, 2}, std::pair{GridShape{1, 2, 2}, 1},
+                                         std::pair{GridShape{3, 1, 2}, 1}, std::pair{GridShape{1, 1, 1}, 3}}) {
+    const GridShape shape = grid_and_replicas.first;  // (not structured bindings: lambdas read them)
+    const int dp = grid_and_replicas.second;
     std::atomic<int> ran{0};
     run_in_process_grid(shape, dp, [&](ProcessGrid& grid) {
       ++ran;

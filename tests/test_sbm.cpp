@@ -86,6 +86,7 @@ TEST(Sbm, Invariants) {
   }
   EXPECT_NEAR(static_cast<double>(tr) / g.num_nodes, 0.6, 0.04);
   EXPECT_NEAR(static_cast<double>(va) / g.num_nodes, 0.2, 0.04);
+  EXPECT_NEAR(static_cast<double>(te) / g.num_nodes, 0.2, 0.04);
   for (const index_t c : per_class) EXPECT_GT(c, g.num_nodes / o.classes / 2);
 }
 

@@ -108,7 +108,9 @@ void print_profile(const KernelProfiler& p, double wall_seconds, double comm_sec
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   double kernels = 0;
   fmt::print("{:<26} {:>10} {:>10} {:>8}\n", "kernel", "seconds", "calls", "share");
-  for (const auto& [name, e] : rows) {
+  for (const auto& row : rows) {
+    const std::string& name = row.first;  // (not a structured binding: the lambda below reads it)
+    const auto& e = row.second;
     kernels += e.seconds;
     fmt::print("{:<26} {:>10.4f} {:>10} {:>7.1f}%\n", name, e.seconds, e.calls, 100.0 * e.seconds / wall_seconds);
     for (std::size_t f = 0; f < families.size(); ++f) {

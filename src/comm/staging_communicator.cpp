@@ -162,6 +162,7 @@ class StagingCommunicator final : public ForwardsHostCollectives<StagingCommunic
   const CommStats& stats() const override { return host_->stats(); }
   void reset_stats() override { host_->reset_stats(); }
 
+  using ForwardsHostCollectives<StagingCommunicator>::all_reduce;  // (the host one, over int64)
   void all_reduce(float* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
   void all_reduce(double* buf, std::size_t n, ReduceOp op) override { reduce(buf, n, op); }
   void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) override {

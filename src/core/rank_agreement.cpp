@@ -1,6 +1,8 @@
 // Hashes compared over the ranks (src/core/rank_agreement.hpp).
 #include "src/core/rank_agreement.hpp"
 
+#include <algorithm>
+
 #include "plexus/error.hpp"
 
 namespace plexus {
@@ -16,13 +18,13 @@ int first_rank_differing(std::uint64_t mine, Communicator& comm) {
     r[8 + k] = comm.rank() == 0 ? r[k] : -1.0;
   }
   comm.all_reduce(r, 12, ReduceOp::Max);
-  std::uint64_t first = 0;  // rank 0's hash
   bool same = true;
-  for (int k = 0; k < 4; ++k) {
-    same = same && r[k] == 65535.0 - r[4 + k];
-    first |= static_cast<std::uint64_t>(r[8 + k]) << (16 * k);
-  }
+  for (int k = 0; k < 4; ++k) same = same && r[k] == 65535.0 - r[4 + k];
   if (same) return -1;
+  // (Read only now: a communicator that records instead of reducing, the dry run's, leaves
+  // these at -1, and the hashes then look alike above.)
+  std::uint64_t first = 0;  // rank 0's hash
+  for (int k = 0; k < 4; ++k) first |= static_cast<std::uint64_t>(std::max(0.0, r[8 + k])) << (16 * k);
   // The rank to name, alike everywhere: the first whose hash is not rank 0's.
   double who = mine != first ? -static_cast<double>(comm.rank()) : -1e18;
   comm.all_reduce(&who, 1, ReduceOp::Max);

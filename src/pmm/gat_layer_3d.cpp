@@ -47,7 +47,6 @@ GatLayer3D::GatLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Device
       grid_(grid),
       geo_(geo),
       opt_(opt),
-      bf16_(comm.bf16),
       adj_(adj),
       transpose_map_(transpose_map),
       self_loops_(self_loops),

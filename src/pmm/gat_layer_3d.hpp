@@ -126,7 +126,6 @@ class GatLayer3D : public GnnLayer3D {
   ProcessGrid& grid_;
   LayerGeometry geo_;
   GatOptions opt_;
-  bool bf16_;
   DeviceAdj& adj_;
   const index_t* transpose_map_;
   DeviceAdj& self_loops_;

@@ -24,7 +24,6 @@ SageLayer3D::SageLayer3D(Backend& be, ProcessGrid& grid, LayerGeometry geo, Devi
       geo_(geo),
       relu_(relu),
       normalize_(normalize),
-      bf16_(comm.bf16),
       neighbours_(neighbours),
       self_loops_(self_loops),
       neigh_(be, grid, linear_layout(geo),

@@ -57,7 +57,7 @@ class SageLayer3D : public GnnLayer3D {
   Backend& be_;
   ProcessGrid& grid_;
   LayerGeometry geo_;
-  bool relu_, normalize_, bf16_;
+  bool relu_, normalize_;
   DeviceAdj& neighbours_;
   DeviceAdj& self_loops_;
   Linear3D neigh_, root_;
