@@ -14,7 +14,7 @@ test_pkgs=(libgtest-dev hdf5-tools
       # PyTorch Geometric's imports (its wheel is installed below): tests/cli_gnn_pyg_parity.sh
       python3-fsspec python3-psutil python3-jinja2 python3-pyparsing python3-requests python3-tqdm
       python3-matplotlib  # the scaling study's plots (examples/scaling) and its test
-      clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer)
+      clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh (libFuzzer), CI's sanitizer build (clang's OpenMP)
       slurm-wlm munge  # tests/cli_slurm.sh: a one-node Slurm cluster for the stop signals
       time)  # /usr/bin/time: peak memory of both sides in examples/bench/run_gat_scale.sh
 tests=0
