@@ -96,6 +96,10 @@ void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* p
   drop_residual(a.view(), drop, site(1));
   be_.copy(x.view(), mid_.view());
   be_.axpby(mid_.size(), 1.0f, a.data(), 1.0f, mid_.data());
+  // The branches' outputs are spent once added to the stream: backward reads neither (their
+  // gradient is the stream's, their dropout masks are drawn again). A decoding block keeps them
+  // (one row a sequence: not worth an allocation a token).
+  if (!layout_.decoding) proj.release_output();
 
   const Matrix& h2 = ln2.forward(mid_.view());
   Matrix& f = fc.forward(h2.view());
@@ -104,6 +108,7 @@ void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* p
   drop_residual(m.view(), drop, site(2));
   be_.copy(mid_.view(), out_.view());
   be_.axpby(out_.size(), 1.0f, m.data(), 1.0f, out_.data());
+  if (!layout_.decoding) fc2.release_output();
 }
 
 void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
