@@ -229,11 +229,11 @@ TEST(RecomputeGpt, SameLossesAndWeightsBitForBitWithLessActivationMemory) {
   EXPECT_LT(re.activations, plain.activations);
   EXPECT_LT(re.peak, plain.peak);
   // Between steps a recomputing block holds none of its intermediates: per block, rows ×
-  // (ln1, qkv (3E), attention (E), mid, ln2, fc (4E), GELU (4E)) floats and the attention's
-  // log-sum-exps (rows × heads). (proj's and fc2's outputs neither block keeps: they are spent
-  // once added to the residual stream.)
+  // (qkv (3E), attention (E), mid, fc (4E), GELU (4E)) floats and the attention's log-sum-exps
+  // (rows × heads). (proj's and fc2's outputs neither block keeps: they are spent once added to
+  // the residual stream; nor the LayerNorms' outputs: backward applies them again.)
   const auto rows = static_cast<std::size_t>(cfg.batch * cfg.model.block), e = static_cast<std::size_t>(cfg.model.embed);
-  const std::size_t per_block = (rows * (e + 3 * e + e + e + e + 4 * e + 4 * e) + rows * 2) * sizeof(float);
+  const std::size_t per_block = (rows * (3 * e + e + e + 4 * e + 4 * e) + rows * 2) * sizeof(float);
   EXPECT_EQ(plain.live - re.live, per_block * static_cast<std::size_t>(cfg.model.layers));
 
   GptConfig planned = cfg.model;
@@ -242,6 +242,43 @@ TEST(RecomputeGpt, SameLossesAndWeightsBitForBitWithLessActivationMemory) {
   const RankCost p1 = predict_gpt_ranks(planned, cfg.batch, cfg.grad_accum, GridShape{1, 1, 1})[0];
   EXPECT_LT(p1.memory_bytes, p0.memory_bytes);
   EXPECT_GT(p1.gemm_flops, p0.gemm_flops);  // every block's forward GEMMs again
+}
+
+// What a training block holds from forward to backward, by the activation peak of a model one
+// block deeper: per row qkv's output (3E), the attention's output (E) and log-sum-exps (one per
+// head), mid (E), fc's output (4E), the GELU (4E) and out (E) — not the projections' outputs nor
+// the LayerNorms' (released in forward: spent, or applied again in backward). Besides, each
+// LayerNorm's statistics and backward sums (mean, var, 1/std, a, b: 5 per row; dγ, dβ of a pass:
+// 2E) and each linear's bias sums of a pass (its output width: 3E, E, 4E, E).
+TEST(RecomputeGpt, ATrainingBlockHoldsItsSevenIntermediatesFromForwardToBackward) {
+  TokenCorpus corpus;
+  corpus.vocab = 19;
+  for (int k = 0; k < 400; ++k) corpus.train.push_back(static_cast<std::int32_t>((k * 5 + k / 3) % 19));
+  corpus.val.assign(corpus.train.begin(), corpus.train.begin() + 60);
+  const auto activation_peak = [&](int layers) {
+    GptTrainConfig c;
+    c.model.layers = layers;
+    c.model.heads = 2;
+    c.model.embed = 16;
+    c.model.block = 10;
+    c.model.vocab = corpus.vocab;
+    c.batch = 3;
+    c.iters = 1;
+    c.warmup = 0;
+    c.eval_every = 0;
+    c.dropout = 0.1f;
+    auto grid = ProcessGrid::single();
+    auto be = make_cpu_backend(1);
+    GptTrainer trainer(corpus, c, *be, *grid);
+    trainer.step();
+    return be->peak_bytes(MemoryKind::Activations);
+  };
+  const std::size_t rows = 3 * 10, e = 16, heads = 2;
+  const std::size_t per_block =
+      (rows * (3 * e + e + e + 4 * e + 4 * e + e) + rows * heads + 2 * (5 * rows + 2 * e) + (3 * e + e + 4 * e + e)) *
+      sizeof(float);
+  EXPECT_EQ(activation_peak(3) - activation_peak(2), per_block);
+  EXPECT_EQ(activation_peak(2) - activation_peak(1), per_block);
 }
 
 }  // namespace

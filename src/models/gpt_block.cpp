@@ -86,6 +86,9 @@ void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* p
   if (att_.backend() == nullptr) allocate_intermediates();  // (released by recompute)
   const Matrix& h1 = ln1.forward(x.view());
   Matrix& q = qkv.forward(h1.view());
+  // The LayerNorms' outputs are not kept either: backward applies them again from the
+  // statistics (LayerNorm3D::apply_again), a pass over [rows × embed/G_y] each.
+  if (!layout_.decoding) ln1.release_output();
   if (layout_.decoding) {
     AttentionShape cache = shape_;  // seq: the cache's capacity, the context
     be_.attention_decode(q.view(), cache, pos, k_cache_.data(), v_cache_.data(), att_.view());
@@ -103,6 +106,7 @@ void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* p
 
   const Matrix& h2 = ln2.forward(mid_.view());
   Matrix& f = fc.forward(h2.view());
+  if (!layout_.decoding) ln2.release_output();
   be_.gelu_forward(f.view(), gelu_.view());
   Matrix& m = fc2.forward(gelu_.view());
   drop_residual(m.view(), drop, site(2));
@@ -119,7 +123,8 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   drop_residual(branch.view(), drop, site(2));
   Matrix d_gelu = fc2.backward(gelu_.view(), branch, true);
   be_.gelu_backward(fc.output().view(), d_gelu.view(), d_gelu.view());
-  Matrix d_h2 = fc.backward(ln2.forward_output().view(), d_gelu, true);
+  Matrix d_h2 = fc.backward(ln2.apply_again(mid_.view()).view(), d_gelu, true);
+  ln2.release_output();
   ln2.backward(mid_.view(), d_h2.view(), d.view());
 
   // Attention branch.
@@ -129,7 +134,8 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   Matrix d_qkv(be_, layout_.att_rows.size(), layout_.qkv_cols.size());
   be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
                                        drop.key(site(0)), d_qkv.view());
-  Matrix d_h1 = qkv.backward(ln1.forward_output().view(), d_qkv, true);
+  Matrix d_h1 = qkv.backward(ln1.apply_again(x.view()).view(), d_qkv, true);
+  ln1.release_output();
   ln1.backward(x.view(), d_h1.view(), d.view());
   if (recompute_) release_intermediates();
 }

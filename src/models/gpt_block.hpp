@@ -13,6 +13,10 @@
 // Decoding (GptLayout::decoding): a row per sequence, its newest token; the block keeps the keys
 // and values of every token before it in a KV cache split as its attention is (this rank's
 // sequences and heads, every position of the context), and attention_decode reads them.
+// From forward to backward a training block keeps qkv's output, the attention's output and its
+// log-sum-exps, mid, fc's output, the GELU and out: the projections' outputs are spent once
+// added to the stream, and backward applies the LayerNorms again from their statistics
+// (LayerNorm3D::apply_again) rather than keep their outputs.
 // With GptConfig::recompute the block keeps only its input x (and `out`, the next block's input)
 // from forward to backward: every intermediate (the LayerNorms' and linears' outputs, the
 // attention output and its log-sum-exps, mid, GELU) is freed after forward, and backward runs

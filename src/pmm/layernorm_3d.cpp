@@ -42,6 +42,14 @@ const Matrix& LayerNorm3D::forward(ConstMatrixView x) {
   return y_;
 }
 
+const Matrix& LayerNorm3D::apply_again(ConstMatrixView x) {
+  const auto rows = static_cast<index_t>(mean_.size());
+  if (x.rows != rows || x.cols != cols_.size()) throw std::invalid_argument("LayerNorm3D: input shape");
+  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size());
+  be_.layernorm_apply(x, mean_.data(), var_.data(), eps_, gamma_.data(), beta_.data(), y_.view(), rstd_.data());
+  return y_;
+}
+
 void LayerNorm3D::backward(ConstMatrixView x, ConstMatrixView dy, MatrixView dx) {
   const std::size_t rows = mean_.size(), cols = gamma_.size();
   float* a = sums_.data();

@@ -34,8 +34,12 @@ class LayerNorm3D {
   void split_rows_over(Axis a) { also_rows_ = a; }
 
   const Matrix& forward_output() const { return y_; }
-  // Frees the output until the next forward allocates it again (recomputing callers).
+  // Frees the output until the next forward (or apply_again) allocates it again.
   void release_output() { y_ = Matrix(); }
+  // y = LN(x) again, from the statistics the last forward kept: no collective, and the bits of
+  // that forward's output while x and γ, β are what they were (a caller that released the
+  // output, GptBlock, applies it again in backward rather than keep it).
+  const Matrix& apply_again(ConstMatrixView x);
   ParamSlot& gamma() { return gamma_; }  // [1 × cols], initially ones
   ParamSlot& beta() { return beta_; }
   Range cols() const { return cols_; }
