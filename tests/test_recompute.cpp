@@ -181,25 +181,36 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"appnp", GnnSpec("appnp").set("steps", 3)}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
-// GPT blocks (GptConfig::recompute): the same losses and weights bit for bit over steps with
-// dropout and gradient accumulation, less activation memory — measured and planned.
-TEST(RecomputeGpt, SameLossesAndWeightsBitForBitWithLessActivationMemory) {
+// The GPT tests' tiny model: 2 heads of 8, sequences of 12 from a corpus of 23 tokens, batches of
+// 3, dropout 0.2, no warm-up or evaluation.
+TokenCorpus tiny_corpus() {
   TokenCorpus corpus;
   corpus.vocab = 23;
   for (int k = 0; k < 600; ++k) corpus.train.push_back(static_cast<std::int32_t>((k * 7 + k / 5) % 23));
   corpus.val.assign(corpus.train.begin(), corpus.train.begin() + 100);
+  return corpus;
+}
+GptTrainConfig tiny_gpt(const TokenCorpus& corpus, int layers) {
   GptTrainConfig cfg;
-  cfg.model.layers = 3;
+  cfg.model.layers = layers;
   cfg.model.heads = 2;
   cfg.model.embed = 16;
   cfg.model.block = 12;
   cfg.model.vocab = corpus.vocab;
   cfg.batch = 3;
-  cfg.grad_accum = 2;
   cfg.iters = 4;
   cfg.warmup = 0;
   cfg.eval_every = 0;
   cfg.dropout = 0.2f;
+  return cfg;
+}
+
+// GPT blocks (GptConfig::recompute): the same losses and weights bit for bit over steps with
+// dropout and gradient accumulation, less activation memory — measured and planned.
+TEST(RecomputeGpt, SameLossesAndWeightsBitForBitWithLessActivationMemory) {
+  const TokenCorpus corpus = tiny_corpus();
+  GptTrainConfig cfg = tiny_gpt(corpus, 3);
+  cfg.grad_accum = 2;
   struct Out {
     std::vector<double> losses;
     GptWeights weights;
@@ -251,29 +262,17 @@ TEST(RecomputeGpt, SameLossesAndWeightsBitForBitWithLessActivationMemory) {
 // LayerNorm's statistics and backward sums (mean, var, 1/std, a, b: 5 per row; dγ, dβ of a pass:
 // 2E) and each linear's bias sums of a pass (its output width: 3E, E, 4E, E).
 TEST(RecomputeGpt, ATrainingBlockHoldsItsSevenIntermediatesFromForwardToBackward) {
-  TokenCorpus corpus;
-  corpus.vocab = 19;
-  for (int k = 0; k < 400; ++k) corpus.train.push_back(static_cast<std::int32_t>((k * 5 + k / 3) % 19));
-  corpus.val.assign(corpus.train.begin(), corpus.train.begin() + 60);
+  const TokenCorpus corpus = tiny_corpus();
   const auto activation_peak = [&](int layers) {
-    GptTrainConfig c;
-    c.model.layers = layers;
-    c.model.heads = 2;
-    c.model.embed = 16;
-    c.model.block = 10;
-    c.model.vocab = corpus.vocab;
-    c.batch = 3;
+    GptTrainConfig c = tiny_gpt(corpus, layers);
     c.iters = 1;
-    c.warmup = 0;
-    c.eval_every = 0;
-    c.dropout = 0.1f;
     auto grid = ProcessGrid::single();
     auto be = make_cpu_backend(1);
     GptTrainer trainer(corpus, c, *be, *grid);
     trainer.step();
     return be->peak_bytes(MemoryKind::Activations);
   };
-  const std::size_t rows = 3 * 10, e = 16, heads = 2;
+  const std::size_t rows = 3 * 12, e = 16, heads = 2;
   const std::size_t per_block =
       (rows * (3 * e + e + e + 4 * e + 4 * e + e) + rows * heads + 2 * (5 * rows + 2 * e) + (3 * e + e + 4 * e + e)) *
       sizeof(float);
