@@ -1,7 +1,7 @@
 // Sequence parallelism under MPI (in mpi_test_trainer: 1 to 4, 6 and 8 ranks, and on 5 and 7 of
 // the 6 and 8: every rank count of 1 to 8). On every replica count and grid of the rank count,
-// ZeRO 0 (and 3 over several replicas), two steps of two micro-batches with dropout, on a batch whose sequences split unevenly over X and Y (a rank may
-// hold none):
+// ZeRO 0 (and 3 over several replicas), two steps of two micro-batches with dropout, on a batch
+// whose sequences split unevenly over X and Y (a rank may hold none):
 //  - the per-step losses of the run with GptConfig::sequence_parallel are those of the same grid
 //    without it to 1e-6 relative (only the sums' order differs), and so are the weights to 1e-5;
 //  - each rank's peak tensor memory, and each kind of it, is what the plan's dry run of that

@@ -32,20 +32,18 @@ LayerNorm3D::LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, 
 const Matrix& LayerNorm3D::forward(ConstMatrixView x) {
   const auto rows = static_cast<index_t>(mean_.size());
   if (x.rows != rows || x.cols != cols_.size()) throw std::invalid_argument("LayerNorm3D: input shape");
-  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size());  // (released by release_output)
   Communicator& hid = grid_.comm(hidden_);
   be_.layernorm_mean(x, width_, mean_.data());
   hid.all_reduce(mean_.data(), mean_.size(), ReduceOp::Sum);
   be_.layernorm_var(x, mean_.data(), width_, var_.data());
   hid.all_reduce(var_.data(), var_.size(), ReduceOp::Sum);
-  be_.layernorm_apply(x, mean_.data(), var_.data(), eps_, gamma_.data(), beta_.data(), y_.view(), rstd_.data());
-  return y_;
+  return apply_again(x);  // (the first time: y from the statistics just taken)
 }
 
 const Matrix& LayerNorm3D::apply_again(ConstMatrixView x) {
   const auto rows = static_cast<index_t>(mean_.size());
   if (x.rows != rows || x.cols != cols_.size()) throw std::invalid_argument("LayerNorm3D: input shape");
-  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size());
+  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size());  // (released by release_output)
   be_.layernorm_apply(x, mean_.data(), var_.data(), eps_, gamma_.data(), beta_.data(), y_.view(), rstd_.data());
   return y_;
 }
