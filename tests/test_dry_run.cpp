@@ -478,6 +478,29 @@ void expect_same_cost(const RankCost& a, const RankCost& b, const std::string& w
 // ZeRO replicas share a dry run when their blocks meet the optimizer's segments alike: the
 // shared result is each replica's own, on blocks that straddle tensors and buckets (small
 // buckets, BF16, both transports), and uneven batches over the replicas.
+// Sequence parallelism on a grid with G_y = 4 (1x4x1, the benchmark's baby GPT): every
+// rank's peak activation bytes at most 1.2/4 of the largest without it (issue 48's bound; the
+// plan is what training measures, GptPlanHoldsWhatTrainingHoldsByKind), and the logits split
+// over Y: the LM head's output [rows × vocab] is no longer held whole on each Y rank.
+TEST(DryRun, SequenceParallelismHoldsAtMost1Point2OverGyOfTheActivations) {
+  GptConfig c;
+  c.layers = 4;
+  c.heads = 4;
+  c.embed = 128;
+  c.block = 64;
+  c.vocab = 65;
+  const auto largest = [&](bool sp) {
+    c.sequence_parallel = sp;
+    double most = 0;
+    for (const RankCost& r : predict_gpt_ranks(c, 8, 1, GridShape{1, 4, 1}))
+      most = std::max(most, r.memory_by_kind[static_cast<int>(MemoryKind::Activations)]);
+    return most;
+  };
+  const double without = largest(false), with = largest(true);
+  EXPECT_LE(with, 1.2 / 4 * without) << with << " of " << without;
+  EXPECT_GT(with, 0.2 * without);  // (a plan that lost the blocks' activations would pass the bound)
+}
+
 TEST(DistinctRuns, ZeroReplicasSharingARunCostWhatEachWouldAlone) {
   GptConfig c;
   c.layers = 1;

@@ -239,13 +239,9 @@ TEST(RecomputeGpt, SameLossesAndWeightsBitForBitWithLessActivationMemory) {
   for (const auto& [name, t] : plain.weights) EXPECT_TRUE(same_bits(t.data, re.weights.at(name).data)) << name;
   EXPECT_LT(re.activations, plain.activations);
   EXPECT_LT(re.peak, plain.peak);
-  // Between steps a recomputing block holds none of its intermediates: per block, rows ×
-  // (qkv (3E), attention (E), mid, fc (4E), GELU (4E)) floats and the attention's log-sum-exps
-  // (rows × heads). (proj's and fc2's outputs neither block keeps: they are spent once added to
-  // the residual stream; nor the LayerNorms' outputs: backward applies them again.)
-  const auto rows = static_cast<std::size_t>(cfg.batch * cfg.model.block), e = static_cast<std::size_t>(cfg.model.embed);
-  const std::size_t per_block = (rows * (3 * e + e + e + 4 * e + 4 * e) + rows * 2) * sizeof(float);
-  EXPECT_EQ(plain.live - re.live, per_block * static_cast<std::size_t>(cfg.model.layers));
+  // Between steps neither holds an intermediate (backward frees each after its last reader):
+  // what recomputation saves is the forward-to-backward span (the test below measures it).
+  EXPECT_EQ(plain.live, re.live);
 
   GptConfig planned = cfg.model;
   const RankCost p0 = predict_gpt_ranks(planned, cfg.batch, cfg.grad_accum, GridShape{1, 1, 1})[0];

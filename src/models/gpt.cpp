@@ -57,10 +57,11 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   const GptLayout& l = layout_;
   d_x_ = Matrix(be, l.res_rows.size(), l.embed.size());
   const auto rows = static_cast<std::size_t>(l.rows);
-  xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, l.rows);
-  token_weights_ = Buffer<float>(be, rows);
-  labels_ = Buffer<std::int32_t>(be, rows);
-  d_logits_ = Matrix(be, l.rows, l.vocab.size());
+  const index_t loss_rows = l.att_rows.size();  // the logits' rows (sequence parallelism: a slice over Y)
+  xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, loss_rows);
+  token_weights_ = Buffer<float>(be, static_cast<std::size_t>(loss_rows));
+  labels_ = Buffer<std::int32_t>(be, static_cast<std::size_t>(loss_rows));
+  d_logits_ = Matrix(be, loss_rows, l.vocab.size());
   if (be.computes()) {  // a plan's dry run draws no batches
     positions_.resize(rows);
     for (std::size_t r = 0; r < rows; ++r) positions_[r] = static_cast<std::int32_t>(static_cast<index_t>(r) % cfg.block);
@@ -98,7 +99,9 @@ void GptModel::build_layers() {
   const GptConfig& cfg = cfg_;
   const GptLayout& l = layout_;
   Linear3DOptions head = gpt_linear_options();
-  head.gather_input = l.sequence_parallel;  // ln_f's rows over X; the logits stay whole
+  // Sequence parallelism: ln_f's rows come over X, and the logits (and so the softmax over the
+  // vocabulary, and their gradient) go over Y, as attention's rows do (GptLayout::att_rows).
+  head.gather_input = head.scatter_output = l.sequence_parallel;
   head.row_unit = l.decoding ? 1 : cfg.block;
   head.bias = false;
   head.store_transposed = true;  // the head's Wᵀ [vocab × embed] is the token table when tied
@@ -203,22 +206,29 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
 
   // Cross-entropy over the vocabulary sharded over X: row maxima and exp-sums combined by
   // all-reduces, then each shard adds its own terms (plexus/backend.hpp, LossTerms).
-  if (be_.computes()) labels_.upload(targets.data());
-  if (l.rows) be_.fill(MatrixView{token_weights_.data(), 1, l.rows, l.rows}, loss_scale);
+  const index_t loss_rows = l.att_rows.size();
+  if (be_.computes()) labels_.upload(targets.data() + l.att_rows.begin);
+  if (loss_rows) be_.fill(MatrixView{token_weights_.data(), 1, loss_rows, loss_rows}, loss_scale);
   double loss = xent_->loss_and_grad(logits.view(), labels_.data(), token_weights_.data(), l.vocab.begin,
                                      d_logits_.view());  // summed over X
+  if (train) lm_head_->release_output();  // (spent: backward reads their gradient)
   zero.release(0);
   if (!train) guard.done = true;
-  // Y replicas hold the same rows: sum over Z and the replicas.
+  // Sum over Z, over Y where sequence parallelism splits the rows (Y replicas hold the same
+  // rows otherwise), and over the replicas.
   grid_.host_comm(l.seq).all_reduce(&loss, 1, ReduceOp::Sum);
+  if (l.sequence_parallel) grid_.host_comm(l.hid).all_reduce(&loss, 1, ReduceOp::Sum);
   grid_.host_comm(Axis::D).all_reduce(&loss, 1, ReduceOp::Sum);
   if (!train) return loss;
 
   zero.acquire(0, blocks);
   zero.begin_backward(0);
-  Matrix d_hf = lm_head_->backward(hf.view(), d_logits_, true);
-  fill_zero(be_, d_x_.data(), d_x_.size());
-  ln_f_->backward(h->view(), d_hf.view(), d_x_.view());
+  {
+    Matrix d_hf = lm_head_->backward(hf.view(), d_logits_, true);
+    ln_f_->release_output();  // (hf: the head was its one reader; the next forward allocates it)
+    fill_zero(be_, d_x_.data(), d_x_.size());
+    ln_f_->backward(h->view(), d_hf.view(), d_x_.view());
+  }
   for (int b = blocks; b-- > 0;) {
     const Matrix& input = b == 0 ? x0_ : blocks_[static_cast<std::size_t>(b) - 1]->output();
     zero.acquire(1 + b, b);  // prefetch: the block below (unit 0 is held already)

@@ -67,7 +67,9 @@ class GptModel {
   // the gradients. Returns the loss sum over the whole batch (every rank gets it).
   double step(const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& targets, float loss_scale,
               const GptDropout& drop, bool train);
-  // Logits of the last step [rows × vocab shard], replicated over Y.
+  // Logits of the last step that did not train (a training step frees them once spent)
+  // [rows × vocab shard], replicated over Y (sequence parallelism: this rank's rows over Y,
+  // layout().att_rows).
   Matrix& logits() { return lm_head_->output(); }
 
   // Generation with a KV cache (models/gpt_generate.cpp). A model that decodes for `of`: one row

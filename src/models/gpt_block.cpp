@@ -36,14 +36,21 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
     v_cache_ = Buffer<float>(be, cache);
   }
   if (!recompute_) allocate_intermediates();
+  // The projections' outputs live from their forward to the residual add (see compute): not
+  // from construction to the first forward, which would put them all in the first step's peak.
+  if (!l.decoding) {
+    proj.release_output();
+    fc2.release_output();
+  }
 }
 
-void GptBlock::allocate_intermediates() {
+void GptBlock::allocate_intermediates() {  // (those that backward or recompute released)
   const GptLayout& l = layout_;
-  att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size());
-  mid_ = Matrix(be_, l.res_rows.size(), l.embed.size());
-  gelu_ = Matrix(be_, l.att_rows.size(), l.ff.size());
-  if (!l.decoding) lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()));
+  if (att_.backend() == nullptr) att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size());
+  if (mid_.backend() == nullptr) mid_ = Matrix(be_, l.res_rows.size(), l.embed.size());
+  if (gelu_.backend() == nullptr) gelu_ = Matrix(be_, l.att_rows.size(), l.ff.size());
+  if (!l.decoding && lse_.size() == 0)
+    lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()));
 }
 
 void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
@@ -83,7 +90,7 @@ void GptBlock::load_cache(GptBlock& prefilled, const std::vector<index_t>& lengt
 }
 
 void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* pos) {
-  if (att_.backend() == nullptr) allocate_intermediates();  // (released by recompute)
+  allocate_intermediates();
   const Matrix& h1 = ln1.forward(x.view());
   Matrix& q = qkv.forward(h1.view());
   // The LayerNorms' outputs are not kept either: backward applies them again from the
@@ -117,27 +124,45 @@ void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* p
 
 void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   if (recompute_) compute(x, drop);  // every intermediate as forward had it (out_ too, unchanged)
+  // Each intermediate and each gradient is freed after its last reader (the next forward
+  // allocates them again): the last block's backward, where every other block still holds its
+  // intermediates, is the step's peak.
   Matrix branch(be_, d.rows(), d.cols());
   // MLP branch: d is ∂L/∂out = ∂L/∂mid through the residual, plus what the branch adds.
   be_.copy(d.view(), branch.view());
   drop_residual(branch.view(), drop, site(2));
-  Matrix d_gelu = fc2.backward(gelu_.view(), branch, true);
-  be_.gelu_backward(fc.output().view(), d_gelu.view(), d_gelu.view());
-  Matrix d_h2 = fc.backward(ln2.apply_again(mid_.view()).view(), d_gelu, true);
-  ln2.release_output();
-  ln2.backward(mid_.view(), d_h2.view(), d.view());
+  {
+    Matrix d_h2;
+    {
+      Matrix d_gelu = fc2.backward(gelu_.view(), branch, true);
+      gelu_ = Matrix();
+      be_.gelu_backward(fc.output().view(), d_gelu.view(), d_gelu.view());
+      fc.release_output();
+      d_h2 = fc.backward(ln2.apply_again(mid_.view()).view(), d_gelu, true);
+    }
+    ln2.release_output();
+    ln2.backward(mid_.view(), d_h2.view(), d.view());
+    mid_ = Matrix();
+  }
 
   // Attention branch.
   be_.copy(d.view(), branch.view());
   drop_residual(branch.view(), drop, site(1));
-  Matrix d_att = proj.backward(att_.view(), branch, true);
-  Matrix d_qkv(be_, layout_.att_rows.size(), layout_.qkv_cols.size());
-  be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
-                                       drop.key(site(0)), d_qkv.view());
+  Matrix d_qkv;
+  {
+    Matrix d_att = proj.backward(att_.view(), branch, true);
+    branch = Matrix();
+    d_qkv = Matrix(be_, layout_.att_rows.size(), layout_.qkv_cols.size());
+    be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
+                           drop.key(site(0)), d_qkv.view());
+    qkv.release_output();
+    att_ = Matrix();
+    lse_ = Buffer<float>();
+  }
   Matrix d_h1 = qkv.backward(ln1.apply_again(x.view()).view(), d_qkv, true);
+  d_qkv = Matrix();
   ln1.release_output();
   ln1.backward(x.view(), d_h1.view(), d.view());
-  if (recompute_) release_intermediates();
 }
 
 }  // namespace plexus

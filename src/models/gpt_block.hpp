@@ -16,7 +16,9 @@
 // From forward to backward a training block keeps qkv's output, the attention's output and its
 // log-sum-exps, mid, fc's output, the GELU and out: the projections' outputs are spent once
 // added to the stream, and backward applies the LayerNorms again from their statistics
-// (LayerNorm3D::apply_again) rather than keep their outputs.
+// (LayerNorm3D::apply_again) rather than keep their outputs. Backward frees each of them, and each
+// gradient, after its last reader (the next forward allocates them again): between steps a block
+// holds only `out`.
 // With GptConfig::recompute the block keeps only its input x (and `out`, the next block's input)
 // from forward to backward: every intermediate (the LayerNorms' and linears' outputs, the
 // attention output and its log-sum-exps, mid, GELU) is freed after forward, and backward runs

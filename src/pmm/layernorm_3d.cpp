@@ -21,8 +21,9 @@ LayerNorm3D::LayerNorm3D(Backend& be, ProcessGrid& grid, Axis row, Axis hidden, 
       var_(be, static_cast<std::size_t>(rows)),
       rstd_(be, static_cast<std::size_t>(rows)),
       sums_(be, static_cast<std::size_t>(2 * rows)),
-      param_sums_(be, static_cast<std::size_t>(2 * cols.size())),
-      y_(be, rows, cols.size()) {
+      param_sums_(be, static_cast<std::size_t>(2 * cols.size())) {
+  // y_ is allocated by the first forward: a caller that releases it after use never holds it
+  // from construction on.
   if (!external_params) {
     gamma_.allocate(1.0f);
     beta_.allocate();
