@@ -107,6 +107,10 @@ class Backend {
 
   // ---- memory ---------------------------------------------------------------------------
   void* allocate(std::size_t bytes);  // zero-filled
+  // For a buffer its first kernel writes whole (an output with beta 0, a copy's target, a
+  // collective's receive buffer): no fill, the bytes unspecified — NaN on the CPU backend in a
+  // build without NDEBUG, so that a read before the write shows in its tests.
+  void* allocate_uninitialized(std::size_t bytes);
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
   void copy_from_host(void* dst, const void* src, std::size_t bytes);
   void copy_to_host(void* dst, const void* src, std::size_t bytes);
@@ -383,7 +387,7 @@ class Backend {
 
  protected:
   // What each backend implements: the kernels above, called with checked arguments.
-  virtual void* do_allocate(std::size_t bytes) = 0;
+  virtual void* do_allocate(std::size_t bytes, bool zero) = 0;  // zero: Backend::allocate's fill
   virtual void do_copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void do_copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void do_copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;

@@ -8,21 +8,18 @@
 
 namespace plexus {
 
+// The tag of a Buffer or Matrix whose first kernel writes it whole: no zero fill
+// (Backend::allocate_uninitialized).
+struct Uninitialized {};
+inline constexpr Uninitialized uninitialized{};
+
 template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(Backend& be, std::size_t n) : be_(&be), n_(n), kind_(be.memory_kind()) {
-    if (n_ == 0) return;
-    be.account_buffer(kind_, n_ * sizeof(T));  // throws when over the memory budget
-    try {
-      ptr_ = static_cast<T*>(be.allocate(n_ * sizeof(T)));
-    } catch (...) {
-      be.release_buffer(kind_, n_ * sizeof(T));
-      throw;
-    }
-  }
-  Buffer(Backend& be, const std::vector<T>& host) : Buffer(be, host.size()) { upload(host.data()); }
+  Buffer(Backend& be, std::size_t n) : Buffer(be, n, true) {}
+  Buffer(Backend& be, std::size_t n, Uninitialized) : Buffer(be, n, false) {}
+  Buffer(Backend& be, const std::vector<T>& host) : Buffer(be, host.size(), uninitialized) { upload(host.data()); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept { swap(o); }
@@ -57,6 +54,16 @@ class Buffer {
   }
 
  private:
+  Buffer(Backend& be, std::size_t n, bool zero) : be_(&be), n_(n), kind_(be.memory_kind()) {
+    if (n_ == 0) return;
+    be.account_buffer(kind_, n_ * sizeof(T));  // throws when over the memory budget
+    try {
+      ptr_ = static_cast<T*>(zero ? be.allocate(n_ * sizeof(T)) : be.allocate_uninitialized(n_ * sizeof(T)));
+    } catch (...) {
+      be.release_buffer(kind_, n_ * sizeof(T));
+      throw;
+    }
+  }
   Backend* be_ = nullptr;
   T* ptr_ = nullptr;
   std::size_t n_ = 0;
@@ -76,6 +83,9 @@ class Matrix {
   Matrix() = default;
   Matrix(Backend& be, index_t rows, index_t cols) : Matrix(be, rows, cols, cols) {}
   Matrix(Backend& be, index_t rows, index_t cols, PaddedRows) : Matrix(be, rows, cols, padded_ld(cols)) {}
+  // Contiguous, not zero-filled: for an output its first kernel writes whole (see Uninitialized).
+  Matrix(Backend& be, index_t rows, index_t cols, Uninitialized)
+      : buf_(be, static_cast<std::size_t>(rows * cols), uninitialized), rows_(rows), cols_(cols), ld_(cols) {}
   index_t rows() const { return rows_; }
   index_t cols() const { return cols_; }
   index_t ld() const { return ld_; }

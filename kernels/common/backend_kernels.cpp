@@ -95,7 +95,10 @@ decltype(auto) Backend::observed(const char* kernel, F&& f) {
 
 // ---- memory ---------------------------------------------------------------------------------
 void* Backend::allocate(std::size_t bytes) {
-  return observed("allocate", [&] { return do_allocate(bytes); });
+  return observed("allocate", [&] { return do_allocate(bytes, true); });
+}
+void* Backend::allocate_uninitialized(std::size_t bytes) {
+  return observed("allocate", [&] { return do_allocate(bytes, false); });
 }
 void Backend::copy_from_host(void* dst, const void* src, std::size_t bytes) {
   observed("copy_from_host", [&] { do_copy_from_host(dst, src, bytes); });

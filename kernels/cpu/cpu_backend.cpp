@@ -34,7 +34,7 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes) {
 
 CpuBackend::~CpuBackend() { cache_.clear(detail::host_free); }
 
-void* CpuBackend::do_allocate(std::size_t bytes) {
+void* CpuBackend::do_allocate(std::size_t bytes, bool zero) {
   void* p = cache_.take(bytes);
   const bool from_cache = p != nullptr;
   if (!from_cache) {
@@ -43,10 +43,15 @@ void* CpuBackend::do_allocate(std::size_t bytes) {
     cache_.trim_to(high_water_ - live_after, detail::host_free);
     p = detail::host_aligned_alloc(bytes);
   }
-  if (bytes >= kParallelZeroBytes)
+  if (!zero) {
+#ifndef NDEBUG
+    std::memset(p, 0xFF, bytes);  // every float a NaN: a kernel that reads before it writes shows
+#endif
+  } else if (bytes >= kParallelZeroBytes) {
     parallel_memset_zero(p, bytes, threads_for(static_cast<index_t>(bytes)));
-  else
+  } else {
     std::memset(p, 0, bytes);
+  }
   count_alloc(bytes);
   return p;
 }

@@ -122,7 +122,7 @@ void* CudaBackend::scratch(std::size_t bytes) {
 }
 
 // ---- memory ----------------------------------------------------------------------------------
-void* CudaBackend::do_allocate(std::size_t bytes) {
+void* CudaBackend::do_allocate(std::size_t bytes, bool zero) {
   if (bytes == 0) return nullptr;
   activate();
   void* p = nullptr;
@@ -139,7 +139,7 @@ void* CudaBackend::do_allocate(std::size_t bytes) {
     cudaGetLastError();
     throw_cuda_error(e, pool_ ? "cudaMallocAsync(&p, bytes, stream_)" : "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
   }
-  e = cudaMemsetAsync(p, 0, bytes, stream_);
+  e = zero ? cudaMemsetAsync(p, 0, bytes, stream_) : cudaSuccess;
   if (e != cudaSuccess) {
     (void)(pool_ ? cudaFreeAsync(p, stream_) : cudaFree(p));
     throw_cuda_error(e, "cudaMemsetAsync(p, 0, bytes, stream_)", __FILE__, __LINE__);

@@ -81,10 +81,10 @@ double edge_bytes(const CsrView& a, index_t heads) { return kF * num(a.nnz) * nu
 
 }  // namespace
 
-void* ShapeBackend::do_allocate(std::size_t bytes) {
+void* ShapeBackend::do_allocate(std::size_t bytes, bool zero) {
   void* p = AddressSpace::get().take(bytes);
   count_alloc(bytes);
-  counts_.stream_bytes += static_cast<double>(bytes);  // the zero fill
+  if (zero) counts_.stream_bytes += static_cast<double>(bytes);  // the zero fill
   return p;
 }
 

@@ -44,13 +44,14 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
   }
 }
 
+// Each written whole by its first kernel (attention_forward, copy, gelu_forward): not zero-filled.
 void GptBlock::allocate_intermediates() {  // (those that backward or recompute released)
   const GptLayout& l = layout_;
-  if (att_.backend() == nullptr) att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size());
-  if (mid_.backend() == nullptr) mid_ = Matrix(be_, l.res_rows.size(), l.embed.size());
-  if (gelu_.backend() == nullptr) gelu_ = Matrix(be_, l.att_rows.size(), l.ff.size());
+  if (att_.backend() == nullptr) att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size(), uninitialized);
+  if (mid_.backend() == nullptr) mid_ = Matrix(be_, l.res_rows.size(), l.embed.size(), uninitialized);
+  if (gelu_.backend() == nullptr) gelu_ = Matrix(be_, l.att_rows.size(), l.ff.size(), uninitialized);
   if (!l.decoding && lse_.size() == 0)
-    lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()));
+    lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()), uninitialized);
 }
 
 void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
@@ -127,7 +128,7 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   // Each intermediate and each gradient is freed after its last reader (the next forward
   // allocates them again): the last block's backward, where every other block still holds its
   // intermediates, is the step's peak.
-  Matrix branch(be_, d.rows(), d.cols());
+  Matrix branch(be_, d.rows(), d.cols(), uninitialized);  // (a copy of d)
   // MLP branch: d is ∂L/∂out = ∂L/∂mid through the residual, plus what the branch adds.
   be_.copy(d.view(), branch.view());
   drop_residual(branch.view(), drop, site(2));
@@ -152,7 +153,7 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   {
     Matrix d_att = proj.backward(att_.view(), branch, true);
     branch = Matrix();
-    d_qkv = Matrix(be_, layout_.att_rows.size(), layout_.qkv_cols.size());
+    d_qkv = Matrix(be_, layout_.att_rows.size(), layout_.qkv_cols.size(), uninitialized);
     be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
                            drop.key(site(0)), d_qkv.view());
     qkv.release_output();

@@ -44,7 +44,7 @@ const Matrix& LayerNorm3D::forward(ConstMatrixView x) {
 const Matrix& LayerNorm3D::apply_again(ConstMatrixView x) {
   const auto rows = static_cast<index_t>(mean_.size());
   if (x.rows != rows || x.cols != cols_.size()) throw std::invalid_argument("LayerNorm3D: input shape");
-  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size());  // (released by release_output)
+  if (y_.backend() == nullptr) y_ = Matrix(be_, rows, cols_.size(), uninitialized);  // (released by release_output)
   be_.layernorm_apply(x, mean_.data(), var_.data(), eps_, gamma_.data(), beta_.data(), y_.view(), rstd_.data());
   return y_;
 }

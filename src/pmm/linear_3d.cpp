@@ -65,7 +65,7 @@ ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* s
   if (slice.rows != input_rows().size() || slice.cols != in || (slice.rows > 0 && slice.ld != in))
     throw std::invalid_argument("Linear3D: gather_input's X is not this rank's slice [input_rows × in_cols], dense");
   MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered input");
-  into = Matrix(be_, layout_.rows, in);
+  into = Matrix(be_, layout_.rows, in, uninitialized);  // (the all-gather writes every row)
   grid_.comm(layout_.out).all_gather(slice.data, into.data(), slice_counts(grid_.dim(layout_.out), in));
   return into.view();
 }
@@ -144,12 +144,13 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   if (opt_.gather_input) x_whole = gather_input(x_whole, src, x_full);
   const ConstMatrixView w = full_weight();
   const index_t out = layout_.out_cols.size();
-  if (opt_.scatter_output && y_slice_.backend() == nullptr) y_slice_ = Matrix(be_, output_rows().size(), out);
-  if (!opt_.scatter_output && y_.backend() == nullptr) y_ = Matrix(be_, layout_.rows, out);  // (released by release_output)
+  // (Released by release_output; Y is written whole below, by the GEMM or the reduce-scatter.)
+  if (opt_.scatter_output && y_slice_.backend() == nullptr) y_slice_ = Matrix(be_, output_rows().size(), out, uninitialized);
+  if (!opt_.scatter_output && y_.backend() == nullptr) y_ = Matrix(be_, layout_.rows, out, uninitialized);
   Matrix y_whole;  // scatter_output: every row's partial sums, until they are reduce-scattered
   if (opt_.scatter_output) {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's output before its reduce-scatter");
-    y_whole = Matrix(be_, layout_.rows, out);
+    y_whole = Matrix(be_, layout_.rows, out, uninitialized);
   }
   const MatrixView y_all = opt_.scatter_output ? y_whole.view() : y_.view();
   over_rows(be_, x_whole, src, [&](index_t r0, index_t r1, ConstMatrixView x) {
@@ -172,7 +173,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (opt_.gather_input) x_whole = gather_input(x_whole, src, x_full);  // (again: only slices are kept)
   if (opt_.scatter_output) {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered output gradient");
-    d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size());
+    d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size(), uninitialized);
     grid_.comm(layout_.in).all_gather(d_y.data, d_y_full.data(), slice_counts(grid_.dim(layout_.in), layout_.out_cols.size()));
     d_y = d_y_full.view();
   }
@@ -209,7 +210,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
 
   if (!need_input_grad) return {};
   if (!opt_.gather_input) {
-    Matrix d_x(be_, layout_.rows, layout_.in_cols.size());
+    Matrix d_x(be_, layout_.rows, layout_.in_cols.size(), uninitialized);  // (the GEMM's β = 0 writes it whole)
     be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
     all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
     return d_x;
@@ -219,10 +220,10 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   Matrix d_x;
   {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's input gradient before its reduce-scatter");
-    d_x = Matrix(be_, layout_.rows, layout_.in_cols.size());
+    d_x = Matrix(be_, layout_.rows, layout_.in_cols.size(), uninitialized);
   }
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
-  Matrix d_x_slice(be_, input_rows().size(), layout_.in_cols.size());
+  Matrix d_x_slice(be_, input_rows().size(), layout_.in_cols.size(), uninitialized);
   grid_.comm(layout_.out).reduce_scatter(d_x.data(), d_x_slice.data(), slice_counts(grid_.dim(layout_.out), layout_.in_cols.size()));
   return d_x_slice;
 }
