@@ -162,6 +162,8 @@ TEST(ShapeBackend, CountsTheBytesOfMemoryBoundKernelsAndTheDropoutDraws) {
   EXPECT_DOUBLE_EQ(added([&] { be.dropout(a.view(), b.view(), 1.0f, DropoutKey{}, 0, 0); }), n);
   EXPECT_DOUBLE_EQ(be.counts().random_draws, 60);
   EXPECT_DOUBLE_EQ(added([&] { (void)Matrix(be, 3, 5, Matrix::PaddedRows{}); }), 3 * 8 * 4.0);  // rows padded to 8
+  EXPECT_DOUBLE_EQ(added([&] { (void)Matrix(be, 3, 5, uninitialized); }), 0.0);  // no fill
+  EXPECT_DOUBLE_EQ(added([&] { (void)Buffer<float>(be, std::vector<float>(7)); }), 2 * 7 * 4.0);  // the upload, no fill
   // A view counts its rows and columns, not its leading dimension.
   EXPECT_DOUBLE_EQ(added([&] { be.fill(rows_of(a.view(), 2, 5), 0.0f); }), 3 * 6 * 4.0);
   EXPECT_EQ(be.counts().gemm_flops, 0.0);
