@@ -485,12 +485,7 @@ void expect_same_cost(const RankCost& a, const RankCost& b, const std::string& w
 // plan is what training measures, GptPlanHoldsWhatTrainingHoldsByKind), and the logits split
 // over Y: the LM head's output [rows × vocab] is no longer held whole on each Y rank.
 TEST(DryRun, SequenceParallelismHoldsAtMost1Point2OverGyOfTheActivations) {
-  GptConfig c;
-  c.layers = 4;
-  c.heads = 4;
-  c.embed = 128;
-  c.block = 64;
-  c.vocab = 65;
+  GptConfig c;  // (its defaults: the baby GPT, 4 layers, 4 heads, embed 128, block 64, vocab 65)
   const auto largest = [&](bool sp) {
     c.sequence_parallel = sp;
     double most = 0;

@@ -35,9 +35,9 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
     k_cache_ = Buffer<float>(be, cache);
     v_cache_ = Buffer<float>(be, cache);
   }
-  if (!recompute_) allocate_intermediates();
-  // The projections' outputs live from their forward to the residual add (see compute): not
-  // from construction to the first forward, which would put them all in the first step's peak.
+  // The intermediates are allocated by the first forward (compute), and the projections'
+  // outputs live from their forward to the residual add: neither is held from construction to
+  // the first forward, which would put them all in the first step's peak.
   if (!l.decoding) {
     proj.release_output();
     fc2.release_output();

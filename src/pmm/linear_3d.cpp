@@ -6,6 +6,7 @@
 #include "core/shard_layout.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -209,20 +210,19 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   x_full = Matrix();  // (gather_input: dW was its only reader)
 
   if (!need_input_grad) return {};
-  if (!opt_.gather_input) {
-    Matrix d_x(be_, layout_.rows, layout_.in_cols.size(), uninitialized);  // (the GEMM's β = 0 writes it whole)
-    be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
-    all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
-    return d_x;
-  }
-  // Every row's partial dX lives only until its reduce-scatter: workspace, as forward's Y
-  // before its reduce-scatter is (only the slice is an activation).
-  Matrix d_x;
+  Matrix d_x;  // (the GEMM's β = 0 writes it whole)
   {
-    MemoryScope scope(be_, MemoryKind::Workspace, "a linear's input gradient before its reduce-scatter");
+    // gather_input: every row's partial dX lives only until its reduce-scatter — workspace, as
+    // forward's Y before its reduce-scatter is (only the slice is an activation).
+    std::optional<MemoryScope> scope;
+    if (opt_.gather_input) scope.emplace(be_, MemoryKind::Workspace, "a linear's input gradient before its reduce-scatter");
     d_x = Matrix(be_, layout_.rows, layout_.in_cols.size(), uninitialized);
   }
   be_.gemm(Trans::No, opt_.store_transposed ? Trans::No : Trans::Yes, 1.0f, d_y, w, 0.0f, d_x.view());
+  if (!opt_.gather_input) {
+    all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
+    return d_x;
+  }
   Matrix d_x_slice(be_, input_rows().size(), layout_.in_cols.size(), uninitialized);
   grid_.comm(layout_.out).reduce_scatter(d_x.data(), d_x_slice.data(), slice_counts(grid_.dim(layout_.out), layout_.in_cols.size()));
   return d_x_slice;
