@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernel_test_util.hpp"
+#include "kernels/cpu/blocked_gemm.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/profiling.hpp"
@@ -391,6 +392,15 @@ TEST_P(Kernels, ProfilerTimesPreparedSpmm) {
 
 // ---- dense --------------------------------------------------------------------------------
 
+// Turns the CPU backend's blocked GEMM off for a scope (kernels/cpu/blocked_gemm.hpp): its
+// other paths are what a target without AVX-512 runs.
+struct WithoutBlockedGemm {
+  WithoutBlockedGemm() { cpu::enable_blocked_gemm(false); }
+  ~WithoutBlockedGemm() { cpu::enable_blocked_gemm(true); }
+  WithoutBlockedGemm(const WithoutBlockedGemm&) = delete;
+  WithoutBlockedGemm& operator=(const WithoutBlockedGemm&) = delete;
+};
+
 TEST_P(Kernels, GemmAllTransposes) {
   struct Case {
     index_t m, n, k, pad;
@@ -398,29 +408,42 @@ TEST_P(Kernels, GemmAllTransposes) {
   const Case cases[] = {{1, 1, 1, 0}, {17, 33, 5, 2}, {64, 65, 130, 0}, {3, 0, 4, 1},  {0, 3, 4, 0},
                         {5, 4, 0, 1}, {31, 7, 300, 3}, {1, 50, 9, 0},    {257, 129, 65, 3},
                         // few rows, cut into slabs of 64 of C's columns over the CPU backend's threads,
-                        // a ragged last one; 33 rows is one sgemm again
-                        {8, 1001, 40, 2}, {32, 515, 70, 1}, {33, 1001, 40, 0},
+                        // a ragged last one; 33 rows is one sgemm again (without the blocked GEMM)
+                        {8, 1001, 40, 2}, {32, 515, 70, 1}, {33, 1001, 40, 0}, {9, 300, 20, 1},
                         // one row: the CPU backend's own product for op(B) = B, slabs of 128
-                        {1, 1001, 40, 2}, {1, 300, 513, 1}, {1, 127, 50, 0}, {1, 129, 20000, 0}};
-  for (const auto& cs : cases) {
-    for (const Trans ta : {Trans::No, Trans::Yes}) {
-      for (const Trans tb : {Trans::No, Trans::Yes}) {
-        for (const float beta : {0.0f, 1.0f, -0.5f}) {
-          const std::string what = "gemm m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
-                                   " k=" + std::to_string(cs.k) + " ta=" + std::to_string(ta == Trans::Yes) +
-                                   " tb=" + std::to_string(tb == Trans::Yes) + " beta=" + std::to_string(beta);
-          const HostMat a = ta == Trans::No ? random_mat(rng, cs.m, cs.k, cs.pad) : random_mat(rng, cs.k, cs.m, cs.pad);
-          const HostMat b = tb == Trans::No ? random_mat(rng, cs.k, cs.n, cs.pad) : random_mat(rng, cs.n, cs.k, cs.pad);
-          const HostMat c = output_mat(cs.m, cs.n, cs.pad + 1, beta);
-          auto [got, want] = both([&](Backend& x) {
-            DevMat da(x, a), db(x, b), dc(x, c);
-            x.gemm(ta, tb, 1.5f, da.cview(), db.cview(), beta, dc.view());
-            return dc.download();
-          });
-          expect_close(got, want, kTol, what);
+                        {1, 1001, 40, 2}, {1, 300, 513, 1}, {1, 127, 50, 0}, {1, 129, 20000, 0},
+                        // the blocked GEMM: panels of 256 rows and a ragged one, chunks of 256 of k
+                        // and a ragged one, groups of 8 rows and every remainder, blocks of 3, 4, 6
+                        // and 8 vectors of 16 columns and the columns past them (a partly filled
+                        // vector, whole ones), k too short for it (< 32), C too narrow (< 48)
+                        {300, 200, 600, 1}, {13, 100, 300, 2}, {5, 77, 513, 0}, {3, 400, 40, 1},
+                        {4, 97, 257, 0}, {6, 64, 33, 1}, {7, 112, 64, 0}, {2, 48, 31, 0}, {40, 47, 64, 2}};
+  const auto run = [&](const char* path) {
+    for (const auto& cs : cases) {
+      for (const Trans ta : {Trans::No, Trans::Yes}) {
+        for (const Trans tb : {Trans::No, Trans::Yes}) {
+          for (const float beta : {0.0f, 1.0f, -0.5f}) {
+            const std::string what = std::string(path) + " gemm m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
+                                     " k=" + std::to_string(cs.k) + " ta=" + std::to_string(ta == Trans::Yes) +
+                                     " tb=" + std::to_string(tb == Trans::Yes) + " beta=" + std::to_string(beta);
+            const HostMat a = ta == Trans::No ? random_mat(rng, cs.m, cs.k, cs.pad) : random_mat(rng, cs.k, cs.m, cs.pad);
+            const HostMat b = tb == Trans::No ? random_mat(rng, cs.k, cs.n, cs.pad) : random_mat(rng, cs.n, cs.k, cs.pad);
+            const HostMat c = output_mat(cs.m, cs.n, cs.pad + 1, beta);
+            auto [got, want] = both([&](Backend& x) {
+              DevMat da(x, a), db(x, b), dc(x, c);
+              x.gemm(ta, tb, 1.5f, da.cview(), db.cview(), beta, dc.view());
+              return dc.download();
+            });
+            expect_close(got, want, kTol, what);
+          }
         }
       }
     }
+  };
+  run("");
+  if (GetParam() == "cpu") {
+    WithoutBlockedGemm off;
+    run("without the blocked GEMM:");
   }
 }
 
@@ -1400,32 +1423,84 @@ TEST(CpuDeterminism, ResultsIndependentOfThreadCount) {
   expect_same_bits(*one, *two, repro_inputs(rng));
 }
 
-// A product of few rows (decoding) is split into slabs of C's columns over the threads, and
-// one row with op(B) = B is the CPU backend's own loop (kernels/cpu/dense.cpp): the same bits
-// as on one thread, every transpose, padded views, at 1, 2 and 3 threads (slab counts that do
-// not divide the columns).
-TEST(CpuDeterminism, FewRowGemmSplitOverThreadsIsTheOneThreadProductBitForBit) {
+// A product of few rows (decoding) is split into pieces of C's columns over the threads, and a
+// product of many rows into panels of rows as well (the blocked GEMM, kernels/cpu/
+// blocked_gemm.cpp; without it, slabs of sgemm and the one-row loop of kernels/cpu/dense.cpp):
+// the same bits as on one thread, every transpose, padded views, at 1, 2 and 3 threads (piece
+// counts that do not divide the columns).
+TEST(CpuDeterminism, GemmSplitOverThreadsIsTheOneThreadProductBitForBit) {
   auto one = make_cpu_backend(1), two = make_cpu_backend(2), three = make_cpu_backend(3);
   std::mt19937_64 rng(7);
-  for (const index_t m : {1, 8, 32})
-    for (const index_t n : {1001, 4099})
-      for (const Trans ta : {Trans::No, Trans::Yes})
-        for (const Trans tb : {Trans::No, Trans::Yes}) {
-          const index_t k = 96;
-          const HostMat a = ta == Trans::No ? random_mat(rng, m, k, 3) : random_mat(rng, k, m, 3);
-          const HostMat b = tb == Trans::No ? random_mat(rng, k, n, 5) : random_mat(rng, n, k, 5);
-          const HostMat c = random_mat(rng, m, n, 2);
-          const auto run = [&](Backend& x) {
-            DevMat da(x, a), db(x, b), dc(x, c);
-            x.gemm(ta, tb, 0.75f, da.cview(), db.cview(), 0.5f, dc.view());
-            return dc.download().data;
-          };
-          const std::string what = "m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                                   " ta=" + std::to_string(ta == Trans::Yes) + " tb=" + std::to_string(tb == Trans::Yes);
-          const std::vector<float> want = run(*one);
-          EXPECT_TRUE(bitwise_equal(run(*two), want)) << what << ", 2 threads";
-          EXPECT_TRUE(bitwise_equal(run(*three), want)) << what << ", 3 threads";
-        }
+  for (const bool blocked : {true, false}) {
+    cpu::enable_blocked_gemm(blocked);
+    for (const index_t m : {1, 8, 32, 300})
+      for (const index_t n : {1001, 4099})
+        for (const Trans ta : {Trans::No, Trans::Yes})
+          for (const Trans tb : {Trans::No, Trans::Yes}) {
+            const index_t k = m == 300 ? 300 : 96;
+            const HostMat a = ta == Trans::No ? random_mat(rng, m, k, 3) : random_mat(rng, k, m, 3);
+            const HostMat b = tb == Trans::No ? random_mat(rng, k, n, 5) : random_mat(rng, n, k, 5);
+            const HostMat c = random_mat(rng, m, n, 2);
+            const auto run = [&](Backend& x) {
+              DevMat da(x, a), db(x, b), dc(x, c);
+              x.gemm(ta, tb, 0.75f, da.cview(), db.cview(), 0.5f, dc.view());
+              return dc.download().data;
+            };
+            const std::string what = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " ta=" +
+                                     std::to_string(ta == Trans::Yes) + " tb=" + std::to_string(tb == Trans::Yes) +
+                                     (blocked ? "" : " without the blocked GEMM");
+            const std::vector<float> want = run(*one);
+            EXPECT_TRUE(bitwise_equal(run(*two), want)) << what << ", 2 threads";
+            EXPECT_TRUE(bitwise_equal(run(*three), want)) << what << ", 3 threads";
+          }
+  }
+  cpu::enable_blocked_gemm(true);
+}
+
+// The blocked GEMM's promise (kernels/cpu/blocked_gemm.hpp): an element's bits do not depend on
+// the rows or columns computed beside it — a row of a batch of decoding sequences is what that
+// sequence computes alone, a slice of C's columns is that slice of the whole product — for
+// every transpose, across panels of rows, chunks of k and the columns past the last whole block
+// (of products it runs: at least 48 columns and a k of 32, kernels/cpu/dense.cpp).
+TEST(CpuDeterminism, BlockedGemmGivesEachRowAndColumnTheBitsItGetsAlone) {
+  if (!cpu::has_blocked_gemm()) GTEST_SKIP() << "this build has no blocked GEMM (a target without AVX-512)";
+  auto be = make_cpu_backend(2);
+  std::mt19937_64 rng(9);
+  const index_t m = 270, n = 203, k = 530;
+  for (const Trans ta : {Trans::No, Trans::Yes})
+    for (const Trans tb : {Trans::No, Trans::Yes}) {
+      const HostMat a = ta == Trans::No ? random_mat(rng, m, k, 1) : random_mat(rng, k, m, 1);
+      const HostMat b = tb == Trans::No ? random_mat(rng, k, n, 2) : random_mat(rng, n, k, 2);
+      DevMat da(*be, a), db(*be, b);
+      const ConstMatrixView av = da.cview(), bv = db.cview();
+      const auto product = [&](ConstMatrixView x, ConstMatrixView y, index_t rows, index_t cols) {
+        DevMat c(*be, HostMat(rows, cols, cols, kNaN));
+        be->gemm(ta, tb, 1.25f, x, y, 0.0f, c.view());
+        return c.download().data;
+      };
+      const std::vector<float> whole = product(av, bv, m, n);
+      const std::string what = "ta=" + std::to_string(ta == Trans::Yes) + " tb=" + std::to_string(tb == Trans::Yes);
+      for (const index_t r : {index_t{0}, index_t{7}, index_t{8}, index_t{255}, index_t{256}, index_t{269}}) {
+        // op(A)'s row r alone: a row of A, or a column of a transposed one
+        const ConstMatrixView row = ta == Trans::No ? ConstMatrixView{av.data + r * av.ld, 1, k, av.ld}
+                                                    : ConstMatrixView{av.data + r, k, 1, av.ld};
+        const std::vector<float> alone = product(row, bv, 1, n);
+        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), whole.begin() + r * n,
+                               [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
+            << what << ", row " << r;
+      }
+      for (const auto& [j0, cols] : {std::pair<index_t, index_t>{0, 48}, {50, 100}, {150, 53}, {139, 64}}) {
+        const ConstMatrixView slice = tb == Trans::No ? ConstMatrixView{bv.data + j0, k, cols, bv.ld}
+                                                      : ConstMatrixView{bv.data + j0 * bv.ld, cols, k, bv.ld};
+        const std::vector<float> part = product(av, slice, m, cols);
+        bool same = true;
+        for (index_t i = 0; i < m; ++i)
+          for (index_t j = 0; j < cols; ++j)
+            same = same && std::memcmp(&part[static_cast<std::size_t>(i * cols + j)],
+                                       &whole[static_cast<std::size_t>(i * n + j0 + j)], sizeof(float)) == 0;
+        EXPECT_TRUE(same) << what << ", columns " << j0 << ".." << j0 + cols;
+      }
+    }
 }
 
 // The profiler times the conversions under their own names and a batch of norms as one

@@ -1,0 +1,239 @@
+// The CPU backend's own GEMM (blocked_gemm.hpp), for targets with AVX-512.
+//
+// Why not OpenBLAS alone: a decode step multiplies a handful of rows by each weight matrix and
+// is bound by reading the weights, which OpenBLAS packs into panels on every call — a batch of
+// 8 rows streamed the weights at 10 GB/s where one row streams them at 38 (bench_sgemm --m 8
+// --cold) — and on this machine's EPYC the OpenBLAS of the environment runs its AVX2 ("Haswell")
+// kernels, 131 GFLOP/s on one core where AVX-512 reaches about 250.
+//
+// How: C is cut into items — a panel of up to kPanelRows rows by a piece of columns: a block of
+// J vectors of 16, or the fewer vectors past the last whole block, the last one masked.
+// An item runs down k in chunks of kDepth. For each chunk and each group of R <= 8 of its rows,
+// R·J sums live in registers (R·J <= 24 of the 32, beside J vectors of B and a broadcast of A)
+// while the chunk's rows of B are loaded once a row and used R times, then go back to the
+// item's sums in memory for the next chunk; alpha and beta are applied when k is done. op(B)
+// is read in place, its rows asked for ahead of use (prefetch_rows), or for a transposed B
+// packed a chunk at a time; op(A)'s elements are broadcast from wherever they lie, so a
+// transposed A costs nothing. Every element's sum runs over k in order whatever the cut, which
+// is what makes the bits independent of the shape and the threads (blocked_gemm.hpp).
+#include "kernels/cpu/blocked_gemm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace plexus::cpu {
+
+namespace {
+std::atomic<bool> blocked_gemm_on{true};
+}  // namespace
+
+void enable_blocked_gemm(bool on) { blocked_gemm_on = on; }
+
+#if defined(__AVX512F__)
+
+bool has_blocked_gemm() { return blocked_gemm_on; }
+
+namespace {
+
+constexpr index_t kLanes = 16;
+constexpr index_t kDepth = 256;       // rows of op(B) a chunk: 48 KB of a block of 3 vectors
+constexpr index_t kPanelRows = 256;   // rows of C an item: a multiple of 8
+constexpr index_t kMaxWidth = 8 * kLanes;
+
+// Vectors of 16 columns a block holds for R rows: as many as the registers allow, at most 8 (a
+// block of 128 columns, 512 bytes of each row of B, keeps the memory's prefetchers streaming).
+constexpr int vectors_for(int rows) { return std::min(8, 24 / rows); }
+
+// Rows of B a block asks for ahead of the one it multiplies. With more than one row of A the
+// multiply-adds fill the core's window and leave fewer loads of B in flight than the memory
+// needs: the stream fell from 38 GB/s (one row) to 15 GB/s (eight) here without, and ran at
+// 26-30 GB/s with these distances (bench_sgemm --m 8 --k 768 --n 2304 --cold). One row keeps
+// up without.
+constexpr index_t prefetch_rows(int rows) { return rows == 1 ? 0 : rows <= 4 ? 32 : 64; }
+
+// op(A)'s element (r, i) lies at p[r * row + i * step].
+struct AView {
+  const float* p;
+  index_t row, step;
+};
+// A chunk of op(B) for one piece: its row i at p + i * ld; `readable` rows may be read from p
+// (the prefetches stay inside them).
+struct BPanel {
+  const float* p;
+  index_t ld, readable;
+};
+
+// sums[r][0, 16·J) += op(A)[r, 0..depth) · B panel, for R rows (from zero when `first`).
+template <int R, int J, bool Masked>
+void block(AView a, BPanel b, index_t depth, float* sums, index_t sums_ld, bool first, __mmask16 tail) {
+  __m512 acc[R][J];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j)
+      acc[r][j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + r * sums_ld + j * kLanes);
+  constexpr index_t ahead = prefetch_rows(R);
+  const float* bi = b.p;
+  const float* ai = a.p;
+  for (index_t i = 0; i < depth; ++i, bi += b.ld, ai += a.step) {
+    if (ahead > 0 && i + ahead < b.readable)
+      for (int j = 0; j < J; ++j) _mm_prefetch(reinterpret_cast<const char*>(bi + ahead * b.ld + j * kLanes), _MM_HINT_T1);
+    __m512 bv[J];
+    for (int j = 0; j < J; ++j)
+      bv[j] = Masked && j == J - 1 ? _mm512_maskz_loadu_ps(tail, bi + j * kLanes) : _mm512_loadu_ps(bi + j * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const __m512 ar = _mm512_set1_ps(ai[r * a.row]);
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(ar, bv[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) _mm512_storeu_ps(sums + r * sums_ld + j * kLanes, acc[r][j]);
+}
+
+// Every row of a panel, eight at a time, over one chunk.
+template <int J, bool Masked>
+void all_rows(AView a, index_t rows, BPanel b, index_t depth, float* sums, index_t sums_ld, bool first,
+              __mmask16 tail) {
+  index_t r = 0;
+  for (; r + 8 <= rows; r += 8)
+    block<8, J, Masked>({a.p + r * a.row, a.row, a.step}, b, depth, sums + r * sums_ld, sums_ld, first, tail);
+  const AView rest{a.p + r * a.row, a.row, a.step};
+  float* s = sums + r * sums_ld;
+  switch (rows - r) {
+    case 1: block<1, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    case 2: block<2, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    case 3: block<3, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    case 4: block<4, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    case 5: block<5, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    case 6: block<6, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    case 7: block<7, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+    default: break;
+  }
+}
+
+// The vectors of a whole block for m rows: what both the widest group of rows (at most 8) and
+// the last, narrower one hold in registers.
+int block_vectors(index_t m) {
+  const int widest = static_cast<int>(std::min<index_t>(m, 8)), last = m % 8 == 0 ? 8 : static_cast<int>(m % 8);
+  return std::min(vectors_for(widest), vectors_for(last));
+}
+
+// One chunk of an item of `vectors` vectors: a whole block (vectors_for's values), or the
+// columns past the last whole block, the last vector masked by `tail` (no more vectors than a
+// block holds, the last of them partly filled).
+void chunk(int vectors, bool whole, AView a, index_t rows, BPanel b, index_t depth, float* sums, index_t sums_ld,
+           bool first, __mmask16 tail) {
+  if (whole) {
+    switch (vectors) {
+      case 8: all_rows<8, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+      case 6: all_rows<6, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+      case 4: all_rows<4, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+      default: all_rows<3, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    }
+  }
+  switch (vectors) {
+    case 1: all_rows<1, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 2: all_rows<2, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 3: all_rows<3, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 4: all_rows<4, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 5: all_rows<5, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 6: all_rows<6, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 7: all_rows<7, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    default: all_rows<8, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+  }
+}
+
+struct Gemm {
+  float alpha, beta;
+  AView a;            // op(A) from its first element
+  const float* b;     // as stored
+  index_t ldb;
+  bool b_transposed;  // op(B)'s element (i, j) at b[j * ldb + i] rather than b[i * ldb + j]
+  float* c;
+  index_t ldc, k;
+};
+
+// One item: C's rows [r0, r0 + rows) by `vectors` vectors of columns from j0, a whole block or
+// the columns past the last one (the last vector masked by `tail`), with this thread's scratch.
+void item(const Gemm& g, index_t r0, index_t rows, index_t j0, int vectors, bool whole, __mmask16 tail,
+          std::vector<float>& sums, std::vector<float>& pack) {
+  const index_t width = vectors * kLanes;
+  const index_t columns = width - (kLanes - __builtin_popcount(tail));
+  if (sums.size() < static_cast<std::size_t>(kPanelRows * kMaxWidth)) sums.resize(kPanelRows * kMaxWidth);
+  for (index_t i0 = 0; i0 < g.k; i0 += kDepth) {
+    const index_t depth = std::min(kDepth, g.k - i0);
+    BPanel b{g.b + i0 * g.ldb + j0, g.ldb, g.k - i0};
+    if (g.b_transposed) {  // the chunk's op(B) rows, gathered from B's columns
+      if (pack.size() < static_cast<std::size_t>(kDepth * kMaxWidth)) pack.resize(kDepth * kMaxWidth);
+      for (index_t j = 0; j < columns; ++j) {
+        const float* from = g.b + (j0 + j) * g.ldb + i0;
+        for (index_t i = 0; i < depth; ++i) pack[static_cast<std::size_t>(i * width + j)] = from[i];
+      }
+      b = {pack.data(), width, depth};
+    }
+    const AView a{g.a.p + r0 * g.a.row + i0 * g.a.step, g.a.row, g.a.step};
+    chunk(vectors, whole, a, rows, b, depth, sums.data(), width, i0 == 0, tail);
+  }
+  const __m512 alpha = _mm512_set1_ps(g.alpha), beta = _mm512_set1_ps(g.beta);
+  for (index_t r = 0; r < rows; ++r) {
+    float* out = g.c + (r0 + r) * g.ldc + j0;
+    const float* s = sums.data() + r * width;
+    for (int v = 0; v < vectors; ++v) {
+      const __mmask16 m = v == vectors - 1 ? tail : __mmask16(0xFFFF);
+      __m512 x = _mm512_mul_ps(alpha, _mm512_loadu_ps(s + v * kLanes));
+      if (g.beta != 0.0f) x = _mm512_add_ps(x, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(m, out + v * kLanes)));
+      _mm512_mask_storeu_ps(out + v * kLanes, m, x);
+    }
+  }
+}
+
+}  // namespace
+
+void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta, MatrixView c,
+                  index_t k, int threads) {
+  const index_t m = c.rows, n = c.cols;
+  const Gemm g{alpha,
+               beta,
+               ta == Trans::No ? AView{a.data, a.ld, 1} : AView{a.data, 1, a.ld},
+               b.data,
+               b.ld,
+               tb == Trans::Yes,
+               c.data,
+               c.ld,
+               k};
+  // Items: row panels by pieces of columns (whole blocks, then what is left past them),
+  // panel-major, so that a thread's consecutive items share their rows of A.
+  const int vectors = block_vectors(m);
+  const index_t width = vectors * kLanes, blocks = n / width, rest = n - blocks * width;
+  const int rest_vectors = static_cast<int>((rest + kLanes - 1) / kLanes);
+  const index_t pieces = blocks + (rest > 0 ? 1 : 0), panels = (m + kPanelRows - 1) / kPanelRows;
+  const index_t items = pieces * panels;
+  const int team = static_cast<int>(std::min<index_t>(std::max(threads, 1), items));
+#pragma omp parallel num_threads(team)
+  {
+    thread_local std::vector<float> sums, pack;
+#pragma omp for schedule(static)
+    for (index_t t = 0; t < items; ++t) {
+      const index_t panel = t / pieces, piece = t % pieces;
+      const index_t r0 = panel * kPanelRows, rows = std::min(kPanelRows, m - r0);
+      if (piece < blocks) {
+        item(g, r0, rows, piece * width, vectors, true, __mmask16(0xFFFF), sums, pack);
+      } else {
+        const index_t last = rest - (rest_vectors - 1) * kLanes;  // columns of the last vector, 1..16
+        item(g, r0, rows, blocks * width, rest_vectors, false, static_cast<__mmask16>((1u << last) - 1u), sums, pack);
+      }
+    }
+  }
+}
+
+#else
+
+bool has_blocked_gemm() { return false; }
+void blocked_gemm(Trans, Trans, float, ConstMatrixView, ConstMatrixView, float, MatrixView, index_t, int) {}
+
+#endif
+
+}  // namespace plexus::cpu
