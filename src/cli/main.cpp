@@ -66,8 +66,10 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app{"Plexus: 3D-parallel full-graph GNN training", "plexus"};
-  app.set_version_flag("--version", std::string("plexus ") + plexus::version() + " (backends: " +
-                                        plexus::compiled_backends() + ")");
+  app.set_version_flag("--version", [] {
+    return std::string("plexus ") + plexus::version() + " (backends: " + plexus::compiled_backends() +
+           ")\nCPU GEMM: " + plexus::cpu_blas_kernels();
+  });
   app.require_subcommand(1);
   app.fallthrough();
   app.footer("Each subcommand documents its own options: plexus SUBCOMMAND --help (e.g. plexus train --help).");
