@@ -11,7 +11,7 @@
 // An item runs down k in chunks of kDepth. For each chunk and each group of R <= 8 of its rows,
 // R·J sums live in registers (R·J <= 24 of the 32, beside J vectors of B and a broadcast of A)
 // while the chunk's rows of B are loaded once a row and used R times, then go back to the
-// item's sums in memory for the next chunk; alpha and beta are applied when k is done. op(B)
+// item's sums in memory for the next chunk, or after the last one to C with alpha and beta. op(B)
 // is read in place, its rows asked for ahead of use (prefetch_rows), or for a transposed B
 // packed a chunk at a time; op(A)'s elements are broadcast from wherever they lie, so a
 // transposed A costs nothing. Every element's sum runs over k in order whatever the cut, which
@@ -42,7 +42,7 @@ namespace {
 
 constexpr index_t kLanes = 16;
 constexpr index_t kDepth = 256;       // rows of op(B) a chunk: 48 KB of a block of 3 vectors
-constexpr index_t kPanelRows = 256;   // rows of C an item: a multiple of 8
+constexpr index_t kPanelRows = 256;   // rows of C an item, at most
 constexpr index_t kMaxWidth = 8 * kLanes;
 
 // Vectors of 16 columns a block holds for R rows: as many as the registers allow, at most 8 (a
@@ -68,9 +68,20 @@ struct BPanel {
   index_t ld, readable;
 };
 
-// sums[r][0, 16·J) += op(A)[r, 0..depth) · B panel, for R rows (from zero when `first`).
+// Where the last chunk of k writes: C = alpha·sums + beta·C (beta == 0: C is not read), from
+// its first row and column for the item's rows. Null for the chunks before it, which keep the
+// sums in the item's scratch.
+struct Out {
+  float* c;
+  index_t ldc;
+  float alpha, beta;
+};
+
+// sums[r][0, 16·J) += op(A)[r, 0..depth) · B panel, for R rows (from zero when `first`), then to
+// C where `out` says so.
 template <int R, int J, bool Masked>
-void block(AView a, BPanel b, index_t depth, float* sums, index_t sums_ld, bool first, __mmask16 tail) {
+void block(AView a, BPanel b, index_t depth, float* sums, index_t sums_ld, bool first, __mmask16 tail,
+           const Out* out) {
   __m512 acc[R][J];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < J; ++j)
@@ -89,60 +100,90 @@ void block(AView a, BPanel b, index_t depth, float* sums, index_t sums_ld, bool 
       for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(ar, bv[j], acc[r][j]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < J; ++j) _mm512_storeu_ps(sums + r * sums_ld + j * kLanes, acc[r][j]);
+  if (!out) {
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) _mm512_storeu_ps(sums + r * sums_ld + j * kLanes, acc[r][j]);
+    return;
+  }
+  const __m512 alpha = _mm512_set1_ps(out->alpha), beta = _mm512_set1_ps(out->beta);
+  for (int r = 0; r < R; ++r) {
+    float* c = out->c + r * out->ldc;
+    for (int j = 0; j < J; ++j) {
+      const __mmask16 m = Masked && j == J - 1 ? tail : __mmask16(0xFFFF);
+      __m512 x = _mm512_mul_ps(alpha, acc[r][j]);
+      if (out->beta != 0.0f) x = _mm512_add_ps(x, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(m, c + j * kLanes)));
+      _mm512_mask_storeu_ps(c + j * kLanes, m, x);
+    }
+  }
 }
 
-// Every row of a panel, eight at a time, over one chunk.
+// Rows a group of J vectors holds in registers: R·J <= 24, at most 8.
+constexpr int group_rows(int vectors) { return std::min(8, 24 / vectors); }
+
+// Every row of a panel, group_rows(J) at a time, over one chunk.
 template <int J, bool Masked>
 void all_rows(AView a, index_t rows, BPanel b, index_t depth, float* sums, index_t sums_ld, bool first,
-              __mmask16 tail) {
+              __mmask16 tail, const Out* out) {
+  constexpr int G = group_rows(J);
+  const auto at = [&](index_t r, Out& o) -> const Out* {  // the group's rows of C, if writing them
+    if (!out) return nullptr;
+    o = {out->c + r * out->ldc, out->ldc, out->alpha, out->beta};
+    return &o;
+  };
+  Out o{};
   index_t r = 0;
-  for (; r + 8 <= rows; r += 8)
-    block<8, J, Masked>({a.p + r * a.row, a.row, a.step}, b, depth, sums + r * sums_ld, sums_ld, first, tail);
+  for (; r + G <= rows; r += G)
+    block<G, J, Masked>({a.p + r * a.row, a.row, a.step}, b, depth, sums + r * sums_ld, sums_ld, first, tail,
+                        at(r, o));
   const AView rest{a.p + r * a.row, a.row, a.step};
   float* s = sums + r * sums_ld;
-  switch (rows - r) {
-    case 1: block<1, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
-    case 2: block<2, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
-    case 3: block<3, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
-    case 4: block<4, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
-    case 5: block<5, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
-    case 6: block<6, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
-    case 7: block<7, J, Masked>(rest, b, depth, s, sums_ld, first, tail); break;
+  const Out* w = at(r, o);
+  switch (rows - r) {  // fewer than G
+    case 1: block<1, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
+    case 2: block<2, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
+    case 3: block<3, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
+    case 4: block<4, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
+    case 5: block<5, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
+    case 6: block<6, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
+    case 7: block<7, J, Masked>(rest, b, depth, s, sums_ld, first, tail, w); break;
     default: break;
   }
 }
 
-// The vectors of a whole block for m rows: what both the widest group of rows (at most 8) and
-// the last, narrower one hold in registers.
-int block_vectors(index_t m) {
-  const int widest = static_cast<int>(std::min<index_t>(m, 8)), last = m % 8 == 0 ? 8 : static_cast<int>(m % 8);
-  return std::min(vectors_for(widest), vectors_for(last));
+// The vectors of a whole block for C m×n. Fewer than 8 rows (decoding): as many as those rows
+// leave registers for, the widest stream of B. Otherwise the widest group of rows (8 by 3
+// vectors, which loads the fewest vectors of B a multiply-add) unless a narrower one fills C's
+// columns with whole blocks where it does not: a C of 128 columns is 2 blocks of 4 vectors, not
+// 2 blocks of 3 and 2 vectors left over (1.5x the product's rate at 768 x 128 x 128 here).
+int block_vectors(index_t m, index_t n) {
+  if (m < 8) return vectors_for(static_cast<int>(m));
+  for (const int j : {3, 4, 6, 8})
+    if (n % (j * kLanes) == 0) return j;
+  return 3;
 }
 
 // One chunk of an item of `vectors` vectors: a whole block (vectors_for's values), or the
 // columns past the last whole block, the last vector masked by `tail` (no more vectors than a
 // block holds, the last of them partly filled).
 void chunk(int vectors, bool whole, AView a, index_t rows, BPanel b, index_t depth, float* sums, index_t sums_ld,
-           bool first, __mmask16 tail) {
+           bool first, __mmask16 tail, const Out* out) {
   if (whole) {
     switch (vectors) {
-      case 8: all_rows<8, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-      case 6: all_rows<6, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-      case 4: all_rows<4, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-      default: all_rows<3, false>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+      case 8: all_rows<8, false>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+      case 6: all_rows<6, false>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+      case 4: all_rows<4, false>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+      default: all_rows<3, false>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
     }
   }
   switch (vectors) {
-    case 1: all_rows<1, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    case 2: all_rows<2, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    case 3: all_rows<3, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    case 4: all_rows<4, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    case 5: all_rows<5, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    case 6: all_rows<6, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    case 7: all_rows<7, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
-    default: all_rows<8, true>(a, rows, b, depth, sums, sums_ld, first, tail); return;
+    case 1: all_rows<1, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    case 2: all_rows<2, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    case 3: all_rows<3, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    case 4: all_rows<4, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    case 5: all_rows<5, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    case 6: all_rows<6, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    case 7: all_rows<7, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
+    default: all_rows<8, true>(a, rows, b, depth, sums, sums_ld, first, tail, out); return;
   }
 }
 
@@ -175,18 +216,8 @@ void item(const Gemm& g, index_t r0, index_t rows, index_t j0, int vectors, bool
       b = {pack.data(), width, depth};
     }
     const AView a{g.a.p + r0 * g.a.row + i0 * g.a.step, g.a.row, g.a.step};
-    chunk(vectors, whole, a, rows, b, depth, sums.data(), width, i0 == 0, tail);
-  }
-  const __m512 alpha = _mm512_set1_ps(g.alpha), beta = _mm512_set1_ps(g.beta);
-  for (index_t r = 0; r < rows; ++r) {
-    float* out = g.c + (r0 + r) * g.ldc + j0;
-    const float* s = sums.data() + r * width;
-    for (int v = 0; v < vectors; ++v) {
-      const __mmask16 m = v == vectors - 1 ? tail : __mmask16(0xFFFF);
-      __m512 x = _mm512_mul_ps(alpha, _mm512_loadu_ps(s + v * kLanes));
-      if (g.beta != 0.0f) x = _mm512_add_ps(x, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(m, out + v * kLanes)));
-      _mm512_mask_storeu_ps(out + v * kLanes, m, x);
-    }
+    const Out to_c{g.c + r0 * g.ldc + j0, g.ldc, g.alpha, g.beta};
+    chunk(vectors, whole, a, rows, b, depth, sums.data(), width, i0 == 0, tail, i0 + depth == g.k ? &to_c : nullptr);
   }
 }
 
@@ -206,19 +237,26 @@ void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatri
                k};
   // Items: row panels by pieces of columns (whole blocks, then what is left past them),
   // panel-major, so that a thread's consecutive items share their rows of A.
-  const int vectors = block_vectors(m);
+  const int vectors = block_vectors(m, n);
   const index_t width = vectors * kLanes, blocks = n / width, rest = n - blocks * width;
   const int rest_vectors = static_cast<int>((rest + kLanes - 1) / kLanes);
-  const index_t pieces = blocks + (rest > 0 ? 1 : 0), panels = (m + kPanelRows - 1) / kPanelRows;
+  const index_t pieces = blocks + (rest > 0 ? 1 : 0);
+  // Panels of whole groups of rows, up to kPanelRows; fewer rows where that leaves too few items
+  // to share out evenly over the threads (a C of 768 × 128 was 9 items on 2 threads).
+  const int team_wanted = std::max(threads, 1);
+  index_t groups = kPanelRows / group_rows(vectors);
+  while (groups > 8 && pieces * ((m + groups * group_rows(vectors) - 1) / (groups * group_rows(vectors))) < 4 * team_wanted)
+    groups /= 2;
+  const index_t panel_rows = groups * group_rows(vectors), panels = (m + panel_rows - 1) / panel_rows;
   const index_t items = pieces * panels;
-  const int team = static_cast<int>(std::min<index_t>(std::max(threads, 1), items));
+  const int team = static_cast<int>(std::min<index_t>(team_wanted, items));
 #pragma omp parallel num_threads(team)
   {
     thread_local std::vector<float> sums, pack;
 #pragma omp for schedule(static)
     for (index_t t = 0; t < items; ++t) {
       const index_t panel = t / pieces, piece = t % pieces;
-      const index_t r0 = panel * kPanelRows, rows = std::min(kPanelRows, m - r0);
+      const index_t r0 = panel * panel_rows, rows = std::min(panel_rows, m - r0);
       if (piece < blocks) {
         item(g, r0, rows, piece * width, vectors, true, __mmask16(0xFFFF), sums, pack);
       } else {
