@@ -3,6 +3,7 @@
 // The class is declared here and its kernels are defined one family per file:
 //   cpu_backend.cpp  memory, factory        spmm.cpp      sparse × dense
 //   dense.cpp        gemm, axpby, fill, copy  elementwise.cpp  bias, relu, dropout, column_sum
+//   blocked_gemm.cpp the GEMM of our own (AVX-512)  blas_kernels.cpp  which OpenBLAS kernels run
 //   loss.cpp         softmax / NLL / argmax  adam.cpp      optimizer
 //   precision.cpp    to_bf16, from_bf16 (bfloat16 conversions)
 //   layernorm.cpp    LayerNorm             activation.cpp   GELU
