@@ -5,8 +5,10 @@
 // bytes; bad options. (Grids of 2-8 ranks: tests/mpi_test_gpt_generate.cpp.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -176,6 +178,32 @@ TEST(GptGenerate, ABatchIsEachPromptAloneWhenGreedy) {
   o.tokens = 6;
   auto be = make_cpu_backend(1);
   EXPECT_EQ(sample_gpt(cfg, w, prompts()[0], 6, 1.0f, 0, o.seed, *be), generate(cfg, w, prompts(), o).out.tokens[0]);
+}
+
+// Generation's models infer only (generation_models: ZeroOptions::gradients false): they hold
+// no gradient buffer — the parameters' bytes less than a model that trains — and refuse a
+// backward pass, so that nothing writes through the missing gradients.
+TEST(GptGenerate, ModelsThatOnlyInferHoldNoGradients) {
+  const GptConfig cfg = small_model();
+  auto be = make_cpu_backend(1);
+  auto grid = ProcessGrid::single();
+  const std::size_t before = be->live_bytes();
+  std::size_t trains = 0, infers = 0, params = 0;
+  {
+    GptModel m(*be, *grid, cfg, 2);
+    trains = be->live_bytes() - before;
+    params = m.num_params();
+  }
+  ZeroOptions forward_only;
+  forward_only.gradients = false;
+  GptModel m(*be, *grid, cfg, 2, forward_only);
+  infers = be->live_bytes() - before;
+  EXPECT_EQ(trains - infers, params * sizeof(float));
+  m.load_weights(sharp_weights(cfg));
+  const auto rows = static_cast<std::size_t>(m.layout().rows);
+  std::vector<std::int32_t> ids(rows, 3), targets(rows, 4);
+  EXPECT_TRUE(std::isfinite(m.step(ids, targets, 1.0f, GptDropout{}, false)));  // forward: fine
+  EXPECT_THROW(m.step(ids, targets, 1.0f, GptDropout{}, true), std::logic_error);
 }
 
 TEST(GptGenerate, RefusesBadOptions) {

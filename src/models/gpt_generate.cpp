@@ -88,12 +88,14 @@ GenerationModels generation_models(Backend& be, ProcessGrid& grid, const GptConf
   // parameters beside full's activations). Otherwise the first pass is the prompts' own length.
   const bool windows = !kv_cache || longest >= T || longest + tokens - 1 > T;
   m.prefill_window = windows ? T : longest;
-  m.full = std::make_unique<GptModel>(be, grid, c, windows ? batch : 0);
+  ZeroOptions forward_only;  // no gradients: 1x the parameters' bytes less a model
+  forward_only.gradients = false;
+  m.full = std::make_unique<GptModel>(be, grid, c, windows ? batch : 0, forward_only);
   if (weights) m.full->load_weights(*weights);
   if (m.prefill_window < T) {
     GptConfig short_context = c;
     short_context.block = m.prefill_window;
-    m.prefill = std::make_unique<GptModel>(be, grid, short_context, batch);
+    m.prefill = std::make_unique<GptModel>(be, grid, short_context, batch, forward_only);
     if (weights) {
       GptWeights w = *weights;  // positions beyond the window are never read
       GptTensor& wpe = w.at("wpe");

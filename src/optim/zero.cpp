@@ -104,7 +104,7 @@ ZeroOptimizer::ZeroOptimizer(Backend& be, ProcessGrid& grid, std::vector<FlatTen
   opt_begin_ = opt_.stage == 0 ? 0 : begin_;
   opt_end_ = opt_.stage == 0 ? flat_ : end_;
   const std::size_t n_values = opt_.stage < 3 ? flat_ : shard_size();
-  const std::size_t n_grads = opt_.stage < 2 ? flat_ : shard_size();
+  const std::size_t n_grads = !opt_.gradients ? 0 : opt_.stage < 2 ? flat_ : shard_size();
   {
     MemoryScope scope(be, MemoryKind::Parameters, "parameters");
     if (half())
@@ -221,7 +221,10 @@ void ZeroOptimizer::bind_unit(int ui) {
     float* value = !working_values() ? values_.data() + off
                    : u.values.data() ? u.values.data() + (off - u.begin)
                                      : nullptr;
-    float* grad = !working_grads() ? grads_.data() + off : u.grads.data() ? u.grads.data() + (off - u.begin) : nullptr;
+    float* grad = !opt_.gradients  ? nullptr
+                  : !working_grads() ? grads_.data() + off
+                  : u.grads.data()   ? u.grads.data() + (off - u.begin)
+                                     : nullptr;
     tensors_[static_cast<std::size_t>(k)].bind(value, grad);
   }
 }
@@ -303,6 +306,7 @@ void ZeroOptimizer::release(int ui) {
 
 void ZeroOptimizer::begin_backward(int ui) {
   const Reported reported(*this, call(ZeroCall::Op::BeginBackward, ui));
+  if (!opt_.gradients) throw std::logic_error("ZeroOptimizer: a backward pass of a model built without gradients");
   if (!working_grads()) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   MemoryScope scope(be_, MemoryKind::Workspace, half() ? "one unit's fp32 gradients" : "one unit's gradients");
@@ -532,6 +536,7 @@ void ZeroOptimizer::scale_grads(float s) {
 
 void ZeroOptimizer::step(float lr) {
   const Reported reported(*this, call(ZeroCall::Op::Step, -1, -1, lr));
+  if (!opt_.gradients) throw std::logic_error("ZeroOptimizer: a step of a model built without gradients");
   if (!m_.data() && opt_end_ > opt_begin_) {  // on first use: a model that only infers needs none
     MemoryScope scope(be_, MemoryKind::Optimizer, "Adam state");
     m_ = Buffer<float>(be_, opt_end_ - opt_begin_);

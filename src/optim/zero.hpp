@@ -60,6 +60,9 @@ struct ZeroOptions {
   int stage = 0;                          // 0..3
   std::size_t bucket_bytes = 25u << 20;   // largest collective of the gradient reduction
   Precision precision = Precision::FP32;  // of the parameters, gradients and their collectives
+  // false: a model that only infers (generation): no gradient buffer, the layers bound to no
+  // gradients; a backward pass or a step is refused.
+  bool gradients = true;
 };
 
 // What the optimizer moved and hid: for the metrics.
