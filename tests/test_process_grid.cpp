@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -65,6 +66,18 @@ TEST(CudaRegistry, WithoutTheCudaLibraryTheCpuLibrarySaysHowToGetIt) {
   ASSERT_NE(saved, nullptr) << "a CUDA build's tests run with the CUDA library enabled";
   EXPECT_EQ(std::string(compiled_backends()), "reference,cpu,cuda");
 #endif
+}
+
+// The BLAS line of `plexus --version`: OpenBLAS's configuration, the kernels it runs, and the
+// variable that chose them when set (benchmark logs need to say which ran).
+TEST(Version, NamesTheBlasAndItsKernels) {
+  const std::string blas = cpu_blas_kernels();
+  EXPECT_EQ(blas.rfind("OpenBLAS ", 0), 0u) << blas;
+  EXPECT_NE(blas.find(" kernels"), std::string::npos) << blas;
+  if (const char* forced = std::getenv("OPENBLAS_CORETYPE"))
+    EXPECT_NE(blas.find(std::string("OPENBLAS_CORETYPE=") + forced), std::string::npos) << blas;
+  else
+    EXPECT_EQ(blas.find("OPENBLAS_CORETYPE"), std::string::npos) << blas;
 }
 
 }  // namespace
