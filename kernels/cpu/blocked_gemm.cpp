@@ -45,9 +45,10 @@ constexpr index_t kDepth = 256;       // rows of op(B) a chunk: 48 KB of a block
 constexpr index_t kPanelRows = 256;   // rows of C an item, at most
 constexpr index_t kMaxWidth = 8 * kLanes;
 
-// Vectors of 16 columns a block holds for R rows: as many as the registers allow, at most 8 (a
-// block of 128 columns, 512 bytes of each row of B, keeps the memory's prefetchers streaming).
-constexpr int vectors_for(int rows) { return std::min(8, 24 / rows); }
+// The registers' share: the vectors of 16 columns a block holds for n rows, or the rows a group
+// holds for n vectors — n·fit(n) <= 24 sums of the 32 registers, at most 8 (a block of 128
+// columns, 512 bytes of each row of B, keeps the memory's prefetchers streaming).
+constexpr int fit(int n) { return std::min(8, 24 / n); }
 
 // Rows of B a block asks for ahead of the one it multiplies. With more than one row of A the
 // multiply-adds fill the core's window and leave fewer loads of B in flight than the memory
@@ -117,14 +118,11 @@ void block(AView a, BPanel b, index_t depth, float* sums, index_t sums_ld, bool 
   }
 }
 
-// Rows a group of J vectors holds in registers: R·J <= 24, at most 8.
-constexpr int group_rows(int vectors) { return std::min(8, 24 / vectors); }
-
-// Every row of a panel, group_rows(J) at a time, over one chunk.
+// Every row of a panel, fit(J) at a time, over one chunk.
 template <int J, bool Masked>
 void all_rows(AView a, index_t rows, BPanel b, index_t depth, float* sums, index_t sums_ld, bool first,
               __mmask16 tail, const Out* out) {
-  constexpr int G = group_rows(J);
+  constexpr int G = fit(J);
   const auto at = [&](index_t r, Out& o) -> const Out* {  // the group's rows of C, if writing them
     if (!out) return nullptr;
     o = {out->c + r * out->ldc, out->ldc, out->alpha, out->beta};
@@ -156,13 +154,13 @@ void all_rows(AView a, index_t rows, BPanel b, index_t depth, float* sums, index
 // columns with whole blocks where it does not: a C of 128 columns is 2 blocks of 4 vectors, not
 // 2 blocks of 3 and 2 vectors left over (1.5x the product's rate at 768 x 128 x 128 here).
 int block_vectors(index_t m, index_t n) {
-  if (m < 8) return vectors_for(static_cast<int>(m));
+  if (m < 8) return fit(static_cast<int>(m));
   for (const int j : {3, 4, 6, 8})
     if (n % (j * kLanes) == 0) return j;
   return 3;
 }
 
-// One chunk of an item of `vectors` vectors: a whole block (vectors_for's values), or the
+// One chunk of an item of `vectors` vectors: a whole block (block_vectors's values), or the
 // columns past the last whole block, the last vector masked by `tail` (no more vectors than a
 // block holds, the last of them partly filled).
 void chunk(int vectors, bool whole, AView a, index_t rows, BPanel b, index_t depth, float* sums, index_t sums_ld,
@@ -244,10 +242,11 @@ void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatri
   // Panels of whole groups of rows, up to kPanelRows; fewer rows where that leaves too few items
   // to share out evenly over the threads (a C of 768 × 128 was 9 items on 2 threads).
   const int team_wanted = std::max(threads, 1);
-  index_t groups = kPanelRows / group_rows(vectors);
-  while (groups > 8 && pieces * ((m + groups * group_rows(vectors) - 1) / (groups * group_rows(vectors))) < 4 * team_wanted)
-    groups /= 2;
-  const index_t panel_rows = groups * group_rows(vectors), panels = (m + panel_rows - 1) / panel_rows;
+  const index_t group = fit(vectors);
+  index_t panel_rows = kPanelRows / group * group;
+  while (panel_rows > 8 * group && pieces * ((m + panel_rows - 1) / panel_rows) < 4 * team_wanted)
+    panel_rows = panel_rows / group / 2 * group;
+  const index_t panels = (m + panel_rows - 1) / panel_rows;
   const index_t items = pieces * panels;
   const int team = static_cast<int>(std::min<index_t>(team_wanted, items));
 #pragma omp parallel num_threads(team)

@@ -34,8 +34,8 @@ bool fits_blas_int(index_t v) { return v >= 0 && v <= INT_MAX; }
 // The least C's columns and k of a product the blocked GEMM runs (do_gemm says why).
 constexpr index_t kBlockedMinColumns = 48;
 constexpr index_t kBlockedMinDepth = 32;
-// Without it, GEMMs of at most kFewRows rows run as slabs of kSlabColumns of C's columns, shared out over
-// the threads (do_gemm says why).
+// Without it, GEMMs of at most kFewRows rows run as slabs of kSlabColumns of C's columns,
+// shared out over the threads (do_gemm says why).
 constexpr index_t kFewRows = 32;
 constexpr index_t kSlabColumns = 64;
 // A one-row product's slab of C (one_row_product): 512 bytes of partial sums, and slabs enough
@@ -99,9 +99,10 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
                   "gemm", "dimension exceeds the BLAS int range");
   // The blocked GEMM where this build has it (kernels/cpu/blocked_gemm.cpp): 1.5-1.8x the
   // OpenBLAS Haswell kernels' rate on large products here, 1.4x over a baby GPT's training
-  // step's, and 2.5x on a few rows' (decoding; bench_sgemm). Not where C is narrower than one block of 3 vectors of 16 or k is shorter than
-  // 32, where its per-item work (the sums kept between chunks, alpha and beta) weighs more than
-  // the product and OpenBLAS was faster (bench_sgemm --m 2708 --k 16 --n 7).
+  // step's, and 2.5x on a few rows' (decoding; bench_sgemm). Not where C is narrower than a
+  // block of 3 vectors of 16 or k is shorter than 32: there its per-item work (the sums kept
+  // between chunks, alpha and beta) weighs more than the product, and OpenBLAS was faster
+  // (bench_sgemm --m 2708 --k 16 --n 7).
   if (has_blocked_gemm() && alpha != 0.0f && d.n >= kBlockedMinColumns && d.k >= kBlockedMinDepth) {
     blocked_gemm(ta, tb, alpha, a, b, beta, c, d.k, threads_for(d.n * d.k));
     return;
