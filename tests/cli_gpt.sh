@@ -2,8 +2,8 @@
 # plexus gpt: every grid of P ∈ {2, 3, 4, 6, 8} ranks trains like 1x1x1 (per-step losses and
 # validation losses within 1e-5 relative over 10 steps, dropout on) on a model whose sizes
 # divide unevenly (3 layers, 6 heads, embed 90, vocabulary 65, batch 5, block 16), and moves
-# exactly the bytes per axis `plexus plan gpt` predicts for every step; so does --sequence-parallel
-# on three grids, with fewer activation bytes than the grid without it; weight
+# exactly the bytes per axis `plexus plan gpt` predicts for every step (sequence parallelism on,
+# the default); so does --sequence-parallel=off on three grids, with more activation bytes; weight
 # bytes per rank fall as 1/P; --save writes GPT-2-named tensors that `gpt sample` reads; bad
 # input exits 2 with one line and leaves nothing behind.
 # Usage: cli_gpt.sh PLEXUS_BINARY SOURCE_DIR
@@ -43,29 +43,33 @@ PY
     fail "grid $g equals 1x1x1"; fi
 done
 
-# ---- --sequence-parallel: the same training, the bytes its plan predicts, activations split ------------
+# ---- sequence parallelism: on by default (the grids above); off: the same training, the bytes its ------
+# plan predicts, more activations. 1x3x1 turns it off in a --config file (a flag's true or false).
+printf 'sequence-parallel = false\n' >"$work/sp-off.toml"
 for g in 2x2x1 1x3x1 3x2x1; do
   IFS=x read -r a b c <<<"$g"
+  off=(--sequence-parallel=off); [ "$g" = 1x3x1 ] && off=(--config "$work/sp-off.toml")
   if ! mpirun -np $((a * b * c)) "$plexus" gpt train --data "$text" "${model[@]}" --iters 10 --grid "$g" \
-      --sequence-parallel --metrics "$work/sp$g.jsonl" >"$work/out" 2>&1; then
-    fail "grid $g --sequence-parallel ran"; cat "$work/out"; continue
+      "${off[@]}" --metrics "$work/off$g.jsonl" >"$work/out" 2>&1; then
+    fail "grid $g --sequence-parallel=off ran"; cat "$work/out"; continue
   fi
-  "$plexus" plan gpt --ranks $((a * b * c)) --layers 3 --heads 6 --embed 90 --block 16 --batch 5 --sequence-parallel \
-    --json >"$work/plan-sp$g.json" || fail "plan gpt --sequence-parallel $g"
-  if $py "$src/tests/gpt_runs_match.py" "$work/g1x1x1.jsonl" "$work/sp$g.jsonl" 10; then ok; else
-    fail "grid $g --sequence-parallel equals 1x1x1"; fi
-  if $py - "$work/sp$g.jsonl" "$work/plan-sp$g.json" "$g" "$work/g$g.jsonl" <<'PY'; then ok; else fail "grid $g --sequence-parallel: bytes = plan, activations"; fi
+  "$plexus" plan gpt --ranks $((a * b * c)) --layers 3 --heads 6 --embed 90 --block 16 --batch 5 --sequence-parallel=off \
+    --json >"$work/plan-off$g.json" || fail "plan gpt --sequence-parallel=off $g"
+  if $py "$src/tests/gpt_runs_match.py" "$work/g1x1x1.jsonl" "$work/off$g.jsonl" 10; then ok; else
+    fail "grid $g --sequence-parallel=off equals 1x1x1"; fi
+  if $py - "$work/off$g.jsonl" "$work/plan-off$g.json" "$g" "$work/g$g.jsonl" "$work/plan$g.json" <<'PY'; then ok; else fail "grid $g --sequence-parallel=off: bytes = plan, activations"; fi
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-plan = json.load(open(sys.argv[2]))
-assert plan["sequence_parallel"] == "on"
+plan, default_plan = json.load(open(sys.argv[2])), json.load(open(sys.argv[5]))
+assert plan["sequence_parallel"] == "off" and default_plan["sequence_parallel"] == "on"
 grid = next(p for p in plan["grids"] if p["grid"] == sys.argv[3] and p["dp"] == 1)
-assert grid["sequence_parallel"] is True
+assert grid["sequence_parallel"] is False
+assert next(p for p in default_plan["grids"] if p["grid"] == sys.argv[3] and p["dp"] == 1)["sequence_parallel"] is True
 for s in rows[1:-1]:
     want = grid["bytes_step_weights_gathered" if s["iter"] in (1, 6) else "bytes_step"]
     for axis in "xyz":
         assert abs(s["comm_bytes"][axis] - want[axis]) <= 1e-9 * max(1.0, want[axis]), (s["iter"], axis, s["comm_bytes"], want)
-on, off = rows[-1], json.loads(open(sys.argv[4]).readlines()[-1])
+off, on = rows[-1], json.loads(open(sys.argv[4]).readlines()[-1])
 assert on["sequence_parallel"] is True and off["sequence_parallel"] is False
 assert on["memory"]["activation_bytes"] < off["memory"]["activation_bytes"], (on["memory"], off["memory"])
 PY
@@ -74,7 +78,7 @@ done
 # plan gpt --sequence-parallel=both: every choice twice, ranked together, each one's bytes its own.
 "$plexus" plan gpt --ranks 6 --layers 3 --heads 6 --embed 90 --block 16 --batch 5 --sequence-parallel=both --json \
   >"$work/plan-both.json" || fail "plan gpt --sequence-parallel=both"
-if $py - "$work/plan-both.json" "$work/plan-sp3x2x1.json" "$work/plan3x2x1.json" <<'PY'; then ok; else fail "plan gpt --sequence-parallel=both"; fi
+if $py - "$work/plan-both.json" "$work/plan3x2x1.json" "$work/plan-off3x2x1.json" <<'PY'; then ok; else fail "plan gpt --sequence-parallel=both"; fi
 import json, sys
 both, on, off = (json.load(open(p)) for p in sys.argv[1:])
 assert both["sequence_parallel"] == "both" and off["sequence_parallel"] == "off"
@@ -88,6 +92,7 @@ times = [p["total_seconds"] for p in both["grids"]]
 assert times == sorted(times), "ranked fastest first"
 PY
 expect_error plan-sp-mode "--sequence-parallel" plan gpt --ranks 4 --sequence-parallel=sometimes
+expect_error train-sp-both "--sequence-parallel" gpt train --data "$text" --iters 1 --sequence-parallel=both
 
 # ---- memory: weight shards fall as 1/P ---------------------------------------------------------------
 if $py - "$work/m.h5" "$work"/g{1x1x1,2x2x2,4x2x1,8x1x1,1x1x8}.jsonl <<'PY'; then ok; else fail "weight bytes ~1/P"; fi

@@ -98,6 +98,7 @@ void expect_every_grid_matches_the_run_without(MPI_Comm comm) {
         const std::string what = std::to_string(dp) + " x " + shape.str() + " ZeRO-" + std::to_string(stage);
         GptTrainConfig off = sp_config(), on = sp_config();
         off.zero_stage = on.zero_stage = stage;
+        off.model.sequence_parallel = false;
         on.model.sequence_parallel = true;
         auto grid = ProcessGrid::from_mpi(shape, dp, comm);
         const SpRun a = train(*grid, off), b = train(*grid, on);

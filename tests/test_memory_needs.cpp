@@ -8,6 +8,7 @@
 //                  whole graph in memory)
 //   plexus gpt     the largest rank of predict_gpt_ranks with the run's replicas, ZeRO stage,
 //                  bucket and precision
+//   gpt sample     the largest rank of predict_generation_ranks (the dry run of generate_gpt)
 // Options: the grid, --hidden, --layers, --balance (GCN); the grid, --dp, --zero, --precision,
 // --batch, --block, --embed, --layers, --grad-accum (GPT).
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@
 #include "plexus/io.hpp"
 #include "plexus/sizes.hpp"
 #include "scratch_dir.hpp"
+#include "plan/generation_plan.hpp"
 #include "plan/gpt_plan.hpp"
 
 namespace plexus {
@@ -147,6 +149,32 @@ TEST(MemoryNeedsGpt, TrainRefusesOneByteBelowItsNeedAndAcceptsItForEveryOptionTh
     const GptParallel par{dp, cfg.zero_stage, cfg.bucket_mb, cfg.precision, Transport::Mpi};
     const double need = largest(predict_gpt_ranks(cfg.model, cfg.batch, cfg.grad_accum, grid, true, par));
     expect_boundary(need, [&] { check_gpt_memory(cfg, grid, dp, "--vocab"); });
+    needs.push_back(need);
+  }
+  std::sort(needs.begin(), needs.end());
+  EXPECT_EQ(std::adjacent_find(needs.begin(), needs.end()), needs.end());
+}
+
+TEST(MemoryNeedsGpt, SampleRefusesOneByteBelowTheGenerationsDryRunAndAcceptsIt) {
+  struct Case {
+    std::string name;
+    GridShape grid;
+    index_t prompts;
+    bool kv_cache;
+  };
+  const std::vector<Case> cases = {{"one prompt", {1, 1, 1}, 1, true},     {"no KV cache", {1, 1, 1}, 1, false},
+                                   {"5 prompts", {1, 1, 1}, 5, true},      {"--grid 2x1x1", {2, 1, 1}, 5, true},
+                                   {"--grid 1x2x2", {1, 2, 2}, 5, true},   {"--grid 1x1x3", {1, 1, 3}, 5, false}};
+  const GptConfig model{2, 4, 32, 16, 50, true};
+  std::vector<double> needs;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    double need = 0;
+    for (const GenerationCost& r : predict_generation_ranks(model, k.prompts, k.grid, k.kv_cache))
+      need = std::max(need, r.memory_bytes);
+    // The parameters alone are a floor: 2 layers of 12·32² + the embeddings, in floats.
+    EXPECT_GT(need, 4.0 * (2 * 12 * 32 * 32 + (50 + 16) * 32) / static_cast<double>(k.grid.size()));
+    expect_boundary(need, [&] { check_sample_memory(model, k.prompts, k.kv_cache, k.grid, "m.h5"); });
     needs.push_back(need);
   }
   std::sort(needs.begin(), needs.end());

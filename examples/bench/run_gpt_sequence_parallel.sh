@@ -20,13 +20,13 @@ grids=${GRIDS:-$(python3 -c "
 n=$ranks
 print(' '.join(f'{a}x{b}x{n//a//b}' for a in range(1,n+1) if n%a==0 for b in range(1,n//a+1) if (n//a)%b==0 and (a,b)!=(1,1)))")}
 
-"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 --json >"$work/plan-off.json"
-"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 --sequence-parallel --json >"$work/plan-on.json"
+"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 --sequence-parallel=off --json >"$work/plan-off.json"
+"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 --sequence-parallel=on --json >"$work/plan-on.json"
 echo "grid | step ms without | with --sequence-parallel | ratio | activations without, measured / plan | with, measured / plan"
 for g in $grids; do
   for ((r = 0; r < rounds; r++)); do
     for sp in off on; do
-      flag=(); [[ $sp == on ]] && flag=(--sequence-parallel)
+      flag=(--sequence-parallel="$sp")
       mpirun -np "$ranks" "$plexus" gpt train --data "$data" "${model[@]}" --dropout 0.1 --eval-every 0 --threads 1 \
         --iters "$iters" --grid "$g" "${flag[@]}" --metrics "$work/$g-$sp-$r.jsonl" -q >/dev/null
     done

@@ -31,12 +31,14 @@ struct GptConfig {
   // its input from forward to backward and runs its forward again there (`--recompute`,
   // docs/gpt.md). The same numbers bit for bit, less activation memory.
   bool recompute = false;
-  // Not part of the model either: sequence parallelism (`--sequence-parallel`, docs/gpt.md).
-  // What the tensor-parallel linears leave replicated is split by whole sequences instead: the
-  // residual stream (LayerNorms, dropout, residual adds) over X, the attention and the MLP's
-  // GELU over Y; the linears' all-reduces become an all-gather before and a reduce-scatter
-  // after (the same bytes). The same losses to rounding (the sums' order differs).
-  bool sequence_parallel = false;
+  // Not part of the model either: sequence parallelism (on by default; `--sequence-parallel=off`
+  // turns it off, docs/gpt.md). What the tensor-parallel linears leave replicated is split
+  // instead: the residual stream's rows (LayerNorms, dropout, residual adds) over X, the MLP's
+  // GELU's and the logits' rows over Y, and the attention's whole sequences over Y; the
+  // linears' all-reduces become an all-gather before and a reduce-scatter after (the same
+  // bytes). The same losses to rounding (the sums' order differs); less memory and work per
+  // rank. On a grid of X = Y = 1 it splits nothing.
+  bool sequence_parallel = true;
 };
 // Throws InputError naming the field for the first bad value ("GptConfig.heads").
 void validate(const GptConfig& c);

@@ -18,6 +18,7 @@
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
+#include "src/cli/sequence_parallel_option.hpp"
 #include "src/cli/training_run.hpp"
 
 namespace plexus::cli {
@@ -32,6 +33,7 @@ struct GptTrainOptions {
   index_t vocab = 0;  // token files: the vocabulary size (text files: derived)
   int threads = 0;
   bool untie = false, quiet = false, profile = false;
+  std::string sequence_parallel;  // on | off (GptConfig::sequence_parallel)
   GptTrainConfig cfg;
 };
 
@@ -234,11 +236,12 @@ void run_gpt_sample(GptSampleOptions& o) {
   for (std::size_t i = 0; i < texts.size(); ++i)
     prompts.push_back(encode_chars(m.chars, texts[i], o.prompts.empty() ? "--prompt" : fmt::format("{}: prompt {}", o.prompts, i + 1)));
   // Sizes from the file's attributes, before the forward pass.
-  check_sample_memory(m.config, static_cast<index_t>(prompts.size()), !o.no_kv_cache, o.model);
   GptTrainConfig shape;  // what --grid auto plans: one step of the prompts' batch
   shape.model = m.config;
   shape.batch = static_cast<index_t>(prompts.size());
-  auto grid = ProcessGrid::create(choose_gpt_grid(o.grid, shape, 1).shape, 1);
+  const GridShape grid_shape = choose_gpt_grid(o.grid, shape, 1).shape;
+  check_sample_memory(m.config, shape.batch, !o.no_kv_cache, grid_shape, o.model);
+  auto grid = ProcessGrid::create(grid_shape, 1);
   RunBackend run = make_run_backend(o.backend, threads_per_rank(o.threads), o.profile, *grid);
   GptGenerateOptions g;
   g.tokens = o.tokens;
@@ -282,9 +285,7 @@ void add_gpt_command(CLI::App& app) {
   train->add_flag("--recompute", t->cfg.model.recompute,
                   "Each block keeps only its input from forward to backward and runs its forward again there: less "
                   "activation memory, the same losses (docs/gpt.md)");
-  train->add_flag("--sequence-parallel", t->cfg.model.sequence_parallel,
-                  "Split what the tensor-parallel linears replicate by whole sequences: the residual stream over X, "
-                  "the attention and GELU over Y (the same bytes; less work and memory per rank; docs/gpt.md)");
+  add_sequence_parallel_option(train, t->sequence_parallel, /*both=*/false);
   train->add_option("--batch", c.batch, "Sequences per micro-batch")->capture_default_str();
   train->add_option("--iters", c.iters, "Optimizer steps (0: initialise, evaluate and save only)")->capture_default_str();
   train->add_option("--lr", c.lr, "Peak learning rate (AdamW)")->capture_default_str();
@@ -327,6 +328,7 @@ void add_gpt_command(CLI::App& app) {
                   "Time every kernel (waiting for the device after each) and print the breakdown; rank 0's");
   train->callback([t, train] {
     if (!t->config.empty()) apply_config_file(t->config, *train);
+    t->cfg.model.sequence_parallel = t->sequence_parallel == "on";
     run_gpt_train(*t, *train);
   });
 

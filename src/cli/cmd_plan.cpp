@@ -24,6 +24,7 @@
 #include "src/cli/commands.hpp"
 #include "src/cli/json_text.hpp"
 #include "src/cli/model_options.hpp"
+#include "src/cli/sequence_parallel_option.hpp"
 #include "src/cli/task_options.hpp"
 #include "src/cli/balance_options.hpp"
 #include "plan/generation_plan.hpp"
@@ -284,7 +285,7 @@ struct GptPlanOptions {
   double bucket_mb = 25.0;
   float dropout = 0.0f;
   index_t prompts = 0;  // > 0: also what generating for that many prompts holds on each grid
-  std::string sequence_parallel = "off";  // off | on | both (each grid ranked with and without)
+  std::string sequence_parallel;  // on | off | both (each grid ranked with and without)
 };
 
 // `--prompts N`: per grid of the ranks (one replica), the largest KV cache and peak a rank holds
@@ -327,9 +328,7 @@ void run_plan_gpt(GptPlanOptions& o) {
   const Precision precision = precision_of(o.precision);
   const Transport transport = parse_transport(o.transport);
   // Each choice with sequence parallelism off, on, or both ranked together.
-  const std::string& sp = o.sequence_parallel;
-  if (sp != "off" && sp != "on" && sp != "both")
-    throw InputError("--sequence-parallel", "'" + sp + "': off, on or both");
+  const std::string& sp = o.sequence_parallel;  // on | off | both (checked by the option)
   struct Choice {
     GridPlan plan;
     bool sp;
@@ -498,9 +497,7 @@ void add_plan_command(CLI::App& app) {
   gpt->add_option("--grad-accum", g->grad_accum, "Micro-batches per step")->capture_default_str();
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
-  gpt->add_flag("--sequence-parallel{on}", g->sequence_parallel,
-                "Sequence parallelism (as gpt train): the residual stream split over X, attention and GELU over Y; "
-                "--sequence-parallel=both ranks every choice with and without it (column SP; grids of X = Y = 1 once)");
+  add_sequence_parallel_option(gpt, g->sequence_parallel, /*both=*/true);
   gpt->add_option("--dropout", g->dropout,
                   "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
       ->capture_default_str();

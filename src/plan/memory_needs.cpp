@@ -19,6 +19,7 @@
 #include "plexus/shard.hpp"
 #include "plexus/train.hpp"
 #include "plexus/sizes.hpp"
+#include "plan/generation_plan.hpp"
 #include "plan/gpt_plan.hpp"
 
 namespace plexus {
@@ -123,16 +124,18 @@ void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const s
                      "; model of docs/data-parallel.md");
 }
 
-void check_sample_memory(const GptConfig& m, index_t prompts, bool kv_cache, const std::string& path) {
-  // One forward pass over every prompt's full context: its logits (block x vocabulary) and, per
-  // layer, the activations of block x embed (about a dozen floats a position and width); with the
-  // KV cache also its keys and values (2 x block x embed a layer and prompt).
-  const std::int64_t logits = checked_product({prompts, m.block, m.vocab}, path, "prompts x block x vocabulary");
-  const std::int64_t acts = checked_product({kv_cache ? 14 : 12, prompts, m.block, m.embed, m.layers}, path,
-                                            "prompts x block x embed x layers");
-  require_memory(4.0 * (static_cast<double>(logits) + static_cast<double>(acts)), path, "sampling",
-                 str(prompts) + " prompts, block " + str(m.block) + ", vocabulary " + str(m.vocab) + ", embed " +
-                     str(m.embed) + ", " + str(m.layers) + " layers");
+void check_sample_memory(const GptConfig& m, index_t prompts, bool kv_cache, GridShape grid, const std::string& path) {
+  // Guards against sizes whose products overflow before the dry run builds anything.
+  checked_product({prompts, m.block, m.vocab}, path, "prompts x block x vocabulary");
+  checked_product({14, prompts, m.block, m.embed, m.layers}, path, "prompts x block x embed x layers");
+  checked_product({4, m.embed, m.embed, m.layers}, path, "4 x embed^2 x layers");
+  double bytes = 0;
+  for (const GenerationCost& r : predict_generation_ranks(m, prompts, grid, kv_cache))
+    bytes = std::max(bytes, r.memory_bytes);
+  require_memory(bytes, path, "sampling",
+                 "largest rank of grid " + grid.str() + ": " + str(prompts) + " prompts, block " + str(m.block) +
+                     ", vocabulary " + str(m.vocab) + ", embed " + str(m.embed) + ", " + str(m.layers) + " layers" +
+                     (kv_cache ? ", KV cache" : "") + "; plan gpt --prompts's dry run");
 }
 
 }  // namespace plexus

@@ -26,7 +26,10 @@ void check_predict_memory(const std::string& path, const TrainConfig& cfg, GridS
 // (predict_gpt_ranks with the run's ZeRO stage, bucket and precision). `vocab_from` names what
 // set the vocabulary (--vocab, or the text file).
 void check_gpt_memory(const GptTrainConfig& cfg, GridShape grid, int dp, const std::string& vocab_from);
-// plexus gpt sample: a forward pass of the model read from `path`.
-void check_sample_memory(const GptConfig& model, index_t prompts, bool kv_cache, const std::string& path);
+// plexus gpt sample of the model read from `path` for `prompts` prompts on `grid`: the largest
+// rank's peak of predict_generation_ranks (the dry run of generate_gpt: parameters, the window
+// pass, the decoder and its KV caches).
+void check_sample_memory(const GptConfig& model, index_t prompts, bool kv_cache, GridShape grid,
+                         const std::string& path);
 
 }  // namespace plexus
