@@ -57,7 +57,7 @@ GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t
   const GptLayout& l = layout_;
   d_x_ = Matrix(be, l.res_rows.size(), l.embed.size());
   const auto rows = static_cast<std::size_t>(l.rows);
-  const index_t loss_rows = l.att_rows.size();  // the logits' rows (sequence parallelism: a slice over Y)
+  const index_t loss_rows = l.mlp_rows.size();  // the logits' rows (sequence parallelism: a slice over Y)
   xent_ = std::make_unique<CrossEntropy3D>(be, grid, l.head, loss_rows);
   token_weights_ = Buffer<float>(be, static_cast<std::size_t>(loss_rows));
   labels_ = Buffer<std::int32_t>(be, static_cast<std::size_t>(loss_rows));
@@ -100,9 +100,8 @@ void GptModel::build_layers() {
   const GptLayout& l = layout_;
   Linear3DOptions head = gpt_linear_options();
   // Sequence parallelism: ln_f's rows come over X, and the logits (and so the softmax over the
-  // vocabulary, and their gradient) go over Y, as attention's rows do (GptLayout::att_rows).
+  // vocabulary, and their gradient) go over Y, in rows as the GELU's (GptLayout::mlp_rows).
   head.gather_input = head.scatter_output = l.sequence_parallel;
-  head.row_unit = l.decoding ? 1 : cfg.block;
   head.bias = false;
   head.store_transposed = true;  // the head's Wᵀ [vocab × embed] is the token table when tied
   lm_head_ = std::make_unique<Linear3D>(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.vocab}, head);
@@ -206,8 +205,8 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
 
   // Cross-entropy over the vocabulary sharded over X: row maxima and exp-sums combined by
   // all-reduces, then each shard adds its own terms (plexus/backend.hpp, LossTerms).
-  const index_t loss_rows = l.att_rows.size();
-  if (be_.computes()) labels_.upload(targets.data() + l.att_rows.begin);
+  const index_t loss_rows = l.mlp_rows.size();
+  if (be_.computes()) labels_.upload(targets.data() + l.mlp_rows.begin);
   if (loss_rows) be_.fill(MatrixView{token_weights_.data(), 1, loss_rows, loss_rows}, loss_scale);
   double loss = xent_->loss_and_grad(logits.view(), labels_.data(), token_weights_.data(), l.vocab.begin,
                                      d_logits_.view());  // summed over X
@@ -253,7 +252,7 @@ double GptModel::step(const std::vector<std::int32_t>& ids, const std::vector<st
 }
 
 std::vector<std::size_t> GptModel::embedding_counts() const {
-  return block_counts(layout_.seqs.size(), grid_.dim(layout_.head), cfg_.block * layout_.embed.size());
+  return block_counts(layout_.rows, grid_.dim(layout_.head), layout_.embed.size());
 }
 
 // ---- the parameter registry ----------------------------------------------------------------------

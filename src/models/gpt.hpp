@@ -69,7 +69,7 @@ class GptModel {
               const GptDropout& drop, bool train);
   // Logits of the last step that did not train (a training step frees them once spent)
   // [rows × vocab shard], replicated over Y (sequence parallelism: this rank's rows over Y,
-  // layout().att_rows).
+  // layout().mlp_rows).
   Matrix& logits() { return lm_head_->output(); }
 
   // Generation with a KV cache (models/gpt_generate.cpp). A model that decodes for `of`: one row

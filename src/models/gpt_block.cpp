@@ -7,11 +7,14 @@ namespace plexus {
 GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const GptLayout& l, int index)
     : ln1(be, grid, l.seq, l.hid, l.res_rows.size(), l.embed, cfg.embed, /*external_params=*/true),
       ln2(be, grid, l.seq, l.hid, l.res_rows.size(), l.embed, cfg.embed, /*external_params=*/true),
-      qkv(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols}, gpt_linear_options(l, cfg.block)),
+      // Sequence parallelism: qkv's output and proj's input are the attention's, whole sequences.
+      qkv(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.qkv_cols},
+          gpt_linear_options(l, cfg.block, false, true)),
       // proj's input is the attention output: the same heads as qkv, head_dim columns each.
-      proj(be, grid, Linear3DLayout{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed}, gpt_linear_options(l, cfg.block)),
-      fc(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.ff}, gpt_linear_options(l, cfg.block)),
-      fc2(be, grid, fc.layout().transposed(l.embed), gpt_linear_options(l, cfg.block)),
+      proj(be, grid, Linear3DLayout{l.seq, l.head, l.hid, l.rows, l.att_cols, l.embed},
+           gpt_linear_options(l, cfg.block, true, false)),
+      fc(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.ff}, gpt_linear_options(l, cfg.block, false, false)),
+      fc2(be, grid, fc.layout().transposed(l.embed), gpt_linear_options(l, cfg.block, false, false)),
       be_(be),
       layout_(l),
       index_(index),
@@ -49,7 +52,7 @@ void GptBlock::allocate_intermediates() {  // (those that backward or recompute 
   const GptLayout& l = layout_;
   if (att_.backend() == nullptr) att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size(), uninitialized);
   if (mid_.backend() == nullptr) mid_ = Matrix(be_, l.res_rows.size(), l.embed.size(), uninitialized);
-  if (gelu_.backend() == nullptr) gelu_ = Matrix(be_, l.att_rows.size(), l.ff.size(), uninitialized);
+  if (gelu_.backend() == nullptr) gelu_ = Matrix(be_, l.mlp_rows.size(), l.ff.size(), uninitialized);
   if (!l.decoding && lse_.size() == 0)
     lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()), uninitialized);
 }

@@ -4,9 +4,9 @@
 //   out = mid + drop(fc2(gelu(fc(ln2(mid)))))
 // qkv and fc are Linear3Ds Y → X, proj and fc2 X → Y; attention runs on this rank's whole
 // sequences (Z) and whole heads (X), replicated over Y.
-// Sequence parallelism (GptLayout::sequence_parallel) splits what is replicated by whole
-// sequences: x, ln1, ln2, mid and out over X (GptLayout::res_rows), the attention, its output
-// and the GELU over Y (att_rows). Every linear then all-gathers its input's rows over its `out`
+// Sequence parallelism (GptLayout::sequence_parallel) splits what is replicated by rows: x,
+// ln1, ln2, mid and out over X (GptLayout::res_rows), the attention and its output over Y in
+// whole sequences (att_rows), the GELU over Y (mlp_rows). Every linear then all-gathers its input's rows over its `out`
 // axis and reduce-scatters its output's over its `in` axis (backward: dY gathered, dX
 // scattered) — where the all-reduces were, for the same bytes:
 //   ln1 ─AG_X→ qkv ─RS_Y→ attention ─AG_Y→ proj ─RS_X→ + ─ ln2 ─AG_X→ fc ─RS_Y→ GELU ─AG_Y→ fc2 ─RS_X→ +

@@ -17,13 +17,15 @@ GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const
   l.decoding = decoding;
   l.rows = l.seqs.size() * (decoding ? 1 : c.block);
   l.sequence_parallel = c.sequence_parallel && !decoding;
-  const auto slice = [&](Axis a) -> Range {  // whole sequences of this rank's
+  // This rank's part over axis `a` of the rows, in whole units of `unit` rows.
+  const auto slice = [&](Axis a, index_t unit) -> Range {
     if (!l.sequence_parallel) return {0, l.rows};
-    const Range s = sub_range(Range{0, l.seqs.size()}, shape.dim(a), coords[static_cast<int>(a)]);
-    return {s.begin * c.block, s.end * c.block};
+    const Range s = sub_range(Range{0, l.rows / unit}, shape.dim(a), coords[static_cast<int>(a)]);
+    return {s.begin * unit, s.end * unit};
   };
-  l.res_rows = slice(l.head);
-  l.att_rows = slice(l.hid);
+  l.res_rows = slice(l.head, 1);
+  l.att_rows = slice(l.hid, c.block);
+  l.mlp_rows = slice(l.hid, 1);
   l.embed = part(c.embed, l.hid);
   l.heads = part(c.heads, l.head);
   l.qkv_cols = {3 * l.head_dim * l.heads.begin, 3 * l.head_dim * l.heads.end};

@@ -22,10 +22,12 @@ struct GptLayout {
   bool decoding = false;
   index_t rows = 0;  // seqs.size() · block; decoding: seqs.size()
   // Sequence parallelism (GptConfig::sequence_parallel; never while decoding): the rows of
-  // [0, rows) that this rank holds of the residual stream (whole sequences, split over X) and
-  // of the attention and GELU (split over Y). Without it both are [0, rows).
+  // [0, rows) that this rank holds of the residual stream (split over X), of the attention
+  // (whole sequences, split over Y: a query reads the keys of its sequence) and of the MLP's
+  // GELU and the logits (split over Y). What is computed row by row is cut in rows, near-equal
+  // whatever the sequences; only the attention in whole sequences. Without it all are [0, rows).
   bool sequence_parallel = false;
-  Range res_rows, att_rows;
+  Range res_rows, att_rows, mlp_rows;
   Range embed;     // embedding features (over Y)
   Range heads;     // attention heads (over X)
   Range qkv_cols;  // [3·hd·heads.begin, 3·hd·heads.end): per head q | k | v (internal order)
@@ -52,11 +54,15 @@ inline Linear3DOptions gpt_linear_options() {
   return o;
 }
 // A block's linear under sequence parallelism: its input a row slice over `out`, its output one
-// over `in`, in whole sequences (Linear3DOptions::gather_input, scatter_output).
-inline Linear3DOptions gpt_linear_options(const GptLayout& l, index_t block) {
+// over `in` (Linear3DOptions::gather_input, scatter_output), in whole sequences of `block` rows
+// on the attention's side (`input_sequences`, `output_sequences`), else in rows.
+inline Linear3DOptions gpt_linear_options(const GptLayout& l, index_t block, bool input_sequences,
+                                          bool output_sequences) {
   Linear3DOptions o = gpt_linear_options();
   o.gather_input = o.scatter_output = l.sequence_parallel;
-  o.row_unit = l.decoding ? 1 : block;
+  const index_t unit = l.decoding ? 1 : block;
+  o.input_unit = input_sequences ? unit : 1;
+  o.output_unit = output_sequences ? unit : 1;
   return o;
 }
 

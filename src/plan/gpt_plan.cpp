@@ -200,9 +200,9 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
       seq_of(static_cast<std::size_t>(Z) * D);
   std::vector<index_t> k;
   for (int z = 0; z < Z; ++z) {
-    // Sequence parallelism splits a rank's sequences over X (the residual stream) and over Y
-    // (attention): the head and hid parts then also hold their coordinate's share of every
-    // sequence count that Z rank z has in some replica.
+    // Sequence parallelism splits a rank's rows over X (the residual stream) and its sequences
+    // and rows over Y (attention; GELU and logits): the head and hid parts then also hold their
+    // coordinate's shares of every sequence count that Z rank z has in some replica.
     std::vector<index_t> counts;
     for (int d = 0; d < D; ++d) {
       const GptLayout l = gpt_layout_at(g, {0, 0, z}, c, batch, D, d);
@@ -214,7 +214,10 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     const auto add_shares = [&](int parts, int idx) {
-      for (const index_t n : counts) k.push_back(sub_range(Range{0, n}, parts, idx).size());
+      for (const index_t n : counts) {
+        k.push_back(sub_range(Range{0, n}, parts, idx).size());
+        k.push_back(sub_range(Range{0, n * c.block}, parts, idx).size());
+      }
     };
     for (int x = 0; x < X; ++x) {
       k.clear();

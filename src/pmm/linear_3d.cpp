@@ -18,8 +18,8 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
   const bool split_w = grid.dim(layout.row) > 1;
   if (grid.dim(layout.in) == 1) opt_.scatter_output = false;  // the all-reduce is already the identity
   if (grid.dim(layout.out) == 1) opt_.gather_input = false;     // the gather too
-  if (opt_.row_unit < 1 || layout.rows % opt_.row_unit != 0)
-    throw std::logic_error("Linear3D: rows are not whole units of row_unit");
+  for (const index_t unit : {opt_.input_unit, opt_.output_unit})
+    if (unit < 1 || layout.rows % unit != 0) throw std::logic_error("Linear3D: rows are not whole units of a slice's unit");
   if (opt_.gather_input && opt_.sums != Wire::Fp32)
     throw std::logic_error("Linear3D: gather_input sums dX in fp32 (a reduce-scatter)");
   const Range stored_rows = opt_.store_transposed ? layout.out_cols : layout.in_cols;
@@ -46,18 +46,18 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
     y_ = Matrix(be, layout.rows, out);
 }
 
-Range Linear3D::row_slice(int parts, int idx) const {
-  const Range units = sub_range(Range{0, layout_.rows / opt_.row_unit}, parts, idx);
-  return {units.begin * opt_.row_unit, units.end * opt_.row_unit};
+Range Linear3D::row_slice(int parts, int idx, index_t unit) const {
+  const Range units = sub_range(Range{0, layout_.rows / unit}, parts, idx);
+  return {units.begin * unit, units.end * unit};
 }
 
-std::vector<std::size_t> Linear3D::slice_counts(int parts, index_t cols) const {
-  return block_counts(layout_.rows / opt_.row_unit, parts, opt_.row_unit * cols);
+std::vector<std::size_t> Linear3D::slice_counts(int parts, index_t cols, index_t unit) const {
+  return block_counts(layout_.rows / unit, parts, unit * cols);
 }
 
 Range Linear3D::output_rows() const {
   if (!opt_.scatter_output) return {0, layout_.rows};
-  return row_slice(grid_.dim(layout_.in), grid_.coord(layout_.in));
+  return row_slice(grid_.dim(layout_.in), grid_.coord(layout_.in), opt_.output_unit);
 }
 
 ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into) {
@@ -67,13 +67,13 @@ ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* s
     throw std::invalid_argument("Linear3D: gather_input's X is not this rank's slice [input_rows × in_cols], dense");
   MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered input");
   into = Matrix(be_, layout_.rows, in, uninitialized);  // (the all-gather writes every row)
-  grid_.comm(layout_.out).all_gather(slice.data, into.data(), slice_counts(grid_.dim(layout_.out), in));
+  grid_.comm(layout_.out).all_gather(slice.data, into.data(), slice_counts(grid_.dim(layout_.out), in, opt_.input_unit));
   return into.view();
 }
 
 Range Linear3D::input_rows() const {
   if (!opt_.gather_input) return {0, layout_.rows};
-  return row_slice(grid_.dim(layout_.out), grid_.coord(layout_.out));
+  return row_slice(grid_.dim(layout_.out), grid_.coord(layout_.out), opt_.input_unit);
 }
 
 ConstMatrixView Linear3D::full_weight() {
@@ -160,7 +160,8 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   x_full = Matrix();  // (before Y's reduce-scatter: no longer needed)
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
-    grid_.comm(layout_.in).reduce_scatter(y_whole.data(), y_slice_.data(), slice_counts(grid_.dim(layout_.in), out));
+    grid_.comm(layout_.in).reduce_scatter(y_whole.data(), y_slice_.data(),
+                                          slice_counts(grid_.dim(layout_.in), out, opt_.output_unit));
   } else {
     all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sums);
   }
@@ -175,7 +176,8 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (opt_.scatter_output) {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered output gradient");
     d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size(), uninitialized);
-    grid_.comm(layout_.in).all_gather(d_y.data, d_y_full.data(), slice_counts(grid_.dim(layout_.in), layout_.out_cols.size()));
+    grid_.comm(layout_.in).all_gather(d_y.data, d_y_full.data(),
+                                      slice_counts(grid_.dim(layout_.in), layout_.out_cols.size(), opt_.output_unit));
     d_y = d_y_full.view();
   }
   const Axis row = layout_.row;
@@ -224,7 +226,8 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
     return d_x;
   }
   Matrix d_x_slice(be_, input_rows().size(), layout_.in_cols.size(), uninitialized);
-  grid_.comm(layout_.out).reduce_scatter(d_x.data(), d_x_slice.data(), slice_counts(grid_.dim(layout_.out), layout_.in_cols.size()));
+  grid_.comm(layout_.out).reduce_scatter(d_x.data(), d_x_slice.data(),
+                                         slice_counts(grid_.dim(layout_.out), layout_.in_cols.size(), opt_.input_unit));
   return d_x_slice;
 }
 

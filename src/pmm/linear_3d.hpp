@@ -20,7 +20,8 @@
 // all-gathers it again for dW (only the slice is kept) and reduce-scatters dX over `out`
 // instead of all-reducing it — a chain of linears with both then holds every activation between
 // them as row slices: forward's bytes are those of its all-reduces, backward adds the gather;
-// `row_unit` cuts both slices in whole units of that many rows (the GPT: whole sequences);
+// `input_unit` and `output_unit` cut the two slices in whole units of that many rows (the GPT:
+// whole sequences where attention reads them, single rows elsewhere);
 // `reuse_weight` gathers W once per weight update instead of in every pass; `external_params`
 // leaves W and b to be bound by their owner (pmm/param_slot.hpp: the GPT's ZeroOptimizer).
 // `store_transposed` keeps Wᵀ [out/G_out × in/G_in] instead (PyTorch's nn.Linear layout), split
@@ -61,7 +62,8 @@ struct Linear3DOptions {
   bool bias = true;
   bool scatter_output = false;  // reduce-scatter Y over `in` (see above)
   bool gather_input = false;    // X is a row slice over `out`, all-gathered (see above)
-  index_t row_unit = 1;         // the slices of both cut rows in units of this many
+  index_t input_unit = 1;       // gather_input's slices cut rows in units of this many
+  index_t output_unit = 1;      // scatter_output's
   bool reuse_weight = false;    // gather W over `row` once per weight_updated()
   // Backward adds into dW and db instead of overwriting them (gradient accumulation over
   // micro-batches); the collectives then reduce only the new contribution.
@@ -158,9 +160,9 @@ class Linear3D {
   Matrix w_full_, dw_full_;
   bool w_full_valid_ = false;
   Buffer<float> db_new_;
-  // The rows of [0, rows) that rank `idx` of `parts` holds in a slice: whole row_unit units.
-  Range row_slice(int parts, int idx) const;
-  std::vector<std::size_t> slice_counts(int parts, index_t cols) const;
+  // The rows of [0, rows) that rank `idx` of `parts` holds in a slice: whole units of `unit` rows.
+  Range row_slice(int parts, int idx, index_t unit) const;
+  std::vector<std::size_t> slice_counts(int parts, index_t cols, index_t unit) const;
   // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace);
   // X must come whole (`src` null), not by rows.
   ConstMatrixView gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into);
