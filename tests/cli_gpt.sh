@@ -75,6 +75,13 @@ assert on["memory"]["activation_bytes"] < off["memory"]["activation_bytes"], (on
 PY
 done
 
+# The run says so where it splits something.
+tiny=(--data "$text" --layers 1 --heads 2 --embed 16 --block 8 --batch 2 --iters 1 --threads 1 --eval-every 0)
+mpirun -np 2 "$plexus" gpt train "${tiny[@]}" --grid 1x2x1 >"$work/sp-on.txt" 2>&1 && grep -q "grid 1x2x1, sequence-parallel" \
+  "$work/sp-on.txt" && ok || fail "gpt train names sequence parallelism on a grid it splits"
+mpirun -np 2 "$plexus" gpt train "${tiny[@]}" --grid 1x2x1 --sequence-parallel=off >"$work/sp-off.txt" 2>&1 &&
+  ! grep -q "sequence-parallel" "$work/sp-off.txt" && ok || fail "gpt train --sequence-parallel=off is off"
+
 # plan gpt --sequence-parallel=both: every choice twice, ranked together, each one's bytes its own.
 "$plexus" plan gpt --ranks 6 --layers 3 --heads 6 --embed 90 --block 16 --batch 5 --sequence-parallel=both --json \
   >"$work/plan-both.json" || fail "plan gpt --sequence-parallel=both"

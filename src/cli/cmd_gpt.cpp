@@ -141,9 +141,11 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   // Before the model is built, not by the OOM killer.
   check_gpt_memory(o.cfg, grid->shape(), o.dp, is_token_file(o.data) ? "--vocab" : o.data);
   if (!o.quiet)
-    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}{}\n", o.data,
+    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}{}{}\n", o.data,
                corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str(),
                o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string(),
+               // (where it splits something: X or Y of more than one rank)
+               o.cfg.model.sequence_parallel && grid->dim(Axis::X) * grid->dim(Axis::Y) > 1 ? ", sequence-parallel" : "",
                o.cfg.precision == Precision::BF16 ? ", bf16" : "");
 
   training.start(resume ? resume->iters_done : 0, o.cfg.iters, std::max(1, o.cfg.iters / 100));
