@@ -171,7 +171,9 @@ wait $runner
 rc=$?
 if [[ $rc -ne 0 && ! -e "$work/stopped.h5" ]]; then ok; else fail "SIGTERM: rc=$rc, output $(ls "$work" | grep stopped)"; fi
 ls "$work" | grep -q '\.tmp' && fail "SIGTERM left $(ls "$work" | grep '\.tmp')" || ok
-pgrep -f "prepare $work/big.h5" >/dev/null && fail "ranks left after SIGTERM" || ok
+# mpirun may return while its ranks are still exiting (seen on a loaded machine): they have 5 s.
+for _ in $(seq 1 50); do pgrep -f "prepare $work/big.h5" >/dev/null || break; sleep 0.1; done
+pgrep -f "prepare $work/big.h5" >/dev/null && fail "ranks left 5 s after SIGTERM" || ok
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]
