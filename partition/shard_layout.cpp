@@ -15,6 +15,11 @@ Range sub_range(Range r, int parts, int idx) {
   return {r.begin + b.begin, r.begin + b.end};
 }
 
+Range unit_range(index_t n, index_t unit, int parts, int idx) {
+  const Range units = block_range(n / unit, parts, idx);
+  return {units.begin * unit, units.end * unit};
+}
+
 std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale) {
   // block_range's sizes, base + 1 then base, without a division per block: a dry run's
   // collective over an axis of 65,536 ranks asks for 65,536 counts.

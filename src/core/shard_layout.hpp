@@ -17,6 +17,9 @@ namespace plexus {
 
 // Block `idx` of `parts` near-equal blocks of `r`.
 Range sub_range(Range r, int parts, int idx);
+// Block `idx` of `parts` near-equal blocks of [0, n) cut in whole units of `unit` (n a multiple
+// of it): a GPT's sequences of `unit` rows, one row where unit = 1.
+Range unit_range(index_t n, index_t unit, int parts, int idx);
 // The sizes of all `parts` blocks of [0, n), times `scale` (counts for all-gather/reduce-scatter).
 std::vector<std::size_t> block_counts(index_t n, int parts, index_t scale);
 

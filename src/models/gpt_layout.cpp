@@ -18,10 +18,10 @@ GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const
   l.rows = l.seqs.size() * (decoding ? 1 : c.block);
   l.sequence_parallel = c.sequence_parallel && !decoding;
   // This rank's part over axis `a` of the rows, in whole units of `unit` rows.
+  // (Linear3D's input_rows and output_rows: the same cut.)
   const auto slice = [&](Axis a, index_t unit) -> Range {
     if (!l.sequence_parallel) return {0, l.rows};
-    const Range s = sub_range(Range{0, l.rows / unit}, shape.dim(a), coords[static_cast<int>(a)]);
-    return {s.begin * unit, s.end * unit};
+    return unit_range(l.rows, unit, shape.dim(a), coords[static_cast<int>(a)]);
   };
   l.res_rows = slice(l.head, 1);
   l.att_rows = slice(l.hid, c.block);

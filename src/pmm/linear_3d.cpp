@@ -46,18 +46,13 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
     y_ = Matrix(be, layout.rows, out);
 }
 
-Range Linear3D::row_slice(int parts, int idx, index_t unit) const {
-  const Range units = sub_range(Range{0, layout_.rows / unit}, parts, idx);
-  return {units.begin * unit, units.end * unit};
-}
-
 std::vector<std::size_t> Linear3D::slice_counts(int parts, index_t cols, index_t unit) const {
   return block_counts(layout_.rows / unit, parts, unit * cols);
 }
 
 Range Linear3D::output_rows() const {
   if (!opt_.scatter_output) return {0, layout_.rows};
-  return row_slice(grid_.dim(layout_.in), grid_.coord(layout_.in), opt_.output_unit);
+  return unit_range(layout_.rows, opt_.output_unit, grid_.dim(layout_.in), grid_.coord(layout_.in));
 }
 
 ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into) {
@@ -73,7 +68,7 @@ ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* s
 
 Range Linear3D::input_rows() const {
   if (!opt_.gather_input) return {0, layout_.rows};
-  return row_slice(grid_.dim(layout_.out), grid_.coord(layout_.out), opt_.input_unit);
+  return unit_range(layout_.rows, opt_.input_unit, grid_.dim(layout_.out), grid_.coord(layout_.out));
 }
 
 ConstMatrixView Linear3D::full_weight() {

@@ -160,8 +160,7 @@ class Linear3D {
   Matrix w_full_, dw_full_;
   bool w_full_valid_ = false;
   Buffer<float> db_new_;
-  // The rows of [0, rows) that rank `idx` of `parts` holds in a slice: whole units of `unit` rows.
-  Range row_slice(int parts, int idx, index_t unit) const;
+  // The slices' sizes over `parts` ranks (unit_range's), times `cols`.
   std::vector<std::size_t> slice_counts(int parts, index_t cols, index_t unit) const;
   // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace);
   // X must come whole (`src` null), not by rows.
