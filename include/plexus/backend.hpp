@@ -317,6 +317,15 @@ class Backend {
   // s.seq is the cache's capacity; s's dropout indices are unused.
   void attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
                         float* v_cache, MatrixView y);
+  // Context parallelism (see attention.hpp): the queries of `runs` of each sequence against
+  // the keys and values in kv. Writes y and lse.
+  void attention_forward_runs(ConstMatrixView q, ConstMatrixView kv, const AttentionShape& s, const QueryRuns& runs,
+                              float dropout_p, DropoutKey key, MatrixView y, float* lse);
+  // Given y and lse of that forward pass and dy, writes the query columns of dq and every key
+  // and value column of dkv (the contributions of these queries). Deterministic: no atomics.
+  void attention_backward_runs(ConstMatrixView q, ConstMatrixView kv, ConstMatrixView y, ConstMatrixView dy,
+                               const float* lse, const AttentionShape& s, const QueryRuns& runs, float dropout_p,
+                               DropoutKey key, MatrixView dq, MatrixView dkv);
   // Positions 0..len[b]−1 of each sequence's cache from qkv of whole sequences (batch·seq rows;
   // len: host array of batch lengths, 0 ≤ len[b] ≤ seq).
   void attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len, float* k_cache,
@@ -429,6 +438,12 @@ class Backend {
                                     MatrixView y, float* lse) = 0;
   virtual void do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                                      const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dqkv) = 0;
+  virtual void do_attention_forward_runs(ConstMatrixView q, ConstMatrixView kv, const AttentionShape& s,
+                                         const QueryRuns& runs, float dropout_p, DropoutKey key, MatrixView y,
+                                         float* lse) = 0;
+  virtual void do_attention_backward_runs(ConstMatrixView q, ConstMatrixView kv, ConstMatrixView y, ConstMatrixView dy,
+                                          const float* lse, const AttentionShape& s, const QueryRuns& runs,
+                                          float dropout_p, DropoutKey key, MatrixView dq, MatrixView dkv) = 0;
   virtual void do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
                                    float* v_cache, MatrixView y) = 0;
   virtual void do_attention_cache_load(ConstMatrixView qkv, const AttentionShape& s, const index_t* len,

@@ -231,6 +231,52 @@ void Backend::attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMa
   observed("attention_backward", [&] { do_attention_backward(qkv, y, dy, lse, s, dropout_p, key, dqkv); });
 }
 
+namespace {
+// Context-parallel attention's runs and matrices (attention.hpp).
+void check_attention_runs(ConstMatrixView q, ConstMatrixView kv, const AttentionShape& s, const QueryRuns& r, float p,
+                          const char* kernel) {
+  require(s.batch >= 0 && s.seq >= 0 && s.heads >= 0 && s.head_dim >= 1, kernel,
+          "batch, seq, heads must be >= 0 and head_dim >= 1");
+  require(s.batch0 >= 0 && s.head0 >= 0 && s.total_heads >= s.head0 + s.heads, kernel,
+          "global indices: need batch0 >= 0, head0 >= 0, total_heads >= head0 + heads");
+  require(s.seq <= std::numeric_limits<std::uint32_t>::max(), kernel, "seq exceeds the dropout column range");
+  require(0 <= r.begin[0] && r.begin[0] <= r.end[0] && r.end[0] <= s.seq && 0 <= r.begin[1] &&
+              r.begin[1] <= r.end[1] && r.end[1] <= s.seq && (r.begin[1] == r.end[1] || r.end[0] <= r.begin[1]),
+          kernel, "runs must be ascending, disjoint position ranges within [0, seq)");
+  require(valid_view(q) && q.rows == s.batch * r.size() && q.cols >= 3 * s.heads * s.head_dim, kernel,
+          "q must be batch·runs × >= 3·heads·head_dim");
+  require(valid_view(kv) && kv.rows == s.batch * s.seq && kv.cols >= 2 * s.heads * s.head_dim, kernel,
+          "kv must be batch·seq × >= 2·heads·head_dim");
+  check_dropout_p(p);
+}
+void check_query_rows(ConstMatrixView m, const AttentionShape& s, const QueryRuns& r, index_t min_cols,
+                      const char* kernel, const char* what) {
+  require(valid_view(m) && m.rows == s.batch * r.size() && m.cols >= min_cols, kernel, what);
+}
+}  // namespace
+
+void Backend::attention_forward_runs(ConstMatrixView q, ConstMatrixView kv, const AttentionShape& s,
+                                     const QueryRuns& runs, float dropout_p, DropoutKey key, MatrixView y, float* lse) {
+  const char* kernel = "attention_forward_runs";
+  check_attention_runs(q, kv, s, runs, dropout_p, kernel);
+  check_query_rows(y, s, runs, s.heads * s.head_dim, kernel, "y must be batch·runs × >= heads·head_dim");
+  if (observer_ && dropout_p > 0.0f) observer_->random(kernel, key, 0, 0);
+  observed(kernel, [&] { do_attention_forward_runs(q, kv, s, runs, dropout_p, key, y, lse); });
+}
+void Backend::attention_backward_runs(ConstMatrixView q, ConstMatrixView kv, ConstMatrixView y, ConstMatrixView dy,
+                                      const float* lse, const AttentionShape& s, const QueryRuns& runs,
+                                      float dropout_p, DropoutKey key, MatrixView dq, MatrixView dkv) {
+  const char* kernel = "attention_backward_runs";
+  check_attention_runs(q, kv, s, runs, dropout_p, kernel);
+  check_query_rows(y, s, runs, s.heads * s.head_dim, kernel, "y must be batch·runs × >= heads·head_dim");
+  check_query_rows(dy, s, runs, s.heads * s.head_dim, kernel, "dy must be batch·runs × >= heads·head_dim");
+  check_query_rows(dq, s, runs, 3 * s.heads * s.head_dim, kernel, "dq must be batch·runs × >= 3·heads·head_dim");
+  require(valid_view(dkv) && dkv.rows == s.batch * s.seq && dkv.cols >= 2 * s.heads * s.head_dim, kernel,
+          "dkv must be batch·seq × >= 2·heads·head_dim");
+  if (observer_ && dropout_p > 0.0f) observer_->random(kernel, key, 0, 0);
+  observed(kernel, [&] { do_attention_backward_runs(q, kv, y, dy, lse, s, runs, dropout_p, key, dq, dkv); });
+}
+
 void Backend::attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,
                                float* v_cache, MatrixView y) {
   const char* kernel = "attention_decode";

@@ -25,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/common/attention_io.hpp"
 #include "kernels/common/host_alloc.hpp"
 #include "kernels/common/shape_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
@@ -213,6 +214,12 @@ void block_scores(const Scratch& w, const float* a, const float* bt, float* out,
   }
 }
 
+// Columns of a block's score rows that the products read, zero past each row's diagonal: up to
+// the last key of the block's last row tile (a block of a run need not end on a tile of kR rows).
+index_t zeroed_width(const Scratch& w, index_t t0, index_t nb) {
+  return round_up(std::min(w.T, t0 + round_up(nb, kR)), kW);
+}
+
 // o[r] = Σ_{j <= t0 + r} m[r][j] · b[j] over whole tiles (m is zero past the diagonal).
 void block_times(const Scratch& w, const float* m, const float* b, float* o, index_t t0, index_t nb) {
   for (index_t r0 = 0; r0 < nb; r0 += kR) {
@@ -221,44 +228,47 @@ void block_times(const Scratch& w, const float* m, const float* b, float* o, ind
   }
 }
 
-void forward_pair(const Scratch& w, ConstMatrixView qkv, const AttentionShape& sh, index_t b, index_t h, float scale,
+// One (sequence b, head h) pair over io's query positions (attention_io.hpp), query blocks of
+// kBq rows within each run: a row's scores, softmax and output are the same operations whatever
+// block it falls in (block_scores and block_times add only the zeros past the diagonal), so a
+// position's row has the same bits in both forms and on any split of the positions.
+void forward_pair(const Scratch& w, const AttentionIo& io, const AttentionShape& sh, index_t b, index_t h, float scale,
                   float p, float inv_keep, const DropoutKey& key, MatrixView y, float* lse) {
-  const index_t T = w.T, d = w.d, Tp = w.Tp, dp = w.dp, row0 = b * T, qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d;
-  for (index_t t = 0; t < T; ++t) {
-    const float* in = qkv.row(row0 + t);
+  const index_t d = w.d, Tp = w.Tp, dp = w.dp, keys = io.runs.last(), qc = io.q_col(h), kc = io.key_col(h),
+                vc = io.value_col(h);
+  for (int run = 0; run < 2; ++run)
+    for (index_t t = io.runs.begin[run]; t < io.runs.end[run]; ++t) {
+      const float* in = io.q.row(io.q_row(b, t)) + qc;
 #pragma omp simd
-    for (index_t c = 0; c < d; ++c) {
-      w.q[t * dp + c] = in[qc + c] * scale;  // scaling q once scales every score
-      w.v[t * dp + c] = in[vc + c];
+      for (index_t c = 0; c < d; ++c) w.q[t * dp + c] = in[c] * scale;  // scaling q once scales every score
     }
-  }
-  transpose(qkv.row(row0) + kc, qkv.ld, T, d, w.kt, Tp);
-  float* lse_pair = lse + (b * sh.heads + h) * T;
+  for (index_t t = 0; t < keys; ++t) std::copy_n(io.kv.row(io.kv_row(b, t)) + vc, d, w.v + t * dp);
+  if (keys > 0) transpose(io.kv.row(io.kv_row(b, 0)) + kc, io.kv.ld, keys, d, w.kt, Tp);
+  float* lse_pair = lse + (b * sh.heads + h) * io.queries();
   const std::uint64_t drow0 = dropout_row0(sh, b, h);
-  for (index_t t0 = 0; t0 < T; t0 += kBq) {
-    const index_t t1 = std::min(T, t0 + kBq), nb = t1 - t0, width = round_up(t1, kW);
-    block_scores(w, w.q, w.kt, w.s, t0, nb);
-    for (index_t r = 0; r < nb; ++r) {
-      const index_t t = t0 + r, n = t + 1;
-      float* __restrict row = w.s + r * Tp;
-      float inv_sum = 0.0f;
-      lse_pair[t] = exp_row(row, n, inv_sum);
-      if (p > 0.0f) {
-        keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
-        const float* __restrict keep = w.keep;
+  for (int run = 0; run < 2; ++run) {
+    const index_t end = io.runs.end[run];
+    for (index_t t0 = io.runs.begin[run]; t0 < end; t0 += kBq) {
+      const index_t t1 = std::min(end, t0 + kBq), nb = t1 - t0, width = zeroed_width(w, t0, nb);
+      block_scores(w, w.q, w.kt, w.s, t0, nb);
+      for (index_t r = 0; r < nb; ++r) {
+        const index_t t = t0 + r, n = t + 1;
+        float* __restrict row = w.s + r * Tp;
+        float inv_sum = 0.0f;
+        lse_pair[io.runs.index_of(t)] = exp_row(row, n, inv_sum);
+        if (p > 0.0f) {
+          keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
+          const float* __restrict keep = w.keep;
 #pragma omp simd
-        for (index_t j = 0; j < n; ++j) row[j] = row[j] * inv_sum * keep[j];
-      } else {
+          for (index_t j = 0; j < n; ++j) row[j] = row[j] * inv_sum * keep[j];
+        } else {
 #pragma omp simd
-        for (index_t j = 0; j < n; ++j) row[j] *= inv_sum;
+          for (index_t j = 0; j < n; ++j) row[j] *= inv_sum;
+        }
+        std::fill(row + n, row + width, 0.0f);
       }
-      std::fill(row + n, row + width, 0.0f);
-    }
-    block_times(w, w.s, w.v, w.o, t0, nb);
-    for (index_t r = 0; r < nb; ++r) {
-      float* out = y.row(row0 + t0 + r) + d * h;
-#pragma omp simd
-      for (index_t c = 0; c < d; ++c) out[c] = w.o[r * dp + c];
+      block_times(w, w.s, w.v, w.o, t0, nb);
+      for (index_t r = 0; r < nb; ++r) std::copy_n(w.o + r * dp, d, y.row(io.q_row(b, t0 + r)) + d * h);
     }
   }
 }
@@ -329,102 +339,106 @@ void decode_pair(ConstMatrixView qkv, const AttentionShape& sh, const index_t* p
   std::copy_n(o, d, y.row(b) + d * h);
 }
 
-void backward_pair(const Scratch& w, ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+// The backward pass of one pair over io's query positions: dq's query columns for those rows,
+// dkv's key and value columns for every position of the sequence.
+void backward_pair(const Scratch& w, const AttentionIo& io, ConstMatrixView y, ConstMatrixView dy, const float* lse,
                    const AttentionShape& sh, index_t b, index_t h, float scale, float p, float inv_keep,
-                   const DropoutKey& key, MatrixView dqkv) {
-  const index_t T = w.T, d = w.d, Tp = w.Tp, dp = w.dp, row0 = b * T, qc = 3 * d * h, kc = qc + d, vc = qc + 2 * d,
-                yc = d * h;
+                   const DropoutKey& key, MatrixView dq, MatrixView dkv) {
+  const index_t T = w.T, d = w.d, Tp = w.Tp, dp = w.dp, keys_end = io.runs.last(), qc = io.q_col(h),
+                kc = io.key_col(h), vc = io.value_col(h), yc = d * h;
   // With q and k both pre-scaled, dS·k_scaled = dQ and dSᵀ·q_scaled = dK: no scale pass left.
-  for (index_t t = 0; t < T; ++t) {
-    const float* in = qkv.row(row0 + t);
-    const float* dyr = dy.row(row0 + t) + yc;
-    const float* yr = y.row(row0 + t) + yc;
+  for (int run = 0; run < 2; ++run)
+    for (index_t t = io.runs.begin[run]; t < io.runs.end[run]; ++t) {
+      const index_t row = io.q_row(b, t);
+      const float* in = io.q.row(row) + qc;
+      const float* dyr = dy.row(row) + yc;
+      const float* yr = y.row(row) + yc;
 #pragma omp simd
-    for (index_t c = 0; c < d; ++c) {
-      w.q[t * dp + c] = in[qc + c] * scale;
-      w.k[t * dp + c] = in[kc + c] * scale;
-      w.dy[t * dp + c] = dyr[c];
+      for (index_t c = 0; c < d; ++c) {
+        w.q[t * dp + c] = in[c] * scale;
+        w.dy[t * dp + c] = dyr[c];
+      }
+      double dd = 0.0;
+      for (index_t c = 0; c < d; ++c) dd += static_cast<double>(dyr[c]) * yr[c];
+      w.dd[t] = static_cast<float>(dd);
     }
-    double dd = 0.0;
-    for (index_t c = 0; c < d; ++c) dd += static_cast<double>(dyr[c]) * yr[c];
-    w.dd[t] = static_cast<float>(dd);
+  for (index_t t = 0; t < keys_end; ++t) {
+    const float* in = io.kv.row(io.kv_row(b, t)) + kc;
+#pragma omp simd
+    for (index_t c = 0; c < d; ++c) w.k[t * dp + c] = in[c] * scale;
   }
-  transpose(qkv.row(row0) + kc, qkv.ld, T, d, w.kt, Tp);
-  transpose(qkv.row(row0) + vc, qkv.ld, T, d, w.vt, Tp);
+  if (keys_end > 0) {
+    transpose(io.kv.row(io.kv_row(b, 0)) + kc, io.kv.ld, keys_end, d, w.kt, Tp);
+    transpose(io.kv.row(io.kv_row(b, 0)) + vc, io.kv.ld, keys_end, d, w.vt, Tp);
+  }
   std::fill(w.dk, w.dk + Tp * dp, 0.0f);
   std::fill(w.dv, w.dv + Tp * dp, 0.0f);
-  const float* lse_pair = lse + (b * sh.heads + h) * T;
+  const float* lse_pair = lse + (b * sh.heads + h) * io.queries();
   const std::uint64_t drow0 = dropout_row0(sh, b, h);
-  for (index_t t0 = 0; t0 < T; t0 += kBq) {
-    const index_t t1 = std::min(T, t0 + kBq), nb = t1 - t0, width = round_up(t1, kW);
-    block_scores(w, w.q, w.kt, w.s, t0, nb);
-    block_scores(w, w.dy, w.vt, w.g, t0, nb);  // dP_drop = dY·Vᵀ, same triangle of tiles
-    for (index_t r = 0; r < nb; ++r) {
-      const index_t t = t0 + r, n = t + 1;
-      float* __restrict ps = w.s + r * Tp;  // score → P_drop
-      float* __restrict gs = w.g + r * Tp;  // dP_drop → dS
-      const float l = lse_pair[t], dt = w.dd[t];
-      if (p > 0.0f) {
-        keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
-        const float* __restrict keep = w.keep;
+  for (int run = 0; run < 2; ++run) {
+    const index_t end = io.runs.end[run];
+    for (index_t t0 = io.runs.begin[run]; t0 < end; t0 += kBq) {
+      const index_t t1 = std::min(end, t0 + kBq), nb = t1 - t0, width = zeroed_width(w, t0, nb);
+      block_scores(w, w.q, w.kt, w.s, t0, nb);
+      block_scores(w, w.dy, w.vt, w.g, t0, nb);  // dP_drop = dY·Vᵀ, same triangle of tiles
+      for (index_t r = 0; r < nb; ++r) {
+        const index_t t = t0 + r, n = t + 1;
+        float* __restrict ps = w.s + r * Tp;  // score → P_drop
+        float* __restrict gs = w.g + r * Tp;  // dP_drop → dS
+        const float l = lse_pair[io.runs.index_of(t)], dt = w.dd[t];
+        if (p > 0.0f) {
+          keep_row(key, drow0 + static_cast<std::uint64_t>(t), n, p, inv_keep, w.keep);
+          const float* __restrict keep = w.keep;
 #pragma omp simd
-        for (index_t j = 0; j < n; ++j) {
-          const float pr = exp_clamped(ps[j] - l);
-          ps[j] = pr * keep[j];
-          gs[j] = pr * (gs[j] * keep[j] - dt);
-        }
-      } else {
+          for (index_t j = 0; j < n; ++j) {
+            const float pr = exp_clamped(ps[j] - l);
+            ps[j] = pr * keep[j];
+            gs[j] = pr * (gs[j] * keep[j] - dt);
+          }
+        } else {
 #pragma omp simd
-        for (index_t j = 0; j < n; ++j) {
-          const float pr = exp_clamped(ps[j] - l);
-          ps[j] = pr;
-          gs[j] = pr * (gs[j] - dt);
+          for (index_t j = 0; j < n; ++j) {
+            const float pr = exp_clamped(ps[j] - l);
+            ps[j] = pr;
+            gs[j] = pr * (gs[j] - dt);
+          }
         }
+        std::fill(ps + n, ps + width, 0.0f);
+        std::fill(gs + n, gs + width, 0.0f);
       }
-      std::fill(ps + n, ps + width, 0.0f);
-      std::fill(gs + n, gs + width, 0.0f);
-    }
-    block_times(w, w.g, w.k, w.o, t0, nb);  // dQ rows of the block: complete here
-    for (index_t r = 0; r < nb; ++r) {
-      float* out = dqkv.row(row0 + t0 + r) + qc;
-#pragma omp simd
-      for (index_t c = 0; c < d; ++c) out[c] = w.o[r * dp + c];
-    }
-    // dK, dV get this block's share: rows j < t1 of P_dropᵀ·dY_block and dSᵀ·q_block. The
-    // transposes make the block's query axis the contiguous one of the left operand.
-    const index_t keys = round_up(t1, kR);
-    transpose(w.s, Tp, nb, keys, w.st, kBq);
-    transpose(w.g, Tp, nb, keys, w.gt, kBq);
-    for (index_t j0 = 0; j0 < keys; j0 += kR) {
-      const index_t r_first = std::max<index_t>(0, j0 - t0);  // earlier queries do not see these keys
-      for (index_t c0 = 0; c0 < dp; c0 += kW) {
-        tile_nn(w.st + j0 * kBq, kBq, w.dy + t0 * dp + c0, dp, r_first, nb, w.dv + j0 * dp + c0, dp, true);
-        tile_nn(w.gt + j0 * kBq, kBq, w.q + t0 * dp + c0, dp, r_first, nb, w.dk + j0 * dp + c0, dp, true);
+      block_times(w, w.g, w.k, w.o, t0, nb);  // dQ rows of the block: complete here
+      for (index_t r = 0; r < nb; ++r) std::copy_n(w.o + r * dp, d, dq.row(io.q_row(b, t0 + r)) + qc);
+      // dK, dV get this block's share: rows j < t1 of P_dropᵀ·dY_block and dSᵀ·q_block. The
+      // transposes make the block's query axis the contiguous one of the left operand.
+      const index_t keys = round_up(t1, kR);
+      transpose(w.s, Tp, nb, keys, w.st, kBq);
+      transpose(w.g, Tp, nb, keys, w.gt, kBq);
+      for (index_t j0 = 0; j0 < keys; j0 += kR) {
+        const index_t r_first = std::max<index_t>(0, j0 - t0);  // earlier queries do not see these keys
+        for (index_t c0 = 0; c0 < dp; c0 += kW) {
+          tile_nn(w.st + j0 * kBq, kBq, w.dy + t0 * dp + c0, dp, r_first, nb, w.dv + j0 * dp + c0, dp, true);
+          tile_nn(w.gt + j0 * kBq, kBq, w.q + t0 * dp + c0, dp, r_first, nb, w.dk + j0 * dp + c0, dp, true);
+        }
       }
     }
   }
   for (index_t t = 0; t < T; ++t) {
-    float* out = dqkv.row(row0 + t);
-#pragma omp simd
-    for (index_t c = 0; c < d; ++c) {
-      out[kc + c] = w.dk[t * dp + c];
-      out[vc + c] = w.dv[t * dp + c];
-    }
+    float* out = dkv.row(io.kv_row(b, t));
+    std::copy_n(w.dk + t * dp, d, out + kc);
+    std::copy_n(w.dv + t * dp, d, out + vc);
   }
 }
 
-// Team size: the work is about T²·d multiply-adds per pair.
-int team_size(const CpuBackend& be, const AttentionShape& s) {
-  return be.threads_for(s.batch * s.heads * s.seq * s.seq * s.head_dim);
+// Team size: the work is about T²·d multiply-adds per pair (nq·keys with query runs).
+int team_size(const CpuBackend& be, const AttentionShape& s, const AttentionIo& io) {
+  return be.threads_for(s.batch * s.heads * io.queries() * io.runs.last() * s.head_dim);
 }
 
-}  // namespace
-
-void CpuBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
-                                      DropoutKey key, MatrixView y, float* lse) {
+void forward_all(const CpuBackend& be, const AttentionIo& io, const AttentionShape& s, float dropout_p,
+                 DropoutKey key, MatrixView y, float* lse) {
   const index_t pairs = s.batch * s.heads;
-  if (pairs == 0 || s.seq == 0) return;
-  const int threads = static_cast<int>(std::min<index_t>(team_size(*this, s), pairs));
+  if (pairs == 0 || io.queries() == 0) return;
+  const int threads = static_cast<int>(std::min<index_t>(team_size(be, s, io), pairs));
   const ScratchBlock scratch(threads, Scratch::floats(s.seq, s.head_dim, false));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   const float inv_keep = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;
@@ -435,16 +449,15 @@ void CpuBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape&
     // preempts then delays one pair rather than its whole static share.
 #pragma omp for schedule(dynamic, 1)
     for (index_t pair = 0; pair < pairs; ++pair)
-      forward_pair(w, qkv, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, y, lse);
+      forward_pair(w, io, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, y, lse);
   }
 }
 
-void CpuBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
-                                       const float* lse, const AttentionShape& s, float dropout_p,
-                                       DropoutKey key, MatrixView dqkv) {
+void backward_all(const CpuBackend& be, const AttentionIo& io, ConstMatrixView y, ConstMatrixView dy, const float* lse,
+                  const AttentionShape& s, float dropout_p, DropoutKey key, MatrixView dq, MatrixView dkv) {
   const index_t pairs = s.batch * s.heads;
   if (pairs == 0 || s.seq == 0) return;
-  const int threads = static_cast<int>(std::min<index_t>(team_size(*this, s), pairs));
+  const int threads = static_cast<int>(std::min<index_t>(team_size(be, s, io), pairs));
   const ScratchBlock scratch(threads, Scratch::floats(s.seq, s.head_dim, true));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   const float inv_keep = dropout_p < 1.0f ? 1.0f / (1.0f - dropout_p) : 0.0f;
@@ -453,8 +466,34 @@ void CpuBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, C
     const Scratch w(scratch.slot(omp_get_thread_num()), s.seq, s.head_dim, true);
 #pragma omp for schedule(dynamic, 1)
     for (index_t pair = 0; pair < pairs; ++pair)
-      backward_pair(w, qkv, y, dy, lse, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, dqkv);
+      backward_pair(w, io, y, dy, lse, s, pair / s.heads, pair % s.heads, scale, dropout_p, inv_keep, key, dq, dkv);
   }
+}
+
+}  // namespace
+
+void CpuBackend::do_attention_forward(ConstMatrixView qkv, const AttentionShape& s, float dropout_p,
+                                      DropoutKey key, MatrixView y, float* lse) {
+  forward_all(*this, AttentionIo::whole(qkv, s), s, dropout_p, key, y, lse);
+}
+
+void CpuBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, ConstMatrixView dy,
+                                       const float* lse, const AttentionShape& s, float dropout_p,
+                                       DropoutKey key, MatrixView dqkv) {
+  backward_all(*this, AttentionIo::whole(qkv, s), y, dy, lse, s, dropout_p, key, dqkv, dqkv);
+}
+
+void CpuBackend::do_attention_forward_runs(ConstMatrixView q, ConstMatrixView kv, const AttentionShape& s,
+                                           const QueryRuns& runs, float dropout_p, DropoutKey key, MatrixView y,
+                                           float* lse) {
+  forward_all(*this, AttentionIo::split(q, kv, s, runs), s, dropout_p, key, y, lse);
+}
+
+void CpuBackend::do_attention_backward_runs(ConstMatrixView q, ConstMatrixView kv, ConstMatrixView y,
+                                            ConstMatrixView dy, const float* lse, const AttentionShape& s,
+                                            const QueryRuns& runs, float dropout_p, DropoutKey key, MatrixView dq,
+                                            MatrixView dkv) {
+  backward_all(*this, AttentionIo::split(q, kv, s, runs), y, dy, lse, s, dropout_p, key, dq, dkv);
 }
 
 void CpuBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,

@@ -17,6 +17,7 @@
 //
 // Shared-memory rows read by lane index are padded to head_dim + 1 floats, so that 32 lanes
 // reading element c of 32 different rows hit 32 different banks.
+#include <stdexcept>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -513,6 +514,18 @@ void CudaBackend::do_attention_backward(ConstMatrixView qkv, ConstMatrixView y, 
     case 3: launch_backward<3>(a, g, dy, lse, D, dqkv, stream()); break;
     default: launch_backward<4>(a, g, dy, lse, D, dqkv, stream()); break;
   }
+}
+
+// Context-parallel attention (query runs against a separate key/value matrix) has no CUDA
+// kernel yet: the GPT keeps whole sequences on a CUDA backend (GptConfig::context_parallel).
+void CudaBackend::do_attention_forward_runs(ConstMatrixView, ConstMatrixView, const AttentionShape&, const QueryRuns&,
+                                            float, DropoutKey, MatrixView, float*) {
+  throw std::logic_error("attention_forward_runs: no CUDA kernel (context parallelism runs on the CPU backend)");
+}
+void CudaBackend::do_attention_backward_runs(ConstMatrixView, ConstMatrixView, ConstMatrixView, ConstMatrixView,
+                                             const float*, const AttentionShape&, const QueryRuns&, float, DropoutKey,
+                                             MatrixView, MatrixView) {
+  throw std::logic_error("attention_backward_runs: no CUDA kernel (context parallelism runs on the CPU backend)");
 }
 
 void CudaBackend::do_attention_decode(ConstMatrixView qkv, const AttentionShape& s, const index_t* pos, float* k_cache,

@@ -120,6 +120,30 @@ void ShapeBackend::do_attention_backward(ConstMatrixView, ConstMatrixView, Const
   counts_.gemm_flops += 2 * attention_products(s);
 }
 
+// Query runs: the same products over the runs' rows of the causal triangle (a query at
+// position t scores t + 1 keys; the whole triangle's T²/2 above).
+namespace {
+double attention_run_products(const AttentionShape& s, const QueryRuns& r) {
+  double scores = 0;
+  for (int k = 0; k < 2; ++k) {
+    const double n = num(r.end[k] - r.begin[k]);
+    scores += n * (num(r.begin[k]) + num(r.end[k])) / 2.0;  // Σ (t + ½) over the run
+  }
+  return 4.0 * num(s.batch) * num(s.heads) * num(s.head_dim) * scores;
+}
+}  // namespace
+
+void ShapeBackend::do_attention_forward_runs(ConstMatrixView, ConstMatrixView, const AttentionShape& s,
+                                             const QueryRuns& r, float, DropoutKey, MatrixView, float*) {
+  counts_.gemm_flops += attention_run_products(s, r);
+}
+
+void ShapeBackend::do_attention_backward_runs(ConstMatrixView, ConstMatrixView, ConstMatrixView, ConstMatrixView,
+                                              const float*, const AttentionShape& s, const QueryRuns& r, float,
+                                              DropoutKey, MatrixView, MatrixView) {
+  counts_.gemm_flops += 2 * attention_run_products(s, r);
+}
+
 // A decoding step: q·k and p·v over each sequence's positions so far, and the cache's keys and
 // values read (the step's memory traffic: a decoded token is bandwidth-bound).
 void ShapeBackend::do_attention_decode(ConstMatrixView, const AttentionShape& s, const index_t* pos, float*, float*,

@@ -30,6 +30,24 @@
 // written into the cache at pos[b], and y [batch × ≥ heads·head_dim] gets its attention over the
 // cache's positions 0..pos[b]: what attention_forward gives row pos[b] of the whole sequence
 // (the CPU backend: the same bits; no dropout, which is training's).
+//
+// Context parallelism (attention_forward_runs, attention_backward_runs): a rank computes the
+// queries of only some positions of each sequence, `runs` (QueryRuns: at most two ascending,
+// disjoint position ranges — a front and a back chunk, which balances the causal triangle
+// between ranks), against the keys and values of the sequence's earlier positions, held in a
+// separate matrix (gathered from the ranks that computed them):
+//   q   [batch·nq × ≥ 3·heads·head_dim], nq = runs.size(): row b·nq + i holds the i-th of
+//       sequence b's positions in the runs, head h's query at columns [3·hd·h, 3·hd·h + hd)
+//       (a qkv matrix's rows; its key and value columns are not read);
+//   kv  [batch·seq × ≥ 2·heads·head_dim]: row b·seq + t, head h's key at columns
+//       [2·hd·h, 2·hd·h + hd), its value at the next hd (rows at or past runs.last() are not read);
+//   y   [batch·nq × ≥ heads·head_dim] and lse [batch·heads·nq] at (b·heads + h)·nq + i;
+//   dq  [batch·nq × ≥ 3·heads·head_dim]: only the query columns are written;
+//   dkv [batch·seq × ≥ 2·heads·head_dim]: every key and value column written, the
+//       contributions of this call's queries (0 for a position none of them reads): summed over
+//       the calls whose runs tile a sequence, they are its dK and dV.
+// A query row gets what attention_forward gives row t of the whole sequence (the CPU backend:
+// the same bits), its dropout masks drawn by absolute position t.
 #include "plexus/rng.hpp"
 #include "plexus/tensor.hpp"
 
@@ -38,6 +56,17 @@ namespace plexus {
 struct AttentionShape {
   index_t batch = 0, seq = 0, heads = 0, head_dim = 0;
   index_t batch0 = 0, head0 = 0, total_heads = 0;  // global indices, for the dropout keys
+};
+
+// A sequence's positions whose queries a context-parallel call computes (see above).
+struct QueryRuns {
+  index_t begin[2] = {0, 0}, end[2] = {0, 0};
+  static QueryRuns whole(index_t seq) { return {{0, 0}, {seq, 0}}; }
+  index_t size() const { return (end[0] - begin[0]) + (end[1] - begin[1]); }
+  // One past the last position: the keys the queries read.
+  index_t last() const { return end[1] > begin[1] ? end[1] : end[0]; }
+  // Index among the runs' positions of position t (in a run).
+  index_t index_of(index_t t) const { return t < end[0] ? t - begin[0] : (end[0] - begin[0]) + t - begin[1]; }
 };
 
 }  // namespace plexus
