@@ -7,7 +7,10 @@
 //  - each rank's peak tensor memory, and each kind of it, is what the plan's dry run of that
 //    rank says at ZeRO 0 (predict_gpt_ranks; at most, with the vocabulary split over X), and with X or Y
 //    split the largest activation peak falls;
-//  - with --recompute on top, the losses and weights of the run without it, bit for bit.
+//  - with --recompute on top, the losses and weights of the run without it, bit for bit;
+//  - context parallelism (GptConfig::context_parallel: Auto splits the attention by positions
+//    where a Z rank's sequences do not split evenly over Y — most grids of 7 sequences —, On
+//    everywhere Y > 1) gives those losses and weights too, and its plan its memory.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -100,13 +103,19 @@ void expect_every_grid_matches_the_run_without(MPI_Comm comm) {
         off.zero_stage = on.zero_stage = stage;
         off.model.sequence_parallel = false;
         on.model.sequence_parallel = true;
+        GptTrainConfig cp = on;  // context parallelism wherever Y splits
+        cp.model.context_parallel = GptConfig::ContextParallel::On;
         auto grid = ProcessGrid::from_mpi(shape, dp, comm);
         const SpRun a = train(*grid, off), b = train(*grid, on);
-        ASSERT_EQ(a.losses.size(), b.losses.size()) << what;
-        for (std::size_t i = 0; i < a.losses.size(); ++i)
-          EXPECT_LE(std::abs(a.losses[i] - b.losses[i]), 1e-6 * std::abs(a.losses[i]))
-              << what << ": step " << i + 1 << " " << a.losses[i] << " vs " << b.losses[i];
-        EXPECT_LE(max_relative_difference(a.weights, b.weights), 1e-5) << what;
+        const bool cp_differs = shape.y > 1;  // (else it is `on` again)
+        const SpRun c = cp_differs ? train(*grid, cp) : b;
+        for (const auto& [run, name] : {std::pair{&b, "sequence-parallel"}, std::pair{&c, "context-parallel"}}) {
+          ASSERT_EQ(a.losses.size(), run->losses.size()) << what;
+          for (std::size_t i = 0; i < a.losses.size(); ++i)
+            EXPECT_LE(std::abs(a.losses[i] - run->losses[i]), 1e-6 * std::abs(a.losses[i]))
+                << what << " " << name << ": step " << i + 1 << " " << a.losses[i] << " vs " << run->losses[i];
+          EXPECT_LE(max_relative_difference(a.weights, run->weights), 1e-5) << what << " " << name;
+        }
 
         // Split over X or Y, the largest rank's activations fall.
         unsigned long long mine[2] = {b.activation_peak, a.activation_peak}, most[2] = {0, 0};
@@ -119,25 +128,29 @@ void expect_every_grid_matches_the_run_without(MPI_Comm comm) {
         // DryRun.GptPlanHoldsWhatTrainingHoldsByKind on one rank). (ZeRO-3's own plan:
         // tests/cli_gpt_dp.sh.)
         if (stage != 0) continue;
-        GptTrainConfig one = on;
-        one.iters = 1;
-        one.grad_accum = 1;
-        one.dropout = 0.0f;
-        const SpRun m = train(*grid, one);
-        const GptParallel par{dp, stage, one.bucket_mb, Precision::FP32, Transport::Mpi, one.dropout};
-        const RankCost plan = predict_gpt_ranks(one.model, one.batch, one.grad_accum, shape, true, par)
-            [static_cast<std::size_t>(rank_in(comm))];
-        // (With the vocabulary split over X, the plan takes each one-hot embedding matrix at its
-        // largest, every row's id held by the rank: at least the run's, then.)
-        for (int k = -1; k < kMemoryKinds; ++k) {
-          const auto kk = static_cast<std::size_t>(k);
-          const double want = k < 0 ? plan.memory_bytes : plan.memory_by_kind[kk];
-          const double got = static_cast<double>(k < 0 ? m.peak : m.by_kind[kk]);
-          const std::string kind = k < 0 ? "all" : memory_kind_name(MemoryKind(k));
-          if (shape.x == 1) {
-            EXPECT_EQ(want, got) << what << ": " << kind;
-          } else {
-            EXPECT_GE(want, got) << what << ": " << kind;
+        for (const GptTrainConfig* planned : {&on, &cp}) {
+          if (planned == &cp && !cp_differs) continue;
+          GptTrainConfig one = *planned;
+          one.iters = 1;
+          one.grad_accum = 1;
+          one.dropout = 0.0f;
+          const SpRun m = train(*grid, one);
+          const GptParallel par{dp, stage, one.bucket_mb, Precision::FP32, Transport::Mpi, one.dropout};
+          const RankCost plan = predict_gpt_ranks(one.model, one.batch, one.grad_accum, shape, true, par)
+              [static_cast<std::size_t>(rank_in(comm))];
+          // (With the vocabulary split over X, the plan takes each one-hot embedding matrix at
+          // its largest, every row's id held by the rank: at least the run's, then.)
+          for (int k = -1; k < kMemoryKinds; ++k) {
+            const auto kk = static_cast<std::size_t>(k);
+            const double want = k < 0 ? plan.memory_bytes : plan.memory_by_kind[kk];
+            const double got = static_cast<double>(k < 0 ? m.peak : m.by_kind[kk]);
+            const std::string kind = k < 0 ? "all" : memory_kind_name(MemoryKind(k));
+            const std::string which = planned == &cp ? " context-parallel" : "";
+            if (shape.x == 1) {
+              EXPECT_EQ(want, got) << what << which << ": " << kind;
+            } else {
+              EXPECT_GE(want, got) << what << which << ": " << kind;
+            }
           }
         }
       }

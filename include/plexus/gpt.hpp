@@ -39,6 +39,14 @@ struct GptConfig {
   // bytes). The same losses to rounding (the sums' order differs); less memory and work per
   // rank. On a grid of X = Y = 1 it splits nothing.
   bool sequence_parallel = true;
+  // With sequence parallelism, how the attention splits over Y (`--context-parallel`,
+  // docs/gpt.md): Off, in whole sequences; On, context parallelism: every sequence's positions,
+  // each Y rank the queries of a front and a back chunk (which balances the causal triangle),
+  // the keys and values all-gathered over Y and their gradients reduce-scattered back; Auto,
+  // context parallelism where the sequences of a Z rank do not split evenly over Y (a batch
+  // of fewer sequences than Y ranks included), on a backend with its kernels (the CPU's).
+  enum class ContextParallel { Auto, On, Off };
+  ContextParallel context_parallel = ContextParallel::Auto;
 };
 // Throws InputError naming the field for the first bad value ("GptConfig.heads").
 void validate(const GptConfig& c);

@@ -16,6 +16,7 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
       fc(be, grid, Linear3DLayout{l.seq, l.hid, l.head, l.rows, l.embed, l.ff}, gpt_linear_options(l, cfg.block, false, false)),
       fc2(be, grid, fc.layout().transposed(l.embed), gpt_linear_options(l, cfg.block, false, false)),
       be_(be),
+      grid_(grid),
       layout_(l),
       index_(index),
       recompute_(cfg.recompute),
@@ -25,11 +26,11 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
     ln2.split_rows_over(l.head);
   }
   // The attention's sequences: this rank's, or with sequence parallelism their slice over Y.
-  shape_.batch = l.att_rows.size() / (l.decoding ? 1 : cfg.block);
+  shape_.batch = l.att_seqs;
   shape_.seq = cfg.block;
   shape_.heads = l.heads.size();
   shape_.head_dim = l.head_dim;
-  shape_.batch0 = l.seqs.begin + l.att_rows.begin / (l.decoding ? 1 : cfg.block);
+  shape_.batch0 = l.seqs.begin + l.att_seq0;
   shape_.head0 = l.heads.begin;
   shape_.total_heads = cfg.heads;
   if (l.decoding) {
@@ -50,16 +51,50 @@ GptBlock::GptBlock(Backend& be, ProcessGrid& grid, const GptConfig& cfg, const G
 // Each written whole by its first kernel (attention_forward, copy, gelu_forward): not zero-filled.
 void GptBlock::allocate_intermediates() {  // (those that backward or recompute released)
   const GptLayout& l = layout_;
-  if (att_.backend() == nullptr) att_ = Matrix(be_, l.att_rows.size(), l.att_cols.size(), uninitialized);
+  if (att_.backend() == nullptr) att_ = Matrix(be_, l.att_size(), l.att_cols.size(), uninitialized);
   if (mid_.backend() == nullptr) mid_ = Matrix(be_, l.res_rows.size(), l.embed.size(), uninitialized);
   if (gelu_.backend() == nullptr) gelu_ = Matrix(be_, l.mlp_rows.size(), l.ff.size(), uninitialized);
   if (!l.decoding && lse_.size() == 0)
-    lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_rows.size() * l.heads.size()), uninitialized);
+    lse_ = Buffer<float>(be_, static_cast<std::size_t>(l.att_size() * l.heads.size()), uninitialized);
 }
 
 void GptBlock::drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t s) {
   if (drop.p > 0.0f)
     be_.dropout(m, m, drop.p, drop.key(s), layout_.seqs.begin * shape_.seq + layout_.res_rows.begin, layout_.embed.begin);
+}
+
+// Context parallelism: the keys and values of every position of this Z rank's sequences,
+// [rows × 2·hd·heads] (head h's key at 2·hd·h, its value next), from each Y rank's rows of qkv.
+Matrix GptBlock::gather_keys_values(const Matrix& q) {
+  const GptLayout& l = layout_;
+  const index_t d = l.head_dim, H = l.heads.size(), width = 2 * d * H;
+  MemoryScope scope(be_, MemoryKind::Workspace, "the attention's gathered keys and values");
+  Matrix mine(be_, q.rows(), width, uninitialized), ordered(be_, l.rows, width, uninitialized);
+  for (index_t h = 0; h < H; ++h)
+    be_.copy(ConstMatrixView{q.data() + 3 * d * h + d, q.rows(), 2 * d, q.cols()},
+             MatrixView{mine.data() + 2 * d * h, q.rows(), 2 * d, width});
+  grid_.comm(l.hid).all_gather(mine.data(), ordered.data(), slice_counts(l.att_slices, width));
+  Matrix kv(be_, l.rows, width, uninitialized);
+  from_slice_order(be_, l.att_slices, ordered.view(), kv.view());
+  return kv;
+}
+
+// The key and value gradients of every position, this rank's queries' contributions, summed
+// over Y into the rows of this rank's positions: d_qkv's key and value columns.
+void GptBlock::scatter_key_value_grads(Matrix& d_kv, Matrix& d_qkv) {
+  const GptLayout& l = layout_;
+  const index_t d = l.head_dim, H = l.heads.size(), width = 2 * d * H;
+  MemoryScope scope(be_, MemoryKind::Workspace, "the attention's key and value gradients");
+  {
+    Matrix ordered(be_, l.rows, width, uninitialized);
+    to_slice_order(be_, l.att_slices, d_kv.view(), ordered.view());
+    d_kv = Matrix(be_, d_qkv.rows(), width, uninitialized);  // (now this rank's rows)
+    grid_.comm(l.hid).reduce_scatter(ordered.data(), d_kv.data(), slice_counts(l.att_slices, width));
+  }
+  for (index_t h = 0; h < H; ++h)
+    be_.copy(ConstMatrixView{d_kv.data() + 2 * d * h, d_kv.rows(), 2 * d, width},
+             MatrixView{d_qkv.data() + 3 * d * h + d, d_qkv.rows(), 2 * d, d_qkv.cols()});
+  d_kv = Matrix();
 }
 
 void GptBlock::release_intermediates() {
@@ -103,6 +138,10 @@ void GptBlock::compute(const Matrix& x, const GptDropout& drop, const index_t* p
   if (layout_.decoding) {
     AttentionShape cache = shape_;  // seq: the cache's capacity, the context
     be_.attention_decode(q.view(), cache, pos, k_cache_.data(), v_cache_.data(), att_.view());
+  } else if (layout_.context_parallel) {
+    const Matrix kv = gather_keys_values(q);
+    be_.attention_forward_runs(q.view(), kv.view(), shape_, layout_.att_positions, drop.p, drop.key(site(0)),
+                               att_.view(), lse_.data());
   } else {
     be_.attention_forward(q.view(), shape_, drop.p, drop.key(site(0)), att_.view(), lse_.data());
   }
@@ -156,9 +195,21 @@ void GptBlock::backward(const Matrix& x, Matrix& d, const GptDropout& drop) {
   {
     Matrix d_att = proj.backward(att_.view(), branch, true);
     branch = Matrix();
-    d_qkv = Matrix(be_, layout_.att_rows.size(), layout_.qkv_cols.size(), uninitialized);
-    be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
-                           drop.key(site(0)), d_qkv.view());
+    d_qkv = Matrix(be_, layout_.att_size(), layout_.qkv_cols.size(), uninitialized);
+    if (layout_.context_parallel) {
+      Matrix d_kv;
+      {
+        const Matrix kv = gather_keys_values(qkv.output());  // (again: only the rows' own are kept)
+        MemoryScope scope(be_, MemoryKind::Workspace, "the attention's key and value gradients");
+        d_kv = Matrix(be_, kv.rows(), kv.cols(), uninitialized);
+        be_.attention_backward_runs(qkv.output().view(), kv.view(), att_.view(), d_att.view(), lse_.data(), shape_,
+                                    layout_.att_positions, drop.p, drop.key(site(0)), d_qkv.view(), d_kv.view());
+      }
+      scatter_key_value_grads(d_kv, d_qkv);
+    } else {
+      be_.attention_backward(qkv.output().view(), att_.view(), d_att.view(), lse_.data(), shape_, drop.p,
+                             drop.key(site(0)), d_qkv.view());
+    }
     qkv.release_output();
     att_ = Matrix();
     lse_ = Buffer<float>();

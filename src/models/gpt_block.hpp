@@ -10,6 +10,12 @@
 // axis and reduce-scatters its output's over its `in` axis (backward: dY gathered, dX
 // scattered) — where the all-reduces were, for the same bytes:
 //   ln1 ─AG_X→ qkv ─RS_Y→ attention ─AG_Y→ proj ─RS_X→ + ─ ln2 ─AG_X→ fc ─RS_Y→ GELU ─AG_Y→ fc2 ─RS_X→ +
+// Context parallelism (GptLayout::context_parallel) splits the attention over Y by positions
+// instead: every sequence of the Z rank, each Y rank the queries of a front and a back chunk of
+// its positions (qkv's output and proj's input are those rows: Linear3D's row runs); the keys
+// and values of every position are all-gathered over Y before the attention (in forward, and
+// again in backward: only the rank's own rows are kept), and their gradients reduce-scattered:
+//   qkv ─RS_Y→ (q | k v ─AG_Y→) attention ─AG_Y→ proj      backward: dK dV ─RS_Y→
 // Decoding (GptLayout::decoding): a row per sequence, its newest token; the block keeps the keys
 // and values of every token before it in a KV cache split as its attention is (this rank's
 // sequences and heads, every position of the context), and attention_decode reads them.
@@ -76,7 +82,13 @@ class GptBlock {
   void drop_residual(MatrixView m, const GptDropout& drop, std::uint32_t site);
   std::uint32_t site(int k) const { return static_cast<std::uint32_t>(1 + 3 * index_ + k); }
 
+  // Context parallelism (GptLayout::context_parallel): keys and values all-gathered over Y,
+  // and their gradients reduce-scattered back.
+  Matrix gather_keys_values(const Matrix& q);
+  void scatter_key_value_grads(Matrix& d_kv, Matrix& d_qkv);
+
   Backend& be_;
+  ProcessGrid& grid_;
   const GptLayout& layout_;
   int index_;
   AttentionShape shape_;

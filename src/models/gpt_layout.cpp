@@ -3,6 +3,21 @@
 
 namespace plexus {
 
+QueryRuns context_parallel_positions(index_t block, int parts, int part) {
+  const Range front = block_range(block, 2 * parts, part), back = block_range(block, 2 * parts, 2 * parts - 1 - part);
+  QueryRuns r;
+  r.begin[0] = front.begin;
+  r.end[0] = front.end;
+  r.begin[1] = back.begin;
+  r.end[1] = back.end;
+  return r;
+}
+
+bool uses_context_parallel(GptConfig::ContextParallel mode, index_t seqs, int parts) {
+  if (parts <= 1 || mode == GptConfig::ContextParallel::Off) return false;
+  return mode == GptConfig::ContextParallel::On || seqs % parts != 0;
+}
+
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding) {
   return gpt_layout_at(grid.shape(), {grid.coord(Axis::X), grid.coord(Axis::Y), grid.coord(Axis::Z)}, c, batch,
                        grid.dp(), grid.coord(Axis::D), decoding);
@@ -26,6 +41,26 @@ GptLayout gpt_layout_at(GridShape shape, const std::array<int, 3>& coords, const
   l.res_rows = slice(l.head, 1);
   l.att_rows = slice(l.hid, c.block);
   l.mlp_rows = slice(l.hid, 1);
+  const index_t unit = decoding ? 1 : c.block;
+  l.att_seq0 = l.att_rows.begin / unit;
+  l.att_seqs = l.att_rows.size() / unit;
+  l.att_positions = QueryRuns::whole(unit);
+  const int parts = shape.dim(l.hid);
+  l.context_parallel = l.sequence_parallel && uses_context_parallel(c.context_parallel, l.seqs.size(), parts);
+  if (l.context_parallel) {
+    l.att_rows = {0, l.rows};
+    l.att_seq0 = 0;
+    l.att_seqs = l.seqs.size();
+    l.att_positions = context_parallel_positions(c.block, parts, coords[static_cast<int>(l.hid)]);
+    for (int y = 0; y < parts; ++y) {
+      const QueryRuns r = context_parallel_positions(c.block, parts, y);
+      std::vector<Range> runs;
+      for (index_t b = 0; b < l.att_seqs; ++b)
+        for (int k = 0; k < 2; ++k)
+          if (r.end[k] > r.begin[k]) runs.push_back({b * c.block + r.begin[k], b * c.block + r.end[k]});
+      l.att_slices.push_back(std::move(runs));
+    }
+  }
   l.embed = part(c.embed, l.hid);
   l.heads = part(c.heads, l.head);
   l.qkv_cols = {3 * l.head_dim * l.heads.begin, 3 * l.head_dim * l.heads.end};

@@ -8,6 +8,7 @@
 // output projections X → Y, so a block needs no redistribution between its linears.
 #include "plexus/gpt.hpp"
 #include "pmm/linear_3d.hpp"
+#include "pmm/row_runs.hpp"
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 
@@ -28,6 +29,18 @@ struct GptLayout {
   // whatever the sequences; only the attention in whole sequences. Without it all are [0, rows).
   bool sequence_parallel = false;
   Range res_rows, att_rows, mlp_rows;
+  // Context parallelism (GptConfig::context_parallel, resolved here): the attention runs on
+  // every sequence of `seqs`, the queries of positions `att_positions` of each (chunks y and
+  // 2·G_y − 1 − y of the context cut in 2·G_y); its rows, sequence by sequence, are the runs
+  // att_slices[y] of [0, rows), and att_slices lists every Y rank's (Linear3D's input_runs and
+  // output_runs for qkv's output and proj's input). att_rows is then [0, rows). Without it,
+  // att_positions is the whole context (one position a sequence while decoding).
+  bool context_parallel = false;
+  QueryRuns att_positions;
+  RowSlices att_slices;
+  // The attention's sequences (of seqs, from local index att_seq0) and query rows.
+  index_t att_seq0 = 0, att_seqs = 0;
+  index_t att_size() const { return att_seqs * att_positions.size(); }
   Range embed;     // embedding features (over Y)
   Range heads;     // attention heads (over X)
   Range qkv_cols;  // [3·hd·heads.begin, 3·hd·heads.end): per head q | k | v (internal order)
@@ -36,6 +49,12 @@ struct GptLayout {
   Range vocab;     // vocabulary rows (over X)
   Range pos;       // position rows of wpe (over X)
 };
+
+// Context parallelism's positions of Y rank `part` of `parts`: chunks part and 2·parts − 1 − part
+// of block_range(block, 2·parts, ·).
+QueryRuns context_parallel_positions(index_t block, int parts, int part);
+// Whether a Z rank's `seqs` sequences split over `parts` Y ranks in context parallelism.
+bool uses_context_parallel(GptConfig::ContextParallel mode, index_t seqs, int parts);
 
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding = false);
 // The same for the rank at `coords` (x, y, z) of a grid of `shape` in replica `d` of `dp`
@@ -55,7 +74,8 @@ inline Linear3DOptions gpt_linear_options() {
 }
 // A block's linear under sequence parallelism: its input a row slice over `out`, its output one
 // over `in` (Linear3DOptions::gather_input, scatter_output), in whole sequences of `block` rows
-// on the attention's side (`input_sequences`, `output_sequences`), else in rows.
+// on the attention's side (`input_sequences`, `output_sequences`; with context parallelism
+// the runs of att_slices), else in rows.
 inline Linear3DOptions gpt_linear_options(const GptLayout& l, index_t block, bool input_sequences,
                                           bool output_sequences) {
   Linear3DOptions o = gpt_linear_options();
@@ -63,6 +83,10 @@ inline Linear3DOptions gpt_linear_options(const GptLayout& l, index_t block, boo
   const index_t unit = l.decoding ? 1 : block;
   o.input_unit = input_sequences ? unit : 1;
   o.output_unit = output_sequences ? unit : 1;
+  if (l.context_parallel) {  // the attention's side in runs of positions instead
+    if (input_sequences) o.input_unit = 1, o.input_runs = l.att_slices;
+    if (output_sequences) o.output_unit = 1, o.output_runs = l.att_slices;
+  }
   return o;
 }
 

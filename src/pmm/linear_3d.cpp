@@ -20,6 +20,13 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
   if (grid.dim(layout.out) == 1) opt_.gather_input = false;     // the gather too
   for (const index_t unit : {opt_.input_unit, opt_.output_unit})
     if (unit < 1 || layout.rows % unit != 0) throw std::logic_error("Linear3D: rows are not whole units of a slice's unit");
+  if (!opt_.gather_input) opt_.input_runs.clear();
+  if (!opt_.scatter_output) opt_.output_runs.clear();
+  for (const auto& [runs, axis] : {std::pair{&opt_.input_runs, layout.out}, std::pair{&opt_.output_runs, layout.in}}) {
+    if (runs->empty()) continue;
+    if (static_cast<int>(runs->size()) != grid.dim(axis)) throw std::logic_error("Linear3D: not one list of runs a part");
+    check_slices(*runs, layout.rows, "Linear3D");
+  }
   if (opt_.gather_input && opt_.sums != Wire::Fp32)
     throw std::logic_error("Linear3D: gather_input sums dX in fp32 (a reduce-scatter)");
   const Range stored_rows = opt_.store_transposed ? layout.out_cols : layout.in_cols;
@@ -41,33 +48,69 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
   if (grads && opt_.bias && opt_.accumulate_grads) db_new_ = Buffer<float>(be, static_cast<std::size_t>(out));
   // With scatter_output the whole Y and the gathered dY are a pass's workspace; Y's slice stays.
   if (opt_.scatter_output)
-    y_slice_ = Matrix(be, output_rows().size(), out);
+    y_slice_ = Matrix(be, output_size(), out);
   else
     y_ = Matrix(be, layout.rows, out);
 }
 
-std::vector<std::size_t> Linear3D::slice_counts(int parts, index_t cols, index_t unit) const {
-  return block_counts(layout_.rows / unit, parts, unit * cols);
+std::vector<std::size_t> Linear3D::input_counts(index_t cols) const {
+  if (!opt_.input_runs.empty()) return slice_counts(opt_.input_runs, cols);
+  return block_counts(layout_.rows / opt_.input_unit, grid_.dim(layout_.out), opt_.input_unit * cols);
+}
+
+std::vector<std::size_t> Linear3D::output_counts(index_t cols) const {
+  if (!opt_.output_runs.empty()) return slice_counts(opt_.output_runs, cols);
+  return block_counts(layout_.rows / opt_.output_unit, grid_.dim(layout_.in), opt_.output_unit * cols);
 }
 
 Range Linear3D::output_rows() const {
   if (!opt_.scatter_output) return {0, layout_.rows};
+  if (!opt_.output_runs.empty()) throw std::logic_error("Linear3D::output_rows: the slice is runs of rows");
   return unit_range(layout_.rows, opt_.output_unit, grid_.dim(layout_.in), grid_.coord(layout_.in));
+}
+
+index_t Linear3D::output_size() const {
+  if (!opt_.output_runs.empty()) return slice_rows(opt_.output_runs, grid_.coord(layout_.in));
+  return output_rows().size();
+}
+
+index_t Linear3D::input_size() const {
+  if (!opt_.input_runs.empty()) return slice_rows(opt_.input_runs, grid_.coord(layout_.out));
+  return input_rows().size();
+}
+
+void Linear3D::all_gather_rows(const RowSlices& runs, Communicator& comm, const float* slice, MatrixView all,
+                               const std::vector<std::size_t>& counts) {
+  if (runs.empty()) return comm.all_gather(slice, all.data, counts);
+  MemoryScope scope(be_, MemoryKind::Workspace, "rows in slice order");
+  Matrix ordered(be_, all.rows, all.cols, uninitialized);
+  comm.all_gather(slice, ordered.data(), counts);
+  from_slice_order(be_, runs, ordered.view(), all);
+}
+
+void Linear3D::reduce_scatter_rows(const RowSlices& runs, Communicator& comm, ConstMatrixView all, float* slice,
+                                   const std::vector<std::size_t>& counts) {
+  if (runs.empty()) return comm.reduce_scatter(all.data, slice, counts);
+  MemoryScope scope(be_, MemoryKind::Workspace, "rows in slice order");
+  Matrix ordered(be_, all.rows, all.cols, uninitialized);
+  to_slice_order(be_, runs, all, ordered.view());
+  comm.reduce_scatter(ordered.data(), slice, counts);
 }
 
 ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into) {
   if (src != nullptr) throw std::logic_error("Linear3D: gather_input takes X whole, not by rows");
   const index_t in = layout_.in_cols.size();
-  if (slice.rows != input_rows().size() || slice.cols != in || (slice.rows > 0 && slice.ld != in))
+  if (slice.rows != input_size() || slice.cols != in || (slice.rows > 0 && slice.ld != in))
     throw std::invalid_argument("Linear3D: gather_input's X is not this rank's slice [input_rows × in_cols], dense");
   MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered input");
   into = Matrix(be_, layout_.rows, in, uninitialized);  // (the all-gather writes every row)
-  grid_.comm(layout_.out).all_gather(slice.data, into.data(), slice_counts(grid_.dim(layout_.out), in, opt_.input_unit));
+  all_gather_rows(opt_.input_runs, grid_.comm(layout_.out), slice.data, into.view(), input_counts(in));
   return into.view();
 }
 
 Range Linear3D::input_rows() const {
   if (!opt_.gather_input) return {0, layout_.rows};
+  if (!opt_.input_runs.empty()) throw std::logic_error("Linear3D::input_rows: the slice is runs of rows");
   return unit_range(layout_.rows, opt_.input_unit, grid_.dim(layout_.out), grid_.coord(layout_.out));
 }
 
@@ -134,14 +177,14 @@ Bf16Matrix Linear3D::backward16(const RowSource& x, const RowSource& d_y, bool n
 
 Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   const index_t in = layout_.in_cols.size();
-  if (x_whole.rows != input_rows().size() || x_whole.cols != in)
+  if (x_whole.rows != input_size() || x_whole.cols != in)
     throw std::invalid_argument("Linear3D::forward: input is not [rows × in_cols] (gather_input: its slice)");
   Matrix x_full;  // gather_input: X's rows of every rank over `out`, for this pass
   if (opt_.gather_input) x_whole = gather_input(x_whole, src, x_full);
   const ConstMatrixView w = full_weight();
   const index_t out = layout_.out_cols.size();
   // (Released by release_output; Y is written whole below, by the GEMM or the reduce-scatter.)
-  if (opt_.scatter_output && y_slice_.backend() == nullptr) y_slice_ = Matrix(be_, output_rows().size(), out, uninitialized);
+  if (opt_.scatter_output && y_slice_.backend() == nullptr) y_slice_ = Matrix(be_, output_size(), out, uninitialized);
   if (!opt_.scatter_output && y_.backend() == nullptr) y_ = Matrix(be_, layout_.rows, out, uninitialized);
   Matrix y_whole;  // scatter_output: every row's partial sums, until they are reduce-scattered
   if (opt_.scatter_output) {
@@ -155,8 +198,7 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   x_full = Matrix();  // (before Y's reduce-scatter: no longer needed)
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
-    grid_.comm(layout_.in).reduce_scatter(y_whole.data(), y_slice_.data(),
-                                          slice_counts(grid_.dim(layout_.in), out, opt_.output_unit));
+    reduce_scatter_rows(opt_.output_runs, grid_.comm(layout_.in), y_whole.view(), y_slice_.data(), output_counts(out));
   } else {
     all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sums);
   }
@@ -171,8 +213,8 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (opt_.scatter_output) {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered output gradient");
     d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size(), uninitialized);
-    grid_.comm(layout_.in).all_gather(d_y.data, d_y_full.data(),
-                                      slice_counts(grid_.dim(layout_.in), layout_.out_cols.size(), opt_.output_unit));
+    all_gather_rows(opt_.output_runs, grid_.comm(layout_.in), d_y.data, d_y_full.view(),
+                    output_counts(layout_.out_cols.size()));
     d_y = d_y_full.view();
   }
   const Axis row = layout_.row;
@@ -220,9 +262,9 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
     all_reduce_activation(be_, grid_.comm(layout_.out), d_x, opt_.sums);
     return d_x;
   }
-  Matrix d_x_slice(be_, input_rows().size(), layout_.in_cols.size(), uninitialized);
-  grid_.comm(layout_.out).reduce_scatter(d_x.data(), d_x_slice.data(),
-                                         slice_counts(grid_.dim(layout_.out), layout_.in_cols.size(), opt_.input_unit));
+  Matrix d_x_slice(be_, input_size(), layout_.in_cols.size(), uninitialized);
+  reduce_scatter_rows(opt_.input_runs, grid_.comm(layout_.out), d_x.view(), d_x_slice.data(),
+                      input_counts(layout_.in_cols.size()));
   return d_x_slice;
 }
 

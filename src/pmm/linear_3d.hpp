@@ -22,6 +22,10 @@
 // them as row slices: forward's bytes are those of its all-reduces, backward adds the gather;
 // `input_unit` and `output_unit` cut the two slices in whole units of that many rows (the GPT:
 // whole sequences where attention reads them, single rows elsewhere);
+// `input_runs` and `output_runs`, where given (one list per part of the axis), cut the slices
+// instead as runs of rows, not one range each (pmm/row_runs.hpp; the GPT's context
+// parallelism: every sequence's front and back chunk): the GEMMs run on the rows in their own
+// order, and a gathered slice is put back in it, a slice to scatter taken from it;
 // `reuse_weight` gathers W once per weight update instead of in every pass; `external_params`
 // leaves W and b to be bound by their owner (pmm/param_slot.hpp: the GPT's ZeroOptimizer).
 // `store_transposed` keeps Wᵀ [out/G_out × in/G_in] instead (PyTorch's nn.Linear layout), split
@@ -38,6 +42,7 @@
 #include "plexus/process_grid.hpp"
 #include "plexus/shard.hpp"
 #include "pmm/param_slot.hpp"
+#include "pmm/row_runs.hpp"
 
 namespace plexus {
 struct RowSource;  // pmm/bf16_tensors.hpp
@@ -64,6 +69,8 @@ struct Linear3DOptions {
   bool gather_input = false;    // X is a row slice over `out`, all-gathered (see above)
   index_t input_unit = 1;       // gather_input's slices cut rows in units of this many
   index_t output_unit = 1;      // scatter_output's
+  RowSlices input_runs{};       // gather_input's slices as runs of rows (instead of units)
+  RowSlices output_runs{};      // scatter_output's
   bool reuse_weight = false;    // gather W over `row` once per weight_updated()
   // Backward adds into dW and db instead of overwriting them (gradient accumulation over
   // micro-batches); the collectives then reduce only the new contribution.
@@ -123,10 +130,13 @@ class Linear3D {
     y_ = Matrix();
     y_slice_ = Matrix();
   }
-  // This rank's rows of what forward returns: all `rows`, or the slice over `in`.
+  // This rank's rows of what forward returns: all `rows`, or the slice over `in` (a
+  // std::logic_error for a slice of runs: output_size() is its size).
   Range output_rows() const;
-  // This rank's rows of what forward takes: all `rows`, or the slice over `out`.
+  // This rank's rows of what forward takes: all `rows`, or the slice over `out` (as above).
   Range input_rows() const;
+  index_t output_size() const;  // rows of what forward returns
+  index_t input_size() const;   // rows of what forward takes
   const Linear3DLayout& layout() const { return layout_; }
   // Global rows of the stored matrix kept here: of W (in_cols split over `row`), or with
   // store_transposed of Wᵀ (out_cols split over `row`).
@@ -160,8 +170,15 @@ class Linear3D {
   Matrix w_full_, dw_full_;
   bool w_full_valid_ = false;
   Buffer<float> db_new_;
-  // The slices' sizes over `parts` ranks (unit_range's), times `cols`.
-  std::vector<std::size_t> slice_counts(int parts, index_t cols, index_t unit) const;
+  // The input's (output's) slices' sizes over `out` (`in`), times `cols`: a collective's counts.
+  std::vector<std::size_t> input_counts(index_t cols) const;
+  std::vector<std::size_t> output_counts(index_t cols) const;
+  // A collective over the input's (output's) slices: `all` [rows × cols] in the rows' own order,
+  // moved through a workspace in slice order where the slices are runs.
+  void all_gather_rows(const RowSlices& runs, Communicator& comm, const float* slice, MatrixView all,
+                       const std::vector<std::size_t>& counts);
+  void reduce_scatter_rows(const RowSlices& runs, Communicator& comm, ConstMatrixView all, float* slice,
+                           const std::vector<std::size_t>& counts);
   // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace);
   // X must come whole (`src` null), not by rows.
   ConstMatrixView gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into);

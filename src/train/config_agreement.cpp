@@ -78,13 +78,13 @@ std::uint64_t config_hash(const TrainConfig& c) {
 }
 
 std::uint64_t config_hash(const GptTrainConfig& c) {
-  static_assert(field_count<GptConfig>() == 8, "a GptConfig field is missing from config_hash");
+  static_assert(field_count<GptConfig>() == 9, "a GptConfig field is missing from config_hash");
   static_assert(field_count<GptTrainConfig>() == 19, "a GptTrainConfig field is missing from config_hash");
   Hasher h;
   const GptConfig& m = c.model;
   for (const std::int64_t v : {std::int64_t{m.layers}, std::int64_t{m.heads}, std::int64_t{m.embed},
                                std::int64_t{m.block}, std::int64_t{m.vocab}, std::int64_t{m.tied}, std::int64_t{m.recompute},
-                               std::int64_t{m.sequence_parallel}})
+                               std::int64_t{m.sequence_parallel}, static_cast<std::int64_t>(m.context_parallel)})
     h.word(static_cast<std::uint64_t>(v));
   h.word(static_cast<std::uint64_t>(c.batch));
   h.word(static_cast<std::uint64_t>(c.iters));
