@@ -3,7 +3,9 @@
 # validation losses within 1e-5 relative over 10 steps, dropout on) on a model whose sizes
 # divide unevenly (3 layers, 6 heads, embed 90, vocabulary 65, batch 5, block 16), and moves
 # exactly the bytes per axis `plexus plan gpt` predicts for every step (sequence parallelism on,
-# the default); so does --sequence-parallel=off on three grids, with more activation bytes; weight
+# the default; context parallelism where the batch splits unevenly over Y); so does
+# --sequence-parallel=off on three grids, with more activation bytes, and --context-parallel
+# on and off on a grid each; weight
 # bytes per rank fall as 1/P; --save writes GPT-2-named tensors that `gpt sample` reads; bad
 # input exits 2 with one line and leaves nothing behind.
 # Usage: cli_gpt.sh PLEXUS_BINARY SOURCE_DIR
@@ -75,12 +77,44 @@ assert on["memory"]["activation_bytes"] < off["memory"]["activation_bytes"], (on
 PY
 done
 
+# ---- context parallelism: auto above (batch 5 splits unevenly over Y = 2, 3, 4: positions); on
+# where the sequences split evenly too (1x2x2's second Z rank), off where they do not (1x2x1), one
+# of them from a --config file: the same training, the bytes their own plans predict.
+printf 'context-parallel = "on"\n' >"$work/cp-on.toml"
+for g in 1x2x2 1x2x1; do
+  IFS=x read -r a b c <<<"$g"
+  if [ "$g" = 1x2x2 ]; then mode=on args=(--config "$work/cp-on.toml"); else mode=off args=(--context-parallel=off); fi
+  value=--context-parallel=$mode
+  if ! mpirun -np $((a * b * c)) "$plexus" gpt train --data "$text" "${model[@]}" --iters 10 --grid "$g" "${args[@]}" \
+      --metrics "$work/cp$g.jsonl" >"$work/out" 2>&1; then
+    fail "grid $g $value ran"; cat "$work/out"; continue
+  fi
+  "$plexus" plan gpt --ranks $((a * b * c)) --layers 3 --heads 6 --embed 90 --block 16 --batch 5 "$value" \
+    --json >"$work/plan-cp$g.json" || fail "plan gpt $value $g"
+  if $py "$src/tests/gpt_runs_match.py" "$work/g1x1x1.jsonl" "$work/cp$g.jsonl" 10; then ok; else
+    fail "grid $g $value equals 1x1x1"; fi
+  if $py - "$work/cp$g.jsonl" "$work/plan-cp$g.json" "$g" "$mode" <<'PY'; then ok; else fail "grid $g $value: bytes = plan"; fi
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+plan = json.load(open(sys.argv[2]))
+assert plan["context_parallel"] == sys.argv[4] and rows[-1]["context_parallel"] == sys.argv[4], (plan["context_parallel"], rows[-1])
+grid = next(p for p in plan["grids"] if p["grid"] == sys.argv[3] and p["dp"] == 1)
+for s in rows[1:-1]:
+    want = grid["bytes_step_weights_gathered" if s["iter"] in (1, 6) else "bytes_step"]
+    for axis in "xyz":
+        assert abs(s["comm_bytes"][axis] - want[axis]) <= 1e-9 * max(1.0, want[axis]), (s["iter"], axis, s["comm_bytes"], want)
+PY
+done
+
 # The run says so where it splits something.
 tiny=(--data "$text" --layers 1 --heads 2 --embed 16 --block 8 --batch 2 --iters 1 --threads 1 --eval-every 0)
 mpirun -np 2 "$plexus" gpt train "${tiny[@]}" --grid 1x2x1 >"$work/sp-on.txt" 2>&1 && grep -q "grid 1x2x1, sequence-parallel" \
   "$work/sp-on.txt" && ok || fail "gpt train names sequence parallelism on a grid it splits"
 mpirun -np 2 "$plexus" gpt train "${tiny[@]}" --grid 1x2x1 --sequence-parallel=off >"$work/sp-off.txt" 2>&1 &&
   ! grep -q "sequence-parallel" "$work/sp-off.txt" && ok || fail "gpt train --sequence-parallel=off is off"
+! grep -q "context-parallel" "$work/sp-on.txt" && ok || fail "2 sequences over Y = 2: whole sequences under auto"
+mpirun -np 2 "$plexus" gpt train "${tiny[@]}" --grid 1x2x1 --context-parallel=on >"$work/cp-on.txt" 2>&1 &&
+  grep -q "grid 1x2x1, sequence-parallel, context-parallel" "$work/cp-on.txt" && ok || fail "gpt train names context parallelism"
 
 # plan gpt --sequence-parallel=both: every choice twice, ranked together, each one's bytes its own.
 "$plexus" plan gpt --ranks 6 --layers 3 --heads 6 --embed 90 --block 16 --batch 5 --sequence-parallel=both --json \
@@ -100,6 +134,7 @@ assert times == sorted(times), "ranked fastest first"
 PY
 expect_error plan-sp-mode "--sequence-parallel" plan gpt --ranks 4 --sequence-parallel=sometimes
 expect_error train-sp-both "--sequence-parallel" gpt train --data "$text" --iters 1 --sequence-parallel=both
+expect_error train-cp-mode "--context-parallel" gpt train --data "$text" --iters 1 --context-parallel=sometimes
 
 # ---- memory: weight shards fall as 1/P ---------------------------------------------------------------
 if $py - "$work/m.h5" "$work"/g{1x1x1,2x2x2,4x2x1,8x1x1,1x1x8}.jsonl <<'PY'; then ok; else fail "weight bytes ~1/P"; fi

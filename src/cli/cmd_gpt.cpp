@@ -18,6 +18,7 @@
 #include "src/cli/commands.hpp"
 #include "src/cli/grid_choice.hpp"
 #include "src/cli/model_options.hpp"
+#include "models/gpt_layout.hpp"
 #include "src/cli/sequence_parallel_option.hpp"
 #include "src/cli/training_run.hpp"
 
@@ -98,6 +99,16 @@ nlohmann::ordered_json step_json(const GptStepMetrics& m) {
   return j;
 }
 
+// Whether some rank splits its attention by positions (GptLayout::context_parallel; the CUDA
+// backend keeps whole sequences).
+bool splits_positions(const GptConfig& c, GridShape shape, index_t batch, int dp, const Backend& be) {
+  if (be.device() == Device::CUDA) return false;
+  for (int d = 0; d < dp; ++d)
+    for (int z = 0; z < shape.z; ++z)
+      if (gpt_layout_at(shape, {0, 0, z}, c, batch, dp, d).context_parallel) return true;
+  return false;
+}
+
 void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   o.cfg.model.tied = !o.untie;
   o.cfg.precision = precision_of(o.precision);
@@ -141,11 +152,12 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
   // Before the model is built, not by the OOM killer.
   check_gpt_memory(o.cfg, grid->shape(), o.dp, is_token_file(o.data) ? "--vocab" : o.data);
   if (!o.quiet)
-    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}{}{}\n", o.data,
+    fmt::print("{}: {} training and {} validation tokens, vocabulary {}; backend {}, grid {}{}{}{}{}\n", o.data,
                corpus.train.size(), corpus.val.size(), corpus.vocab, backend->name(), grid->shape().str(),
                o.dp > 1 ? fmt::format(" x {} replicas (ZeRO-{})", o.dp, o.cfg.zero_stage) : std::string(),
                // (where it splits something: X or Y of more than one rank)
                o.cfg.model.sequence_parallel && grid->dim(Axis::X) * grid->dim(Axis::Y) > 1 ? ", sequence-parallel" : "",
+               splits_positions(o.cfg.model, grid->shape(), o.cfg.batch, o.dp, *backend) ? ", context-parallel" : "",
                o.cfg.precision == Precision::BF16 ? ", bf16" : "");
 
   training.start(resume ? resume->iters_done : 0, o.cfg.iters, std::max(1, o.cfg.iters / 100));
@@ -202,6 +214,7 @@ void run_gpt_train(GptTrainOptions& o, const CLI::App& cmd) {
                     {"zero", o.cfg.zero_stage},
                     {"recompute", o.cfg.model.recompute},
                     {"sequence_parallel", o.cfg.model.sequence_parallel},
+                    {"context_parallel", context_parallel_name(o.cfg.model.context_parallel)},
                     {"precision", o.precision},
                     {"matmul_precision", matmul_precision_name(o.cfg.matmul_precision)},
                     {"memory", memory_json(r)},
@@ -288,6 +301,7 @@ void add_gpt_command(CLI::App& app) {
                   "Each block keeps only its input from forward to backward and runs its forward again there: less "
                   "activation memory, the same losses (docs/gpt.md)");
   add_sequence_parallel_option(train, t->sequence_parallel, /*both=*/false);
+  add_context_parallel_option(train, t->cfg.model.context_parallel);
   train->add_option("--batch", c.batch, "Sequences per micro-batch")->capture_default_str();
   train->add_option("--iters", c.iters, "Optimizer steps (0: initialise, evaluate and save only)")->capture_default_str();
   train->add_option("--lr", c.lr, "Peak learning rate (AdamW)")->capture_default_str();

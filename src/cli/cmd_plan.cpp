@@ -371,6 +371,7 @@ void run_plan_gpt(GptPlanOptions& o) {
                                       {"precision", o.precision},
                                       {"recompute", o.model.recompute},
                                       {"sequence_parallel", sp},
+                                      {"context_parallel", context_parallel_name(o.model.context_parallel)},
                                       {"dropout", o.dropout},
                                       {"transport", transport_name(transport)},
                                                  {"grids", grids},
@@ -386,7 +387,10 @@ void run_plan_gpt(GptPlanOptions& o) {
              m.ranks_per_node, m.bw_intra_gbs, m.bw_inter_gbs, m.lat_intra_us, m.lat_inter_us, m.gemm_gflops,
              m.stream_gbs, m.dropout_gdraws,
              std::string(o.model.recompute ? "; activations recomputed in backward" : "") +
-                 (sp == "on" ? "; sequence-parallel" : sp == "both" ? "; with and without sequence parallelism (SP)" : ""),
+                 (sp == "on" ? "; sequence-parallel" : sp == "both" ? "; with and without sequence parallelism (SP)" : "") +
+                 (sp != "off" && o.model.context_parallel != GptConfig::ContextParallel::Auto
+                      ? fmt::format(", context-parallel {}", context_parallel_name(o.model.context_parallel))
+                      : std::string()),
              limit > 0 ? fmt::format("; choices that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   if (plans.empty()) {
     fmt::print("no choice of replicas, grid and ZeRO stage fits: more ranks, or a smaller model or batch\n");
@@ -498,6 +502,7 @@ void add_plan_command(CLI::App& app) {
   gpt->add_flag("--untie", g->untie, "An LM head of its own");
   gpt->add_flag("--recompute", g->model.recompute, "Blocks recompute their activations in backward (as gpt train)");
   add_sequence_parallel_option(gpt, g->sequence_parallel, /*both=*/true);
+  add_context_parallel_option(gpt, g->model.context_parallel);
   gpt->add_option("--dropout", g->dropout,
                   "Dropout probability (as gpt train): its masks' draws are part of the step's compute")
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "src/cli/sequence_parallel_option.hpp"
 
+#include <map>
+
 namespace plexus::cli {
 
 CLI::Option* add_sequence_parallel_option(CLI::App* cmd, std::string& mode, bool both) {
@@ -21,6 +23,36 @@ CLI::Option* add_sequence_parallel_option(CLI::App* cmd, std::string& mode, bool
           },
           both ? "on|off|both" : "on|off"))
       ->capture_default_str();
+}
+
+namespace {
+const std::map<std::string, GptConfig::ContextParallel> kContextParallel{
+    {"auto", GptConfig::ContextParallel::Auto}, {"on", GptConfig::ContextParallel::On},
+    {"off", GptConfig::ContextParallel::Off}};
+}  // namespace
+
+CLI::Option* add_context_parallel_option(CLI::App* cmd, GptConfig::ContextParallel& mode) {
+  return cmd
+      ->add_option("--context-parallel", mode,
+                   "With sequence parallelism, the attention split over Y by positions instead of whole sequences: "
+                   "each Y rank the queries of a front and a back chunk of every sequence, the keys and values "
+                   "all-gathered (docs/gpt.md). auto (default: where a rank's sequences do not split evenly over Y, "
+                   "on the CPU backend) | on | off")
+      ->transform(CLI::Validator(
+          [](std::string& v) -> std::string {  // a word → the enum's number, which CLI11 then reads
+            const auto it = kContextParallel.find(v);
+            if (it == kContextParallel.end()) return "'" + v + "': auto, on, off";
+            v = std::to_string(static_cast<int>(it->second));
+            return {};
+          },
+          "auto|on|off"))
+      ->option_text("auto|on|off (default auto)");
+}
+
+const char* context_parallel_name(GptConfig::ContextParallel mode) {
+  for (const auto& [name, m] : kContextParallel)
+    if (m == mode) return name.c_str();
+  return "?";
 }
 
 }  // namespace plexus::cli
