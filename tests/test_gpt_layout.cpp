@@ -5,9 +5,13 @@
 //    are near-equal row slices that tile the rank's rows: a rank holds at most one row more than
 //    another, whatever the sequences;
 //  - the attention's (att_rows, over Y) are whole sequences that tile them;
-//  - without it (or on an axis of one rank), every rank holds every row.
+//  - without it (or on an axis of one rank), every rank holds every row;
+//  - context parallelism gives every Y rank chunks y and 2·G_y − 1 − y of every sequence's
+//    positions (equal causal work where the context divides by 2·G_y), runs that together
+//    cover the rows once, and is chosen under Auto exactly where the sequences split unevenly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "models/gpt_layout.hpp"
@@ -15,8 +19,9 @@
 namespace plexus {
 namespace {
 
-GptConfig model(index_t block, bool sp) {
+GptConfig model(index_t block, bool sp, GptConfig::ContextParallel cp = GptConfig::ContextParallel::Off) {
   GptConfig c;
+  c.context_parallel = cp;
   c.layers = 1;
   c.heads = 2;
   c.embed = 8;
@@ -77,6 +82,79 @@ TEST(GptLayout, WithoutSequenceParallelismEveryRankHoldsEveryRow) {
       EXPECT_EQ(l.rows, 35);
       for (const Range& r : {l.res_rows, l.att_rows, l.mlp_rows}) EXPECT_EQ(r, (Range{0, 35}));
     }
+}
+
+// Causal work of a rank's queries: a query at position t reads t + 1 keys.
+index_t causal_work(const QueryRuns& r) {
+  index_t w = 0;
+  for (int k = 0; k < 2; ++k)
+    for (index_t t = r.begin[k]; t < r.end[k]; ++t) w += t + 1;
+  return w;
+}
+
+TEST(GptLayout, ContextParallelismGivesEachYRankAFrontAndABackChunkOfEverySequence) {
+  using CP = GptConfig::ContextParallel;
+  for (const GridShape g : {GridShape{1, 2, 1}, GridShape{2, 3, 2}, GridShape{1, 4, 1}, GridShape{1, 8, 1}, GridShape{3, 1, 2}})
+    for (const CP mode : {CP::Auto, CP::On})
+      for (const index_t batch : {1, 2, 7, 8})
+        for (const index_t block : {1, 5, 16, 48}) {
+          const GptConfig c = model(block, true, mode);
+          for (int z = 0; z < g.z; ++z) {
+            SCOPED_TRACE(g.str() + " batch " + std::to_string(batch) + " block " + std::to_string(block) + " z " +
+                         std::to_string(z) + (mode == CP::On ? " on" : " auto"));
+            const GptLayout first = gpt_layout_at(g, {0, 0, z}, c, batch);
+            const index_t S = first.seqs.size();
+            const bool want = g.y > 1 && (mode == CP::On || S % g.y != 0);
+            EXPECT_EQ(first.context_parallel, want);
+            if (!want) {
+              EXPECT_EQ(first.att_positions.size(), block);
+              continue;
+            }
+            index_t most = 0, least = -1;
+            for (int x = 0; x < g.x; ++x)
+              for (int y = 0; y < g.y; ++y) {
+                const GptLayout l = gpt_layout_at(g, {x, y, z}, c, batch);
+                ASSERT_TRUE(l.context_parallel);
+                EXPECT_EQ(l.att_slices, first.att_slices);
+                EXPECT_EQ(l.att_seq0, 0);
+                EXPECT_EQ(l.att_seqs, S);
+                const Range front = block_range(block, 2 * g.y, y), back = block_range(block, 2 * g.y, 2 * g.y - 1 - y);
+                EXPECT_EQ(l.att_positions.begin[0], front.begin);
+                EXPECT_EQ(l.att_positions.end[0], front.end);
+                EXPECT_EQ(l.att_positions.begin[1], back.begin);
+                EXPECT_EQ(l.att_positions.end[1], back.end);
+                EXPECT_EQ(l.att_size(), S * (front.size() + back.size()));
+                // Rank y's runs: its chunks of each sequence in turn.
+                std::vector<Range> runs;
+                for (index_t b = 0; b < S; ++b)
+                  for (const Range& r : {front, back})
+                    if (r.size() > 0) runs.push_back({b * block + r.begin, b * block + r.end});
+                EXPECT_EQ(l.att_slices.at(static_cast<std::size_t>(y)), runs);
+                EXPECT_EQ(slice_rows(l.att_slices, y), l.att_size());
+                const index_t w = causal_work(l.att_positions);
+                most = std::max(most, w);
+                least = least < 0 ? w : std::min(least, w);
+              }
+            EXPECT_NO_THROW(check_slices(first.att_slices, first.rows, "test"));
+            if (block % (2 * g.y) == 0) {
+              EXPECT_EQ(most, least) << "the triangle's work is not balanced";
+            } else {
+              EXPECT_LE(most - least, 2 * block);
+            }
+          }
+        }
+}
+
+TEST(GptLayout, ContextParallelismOffOrWithoutSequenceParallelismSplitsNoPositions) {
+  for (const bool sp : {false, true}) {
+    const GptConfig c = model(5, sp, sp ? GptConfig::ContextParallel::Off : GptConfig::ContextParallel::On);
+    for (int y = 0; y < 4; ++y) {
+      const GptLayout l = gpt_layout_at(GridShape{1, 4, 1}, {0, y, 0}, c, 1);
+      EXPECT_FALSE(l.context_parallel);
+      EXPECT_TRUE(l.att_slices.empty());
+      EXPECT_EQ(l.att_positions.size(), 5);
+    }
+  }
 }
 
 }  // namespace

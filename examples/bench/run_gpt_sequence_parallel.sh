@@ -6,7 +6,9 @@
 # (`plexus plan gpt --json`, the same dry run of the real code).
 # Usage: examples/bench/run_gpt_sequence_parallel.sh [BUILD_DIR]
 #   env: RANKS (4), ROUNDS (5), ITERS (14), MODEL (the baby GPT: 4 layers, 4 heads, embed 128,
-#        block 64, batch 8), GRIDS (every grid of RANKS but 1x1xRANKS, where it changes nothing)
+#        block 64, batch 8), GRIDS (every grid of RANKS but 1x1xRANKS, where it changes nothing),
+#        WITHOUT and WITH, the two runs' flags (--sequence-parallel=off and =on; context
+#        parallelism: WITHOUT=--context-parallel=off WITH=--context-parallel=on)
 set -eu
 build=${1:-build}
 plexus=$(realpath "$build/plexus")
@@ -14,19 +16,21 @@ data=$(dirname "$0")/../../data/tinyshakespeare.txt
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 ranks=${RANKS:-4} rounds=${ROUNDS:-5} iters=${ITERS:-14}
 read -r -a model <<<"${MODEL:---layers 4 --heads 4 --embed 128 --block 64 --batch 8}"
+read -r -a without <<<"${WITHOUT:---sequence-parallel=off}"
+read -r -a with <<<"${WITH:---sequence-parallel=on}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 grids=${GRIDS:-$(python3 -c "
 n=$ranks
 print(' '.join(f'{a}x{b}x{n//a//b}' for a in range(1,n+1) if n%a==0 for b in range(1,n//a+1) if (n//a)%b==0 and (a,b)!=(1,1)))")}
 
-"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 --sequence-parallel=off --json >"$work/plan-off.json"
-"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 --sequence-parallel=on --json >"$work/plan-on.json"
-echo "grid | step ms without | with --sequence-parallel | ratio | activations without, measured / plan | with, measured / plan"
+"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 "${without[@]}" --json >"$work/plan-off.json"
+"$plexus" plan gpt --ranks "$ranks" "${model[@]}" --dropout 0.1 "${with[@]}" --json >"$work/plan-on.json"
+echo "grid | step ms ${without[*]} | ${with[*]} | ratio | activations without, measured / plan | with, measured / plan"
 for g in $grids; do
   for ((r = 0; r < rounds; r++)); do
     for sp in off on; do
-      flag=(--sequence-parallel="$sp")
+      if [ "$sp" = off ]; then flag=("${without[@]}"); else flag=("${with[@]}"); fi
       mpirun -np "$ranks" "$plexus" gpt train --data "$data" "${model[@]}" --dropout 0.1 --eval-every 0 --threads 1 \
         --iters "$iters" --grid "$g" "${flag[@]}" --metrics "$work/$g-$sp-$r.jsonl" -q >/dev/null
     done

@@ -72,6 +72,7 @@ const OptionName kNames[] = {
     {"GptConfig.embed", "--embed"},
     {"GptConfig.block", "--block"},
     {"GptConfig.vocab", "--vocab"},
+    {"GptConfig.context_parallel", "--context-parallel"},
     {"GptConfig.tied true", "--untie off"},  // the option is its negation
     {"GptConfig.tied false", "--untie on"},
     {"GptTrainConfig.batch", "--batch"},

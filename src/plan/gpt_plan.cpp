@@ -229,10 +229,17 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
       k.clear();
       layout_key_hid(gpt_layout_at(g, {0, y, z}, c, batch, D, 0), g, {0, y, z}, k);
       add_shares(Y, y);
-      // Context parallelism: the queries' positions of Y rank y, where a count of z's takes it.
-      for (const index_t n : counts)
-        k.push_back(uses_context_parallel(c.context_parallel, n, Y) ? context_parallel_positions(c.block, Y, y).size()
-                                                                    : -1);
+      // Context parallelism: Y rank y's query positions where a count of z's takes it: how many
+      // (the memory) and their keys, Σ (2t + 1) over the runs (the work).
+      for (const index_t n : counts) {
+        if (!uses_context_parallel(c.context_parallel, n, Y)) {
+          k.push_back(-1);
+          continue;
+        }
+        const QueryRuns r = context_parallel_positions(c.block, Y, y);
+        k.push_back(r.size());
+        k.push_back(r.end[0] * r.end[0] - r.begin[0] * r.begin[0] + r.end[1] * r.end[1] - r.begin[1] * r.begin[1]);
+      }
       hid_of[static_cast<std::size_t>(y) * Z + z] = hid_ids(k);
     }
   }
