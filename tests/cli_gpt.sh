@@ -3,7 +3,7 @@
 # validation losses within 1e-5 relative over 10 steps, dropout on) on a model whose sizes
 # divide unevenly (3 layers, 6 heads, embed 90, vocabulary 65, batch 5, block 16), and moves
 # exactly the bytes per axis `plexus plan gpt` predicts for every step (sequence parallelism on,
-# the default; context parallelism where the batch splits unevenly over Y); so does
+# the default; context parallelism where a Z rank has fewer sequences than Y ranks: 1x2x3); so does
 # --sequence-parallel=off on three grids, with more activation bytes, and --context-parallel
 # on and off on a grid each; weight
 # bytes per rank fall as 1/P; --save writes GPT-2-named tensors that `gpt sample` reads; bad
@@ -77,9 +77,9 @@ assert on["memory"]["activation_bytes"] < off["memory"]["activation_bytes"], (on
 PY
 done
 
-# ---- context parallelism: auto above (batch 5 splits unevenly over Y = 2, 3, 4: positions); on
-# where the sequences split evenly too (1x2x2's second Z rank), off where they do not (1x2x1), one
-# of them from a --config file: the same training, the bytes their own plans predict.
+# ---- context parallelism: auto above (1x2x3's last Z rank holds one sequence: positions); on
+# wherever Y splits (1x2x2), off (1x2x1), one of them from a --config file: the same training, the
+# bytes their own plans predict.
 printf 'context-parallel = "on"\n' >"$work/cp-on.toml"
 for g in 1x2x2 1x2x1; do
   IFS=x read -r a b c <<<"$g"

@@ -9,7 +9,7 @@
 //    split the largest activation peak falls;
 //  - with --recompute on top, the losses and weights of the run without it, bit for bit;
 //  - context parallelism (GptConfig::context_parallel: Auto splits the attention by positions
-//    where a Z rank's sequences do not split evenly over Y — most grids of 7 sequences —, On
+//    where a Z rank has fewer sequences than Y ranks — 1x8x1, 1x4x2, 2x4x1's ... —, On
 //    everywhere Y > 1) gives those losses and weights too, and its plan its memory.
 #include <gtest/gtest.h>
 #include <mpi.h>

@@ -43,8 +43,8 @@ struct GptConfig {
   // docs/gpt.md): Off, in whole sequences; On, context parallelism: every sequence's positions,
   // each Y rank the queries of a front and a back chunk (which balances the causal triangle),
   // the keys and values all-gathered over Y and their gradients reduce-scattered back; Auto,
-  // context parallelism where the sequences of a Z rank do not split evenly over Y (a batch
-  // of fewer sequences than Y ranks included), on a backend with its kernels (the CPU's).
+  // context parallelism where a Z rank has fewer sequences than Y ranks (whole sequences would
+  // leave a Y rank without attention), on a backend with its kernels (the CPU's).
   enum class ContextParallel { Auto, On, Off };
   ContextParallel context_parallel = ContextParallel::Auto;
 };

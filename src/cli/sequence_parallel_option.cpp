@@ -36,8 +36,8 @@ CLI::Option* add_context_parallel_option(CLI::App* cmd, GptConfig::ContextParall
       ->add_option("--context-parallel", mode,
                    "With sequence parallelism, the attention split over Y by positions instead of whole sequences: "
                    "each Y rank the queries of a front and a back chunk of every sequence, the keys and values "
-                   "all-gathered (docs/gpt.md). auto (default: where a rank's sequences do not split evenly over Y, "
-                   "on the CPU backend) | on | off")
+                   "all-gathered (docs/gpt.md). auto (default: where a Z rank has fewer sequences than Y ranks, on the "
+                   "CPU backend) | on | off")
       ->transform(CLI::Validator(
           [](std::string& v) -> std::string {  // a word → the enum's number, which CLI11 then reads
             const auto it = kContextParallel.find(v);

@@ -15,7 +15,11 @@ QueryRuns context_parallel_positions(index_t block, int parts, int part) {
 
 bool uses_context_parallel(GptConfig::ContextParallel mode, index_t seqs, int parts) {
   if (parts <= 1 || mode == GptConfig::ContextParallel::Off) return false;
-  return mode == GptConfig::ContextParallel::On || seqs % parts != 0;
+  // Auto: where whole sequences would leave a Y rank without attention work. Measured on 2
+  // ranks (docs/gpt.md), splitting positions won there (0.96 of the step at a context of 64,
+  // 0.63 at 1,024) and lost where the sequences merely split unevenly (3 over 2 at 128: 1.08):
+  // gathering keys and values costs more than the imbalance of one sequence saves.
+  return mode == GptConfig::ContextParallel::On || (seqs > 0 && seqs < parts);
 }
 
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding) {

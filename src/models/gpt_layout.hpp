@@ -53,7 +53,8 @@ struct GptLayout {
 // Context parallelism's positions of Y rank `part` of `parts`: chunks part and 2·parts − 1 − part
 // of block_range(block, 2·parts, ·).
 QueryRuns context_parallel_positions(index_t block, int parts, int part);
-// Whether a Z rank's `seqs` sequences split over `parts` Y ranks in context parallelism.
+// Whether a Z rank's `seqs` sequences split over `parts` Y ranks in context parallelism (Auto:
+// where they are fewer than the ranks).
 bool uses_context_parallel(GptConfig::ContextParallel mode, index_t seqs, int parts);
 
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding = false);
