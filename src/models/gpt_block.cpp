@@ -70,7 +70,7 @@ Matrix GptBlock::gather_keys_values(const Matrix& q) {
   const index_t d = l.head_dim, H = l.heads.size(), width = 2 * d * H;
   MemoryScope scope(be_, MemoryKind::Workspace, "the attention's gathered keys and values");
   Matrix mine(be_, q.rows(), width, uninitialized), ordered(be_, l.rows, width, uninitialized);
-  for (index_t h = 0; h < H; ++h)
+  for (index_t h = 0; h < H && q.rows() > 0; ++h)  // (a rank without positions has no data pointer)
     be_.copy(ConstMatrixView{q.data() + 3 * d * h + d, q.rows(), 2 * d, q.cols()},
              MatrixView{mine.data() + 2 * d * h, q.rows(), 2 * d, width});
   grid_.comm(l.hid).all_gather(mine.data(), ordered.data(), slice_counts(l.att_slices, width));
@@ -91,7 +91,7 @@ void GptBlock::scatter_key_value_grads(Matrix& d_kv, Matrix& d_qkv) {
     d_kv = Matrix(be_, d_qkv.rows(), width, uninitialized);  // (now this rank's rows)
     grid_.comm(l.hid).reduce_scatter(ordered.data(), d_kv.data(), slice_counts(l.att_slices, width));
   }
-  for (index_t h = 0; h < H; ++h)
+  for (index_t h = 0; h < H && d_qkv.rows() > 0; ++h)
     be_.copy(ConstMatrixView{d_kv.data() + 2 * d * h, d_kv.rows(), 2 * d, width},
              MatrixView{d_qkv.data() + 3 * d * h + d, d_qkv.rows(), 2 * d, d_qkv.cols()});
   d_kv = Matrix();
