@@ -133,6 +133,7 @@ TEST(GptLayout, ContextParallelismGivesEachYRankAFrontAndABackChunkOfEverySequen
                 EXPECT_EQ(l.att_slices.at(static_cast<std::size_t>(y)), runs);
                 EXPECT_EQ(slice_rows(l.att_slices, y), l.att_size());
                 const index_t w = causal_work(l.att_positions);
+                EXPECT_EQ(l.att_positions.causal_keys(), w);
                 most = std::max(most, w);
                 least = least < 0 ? w : std::min(least, w);
               }

@@ -124,11 +124,7 @@ void ShapeBackend::do_attention_backward(ConstMatrixView, ConstMatrixView, Const
 // position t scores t + 1 keys; the whole triangle's T²/2 above).
 namespace {
 double attention_run_products(const AttentionShape& s, const QueryRuns& r) {
-  double scores = 0;
-  for (int k = 0; k < 2; ++k) {
-    const double n = num(r.end[k] - r.begin[k]);
-    scores += n * (num(r.begin[k]) + num(r.end[k])) / 2.0;  // Σ (t + ½) over the run
-  }
+  const double scores = num(r.causal_keys()) - num(r.size()) / 2.0;  // Σ (t + ½) over the runs
   return 4.0 * num(s.batch) * num(s.heads) * num(s.head_dim) * scores;
 }
 }  // namespace

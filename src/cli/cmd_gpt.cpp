@@ -99,13 +99,13 @@ nlohmann::ordered_json step_json(const GptStepMetrics& m) {
   return j;
 }
 
-// Whether some rank splits its attention by positions (GptLayout::context_parallel; the CUDA
-// backend keeps whole sequences).
+// Whether some rank splits its attention by positions (GptLayout::context_parallel, as the
+// model will on `be`).
 bool splits_positions(const GptConfig& c, GridShape shape, index_t batch, int dp, const Backend& be) {
-  if (be.device() == Device::CUDA) return false;
+  const GptConfig run = gpt_config_on(c, be);
   for (int d = 0; d < dp; ++d)
     for (int z = 0; z < shape.z; ++z)
-      if (gpt_layout_at(shape, {0, 0, z}, c, batch, dp, d).context_parallel) return true;
+      if (gpt_layout_at(shape, {0, 0, z}, run, batch, dp, d).context_parallel) return true;
   return false;
 }
 

@@ -48,21 +48,9 @@ void fill_zero(Backend& be, float* p, std::size_t n) {
 
 }  // namespace
 
-namespace {
-// Context parallelism's kernels are the CPU backend's (and the reference's): a CUDA backend
-// keeps whole sequences under Auto, and refuses On.
-GptConfig on_backend(GptConfig c, const Backend& be) {
-  if (be.device() != Device::CUDA) return c;
-  if (c.context_parallel == GptConfig::ContextParallel::On)
-    throw InputError("GptConfig.context_parallel", "context parallelism has no CUDA kernels yet (auto or off)");
-  c.context_parallel = GptConfig::ContextParallel::Off;
-  return c;
-}
-}  // namespace
-
 GptModel::GptModel(Backend& be, ProcessGrid& grid, const GptConfig& cfg, index_t batch, ZeroOptions zero,
                    AdamParams adam)
-    : be_(be), grid_(grid), cfg_(on_backend(cfg, be)), batch_(batch), layout_(gpt_layout(grid, cfg_, batch)) {
+    : be_(be), grid_(grid), cfg_(gpt_config_on(cfg, be)), batch_(batch), layout_(gpt_layout(grid, cfg_, batch)) {
   validate(cfg);
   if (be.device() == Device::CUDA) grid.use_device_copies(be);  // a one-rank grid's copies reach the GPU
   build_layers();

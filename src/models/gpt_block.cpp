@@ -69,13 +69,11 @@ Matrix GptBlock::gather_keys_values(const Matrix& q) {
   const GptLayout& l = layout_;
   const index_t d = l.head_dim, H = l.heads.size(), width = 2 * d * H;
   MemoryScope scope(be_, MemoryKind::Workspace, "the attention's gathered keys and values");
-  Matrix mine(be_, q.rows(), width, uninitialized), ordered(be_, l.rows, width, uninitialized);
+  Matrix mine(be_, q.rows(), width, uninitialized), kv(be_, l.rows, width, uninitialized);
   for (index_t h = 0; h < H && q.rows() > 0; ++h)  // (a rank without positions has no data pointer)
     be_.copy(ConstMatrixView{q.data() + 3 * d * h + d, q.rows(), 2 * d, q.cols()},
              MatrixView{mine.data() + 2 * d * h, q.rows(), 2 * d, width});
-  grid_.comm(l.hid).all_gather(mine.data(), ordered.data(), slice_counts(l.att_slices, width));
-  Matrix kv(be_, l.rows, width, uninitialized);
-  from_slice_order(be_, l.att_slices, ordered.view(), kv.view());
+  all_gather_slices(be_, grid_.comm(l.hid), l.att_slices, mine.data(), kv.view());
   return kv;
 }
 
@@ -85,16 +83,12 @@ void GptBlock::scatter_key_value_grads(Matrix& d_kv, Matrix& d_qkv) {
   const GptLayout& l = layout_;
   const index_t d = l.head_dim, H = l.heads.size(), width = 2 * d * H;
   MemoryScope scope(be_, MemoryKind::Workspace, "the attention's key and value gradients");
-  {
-    Matrix ordered(be_, l.rows, width, uninitialized);
-    to_slice_order(be_, l.att_slices, d_kv.view(), ordered.view());
-    d_kv = Matrix(be_, d_qkv.rows(), width, uninitialized);  // (now this rank's rows)
-    grid_.comm(l.hid).reduce_scatter(ordered.data(), d_kv.data(), slice_counts(l.att_slices, width));
-  }
-  for (index_t h = 0; h < H && d_qkv.rows() > 0; ++h)
-    be_.copy(ConstMatrixView{d_kv.data() + 2 * d * h, d_kv.rows(), 2 * d, width},
-             MatrixView{d_qkv.data() + 3 * d * h + d, d_qkv.rows(), 2 * d, d_qkv.cols()});
+  Matrix mine(be_, d_qkv.rows(), width, uninitialized);
+  reduce_scatter_slices(be_, grid_.comm(l.hid), l.att_slices, d_kv.view(), mine.data());
   d_kv = Matrix();
+  for (index_t h = 0; h < H && d_qkv.rows() > 0; ++h)
+    be_.copy(ConstMatrixView{mine.data() + 2 * d * h, mine.rows(), 2 * d, width},
+             MatrixView{d_qkv.data() + 3 * d * h + d, d_qkv.rows(), 2 * d, d_qkv.cols()});
 }
 
 void GptBlock::release_intermediates() {

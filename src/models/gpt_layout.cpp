@@ -1,5 +1,6 @@
 #include "models/gpt_layout.hpp"
 #include "core/shard_layout.hpp"
+#include "plexus/error.hpp"
 
 namespace plexus {
 
@@ -20,6 +21,14 @@ bool uses_context_parallel(GptConfig::ContextParallel mode, index_t seqs, int pa
   // 0.63 at 1,024) and lost where the sequences merely split unevenly (3 over 2 at 128: 1.08):
   // gathering keys and values costs more than the imbalance of one sequence saves.
   return mode == GptConfig::ContextParallel::On || (seqs > 0 && seqs < parts);
+}
+
+GptConfig gpt_config_on(GptConfig c, const Backend& be) {
+  if (be.device() != Device::CUDA) return c;
+  if (c.context_parallel == GptConfig::ContextParallel::On)
+    throw InputError("GptConfig.context_parallel", "context parallelism has no CUDA kernels yet (auto or off)");
+  c.context_parallel = GptConfig::ContextParallel::Off;
+  return c;
 }
 
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding) {

@@ -57,6 +57,10 @@ QueryRuns context_parallel_positions(index_t block, int parts, int part);
 // where they are fewer than the ranks).
 bool uses_context_parallel(GptConfig::ContextParallel mode, index_t seqs, int parts);
 
+// The configuration `be` runs: context parallelism's kernels are the CPU backend's (and the
+// reference's), so a CUDA backend keeps whole sequences under Auto and refuses On (InputError).
+GptConfig gpt_config_on(GptConfig c, const Backend& be);
+
 GptLayout gpt_layout(const ProcessGrid& grid, const GptConfig& c, index_t batch, bool decoding = false);
 // The same for the rank at `coords` (x, y, z) of a grid of `shape` in replica `d` of `dp`
 // (no communicators needed). Replica d takes sequences block_range(batch, dp, d) of the

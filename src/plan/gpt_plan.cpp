@@ -230,7 +230,7 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
       layout_key_hid(gpt_layout_at(g, {0, y, z}, c, batch, D, 0), g, {0, y, z}, k);
       add_shares(Y, y);
       // Context parallelism: Y rank y's query positions where a count of z's takes it: how many
-      // (the memory) and their keys, Σ (2t + 1) over the runs (the work).
+      // (the memory) and the keys they read (the work).
       for (const index_t n : counts) {
         if (!uses_context_parallel(c.context_parallel, n, Y)) {
           k.push_back(-1);
@@ -238,7 +238,7 @@ RankClasses rank_classes(const GptConfig& c, index_t batch, GridShape g, const G
         }
         const QueryRuns r = context_parallel_positions(c.block, Y, y);
         k.push_back(r.size());
-        k.push_back(r.end[0] * r.end[0] - r.begin[0] * r.begin[0] + r.end[1] * r.end[1] - r.begin[1] * r.begin[1]);
+        k.push_back(r.causal_keys());
       }
       hid_of[static_cast<std::size_t>(y) * Z + z] = hid_ids(k);
     }

@@ -53,16 +53,6 @@ Linear3D::Linear3D(Backend& be, ProcessGrid& grid, Linear3DLayout layout, Linear
     y_ = Matrix(be, layout.rows, out);
 }
 
-std::vector<std::size_t> Linear3D::input_counts(index_t cols) const {
-  if (!opt_.input_runs.empty()) return slice_counts(opt_.input_runs, cols);
-  return block_counts(layout_.rows / opt_.input_unit, grid_.dim(layout_.out), opt_.input_unit * cols);
-}
-
-std::vector<std::size_t> Linear3D::output_counts(index_t cols) const {
-  if (!opt_.output_runs.empty()) return slice_counts(opt_.output_runs, cols);
-  return block_counts(layout_.rows / opt_.output_unit, grid_.dim(layout_.in), opt_.output_unit * cols);
-}
-
 Range Linear3D::output_rows() const {
   if (!opt_.scatter_output) return {0, layout_.rows};
   if (!opt_.output_runs.empty()) throw std::logic_error("Linear3D::output_rows: the slice is runs of rows");
@@ -79,22 +69,16 @@ index_t Linear3D::input_size() const {
   return input_rows().size();
 }
 
-void Linear3D::all_gather_rows(const RowSlices& runs, Communicator& comm, const float* slice, MatrixView all,
-                               const std::vector<std::size_t>& counts) {
-  if (runs.empty()) return comm.all_gather(slice, all.data, counts);
-  MemoryScope scope(be_, MemoryKind::Workspace, "rows in slice order");
-  Matrix ordered(be_, all.rows, all.cols, uninitialized);
-  comm.all_gather(slice, ordered.data(), counts);
-  from_slice_order(be_, runs, ordered.view(), all);
+void Linear3D::all_gather_rows(const RowSlices& runs, index_t unit, Communicator& comm, const float* slice,
+                               MatrixView all) {
+  if (!runs.empty()) return all_gather_slices(be_, comm, runs, slice, all);
+  comm.all_gather(slice, all.data, block_counts(layout_.rows / unit, comm.size(), unit * all.cols));
 }
 
-void Linear3D::reduce_scatter_rows(const RowSlices& runs, Communicator& comm, ConstMatrixView all, float* slice,
-                                   const std::vector<std::size_t>& counts) {
-  if (runs.empty()) return comm.reduce_scatter(all.data, slice, counts);
-  MemoryScope scope(be_, MemoryKind::Workspace, "rows in slice order");
-  Matrix ordered(be_, all.rows, all.cols, uninitialized);
-  to_slice_order(be_, runs, all, ordered.view());
-  comm.reduce_scatter(ordered.data(), slice, counts);
+void Linear3D::reduce_scatter_rows(const RowSlices& runs, index_t unit, Communicator& comm, ConstMatrixView all,
+                                   float* slice) {
+  if (!runs.empty()) return reduce_scatter_slices(be_, comm, runs, all, slice);
+  comm.reduce_scatter(all.data, slice, block_counts(layout_.rows / unit, comm.size(), unit * all.cols));
 }
 
 ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into) {
@@ -104,7 +88,7 @@ ConstMatrixView Linear3D::gather_input(ConstMatrixView slice, const RowSource* s
     throw std::invalid_argument("Linear3D: gather_input's X is not this rank's slice [input_rows × in_cols], dense");
   MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered input");
   into = Matrix(be_, layout_.rows, in, uninitialized);  // (the all-gather writes every row)
-  all_gather_rows(opt_.input_runs, grid_.comm(layout_.out), slice.data, into.view(), input_counts(in));
+  all_gather_rows(opt_.input_runs, opt_.input_unit, grid_.comm(layout_.out), slice.data, into.view());
   return into.view();
 }
 
@@ -198,7 +182,7 @@ Matrix& Linear3D::forward_impl(ConstMatrixView x_whole, const RowSource* src) {
   x_full = Matrix();  // (before Y's reduce-scatter: no longer needed)
   Matrix& y = opt_.scatter_output ? y_slice_ : y_;
   if (opt_.scatter_output) {
-    reduce_scatter_rows(opt_.output_runs, grid_.comm(layout_.in), y_whole.view(), y_slice_.data(), output_counts(out));
+    reduce_scatter_rows(opt_.output_runs, opt_.output_unit, grid_.comm(layout_.in), y_whole.view(), y_slice_.data());
   } else {
     all_reduce_activation(be_, grid_.comm(layout_.in), y_, opt_.sums);
   }
@@ -213,8 +197,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
   if (opt_.scatter_output) {
     MemoryScope scope(be_, MemoryKind::Workspace, "a linear's gathered output gradient");
     d_y_full = Matrix(be_, layout_.rows, layout_.out_cols.size(), uninitialized);
-    all_gather_rows(opt_.output_runs, grid_.comm(layout_.in), d_y.data, d_y_full.view(),
-                    output_counts(layout_.out_cols.size()));
+    all_gather_rows(opt_.output_runs, opt_.output_unit, grid_.comm(layout_.in), d_y.data, d_y_full.view());
     d_y = d_y_full.view();
   }
   const Axis row = layout_.row;
@@ -263,8 +246,7 @@ Matrix Linear3D::backward_impl(ConstMatrixView x_whole, const RowSource* src, Co
     return d_x;
   }
   Matrix d_x_slice(be_, input_size(), layout_.in_cols.size(), uninitialized);
-  reduce_scatter_rows(opt_.input_runs, grid_.comm(layout_.out), d_x.view(), d_x_slice.data(),
-                      input_counts(layout_.in_cols.size()));
+  reduce_scatter_rows(opt_.input_runs, opt_.input_unit, grid_.comm(layout_.out), d_x.view(), d_x_slice.data());
   return d_x_slice;
 }
 

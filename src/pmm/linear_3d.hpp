@@ -170,15 +170,10 @@ class Linear3D {
   Matrix w_full_, dw_full_;
   bool w_full_valid_ = false;
   Buffer<float> db_new_;
-  // The input's (output's) slices' sizes over `out` (`in`), times `cols`: a collective's counts.
-  std::vector<std::size_t> input_counts(index_t cols) const;
-  std::vector<std::size_t> output_counts(index_t cols) const;
-  // A collective over the input's (output's) slices: `all` [rows × cols] in the rows' own order,
-  // moved through a workspace in slice order where the slices are runs.
-  void all_gather_rows(const RowSlices& runs, Communicator& comm, const float* slice, MatrixView all,
-                       const std::vector<std::size_t>& counts);
-  void reduce_scatter_rows(const RowSlices& runs, Communicator& comm, ConstMatrixView all, float* slice,
-                           const std::vector<std::size_t>& counts);
+  // A collective over the input's (output's) slices, `all` [rows × cols] dense: slices cut in
+  // units of `unit` rows, or the runs (pmm/row_runs.hpp) where given.
+  void all_gather_rows(const RowSlices& runs, index_t unit, Communicator& comm, const float* slice, MatrixView all);
+  void reduce_scatter_rows(const RowSlices& runs, index_t unit, Communicator& comm, ConstMatrixView all, float* slice);
   // gather_input: every row of X over `out` from this rank's slice, into `into` (a workspace);
   // X must come whole (`src` null), not by rows.
   ConstMatrixView gather_input(ConstMatrixView slice, const RowSource* src, Matrix& into);

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "plexus/buffer.hpp"
+
 namespace plexus {
 
 index_t slice_rows(const RowSlices& slices, int part) {
@@ -55,6 +57,20 @@ void from_slice_order(Backend& be, const RowSlices& slices, ConstMatrixView orde
   over_runs(slices, [&](index_t to, index_t from, index_t n) {
     be.copy(rows_of(ordered, from, from + n), rows_of(natural, to, to + n));
   });
+}
+
+void all_gather_slices(Backend& be, Communicator& comm, const RowSlices& slices, const float* slice, MatrixView all) {
+  MemoryScope scope(be, MemoryKind::Workspace, "rows in slice order");
+  Matrix ordered(be, all.rows, all.cols, uninitialized);
+  comm.all_gather(slice, ordered.data(), slice_counts(slices, all.cols));
+  from_slice_order(be, slices, ordered.view(), all);
+}
+
+void reduce_scatter_slices(Backend& be, Communicator& comm, const RowSlices& slices, ConstMatrixView all, float* slice) {
+  MemoryScope scope(be, MemoryKind::Workspace, "rows in slice order");
+  Matrix ordered(be, all.rows, all.cols, uninitialized);
+  to_slice_order(be, slices, all, ordered.view());
+  comm.reduce_scatter(ordered.data(), slice, slice_counts(slices, all.cols));
 }
 
 }  // namespace plexus

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "plexus/backend.hpp"
+#include "plexus/comm.hpp"
 #include "plexus/shard.hpp"
 
 namespace plexus {
@@ -22,5 +23,10 @@ void check_slices(const RowSlices& slices, index_t rows, const char* who);
 // ordered ← natural's rows in slice order, or back; both [rows × cols].
 void to_slice_order(Backend& be, const RowSlices& slices, ConstMatrixView natural, MatrixView ordered);
 void from_slice_order(Backend& be, const RowSlices& slices, ConstMatrixView ordered, MatrixView natural);
+// The collectives over the parts of `comm` (part p = rank p), `all` [rows × cols] dense in the
+// rows' own order, moved in slice order through a workspace: every part's slice into `all`;
+// `all` summed over the parts, this part's slice into `slice`.
+void all_gather_slices(Backend& be, Communicator& comm, const RowSlices& slices, const float* slice, MatrixView all);
+void reduce_scatter_slices(Backend& be, Communicator& comm, const RowSlices& slices, ConstMatrixView all, float* slice);
 
 }  // namespace plexus

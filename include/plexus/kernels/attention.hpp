@@ -65,6 +65,10 @@ struct QueryRuns {
   index_t size() const { return (end[0] - begin[0]) + (end[1] - begin[1]); }
   // One past the last position: the keys the queries read.
   index_t last() const { return end[1] > begin[1] ? end[1] : end[0]; }
+  // Keys the runs' queries read, Σ (t + 1) over their positions: the causal work.
+  index_t causal_keys() const {
+    return ((end[0] * end[0] - begin[0] * begin[0]) + (end[1] * end[1] - begin[1] * begin[1]) + size()) / 2;
+  }
   // Index among the runs' positions of position t (in a run).
   index_t index_of(index_t t) const { return t < end[0] ? t - begin[0] : (end[0] - begin[0]) + t - begin[1]; }
 };
