@@ -26,6 +26,7 @@
 
 #include "kernel_test_util.hpp"
 #include "kernels/cpu/blocked_gemm.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
 #include "plexus/profiling.hpp"
@@ -1421,6 +1422,20 @@ TEST(CpuDeterminism, ResultsIndependentOfThreadCount) {
   auto one = make_cpu_backend(1), two = make_cpu_backend(2);
   std::mt19937_64 rng(99);
   expect_same_bits(*one, *two, repro_inputs(rng));
+}
+
+// A GEMM's team is sized by its work, not by op(B) alone: a GNN layer's N × 128 · 128 × 128
+// (op(B) 16,384 elements) takes every thread, as does a few rows' product with a large op(B);
+// a small product of small matrices stays on the calling thread.
+TEST(CpuThreads, GemmTeamFollowsTheProductsWork) {
+  const cpu::CpuBackend four(4);
+  EXPECT_EQ(four.threads_for_gemm(262144, 128, 128), 4);
+  EXPECT_EQ(four.threads_for_gemm(262144, 128, 16), 4);
+  EXPECT_EQ(four.threads_for_gemm(128, 128, 262144), 4);
+  EXPECT_EQ(four.threads_for_gemm(1, 2304, 768), 4);
+  EXPECT_EQ(four.threads_for_gemm(64, 64, 64), 1);
+  EXPECT_EQ(four.threads_for_gemm(1, 128, 128), 1);
+  EXPECT_EQ(four.threads_for_gemm(0, 128, 128), 1);
 }
 
 // A product of few rows (decoding) is split into pieces of C's columns over the threads, and a

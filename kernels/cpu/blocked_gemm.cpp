@@ -239,13 +239,33 @@ void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatri
   const index_t width = vectors * kLanes, blocks = n / width, rest = n - blocks * width;
   const int rest_vectors = static_cast<int>((rest + kLanes - 1) / kLanes);
   const index_t pieces = blocks + (rest > 0 ? 1 : 0);
-  // Panels of whole groups of rows, up to kPanelRows; fewer rows where that leaves too few items
-  // to share out evenly over the threads (a C of 768 × 128 was 9 items on 2 threads).
+  // Panels of whole groups of rows, up to kPanelRows; fewer rows where the items would not share
+  // out evenly over the threads (a C of 768 × 128 was 9 items on 2 threads). Not fewer than
+  // that: every panel reads all of its piece's op(B) — a weight's gradient, 128 × 128 over a
+  // k of 262,144 rows, read op(B) five times in panels of 30 rows and ran at 0.6x the rate it
+  // reaches as one panel of 128 rows a thread.
   const int team_wanted = std::max(threads, 1);
   const index_t group = fit(vectors);
+  const auto busiest_share = [&](index_t panel) {  // the busiest thread's work over an even share
+    const index_t items = pieces * ((m + panel - 1) / panel);
+    const index_t team = std::min<index_t>(team_wanted, items);
+    const index_t each = items / team, more = items % team;  // schedule(static): the first `more` get one more
+    index_t busiest = 0;
+    for (index_t t = 0, first = 0; t < team; ++t) {
+      const index_t count = each + (t < more ? 1 : 0);
+      index_t work = 0;
+      for (index_t it = first; it < first + count; ++it) {
+        const index_t rows = std::min(panel, m - it / pieces * panel);
+        work += rows * (it % pieces < blocks ? vectors : rest_vectors);
+      }
+      busiest = std::max(busiest, work);
+      first += count;
+    }
+    const double total = static_cast<double>(m) * static_cast<double>(blocks * vectors + rest_vectors);
+    return static_cast<double>(busiest) * static_cast<double>(team_wanted) / total;
+  };
   index_t panel_rows = kPanelRows / group * group;
-  while (panel_rows > 8 * group && pieces * ((m + panel_rows - 1) / panel_rows) < 4 * team_wanted)
-    panel_rows = panel_rows / group / 2 * group;
+  while (panel_rows > 8 * group && busiest_share(panel_rows) > 1.1) panel_rows = panel_rows / group / 2 * group;
   const index_t panels = (m + panel_rows - 1) / panel_rows;
   const index_t items = pieces * panels;
   const int team = static_cast<int>(std::min<index_t>(team_wanted, items));

@@ -15,6 +15,8 @@
 // by one thread in a fixed order, and partial results are combined in a fixed order.
 #include <omp.h>
 
+#include <algorithm>
+
 #include "kernels/common/block_cache.hpp"
 #include "plexus/backend.hpp"
 
@@ -45,6 +47,14 @@ class CpuBackend final : public Backend {
   int threads_for(index_t work) const {
     if (work < kParallelMinElements) return 1;
     return threads_ > 0 ? threads_ : omp_get_max_threads();
+  }
+  // Team size for a GEMM of C m×n over an inner dimension k. Its weight is op(B)'s n·k elements
+  // (a few rows decoding stream the weights once) or its multiply-adds over 64, whichever is
+  // larger: a tall product of narrow matrices — a GNN layer's N × 128 · 128 × 128 — has n·k =
+  // 16,384, under the bar, and ran on one thread at half the machine's rate.
+  int threads_for_gemm(index_t m, index_t n, index_t k) const {
+    const double fmas = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    return threads_for(std::max(n * k, static_cast<index_t>(std::min(fmas / 64.0, 1e18))));
   }
 
  private:

@@ -104,7 +104,7 @@ void CpuBackend::do_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, Con
   // between chunks, alpha and beta) weighs more than the product, and OpenBLAS was faster
   // (bench_sgemm --m 2708 --k 16 --n 7).
   if (has_blocked_gemm() && alpha != 0.0f && d.n >= kBlockedMinColumns && d.k >= kBlockedMinDepth) {
-    blocked_gemm(ta, tb, alpha, a, b, beta, c, d.k, threads_for(d.n * d.k));
+    blocked_gemm(ta, tb, alpha, a, b, beta, c, d.k, threads_for_gemm(d.m, d.n, d.k));
     return;
   }
   // Our views are row-major with a leading dimension, which is exactly CblasRowMajor: the
