@@ -1438,6 +1438,20 @@ TEST(CpuThreads, GemmTeamFollowsTheProductsWork) {
   EXPECT_EQ(four.threads_for_gemm(0, 128, 128), 1);
 }
 
+// The blocked GEMM's panels: as tall as an even share of the items allows. A weight's gradient
+// (128 × 128 over a long k) is one panel a piece — each panel reads all of op(B), so smaller
+// panels read it again for nothing; 768 × 128 in panels of 252 rows would give one thread two
+// full panels and the other one and 12 rows, so it takes smaller ones; a tall product keeps the
+// largest.
+TEST(CpuThreads, BlockedGemmPanelsAsTallAsAnEvenShareAllows) {
+  if (!cpu::has_blocked_gemm()) GTEST_SKIP() << "this build has no blocked GEMM (a target without AVX-512)";
+  EXPECT_GE(cpu::blocked_gemm_panel_rows(128, 128, 2), 128);
+  EXPECT_LT(cpu::blocked_gemm_panel_rows(768, 128, 2), 252);
+  EXPECT_GE(cpu::blocked_gemm_panel_rows(768, 128, 2), 48);
+  EXPECT_EQ(cpu::blocked_gemm_panel_rows(262144, 128, 2), 252);
+  EXPECT_EQ(cpu::blocked_gemm_panel_rows(262144, 128, 1), 252);
+}
+
 // A product of few rows (decoding) is split into pieces of C's columns over the threads, and a
 // product of many rows into panels of rows as well (the blocked GEMM, kernels/cpu/
 // blocked_gemm.cpp; without it, slabs of sgemm and the one-row loop of kernels/cpu/dense.cpp):

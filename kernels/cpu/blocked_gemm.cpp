@@ -219,31 +219,12 @@ void item(const Gemm& g, index_t r0, index_t rows, index_t j0, int vectors, bool
   }
 }
 
-}  // namespace
-
-void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta, MatrixView c,
-                  index_t k, int threads) {
-  const index_t m = c.rows, n = c.cols;
-  const Gemm g{alpha,
-               beta,
-               ta == Trans::No ? AView{a.data, a.ld, 1} : AView{a.data, 1, a.ld},
-               b.data,
-               b.ld,
-               tb == Trans::Yes,
-               c.data,
-               c.ld,
-               k};
-  // Items: row panels by pieces of columns (whole blocks, then what is left past them),
-  // panel-major, so that a thread's consecutive items share their rows of A.
-  const int vectors = block_vectors(m, n);
-  const index_t width = vectors * kLanes, blocks = n / width, rest = n - blocks * width;
-  const int rest_vectors = static_cast<int>((rest + kLanes - 1) / kLanes);
-  const index_t pieces = blocks + (rest > 0 ? 1 : 0);
-  // Panels of whole groups of rows, up to kPanelRows; fewer rows where the items would not share
-  // out evenly over the threads (a C of 768 × 128 was 9 items on 2 threads). Not fewer than
-  // that: every panel reads all of its piece's op(B) — a weight's gradient, 128 × 128 over a
-  // k of 262,144 rows, read op(B) five times in panels of 30 rows and ran at 0.6x the rate it
-  // reaches as one panel of 128 rows a thread.
+// Panels of whole groups of rows, up to kPanelRows; fewer rows where the items would not share
+// out evenly over the threads (a C of 768 × 128 was 9 items on 2 threads). Not fewer than
+// that: every panel reads all of its piece's op(B) — a weight's gradient, 128 × 128 over a k of
+// 262,144 rows, read op(B) five times in panels of 30 rows and ran at 0.6x the rate it reaches
+// as one panel of 128 rows a thread.
+index_t panel_rows_for(index_t m, int vectors, index_t pieces, index_t blocks, int rest_vectors, int threads) {
   const int team_wanted = std::max(threads, 1);
   const index_t group = fit(vectors);
   const auto busiest_share = [&](index_t panel) {  // the busiest thread's work over an even share
@@ -266,9 +247,54 @@ void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatri
   };
   index_t panel_rows = kPanelRows / group * group;
   while (panel_rows > 8 * group && busiest_share(panel_rows) > 1.1) panel_rows = panel_rows / group / 2 * group;
+  return panel_rows;
+}
+
+// The items' shape for C m×n on `threads`: the vectors of a whole block, the pieces of columns
+// (whole blocks, then what is left past them) and the rows a panel.
+struct Items {
+  int vectors;
+  index_t width, blocks, rest;
+  int rest_vectors;
+  index_t pieces, panel_rows;
+};
+Items items_for(index_t m, index_t n, int threads) {
+  Items it{};
+  it.vectors = block_vectors(m, n);
+  it.width = it.vectors * kLanes;
+  it.blocks = n / it.width;
+  it.rest = n - it.blocks * it.width;
+  it.rest_vectors = static_cast<int>((it.rest + kLanes - 1) / kLanes);
+  it.pieces = it.blocks + (it.rest > 0 ? 1 : 0);
+  it.panel_rows = panel_rows_for(m, it.vectors, it.pieces, it.blocks, it.rest_vectors, threads);
+  return it;
+}
+
+}  // namespace
+
+index_t blocked_gemm_panel_rows(index_t m, index_t n, int threads) { return items_for(m, n, threads).panel_rows; }
+
+void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatrixView b, float beta, MatrixView c,
+                  index_t k, int threads) {
+  const index_t m = c.rows, n = c.cols;
+  const Gemm g{alpha,
+               beta,
+               ta == Trans::No ? AView{a.data, a.ld, 1} : AView{a.data, 1, a.ld},
+               b.data,
+               b.ld,
+               tb == Trans::Yes,
+               c.data,
+               c.ld,
+               k};
+  // Items: row panels by pieces of columns (whole blocks, then what is left past them),
+  // panel-major, so that a thread's consecutive items share their rows of A.
+  const Items shape = items_for(m, n, threads);
+  const int vectors = shape.vectors, rest_vectors = shape.rest_vectors;
+  const index_t width = shape.width, blocks = shape.blocks, rest = shape.rest, pieces = shape.pieces;
+  const index_t panel_rows = shape.panel_rows;
   const index_t panels = (m + panel_rows - 1) / panel_rows;
   const index_t items = pieces * panels;
-  const int team = static_cast<int>(std::min<index_t>(team_wanted, items));
+  const int team = static_cast<int>(std::min<index_t>(std::max(threads, 1), items));
 #pragma omp parallel num_threads(team)
   {
     thread_local std::vector<float> sums, pack;
@@ -289,6 +315,7 @@ void blocked_gemm(Trans ta, Trans tb, float alpha, ConstMatrixView a, ConstMatri
 #else
 
 bool has_blocked_gemm() { return false; }
+index_t blocked_gemm_panel_rows(index_t, index_t, int) { return 0; }
 void blocked_gemm(Trans, Trans, float, ConstMatrixView, ConstMatrixView, float, MatrixView, index_t, int) {}
 
 #endif

@@ -12,6 +12,10 @@ bool has_blocked_gemm();
 // paths of kernels/cpu/dense.cpp. Not while GEMMs run.
 void enable_blocked_gemm(bool on);
 
+// The rows of C an item of blocked_gemm takes for C m×n on `threads` (0 without it): as many as
+// an even share of the items allows, up to 256. Exposed for its tests.
+index_t blocked_gemm_panel_rows(index_t m, index_t n, int threads);
+
 // C = alpha·op(A)·op(B) + beta·C, C m×n and the inner dimension k > 0, views row-major with
 // leading dimensions; beta == 0 never reads C. Each element of C is one sum over k in order —
 // fused multiply-adds from zero — then alpha·sum + beta·C: the same bits whatever m and n, the
