@@ -659,17 +659,25 @@ HostMat run_dropout(Backend& x, const HostMat& in, float p, DropoutKey key, inde
 }
 
 // The reference evaluates the host formula (dropout_keep in rng.hpp) element by element. A row
-// offset past 2^32 exercises the high word of the row counter.
+// offset past 2^32 exercises the high word of the row counter. Shapes: rows wider than the
+// CPU's lanes of column groups (100 columns), narrower ones with padding (45) and packed ones
+// whose pairs of row and group are consecutive elements (32 and 8 columns, 4 | col0), and an
+// unaligned column offset.
 TEST_P(Kernels, DropoutMaskMatchesReference) {
   const DropoutKey key{0x0123456789abcdefULL, 3, 1};
-  const HostMat m = random_mat(rng, 97, 45, 3, 0.5f, 1.5f);  // no zeros: zero output <=> dropped
-  for (const auto& [row0, col0] : {std::pair<index_t, index_t>{1000, 64}, {(index_t{1} << 33) + 12345, 4096}}) {
-    for (const float p : {0.1f, 0.5f, 0.9f}) {
-      const HostMat got = run_dropout(*be, m, p, key, row0, col0);
-      const HostMat want = run_dropout(*ref, m, p, key, row0, col0);
-      for (index_t i = 0; i < m.rows; ++i)
-        for (index_t j = 0; j < m.cols; ++j) ASSERT_EQ(got.at(i, j) == 0.0f, want.at(i, j) == 0.0f) << i << "," << j;
-      expect_close(got, want, kTol, "dropout row0=" + std::to_string(row0));
+  for (const auto& [rows, cols, pad] : {std::tuple<index_t, index_t, index_t>{97, 45, 3}, {97, 32, 0}, {300, 8, 0},
+                                        {33, 100, 0}, {61, 7, 0}}) {
+    const HostMat m = random_mat(rng, rows, cols, pad, 0.5f, 1.5f);  // no zeros: zero output <=> dropped
+    for (const auto& [row0, col0] : {std::pair<index_t, index_t>{1000, 64}, {(index_t{1} << 33) + 12345, 4096},
+                                     {7, 6}}) {
+      for (const float p : {0.1f, 0.5f, 0.9f}) {
+        const HostMat got = run_dropout(*be, m, p, key, row0, col0);
+        const HostMat want = run_dropout(*ref, m, p, key, row0, col0);
+        for (index_t i = 0; i < m.rows; ++i)
+          for (index_t j = 0; j < m.cols; ++j)
+            ASSERT_EQ(got.at(i, j) == 0.0f, want.at(i, j) == 0.0f) << rows << "x" << cols << " at " << i << "," << j;
+        expect_close(got, want, kTol, "dropout row0=" + std::to_string(row0));
+      }
     }
   }
 }

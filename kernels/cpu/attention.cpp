@@ -76,24 +76,6 @@ inline void tile_nn(const float* __restrict a, index_t lda, const float* __restr
   }
 }
 
-// exp(x), branch-free so that the softmax loops vectorize (simd_exp.hpp). x is clamped to
-// [-87, 88], where 2^n is a normal float; softmax
-// arguments are <= 0 (up to rounding), and exp(-87) ≈ 1.6e-38 is as good as 0 next to the
-// row's largest term, which is 1. The clamp is an integer blend because GCC (with the
-// default -ftrapping-math) does not vectorize a loop holding a float select.
-inline float exp_clamped(float x) {
-  {
-    const std::uint32_t below = 0u - static_cast<std::uint32_t>(x < -87.0f);
-    const std::uint32_t above = 0u - static_cast<std::uint32_t>(x > 88.0f);
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    bits = (bits & ~below) | (0xC2AE0000u & below);  // -87.0f
-    bits = (bits & ~above) | (0x42B00000u & above);  // 88.0f
-    std::memcpy(&x, &bits, sizeof x);
-  }
-  return exp_in_range(x);
-}
-
 // row[j] ← exp(row[j] − max) for j < n; returns the row's log-sum-exp and sets inv_sum = 1/Σ. One
 // function, not inlined, for the forward pass and decoding (attention_decode), so that a decoded
 // row sums its terms in the same order as the forward pass's row: the same bits.

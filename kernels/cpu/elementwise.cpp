@@ -15,6 +15,8 @@ namespace {
 constexpr index_t kSumMinChunkRows = 512;
 constexpr index_t kSumMaxRowChunks = 256;
 constexpr index_t kSumColBlock = 1024;
+// Rows a thread's piece of a narrow dropout (do_dropout): its pairs of row and column group.
+constexpr index_t kDropoutRowBlock = 256;
 
 index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 
@@ -98,6 +100,50 @@ void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutK
   // read before it is written.
   const std::uint32_t k0 = static_cast<std::uint32_t>(key.seed);
   const std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u);
+  const auto first_group = static_cast<std::uint32_t>(col0 >> 2);
+  const auto groups = static_cast<index_t>(((col0 + x.cols - 1) >> 2) - (col0 >> 2) + 1);  // a row's
+  if (x.cols > 0 && groups < static_cast<index_t>(kLanes)) {
+    // Rows of fewer groups than lanes (fewer than 64 columns: a GNN's hidden layer) would leave
+    // lanes idle a row, so the lanes run over the (row, group) pairs of a block of rows in turn:
+    // the same counters, so the same mask, at up to 4x the rate (32 columns: 2x).
+    const bool packed = x.ld == x.cols && out.ld == out.cols && col0 % 4 == 0 && x.cols % 4 == 0;
+    const index_t blocks = (x.rows + kDropoutRowBlock - 1) / kDropoutRowBlock;
+#pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 2))
+    for (index_t blk = 0; blk < blocks; ++blk) {
+      const index_t i0 = blk * kDropoutRowBlock, pairs = std::min(kDropoutRowBlock, x.rows - i0) * groups;
+      alignas(64) std::uint32_t a[kLanes], b[kLanes], c[kLanes], words[4][kLanes];
+      alignas(64) float keep_scale[4 * kLanes];
+      for (index_t q0 = 0; q0 < pairs; q0 += kLanes) {
+        const index_t lanes = std::min<index_t>(kLanes, pairs - q0);
+        for (index_t l = 0; l < static_cast<index_t>(kLanes); ++l) {  // past `lanes`: the last pair again
+          const index_t q = q0 + std::min(l, lanes - 1);
+          const auto grow = static_cast<std::uint64_t>(row0 + i0 + q / groups);
+          a[l] = static_cast<std::uint32_t>(grow);
+          b[l] = static_cast<std::uint32_t>(grow >> 32);
+          c[l] = first_group + static_cast<std::uint32_t>(q % groups);
+        }
+        philox_lanes_of(a, b, c, key.epoch, k0, k1, words);
+#pragma omp simd
+        for (std::uint32_t l = 0; l < kLanes; ++l)
+          for (std::uint32_t w = 0; w < 4; ++w) keep_scale[4 * l + w] = word_to_uniform(words[w][l]) >= p ? scale : 0.0f;
+        if (packed) {  // the pairs' columns are consecutive elements: 4 a pair
+          const index_t at = i0 * x.cols + 4 * q0;
+          const float* xs = x.data + at;  // (x and out may alias: element by element)
+          float* o = out.data + at;
+#pragma omp simd
+          for (index_t k = 0; k < 4 * lanes; ++k) o[k] = xs[k] * keep_scale[k];
+          continue;
+        }
+        for (index_t l = 0; l < lanes; ++l) {
+          const index_t q = q0 + l, i = i0 + q / groups;
+          const index_t base = 4 * static_cast<index_t>(first_group + q % groups) - col0;  // its first column
+          for (index_t w = 0; w < 4; ++w)
+            if (base + w >= 0 && base + w < x.cols) out.row(i)[base + w] = x.row(i)[base + w] * keep_scale[4 * l + w];
+        }
+      }
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 2))
   for (index_t i = 0; i < x.rows; ++i) {
     const float* xr = x.row(i);

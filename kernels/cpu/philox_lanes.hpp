@@ -4,21 +4,18 @@
 
 namespace plexus::cpu {
 
-// Philox4x32-10 (rng.hpp) for kLanes consecutive column groups at once, written as loops
-// over lanes so that they vectorize (32x32->64-bit multiplies map to vpmuludq). Produces
-// exactly philox4x32_10(c0, c1, group0 + lane, c3, k0, k1) in words[*][lane].
+// Philox4x32-10 (rng.hpp) for kLanes counters at once, written as loops over lanes so that they
+// vectorize (32x32->64-bit multiplies map to vpmuludq).
 inline constexpr std::uint32_t kLanes = 16;
-inline void philox_lanes(std::uint32_t c0, std::uint32_t c1, std::uint32_t group0, std::uint32_t c3, std::uint32_t k0,
-                  std::uint32_t k1, std::uint32_t (&words)[4][kLanes]) {
+
+// Philox4x32-10 of kLanes counters (a[l], b[l], c[l], c3) at once, in place: words[0..3][l] =
+// philox4x32_10(a[l], b[l], c[l], c3, k0, k1).
+inline void philox_lanes_of(std::uint32_t (&a)[kLanes], std::uint32_t (&b)[kLanes], std::uint32_t (&c)[kLanes],
+                            std::uint32_t c3, std::uint32_t k0, std::uint32_t k1, std::uint32_t (&words)[4][kLanes]) {
   constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
-  std::uint32_t a[kLanes], b[kLanes], c[kLanes], d[kLanes];
+  std::uint32_t d[kLanes];
 #pragma omp simd
-  for (std::uint32_t l = 0; l < kLanes; ++l) {
-    a[l] = c0;
-    b[l] = c1;
-    c[l] = group0 + l;
-    d[l] = c3;
-  }
+  for (std::uint32_t l = 0; l < kLanes; ++l) d[l] = c3;
   for (int r = 0; r < 10; ++r) {
 #pragma omp simd
     for (std::uint32_t l = 0; l < kLanes; ++l) {
@@ -40,6 +37,20 @@ inline void philox_lanes(std::uint32_t c0, std::uint32_t c1, std::uint32_t group
     words[2][l] = c[l];
     words[3][l] = d[l];
   }
+}
+
+// kLanes consecutive column groups of one row: words[*][lane] = philox4x32_10(c0, c1, group0 +
+// lane, c3, k0, k1).
+inline void philox_lanes(std::uint32_t c0, std::uint32_t c1, std::uint32_t group0, std::uint32_t c3, std::uint32_t k0,
+                         std::uint32_t k1, std::uint32_t (&words)[4][kLanes]) {
+  std::uint32_t a[kLanes], b[kLanes], c[kLanes];
+#pragma omp simd
+  for (std::uint32_t l = 0; l < kLanes; ++l) {
+    a[l] = c0;
+    b[l] = c1;
+    c[l] = group0 + l;
+  }
+  philox_lanes_of(a, b, c, c3, k0, k1, words);
 }
 
 }  // namespace plexus::cpu

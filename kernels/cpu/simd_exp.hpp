@@ -1,8 +1,9 @@
 #pragma once
-// A vectorisable expf for the CPU kernels (GELU, attention's softmax). glibc has SIMD expf
+// A vectorisable expf for the CPU kernels (GELU, attention's softmax, the loss). glibc has SIMD expf
 // only under -ffast-math, so a call to std::exp keeps a loop scalar.
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace plexus::cpu {
 
@@ -22,6 +23,24 @@ inline float exp_in_range(float x) {
   p = p * r * r + r + 1.0f;
   const auto scale = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
   return p * std::bit_cast<float>(scale);
+}
+
+// exp(x), branch-free so that the softmax loops (attention's, the loss's) vectorize. x is clamped
+// to [-87, 88], where 2^n is a normal float; softmax
+// arguments are <= 0 (up to rounding), and exp(-87) ≈ 1.6e-38 is as good as 0 next to the
+// row's largest term, which is 1. The clamp is an integer blend because GCC (with the
+// default -ftrapping-math) does not vectorize a loop holding a float select.
+inline float exp_clamped(float x) {
+  {
+    const std::uint32_t below = 0u - static_cast<std::uint32_t>(x < -87.0f);
+    const std::uint32_t above = 0u - static_cast<std::uint32_t>(x > 88.0f);
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits = (bits & ~below) | (0xC2AE0000u & below);  // -87.0f
+    bits = (bits & ~above) | (0x42B00000u & above);  // 88.0f
+    std::memcpy(&x, &bits, sizeof x);
+  }
+  return exp_in_range(x);
 }
 
 }  // namespace plexus::cpu
