@@ -807,9 +807,11 @@ LossOutputs run_loss(Backend& be, const LossInputs& in, const std::vector<index_
   return out;
 }
 
+// Shapes: packed rows of a few classes over several of the CPU's tiles of rows and loss chunks
+// (1100 x 8), rows wider than its tile's columns (300), padded rows, one row, none.
 TEST_P(Kernels, SoftmaxXentMatchesReference) {
   for (const auto& [rows, classes, pad] : std::vector<std::tuple<index_t, index_t, index_t>>{
-           {1, 1, 0}, {37, 11, 2}, {1, 40, 0}, {3000, 7, 1}, {0, 5, 0}}) {
+           {1, 1, 0}, {37, 11, 2}, {1, 40, 0}, {3000, 7, 1}, {0, 5, 0}, {1100, 8, 0}, {70, 300, 0}, {65, 16, 0}}) {
     const LossInputs in = random_loss_inputs(rng, rows, classes, pad);
     const LossOutputs got = run_loss(*be, in), want = run_loss(*ref, in);
     EXPECT_EQ(got.row_max, want.row_max);  // max is exact
@@ -860,12 +862,16 @@ TEST_P(Kernels, SoftmaxXentSplitOverClassShards) {
 // The gradient may be written over the logits (grad aliases x): the same loss and gradient, bit
 // for bit, as out of place. 70 classes: labels fall in every CUDA lane's columns, and the label
 // term must read the logit before that lane writes its gradient.
+// (Also packed rows of a few classes, and rows wider than the CPU's tile of columns.)
 TEST_P(Kernels, SoftmaxXentGradMayAliasLogits) {
-  const LossInputs in = random_loss_inputs(rng, 300, 70, 2);
-  for (const std::vector<index_t>& splits : {std::vector<index_t>{}, std::vector<index_t>{33}}) {
-    const LossOutputs apart = run_loss(*be, in, splits), over = run_loss(*be, in, splits, nullptr, true);
-    EXPECT_TRUE(bitwise_equal(over.grad.data, apart.grad.data)) << splits.size() + 1 << " shards";
-    EXPECT_EQ(over.loss, apart.loss) << splits.size() + 1 << " shards";
+  for (const auto& [rows, classes, pad] :
+       std::vector<std::tuple<index_t, index_t, index_t>>{{300, 70, 2}, {1100, 8, 0}, {70, 300, 0}}) {
+    const LossInputs in = random_loss_inputs(rng, rows, classes, pad);
+    for (const std::vector<index_t>& splits : {std::vector<index_t>{}, std::vector<index_t>{classes / 2}}) {
+      const LossOutputs apart = run_loss(*be, in, splits), over = run_loss(*be, in, splits, nullptr, true);
+      EXPECT_TRUE(bitwise_equal(over.grad.data, apart.grad.data)) << classes << " classes, " << splits.size() + 1 << " shards";
+      EXPECT_EQ(over.loss, apart.loss) << classes << " classes, " << splits.size() + 1 << " shards";
+    }
   }
 }
 

@@ -20,6 +20,14 @@ constexpr index_t kDropoutRowBlock = 256;
 
 index_t ceil_div(index_t a, index_t b) { return (a + b - 1) / b; }
 
+// Dropout's factor for word w of lane l at keep_scale[4·l + w]: 1/(1 − p) where the word's
+// uniform is at least p (kept), else 0.
+inline void keep_scales(const std::uint32_t (&words)[4][kLanes], float p, float scale, float* keep_scale) {
+#pragma omp simd
+  for (std::uint32_t l = 0; l < kLanes; ++l)
+    for (std::uint32_t w = 0; w < 4; ++w) keep_scale[4 * l + w] = word_to_uniform(words[w][l]) >= p ? scale : 0.0f;
+}
+
 }  // namespace
 
 void CpuBackend::do_add_bias(MatrixView m, const float* bias) {
@@ -123,9 +131,7 @@ void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutK
           c[l] = first_group + static_cast<std::uint32_t>(q % groups);
         }
         philox_lanes_of(a, b, c, key.epoch, k0, k1, words);
-#pragma omp simd
-        for (std::uint32_t l = 0; l < kLanes; ++l)
-          for (std::uint32_t w = 0; w < 4; ++w) keep_scale[4 * l + w] = word_to_uniform(words[w][l]) >= p ? scale : 0.0f;
+        keep_scales(words, p, scale, keep_scale);
         if (packed) {  // the pairs' columns are consecutive elements: 4 a pair
           const index_t at = i0 * x.cols + 4 * q0;
           const float* xs = x.data + at;  // (x and out may alias: element by element)
@@ -156,9 +162,7 @@ void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutK
     for (std::uint32_t g0 = first_group; g0 <= last_group; g0 += kLanes) {
       philox_lanes(static_cast<std::uint32_t>(grow), static_cast<std::uint32_t>(grow >> 32), g0, key.epoch, k0, k1, words);
       // Column 4·(g0+l)+w of the row takes word w of lane l.
-#pragma omp simd
-      for (std::uint32_t l = 0; l < kLanes; ++l)
-        for (std::uint32_t w = 0; w < 4; ++w) keep_scale[4 * l + w] = word_to_uniform(words[w][l]) >= p ? scale : 0.0f;
+      keep_scales(words, p, scale, keep_scale);
       const index_t base = static_cast<index_t>(4) * g0 - col0;  // local column of keep_scale[0]
       const index_t j0 = std::max<index_t>(base, 0), j1 = std::min<index_t>(base + 4 * kLanes, x.cols);
 #pragma omp simd

@@ -19,6 +19,9 @@ constexpr index_t kVectorRowColumns = 16;
 constexpr index_t kExpTileRows = 64;
 constexpr index_t kExpTileColumns = 256;
 
+// d(loss)/d(logit) of a selected row's column: its weight times (softmax − one-hot).
+inline float xent_gradient(float softmax, float w, bool is_label) { return w * (softmax - (is_label ? 1.0f : 0.0f)); }
+
 // exp(x[i][c0 + j] − row_max[i]) for the n rows from i0 and w <= kExpTileColumns columns from c0,
 // row after row in this thread's scratch ([n × w], valid until its next call). Over rows of a
 // few classes a vector loop a row costs more to set up than it computes (3.5x a scalar std::exp
@@ -61,7 +64,8 @@ void CpuBackend::do_row_max(ConstMatrixView x, float* row_max) {
 #pragma omp simd reduction(max : mx)
       for (index_t j = 0; j < x.cols; ++j) mx = r[j] > mx ? r[j] : mx;
     } else {
-      for (index_t j = 0; j < x.cols; ++j) mx = r[j] > mx ? r[j] : mx;
+      for (index_t j = 0; j < x.cols; ++j)
+        if (r[j] > mx) mx = r[j];
     }
     row_max[i] = mx;
   }
@@ -125,9 +129,9 @@ LossTerms CpuBackend::do_softmax_xent(ConstMatrixView x, const float* row_max, c
           const float* er = e + (i - i0) * width;
           if (width >= kVectorRowColumns) {
 #pragma omp simd
-            for (index_t j = 0; j < width; ++j) g[j] = w * (er[j] * inv_se - (j == local ? 1.0f : 0.0f));
+            for (index_t j = 0; j < width; ++j) g[j] = xent_gradient(er[j] * inv_se, w, j == local);
           } else {  // (a row of a few classes: do_row_max says why)
-            for (index_t j = 0; j < width; ++j) g[j] = w * (er[j] * inv_se - (j == local ? 1.0f : 0.0f));
+            for (index_t j = 0; j < width; ++j) g[j] = xent_gradient(er[j] * inv_se, w, j == local);
           }
         }
       }
