@@ -12,7 +12,8 @@ namespace plexus::cpu {
 inline float exp_in_range(float x) {
   constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kRound = 12582912.0f;  // 1.5·2^23: adding and subtracting it rounds to an integer
-  const float n = (x * kLog2e + kRound) - kRound;
+  const float t = x * kLog2e + kRound;
+  const float n = t - kRound;
   const float r = (x - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -21,7 +22,10 @@ inline float exp_in_range(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const auto scale = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23;
+  // n as an integer from t's bits (t = 1.5·2^23 + n, whose last place is 1): exactly n, and
+  // defined for a NaN x too (a cast of NaN to int is undefined; the NaN then comes through p).
+  const std::uint32_t ni = std::bit_cast<std::uint32_t>(t) - std::bit_cast<std::uint32_t>(kRound);
+  const std::uint32_t scale = (ni + 127u) << 23;
   return p * std::bit_cast<float>(scale);
 }
 
