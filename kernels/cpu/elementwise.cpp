@@ -92,6 +92,7 @@ void CpuBackend::do_relu_backward(ConstMatrixView activated, MatrixView grad) {
 
 
 void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutKey key, index_t row0, index_t col0) {
+  if (x.rows == 0 || x.cols == 0) return;  // (col0 − 1 >> 2 would make the last group of no column huge)
   if (p == 0.0f) {  // identity
     copy(x, out);
     return;
@@ -108,14 +109,15 @@ void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutK
   // read before it is written.
   const std::uint32_t k0 = static_cast<std::uint32_t>(key.seed);
   const std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.layer * 0x9E3779B9u);
-  const auto first_group = static_cast<std::uint32_t>(col0 >> 2);
-  const auto groups = static_cast<index_t>(((col0 + x.cols - 1) >> 2) - (col0 >> 2) + 1);  // a row's
-  if (x.cols > 0 && groups < static_cast<index_t>(kLanes)) {
+  const auto first_group = static_cast<std::uint32_t>(col0 >> 2);  // a row's column groups
+  const auto last_group = static_cast<std::uint32_t>((col0 + x.cols - 1) >> 2);
+  const auto groups = static_cast<index_t>(last_group - first_group) + 1;
+  if (groups < static_cast<index_t>(kLanes)) {
     // Rows of fewer groups than lanes (fewer than 64 columns: a GNN's hidden layer) would leave
     // lanes idle a row, so the lanes run over the (row, group) pairs of a block of rows in turn:
     // the same counters, so the same mask, at up to 4x the rate (32 columns: 2x).
     const bool packed = x.ld == x.cols && out.ld == out.cols && col0 % 4 == 0 && x.cols % 4 == 0;
-    const index_t blocks = (x.rows + kDropoutRowBlock - 1) / kDropoutRowBlock;
+    const index_t blocks = ceil_div(x.rows, kDropoutRowBlock);
 #pragma omp parallel for schedule(static) num_threads(threads_for(x.rows * x.cols * 2))
     for (index_t blk = 0; blk < blocks; ++blk) {
       const index_t i0 = blk * kDropoutRowBlock, pairs = std::min(kDropoutRowBlock, x.rows - i0) * groups;
@@ -155,8 +157,6 @@ void CpuBackend::do_dropout(ConstMatrixView x, MatrixView out, float p, DropoutK
     const float* xr = x.row(i);
     float* o = out.row(i);
     const auto grow = static_cast<std::uint64_t>(row0 + i);
-    const auto first_group = static_cast<std::uint32_t>(col0 >> 2);
-    const auto last_group = static_cast<std::uint32_t>((col0 + x.cols - 1) >> 2);
     alignas(64) std::uint32_t words[4][kLanes];
     alignas(64) float keep_scale[4 * kLanes];
     for (std::uint32_t g0 = first_group; g0 <= last_group; g0 += kLanes) {
