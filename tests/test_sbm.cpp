@@ -106,6 +106,45 @@ TEST(Sbm, DeterministicAcrossThreadCounts) {
   EXPECT_NE(a.indices, c.indices);
 }
 
+// Communities finer than the classes: with every edge inside its community (homophily 1) the
+// graph falls apart into at least one component a community, each of one class, and the labels
+// are still the `classes` classes, evenly filled; communities = classes is the default graph.
+TEST(Sbm, CommunitiesFinerThanClasses) {
+  SbmOptions o = small();
+  o.homophily = 1.0;
+  o.classes = 3;
+  o.communities = 30;
+  const GraphData g = plexus::generate_sbm(o);
+  EXPECT_EQ(g.num_classes, 3);
+  std::vector<index_t> root(static_cast<std::size_t>(g.num_nodes));
+  for (index_t i = 0; i < g.num_nodes; ++i) root[static_cast<std::size_t>(i)] = i;
+  const auto find = [&root](index_t i) {
+    while (root[static_cast<std::size_t>(i)] != i) i = root[static_cast<std::size_t>(i)] = root[static_cast<std::size_t>(root[static_cast<std::size_t>(i)])];
+    return i;
+  };
+  std::vector<index_t> per_class(3, 0);
+  for (index_t i = 0; i < g.num_nodes; ++i) {
+    ++per_class[static_cast<std::size_t>(g.labels[i])];
+    for (index_t e = g.indptr[i]; e < g.indptr[i + 1]; ++e) {
+      const index_t j = g.indices[e];
+      EXPECT_EQ(g.labels[i], g.labels[j]);
+      root[static_cast<std::size_t>(find(i))] = find(j);
+    }
+  }
+  index_t components = 0;
+  for (index_t i = 0; i < g.num_nodes; ++i) components += find(i) == i;
+  EXPECT_GE(components, 30);
+  for (const index_t c : per_class) EXPECT_GT(c, g.num_nodes / 3 / 2);
+  // One community a class: the default graph.
+  o.communities = 0;
+  const GraphData d = plexus::generate_sbm(o);
+  o.communities = 3;
+  const GraphData same = plexus::generate_sbm(o);
+  EXPECT_EQ(d.indices, same.indices);
+  EXPECT_EQ(d.labels, same.labels);
+  EXPECT_NE(d.indices, g.indices);
+}
+
 TEST(Sbm, BadOptions) {
   SbmOptions o = small();
   o.homophily = 1.5;
@@ -116,6 +155,11 @@ TEST(Sbm, BadOptions) {
   o = small();
   o.train_fraction = 0.9;
   o.val_fraction = 0.2;
+  EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
+  o = small();
+  o.communities = o.classes - 1;  // a class without a community
+  EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
+  o.communities = static_cast<std::int32_t>(o.nodes) + 1;
   EXPECT_THROW(plexus::generate_sbm(o), plexus::InputError);
 }
 

@@ -7,7 +7,8 @@
 # that grid and on their own best grids, and the ratios to dense.
 #   examples/bench/run_planned_sums.sh BUILD_DIR [RANKS...]        (default 64 512 4096)
 # Graphs (env): ROAD_NODES (default 1,000,000; `generate road`, its own local order, none),
-# RMAT_SCALE (default 20; --balance permute), SBM_NODES (default 2,000,000; --balance metis,
+# RMAT_SCALE (default 20; --balance permute), SBM_NODES (default 2,000,000; 8 classes, and
+# SBM_COMMUNITIES planted communities, default generate's one a class: 250,000 nodes each; --balance metis,
 # prepared for the grid METIS_GRID, default 64x1x1: 64 parts; and the same SBM with --balance
 # locality for the grid LOCALITY_GRID, default 4x1x16: 64 parts, one to a block of layer 0; road-loc
 # the road graph so); FEATURES (32), HIDDEN (32), LAYERS (2). GRAPHS picks some (default "road rmat
@@ -45,8 +46,8 @@ for graph in "${graphs[@]}"; do
   case $graph in
     road) prepare road none road --nodes "${ROAD_NODES:-1000000}" ;;
     rmat) prepare rmat permute rmat --scale "${RMAT_SCALE:-20}" ;;
-    sbm) prepare sbm metis sbm --nodes "${SBM_NODES:-2000000}" ;;
-    sbm-loc) prepare sbm-loc locality sbm --nodes "${SBM_NODES:-2000000}" ;;
+    sbm) prepare sbm metis sbm --nodes "${SBM_NODES:-2000000}" --communities "${SBM_COMMUNITIES:-0}" ;;
+    sbm-loc) prepare sbm-loc locality sbm --nodes "${SBM_NODES:-2000000}" --communities "${SBM_COMMUNITIES:-0}" ;;
     road-loc) prepare road-loc locality road --nodes "${ROAD_NODES:-1000000}" ;;
     *) echo "run_planned_sums.sh: unknown graph $graph" >&2; exit 2 ;;
   esac

@@ -275,16 +275,19 @@ NodePairList read_node_pairs_text(const std::string& path);
 std::vector<std::int64_t> read_node_list_text(const std::string& path);
 
 // ---- stochastic block model ------------------------------------------------------------------
-// Planted classes (each node uniform over `classes`), O(edges) generation: node u emits
-// k_u ~ uniform{0..avg_degree} edge stubs; each stub goes to a node of u's own class with
-// probability `homophily`, otherwise to a uniform other class, and then to a uniform node of
-// that class. Symmetrized, deduplicated, no self-loops: mean degree ~ avg_degree. Features are
+// Planted communities (each node uniform over `communities`, by default one per class; a node's
+// class is its community mod `classes`), O(edges) generation: node u emits k_u ~
+// uniform{0..avg_degree} edge stubs; each stub goes to a node of u's own community with
+// probability `homophily`, otherwise to a uniform other community, and then to a uniform node of
+// that community. More communities than classes give a graph whose locality is finer than its
+// labels (communities of a few thousand nodes that a partitioner can keep whole). Symmetrized, deduplicated, no self-loops: mean degree ~ avg_degree. Features are
 // feature_signal * centroid[class] + N(0, 1) noise, centroids with entries +-1. Split: each
 // node is train with probability train_fraction, else val with val_fraction, else test.
 // Everything is counter-based on (seed, node): deterministic whatever the thread count.
 struct SbmOptions {
   index_t nodes = 10000;
   std::int32_t classes = 8;
+  std::int32_t communities = 0;  // 0: one per class; else at least `classes`
   double avg_degree = 10;
   double homophily = 0.8;
   index_t features = 32;

@@ -3,8 +3,8 @@
 // so that a GCN reaches a known, reproducible accuracy at any size.
 //
 // Randomness is Philox4x32-10 of a per-purpose counter under key = seed:
-//   node i:         (i, 0, 0, "NODE")      -> label, split, stub count
-//   stub j of u:    (u, j, 0, "EDGE")      -> same-class coin, other class, target node
+//   node i:         (i, 0, 0, "NODE")      -> community (its label mod classes), split, stub count
+//   stub j of u:    (u, j, 0, "EDGE")      -> same-community coin, other community, target node
 //   centroid c:     (c, blk, 0, "CENT")    -> +-1 entries, 32 columns per call
 //   features of i:  (i, blk, 0, "FEAT")    -> 4 normals per call (Box-Muller)
 // so the output is a pure function of the options, whatever the thread count. Generation is
@@ -46,6 +46,10 @@ void check_options(const SbmOptions& o) {
   if (o.classes < 1 || o.classes > 1000000) throw InputError("SbmOptions.classes", "must be in 1..1000000, got " + std::to_string(o.classes));
   if (o.classes > o.nodes)  // a planted class without a node
     throw InputError("SbmOptions.classes", std::to_string(o.classes) + " classes for " + std::to_string(o.nodes) + " nodes: at most one class per node");
+  if (o.communities != 0 && (o.communities < o.classes || o.communities > o.nodes))
+    throw InputError("SbmOptions.communities", "must be 0 (one per class) or in " + std::to_string(o.classes) + ".." +
+                                                   std::to_string(o.nodes) + " (classes..nodes), got " +
+                                                   std::to_string(o.communities));
   if (!(o.avg_degree >= 0 && o.avg_degree <= 100000)) throw InputError("SbmOptions.avg_degree", "must be in [0, 100000]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw InputError("SbmOptions.homophily", "must be in [0, 1]");
   check_feature_options({"SbmOptions.features", "SbmOptions.feature_signal", "SbmOptions.train_fraction",
@@ -72,7 +76,8 @@ GraphData generate_sbm(const SbmOptions& o) {
                                   entries * sizeof(build::Edge) + 16.0 * static_cast<double>(o.nodes),
                                   {"SbmOptions.nodes", "SbmOptions.avg_degree", "SbmOptions.features"});
   const index_t n = o.nodes;
-  const auto C = static_cast<std::uint64_t>(o.classes);
+  const auto C = static_cast<std::uint64_t>(o.communities == 0 ? o.classes : o.communities);  // communities
+  const auto labels = static_cast<std::uint64_t>(o.classes);
   const index_t F = o.features;
   const std::uint32_t k0 = lo32(o.seed), k1 = hi32(o.seed);
   // Stub counts are uniform on {0, ..., dmax}: mean dmax / 2 stubs per node, and every stub
@@ -89,12 +94,14 @@ GraphData generate_sbm(const SbmOptions& o) {
   g.val_mask.assign(N, 0);
   g.test_mask.assign(N, 0);
   std::vector<index_t> stubs(N + 1, 0);
+  std::vector<std::int32_t> community(N);
 #pragma omp parallel for schedule(static)
   for (index_t i = 0; i < n; ++i) {
     const auto u = static_cast<std::uint64_t>(i);
     const Philox4x32 r = philox4x32_10(lo32(u), hi32(u), 0, kTagNode, k0, k1);
     const auto s = static_cast<std::size_t>(i);
-    g.labels[s] = static_cast<std::int32_t>(below(r.v[0], C));
+    community[s] = static_cast<std::int32_t>(below(r.v[0], C));
+    g.labels[s] = static_cast<std::int32_t>(static_cast<std::uint64_t>(community[s]) % labels);
     const bool tr = r.v[1] < t_train, va = !tr && r.v[1] < t_val;
     g.train_mask[s] = tr;
     g.val_mask[s] = va;
@@ -103,13 +110,14 @@ GraphData generate_sbm(const SbmOptions& o) {
   }
   for (std::size_t i = 1; i <= N; ++i) stubs[i] += stubs[i - 1];
 
-  // Members of each class, in node order (counting sort).
+  // Members of each community, in node order (counting sort).
   std::vector<index_t> class_start(C + 1, 0), members(N);
-  for (const std::int32_t y : g.labels) ++class_start[static_cast<std::size_t>(y) + 1];
+  for (const std::int32_t y : community) ++class_start[static_cast<std::size_t>(y) + 1];
   for (std::size_t c = 1; c <= C; ++c) class_start[c] += class_start[c - 1];
   {
     std::vector<index_t> cursor(class_start.begin(), class_start.end() - 1);
-    for (index_t i = 0; i < n; ++i) members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(g.labels[i])]++)] = i;
+    for (index_t i = 0; i < n; ++i)
+      members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(community[static_cast<std::size_t>(i)])]++)] = i;
   }
 
   // Edge stubs.
@@ -117,17 +125,17 @@ GraphData generate_sbm(const SbmOptions& o) {
 #pragma omp parallel for schedule(dynamic, 1024)
   for (index_t i = 0; i < n; ++i) {
     const auto u = static_cast<std::uint64_t>(i);
-    const auto own = static_cast<std::uint64_t>(g.labels[static_cast<std::size_t>(i)]);
+    const auto own = static_cast<std::uint64_t>(community[static_cast<std::size_t>(i)]);
     for (index_t e = stubs[i]; e < stubs[i + 1]; ++e) {
       const auto j = static_cast<std::uint64_t>(e - stubs[i]);
       const Philox4x32 r = philox4x32_10(lo32(u), hi32(u), lo32(j), kTagEdge ^ hi32(j), k0, k1);
       std::uint64_t c = own;
       if (C > 1 && r.v[0] >= t_same) {
-        c = below(r.v[1], C - 1);  // a uniform other class
+        c = below(r.v[1], C - 1);  // a uniform other community
         if (c >= own) ++c;
       }
       const index_t size = class_start[c + 1] - class_start[c];
-      index_t v = i;  // an empty class: a self-loop, dropped below
+      index_t v = i;  // an empty community: a self-loop, dropped below
       if (size > 0) {
         const std::uint64_t w = (static_cast<std::uint64_t>(r.v[2]) << 32) | r.v[3];
         v = members[static_cast<std::size_t>(class_start[c] + static_cast<index_t>(below64(w, static_cast<std::uint64_t>(size))))];
@@ -137,6 +145,7 @@ GraphData generate_sbm(const SbmOptions& o) {
   }
   std::vector<index_t>().swap(stubs);
   std::vector<index_t>().swap(members);
+  std::vector<std::int32_t>().swap(community);
   build::csr_from_edges(g, n, edges, /*symmetrize=*/true, /*weighted=*/false);
 
   g.num_classes = o.classes;

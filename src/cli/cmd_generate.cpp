@@ -40,6 +40,9 @@ void add_generate_command(CLI::App& app) {
       "sbm", "Stochastic block model: planted classes, homophilous edges, features = class centroid + noise");
   sc->add_option("--nodes", sbm->nodes, "Number of nodes")->capture_default_str();
   sc->add_option("--classes", sbm->classes, "Number of planted classes")->capture_default_str();
+  sc->add_option("--communities", sbm->communities,
+                 "Number of planted communities, each node's class its community mod --classes (0: one per class)")
+      ->capture_default_str();
   sc->add_option("--avg-degree", sbm->avg_degree, "Mean degree (after symmetrizing)")->capture_default_str();
   sc->add_option("--homophily", sbm->homophily, "Probability that an edge stays within its class")->capture_default_str();
   sc->add_option("--feature-width", sbm->features, "Feature width")->capture_default_str();

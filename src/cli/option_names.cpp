@@ -108,6 +108,7 @@ const OptionName kNames[] = {
     {"RmatOptions.c", ""},
     {"SbmOptions.nodes", "--nodes"},
     {"SbmOptions.classes", "--classes"},
+    {"SbmOptions.communities", "--communities"},
     {"SbmOptions.avg_degree", "--avg-degree"},
     {"SbmOptions.homophily", "--homophily"},
     {"SbmOptions.features", "--feature-width"},
