@@ -5,6 +5,7 @@
 // communicator counts them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/in_process_communicator.hpp"
@@ -341,6 +343,44 @@ TEST(RowSparseSum, RefusesAMaskOfAnotherLength) {
   run_in_process(2, [&](Communicator& c) {
     EXPECT_THROW(RowSparseSum(c, 5, std::vector<std::uint8_t>(4, 1), true), std::invalid_argument);
   });
+}
+
+// The host collectives' scratch (comm/row_lists.hpp) comes back to this thread's pool and is
+// handed out again to a request it fits — never to one it does not — and the pool keeps only
+// the kScratchKept largest of the blocks it is given back.
+TEST(RowSparseSum, ScratchIsReusedWhereItFitsAndThePoolStaysSmall) {
+  std::thread([] {  // a thread of its own: an empty pool
+    float* first = nullptr;
+    {
+      Scratch<float> a = scratch<float>(1000);
+      first = a.get();
+      a[999] = 1.0f;
+    }
+    {
+      Scratch<float> same = scratch<float>(1000), bigger = scratch<float>(1001);
+      EXPECT_EQ(same.get(), first);    // given back, taken again
+      EXPECT_NE(bigger.get(), first);  // 1001 floats do not fit in 1000
+    }
+    {
+      Scratch<float> smaller = scratch<float>(10);
+      EXPECT_EQ(smaller.get(), first);  // the smallest free block that fits: the 1000 (not the 1001)
+    }
+    EXPECT_EQ(scratch<float>(0).get(), nullptr);
+    // kScratchKept + 2 blocks given back: the largest kScratchKept stay, and requests for one
+    // float take exactly those (smallest first), then fresh memory.
+    std::vector<Scratch<float>> live;
+    for (std::size_t k = 0; k < kScratchKept + 2; ++k) live.push_back(scratch<float>(5000 + 100 * k));
+    std::vector<float*> kept;
+    for (std::size_t k = 2; k < live.size(); ++k) kept.push_back(live[k].get());
+    live.clear();
+    std::vector<Scratch<float>> again;
+    for (std::size_t k = 0; k < kScratchKept; ++k) {
+      again.push_back(scratch<float>(1));
+      EXPECT_NE(std::find(kept.begin(), kept.end(), again.back().get()), kept.end()) << k;
+    }
+    Scratch<float> fresh = scratch<float>(1);
+    EXPECT_EQ(std::find(kept.begin(), kept.end(), fresh.get()), kept.end());
+  }).join();
 }
 
 }  // namespace

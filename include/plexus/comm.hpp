@@ -47,6 +47,7 @@ class Communicator {
   virtual void all_reduce(float* buf, std::size_t n, ReduceOp op) = 0;
   virtual void all_reduce(double* buf, std::size_t n, ReduceOp op) = 0;
   // recv = concatenation of every rank's `send` in rank order; counts[r] = floats from rank r.
+  // A `send` that already sits at this rank's place in `recv` is gathered in place.
   virtual void all_gather(const float* send, float* recv, const std::vector<std::size_t>& counts) = 0;
   // The same for 32-bit integers (the column ids of a sharded sparse block).
   virtual void all_gather(const std::int32_t* send, std::int32_t* recv, const std::vector<std::size_t>& counts) = 0;
@@ -129,7 +130,7 @@ class Communicator {
   // part of something split in rank order starts.
   virtual void exclusive_scan(std::int64_t* buf, std::size_t n) = 0;
   // recv = every rank's `send` bytes, in rank order; counts[r] = the bytes of rank r (the same
-  // vector on every rank).
+  // vector on every rank). In place where `send` sits at this rank's place in `recv`.
   virtual void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) = 0;
   // The same, received by `root` only (recv is written there alone and may be null elsewhere).
   virtual void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) = 0;

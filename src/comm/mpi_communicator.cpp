@@ -164,7 +164,9 @@ class MpiCommunicator final : public Communicator {
   void all_gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts) override {
     Timer t(stats_, all_gather_rank_bytes(counts, rank_));
     const ByteLayout l(counts);
-    check(MPI_Allgatherv(send, l.count(rank_), l.type(), recv, l.counts(), l.displs(), l.type(), comm_),
+    const std::size_t at = std::accumulate(counts.begin(), counts.begin() + rank_, std::size_t{0});
+    const void* in = send != nullptr && send == static_cast<const char*>(recv) + at ? MPI_IN_PLACE : send;
+    check(MPI_Allgatherv(in, l.count(rank_), l.type(), recv, l.counts(), l.displs(), l.type(), comm_),
           "all-gather (bytes)");
   }
   void gather_bytes(const void* send, void* recv, const std::vector<std::size_t>& counts, int root) override {
@@ -294,7 +296,8 @@ class MpiCommunicator final : public Communicator {
     Timer t(stats_, others_bytes(counts, sizeof(T)));
     const CountLayout l = count_layout(counts, true);
     const MPI_Datatype type = MpiElement<T>::type();
-    check(MPI_Allgatherv(send, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_),
+    const void* in = send != nullptr && send == recv + l.displs[rank_] ? MPI_IN_PLACE : send;
+    check(MPI_Allgatherv(in, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_),
           "all-gather");
   }
   // The non-blocking collectives (sum), for float and bf16.

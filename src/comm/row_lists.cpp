@@ -1,6 +1,9 @@
 // Row masks and runs of the row-sparse schedules (src/comm/row_lists.hpp).
 #include "comm/row_lists.hpp"
 
+#include <new>
+#include <utility>
+
 namespace plexus {
 
 RowMasks all_gather_row_masks(Communicator& comm, const std::vector<std::uint8_t>& mask) {
@@ -27,6 +30,53 @@ std::vector<std::size_t> scaled_counts(const std::vector<std::size_t>& rows, std
   std::vector<std::size_t> out(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * per_row;
   return out;
+}
+
+namespace {
+// This thread's free blocks (address, bytes), the largest kept.
+struct ScratchPool {
+  std::vector<std::pair<void*, std::size_t>> free;
+  ~ScratchPool() {
+    for (auto& [p, n] : free) ::operator delete(p, std::align_val_t{64});
+  }
+};
+ScratchPool& pool() {
+  thread_local ScratchPool p;
+  return p;
+}
+}  // namespace
+
+void* take_scratch(std::size_t bytes, std::size_t& granted) {
+  if (bytes == 0) return granted = 0, nullptr;
+  auto& free = pool().free;
+  auto best = free.end();
+  for (auto it = free.begin(); it != free.end(); ++it)
+    if (it->second >= bytes && (best == free.end() || it->second < best->second)) best = it;
+  if (best != free.end()) {
+    void* p = best->first;
+    granted = best->second;
+    free.erase(best);
+    return p;
+  }
+  granted = bytes;
+  return ::operator new(bytes, std::align_val_t{64});
+}
+
+void ScratchReturn::operator()(void* p) const noexcept {
+  if (p == nullptr) return;
+  auto& free = pool().free;
+  try {
+    free.emplace_back(p, bytes);
+  } catch (...) {
+    ::operator delete(p, std::align_val_t{64});
+    return;
+  }
+  if (free.size() <= kScratchKept) return;
+  auto smallest = free.begin();
+  for (auto it = free.begin(); it != free.end(); ++it)
+    if (it->second < smallest->second) smallest = it;
+  ::operator delete(smallest->first, std::align_val_t{64});
+  free.erase(smallest);
 }
 
 }  // namespace plexus

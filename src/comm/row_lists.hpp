@@ -37,10 +37,27 @@ void append_row(std::vector<RowRun>& runs, index_t row, index_t at);
 // Each count of rows times `per_row` (bytes or elements a row): a collective's counts.
 std::vector<std::size_t> scaled_counts(const std::vector<std::size_t>& rows, std::size_t per_row);
 
+// Scratch memory of the host collectives, reused from call to call: a sum runs every layer of
+// every step with the same sizes, and a fresh allocation of tens of MB is fresh pages (mmap),
+// each faulted in on first touch — as long as the copies it serves. A block goes back to this
+// thread's pool when its Scratch dies, and the next request takes the smallest free block that
+// fits; the pool keeps the kScratchKept largest free blocks and frees the rest, so what it holds
+// between calls is what one call used.
+struct ScratchReturn {
+  std::size_t bytes = 0;
+  void operator()(void* p) const noexcept;
+};
+template <class T>
+using Scratch = std::unique_ptr<T[], ScratchReturn>;
+inline constexpr std::size_t kScratchKept = 6;
+void* take_scratch(std::size_t bytes, std::size_t& granted);
+
 // Scratch of n values, not zeroed (every one is written before it is read): no fill on each pass.
 template <class T>
-std::unique_ptr<T[]> scratch(std::size_t n) {
-  return std::unique_ptr<T[]>(new T[n]);
+Scratch<T> scratch(std::size_t n) {
+  std::size_t granted = 0;
+  T* p = static_cast<T*>(take_scratch(n * sizeof(T), granted));
+  return Scratch<T>(p, ScratchReturn{granted});
 }
 
 }  // namespace plexus

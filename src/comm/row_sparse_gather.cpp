@@ -100,7 +100,7 @@ void RowSparseGather::gather(const void* own, void* whole, std::size_t row_bytes
   const Range mine = block_range(rows_, p, me);
   auto* out_whole = static_cast<unsigned char*>(whole);
   const auto* in_own = static_cast<const unsigned char*>(own);
-  const std::unique_ptr<unsigned char[]> out = scratch<unsigned char>(data ? sent * row_bytes : 0),
+  const Scratch<unsigned char> out = scratch<unsigned char>(data ? sent * row_bytes : 0),
                                         in = scratch<unsigned char>(data ? received * row_bytes : 0);
   if (data) {
     for (const Run& run : send_runs_)

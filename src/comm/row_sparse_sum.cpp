@@ -73,6 +73,10 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
   }
   form_ = Form::Rows;
   modelled_ = true;
+  if (p == 2) {  // sum_pair: each rank's held rows to the other, exactly
+    pair_sent_ = as_size(held.per_rank[static_cast<std::size_t>(me)]);
+    pair_received_ = as_size(held.per_rank[static_cast<std::size_t>(1 - me)]);
+  }
   // Owned rows: each rank its dense share of the held rows where it holds as many, the rest to
   // the first ranks holding more.
   std::vector<std::size_t> owned(ranks);
@@ -109,6 +113,16 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
 void RowSparseSum::build(const RowMasks& masks) {
   const int p = comm_->size(), me = comm_->rank();
   const auto ranks = static_cast<std::size_t>(p);
+  if (p == 2) {  // sum_pair's lists (the two phases' below serve the quantised sums)
+    index_t sent = 0, got = 0;
+    for (index_t r = 0; r < rows_; ++r) {
+      if (masks.set(me, r)) append_row(mine_runs_, r, sent++);
+      else append_row(not_mine_runs_, r, r);
+      if (masks.set(1 - me, r)) append_row(other_runs_, r, got++);
+    }
+    pair_sent_ = as_size(sent);
+    pair_received_ = as_size(got);
+  }
   std::vector<std::vector<index_t>> send_to(ranks), recv_from(ranks), owned_by(ranks);
   std::vector<int> holders;
   std::uint64_t held = 0, any = 0;
@@ -166,8 +180,59 @@ void RowSparseSum::sum(float* c, index_t cols, Wire wire) const {
   const int bits = wire_bits(wire);
   if (bits == 16) throw std::logic_error("RowSparseSum: a bf16 sum (all_reduce_in_bf16's)");
   if (bits < 16) return form_ == Form::Dense ? sum_dense_quantised(c, cols, bits) : sum_rows_quantised(c, cols, bits);
+  if (comm_->size() == 2) return sum_pair(c, cols);  // one exchange
   if (form_ == Form::Dense) return sum_dense(c, cols);
   sum_rows(c, cols);
+}
+
+void RowSparseSum::sum_pair(float* c, index_t cols) const {
+  const int me = comm_->rank();
+  const std::size_t w = as_size(cols), row_bytes = w * sizeof(float);
+  const bool data = c != nullptr, dense = form_ == Form::Dense;
+  // The dense form sends the whole block as it is; the rows form packs the rows this rank holds.
+  const std::size_t sent = dense ? as_size(rows_) : pair_sent_, received = dense ? as_size(rows_) : pair_received_;
+  const Scratch<float> out = scratch<float>(data && !dense ? sent * w : 0), in = scratch<float>(data ? received * w : 0);
+  std::vector<std::size_t> send_bytes(2, 0), recv_bytes(2, 0);
+  send_bytes[static_cast<std::size_t>(1 - me)] = sent * row_bytes;
+  recv_bytes[static_cast<std::size_t>(1 - me)] = received * row_bytes;
+  if (data && !dense)
+    for (const Run& run : mine_runs_)
+      std::memcpy(out.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
+  comm_->all_to_all_bytes(dense ? c : out.get(), send_bytes, in.get(), recv_bytes);
+  if (!data) return;
+  // Every row is (+0 + rank 0's) + rank 1's, the operands in that order on both ranks. This
+  // rank's rows first become +0 + its own (+0 where it holds none: a −0 there, or any value, is
+  // not a term); then the other's are added, on its side of the order. x + (+0 + y) equals
+  // x + y for every x but −0, which neither side's first term can be.
+  const auto combine = [me](float* __restrict mine, const float* __restrict theirs, index_t n) {
+    if (me == 0) {
+#pragma omp simd
+      for (index_t j = 0; j < n; ++j) mine[j] = mine[j] + theirs[j];
+    } else {
+#pragma omp simd
+      for (index_t j = 0; j < n; ++j) mine[j] = (0.0f + theirs[j]) + mine[j];
+    }
+  };
+  if (dense) {
+    const index_t n = rows_ * cols;
+#pragma omp parallel for schedule(static) if (worth_a_team(n))
+    for (index_t at = 0; at < n; at += 4096) {
+      const index_t len = std::min<index_t>(4096, n - at);
+      float* __restrict a = c + at;
+#pragma omp simd
+      for (index_t j = 0; j < len; ++j) a[j] = 0.0f + a[j];
+      combine(a, in.get() + as_size(at), len);
+    }
+    return;
+  }
+  for (const Run& run : mine_runs_) {
+    float* a = c + as_size(run.row) * w;
+    const index_t n = run.len * cols;
+#pragma omp simd
+    for (index_t j = 0; j < n; ++j) a[j] = 0.0f + a[j];
+  }
+  for (const Run& run : not_mine_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
+  for (const Run& run : other_runs_) combine(c + as_size(run.row) * w, in.get() + as_size(run.at) * w, run.len * cols);
 }
 
 void RowSparseSum::sum_dense(float* c, index_t cols) const {
@@ -178,19 +243,26 @@ void RowSparseSum::sum_dense(float* c, index_t cols) const {
                                  recv(static_cast<std::size_t>(p), as_size(mine.size()) * row_bytes);
   const bool data = c != nullptr;
   const std::size_t slab = as_size(mine.size() * cols);
-  const std::unique_ptr<float[]> parts = scratch<float>(data ? slab * static_cast<std::size_t>(p) : 0);
-  std::vector<float> acc(data ? slab : 0, 0.0f);
+  const Scratch<float> parts = scratch<float>(data ? slab * static_cast<std::size_t>(p) : 0);
   comm_->all_to_all_bytes(c, send, data ? parts.get() : nullptr, recv);
+  // The sums go to this rank's rows of c (parts holds their copy) and are gathered from there in
+  // place: no accumulator to zero, no copy in.
+  float* const acc = data ? c + mine.begin * cols : nullptr;
   if (data) {
-    // parts holds every rank's rows of this block, in rank order (its own among them).
+    // parts holds every rank's rows of this block, in rank order (its own among them). The first
+    // is added to +0 (what turns −0 to +0) rather than copied, as a sum from +0 would.
     const index_t n = mine.size() * cols;
 #pragma omp parallel for schedule(static) if (worth_a_team(n * p))
     for (index_t at = 0; at < n; at += 4096) {
       const index_t len = std::min<index_t>(4096, n - at);
-      for (int s = 0; s < p; ++s) add_row(acc.data() + at, parts.get() + static_cast<std::size_t>(s) * slab + as_size(at), len);
+      float* __restrict a = acc + at;
+      const float* __restrict first = parts.get() + as_size(at);
+#pragma omp simd
+      for (index_t j = 0; j < len; ++j) a[j] = 0.0f + first[j];
+      for (int s = 1; s < p; ++s) add_row(a, parts.get() + static_cast<std::size_t>(s) * slab + as_size(at), len);
     }
   }
-  comm_->all_gather(data ? acc.data() : nullptr, c, row_blocks(rows_, p, cols));
+  comm_->all_gather(acc, c, row_blocks(rows_, p, cols));
 }
 
 void RowSparseSum::sum_rows(float* c, index_t cols) const {
@@ -200,31 +272,36 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   std::size_t sent = 0, received = 0;
   for (const std::size_t n : send_counts_) sent += n;
   for (const std::size_t n : recv_counts_) received += n;
-  const std::unique_ptr<float[]> out = scratch<float>(data ? sent * w : 0), in = scratch<float>(data ? received * w : 0);
+  const Scratch<float> out = scratch<float>(data ? sent * w : 0), in = scratch<float>(data ? received * w : 0);
   if (data)
     for (const Run& run : send_runs_)
       std::memcpy(out.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
   comm_->all_to_all_bytes(data ? out.get() : nullptr, scaled_counts(send_counts_, row_bytes), data ? in.get() : nullptr,
                           scaled_counts(recv_counts_, row_bytes));
-  // The owned rows' sums, rank by rank: this rank's own rows at its place in the order.
-  std::vector<float> acc(data ? owned_ * w : 0, 0.0f);
+  // The owned rows' sums, rank by rank: this rank's own rows at its place in the order. They are
+  // summed at this rank's place in the all-gather's buffer, which gathers them in place.
+  std::size_t gathered_rows = 0, before = 0;
+  for (std::size_t s = 0; s < owned_counts_.size(); ++s) {
+    if (static_cast<int>(s) < me) before += owned_counts_[s];
+    gathered_rows += owned_counts_[s];
+  }
+  const Scratch<float> gathered = scratch<float>(data ? gathered_rows * w : 0);
+  float* const acc = data ? gathered.get() + before * w : nullptr;
   if (data) {
+    std::fill_n(acc, owned_ * w, 0.0f);
     const float* from = in.get();  // source s's rows
     for (int s = 0; s < p; ++s) {
       if (s == me) {
         for (const Run& run : own_runs_)
-          add_row(acc.data() + as_size(run.at) * w, c + as_size(run.row) * w, run.len * cols);
+          add_row(acc + as_size(run.at) * w, c + as_size(run.row) * w, run.len * cols);
         continue;
       }
       for (const Run& run : recv_runs_[static_cast<std::size_t>(s)])
-        add_row(acc.data() + as_size(run.row) * w, from + as_size(run.at) * w, run.len * cols);
+        add_row(acc + as_size(run.row) * w, from + as_size(run.at) * w, run.len * cols);
       from += recv_counts_[static_cast<std::size_t>(s)] * w;
     }
   }
-  std::size_t gathered_rows = 0;
-  for (const std::size_t n : owned_counts_) gathered_rows += n;
-  const std::unique_ptr<float[]> gathered = scratch<float>(data ? gathered_rows * w : 0);
-  comm_->all_gather(data ? acc.data() : nullptr, data ? gathered.get() : nullptr, scaled_counts(owned_counts_, w));
+  comm_->all_gather(acc, data ? gathered.get() : nullptr, scaled_counts(owned_counts_, w));
   if (!data) return;
   for (const Run& run : gathered_runs_)
     std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * row_bytes);
@@ -242,18 +319,22 @@ void RowSparseSum::sum_dense_quantised(float* c, index_t cols, int bits) const {
   const std::vector<std::size_t> blocks = scaled_counts(row_blocks(rows_, p, 1), rb),
                                  recv(static_cast<std::size_t>(p), own * rb);
   const bool data = c != nullptr;
-  std::vector<std::uint8_t> packed(data ? as_size(rows_) * rb : 0), parts(data ? own * rb * recv.size() : 0),
-      sums(data ? own * rb : 0), gathered(data ? as_size(rows_) * rb : 0);
-  if (data) quantise_rows(c, rows_, cols, bits, static_cast<std::uint64_t>(me), 0, packed.data());
-  comm_->all_to_all_bytes(data ? packed.data() : nullptr, blocks, data ? parts.data() : nullptr, recv);
+  const Scratch<std::uint8_t> packed = scratch<std::uint8_t>(data ? as_size(rows_) * rb : 0),
+                              parts = scratch<std::uint8_t>(data ? own * rb * recv.size() : 0),
+                              gathered = scratch<std::uint8_t>(data ? as_size(rows_) * rb : 0);
+  // The owner's rounded sums at its place in the all-gather's buffer (gathered in place).
+  std::uint8_t* const sums = data ? gathered.get() + as_size(mine.begin) * rb : nullptr;
+  if (data) quantise_rows(c, rows_, cols, bits, static_cast<std::uint64_t>(me), 0, packed.get());
+  comm_->all_to_all_bytes(packed.get(), blocks, parts.get(), recv);
   if (data) {
-    std::vector<float> acc(own * w, 0.0f);
+    const Scratch<float> acc = scratch<float>(own * w);
+    std::fill_n(acc.get(), own * w, 0.0f);
     for (int s = 0; s < p; ++s)  // rank by rank: each row's sum in rank order
-      add_dequantised_rows(parts.data() + static_cast<std::size_t>(s) * own * rb, mine.size(), cols, bits, acc.data());
-    quantise_rows(acc.data(), mine.size(), cols, bits, kSumStream, mine.begin, sums.data());
+      add_dequantised_rows(parts.get() + static_cast<std::size_t>(s) * own * rb, mine.size(), cols, bits, acc.get());
+    quantise_rows(acc.get(), mine.size(), cols, bits, kSumStream, mine.begin, sums);
   }
-  comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, blocks);
-  if (data) dequantise_rows(gathered.data(), rows_, cols, bits, c);
+  comm_->all_gather_bytes(sums, gathered.get(), blocks);
+  if (data) dequantise_rows(gathered.get(), rows_, cols, bits, c);
 }
 
 void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {

@@ -12,6 +12,9 @@
 //          rank is owned by it and travels in the all-gather only; a row held by several goes to
 //          one of them (its dense owner when that one holds it) and its sum comes back in the
 //          all-gather; a row no rank holds is zero everywhere and moves not at all.
+// On two ranks both forms take one exchange instead: each rank sends the other its rows (all of
+// them, or those it holds) and both sum every row, rank 0's first — the same bytes as the two
+// phases, one collective fewer, and the same sums to the bit (both ranks add in rank order).
 // +0 + x is x for every x but −0, and an accumulator that starts at +0 never becomes −0: adding a
 // row of zeros (of either sign) changes no bit of the sum. So the two forms give the same bits,
 // and a sum that skips the rows known to be zero equals the one that adds them.
@@ -98,6 +101,7 @@ class RowSparseSum {
   void build(const RowMasks& masks);
   void sum_dense(float* c, index_t cols) const;
   void sum_rows(float* c, index_t cols) const;
+  void sum_pair(float* c, index_t cols) const;
   void sum_dense_quantised(float* c, index_t cols, int bits) const;
   void sum_rows_quantised(float* c, index_t cols, int bits) const;
 
@@ -117,6 +121,11 @@ class RowSparseSum {
   std::vector<std::size_t> owned_counts_;      // rows each rank owns (the all-gather's parts)
   std::vector<Run> gathered_runs_;             // the all-gather's rows, packed by owner in rank order
   std::vector<Run> zero_runs_;                 // rows no rank holds (at unused)
+  // Two ranks' fp32 rows form (sum_pair): the rows this rank holds (at: packed in row order), the
+  // other's (at: in the received buffer), the rows this rank does not hold (at unused), and how
+  // many rows each rank sends.
+  std::vector<Run> mine_runs_, other_runs_, not_mine_runs_;
+  std::size_t pair_sent_ = 0, pair_received_ = 0;
 };
 
 }  // namespace plexus
