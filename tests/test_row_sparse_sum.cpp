@@ -347,7 +347,7 @@ TEST(RowSparseSum, RefusesAMaskOfAnotherLength) {
 
 // The host collectives' scratch (comm/row_lists.hpp) comes back to this thread's pool and is
 // handed out again to a request it fits — never to one it does not — and the pool keeps only
-// the kScratchKept largest of the blocks it is given back.
+// the kScratchKept largest of the blocks it is given back, and no more than kScratchKeptBytes.
 TEST(RowSparseSum, ScratchIsReusedWhereItFitsAndThePoolStaysSmall) {
   std::thread([] {  // a thread of its own: an empty pool
     float* first = nullptr;
@@ -380,6 +380,19 @@ TEST(RowSparseSum, ScratchIsReusedWhereItFitsAndThePoolStaysSmall) {
     }
     Scratch<float> fresh = scratch<float>(1);
     EXPECT_EQ(std::find(kept.begin(), kept.end(), fresh.get()), kept.end());
+    again.clear();
+    fresh.reset();
+    // Bytes: a block above the bound is not kept, and the pool never holds more than the bound.
+    const std::size_t before = scratch_pool_bytes();
+    EXPECT_GT(before, 0u);
+    scratch<unsigned char>(kScratchKeptBytes + 1).reset();
+    EXPECT_EQ(scratch_pool_bytes(), before);
+    {
+      Scratch<unsigned char> a = scratch<unsigned char>(kScratchKeptBytes / 2 + 1),
+                             b = scratch<unsigned char>(kScratchKeptBytes / 2 + 1);
+    }
+    EXPECT_LE(scratch_pool_bytes(), kScratchKeptBytes);
+    EXPECT_GT(scratch_pool_bytes(), kScratchKeptBytes / 2);  // one of the two kept
   }).join();
 }
 

@@ -62,21 +62,33 @@ void* take_scratch(std::size_t bytes, std::size_t& granted) {
   return ::operator new(bytes, std::align_val_t{64});
 }
 
+std::size_t scratch_pool_bytes() {
+  std::size_t total = 0;
+  for (const auto& block : pool().free) total += block.second;
+  return total;
+}
+
 void ScratchReturn::operator()(void* p) const noexcept {
   if (p == nullptr) return;
   auto& free = pool().free;
+  if (bytes > kScratchKeptBytes) {
+    ::operator delete(p, std::align_val_t{64});
+    return;
+  }
   try {
     free.emplace_back(p, bytes);
   } catch (...) {
     ::operator delete(p, std::align_val_t{64});
     return;
   }
-  if (free.size() <= kScratchKept) return;
-  auto smallest = free.begin();
-  for (auto it = free.begin(); it != free.end(); ++it)
-    if (it->second < smallest->second) smallest = it;
-  ::operator delete(smallest->first, std::align_val_t{64});
-  free.erase(smallest);
+  // The smallest go first, until both bounds hold.
+  while (free.size() > kScratchKept || scratch_pool_bytes() > kScratchKeptBytes) {
+    auto smallest = free.begin();
+    for (auto it = free.begin(); it != free.end(); ++it)
+      if (it->second < smallest->second) smallest = it;
+    ::operator delete(smallest->first, std::align_val_t{64});
+    free.erase(smallest);
+  }
 }
 
 }  // namespace plexus

@@ -41,8 +41,9 @@ std::vector<std::size_t> scaled_counts(const std::vector<std::size_t>& rows, std
 // every step with the same sizes, and a fresh allocation of tens of MB is fresh pages (mmap),
 // each faulted in on first touch — as long as the copies it serves. A block goes back to this
 // thread's pool when its Scratch dies, and the next request takes the smallest free block that
-// fits; the pool keeps the kScratchKept largest free blocks and frees the rest, so what it holds
-// between calls is what one call used.
+// fits. The pool keeps at most kScratchKept free blocks and kScratchKeptBytes in all, the largest
+// that fit (a block above the bound is freed at once), so what it holds between calls is at most
+// what one call used and never more than the bound: memory the plan's estimate does not count.
 struct ScratchReturn {
   std::size_t bytes = 0;
   void operator()(void* p) const noexcept;
@@ -50,7 +51,10 @@ struct ScratchReturn {
 template <class T>
 using Scratch = std::unique_ptr<T[], ScratchReturn>;
 inline constexpr std::size_t kScratchKept = 6;
+inline constexpr std::size_t kScratchKeptBytes = std::size_t{256} << 20;
 void* take_scratch(std::size_t bytes, std::size_t& granted);
+// The bytes this thread's pool holds free.
+std::size_t scratch_pool_bytes();
 
 // Scratch of n values, not zeroed (every one is written before it is read): no fill on each pass.
 template <class T>
