@@ -4,7 +4,8 @@
 #    refused, missing ones an upper bound);
 #  - auto and dense train alike on 1, 3 and 4 ranks (a permuted graph, chunked, sharded, rs-ag),
 #    to the same losses bit for bit;
-#  - `generate road`: each option out of its range; a graph that trains.
+#  - `generate road`: each option out of its range; a graph that trains;
+#  - `generate sbm --communities`: out of its range; a graph that trains on two ranks alike.
 S=$W/sparse
 mkdir -p "$S"
 sc=(--epochs 2 --quiet --threads 1 --hidden 8)
@@ -54,6 +55,20 @@ refuse "generate road" "road: no node left for the test split" "the test split" 
 accept "generate road" "road: a small map" 'graph_ok $OUT/road.h5' --nodes 3000 --feature-width 8 -o "$OUT/road.h5"
 NP=2 accept train "road: trains with auto on 2 ranks" 'jsonl_ok $OUT/road.jsonl' --data "$OUT/road.h5" "${sc[@]}" \
   --sparse-comm auto --metrics "$OUT/road.jsonl"
+
+# `generate sbm --communities`: below the classes, above the nodes, negative; a graph of more
+# communities than classes trains on two ranks (the sums' one exchange) to dense's losses.
+refuse "generate sbm" "sbm: fewer communities than classes" "--communities" --nodes 100 --classes 4 --communities 3 \
+  -o "$OUT/sbm-bad.h5"
+refuse "generate sbm" "sbm: more communities than nodes" "--communities" --nodes 100 --communities 101 -o "$OUT/sbm-bad.h5"
+refuse "generate sbm" "sbm: negative communities" "--communities" --communities -1 -o "$OUT/sbm-bad.h5"
+accept "generate sbm" "sbm: 40 communities, 4 classes" 'graph_ok $OUT/sbm-com.h5' --nodes 3000 --classes 4 \
+  --communities 40 --feature-width 8 -o "$OUT/sbm-com.h5"
+NP=2 accept train "sbm communities: dense, 2 ranks" 'jsonl_ok $OUT/sbm-com-dense.jsonl' --data "$OUT/sbm-com.h5" \
+  "${sc[@]}" --grid 2x1x1 --balance metis --sparse-comm dense --metrics "$OUT/sbm-com-dense.jsonl"
+NP=2 accept train "sbm communities: auto, 2 ranks, the dense losses" \
+  'same_losses $OUT/sbm-com-auto.jsonl $OUT/sbm-com-dense.jsonl' --data "$OUT/sbm-com.h5" "${sc[@]}" --grid 2x1x1 \
+  --balance metis --sparse-comm auto --metrics "$OUT/sbm-com-auto.jsonl"
 
 # The input's gather (docs/communication.md, "Row-sparse gathers"): a GCN layer 0 aggregating first
 # on 4 ranks over d gathers only the feature rows its block's columns hold — the dense losses bit for
