@@ -77,7 +77,7 @@ GraphData generate_sbm(const SbmOptions& o) {
                                   {"SbmOptions.nodes", "SbmOptions.avg_degree", "SbmOptions.features"});
   const index_t n = o.nodes;
   const auto C = static_cast<std::uint64_t>(o.communities == 0 ? o.classes : o.communities);  // communities
-  const auto labels = static_cast<std::uint64_t>(o.classes);
+  const auto classes = static_cast<std::uint64_t>(o.classes);
   const index_t F = o.features;
   const std::uint32_t k0 = lo32(o.seed), k1 = hi32(o.seed);
   // Stub counts are uniform on {0, ..., dmax}: mean dmax / 2 stubs per node, and every stub
@@ -101,7 +101,7 @@ GraphData generate_sbm(const SbmOptions& o) {
     const Philox4x32 r = philox4x32_10(lo32(u), hi32(u), 0, kTagNode, k0, k1);
     const auto s = static_cast<std::size_t>(i);
     community[s] = static_cast<std::int32_t>(below(r.v[0], C));
-    g.labels[s] = static_cast<std::int32_t>(static_cast<std::uint64_t>(community[s]) % labels);
+    g.labels[s] = static_cast<std::int32_t>(static_cast<std::uint64_t>(community[s]) % classes);
     const bool tr = r.v[1] < t_train, va = !tr && r.v[1] < t_val;
     g.train_mask[s] = tr;
     g.val_mask[s] = va;
@@ -111,11 +111,11 @@ GraphData generate_sbm(const SbmOptions& o) {
   for (std::size_t i = 1; i <= N; ++i) stubs[i] += stubs[i - 1];
 
   // Members of each community, in node order (counting sort).
-  std::vector<index_t> class_start(C + 1, 0), members(N);
-  for (const std::int32_t y : community) ++class_start[static_cast<std::size_t>(y) + 1];
-  for (std::size_t c = 1; c <= C; ++c) class_start[c] += class_start[c - 1];
+  std::vector<index_t> community_start(C + 1, 0), members(N);
+  for (const std::int32_t y : community) ++community_start[static_cast<std::size_t>(y) + 1];
+  for (std::size_t c = 1; c <= C; ++c) community_start[c] += community_start[c - 1];
   {
-    std::vector<index_t> cursor(class_start.begin(), class_start.end() - 1);
+    std::vector<index_t> cursor(community_start.begin(), community_start.end() - 1);
     for (index_t i = 0; i < n; ++i)
       members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(community[static_cast<std::size_t>(i)])]++)] = i;
   }
@@ -134,11 +134,11 @@ GraphData generate_sbm(const SbmOptions& o) {
         c = below(r.v[1], C - 1);  // a uniform other community
         if (c >= own) ++c;
       }
-      const index_t size = class_start[c + 1] - class_start[c];
+      const index_t size = community_start[c + 1] - community_start[c];
       index_t v = i;  // an empty community: a self-loop, dropped below
       if (size > 0) {
         const std::uint64_t w = (static_cast<std::uint64_t>(r.v[2]) << 32) | r.v[3];
-        v = members[static_cast<std::size_t>(class_start[c] + static_cast<index_t>(below64(w, static_cast<std::uint64_t>(size))))];
+        v = members[static_cast<std::size_t>(community_start[c] + static_cast<index_t>(below64(w, static_cast<std::uint64_t>(size))))];
       }
       edges[static_cast<std::size_t>(e)] = {i, v, e, 1.0f};
     }

@@ -36,6 +36,12 @@ void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw std::runtime_error(std::string("MPI error in ") + what);
 }
 
+// An all-gather's send buffer: MPI_IN_PLACE where it already sits at this rank's place `at` of
+// the receive buffer (MPI forbids the two to overlap otherwise).
+const void* send_or_in_place(const void* send, const void* at) {
+  return send != nullptr && send == at ? MPI_IN_PLACE : send;
+}
+
 // The int counts MPI's reduce-scatter takes, and for an all-gather their displacements (the
 // running sums, which must fit an int too).
 struct CountLayout {
@@ -165,7 +171,7 @@ class MpiCommunicator final : public Communicator {
     Timer t(stats_, all_gather_rank_bytes(counts, rank_));
     const ByteLayout l(counts);
     const std::size_t at = std::accumulate(counts.begin(), counts.begin() + rank_, std::size_t{0});
-    const void* in = send != nullptr && send == static_cast<const char*>(recv) + at ? MPI_IN_PLACE : send;
+    const void* in = send_or_in_place(send, static_cast<const char*>(recv) + at);
     check(MPI_Allgatherv(in, l.count(rank_), l.type(), recv, l.counts(), l.displs(), l.type(), comm_),
           "all-gather (bytes)");
   }
@@ -296,7 +302,7 @@ class MpiCommunicator final : public Communicator {
     Timer t(stats_, others_bytes(counts, sizeof(T)));
     const CountLayout l = count_layout(counts, true);
     const MPI_Datatype type = MpiElement<T>::type();
-    const void* in = send != nullptr && send == recv + l.displs[rank_] ? MPI_IN_PLACE : send;
+    const void* in = send_or_in_place(send, recv + l.displs[rank_]);
     check(MPI_Allgatherv(in, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_),
           "all-gather");
   }
@@ -326,7 +332,7 @@ class MpiCommunicator final : public Communicator {
     Timer t(stats_, others_bytes(counts, sizeof(T)));
     r->layout = count_layout(counts, true);
     const CountLayout& l = r->layout;
-    const void* in = send == recv + l.displs[rank_] ? MPI_IN_PLACE : send;
+    const void* in = send_or_in_place(send, recv + l.displs[rank_]);
     const MPI_Datatype type = MpiElement<T>::type();
     check(MPI_Iallgatherv(in, l.counts[rank_], type, recv, l.counts.data(), l.displs.data(), type, comm_, &r->req),
           "all-gather");

@@ -101,7 +101,7 @@ void RowSparseGather::gather(const void* own, void* whole, std::size_t row_bytes
   auto* out_whole = static_cast<unsigned char*>(whole);
   const auto* in_own = static_cast<const unsigned char*>(own);
   const Scratch<unsigned char> out = scratch<unsigned char>(data ? sent * row_bytes : 0),
-                                        in = scratch<unsigned char>(data ? received * row_bytes : 0);
+                               in = scratch<unsigned char>(data ? received * row_bytes : 0);
   if (data) {
     for (const Run& run : send_runs_)
       std::memcpy(out.get() + as_size(run.at) * row_bytes, in_own + as_size(run.row - mine.begin) * row_bytes,

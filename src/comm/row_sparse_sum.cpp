@@ -23,6 +23,13 @@ void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
   for (index_t j = 0; j < n; ++j) acc[j] += x[j];
 }
 
+// to[0, n) = +0 + x[0, n): a sum's first term (−0 becomes +0, as a sum from +0 makes it). `to`
+// may be x itself.
+void first_term(float* to, const float* x, index_t n) {
+#pragma omp simd
+  for (index_t j = 0; j < n; ++j) to[j] = 0.0f + x[j];
+}
+
 
 // Elements of each rank's rows block_range(rows, p, q) of a block `cols` wide.
 std::vector<std::size_t> row_blocks(index_t rows, int p, index_t cols) {
@@ -218,19 +225,12 @@ void RowSparseSum::sum_pair(float* c, index_t cols) const {
 #pragma omp parallel for schedule(static) if (worth_a_team(n))
     for (index_t at = 0; at < n; at += 4096) {
       const index_t len = std::min<index_t>(4096, n - at);
-      float* __restrict a = c + at;
-#pragma omp simd
-      for (index_t j = 0; j < len; ++j) a[j] = 0.0f + a[j];
-      combine(a, in.get() + as_size(at), len);
+      first_term(c + at, c + at, len);
+      combine(c + at, in.get() + as_size(at), len);
     }
     return;
   }
-  for (const Run& run : mine_runs_) {
-    float* a = c + as_size(run.row) * w;
-    const index_t n = run.len * cols;
-#pragma omp simd
-    for (index_t j = 0; j < n; ++j) a[j] = 0.0f + a[j];
-  }
+  for (const Run& run : mine_runs_) first_term(c + as_size(run.row) * w, c + as_size(run.row) * w, run.len * cols);
   for (const Run& run : not_mine_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
   for (const Run& run : other_runs_) combine(c + as_size(run.row) * w, in.get() + as_size(run.at) * w, run.len * cols);
 }
@@ -249,17 +249,13 @@ void RowSparseSum::sum_dense(float* c, index_t cols) const {
   // place: no accumulator to zero, no copy in.
   float* const acc = data ? c + mine.begin * cols : nullptr;
   if (data) {
-    // parts holds every rank's rows of this block, in rank order (its own among them). The first
-    // is added to +0 (what turns −0 to +0) rather than copied, as a sum from +0 would.
+    // parts holds every rank's rows of this block, in rank order (its own among them).
     const index_t n = mine.size() * cols;
 #pragma omp parallel for schedule(static) if (worth_a_team(n * p))
     for (index_t at = 0; at < n; at += 4096) {
       const index_t len = std::min<index_t>(4096, n - at);
-      float* __restrict a = acc + at;
-      const float* __restrict first = parts.get() + as_size(at);
-#pragma omp simd
-      for (index_t j = 0; j < len; ++j) a[j] = 0.0f + first[j];
-      for (int s = 1; s < p; ++s) add_row(a, parts.get() + static_cast<std::size_t>(s) * slab + as_size(at), len);
+      first_term(acc + at, parts.get() + as_size(at), len);
+      for (int s = 1; s < p; ++s) add_row(acc + at, parts.get() + static_cast<std::size_t>(s) * slab + as_size(at), len);
     }
   }
   comm_->all_gather(acc, c, row_blocks(rows_, p, cols));
