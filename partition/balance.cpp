@@ -304,7 +304,7 @@ void count_held(const GraphData& g, const std::vector<std::int32_t>& rb, const s
   pass(g.indptr, g.indices, false, r.held_rows);
   pass(*in_ptr, *in_idx, true, r.held_cols);
   // Each group's rows in either form (RowSparseSum's counts; every row of a group is held by some
-  // block: Â's self-loops); auto the fewer.
+  // block: Â's self-loops); rows (auto's across nodes) the fewer.
   const auto sums = [](index_t rows, int p, index_t held, double& dense, double& automatic) {
     if (p == 1) return;
     const auto d = static_cast<double>(RowSparseSum::dense_rows(rows, p));

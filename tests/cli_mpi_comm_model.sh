@@ -69,10 +69,11 @@ cases=(
   # blocks (each rank's own count), chunked and sharded too.
   "3x2x1 2 16 0.5 --sparse-comm dense" "2x2x2 3 16 0.5 --sparse-comm dense --agg-chunks 3 --shard-adj"
   "1x3x2 2 16 0.5 --sparse-comm dense --model sage --layer-order aggregate-first --comm-variant rs-ag"
-  # --sparse-comm auto: each sum in the form the graph's held rows make cheaper (counted by the
-  # plan from Cora's Â, as the run's ranks find them), every kind's, aggregating either way.
-  "2x2x2 2 16 0.5 --sparse-comm auto" "8x1x1 2 16 0.5 --sparse-comm auto --layer-order aggregate-first"
-  "3x2x1 3 16 0.5 --sparse-comm auto --model gat --heads 2" "1x2x3 2 16 0.5 --sparse-comm auto --model appnp --steps 2"
+  # --sparse-comm auto and rows: each sum in the form the graph's held rows make cheaper (counted
+  # by the plan from Cora's Â, as the run's ranks find them; auto on one node counting the rows
+  # form's copies, rows its wire alone), every kind's, aggregating either way.
+  "2x2x2 2 16 0.5 --sparse-comm auto" "8x1x1 2 16 0.5 --sparse-comm rows --layer-order aggregate-first"
+  "3x2x1 3 16 0.5 --sparse-comm rows --model gat --heads 2" "1x2x3 2 16 0.5 --sparse-comm auto --model appnp --steps 2"
   "2x1x3 3 16 0.5 --sparse-comm auto --wire int8 --model sage --comm-variant rs-ag --shard-adj"
   # A plain file permuted in memory at the run's start: plan permutes and counts it alike.
   "2x2x2 2 16 0.5 --balance permute --sparse-comm auto" "3x1x2 3 16 0.5 --balance permute --model gin --train-eps"
@@ -147,7 +148,7 @@ done
 for c in "2x2x1 2" "1x2x2 3" "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg-chunks 2" \
   "2x1x2 3 --model sage --aggregator mean" "1x3x1 2 --model gin --train-eps" \
   "2x2x2 2 --model gat --heads 4 --hidden 16 --attn-dropout 0.5" "1x1x3 3 --model gat --heads 3 --hidden 12 --out-heads 2" \
-  "2x2x2 2 --sparse-comm auto" "3x1x2 3 --sparse-comm auto --model gin --train-eps --layer-order aggregate-first" \
+  "2x2x2 2 --sparse-comm auto" "3x1x2 3 --sparse-comm rows --model gin --train-eps --layer-order aggregate-first" \
   "1x3x2 2 --sparse-comm auto --wire int8 --model appnp --steps 2"; do
   read -r grid layers options <<<"$c"
   IFS=x read -r gx gy gz <<<"$grid"

@@ -81,7 +81,7 @@ TEST(Wire, EveryKindOnEveryGridQuantisesAlikeInEitherFormNearFp32) {
       const std::string what = c.name + " on " + shape.str();
       const WireRun fp32 = train(*grid, config(c, Wire::Fp32, SparseComm::Dense));
       const WireRun dense = train(*grid, config(c, Wire::Int8, SparseComm::Dense));
-      const WireRun rows = train(*grid, config(c, Wire::Int8, SparseComm::Auto));
+      const WireRun rows = train(*grid, config(c, Wire::Int8, SparseComm::Rows));
       expect_same_bits(rows, dense, what + " int8, auto vs dense");
       for (std::size_t e = 0; e < fp32.losses.size(); ++e) {
         EXPECT_TRUE(std::isfinite(dense.losses[e])) << what;
@@ -112,13 +112,13 @@ TEST(Wire, Int4AndChunksAndVariantsOnTheLastGrid) {
     const std::string what = c.name + " on " + all_grids(p).back().str();
     const WireRun fp32 = train(*grid, config(c, Wire::Fp32, SparseComm::Dense));
     const WireRun int4 = train(*grid, config(c, Wire::Int4, SparseComm::Dense));
-    expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Auto)), int4, what + " int4, auto vs dense");
+    expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Rows)), int4, what + " int4, auto vs dense");
     expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Dense)), int4, what + " int4 again");
     // Without --sparse-comm a quantised sum takes the dense form all the same.
     expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Off)), int4, what + " int4, off vs dense");
     for (std::size_t e = 0; e < fp32.losses.size(); ++e)
       EXPECT_NEAR(int4.losses[e], fp32.losses[e], 0.1 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
-    TrainConfig on = config(c, Wire::Int8, SparseComm::Auto), dense = config(c, Wire::Int8, SparseComm::Dense);
+    TrainConfig on = config(c, Wire::Int8, SparseComm::Rows), dense = config(c, Wire::Int8, SparseComm::Dense);
     on.comm_variant = dense.comm_variant = CommVariant::RsAgReuse;
     on.recompute = dense.recompute = true;
     if (c.model.kind() != "gat") on.agg_chunks = dense.agg_chunks = 3;

@@ -11,8 +11,11 @@
 #include "gcn_closed_form.hpp"
 #include "plan/plan.hpp"
 #include "problem_util.hpp"
+#include "plexus/block_counts.hpp"
+#include "plexus/convert.hpp"
 #include "plexus/error.hpp"
 #include "plexus/io.hpp"
+#include "plexus/sparse.hpp"
 #include "core/shard_layout.hpp"
 
 using namespace plexus;
@@ -356,6 +359,47 @@ TEST(CommModel, UnderNcclTheSumsAreAllReduces) {
     expect_bytes_eq(predict_epoch(dflt, g, false), predict_epoch(off, g, false), g.str());
     EXPECT_EQ(summed_calls(predict_ranks(dflt, g, false)), summed_calls(predict_ranks(off, g, false))) << g.str();
   }
+}
+
+// --sparse-comm auto plans its forms by where the ranks are (ProblemSize::one_node, which
+// plan_grid takes from the machine's ranks per node): across nodes rows' forms (fewer rows), on
+// one node only those that pay counting their copies — on a sparse SBM, where the rows form saves
+// little, more bytes than rows on some grid, never more than dense.
+TEST(CommModel, AutoPlansItsFormsByWhereTheRanksAre) {
+  SbmOptions o;
+  o.nodes = 211;
+  o.classes = 4;
+  o.features = 9;
+  o.avg_degree = 1.5;
+  o.seed = 31;
+  const GraphData g = generate_sbm(o);
+  ProblemSize p;
+  p.num_nodes = g.num_nodes;
+  p.nnz = g.num_edges();
+  p.num_features = g.num_features;
+  p.num_classes = g.num_classes;
+  p.blocks = std::make_shared<const AdjBlockCounts>(
+      count_adj_blocks(gcn_normalize(g.num_nodes, g.indptr, g.indices, g.values), HostCsr{}));
+  p.config.layers = 2;
+  p.config.hidden = 8;
+  const auto bytes = [&](SparseComm s, GridShape grid, int ranks_per_node) {
+    ProblemSize q = p;
+    q.config.sparse_comm = s;
+    MachineModel m;
+    m.ranks_per_node = ranks_per_node;
+    return plan_grid(q, grid, m).steady.total();
+  };
+  int auto_kept_dense = 0;
+  for (const GridShape grid : all_grids(4)) {
+    const double rows = bytes(SparseComm::Rows, grid, 4), dense = bytes(SparseComm::Dense, grid, 4);
+    EXPECT_EQ(bytes(SparseComm::Rows, grid, 1), rows) << grid.str() << ": rows does not depend on the nodes";
+    EXPECT_EQ(bytes(SparseComm::Auto, grid, 2), rows) << grid.str() << ": auto across nodes";
+    const double one_node = bytes(SparseComm::Auto, grid, 4);
+    EXPECT_GE(one_node, rows) << grid.str();
+    EXPECT_LE(one_node, dense) << grid.str();
+    auto_kept_dense += one_node > rows;
+  }
+  EXPECT_GT(auto_kept_dense, 0) << "auto on one node took every rows form rows took";
 }
 
 TEST(CommModel, AggChunksMultiplyAggregationCallsNotBytes) {

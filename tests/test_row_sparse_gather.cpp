@@ -44,8 +44,11 @@ std::vector<std::uint8_t> reads_of(int s, int p, index_t rows, Reads pattern, do
 // The value of element j of row r of the whole (every rank's part holds its rows of it).
 float value(index_t r, index_t j) { return static_cast<float>(r) * 0.5f - static_cast<float>(j) * 0.25f + 1e-3f; }
 
+// Under both rules (comm/row_lists.hpp): fewer rows received, or — counting the copies, the
+// sender's packing and the receiver's placing of each row — half the dense form's rows or fewer.
 TEST(RowSparseGather, TheRowsFormFillsWhatARankReadsAsTheAllGatherAndADryRunCountsItsBytes) {
   unsigned seed = 7;
+  for (const RowsRule rule : {RowsRule::FewerRows, RowsRule::Cheaper})
   for (int p = 1; p <= 5; ++p)
     for (const index_t rows : {index_t{0}, index_t{1}, index_t{6}, index_t{41}})
       for (const Reads pattern : {Reads::Random, Reads::OwnPart, Reads::All, Reads::None, Reads::OneOther})
@@ -54,7 +57,8 @@ TEST(RowSparseGather, TheRowsFormFillsWhatARankReadsAsTheAllGatherAndADryRunCoun
           const index_t cols = 3;
           const std::size_t row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
           const std::string what = "p=" + std::to_string(p) + " rows=" + std::to_string(rows) + " pattern=" +
-                                   std::to_string(static_cast<int>(pattern)) + " density=" + std::to_string(density);
+                                   std::to_string(static_cast<int>(pattern)) + " density=" + std::to_string(density) +
+                                   (rule == RowsRule::Cheaper ? " cheaper" : " fewer rows");
           const auto ranks = static_cast<std::size_t>(p);
           // Every rank's reads, as counts by part: what a plan knows.
           std::vector<index_t> counts(ranks * ranks, 0);
@@ -70,18 +74,18 @@ TEST(RowSparseGather, TheRowsFormFillsWhatARankReadsAsTheAllGatherAndADryRunCoun
               if (q != s) want_rows += static_cast<std::uint64_t>(counts[static_cast<std::size_t>(s) * ranks + static_cast<std::size_t>(q)]);
           }
           const std::uint64_t dense_rows = static_cast<std::uint64_t>(p - 1) * static_cast<std::uint64_t>(rows);
-          const bool rows_form = p > 1 && want_rows < dense_rows;
+          const bool rows_form = p > 1 && (rule == RowsRule::FewerRows ? want_rows < dense_rows : 2 * want_rows < dense_rows);
           std::vector<double> measured(ranks, 0.0);
           std::mutex m;
           run_in_process(p, [&](Communicator& c) {
             const std::vector<std::uint8_t> reads = reads_of(c.rank(), p, rows, pattern, density, seed);
-            const RowSparseGather g(c, rows, reads, true);
+            const RowSparseGather g(c, rows, reads, rule);
             EXPECT_EQ(g.form() == RowSparseGather::Form::Rows, rows_form) << what;
             EXPECT_EQ(g.dense_group_rows(), dense_rows) << what;
             if (p > 1) {
               EXPECT_EQ(g.rows_group_rows(), rows_form ? want_rows : dense_rows) << what;
             }
-            EXPECT_EQ(RowSparseGather(c, rows, reads, false).form(), RowSparseGather::Form::Dense) << what;
+            EXPECT_EQ(RowSparseGather(c, rows, reads, RowsRule::Never).form(), RowSparseGather::Form::Dense) << what;
             if (!rows_form) {
               EXPECT_THROW(g.gather(nullptr, nullptr, row_bytes), std::logic_error) << what;
               return;
@@ -109,7 +113,7 @@ TEST(RowSparseGather, TheRowsFormFillsWhatARankReadsAsTheAllGatherAndADryRunCoun
           for (int r = 0; r < p; ++r) {
             total += measured[static_cast<std::size_t>(r)];
             RecordingCommunicator rec(p, r, Transport::Mpi);
-            const RowSparseGather planned(rec, rows, counts, true);
+            const RowSparseGather planned(rec, rows, counts, rule);
             EXPECT_EQ(rec.stats().calls, 0u) << what << ": no collective to plan it";
             ASSERT_EQ(planned.form(), RowSparseGather::Form::Rows) << what;
             EXPECT_EQ(planned.rows_group_rows(), want_rows) << what;
@@ -117,7 +121,7 @@ TEST(RowSparseGather, TheRowsFormFillsWhatARankReadsAsTheAllGatherAndADryRunCoun
             EXPECT_EQ(rec.stats().bytes, measured[static_cast<std::size_t>(r)]) << what << ", rank " << r;
             std::vector<float> data(static_cast<std::size_t>(rows * cols));
             EXPECT_THROW(planned.gather(data.data(), data.data(), row_bytes), std::logic_error) << what;
-            EXPECT_EQ(RowSparseGather(rec, rows, counts, false).form(), RowSparseGather::Form::Dense) << what;
+            EXPECT_EQ(RowSparseGather(rec, rows, counts, RowsRule::Never).form(), RowSparseGather::Form::Dense) << what;
           }
           EXPECT_EQ(total, static_cast<double>(want_rows * row_bytes)) << what;
         }
@@ -125,7 +129,7 @@ TEST(RowSparseGather, TheRowsFormFillsWhatARankReadsAsTheAllGatherAndADryRunCoun
 
 TEST(RowSparseGather, ReadingOnlyItsOwnPartMovesNothing) {
   run_in_process(3, [&](Communicator& c) {
-    const RowSparseGather g(c, 10, reads_of(c.rank(), 3, 10, Reads::OwnPart, 0, 1), true);
+    const RowSparseGather g(c, 10, reads_of(c.rank(), 3, 10, Reads::OwnPart, 0, 1), RowsRule::Cheaper);
     ASSERT_EQ(g.form(), RowSparseGather::Form::Rows);
     EXPECT_EQ(g.rows_group_rows(), 0u);
     std::vector<float> own(static_cast<std::size_t>(block_range(10, 3, c.rank()).size()), 1.0f), whole(10, 0.0f);
@@ -137,13 +141,13 @@ TEST(RowSparseGather, ReadingOnlyItsOwnPartMovesNothing) {
 
 TEST(RowSparseGather, RefusesReadsThatCannotBe) {
   RecordingCommunicator rec(2, 0, Transport::Mpi);
-  EXPECT_THROW(RowSparseGather(rec, 10, std::vector<index_t>{1, 2, 3}, true), std::invalid_argument);  // not 2 × 2
-  EXPECT_THROW(RowSparseGather(rec, 10, std::vector<index_t>{5, 6, 0, 5}, true), std::invalid_argument);  // 6 > 5 rows
-  EXPECT_THROW(RowSparseGather(rec, 10, std::vector<index_t>{5, -1, 0, 5}, true), std::invalid_argument);
+  EXPECT_THROW(RowSparseGather(rec, 10, std::vector<index_t>{1, 2, 3}, RowsRule::FewerRows), std::invalid_argument);  // not 2 × 2
+  EXPECT_THROW(RowSparseGather(rec, 10, std::vector<index_t>{5, 6, 0, 5}, RowsRule::FewerRows), std::invalid_argument);  // 6 > 5 rows
+  EXPECT_THROW(RowSparseGather(rec, 10, std::vector<index_t>{5, -1, 0, 5}, RowsRule::FewerRows), std::invalid_argument);
   EXPECT_THROW(RowSparseGather(rec, -1), std::invalid_argument);
-  EXPECT_NO_THROW(RowSparseGather(rec, 10, std::vector<index_t>{5, 0, 0, 5}, true));
+  EXPECT_NO_THROW(RowSparseGather(rec, 10, std::vector<index_t>{5, 0, 0, 5}, RowsRule::FewerRows));
   run_in_process(2, [&](Communicator& c) {
-    EXPECT_THROW(RowSparseGather(c, 5, std::vector<std::uint8_t>(4, 1), true), std::invalid_argument);
+    EXPECT_THROW(RowSparseGather(c, 5, std::vector<std::uint8_t>(4, 1), RowsRule::FewerRows), std::invalid_argument);
   });
 }
 

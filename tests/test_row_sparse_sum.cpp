@@ -101,8 +101,8 @@ TEST(RowSparseSum, BothFormsGiveTheRankOrderedSumBitForBitAndCountTheirRows) {
     std::mutex m;
     run_in_process(k.p, [&](Communicator& c) {
       const RankBlock b = rank_block(c.rank(), k.p, k.rows, k.cols, k.pattern, k.density, seed);
-      const RowSparseSum dense(c, k.rows, b.holds, /*allow_rows=*/false);
-      const RowSparseSum sparse(c, k.rows, b.holds, /*allow_rows=*/true);
+      const RowSparseSum dense(c, k.rows, b.holds, RowsRule::Never);
+      const RowSparseSum sparse(c, k.rows, b.holds, RowsRule::FewerRows);
       EXPECT_EQ(dense.form(), RowSparseSum::Form::Dense) << what;
       std::vector<float> x = b.values, y = b.values;
       c.reset_stats();
@@ -208,7 +208,7 @@ TEST(RowSparseSum, QuantisedSumsAgreeAcrossFormsAndRanksWithinTheirSteps) {
           std::mutex m;
           run_in_process(p, [&](Communicator& c) {
             const RankBlock b = rank_block(c.rank(), p, rows, cols, pattern, 0.4, seed);
-            const RowSparseSum dense(c, rows, b.holds, false), sparse(c, rows, b.holds, true);
+            const RowSparseSum dense(c, rows, b.holds, RowsRule::Never), sparse(c, rows, b.holds, RowsRule::FewerRows);
             std::vector<float> x = b.values, y = b.values;
             c.reset_stats();
             dense.sum(x.data(), cols, wire);
@@ -268,10 +268,12 @@ TEST(RowSparseSum, AQuantisedSumCarriesWhatIsNotFinite) {
 }
 
 // A plan's sum from counts (HeldRowCounts: how many rows each rank holds and how many any holds)
-// takes the form the masks take and moves, over the group, the bytes the masks' sum measures —
-// fp32 and quantised — with no collective to set it up; it is a dry run's only.
+// takes the form the masks take, under either rule, and moves, over the group, the bytes the
+// masks' sum measures — fp32 and quantised — with no collective to set it up; it is a dry run's
+// only.
 TEST(RowSparseSum, APlanFromHeldRowCountsMovesTheGroupsBytesInTheFormTheMasksTake) {
   unsigned seed = 100;
+  for (const RowsRule rule : {RowsRule::FewerRows, RowsRule::Cheaper})
   for (int p = 2; p <= 5; ++p)
     for (const index_t rows : {index_t{1}, index_t{9}, index_t{61}})
       for (const Pattern pattern : {Pattern::Random, Pattern::Diagonal, Pattern::Full, Pattern::Empty})
@@ -281,7 +283,8 @@ TEST(RowSparseSum, APlanFromHeldRowCountsMovesTheGroupsBytesInTheFormTheMasksTak
             const index_t cols = 5;
             const std::string what = "p=" + std::to_string(p) + " rows=" + std::to_string(rows) + " pattern=" +
                                      std::to_string(static_cast<int>(pattern)) + " density=" + std::to_string(density) +
-                                     " wire=" + std::to_string(wire_bits(wire));
+                                     " wire=" + std::to_string(wire_bits(wire)) +
+                                     (rule == RowsRule::Cheaper ? " cheaper" : " fewer rows");
             HeldRowCounts held;
             std::vector<std::uint8_t> any(static_cast<std::size_t>(rows), 0);
             for (int s = 0; s < p; ++s) {
@@ -300,7 +303,7 @@ TEST(RowSparseSum, APlanFromHeldRowCountsMovesTheGroupsBytesInTheFormTheMasksTak
             std::mutex m;
             run_in_process(p, [&](Communicator& c) {
               const RankBlock b = rank_block(c.rank(), p, rows, cols, pattern, density, seed);
-              const RowSparseSum sum(c, rows, b.holds, true);
+              const RowSparseSum sum(c, rows, b.holds, rule);
               std::vector<float> x = b.values;
               c.reset_stats();
               sum.sum(x.data(), cols, wire);
@@ -312,7 +315,7 @@ TEST(RowSparseSum, APlanFromHeldRowCountsMovesTheGroupsBytesInTheFormTheMasksTak
             double planned = 0;
             for (int r = 0; r < p; ++r) {
               RecordingCommunicator rec(p, r, Transport::Mpi);
-              const RowSparseSum sum(rec, rows, held, true);
+              const RowSparseSum sum(rec, rows, held, rule);
               EXPECT_EQ(rec.stats().calls, 0u) << what << ": no collective to plan it";
               EXPECT_EQ(static_cast<int>(sum.form()), form) << what << ", rank " << r;
               EXPECT_EQ(sum.rows_group_rows(), group_rows) << what;
@@ -322,26 +325,59 @@ TEST(RowSparseSum, APlanFromHeldRowCountsMovesTheGroupsBytesInTheFormTheMasksTak
               if (sum.form() == RowSparseSum::Form::Rows) {
                 EXPECT_THROW(sum.sum(data.data(), cols, wire), std::logic_error) << what;
               }
-              // Without allow_rows, the dense form.
-              EXPECT_EQ(RowSparseSum(rec, rows, held, false).form(), RowSparseSum::Form::Dense) << what;
+              // Under RowsRule::Never, the dense form.
+              EXPECT_EQ(RowSparseSum(rec, rows, held, RowsRule::Never).form(), RowSparseSum::Form::Dense) << what;
             }
             EXPECT_EQ(planned, measured) << what;
           }
 }
 
+// The rules (comm/row_lists.hpp): Never never; FewerRows wherever the rows form moves fewer rows;
+// Cheaper where twice its rows plus its copies are fewer than twice the dense form's.
+TEST(RowsRule, TakesTheRowsFormWhereItsRuleSaysItPays) {
+  for (const std::uint64_t copies : {0ull, 5ull, 400ull}) {
+    EXPECT_FALSE(rows_form_pays(RowsRule::Never, 100, 0, copies));
+    EXPECT_TRUE(rows_form_pays(RowsRule::FewerRows, 100, 99, copies));
+    EXPECT_FALSE(rows_form_pays(RowsRule::FewerRows, 100, 100, copies));
+  }
+  EXPECT_TRUE(rows_form_pays(RowsRule::Cheaper, 100, 60, 79));   // 199 < 200
+  EXPECT_FALSE(rows_form_pays(RowsRule::Cheaper, 100, 60, 80));  // 200
+  EXPECT_FALSE(rows_form_pays(RowsRule::Cheaper, 100, 100, 0));
+  EXPECT_TRUE(rows_form_pays(RowsRule::Cheaper, 100, 0, 199));
+}
+
+// A sum's copies: on two ranks the rows each holds (packed for the one exchange); on more the
+// rows sent to owners and every summed row placed by every rank. A sum whose rows form saves a
+// quarter of the rows is not worth its copies; one that saves two thirds is.
+TEST(RowSparseSum, CheaperWeighsTheCopiesOfTheRowsForm) {
+  EXPECT_EQ(RowSparseSum::rows_form_copies(80, 60, 2), 80u);
+  EXPECT_EQ(RowSparseSum::rows_form_copies(240, 97, 4), 240u - 97u + 4u * 97u);
+  RecordingCommunicator rec(4, 1, Transport::Mpi);
+  const HeldRowCounts most{{60, 60, 60, 60}, 97}, few{{20, 20, 20, 20}, 59};
+  const RowSparseSum most_fewer(rec, 100, most, RowsRule::FewerRows), most_cheaper(rec, 100, most, RowsRule::Cheaper);
+  EXPECT_EQ(most_fewer.form(), RowSparseSum::Form::Rows);  // 434 rows of 600
+  EXPECT_EQ(most_cheaper.form(), RowSparseSum::Form::Dense);  // 2·434 + 531 > 2·600
+  EXPECT_EQ(most_cheaper.rows_group_rows(), most_cheaper.dense_group_rows());
+  EXPECT_EQ(RowSparseSum(rec, 100, few, RowsRule::Cheaper).form(), RowSparseSum::Form::Rows);  // 2·198 + 257 < 1200
+  RecordingCommunicator pair(2, 0, Transport::Mpi);
+  EXPECT_EQ(RowSparseSum(pair, 100, HeldRowCounts{{40, 40}, 60}, RowsRule::Cheaper).form(), RowSparseSum::Form::Rows);
+  EXPECT_EQ(RowSparseSum(pair, 100, HeldRowCounts{{90, 90}, 100}, RowsRule::FewerRows).form(), RowSparseSum::Form::Rows);
+  EXPECT_EQ(RowSparseSum(pair, 100, HeldRowCounts{{90, 90}, 100}, RowsRule::Cheaper).form(), RowSparseSum::Form::Dense);
+}
+
 TEST(RowSparseSum, RefusesHeldRowCountsThatCannotBe) {
   RecordingCommunicator rec(3, 0, Transport::Mpi);
-  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 2}, 3}, true), std::invalid_argument);        // 2 ranks of 3
-  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 2, 5}, 4}, true), std::invalid_argument);     // 5 > any
-  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 1, 1}, 11}, true), std::invalid_argument);    // any > rows
-  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 1, 1}, 4}, true), std::invalid_argument);     // Σ < any
-  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{-1, 1, 1}, 1}, true), std::invalid_argument);
-  EXPECT_NO_THROW(RowSparseSum(rec, 10, HeldRowCounts{{0, 0, 0}, 0}, true));
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 2}, 3}, RowsRule::FewerRows), std::invalid_argument);        // 2 ranks of 3
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 2, 5}, 4}, RowsRule::FewerRows), std::invalid_argument);     // 5 > any
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 1, 1}, 11}, RowsRule::FewerRows), std::invalid_argument);    // any > rows
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{1, 1, 1}, 4}, RowsRule::FewerRows), std::invalid_argument);     // Σ < any
+  EXPECT_THROW(RowSparseSum(rec, 10, HeldRowCounts{{-1, 1, 1}, 1}, RowsRule::FewerRows), std::invalid_argument);
+  EXPECT_NO_THROW(RowSparseSum(rec, 10, HeldRowCounts{{0, 0, 0}, 0}, RowsRule::FewerRows));
 }
 
 TEST(RowSparseSum, RefusesAMaskOfAnotherLength) {
   run_in_process(2, [&](Communicator& c) {
-    EXPECT_THROW(RowSparseSum(c, 5, std::vector<std::uint8_t>(4, 1), true), std::invalid_argument);
+    EXPECT_THROW(RowSparseSum(c, 5, std::vector<std::uint8_t>(4, 1), RowsRule::FewerRows), std::invalid_argument);
   });
 }
 

@@ -1,7 +1,7 @@
 // bench_row_sums: what the row-sparse collectives cost against the dense ones they replace
 // (--sparse-comm, docs/communication.md, "Row-sparse sums" and "Row-sparse gathers"), on the
 // ranks of one MPI job: a sum of a block [rows × cols] over all ranks — the communicator's
-// all-reduce (what --sparse-comm dense takes), RowSparseSum's dense form and its rows form — and
+// all-reduce (what --sparse-comm off takes), RowSparseSum's dense form and its rows form — and
 // a gather of the block's parts — the all-gather against RowSparseGather's rows form — where each
 // rank holds (reads) a random fraction `--held` of the rows. Seconds per call, the slowest rank's
 // best of `--reps`, and the rows each moves over the group.
@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> d(0.0f, 1.0f);
     for (std::size_t i = 0; i < n; ++i) c[i] = mask[i / static_cast<std::size_t>(cols)] ? d(rng) : 0.0f;
 
-    const RowSparseSum dense(*comm, rows), sparse(*comm, rows, mask, true);
+    const RowSparseSum dense(*comm, rows), sparse(*comm, rows, mask, RowsRule::FewerRows);
+    // Whether --sparse-comm auto on one node (RowsRule::Cheaper) takes the rows form.
+    const bool auto_sum = RowSparseSum(*comm, rows, mask, RowsRule::Cheaper).form() == RowSparseSum::Form::Rows;
     const double t_mpi = best_of(*comm, reps, [&] {
       work = c;
       comm->all_reduce(work.data(), n, ReduceOp::Sum);
@@ -88,7 +90,8 @@ int main(int argc, char** argv) {
     });
     const double t_copy = best_of(*comm, reps, [&] { work = c; });
 
-    const RowSparseGather gather(*comm, rows, mask, true);
+    const RowSparseGather gather(*comm, rows, mask, RowsRule::FewerRows);
+    const bool auto_gather = RowSparseGather(*comm, rows, mask, RowsRule::Cheaper).form() == RowSparseGather::Form::Rows;
     const Range mine = block_range(rows, p, me);
     std::vector<std::size_t> counts;
     for (int q = 0; q < p; ++q) counts.push_back(static_cast<std::size_t>(block_range(rows, p, q).size() * cols));
@@ -101,13 +104,15 @@ int main(int argc, char** argv) {
     if (me == 0) {
       std::printf("ranks %d rows %lld cols %lld held %.3f (copy of the block %.4f s, subtracted below)\n", p,
                   static_cast<long long>(rows), static_cast<long long>(cols), held, t_copy);
-      std::printf("sum     all-reduce %.4f s  dense form %.4f s  rows form %.4f s (%s; rows %llu of dense %llu)\n",
+      std::printf("sum     all-reduce %.4f s  dense form %.4f s  rows form %.4f s (rows: %s, auto: %s; rows %llu of "
+                  "dense %llu)\n",
                   t_mpi - t_copy, t_dense - t_copy, t_rows - t_copy,
-                  sparse.form() == RowSparseSum::Form::Rows ? "taken" : "not taken",
+                  sparse.form() == RowSparseSum::Form::Rows ? "taken" : "not taken", auto_sum ? "taken" : "not taken",
                   static_cast<unsigned long long>(sparse.rows_group_rows()),
                   static_cast<unsigned long long>(sparse.dense_group_rows()));
-      std::printf("gather  all-gather %.4f s  rows form %.4f s (%s; rows %llu of dense %llu)\n", t_all_gather, t_gather,
-                  gather.form() == RowSparseGather::Form::Rows ? "taken" : "not taken",
+      std::printf("gather  all-gather %.4f s  rows form %.4f s (rows: %s, auto: %s; rows %llu of dense %llu)\n",
+                  t_all_gather, t_gather, gather.form() == RowSparseGather::Form::Rows ? "taken" : "not taken",
+                  auto_gather ? "taken" : "not taken",
                   static_cast<unsigned long long>(gather.rows_group_rows()),
                   static_cast<unsigned long long>(gather.dense_group_rows()));
     }

@@ -90,11 +90,12 @@ struct LayerBlockNnz {
   std::vector<index_t> held_rows, held_cols;
   // Rows the layer's sums move over their groups, all blocks together, per unit of width: the
   // forward sum of Â·H over o and the backward one of Âᵀ·G over d, in the dense form and with
-  // --sparse-comm auto (each group's cheaper form).
+  // --sparse-comm rows, auto's across nodes (each group's form of fewer rows).
   double forward_dense = 0, forward_auto = 0, backward_dense = 0, backward_auto = 0;
   // Rows a gather over d of the layer's input H (its block's columns, stored in G_d parts) moves,
-  // all groups together, per unit of width: the all-gather's, and with --sparse-comm auto only the
-  // rows of the others' parts each block's columns hold (each group's cheaper form; what layer 0
+  // all groups together, per unit of width: the all-gather's, and with --sparse-comm rows (auto's
+  // across nodes) only the rows of the others' parts each block's columns hold (each group's form
+  // of fewer rows; what layer 0
   // aggregating first gathers: docs/communication.md, "Row-sparse gathers").
   double gather_dense = 0, gather_auto = 0;
   // Of all the blocks' rows, those holding an entry.

@@ -97,6 +97,11 @@ class ProcessGrid {
   int dp() const { return dp_; }
   int coord(Axis a) const { return coords_[static_cast<int>(a)]; }
   int dim(Axis a) const { return a == Axis::D ? dp_ : shape_.dim(a); }
+  // Whether all the grid's ranks share one node (its memory): from_mpi asks MPI
+  // (MPI_COMM_TYPE_SHARED), a plan's dry run sets its machine model's (--ranks-per-node), a grid
+  // without MPI is one. --sparse-comm auto takes its forms by it (TrainConfig::sparse_comm).
+  bool one_node() const { return one_node_; }
+  void set_one_node(bool one) { one_node_ = one; }
   // The tensor collectives of axis a. With device communicators (use_device_communicators)
   // they take the backend's device buffers only; host values (scalars, counts, the loss) go
   // through host_comm(a), the axis's MPI communicator. Without them both are the same object.
@@ -140,6 +145,7 @@ class ProcessGrid {
   std::array<std::unique_ptr<Communicator>, 4> axes_;
   std::array<std::unique_ptr<Communicator>, 4> host_axes_;  // set by use_device_communicators
   bool device_comms_ = false;
+  bool one_node_ = true;
   const Backend* copies_by_ = nullptr;  // set by use_device_copies
   std::unique_ptr<Communicator> replica_;
   std::unique_ptr<Communicator> world_;

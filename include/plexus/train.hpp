@@ -32,12 +32,17 @@ CommVariant parse_comm_variant(const std::string& text);
 //   Off    the communicator's all-reduce (MPI's, whose order of summing is MPI's choice)
 //   Dense  an all-to-all to each row's owner, a sum in rank order, an all-gather: the volume of
 //          a ring all-reduce, and the same bits on every MPI
-//   Auto   the same schedule moving only the rows a rank's Â block has entries in, where that
-//          moves fewer bytes (chosen per collective at set-up); the same bits as Dense. The
-//          default (TrainConfig::sparse_comm).
-enum class SparseComm { Off, Dense, Auto };
+//   Rows   the same schedule moving only the rows a rank's Â block has entries in (and gathering
+//          only the feature rows a layer 0 reads), wherever that moves fewer bytes (chosen per
+//          collective at set-up); the same bits as Dense. For ranks on a network slower than
+//          their memory: the rows form packs what it sends and places what it receives.
+//   Auto   as Rows where the job's ranks span nodes; on one node (shared memory, a byte on the
+//          wire two copies) the rows form only where it costs less counting its copies. Sums
+//          quantised by `wire` as Rows (their coding replaces the packing). The default
+//          (TrainConfig::sparse_comm).
+enum class SparseComm { Off, Dense, Auto, Rows };
 const char* sparse_comm_name(SparseComm s);
-// Parses "off" | "dense" | "auto"; throws InputError("TrainConfig.sparse_comm", ...).
+// Parses "off" | "dense" | "auto" | "rows"; throws InputError("TrainConfig.sparse_comm", ...).
 SparseComm parse_sparse_comm(const std::string& text);
 // Their names and help: sparse_comms() (below, with NamedChoice).
 

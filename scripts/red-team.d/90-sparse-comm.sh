@@ -2,7 +2,7 @@
 #  - `train --sparse-comm` and `plan --sparse-comm`: a value not offered; the library's name
 #    never shown; plan's held rows (a small file's counted, a prepared file's read, edited ones
 #    refused, missing ones an upper bound);
-#  - auto and dense train alike on 1, 3 and 4 ranks (a permuted graph, chunked, sharded, rs-ag),
+#  - auto, rows and dense train alike on 1, 3 and 4 ranks (a permuted graph, chunked, sharded, rs-ag),
 #    to the same losses bit for bit;
 #  - `generate road`: each option out of its range; a graph that trains;
 #  - `generate sbm --communities`: out of its range; a graph that trains on two ranks alike.
@@ -11,11 +11,13 @@ mkdir -p "$S"
 sc=(--epochs 2 --quiet --threads 1 --hidden 8)
 same_losses() { cmp -s <(grep -o '"loss":[^,]*' "$1") <(grep -o '"loss":[^,]*' "$2"); }
 
-refuse train "sparse-comm: a value not offered" "--sparse-comm" --data "$IN/sbm.h5" "${sc[@]}" --sparse-comm rows
+refuse train "sparse-comm: a value not offered" "--sparse-comm" --data "$IN/sbm.h5" "${sc[@]}" --sparse-comm sparse
 refuse train "sparse-comm: empty" "--sparse-comm" --data "$IN/sbm.h5" "${sc[@]}" --sparse-comm ""
 refuse plan "sparse-comm: plan, a value not offered" "--sparse-comm" --data "$IN/sbm.h5" --ranks 2 --sparse-comm on
-accept plan "sparse-comm: plan counts a small file's held rows" 'said "held rows make it pay"' --data "$IN/sbm.h5" \
+accept plan "sparse-comm: plan counts a small file's held rows" 'said "row-sparse where it costs less"' --data "$IN/sbm.h5" \
   --ranks 4 --sparse-comm auto
+accept plan "sparse-comm: rows across nodes" 'said "row-sparse wherever it moves fewer bytes"' --data "$IN/sbm.h5" \
+  --ranks 4 --ranks-per-node 2 --sparse-comm rows
 # A prepared file's held rows: as prepared, edited (a block holding more rows than its tile's with
 # any entry), and removed (a file from before them: auto planned as dense, an upper bound).
 cp "$IN/prep.h5" "$S/held-bad.h5" && cp "$IN/prep.h5" "$S/held-none.h5" && $py - "$S" <<'PY' || setup_fail "90: held rows"
@@ -25,15 +27,15 @@ with h5py.File(sys.argv[1] + "/held-bad.h5", "r+") as f:
 with h5py.File(sys.argv[1] + "/held-none.h5", "r+") as f:
     del f["prepared/block_counts/held_a1"]; del f["prepared/block_counts/held_a2"]
 PY
-accept plan "sparse-comm: plan reads a prepared file's held rows" 'said "held rows make it pay"' --data "$IN/prep.h5" \
-  --ranks 4 --sparse-comm auto
+accept plan "sparse-comm: plan reads a prepared file's held rows" 'said "fewer bytes: several nodes"' --data "$IN/prep.h5" \
+  --ranks 4 --ranks-per-node 2 --sparse-comm auto
 refuse plan "sparse-comm: held rows beyond their tile's" "held_a1" --data "$S/held-bad.h5" --ranks 4 --sparse-comm auto
 accept plan "sparse-comm: no held rows, auto an upper bound" 'said "upper bound"' --data "$S/held-none.h5" --ranks 4 \
   --sparse-comm auto
 NP=3 accept train "sparse-comm: dense, 3 ranks, permuted" 'jsonl_ok $OUT/sc-dense3.jsonl' --data "$IN/sbm.h5" \
   "${sc[@]}" --balance permute --grid 3x1x1 --sparse-comm dense --metrics "$OUT/sc-dense3.jsonl"
-NP=3 accept train "sparse-comm: auto, 3 ranks, the dense losses" 'same_losses $OUT/sc-auto3.jsonl $OUT/sc-dense3.jsonl' \
-  --data "$IN/sbm.h5" "${sc[@]}" --balance permute --grid 3x1x1 --sparse-comm auto --metrics "$OUT/sc-auto3.jsonl"
+NP=3 accept train "sparse-comm: rows, 3 ranks, the dense losses" 'same_losses $OUT/sc-auto3.jsonl $OUT/sc-dense3.jsonl' \
+  --data "$IN/sbm.h5" "${sc[@]}" --balance permute --grid 3x1x1 --sparse-comm rows --metrics "$OUT/sc-auto3.jsonl"
 NP=4 accept train "sparse-comm: dense, 4 ranks, chunked, sharded, rs-ag" 'jsonl_ok $OUT/sc-dense4.jsonl' \
   --data "$IN/sbm.h5" "${sc[@]}" --grid 2x1x2 --agg-chunks 3 --shard-adj --comm-variant rs-ag --sparse-comm dense \
   --metrics "$OUT/sc-dense4.jsonl"

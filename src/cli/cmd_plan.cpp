@@ -120,6 +120,18 @@ nlohmann::json memory_kinds_json(const GridPlan& g) {
   return j;
 }
 
+// The header's words on --sparse-comm: which forms the sums and gathers take, and whether the plan
+// knows the rows to choose them by.
+std::string sparse_comm_text(const TrainConfig& c, bool held_rows, bool one_node) {
+  if (c.sparse_comm == SparseComm::Off) return "";
+  if (c.sparse_comm == SparseComm::Dense) return "; aggregation sums dense (in rank order)";
+  const char* where = c.sparse_comm == SparseComm::Rows ? "wherever it moves fewer bytes"
+                      : one_node ? "where it costs less counting its copies: one node"
+                                 : "where it moves fewer bytes: several nodes";
+  return fmt::format("; aggregation sums and gathers {} (row-sparse {}{})", sparse_comm_name(c.sparse_comm), where,
+                     held_rows ? "" : "; no table of held rows: shown as dense, an upper bound");
+}
+
 // --ranks (required) and the machine, each option checked on its own: one line naming it.
 std::pair<int, MachineModel> machine_model(const MachineOptions& o) {
   if (!o.ranks) throw InputError("--ranks", "is required");
@@ -236,13 +248,7 @@ void run_plan(PlanOptions& o) {
              c.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
              c.shard_adj ? "; Â sharded over each layer's third axis" : "",
              c.recompute ? "; activations recomputed in backward" : "",
-             c.sparse_comm == SparseComm::Off ? std::string()
-             : c.sparse_comm == SparseComm::Dense
-                 ? std::string("; aggregation sums dense (in rank order)")
-             : p.blocks && p.blocks->has_held()
-                 ? std::string("; aggregation sums and gathers auto (row-sparse where the graph's held rows make it pay)")
-                 : std::string("; aggregation sums and gathers auto (row-sparse where it pays; no table of held rows: "
-                               "shown as dense, an upper bound)"),
+             sparse_comm_text(c, p.blocks && p.blocks->has_held(), ranks <= m.ranks_per_node),
              c.wire == Wire::Fp32 ? std::string() : fmt::format("; activation sums in {} on the wire", wire_name(c.wire)),
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(layer_order_of(c)), fmt::join(layer_orders(p, true), ", "));
@@ -265,7 +271,7 @@ void run_plan(PlanOptions& o) {
   fmt::print("MB/rank counts tensors; train's memory check adds the rank's share of the graph on the host: "
              "{:.2f} MB (all of it on every rank where --balance orders a plain file in memory)\n",
              host_graph / 1e6);
-  if (c.sparse_comm == SparseComm::Auto) {
+  if (c.sparse_comm == SparseComm::Auto || c.sparse_comm == SparseComm::Rows) {
     const SumForms& s = plans.front().sums;
     fmt::print("aggregation sums and gathers of {} (all ranks; a sum per layer and direction, layer 0's input gather): "
                "{} row-sparse, {} dense{}\n",

@@ -384,12 +384,14 @@ std::unique_ptr<ProcessGrid> ProcessGrid::from_mpi(GridShape shape, int dp, MPI_
   MPI_Comm_split(world, g[2].colour, g[2].place, &cz);
   MPI_Comm_split(world, g[3].colour, g[3].place, &cd);
   MPI_Comm_split(world, g[4].colour, g[4].place, &replica);
-  return std::make_unique<ProcessGrid>(
+  auto grid = std::make_unique<ProcessGrid>(
       shape, dp, rank,
       std::array<std::unique_ptr<Communicator>, 4>{
           std::make_unique<MpiCommunicator>(cx), std::make_unique<MpiCommunicator>(cy),
           std::make_unique<MpiCommunicator>(cz), std::make_unique<MpiCommunicator>(cd)},
       std::make_unique<MpiCommunicator>(replica), std::make_unique<MpiCommunicator>(world), world);
+  grid->set_one_node(node_placement(world).local_ranks == world_size);  // the same on every rank
+  return grid;
 }
 
 }  // namespace plexus

@@ -18,6 +18,15 @@ RowMasks all_gather_row_masks(Communicator& comm, const std::vector<std::uint8_t
   return m;
 }
 
+bool rows_form_pays(RowsRule rule, std::uint64_t dense, std::uint64_t sparse, std::uint64_t copies) {
+  switch (rule) {
+    case RowsRule::Never: return false;
+    case RowsRule::FewerRows: return sparse < dense;
+    case RowsRule::Cheaper: return 2 * sparse + copies < 2 * dense;
+  }
+  return false;
+}
+
 void append_row(std::vector<RowRun>& runs, index_t row, index_t at) {
   if (!runs.empty() && runs.back().row + runs.back().len == row && runs.back().at + runs.back().len == at) {
     ++runs.back().len;

@@ -25,6 +25,24 @@ struct RowMasks {
 // packed and all-gathered.
 RowMasks all_gather_row_masks(Communicator& comm, const std::vector<std::uint8_t>& mask);
 
+// When a row-sparse collective takes its rows form instead of the dense one (--sparse-comm; the
+// same decision on every rank, from counts a plan knows too):
+//   Never      the dense form (--sparse-comm dense).
+//   FewerRows  where it moves fewer rows over the group: the rule where the wire is the cost (ranks
+//              on several nodes; --sparse-comm rows, and auto across nodes).
+//   Cheaper    where it costs less counting the copies it adds besides: packing the rows it sends
+//              and placing the rows it receives, which the dense form, sending and receiving whole
+//              blocks in place, does not make. Between ranks of one node a row on the wire is two
+//              copies (into shared memory and out), a packing copy one, so the rows form is taken
+//              where 2·wire + copies < 2·dense (auto on one node). On 4 and 8 ranks of this 2-core
+//              machine the rows form of a sum moving 0.7 of dense's rows took 1.2–1.35× its time
+//              (examples/bench/bench_row_sums; docs/communication.md, "Which form").
+enum class RowsRule { Never, FewerRows, Cheaper };
+
+// Whether `rule` takes the rows form of a collective whose group receives `dense` rows in the
+// dense form, `sparse` in the rows form, which copies `copies` rows besides.
+bool rows_form_pays(RowsRule rule, std::uint64_t dense, std::uint64_t sparse, std::uint64_t copies);
+
 // A run of `len` consecutive rows of a block from `row`, at `at` (in rows) of a packed buffer: the
 // schedules copy and add runs, not rows one by one.
 struct RowRun {

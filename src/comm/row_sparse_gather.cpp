@@ -21,20 +21,20 @@ RowSparseGather::RowSparseGather(Communicator& comm, index_t rows) : comm_(&comm
 }
 
 RowSparseGather::RowSparseGather(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& reads,
-                                 bool allow_rows)
+                                 RowsRule rule)
     : RowSparseGather(comm, rows) {
   if (reads.size() != as_size(rows)) throw std::invalid_argument("RowSparseGather: a mask of another length");
   const int p = comm.size();
   if (p == 1) return;  // nothing moves
   build(all_gather_row_masks(comm, reads));
-  if (allow_rows && rows_group_rows_ < dense_group_rows_) {
+  if (rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_form_copies(rows_group_rows_))) {
     form_ = Form::Rows;
     return;
   }
   *this = RowSparseGather(comm, rows);  // the dense form keeps no lists
 }
 
-RowSparseGather::RowSparseGather(Communicator& comm, index_t rows, const std::vector<index_t>& reads, bool allow_rows)
+RowSparseGather::RowSparseGather(Communicator& comm, index_t rows, const std::vector<index_t>& reads, RowsRule rule)
     : RowSparseGather(comm, rows) {
   const int p = comm.size(), me = comm.rank();
   const auto ranks = static_cast<std::size_t>(p);
@@ -49,7 +49,7 @@ RowSparseGather::RowSparseGather(Communicator& comm, index_t rows, const std::ve
     }
   if (p == 1) return;
   rows_group_rows_ = received;
-  if (!allow_rows || rows_group_rows_ >= dense_group_rows_) {
+  if (!rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_form_copies(rows_group_rows_))) {
     rows_group_rows_ = dense_group_rows_;
     return;
   }

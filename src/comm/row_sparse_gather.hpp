@@ -11,8 +11,9 @@
 //          part is copied in; the rows it does not read are left as they were (nothing reads them).
 // A gathered row is a copy: the rows a rank reads hold the same bits in both forms.
 //
-// The form is decided once, from every rank's rows, by the rows the group would receive (the same
-// decision on every rank).
+// The form is decided once, from every rank's rows, by the rows the group would receive and the
+// copies the rows form adds (RowsRule, comm/row_lists.hpp: its sender packs each row it sends and
+// its receiver places it); the same decision on every rank.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -30,19 +31,21 @@ class RowSparseGather {
   // The dense form (no collective).
   RowSparseGather(Communicator& comm, index_t rows);
   // Collective over `comm`: every rank's `reads` (one byte a row of the whole, non-zero: this rank
-  // reads the row) is gathered bit-packed, and the rows form is taken when `allow_rows` and it
-  // moves fewer rows over the group than the dense form.
-  RowSparseGather(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& reads, bool allow_rows);
+  // reads the row) is gathered bit-packed, and the rows form is taken where `rule` says it pays.
+  RowSparseGather(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& reads, RowsRule rule);
   // A dry run's (no collective): `reads` p × p counts, reads[r·p + q] the rows of rank q's part
   // that rank r reads (its own part's included). The form and every rank's bytes are exact: they
   // depend on the counts alone.
-  RowSparseGather(Communicator& comm, index_t rows, const std::vector<index_t>& reads, bool allow_rows);
+  RowSparseGather(Communicator& comm, index_t rows, const std::vector<index_t>& reads, RowsRule rule);
 
   Form form() const { return form_; }
   index_t rows() const { return rows_; }
   // Rows the whole group receives per gather, in each form.
   std::uint64_t dense_group_rows() const { return dense_group_rows_; }
   std::uint64_t rows_group_rows() const { return rows_group_rows_; }
+  // Rows the rows form copies that the dense form does not: each received row packed by its
+  // sender and placed by its receiver.
+  static std::uint64_t rows_form_copies(std::uint64_t received) { return 2 * received; }
 
   // The rows form's gather (a std::logic_error in the dense form): `own` this rank's part and
   // `whole` the block, `row_bytes` a row in both. Fills this rank's part of `whole` and the rows it

@@ -45,13 +45,13 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows) : comm_(&comm), row
 }
 
 RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero,
-                           bool allow_rows)
+                           RowsRule rule)
     : RowSparseSum(comm, rows) {
   if (maybe_nonzero.size() != as_size(rows)) throw std::invalid_argument("RowSparseSum: a mask of another length");
   const int p = comm.size();
   if (p == 1) return;  // nothing moves
   build(all_gather_row_masks(comm, maybe_nonzero));
-  if (allow_rows && rows_group_rows_ < dense_group_rows_) {
+  if (rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_copies_)) {
     form_ = Form::Rows;
     return;
   }
@@ -59,7 +59,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<s
   *this = RowSparseSum(comm, rows);
 }
 
-RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, bool allow_rows)
+RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, RowsRule rule)
     : RowSparseSum(comm, rows) {
   const int p = comm.size(), me = comm.rank();
   const auto ranks = static_cast<std::size_t>(p);
@@ -74,7 +74,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
   if (p == 1) return;
   const auto any = static_cast<std::uint64_t>(held.any);
   rows_group_rows_ = rows_form_rows(total, any, p);
-  if (!allow_rows || rows_group_rows_ >= dense_group_rows_) {
+  if (!rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_form_copies(total, any, p))) {
     rows_group_rows_ = dense_group_rows_;
     return;
   }
@@ -157,6 +157,7 @@ void RowSparseSum::build(const RowMasks& masks) {
     }
   }
   rows_group_rows_ = rows_form_rows(held, any, p);
+  rows_copies_ = rows_form_copies(held, any, p);
   const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
   owned_ = owned.size();
   for (std::size_t k = 0; k < owned.size(); ++k) {

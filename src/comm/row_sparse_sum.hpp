@@ -20,7 +20,8 @@
 // and a sum that skips the rows known to be zero equals the one that adds them.
 //
 // Which form a sum takes is decided once, from every rank's rows, by the row transfers the group
-// would make (the same decision on every rank). Nothing here depends on MPI's reduction order:
+// would make and the copies the rows form adds (RowsRule, comm/row_lists.hpp; the same decision
+// on every rank). Nothing here depends on MPI's reduction order:
 // the bits depend on the values and the group's size only.
 #include <cstdint>
 #include <vector>
@@ -56,16 +57,16 @@ class RowSparseSum {
   // The dense form over `comm` (no collective: what a dry run or --sparse-comm dense takes).
   RowSparseSum(Communicator& comm, index_t rows);
   // Collective over `comm`: every rank's `maybe_nonzero` (one byte a row, non-zero: the row may
-  // hold values; rows bytes) is gathered, bit-packed, and the rows form is taken when
-  // `allow_rows` and it moves fewer rows over the group than the dense form.
-  RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero, bool allow_rows);
+  // hold values; rows bytes) is gathered, bit-packed, and the rows form is taken where `rule`
+  // says it pays (rows_form_pays on the group's rows in each form and rows_form_copies).
+  RowSparseSum(Communicator& comm, index_t rows, const std::vector<std::uint8_t>& maybe_nonzero, RowsRule rule);
   // A dry run's sum (no collective; sum() then takes c == nullptr only): the form the masks'
   // constructor would take and the rows the group moves in it, both exact — they depend on the
   // counts alone (a held row moves from each holder but its owner, then to every rank but its
   // owner). Which rank owns which rows depends on the rows themselves: modelled here (each rank
   // owns up to its dense share of the held rows, the rest in rank order, and receives the
   // holders' copies in proportion), so a rank's bytes are near, the group's equal, a real run's.
-  RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, bool allow_rows);
+  RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts& held, RowsRule rule);
 
   // Rows a group of p ranks receives per sum of `rows` rows in the dense form, and in the rows
   // form when its ranks hold `held` rows in all (each counted once per holder) of which `any`
@@ -76,6 +77,12 @@ class RowSparseSum {
   }
   static std::uint64_t rows_form_rows(std::uint64_t held, std::uint64_t any, int p) {
     return held - any + any * static_cast<std::uint64_t>(p - 1);
+  }
+  // Rows the rows form copies in fp32 that the dense form does not (RowsRule::Cheaper): on two
+  // ranks (one exchange) each packs the rows it holds; on more the holders pack the rows they
+  // send to the owners, and every rank places every summed row from the all-gather's buffer.
+  static std::uint64_t rows_form_copies(std::uint64_t held, std::uint64_t any, int p) {
+    return p == 2 ? held : held - any + any * static_cast<std::uint64_t>(p);
   }
 
   Form form() const { return form_; }
@@ -109,7 +116,7 @@ class RowSparseSum {
   index_t rows_ = 0;
   Form form_ = Form::Dense;
   bool modelled_ = false;  // counts without lists (the HeldRowCounts constructor)
-  std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0;
+  std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0, rows_copies_ = 0;
   // The rows form's lists (empty for the dense one), built once.
   std::vector<Run> send_runs_;                 // rows sent to their owners, packed by owner in rank order
   std::vector<std::size_t> send_counts_;       // rows for each rank

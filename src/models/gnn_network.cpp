@@ -14,6 +14,21 @@
 
 namespace plexus {
 
+namespace {
+// When --sparse-comm (TrainConfig::sparse_comm) takes the rows forms on this grid: auto's rule
+// depends on whether the ranks share a node, and a quantised sum's rows form adds no copies (it
+// codes what it sends, as the dense form does).
+RowsRule rows_rule(SparseComm s, bool one_node, bool quantised) {
+  switch (s) {
+    case SparseComm::Off:
+    case SparseComm::Dense: return RowsRule::Never;
+    case SparseComm::Rows: return RowsRule::FewerRows;
+    case SparseComm::Auto: return one_node && !quantised ? RowsRule::Cheaper : RowsRule::FewerRows;
+  }
+  return RowsRule::Never;
+}
+}  // namespace
+
 GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const TrainConfig& cfg, NetworkUse use)
     : be_(be),
       grid_(grid),
@@ -140,7 +155,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
   if (cfg.wire != Wire::Fp32 && be.device() != Device::CPU)
     throw InputError("TrainConfig.wire", std::string(wire_name(cfg.wire)) + " sums are the CPU backend's for now");
   if (cfg.sparse_comm != SparseComm::Off && be.device() == Device::CPU) {
-    const bool rows = cfg.sparse_comm == SparseComm::Auto;
+    const RowsRule rows = rows_rule(cfg.sparse_comm, grid.one_node(), cfg.wire != Wire::Fp32);
     if (shards.shape_only && shards.adj_counts)  // a plan's dry run: its table's held rows
       for (std::size_t k = 0; k < num_blocks; ++k)
         adj_[k]->model_held_rows(held_rows_model(shards.adj_counts, shards.adj_symmetric, shards.num_nodes, block(k)));
@@ -151,7 +166,7 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
       // S holds an entry in every row (an explicit zero where the node's self-loop is in another
       // rank's columns: neighbour_operators.hpp), and Sᵀ's rows depend on the node order, which a
       // plan does not know: their sums stay dense, the same in a run and in its plan.
-      if (needs.self_loops) self_loops_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), false);
+      if (needs.self_loops) self_loops_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), RowsRule::Never);
     }
   }
   shards.adj_self_col.clear();
@@ -211,10 +226,11 @@ void GnnNetwork::plan_features_gather(int block) {
   // plan or none): its block's columns are the rows of H it reads (DeviceAdj::plan_operand_gather).
   const LayerGeometry& g0 = layers_.front()->geometry();
   Communicator& group = grid_.comm(g0.in_repl());
-  if (cfg_.sparse_comm != SparseComm::Auto || be_.device() != Device::CPU || group.size() == 1 ||
+  const RowsRule rule = rows_rule(cfg_.sparse_comm, grid_.one_node(), false);  // (features travel in fp32 or bf16)
+  if (rule == RowsRule::Never || be_.device() != Device::CPU || group.size() == 1 ||
       !layers_.front()->reads_input_through_adj_only())
     return;
-  auto gather = adj_[static_cast<std::size_t>(block)]->plan_operand_gather(group, true);
+  auto gather = adj_[static_cast<std::size_t>(block)]->plan_operand_gather(group, rule);
   if (gather->rows() != g0.in_rows.size()) throw std::logic_error("GnnNetwork: layer 0's block does not read its input's rows");
   if (gather->form() == RowSparseGather::Form::Rows) features_gather_ = std::move(gather);
 }

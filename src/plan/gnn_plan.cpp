@@ -139,7 +139,8 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
   }
   // The link task's pairs: each rank's block and piece of them are its own. Row-sparse sums
   // planned from held rows: a rank's share of its group's rows is its own too.
-  const bool held_rows = p.blocks && p.blocks->has_held() && p.config.sparse_comm == SparseComm::Auto;
+  const bool held_rows = p.blocks && p.blocks->has_held() &&
+                         (p.config.sparse_comm == SparseComm::Auto || p.config.sparse_comm == SparseComm::Rows);
   if (p.links || held_rows) k.insert(k.end(), coords.begin(), coords.end());
 }
 
@@ -147,6 +148,7 @@ void rank_key(const ShardRanges& sr, GridShape g, const std::array<int, 3>& coor
 
 RankEpochs dry_run_gnn_rank(const ProblemSize& p, GridShape g, int rank, const SteadyEpoch& steady) {
   DryRun run(g, 1, rank, p.transport);
+  run.grid().set_one_node(p.one_node);
   const ShardRanges sr =
       shard_ranges(run.grid(), p.num_nodes, p.dims(), p.two_orders, p.config.shard_adj, p.transform_first());
   if (p.inference) {  // two passes of plexus predict: the same each time
@@ -314,8 +316,10 @@ AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch) 
 }
 
 GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
+  ProblemSize on_machine = p;
+  on_machine.one_node = g.size() <= std::max(1, m.ranks_per_node);
   // From the runs, not from every rank's copy of its run's costs (plan_from_runs).
-  const DistinctRuns<RankEpochs> runs = distinct_epochs(p, g);
+  const DistinctRuns<RankEpochs> runs = distinct_epochs(on_machine, g);
   std::vector<RankCost> first, steady;
   for (const RankEpochs& e : runs.runs) {
     first.push_back(e.first);

@@ -37,6 +37,9 @@ struct ProblemSize {
   // NCCL: exact for every gather of dense blocks; the sharded Â gathers, whose per-part nnz
   // the model takes as the average, are counted as under MPI (exact in sum only when grouped).
   Transport transport = Transport::Mpi;
+  // Whether the ranks share one node (a grid's dry run is given it: ProcessGrid::one_node), which
+  // --sparse-comm auto's forms depend on: plan_grid sets it from the machine's ranks per node.
+  bool one_node = true;
   // The graph's two node orders (a prepared, balanced file): even layers use Â1, odd ones Â2,
   // so a rank holds the blocks of both.
   bool two_orders = false;

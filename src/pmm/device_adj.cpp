@@ -197,12 +197,12 @@ void count_form(int p, bool unknown, bool rows_form) {
 }
 }  // namespace
 
-void DeviceAdj::plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows) {
-  plan_side_sums(a_, rows_sum, allow_rows, false);
-  plan_side_sums(a_t_, cols_sum, allow_rows, true);
+void DeviceAdj::plan_sums(Communicator& rows_sum, Communicator& cols_sum, RowsRule rule) {
+  plan_side_sums(a_, rows_sum, rule, false);
+  plan_side_sums(a_t_, cols_sum, rule, true);
 }
 
-void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, bool transpose) {
+void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, RowsRule rule, bool transpose) {
   // Every rank of `comm` holds a block of the same rows and the same chunking, and knows its
   // rows alike (all real, or all a dry run's): all gather the masks, or none does. A dry run
   // plans from the counts its model gives (no collective), as the masks would decide.
@@ -211,14 +211,15 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, boo
   const auto from_rows = [&](Range r) -> std::unique_ptr<RowSparseSum> {
     if (s.rows_known) {
       const std::vector<std::uint8_t> held(s.held_rows.begin() + r.begin, s.held_rows.begin() + r.end);
-      return std::make_unique<RowSparseSum>(comm, r.size(), held, true);
+      return std::make_unique<RowSparseSum>(comm, r.size(), held, rule);
     }
     if (held_model_)
       if (const std::optional<HeldRowCounts> held = held_model_(transpose, comm, r))
-        return std::make_unique<RowSparseSum>(comm, r.size(), *held, true);
+        return std::make_unique<RowSparseSum>(comm, r.size(), *held, rule);
     return nullptr;
   };
   const auto make = [&](Range r) {
+    const bool allow_rows = rule != RowsRule::Never;
     std::unique_ptr<RowSparseSum> sum = allow_rows ? from_rows(r) : nullptr;
     const bool unknown = allow_rows && !sum;
     if (!sum) sum = std::make_unique<RowSparseSum>(comm, r.size());
@@ -239,13 +240,14 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, bool allow_rows, boo
   s.sums.push_back(std::move(planned));
 }
 
-std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& group, bool allow_rows) {
+std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& group, RowsRule rule) {
   const index_t rows = a_t_.rows;  // the block's columns: the rows of H its product reads
   const int p = group.size();
   std::unique_ptr<RowSparseGather> gather;
+  const bool allow_rows = rule != RowsRule::Never;
   if (allow_rows && p > 1) {
     if (a_t_.rows_known) {
-      gather = std::make_unique<RowSparseGather>(group, rows, a_t_.held_rows, true);
+      gather = std::make_unique<RowSparseGather>(group, rows, a_t_.held_rows, rule);
     } else if (held_model_) {
       // Rank s reads the rows of part q that its block's transpose holds in column block s. The
       // p × p counts are allocated once the table is known to cut the parts: a plan asks this
@@ -261,7 +263,7 @@ std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& gr
         if (reads.empty()) reads.assign(ranks * ranks, 0);
         for (std::size_t s = 0; s < ranks; ++s) reads[s * ranks + static_cast<std::size_t>(q)] = held->per_rank[s];
       }
-      if (!reads.empty()) gather = std::make_unique<RowSparseGather>(group, rows, reads, true);
+      if (!reads.empty()) gather = std::make_unique<RowSparseGather>(group, rows, reads, rule);
     }
   }
   const bool unknown = allow_rows && p > 1 && !gather;

@@ -95,23 +95,23 @@ class DeviceAdj {
   AdjOperand operand(bool transpose);
   int chunks() const { return agg_chunks_; }
 
-  // Plans the sums of this block's products (--sparse-comm dense or auto; collective over both
-  // communicators, in this order, where `allow_rows`): the block's (Â·H) over `rows_sum`, its
-  // transpose's (Âᵀ·G) over `cols_sum`, each of the whole or of every row chunk, as
-  // comm/row_sparse_sum.hpp sums them. `allow_rows`: the rows form where the rows with entries
-  // make it move less (a block built without entries, a dry run's, takes the dense form).
+  // Plans the sums of this block's products (--sparse-comm dense, rows or auto; collective over
+  // both communicators, in this order, where `rule` is not Never): the block's (Â·H) over
+  // `rows_sum`, its transpose's (Âᵀ·G) over `cols_sum`, each of the whole or of every row chunk, as
+  // comm/row_sparse_sum.hpp sums them. `rule` (comm/row_lists.hpp): where the rows form, moving the
+  // rows with entries only, is taken (a dry run's block without a model of its rows: dense).
   // operand() then carries them; spmm_all_reduce uses them only over the communicator they were
   // planned for. Called once per layer that multiplies the block (a rank's layers of different
   // layouts may share a block where their ranges coincide, another rank's not): planning again
   // for a communicator replaces its sums, so that every rank issues the same collectives.
-  void plan_sums(Communicator& rows_sum, Communicator& cols_sum, bool allow_rows);
+  void plan_sums(Communicator& rows_sum, Communicator& cols_sum, RowsRule rule);
   // The gather over `group` of the operand H [cols × width] of this block's product Â·H, stored in
   // parts block_range(cols, p, q) over `group` (whose rank s holds the block of rows
-  // block_range(N, p, s)): where `allow_rows`, the rows form reads only the block's columns that
+  // block_range(N, p, s)): where `rule` takes it, the rows form reads only the block's columns that
   // hold entries (comm/row_sparse_gather.hpp; collective over `group` where the columns are known,
   // a dry run's from its held-rows model of the transpose), else — or where not known — the dense
   // form. Counted by SumFormsCount like the sums.
-  std::unique_ptr<RowSparseGather> plan_operand_gather(Communicator& group, bool allow_rows);
+  std::unique_ptr<RowSparseGather> plan_operand_gather(Communicator& group, RowsRule rule);
   // A dry run's block holds no rows: what the plan knows of them (src/pmm/held_rows_model.hpp)
   // — the held row counts of the ranks of `group` for rows `rows` (from 0) of the block
   // (transpose false) or of its transpose, or nullopt (that sum planned dense).
@@ -164,7 +164,7 @@ class DeviceAdj {
   void prepare(Backend& be, Side& s, const AdjOperand& op);
   // Keeps which rows of `indptr` (rows + 1 pointers) hold entries, on a CPU backend.
   static void keep_held_rows(const Backend& be, Side& s, const index_t* indptr, index_t rows);
-  void plan_side_sums(Side& s, Communicator& comm, bool allow_rows, bool transpose);
+  void plan_side_sums(Side& s, Communicator& comm, RowsRule rule, bool transpose);
 
   bool sharded_ = false;
   int agg_chunks_ = 1;

@@ -129,8 +129,11 @@ const std::vector<NamedChoice<SparseComm>>& sparse_comms() {
       {SparseComm::Off, "off", "MPI's all-reduce"},
       {SparseComm::Dense, "dense", "an all-to-all to each row's owner, a sum in rank order, an all-gather"},
       {SparseComm::Auto, "auto",
-       "the same, moving only the rows an Â block has entries in (and gathering only the feature rows a GCN, "
-       "SAGE or GIN layer 0 aggregating first reads) where that moves fewer bytes; the same bits as dense"}};
+       "rows' forms where they pay: across nodes where they move fewer bytes, on one node where they cost less "
+       "counting the copies their packing adds"},
+      {SparseComm::Rows, "rows",
+       "the same as dense, moving only the rows an Â block has entries in (and gathering only the feature rows a "
+       "GCN, SAGE or GIN layer 0 aggregating first reads) wherever that moves fewer bytes; the same bits as dense"}};
   return all;
 }
 
