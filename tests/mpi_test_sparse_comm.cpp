@@ -22,6 +22,7 @@
 #include "plexus/train.hpp"
 #include "train/graph_shards.hpp"  // ordered_in_memory
 #include "mpi_grid_runs.hpp"
+#include "problem_util.hpp"
 
 namespace plexus {
 namespace {
@@ -32,15 +33,7 @@ using testing::world_size;
 // a few ranks' columns leaves most of its rows empty).
 const GraphData& graph(bool sparse) {
   static const GraphData dense_graph = testing::uneven_sbm(23);
-  static const GraphData sparse_graph = [] {
-    SbmOptions o;
-    o.nodes = 211;
-    o.classes = 4;
-    o.features = 9;
-    o.avg_degree = 1.5;
-    o.seed = 31;
-    return generate_sbm(o);
-  }();
+  static const GraphData sparse_graph = test::sparse_sbm();
   return sparse ? sparse_graph : dense_graph;
 }
 

@@ -366,13 +366,7 @@ TEST(CommModel, UnderNcclTheSumsAreAllReduces) {
 // one node only those that pay counting their copies — on a sparse SBM, where the rows form saves
 // little, more bytes than rows on some grid, never more than dense.
 TEST(CommModel, AutoPlansItsFormsByWhereTheRanksAre) {
-  SbmOptions o;
-  o.nodes = 211;
-  o.classes = 4;
-  o.features = 9;
-  o.avg_degree = 1.5;
-  o.seed = 31;
-  const GraphData g = generate_sbm(o);
+  const GraphData g = test::sparse_sbm();
   ProblemSize p;
   p.num_nodes = g.num_nodes;
   p.nnz = g.num_edges();

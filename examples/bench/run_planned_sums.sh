@@ -12,7 +12,8 @@
 # prepared for the grid METIS_GRID, default 64x1x1: 64 parts; and the same SBM with --balance
 # locality for the grid LOCALITY_GRID, default 4x1x16: 64 parts, one to a block of layer 0; road-loc
 # the road graph so); FEATURES (32), HIDDEN (32), LAYERS (2). GRAPHS picks some (default "road rmat
-# sbm sbm-loc road-loc").
+# sbm sbm-loc road-loc"). RANKS_PER_NODE (default 8): the ranks span nodes, where auto takes the
+# rows form wherever it moves fewer bytes (on one node it weighs its copies too: docs/communication.md).
 # Or KEEP=DIR keeps (and reuses) the prepared files there.
 # A benchmark, not a test.
 set -euo pipefail
@@ -58,7 +59,8 @@ for graph in "${graphs[@]}"; do
     for mode in dense auto int8; do
       opts=(--sparse-comm "$mode")
       [ "$mode" = int8 ] && opts=(--sparse-comm auto --wire int8)
-      "$plexus" plan --json --data "$graph.prep.h5" --ranks "$r" --layers "${LAYERS:-2}" --hidden "${HIDDEN:-32}" \
+      "$plexus" plan --json --data "$graph.prep.h5" --ranks "$r" --ranks-per-node "${RANKS_PER_NODE:-8}" \
+        --layers "${LAYERS:-2}" --hidden "${HIDDEN:-32}" \
         "${opts[@]}" >"plan.$mode.json"
     done
     /usr/bin/python3 - "$graph" "$r" <<'PY'

@@ -128,12 +128,12 @@ const std::vector<NamedChoice<SparseComm>>& sparse_comms() {
   static const std::vector<NamedChoice<SparseComm>> all = {
       {SparseComm::Off, "off", "MPI's all-reduce"},
       {SparseComm::Dense, "dense", "an all-to-all to each row's owner, a sum in rank order, an all-gather"},
-      {SparseComm::Auto, "auto",
-       "rows' forms where they pay: across nodes where they move fewer bytes, on one node where they cost less "
-       "counting the copies their packing adds"},
       {SparseComm::Rows, "rows",
        "the same as dense, moving only the rows an Â block has entries in (and gathering only the feature rows a "
-       "GCN, SAGE or GIN layer 0 aggregating first reads) wherever that moves fewer bytes; the same bits as dense"}};
+       "GCN, SAGE or GIN layer 0 aggregating first reads) wherever that moves fewer bytes; the same bits as dense"},
+      {SparseComm::Auto, "auto",
+       "rows where it pays: across nodes as rows, on one node where it costs less counting the copies its "
+       "packing adds"}};
   return all;
 }
 
