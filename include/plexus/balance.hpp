@@ -95,8 +95,8 @@ struct LayerBlockNnz {
   // Rows a gather over d of the layer's input H (its block's columns, stored in G_d parts) moves,
   // all groups together, per unit of width: the all-gather's, and with --sparse-comm rows (auto's
   // across nodes) only the rows of the others' parts each block's columns hold (each group's form
-  // of fewer rows; what layer 0
-  // aggregating first gathers: docs/communication.md, "Row-sparse gathers").
+  // of fewer rows; what layer 0 aggregating first gathers: docs/communication.md, "Row-sparse
+  // gathers").
   double gather_dense = 0, gather_auto = 0;
   // Of all the blocks' rows, those holding an entry.
   double held_fraction() const;

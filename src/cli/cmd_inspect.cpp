@@ -293,8 +293,9 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "layer", "order", "blocks",
              "nnz(Â)", "max", "mean", "max/mean", "held", "fwd sums", "bwd sums", "gather");
   // held: the blocks' rows holding an entry; fwd/bwd sums: rows the aggregation's sums move with
-  // --sparse-comm rows (auto's across nodes), of the dense form's (docs/communication.md, "Row-sparse sums"); gather:
-  // the same of the input's gather over d (layer 0 aggregating first: "Row-sparse gathers").
+  // --sparse-comm rows (auto's across nodes), of the dense form's (docs/communication.md,
+  // "Row-sparse sums"); gather: the same of the input's gather over d (layer 0 aggregating first:
+  // "Row-sparse gathers").
   const auto ratio = [](double a, double d) { return d > 0 ? fmt::format("{:.3f}", a / d) : std::string("-"); };
   for (const LayerBlockNnz& r : imb)
     fmt::print("  {:>5} {:<15} {:>9} {:>14} {:>14} {:>14.1f} {:>9.4f} {:>9.3f} {:>9} {:>9} {:>9}\n", r.layer,

@@ -248,7 +248,7 @@ void run_plan(PlanOptions& o) {
              c.precision == Precision::BF16 ? "; bf16 graph tensors" : "",
              c.shard_adj ? "; Â sharded over each layer's third axis" : "",
              c.recompute ? "; activations recomputed in backward" : "",
-             sparse_comm_text(c, p.blocks && p.blocks->has_held(), ranks <= m.ranks_per_node),
+             sparse_comm_text(c, p.blocks && p.blocks->has_held(), m.one_node(ranks)),
              c.wire == Wire::Fp32 ? std::string() : fmt::format("; activation sums in {} on the wire", wire_name(c.wire)),
              limit > 0 ? fmt::format("; grids that fit {:.1f} MB per rank", limit / 1e6) : std::string());
   fmt::print("layer order {}: {}\n", layer_order_name(layer_order_of(c)), fmt::join(layer_orders(p, true), ", "));

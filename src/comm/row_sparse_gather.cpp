@@ -27,7 +27,7 @@ RowSparseGather::RowSparseGather(Communicator& comm, index_t rows, const std::ve
   const int p = comm.size();
   if (p == 1) return;  // nothing moves
   build(all_gather_row_masks(comm, reads));
-  if (rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_form_copies(rows_group_rows_))) {
+  if (rows_pay(rule)) {
     form_ = Form::Rows;
     return;
   }
@@ -49,7 +49,7 @@ RowSparseGather::RowSparseGather(Communicator& comm, index_t rows, const std::ve
     }
   if (p == 1) return;
   rows_group_rows_ = received;
-  if (!rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_form_copies(rows_group_rows_))) {
+  if (!rows_pay(rule)) {
     rows_group_rows_ = dense_group_rows_;
     return;
   }

@@ -57,6 +57,10 @@ class RowSparseGather {
 
  private:
   void build(const RowMasks& masks);
+  // Whether `rule` takes the rows form, once rows_group_rows_ holds its rows.
+  bool rows_pay(RowsRule rule) const {
+    return rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_form_copies(rows_group_rows_));
+  }
 
   Communicator* comm_;
   index_t rows_ = 0;

@@ -50,8 +50,8 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const std::vector<s
   if (maybe_nonzero.size() != as_size(rows)) throw std::invalid_argument("RowSparseSum: a mask of another length");
   const int p = comm.size();
   if (p == 1) return;  // nothing moves
-  build(all_gather_row_masks(comm, maybe_nonzero));
-  if (rows_form_pays(rule, dense_group_rows_, rows_group_rows_, rows_copies_)) {
+  const std::uint64_t copies = build(all_gather_row_masks(comm, maybe_nonzero));
+  if (rows_form_pays(rule, dense_group_rows_, rows_group_rows_, copies)) {
     form_ = Form::Rows;
     return;
   }
@@ -117,7 +117,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
   }
 }
 
-void RowSparseSum::build(const RowMasks& masks) {
+std::uint64_t RowSparseSum::build(const RowMasks& masks) {
   const int p = comm_->size(), me = comm_->rank();
   const auto ranks = static_cast<std::size_t>(p);
   if (p == 2) {  // sum_pair's lists (the two phases' below serve the quantised sums)
@@ -157,7 +157,6 @@ void RowSparseSum::build(const RowMasks& masks) {
     }
   }
   rows_group_rows_ = rows_form_rows(held, any, p);
-  rows_copies_ = rows_form_copies(held, any, p);
   const std::vector<index_t>& owned = owned_by[static_cast<std::size_t>(me)];
   owned_ = owned.size();
   for (std::size_t k = 0; k < owned.size(); ++k) {
@@ -180,6 +179,7 @@ void RowSparseSum::build(const RowMasks& masks) {
     owned_counts_.push_back(owned_by[s].size());
     for (const index_t r : owned_by[s]) append_row(gathered_runs_, r, gathered++);
   }
+  return rows_form_copies(held, any, p);
 }
 
 void RowSparseSum::sum(float* c, index_t cols, Wire wire) const {

@@ -105,7 +105,9 @@ class RowSparseSum {
   using Run = RowRun;
 
  private:
-  void build(const RowMasks& masks);
+  // The rows form's lists and rows_group_rows_ from every rank's masks; returns the rows the
+  // rows form copies besides (rows_form_copies), which its choice weighs.
+  std::uint64_t build(const RowMasks& masks);
   void sum_dense(float* c, index_t cols) const;
   void sum_rows(float* c, index_t cols) const;
   void sum_pair(float* c, index_t cols) const;
@@ -116,7 +118,7 @@ class RowSparseSum {
   index_t rows_ = 0;
   Form form_ = Form::Dense;
   bool modelled_ = false;  // counts without lists (the HeldRowCounts constructor)
-  std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0, rows_copies_ = 0;
+  std::uint64_t dense_group_rows_ = 0, rows_group_rows_ = 0;
   // The rows form's lists (empty for the dense one), built once.
   std::vector<Run> send_runs_;                 // rows sent to their owners, packed by owner in rank order
   std::vector<std::size_t> send_counts_;       // rows for each rank

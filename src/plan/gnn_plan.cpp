@@ -317,7 +317,7 @@ AxisBytes predict_epoch(const ProblemSize& p, GridShape grid, bool first_epoch) 
 
 GridPlan plan_grid(const ProblemSize& p, GridShape g, const MachineModel& m) {
   ProblemSize on_machine = p;
-  on_machine.one_node = g.size() <= std::max(1, m.ranks_per_node);
+  on_machine.one_node = m.one_node(g.size());
   // From the runs, not from every rank's copy of its run's costs (plan_from_runs).
   const DistinctRuns<RankEpochs> runs = distinct_epochs(on_machine, g);
   std::vector<RankCost> first, steady;

@@ -65,7 +65,7 @@ GridPlan plan_ranks(GridShape g, int dp, const First& first, const Steady& stead
     return first_rank / K == (first_rank + (n - 1) * stride[static_cast<std::size_t>(a)]) / K;
   };
   // Every rank within one node (the default, --ranks-per-node P): every group is too.
-  const bool one_node = static_cast<long long>(dp) * g.size() <= K;
+  const bool one_node = m.one_node(static_cast<long long>(dp) * g.size());
   plan.intra_node = {true, true, true, true};
   const auto time = [&](const auto& ranks, double* comm, double* compute) {
     double worst = 0;

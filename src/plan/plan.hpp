@@ -5,6 +5,7 @@
 // backend: src/plan/, docs/dry-run.md), so exact wherever the sizes are known — and a cost
 // model that ranks the grids of P ranks (`plexus plan`). The engine's own planning: the library's
 // users get its answers through plexus/launch.hpp (choose_gnn_grid, choose_gpt_grid).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -129,6 +130,8 @@ struct MachineModel {
   // Measured on one core of a 2-core x86 host (docs/plan.md, "Calibrating"): 26.8 and 1.40.
   double stream_gbs = 25.0;                           // memory-bound kernels' traffic rate, GB/s
   double dropout_gdraws = 1.4;                        // dropout mask elements drawn, 10^9/s
+  // Whether `ranks` consecutive ranks all share one node (a plan's grid, ProblemSize::one_node).
+  bool one_node(long long ranks) const { return ranks <= std::max(1, ranks_per_node); }
 };
 
 // A rank's compute time under `m`: SpMM traffic / spmm_gbs + GEMM FLOPs / gemm_gflops +
