@@ -1,8 +1,10 @@
 // --wire int8|int4 under MPI (mpi_test_sums, on 1 to 4, 6 and 8 ranks): on every grid shape
-// of the rank count, every GNN kind and GCN layer order trains with quantised activation sums to
-// the same bits whichever form the sums take (the row-sparse sums' rows form or their dense
-// one: each rank's rows are rounded as the rank, each sum as its owner), near the fp32 losses,
-// their activation sums moving at most half of fp32's bytes and the rest as fp32; the same run twice gives the same bits; on one rank nothing is rounded.
+// of the rank count, every GNN kind and GCN layer order trains with quantised activation sums
+// near the fp32 losses in either form the sums take (the row-sparse sums' rows form, taken where
+// it moves fewer bytes, or their dense one), the rows form never moving more than the dense; their
+// activation sums moving at most half of fp32's bytes and the rest as fp32; the same run twice
+// gives the same bits, with or without recomputation; on one rank nothing is rounded. (That the
+// forms round alike where their scales cover the same rows: tests/test_row_sparse_sum.cpp.)
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -73,7 +75,7 @@ void expect_same_bits(const WireRun& got, const WireRun& want, const std::string
   testing::expect_same_training(got.losses, got.state, want.losses, want.state, what);
 }
 
-TEST(Wire, EveryKindOnEveryGridQuantisesAlikeInEitherFormNearFp32) {
+TEST(Wire, EveryKindOnEveryGridQuantisesInEitherFormNearFp32) {
   const int p = world_size();
   for (const Case& c : testing::every_kind_case())
     for (const GridShape& shape : all_grids(p)) {
@@ -82,18 +84,20 @@ TEST(Wire, EveryKindOnEveryGridQuantisesAlikeInEitherFormNearFp32) {
       const WireRun fp32 = train(*grid, config(c, Wire::Fp32, SparseComm::Dense));
       const WireRun dense = train(*grid, config(c, Wire::Int8, SparseComm::Dense));
       const WireRun rows = train(*grid, config(c, Wire::Int8, SparseComm::Rows));
-      expect_same_bits(rows, dense, what + " int8, auto vs dense");
-      for (std::size_t e = 0; e < fp32.losses.size(); ++e) {
-        EXPECT_TRUE(std::isfinite(dense.losses[e])) << what;
-        EXPECT_NEAR(dense.losses[e], fp32.losses[e], 0.02 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
-      }
+      for (std::size_t e = 0; e < fp32.losses.size(); ++e)
+        for (const WireRun* run : {&dense, &rows}) {
+          EXPECT_TRUE(std::isfinite(run->losses[e])) << what;
+          EXPECT_NEAR(run->losses[e], fp32.losses[e], 0.02 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
+        }
+      // The rows form where it moves fewer bytes: never more than the dense form in all.
+      EXPECT_LE(rows.activation, dense.activation) << what;
       if (shape.size() == 1) {  // nothing rounded on one rank
         expect_same_bits(dense, fp32, what + " one rank");
         EXPECT_EQ(fp32.activation, 0.0) << what;
         continue;
       }
-      // The activation sums move fewer bytes — at most half of fp32's, 1 + cols for 4·cols a row,
-      // but for GAT's attention scores, which stay fp32 — and the rest of the traffic is fp32's
+      // The activation sums move fewer bytes — at most half of fp32's, about cols for 4·cols a
+      // row, but for GAT's attention scores, which stay fp32 — and the rest of the traffic is fp32's
       // to the byte.
       EXPECT_GT(fp32.activation, 0.0) << what;
       EXPECT_LT(dense.activation, fp32.activation) << what;
@@ -112,17 +116,22 @@ TEST(Wire, Int4AndChunksAndVariantsOnTheLastGrid) {
     const std::string what = c.name + " on " + all_grids(p).back().str();
     const WireRun fp32 = train(*grid, config(c, Wire::Fp32, SparseComm::Dense));
     const WireRun int4 = train(*grid, config(c, Wire::Int4, SparseComm::Dense));
-    expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Rows)), int4, what + " int4, auto vs dense");
     expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Dense)), int4, what + " int4 again");
     // Without --sparse-comm a quantised sum takes the dense form all the same.
     expect_same_bits(train(*grid, config(c, Wire::Int4, SparseComm::Off)), int4, what + " int4, off vs dense");
     for (std::size_t e = 0; e < fp32.losses.size(); ++e)
       EXPECT_NEAR(int4.losses[e], fp32.losses[e], 0.1 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
-    TrainConfig on = config(c, Wire::Int8, SparseComm::Rows), dense = config(c, Wire::Int8, SparseComm::Dense);
-    on.comm_variant = dense.comm_variant = CommVariant::RsAgReuse;
-    on.recompute = dense.recompute = true;
-    if (c.model.kind() != "gat") on.agg_chunks = dense.agg_chunks = 3;
-    expect_same_bits(train(*grid, on), train(*grid, dense), what + " int8 chunked, rs-ag-reuse, recompute");
+    // The rows form, in chunks, under rs-ag-reuse: the same bits again when the backward pass
+    // recomputes the forward one (its draws a function of what is rounded), near fp32's.
+    TrainConfig on = config(c, Wire::Int8, SparseComm::Rows);
+    on.comm_variant = CommVariant::RsAgReuse;
+    if (c.model.kind() != "gat") on.agg_chunks = 3;
+    TrainConfig recompute = on;
+    recompute.recompute = true;
+    const WireRun chunked = train(*grid, on);
+    expect_same_bits(train(*grid, recompute), chunked, what + " int8 chunked, rs-ag-reuse, recompute");
+    for (std::size_t e = 0; e < fp32.losses.size(); ++e)
+      EXPECT_NEAR(chunked.losses[e], fp32.losses[e], 0.02 * std::fabs(fp32.losses[e])) << what << " epoch " << e + 1;
   }
 }
 

@@ -1,11 +1,13 @@
-// The low-bit wire's row codec (src/comm/quantised_rows.hpp), against a float64 reference: a row
-// takes 1 + cols (int8) or 1 + ⌈cols/2⌉ (int4) bytes; each value comes back within one step 2^e
-// of itself, the step the least power of two with qmax·2^e ≥ the row's largest |x|; values that
-// are multiples of the step come back exactly; the rounding is stochastic (unbiased over draws,
-// not to nearest) yet a function of what is rounded (same input, same bytes); rows of zeros come
-// back +0, rows with a value that is not finite come back NaN.
+// The low-bit wire's row codec (src/comm/quantised_rows.hpp), against a float64 reference: a group
+// of rows takes a scale byte and cols (int8) or ⌈cols/2⌉ (int4) bytes a row, rows narrower than 32
+// values grouped ⌈32/cols⌉ to a scale; each value comes back within one step 2^e of itself, the
+// step the least power of two with qmax·2^e ≥ its group's largest |x|; values that are multiples
+// of the step come back exactly; the rounding is stochastic (unbiased over draws, not to nearest)
+// yet a function of what is rounded (same input, same bytes); groups of zeros come back +0,
+// groups with a value that is not finite come back NaN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,21 +31,105 @@ int step_exponent(double largest, int bits) {
 }
 
 std::vector<float> round_trip(const std::vector<float>& x, index_t rows, index_t cols, int bits, std::uint64_t stream,
-                              std::vector<std::uint8_t>* bytes = nullptr) {
-  std::vector<std::uint8_t> q(static_cast<std::size_t>(rows) * quantised_row_bytes(cols, bits), 0xAB);
-  quantise_rows(x.data(), rows, cols, bits, stream, 0, q.data());
+                              std::vector<std::uint8_t>* bytes = nullptr, index_t scale_rows = 1) {
+  std::vector<std::uint8_t> q(quantised_bytes(rows, cols, bits, scale_rows), 0xAB);
+  quantise_rows(x.data(), rows, cols, bits, scale_rows, stream, 0, q.data());
   std::vector<float> out(x.size(), -1.0f);
-  dequantise_rows(q.data(), rows, cols, bits, out.data());
+  dequantise_rows(q.data(), rows, cols, bits, scale_rows, out.data());
   if (bytes) *bytes = q;
   return out;
 }
 
-TEST(QuantisedRows, RowBytes) {
+TEST(QuantisedRows, Bytes) {
   for (const index_t cols : {index_t{1}, index_t{2}, index_t{7}, index_t{16}, index_t{33}}) {
-    EXPECT_EQ(quantised_row_bytes(cols, 8), static_cast<std::size_t>(1 + cols));
-    EXPECT_EQ(quantised_row_bytes(cols, 4), static_cast<std::size_t>(1 + (cols + 1) / 2));
+    EXPECT_EQ(quantised_bytes(1, cols, 8, 1), static_cast<std::size_t>(1 + cols));
+    EXPECT_EQ(quantised_bytes(1, cols, 4, 1), static_cast<std::size_t>(1 + (cols + 1) / 2));
+    // A scale a group, the last one short: 10 rows in groups of 4 take 3 scales.
+    EXPECT_EQ(quantised_bytes(10, cols, 8, 4), static_cast<std::size_t>(3 + 10 * cols));
+    EXPECT_EQ(quantised_bytes(10, cols, 4, 4), static_cast<std::size_t>(3 + 10 * ((cols + 1) / 2)));
+    EXPECT_EQ(quantised_bytes(0, cols, 8, 4), 0u);
   }
-  EXPECT_THROW(quantised_row_bytes(4, 16), std::logic_error);
+  EXPECT_THROW(quantised_bytes(1, 4, 16, 1), std::logic_error);
+  EXPECT_THROW(quantised_bytes(1, 4, 8, 0), std::logic_error);
+}
+
+// Rows of 32 values or more a scale each; narrower ones ⌈32/cols⌉ to a scale, so that a scale
+// covers 32 values or more and fewer than 32 + cols.
+TEST(QuantisedRows, NarrowRowsShareAScaleOver32ValuesOrMore) {
+  EXPECT_EQ(quantised_scale_rows(32), 1);
+  EXPECT_EQ(quantised_scale_rows(1000), 1);
+  EXPECT_EQ(quantised_scale_rows(31), 2);
+  EXPECT_EQ(quantised_scale_rows(16), 2);
+  EXPECT_EQ(quantised_scale_rows(8), 4);
+  EXPECT_EQ(quantised_scale_rows(3), 11);
+  EXPECT_EQ(quantised_scale_rows(1), 32);
+  for (index_t cols = 1; cols < 32; ++cols) {
+    const index_t g = quantised_scale_rows(cols);
+    EXPECT_GE(g * cols, 32) << cols;
+    EXPECT_LT((g - 1) * cols, 32) << cols;
+  }
+  EXPECT_THROW(quantised_scale_rows(0), std::logic_error);
+}
+
+// A group's rows share the step of its largest |x|: a small row beside a large one rounds on the
+// large one's step, a group's rows on their own where they are alone; a row is drawn alike alone
+// or in a group of its scale (its draws are keyed by its row, not its group).
+TEST(QuantisedRows, AGroupsRowsShareTheStepOfItsLargestValue) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (const int bits : {8, 4})
+    for (const index_t g : {index_t{2}, index_t{3}, index_t{5}}) {
+      const index_t rows = 11, cols = 3;  // 11 rows: the last group short
+      std::vector<float> x(static_cast<std::size_t>(rows * cols));
+      for (index_t r = 0; r < rows; ++r)
+        for (index_t j = 0; j < cols; ++j)  // rows of very different sizes
+          x[static_cast<std::size_t>(r * cols + j)] = static_cast<float>(unit(rng) * std::ldexp(1.0, static_cast<int>(r % 4) * 5));
+      std::vector<std::uint8_t> q;
+      const std::vector<float> y = round_trip(x, rows, cols, bits, 3, &q, g);
+      EXPECT_EQ(q.size(), quantised_bytes(rows, cols, bits, g));
+      for (index_t r0 = 0; r0 < rows; r0 += g) {
+        const index_t n = std::min(g, rows - r0);
+        double largest = 0;
+        for (index_t i = r0 * cols; i < (r0 + n) * cols; ++i) largest = std::max(largest, std::fabs(static_cast<double>(x[static_cast<std::size_t>(i)])));
+        const double step = std::ldexp(1.0, step_exponent(largest, bits));
+        for (index_t i = r0 * cols; i < (r0 + n) * cols; ++i) {
+          const double xv = x[static_cast<std::size_t>(i)], yv = y[static_cast<std::size_t>(i)];
+          EXPECT_LT(std::fabs(yv - xv), step) << bits << " bits, group of " << g << " at " << r0;
+          const double k = yv / step;  // an integer number of the group's steps
+          EXPECT_EQ(k, std::round(k)) << bits << " bits, group of " << g << " at " << r0;
+        }
+      }
+    }
+  // Row 1 (largest 0.3) beside row 0 (largest 127): on row 0's step of 1, 0 or 1; alone, on its own.
+  const std::vector<float> x = {127.0f, 0.3f};
+  const std::vector<float> grouped = round_trip(x, 2, 1, 8, 5, nullptr, 2), alone = round_trip(x, 2, 1, 8, 5, nullptr, 1);
+  EXPECT_TRUE(grouped[1] == 0.0f || grouped[1] == 1.0f) << grouped[1];
+  EXPECT_NEAR(alone[1], 0.3f, 0.3 / 127 * 2);
+  EXPECT_NE(alone[1], grouped[1]);
+  // Rows of one largest |x| have one step alone or grouped: the same values, drawn by row.
+  std::vector<float> same(4 * 5);
+  for (std::size_t i = 0; i < same.size(); ++i) same[i] = i % 5 == 0 ? 2.0f : static_cast<float>(unit(rng));
+  EXPECT_EQ(round_trip(same, 4, 5, 8, 9, nullptr, 4), round_trip(same, 4, 5, 8, 9, nullptr, 1));
+  EXPECT_EQ(round_trip(same, 4, 5, 4, 9, nullptr, 3), round_trip(same, 4, 5, 4, 9, nullptr, 1));
+}
+
+// A value that is not finite makes its group NaN and no other; a group of zeros beside a group
+// of values comes back +0.
+TEST(QuantisedRows, WhatIsNotFiniteSpoilsItsGroupOnly) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const int bits : {8, 4}) {
+    const std::vector<float> x = {1.0f, 2.0f, 3.0f, inf,    // group 0: rows 0, 1
+                                  -0.0f, 0.0f, 0.0f, -0.0f,  // group 1: zeros
+                                  4.0f, -4.0f};              // group 2: one row
+    const std::vector<float> y = round_trip(x, 5, 2, bits, 1, nullptr, 2);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(i)])) << i;
+    for (int i = 4; i < 8; ++i) {
+      EXPECT_EQ(y[static_cast<std::size_t>(i)], 0.0f) << i;
+      EXPECT_FALSE(std::signbit(y[static_cast<std::size_t>(i)])) << i;
+    }
+    EXPECT_EQ(y[8], 4.0f);
+    EXPECT_EQ(y[9], -4.0f);
+  }
 }
 
 TEST(QuantisedRows, EachValueWithinOneStepOfItselfOnEveryScale) {
@@ -133,8 +219,8 @@ TEST(QuantisedRows, TheDrawIsAFunctionOfTheRowItsPlaceAndTheStream) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);  // another stream, other draws
   // Another row number, other draws.
-  std::vector<std::uint8_t> e(2 * quantised_row_bytes(32, 8));
-  quantise_rows(x.data(), 2, 32, 8, 5, 1, e.data());
+  std::vector<std::uint8_t> e(quantised_bytes(2, 32, 8, 1));
+  quantise_rows(x.data(), 2, 32, 8, 1, 5, 1, e.data());
   EXPECT_NE(a, e);
   // Another value in the row, other draws for the rest of it.
   std::vector<float> x2 = x;
@@ -155,7 +241,7 @@ TEST(QuantisedRows, ZerosComeBackPositiveAndTheNotFiniteAsNaN) {
                                   1e38f, -1e38f, 0.0f};     // large, finite
     std::vector<std::uint8_t> q;
     const std::vector<float> y = round_trip(x, 6, cols, bits, 1, &q);
-    const std::size_t rb = quantised_row_bytes(cols, bits);
+    const std::size_t rb = quantised_bytes(1, cols, bits, 1);
     for (index_t j = 0; j < cols; ++j) {
       EXPECT_EQ(std::signbit(y[static_cast<std::size_t>(j)]), false);
       EXPECT_EQ(y[static_cast<std::size_t>(j)], 0.0f);
@@ -180,13 +266,16 @@ TEST(QuantisedRows, AddingDequantisedRowsAddsWhatDequantisingGives) {
     std::vector<float> x(static_cast<std::size_t>(rows * cols)), acc(x.size());
     for (float& v : x) v = unit(rng);
     for (float& v : acc) v = unit(rng);
-    std::vector<std::uint8_t> q(static_cast<std::size_t>(rows) * quantised_row_bytes(cols, bits));
-    quantise_rows(x.data(), rows, cols, bits, 9, 100, q.data());
-    std::vector<float> values(x.size()), want = acc;
-    dequantise_rows(q.data(), rows, cols, bits, values.data());
-    for (std::size_t i = 0; i < want.size(); ++i) want[i] += values[i];
-    add_dequantised_rows(q.data(), rows, cols, bits, acc.data());
-    EXPECT_EQ(0, std::memcmp(acc.data(), want.data(), acc.size() * sizeof(float)));
+    for (const index_t g : {index_t{1}, index_t{4}}) {
+      std::vector<float> a = acc;
+      std::vector<std::uint8_t> q(quantised_bytes(rows, cols, bits, g));
+      quantise_rows(x.data(), rows, cols, bits, g, 9, 100, q.data());
+      std::vector<float> values(x.size()), want = a;
+      dequantise_rows(q.data(), rows, cols, bits, g, values.data());
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += values[i];
+      add_dequantised_rows(q.data(), rows, cols, bits, g, a.data());
+      EXPECT_EQ(0, std::memcmp(a.data(), want.data(), a.size() * sizeof(float)));
+    }
   }
 }
 

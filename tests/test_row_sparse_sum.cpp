@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/in_process_communicator.hpp"
+#include "comm/quantised_rows.hpp"
 #include "comm/recording_communicator.hpp"
 #include "comm/row_sparse_sum.hpp"
 #include "plexus/shard.hpp"
@@ -165,50 +166,72 @@ TEST(RowSparseSum, TheDenseFormOfADryRunCountsWhatARankMeasures) {
   }
 }
 
-// Quantised sums (--wire int8|int4): both forms give the same bits on every rank (each rank's
-// rows rounded as the rank, the sums as their owner: the same draws whichever rank owns a row),
-// within the steps of the rounding of a float64 sum, and move 1 + cols (int8) or 1 + ⌈cols/2⌉
-// (int4) bytes a row where fp32 moves 4·cols; a dry run counts them as a rank measures them.
-TEST(RowSparseSum, QuantisedSumsAgreeAcrossFormsAndRanksWithinTheirSteps) {
+// The rows a value of row r shares its scale with: in the rows form its own; in the dense form
+// its group of quantised_scale_rows rows from its owner's first row (the last one short).
+Range scale_group(index_t r, index_t rows, int p, index_t cols, bool dense) {
+  if (!dense) return Range{r, r + 1};
+  for (int q = 0; q < p; ++q) {
+    const Range seg = block_range(rows, p, q);
+    if (r < seg.begin || r >= seg.end) continue;
+    const index_t g = quantised_scale_rows(cols), begin = seg.begin + (r - seg.begin) / g * g;
+    return Range{begin, std::min(begin + g, seg.end)};
+  }
+  return Range{r, r + 1};
+}
+
+// Quantised sums (--wire int8|int4), each form's: the same bits on every rank (each rank's rows
+// rounded as the rank, the sums as their owner: the same draws whichever rank owns a row), within
+// its steps of the float64 sum (each rank's rows rounded on their scale's step, at most
+// 2·largest/qmax, and the sum on its own); the forms the same bits from 32 columns on (a scale a
+// row in both); the bytes each form's coding says, the sum taking the form that moves fewer; a
+// dry run counting what each rank measured.
+TEST(RowSparseSum, QuantisedSumsAgreeAcrossRanksWithinTheirSteps) {
   unsigned seed = 100;
   for (const Wire wire : {Wire::Int8, Wire::Int4})
     for (int p = 1; p <= 5; ++p)
-      for (const index_t cols : {index_t{1}, index_t{6}, index_t{16}})
+      for (const index_t cols : {index_t{1}, index_t{6}, index_t{16}, index_t{33}})
         for (const Pattern pattern : {Pattern::Random, Pattern::Diagonal, Pattern::Full}) {
           ++seed;
           const index_t rows = 41;
           const int bits = wire == Wire::Int8 ? 8 : 4, top = bits == 8 ? 127 : 7;
           const std::string what = std::to_string(bits) + " bits, p=" + std::to_string(p) + " cols=" +
                                    std::to_string(cols) + " pattern=" + std::to_string(static_cast<int>(pattern));
-          // The float64 sum, and a bound on the rounding: a step of each rank's row (at most
-          // 2·largest/qmax) and one of the sum's.
-          std::vector<double> want(static_cast<std::size_t>(rows * cols), 0.0), bound(static_cast<std::size_t>(rows), 0.0);
+          std::vector<double> want(static_cast<std::size_t>(rows * cols), 0.0);
           std::vector<std::vector<float>> inputs;
           for (int s = 0; s < p; ++s) {
             inputs.push_back(rank_block(s, p, rows, cols, pattern, 0.4, seed).values);
-            for (index_t r = 0; r < rows; ++r) {
-              double largest = 0;
-              for (index_t j = 0; j < cols; ++j) {
-                const float v = inputs.back()[static_cast<std::size_t>(r * cols + j)];
-                want[static_cast<std::size_t>(r * cols + j)] += v;
-                largest = std::max(largest, std::fabs(static_cast<double>(v)));
-              }
-              bound[static_cast<std::size_t>(r)] += 2 * largest / top;
+            for (std::size_t i = 0; i < want.size(); ++i) want[i] += inputs.back()[i];
+          }
+          // The bound of each row in a form: the rounding of every rank's scale group, then of the
+          // sum's (on its group's largest |sum| plus what the ranks' rounding may add).
+          const auto bounds = [&](bool dense) {
+            const auto largest = [&](const std::vector<double>& v, Range g) {
+              double l = 0;
+              for (index_t i = g.begin * cols; i < g.end * cols; ++i) l = std::max(l, std::fabs(v[static_cast<std::size_t>(i)]));
+              return l;
+            };
+            std::vector<double> in(static_cast<std::size_t>(rows), 0.0), out(in.size());
+            for (int s = 0; s < p; ++s) {
+              const std::vector<double> x(inputs[static_cast<std::size_t>(s)].begin(), inputs[static_cast<std::size_t>(s)].end());
+              for (index_t r = 0; r < rows; ++r) in[static_cast<std::size_t>(r)] += 2 * largest(x, scale_group(r, rows, p, cols, dense)) / top;
             }
-          }
-          for (index_t r = 0; r < rows; ++r) {
-            double largest = 0;
-            for (index_t j = 0; j < cols; ++j) largest = std::max(largest, std::fabs(want[static_cast<std::size_t>(r * cols + j)]));
-            bound[static_cast<std::size_t>(r)] = (bound[static_cast<std::size_t>(r)] + 1e-6) * (1 + 1e-5) + 2 * (largest + bound[static_cast<std::size_t>(r)]) / top;
-          }
+            for (index_t r = 0; r < rows; ++r) {
+              const Range g = scale_group(r, rows, p, cols, dense);
+              double most_in = 0;
+              for (index_t k = g.begin; k < g.end; ++k) most_in = std::max(most_in, in[static_cast<std::size_t>(k)]);
+              out[static_cast<std::size_t>(r)] = (in[static_cast<std::size_t>(r)] + 1e-6) * (1 + 1e-5) + 2 * (largest(want, g) + most_in) / top;
+            }
+            return out;
+          };
           std::vector<std::vector<float>> dense_out(static_cast<std::size_t>(p)), rows_out(static_cast<std::size_t>(p));
           std::vector<double> dense_bytes(static_cast<std::size_t>(p)), rows_bytes(static_cast<std::size_t>(p));
           std::uint64_t dense_rows = 0, rows_rows = 0;
-          bool rows_form = false;
+          bool rows_form = false, rows_quantised = false;
           std::mutex m;
           run_in_process(p, [&](Communicator& c) {
             const RankBlock b = rank_block(c.rank(), p, rows, cols, pattern, 0.4, seed);
             const RowSparseSum dense(c, rows, b.holds, RowsRule::Never), sparse(c, rows, b.holds, RowsRule::FewerRows);
+            EXPECT_EQ(dense.quantised_form(cols, wire), RowSparseSum::Form::Dense) << what;
             std::vector<float> x = b.values, y = b.values;
             c.reset_stats();
             dense.sum(x.data(), cols, wire);
@@ -223,6 +246,7 @@ TEST(RowSparseSum, QuantisedSumsAgreeAcrossFormsAndRanksWithinTheirSteps) {
             dense_rows = sparse.dense_group_rows();
             rows_rows = sparse.rows_group_rows();
             rows_form = sparse.form() == RowSparseSum::Form::Rows;
+            rows_quantised = sparse.quantised_form(cols, wire) == RowSparseSum::Form::Rows;
           });
           if (p == 1) {  // one rank: nothing rounded
             EXPECT_TRUE(same_bits(dense_out[0], inputs[0])) << what;
@@ -231,18 +255,34 @@ TEST(RowSparseSum, QuantisedSumsAgreeAcrossFormsAndRanksWithinTheirSteps) {
           double dense_total = 0, rows_total = 0;
           for (int s = 0; s < p; ++s) {
             EXPECT_TRUE(same_bits(dense_out[static_cast<std::size_t>(s)], dense_out[0])) << what << " rank " << s;
-            EXPECT_TRUE(same_bits(rows_out[static_cast<std::size_t>(s)], dense_out[0])) << what << " rank " << s;
+            EXPECT_TRUE(same_bits(rows_out[static_cast<std::size_t>(s)], rows_out[0])) << what << " rank " << s;
             dense_total += dense_bytes[static_cast<std::size_t>(s)];
             rows_total += rows_bytes[static_cast<std::size_t>(s)];
           }
+          if (cols >= 32 || !rows_quantised) {
+            EXPECT_TRUE(same_bits(rows_out[0], dense_out[0])) << what << ": the forms alike";
+          }
+          const std::vector<double> dense_bound = bounds(true), rows_bound = bounds(false);
           for (index_t r = 0; r < rows; ++r)
             for (index_t j = 0; j < cols; ++j) {
               const std::size_t i = static_cast<std::size_t>(r * cols + j);
-              EXPECT_LE(std::fabs(dense_out[0][i] - want[i]), bound[static_cast<std::size_t>(r)]) << what << " row " << r;
+              EXPECT_LE(std::fabs(dense_out[0][i] - want[i]), dense_bound[static_cast<std::size_t>(r)]) << what << " row " << r;
+              EXPECT_LE(std::fabs(rows_out[0][i] - want[i]), (rows_quantised ? rows_bound : dense_bound)[static_cast<std::size_t>(r)])
+                  << what << " row " << r;
             }
-          const double row_bytes = 1.0 + static_cast<double>(bits == 8 ? cols : (cols + 1) / 2);
-          EXPECT_EQ(dense_total, static_cast<double>(dense_rows) * row_bytes) << what;
-          EXPECT_EQ(rows_total, static_cast<double>(rows_form ? rows_rows : dense_rows) * row_bytes) << what;
+          // Dense: every owner's block of groups to every other rank, twice; rows: a scale a row.
+          const index_t g = quantised_scale_rows(cols);
+          double blocks = 0;
+          for (int q = 0; q < p; ++q) blocks += static_cast<double>(quantised_bytes(block_range(rows, p, q).size(), cols, bits, g));
+          const double dense_want = 2.0 * (p - 1) * blocks,
+                       rows_want = static_cast<double>(rows_rows) * static_cast<double>(quantised_bytes(1, cols, bits, 1));
+          EXPECT_EQ(dense_total, dense_want) << what;
+          EXPECT_EQ(rows_quantised, rows_form && rows_want < dense_want) << what;
+          EXPECT_EQ(rows_total, rows_quantised ? rows_want : dense_want) << what;
+          if (cols >= 6 && cols < 32 && p > 2) {  // a scale byte for 32 values or more: under 0.27 of fp32's
+            EXPECT_LT(dense_total, 0.27 * static_cast<double>(dense_rows) * 4.0 * static_cast<double>(cols) * (bits == 8 ? 1.0 : 0.53))
+                << what;
+          }
           // A dry run counts, rank by rank, what each rank measured.
           for (int r = 0; r < p; ++r) {
             RecordingCommunicator rec(p, r, Transport::Mpi);

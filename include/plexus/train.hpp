@@ -38,7 +38,8 @@ CommVariant parse_comm_variant(const std::string& text);
 //          their memory: the rows form packs what it sends and places what it receives.
 //   Auto   as Rows where the job's ranks span nodes; on one node (shared memory, a byte on the
 //          wire two copies) the rows form only where it costs less counting its copies. Sums
-//          quantised by `wire` as Rows (their coding replaces the packing). The default
+//          quantised by `wire` as Rows (their coding replaces the packing): the rows form where
+//          it moves fewer bytes at their width (its rows carry a scale each). The default
 //          (TrainConfig::sparse_comm).
 enum class SparseComm { Off, Dense, Auto, Rows };
 const char* sparse_comm_name(SparseComm s);
@@ -47,8 +48,9 @@ SparseComm parse_sparse_comm(const std::string& text);
 // Their names and help: sparse_comms() (below, with NamedChoice).
 
 // --wire (Communicator's Wire, include/plexus/comm.hpp; docs/communication.md, "Low-bit wire"):
-// how the GNN layers' activation-sized sums travel in an fp32 run: fp32, or quantised per row to
-// int8 or int4 with stochastic rounding, summed in fp32 at each hop (the CPU backend's). The
+// how the GNN layers' activation-sized sums travel in an fp32 run: fp32, or quantised to int8 or
+// int4 with a power-of-two scale per row (per ⌈32/cols⌉ rows for rows narrower than 32 values)
+// and stochastic rounding, summed in fp32 at each hop (the CPU backend's). The
 // weights' and the optimizer's collectives stay exact. Names and help: wires() (below).
 const char* wire_name(Wire w);
 // Parses "fp32" | "int8" | "int4"; throws InputError("TrainConfig.wire", ...).

@@ -14,6 +14,8 @@ namespace plexus {
 namespace {
 
 constexpr std::uint8_t kZeroRow = 0, kNotFinite = 255;
+// Values a scale covers at least (rows narrower than this share one).
+constexpr index_t kValuesPerScale = 32;
 
 int qmax(int bits) { return (1 << (bits - 1)) - 1; }
 // The largest e with qmax·2^e ≤ FLT_MAX (so every decoded value is finite), and the least
@@ -23,6 +25,14 @@ int e_min(int bits) { return e_max(bits) - 253; }
 
 void check_bits(int bits) {
   if (bits != 8 && bits != 4) throw std::logic_error("quantised rows: 8 or 4 bits");
+}
+void check_scale_rows(index_t scale_rows) {
+  if (scale_rows < 1) throw std::logic_error("quantised rows: a scale for fewer than one row");
+}
+// Bytes of one row's values: a byte each (int8), two to a byte (int4).
+std::size_t value_bytes(index_t cols, int bits) {
+  const auto n = static_cast<std::size_t>(cols);
+  return bits == 8 ? n : (n + 1) / 2;
 }
 
 std::uint64_t splitmix64(std::uint64_t z) {
@@ -75,33 +85,33 @@ void round_values(const float* x, index_t cols, Scale inv, int top, std::uint64_
   }
 }
 
-void quantise_row(const float* x, index_t cols, int bits, std::uint64_t stream, index_t row, std::uint8_t* out) {
-  std::uint8_t* q = out + 1;
-  const std::size_t value_bytes = quantised_row_bytes(cols, bits) - 1;
-  // The largest |x|, and a probe that turns NaN where any value is inf or NaN (x·0).
+// The scale of rows [0, rows) of x (a group): its byte, and e where the byte is neither special.
+// The largest |x| of the group, and a probe that turns NaN where any value is inf or NaN (x·0).
+std::uint8_t group_scale(const float* x, index_t n, int bits, int& e) {
   float largest = 0.0f, probe = 0.0f;
 #pragma omp simd reduction(max : largest) reduction(+ : probe)
-  for (index_t j = 0; j < cols; ++j) {
+  for (index_t j = 0; j < n; ++j) {
     const float a = std::fabs(x[j]);
     largest = a > largest ? a : largest;
     probe += x[j] * 0.0f;
   }
   const bool finite = probe == 0.0f;
-  const int top = qmax(bits);
-  int e = 0;
+  e = 0;
   if (finite && largest > 0.0f) {
     int exp2 = 0;
     std::frexp(largest, &exp2);  // largest = m·2^exp2, m in [0.5, 1)
     e = exp2 - (bits - 1);
-    if (static_cast<double>(largest) > std::ldexp(static_cast<double>(top), e)) ++e;
+    if (static_cast<double>(largest) > std::ldexp(static_cast<double>(qmax(bits)), e)) ++e;
   }
-  if (!finite || e > e_max(bits) || largest == 0.0f || e < e_min(bits)) {
-    std::memset(q, 0, value_bytes);
-    out[0] = !finite || e > e_max(bits) ? kNotFinite : kZeroRow;
-    return;
-  }
-  out[0] = static_cast<std::uint8_t>(e - e_min(bits) + 1);
+  if (!finite || e > e_max(bits)) return kNotFinite;
+  if (largest == 0.0f || e < e_min(bits)) return kZeroRow;
+  return static_cast<std::uint8_t>(e - e_min(bits) + 1);
+}
+
+// One row's values at `q` (value_bytes of them), rounded on the step 2^e.
+void round_row(const float* x, index_t cols, int bits, int e, std::uint64_t stream, index_t row, std::uint8_t* q) {
   const std::uint64_t seed = row_seed(x, cols, stream, row);
+  const int top = qmax(bits);
   // int8 values go straight to the row; int4 ones through a buffer, then two to a byte.
   // Per-thread workspaces, grown to the widest row seen: the draws, and int4's values before they
   // are packed (int8's go straight to the row).
@@ -118,17 +128,29 @@ void quantise_row(const float* x, index_t cols, int bits, std::uint64_t stream, 
   else
     round_values<double>(x, cols, std::ldexp(1.0, -e), top, seed, at_least(draws64), v);
   if (bits == 4) {
-    std::memset(q, 0, value_bytes);
+    std::memset(q, 0, value_bytes(cols, bits));
     for (index_t j = 0; j < cols; ++j)
       q[j >> 1] |= static_cast<std::uint8_t>((static_cast<unsigned>(v[j]) & 0xFu) << ((j & 1) * 4));
   }
 }
 
-// f(j, value) for each column of one quantised row.
+// A group of n rows: its scale byte at `out`, then each row's values.
+void quantise_group(const float* x, index_t n, index_t cols, int bits, std::uint64_t stream, index_t first_row,
+                    std::uint8_t* out) {
+  int e = 0;
+  out[0] = group_scale(x, n * cols, bits, e);
+  std::uint8_t* q = out + 1;
+  const std::size_t vb = value_bytes(cols, bits);
+  if (out[0] == kZeroRow || out[0] == kNotFinite) {
+    std::memset(q, 0, static_cast<std::size_t>(n) * vb);
+    return;
+  }
+  for (index_t r = 0; r < n; ++r) round_row(x + r * cols, cols, bits, e, stream, first_row + r, q + static_cast<std::size_t>(r) * vb);
+}
+
+// f(j, value) for each column of one row's values `q` under the scale byte b.
 template <class F>
-void decode_row(const std::uint8_t* in, index_t cols, int bits, F&& f) {
-  const std::uint8_t b = in[0];
-  const std::uint8_t* q = in + 1;
+void decode_row(std::uint8_t b, const std::uint8_t* q, index_t cols, int bits, F&& f) {
   if (b == kZeroRow) {
     for (index_t j = 0; j < cols; ++j) f(j, 0.0f);
     return;
@@ -149,38 +171,62 @@ void decode_row(const std::uint8_t* in, index_t cols, int bits, F&& f) {
   }
 }
 
+// Rows [0, rows) coded in groups of scale_rows into out (ld = cols): added (Add) or written, a
+// group at a time (groups in parallel where the work is worth a team).
+template <bool Add>
+void decode_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* out) {
+  check_bits(bits);
+  check_scale_rows(scale_rows);
+  const std::size_t vb = value_bytes(cols, bits), gb = 1 + static_cast<std::size_t>(scale_rows) * vb;
+  const index_t groups = (rows + scale_rows - 1) / scale_rows;
+#pragma omp parallel for schedule(static) if (worth_a_team(rows * cols))
+  for (index_t g = 0; g < groups; ++g) {
+    const std::uint8_t* group = in + static_cast<std::size_t>(g) * gb;
+    const index_t r0 = g * scale_rows, n = std::min(scale_rows, rows - r0);
+    for (index_t r = 0; r < n; ++r) {
+      float* o = out + (r0 + r) * cols;
+      decode_row(group[0], group + 1 + static_cast<std::size_t>(r) * vb, cols, bits, [o](index_t j, float v) {
+        if constexpr (Add) o[j] += v;
+        else o[j] = v;
+      });
+    }
+  }
+}
+
 }  // namespace
 
-std::size_t quantised_row_bytes(index_t cols, int bits) {
+index_t quantised_scale_rows(index_t cols) {
+  if (cols <= 0) throw std::logic_error("quantised rows: a row of no values");
+  return cols >= kValuesPerScale ? 1 : (kValuesPerScale + cols - 1) / cols;
+}
+
+std::size_t quantised_bytes(index_t rows, index_t cols, int bits, index_t scale_rows) {
   check_bits(bits);
-  const auto n = static_cast<std::size_t>(cols);
-  return 1 + (bits == 8 ? n : (n + 1) / 2);
+  check_scale_rows(scale_rows);
+  const auto n = static_cast<std::size_t>(rows);
+  return (n + static_cast<std::size_t>(scale_rows) - 1) / static_cast<std::size_t>(scale_rows) + n * value_bytes(cols, bits);
 }
 
-void quantise_rows(const float* x, index_t rows, index_t cols, int bits, std::uint64_t stream, index_t first_row,
-                   std::uint8_t* out) {
-  const std::size_t rb = quantised_row_bytes(cols, bits);
+void quantise_rows(const float* x, index_t rows, index_t cols, int bits, index_t scale_rows, std::uint64_t stream,
+                   index_t first_row, std::uint8_t* out) {
+  check_bits(bits);
+  check_scale_rows(scale_rows);
+  const std::size_t gb = 1 + static_cast<std::size_t>(scale_rows) * value_bytes(cols, bits);
+  const index_t groups = (rows + scale_rows - 1) / scale_rows;
 #pragma omp parallel for schedule(static) if (worth_a_team(rows * cols))
-  for (index_t r = 0; r < rows; ++r)
-    quantise_row(x + r * cols, cols, bits, stream, first_row + r, out + static_cast<std::size_t>(r) * rb);
-}
-
-void add_dequantised_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, float* acc) {
-  const std::size_t rb = quantised_row_bytes(cols, bits);
-#pragma omp parallel for schedule(static) if (worth_a_team(rows * cols))
-  for (index_t r = 0; r < rows; ++r) {
-    float* a = acc + r * cols;
-    decode_row(in + static_cast<std::size_t>(r) * rb, cols, bits, [a](index_t j, float v) { a[j] += v; });
+  for (index_t g = 0; g < groups; ++g) {
+    const index_t r0 = g * scale_rows;
+    quantise_group(x + r0 * cols, std::min(scale_rows, rows - r0), cols, bits, stream, first_row + r0,
+                   out + static_cast<std::size_t>(g) * gb);
   }
 }
 
-void dequantise_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, float* out) {
-  const std::size_t rb = quantised_row_bytes(cols, bits);
-#pragma omp parallel for schedule(static) if (worth_a_team(rows * cols))
-  for (index_t r = 0; r < rows; ++r) {
-    float* o = out + r * cols;
-    decode_row(in + static_cast<std::size_t>(r) * rb, cols, bits, [o](index_t j, float v) { o[j] = v; });
-  }
+void add_dequantised_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* acc) {
+  decode_rows<true>(in, rows, cols, bits, scale_rows, acc);
+}
+
+void dequantise_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* out) {
+  decode_rows<false>(in, rows, cols, bits, scale_rows, out);
 }
 
 }  // namespace plexus

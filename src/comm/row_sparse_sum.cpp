@@ -187,10 +187,26 @@ void RowSparseSum::sum(float* c, index_t cols, Wire wire) const {
   if (modelled_ && c != nullptr) throw std::logic_error("RowSparseSum: a dry run's sum (held row counts) given data");
   const int bits = wire_bits(wire);
   if (bits == 16) throw std::logic_error("RowSparseSum: a bf16 sum (all_reduce_in_bf16's)");
-  if (bits < 16) return form_ == Form::Dense ? sum_dense_quantised(c, cols, bits) : sum_rows_quantised(c, cols, bits);
+  if (bits < 16)
+    return quantised_form(cols, wire) == Form::Dense ? sum_dense_quantised(c, cols, bits) : sum_rows_quantised(c, cols, bits);
   if (comm_->size() == 2) return sum_pair(c, cols);  // one exchange
   if (form_ == Form::Dense) return sum_dense(c, cols);
   sum_rows(c, cols);
+}
+
+std::uint64_t RowSparseSum::dense_quantised_bytes(index_t cols, int bits) const {
+  const int p = comm_->size();
+  const index_t g = quantised_scale_rows(cols);
+  std::uint64_t blocks = 0;
+  for (int q = 0; q < p; ++q) blocks += quantised_bytes(block_range(rows_, p, q).size(), cols, bits, g);
+  return 2 * static_cast<std::uint64_t>(p - 1) * blocks;  // each block to every other rank, twice
+}
+
+RowSparseSum::Form RowSparseSum::quantised_form(index_t cols, Wire wire) const {
+  const int bits = wire_bits(wire);
+  if (form_ == Form::Dense || bits >= 16) return form_;
+  return rows_group_rows_ * quantised_bytes(1, cols, bits, 1) < dense_quantised_bytes(cols, bits) ? Form::Rows
+                                                                                                   : Form::Dense;
 }
 
 void RowSparseSum::sum_pair(float* c, index_t cols) const {
@@ -311,32 +327,52 @@ constexpr std::uint64_t kSumStream = 0xFFFFFFFFull;
 
 void RowSparseSum::sum_dense_quantised(float* c, index_t cols, int bits) const {
   const int p = comm_->size(), me = comm_->rank();
+  const auto ranks = static_cast<std::size_t>(p);
+  // Each owner's rows travel as a block of groups from its first row, each rank's alike: the
+  // sender's share and the owner's sums of a block scaled group by group.
+  const index_t g = quantised_scale_rows(cols);
+  std::vector<std::size_t> blocks, offsets;
+  std::size_t total = 0;
+  for (int q = 0; q < p; ++q) {
+    offsets.push_back(total);
+    blocks.push_back(quantised_bytes(block_range(rows_, p, q).size(), cols, bits, g));
+    total += blocks.back();
+  }
   const Range mine = block_range(rows_, p, me);
-  const std::size_t rb = quantised_row_bytes(cols, bits), w = as_size(cols), own = as_size(mine.size());
-  const std::vector<std::size_t> blocks = scaled_counts(row_blocks(rows_, p, 1), rb),
-                                 recv(static_cast<std::size_t>(p), own * rb);
+  const std::size_t own = blocks[static_cast<std::size_t>(me)], w = as_size(cols);
+  const std::vector<std::size_t> recv(ranks, own);
   const bool data = c != nullptr;
-  const Scratch<std::uint8_t> packed = scratch<std::uint8_t>(data ? as_size(rows_) * rb : 0),
-                              parts = scratch<std::uint8_t>(data ? own * rb * recv.size() : 0),
-                              gathered = scratch<std::uint8_t>(data ? as_size(rows_) * rb : 0);
+  const Scratch<std::uint8_t> packed = scratch<std::uint8_t>(data ? total : 0),
+                              parts = scratch<std::uint8_t>(data ? own * ranks : 0),
+                              gathered = scratch<std::uint8_t>(data ? total : 0);
   // The owner's rounded sums at its place in the all-gather's buffer (gathered in place).
-  std::uint8_t* const sums = data ? gathered.get() + as_size(mine.begin) * rb : nullptr;
-  if (data) quantise_rows(c, rows_, cols, bits, static_cast<std::uint64_t>(me), 0, packed.get());
+  std::uint8_t* const sums = data ? gathered.get() + offsets[static_cast<std::size_t>(me)] : nullptr;
+  if (data)
+    for (int q = 0; q < p; ++q) {
+      const Range r = block_range(rows_, p, q);
+      quantise_rows(c + r.begin * cols, r.size(), cols, bits, g, static_cast<std::uint64_t>(me), r.begin,
+                    packed.get() + offsets[static_cast<std::size_t>(q)]);
+    }
   comm_->all_to_all_bytes(packed.get(), blocks, parts.get(), recv);
   if (data) {
-    const Scratch<float> acc = scratch<float>(own * w);
-    std::fill_n(acc.get(), own * w, 0.0f);
-    for (int s = 0; s < p; ++s)  // rank by rank: each row's sum in rank order
-      add_dequantised_rows(parts.get() + static_cast<std::size_t>(s) * own * rb, mine.size(), cols, bits, acc.get());
-    quantise_rows(acc.get(), mine.size(), cols, bits, kSumStream, mine.begin, sums);
+    const Scratch<float> acc = scratch<float>(as_size(mine.size()) * w);
+    std::fill_n(acc.get(), as_size(mine.size()) * w, 0.0f);
+    for (std::size_t s = 0; s < ranks; ++s)  // rank by rank: each row's sum in rank order
+      add_dequantised_rows(parts.get() + s * own, mine.size(), cols, bits, g, acc.get());
+    quantise_rows(acc.get(), mine.size(), cols, bits, g, kSumStream, mine.begin, sums);
   }
   comm_->all_gather_bytes(sums, gathered.get(), blocks);
-  if (data) dequantise_rows(gathered.get(), rows_, cols, bits, c);
+  if (data)
+    for (int q = 0; q < p; ++q) {
+      const Range r = block_range(rows_, p, q);
+      dequantise_rows(gathered.get() + offsets[static_cast<std::size_t>(q)], r.size(), cols, bits, g,
+                      c + r.begin * cols);
+    }
 }
 
 void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
   const int p = comm_->size(), me = comm_->rank();
-  const std::size_t rb = quantised_row_bytes(cols, bits), w = as_size(cols);
+  const std::size_t rb = quantised_bytes(1, cols, bits, 1), w = as_size(cols);
   const bool data = c != nullptr;
   std::size_t sent = 0, received = 0, gathered_rows = 0;
   for (const std::size_t n : send_counts_) sent += n;
@@ -346,7 +382,7 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
       gathered(data ? gathered_rows * rb : 0);
   if (data)
     for (const Run& run : send_runs_)
-      quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
+      quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, 1, static_cast<std::uint64_t>(me), run.row,
                     out.data() + as_size(run.at) * rb);
   comm_->all_to_all_bytes(data ? out.data() : nullptr, scaled_counts(send_counts_, rb), data ? in.data() : nullptr,
                           scaled_counts(recv_counts_, rb));
@@ -359,24 +395,24 @@ void RowSparseSum::sum_rows_quantised(float* c, index_t cols, int bits) const {
         for (const Run& run : own_runs_) longest = std::max(longest, run.len);
         std::vector<std::uint8_t> mine(as_size(longest) * rb);
         for (const Run& run : own_runs_) {
-          quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, static_cast<std::uint64_t>(me), run.row,
+          quantise_rows(c + as_size(run.row) * w, run.len, cols, bits, 1, static_cast<std::uint64_t>(me), run.row,
                         mine.data());
-          add_dequantised_rows(mine.data(), run.len, cols, bits, acc.data() + as_size(run.at) * w);
+          add_dequantised_rows(mine.data(), run.len, cols, bits, 1, acc.data() + as_size(run.at) * w);
         }
         continue;
       }
       for (const Run& run : recv_runs_[static_cast<std::size_t>(s)])
-        add_dequantised_rows(from + as_size(run.at) * rb, run.len, cols, bits, acc.data() + as_size(run.row) * w);
+        add_dequantised_rows(from + as_size(run.at) * rb, run.len, cols, bits, 1, acc.data() + as_size(run.row) * w);
       from += recv_counts_[static_cast<std::size_t>(s)] * rb;
     }
     for (const Run& run : owned_runs_)
-      quantise_rows(acc.data() + as_size(run.at) * w, run.len, cols, bits, kSumStream, run.row,
+      quantise_rows(acc.data() + as_size(run.at) * w, run.len, cols, bits, 1, kSumStream, run.row,
                     sums.data() + as_size(run.at) * rb);
   }
   comm_->all_gather_bytes(data ? sums.data() : nullptr, data ? gathered.data() : nullptr, scaled_counts(owned_counts_, rb));
   if (!data) return;
   for (const Run& run : gathered_runs_)
-    dequantise_rows(gathered.data() + as_size(run.at) * rb, run.len, cols, bits, c + as_size(run.row) * w);
+    dequantise_rows(gathered.data() + as_size(run.at) * rb, run.len, cols, bits, 1, c + as_size(run.row) * w);
   for (const Run& run : zero_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
 }
 

@@ -86,6 +86,11 @@ class RowSparseSum {
   }
 
   Form form() const { return form_; }
+  // The form a sum of `cols` columns quantised by `wire` takes: the dense one where form() is,
+  // else the one that moves fewer bytes over the group — the rows form's rows carry a scale each,
+  // the dense form's share one (sum() below), so at narrow widths the dense form can move fewer
+  // bytes with more rows. The same on every rank (it depends on the group's counts only).
+  Form quantised_form(index_t cols, Wire wire) const;
   Communicator& comm() const { return *comm_; }
   index_t rows() const { return rows_; }
   // Rows the whole group receives per sum (times cols · 4 bytes: the bytes), in each form.
@@ -95,10 +100,15 @@ class RowSparseSum {
   // c [rows × cols] (ld = cols) summed over the group in place. c == nullptr on every rank (a
   // dry run on a backend that holds no memory): only the collectives are issued, with their
   // counts. `wire` Int8 or Int4 (--wire): every row a rank sends is quantised
-  // (src/comm/quantised_rows.hpp; its own rows too, as if sent, so that both forms give the same
-  // bits), the owner sums the values in fp32 in rank order from +0 and quantises the sum, which
-  // every rank then takes (the owner too): bytes fall to 1 + cols (int8) or 1 + ⌈cols/2⌉ (int4)
-  // a row from 4·cols. On one rank nothing is rounded. (Bf16 is all_reduce_in_bf16's, not here.)
+  // (src/comm/quantised_rows.hpp; its own rows too, as if sent), the owner sums the values in
+  // fp32 in rank order from +0 and quantises the sum, which every rank then takes (the owner
+  // too). The dense form codes each owner's block of rows in groups that share a scale
+  // (quantised_scale_rows: a scale byte per 32 values or more), ~cols + 1/⌈32/cols⌉ bytes a row;
+  // the rows form, whose rows an owner gathers from here and there, a scale per row: cols + 1
+  // (int8), ⌈cols/2⌉ + 1 (int4), for fp32's 4·cols; the sum takes the form that moves fewer
+  // bytes (quantised_form). The forms give the same bits from 32 columns on; narrower rows round
+  // in the two forms on other steps. On one rank nothing is rounded. (Bf16 is
+  // all_reduce_in_bf16's, not here.)
   void sum(float* c, index_t cols, Wire wire = Wire::Fp32) const;
 
   // (comm/row_lists.hpp; `at` may be a slot of the owned sums.)
@@ -108,6 +118,8 @@ class RowSparseSum {
   // The rows form's lists and rows_group_rows_ from every rank's masks; returns the rows the
   // rows form copies besides (rows_form_copies), which its choice weighs.
   std::uint64_t build(const RowMasks& masks);
+  // Bytes the group receives per dense quantised sum of `cols` columns in `bits`.
+  std::uint64_t dense_quantised_bytes(index_t cols, int bits) const;
   void sum_dense(float* c, index_t cols) const;
   void sum_rows(float* c, index_t cols) const;
   void sum_pair(float* c, index_t cols) const;

@@ -140,8 +140,8 @@ const std::vector<NamedChoice<SparseComm>>& sparse_comms() {
 const std::vector<NamedChoice<Wire>>& wires() {
   static const std::vector<NamedChoice<Wire>> all = {
       {Wire::Fp32, "fp32", "the values as they are"},
-      {Wire::Int8, "int8", "8 bits a value and a byte a row, stochastic rounding, sums in fp32"},
-      {Wire::Int4, "int4", "4 bits a value and a byte a row, the same"}};
+      {Wire::Int8, "int8", "8 bits a value and a scale byte a row or 32 values, stochastic rounding, sums in fp32"},
+      {Wire::Int4, "int4", "4 bits a value and a scale byte a row or 32 values, the same"}};
   return all;
 }
 
