@@ -85,8 +85,8 @@ void round_values(const float* x, index_t cols, Scale inv, int top, std::uint64_
   }
 }
 
-// The scale of rows [0, rows) of x (a group): its byte, and e where the byte is neither special.
-// The largest |x| of the group, and a probe that turns NaN where any value is inf or NaN (x·0).
+// The scale byte of the n values of a group at x, and its e where the byte is not 0 or 255: from
+// the group's largest |x|, and a probe that turns NaN where any value is inf or NaN (x·0).
 std::uint8_t group_scale(const float* x, index_t n, int bits, int& e) {
   float largest = 0.0f, probe = 0.0f;
 #pragma omp simd reduction(max : largest) reduction(+ : probe)
@@ -112,9 +112,8 @@ std::uint8_t group_scale(const float* x, index_t n, int bits, int& e) {
 void round_row(const float* x, index_t cols, int bits, int e, std::uint64_t stream, index_t row, std::uint8_t* q) {
   const std::uint64_t seed = row_seed(x, cols, stream, row);
   const int top = qmax(bits);
-  // int8 values go straight to the row; int4 ones through a buffer, then two to a byte.
   // Per-thread workspaces, grown to the widest row seen: the draws, and int4's values before they
-  // are packed (int8's go straight to the row).
+  // are packed two to a byte (int8's go straight to the row).
   thread_local std::vector<std::int8_t> nibbles;
   thread_local std::vector<float> draws;
   thread_local std::vector<double> draws64;
@@ -145,7 +144,8 @@ void quantise_group(const float* x, index_t n, index_t cols, int bits, std::uint
     std::memset(q, 0, static_cast<std::size_t>(n) * vb);
     return;
   }
-  for (index_t r = 0; r < n; ++r) round_row(x + r * cols, cols, bits, e, stream, first_row + r, q + static_cast<std::size_t>(r) * vb);
+  for (index_t r = 0; r < n; ++r)
+    round_row(x + r * cols, cols, bits, e, stream, first_row + r, q + static_cast<std::size_t>(r) * vb);
 }
 
 // f(j, value) for each column of one row's values `q` under the scale byte b.
