@@ -4,7 +4,8 @@
 # and auto + --wire int8, from the held rows its prepared file stores (exact where the table cuts
 # the grid: axis sizes among 1–16, 32, 64; docs/dry-run.md). Prints, per graph and rank count,
 # the steady epoch's bytes (all axes, all ranks) of dense's best grid, auto's and auto+int8's on
-# that grid and on their own best grids, and the ratios to dense.
+# that grid and on their own best grids, and the ratios to dense ('*': an upper bound, some sum or
+# gather planned dense where the table does not cut it).
 #   examples/bench/run_planned_sums.sh BUILD_DIR [RANKS...]        (default 64 512 4096)
 # Graphs (env): ROAD_NODES (default 1,000,000; `generate road`, its own local order, none),
 # RMAT_SCALE (default 20; --balance permute), SBM_NODES (default 2,000,000; 8 classes, and
@@ -53,7 +54,7 @@ for graph in "${graphs[@]}"; do
     *) echo "run_planned_sums.sh: unknown graph $graph" >&2; exit 2 ;;
   esac
 done
-printf '%-5s %5s %-9s %14s %-9s %7s %7s %-9s %7s %7s\n' graph ranks "dense" "B/epoch" "auto" "same" "own" "+int8" "same" "own"
+printf '%-5s %5s %-9s %14s %-9s %8s %8s %-9s %8s %8s\n' graph ranks "dense" "B/epoch" "auto" "same" "own" "+int8" "same" "own"
 for graph in "${graphs[@]}"; do
   for r in "${ranks[@]}"; do
     for mode in dense auto int8; do
@@ -69,6 +70,8 @@ def grids(mode):
     return json.load(open(f"plan.{mode}.json"))["grids"]
 def total(g):
     return g["bytes_steady"]["total"]
+def bound(g):  # '*': some sum or gather planned dense for want of the held rows (an upper bound)
+    return "*" if g.get("sums", {}).get("dense_unknown", 0) > 0 else " "
 dense = grids("dense")
 best = min(dense, key=total)  # dense's fewest bytes (the plans rank by time; bytes are asked here)
 row = [f"{sys.argv[1]:<5} {sys.argv[2]:>5} {best['grid']:<9} {total(best):>14.0f}"]
@@ -76,7 +79,7 @@ for mode in ("auto", "int8"):
     gs = grids(mode)
     same = next(g for g in gs if g["grid"] == best["grid"])
     own = min(gs, key=total)
-    row.append(f"{own['grid']:<9} {total(same) / total(best):>7.3f} {total(own) / total(best):>7.3f}")
+    row.append(f"{own['grid']:<9} {total(same) / total(best):>7.4f}{bound(same)} {total(own) / total(best):>7.4f}{bound(own)}")
 print(" ".join(row))
 PY
   done
