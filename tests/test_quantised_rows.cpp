@@ -136,7 +136,7 @@ TEST(QuantisedRows, EachValueWithinOneStepOfItselfOnEveryScale) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   for (const int bits : {8, 4})
-    for (const double magnitude : {1e-30, 3e-7, 1.0, 123.4, 6e20, 1e37})
+    for (const double magnitude : {3e-37, 7e-37, 1e-30, 3e-7, 1.0, 123.4, 6e20, 1e37})  // e-37: subnormal steps
       for (const index_t cols : {index_t{1}, index_t{5}, index_t{16}, index_t{31}}) {
         const index_t rows = 9;
         std::vector<float> x(static_cast<std::size_t>(rows * cols));
@@ -146,9 +146,15 @@ TEST(QuantisedRows, EachValueWithinOneStepOfItselfOnEveryScale) {
           double largest = 0;
           for (index_t j = 0; j < cols; ++j) largest = std::max(largest, std::fabs(static_cast<double>(x[r * cols + j])));
           const double step = std::ldexp(1.0, step_exponent(largest, bits));
+          // The least step is 2^-132 (int8) or 2^-128 (int4): a row below qmax of it is flushed.
+          const bool flushed = largest < qmax(bits) * std::ldexp(1.0, bits == 8 ? -132 : -128);
           for (index_t j = 0; j < cols; ++j) {
             const double xv = x[r * cols + j], yv = y[r * cols + j];
             const std::string what = std::to_string(bits) + " bits, magnitude " + std::to_string(magnitude);
+            if (flushed) {
+              EXPECT_EQ(yv, 0.0) << what;
+              continue;
+            }
             EXPECT_LT(std::fabs(yv - xv), step) << what;
             EXPECT_LE(std::fabs(yv), qmax(bits) * step) << what;
             const double k = yv / step;  // an integer number of steps

@@ -2,6 +2,7 @@
 #include "comm/quantised_rows.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,6 +23,13 @@ int qmax(int bits) { return (1 << (bits - 1)) - 1; }
 // (254 exponents in all: the bytes 1..254).
 int e_max(int bits) { return 129 - bits; }
 int e_min(int bits) { return e_max(bits) - 253; }
+
+// 2^k as a float: built from its bits where it is a normal float (a libm call a row is a cost on
+// rows a few columns wide), else by ldexp (subnormal, or 0 and inf beyond).
+float pow2f(int k) {
+  if (k >= -126 && k <= 127) return std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23);
+  return std::ldexp(1.0f, k);
+}
 
 void check_bits(int bits) {
   if (bits != 8 && bits != 4) throw std::logic_error("quantised rows: 8 or 4 bits");
@@ -123,7 +131,7 @@ void round_row(const float* x, index_t cols, int bits, int e, std::uint64_t stre
   };
   std::int8_t* v = bits == 8 ? reinterpret_cast<std::int8_t*>(q) : at_least(nibbles);
   if (e >= -126 && e <= 126)
-    round_values<float>(x, cols, std::ldexp(1.0f, -e), top, seed, at_least(draws), v);
+    round_values<float>(x, cols, pow2f(-e), top, seed, at_least(draws), v);
   else
     round_values<double>(x, cols, std::ldexp(1.0, -e), top, seed, at_least(draws64), v);
   if (bits == 4) {
@@ -148,9 +156,13 @@ void quantise_group(const float* x, index_t n, index_t cols, int bits, std::uint
     round_row(x + r * cols, cols, bits, e, stream, first_row + r, q + static_cast<std::size_t>(r) * vb);
 }
 
-// f(j, value) for each column of one row's values `q` under the scale byte b.
+// The step of the scale byte b (neither 0 nor 255).
+float step_of(std::uint8_t b, int bits) { return pow2f(e_min(bits) + b - 1); }
+
+// f(j, value) for each column of one row's values `q` under the scale byte b, whose step is
+// `scale` (step_of(b), once a group).
 template <class F>
-void decode_row(std::uint8_t b, const std::uint8_t* q, index_t cols, int bits, F&& f) {
+void decode_row(std::uint8_t b, float scale, const std::uint8_t* q, index_t cols, int bits, F&& f) {
   if (b == kZeroRow) {
     for (index_t j = 0; j < cols; ++j) f(j, 0.0f);
     return;
@@ -159,7 +171,6 @@ void decode_row(std::uint8_t b, const std::uint8_t* q, index_t cols, int bits, F
     for (index_t j = 0; j < cols; ++j) f(j, std::numeric_limits<float>::quiet_NaN());
     return;
   }
-  const float scale = std::ldexp(1.0f, e_min(bits) + b - 1);
   if (bits == 8) {
     for (index_t j = 0; j < cols; ++j) f(j, static_cast<float>(static_cast<std::int8_t>(q[j])) * scale);
     return;
@@ -183,9 +194,11 @@ void decode_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, i
   for (index_t g = 0; g < groups; ++g) {
     const std::uint8_t* group = in + static_cast<std::size_t>(g) * gb;
     const index_t r0 = g * scale_rows, n = std::min(scale_rows, rows - r0);
+    const std::uint8_t b = group[0];
+    const float scale = b == kZeroRow || b == kNotFinite ? 0.0f : step_of(b, bits);
     for (index_t r = 0; r < n; ++r) {
       float* o = out + (r0 + r) * cols;
-      decode_row(group[0], group + 1 + static_cast<std::size_t>(r) * vb, cols, bits, [o](index_t j, float v) {
+      decode_row(b, scale, group + 1 + static_cast<std::size_t>(r) * vb, cols, bits, [o](index_t j, float v) {
         if constexpr (Add) o[j] += v;
         else o[j] = v;
       });
