@@ -42,6 +42,12 @@ std::size_t value_bytes(index_t cols, int bits) {
   const auto n = static_cast<std::size_t>(cols);
   return bits == 8 ? n : (n + 1) / 2;
 }
+// The layout of `rows` rows in groups of scale_rows: how many groups, and a whole group's bytes
+// (its scale, then its rows' values; the last group may be short).
+index_t group_count(index_t rows, index_t scale_rows) { return (rows + scale_rows - 1) / scale_rows; }
+std::size_t group_bytes(index_t cols, int bits, index_t scale_rows) {
+  return 1 + static_cast<std::size_t>(scale_rows) * value_bytes(cols, bits);
+}
 
 std::uint64_t splitmix64(std::uint64_t z) {
   z += 0x9E3779B97F4A7C15ULL;
@@ -188,8 +194,8 @@ template <bool Add>
 void decode_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* out) {
   check_bits(bits);
   check_scale_rows(scale_rows);
-  const std::size_t vb = value_bytes(cols, bits), gb = 1 + static_cast<std::size_t>(scale_rows) * vb;
-  const index_t groups = (rows + scale_rows - 1) / scale_rows;
+  const std::size_t vb = value_bytes(cols, bits), gb = group_bytes(cols, bits, scale_rows);
+  const index_t groups = group_count(rows, scale_rows);
 #pragma omp parallel for schedule(static) if (worth_a_team(rows * cols))
   for (index_t g = 0; g < groups; ++g) {
     const std::uint8_t* group = in + static_cast<std::size_t>(g) * gb;
@@ -216,16 +222,16 @@ index_t quantised_scale_rows(index_t cols) {
 std::size_t quantised_bytes(index_t rows, index_t cols, int bits, index_t scale_rows) {
   check_bits(bits);
   check_scale_rows(scale_rows);
-  const auto n = static_cast<std::size_t>(rows);
-  return (n + static_cast<std::size_t>(scale_rows) - 1) / static_cast<std::size_t>(scale_rows) + n * value_bytes(cols, bits);
+  return static_cast<std::size_t>(group_count(rows, scale_rows)) +
+         static_cast<std::size_t>(rows) * value_bytes(cols, bits);
 }
 
 void quantise_rows(const float* x, index_t rows, index_t cols, int bits, index_t scale_rows, std::uint64_t stream,
                    index_t first_row, std::uint8_t* out) {
   check_bits(bits);
   check_scale_rows(scale_rows);
-  const std::size_t gb = 1 + static_cast<std::size_t>(scale_rows) * value_bytes(cols, bits);
-  const index_t groups = (rows + scale_rows - 1) / scale_rows;
+  const std::size_t gb = group_bytes(cols, bits, scale_rows);
+  const index_t groups = group_count(rows, scale_rows);
 #pragma omp parallel for schedule(static) if (worth_a_team(rows * cols))
   for (index_t g = 0; g < groups; ++g) {
     const index_t r0 = g * scale_rows;
@@ -234,7 +240,8 @@ void quantise_rows(const float* x, index_t rows, index_t cols, int bits, index_t
   }
 }
 
-void add_dequantised_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* acc) {
+void add_dequantised_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows,
+                          float* acc) {
   decode_rows<true>(in, rows, cols, bits, scale_rows, acc);
 }
 

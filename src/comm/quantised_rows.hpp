@@ -37,7 +37,8 @@ std::size_t quantised_bytes(index_t rows, index_t cols, int bits, index_t scale_
 void quantise_rows(const float* x, index_t rows, index_t cols, int bits, index_t scale_rows, std::uint64_t stream,
                    index_t first_row, std::uint8_t* out);
 // acc[r·cols + j] += the value of row r, column j (in fp32, a row at a time).
-void add_dequantised_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* acc);
+void add_dequantised_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows,
+                          float* acc);
 // out[r·cols + j] = the value of row r, column j.
 void dequantise_rows(const std::uint8_t* in, index_t rows, index_t cols, int bits, index_t scale_rows, float* out);
 

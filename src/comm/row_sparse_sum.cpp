@@ -188,18 +188,26 @@ void RowSparseSum::sum(float* c, index_t cols, Wire wire) const {
   const int bits = wire_bits(wire);
   if (bits == 16) throw std::logic_error("RowSparseSum: a bf16 sum (all_reduce_in_bf16's)");
   if (bits < 16)
-    return quantised_form(cols, wire) == Form::Dense ? sum_dense_quantised(c, cols, bits) : sum_rows_quantised(c, cols, bits);
+    return quantised_form(cols, wire) == Form::Dense ? sum_dense_quantised(c, cols, bits)
+                                                     : sum_rows_quantised(c, cols, bits);
   if (comm_->size() == 2) return sum_pair(c, cols);  // one exchange
   if (form_ == Form::Dense) return sum_dense(c, cols);
   sum_rows(c, cols);
 }
 
-std::uint64_t RowSparseSum::dense_quantised_bytes(index_t cols, int bits) const {
+std::vector<std::size_t> RowSparseSum::dense_quantised_blocks(index_t cols, int bits) const {
   const int p = comm_->size();
   const index_t g = quantised_scale_rows(cols);
-  std::uint64_t blocks = 0;
-  for (int q = 0; q < p; ++q) blocks += quantised_bytes(block_range(rows_, p, q).size(), cols, bits, g);
-  return 2 * static_cast<std::uint64_t>(p - 1) * blocks;  // each block to every other rank, twice
+  std::vector<std::size_t> blocks;
+  for (int q = 0; q < p; ++q) blocks.push_back(quantised_bytes(block_range(rows_, p, q).size(), cols, bits, g));
+  return blocks;
+}
+
+std::uint64_t RowSparseSum::dense_quantised_bytes(index_t cols, int bits) const {
+  const std::vector<std::size_t> blocks = dense_quantised_blocks(cols, bits);
+  // Each block to every other rank, twice.
+  return 2 * static_cast<std::uint64_t>(comm_->size() - 1) *
+         std::accumulate(blocks.begin(), blocks.end(), std::uint64_t{0});
 }
 
 RowSparseSum::Form RowSparseSum::quantised_form(index_t cols, Wire wire) const {
@@ -331,12 +339,12 @@ void RowSparseSum::sum_dense_quantised(float* c, index_t cols, int bits) const {
   // Each owner's rows travel as a block of groups from its first row, each rank's alike: the
   // sender's share and the owner's sums of a block scaled group by group.
   const index_t g = quantised_scale_rows(cols);
-  std::vector<std::size_t> blocks, offsets;
+  const std::vector<std::size_t> blocks = dense_quantised_blocks(cols, bits);
+  std::vector<std::size_t> offsets;
   std::size_t total = 0;
-  for (int q = 0; q < p; ++q) {
+  for (const std::size_t b : blocks) {
     offsets.push_back(total);
-    blocks.push_back(quantised_bytes(block_range(rows_, p, q).size(), cols, bits, g));
-    total += blocks.back();
+    total += b;
   }
   const Range mine = block_range(rows_, p, me);
   const std::size_t own = blocks[static_cast<std::size_t>(me)], w = as_size(cols);

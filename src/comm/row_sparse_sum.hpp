@@ -118,7 +118,9 @@ class RowSparseSum {
   // The rows form's lists and rows_group_rows_ from every rank's masks; returns the rows the
   // rows form copies besides (rows_form_copies), which its choice weighs.
   std::uint64_t build(const RowMasks& masks);
-  // Bytes the group receives per dense quantised sum of `cols` columns in `bits`.
+  // The dense quantised sum's block of each owner's rows in bytes (its rows in groups of
+  // quantised_scale_rows), and the bytes the group receives per sum.
+  std::vector<std::size_t> dense_quantised_blocks(index_t cols, int bits) const;
   std::uint64_t dense_quantised_bytes(index_t cols, int bits) const;
   void sum_dense(float* c, index_t cols) const;
   void sum_rows(float* c, index_t cols) const;
