@@ -115,5 +115,16 @@ for cmd in "inspect" "plan --ranks 2" "train --epochs 1 --quiet"; do
 done
 "$plexus" prepare --data "$cora" -o prep.h5 --balance-seed 2 --directed --quiet && [[ -s prep.h5 ]] && ok || fail "prepare --data"
 
+# ---- OpenBLAS's kernels: never older than AVX2 on a CPU with AVX2 and FMA, on one rank or many
+# (where OpenBLAS falls back to its SSE3 kernels plexus starts again with better ones named). ----
+if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+  "$plexus" --version >ver.out 2>&1
+  mpirun -np 2 "$plexus" train --grid 2x1x1 --data "$cora" --epochs 1 --threads 1 -q --metrics blas.jsonl >/dev/null 2>&1
+  if grep -Eq "; (Haswell|Zen|SkylakeX|Cooperlake|SapphireRapids) kernels" ver.out &&
+     "$py" -c "import json, sys; h = json.loads(open(sys.argv[1]).readline()); assert h['cpu_gemm'] == sys.argv[2], h['cpu_gemm']" \
+       blas.jsonl "$(sed -n 's/^CPU GEMM: //p' ver.out)"; then ok
+  else fail "OpenBLAS kernels"; cat ver.out; head -c 600 blas.jsonl; fi
+fi
+
 echo "cli_journeys: $passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -78,6 +79,40 @@ TEST(Version, NamesTheBlasAndItsKernels) {
     EXPECT_NE(blas.find(std::string("OPENBLAS_CORETYPE=") + forced), std::string::npos) << blas;
   else
     EXPECT_EQ(blas.find("OPENBLAS_CORETYPE"), std::string::npos) << blas;
+}
+
+// Where OpenBLAS runs kernels older than AVX2 on a CPU with AVX2 and FMA, better kernels are
+// named (AVX-512 ones where the CPU has AVX-512 F); where it runs AVX2 or newer ones, or
+// OPENBLAS_CORETYPE is set, none. The CPU's features here come from the compiler's own check.
+TEST(Version, NamesBetterBlasKernelsWhereOpenBlasFellBack) {
+  const std::string better = cpu_blas_better_coretype();
+  if (std::getenv("OPENBLAS_CORETYPE")) {
+    EXPECT_EQ(better, "");
+    return;
+  }
+  std::string core = cpu_blas_core();
+  for (char& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool avx2_kernels = core == "haswell" || core == "zen" || core == "skylakex" || core == "cooperlake" ||
+                            core == "sapphirerapids";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+  const bool avx2 = false, avx512 = false;
+#endif
+  EXPECT_EQ(!better.empty(), avx2 && !avx2_kernels) << core << " -> " << better;
+  if (!better.empty()) {
+    if (avx512)
+      EXPECT_TRUE(better == "SkylakeX" || better == "Cooperlake") << better;
+    else
+      EXPECT_EQ(better, "Haswell");
+  }
+  // The variable set: its choice stands.
+  ASSERT_EQ(::setenv("OPENBLAS_CORETYPE", "Haswell", 1), 0);
+  EXPECT_EQ(cpu_blas_better_coretype(), "");
+  ::unsetenv("OPENBLAS_CORETYPE");
 }
 
 }  // namespace

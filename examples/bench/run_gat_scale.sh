@@ -17,6 +17,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
+source "$ROOT/examples/bench/same_blas_kernels.sh" "$BUILD/plexus"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 BUDGET=16G FROM=16 TO=22 EPOCHS=2 HEADS=8 HIDDEN=64 THREADS=2 TIMEOUT=1800
 while [[ $# -gt 0 ]]; do

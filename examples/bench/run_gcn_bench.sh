@@ -20,6 +20,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x "$BUILD/plexus" && -x "$BUILD/examples/bench_gcn" ]] || {
   echo "build first: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2" >&2; exit 1; }
+source "$ROOT/examples/bench/same_blas_kernels.sh" "$BUILD/plexus"
 DIR="$BUILD/bench"; mkdir -p "$DIR"
 GRAPH="$DIR/rmat${SCALE}_ef${EDGE_FACTOR}.h5"
 if [[ ! -f "$GRAPH" ]]; then

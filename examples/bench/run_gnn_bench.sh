@@ -28,6 +28,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -x "$BUILD/plexus" ]] || { echo "build first: cmake -S . -B build && cmake --build build -j2" >&2; exit 1; }
+source "$ROOT/examples/bench/same_blas_kernels.sh" "$BUILD/plexus"
 DIR="$BUILD/bench"
 mkdir -p "$DIR"
 GRAPH="$DIR/rmat${SCALE}_ef${EDGE_FACTOR}$([[ $FEATURES == 128 ]] || echo "_f$FEATURES").h5"

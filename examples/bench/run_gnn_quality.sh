@@ -11,6 +11,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
+source "$ROOT/examples/bench/same_blas_kernels.sh" "$BUILD/plexus"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 SEEDS=10 EPOCHS=200 HIDDEN=64 MODELS="gcn sage gin"
 while [[ $# -gt 0 ]]; do

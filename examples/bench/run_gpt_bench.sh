@@ -27,6 +27,7 @@ DATA="$ROOT/data/tinyshakespeare.txt"
 DIR="$BUILD/bench"; mkdir -p "$DIR"
 LOG="$DIR/gpt_$(date +%Y%m%d_%H%M%S)"
 [[ -x "$BUILD/plexus" && -x "$BUILD/examples/bench_sgemm" ]] || { echo "build first: cmake --build build -j" >&2; exit 1; }
+source "$ROOT/examples/bench/same_blas_kernels.sh" "$BUILD/plexus"
 
 # The peer's attention: F.scaled_dot_product_attention where this torch has it (--flash), else explicit.
 FLASH=$("$PYTHON" -c 'import torch.nn.functional as F; print("--flash" * hasattr(F, "scaled_dot_product_attention"))')

@@ -17,6 +17,7 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 build=${1:-build}
 threads=${2:-1}
 plexus=$(realpath "$build/plexus")
+source "$(dirname "${BASH_SOURCE[0]}")/same_blas_kernels.sh" "$build/plexus"
 here=$(cd "$(dirname "$0")" && pwd)
 data=${DATA:-$(realpath "$here/../../data/tinyshakespeare.txt")}
 work=${KEEP:-$(mktemp -d)}

@@ -8,6 +8,7 @@
 #   examples/bench/run_link_parity.sh BUILD_DIR [PLANETOID_DIR] [GRID] [DECODER]
 set -euo pipefail
 build=${1:?usage: run_link_parity.sh BUILD_DIR [PLANETOID_DIR] [GRID] [DECODER]}
+source "$(dirname "${BASH_SOURCE[0]}")/same_blas_kernels.sh" "$build/plexus"
 raw=${2:-$(dirname "$0")/../../../shared/datasets/planetoid}
 grid=${3:-1x1x1}
 decoder=${4:-dot}

@@ -7,6 +7,7 @@
 #   examples/bench/run_link_speed.sh BUILD_DIR [NODES] [THREADS] [EPOCHS] [DECODER]
 set -euo pipefail
 build=${1:?usage: run_link_speed.sh BUILD_DIR [NODES] [THREADS] [EPOCHS] [DECODER]}
+source "$(dirname "${BASH_SOURCE[0]}")/same_blas_kernels.sh" "$build/plexus"
 nodes=${2:-200000} threads=${3:-2} epochs=${4:-5} decoder=${5:-dot}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

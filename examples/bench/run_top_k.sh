@@ -10,6 +10,7 @@ build=${1:?usage: run_top_k.sh BUILD_DIR [SCALE] [NODES] [THREADS]}
 scale=${2:-16} count=${3:-1000} threads=${4:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 plexus=$(cd "$build" && pwd)/plexus
+source "$(dirname "${BASH_SOURCE[0]}")/same_blas_kernels.sh" "$build/plexus"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"

@@ -47,9 +47,24 @@ void set_up_logging() {
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::move(sink)));
 }
 
+// OpenBLAS's kernels for this CPU where it fell back to older ones (plexus/version.hpp): it
+// reads OPENBLAS_CORETYPE only when it loads, so the program starts again with it set. Before
+// MPI_Init: a rank may replace itself only then. Should the exec fail, the run goes on as it was.
+void run_the_cpus_blas_kernels(char** argv) {
+  const std::string core = plexus::cpu_blas_better_coretype();
+  if (core.empty()) return;
+  if (::setenv(plexus::kOpenblasOwnCoreVariable, plexus::cpu_blas_core().c_str(), 1) != 0 ||
+      ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) != 0)
+    return;
+  ::execv("/proc/self/exe", argv);
+  ::unsetenv("OPENBLAS_CORETYPE");
+  ::unsetenv(plexus::kOpenblasOwnCoreVariable);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  run_the_cpus_blas_kernels(argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it is printed, into files and pipes too
   set_up_logging();
   if (plexus::cli::launched_by_mpi()) {

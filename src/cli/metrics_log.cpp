@@ -67,6 +67,7 @@ void MetricsLog::header(const std::string& command, const CLI::App& cmd, const n
                       {"command", command},
                       {"version", plexus::version()},
                       {"backends_compiled", plexus::compiled_backends()},
+                      {"cpu_gemm", plexus::cpu_blas_kernels()},
                       {"started", utc_now()}};
   h.update(run);
   h["options"] = options_json(cmd);
