@@ -21,40 +21,14 @@
 #include "comm/recording_communicator.hpp"
 #include "comm/row_sparse_sum.hpp"
 #include "plexus/shard.hpp"
+#include "rank_row_blocks.hpp"
 
 namespace plexus {
 namespace {
 
-// Rank s's block: which rows it may hold (pattern), and its values there; elsewhere zeros of
-// either sign, as an SpMM may leave them.
-struct RankBlock {
-  std::vector<std::uint8_t> holds;
-  std::vector<float> values;
-};
-enum class Pattern { Random, Diagonal, Full, Empty };
-
-RankBlock rank_block(int s, int p, index_t rows, index_t cols, Pattern pattern, double density, unsigned seed) {
-  std::mt19937 rng(seed * 7919u + static_cast<unsigned>(s));
-  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
-  std::bernoulli_distribution held(density), sign(0.5);
-  RankBlock b;
-  for (index_t r = 0; r < rows; ++r) {
-    bool h = false;
-    switch (pattern) {
-      case Pattern::Random: h = held(rng); break;
-      case Pattern::Diagonal: h = block_range(rows, p, s).begin <= r && r < block_range(rows, p, s).end; break;
-      case Pattern::Full: h = true; break;
-      case Pattern::Empty: h = false; break;
-    }
-    b.holds.push_back(h ? 1 : 0);
-    for (index_t j = 0; j < cols; ++j) {
-      // A held row may hold zeros too (an entry times a zero); a row not held holds ±0 only.
-      const bool zero = !h || (j % 5 == 4);
-      b.values.push_back(zero ? (sign(rng) ? -0.0f : 0.0f) : value(rng));
-    }
-  }
-  return b;
-}
+using testing::Pattern;
+using testing::RankBlock;
+using testing::rank_block;
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);

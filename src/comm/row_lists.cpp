@@ -27,6 +27,11 @@ bool rows_form_pays(RowsRule rule, std::uint64_t dense, std::uint64_t sparse, st
   return false;
 }
 
+void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
+#pragma omp simd
+  for (index_t j = 0; j < n; ++j) acc[j] += x[j];
+}
+
 void append_row(std::vector<RowRun>& runs, index_t row, index_t at) {
   if (!runs.empty() && runs.back().row + runs.back().len == row && runs.back().at + runs.back().len == at) {
     ++runs.back().len;

@@ -43,6 +43,10 @@ enum class RowsRule { Never, FewerRows, Cheaper };
 // dense form, `sparse` in the rows form, which copies `copies` rows besides.
 bool rows_form_pays(RowsRule rule, std::uint64_t dense, std::uint64_t sparse, std::uint64_t copies);
 
+// acc[0, n) += x[0, n): the one operation the host sums are made of, taken rank by rank so that
+// each row's sum is in rank order (row_sparse_sum.cpp, row_sparse_scatter.cpp).
+void add_row(float* __restrict acc, const float* __restrict x, index_t n);
+
 // A run of `len` consecutive rows of a block from `row`, at `at` (in rows) of a packed buffer: the
 // schedules copy and add runs, not rows one by one.
 struct RowRun {

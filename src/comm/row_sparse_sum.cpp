@@ -16,13 +16,6 @@ namespace {
 
 std::size_t as_size(index_t n) { return static_cast<std::size_t>(n); }
 
-// acc[0, n) += x[0, n): the one operation every sum here is made of (rank by rank, so each row's
-// sum is taken in rank order).
-void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
-#pragma omp simd
-  for (index_t j = 0; j < n; ++j) acc[j] += x[j];
-}
-
 // to[0, n) = +0 + x[0, n): a sum's first term (−0 becomes +0, as a sum from +0 makes it). `to`
 // may be x itself.
 void first_term(float* to, const float* x, index_t n) {

@@ -167,6 +167,11 @@ GnnNetwork::GnnNetwork(Backend& be, ProcessGrid& grid, GnnShards& shards, const 
       // rank's columns: neighbour_operators.hpp), and Sᵀ's rows depend on the node order, which a
       // plan does not know: their sums stay dense, the same in a run and in its plan.
       if (needs.self_loops) self_loops_[k]->plan_sums(grid.comm(roles.o), grid.comm(roles.d), RowsRule::Never);
+      // The rs-ag variant's last layer transforming first reduce-scatters Â·Y over o instead
+      // (GcnLayer3D, [3]; a one-rank o sums nothing: no scatter).
+      const LayerGeometry& geo = geos[static_cast<std::size_t>(l)];
+      if (scatter_logits_ && l + 1 == n_layers && geo.transform_first && grid.dim(roles.o) > 1)
+        adj_[k]->plan_scatter(grid.comm(roles.o), rows);
     }
   }
   shards.adj_self_col.clear();

@@ -226,7 +226,7 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, RowsRule rule, bool 
     count_form(comm.size(), unknown, sum->form() == RowSparseSum::Form::Rows);
     return sum;
   };
-  PlannedSums planned{&comm, nullptr, {}};
+  PlannedSums planned{&comm, nullptr, {}, nullptr};
   if (agg_chunks_ == 1) {
     planned.whole = make(Range{0, s.rows});
   } else {
@@ -234,9 +234,39 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, RowsRule rule, bool 
   }
   for (PlannedSums& p : s.sums)
     if (p.comm == &comm) {
+      planned.scatter = std::move(p.scatter);
       p = std::move(planned);
       return;
     }
+  s.sums.push_back(std::move(planned));
+}
+
+void DeviceAdj::plan_scatter(Communicator& rows_sum, RowsRule rule) {
+  Side& s = a_;
+  const int p = rows_sum.size();
+  std::unique_ptr<RowSparseScatter> scatter;
+  const bool allow_rows = rule != RowsRule::Never;
+  if (allow_rows && s.rows_known) {
+    scatter = std::make_unique<RowSparseScatter>(rows_sum, s.rows, s.held_rows, rule);
+  } else if (allow_rows && held_model_) {
+    // A dry run: each owner's block's held rows, rank by rank, where the table cuts them all.
+    std::vector<HeldRowCounts> held;
+    for (int q = 0; q < p; ++q) {
+      std::optional<HeldRowCounts> h = held_model_(false, rows_sum, block_range(s.rows, p, q));
+      if (!h) break;
+      held.push_back(std::move(*h));
+    }
+    if (static_cast<int>(held.size()) == p) scatter = std::make_unique<RowSparseScatter>(rows_sum, s.rows, held, rule);
+  }
+  const bool unknown = allow_rows && !scatter;
+  if (!scatter) scatter = std::make_unique<RowSparseScatter>(rows_sum, s.rows);
+  count_form(p, unknown, scatter->form() == RowSparseScatter::Form::Rows);
+  for (PlannedSums& planned : s.sums)
+    if (planned.comm == &rows_sum) {
+      planned.scatter = std::move(scatter);
+      return;
+    }
+  PlannedSums planned{&rows_sum, nullptr, {}, std::move(scatter)};
   s.sums.push_back(std::move(planned));
 }
 

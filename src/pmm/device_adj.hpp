@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/row_sparse_gather.hpp"
+#include "comm/row_sparse_scatter.hpp"
 #include "comm/row_sparse_sum.hpp"
 #include "plexus/backend.hpp"
 #include "plexus/buffer.hpp"
@@ -56,6 +57,8 @@ struct PlannedSums {
   const Communicator* comm = nullptr;
   std::unique_ptr<RowSparseSum> whole;
   std::vector<std::unique_ptr<RowSparseSum>> chunks;
+  // The product's reduce-scatter over `comm`, of the whole (DeviceAdj::plan_scatter), or null.
+  std::unique_ptr<RowSparseScatter> scatter;
 };
 
 // A block ready to multiply: whole, and its row chunks (empty unless agg_chunks > 1), each with
@@ -105,6 +108,10 @@ class DeviceAdj {
   // layouts may share a block where their ranges coincide, another rank's not): planning again
   // for a communicator replaces its sums, so that every rank issues the same collectives.
   void plan_sums(Communicator& rows_sum, Communicator& cols_sum, RowsRule rule);
+  // Plans the reduce-scatter of the block's product (Â·H, of the whole) over `rows_sum` the same
+  // way (comm/row_sparse_scatter.hpp; collective over it where `rule` is not Never): the rs-ag
+  // variant's last layer transforming first (spmm_reduce_scatter). Planning the sums again keeps it.
+  void plan_scatter(Communicator& rows_sum, RowsRule rule);
   // The gather over `group` of the operand H [cols × width] of this block's product Â·H, stored in
   // parts block_range(cols, p, q) over `group` (whose rank s holds the block of rows
   // block_range(N, p, s)): where `rule` takes it, the rows form reads only the block's columns that

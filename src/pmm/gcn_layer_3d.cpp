@@ -55,7 +55,8 @@
 //       slice. The all-gather is deferred to backward and applied to the gradient:
 //             dOUT = gather(dOUT_slice)   all-gather   over i (o)   (training passes only)
 //       Transforming first with agg_chunks > 1 the chunks' SpMMs run in turn and one
-//       reduce-scatter follows (spmm_reduce_scatter).
+//       reduce-scatter follows (spmm_reduce_scatter): with --sparse-comm, the one planned for
+//       the block (DeviceAdj::plan_scatter, rows held only where that pays).
 //   [4] bf16 (--precision bf16, docs/precision.md): the all-reduces marked [1] and the
 //       Linear3D's Y and dH/dAGG all-reduces move bf16 summed in fp32 (all_reduce_in_bf16: half
 //       the bytes); W's gathers, dW's reduce-scatters, db's all-reduces and [3]'s collectives

@@ -103,6 +103,14 @@ void spmm_rows(Backend& be, const AdjOperand& a, ConstMatrixView b, MatrixView c
 void spmm_reduce_scatter(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c_full,
                          Matrix& c_slice) {
   spmm_rows(be, a, b, c_full.view());
+  // The planned scatter (DeviceAdj::plan_scatter: in rank order, of the rows held where that
+  // pays), else MPI's reduce-scatter.
+  const PlannedSums* planned = a.sums_over(comm);
+  if (planned != nullptr && planned->scatter != nullptr) {
+    if (planned->scatter->rows() != c_full.rows()) throw std::logic_error("spmm_reduce_scatter: a scatter planned for other rows");
+    const bool data = be.computes();  // (a dry run's backend holds no memory)
+    return planned->scatter->scatter(data ? c_full.data() : nullptr, data ? c_slice.data() : nullptr, c_full.cols());
+  }
   comm.reduce_scatter(c_full.data(), c_slice.data(), block_counts(c_full.rows(), comm.size(), c_full.cols()));
 }
 

@@ -35,7 +35,8 @@ void spmm_rows(Backend& be, const AdjOperand& a, ConstMatrixView b, MatrixView c
 // c_slice = this rank's block of the rows of a·b summed over `comm` (reduce-scatter by rows,
 // block comm.rank() of block_counts), with c_full [a's rows × b's cols] holding this rank's
 // partial product first. With row chunks the chunks' SpMMs fill c_full in turn, then one
-// reduce-scatter.
+// reduce-scatter: the one a planned for `comm` (DeviceAdj::plan_scatter, --sparse-comm), else
+// the communicator's.
 void spmm_reduce_scatter(Backend& be, Communicator& comm, const AdjOperand& a, ConstMatrixView b, Matrix& c_full,
                          Matrix& c_slice);
 
