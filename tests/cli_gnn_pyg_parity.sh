@@ -173,12 +173,27 @@ for v in "${variants[@]}"; do
     fail "$name"; echo "  plexus train failed (exit $rc):"; tail -n 3 "$dir/err"
     continue
   fi
-  if out=$($py "$peer" "$graph" "$dir/ckpt/checkpoint-00000001.h5" --metrics "$dir/metrics.jsonl" --rel-loss 1e-4 \
-      --threads 2 2>&1); then
-    ok; echo "ok   $name: $(echo "$out" | tail -n 1)"
-  else
-    fail "$name"; echo "$out" | tail -n 4
-  fi
+  printf '%q %q %q --metrics %q --rel-loss 1e-4 --threads 2\n' "$name" "$graph" "$dir/ckpt/checkpoint-00000001.h5" \
+    "$dir/metrics.jsonl" >>"$work/jobs"
+  echo "$name" >>"$work/names"
 done
+# job_output NAME: what the peer printed for NAME's job (the lines after the job before it).
+job_output() {
+  awk -v n="$1" 'index($0, "each: " n " ") == 1 {found = 1; exit} /^each: / {buf = ""; next} {buf = buf $0 "\n"}
+                 END {if (found) printf "%s", buf}' "$work/peer.out"
+}
+# The peer continues every trained variant in one process (torch and PyG imported once); each
+# job's output ends with `each: NAME ok|FAIL`.
+if [[ -s $work/jobs ]]; then
+  $py "$peer" --each "$work/jobs" >"$work/peer.out" 2>&1
+  while read -r name; do
+    if grep -qx "each: $name ok" "$work/peer.out"; then
+      ok; echo "ok   $name: $(job_output "$name" | tail -n 1)"
+    else
+      fail "$name"; job_output "$name" | tail -n 4
+      grep -q "^each: $name " "$work/peer.out" || tail -n 4 "$work/peer.out"
+    fi
+  done <"$work/names"
+fi
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# plexus gpt: every grid of P ∈ {2, 3, 4, 6, 8} ranks trains like 1x1x1 (per-step losses and
+# plexus gpt: grids of P ∈ {2, 3, 4, 6, 8} ranks, each axis split alone and together, train like
+# 1x1x1 (every grid in-process: tests/mpi_test_gpt.cpp) (per-step losses and
 # validation losses within 1e-5 relative over 10 steps, dropout on) on a model whose sizes
 # divide unevenly (3 layers, 6 heads, embed 90, vocabulary 65, batch 5, block 16), and moves
 # exactly the bytes per axis `plexus plan gpt` predicts for every step (sequence parallelism on,
@@ -21,7 +22,7 @@ model=(--layers 3 --heads 6 --embed 90 --block 16 --batch 5 --warmup 3 --lr 3e-3
   fail "1x1x1 run"
 
 # ---- grids ---------------------------------------------------------------------------------------
-for g in 2x1x1 1x2x1 1x1x2 3x1x1 1x3x1 1x1x3 2x2x1 4x1x1 1x4x1 1x2x2 2x1x2 3x2x1 1x2x3 6x1x1 2x2x2 4x2x1 8x1x1 1x1x8; do
+for g in 2x1x1 1x1x2 1x3x1 2x2x1 1x2x2 3x2x1 1x2x3 2x2x2 1x1x8; do
   IFS=x read -r a b c <<<"$g"
   if ! mpirun -np $((a * b * c)) "$plexus" gpt train --data "$text" "${model[@]}" --iters 10 --grid "$g" \
       --metrics "$work/g$g.jsonl" >"$work/out" 2>&1; then
@@ -137,7 +138,7 @@ expect_error train-sp-both "--sequence-parallel" gpt train --data "$text" --iter
 expect_error train-cp-mode "--context-parallel" gpt train --data "$text" --iters 1 --context-parallel=sometimes
 
 # ---- memory: weight shards fall as 1/P ---------------------------------------------------------------
-if $py - "$work/m.h5" "$work"/g{1x1x1,2x2x2,4x2x1,8x1x1,1x1x8}.jsonl <<'PY'; then ok; else fail "weight bytes ~1/P"; fi
+if $py - "$work/m.h5" "$work"/g{1x1x1,2x2x2,1x1x8}.jsonl <<'PY'; then ok; else fail "weight bytes ~1/P"; fi
 import json, sys, h5py
 with h5py.File(sys.argv[1], "r") as f:  # vectors (LayerNorm parameters, biases) are replicated
     vectors = sum(f[k].size for k in f if k != "vocab_chars" and f[k].ndim == 1)

@@ -30,23 +30,18 @@ PY
 
 # grid  layers  dropout  [options of both train and plan]
 cases=(
-  "1x1x1 2 0.5" "1x1x1 1 0" "1x1x1 3 0.3"
-  "2x1x1 2 0.5" "1x2x1 2 0.5" "1x1x2 2 0" "3x1x1 3 0.3" "1x1x3 1 0.5"
-  "2x2x1 2 0.5" "1x2x3 3 0.5" "2x1x3 2 0"
-  "2x2x2 2 0.5" "2x2x2 3 0.3"
-  "2x2x1 3 0.5 --comm-variant rs-ag" "1x3x1 1 0.5 --comm-variant rs-ag-reuse"
-  "2x1x2 2 0 --comm-variant rs-ag-reuse --agg-chunks 3" "1x2x2 2 0.5 --agg-chunks 2"
-  "2x2x1 2 0.5 --shard-adj" "1x1x4 3 0.5 --shard-adj --comm-variant rs-ag"
+  "1x1x1 2 0.5" "1x1x3 1 0.5" "2x1x3 2 0" "2x2x2 3 0.3"
+  "2x2x1 3 0.5 --comm-variant rs-ag" "2x1x2 2 0 --comm-variant rs-ag-reuse --agg-chunks 3"
+  "1x1x4 3 0.5 --shard-adj --comm-variant rs-ag"
   # bf16 graph tensors (docs/precision.md): the bf16 features, the row-chunk and bf16 all-reduce
   # workspaces, no dropout copy of a transform-first input.
-  "1x1x1 2 0.5 --precision bf16" "2x1x3 2 0.5 --precision bf16" "1x3x1 1 0.5 --precision bf16 --comm-variant rs-ag-reuse"
+  "2x1x3 2 0.5 --precision bf16" "1x3x1 1 0.5 --precision bf16 --comm-variant rs-ag-reuse"
   "2x2x2 3 0.3 --precision bf16 --layer-order aggregate-first" "1x2x2 2 0.5 --precision bf16 --agg-chunks 2 --shard-adj"
   # both at once
   "1x1x1 3 0.5 --precision bf16 --recompute --layer-order aggregate-first" "2x1x2 2 0.5 --precision bf16 --recompute"
   # --recompute: each layer's intermediates live only in its own forward and backward
-  "1x1x1 2 0.5 --recompute" "1x1x1 3 0 --recompute" "1x1x1 3 0.3 --recompute --layer-order aggregate-first"
-  "2x1x1 3 0.5 --recompute --layer-order transform-first" "1x2x3 3 0.5 --recompute"
-  "2x2x2 2 0.5 --recompute" "2x2x2 3 0.3 --recompute --layer-order aggregate-first"
+  "1x1x1 3 0 --recompute" "1x1x1 3 0.3 --recompute --layer-order aggregate-first"
+  "2x1x1 3 0.5 --recompute --layer-order transform-first"
   "2x2x2 3 0.5 --recompute --model sage --normalize" "1x1x3 2 0.5 --recompute --model gin --train-eps"
   "2x1x2 2 0.5 --recompute --shard-adj --agg-chunks 2" "2x2x1 3 0.5 --recompute --comm-variant rs-ag"
   "1x1x1 2 0.5 --recompute --model gat --heads 2 --attn-dropout 0.3" "2x2x1 3 0.5 --recompute --model gat --heads 4"

@@ -27,59 +27,49 @@ passed=0
 failed=0
 # grid  layers  hidden  dropout  [options of both train and plan]
 cases=(
-  "2x1x1 2 16 0.5" "1x2x1 2 16 0.5" "1x1x2 3 16 0.5"
-  "3x1x1 2 16 0.5" "1x1x3 3 16 0.5"
-  "2x2x1 2 16 0.5" "1x2x2 3 16 0.5"
-  "3x2x1 2 16 0.5" "1x2x3 2 16 0.5" "2x1x3 3 16 0.5" "2x1x3 2 16 0"
-  "2x2x2 2 16 0.5" "8x1x1 2 16 0.5" "1x1x8 2 16 0.5" "2x2x2 3 16 0.5"
-  "2x2x2 3 16 0.5 --shard-adj" "3x2x1 2 16 0 --shard-adj" "1x1x3 4 16 0.5 --shard-adj"
+  # (In-process, tests/mpi_test_sparse_comm.cpp and test_comm_model.cpp check plans on every grid;
+  # here each option once or twice, through the command line, on grids that split unevenly.)
+  "3x2x1 2 16 0.5" "1x1x3 3 16 0.5" "2x2x2 3 16 0.5" "2x1x3 2 16 0"
+  "2x2x2 3 16 0.5 --shard-adj" "1x1x3 4 16 0.5 --shard-adj"
   # (The cases above use --layer-order auto: on Cora's widths 1433 -> 16 (-> 16) -> 7 the
   # narrowing layers transform first, a 16 -> 16 layer aggregates first.)
   # Comm variants aggregating first (last layer's roles (o, i, d): (X,Y,Z), (Z,X,Y), (Y,Z,X) for
   # L % 3 = 1, 2, 0).
-  "2x2x2 3 16 0.5 --layer-order aggregate-first --comm-variant rs-ag"                      # i_L = Z, 2 ranks
-  "2x2x2 3 16 0.5 --layer-order aggregate-first --comm-variant rs-ag-reuse --agg-chunks 3"
   "3x2x1 2 16 0.5 --layer-order aggregate-first --comm-variant rs-ag-reuse"  # i_L = X, 3 ranks: uneven row slices
-  "1x2x3 2 16 0.5 --layer-order aggregate-first --comm-variant rs-ag"        # i_L = X, 1 rank: only the loss split
   "2x1x3 2 16 0 --layer-order aggregate-first --comm-variant rs-ag-reuse --agg-chunks 2"  # no dropout; layer 0's d = Z
   "1x3x1 1 16 0.5 --layer-order aggregate-first --comm-variant rs-ag"        # one layer: i_L = Y, 3 ranks
-  "4x1x1 2 16 0.5 --layer-order aggregate-first --comm-variant rs-ag-reuse --agg-chunks 4"  # i_L = X; d axes 1 rank
   "1x1x4 3 16 0.5 --layer-order aggregate-first --comm-variant rs-ag --shard-adj"  # i_L = Z, Â gathered there too
   # (MPI's chunked all-reduces: with the default --sparse-comm auto a chunk's rows are not cut by
   # the graph's table of held rows, so its sums are planned in the dense form, an upper bound
   # where the run finds the rows form cheaper: docs/dry-run.md.)
   "1x2x2 3 16 0.5 --layer-order aggregate-first --agg-chunks 5 --sparse-comm off"
-  # Comm variants with transform-first last layers (the output replicated over o_L: split there).
+  # Comm variants with transform-first last layers (the output replicated over o_L: split there,
+  # by the row-sparse reduce-scatter where it pays).
   "2x2x2 3 16 0.5 --comm-variant rs-ag"                          # auto: T, A, T; o_L = X, 2 ranks
-  "3x2x1 2 16 0.5 --comm-variant rs-ag-reuse --agg-chunks 3"     # auto: T, T; o_L = Z, 1 rank
   "1x3x2 2 16 0.5 --layer-order transform-first --comm-variant rs-ag --shard-adj"  # o_L = Z, 2 ranks
-  "1x1x3 3 16 0 --layer-order transform-first --agg-chunks 2"    # no dropout: nothing cached
   # Every GNN kind (docs/gnn-models.md): SAGE's two aggregations and normalisation, GIN's MLP
   # relayout and trained ε, on uneven grids, sharded and chunked.
-  "2x2x2 3 16 0.5 --model sage"
   "3x2x1 2 16 0.5 --model sage --aggregator sum --normalize --agg-chunks 3"
   "1x2x3 3 16 0.5 --model gin --train-eps"
   "2x1x3 2 16 0.5 --model gin --gin-eps 0.2 --shard-adj"
-  "1x3x2 3 16 0 --model sage --shard-adj"
   # --recompute: the recomputed aggregations repeat their all-reduces (more bytes than without).
-  "2x2x2 3 16 0.5 --recompute" "2x1x3 3 16 0.5 --recompute --layer-order aggregate-first --comm-variant rs-ag"
-  "1x2x3 2 16 0.5 --recompute --model gin --train-eps" "3x2x1 2 16 0.5 --recompute --model sage --agg-chunks 3"
+  "2x1x3 3 16 0.5 --recompute --layer-order aggregate-first --comm-variant rs-ag"
   "2x3x1 2 16 0.5 --recompute --model gat --heads 4 --attn-dropout 0.2"
   # --sparse-comm dense: the aggregations' sums as an all-to-all and an all-gather, uneven row
   # blocks (each rank's own count), chunked and sharded too.
-  "3x2x1 2 16 0.5 --sparse-comm dense" "2x2x2 3 16 0.5 --sparse-comm dense --agg-chunks 3 --shard-adj"
+  "2x2x2 3 16 0.5 --sparse-comm dense --agg-chunks 3 --shard-adj"
   "1x3x2 2 16 0.5 --sparse-comm dense --model sage --layer-order aggregate-first --comm-variant rs-ag"
   # --sparse-comm auto and rows: each sum in the form the graph's held rows make cheaper (counted
   # by the plan from Cora's Â, as the run's ranks find them; auto on one node counting the rows
   # form's copies, rows its wire alone), every kind's, aggregating either way.
-  "2x2x2 2 16 0.5 --sparse-comm auto" "8x1x1 2 16 0.5 --sparse-comm rows --layer-order aggregate-first"
+  "8x1x1 2 16 0.5 --sparse-comm rows --layer-order aggregate-first"
   "3x2x1 3 16 0.5 --sparse-comm rows --model gat --heads 2" "1x2x3 2 16 0.5 --sparse-comm auto --model appnp --steps 2"
   "2x1x3 3 16 0.5 --sparse-comm auto --wire int8 --model sage --comm-variant rs-ag --shard-adj"
   # A plain file permuted in memory at the run's start: plan permutes and counts it alike.
-  "2x2x2 2 16 0.5 --balance permute --sparse-comm auto" "3x1x2 3 16 0.5 --balance permute --model gin --train-eps"
+  "3x1x2 3 16 0.5 --balance permute --model gin --train-eps"
   # --wire int8|int4: the activation sums quantised (a row's bytes do not depend on its values),
-  # alone, on the row-sparse sums' dense form, chunked, and for GAT's and APPNP's sums.
-  "2x2x2 2 16 0.5 --wire int8" "3x2x1 2 16 0.5 --wire int4 --sparse-comm dense --agg-chunks 3"
+  # on the row-sparse sums' dense form, chunked, and for GAT's and APPNP's sums.
+  "3x2x1 2 16 0.5 --wire int4 --sparse-comm dense --agg-chunks 3"
   "1x2x3 2 16 0.5 --wire int8 --model gat --heads 2" "2x3x1 2 16 0.5 --wire int4 --model appnp --steps 2"
 )
 for c in "${cases[@]}"; do
@@ -145,10 +135,9 @@ done
 "$plexus" generate rmat --scale 11 --edge-factor 8 --feature-width 24 --classes 5 -o "$work/rmat.h5" >/dev/null &&
   "$plexus" prepare "$work/rmat.h5" -o "$work/rmat.prep.h5" --balance permute -q >/dev/null ||
   { echo "FAIL rmat: generate or prepare"; failed=$((failed + 1)); }
-for c in "2x2x1 2" "1x2x2 3" "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg-chunks 2" \
-  "2x1x2 3 --model sage --aggregator mean" "1x3x1 2 --model gin --train-eps" \
-  "2x2x2 2 --model gat --heads 4 --hidden 16 --attn-dropout 0.5" "1x1x3 3 --model gat --heads 3 --hidden 12 --out-heads 2" \
-  "2x2x2 2 --sparse-comm auto" "3x1x2 3 --sparse-comm rows --model gin --train-eps --layer-order aggregate-first" \
+for c in "3x1x2 2" "2x2x2 2 --comm-variant rs-ag-reuse --agg-chunks 2" \
+  "2x1x2 3 --model sage --aggregator mean" "1x1x3 3 --model gat --heads 3 --hidden 12 --out-heads 2" \
+  "3x1x2 3 --sparse-comm rows --model gin --train-eps --layer-order aggregate-first" \
   "1x3x2 2 --sparse-comm auto --wire int8 --model appnp --steps 2"; do
   read -r grid layers options <<<"$c"
   IFS=x read -r gx gy gz <<<"$grid"

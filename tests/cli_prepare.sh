@@ -2,8 +2,9 @@
 # `plexus prepare` and training with balanced orders (--balance none|permute|metis|locality):
 #  - a prepared `none` file trains bit-identically to the plain file; the in-memory
 #    `train --balance permute` bit-identically to the prepared permute file;
-#  - a prepared permute file on MPI grids (uneven blocks, 3 layers) matches 1x1x1;
-#  - Cora accuracy is unchanged by balancing (5 seeds per method);
+#  - a prepared permute file on MPI grids (uneven blocks, 3 layers) matches 1x1x1 (more grids
+#    in-process, permuted in memory: mpi_test_layer_order);
+#  - Cora accuracy is unchanged by balancing (3 seeds per method);
 #  - inspect reports the stored layout; bad input exits 2 with one line.
 # Usage: cli_prepare.sh PLEXUS_BINARY SOURCE_DIR
 set -u
@@ -73,7 +74,7 @@ done
 
 # MPI grids on the prepared permute file (2708 = uneven over 3), 3 layers, vs 1x1x1.
 "$plexus" train --data "$work/cora_permute.h5" --layers 3 --epochs 8 --threads 1 -q --metrics "$work/g1.jsonl" >/dev/null
-for grid in 2x2x2 3x1x2 1x4x1 2x1x3; do
+for grid in 2x2x2 2x1x3; do
   p=$(( ${grid//x/*} ))
   if mpirun -np $p "$plexus" train --data "$work/cora_permute.h5" --layers 3 --epochs 8 --threads 1 -q --grid $grid \
        --metrics "$work/g.jsonl" >/dev/null 2>"$work/err" && close "$work/g1.jsonl" "$work/g.jsonl" 1e-5; then ok
@@ -107,10 +108,10 @@ for f in edgeless edgeless_p; do
   else fail "mpi-$f"; cat "$work/err"; fi
 done
 
-# Accuracy unchanged by balancing: over seeds 1-5, each method's mean test accuracy within one
-# point of none's, and every run >= 79%.
+# Accuracy unchanged by balancing: over seeds 1-3, each method's mean test accuracy within one
+# point of none's, and every run >= 79%. (Without dropout the orders train the same model: above.)
 for m in none permute metis; do
-  for s in 1 2 3 4 5; do
+  for s in 1 2 3; do
     "$plexus" train --data "$work/cora_$m.h5" --seed $s --threads 2 -q | grep -o 'test accuracy [0-9.]*' | awk -v m=$m '{print m, $3}'
   done
 done >"$work/acc"
@@ -119,9 +120,9 @@ import sys, collections
 acc = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     m, a = line.split(); acc[m].append(float(a))
-assert all(len(v) == 5 for v in acc.values()) and len(acc) == 3, dict(acc)
-mean = {m: sum(v) / 5 for m, v in acc.items()}
-print('cora test accuracy, mean of 5 seeds:', {m: round(v, 4) for m, v in mean.items()})
+assert all(len(v) == 3 for v in acc.values()) and len(acc) == 3, dict(acc)
+mean = {m: sum(v) / 3 for m, v in acc.items()}
+print('cora test accuracy, mean of 3 seeds:', {m: round(v, 4) for m, v in mean.items()})
 for m in ('permute', 'metis'):
     assert abs(mean[m] - mean['none']) <= 0.01, (m, mean)
     assert min(acc[m]) >= 0.79, (m, acc[m])

@@ -34,6 +34,14 @@ Train from PyG's own initialisation (the quality comparison):
   reports the test accuracy at the best-validation epoch (the highest validation accuracy, ties
   to the lower validation loss, as the engine picks it) and the mean over the seeds.
 
+Many comparisons in one process (torch and PyG imported once: 2.7 s a process here):
+
+    pyg_gnn_peer.py --each JOBS
+
+  JOBS holds one comparison a line, `LABEL ARGUMENTS...` (the arguments above, shell-quoted);
+  each prints its own output, then `each: LABEL ok` or `each: LABEL FAIL (exit N)`; the exit
+  code is 1 if any failed.
+
 --time skips the evaluations and reports the time of an epoch's forward + loss + backward +
 Adam step (the median after the first, warm-up, epoch); --threads T sets torch.set_num_threads.
 In model-file mode the dropout masks are drawn before each epoch's timer starts. --json prints
@@ -554,7 +562,29 @@ def fresh_runs(args, g, say):
     return result, 0
 
 
-def main():
+def each(jobs):
+    """Runs every line `LABEL ARGUMENTS...` of the file `jobs` as main(ARGUMENTS); 1 if any failed."""
+    import shlex
+
+    failed = 0
+    with open(jobs) as f:
+        lines = [shlex.split(line) for line in f if line.strip()]
+    for label, *argv in lines:
+        try:
+            rc = main(argv)
+        except SystemExit as e:  # argparse's errors, and a comparison's own exit (a message: 1)
+            if isinstance(e.code, str):
+                print(e.code, flush=True)
+            rc = e.code if isinstance(e.code, int) else 1
+        except Exception as e:  # one job's failure is its line's, not the others'
+            print(f"{type(e).__name__}: {e}", flush=True)
+            rc = 1
+        print(f"each: {label} ok" if rc == 0 else f"each: {label} FAIL (exit {rc})", flush=True)
+        failed += rc != 0
+    return 1 if failed else 0
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("graph", help="Plexus format-v1 graph (HDF5)")
@@ -591,7 +621,7 @@ def main():
                        help="gat: GATConv(edge_dim) on the graph's edge features")
     fresh.add_argument("--steps", type=int, help="appnp: propagation steps K, default 10")
     fresh.add_argument("--alpha", type=float, help="appnp: teleport probability, default 0.1")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.fresh == (args.model_file is not None):
         ap.error("give either MODEL.h5 or --fresh")
     defaults = {"model": "gcn", "layers": 2, "hidden": 16, "lr": 0.01, "weight_decay": 5e-4, "adamw": False,
@@ -637,4 +667,6 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--each":
+        sys.exit(each(sys.argv[2]))
     sys.exit(main())
