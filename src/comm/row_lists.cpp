@@ -1,6 +1,7 @@
 // Row masks and runs of the row-sparse schedules (src/comm/row_lists.hpp).
 #include "comm/row_lists.hpp"
 
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -30,6 +31,25 @@ bool rows_form_pays(RowsRule rule, std::uint64_t dense, std::uint64_t sparse, st
 void add_row(float* __restrict acc, const float* __restrict x, index_t n) {
 #pragma omp simd
   for (index_t j = 0; j < n; ++j) acc[j] += x[j];
+}
+
+Scratch<float> exchange_rows(Communicator& comm, const float* c, index_t cols, const std::vector<RowRun>& runs,
+                             const std::vector<std::size_t>& send_counts, const std::vector<std::size_t>& recv_counts) {
+  const bool data = c != nullptr;
+  const auto w = static_cast<std::size_t>(cols);
+  const std::size_t row_bytes = w * sizeof(float);
+  std::size_t sent = 0, received = 0;
+  for (const std::size_t n : send_counts) sent += n;
+  for (const std::size_t n : recv_counts) received += n;
+  const Scratch<float> packed = scratch<float>(data ? sent * w : 0);
+  Scratch<float> in = scratch<float>(data ? received * w : 0);
+  if (data)
+    for (const RowRun& run : runs)
+      std::memcpy(packed.get() + static_cast<std::size_t>(run.at) * w, c + static_cast<std::size_t>(run.row) * w,
+                  static_cast<std::size_t>(run.len) * row_bytes);
+  comm.all_to_all_bytes(data ? packed.get() : nullptr, scaled_counts(send_counts, row_bytes), data ? in.get() : nullptr,
+                        scaled_counts(recv_counts, row_bytes));
+  return in;
 }
 
 void append_row(std::vector<RowRun>& runs, index_t row, index_t at) {

@@ -86,4 +86,11 @@ Scratch<T> scratch(std::size_t n) {
   return Scratch<T>(p, ScratchReturn{granted});
 }
 
+// The rows forms' one exchange: packs the rows of c [· × cols] that `runs` name (row: in c; at: in
+// the packed buffer), sends rank q its send_counts[q] of them and receives recv_counts[q] from
+// each, in one all-to-all; returns the received rows, by source in rank order. c nullptr (a dry
+// run): only the collective is issued, with its counts, and nothing is returned.
+Scratch<float> exchange_rows(Communicator& comm, const float* c, index_t cols, const std::vector<RowRun>& runs,
+                             const std::vector<std::size_t>& send_counts, const std::vector<std::size_t>& recv_counts);
+
 }  // namespace plexus

@@ -69,19 +69,10 @@ RowSparseScatter::RowSparseScatter(Communicator& comm, index_t rows, const std::
   const auto ranks = static_cast<std::size_t>(p);
   if (held_by_owner.size() != ranks) throw std::invalid_argument("RowSparseScatter: held rows of another group");
   std::uint64_t moved = 0;
-  for (std::size_t q = 0; q < ranks; ++q) {
+  for (std::size_t q = 0; q < ranks; ++q) {  // each owner's block: its rows held elsewhere move
     const HeldRowCounts& h = held_by_owner[q];
     const index_t block = block_range(rows, p, static_cast<int>(q)).size();
-    if (h.per_rank.size() != ranks) throw std::invalid_argument("RowSparseScatter: held rows of another group");
-    if (h.any < 0 || h.any > block) throw std::invalid_argument("RowSparseScatter: held rows that do not fit the block");
-    index_t total = 0;
-    for (std::size_t s = 0; s < ranks; ++s) {
-      const index_t c = h.per_rank[s];
-      if (c < 0 || c > h.any) throw std::invalid_argument("RowSparseScatter: a rank holds more rows than the group");
-      total += c;
-      if (s != q) moved += static_cast<std::uint64_t>(c);
-    }
-    if (total < h.any) throw std::invalid_argument("RowSparseScatter: held rows that do not fit the block");
+    moved += checked_held_total(h, p, block, "RowSparseScatter") - static_cast<std::uint64_t>(h.per_rank[q]);
   }
   if (p == 1) return;
   rows_group_rows_ = moved;
@@ -127,15 +118,7 @@ void RowSparseScatter::scatter(const float* c, float* out, index_t cols) const {
     }
     return;
   }
-  std::size_t sent = 0, received = 0;
-  for (const std::size_t n : send_counts_) sent += n;
-  for (const std::size_t n : recv_counts_) received += n;
-  const Scratch<float> packed = scratch<float>(data ? sent * w : 0), in = scratch<float>(data ? received * w : 0);
-  if (data)
-    for (const RowRun& run : send_runs_)
-      std::memcpy(packed.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
-  comm_->all_to_all_bytes(data ? packed.get() : nullptr, scaled_counts(send_counts_, row_bytes),
-                          data ? in.get() : nullptr, scaled_counts(recv_counts_, row_bytes));
+  const Scratch<float> in = exchange_rows(*comm_, c, cols, send_runs_, send_counts_, recv_counts_);
   if (!data) return;
   // The sums from +0, rank by rank: this rank's own held rows at its place in the order.
   std::fill_n(out, slab, 0.0f);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 #include "comm/quantised_rows.hpp"
 #include "core/parallel_work.hpp"
@@ -33,6 +34,19 @@ std::vector<std::size_t> row_blocks(index_t rows, int p, index_t cols) {
 
 }  // namespace
 
+std::uint64_t checked_held_total(const HeldRowCounts& held, int p, index_t rows, const char* who) {
+  const std::string at = std::string(who) + ": ";
+  if (held.per_rank.size() != static_cast<std::size_t>(p)) throw std::invalid_argument(at + "held rows of another group");
+  std::uint64_t total = 0;
+  for (const index_t c : held.per_rank) {
+    if (c < 0 || c > held.any) throw std::invalid_argument(at + "a rank holds more rows than the group");
+    total += static_cast<std::uint64_t>(c);
+  }
+  if (held.any > rows || total < static_cast<std::uint64_t>(held.any))
+    throw std::invalid_argument(at + "held rows that do not fit the block");
+  return total;
+}
+
 RowSparseSum::RowSparseSum(Communicator& comm, index_t rows) : comm_(&comm), rows_(rows) {
   dense_group_rows_ = rows_group_rows_ = dense_rows(rows, comm.size());
 }
@@ -56,14 +70,7 @@ RowSparseSum::RowSparseSum(Communicator& comm, index_t rows, const HeldRowCounts
     : RowSparseSum(comm, rows) {
   const int p = comm.size(), me = comm.rank();
   const auto ranks = static_cast<std::size_t>(p);
-  if (held.per_rank.size() != ranks) throw std::invalid_argument("RowSparseSum: held rows of another group");
-  std::uint64_t total = 0;
-  for (const index_t c : held.per_rank) {
-    if (c < 0 || c > held.any) throw std::invalid_argument("RowSparseSum: a rank holds more rows than the group");
-    total += static_cast<std::uint64_t>(c);
-  }
-  if (held.any > rows || total < static_cast<std::uint64_t>(held.any))
-    throw std::invalid_argument("RowSparseSum: held rows that do not fit the block");
+  const std::uint64_t total = checked_held_total(held, p, rows, "RowSparseSum");
   if (p == 1) return;
   const auto any = static_cast<std::uint64_t>(held.any);
   rows_group_rows_ = rows_form_rows(total, any, p);
@@ -281,17 +288,9 @@ void RowSparseSum::sum_dense(float* c, index_t cols) const {
 
 void RowSparseSum::sum_rows(float* c, index_t cols) const {
   const int p = comm_->size(), me = comm_->rank();
-  const std::size_t w = as_size(cols), row_bytes = w * sizeof(float);
+  const std::size_t w = as_size(cols);
   const bool data = c != nullptr;
-  std::size_t sent = 0, received = 0;
-  for (const std::size_t n : send_counts_) sent += n;
-  for (const std::size_t n : recv_counts_) received += n;
-  const Scratch<float> out = scratch<float>(data ? sent * w : 0), in = scratch<float>(data ? received * w : 0);
-  if (data)
-    for (const Run& run : send_runs_)
-      std::memcpy(out.get() + as_size(run.at) * w, c + as_size(run.row) * w, as_size(run.len) * row_bytes);
-  comm_->all_to_all_bytes(data ? out.get() : nullptr, scaled_counts(send_counts_, row_bytes), data ? in.get() : nullptr,
-                          scaled_counts(recv_counts_, row_bytes));
+  const Scratch<float> in = exchange_rows(*comm_, c, cols, send_runs_, send_counts_, recv_counts_);
   // The owned rows' sums, rank by rank: this rank's own rows at its place in the order. They are
   // summed at this rank's place in the all-gather's buffer, which gathers them in place.
   std::size_t gathered_rows = 0, before = 0;
@@ -318,7 +317,7 @@ void RowSparseSum::sum_rows(float* c, index_t cols) const {
   comm_->all_gather(acc, data ? gathered.get() : nullptr, scaled_counts(owned_counts_, w));
   if (!data) return;
   for (const Run& run : gathered_runs_)
-    std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * row_bytes);
+    std::memcpy(c + as_size(run.row) * w, gathered.get() + as_size(run.at) * w, as_size(run.len) * w * sizeof(float));
   for (const Run& run : zero_runs_) std::fill_n(c + as_size(run.row) * w, as_size(run.len) * w, 0.0f);
 }
 

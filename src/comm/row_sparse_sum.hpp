@@ -39,6 +39,10 @@ struct HeldRowCounts {
   index_t any = 0;
 };
 
+// The sum of `held`'s per-rank counts, once checked that they can be the held rows of a block of
+// `rows` rows over a group of p ranks (else std::invalid_argument, its message naming `who`).
+std::uint64_t checked_held_total(const HeldRowCounts& held, int p, index_t rows, const char* who);
+
 // How many sums were planned in each form (counted by a plan's dry run, DeviceAdj's SumFormsCount):
 // rows, dense, and `unknown` — dense for want of the held rows where the rows form was allowed
 // (a dry run whose table does not cut the sum: its bytes an upper bound).

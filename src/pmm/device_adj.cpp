@@ -226,19 +226,21 @@ void DeviceAdj::plan_side_sums(Side& s, Communicator& comm, RowsRule rule, bool 
     count_form(comm.size(), unknown, sum->form() == RowSparseSum::Form::Rows);
     return sum;
   };
-  PlannedSums planned{&comm, nullptr, {}, nullptr};
+  PlannedSums& planned = planned_over(s, comm);  // (its scatter, if planned, stays)
+  planned.whole = nullptr;
+  planned.chunks.clear();
   if (agg_chunks_ == 1) {
     planned.whole = make(Range{0, s.rows});
   } else {
     for (int k = 0; k < agg_chunks_; ++k) planned.chunks.push_back(make(block_range(s.rows, agg_chunks_, k)));
   }
+}
+
+PlannedSums& DeviceAdj::planned_over(Side& s, const Communicator& comm) {
   for (PlannedSums& p : s.sums)
-    if (p.comm == &comm) {
-      planned.scatter = std::move(p.scatter);
-      p = std::move(planned);
-      return;
-    }
-  s.sums.push_back(std::move(planned));
+    if (p.comm == &comm) return p;
+  s.sums.push_back(PlannedSums{&comm, nullptr, {}, nullptr});
+  return s.sums.back();
 }
 
 void DeviceAdj::plan_scatter(Communicator& rows_sum, RowsRule rule) {
@@ -261,13 +263,7 @@ void DeviceAdj::plan_scatter(Communicator& rows_sum, RowsRule rule) {
   const bool unknown = allow_rows && !scatter;
   if (!scatter) scatter = std::make_unique<RowSparseScatter>(rows_sum, s.rows);
   count_form(p, unknown, scatter->form() == RowSparseScatter::Form::Rows);
-  for (PlannedSums& planned : s.sums)
-    if (planned.comm == &rows_sum) {
-      planned.scatter = std::move(scatter);
-      return;
-    }
-  PlannedSums planned{&rows_sum, nullptr, {}, std::move(scatter)};
-  s.sums.push_back(std::move(planned));
+  planned_over(s, rows_sum).scatter = std::move(scatter);
 }
 
 std::unique_ptr<RowSparseGather> DeviceAdj::plan_operand_gather(Communicator& group, RowsRule rule) {

@@ -172,6 +172,8 @@ class DeviceAdj {
   // Keeps which rows of `indptr` (rows + 1 pointers) hold entries, on a CPU backend.
   static void keep_held_rows(const Backend& be, Side& s, const index_t* indptr, index_t rows);
   void plan_side_sums(Side& s, Communicator& comm, RowsRule rule, bool transpose);
+  // The side's planned collectives over `comm`: the entry there, else a new empty one.
+  static PlannedSums& planned_over(Side& s, const Communicator& comm);
 
   bool sharded_ = false;
   int agg_chunks_ = 1;
